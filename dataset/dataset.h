@@ -1,0 +1,145 @@
+#ifndef SLUICE_DATASET_DATASET_H_
+#define SLUICE_DATASET_DATASET_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/element.h"
+#include "dataset/options.h"
+#include "io/compression.h"
+
+namespace sluice {
+
+class DatasetBase;
+class Dataset;
+class Iterator;
+
+// What a function inside Map learns about the element it is given: its index
+// in the Map's input and a seed for any randomness. Draw random numbers from
+// `seed` (not a global generator) and parallel runs stay reproducible.
+struct ElementContext {
+  int64_t index = 0;
+  uint64_t seed = 0;
+};
+
+using MapFn = std::function<absl::StatusOr<Element>(Element, const ElementContext&)>;
+using SimpleMapFn = std::function<absl::StatusOr<Element>(Element)>;
+using PredicateFn = std::function<absl::StatusOr<bool>(const Element&)>;
+using DatasetFn = std::function<absl::StatusOr<Dataset>(Element)>;
+// Yields the next element, or std::nullopt at the end.
+using Generator = std::function<absl::StatusOr<std::optional<Element>>()>;
+
+struct ListFilesOptions {
+  bool shuffle = false;
+  std::optional<uint64_t> seed;  // unset: the pipeline seed
+};
+
+struct TFRecordOptions {
+  std::optional<Compression> compression;  // unset: guessed from each file's suffix
+  size_t buffer_size = 256 << 10;
+  int num_parallel_reads = 1;  // > 1 (or kAutotune) reads files in parallel, interleaved
+  bool skip_corrupt = false;   // skip corrupt records, counting them
+};
+
+struct MapOptions {
+  int num_parallel_calls = 1;         // or kAutotune
+  std::optional<bool> deterministic;  // unset: the pipeline's option
+};
+
+struct InterleaveOptions {
+  int cycle_length = kAutotune;
+  int block_length = 1;
+  int num_parallel_calls = 1;  // 1: sequential; > 1 or kAutotune: parallel
+  std::optional<bool> deterministic;
+};
+
+struct ShuffleOptions {
+  std::optional<uint64_t> seed;  // unset: the pipeline seed
+  bool reshuffle_each_iteration = true;
+};
+
+struct BatchOptions {
+  bool drop_remainder = false;
+  int num_parallel_calls = 1;  // > 1 copies components into the batch in parallel
+};
+
+struct PaddedBatchOptions {
+  // One shape per component; -1 pads that dimension to the batch's longest.
+  // Empty: every dimension pads to the longest.
+  std::vector<std::vector<int64_t>> padded_shapes;
+  // One scalar per component; empty: zeros (empty strings).
+  std::vector<Tensor> padding_values;
+  bool drop_remainder = false;
+};
+
+// An immutable description of a pipeline. Each method returns a new Dataset
+// that reads this one; the names follow tf.data.
+class Dataset {
+ public:
+  explicit Dataset(std::shared_ptr<const DatasetBase> base) : base_(std::move(base)) {}
+
+  // Sources.
+  static Dataset Range(int64_t stop);
+  static Dataset Range(int64_t start, int64_t stop, int64_t step = 1);
+  static Dataset FromTensors(Element element);
+  static Dataset FromTensorSlices(Element element);
+  // `make` is called once per iterator and returns that iterator's generator.
+  static Dataset FromGenerator(std::function<Generator()> make);
+  static Dataset ListFiles(std::vector<std::string> patterns, ListFilesOptions options = {});
+  static Dataset ListFiles(std::string pattern, ListFilesOptions options = {});
+  // Records of the files in order, each a scalar bytes tensor.
+  static Dataset TFRecord(std::vector<std::string> files, TFRecordOptions options = {});
+  static Dataset TFRecord(std::string file, TFRecordOptions options = {});
+  static Dataset Zip(std::vector<Dataset> datasets);
+
+  // Transformations.
+  Dataset Map(MapFn fn, MapOptions options = {}) const;
+  Dataset Map(SimpleMapFn fn, MapOptions options = {}) const;
+  Dataset Filter(PredicateFn predicate) const;
+  Dataset FlatMap(DatasetFn fn) const;
+  Dataset Interleave(DatasetFn fn, InterleaveOptions options = {}) const;
+  Dataset Interleave(std::function<Dataset(const std::string&)> fn,
+                     InterleaveOptions options = {}) const;
+  // In memory when `path` is empty, else in files at `path` (used only once
+  // completely written).
+  Dataset Cache(std::string path = "") const;
+  Dataset Shuffle(int64_t buffer_size, ShuffleOptions options = {}) const;
+  Dataset Batch(int64_t batch_size, BatchOptions options = {}) const;
+  Dataset PaddedBatch(int64_t batch_size, PaddedBatchOptions options = {}) const;
+  Dataset Unbatch() const;
+  Dataset Prefetch(int64_t buffer_size = kAutotune) const;
+  // count < 0: forever.
+  Dataset Repeat(int64_t count = -1) const;
+  Dataset Take(int64_t count) const;
+  Dataset Skip(int64_t count) const;
+  Dataset Shard(int64_t num_shards, int64_t index) const;
+  Dataset Zip(Dataset other) const;
+  Dataset Concatenate(Dataset other) const;
+  // Prepends an int64 scalar counter component.
+  Dataset Enumerate(int64_t start = 0) const;
+  // Drops elements whose production failed, counting them (the `skipped`
+  // count of this node in Iterator::Stats).
+  Dataset IgnoreErrors() const;
+  Dataset WithOptions(Options options) const;
+
+  // A fresh iterator. Creation errors (a missing file, ...) are reported by
+  // the first GetNext.
+  std::unique_ptr<Iterator> MakeIterator() const;
+  // kInfiniteCardinality (-1), kUnknownCardinality (-2), or the count.
+  int64_t Cardinality() const;
+  // "Range(10) -> Map -> Batch(4)".
+  std::string DebugString() const;
+  const std::shared_ptr<const DatasetBase>& base() const { return base_; }
+
+ private:
+  std::shared_ptr<const DatasetBase> base_;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_DATASET_DATASET_H_

@@ -1,0 +1,219 @@
+#include "dataset/dataset_base.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace sluice {
+namespace {
+
+// Marks a status as already named by the node it came from.
+constexpr char kOriginPayload[] = "sluice.dev/origin";
+
+// Nanoseconds spent in nested GetNext calls on this thread, so that a sync
+// node's busy time excludes the time its inputs took.
+thread_local int64_t tls_nested_ns = 0;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+IteratorContext IteratorContext::WithSalt(uint64_t extra) const {
+  IteratorContext c = *this;
+  c.salt = MixSeed(salt, extra);
+  return c;
+}
+
+// SplitMix64's finaliser over the combination: cheap, and every input bit
+// affects every output bit.
+uint64_t MixSeed(uint64_t a, uint64_t b) {
+  uint64_t z = a + 0x9e3779b97f4a7c15ull * (b + 1) + (a << 6) + (a >> 2);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t ElementSeed(const IteratorContext& ctx, int node_position, int64_t index) {
+  return MixSeed(MixSeed(MixSeed(ctx.seed, ctx.salt), static_cast<uint64_t>(node_position)),
+                 static_cast<uint64_t>(index));
+}
+
+DatasetBase::DatasetBase(std::string kind, std::vector<std::shared_ptr<const DatasetBase>> inputs)
+    : kind_(std::move(kind)), inputs_(std::move(inputs)) {
+  int depth = -1;
+  for (const auto& in : inputs_) depth = std::max(depth, in->position());
+  position_ = depth + 1;
+  name_ = absl::StrCat(kind_, "[", position_, "]");
+}
+
+std::string DatasetBase::DebugString() const {
+  if (inputs_.empty()) return Describe();
+  std::string in;
+  if (inputs_.size() == 1) {
+    in = inputs_[0]->DebugString();
+  } else {
+    in = "(";
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      absl::StrAppend(&in, i ? ", " : "", inputs_[i]->DebugString());
+    }
+    in += ")";
+  }
+  return absl::StrCat(in, " -> ", Describe());
+}
+
+IteratorBase::IteratorBase(const DatasetBase* dataset, const IteratorContext& ctx, NodeKind kind)
+    : dataset_(dataset),
+      ctx_(ctx),
+      kind_(kind),
+      stats_(ctx.stats ? ctx.stats->GetOrCreate(dataset->name(), kind)
+                       : std::make_shared<NodeStats>()) {}
+
+absl::StatusOr<std::optional<Element>> IteratorBase::GetNext() {
+  const int64_t outer_nested = tls_nested_ns;
+  tls_nested_ns = 0;
+  const int64_t start = NowNs();
+  absl::StatusOr<std::optional<Element>> result = GetNextInternal();
+  const int64_t elapsed = NowNs() - start;
+  const int64_t own = std::max<int64_t>(0, elapsed - tls_nested_ns);
+  tls_nested_ns = outer_nested + elapsed;
+  (async() ? stats_->wait_ns : stats_->busy_ns).fetch_add(own, std::memory_order_relaxed);
+
+  if (!result.ok()) return Annotate(result.status(), produced_);
+  if (result->has_value()) {
+    ++produced_;
+    stats_->elements_produced.fetch_add(1, std::memory_order_relaxed);
+    stats_->bytes_produced.fetch_add(static_cast<int64_t>(ElementByteSize(**result)),
+                                     std::memory_order_relaxed);
+  }
+  return result;
+}
+
+absl::Status IteratorBase::Annotate(const absl::Status& status, int64_t element_index) const {
+  if (status.ok() || status.GetPayload(kOriginPayload).has_value() ||
+      status.code() == absl::StatusCode::kCancelled) {
+    return status;
+  }
+  absl::Status named(status.code(), absl::StrCat(dataset_->name(), " at element ", element_index,
+                                                 ": ", status.message()));
+  named.SetPayload(kOriginPayload, absl::Cord(dataset_->name()));
+  return named;
+}
+
+absl::Status IteratorBase::Save(proto::IteratorStateProto* state) {
+  state->set_node(dataset_->name());
+  (*state->mutable_ints())["__produced"] = produced_;
+  return SaveInternal(state);
+}
+
+absl::Status IteratorBase::Restore(const proto::IteratorStateProto& state) {
+  if (state.node() != dataset_->name()) {
+    return absl::FailedPreconditionError(absl::StrCat("checkpoint holds state for ", state.node(),
+                                                      ", but the pipeline has ", dataset_->name(),
+                                                      " here"));
+  }
+  auto it = state.ints().find("__produced");
+  produced_ = it == state.ints().end() ? 0 : it->second;
+  return RestoreInternal(state);
+}
+
+absl::Status IteratorBase::SaveInput(IteratorBase* input, proto::IteratorStateProto* state) {
+  state->add_input_present(input != nullptr);
+  proto::IteratorStateProto* in = state->add_inputs();
+  return input ? input->Save(in) : absl::OkStatus();
+}
+
+absl::StatusOr<const proto::IteratorStateProto*> IteratorBase::InputState(
+    const proto::IteratorStateProto& state, int i) {
+  if (i >= state.inputs_size() || i >= state.input_present_size()) {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint of ", state.node(), " lacks the state of input ", i));
+  }
+  return state.input_present(i) ? &state.inputs(i) : nullptr;
+}
+
+absl::StatusOr<int64_t> SavedInt(const proto::IteratorStateProto& state, const std::string& key) {
+  auto it = state.ints().find(key);
+  if (it == state.ints().end()) {
+    return absl::DataLossError(absl::StrCat("checkpoint of ", state.node(), " lacks '", key, "'"));
+  }
+  return it->second;
+}
+
+void ElementToProto(const Element& element, proto::ElementProto* out) {
+  for (const Tensor& t : element) {
+    proto::TensorProto* tp = out->add_components();
+    tp->set_dtype(static_cast<int>(t.dtype()));
+    for (int64_t d : t.shape().dims()) tp->add_shape(d);
+    if (t.dtype() == DType::kBytes) {
+      for (const std::string& s : t.flat<std::string>()) tp->add_strings(s);
+    } else {
+      tp->set_data(static_cast<const char*>(t.raw_data()), t.byte_size());
+    }
+  }
+}
+
+absl::StatusOr<Element> ElementFromProto(const proto::ElementProto& proto) {
+  Element element;
+  for (const proto::TensorProto& tp : proto.components()) {
+    if (tp.dtype() < 0 || tp.dtype() > static_cast<int>(DType::kBytes)) {
+      return absl::DataLossError(absl::StrCat("bad dtype ", tp.dtype(), " in saved element"));
+    }
+    const DType dtype = static_cast<DType>(tp.dtype());
+    Shape shape;
+    for (int64_t d : tp.shape()) {
+      if (d < 0) return absl::DataLossError("negative dimension in saved element");
+      shape.AddDim(d);
+    }
+    Tensor t(dtype, shape);
+    if (dtype == DType::kBytes) {
+      if (tp.strings_size() != t.num_elements()) {
+        return absl::DataLossError("saved bytes tensor has the wrong number of strings");
+      }
+      auto out = t.flat<std::string>();
+      for (int i = 0; i < tp.strings_size(); ++i) out[i] = tp.strings(i);
+    } else {
+      if (tp.data().size() != t.byte_size()) {
+        return absl::DataLossError(absl::StrCat("saved ", DTypeName(dtype), shape.DebugString(),
+                                                " tensor has ", tp.data().size(),
+                                                " bytes, expected ", t.byte_size()));
+      }
+      if (!tp.data().empty()) std::memcpy(t.raw_data(), tp.data().data(), tp.data().size());
+    }
+    element.push_back(std::move(t));
+  }
+  return element;
+}
+
+void ResultToProto(const absl::StatusOr<std::optional<Element>>& result,
+                   proto::BufferedResult* out) {
+  if (!result.ok()) {
+    out->set_status_code(static_cast<int>(result.status().code()));
+    out->set_status_message(std::string(result.status().message()));
+  } else if (!result->has_value()) {
+    out->set_end_of_sequence(true);
+  } else {
+    ElementToProto(**result, out->mutable_element());
+  }
+}
+
+absl::StatusOr<absl::StatusOr<std::optional<Element>>> ResultFromProto(
+    const proto::BufferedResult& proto) {
+  using Result = absl::StatusOr<std::optional<Element>>;
+  if (proto.status_code() != 0) {
+    absl::Status s(static_cast<absl::StatusCode>(proto.status_code()), proto.status_message());
+    s.SetPayload(kOriginPayload, absl::Cord("restored"));  // Already named when it was saved.
+    return Result(s);
+  }
+  if (proto.end_of_sequence()) return Result(std::nullopt);
+  ASSIGN_OR_RETURN(Element e, ElementFromProto(proto.element()));
+  return Result(std::move(e));
+}
+
+}  // namespace sluice

@@ -1,0 +1,167 @@
+#ifndef SLUICE_DATASET_DATASET_BASE_H_
+#define SLUICE_DATASET_DATASET_BASE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/element.h"
+#include "core/runtime.h"
+#include "dataset/cancellation.h"
+#include "dataset/node_stats.h"
+#include "dataset/options.h"
+#include "dataset/proto/iterator_state.pb.h"
+
+// The contract between dataset ops. A DatasetBase describes a step of the
+// pipeline and is immutable; MakeIterator creates the IteratorBase that
+// produces its elements. Each op lives in dataset/<op>.{h,cc}.
+
+namespace sluice {
+
+inline constexpr int64_t kInfiniteCardinality = -1;
+inline constexpr int64_t kUnknownCardinality = -2;
+
+// What every iterator of one pipeline shares, plus the salt that makes
+// per-element seeds differ between repetitions and inner pipelines.
+struct IteratorContext {
+  std::shared_ptr<Runtime> runtime;
+  std::shared_ptr<CancellationManager> cancellation;
+  std::shared_ptr<StatsRegistry> stats;
+  Options options;    // merged pipeline options
+  uint64_t seed = 0;  // the pipeline seed (options.seed, or a random one)
+  uint64_t salt = 0;  // mixed into seeds; Repeat and Interleave change it
+
+  bool deterministic() const { return options.deterministic.value_or(true); }
+  // A context for an inner pipeline: same runtime and cancellation, salted.
+  IteratorContext WithSalt(uint64_t extra) const;
+};
+
+// Per-element randomness: every random decision about element `index` of
+// node `node` is drawn from this seed, so parallel runs stay reproducible.
+uint64_t MixSeed(uint64_t a, uint64_t b);
+uint64_t ElementSeed(const IteratorContext& ctx, int node_position, int64_t index);
+
+class IteratorBase;
+
+class DatasetBase : public std::enable_shared_from_this<DatasetBase> {
+ public:
+  DatasetBase(std::string kind, std::vector<std::shared_ptr<const DatasetBase>> inputs);
+  virtual ~DatasetBase() = default;
+
+  const std::string& kind() const { return kind_; }
+  // Depth in the pipeline: 0 for a source, 1 + the deepest input otherwise.
+  int position() const { return position_; }
+  // "Map[2]": how errors, stats and checkpoints name this node.
+  const std::string& name() const { return name_; }
+  const std::vector<std::shared_ptr<const DatasetBase>>& inputs() const { return inputs_; }
+
+  virtual absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
+      const IteratorContext& ctx) const = 0;
+  // Number of elements, kInfiniteCardinality or kUnknownCardinality.
+  virtual int64_t Cardinality() const { return kUnknownCardinality; }
+  // Options this node sets (WithOptions), if any.
+  virtual const Options* options() const { return nullptr; }
+  // The node and its parameters, e.g. "Batch(64, drop_remainder)".
+  virtual std::string Describe() const { return kind_; }
+  // The whole pipeline up to this node, e.g. "Range(10) -> Map -> Batch(4)".
+  std::string DebugString() const;
+
+ private:
+  std::string kind_;
+  std::vector<std::shared_ptr<const DatasetBase>> inputs_;
+  int position_;
+  std::string name_;
+};
+
+// Produces the elements of one DatasetBase. Not thread-safe: one consumer at
+// a time (the user-facing Iterator adds the lock). An error is returned once
+// and the iterator may continue after it (IgnoreErrors relies on that); the
+// user-facing Iterator makes errors sticky.
+class IteratorBase {
+ public:
+  IteratorBase(const DatasetBase* dataset, const IteratorContext& ctx, NodeKind kind);
+  virtual ~IteratorBase() = default;
+  IteratorBase(const IteratorBase&) = delete;
+  IteratorBase& operator=(const IteratorBase&) = delete;
+
+  // The next element, std::nullopt at the end. Counts the element in this
+  // node's stats and names this node in errors that originate here.
+  absl::StatusOr<std::optional<Element>> GetNext();
+
+  // Saves the position (and any buffered elements) so that Restore on a fresh
+  // iterator of the same dataset resumes exactly.
+  absl::Status Save(proto::IteratorStateProto* state);
+  // Called on a fresh iterator, before any GetNext.
+  absl::Status Restore(const proto::IteratorStateProto& state);
+
+  const DatasetBase* dataset() const { return dataset_; }
+  const IteratorContext& ctx() const { return ctx_; }
+  NodeStats& stats() { return *stats_; }
+  // Elements this node has returned (its output index).
+  int64_t produced() const { return produced_; }
+
+ protected:
+  virtual absl::StatusOr<std::optional<Element>> GetNextInternal() = 0;
+  virtual absl::Status SaveInternal(proto::IteratorStateProto* state) = 0;
+  virtual absl::Status RestoreInternal(const proto::IteratorStateProto& state) = 0;
+
+  // Prefixes `status` with this node's name and `element_index`
+  // ("Map[2] at element 1234: ..."), once: an error already named by a
+  // deeper node passes through unchanged.
+  absl::Status Annotate(const absl::Status& status, int64_t element_index) const;
+  // Async nodes time their own work on their threads; GetNext then counts
+  // the caller's time as waiting, not busy.
+  bool async() const { return kind_ == NodeKind::kAsync || kind_ == NodeKind::kInterleave; }
+
+  // Saves or restores an input iterator into state->inputs (absent inputs,
+  // e.g. an exhausted Repeat input, are recorded as such).
+  static absl::Status SaveInput(IteratorBase* input, proto::IteratorStateProto* state);
+  // Returns the saved state of input `i`, or nullptr if it was absent.
+  static absl::StatusOr<const proto::IteratorStateProto*> InputState(
+      const proto::IteratorStateProto& state, int i);
+
+ private:
+  const DatasetBase* dataset_;
+  IteratorContext ctx_;
+  NodeKind kind_;
+  std::shared_ptr<NodeStats> stats_;
+  int64_t produced_ = 0;
+};
+
+// Time spent in a scope, added to a counter (busy_ns).
+class ScopedTimer {
+ public:
+  explicit ScopedTimer(std::atomic<int64_t>* counter)
+      : counter_(counter), start_(std::chrono::steady_clock::now()) {}
+  ~ScopedTimer() {
+    counter_->fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now() - start_)
+                            .count(),
+                        std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<int64_t>* counter_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// Reads a saved integer, with a clear error when the checkpoint lacks it.
+absl::StatusOr<int64_t> SavedInt(const proto::IteratorStateProto& state, const std::string& key);
+
+// Element <-> protobuf, for checkpoints of buffered elements and file caches.
+void ElementToProto(const Element& element, proto::ElementProto* out);
+absl::StatusOr<Element> ElementFromProto(const proto::ElementProto& proto);
+// A buffered element or error, as saved in checkpoints.
+void ResultToProto(const absl::StatusOr<std::optional<Element>>& result,
+                   proto::BufferedResult* out);
+absl::StatusOr<absl::StatusOr<std::optional<Element>>> ResultFromProto(
+    const proto::BufferedResult& proto);
+
+}  // namespace sluice
+
+#endif  // SLUICE_DATASET_DATASET_BASE_H_

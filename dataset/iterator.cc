@@ -1,0 +1,109 @@
+#include "dataset/iterator.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "dataset/dataset.h"
+
+namespace sluice {
+namespace {
+
+constexpr int kCheckpointVersion = 1;
+
+// The options in effect: those set nearest the end of the pipeline win.
+Options CollectOptions(const DatasetBase& d) {
+  Options merged;
+  for (const auto& in : d.inputs()) merged = merged.MergedWith(CollectOptions(*in));
+  if (d.options() != nullptr) merged = merged.MergedWith(*d.options());
+  return merged;
+}
+
+}  // namespace
+
+Iterator::Iterator(std::shared_ptr<const DatasetBase> dataset) : dataset_(std::move(dataset)) {
+  ctx_.options = CollectOptions(*dataset_);
+  ctx_.runtime = std::make_shared<Runtime>(ctx_.options.threads.value_or(0));
+  ctx_.cancellation = std::make_shared<CancellationManager>();
+  ctx_.stats = std::make_shared<StatsRegistry>();
+  ctx_.seed = ctx_.options.seed ? *ctx_.options.seed : std::random_device{}();
+}
+
+Iterator::~Iterator() {
+  // Wake every blocked wait first, then destroy the nodes (which join their
+  // threads) while nothing can block any more.
+  ctx_.cancellation->Cancel();
+  std::lock_guard<std::mutex> l(mu_);
+  root_.reset();
+}
+
+absl::Status Iterator::EnsureStarted() {
+  if (started_) return error_;
+  started_ = true;
+  auto root = dataset_->MakeIterator(ctx_);
+  if (!root.ok()) {
+    error_ = root.status();
+    return error_;
+  }
+  root_ = std::move(*root);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<Element>> Iterator::GetNext() {
+  std::lock_guard<std::mutex> l(mu_);
+  RETURN_IF_ERROR(EnsureStarted());
+  RETURN_IF_ERROR(error_);
+  auto result = root_->GetNext();
+  if (!result.ok()) error_ = result.status();
+  return result;
+}
+
+absl::StatusOr<std::string> Iterator::Save() {
+  std::lock_guard<std::mutex> l(mu_);
+  RETURN_IF_ERROR(EnsureStarted());
+  RETURN_IF_ERROR(error_);
+  proto::IteratorCheckpoint ckpt;
+  ckpt.set_version(kCheckpointVersion);
+  ckpt.set_pipeline(dataset_->DebugString());
+  ckpt.set_seed(ctx_.seed);
+  RETURN_IF_ERROR(root_->Save(ckpt.mutable_root()));
+  return ckpt.SerializeAsString();
+}
+
+absl::Status Iterator::Restore(const std::string& checkpoint) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (started_) {
+    return absl::FailedPreconditionError(
+        "Restore must be called on a fresh iterator, before the first GetNext");
+  }
+  proto::IteratorCheckpoint ckpt;
+  if (!ckpt.ParseFromString(checkpoint)) {
+    return absl::DataLossError("iterator checkpoint does not parse");
+  }
+  if (ckpt.version() != kCheckpointVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "iterator checkpoint version ", ckpt.version(), ", expected ", kCheckpointVersion));
+  }
+  if (ckpt.pipeline() != dataset_->DebugString()) {
+    return absl::FailedPreconditionError(absl::StrCat("checkpoint was saved from pipeline \"",
+                                                      ckpt.pipeline(), "\", not \"",
+                                                      dataset_->DebugString(), "\""));
+  }
+  ctx_.seed = ckpt.seed();  // Before the nodes are made: they derive seeds from it.
+  RETURN_IF_ERROR(EnsureStarted());
+  absl::Status s = root_->Restore(ckpt.root());
+  if (!s.ok()) error_ = s;
+  return s;
+}
+
+std::vector<NodeStatsSnapshot> Iterator::Stats() const { return ctx_.stats->Snapshot(); }
+
+std::unique_ptr<Iterator> Dataset::MakeIterator() const {
+  return std::make_unique<Iterator>(base_);
+}
+
+int64_t Dataset::Cardinality() const { return base_->Cardinality(); }
+
+std::string Dataset::DebugString() const { return base_->DebugString(); }
+
+}  // namespace sluice

@@ -1,0 +1,55 @@
+#include "dataset/node_stats.h"
+
+namespace sluice {
+
+const char* NodeKindName(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::kSource:
+      return "source";
+    case NodeKind::kSync:
+      return "sync";
+    case NodeKind::kAsync:
+      return "async";
+    case NodeKind::kInterleave:
+      return "interleave";
+  }
+  return "unknown";
+}
+
+std::shared_ptr<NodeStats> StatsRegistry::GetOrCreate(const std::string& name, NodeKind kind) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& n : nodes_) {
+    if (n->name == name) return n;
+  }
+  auto n = std::make_shared<NodeStats>();
+  n->name = name;
+  n->kind = kind;
+  nodes_.push_back(n);
+  return n;
+}
+
+std::vector<std::shared_ptr<NodeStats>> StatsRegistry::Nodes() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return nodes_;
+}
+
+std::vector<NodeStatsSnapshot> StatsRegistry::Snapshot() const {
+  std::vector<NodeStatsSnapshot> out;
+  for (const auto& n : Nodes()) {
+    auto knob = [](const Tunable& t) {
+      return t.present ? t.value.load(std::memory_order_relaxed) : int64_t{-1};
+    };
+    out.push_back({n->name, n->kind, n->elements_produced.load(std::memory_order_relaxed),
+                   n->bytes_produced.load(std::memory_order_relaxed),
+                   n->busy_ns.load(std::memory_order_relaxed),
+                   n->wait_ns.load(std::memory_order_relaxed),
+                   n->buffered_elements.load(std::memory_order_relaxed),
+                   n->buffered_bytes.load(std::memory_order_relaxed),
+                   n->active_workers.load(std::memory_order_relaxed),
+                   n->skipped.load(std::memory_order_relaxed), knob(n->parallelism),
+                   knob(n->buffer_size), knob(n->cycle_length)});
+  }
+  return out;
+}
+
+}  // namespace sluice

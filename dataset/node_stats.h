@@ -1,0 +1,76 @@
+#ifndef SLUICE_DATASET_NODE_STATS_H_
+#define SLUICE_DATASET_NODE_STATS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace sluice {
+
+// How a node produces elements, for the performance model.
+enum class NodeKind {
+  kSource,      // reads or generates elements
+  kSync,        // does its work in the caller's GetNext
+  kAsync,       // works ahead on other threads into a buffer
+  kInterleave,  // pulls from several inner pipelines
+};
+const char* NodeKindName(NodeKind kind);
+
+// A knob AUTOTUNE may turn (parallelism, buffer size, cycle length). Nodes
+// read `value` whenever they decide how much to run ahead, so a change takes
+// effect without restarting anything.
+struct Tunable {
+  std::atomic<int64_t> value{0};
+  int64_t min = 1;
+  int64_t max = 1;
+  bool autotune = false;  // true when the user asked for kAutotune
+  bool present = false;   // false: this node has no such knob
+};
+
+// Live counters of one iterator node, updated with relaxed atomics. The
+// AUTOTUNE controller and `sluice bench` read them through StatsRegistry.
+struct NodeStats {
+  std::string name;  // "Map[2]"
+  NodeKind kind = NodeKind::kSync;
+  std::atomic<int64_t> elements_produced{0};
+  std::atomic<int64_t> bytes_produced{0};
+  std::atomic<int64_t> busy_ns{0};  // time spent doing this node's own work
+  std::atomic<int64_t> wait_ns{0};  // time the consumer waited on an async buffer
+  std::atomic<int64_t> buffered_elements{0};
+  std::atomic<int64_t> buffered_bytes{0};
+  std::atomic<int64_t> active_workers{0};  // workers busy right now
+  std::atomic<int64_t> skipped{0};         // errors ignored, corrupt records skipped
+  Tunable parallelism;
+  Tunable buffer_size;
+  Tunable cycle_length;
+};
+
+// A copy of NodeStats at one moment.
+struct NodeStatsSnapshot {
+  std::string name;
+  NodeKind kind;
+  int64_t elements_produced, bytes_produced, busy_ns, wait_ns;
+  int64_t buffered_elements, buffered_bytes, active_workers, skipped;
+  int64_t parallelism, buffer_size, cycle_length;  // -1 where the node has no such knob
+};
+
+// Every node of one pipeline, in creation order (inputs before the nodes
+// that read them). Nodes made and dropped during iteration (inner pipelines
+// of Interleave, each repetition of Repeat) keep one entry per name.
+class StatsRegistry {
+ public:
+  std::shared_ptr<NodeStats> GetOrCreate(const std::string& name, NodeKind kind);
+  std::vector<NodeStatsSnapshot> Snapshot() const;
+  std::vector<std::shared_ptr<NodeStats>> Nodes() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::shared_ptr<NodeStats>> nodes_;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_DATASET_NODE_STATS_H_

@@ -1,0 +1,43 @@
+#ifndef SLUICE_DATASET_OPTIONS_H_
+#define SLUICE_DATASET_OPTIONS_H_
+
+#include <cstdint>
+#include <optional>
+
+namespace sluice {
+
+// Pass as a parallelism or buffer size to let AUTOTUNE choose it.
+inline constexpr int kAutotune = -1;
+
+// Pipeline-wide options, set with Dataset::WithOptions (the one nearest the
+// end of the pipeline wins, field by field where set).
+struct Options {
+  // Seed for every random op that has no seed of its own. Unset: a fresh
+  // random seed per iterator, so runs differ.
+  std::optional<uint64_t> seed;
+  // With seeds set and deterministic = true, two runs yield the same elements
+  // in the same order whatever the parallelism. false lets parallel ops emit
+  // whichever element is ready first.
+  std::optional<bool> deterministic;
+  // Worker threads of the pipeline's oneTBB arena; 0 = all cores.
+  std::optional<int> threads;
+  // AUTOTUNE budgets: busy workers (0 = the arena's threads) and buffered
+  // bytes (0 = half of available memory).
+  std::optional<int> cpu_budget;
+  std::optional<int64_t> ram_budget;
+
+  // Fields set in `outer` override this one's.
+  Options MergedWith(const Options& outer) const {
+    Options o = *this;
+    if (outer.seed) o.seed = outer.seed;
+    if (outer.deterministic) o.deterministic = outer.deterministic;
+    if (outer.threads) o.threads = outer.threads;
+    if (outer.cpu_budget) o.cpu_budget = outer.cpu_budget;
+    if (outer.ram_budget) o.ram_budget = outer.ram_budget;
+    return o;
+  }
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_DATASET_OPTIONS_H_

@@ -1,0 +1,67 @@
+// Range(start, stop, step): int64 scalars, like tf.data.Dataset.range.
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "dataset/dataset.h"
+#include "dataset/dataset_base.h"
+
+namespace sluice {
+namespace {
+
+class RangeDataset : public DatasetBase {
+ public:
+  RangeDataset(int64_t start, int64_t stop, int64_t step)
+      : DatasetBase("Range", {}), start_(start), stop_(stop), step_(step) {}
+
+  absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
+      const IteratorContext& ctx) const override {
+    if (step_ == 0) return absl::InvalidArgumentError("Range: step must not be 0");
+    return std::unique_ptr<IteratorBase>(new RangeIterator(this, ctx));
+  }
+  int64_t Cardinality() const override {
+    if (step_ == 0) return 0;
+    if (step_ > 0) return stop_ > start_ ? (stop_ - start_ + step_ - 1) / step_ : 0;
+    return start_ > stop_ ? (start_ - stop_ - step_ - 1) / -step_ : 0;
+  }
+  std::string Describe() const override {
+    return absl::StrCat("Range(", start_, ", ", stop_, ", ", step_, ")");
+  }
+
+ private:
+  class RangeIterator : public IteratorBase {
+   public:
+    RangeIterator(const RangeDataset* d, const IteratorContext& ctx)
+        : IteratorBase(d, ctx, NodeKind::kSource), d_(d), next_(d->start_) {}
+
+   protected:
+    absl::StatusOr<std::optional<Element>> GetNextInternal() override {
+      if (d_->step_ > 0 ? next_ >= d_->stop_ : next_ <= d_->stop_) return std::nullopt;
+      Element e{Tensor::Scalar<int64_t>(next_)};
+      next_ += d_->step_;
+      return e;
+    }
+    absl::Status SaveInternal(proto::IteratorStateProto* state) override {
+      (*state->mutable_ints())["next"] = next_;
+      return absl::OkStatus();
+    }
+    absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
+      ASSIGN_OR_RETURN(next_, SavedInt(state, "next"));
+      return absl::OkStatus();
+    }
+
+   private:
+    const RangeDataset* d_;
+    int64_t next_;
+  };
+
+  int64_t start_, stop_, step_;
+};
+
+}  // namespace
+
+Dataset Dataset::Range(int64_t stop) { return Range(0, stop, 1); }
+
+Dataset Dataset::Range(int64_t start, int64_t stop, int64_t step) {
+  return Dataset(std::make_shared<RangeDataset>(start, stop, step));
+}
+
+}  // namespace sluice

@@ -1,0 +1,53 @@
+// WithOptions(options): sets pipeline-wide options; passes elements through.
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "dataset/dataset.h"
+#include "dataset/dataset_base.h"
+
+namespace sluice {
+namespace {
+
+class OptionsDataset : public DatasetBase {
+ public:
+  OptionsDataset(std::shared_ptr<const DatasetBase> input, Options options)
+      : DatasetBase("WithOptions", {std::move(input)}), options_(options) {}
+
+  absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
+      const IteratorContext& ctx) const override {
+    ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+    return std::unique_ptr<IteratorBase>(new PassThroughIterator(this, ctx, std::move(input)));
+  }
+  int64_t Cardinality() const override { return inputs()[0]->Cardinality(); }
+  const Options* options() const override { return &options_; }
+
+ private:
+  class PassThroughIterator : public IteratorBase {
+   public:
+    PassThroughIterator(const DatasetBase* d, const IteratorContext& ctx,
+                        std::unique_ptr<IteratorBase> input)
+        : IteratorBase(d, ctx, NodeKind::kSync), input_(std::move(input)) {}
+
+   protected:
+    absl::StatusOr<std::optional<Element>> GetNextInternal() override { return input_->GetNext(); }
+    absl::Status SaveInternal(proto::IteratorStateProto* state) override {
+      return SaveInput(input_.get(), state);
+    }
+    absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
+      ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
+      return in ? input_->Restore(*in) : absl::OkStatus();
+    }
+
+   private:
+    std::unique_ptr<IteratorBase> input_;
+  };
+
+  Options options_;
+};
+
+}  // namespace
+
+Dataset Dataset::WithOptions(Options options) const {
+  return Dataset(std::make_shared<OptionsDataset>(base(), options));
+}
+
+}  // namespace sluice

@@ -1,0 +1,164 @@
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/dataset/test_util.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::testing::Collect;
+using ::sluice::testing::Drain;
+using ::sluice::testing::Ints;
+using ::sluice::testing::Iota;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+Element Times(const Element& e, int64_t k) {
+  return {Tensor::Scalar<int64_t>(e[0].scalar<int64_t>() * k)};
+}
+
+class MapTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(MapTest, AppliesFunctionInOrder) {
+  auto ds = Dataset::Range(100).Map([](Element e) { return Times(e, 3); },
+                                    {.num_parallel_calls = GetParam()});
+  auto out = Collect(ds);
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<int64_t> want;
+  for (int64_t i = 0; i < 100; ++i) want.push_back(3 * i);
+  EXPECT_THAT(Ints(*out), ElementsAreArray(want));
+  EXPECT_EQ(ds.Cardinality(), 100);
+}
+
+TEST_P(MapTest, EmptyInput) {
+  auto out = Collect(
+      Dataset::Range(0).Map([](Element e) { return e; }, {.num_parallel_calls = GetParam()}));
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(out->empty());
+}
+
+TEST_P(MapTest, EndOfSequenceRepeats) {
+  auto it = Dataset::Range(2)
+                .Map([](Element e) { return e; }, {.num_parallel_calls = GetParam()})
+                .MakeIterator();
+  ASSERT_TRUE(Drain(*it).ok());
+  for (int i = 0; i < 3; ++i) {
+    auto e = it->GetNext();
+    ASSERT_TRUE(e.ok());
+    EXPECT_FALSE(e->has_value());
+  }
+}
+
+TEST_P(MapTest, ErrorNamesNodeAndElementAndIsSticky) {
+  auto ds = Dataset::Range(10)
+                .Map([](Element e) { return e; })
+                .Map(
+                    [](Element e) -> absl::StatusOr<Element> {
+                      if (e[0].scalar<int64_t>() == 7) return absl::InvalidArgumentError("bad");
+                      return e;
+                    },
+                    {.num_parallel_calls = GetParam()});
+  auto it = ds.MakeIterator();
+  auto got = Drain(*it);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(got.status().message(), "Map[2] at element 7: bad");
+  auto again = it->GetNext();
+  EXPECT_EQ(again.status(), got.status());
+}
+
+TEST_P(MapTest, PerElementSeedsAreReproducibleAcrossParallelism) {
+  auto make = [](int parallel) {
+    return Dataset::Range(50)
+        .Map(
+            [](Element, const ElementContext& c) -> absl::StatusOr<Element> {
+              return Element{Tensor::Scalar<int64_t>(static_cast<int64_t>(c.seed >> 1))};
+            },
+            {.num_parallel_calls = parallel})
+        .WithOptions({.seed = 42});
+  };
+  auto a = Collect(make(GetParam()));
+  auto b = Collect(make(1));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(Ints(*a), Ints(*b));
+  const std::vector<int64_t> seeds = Ints(*a);
+  std::set<int64_t> distinct(seeds.begin(), seeds.end());
+  EXPECT_EQ(distinct.size(), 50u);  // Each element its own seed.
+  auto c = Collect(make(GetParam()).WithOptions({.seed = 43}));
+  EXPECT_NE(Ints(*c), Ints(*a));
+}
+
+TEST_P(MapTest, CheckpointResumesExactly) {
+  auto ds = Dataset::Range(30).Map([](Element e) { return Times(e, 2); },
+                                   {.num_parallel_calls = GetParam()});
+  testing::ExpectCheckpointsResumeExactly(ds, {0, 1, 5, 29, 30});
+}
+
+INSTANTIATE_TEST_SUITE_P(Parallelism, MapTest, ::testing::Values(1, 2, 8, kAutotune));
+
+TEST(MapTest, NonDeterministicYieldsEveryElement) {
+  auto ds = Dataset::Range(200).Map(
+      [](Element e) -> absl::StatusOr<Element> {
+        if (e[0].scalar<int64_t>() % 7 == 0)
+          std::this_thread::sleep_for(std::chrono::microseconds(300));
+        return e;
+      },
+      {.num_parallel_calls = 4, .deterministic = false});
+  auto out = Collect(ds);
+  ASSERT_TRUE(out.ok());
+  auto v = Ints(*out);
+  std::sort(v.begin(), v.end());
+  EXPECT_EQ(v, Iota(0, 200));
+}
+
+TEST(MapTest, DestroyingMidStreamWithSlowCallsReturnsQuickly) {
+  std::atomic<int> started{0};
+  auto ds = Dataset::Range(1000).Map(
+      [&started](Element e) -> absl::StatusOr<Element> {
+        ++started;
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        return e;
+      },
+      {.num_parallel_calls = 2});
+  auto it = ds.MakeIterator();
+  std::thread consumer([&] { (void)it->GetNext(); });
+  while (started.load() == 0) std::this_thread::yield();
+  // Give the consumer time to block.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  consumer.join();  // It waits for the first call (300 ms).
+  const auto t0 = std::chrono::steady_clock::now();
+  it.reset();  // Calls are in flight now.
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  EXPECT_LT(ms, 100);
+  // Let in-flight calls (which touch `started`) finish before it goes away.
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+}
+
+TEST(MapTest, StatsCountElementsAndBusyTime) {
+  auto ds = Dataset::Range(20).Map(
+      [](Element e) -> absl::StatusOr<Element> {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        return e;
+      },
+      {.num_parallel_calls = 2});
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(Drain(*it).ok());
+  auto stats = it->Stats();
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_EQ(stats[0].name, "Range[0]");
+  EXPECT_EQ(stats[1].name, "Map[1]");
+  EXPECT_EQ(stats[1].elements_produced, 20);
+  EXPECT_EQ(stats[1].bytes_produced, 20 * 8);
+  EXPECT_GE(stats[1].busy_ns, 20 * 1'000'000);
+  EXPECT_EQ(stats[1].parallelism, 2);
+}
+
+}  // namespace
+}  // namespace sluice

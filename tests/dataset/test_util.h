@@ -1,0 +1,75 @@
+#ifndef SLUICE_TESTS_DATASET_TEST_UTIL_H_
+#define SLUICE_TESTS_DATASET_TEST_UTIL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/status_macros.h"
+#include "dataset/dataset.h"
+#include "dataset/iterator.h"
+#include "gtest/gtest.h"
+
+namespace sluice::testing {
+
+// Every element of `it` until the end; the first error stops it.
+inline absl::StatusOr<std::vector<Element>> Drain(Iterator& it, int64_t limit = -1) {
+  std::vector<Element> out;
+  while (limit < 0 || static_cast<int64_t>(out.size()) < limit) {
+    ASSIGN_OR_RETURN(std::optional<Element> e, it.GetNext());
+    if (!e) break;
+    out.push_back(std::move(*e));
+  }
+  return out;
+}
+
+inline absl::StatusOr<std::vector<Element>> Collect(const Dataset& ds) {
+  auto it = ds.MakeIterator();
+  return Drain(*it);
+}
+
+// The int64 scalar first component of each element.
+inline std::vector<int64_t> Ints(const std::vector<Element>& elements) {
+  std::vector<int64_t> out;
+  for (const Element& e : elements) out.push_back(e.at(0).flat<int64_t>()[0]);
+  return out;
+}
+
+inline std::vector<int64_t> Iota(int64_t start, int64_t stop) {
+  std::vector<int64_t> v;
+  for (int64_t i = start; i < stop; ++i) v.push_back(i);
+  return v;
+}
+
+// Checks the checkpoint contract: for every k in `ks`, read k elements,
+// save, restore into a fresh iterator, read the rest; the two halves equal
+// an uninterrupted run.
+inline void ExpectCheckpointsResumeExactly(const Dataset& ds, const std::vector<int64_t>& ks) {
+  auto full = Collect(ds);
+  ASSERT_TRUE(full.ok()) << full.status();
+  for (int64_t k : ks) {
+    auto it = ds.MakeIterator();
+    auto first = Drain(*it, k);
+    ASSERT_TRUE(first.ok()) << first.status();
+    auto saved = it->Save();
+    ASSERT_TRUE(saved.ok()) << "k=" << k << ": " << saved.status();
+    it.reset();
+    auto fresh = ds.MakeIterator();
+    ASSERT_TRUE(fresh->Restore(*saved).ok()) << "k=" << k;
+    auto rest = Drain(*fresh);
+    ASSERT_TRUE(rest.ok()) << rest.status();
+    std::vector<Element> joined = std::move(*first);
+    for (auto& e : *rest) joined.push_back(std::move(e));
+    ASSERT_EQ(joined.size(), full->size()) << "k=" << k;
+    for (size_t i = 0; i < joined.size(); ++i) {
+      ASSERT_TRUE(ElementsEqual(joined[i], (*full)[i]))
+          << "k=" << k << " element " << i << ": " << ElementDebugString(joined[i]) << " vs "
+          << ElementDebugString((*full)[i]);
+    }
+  }
+}
+
+}  // namespace sluice::testing
+
+#endif  // SLUICE_TESTS_DATASET_TEST_UTIL_H_
