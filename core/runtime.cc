@@ -2,7 +2,21 @@
 
 #include <sched.h>
 
+#include <algorithm>
+#include <memory>
+#include <mutex>
 #include <thread>
+
+#include "oneapi/tbb/global_control.h"
+
+#if defined(__SANITIZE_THREAD__)
+// oneTBB is not built with ThreadSanitizer, which therefore cannot see that
+// enqueueing a task happens before the task runs; tell it.
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+extern "C" void AnnotateIgnoreReadsBegin(const char* file, int line);
+extern "C" void AnnotateIgnoreReadsEnd(const char* file, int line);
+#endif
 
 namespace sluice {
 
@@ -16,11 +30,48 @@ int AvailableCores() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
-// A task arena with one reserved slot would let the calling thread join; we
-// reserve none, so `threads` workers run the tasks and callers never block.
-Runtime::Runtime(int threads)
-    : threads_(threads > 0 ? threads : AvailableCores()), arena_(threads_, 0) {}
+namespace {
 
-void Runtime::Schedule(std::function<void()> fn) { arena_.enqueue(std::move(fn)); }
+// oneTBB starts at most (max_allowed_parallelism - 1) workers in the whole
+// process, and the default assumes the main thread works too: on 2 cores that
+// is one worker. Our arenas reserve no slot for callers (the consumer thread
+// only waits), so allow enough workers for every arena's budget; each arena's
+// own concurrency still bounds what runs at once.
+void AllowWorkers() {
+  static std::once_flag once;
+  static std::unique_ptr<tbb::global_control> control;
+  std::call_once(once, [] {
+    control = std::make_unique<tbb::global_control>(
+        tbb::global_control::max_allowed_parallelism,
+        static_cast<size_t>(std::max(256, 4 * AvailableCores())));
+  });
+}
+
+}  // namespace
+
+// No slot is reserved for the calling thread: `threads` workers run the tasks
+// and callers never join the arena.
+Runtime::Runtime(int threads)
+    : threads_(threads > 0 ? threads : AvailableCores()), arena_((AllowWorkers(), threads_), 0) {}
+
+void Runtime::Schedule(std::function<void()> fn) {
+#if defined(__SANITIZE_THREAD__)
+  // The function lives on the heap, published by a release on its address.
+  // The task captures only a raw pointer (trivially destroyed), whose copy
+  // inside oneTBB is the one read ThreadSanitizer cannot order.
+  auto* task = new std::function<void()>(std::move(fn));
+  __tsan_release(task);
+  arena_.enqueue([task] {
+    AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
+    std::function<void()>* t = task;
+    AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
+    __tsan_acquire(t);
+    (*t)();
+    delete t;
+  });
+#else
+  arena_.enqueue(std::move(fn));
+#endif
+}
 
 }  // namespace sluice

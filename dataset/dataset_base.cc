@@ -31,6 +31,12 @@ IteratorContext IteratorContext::WithSalt(uint64_t extra) const {
   return c;
 }
 
+IteratorContext IteratorContext::ForInner(const std::string& owner_name, uint64_t index) const {
+  IteratorContext c = WithSalt(index);
+  c.name_prefix = absl::StrCat(name_prefix, owner_name, "/");
+  return c;
+}
+
 // SplitMix64's finaliser over the combination: cheap, and every input bit
 // affects every output bit.
 uint64_t MixSeed(uint64_t a, uint64_t b) {
@@ -71,9 +77,9 @@ std::string DatasetBase::DebugString() const {
 IteratorBase::IteratorBase(const DatasetBase* dataset, const IteratorContext& ctx, NodeKind kind)
     : dataset_(dataset),
       ctx_(ctx),
+      name_(ctx.name_prefix + dataset->name()),
       kind_(kind),
-      stats_(ctx.stats ? ctx.stats->GetOrCreate(dataset->name(), kind)
-                       : std::make_shared<NodeStats>()) {}
+      stats_(ctx.stats ? ctx.stats->GetOrCreate(name_, kind) : std::make_shared<NodeStats>()) {}
 
 absl::StatusOr<std::optional<Element>> IteratorBase::GetNext() {
   const int64_t outer_nested = tls_nested_ns;
@@ -100,22 +106,22 @@ absl::Status IteratorBase::Annotate(const absl::Status& status, int64_t element_
       status.code() == absl::StatusCode::kCancelled) {
     return status;
   }
-  absl::Status named(status.code(), absl::StrCat(dataset_->name(), " at element ", element_index,
-                                                 ": ", status.message()));
-  named.SetPayload(kOriginPayload, absl::Cord(dataset_->name()));
+  absl::Status named(status.code(),
+                     absl::StrCat(name_, " at element ", element_index, ": ", status.message()));
+  named.SetPayload(kOriginPayload, absl::Cord(name_));
   return named;
 }
 
 absl::Status IteratorBase::Save(proto::IteratorStateProto* state) {
-  state->set_node(dataset_->name());
+  state->set_node(name_);
   (*state->mutable_ints())["__produced"] = produced_;
   return SaveInternal(state);
 }
 
 absl::Status IteratorBase::Restore(const proto::IteratorStateProto& state) {
-  if (state.node() != dataset_->name()) {
+  if (state.node() != name_) {
     return absl::FailedPreconditionError(absl::StrCat("checkpoint holds state for ", state.node(),
-                                                      ", but the pipeline has ", dataset_->name(),
+                                                      ", but the pipeline has ", name_,
                                                       " here"));
   }
   auto it = state.ints().find("__produced");

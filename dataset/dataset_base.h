@@ -35,10 +35,17 @@ struct IteratorContext {
   Options options;    // merged pipeline options
   uint64_t seed = 0;  // the pipeline seed (options.seed, or a random one)
   uint64_t salt = 0;  // mixed into seeds; Repeat and Interleave change it
+  // Prepended to node names in stats, errors and checkpoints: inner pipelines
+  // of Interleave[1] are named "Interleave[1]/TFRecord[0]".
+  std::string name_prefix;
 
   bool deterministic() const { return options.deterministic.value_or(true); }
-  // A context for an inner pipeline: same runtime and cancellation, salted.
+  // The same pipeline again (a new repetition): same names, another salt.
   IteratorContext WithSalt(uint64_t extra) const;
+  // An inner pipeline made by the node `owner_name` (Interleave, FlatMap; its
+  // DatasetBase::name()) from its input element `index`: salted, and its
+  // nodes named under this context's prefix and the owner's name.
+  IteratorContext ForInner(const std::string& owner_name, uint64_t index) const;
 };
 
 // Per-element randomness: every random decision about element `index` of
@@ -101,6 +108,8 @@ class IteratorBase {
 
   const DatasetBase* dataset() const { return dataset_; }
   const IteratorContext& ctx() const { return ctx_; }
+  // The node's name with the context's prefix: "Interleave[1]/Map[1]".
+  const std::string& name() const { return name_; }
   NodeStats& stats() { return *stats_; }
   // Elements this node has returned (its output index).
   int64_t produced() const { return produced_; }
@@ -128,6 +137,7 @@ class IteratorBase {
  private:
   const DatasetBase* dataset_;
   IteratorContext ctx_;
+  std::string name_;
   NodeKind kind_;
   std::shared_ptr<NodeStats> stats_;
   int64_t produced_ = 0;

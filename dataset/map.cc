@@ -97,7 +97,7 @@ class ParallelMapIterator : public IteratorBase {
     p.autotune = requested == kAutotune;
     p.min = 1;
     p.max = p.autotune ? ctx.runtime->num_threads() : requested;
-    if (p.value.load() == 0) p.value = p.max;  // Shared by a node's iterators.
+    if (p.value.load() == 0) p.value = p.max.load();  // Shared by a node's iterators.
     cancel_token_ = ctx.cancellation->Register([s = shared_] {
       std::lock_guard<std::mutex> l(s->mu);
       s->cancelled = true;

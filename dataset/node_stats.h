@@ -22,12 +22,14 @@ const char* NodeKindName(NodeKind kind);
 // A knob AUTOTUNE may turn (parallelism, buffer size, cycle length). Nodes
 // read `value` whenever they decide how much to run ahead, so a change takes
 // effect without restarting anything.
+// Iterators of one node made concurrently (inner pipelines of a parallel
+// Interleave) share it, so every field is atomic.
 struct Tunable {
   std::atomic<int64_t> value{0};
-  int64_t min = 1;
-  int64_t max = 1;
-  bool autotune = false;  // true when the user asked for kAutotune
-  bool present = false;   // false: this node has no such knob
+  std::atomic<int64_t> min{1};
+  std::atomic<int64_t> max{1};
+  std::atomic<bool> autotune{false};  // true when the user asked for kAutotune
+  std::atomic<bool> present{false};   // false: this node has no such knob
 };
 
 // Live counters of one iterator node, updated with relaxed atomics. The

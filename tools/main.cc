@@ -1,1 +1,103 @@
-int main() { return 0; }
+// The `sluice` command line: dispatches `sluice COMMAND [args]` to one of the
+// commands in kCommands. A new command is one file providing
+// `int Run...(int argc, char** argv)` and one row in the table below.
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "tools/command_line.h"
+#include "tools/inspect_command.h"
+
+namespace sluice::tools {
+namespace {
+
+// Keep in step with project(VERSION) in the top-level CMakeLists.txt.
+constexpr char kVersion[] = SLUICE_VERSION;  // From CMake's project() version.
+
+constexpr Command kCommands[] = {
+    {"inspect", "count, verify and print the records of TFRecord files", RunInspect},
+};
+
+const Command* FindCommand(absl::string_view name) {
+  for (const Command& command : kCommands) {
+    if (name == command.name) return &command;
+  }
+  return nullptr;
+}
+
+std::string GeneralUsage() {
+  std::string usage =
+      "Usage: sluice COMMAND [options] [args]\n"
+      "       sluice help COMMAND | sluice COMMAND --help\n"
+      "       sluice --version\n"
+      "\n"
+      "sluice streams training data from TFRecord files into a model.\n"
+      "\n"
+      "Commands:\n";
+  size_t width = 0;
+  for (const Command& command : kCommands)
+    width = std::max(width, absl::string_view(command.name).size());
+  for (const Command& command : kCommands) {
+    absl::StrAppend(&usage, "  ", command.name,
+                    std::string(width - absl::string_view(command.name).size() + 2, ' '),
+                    command.summary, "\n");
+  }
+  return usage;
+}
+
+int UsageError(absl::string_view message) {
+  std::fprintf(stderr, "sluice: %.*s\nRun 'sluice --help' for the list of commands.\n",
+               static_cast<int>(message.size()), message.data());
+  return kExitUsage;
+}
+
+int Main(int argc, char** argv) {
+  if (argc < 2) {
+    // No command: the list goes to stderr with a usage status, so that a
+    // script calling `sluice "$cmd"` with an empty $cmd fails.
+    std::string usage = GeneralUsage();
+    std::fwrite(usage.data(), 1, usage.size(), stderr);
+    return kExitUsage;
+  }
+  absl::string_view first = argv[1];
+  if (first == "--help" || first == "-h") {
+    std::string usage = GeneralUsage();
+    std::fwrite(usage.data(), 1, usage.size(), stdout);
+    return kExitOk;
+  }
+  if (first == "--version") {
+    std::printf("sluice %s\n", kVersion);
+    return kExitOk;
+  }
+  if (first == "help") {
+    if (argc == 2) {
+      std::string usage = GeneralUsage();
+      std::fwrite(usage.data(), 1, usage.size(), stdout);
+      return kExitOk;
+    }
+    if (argc > 3) return UsageError("'help' takes one command name");
+    const Command* command = FindCommand(argv[2]);
+    if (command == nullptr) return UsageError(absl::StrCat("unknown command '", argv[2], "'"));
+    // The command prints its own usage, so both spellings show the same text.
+    std::string name = command->name;
+    std::string help = "--help";
+    char* help_argv[] = {name.data(), help.data(), nullptr};
+    return command->run(2, help_argv);
+  }
+  if (absl::StartsWith(first, "-")) {
+    return UsageError(absl::StrCat("unknown option '", first, "'"));
+  }
+  const Command* command = FindCommand(first);
+  if (command == nullptr) return UsageError(absl::StrCat("unknown command '", first, "'"));
+  return command->run(argc - 1, argv + 1);
+}
+
+}  // namespace
+}  // namespace sluice::tools
+
+int main(int argc, char** argv) { return sluice::tools::Main(argc, argv); }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds sluice and runs every test: the full suites, then the core and io
-# suites under AddressSanitizer + UndefinedBehaviorSanitizer, then an install
-# of the package used by an out-of-tree example.
+# suites under AddressSanitizer + UndefinedBehaviorSanitizer, the dataset
+# suites under ThreadSanitizer, then an install of the package used by an
+# out-of-tree example.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -14,9 +15,17 @@ echo "== core and io suites under ASan + UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSLUICE_SANITIZE="address;undefined" -DSLUICE_TEST_MODULES="core;io" \
   -DSLUICE_BUILD_TOOLS=OFF -DSLUICE_BUILD_BENCH=OFF -DSLUICE_CUDA=OFF >/dev/null
-cmake --build build-asan --parallel "$jobs"
+cmake --build build-asan --parallel "$jobs" --target core_tests io_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+echo "== dataset suites under ThreadSanitizer"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSLUICE_SANITIZE=thread -DSLUICE_TEST_MODULES=dataset \
+  -DSLUICE_BUILD_TOOLS=OFF -DSLUICE_BUILD_BENCH=OFF -DSLUICE_CUDA=OFF >/dev/null
+cmake --build build-tsan --parallel "$jobs" --target dataset_tests
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  ctest --test-dir build-tsan --output-on-failure -j "$jobs"
 
 echo "== install and build the out-of-tree example"
 rm -rf build/install build/example-consumer

@@ -56,7 +56,8 @@ inline void ExpectCheckpointsResumeExactly(const Dataset& ds, const std::vector<
     ASSERT_TRUE(saved.ok()) << "k=" << k << ": " << saved.status();
     it.reset();
     auto fresh = ds.MakeIterator();
-    ASSERT_TRUE(fresh->Restore(*saved).ok()) << "k=" << k;
+    absl::Status restored = fresh->Restore(*saved);
+    ASSERT_TRUE(restored.ok()) << "k=" << k << ": " << restored;
     auto rest = Drain(*fresh);
     ASSERT_TRUE(rest.ok()) << rest.status();
     std::vector<Element> joined = std::move(*first);

@@ -1,0 +1,264 @@
+// Batch(batch_size, {drop_remainder, num_parallel_calls}): stacks
+// `batch_size` consecutive elements into one whose components gain a first
+// dimension of the batch's size. Each output component is allocated once per
+// batch and every element is copied into its row in place.
+//
+// With num_parallel_calls > 1 (or kAutotune) the row copies of a large batch
+// are split into chunks: oneTBB tasks on the pipeline's arena and the calling
+// thread claim chunks from a shared counter, so the caller never waits for a
+// task that has not started, only for copies already running.
+//
+// An input error is returned as it is; the elements already gathered for the
+// batch it interrupted are dropped with it (as in tf.data), and the next
+// batch starts with the element after the error.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "dataset/dataset.h"
+#include "dataset/dataset_base.h"
+
+namespace sluice {
+namespace {
+
+// Below this many bytes a chunk is not worth a task handoff (a few µs).
+constexpr size_t kMinBytesPerChunk = 32 << 10;
+// Copy cost of one string, in bytes of memcpy, for chunk sizing.
+constexpr size_t kBytesPerString = 64;
+
+class BatchDataset : public DatasetBase {
+ public:
+  BatchDataset(std::shared_ptr<const DatasetBase> input, int64_t batch_size, BatchOptions options)
+      : DatasetBase("Batch", {std::move(input)}), batch_size_(batch_size), options_(options) {}
+
+  absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
+      const IteratorContext& ctx) const override;
+
+  int64_t Cardinality() const override {
+    const int64_t n = inputs()[0]->Cardinality();
+    if (n < 0) return n;                               // infinite or unknown, like the input
+    if (batch_size_ <= 0) return kUnknownCardinality;  // MakeIterator reports it
+    return options_.drop_remainder ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
+  }
+
+  std::string Describe() const override {
+    std::string s = absl::StrCat("Batch(", batch_size_);
+    if (options_.drop_remainder) s += ", drop_remainder";
+    if (options_.num_parallel_calls != 1) {
+      absl::StrAppend(&s, ", num_parallel_calls=",
+                      options_.num_parallel_calls == kAutotune
+                          ? std::string("autotune")
+                          : absl::StrCat(options_.num_parallel_calls));
+    }
+    return s + ")";
+  }
+
+  int64_t batch_size() const { return batch_size_; }
+  const BatchOptions& batch_options() const { return options_; }
+
+ private:
+  int64_t batch_size_;
+  BatchOptions options_;
+};
+
+// The rows of one batch being copied by several threads. Tasks hold it by
+// shared_ptr: one that starts after the batch is complete finds no chunk left.
+struct FillJob {
+  std::vector<Element> rows;
+  Element out;  // views of the batch's buffers
+  int64_t rows_per_chunk = 1;
+  int num_chunks = 1;
+  std::atomic<int> next_chunk{0};
+  std::atomic<int> chunks_done{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  absl::Status status;  // first copy error, guarded by mu
+
+  // Copies chunks until none is left to claim.
+  void Run() {
+    // Pairs with the setup in MakeBatch: TBB's task queue already orders
+    // them, but ThreadSanitizer cannot see into the uninstrumented libtbb.
+    { std::lock_guard<std::mutex> l(mu); }
+    for (int c = next_chunk.fetch_add(1); c < num_chunks; c = next_chunk.fetch_add(1)) {
+      const int64_t begin = c * rows_per_chunk;
+      const int64_t end = std::min<int64_t>(begin + rows_per_chunk, rows.size());
+      absl::Status s;
+      for (int64_t i = begin; i < end && s.ok(); ++i) {
+        for (size_t k = 0; k < out.size() && s.ok(); ++k) s = out[k].CopyIntoRow(i, rows[i][k]);
+      }
+      std::lock_guard<std::mutex> l(mu);
+      if (status.ok()) status = s;
+      if (chunks_done.fetch_add(1) + 1 == num_chunks) cv.notify_all();
+    }
+  }
+};
+
+class BatchIterator : public IteratorBase {
+ public:
+  BatchIterator(const BatchDataset* d, const IteratorContext& ctx,
+                std::unique_ptr<IteratorBase> input)
+      : IteratorBase(d, ctx, NodeKind::kSync), d_(d), input_(std::move(input)) {
+    const int requested = d->batch_options().num_parallel_calls;
+    if (requested != 1) {
+      Tunable& p = stats().parallelism;
+      p.present = true;
+      p.autotune = requested == kAutotune;
+      p.min = 1;
+      p.max = p.autotune ? ctx.runtime->num_threads() : requested;
+      if (p.value.load() == 0) p.value = p.max.load();  // Shared by a node's iterators.
+    }
+  }
+
+ protected:
+  absl::StatusOr<std::optional<Element>> GetNextInternal() override {
+    if (ended_) return std::nullopt;
+    // A huge batch_size (to batch everything) must not reserve that much.
+    rows_.reserve(static_cast<size_t>(std::min<int64_t>(d_->batch_size(), 1024)));
+    while (static_cast<int64_t>(rows_.size()) < d_->batch_size()) {
+      absl::StatusOr<std::optional<Element>> e = input_->GetNext();
+      if (!e.ok()) {
+        rows_.clear();  // The partial batch goes with the error.
+        return e.status();
+      }
+      if (!e->has_value()) {
+        ended_ = true;
+        break;
+      }
+      rows_.push_back(std::move(**e));
+    }
+    const int64_t n = static_cast<int64_t>(rows_.size());
+    if (n == 0 || (n < d_->batch_size() && d_->batch_options().drop_remainder)) {
+      rows_.clear();
+      return std::nullopt;
+    }
+    absl::StatusOr<Element> batch = MakeBatch();
+    rows_.clear();
+    if (!batch.ok()) return batch.status();
+    return std::optional<Element>(std::move(*batch));
+  }
+
+  absl::Status SaveInternal(proto::IteratorStateProto* state) override {
+    (*state->mutable_ints())["ended"] = ended_;
+    return SaveInput(input_.get(), state);
+  }
+
+  absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
+    ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "ended"));
+    ended_ = ended != 0;
+    ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
+    return in ? input_->Restore(*in) : absl::OkStatus();
+  }
+
+ private:
+  // Every element must match the batch's first in arity, dtypes and shapes.
+  absl::Status Validate() const {
+    const Element& first = rows_[0];
+    for (size_t j = 1; j < rows_.size(); ++j) {
+      const Element& e = rows_[j];
+      if (e.size() != first.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("element ", j, " of the batch has ", e.size(), " components, expected ",
+                         first.size(), " like the batch's first element"));
+      }
+      for (size_t k = 0; k < e.size(); ++k) {
+        if (e[k].dtype() != first[k].dtype()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "element ", j, " of the batch: component ", k, " has dtype ", DTypeName(e[k].dtype()),
+              ", expected ", DTypeName(first[k].dtype()), " like the batch's first element"));
+        }
+        if (e[k].shape() != first[k].shape()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("element ", j, " of the batch: component ", k, " has shape ",
+                           e[k].shape().DebugString(), ", expected ",
+                           first[k].shape().DebugString(), " like the batch's first element"));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Element> MakeBatch() {
+    RETURN_IF_ERROR(Validate());
+    const int64_t n = static_cast<int64_t>(rows_.size());
+    const Element& first = rows_[0];
+    Element out;
+    out.reserve(first.size());
+    for (const Tensor& t : first) {
+      Shape s = t.shape();
+      s.InsertDim(0, n);
+      out.emplace_back(t.dtype(), std::move(s));
+    }
+    const int chunks = NumChunks();
+    if (chunks <= 1) {
+      for (int64_t i = 0; i < n; ++i) {
+        for (size_t k = 0; k < out.size(); ++k) RETURN_IF_ERROR(out[k].CopyIntoRow(i, rows_[i][k]));
+      }
+      return out;
+    }
+    auto job = std::make_shared<FillJob>();
+    {
+      std::lock_guard<std::mutex> l(job->mu);
+      job->rows = std::move(rows_);
+      job->out = out;
+      job->rows_per_chunk = (n + chunks - 1) / chunks;
+      job->num_chunks = static_cast<int>((n + job->rows_per_chunk - 1) / job->rows_per_chunk);
+    }
+    for (int c = 1; c < job->num_chunks; ++c) ctx().runtime->Schedule([job] { job->Run(); });
+    job->Run();
+    std::unique_lock<std::mutex> l(job->mu);
+    // Every chunk is claimed by now; the ones still running are plain copies.
+    job->cv.wait(l, [&] { return job->chunks_done.load() == job->num_chunks; });
+    RETURN_IF_ERROR(job->status);
+    return out;
+  }
+
+  // How many pieces to split this batch's copies into: at most the
+  // parallelism knob (read per batch, AUTOTUNE may change it), and only as
+  // many as there is enough data for.
+  int NumChunks() {
+    const Tunable& p = stats().parallelism;
+    if (!p.present) return 1;
+    const int64_t parallelism = std::max<int64_t>(1, p.value.load(std::memory_order_relaxed));
+    if (parallelism == 1) return 1;
+    size_t row_cost = 0;
+    for (const Tensor& t : rows_[0]) {
+      row_cost += t.dtype() == DType::kBytes
+                      ? t.byte_size() + static_cast<size_t>(t.num_elements()) * kBytesPerString
+                      : t.byte_size();
+    }
+    const int64_t n = static_cast<int64_t>(rows_.size());
+    const int64_t by_size = static_cast<int64_t>(row_cost * n / kMinBytesPerChunk);
+    return static_cast<int>(std::max<int64_t>(1, std::min({parallelism, n, by_size})));
+  }
+
+  const BatchDataset* d_;
+  std::unique_ptr<IteratorBase> input_;
+  std::vector<Element> rows_;  // kept between batches to reuse its capacity
+  bool ended_ = false;
+};
+
+absl::StatusOr<std::unique_ptr<IteratorBase>> BatchDataset::MakeIterator(
+    const IteratorContext& ctx) const {
+  if (batch_size_ <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name(), ": batch_size must be > 0, got ", batch_size_));
+  }
+  if (options_.num_parallel_calls < 1 && options_.num_parallel_calls != kAutotune) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name(), ": num_parallel_calls must be >= 1 or kAutotune, got ",
+                     options_.num_parallel_calls));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  return std::unique_ptr<IteratorBase>(new BatchIterator(this, ctx, std::move(input)));
+}
+
+}  // namespace
+
+Dataset Dataset::Batch(int64_t batch_size, BatchOptions options) const {
+  return Dataset(std::make_shared<BatchDataset>(base(), batch_size, options));
+}
+
+}  // namespace sluice

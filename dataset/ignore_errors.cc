@@ -1,0 +1,65 @@
+// IgnoreErrors(): drops input results that are errors, counting them in this
+// node's `skipped`, and reads on (internal iterators continue after an
+// error). Cancellation is not an element's failure: it passes through.
+#include "core/status_macros.h"
+#include "dataset/dataset.h"
+#include "dataset/dataset_base.h"
+
+namespace sluice {
+namespace {
+
+class IgnoreErrorsDataset : public DatasetBase {
+ public:
+  explicit IgnoreErrorsDataset(std::shared_ptr<const DatasetBase> input)
+      : DatasetBase("IgnoreErrors", {std::move(input)}) {}
+
+  absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
+      const IteratorContext& ctx) const override;
+  // Unknown: any element may fail.
+  int64_t Cardinality() const override {
+    const int64_t n = inputs()[0]->Cardinality();
+    return n == 0 || n == kInfiniteCardinality ? n : kUnknownCardinality;
+  }
+};
+
+class IgnoreErrorsIterator : public IteratorBase {
+ public:
+  IgnoreErrorsIterator(const IgnoreErrorsDataset* d, const IteratorContext& ctx,
+                       std::unique_ptr<IteratorBase> input)
+      : IteratorBase(d, ctx, NodeKind::kSync), input_(std::move(input)) {}
+
+ protected:
+  absl::StatusOr<std::optional<Element>> GetNextInternal() override {
+    while (true) {
+      absl::StatusOr<std::optional<Element>> in = input_->GetNext();
+      if (in.ok() || in.status().code() == absl::StatusCode::kCancelled) return in;
+      stats().skipped.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  absl::Status SaveInternal(proto::IteratorStateProto* state) override {
+    return SaveInput(input_.get(), state);
+  }
+
+  absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
+    ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
+    return in ? input_->Restore(*in) : absl::OkStatus();
+  }
+
+ private:
+  std::unique_ptr<IteratorBase> input_;
+};
+
+absl::StatusOr<std::unique_ptr<IteratorBase>> IgnoreErrorsDataset::MakeIterator(
+    const IteratorContext& ctx) const {
+  ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  return std::unique_ptr<IteratorBase>(new IgnoreErrorsIterator(this, ctx, std::move(input)));
+}
+
+}  // namespace
+
+Dataset Dataset::IgnoreErrors() const {
+  return Dataset(std::make_shared<IgnoreErrorsDataset>(base()));
+}
+
+}  // namespace sluice

@@ -1,0 +1,130 @@
+// ListFiles(patterns, {shuffle, seed}): the file names matching the glob
+// patterns, as scalar bytes tensors, like tf.data.Dataset.list_files. The
+// patterns are expanded when an iterator is made (io/glob.h: sorted bytewise,
+// without duplicates; a pattern that matches nothing is NotFound). With
+// shuffle, the names come in a seeded permutation: the seed option (else the
+// pipeline seed) mixed with the iterator's salt, so that each repetition under
+// Repeat gets its own order, reproducibly.
+#include <limits>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/status_macros.h"
+#include "dataset/dataset.h"
+#include "dataset/dataset_base.h"
+#include "io/glob.h"
+
+namespace sluice {
+namespace {
+
+// A uniform draw in [0, n): rejection sampling over mt19937_64, whose output
+// the C++ standard fixes (std::uniform_int_distribution and std::shuffle are
+// not, so they would give other orders with another standard library).
+uint64_t UniformBelow(std::mt19937_64& rng, uint64_t n) {
+  const uint64_t limit =
+      std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % n;
+  uint64_t x;
+  do {
+    x = rng();
+  } while (x >= limit);
+  return x % n;
+}
+
+// Fisher-Yates.
+void Permute(std::vector<std::string>* v, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (size_t i = v->size(); i > 1; --i) {
+    std::swap((*v)[i - 1], (*v)[UniformBelow(rng, i)]);
+  }
+}
+
+class ListFilesDataset : public DatasetBase {
+ public:
+  ListFilesDataset(std::vector<std::string> patterns, ListFilesOptions options)
+      : DatasetBase("ListFiles", {}), patterns_(std::move(patterns)), options_(options) {}
+
+  absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
+      const IteratorContext& ctx) const override {
+    if (patterns_.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(name(), ": no file patterns given"));
+    }
+    absl::StatusOr<std::vector<std::string>> files = Glob(patterns_);
+    if (!files.ok()) {
+      return absl::Status(files.status().code(),
+                          absl::StrCat(name(), ": ", files.status().message()));
+    }
+    if (options_.shuffle) {
+      Permute(&*files, MixSeed(options_.seed.value_or(ctx.seed), ctx.salt));
+    }
+    return std::unique_ptr<IteratorBase>(new ListFilesIterator(this, ctx, std::move(*files)));
+  }
+  std::string Describe() const override {
+    std::string s = absl::StrCat("ListFiles(", absl::StrJoin(patterns_, ", "));
+    if (options_.shuffle) {
+      absl::StrAppend(&s, ", shuffle");
+      if (options_.seed) absl::StrAppend(&s, ", seed=", *options_.seed);
+    }
+    return s + ")";
+  }
+
+ private:
+  class ListFilesIterator : public IteratorBase {
+   public:
+    ListFilesIterator(const ListFilesDataset* d, const IteratorContext& ctx,
+                      std::vector<std::string> files)
+        : IteratorBase(d, ctx, NodeKind::kSource), files_(std::move(files)) {}
+
+   protected:
+    absl::StatusOr<std::optional<Element>> GetNextInternal() override {
+      if (next_ >= static_cast<int64_t>(files_.size())) return std::nullopt;
+      return Element{Tensor::Scalar<std::string>(files_[next_++])};
+    }
+    // The list itself is saved, so that the position keeps its meaning even
+    // if files are added or removed before the restore.
+    absl::Status SaveInternal(proto::IteratorStateProto* state) override {
+      (*state->mutable_ints())["next"] = next_;
+      (*state->mutable_ints())["files"] = static_cast<int64_t>(files_.size());
+      (*state->mutable_blobs())["files"] = absl::StrJoin(files_, std::string(1, '\0'));
+      return absl::OkStatus();
+    }
+    absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
+      ASSIGN_OR_RETURN(int64_t next, SavedInt(state, "next"));
+      ASSIGN_OR_RETURN(int64_t count, SavedInt(state, "files"));
+      auto blob = state.blobs().find("files");
+      if (blob == state.blobs().end()) {
+        return absl::DataLossError(absl::StrCat("checkpoint of ", state.node(), " lacks 'files'"));
+      }
+      std::vector<std::string> files;
+      if (count > 0) files = absl::StrSplit(blob->second, '\0');
+      if (static_cast<int64_t>(files.size()) != count || next < 0 || next > count) {
+        return absl::DataLossError(absl::StrCat("checkpoint of ", state.node(), " holds ",
+                                                files.size(), " file names, expected ", count,
+                                                ", at position ", next));
+      }
+      files_ = std::move(files);
+      next_ = next;
+      return absl::OkStatus();
+    }
+
+   private:
+    std::vector<std::string> files_;
+    int64_t next_ = 0;
+  };
+
+  std::vector<std::string> patterns_;
+  ListFilesOptions options_;
+};
+
+}  // namespace
+
+Dataset Dataset::ListFiles(std::vector<std::string> patterns, ListFilesOptions options) {
+  return Dataset(std::make_shared<ListFilesDataset>(std::move(patterns), options));
+}
+
+Dataset Dataset::ListFiles(std::string pattern, ListFilesOptions options) {
+  return ListFiles(std::vector<std::string>{std::move(pattern)}, options);
+}
+
+}  // namespace sluice

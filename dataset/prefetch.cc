@@ -1,0 +1,301 @@
+// Prefetch(buffer_size): a producer thread of its own pulls the input ahead of
+// the consumer into a bounded buffer. The bound is the node's `buffer_size`
+// knob, read every time the producer decides whether to pull again, so the
+// AUTOTUNE controller can change it at run time. Errors take their place in
+// the buffer in order, between the elements, and the producer carries on
+// after them (internal iterators are not sticky).
+//
+// The producer starts at the first GetNext, so that Restore comes first; Save
+// pauses it between two pulls and saves the buffer. Destroying the iterator
+// wakes and joins the producer; a producer blocked inside a synchronous user
+// function of its input finishes that call first (a parallel input, woken by
+// the pipeline's cancellation, returns at once).
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "dataset/dataset.h"
+#include "dataset/dataset_base.h"
+
+namespace sluice {
+namespace {
+
+// kAutotune starts at double buffering: while the consumer works on one
+// element the producer makes the next, which hides the producer's latency
+// whenever it is no slower than the consumer; AUTOTUNE grows it when the
+// consumer waits.
+constexpr int64_t kAutotuneInitialBuffer = 2;
+// Past a few dozen elements a deeper buffer only absorbs longer stalls, it
+// does not raise throughput, and for batch-sized elements 64 is already
+// hundreds of MB; the controller's RAM budget may keep it lower still.
+constexpr int64_t kAutotuneMaxBuffer = 64;
+
+class PrefetchDataset : public DatasetBase {
+ public:
+  PrefetchDataset(std::shared_ptr<const DatasetBase> input, int64_t buffer_size)
+      : DatasetBase("Prefetch", {std::move(input)}), buffer_size_(buffer_size) {}
+
+  absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
+      const IteratorContext& ctx) const override;
+  int64_t Cardinality() const override { return inputs()[0]->Cardinality(); }
+  std::string Describe() const override {
+    return buffer_size_ == kAutotune ? std::string("Prefetch(autotune)")
+                                     : absl::StrCat("Prefetch(", buffer_size_, ")");
+  }
+
+  int64_t buffer_size() const { return buffer_size_; }
+
+ private:
+  int64_t buffer_size_;
+};
+
+class PrefetchIterator : public IteratorBase {
+ public:
+  PrefetchIterator(const PrefetchDataset* d, const IteratorContext& ctx,
+                   std::unique_ptr<IteratorBase> input)
+      : IteratorBase(d, ctx, NodeKind::kAsync), input_(std::move(input)) {
+    Tunable& b = stats().buffer_size;
+    b.present = true;
+    b.autotune = d->buffer_size() == kAutotune;
+    b.min = 1;
+    b.max = b.autotune ? kAutotuneMaxBuffer : d->buffer_size();
+    // Shared by a node's iterators: a later one keeps what AUTOTUNE set.
+    if (b.value.load() == 0) b.value = b.autotune ? kAutotuneInitialBuffer : d->buffer_size();
+    cancel_token_ = ctx.cancellation->Register([this] { Cancel(); });
+  }
+
+  ~PrefetchIterator() override {
+    Cancel();
+    if (producer_.joinable()) producer_.join();
+    ctx().cancellation->Deregister(cancel_token_);
+    // Whatever is still buffered leaves the node's count.
+    for (const auto* q : {&ready_, &shared_}) {
+      for (const Entry& e : *q) Uncount(e);
+    }
+  }
+
+ protected:
+  absl::StatusOr<std::optional<Element>> GetNextInternal() override {
+    if (ready_.empty()) {
+      // Take everything the producer has buffered in one locked step; the
+      // next calls are served without the lock.
+      std::unique_lock<std::mutex> l(mu_);
+      if (!started_) {
+        started_ = true;
+        if (!input_ended_) producer_ = std::thread([this] { ProducerLoop(); });
+      }
+      WaitAsConsumer(l, [&] { return cancelled_ || !shared_.empty(); });
+      if (cancelled_) return absl::CancelledError("iterator destroyed");
+      ready_.swap(shared_);
+      ready_count_.store(static_cast<int64_t>(ready_.size()));
+      shared_count_.store(0);
+    }
+    Entry& front = ready_.front();
+    if (front.result.ok() && !front.result->has_value()) {
+      return std::nullopt;  // Keep the end marker: every later call ends too.
+    }
+    // Taken apart rather than moved whole: GCC 12 misreads moving the
+    // StatusOr<optional<vector>> as a use of uninitialised memory.
+    absl::Status status = front.result.status();
+    Element element = status.ok() ? std::move(**front.result) : Element();
+    Uncount(front);
+    ready_.pop_front();
+    // Sequentially consistent with the producer's producer_waiting_ store
+    // and its read of ready_count_: one of the two sees the other.
+    ready_count_.fetch_sub(1);
+    if (producer_waiting_.load() && Buffered() <= BufferSize() / 2) WakeProducer();
+    if (!status.ok()) return status;
+    return std::optional<Element>(std::move(element));
+  }
+
+  absl::Status SaveInternal(proto::IteratorStateProto* state) override {
+    std::unique_lock<std::mutex> l(mu_);
+    // Quiesce: the producer finishes the pull it is in and starts no other.
+    paused_ = true;
+    WaitAsConsumer(l, [&] { return cancelled_ || !fetching_; });
+    absl::Status s;
+    if (cancelled_) {
+      s = absl::CancelledError("iterator destroyed");
+    } else {
+      (*state->mutable_ints())["input_ended"] = input_ended_;
+      for (const auto* q : {&ready_, &shared_}) {
+        for (const Entry& e : *q) ResultToProto(e.result, state->add_buffer());
+      }
+      // The paused producer does not touch the input: save it unlocked, so
+      // that a cancellation callback never waits for the input's Save.
+      l.unlock();
+      s = SaveInput(input_.get(), state);
+      l.lock();
+    }
+    paused_ = false;
+    const bool wake = producer_waiting_.load();
+    l.unlock();
+    if (wake) producer_cv_.notify_one();
+    return s;
+  }
+
+  absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
+    std::lock_guard<std::mutex> l(mu_);
+    ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "input_ended"));
+    input_ended_ = ended != 0;
+    for (const proto::BufferedResult& r : state.buffer()) {
+      ASSIGN_OR_RETURN(auto result, ResultFromProto(r));
+      Push(std::move(result));
+    }
+    // Once the input ended, its end marker stays last in the buffer; without
+    // it the consumer would wait forever.
+    const bool has_end =
+        !shared_.empty() && shared_.back().result.ok() && !shared_.back().result->has_value();
+    if (input_ended_ != has_end) {
+      return absl::DataLossError(
+          absl::StrCat("checkpoint of ", state.node(), " has an inconsistent end of input"));
+    }
+    ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
+    return in ? input_->Restore(*in) : absl::OkStatus();
+  }
+
+ private:
+  struct Entry {
+    absl::StatusOr<std::optional<Element>> result;
+    int64_t bytes = 0;
+    bool counted = false;  // an element or error, not the end marker
+  };
+
+  void Cancel() {
+    std::lock_guard<std::mutex> l(mu_);
+    cancelled_ = true;
+    consumer_cv_.notify_all();
+    producer_cv_.notify_all();
+  }
+
+  int64_t BufferSize() const {
+    return std::max<int64_t>(1, buffer_size_knob_->value.load(std::memory_order_relaxed));
+  }
+  // Entries the producer has made and the consumer not yet returned.
+  int64_t Buffered() const { return shared_count_.load() + ready_count_.load(); }
+  bool CanFetch() const { return !paused_ && !input_ended_ && Buffered() < BufferSize(); }
+  // A producer that found the buffer full sleeps until it is half empty and
+  // then refills it in one go: one wake-up per half buffer rather than one per
+  // element, while the consumer still has half a buffer in hand.
+  bool CanResume() const { return !paused_ && !input_ended_ && Buffered() <= BufferSize() / 2; }
+
+  void WakeProducer() {
+    std::unique_lock<std::mutex> l(mu_);
+    if (!producer_waiting_.load() || !CanResume()) return;
+    producer_waiting_.store(false);  // one notification per sleep
+    l.unlock();
+    producer_cv_.notify_one();  // unlocked: the producer does not wake into a held mutex
+  }
+
+  // Appends to the shared buffer (under mu_).
+  void Push(absl::StatusOr<std::optional<Element>> result) {
+    Entry e;
+    e.counted = !result.ok() || result->has_value();
+    e.bytes =
+        result.ok() && result->has_value() ? static_cast<int64_t>(ElementByteSize(**result)) : 0;
+    e.result = std::move(result);
+    if (e.counted) {
+      stats().buffered_elements.fetch_add(1, std::memory_order_relaxed);
+      stats().buffered_bytes.fetch_add(e.bytes, std::memory_order_relaxed);
+    }
+    shared_.push_back(std::move(e));
+    shared_count_.store(static_cast<int64_t>(shared_.size()));
+  }
+  void Uncount(const Entry& e) {
+    if (!e.counted) return;
+    stats().buffered_elements.fetch_sub(1, std::memory_order_relaxed);
+    stats().buffered_bytes.fetch_sub(e.bytes, std::memory_order_relaxed);
+  }
+
+  // Waits on consumer_cv_ until `done`. The producer clears consumer_waiting_
+  // when it notifies, so that it notifies (a system call) once per sleep.
+  template <typename Done>
+  void WaitAsConsumer(std::unique_lock<std::mutex>& l, const Done& done) {
+    while (!done()) {
+      consumer_waiting_ = true;
+      consumer_cv_.wait(l);
+    }
+    consumer_waiting_ = false;
+  }
+
+  void ProducerLoop() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (true) {
+      if (!cancelled_ && !CanFetch()) {
+        while (!cancelled_) {
+          // Set before the check: see GetNextInternal.
+          producer_waiting_.store(true);
+          if (CanResume()) break;
+          producer_cv_.wait(l);
+        }
+        producer_waiting_.store(false);
+      }
+      if (cancelled_) return;
+      fetching_ = true;
+      l.unlock();
+      stats().active_workers.store(1, std::memory_order_relaxed);
+      absl::StatusOr<std::optional<Element>> result = input_->GetNext();
+      stats().active_workers.store(0, std::memory_order_relaxed);
+      ScopedTimer busy(&stats().busy_ns);
+      const bool end = result.ok() && !result->has_value();
+      l.lock();
+      fetching_ = false;
+      if (cancelled_) return;  // Nobody will read it.
+      if (end) input_ended_ = true;
+      Push(std::move(result));
+      if (consumer_waiting_) {
+        consumer_waiting_ = false;  // GetNext or Save, never both at once
+        l.unlock();
+        consumer_cv_.notify_one();
+        l.lock();
+      }
+      if (end) return;
+    }
+  }
+
+  std::unique_ptr<IteratorBase> input_;
+  Tunable* const buffer_size_knob_ = &stats().buffer_size;
+  int64_t cancel_token_ = -1;
+  std::thread producer_;
+
+  // The consumer's side: entries taken from shared_, returned without a lock.
+  // Only GetNext and Save (the consumer) touch it.
+  std::deque<Entry> ready_;
+  std::atomic<int64_t> ready_count_{0};  // ready_.size(), read by the producer
+
+  std::mutex mu_;
+  std::condition_variable consumer_cv_;   // an entry arrived, or a pull ended (for Save)
+  std::condition_variable producer_cv_;   // room in the buffer, or resumed
+  std::deque<Entry> shared_;              // in input order, after ready_; guarded by mu_
+  std::atomic<int64_t> shared_count_{0};  // shared_.size(), written under mu_
+  std::atomic<bool> producer_waiting_{false};
+  bool consumer_waiting_ = false;  // guarded by mu_
+  bool fetching_ = false;          // the producer is inside input_->GetNext
+  bool paused_ = false;            // Save in progress
+  bool input_ended_ = false;
+  bool started_ = false;
+  bool cancelled_ = false;
+};
+
+absl::StatusOr<std::unique_ptr<IteratorBase>> PrefetchDataset::MakeIterator(
+    const IteratorContext& ctx) const {
+  if (buffer_size_ < 1 && buffer_size_ != kAutotune) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name(), ": buffer_size must be >= 1 or kAutotune, got ", buffer_size_));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  return std::unique_ptr<IteratorBase>(new PrefetchIterator(this, ctx, std::move(input)));
+}
+
+}  // namespace
+
+Dataset Dataset::Prefetch(int64_t buffer_size) const {
+  return Dataset(std::make_shared<PrefetchDataset>(base(), buffer_size));
+}
+
+}  // namespace sluice

@@ -1,0 +1,90 @@
+// Take(count): the first `count` elements of the input (all when count < 0).
+// Errors from the input pass through and do not count as elements.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "dataset/dataset.h"
+#include "dataset/dataset_base.h"
+
+namespace sluice {
+namespace {
+
+class TakeDataset : public DatasetBase {
+ public:
+  TakeDataset(std::shared_ptr<const DatasetBase> input, int64_t count)
+      : DatasetBase("Take", {std::move(input)}), count_(count) {}
+
+  absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
+      const IteratorContext& ctx) const override;
+
+  int64_t Cardinality() const override {
+    const int64_t n = inputs()[0]->Cardinality();
+    if (count_ < 0) return n;
+    if (count_ == 0) return 0;
+    if (n == kInfiniteCardinality) return count_;
+    if (n == kUnknownCardinality) return kUnknownCardinality;
+    return std::min(n, count_);
+  }
+  std::string Describe() const override { return absl::StrCat("Take(", count_, ")"); }
+
+  int64_t count() const { return count_; }
+
+ private:
+  int64_t count_;
+};
+
+class TakeIterator : public IteratorBase {
+ public:
+  TakeIterator(const TakeDataset* d, const IteratorContext& ctx,
+               std::unique_ptr<IteratorBase> input)
+      : IteratorBase(d, ctx, NodeKind::kSync), count_(d->count()), input_(std::move(input)) {}
+
+ protected:
+  absl::StatusOr<std::optional<Element>> GetNextInternal() override {
+    // Past the count the input is not read again: it may be expensive.
+    if (ended_ || (count_ >= 0 && taken_ >= count_)) return std::nullopt;
+    ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+    if (!e) {
+      ended_ = true;
+      return std::nullopt;
+    }
+    ++taken_;
+    return e;
+  }
+
+  absl::Status SaveInternal(proto::IteratorStateProto* state) override {
+    auto& ints = *state->mutable_ints();
+    ints["taken"] = taken_;
+    ints["ended"] = ended_;
+    return SaveInput(input_.get(), state);
+  }
+
+  absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
+    ASSIGN_OR_RETURN(taken_, SavedInt(state, "taken"));
+    ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "ended"));
+    ended_ = ended != 0;
+    ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
+    return in ? input_->Restore(*in) : absl::OkStatus();
+  }
+
+ private:
+  const int64_t count_;
+  std::unique_ptr<IteratorBase> input_;
+  int64_t taken_ = 0;
+  bool ended_ = false;
+};
+
+absl::StatusOr<std::unique_ptr<IteratorBase>> TakeDataset::MakeIterator(
+    const IteratorContext& ctx) const {
+  ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  return std::unique_ptr<IteratorBase>(new TakeIterator(this, ctx, std::move(input)));
+}
+
+}  // namespace
+
+Dataset Dataset::Take(int64_t count) const {
+  return Dataset(std::make_shared<TakeDataset>(base(), count));
+}
+
+}  // namespace sluice

@@ -1,0 +1,257 @@
+#include "io/tfrecord_reader.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/status_macros.h"
+#include "io/crc32c.h"
+#include "io/tfrecord_format.h"
+
+namespace sluice {
+namespace {
+
+using tfrecord::kFooterSize;
+using tfrecord::kHeaderSize;
+using tfrecord::kOverhead;
+
+// Records up to this size are read in one piece; longer ones grow the string as their bytes
+// arrive, so that a corrupt length (unchecked without verify_crc) cannot allocate more than the
+// file holds.
+constexpr uint64_t kMaxUpfrontRecord = uint64_t{64} << 20;
+
+// A hint for the common mistake of reading a compressed file as uncompressed.
+absl::string_view CompressedHint(const char* header) {
+  const auto b0 = static_cast<unsigned char>(header[0]);
+  const auto b1 = static_cast<unsigned char>(header[1]);
+  if (b0 == 0x1f && b1 == 0x8b) return " (the file starts like a GZIP stream: read it as gzip?)";
+  if (b0 == 0x78 && (b0 * 256 + b1) % 31 == 0) {
+    return " (the file starts like a ZLIB stream: read it as zlib?)";
+  }
+  return "";
+}
+
+}  // namespace
+
+TFRecordReader::TFRecordReader(std::string path, TFRecordReaderOptions options,
+                               FileInputStream* file, std::unique_ptr<InputStream> stream)
+    : path_(std::move(path)),
+      options_(options),
+      file_(file),
+      in_(std::move(stream), std::max<size_t>(options.buffer_size, 4096)) {}
+
+absl::StatusOr<std::unique_ptr<TFRecordReader>> TFRecordReader::Open(
+    std::string path, TFRecordReaderOptions options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<InputStream> stream,
+                   OpenInputStream(path, options.compression, options.buffer_size));
+  FileInputStream* file = options.compression == Compression::kNone
+                              ? static_cast<FileInputStream*>(stream.get())
+                              : nullptr;
+  return std::unique_ptr<TFRecordReader>(
+      new TFRecordReader(std::move(path), options, file, std::move(stream)));
+}
+
+std::string TFRecordReader::Where(uint64_t record_offset) const {
+  return absl::StrCat(path_, ": record ", records_read_, " at ", file_ ? "" : "uncompressed ",
+                      "offset ", record_offset, ": ");
+}
+
+absl::Status TFRecordReader::Truncated(uint64_t record_offset, uint64_t length, uint64_t got) {
+  const char* ends = file_ ? "file ends" : "stream ends";
+  if (got < length) {
+    return absl::DataLossError(absl::StrCat(Where(record_offset), "truncated record (header says ",
+                                            length, " bytes, ", ends, " after ", got, ")"));
+  }
+  return absl::DataLossError(absl::StrCat(Where(record_offset), "truncated record (header says ",
+                                          length, " bytes; the ", ends, " after them and ",
+                                          got - length, " of the 4 CRC bytes)"));
+}
+
+absl::Status TFRecordReader::DataCrcError(uint64_t record_offset, uint32_t stored,
+                                          uint32_t computed) const {
+  return absl::DataLossError(absl::StrCat(
+      Where(record_offset),
+      absl::StrFormat("data CRC mismatch (stored 0x%08x, computed 0x%08x)", stored, computed)));
+}
+
+absl::StatusOr<bool> TFRecordReader::ReadRecord(std::string* record) {
+  if (!status_.ok()) return status_;
+  if (at_end_) return false;
+  absl::StatusOr<bool> result = ReadRecordImpl(record);
+  if (!result.ok()) status_ = result.status();
+  return result;
+}
+
+absl::Status TFRecordReader::StreamError(const absl::Status& status) const {
+  // The stream names the file and what went wrong; add where in the records it struck.
+  return absl::Status(status.code(),
+                      absl::StrCat(status.message(), " (reading record ", records_read_, " at ",
+                                   file_ ? "" : "uncompressed ", "offset ", offset_, ")"));
+}
+
+absl::StatusOr<size_t> TFRecordReader::ReadPayload(std::string* record, uint64_t length) {
+  if (length <= kMaxUpfrontRecord) {
+    record->resize(length);
+    // Also fetch this record's CRC and the next header in the same read.
+    return in_.ReadFully(record->data(), length, kOverhead);
+  }
+  uint64_t done = 0;
+  while (done < length) {
+    const uint64_t step = std::min(length - done, std::max(kMaxUpfrontRecord, done));
+    record->resize(done + step);
+    ASSIGN_OR_RETURN(size_t got, in_.ReadFully(record->data() + done, step));
+    done += got;
+    if (got < step) break;
+  }
+  return done;
+}
+
+absl::Status TFRecordReader::Resync() {
+  // in_.data() is the rejected header at offset_: look from the byte after it.
+  in_.Consume(1);
+  ++offset_;
+  while (true) {
+    ASSIGN_OR_RETURN(size_t avail, in_.Ensure(kHeaderSize));
+    if (avail < kHeaderSize) {  // Too short to hold a record: the stream ends here.
+      in_.Consume(avail);
+      offset_ += avail;
+      return absl::OkStatus();
+    }
+    const char* p = in_.data();
+    const size_t last = avail - kHeaderSize;
+    for (size_t i = 0; i <= last; ++i) {
+      if (tfrecord::HeaderCrcOk(p + i)) {
+        in_.Consume(i);
+        offset_ += i;
+        return absl::OkStatus();
+      }
+    }
+    in_.Consume(last + 1);
+    offset_ += last + 1;
+  }
+}
+
+absl::StatusOr<bool> TFRecordReader::ReadRecordImpl(std::string* record) {
+  const bool verify = options_.verify_crc;
+  const bool skip = options_.skip_corrupt;
+  while (true) {
+    const uint64_t start = offset_;
+    const absl::StatusOr<size_t> ensured = in_.Ensure(kHeaderSize);
+    if (!ensured.ok()) return StreamError(ensured.status());
+    const size_t avail = *ensured;
+    if (avail == 0) {
+      at_end_ = true;
+      return false;
+    }
+    if (avail < kHeaderSize) {
+      if (!skip) {
+        return absl::DataLossError(
+            absl::StrCat(Where(start), "truncated record header (12 bytes expected, ",
+                         file_ ? "file" : "stream", " ends after ", avail, ")"));
+      }
+      in_.Consume(avail);
+      offset_ += avail;
+      ++records_read_;
+      ++records_skipped_;
+      at_end_ = true;
+      return false;
+    }
+    const char* header = in_.data();
+    const uint64_t length = tfrecord::DecodeFixed64(header);
+    if (verify) {
+      const uint32_t stored = tfrecord::DecodeFixed32(header + 8);
+      const uint32_t computed = tfrecord::HeaderCrc(header);
+      if (stored != computed) {
+        if (!skip) {
+          return absl::DataLossError(
+              absl::StrCat(Where(start),
+                           absl::StrFormat("length CRC mismatch (stored 0x%08x, computed 0x%08x)",
+                                           stored, computed),
+                           start == 0 && file_ ? CompressedHint(header) : ""));
+        }
+        ++records_read_;
+        ++records_skipped_;
+        if (absl::Status s = Resync(); !s.ok()) return StreamError(s);
+        continue;
+      }
+    }
+    if (length <= avail - kHeaderSize && kFooterSize <= avail - kHeaderSize - length) {
+      // The whole record is buffered (the common case for small records): no stream calls.
+      const char* data = header + kHeaderSize;
+      record->assign(data, length);
+      if (verify) {
+        const uint32_t stored = tfrecord::DecodeFixed32(data + length);
+        const uint32_t computed = MaskCrc32c(Crc32c(absl::string_view(data, length)));
+        if (stored != computed) {
+          if (!skip) return DataCrcError(start, stored, computed);
+          in_.Consume(kOverhead + length);
+          offset_ += kOverhead + length;
+          ++records_read_;
+          ++records_skipped_;
+          continue;
+        }
+      }
+      in_.Consume(kOverhead + length);
+      offset_ += kOverhead + length;
+      ++records_read_;
+      return true;
+    }
+    in_.Consume(kHeaderSize);
+    const absl::StatusOr<size_t> payload = ReadPayload(record, length);
+    if (!payload.ok()) return StreamError(payload.status());
+    const uint64_t got = *payload;
+    char footer[kFooterSize];
+    size_t footer_got = 0;
+    if (got == length) {
+      const absl::StatusOr<size_t> footer_read = in_.ReadFully(footer, kFooterSize);
+      if (!footer_read.ok()) return StreamError(footer_read.status());
+      footer_got = *footer_read;
+    }
+    if (got < length || footer_got < kFooterSize) {
+      if (!skip) return Truncated(start, length, got + footer_got);
+      offset_ = in_.position();
+      ++records_read_;
+      ++records_skipped_;
+      at_end_ = true;
+      return false;
+    }
+    if (verify) {
+      const uint32_t stored = tfrecord::DecodeFixed32(footer);
+      const uint32_t computed = MaskCrc32c(Crc32c(*record));
+      if (stored != computed) {
+        if (!skip) return DataCrcError(start, stored, computed);
+        offset_ += kOverhead + length;
+        ++records_read_;
+        ++records_skipped_;
+        continue;
+      }
+    }
+    offset_ += kOverhead + length;
+    ++records_read_;
+    return true;
+  }
+}
+
+absl::Status TFRecordReader::Seek(uint64_t offset, int64_t record_index) {
+  if (file_ == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path_, ": cannot seek in a ", CompressionName(options_.compression),
+        "-compressed file (offsets are in the uncompressed stream); read forward instead"));
+  }
+  if (record_index < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ": Seek to a negative record index ", record_index));
+  }
+  if (!in_.SkipWithinBuffer(offset)) {
+    RETURN_IF_ERROR(file_->Seek(offset));
+    in_.Reset(offset);
+  }
+  offset_ = offset;
+  records_read_ = record_index;
+  at_end_ = false;
+  status_ = absl::OkStatus();
+  return absl::OkStatus();
+}
+
+}  // namespace sluice

@@ -1,0 +1,85 @@
+#ifndef SLUICE_IO_TFRECORD_READER_H_
+#define SLUICE_IO_TFRECORD_READER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "io/compression.h"
+#include "io/input_stream.h"
+
+namespace sluice {
+
+struct TFRecordReaderOptions {
+  Compression compression = Compression::kNone;
+  bool verify_crc = true;     // both the length CRC and the data CRC
+  bool skip_corrupt = false;  // skip a corrupt/truncated record and count it instead of failing
+  size_t buffer_size = 256 << 10;
+};
+
+// Reads the records of a TFRecord file in order (see io/tfrecord_format.h for the framing).
+//
+// Errors are DataLoss naming the file, the record index and its byte offset (the offset in the
+// uncompressed stream for GZIP/ZLIB files), and are sticky: once ReadRecord fails it returns the
+// same error until Seek. With skip_corrupt:
+//  - a record whose data CRC does not match is skipped (its length, whose own CRC matched, is
+//    trusted to find the next record);
+//  - a record (or header) cut short by the end of the file is skipped and ends the stream;
+//  - a header whose length CRC does not match cannot be trusted to find the next record: the
+//    reader scans forward byte by byte from the next offset for a 12-byte header whose length
+//    CRC verifies (a false match has odds of 2^-32 per position) and resumes there. The bytes
+//    skipped count as ONE skipped record, however many records they held.
+// A corrupt or truncated GZIP/ZLIB stream is an error even with skip_corrupt: nothing after it
+// can be decoded. Without verify_crc, no corruption is detected (a bad length shows up as a
+// truncated record).
+//
+// Not thread-safe.
+class TFRecordReader {
+ public:
+  static absl::StatusOr<std::unique_ptr<TFRecordReader>> Open(std::string path,
+                                                              TFRecordReaderOptions options = {});
+
+  // Reads the next record into `record`, reusing its capacity. Returns false at the clean end
+  // of the file.
+  absl::StatusOr<bool> ReadRecord(std::string* record);
+
+  int64_t records_read() const { return records_read_; }  // index of the next record
+  int64_t records_skipped() const { return records_skipped_; }
+  // Byte offset of the next record in the (uncompressed) stream.
+  uint64_t offset() const { return offset_; }
+  // Continues from `offset`, the start of record number `record_index` (as offset() and
+  // records_read() reported them earlier, or a RecordIndex). Uncompressed files only: a
+  // compressed one answers FailedPrecondition. Clears a sticky error.
+  absl::Status Seek(uint64_t offset, int64_t record_index);
+  const std::string& path() const { return path_; }
+  const TFRecordReaderOptions& options() const { return options_; }
+
+ private:
+  TFRecordReader(std::string path, TFRecordReaderOptions options, FileInputStream* file,
+                 std::unique_ptr<InputStream> stream);
+  absl::StatusOr<bool> ReadRecordImpl(std::string* record);
+  absl::StatusOr<size_t> ReadPayload(std::string* record, uint64_t length);
+  absl::Status Resync();
+  absl::Status StreamError(const absl::Status& status) const;
+  // The start of an error message: "<path>: record <i> at [uncompressed ]offset <n>: ".
+  std::string Where(uint64_t record_offset) const;
+  absl::Status Truncated(uint64_t record_offset, uint64_t length, uint64_t got);
+  absl::Status DataCrcError(uint64_t record_offset, uint32_t stored, uint32_t computed) const;
+
+  std::string path_;
+  TFRecordReaderOptions options_;
+  FileInputStream* file_;  // The file when uncompressed (for Seek); owned by in_.
+  BufferedInputStream in_;
+  uint64_t offset_ = 0;
+  int64_t records_read_ = 0;
+  int64_t records_skipped_ = 0;
+  bool at_end_ = false;
+  absl::Status status_;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_IO_TFRECORD_READER_H_

@@ -1,0 +1,71 @@
+#include "io/tfrecord_writer.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "io/crc32c.h"
+#include "io/tfrecord_format.h"
+
+namespace sluice {
+
+TFRecordWriter::TFRecordWriter(std::unique_ptr<AtomicFile> file,
+                               std::unique_ptr<ZlibCompressor> compressor)
+    : file_(std::move(file)), compressor_(std::move(compressor)) {}
+
+// The compressor refers to file_ through its sink: destroy it first.
+TFRecordWriter::~TFRecordWriter() { compressor_.reset(); }
+
+absl::StatusOr<std::unique_ptr<TFRecordWriter>> TFRecordWriter::Open(
+    std::string path, TFRecordWriterOptions options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file,
+                   AtomicFile::Create(std::move(path), {.sync = options.sync}));
+  std::unique_ptr<ZlibCompressor> compressor;
+  if (options.compression != Compression::kNone) {
+    AtomicFile* sink = file.get();
+    ASSIGN_OR_RETURN(
+        compressor,
+        ZlibCompressor::Create(options.compression, options.compression_level,
+                               [sink](absl::string_view bytes) { return sink->Append(bytes); }));
+  }
+  return std::unique_ptr<TFRecordWriter>(
+      new TFRecordWriter(std::move(file), std::move(compressor)));
+}
+
+absl::Status TFRecordWriter::Emit(absl::string_view bytes) {
+  return compressor_ ? compressor_->Write(bytes) : file_->Append(bytes);
+}
+
+absl::Status TFRecordWriter::Write(absl::string_view record) {
+  if (!status_.ok()) return status_;
+  if (closed_) return absl::FailedPreconditionError(absl::StrCat(path(), ": Write after Close"));
+  char header[tfrecord::kHeaderSize];
+  tfrecord::EncodeHeader(header, record.size());
+  char footer[tfrecord::kFooterSize];
+  tfrecord::EncodeFixed32(footer, MaskCrc32c(Crc32c(record)));
+  absl::Status s = Emit(absl::string_view(header, sizeof(header)));
+  if (s.ok()) s = Emit(record);
+  if (s.ok()) s = Emit(absl::string_view(footer, sizeof(footer)));
+  if (!s.ok()) return status_ = s;
+  ++records_written_;
+  return absl::OkStatus();
+}
+
+absl::Status TFRecordWriter::Close() {
+  if (!status_.ok()) {
+    file_->Abandon();
+    return status_;
+  }
+  if (closed_) return absl::FailedPreconditionError(absl::StrCat(path(), ": closed twice"));
+  closed_ = true;
+  absl::Status s = compressor_ ? compressor_->Finish() : absl::OkStatus();
+  if (s.ok()) {
+    s = file_->Commit();
+  } else {
+    file_->Abandon();
+  }
+  if (!s.ok()) status_ = s;
+  return s;
+}
+
+}  // namespace sluice

@@ -1,0 +1,119 @@
+#include "ops/normalize.h"
+
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/float16.h"
+
+namespace sluice {
+namespace {
+
+template <typename T>
+T FromFloat(float v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else {
+    return T(v);
+  }
+}
+
+template <typename T>
+void Apply(const uint8_t* in, int64_t pixels, int channels, const std::vector<float>& lut_f,
+           bool channels_first, T* out) {
+  std::vector<T> lut(lut_f.size());
+  for (size_t i = 0; i < lut_f.size(); ++i) lut[i] = FromFloat<T>(lut_f[i]);
+  if (channels_first && channels == 3) {  // One pass over the input, three output streams.
+    const T* t0 = lut.data();
+    const T* t1 = t0 + 256;
+    const T* t2 = t1 + 256;
+    T* p0 = out;
+    T* p1 = p0 + pixels;
+    T* p2 = p1 + pixels;
+    for (int64_t i = 0; i < pixels; ++i) {
+      p0[i] = t0[in[3 * i]];
+      p1[i] = t1[in[3 * i + 1]];
+      p2[i] = t2[in[3 * i + 2]];
+    }
+    return;
+  }
+  if (channels_first) {
+    for (int c = 0; c < channels; ++c) {
+      const T* table = lut.data() + c * 256;
+      T* plane = out + static_cast<size_t>(c) * pixels;
+      for (int64_t i = 0; i < pixels; ++i) plane[i] = table[in[i * channels + c]];
+    }
+    return;
+  }
+  if (channels == 3) {  // The common case, unrolled.
+    const T* t0 = lut.data();
+    const T* t1 = t0 + 256;
+    const T* t2 = t1 + 256;
+    for (int64_t i = 0; i < pixels; ++i) {
+      out[3 * i] = t0[in[3 * i]];
+      out[3 * i + 1] = t1[in[3 * i + 1]];
+      out[3 * i + 2] = t2[in[3 * i + 2]];
+    }
+    return;
+  }
+  for (int64_t i = 0; i < pixels; ++i) {
+    for (int c = 0; c < channels; ++c) out[i * channels + c] = lut[c * 256 + in[i * channels + c]];
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> Normalize(const Tensor& image, absl::Span<const float> mean,
+                                 absl::Span<const float> stddev, const NormalizeOptions& options) {
+  if (image.dtype() != DType::kUint8 || image.rank() != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Normalize: expected a uint8 [height, width, channels] image, got ",
+                     DTypeName(image.dtype()), image.shape().DebugString()));
+  }
+  const DType dtype = options.dtype;
+  if (dtype != DType::kFloat32 && dtype != DType::kBFloat16 && dtype != DType::kFloat16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Normalize: output dtype must be float32, bfloat16 or float16, got ", DTypeName(dtype)));
+  }
+  const int64_t h = image.dim(0), w = image.dim(1);
+  const int channels = static_cast<int>(image.dim(2));
+  auto per_channel_ok = [&](absl::Span<const float> v) {
+    return v.size() == 1 || v.size() == static_cast<size_t>(channels);
+  };
+  if (!per_channel_ok(mean) || !per_channel_ok(stddev)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Normalize: the image has ", channels, " channels but mean has ", mean.size(),
+                     " values and std ", stddev.size(), " (expected 1 or ", channels, ")"));
+  }
+  std::vector<float> lut(static_cast<size_t>(channels) * 256);
+  for (int c = 0; c < channels; ++c) {
+    const float m = mean[mean.size() == 1 ? 0 : c];
+    const float s = stddev[stddev.size() == 1 ? 0 : c];
+    if (s == 0.0f) {
+      return absl::InvalidArgumentError(absl::StrCat("Normalize: std of channel ", c, " is 0"));
+    }
+    for (int v = 0; v < 256; ++v) {
+      const float x = static_cast<float>(v) / 255.0f;  // ToTensor
+      lut[c * 256 + v] = (x - m) / s;                  // Normalize
+    }
+  }
+  const Shape shape = options.channels_first ? Shape{channels, h, w} : Shape{h, w, channels};
+  Tensor out(dtype, shape);
+  const uint8_t* in = image.data<uint8_t>();
+  const int64_t pixels = h * w;
+  switch (dtype) {
+    case DType::kFloat32:
+      Apply<float>(in, pixels, channels, lut, options.channels_first, out.data<float>());
+      break;
+    case DType::kBFloat16:
+      Apply<BFloat16>(in, pixels, channels, lut, options.channels_first, out.data<BFloat16>());
+      break;
+    default:
+      Apply<Float16>(in, pixels, channels, lut, options.channels_first, out.data<Float16>());
+      break;
+  }
+  return out;
+}
+
+}  // namespace sluice

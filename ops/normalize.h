@@ -1,0 +1,37 @@
+#ifndef SLUICE_OPS_NORMALIZE_H_
+#define SLUICE_OPS_NORMALIZE_H_
+
+#include <array>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/dtype.h"
+#include "core/tensor.h"
+
+namespace sluice {
+
+// The ImageNet channel statistics torchvision's models are trained with (RGB, on [0, 1] values).
+inline constexpr std::array<float, 3> kImageNetMean = {0.485f, 0.456f, 0.406f};
+inline constexpr std::array<float, 3> kImageNetStd = {0.229f, 0.224f, 0.225f};
+
+struct NormalizeOptions {
+  // kFloat32, kBFloat16 or kFloat16.
+  DType dtype = DType::kFloat32;
+  // Write [channels, height, width] (CHW, what PyTorch models take) instead of the input's
+  // [height, width, channels] (HWC, what TensorFlow models take).
+  bool channels_first = false;
+};
+
+// Converts a uint8 [height, width, channels] image to floating point as torchvision's
+// ToTensor() followed by Normalize(mean, std) does: y = (x / 255 - mean[c]) / std[c], each step
+// rounded to float32 in that order, so float32 results are bitwise what torchvision computes;
+// bfloat16 and float16 results are those float32 values rounded to nearest even. (The values come
+// from a 256-entry table per channel, which is also the fast way to compute them.) `mean` and
+// `stddev` have one value per channel, or one value for all channels; stddev must not be 0.
+absl::StatusOr<Tensor> Normalize(const Tensor& image, absl::Span<const float> mean,
+                                 absl::Span<const float> stddev,
+                                 const NormalizeOptions& options = {});
+
+}  // namespace sluice
+
+#endif  // SLUICE_OPS_NORMALIZE_H_

@@ -1,0 +1,117 @@
+#include "ops/random_resized_crop.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "ops/counter_rng.h"
+#include "ops/decode_jpeg.h"
+
+namespace sluice {
+namespace {
+
+absl::Status CheckOptions(const char* op, int64_t out_h, int64_t out_w,
+                          const RandomResizedCropOptions& o) {
+  if (out_h <= 0 || out_w <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": output size must be positive, got ", out_h, "x", out_w));
+  }
+  if (!(o.min_area > 0 && o.min_area <= o.max_area && o.max_area <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(op, ": need 0 < min_area <= max_area <= 1, got ",
+                                                   o.min_area, " and ", o.max_area));
+  }
+  if (!(o.min_aspect_ratio > 0 && o.min_aspect_ratio <= o.max_aspect_ratio &&
+        std::isfinite(o.max_aspect_ratio))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": need 0 < min_aspect_ratio <= max_aspect_ratio, got ",
+                     o.min_aspect_ratio, " and ", o.max_aspect_ratio));
+  }
+  if (o.max_attempts < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": max_attempts must be >= 0, got ", o.max_attempts));
+  }
+  return absl::OkStatus();
+}
+
+// Python's int(round(x)): halves to even (nearbyint in the default rounding mode).
+int64_t RoundHalfEven(double x) { return static_cast<int64_t>(std::nearbyint(x)); }
+
+}  // namespace
+
+CropWindow SampleRandomResizedCrop(int64_t height, int64_t width, uint64_t seed,
+                                   const RandomResizedCropOptions& options) {
+  CounterRng rng(seed, kRandomResizedCropStream);
+  const double area = static_cast<double>(height) * static_cast<double>(width);
+  const double log_lo = std::log(options.min_aspect_ratio);
+  const double log_hi = std::log(options.max_aspect_ratio);
+  for (int attempt = 0; attempt < options.max_attempts; ++attempt) {
+    const double target_area = area * rng.Uniform(options.min_area, options.max_area);
+    const double aspect_ratio = std::exp(rng.Uniform(log_lo, log_hi));
+    const int64_t w = RoundHalfEven(std::sqrt(target_area * aspect_ratio));
+    const int64_t h = RoundHalfEven(std::sqrt(target_area / aspect_ratio));
+    if (0 < w && w <= width && 0 < h && h <= height) {
+      const int64_t y = static_cast<int64_t>(rng.UniformInt(static_cast<uint64_t>(height - h + 1)));
+      const int64_t x = static_cast<int64_t>(rng.UniformInt(static_cast<uint64_t>(width - w + 1)));
+      return {.y = y, .x = x, .height = h, .width = w};
+    }
+  }
+  // Fallback: a centre crop, the whole image unless its aspect ratio is out of range.
+  const double in_ratio = static_cast<double>(width) / static_cast<double>(height);
+  int64_t w = width, h = height;
+  if (in_ratio < options.min_aspect_ratio) {
+    h = RoundHalfEven(static_cast<double>(w) / options.min_aspect_ratio);
+  } else if (in_ratio > options.max_aspect_ratio) {
+    w = RoundHalfEven(static_cast<double>(h) * options.max_aspect_ratio);
+  }
+  h = std::clamp<int64_t>(h, 1, height);
+  w = std::clamp<int64_t>(w, 1, width);
+  return {.y = (height - h) / 2, .x = (width - w) / 2, .height = h, .width = w};
+}
+
+absl::StatusOr<Tensor> DecodeAndRandomResizedCrop(absl::string_view jpeg, int64_t out_h,
+                                                  int64_t out_w, uint64_t seed,
+                                                  const RandomResizedCropOptions& options) {
+  RETURN_IF_ERROR(CheckOptions("DecodeAndRandomResizedCrop", out_h, out_w, options));
+  ASSIGN_OR_RETURN(const JpegHeader header, ReadJpegHeader(jpeg));
+  const CropWindow window = SampleRandomResizedCrop(header.height, header.width, seed, options);
+  const int denom =
+      options.dct_scaling ? ChooseScaleDenom(window.height, window.width, out_h, out_w) : 1;
+  // The whole scaled pixels that cover the window (scaled pixel i covers original pixels
+  // [i * denom, (i + 1) * denom)), and the exact window inside them.
+  const int64_t y0 = window.y / denom, x0 = window.x / denom;
+  const int64_t y1 = JpegScaledSize(window.y + window.height, denom);
+  const int64_t x1 = JpegScaledSize(window.x + window.width, denom);
+  DecodeJpegOptions decode{
+      .channels = options.channels,
+      .crop = CropWindow{.y = y0, .x = x0, .height = y1 - y0, .width = x1 - x0},
+      .scale_denom = denom,
+      .max_pixels = options.max_pixels,
+      .fast_dct = options.fast_dct};
+  ASSIGN_OR_RETURN(const Tensor decoded, DecodeJpeg(jpeg, decode));
+  const double d = denom;
+  const ResizeRegion region{.y = static_cast<double>(window.y) / d - static_cast<double>(y0),
+                            .x = static_cast<double>(window.x) / d - static_cast<double>(x0),
+                            .height = static_cast<double>(window.height) / d,
+                            .width = static_cast<double>(window.width) / d};
+  return Resize(decoded, region, out_h, out_w, options.method);
+}
+
+absl::StatusOr<Tensor> RandomResizedCrop(const Tensor& image, int64_t out_h, int64_t out_w,
+                                         uint64_t seed, const RandomResizedCropOptions& options) {
+  RETURN_IF_ERROR(CheckOptions("RandomResizedCrop", out_h, out_w, options));
+  if (image.rank() != 3 || image.dim(0) <= 0 || image.dim(1) <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "RandomResizedCrop: expected a non-empty [height, width, channels] image, got ",
+        image.shape().DebugString()));
+  }
+  const CropWindow w = SampleRandomResizedCrop(image.dim(0), image.dim(1), seed, options);
+  return Resize(image,
+                ResizeRegion{.y = static_cast<double>(w.y),
+                             .x = static_cast<double>(w.x),
+                             .height = static_cast<double>(w.height),
+                             .width = static_cast<double>(w.width)},
+                out_h, out_w, options.method);
+}
+
+}  // namespace sluice

@@ -1,0 +1,51 @@
+#ifndef SLUICE_OPS_RESIZE_H_
+#define SLUICE_OPS_RESIZE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+
+namespace sluice {
+
+enum class ResizeMethod {
+  // Bilinear interpolation with half-pixel centres, like tf.image.resize(antialias=False) and
+  // torch.nn.functional.interpolate(mode="bilinear", align_corners=False): output pixel o samples
+  // the input at (o + 0.5) * in / out - 0.5, clamped to the edge pixels. Without antialiasing:
+  // when shrinking by more than 2x, prefer kArea (or DCT scaling while decoding a JPEG).
+  kBilinear,
+  // Box filter: each output pixel is the mean of the input area it covers, partial pixels weighted
+  // by their covered fraction, like tf.image.resize(method="area") and cv2.INTER_AREA for
+  // shrinking. Shrinking by an integer factor k averages k x k blocks.
+  kArea,
+};
+
+// A rectangle in continuous coordinates: input pixel (i, j) covers [i, i + 1) x [j, j + 1). The
+// whole image is {0, 0, height, width}.
+struct ResizeRegion {
+  double y = 0;
+  double x = 0;
+  double height = 0;
+  double width = 0;
+
+  std::string DebugString() const;
+};
+
+// Resizes a [height, width, channels] image (HWC) to [out_h, out_w, channels]. uint8 in gives uint8
+// out, rounded to nearest (halves up); float32 in gives float32 out.
+absl::StatusOr<Tensor> Resize(const Tensor& image, int64_t out_h, int64_t out_w,
+                              ResizeMethod method = ResizeMethod::kBilinear);
+
+// Resizes the part of `image` inside `region` to [out_h, out_w, channels]: the same as cropping
+// `region` and resizing the crop when the region is whole pixels, and its continuous extension
+// when it is not (bilinear samples are clamped to the centres of the pixels the region touches,
+// area averages are weighted by coverage). A JPEG decoded at a DCT scale of 1/k keeps a crop's
+// exact geometry this way: its window in the scaled image is the original window divided by k.
+// The region must lie inside the image and be non-empty.
+absl::StatusOr<Tensor> Resize(const Tensor& image, const ResizeRegion& region, int64_t out_h,
+                              int64_t out_w, ResizeMethod method = ResizeMethod::kBilinear);
+
+}  // namespace sluice
+
+#endif  // SLUICE_OPS_RESIZE_H_

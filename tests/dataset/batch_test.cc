@@ -1,0 +1,318 @@
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "dataset/dataset_base.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/dataset/test_util.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::testing::Collect;
+using ::sluice::testing::Drain;
+using ::testing::ElementsAre;
+
+std::vector<int64_t> Values(const Tensor& t) {
+  auto v = t.flat<int64_t>();
+  return std::vector<int64_t>(v.begin(), v.end());
+}
+
+// A context for driving internal (non-sticky) iterators directly.
+IteratorContext TestContext() {
+  IteratorContext ctx;
+  ctx.runtime = std::make_shared<Runtime>(4);
+  ctx.cancellation = std::make_shared<CancellationManager>();
+  ctx.stats = std::make_shared<StatsRegistry>();
+  return ctx;
+}
+
+// (int64 scalar i, float32 [2] {i, i + 0.5}, bytes scalar "e<i>").
+Dataset ThreeComponents(int64_t n) {
+  return Dataset::Range(n).Map([](Element e) -> absl::StatusOr<Element> {
+    const int64_t i = e[0].scalar<int64_t>();
+    const float f = static_cast<float>(i);
+    return Element{e[0], Tensor::FromVector<float>({f, f + 0.5f}),
+                   Tensor::Scalar<std::string>(absl::StrCat("e", i))};
+  });
+}
+
+absl::StatusOr<Element> FailAt(Element e, int64_t bad) {
+  if (e[0].scalar<int64_t>() == bad) return absl::InvalidArgumentError("bad");
+  return e;
+}
+
+TEST(BatchTest, RangeBy3KeepsTheRemainder) {
+  auto ds = Dataset::Range(10).Batch(3);
+  EXPECT_EQ(ds.Cardinality(), 4);
+  EXPECT_EQ(ds.DebugString(), "Range(0, 10, 1) -> Batch(3)");
+  auto out = Collect(ds);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 4u);
+  for (const Element& b : *out) {
+    ASSERT_EQ(b.size(), 1u);
+    EXPECT_EQ(b[0].dtype(), DType::kInt64);
+  }
+  EXPECT_EQ((*out)[0][0].shape(), Shape({3}));
+  EXPECT_EQ((*out)[3][0].shape(), Shape({1}));
+  EXPECT_THAT(Values((*out)[0][0]), ElementsAre(0, 1, 2));
+  EXPECT_THAT(Values((*out)[1][0]), ElementsAre(3, 4, 5));
+  EXPECT_THAT(Values((*out)[2][0]), ElementsAre(6, 7, 8));
+  EXPECT_THAT(Values((*out)[3][0]), ElementsAre(9));
+}
+
+TEST(BatchTest, RangeBy3DropsTheRemainder) {
+  auto ds = Dataset::Range(10).Batch(3, {.drop_remainder = true});
+  EXPECT_EQ(ds.Cardinality(), 3);
+  auto out = Collect(ds);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 3u);
+  EXPECT_THAT(Values((*out)[2][0]), ElementsAre(6, 7, 8));
+  // An exact multiple keeps its last batch.
+  auto exact = Collect(Dataset::Range(9).Batch(3, {.drop_remainder = true}));
+  ASSERT_TRUE(exact.ok());
+  EXPECT_EQ(exact->size(), 3u);
+}
+
+TEST(BatchTest, Cardinality) {
+  EXPECT_EQ(Dataset::Range(0).Batch(3).Cardinality(), 0);
+  EXPECT_EQ(Dataset::Range(2).Batch(3).Cardinality(), 1);
+  EXPECT_EQ(Dataset::Range(2).Batch(3, {.drop_remainder = true}).Cardinality(), 0);
+  EXPECT_EQ(Dataset::Range(64).Batch(32).Cardinality(), 2);
+  EXPECT_EQ(Dataset::Range(65).Batch(32).Cardinality(), 3);
+}
+
+TEST(BatchTest, MultiComponentElements) {
+  auto out = Collect(ThreeComponents(5).Batch(2));
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 3u);
+  const Element& b = (*out)[1];  // elements 2 and 3
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[0].dtype(), DType::kInt64);
+  EXPECT_EQ(b[0].shape(), Shape({2}));
+  EXPECT_THAT(Values(b[0]), ElementsAre(2, 3));
+  EXPECT_EQ(b[1].dtype(), DType::kFloat32);
+  EXPECT_EQ(b[1].shape(), Shape({2, 2}));
+  auto f = b[1].flat<float>();
+  EXPECT_THAT(std::vector<float>(f.begin(), f.end()), ElementsAre(2.0f, 2.5f, 3.0f, 3.5f));
+  EXPECT_EQ(b[2].dtype(), DType::kBytes);
+  EXPECT_EQ(b[2].shape(), Shape({2}));
+  auto s = b[2].flat<std::string>();
+  EXPECT_THAT(std::vector<std::string>(s.begin(), s.end()), ElementsAre("e2", "e3"));
+  const Element& last = (*out)[2];
+  EXPECT_EQ(last[1].shape(), Shape({1, 2}));
+  EXPECT_EQ(last[2].flat<std::string>()[0], "e4");
+}
+
+TEST(BatchTest, EachComponentIsOneBufferFilledInPlace) {
+  auto inputs = std::make_shared<std::vector<Element>>();
+  auto ds = ThreeComponents(4)
+                .Map([inputs](Element e) -> absl::StatusOr<Element> {
+                  inputs->push_back(e);
+                  return e;
+                })
+                .Batch(4);
+  auto out = Collect(ds);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 1u);
+  ASSERT_EQ(inputs->size(), 4u);
+  const Element& b = (*out)[0];
+  for (size_t k = 0; k < b.size(); ++k) {
+    auto row0 = b[k].SubTensor(0);
+    auto row3 = b[k].SubTensor(3);
+    ASSERT_TRUE(row0.ok() && row3.ok());
+    EXPECT_TRUE(row0->SharesBufferWith(*row3)) << "component " << k;
+    EXPECT_TRUE(row0->SharesBufferWith(b[k])) << "component " << k;
+    // Rows are laid out back to back in that one buffer.
+    EXPECT_EQ(static_cast<const char*>(row3->raw_data()),
+              static_cast<const char*>(b[k].raw_data()) +
+                  3 * DTypeSize(b[k].dtype()) * row0->num_elements());
+    // Not made of the elements' own buffers: copied, in place.
+    for (const Element& in : *inputs) {
+      EXPECT_FALSE(b[k].SharesBufferWith(in[k])) << "component " << k;
+      EXPECT_FALSE(row0->SharesBufferWith(in[k])) << "component " << k;
+    }
+  }
+  EXPECT_EQ(b[1].buffer()->size(), 4 * 2 * sizeof(float));
+}
+
+// Elements large enough that a batch splits into several copy tasks.
+Dataset BigElements(int64_t n) {
+  return Dataset::Range(n).Map([](Element e) -> absl::StatusOr<Element> {
+    const int64_t i = e[0].scalar<int64_t>();
+    std::vector<float> v(8192);
+    for (size_t j = 0; j < v.size(); ++j) v[j] = static_cast<float>(i * 10000 + j);
+    return Element{e[0], Tensor::FromVector(v),
+                   Tensor::Scalar<std::string>(std::string(static_cast<size_t>(i), 'x'))};
+  });
+}
+
+class BatchParallelTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(BatchParallelTest, SameBatchesWhateverTheParallelism) {
+  auto want = Collect(BigElements(37).Batch(8));
+  auto got = Collect(BigElements(37).Batch(8, {.num_parallel_calls = GetParam()}));
+  ASSERT_TRUE(want.ok() && got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 5u);
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t i = 0; i < got->size(); ++i) {
+    EXPECT_TRUE(ElementsEqual((*got)[i], (*want)[i])) << "batch " << i;
+  }
+  // Spot-check values rather than trusting the sequential path.
+  EXPECT_EQ((*got)[4][1].shape(), Shape({5, 8192}));
+  EXPECT_EQ((*got)[4][1].flat<float>()[8192 * 2 + 7], 34 * 10000 + 7);
+  EXPECT_EQ((*got)[4][2].flat<std::string>()[1], std::string(33, 'x'));
+}
+
+TEST_P(BatchParallelTest, SmallElementsToo) {
+  auto got = Collect(ThreeComponents(10).Batch(4, {.num_parallel_calls = GetParam()}));
+  auto want = Collect(ThreeComponents(10).Batch(4));
+  ASSERT_TRUE(want.ok() && got.ok());
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t i = 0; i < got->size(); ++i) EXPECT_TRUE(ElementsEqual((*got)[i], (*want)[i]));
+}
+
+TEST_P(BatchParallelTest, ParallelismKnob) {
+  auto it = Dataset::Range(4).Batch(2, {.num_parallel_calls = GetParam()}).MakeIterator();
+  ASSERT_TRUE(Drain(*it).ok());
+  auto stats = it->Stats();
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_EQ(stats[1].name, "Batch[1]");
+  EXPECT_EQ(stats[1].elements_produced, 2);
+  if (GetParam() == 1) {
+    EXPECT_EQ(stats[1].parallelism, -1);  // no knob
+  } else if (GetParam() == kAutotune) {
+    EXPECT_GE(stats[1].parallelism, 1);
+  } else {
+    EXPECT_EQ(stats[1].parallelism, GetParam());
+  }
+}
+
+TEST_P(BatchParallelTest, CheckpointResumesExactly) {
+  testing::ExpectCheckpointsResumeExactly(
+      BigElements(13).Batch(4, {.num_parallel_calls = GetParam()}), {0, 1, 2, 3, 4});
+}
+
+INSTANTIATE_TEST_SUITE_P(Parallelism, BatchParallelTest, ::testing::Values(1, 2, 8, kAutotune));
+
+TEST(BatchTest, EmptyInput) {
+  auto out = Collect(Dataset::Range(0).Batch(3));
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(out->empty());
+}
+
+TEST(BatchTest, EndOfSequenceRepeatsAtEveryPosition) {
+  for (int64_t n : {0, 1, 2, 3, 4, 5, 6}) {
+    for (bool drop : {false, true}) {
+      auto it = Dataset::Range(n).Batch(3, {.drop_remainder = drop}).MakeIterator();
+      auto got = Drain(*it);
+      ASSERT_TRUE(got.ok());
+      EXPECT_EQ(static_cast<int64_t>(got->size()), drop ? n / 3 : (n + 2) / 3) << n;
+      for (int i = 0; i < 3; ++i) {
+        auto e = it->GetNext();
+        ASSERT_TRUE(e.ok());
+        EXPECT_FALSE(e->has_value());
+      }
+    }
+  }
+}
+
+TEST(BatchTest, ShapeMismatchNamesElementAndComponent) {
+  auto ds = Dataset::Range(6)
+                .Map([](Element e) -> absl::StatusOr<Element> {
+                  const int64_t i = e[0].scalar<int64_t>();
+                  return Element{e[0], Tensor::Zeros(DType::kFloat32, Shape{i == 4 ? 3 : 2})};
+                })
+                .Batch(3);
+  auto it = ds.MakeIterator();
+  auto got = Drain(*it);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(got.status().message(),
+            "Batch[2] at element 1: element 1 of the batch: component 1 has shape [3], expected "
+            "[2] like the batch's first element");
+  // Sticky in the user-facing iterator.
+  EXPECT_EQ(it->GetNext().status(), got.status());
+}
+
+TEST(BatchTest, DTypeAndArityMismatch) {
+  auto dtype = Collect(Dataset::Range(4)
+                           .Map([](Element e) -> absl::StatusOr<Element> {
+                             if (e[0].scalar<int64_t>() == 2) return Element{Tensor::Scalar(2.0f)};
+                             return e;
+                           })
+                           .Batch(4));
+  ASSERT_FALSE(dtype.ok());
+  EXPECT_EQ(dtype.status().message(),
+            "Batch[2] at element 0: element 2 of the batch: component 0 has dtype float32, "
+            "expected int64 like the batch's first element");
+  auto arity = Collect(Dataset::Range(4)
+                           .Map([](Element e) -> absl::StatusOr<Element> {
+                             if (e[0].scalar<int64_t>() == 3) e.push_back(e[0]);
+                             return e;
+                           })
+                           .Batch(4));
+  ASSERT_FALSE(arity.ok());
+  EXPECT_EQ(arity.status().message(),
+            "Batch[2] at element 0: element 3 of the batch has 2 components, expected 1 like the "
+            "batch's first element");
+}
+
+TEST(BatchTest, InputErrorPassesThroughAndDropsThePartialBatch) {
+  auto ds = Dataset::Range(10).Map([](Element e) { return FailAt(std::move(e), 4); }).Batch(3);
+  auto it = ds.base()->MakeIterator(TestContext());
+  ASSERT_TRUE(it.ok());
+  auto b0 = (*it)->GetNext();
+  ASSERT_TRUE(b0.ok() && b0->has_value());
+  EXPECT_THAT(Values((**b0)[0]), ElementsAre(0, 1, 2));
+  auto err = (*it)->GetNext();  // 3 was gathered, then 4 failed.
+  ASSERT_FALSE(err.ok());
+  EXPECT_EQ(err.status().message(), "Map[1] at element 4: bad");
+  // Internal iterators go on after an error; 3 went with it.
+  auto b1 = (*it)->GetNext();
+  ASSERT_TRUE(b1.ok() && b1->has_value());
+  EXPECT_THAT(Values((**b1)[0]), ElementsAre(5, 6, 7));
+  auto b2 = (*it)->GetNext();
+  ASSERT_TRUE(b2.ok() && b2->has_value());
+  EXPECT_THAT(Values((**b2)[0]), ElementsAre(8, 9));
+  auto end = (*it)->GetNext();
+  ASSERT_TRUE(end.ok());
+  EXPECT_FALSE(end->has_value());
+}
+
+TEST(BatchTest, ContinuesAfterAMismatchedBatch) {
+  auto ds = Dataset::Range(6)
+                .Map([](Element e) -> absl::StatusOr<Element> {
+                  if (e[0].scalar<int64_t>() == 1) e.push_back(e[0]);
+                  return e;
+                })
+                .Batch(2);
+  auto it = ds.base()->MakeIterator(TestContext());
+  ASSERT_TRUE(it.ok());
+  EXPECT_FALSE((*it)->GetNext().ok());
+  auto next = (*it)->GetNext();
+  ASSERT_TRUE(next.ok() && next->has_value());
+  EXPECT_THAT(Values((**next)[0]), ElementsAre(2, 3));
+}
+
+TEST(BatchTest, InvalidArguments) {
+  auto zero = Collect(Dataset::Range(3).Batch(0));
+  ASSERT_FALSE(zero.ok());
+  EXPECT_EQ(zero.status().message(), "Batch[1]: batch_size must be > 0, got 0");
+  auto calls = Collect(Dataset::Range(3).Batch(2, {.num_parallel_calls = 0}));
+  ASSERT_FALSE(calls.ok());
+  EXPECT_EQ(calls.status().message(),
+            "Batch[1]: num_parallel_calls must be >= 1 or kAutotune, got 0");
+}
+
+TEST(BatchTest, CheckpointResumesExactly) {
+  testing::ExpectCheckpointsResumeExactly(Dataset::Range(10).Batch(3), {0, 1, 2, 3, 4});
+  testing::ExpectCheckpointsResumeExactly(Dataset::Range(10).Batch(3, {.drop_remainder = true}),
+                                          {0, 1, 2, 3});
+  testing::ExpectCheckpointsResumeExactly(ThreeComponents(7).Batch(2), {0, 2, 4});
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,549 @@
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/dataset/test_util.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::testing::Collect;
+using ::sluice::testing::Drain;
+using ::sluice::testing::Ints;
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::IsEmpty;
+
+int64_t Value(const Element& e) { return e[0].scalar<int64_t>(); }
+
+// x -> Range(10x, 10x + x): x elements.
+absl::StatusOr<Dataset> Tens(Element e) {
+  const int64_t x = Value(e);
+  return Dataset::Range(x * 10, x * 10 + x);
+}
+
+// The results of `it` up to the end or the first error.
+std::vector<int64_t> ReadUntilError(Iterator& it, absl::Status* error) {
+  std::vector<int64_t> out;
+  while (true) {
+    auto e = it.GetNext();
+    if (!e.ok()) {
+      *error = e.status();
+      return out;
+    }
+    if (!e->has_value()) return out;
+    out.push_back(Value(**e));
+  }
+}
+
+const NodeStatsSnapshot* Node(const std::vector<NodeStatsSnapshot>& stats,
+                              const std::string& name) {
+  for (const auto& s : stats) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+// Parameter: num_parallel_calls.
+class InterleaveTest : public ::testing::TestWithParam<int> {
+ protected:
+  InterleaveOptions Opts(int cycle_length, int block_length) const {
+    return {.cycle_length = cycle_length,
+            .block_length = block_length,
+            .num_parallel_calls = GetParam()};
+  }
+};
+
+// The expected orders follow tf.data's interleave loop, worked by hand:
+// inputs 1..5 give [10], [20 21], [30 31 32], [40..43], [50..54].
+TEST_P(InterleaveTest, TfDataOrderCycle2Block2) {
+  auto out = Collect(Dataset::Range(1, 6).Interleave(Tens, Opts(2, 2)));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Ints(*out), ElementsAre(10, 20, 21, 30, 31, 32, 40, 41, 50, 51, 42, 43, 52, 53, 54));
+}
+
+TEST_P(InterleaveTest, TfDataOrderCycle2Block3) {
+  auto out = Collect(Dataset::Range(1, 6).Interleave(Tens, Opts(2, 3)));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Ints(*out), ElementsAre(10, 20, 21, 30, 31, 32, 40, 41, 42, 43, 50, 51, 52, 53, 54));
+}
+
+TEST_P(InterleaveTest, TfDataOrderCycle3Block1) {
+  auto out = Collect(Dataset::Range(1, 6).Interleave(Tens, Opts(3, 1)));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Ints(*out), ElementsAre(10, 20, 30, 21, 31, 40, 32, 41, 50, 42, 51, 43, 52, 53, 54));
+}
+
+TEST_P(InterleaveTest, CycleLengthOneIsFlatMap) {
+  auto out = Collect(Dataset::Range(1, 6).Interleave(Tens, Opts(1, 2)));
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto flat = Collect(Dataset::Range(1, 6).FlatMap(Tens));
+  ASSERT_TRUE(flat.ok());
+  EXPECT_EQ(Ints(*out), Ints(*flat));
+}
+
+// The example from tf.data.Dataset.interleave's documentation.
+TEST_P(InterleaveTest, TfDataDocumentationExample) {
+  auto out = Collect(Dataset::Range(1, 6).Interleave(
+      [](Element e) -> absl::StatusOr<Dataset> {
+        return Dataset::Range(Value(e), Value(e) + 1).Repeat(6);
+      },
+      Opts(2, 4)));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Ints(*out), ElementsAre(1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 3,
+                                      3, 4, 4, 5, 5, 5, 5, 5, 5));
+}
+
+TEST_P(InterleaveTest, EmptyInputAndEmptyInnerDatasets) {
+  auto empty = Collect(Dataset::Range(0).Interleave(Tens, Opts(2, 1)));
+  ASSERT_TRUE(empty.ok());
+  EXPECT_THAT(*empty, IsEmpty());
+  auto all_empty = Collect(Dataset::Range(40).Interleave(
+      [](Element) -> absl::StatusOr<Dataset> { return Dataset::Range(0); }, Opts(3, 2)));
+  ASSERT_TRUE(all_empty.ok());
+  EXPECT_THAT(*all_empty, IsEmpty());
+  // Inputs 0..3: [], [10], [20 21], [30 31 32]; the empty one still takes a
+  // turn of the cycle.
+  auto some = Collect(Dataset::Range(0, 4).Interleave(Tens, Opts(2, 1)));
+  ASSERT_TRUE(some.ok());
+  EXPECT_THAT(Ints(*some), ElementsAre(10, 20, 21, 30, 31, 32));
+}
+
+TEST_P(InterleaveTest, EndOfSequenceAtEveryPositionRepeats) {
+  for (int64_t n = 1; n < 7; ++n) {
+    auto it = Dataset::Range(1, n).Interleave(Tens, Opts(2, 2)).MakeIterator();
+    auto got = Drain(*it);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(static_cast<int64_t>(got->size()), n * (n - 1) / 2);
+    for (int i = 0; i < 3; ++i) {
+      auto e = it->GetNext();
+      ASSERT_TRUE(e.ok());
+      EXPECT_FALSE(e->has_value());
+    }
+  }
+}
+
+TEST_P(InterleaveTest, FunctionErrorIsNamedPassesThroughAndCanBeSkipped) {
+  auto ds = Dataset::Range(1, 6).Interleave(
+      [](Element e) -> absl::StatusOr<Dataset> {
+        if (Value(e) == 3) return absl::NotFoundError("no dataset for 3");
+        return Tens(std::move(e));
+      },
+      Opts(2, 2));
+  auto it = ds.MakeIterator();
+  absl::Status error;
+  EXPECT_THAT(ReadUntilError(*it, &error), ElementsAre(10, 20, 21));
+  EXPECT_EQ(error.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(error.message(), "Interleave[1] at element 2: no dataset for 3");
+  // The failed input element leaves its slot empty; the next one takes it.
+  auto skipping = ds.IgnoreErrors().MakeIterator();
+  auto rest = Drain(*skipping);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_THAT(Ints(*rest), ElementsAre(10, 20, 21, 40, 41, 42, 43, 50, 51, 52, 53, 54));
+  EXPECT_EQ(Node(skipping->Stats(), "IgnoreErrors[2]")->skipped, 1);
+}
+
+TEST_P(InterleaveTest, InnerErrorIsNamedByTheInnerNodeAndCanBeSkipped) {
+  auto ds = Dataset::Range(1, 6).Interleave(
+      [](Element e) -> absl::StatusOr<Dataset> {
+        ASSIGN_OR_RETURN(Dataset inner, Tens(std::move(e)));
+        return inner.Map([](Element v) -> absl::StatusOr<Element> {
+          if (Value(v) == 31) return absl::DataLossError("bad 31");
+          return v;
+        });
+      },
+      Opts(2, 2));
+  auto it = ds.MakeIterator();
+  absl::Status error;
+  EXPECT_THAT(ReadUntilError(*it, &error), ElementsAre(10, 20, 21, 30));
+  EXPECT_EQ(error.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(error.message(), "Interleave[1]/Map[1] at element 1: bad 31");
+  // An error does not count towards the block: 32 completes 3's block.
+  auto skipped = Collect(ds.IgnoreErrors());
+  ASSERT_TRUE(skipped.ok()) << skipped.status();
+  EXPECT_THAT(Ints(*skipped), ElementsAre(10, 20, 21, 30, 32, 40, 41, 50, 51, 42, 43, 52, 53, 54));
+}
+
+TEST_P(InterleaveTest, InputErrorPassesThrough) {
+  auto ds = Dataset::Range(1, 6)
+                .Map([](Element e) -> absl::StatusOr<Element> {
+                  if (Value(e) == 2) return absl::DataLossError("bad input 2");
+                  return e;
+                })
+                .Interleave(Tens, Opts(2, 2));
+  auto it = ds.MakeIterator();
+  absl::Status error;
+  EXPECT_THAT(ReadUntilError(*it, &error), ElementsAre(10));
+  EXPECT_EQ(error.message(), "Map[1] at element 1: bad input 2");
+  // Sequentially: [10] ends, slot 1 takes 3 after the error, and so on.
+  auto skipped = Collect(ds.IgnoreErrors());
+  ASSERT_TRUE(skipped.ok()) << skipped.status();
+  EXPECT_THAT(Ints(*skipped), ElementsAre(10, 30, 31, 40, 41, 32, 42, 43, 50, 51, 52, 53, 54));
+}
+
+// x -> three elements carrying their Map seeds.
+absl::StatusOr<Dataset> InnerSeeds(Element) {
+  return Dataset::Range(3).Map([](Element, const ElementContext& c) -> absl::StatusOr<Element> {
+    return Element{Tensor::Scalar<int64_t>(static_cast<int64_t>(c.seed >> 1))};
+  });
+}
+
+TEST_P(InterleaveTest, EachInnerPipelineHasItsOwnSeedsWhateverTheParallelism) {
+  auto make = [&](uint64_t seed, int parallel) {
+    return Dataset::Range(6)
+        .Interleave(InnerSeeds, {.cycle_length = 3, .num_parallel_calls = parallel})
+        .WithOptions({.seed = seed});
+  };
+  auto a = Collect(make(42, GetParam()));
+  auto sequential = Collect(make(42, 1));
+  auto other = Collect(make(43, GetParam()));
+  ASSERT_TRUE(a.ok() && sequential.ok() && other.ok());
+  const std::vector<int64_t> seeds = Ints(*a);
+  EXPECT_EQ(std::set<int64_t>(seeds.begin(), seeds.end()).size(), 18u);
+  EXPECT_EQ(seeds, Ints(*sequential));
+  EXPECT_NE(Ints(*other), seeds);
+}
+
+TEST_P(InterleaveTest, CheckpointResumesExactly) {
+  testing::ExpectCheckpointsResumeExactly(Dataset::Range(1, 6).Interleave(Tens, Opts(2, 2)),
+                                          {0, 1, 2, 3, 4, 7, 10, 14, 15});
+  testing::ExpectCheckpointsResumeExactly(Dataset::Range(1, 6).Interleave(Tens, Opts(2, 3)),
+                                          {0, 1, 5, 6, 9, 13, 15});
+  // Restored inner pipelines get their salts back.
+  testing::ExpectCheckpointsResumeExactly(
+      Dataset::Range(6).Interleave(InnerSeeds, Opts(4, 2)).WithOptions({.seed = 3}),
+      {0, 1, 5, 9, 17, 18});
+}
+
+TEST_P(InterleaveTest, CheckpointKeepsBufferedErrors) {
+  auto ds = Dataset::Range(1, 6)
+                .Interleave(
+                    [](Element e) -> absl::StatusOr<Dataset> {
+                      if (Value(e) == 4) return absl::NotFoundError("no 4");
+                      ASSIGN_OR_RETURN(Dataset inner, Tens(std::move(e)));
+                      return inner.Map([](Element v) -> absl::StatusOr<Element> {
+                        if (Value(v) == 31) return absl::DataLossError("bad 31");
+                        return v;
+                      });
+                    },
+                    Opts(2, 2))
+                .IgnoreErrors();
+  testing::ExpectCheckpointsResumeExactly(ds, {0, 3, 4, 5, 6, 9, 10});
+}
+
+TEST_P(InterleaveTest, StatsAndTunables) {
+  auto ds = Dataset::Range(1, 6).Interleave(Tens, Opts(2, 2));
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(Drain(*it).ok());
+  auto stats = it->Stats();
+  const NodeStatsSnapshot* node = Node(stats, "Interleave[1]");
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->kind, NodeKind::kInterleave);
+  EXPECT_EQ(node->elements_produced, 15);
+  EXPECT_EQ(node->bytes_produced, 15 * 8);
+  EXPECT_EQ(node->cycle_length, 2);
+  EXPECT_EQ(node->parallelism, GetParam() == 1 ? -1 : (GetParam() == kAutotune ? 2 : GetParam()));
+  EXPECT_EQ(node->buffered_elements, 0);
+  EXPECT_GT(node->busy_ns, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Parallelism, InterleaveTest, ::testing::Values(1, 2, 8, kAutotune));
+
+// Inner pipelines of uneven lengths whose elements take uneven times.
+Dataset Uneven(int parallel, std::optional<bool> deterministic = std::nullopt) {
+  return Dataset::Range(24).Interleave(
+      [](Element e) -> absl::StatusOr<Dataset> {
+        const int64_t x = Value(e);
+        return Dataset::Range(x * 100, x * 100 + (x * 7) % 11)
+            .Map([](Element v) -> absl::StatusOr<Element> {
+              std::this_thread::sleep_for(std::chrono::microseconds((Value(v) * 37) % 400));
+              return v;
+            });
+      },
+      {.cycle_length = 4,
+       .block_length = 3,
+       .num_parallel_calls = parallel,
+       .deterministic = deterministic});
+}
+
+TEST(InterleaveParallelTest, DeterministicOrderIsTheSequentialOrder) {
+  auto sequential = Collect(Uneven(1));
+  ASSERT_TRUE(sequential.ok());
+  ASSERT_EQ(sequential->size(), 117u);
+  for (int parallel : {2, 8, kAutotune}) {
+    auto out = Collect(Uneven(parallel));
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(Ints(*out), Ints(*sequential)) << parallel;
+  }
+}
+
+TEST(InterleaveParallelTest, NonDeterministicYieldsTheSameMultiset) {
+  auto sequential = Collect(Uneven(1));
+  ASSERT_TRUE(sequential.ok());
+  std::vector<int64_t> want = Ints(*sequential);
+  std::sort(want.begin(), want.end());
+  for (int parallel : {2, 8}) {
+    auto out = Collect(Uneven(parallel, false));
+    ASSERT_TRUE(out.ok());
+    std::vector<int64_t> got = Ints(*out);
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, want) << parallel;
+  }
+  // The pipeline-wide option applies when the op sets none.
+  auto piped = Collect(Uneven(4).WithOptions({.deterministic = false}));
+  ASSERT_TRUE(piped.ok());
+  std::vector<int64_t> got = Ints(*piped);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+}
+
+TEST(InterleaveParallelTest, NonDeterministicTakesWhatIsReady) {
+  // Input 0's pipeline is slow; the others' elements come out first.
+  auto ds = Dataset::Range(4).Interleave(
+      [](Element e) -> absl::StatusOr<Dataset> {
+        const int64_t x = Value(e);
+        return Dataset::Range(x * 10, x * 10 + 2).Map([x](Element v) -> absl::StatusOr<Element> {
+          if (x == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          return v;
+        });
+      },
+      {.cycle_length = 4, .num_parallel_calls = 4, .deterministic = false});
+  auto out = Collect(ds);
+  ASSERT_TRUE(out.ok());
+  std::vector<int64_t> got = Ints(*out);
+  ASSERT_EQ(got.size(), 8u);
+  EXPECT_NE(got[0], 0);
+  EXPECT_THAT(std::vector<int64_t>(got.end() - 2, got.end()), ElementsAre(0, 1));
+}
+
+TEST(InterleaveParallelTest, CheckpointMidCycleWithWorkersReadingAhead) {
+  for (int parallel : {2, 8}) {
+    testing::ExpectCheckpointsResumeExactly(Uneven(parallel), {0, 1, 3, 4, 17, 50, 116, 117});
+  }
+}
+
+TEST(InterleaveParallelTest, CheckpointHoldsBufferedElementsAndFutures) {
+  // Save after the workers have filled the buffers: the checkpoint must carry
+  // the buffered elements and the inner pipelines opened ahead.
+  auto ds = Dataset::Range(1, 9).Interleave(
+      Tens, {.cycle_length = 2, .block_length = 2, .num_parallel_calls = 4});
+  auto it = ds.MakeIterator();
+  auto first = Drain(*it, 3);
+  ASSERT_TRUE(first.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto stats = it->Stats();
+  const NodeStatsSnapshot* node = Node(stats, "Interleave[1]");
+  ASSERT_NE(node, nullptr);
+  EXPECT_GT(node->buffered_elements, 0);
+  auto saved = it->Save();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  proto::IteratorCheckpoint ckpt;
+  ASSERT_TRUE(ckpt.ParseFromString(*saved));
+  EXPECT_GT(ckpt.root().ints().at("num_futures"), 0);
+  auto rest = Drain(*it);
+  auto fresh = ds.MakeIterator();
+  ASSERT_TRUE(fresh->Restore(*saved).ok());
+  auto resumed = Drain(*fresh);
+  ASSERT_TRUE(rest.ok() && resumed.ok());
+  EXPECT_EQ(Ints(*resumed), Ints(*rest));
+  auto sequential =
+      Collect(Dataset::Range(1, 9).Interleave(Tens, {.cycle_length = 2, .block_length = 2}));
+  ASSERT_TRUE(sequential.ok());
+  std::vector<int64_t> joined = Ints(*first);
+  for (int64_t v : Ints(*resumed)) joined.push_back(v);
+  EXPECT_EQ(joined, Ints(*sequential));
+}
+
+TEST(InterleaveParallelTest, UnderRepeatAcrossEpochs) {
+  auto ds = Dataset::Range(1, 5)
+                .Interleave(InnerSeeds, {.cycle_length = 2, .num_parallel_calls = 3})
+                .Repeat(2)
+                .WithOptions({.seed = 5});
+  auto sequential = Collect(Dataset::Range(1, 5)
+                                .Interleave(InnerSeeds, {.cycle_length = 2})
+                                .Repeat(2)
+                                .WithOptions({.seed = 5}));
+  auto out = Collect(ds);
+  ASSERT_TRUE(out.ok() && sequential.ok());
+  EXPECT_EQ(Ints(*out), Ints(*sequential));
+  const std::vector<int64_t> seeds = Ints(*out);
+  ASSERT_EQ(seeds.size(), 24u);
+  EXPECT_NE(std::vector<int64_t>(seeds.begin(), seeds.begin() + 12),
+            std::vector<int64_t>(seeds.begin() + 12, seeds.end()));
+  testing::ExpectCheckpointsResumeExactly(ds, {0, 5, 12, 13, 20, 24});
+}
+
+// Destroying must not wait for inner pipelines to drain: only for the calls
+// in progress, which here take 30 ms.
+TEST(InterleaveParallelTest, DestroyingMidStreamWithSlowInnerPipelinesIsFast) {
+  auto ds = Dataset::Range(100).Interleave(
+      [](Element e) -> absl::StatusOr<Dataset> {
+        return Dataset::Range(1000).Map([](Element v) -> absl::StatusOr<Element> {
+          std::this_thread::sleep_for(std::chrono::milliseconds(30));
+          return v;
+        });
+      },
+      {.cycle_length = 4, .num_parallel_calls = 4});
+  auto it = ds.MakeIterator();
+  auto first = Drain(*it, 2);
+  ASSERT_TRUE(first.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));  // Workers are mid-call.
+  const auto t0 = std::chrono::steady_clock::now();
+  it.reset();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  EXPECT_LT(ms, 100);
+}
+
+// An inner parallel Map blocks its caller while its calls (300 ms) run; the
+// inner pipelines' cancellation wakes it.
+TEST(InterleaveParallelTest, DestroyingWakesBlockedInnerPipelines) {
+  auto ds = Dataset::Range(100).Interleave(
+      [](Element e) -> absl::StatusOr<Dataset> {
+        return Dataset::Range(1000).Map(
+            [](Element v) -> absl::StatusOr<Element> {
+              std::this_thread::sleep_for(std::chrono::milliseconds(300));
+              return v;
+            },
+            {.num_parallel_calls = 2});
+      },
+      {.cycle_length = 3, .num_parallel_calls = 3});
+  auto it = ds.MakeIterator();
+  auto first = Drain(*it, 1);
+  ASSERT_TRUE(first.ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  it.reset();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  EXPECT_LT(ms, 100);
+}
+
+TEST(InterleaveTest, ByNameForFileNames) {
+  auto names = Dataset::Range(1, 4).Map([](Element e) -> absl::StatusOr<Element> {
+    return Element{Tensor::Scalar<std::string>(std::string(Value(e), 'f'))};
+  });
+  auto ds = names.Interleave(
+      [](const std::string& name) {
+        return Dataset::Range(10 * name.size(), 10 * name.size() + 2);
+      },
+      {.cycle_length = 3, .block_length = 1});
+  auto out = Collect(ds);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Ints(*out), ElementsAre(10, 20, 30, 11, 21, 31));
+  auto wrong = Collect(Dataset::Range(3).Interleave(
+      [](const std::string&) { return Dataset::Range(1); }, {.cycle_length = 1}));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(wrong.status().message()),
+              ::testing::StartsWith("Interleave[1] at element 0: Interleave by name expects a "
+                                    "scalar bytes element (a file name), got "));
+}
+
+TEST(InterleaveTest, InvalidOptionsAreClearErrors) {
+  auto cycle = Collect(Dataset::Range(3).Interleave(Tens, {.cycle_length = 0}));
+  ASSERT_FALSE(cycle.ok());
+  EXPECT_EQ(cycle.status().message(),
+            "Interleave[1]: cycle_length must be >= 1 or kAutotune, got 0");
+  auto block = Collect(Dataset::Range(3).Interleave(Tens, {.cycle_length = 2, .block_length = 0}));
+  ASSERT_FALSE(block.ok());
+  EXPECT_EQ(block.status().message(), "Interleave[1]: block_length must be >= 1, got 0");
+  auto parallel =
+      Collect(Dataset::Range(3).Interleave(Tens, {.cycle_length = 2, .num_parallel_calls = -3}));
+  ASSERT_FALSE(parallel.ok());
+  EXPECT_EQ(parallel.status().message(),
+            "Interleave[1]: num_parallel_calls must be >= 1 or kAutotune, got -3");
+}
+
+TEST(InterleaveTest, AutotuneCycleLengthIsTheRuntimesThreadCount) {
+  auto ds = Dataset::Range(1, 6)
+                .Interleave(Tens, {.cycle_length = kAutotune, .num_parallel_calls = kAutotune})
+                .WithOptions({.threads = 3});
+  auto it = ds.MakeIterator();
+  auto out = Drain(*it);
+  ASSERT_TRUE(out.ok());
+  // Inputs 1..5 in a cycle of 3, one element at a time.
+  EXPECT_THAT(Ints(*out), ElementsAre(10, 20, 30, 21, 31, 40, 32, 41, 50, 42, 51, 43, 52, 53, 54));
+  const auto stats = it->Stats();
+  const NodeStatsSnapshot* node = Node(stats, "Interleave[1]");
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->cycle_length, 3);
+  EXPECT_EQ(node->parallelism, 3);
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+std::string Bytes(const Element& e) { return e[0].flat<std::string>()[0]; }
+
+// The DESIGN's use: file names from ListFiles, one TFRecord reader each.
+Dataset InterleavedFiles(std::vector<std::string> patterns, int parallel) {
+  return Dataset::ListFiles(std::move(patterns))
+      .Interleave([](const std::string& file) { return Dataset::TFRecord(file); },
+                  {.cycle_length = 3, .block_length = 1, .num_parallel_calls = parallel});
+}
+
+TEST(InterleaveFilesTest, InterleavesTFRecordFilesByName) {
+  const std::string dir = SLUICE_TEST_DATA;
+  auto plain = Collect(Dataset::TFRecord(dir + "/small100.tfrecord"));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_EQ(plain->size(), 100u);
+  for (int parallel : {1, 3, kAutotune}) {
+    // small100.tfrecord, .gz and .zlib: the same records, compressed or not.
+    auto out = Collect(InterleavedFiles({dir + "/small100.tfrecord*"}, parallel));
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ(out->size(), 300u);
+    for (size_t i = 0; i < 100; ++i) {
+      const std::string want = Bytes((*plain)[i]);
+      ASSERT_NE(want.find("item-" + std::to_string(i)), std::string::npos);
+      for (size_t f = 0; f < 3; ++f) ASSERT_EQ(Bytes((*out)[3 * i + f]), want) << i << " " << f;
+    }
+  }
+}
+
+TEST(InterleaveFilesTest, CheckpointRestoresTheReadersOfOpenFiles) {
+  const std::string dir = SLUICE_TEST_DATA;
+  for (int parallel : {1, 3}) {
+    testing::ExpectCheckpointsResumeExactly(
+        InterleavedFiles({dir + "/small100.tfrecord*"}, parallel), {0, 1, 2, 151, 299, 300});
+  }
+}
+
+TEST(InterleaveFilesTest, ACorruptRecordsErrorPassesThrough) {
+  const std::string dir = SLUICE_TEST_DATA;
+  for (int parallel : {1, 2}) {
+    auto it =
+        InterleavedFiles({dir + "/small100.tfrecord", dir + "/small100.corrupt-record41.tfrecord"},
+                         parallel)
+            .MakeIterator();
+    std::vector<std::string> before;
+    absl::Status error;
+    while (true) {
+      auto e = it->GetNext();
+      if (!e.ok()) {
+        error = e.status();
+        break;
+      }
+      ASSERT_TRUE(e->has_value()) << "no error before the end";
+      before.push_back(Bytes(**e));
+    }
+    // ListFiles sorts: the corrupt file is first, so its record 41 is the
+    // 83rd result.
+    EXPECT_EQ(before.size(), 82u);
+    EXPECT_THAT(std::string(error.message()), ::testing::HasSubstr("TFRecord"));
+    EXPECT_THAT(std::string(error.message()), ::testing::HasSubstr("corrupt-record41"));
+  }
+}
+
+}  // namespace
+}  // namespace sluice

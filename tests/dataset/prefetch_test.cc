@@ -1,0 +1,254 @@
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "dataset/dataset_base.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/dataset/test_util.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::testing::Collect;
+using ::sluice::testing::Drain;
+using ::sluice::testing::Ints;
+using ::sluice::testing::Iota;
+using ::testing::ElementsAreArray;
+
+IteratorContext TestContext() {
+  IteratorContext ctx;
+  ctx.runtime = std::make_shared<Runtime>(2);
+  ctx.cancellation = std::make_shared<CancellationManager>();
+  ctx.stats = std::make_shared<StatsRegistry>();
+  return ctx;
+}
+
+// Range(n) whose elements count themselves in `pulled` as they are made.
+Dataset Counting(int64_t n, std::shared_ptr<std::atomic<int64_t>> pulled) {
+  return Dataset::Range(n).Map([pulled](Element e) -> absl::StatusOr<Element> {
+    pulled->fetch_add(1);
+    return e;
+  });
+}
+
+Dataset FailingAt(int64_t n, std::set<int64_t> bad) {
+  return Dataset::Range(n).Map([bad](Element e) -> absl::StatusOr<Element> {
+    if (bad.count(e[0].scalar<int64_t>())) return absl::InvalidArgumentError("bad");
+    return e;
+  });
+}
+
+// Polls `done` for up to 5 s.
+bool WaitFor(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+NodeStats* FindNode(Iterator& it, const std::string& name) {
+  for (const auto& n : it.stats_registry()->Nodes()) {
+    if (n->name == name) return n.get();
+  }
+  return nullptr;
+}
+
+class PrefetchTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(PrefetchTest, PreservesOrder) {
+  auto ds = Dataset::Range(100)
+                .Map([](Element e) -> absl::StatusOr<Element> {
+                  return Element{Tensor::Scalar<int64_t>(e[0].scalar<int64_t>() * 3)};
+                })
+                .Prefetch(GetParam());
+  EXPECT_EQ(ds.Cardinality(), 100);
+  auto out = Collect(ds);
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<int64_t> want;
+  for (int64_t i = 0; i < 100; ++i) want.push_back(3 * i);
+  EXPECT_THAT(Ints(*out), ElementsAreArray(want));
+}
+
+TEST_P(PrefetchTest, EmptyInputAndEndOfSequenceAtEveryPosition) {
+  for (int64_t n : {0, 1, 2, 3, 9}) {
+    auto it = Dataset::Range(n).Prefetch(GetParam()).MakeIterator();
+    auto got = Drain(*it);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(Ints(*got), Iota(0, n));
+    for (int i = 0; i < 3; ++i) {
+      auto e = it->GetNext();
+      ASSERT_TRUE(e.ok());
+      EXPECT_FALSE(e->has_value());
+    }
+  }
+}
+
+TEST_P(PrefetchTest, ErrorsAreDeliveredInOrderAndIterationContinues) {
+  auto ds = FailingAt(10, {3, 6}).Prefetch(GetParam());  // outlives its iterators
+  auto it = ds.base()->MakeIterator(TestContext());
+  ASSERT_TRUE(it.ok());
+  std::vector<std::string> seen;
+  while (true) {
+    auto e = (*it)->GetNext();
+    if (!e.ok()) {
+      seen.push_back(std::string(e.status().message()));
+      continue;
+    }
+    if (!e->has_value()) break;
+    seen.push_back(std::to_string((**e)[0].scalar<int64_t>()));
+  }
+  EXPECT_THAT(seen, ::testing::ElementsAre("0", "1", "2", "Map[1] at element 3: bad", "4", "5",
+                                           "Map[1] at element 6: bad", "7", "8", "9"));
+}
+
+TEST_P(PrefetchTest, UserIteratorErrorIsSticky) {
+  auto it = FailingAt(10, {3}).Prefetch(GetParam()).MakeIterator();
+  auto got = Drain(*it);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().message(), "Map[1] at element 3: bad");
+  EXPECT_EQ(it->GetNext().status(), got.status());
+  EXPECT_EQ(it->GetNext().status(), got.status());
+}
+
+TEST_P(PrefetchTest, CheckpointResumesExactly) {
+  testing::ExpectCheckpointsResumeExactly(Dataset::Range(20).Prefetch(GetParam()),
+                                          {0, 1, 2, 5, 19, 20});
+  // A slow input: Save finds the producer inside a pull and waits for it.
+  auto slow = Dataset::Range(12)
+                  .Map([](Element e) -> absl::StatusOr<Element> {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                    return e;
+                  })
+                  .Prefetch(GetParam());
+  testing::ExpectCheckpointsResumeExactly(slow, {0, 3, 11, 12});
+}
+
+INSTANTIATE_TEST_SUITE_P(BufferSize, PrefetchTest, ::testing::Values(1, 2, 8, kAutotune));
+
+TEST(PrefetchTest, BufferBoundIsRespected) {
+  for (int64_t size : {1, 3}) {
+    auto pulled = std::make_shared<std::atomic<int64_t>>(0);
+    auto it = Counting(1000, pulled).Prefetch(size).MakeIterator();
+    ASSERT_TRUE(Drain(*it, 2).ok());
+    // It runs ahead by exactly `size` elements, and no further.
+    EXPECT_TRUE(WaitFor([&] { return pulled->load() == 2 + size; })) << pulled->load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(pulled->load(), 2 + size);
+    auto stats = it->Stats();
+    ASSERT_EQ(stats.size(), 3u);
+    EXPECT_EQ(stats[2].name, "Prefetch[2]");
+    EXPECT_EQ(stats[2].buffer_size, size);
+    EXPECT_EQ(stats[2].buffered_elements, size);
+    EXPECT_EQ(stats[2].buffered_bytes, 8 * size);
+    EXPECT_EQ(stats[2].elements_produced, 2);
+  }
+}
+
+TEST(PrefetchTest, AutotuneStartsAtTwoAndFollowsTheKnob) {
+  auto pulled = std::make_shared<std::atomic<int64_t>>(0);
+  auto it = Counting(1000, pulled).Prefetch(kAutotune).MakeIterator();
+  ASSERT_TRUE(Drain(*it, 1).ok());
+  EXPECT_TRUE(WaitFor([&] { return pulled->load() == 3; })) << pulled->load();
+  NodeStats* node = FindNode(*it, "Prefetch[2]");
+  ASSERT_NE(node, nullptr);
+  EXPECT_TRUE(node->buffer_size.present);
+  EXPECT_TRUE(node->buffer_size.autotune);
+  EXPECT_EQ(node->buffer_size.value.load(), 2);
+  EXPECT_EQ(node->buffer_size.min, 1);
+  EXPECT_EQ(node->buffer_size.max, 64);
+  // What the AUTOTUNE controller does: the next decision reads the new value.
+  node->buffer_size.value = 6;
+  ASSERT_TRUE(Drain(*it, 1).ok());
+  EXPECT_TRUE(WaitFor([&] { return pulled->load() == 2 + 6; })) << pulled->load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(pulled->load(), 8);
+  // Shrinking stops the producer until the buffer drains below the new size.
+  node->buffer_size.value = 1;
+  ASSERT_TRUE(Drain(*it, 4).ok());  // 6 consumed, 2 left buffered
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(pulled->load(), 8);
+}
+
+TEST(PrefetchTest, BufferedErrorsSurviveACheckpoint) {
+  auto ds = FailingAt(10, {3, 6}).Prefetch(8);
+  auto ctx = TestContext();
+  auto it = ds.base()->MakeIterator(ctx);
+  ASSERT_TRUE(it.ok());
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE((*it)->GetNext().ok());
+  // Let the buffer fill so the saved buffer holds both errors.
+  NodeStats* node = ctx.stats->GetOrCreate("Prefetch[2]", NodeKind::kAsync).get();
+  ASSERT_TRUE(WaitFor([&] { return node->buffered_elements.load() == 8; }));
+  proto::IteratorStateProto state;
+  ASSERT_TRUE((*it)->Save(&state).ok());
+  EXPECT_EQ(state.buffer_size(), 8);
+  it->reset();
+  auto fresh = ds.base()->MakeIterator(TestContext());
+  ASSERT_TRUE(fresh.ok());
+  ASSERT_TRUE((*fresh)->Restore(state).ok());
+  std::vector<std::string> seen;
+  while (true) {
+    auto e = (*fresh)->GetNext();
+    if (!e.ok()) {
+      seen.push_back(std::string(e.status().message()));
+      EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+      continue;
+    }
+    if (!e->has_value()) break;
+    seen.push_back(std::to_string((**e)[0].scalar<int64_t>()));
+  }
+  EXPECT_THAT(seen, ::testing::ElementsAre("2", "Map[1] at element 3: bad", "4", "5",
+                                           "Map[1] at element 6: bad", "7", "8", "9"));
+}
+
+TEST(PrefetchTest, DestroyingWhileTheProducerIsBlockedInASlowMapReturnsQuickly) {
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  auto ds = Dataset::Range(1000)
+                .Map(
+                    [calls](Element e) -> absl::StatusOr<Element> {
+                      ++*calls;
+                      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                      return e;
+                    },
+                    {.num_parallel_calls = 2})
+                .Prefetch(4);
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(Drain(*it, 1).ok());  // ~300 ms; the producer now waits on slow calls.
+  ASSERT_TRUE(WaitFor([&] { return calls->load() >= 3; }));
+  const auto t0 = std::chrono::steady_clock::now();
+  it.reset();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  EXPECT_LT(ms, 100);
+}
+
+TEST(PrefetchTest, DestroyingWithAFullBufferOrBeforeStartingReturnsQuickly) {
+  for (bool start : {false, true}) {
+    auto it = Dataset::Range(1000).Prefetch(2).MakeIterator();
+    if (start) {
+      ASSERT_TRUE(Drain(*it, 1).ok());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // buffer full, producer waits
+    const auto t0 = std::chrono::steady_clock::now();
+    it.reset();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(100));
+  }
+}
+
+TEST(PrefetchTest, InvalidBufferSize) {
+  auto got = Collect(Dataset::Range(3).Prefetch(0));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().message(), "Prefetch[1]: buffer_size must be >= 1 or kAutotune, got 0");
+  EXPECT_EQ(Dataset::Range(3).Prefetch(kAutotune).DebugString(),
+            "Range(0, 3, 1) -> Prefetch(autotune)");
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,156 @@
+#include "io/atomic_file.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sluice {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class ScopedTempDir {
+ public:
+  ScopedTempDir() {
+    std::string tmpl = ::testing::TempDir() + "sluice_atomic_test_XXXXXX";
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~ScopedTempDir() { fs::remove_all(path_); }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+  std::vector<std::string> List() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(path_)) names.push_back(e.path().filename());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+ private:
+  std::string path_;
+};
+
+TEST(AtomicFileTest, CommitRenamesTheTemporaryFileIntoPlace) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("f.bin");
+  auto file = AtomicFile::Create(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ((*file)->path(), path);
+  EXPECT_THAT((*file)->temp_path(), ::testing::StartsWith(path + ".tmp."));
+  ASSERT_TRUE((*file)->Append("hello ").ok());
+  ASSERT_TRUE((*file)->Append("world").ok());
+  EXPECT_FALSE(fs::exists(path));
+  EXPECT_TRUE(fs::exists((*file)->temp_path()));
+  ASSERT_TRUE((*file)->Commit().ok());
+  EXPECT_EQ(ReadFile(path), "hello world");
+  EXPECT_EQ((*file)->bytes_appended(), 11u);
+  EXPECT_EQ(dir.List(), std::vector<std::string>{"f.bin"});
+}
+
+TEST(AtomicFileTest, MixedSmallAndLargeAppendsKeepTheirOrder) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("f.bin");
+  auto file = AtomicFile::Create(path, {.sync = false, .buffer_size = 4096});
+  std::string expected;
+  for (int i = 0; i < 200; ++i) {
+    const std::string piece(static_cast<size_t>((i * 7919) % 10'000),
+                            static_cast<char>('a' + i % 26));
+    ASSERT_TRUE((*file)->Append(piece).ok());
+    expected += piece;
+  }
+  ASSERT_TRUE((*file)->Commit().ok());
+  EXPECT_EQ(ReadFile(path), expected);
+}
+
+TEST(AtomicFileTest, DestroyingWithoutCommitRemovesTheTemporaryAndKeepsTheOldFile) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("f.bin");
+  ASSERT_TRUE(WriteFileAtomically(path, "old").ok());
+  std::string temp;
+  {
+    auto file = AtomicFile::Create(path);
+    temp = (*file)->temp_path();
+    ASSERT_TRUE((*file)->Append(std::string(1 << 20, 'n')).ok());
+    EXPECT_TRUE(fs::exists(temp));
+  }
+  EXPECT_FALSE(fs::exists(temp));
+  EXPECT_EQ(ReadFile(path), "old");
+  EXPECT_EQ(dir.List(), std::vector<std::string>{"f.bin"});
+}
+
+TEST(AtomicFileTest, AbandonRemovesTheTemporaryAndForbidsMore) {
+  ScopedTempDir dir;
+  auto file = AtomicFile::Create(dir.File("f.bin"));
+  ASSERT_TRUE((*file)->Append("x").ok());
+  (*file)->Abandon();
+  EXPECT_EQ(dir.List(), std::vector<std::string>{});
+  EXPECT_FALSE((*file)->Append("y").ok());
+  EXPECT_FALSE((*file)->Commit().ok());
+  EXPECT_EQ(dir.List(), std::vector<std::string>{});
+}
+
+TEST(AtomicFileTest, NothingAfterCommit) {
+  ScopedTempDir dir;
+  auto file = AtomicFile::Create(dir.File("f.bin"));
+  ASSERT_TRUE((*file)->Commit().ok());
+  EXPECT_EQ((*file)->Append("x").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*file)->Commit().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ReadFile(dir.File("f.bin")), "");
+}
+
+TEST(AtomicFileTest, WriteFileAtomicallyReplacesContent) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("f.txt");
+  ASSERT_TRUE(WriteFileAtomically(path, "first").ok());
+  EXPECT_EQ(ReadFile(path), "first");
+  ASSERT_TRUE(WriteFileAtomically(path, std::string(1 << 20, 'z'), {.sync = false}).ok());
+  EXPECT_EQ(ReadFile(path), std::string(1 << 20, 'z'));
+  EXPECT_EQ(dir.List(), std::vector<std::string>{"f.txt"});
+}
+
+TEST(AtomicFileTest, TwoWritersOfOnePathUseDistinctTemporaries) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("f");
+  auto a = AtomicFile::Create(path);
+  auto b = AtomicFile::Create(path);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE((*a)->temp_path(), (*b)->temp_path());
+  ASSERT_TRUE((*a)->Append("a").ok());
+  ASSERT_TRUE((*b)->Append("b").ok());
+  ASSERT_TRUE((*a)->Commit().ok());
+  ASSERT_TRUE((*b)->Commit().ok());
+  EXPECT_EQ(ReadFile(path), "b");  // The last commit wins, whole.
+  EXPECT_EQ(dir.List(), std::vector<std::string>{"f"});
+}
+
+TEST(AtomicFileTest, NewFilesFollowTheUmask) {
+  ScopedTempDir dir;
+  const mode_t old = ::umask(022);
+  ASSERT_TRUE(WriteFileAtomically(dir.File("f"), "x").ok());
+  ::umask(old);
+  struct stat st;
+  ASSERT_EQ(::stat(dir.File("f").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+}
+
+TEST(AtomicFileTest, MissingDirectoryIsNotFound) {
+  auto file = AtomicFile::Create("/nonexistent-dir/f");
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(file.status().message(), ::testing::HasSubstr("/nonexistent-dir/f"));
+  EXPECT_EQ(WriteFileAtomically("/nonexistent-dir/f", "x").code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace sluice

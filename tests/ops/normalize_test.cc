@@ -1,0 +1,131 @@
+#include "ops/normalize.h"
+
+#include <vector>
+
+#include "core/float16.h"
+#include "gtest/gtest.h"
+#include "tests/ops/image_test_util.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::testing::MakeImage;
+
+// A 1x3 RGB image with pixels (0, 0, 0), (128, 128, 128), (255, 255, 255).
+Tensor ThreeGrays() {
+  return MakeImage(1, 3, 3, [](int64_t, int64_t x, int64_t) {
+    return std::vector<int>{0, 128, 255}[x];
+  });
+}
+
+TEST(NormalizeTest, Float32ImageNetHandChecked) {
+  auto out = Normalize(ThreeGrays(), kImageNetMean, kImageNetStd);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->dtype(), DType::kFloat32);
+  ASSERT_EQ(out->shape(), (Shape{1, 3, 3}));
+  // (x / 255 - mean) / std, computed by hand in double.
+  const double want[3][3] = {{-2.1179039301310043, -2.0357142857142856, -1.8044444444444445},
+                             {0.0740645603219454, 0.20518207282913153, 0.42649237472766865},
+                             {2.2489082969432315, 2.428571428571429, 2.6399999999999997}};
+  const float* p = out->data<float>();
+  for (int x = 0; x < 3; ++x) {
+    for (int c = 0; c < 3; ++c) EXPECT_NEAR(p[x * 3 + c], want[x][c], 2e-6) << x << "," << c;
+  }
+}
+
+TEST(NormalizeTest, Float32IsTorchvisionsOperationOrder) {
+  // torchvision: ToTensor divides by 255 in float32, Normalize subtracts then divides in float32.
+  const Tensor image =
+      MakeImage(16, 16, 3, [](int64_t y, int64_t x, int64_t c) { return (y * 16 + x + c) % 256; });
+  auto out = Normalize(image, kImageNetMean, kImageNetStd);
+  ASSERT_TRUE(out.ok());
+  const uint8_t* in = image.data<uint8_t>();
+  const float* p = out->data<float>();
+  for (int64_t i = 0; i < image.num_elements(); ++i) {
+    const int c = static_cast<int>(i % 3);
+    volatile float x = static_cast<float>(in[i]) / 255.0f;
+    volatile float centred = x - kImageNetMean[c];
+    const float want = centred / kImageNetStd[c];
+    ASSERT_EQ(p[i], want) << i;
+  }
+}
+
+TEST(NormalizeTest, HalfPrecisionOutputsHandChecked) {
+  // mean = std = 0.5 maps 0 -> -1, 51 -> (0.2 - 0.5) / 0.5 = -0.6, 255 -> 1.
+  const Tensor image = MakeImage(1, 3, 1, [](int64_t, int64_t x, int64_t) {
+    return std::vector<int>{0, 51, 255}[x];
+  });
+  const std::vector<float> half = {0.5f};
+  auto f32 = Normalize(image, half, half);
+  auto f16 = Normalize(image, half, half, {.dtype = DType::kFloat16});
+  auto bf16 = Normalize(image, half, half, {.dtype = DType::kBFloat16});
+  ASSERT_TRUE(f32.ok() && f16.ok() && bf16.ok());
+  EXPECT_EQ(f32->data<float>()[0], -1.0f);
+  EXPECT_EQ(f32->data<float>()[1], -0.6f);  // float32 -0.6 is 0xBF19999A.
+  EXPECT_EQ(f32->data<float>()[2], 1.0f);
+  ASSERT_EQ(f16->dtype(), DType::kFloat16);
+  // float16: -1 = 0xBC00; -0.6 = -(1 + 205/1024) * 2^-1 = 0xB8CD; 1 = 0x3C00.
+  EXPECT_EQ(f16->data<Float16>()[0].bits, 0xBC00);
+  EXPECT_EQ(f16->data<Float16>()[1].bits, 0xB8CD);
+  EXPECT_EQ(f16->data<Float16>()[2].bits, 0x3C00);
+  ASSERT_EQ(bf16->dtype(), DType::kBFloat16);
+  // bfloat16: the top half of the float32, rounded: 0xBF19|999A rounds up to 0xBF1A.
+  EXPECT_EQ(bf16->data<BFloat16>()[0].bits, 0xBF80);
+  EXPECT_EQ(bf16->data<BFloat16>()[1].bits, 0xBF1A);
+  EXPECT_EQ(bf16->data<BFloat16>()[2].bits, 0x3F80);
+}
+
+TEST(NormalizeTest, ChannelsFirst) {
+  const Tensor image =
+      MakeImage(2, 3, 3, [](int64_t y, int64_t x, int64_t c) { return 10 * (y * 3 + x) + c; });
+  const std::vector<float> zero = {0, 0, 0}, one = {1, 1, 1};
+  auto hwc = Normalize(image, zero, one);
+  auto chw = Normalize(image, zero, one, {.channels_first = true});
+  ASSERT_TRUE(hwc.ok() && chw.ok());
+  ASSERT_EQ(chw->shape(), (Shape{3, 2, 3}));
+  for (int y = 0; y < 2; ++y) {
+    for (int x = 0; x < 3; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        const float want = static_cast<float>(10 * (y * 3 + x) + c) / 255.0f;
+        EXPECT_EQ(chw->data<float>()[(c * 2 + y) * 3 + x], want);
+        EXPECT_EQ(hwc->data<float>()[(y * 3 + x) * 3 + c], want);
+      }
+    }
+  }
+  // Two channels take the general path.
+  const Tensor two =
+      MakeImage(2, 2, 2, [](int64_t y, int64_t x, int64_t c) { return 100 * c + 10 * y + x; });
+  const std::vector<float> zero2 = {0, 0}, one2 = {1, 1};
+  auto chw2 = Normalize(two, zero2, one2, {.channels_first = true});
+  ASSERT_TRUE(chw2.ok());
+  ASSERT_EQ(chw2->shape(), (Shape{2, 2, 2}));
+  EXPECT_EQ(chw2->data<float>()[1 * 4 + 1 * 2 + 0], 110.0f / 255.0f);  // c=1, y=1, x=0.
+  EXPECT_EQ(chw2->data<float>()[0 * 4 + 0 * 2 + 1], 1.0f / 255.0f);    // c=0, y=0, x=1.
+  auto chw16 = Normalize(image, zero, one, {.dtype = DType::kBFloat16, .channels_first = true});
+  ASSERT_TRUE(chw16.ok());
+  EXPECT_EQ(chw16->data<BFloat16>()[(2 * 2 + 1) * 3 + 2].bits, BFloat16(52.0f / 255.0f).bits);
+}
+
+TEST(NormalizeTest, GrayscaleAndBroadcastStatistics) {
+  const Tensor gray =
+      MakeImage(2, 2, 1, [](int64_t y, int64_t x, int64_t) { return 255 * ((y + x) % 2); });
+  const std::vector<float> mean = {0.5f}, stddev = {0.25f};
+  auto out = Normalize(gray, mean, stddev);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->data<float>()[0], -2.0f);
+  EXPECT_EQ(out->data<float>()[1], 2.0f);
+}
+
+TEST(NormalizeTest, Errors) {
+  const Tensor rgb = ThreeGrays();
+  const std::vector<float> two = {0.5f, 0.5f}, zero_std = {1, 0, 1}, ok = {0.5f, 0.5f, 0.5f};
+  EXPECT_EQ(Normalize(rgb, two, ok).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Normalize(rgb, ok, zero_std).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Normalize(rgb, ok, ok, {.dtype = DType::kInt32}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto floats = Tensor::FromVector<float>({0.1f, 0.2f, 0.3f}, Shape{1, 1, 3});
+  EXPECT_EQ(Normalize(*floats, ok, ok).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,217 @@
+#include "ops/resize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ops/crop.h"
+#include "tests/ops/image_test_util.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::testing::At;
+using ::sluice::testing::MakeImage;
+using ::sluice::testing::MaxAbsDiff;
+
+Tensor FloatImage(int64_t h, int64_t w, int64_t c, const std::vector<float>& values) {
+  auto t = Tensor::FromVector(values, Shape{h, w, c});
+  EXPECT_TRUE(t.ok());
+  return *t;
+}
+
+float FAt(const Tensor& t, int64_t y, int64_t x, int64_t c) {
+  return t.data<float>()[(y * t.dim(1) + x) * t.dim(2) + c];
+}
+
+TEST(ResizeTest, ConstantImageStaysConstant) {
+  for (ResizeMethod method : {ResizeMethod::kBilinear, ResizeMethod::kArea}) {
+    for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {1, 9}, {9, 1}, {37, 53}}) {
+      for (auto [oh, ow] : std::vector<std::pair<int64_t, int64_t>>{
+               {1, 1}, {5, 3}, {37, 53}, {224, 224}, {80, 7}}) {
+        const Tensor u8 =
+            MakeImage(h, w, 3, [](int64_t, int64_t, int64_t c) { return 17 + 100 * c; });
+        auto out = Resize(u8, oh, ow, method);
+        ASSERT_TRUE(out.ok()) << out.status();
+        ASSERT_EQ(out->shape(), (Shape{oh, ow, 3}));
+        for (int64_t y = 0; y < oh; ++y) {
+          for (int64_t x = 0; x < ow; ++x) {
+            for (int c = 0; c < 3; ++c) ASSERT_EQ(At(*out, y, x, c), 17 + 100 * c);
+          }
+        }
+        auto f = Resize(FloatImage(h, w, 1, std::vector<float>(h * w, 0.3f)), oh, ow, method);
+        ASSERT_TRUE(f.ok());
+        for (float v : f->flat<float>()) ASSERT_NEAR(v, 0.3f, 1e-6f);
+      }
+    }
+  }
+}
+
+TEST(ResizeTest, Bilinear2x2To4x4HandComputed) {
+  // Half-pixel centres: output columns sample input x = -0.25 (clamped to 0), 0.25, 0.75, 1.25
+  // (clamped to 1), i.e. weights of the right pixel 0, 1/4, 3/4, 1; the same for rows.
+  const Tensor in = FloatImage(2, 2, 1, {0, 40, 80, 202});
+  auto out = Resize(in, 4, 4);
+  ASSERT_TRUE(out.ok());
+  const float want[4][4] = {{0, 10, 30, 40},
+                            {20, 35.125f, 65.375f, 80.5f},
+                            {60, 85.375f, 136.125f, 161.5f},
+                            {80, 110.5f, 171.5f, 202}};
+  for (int y = 0; y < 4; ++y) {
+    for (int x = 0; x < 4; ++x) EXPECT_FLOAT_EQ(FAt(*out, y, x, 0), want[y][x]) << y << "," << x;
+  }
+  // uint8: the same values rounded to nearest, halves up.
+  const Tensor in8 = MakeImage(2, 2, 1, [](int64_t y, int64_t x, int64_t) {
+    return std::vector<int>{0, 40, 80, 202}[y * 2 + x];
+  });
+  auto out8 = Resize(in8, 4, 4);
+  ASSERT_TRUE(out8.ok());
+  const int want8[4][4] = {
+      {0, 10, 30, 40}, {20, 35, 65, 81}, {60, 85, 136, 162}, {80, 111, 172, 202}};
+  for (int y = 0; y < 4; ++y) {
+    for (int x = 0; x < 4; ++x) EXPECT_EQ(At(*out8, y, x, 0), want8[y][x]) << y << "," << x;
+  }
+}
+
+TEST(ResizeTest, SameSizeIsIdentity) {
+  const Tensor in = MakeImage(
+      13, 29, 3, [](int64_t y, int64_t x, int64_t c) { return (y * 31 + x * 7 + c * 50) % 256; });
+  for (ResizeMethod method : {ResizeMethod::kBilinear, ResizeMethod::kArea}) {
+    auto out = Resize(in, 13, 29, method);
+    ASSERT_TRUE(out.ok());
+    EXPECT_TRUE(out->Equals(in));
+  }
+}
+
+TEST(ResizeTest, AreaDownscaleByTwoIsTwoByTwoMeans) {
+  std::mt19937 rng(3);
+  const Tensor in = MakeImage(10, 14, 3, [&](int64_t, int64_t, int64_t) { return rng() % 256; });
+  auto out = Resize(in, 5, 7, ResizeMethod::kArea);
+  ASSERT_TRUE(out.ok());
+  for (int y = 0; y < 5; ++y) {
+    for (int x = 0; x < 7; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        const int sum = At(in, 2 * y, 2 * x, c) + At(in, 2 * y, 2 * x + 1, c) +
+                        At(in, 2 * y + 1, 2 * x, c) + At(in, 2 * y + 1, 2 * x + 1, c);
+        ASSERT_EQ(At(*out, y, x, c), (sum + 2) / 4) << y << "," << x << "," << c;  // Halves up.
+      }
+    }
+  }
+}
+
+TEST(ResizeTest, AreaNonIntegerFactorWeighsPartialPixels) {
+  // 3 -> 2: output 0 covers [0, 1.5) = p0 + p1 / 2, output 1 covers [1.5, 3) = p1 / 2 + p2.
+  const Tensor in = FloatImage(1, 3, 1, {3, 6, 12});
+  auto out = Resize(in, 1, 2, ResizeMethod::kArea);
+  ASSERT_TRUE(out.ok());
+  EXPECT_FLOAT_EQ(FAt(*out, 0, 0, 0), (3 + 3) / 1.5f);
+  EXPECT_FLOAT_EQ(FAt(*out, 0, 1, 0), (3 + 12) / 1.5f);
+}
+
+// The tf.image.resize(bilinear, half_pixel_centers) formula, per output pixel, in double.
+double ReferenceBilinear(const Tensor& in, double sy, double sx, int64_t c) {
+  const int64_t h = in.dim(0), w = in.dim(1);
+  auto sample = [&](double s, int64_t n, int64_t* lo, int64_t* hi, double* lerp) {
+    *lo = std::max<int64_t>(static_cast<int64_t>(std::floor(s)), 0);
+    *hi = std::min<int64_t>(static_cast<int64_t>(std::ceil(s)), n - 1);
+    *lerp = s - std::floor(s);
+  };
+  int64_t y0, y1, x0, x1;
+  double ly, lx;
+  sample(sy, h, &y0, &y1, &ly);
+  sample(sx, w, &x0, &x1, &lx);
+  y0 = std::min(y0, h - 1);
+  x0 = std::min(x0, w - 1);
+  const double top = At(in, y0, x0, c) + (At(in, y0, x1, c) - At(in, y0, x0, c)) * lx;
+  const double bottom = At(in, y1, x0, c) + (At(in, y1, x1, c) - At(in, y1, x0, c)) * lx;
+  return top + (bottom - top) * ly;
+}
+
+TEST(ResizeTest, BilinearMatchesTensorFlowFormula) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 30; ++trial) {
+    const int64_t h = 1 + rng() % 60, w = 1 + rng() % 60, oh = 1 + rng() % 90, ow = 1 + rng() % 90;
+    const int64_t c = trial % 3 == 0 ? 1 : (trial % 3 == 1 ? 3 : 2);
+    const Tensor in = MakeImage(h, w, c, [&](int64_t, int64_t, int64_t) { return rng() % 256; });
+    auto out = Resize(in, oh, ow);
+    ASSERT_TRUE(out.ok());
+    for (int64_t y = 0; y < oh; ++y) {
+      for (int64_t x = 0; x < ow; ++x) {
+        for (int64_t k = 0; k < c; ++k) {
+          const double sy = (y + 0.5) * h / oh - 0.5, sx = (x + 0.5) * w / ow - 0.5;
+          const double want = ReferenceBilinear(in, sy, sx, k);
+          // Rounded from float arithmetic: within half a level, plus float error.
+          ASSERT_LE(std::abs(At(*out, y, x, k) - want), 0.5 + 1e-3)
+              << h << "x" << w << " -> " << oh << "x" << ow << " at " << y << "," << x;
+        }
+      }
+    }
+  }
+}
+
+TEST(ResizeTest, WholePixelRegionEqualsCropThenResize) {
+  std::mt19937 rng(4);
+  const Tensor in = MakeImage(50, 70, 3, [&](int64_t, int64_t, int64_t) { return rng() % 256; });
+  for (ResizeMethod method : {ResizeMethod::kBilinear, ResizeMethod::kArea}) {
+    for (const CropWindow& w : {CropWindow{0, 0, 50, 70}, CropWindow{3, 5, 20, 31},
+                                CropWindow{49, 69, 1, 1}, CropWindow{10, 0, 40, 70}}) {
+      auto cropped = Crop(in, w);
+      ASSERT_TRUE(cropped.ok());
+      for (auto [oh, ow] : std::vector<std::pair<int64_t, int64_t>>{{8, 9}, {33, 47}}) {
+        auto want = Resize(*cropped, oh, ow, method);
+        auto got = Resize(in,
+                          ResizeRegion{static_cast<double>(w.y), static_cast<double>(w.x),
+                                       static_cast<double>(w.height), static_cast<double>(w.width)},
+                          oh, ow, method);
+        ASSERT_TRUE(want.ok() && got.ok());
+        EXPECT_EQ(MaxAbsDiff(*got, *want), 0) << w.DebugString();
+      }
+    }
+  }
+}
+
+TEST(ResizeTest, FractionalRegionHandComputed) {
+  // A 3x3 image; the region [0.5, 2.5) x [0.5, 2.5).
+  const Tensor in = FloatImage(3, 3, 1, {0, 10, 20, 30, 40, 50, 60, 70, 80});
+  const ResizeRegion region{0.5, 0.5, 2, 2};
+  // Bilinear to 2x2: samples at 0.5 + (o + 0.5) - 0.5 = o + 0.5, between pixel centres: the mean
+  // of each 2x2 block.
+  auto bilinear = Resize(in, region, 2, 2);
+  ASSERT_TRUE(bilinear.ok());
+  EXPECT_FLOAT_EQ(FAt(*bilinear, 0, 0, 0), 20);
+  EXPECT_FLOAT_EQ(FAt(*bilinear, 0, 1, 0), 30);
+  EXPECT_FLOAT_EQ(FAt(*bilinear, 1, 0, 0), 50);
+  EXPECT_FLOAT_EQ(FAt(*bilinear, 1, 1, 0), 60);
+  // Area to 1x1: pixel weights 1/4 (centre), 1/8 (edges), 1/16 (corners).
+  auto area = Resize(in, region, 1, 1, ResizeMethod::kArea);
+  ASSERT_TRUE(area.ok());
+  EXPECT_FLOAT_EQ(FAt(*area, 0, 0, 0),
+                  40 / 4.0f + (10 + 30 + 50 + 70) / 8.0f + (0 + 20 + 60 + 80) / 16.0f);
+  // Bilinear samples stay on the centres of the touched pixels: a region inside one pixel gives
+  // that pixel.
+  auto inside = Resize(in, ResizeRegion{1.25, 2.25, 0.5, 0.5}, 3, 3);
+  ASSERT_TRUE(inside.ok());
+  for (float v : inside->flat<float>()) EXPECT_FLOAT_EQ(v, 50);
+}
+
+TEST(ResizeTest, Errors) {
+  const Tensor in = MakeImage(4, 4, 3, [](int64_t, int64_t, int64_t) { return 0; });
+  EXPECT_EQ(Resize(in, 0, 4).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Resize(in, 4, -1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Resize(Tensor::FromVector<int32_t>({1, 2, 3}), 2, 2).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto int_image = Tensor::FromVector<int32_t>({1, 2, 3, 4}, Shape{2, 2, 1});
+  EXPECT_EQ(Resize(*int_image, 2, 2).status().code(), absl::StatusCode::kInvalidArgument);
+  for (const ResizeRegion& r : {ResizeRegion{0, 0, 0, 4}, ResizeRegion{-0.5, 0, 2, 2},
+                                ResizeRegion{3, 0, 1.5, 2}, ResizeRegion{0, 0, 4, 4.01}}) {
+    auto out = Resize(in, r, 2, 2);
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << r.DebugString();
+    EXPECT_THAT(out.status().message(), ::testing::HasSubstr("region"));
+  }
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,122 @@
+#ifndef SLUICE_TESTS_TOOLS_CLI_TEST_UTIL_H_
+#define SLUICE_TESTS_TOOLS_CLI_TEST_UTIL_H_
+
+// Helpers for testing the `sluice` binary from outside: run it, capture its
+// stdout, stderr and exit status; write small TFRecord files by hand.
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace sluice::cli_test {
+
+struct CliResult {
+  int exit_code = -1;  // -1: killed by a signal (a crash).
+  std::string out;
+  std::string err;
+};
+
+inline std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// A fresh path under the test's temporary directory.
+inline std::string TempPath(const std::string& name) {
+  static std::atomic<int> counter{0};
+  return ::testing::TempDir() + "sluice_cli_" + std::to_string(getpid()) + "_" +
+         std::to_string(counter++) + "_" + name;
+}
+
+// Single-quotes `arg` for /bin/sh.
+inline std::string ShellQuote(const std::string& arg) {
+  std::string quoted = "'";
+  for (char c : arg) {
+    if (c == '\'') {
+      quoted += "'\\''";
+    } else {
+      quoted += c;
+    }
+  }
+  return quoted + "'";
+}
+
+// Runs `sluice` with `args` (already shell-quoted where needed). A run that
+// hangs is killed after a minute and reads as exit status 124.
+inline CliResult RunSluice(const std::string& args) {
+  std::string err_path = TempPath("stderr");
+  std::string command =
+      "timeout 60 " + ShellQuote(SLUICE_BINARY) + " " + args + " 2>" + ShellQuote(err_path);
+  CliResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    ADD_FAILURE() << "popen failed: " << command;
+    return result;
+  }
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.out.append(buffer, n);
+  int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.err = ReadWholeFile(err_path);
+  std::remove(err_path.c_str());
+  return result;
+}
+
+inline std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::string line;
+  std::istringstream in(text);
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+inline std::string TestData(const std::string& name) {
+  return std::string(SLUICE_TEST_DATA) + "/" + name;
+}
+
+// CRC-32C (Castagnoli), bit by bit: slow and obviously right, independent of
+// the library's table-driven one.
+inline uint32_t Crc32c(const std::string& data) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (unsigned char byte : data) {
+    crc ^= byte;
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+// The TFRecord framing: u64 length, masked CRC of the length, data, masked
+// CRC of the data, all little-endian.
+inline std::string FrameTFRecord(const std::string& data) {
+  auto masked = [](uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xA282EAD8u; };
+  auto little_endian = [](uint64_t value, int bytes) {
+    std::string out;
+    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
+    return out;
+  };
+  std::string length = little_endian(data.size(), 8);
+  return length + little_endian(masked(Crc32c(length)), 4) + data +
+         little_endian(masked(Crc32c(data)), 4);
+}
+
+inline void WriteTFRecordFile(const std::string& path, const std::vector<std::string>& records) {
+  std::ofstream out(path, std::ios::binary);
+  for (const std::string& record : records) out << FrameTFRecord(record);
+  ASSERT_TRUE(out.good()) << path;
+}
+
+}  // namespace sluice::cli_test
+
+#endif  // SLUICE_TESTS_TOOLS_CLI_TEST_UTIL_H_

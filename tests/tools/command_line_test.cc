@@ -1,0 +1,106 @@
+// Tests the option parser (tools/command_line.cc) through `sluice inspect`,
+// the binary being the only place the tools/ sources are linked.
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/tools/cli_test_util.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::cli_test::CliResult;
+using ::sluice::cli_test::Lines;
+using ::sluice::cli_test::RunSluice;
+using ::sluice::cli_test::ShellQuote;
+using ::sluice::cli_test::TestData;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::string Small100() { return ShellQuote(TestData("small100.tfrecord")); }
+
+TEST(CommandLineTest, UsageIsGeneratedFromTheDeclarations) {
+  CliResult r = RunSluice("inspect --help");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "Usage: sluice inspect [options] FILE...\n"
+            "\n"
+            "Counts the records of TFRecord files, verifies every CRC and shows each feature's\n"
+            "name, type and number of values for the first records. A corrupt record stops\n"
+            "the file with exit status 1 unless --skip-corrupt is given.\n"
+            "\n"
+            "Arguments:\n"
+            "  FILE...             TFRecord files to read\n"
+            "\n"
+            "Options:\n"
+            "  --records N         records to show per file: a count, 0 for none, or 'all' "
+            "(default: 5)\n"
+            "  --compression NAME  none, gzip or zlib; auto guesses from the suffix (.gz, .zlib) "
+            "(default: auto)\n"
+            "  --json              print one JSON object per record, then one summary object per "
+            "file\n"
+            "  --skip-corrupt      read past corrupt records and count them as skipped\n"
+            "  -h, --help          show this help and exit\n");
+  EXPECT_EQ(RunSluice("inspect -h").out, r.out);
+}
+
+TEST(CommandLineTest, HelpWinsOverOtherMistakes) {
+  CliResult r = RunSluice("inspect --frobnicate --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, StartsWith("Usage: sluice inspect"));
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(CommandLineTest, ValueMayFollowAsNextArgumentOrAfterEquals) {
+  CliResult spaced = RunSluice("inspect --json --records 3 " + Small100());
+  CliResult joined = RunSluice("inspect --json --records=3 " + Small100());
+  ASSERT_EQ(spaced.exit_code, 0) << spaced.err;
+  EXPECT_EQ(Lines(spaced.out).size(), 4u);
+  EXPECT_EQ(joined.out, spaced.out);
+}
+
+TEST(CommandLineTest, PositionalArgumentsMayComeBeforeOptions) {
+  CliResult r = RunSluice("inspect " + Small100() + " --records 0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lines(r.out).size(), 1u);
+  EXPECT_THAT(r.out, HasSubstr(R"("records": 100)"));
+}
+
+TEST(CommandLineTest, FlagsAcceptExplicitTrueOrFalse) {
+  CliResult on = RunSluice("inspect --records 0 --json=true " + Small100());
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  EXPECT_THAT(on.out, StartsWith("{"));
+  CliResult off = RunSluice("inspect --records 0 --json=false " + Small100());
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_THAT(off.out, HasSubstr("  100 records, 0 skipped"));
+
+  CliResult bad = RunSluice("inspect --json=maybe " + Small100());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("flag --json takes no value, or =true or =false; got 'maybe'"));
+}
+
+TEST(CommandLineTest, DoubleDashEndsOptions) {
+  // After "--", "--json" is a file name (which does not exist), not the flag.
+  CliResult r = RunSluice("inspect --records 0 -- --json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--json"));
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(CommandLineTest, RepeatedOptionsAndShortOptionsAreErrors) {
+  CliResult twice = RunSluice("inspect --records 1 --records 2 " + Small100());
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_THAT(twice.err, HasSubstr("option --records given twice"));
+
+  CliResult short_option = RunSluice("inspect -r 1 " + Small100());
+  EXPECT_EQ(short_option.exit_code, 2);
+  EXPECT_THAT(short_option.err, HasSubstr("unknown option '-r'"));
+
+  CliResult unknown_with_value = RunSluice("inspect --limit=3 " + Small100());
+  EXPECT_EQ(unknown_with_value.exit_code, 2);
+  EXPECT_THAT(unknown_with_value.err, HasSubstr("unknown option '--limit'"));
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,73 @@
+// Tests the `sluice` dispatcher (tools/main.cc) by running the built binary.
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/tools/cli_test_util.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::cli_test::CliResult;
+using ::sluice::cli_test::RunSluice;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using ::testing::StartsWith;
+
+TEST(MainTest, HelpListsCommandsWithTheirSummaries) {
+  CliResult r = RunSluice("--help");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("Usage: sluice COMMAND [options] [args]\n"));
+  EXPECT_THAT(r.out,
+              HasSubstr("Commands:\n  inspect  count, verify and print the records of TFRecord "
+                        "files\n"));
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(RunSluice("-h").out, r.out);
+  CliResult help = RunSluice("help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_EQ(help.out, r.out);
+}
+
+TEST(MainTest, NoCommandListsCommandsOnStderrAndFails) {
+  CliResult r = RunSluice("");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, RunSluice("--help").out);
+}
+
+TEST(MainTest, Version) {
+  CliResult r = RunSluice("--version");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, MatchesRegex("sluice [0-9]+\\.[0-9]+\\.[0-9]+\n"));
+}
+
+TEST(MainTest, HelpCommandShowsTheCommandsOwnUsage) {
+  CliResult via_help = RunSluice("help inspect");
+  CliResult via_flag = RunSluice("inspect --help");
+  ASSERT_EQ(via_help.exit_code, 0) << via_help.err;
+  ASSERT_EQ(via_flag.exit_code, 0) << via_flag.err;
+  EXPECT_THAT(via_help.out, StartsWith("Usage: sluice inspect "));
+  EXPECT_EQ(via_help.out, via_flag.out);
+}
+
+TEST(MainTest, UnknownCommandsAndOptionsAreUsageErrors) {
+  CliResult r = RunSluice("frobnicate");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("sluice: unknown command 'frobnicate'"));
+  EXPECT_EQ(r.out, "");
+
+  r = RunSluice("help frobnicate");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("sluice: unknown command 'frobnicate'"));
+
+  r = RunSluice("help inspect extra");
+  EXPECT_EQ(r.exit_code, 2);
+
+  r = RunSluice("--verbose");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("sluice: unknown option '--verbose'"));
+}
+
+}  // namespace
+}  // namespace sluice
