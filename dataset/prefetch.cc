@@ -5,6 +5,11 @@
 // the buffer in order, between the elements, and the producer carries on
 // after them (internal iterators are not sticky).
 //
+// The consumer takes everything buffered in one locked step and returns it
+// without the lock, and each side notifies the other only when it sleeps:
+// handing an element over costs a lock and a system call only when one side
+// has caught up with the other.
+//
 // The producer starts at the first GetNext, so that Restore comes first; Save
 // pauses it between two pulls and saves the buffer. Destroying the iterator
 // wakes and joins the producer; a producer blocked inside a synchronous user
@@ -108,7 +113,7 @@ class PrefetchIterator : public IteratorBase {
     // Sequentially consistent with the producer's producer_waiting_ store
     // and its read of ready_count_: one of the two sees the other.
     ready_count_.fetch_sub(1);
-    if (producer_waiting_.load() && Buffered() <= BufferSize() / 2) WakeProducer();
+    if (producer_waiting_.load() && Buffered() < BufferSize()) WakeProducer();
     if (!status.ok()) return status;
     return std::optional<Element>(std::move(element));
   }
@@ -179,14 +184,10 @@ class PrefetchIterator : public IteratorBase {
   // Entries the producer has made and the consumer not yet returned.
   int64_t Buffered() const { return shared_count_.load() + ready_count_.load(); }
   bool CanFetch() const { return !paused_ && !input_ended_ && Buffered() < BufferSize(); }
-  // A producer that found the buffer full sleeps until it is half empty and
-  // then refills it in one go: one wake-up per half buffer rather than one per
-  // element, while the consumer still has half a buffer in hand.
-  bool CanResume() const { return !paused_ && !input_ended_ && Buffered() <= BufferSize() / 2; }
 
   void WakeProducer() {
     std::unique_lock<std::mutex> l(mu_);
-    if (!producer_waiting_.load() || !CanResume()) return;
+    if (!producer_waiting_.load() || !CanFetch()) return;
     producer_waiting_.store(false);  // one notification per sleep
     l.unlock();
     producer_cv_.notify_one();  // unlocked: the producer does not wake into a held mutex
@@ -230,7 +231,7 @@ class PrefetchIterator : public IteratorBase {
         while (!cancelled_) {
           // Set before the check: see GetNextInternal.
           producer_waiting_.store(true);
-          if (CanResume()) break;
+          if (CanFetch()) break;
           producer_cv_.wait(l);
         }
         producer_waiting_.store(false);

@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
-# The main job, end to end: install what is missing, build, then run every
-# stage that exists today on real data. Grows as the project does.
+# The main job, end to end: install what is missing, build, convert
+# Fashion-MNIST (Debian's dataset-fashion-mnist) into JPEG TFRecords, inspect
+# them, benchmark the input pipeline on them, and measure raw TFRecord read
+# throughput. Grows as the project does (training comes next).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n== %s\n' "$*"; }
+data=${SLUICE_DATA:-build/fashion-mnist}
 
 step "setup and build"
 bash tools/build.sh
 
-step "inspect TFRecord files written by an independent implementation"
-./build/sluice inspect tests/data/small100.tfrecord tests/data/images3.tfrecord --records 2
-./build/sluice inspect tests/data/small100.tfrecord.gz --records 1 --json
+step "convert Fashion-MNIST into JPEG TFRecord shards ($data)"
+./build/sluice convert fashion-mnist --out "$data" --shards 4
+
+step "inspect a converted shard and the independent golden files"
+./build/sluice inspect --records 1 "$data/train-00000-of-00004.tfrecord"
+./build/sluice inspect --records 1 tests/data/images3.tfrecord tests/data/small100.tfrecord.gz
+
+step "benchmark the input pipeline on Fashion-MNIST (decode, crop 28x28, flip, normalize, batch 64)"
+./build/sluice bench --files "$data/train-*.tfrecord" --image-size 28 --seconds 5
 
 step "TFRecord read throughput (CRC verified) beside cat"
 ./build/bench/tfrecord_read_bench --benchmark_min_time=0.5 --benchmark_repetitions=3 \

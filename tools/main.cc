@@ -10,7 +10,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "tools/bench_command.h"
 #include "tools/command_line.h"
+#include "tools/convert_command.h"
 #include "tools/inspect_command.h"
 
 namespace sluice::tools {
@@ -21,6 +23,8 @@ constexpr char kVersion[] = SLUICE_VERSION;  // From CMake's project() version.
 
 constexpr Command kCommands[] = {
     {"inspect", "count, verify and print the records of TFRecord files", RunInspect},
+    {"convert", "convert Fashion-MNIST or a folder of JPEGs into TFRecord shards", RunConvert},
+    {"bench", "measure an image input pipeline: images/s, per-stage times, bottleneck", RunBench},
 };
 
 const Command* FindCommand(absl::string_view name) {

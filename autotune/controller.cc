@@ -1,0 +1,375 @@
+#include "autotune/controller.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace sluice {
+namespace {
+
+KnobState ReadKnob(const Tunable& t) {
+  KnobState k;
+  k.present = t.present.load(std::memory_order_relaxed);
+  k.autotune = t.autotune.load(std::memory_order_relaxed);
+  k.value = t.value.load(std::memory_order_relaxed);
+  k.min = t.min.load(std::memory_order_relaxed);
+  k.max = t.max.load(std::memory_order_relaxed);
+  return k;
+}
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Bytes(double b) {
+  if (b >= 1024.0 * 1024 * 1024) return absl::StrFormat("%.1f GiB", b / (1024.0 * 1024 * 1024));
+  if (b >= 1024.0 * 1024) return absl::StrFormat("%.1f MiB", b / (1024.0 * 1024));
+  if (b >= 1024.0) return absl::StrFormat("%.1f KiB", b / 1024.0);
+  return absl::StrFormat("%.0f B", b);
+}
+
+std::string Knob(int64_t v) { return v < 0 ? std::string("-") : absl::StrCat(v); }
+
+std::string JsonString(absl::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += absl::StrFormat("\\u%04x", static_cast<int>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// JSON has no inf or nan.
+std::string JsonNumber(double v) {
+  if (!std::isfinite(v)) return "null";
+  return absl::StrFormat("%.6g", v);
+}
+
+}  // namespace
+
+int64_t DefaultRamBudget() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t value = 0;
+  std::string unit;
+  while (in >> key >> value) {
+    std::getline(in, unit);
+    if (key == "MemAvailable:") return value * 1024 / 2;  // kB
+  }
+  return int64_t{1} << 30;
+}
+
+std::unique_ptr<AutotuneController> AutotuneController::Start(const Iterator& iterator,
+                                                              AutotuneOptions options) {
+  const IteratorContext& ctx = iterator.context();
+  return Start(iterator.stats_registry(), ctx.runtime ? ctx.runtime->num_threads() : 1, ctx.options,
+               options);
+}
+
+std::unique_ptr<AutotuneController> AutotuneController::Start(
+    std::shared_ptr<StatsRegistry> registry, int runtime_threads, const Options& pipeline_options,
+    AutotuneOptions options) {
+  Budgets b;
+  b.cpu = options.cpu_budget > 0                        ? options.cpu_budget
+          : pipeline_options.cpu_budget.value_or(0) > 0 ? *pipeline_options.cpu_budget
+                                                        : std::max(1, runtime_threads);
+  b.ram_bytes = options.ram_budget > 0                        ? options.ram_budget
+                : pipeline_options.ram_budget.value_or(0) > 0 ? *pipeline_options.ram_budget
+                                                              : DefaultRamBudget();
+  std::unique_ptr<AutotuneController> c(new AutotuneController(std::move(registry), b, options));
+  c->Step();  // Budgets hold for the nodes that exist already.
+  c->thread_ = std::thread([p = c.get()] { p->Loop(); });
+  return c;
+}
+
+AutotuneController::AutotuneController(std::shared_ptr<StatsRegistry> registry, Budgets budgets,
+                                       AutotuneOptions options)
+    : registry_(std::move(registry)),
+      budgets_(budgets),
+      options_(options),
+      start_(std::chrono::steady_clock::now()),
+      interval_(options.first_interval) {}
+
+AutotuneController::~AutotuneController() {
+  {
+    std::lock_guard<std::mutex> l(stop_mu_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+double AutotuneController::Now() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void AutotuneController::Loop() {
+  auto next_step = std::chrono::steady_clock::now() + options_.first_interval;
+  std::unique_lock<std::mutex> l(stop_mu_);
+  while (!stop_) {
+    const auto now = std::chrono::steady_clock::now();
+    const auto wake = std::min(next_step, now + options_.enforce_interval);
+    stop_cv_.wait_until(l, wake, [&] { return stop_; });
+    if (stop_) break;
+    l.unlock();
+    if (std::chrono::steady_clock::now() >= next_step) {
+      Step();
+      std::lock_guard<std::mutex> m(mu_);
+      next_step = std::chrono::steady_clock::now() + interval_;
+    } else {
+      EnforceRamBudget();
+    }
+    l.lock();
+  }
+}
+
+std::vector<NodeSample> AutotuneController::Sample(
+    std::vector<std::shared_ptr<NodeStats>>* nodes) const {
+  *nodes = registry_->Nodes();
+  std::vector<NodeSample> samples;
+  std::vector<NodeStatsSnapshot> snap = registry_->Snapshot();
+  for (size_t i = 0; i < nodes->size() && i < snap.size(); ++i) {
+    NodeStats& n = *(*nodes)[i];
+    samples.push_back(
+        {snap[i], ReadKnob(n.parallelism), ReadKnob(n.buffer_size), ReadKnob(n.cycle_length)});
+  }
+  return samples;
+}
+
+void AutotuneController::SetKnob(NodeStats& node, Tunable& knob, const char* knob_name,
+                                 int64_t value, const std::string& reason) {
+  if (!knob.present.load() || !knob.autotune.load()) return;
+  value = std::clamp(value, knob.min.load(), knob.max.load());
+  const int64_t from = knob.value.exchange(value, std::memory_order_relaxed);
+  if (from != value) history_.push_back({Now(), node.name, knob_name, from, value, reason});
+}
+
+bool AutotuneController::Apply(const Assignment& a, const std::string& reason) {
+  const size_t before = history_.size();
+  const auto nodes = registry_->Nodes();
+  const auto& est = model_.nodes();
+  for (size_t i = 0; i < est.size(); ++i) {
+    for (const auto& n : nodes) {
+      if (n->name != est[i].name) continue;
+      SetKnob(*n, n->parallelism, "parallelism", a.parallelism[i], reason);
+      SetKnob(*n, n->buffer_size, "buffer_size", a.buffer_size[i], reason);
+      SetKnob(*n, n->cycle_length, "cycle_length", a.cycle_length[i], reason);
+    }
+  }
+  return history_.size() != before;
+}
+
+bool AutotuneController::EnforceRamBudget() {
+  std::lock_guard<std::mutex> l(mu_);
+  return EnforceRamLocked();
+}
+
+bool AutotuneController::EnforceRamLocked() {
+  const auto nodes = registry_->Nodes();
+  int64_t observed = 0;
+  for (const auto& n : nodes) observed += n->buffered_bytes.load(std::memory_order_relaxed);
+  peak_buffered_ = std::max(peak_buffered_, observed);
+  if (observed <= budgets_.ram_bytes) return false;
+  // Shrink every autotuned buffer in proportion, so that once the consumer
+  // drains what is held the buffers fit.
+  const double factor = static_cast<double>(budgets_.ram_bytes) / static_cast<double>(observed);
+  const std::string reason =
+      absl::StrCat("RAM budget: ", Bytes(static_cast<double>(observed)), " buffered > ",
+                   Bytes(static_cast<double>(budgets_.ram_bytes)));
+  const size_t before = history_.size();
+  for (const auto& n : nodes) {
+    Tunable& b = n->buffer_size;
+    if (!b.present || !b.autotune) continue;
+    const int64_t v = b.value.load();
+    SetKnob(*n, b, "buffer_size",
+            std::min<int64_t>(v - 1, static_cast<int64_t>(std::floor(v * factor))), reason);
+  }
+  if (history_.size() != before) interval_ = options_.first_interval;
+  return history_.size() != before;
+}
+
+void AutotuneController::Step() {
+  std::lock_guard<std::mutex> l(mu_);
+  ++steps_;
+  std::vector<std::shared_ptr<NodeStats>> nodes;
+  model_.Update(Sample(&nodes), NowNs());
+  const bool shrunk = EnforceRamLocked();
+  if (shrunk) {
+    model_.Update(Sample(&nodes), NowNs());  // see the shrunk knobs
+  }
+
+  const Assignment current = model_.Current();
+  last_current_ = model_.Predict(current);
+  bool changed = shrunk;
+  if (!model_.ready()) {
+    // No costs measured yet: only bring the knobs within the CPU budget,
+    // taking from the largest parallelism first.
+    Assignment a = current;
+    Prediction p = last_current_;
+    const auto& est = model_.nodes();
+    while (p.cpu > budgets_.cpu) {
+      int widest = -1;
+      for (size_t i = 0; i < est.size(); ++i) {
+        if (est[i].parallelism.autotune && a.parallelism[i] > est[i].parallelism.min &&
+            (widest < 0 || a.parallelism[i] > a.parallelism[widest])) {
+          widest = static_cast<int>(i);
+        }
+      }
+      if (widest < 0) break;
+      --a.parallelism[widest];
+      p = model_.Predict(a);
+    }
+    if (!(a == current)) {
+      changed |= Apply(a, absl::StrCat("CPU budget ", budgets_.cpu, " (no costs measured yet)"));
+    }
+    last_plan_ = Plan{a, p, BottleneckKind::kUnknown};
+  } else {
+    Plan plan = model_.Optimize(budgets_);
+    const bool over =
+        last_current_.cpu > budgets_.cpu || last_current_.buffered_bytes > budgets_.ram_bytes;
+    const double gain = last_current_.throughput > 0
+                            ? plan.prediction.throughput / last_current_.throughput - 1
+                            : 0;
+    if (!(plan.assignment == current) && (over || gain > options_.min_gain)) {
+      const std::string reason =
+          over ? absl::StrCat("over budget (cpu ", last_current_.cpu, "/", budgets_.cpu, ", ram ",
+                              Bytes(static_cast<double>(last_current_.buffered_bytes)), "/",
+                              Bytes(static_cast<double>(budgets_.ram_bytes)), ")")
+               : absl::StrFormat("modelled throughput %.0f/s -> %.0f/s", last_current_.throughput,
+                                 plan.prediction.throughput);
+      changed |= Apply(plan.assignment, reason);
+      last_current_ = plan.prediction;
+    }
+    last_plan_ = plan;
+  }
+  // Act often while things change, then back off.
+  interval_ =
+      changed || !model_.ready()
+          ? options_.first_interval
+          : std::min(options_.max_interval, std::chrono::milliseconds(interval_.count() * 2));
+}
+
+AutotuneReport AutotuneController::Report() const {
+  std::lock_guard<std::mutex> l(mu_);
+  AutotuneReport r;
+  r.elapsed_s = Now();
+  r.steps = steps_;
+  r.cpu_budget = budgets_.cpu;
+  r.ram_budget = budgets_.ram_bytes;
+  r.history = history_;
+  r.peak_observed_buffered_bytes = peak_buffered_;
+  const auto& est = model_.nodes();
+  // The model's view of the values now in force.
+  const Prediction cur = model_.Predict(model_.Current());
+  r.modelled_throughput = cur.throughput;
+  r.predicted_buffered_bytes = cur.buffered_bytes;
+  if (!est.empty()) r.observed_throughput = est.back().observed_rate;
+  r.bottleneck_kind = last_plan_.bottleneck_kind;
+  // Named from the same plan as its kind (the values the model wants).
+  const int b = last_plan_.prediction.bottleneck;
+  if (model_.ready() && b >= 0) {
+    r.bottleneck = b < static_cast<int>(est.size()) ? est[b].name : std::string("consumer");
+  }
+  for (size_t i = 0; i < est.size(); ++i) {
+    const NodeEstimate& n = est[i];
+    StageReport s;
+    s.name = n.name;
+    s.kind = n.kind;
+    s.parallelism = n.parallelism.present ? n.parallelism.value : -1;
+    s.buffer_size = n.buffer_size.present ? n.buffer_size.value : -1;
+    s.cycle_length = n.cycle_length.present ? n.cycle_length.value : -1;
+    s.self_us = n.self_ns / 1e3;
+    s.input_ratio = i == 0 ? 0 : n.input_ratio;
+    s.bytes_per_element = n.bytes_per_element;
+    s.modelled_rate = i < cur.node_rate.size() ? cur.node_rate[i] : 0;
+    s.observed_rate = n.observed_rate;
+    s.buffered_bytes = n.buffered_bytes;
+    s.active_workers = n.active_workers;
+    r.stages.push_back(std::move(s));
+  }
+  return r;
+}
+
+std::string AutotuneReport::ToString() const {
+  std::string out = absl::StrFormat(
+      "AUTOTUNE after %.2f s, %d steps; budgets: cpu %d, ram %s\n"
+      "throughput: modelled %.1f/s, observed %.1f/s; bottleneck: %s (%s)\n"
+      "buffered: predicted %s, peak observed %s\n",
+      elapsed_s, steps, cpu_budget, Bytes(static_cast<double>(ram_budget)), modelled_throughput,
+      observed_throughput, bottleneck.empty() ? std::string("-") : bottleneck,
+      BottleneckKindName(bottleneck_kind), Bytes(static_cast<double>(predicted_buffered_bytes)),
+      Bytes(static_cast<double>(peak_observed_buffered_bytes)));
+  absl::StrAppendFormat(&out, "%-14s %-10s %4s %4s %4s %11s %6s %10s %11s %11s %10s %3s\n", "node",
+                        "kind", "par", "buf", "cyc", "self/elem", "ratio", "bytes/elem",
+                        "modelled/s", "observed/s", "buffered", "act");
+  for (const StageReport& s : stages) {
+    absl::StrAppendFormat(
+        &out, "%-14s %-10s %4s %4s %4s %8.1f us %6.2f %10s %11.1f %11.1f %10s %3d\n", s.name,
+        NodeKindName(s.kind), Knob(s.parallelism), Knob(s.buffer_size), Knob(s.cycle_length),
+        s.self_us, s.input_ratio, Bytes(s.bytes_per_element), s.modelled_rate, s.observed_rate,
+        Bytes(static_cast<double>(s.buffered_bytes)), s.active_workers);
+  }
+  absl::StrAppend(&out, "history:\n");
+  if (history.empty()) absl::StrAppend(&out, "  (no changes)\n");
+  for (const KnobChange& c : history) {
+    absl::StrAppendFormat(&out, "  t=%7.3fs %-14s %-12s %3d -> %-3d %s\n", c.time_s, c.node, c.knob,
+                          c.from, c.to, c.reason);
+  }
+  return out;
+}
+
+std::string AutotuneReport::ToJson() const {
+  std::string out = absl::StrCat(
+      "{\"elapsed_s\":", JsonNumber(elapsed_s), ",\"steps\":", steps,
+      ",\"cpu_budget\":", cpu_budget, ",\"ram_budget\":", ram_budget,
+      ",\"modelled_throughput\":", JsonNumber(modelled_throughput),
+      ",\"observed_throughput\":", JsonNumber(observed_throughput),
+      ",\"predicted_buffered_bytes\":", predicted_buffered_bytes,
+      ",\"peak_observed_buffered_bytes\":", peak_observed_buffered_bytes,
+      ",\"bottleneck\":", JsonString(bottleneck),
+      ",\"bottleneck_kind\":", JsonString(BottleneckKindName(bottleneck_kind)), ",\"stages\":[");
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const StageReport& s = stages[i];
+    absl::StrAppend(
+        &out, i ? "," : "", "{\"name\":", JsonString(s.name),
+        ",\"kind\":", JsonString(NodeKindName(s.kind)), ",\"parallelism\":", s.parallelism,
+        ",\"buffer_size\":", s.buffer_size, ",\"cycle_length\":", s.cycle_length,
+        ",\"self_us\":", JsonNumber(s.self_us), ",\"input_ratio\":", JsonNumber(s.input_ratio),
+        ",\"bytes_per_element\":", JsonNumber(s.bytes_per_element),
+        ",\"modelled_rate\":", JsonNumber(s.modelled_rate),
+        ",\"observed_rate\":", JsonNumber(s.observed_rate),
+        ",\"buffered_bytes\":", s.buffered_bytes, ",\"active_workers\":", s.active_workers, "}");
+  }
+  absl::StrAppend(&out, "],\"history\":[");
+  for (size_t i = 0; i < history.size(); ++i) {
+    const KnobChange& c = history[i];
+    absl::StrAppend(&out, i ? "," : "", "{\"time_s\":", JsonNumber(c.time_s),
+                    ",\"node\":", JsonString(c.node), ",\"knob\":", JsonString(c.knob),
+                    ",\"from\":", c.from, ",\"to\":", c.to, ",\"reason\":", JsonString(c.reason),
+                    "}");
+  }
+  absl::StrAppend(&out, "]}");
+  return out;
+}
+
+}  // namespace sluice

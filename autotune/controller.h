@@ -1,0 +1,149 @@
+#ifndef SLUICE_AUTOTUNE_CONTROLLER_H_
+#define SLUICE_AUTOTUNE_CONTROLLER_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "autotune/model.h"
+#include "dataset/iterator.h"
+#include "dataset/node_stats.h"
+#include "dataset/options.h"
+
+namespace sluice {
+
+struct AutotuneOptions {
+  // 0: the pipeline's Options::cpu_budget, else the runtime's threads.
+  int cpu_budget = 0;
+  // 0: the pipeline's Options::ram_budget, else half of MemAvailable.
+  int64_t ram_budget = 0;
+  // The first step comes this soon; the interval then doubles up to
+  // max_interval, and drops back after every change.
+  std::chrono::milliseconds first_interval{10};
+  std::chrono::milliseconds max_interval{2000};
+  // How often the observed buffered bytes are checked against ram_budget.
+  std::chrono::milliseconds enforce_interval{5};
+  // Hysteresis: a new assignment is applied only when it raises modelled
+  // throughput by this fraction (or the current one breaks a budget).
+  double min_gain = 0.05;
+};
+
+// One knob change the controller made.
+struct KnobChange {
+  double time_s = 0;  // since the controller started
+  std::string node;
+  std::string knob;  // "parallelism", "buffer_size", "cycle_length"
+  int64_t from = 0, to = 0;
+  std::string reason;
+};
+
+// One top-level node as the controller last saw it.
+struct StageReport {
+  std::string name;
+  NodeKind kind = NodeKind::kSync;
+  int64_t parallelism = -1, buffer_size = -1, cycle_length = -1;  // -1: no such knob
+  double self_us = 0;                                             // own work per element
+  double input_ratio = 0;  // input elements per output element
+  double bytes_per_element = 0;
+  double modelled_rate = 0;  // elements/s
+  double observed_rate = 0;  // elements/s over the last interval
+  int64_t buffered_bytes = 0;
+  int64_t active_workers = 0;
+};
+
+struct AutotuneReport {
+  double elapsed_s = 0;
+  int64_t steps = 0;
+  int64_t cpu_budget = 0;
+  int64_t ram_budget = 0;
+  double modelled_throughput = 0;  // root elements/s under the current values
+  double observed_throughput = 0;  // root elements/s over the last interval
+  int64_t predicted_buffered_bytes = 0;
+  int64_t peak_observed_buffered_bytes = 0;  // over every RAM check
+  std::string bottleneck;                    // node name, "consumer" or ""
+  BottleneckKind bottleneck_kind = BottleneckKind::kUnknown;
+  std::vector<StageReport> stages;
+  std::vector<KnobChange> history;  // in time order
+
+  std::string ToString() const;  // a readable table
+  std::string ToJson() const;
+};
+
+// Tunes the kAutotune knobs of one pipeline from a background thread: reads
+// the nodes' stats, updates a Model, and moves the knobs to the values the
+// model's hill climbing picks within the CPU and RAM budgets. It also shrinks
+// buffers at once whenever the observed buffered bytes exceed the RAM budget.
+// Destroying it stops and joins the thread; knobs keep their last values.
+class AutotuneController {
+ public:
+  // Tunes `iterator`'s pipeline. The controller shares the pipeline's stats
+  // registry, so it may outlive the iterator (it then tunes nothing).
+  // Budgets default from the pipeline's Options. Nodes are made at the
+  // iterator's first GetNext (or Save/Restore); the controller picks up nodes
+  // whenever they appear, and Step() applies the budgets at once.
+  static std::unique_ptr<AutotuneController> Start(const Iterator& iterator,
+                                                   AutotuneOptions options = {});
+  // Tunes the nodes registered in `registry`, whose runtime has
+  // `runtime_threads` threads.
+  static std::unique_ptr<AutotuneController> Start(std::shared_ptr<StatsRegistry> registry,
+                                                   int runtime_threads,
+                                                   const Options& pipeline_options,
+                                                   AutotuneOptions options = {});
+  ~AutotuneController();
+  AutotuneController(const AutotuneController&) = delete;
+  AutotuneController& operator=(const AutotuneController&) = delete;
+
+  // One tuning step now (the thread calls it; Iterator may call it once its
+  // nodes exist so that the budgets hold from the first element).
+  void Step();
+  // Shrinks autotuned buffers if the observed buffered bytes exceed the RAM
+  // budget; true when it changed something.
+  bool EnforceRamBudget();
+
+  AutotuneReport Report() const;
+  int64_t cpu_budget() const { return budgets_.cpu; }
+  int64_t ram_budget() const { return budgets_.ram_bytes; }
+
+ private:
+  AutotuneController(std::shared_ptr<StatsRegistry> registry, Budgets budgets,
+                     AutotuneOptions options);
+  void Loop();
+  // Under mu_.
+  std::vector<NodeSample> Sample(std::vector<std::shared_ptr<NodeStats>>* nodes) const;
+  bool EnforceRamLocked();
+  bool Apply(const Assignment& a, const std::string& reason);
+  void SetKnob(NodeStats& node, Tunable& knob, const char* knob_name, int64_t value,
+               const std::string& reason);
+  double Now() const;
+
+  const std::shared_ptr<StatsRegistry> registry_;
+  const Budgets budgets_;
+  const AutotuneOptions options_;
+  const std::chrono::steady_clock::time_point start_;
+
+  mutable std::mutex mu_;  // the model and the report
+  Model model_;
+  int64_t steps_ = 0;
+  int64_t peak_buffered_ = 0;
+  Plan last_plan_;
+  Prediction last_current_;
+  std::vector<KnobChange> history_;
+  std::chrono::milliseconds interval_;
+
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// Half of MemAvailable from /proc/meminfo (1 GiB where it cannot be read).
+int64_t DefaultRamBudget();
+
+}  // namespace sluice
+
+#endif  // SLUICE_AUTOTUNE_CONTROLLER_H_

@@ -1,0 +1,336 @@
+#include "autotune/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace sluice {
+namespace {
+
+// An async node runs ahead of its consumer on threads of its own; a parallel
+// Interleave is one too (a sequential one works in its caller's GetNext).
+bool IsAsync(const NodeEstimate& n) {
+  return n.kind == NodeKind::kAsync || (n.kind == NodeKind::kInterleave && n.parallelism.present);
+}
+
+// Only a parallel Interleave's cycle length changes its speed in the model; a
+// sequential one keeps the (order-defining) value it has.
+bool TunesCycle(const NodeEstimate& n) {
+  return n.cycle_length.autotune && n.kind == NodeKind::kInterleave && n.parallelism.present;
+}
+
+// M/M/1/K: probability that a consumer finds a buffer of `k` slots empty when
+// the producer takes `producer` and the consumer `consumer` per element.
+double ProbabilityEmpty(double producer, double consumer, int64_t k) {
+  if (producer <= 0) return 0;
+  if (consumer <= 0) return 1;
+  const double rho = consumer / producer;  // arrival rate / service rate
+  const double kk = static_cast<double>(std::max<int64_t>(1, k));
+  if (std::abs(rho - 1) < 1e-9) return 1 / (kk + 1);
+  const double denom = 1 - std::pow(rho, kk + 1);
+  if (!std::isfinite(denom)) return 0;
+  return (1 - rho) / denom;
+}
+
+double Ema(double old_value, double sample, double alpha, bool first) {
+  return first ? sample : (1 - alpha) * old_value + alpha * sample;
+}
+
+}  // namespace
+
+const char* BottleneckKindName(BottleneckKind kind) {
+  switch (kind) {
+    case BottleneckKind::kUnknown:
+      return "unknown";
+    case BottleneckKind::kCpuBound:
+      return "CPU-bound";
+    case BottleneckKind::kInputBound:
+      return "input-bound";
+    case BottleneckKind::kRamBudget:
+      return "capped by RAM budget";
+    case BottleneckKind::kCpuBudget:
+      return "capped by CPU budget";
+    case BottleneckKind::kConsumer:
+      return "consumer-bound";
+  }
+  return "unknown";
+}
+
+bool IsTopLevel(const std::string& name) { return name.find('/') == std::string::npos; }
+
+void Model::Update(const std::vector<NodeSample>& samples, int64_t now_ns) {
+  std::vector<const NodeSample*> top;
+  for (const NodeSample& s : samples) {
+    if (IsTopLevel(s.stats.name)) top.push_back(&s);
+  }
+  // Keep the estimates of nodes seen before (matched by name).
+  std::vector<NodeEstimate> next(top.size());
+  for (size_t i = 0; i < top.size(); ++i) {
+    const NodeSample& s = *top[i];
+    for (const NodeEstimate& old : nodes_) {
+      if (old.name == s.stats.name) next[i] = old;
+    }
+    NodeEstimate& n = next[i];
+    n.name = s.stats.name;
+    n.kind = s.stats.kind;
+    n.buffered_elements = s.stats.buffered_elements;
+    n.buffered_bytes = s.stats.buffered_bytes;
+    n.active_workers = s.stats.active_workers;
+    n.parallelism = s.parallelism;
+    n.buffer_size = s.buffer_size;
+    n.cycle_length = s.cycle_length;
+  }
+  auto find_prev = [&](const std::string& name) -> const Prev* {
+    for (const Prev& p : prev_) {
+      if (p.name == name) return &p;
+    }
+    return nullptr;
+  };
+  const double dt_ns = static_cast<double>(now_ns - prev_ns_);
+  if (prev_ns_ != 0 && dt_ns > 0) {
+    std::vector<int64_t> delta_elements(top.size(), -1);
+    std::vector<int64_t> delta_busy(top.size(), 0), delta_wait(top.size(), 0);
+    for (size_t i = 0; i < top.size(); ++i) {
+      const Prev* p = find_prev(top[i]->stats.name);
+      if (p == nullptr) continue;
+      delta_elements[i] = top[i]->stats.elements_produced - p->elements;
+      delta_busy[i] = top[i]->stats.busy_ns - p->busy_ns;
+      delta_wait[i] = top[i]->stats.wait_ns - p->wait_ns;
+    }
+    const bool root_measured = !top.empty() && next.back().measured;
+    for (size_t i = 0; i < top.size(); ++i) {
+      NodeEstimate& n = next[i];
+      const Prev* p = find_prev(n.name);
+      if (p == nullptr || delta_elements[i] < 0) continue;
+      const int64_t de = delta_elements[i];
+      n.observed_rate = static_cast<double>(de) * 1e9 / dt_ns;
+      if (de == 0) continue;
+      const double ded = static_cast<double>(de);
+      const bool first = !n.measured;
+      n.self_ns = Ema(n.self_ns, static_cast<double>(delta_busy[i]) / ded, alpha_, first);
+      n.bytes_per_element =
+          Ema(n.bytes_per_element,
+              static_cast<double>(top[i]->stats.bytes_produced - p->bytes) / ded, alpha_, first);
+      if (i > 0 && delta_elements[i - 1] >= 0) {
+        n.input_ratio =
+            Ema(n.input_ratio, static_cast<double>(delta_elements[i - 1]) / ded, alpha_, first);
+      }
+      n.measured = true;
+    }
+    // The caller's time per element: wall time per root element less what it
+    // spent inside GetNext (sync nodes after the last async one, and the wait
+    // on that async one).
+    const size_t root = top.size() - 1;
+    if (!top.empty() && delta_elements[root] > 0) {
+      double inside = 0;
+      for (size_t j = top.size(); j-- > 0;) {
+        inside += static_cast<double>(IsAsync(next[j]) ? delta_wait[j] : delta_busy[j]);
+        if (IsAsync(next[j])) break;
+      }
+      const double de = static_cast<double>(delta_elements[root]);
+      const double consumer = std::max(0.0, (dt_ns - inside) / de);
+      next[root].consumer_ns = Ema(next[root].consumer_ns, consumer, alpha_, !root_measured);
+    }
+  }
+  nodes_ = std::move(next);
+  prev_.clear();
+  for (const NodeSample* s : top) {
+    prev_.push_back({s->stats.name, s->stats.elements_produced, s->stats.bytes_produced,
+                     s->stats.busy_ns, s->stats.wait_ns});
+  }
+  prev_ns_ = now_ns;
+}
+
+bool Model::ready() const {
+  if (nodes_.empty()) return false;
+  for (const NodeEstimate& n : nodes_) {
+    if (!n.measured) return false;
+  }
+  return true;
+}
+
+Assignment Model::Current() const {
+  Assignment a;
+  for (const NodeEstimate& n : nodes_) {
+    a.parallelism.push_back(n.parallelism.value);
+    a.buffer_size.push_back(n.buffer_size.value);
+    a.cycle_length.push_back(n.cycle_length.value);
+  }
+  return a;
+}
+
+Prediction Model::Predict(const Assignment& a) const {
+  const size_t n = nodes_.size();
+  Prediction p;
+  p.stage_period.assign(n, 0);
+  p.node_rate.assign(n, 0);
+  if (n == 0) return p;
+  // Visits per root element: a Batch of 32 reads 32 inputs per output.
+  std::vector<double> visits(n, 1);
+  for (size_t i = n - 1; i > 0; --i) visits[i - 1] = visits[i] * nodes_[i].input_ratio;
+  std::vector<bool> input_bound(n, false);
+  double serial = 0;  // sync work not yet assigned to a stage
+  for (size_t i = 0; i < n; ++i) {
+    const NodeEstimate& node = nodes_[i];
+    const double work = node.self_ns * visits[i];
+    if (!IsAsync(node)) {
+      // A parallel Batch splits its copies over workers while its caller
+      // waits: faster serial work, on threads the async stages already count.
+      const int64_t par = node.parallelism.present ? std::max<int64_t>(1, a.parallelism[i]) : 1;
+      serial += work / static_cast<double>(par);
+      continue;
+    }
+    int64_t par = node.parallelism.present ? std::max<int64_t>(1, a.parallelism[i]) : 1;
+    if (node.kind == NodeKind::kInterleave && node.cycle_length.present) {
+      par = std::min(par, std::max<int64_t>(1, a.cycle_length[i]));
+    }
+    const double own = work / static_cast<double>(par);
+    p.stage_period[i] = std::max(serial, own);
+    input_bound[i] = serial > own;
+    if (node.parallelism.present) p.cpu += par;
+    serial = 0;
+
+    // Bytes held: Map keeps up to `parallelism` results, Prefetch its buffer,
+    // TFRecord `buffer_size` records per open file, Interleave what its open
+    // slots hold (scaled from what it holds now).
+    int64_t capacity = 0;
+    if (node.buffer_size.present) {
+      capacity = a.buffer_size[i] * (node.cycle_length.present ? a.cycle_length[i] : 1);
+    } else if (node.kind == NodeKind::kInterleave && node.cycle_length.present) {
+      const int64_t cur = std::max<int64_t>(1, node.cycle_length.value);
+      capacity = std::max(a.cycle_length[i], node.buffered_elements * a.cycle_length[i] / cur);
+    } else {
+      capacity = par;
+    }
+    p.buffered_bytes +=
+        static_cast<int64_t>(static_cast<double>(capacity) * node.bytes_per_element);
+  }
+  // Sync nodes after the last async one run on the caller's thread; so does
+  // the caller's own work.
+  if (serial > 0) p.stage_period[n - 1] = serial;
+  p.consumer_period = nodes_[n - 1].consumer_ns;
+  p.period_ns = p.consumer_period;
+  p.bottleneck = static_cast<int>(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (p.stage_period[i] > p.period_ns) {
+      p.period_ns = p.stage_period[i];
+      p.bottleneck = static_cast<int>(i);
+    }
+  }
+  // Buffer waits between each async producer and what consumes it.
+  double waits = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (!IsAsync(nodes_[k])) continue;
+    double producer = 0, consumer = p.consumer_period;
+    for (size_t j = 0; j <= k; ++j) producer = std::max(producer, p.stage_period[j]);
+    for (size_t j = k + 1; j < n; ++j) consumer = std::max(consumer, p.stage_period[j]);
+    const int64_t slots = nodes_[k].buffer_size.present   ? a.buffer_size[k]
+                          : nodes_[k].parallelism.present ? a.parallelism[k]
+                                                          : 1;
+    waits += ProbabilityEmpty(producer, consumer, slots) * std::min(producer, consumer);
+  }
+  p.period_ns += waits;
+  if (p.bottleneck < static_cast<int>(n)) p.bottleneck_input_bound = input_bound[p.bottleneck];
+  p.throughput = p.period_ns > 0 ? 1e9 / p.period_ns : 0;
+  for (size_t i = 0; i < n; ++i) p.node_rate[i] = p.throughput * visits[i];
+  return p;
+}
+
+Plan Model::Optimize(const Budgets& budgets, double min_step_gain) const {
+  Plan plan;
+  const size_t n = nodes_.size();
+  Assignment a = Current();
+  for (size_t i = 0; i < n; ++i) {
+    const NodeEstimate& node = nodes_[i];
+    if (node.parallelism.autotune) a.parallelism[i] = node.parallelism.min;
+    if (node.buffer_size.autotune) a.buffer_size[i] = node.buffer_size.min;
+    if (TunesCycle(node)) a.cycle_length[i] = node.cycle_length.min;
+  }
+  enum class Blocked { kNo, kCpu, kRam };
+  auto check = [&](const Prediction& p) {
+    if (p.cpu > budgets.cpu) return Blocked::kCpu;
+    if (budgets.ram_bytes > 0 && p.buffered_bytes > budgets.ram_bytes) return Blocked::kRam;
+    return Blocked::kNo;
+  };
+  // Candidate steps: +1 on one knob, or on parallelism and cycle_length
+  // together (an Interleave's parallelism is capped by its cycle).
+  auto steps = [&](const Assignment& from) {
+    std::vector<std::pair<Assignment, size_t>> out;
+    for (size_t i = 0; i < n; ++i) {
+      const NodeEstimate& node = nodes_[i];
+      const bool par = node.parallelism.autotune && from.parallelism[i] < node.parallelism.max;
+      const bool buf = node.buffer_size.autotune && from.buffer_size[i] < node.buffer_size.max;
+      const bool cyc = TunesCycle(node) && from.cycle_length[i] < node.cycle_length.max;
+      if (par) {
+        out.push_back({from, i});
+        ++out.back().first.parallelism[i];
+      }
+      if (buf) {
+        out.push_back({from, i});
+        ++out.back().first.buffer_size[i];
+      }
+      if (cyc) {
+        out.push_back({from, i});
+        ++out.back().first.cycle_length[i];
+      }
+      if (par && cyc) {
+        out.push_back({from, i});
+        ++out.back().first.parallelism[i];
+        ++out.back().first.cycle_length[i];
+      }
+    }
+    return out;
+  };
+  Prediction cur = Predict(a);
+  for (int iter = 0; iter < 4096; ++iter) {
+    double best_gain = min_step_gain;
+    const Assignment* best = nullptr;
+    Prediction best_pred;
+    auto cands = steps(a);
+    for (const auto& [cand, node] : cands) {
+      Prediction p = Predict(cand);
+      if (check(p) != Blocked::kNo) continue;
+      const double gain = cur.throughput > 0 ? (p.throughput - cur.throughput) / cur.throughput : 0;
+      if (gain > best_gain) {
+        best_gain = gain;
+        best = &cand;
+        best_pred = p;
+      }
+    }
+    if (best == nullptr) break;
+    a = *best;
+    cur = best_pred;
+  }
+  plan.assignment = a;
+  plan.prediction = cur;
+
+  // Why it goes no faster.
+  if (!ready()) {
+    plan.bottleneck_kind = BottleneckKind::kUnknown;
+  } else if (cur.bottleneck >= static_cast<int>(n)) {
+    plan.bottleneck_kind = BottleneckKind::kConsumer;
+  } else {
+    const size_t b = static_cast<size_t>(cur.bottleneck);
+    const NodeEstimate& node = nodes_[b];
+    if (!IsAsync(node)) {
+      plan.bottleneck_kind = BottleneckKind::kCpuBound;  // serial work on the caller's thread
+    } else if (cur.bottleneck_input_bound) {
+      plan.bottleneck_kind = BottleneckKind::kInputBound;
+    } else {
+      plan.bottleneck_kind = BottleneckKind::kCpuBound;
+      // Would one more worker (or slot) there help, and what forbids it?
+      for (const auto& [cand, node_index] : steps(a)) {
+        if (node_index != b) continue;
+        Prediction p = Predict(cand);
+        if (p.throughput <= cur.throughput * (1 + min_step_gain)) continue;
+        const Blocked why = check(p);
+        if (why == Blocked::kCpu) plan.bottleneck_kind = BottleneckKind::kCpuBudget;
+        if (why == Blocked::kRam) plan.bottleneck_kind = BottleneckKind::kRamBudget;
+        if (why != Blocked::kNo) break;
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace sluice

@@ -1,0 +1,135 @@
+#ifndef SLUICE_AUTOTUNE_MODEL_H_
+#define SLUICE_AUTOTUNE_MODEL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dataset/node_stats.h"
+
+namespace sluice {
+
+// Why the pipeline cannot go faster under the chosen values.
+enum class BottleneckKind {
+  kUnknown,     // no elements measured yet
+  kCpuBound,    // the slowest stage is at its knob's maximum (or has no knob)
+  kInputBound,  // the slowest stage waits on serial input work no knob speeds up
+  kRamBudget,   // a larger buffer or parallelism would help but exceeds ram_budget
+  kCpuBudget,   // more parallelism would help but exceeds cpu_budget
+  kConsumer,    // the pipeline outruns the code calling GetNext
+};
+const char* BottleneckKindName(BottleneckKind kind);
+
+// One knob of one node as the model sees it.
+struct KnobState {
+  bool present = false;
+  bool autotune = false;
+  int64_t value = 0, min = 1, max = 1;
+};
+
+// What the model knows about one top-level node. Times are nanoseconds per
+// element of this node's output.
+struct NodeEstimate {
+  std::string name;
+  NodeKind kind = NodeKind::kSync;
+  bool measured = false;         // at least one interval with output
+  double self_ns = 0;            // own work per element (moving average)
+  double input_ratio = 1;        // input elements consumed per output element
+  double bytes_per_element = 0;  // moving average
+  double observed_rate = 0;      // elements/s over the last interval
+  // Root node only: the caller's own time between GetNext calls, per element.
+  double consumer_ns = 0;
+  int64_t buffered_elements = 0;  // last sample
+  int64_t buffered_bytes = 0;     // last sample (0 where the node does not count bytes)
+  int64_t active_workers = 0;     // last sample
+  KnobState parallelism, buffer_size, cycle_length;
+};
+
+// One node's counters and knobs at one moment.
+struct NodeSample {
+  NodeStatsSnapshot stats;
+  KnobState parallelism, buffer_size, cycle_length;
+};
+
+// Values for every knob of every node: index = node index in the model.
+struct Assignment {
+  std::vector<int64_t> parallelism, buffer_size, cycle_length;
+  bool operator==(const Assignment& o) const = default;
+};
+
+struct Prediction {
+  double throughput = 0;             // root elements per second
+  double period_ns = 0;              // time per root element
+  std::vector<double> stage_period;  // per node: period of the stage it ends (0: not a stage end)
+  double consumer_period = 0;        // the caller's time per element
+  std::vector<double> node_rate;     // per node: modelled output elements per second
+  int64_t buffered_bytes = 0;        // buffered bytes the assignment implies
+  int64_t cpu = 0;                   // sum of parallelism of the async stages
+  int bottleneck = -1;  // node index ending the slowest stage; nodes.size(): the consumer
+  bool bottleneck_input_bound = false;
+};
+
+struct Budgets {
+  int64_t cpu = 1;
+  int64_t ram_bytes = 0;
+};
+
+struct Plan {
+  Assignment assignment;
+  Prediction prediction;
+  BottleneckKind bottleneck_kind = BottleneckKind::kUnknown;
+};
+
+// Estimates per-node costs from successive stats snapshots and predicts
+// throughput for candidate knob values. The pipeline is modelled as the chain
+// of its top-level nodes in registry order (inputs first); inner pipelines of
+// an Interleave ("Interleave[3]/...") are part of the Interleave's own work.
+//
+// Stages: every async node (and the consumer's thread at the root) runs the
+// synchronous nodes upstream of it serially, and its own work on
+// `parallelism` workers, so its stage period is
+//   max(sum of upstream sync work, own work / parallelism)
+// per root element (tf.data's "output time = max(self / parallelism, input
+// time)"); the pipeline runs at its slowest stage. A finite buffer between an
+// async producer and its consumer adds the M/M/1/K wait
+//   P(buffer empty) * min(producer, consumer) period
+// which shrinks as the buffer grows: that is what buffers buy.
+class Model {
+ public:
+  // Moving-average weight of a new interval.
+  explicit Model(double alpha = 0.3) : alpha_(alpha) {}
+
+  // Folds in a snapshot taken at `now_ns` (steady clock). The first call only
+  // sets the baseline.
+  void Update(const std::vector<NodeSample>& samples, int64_t now_ns);
+  // Sets estimates directly (tests, replaying recorded stats).
+  void SetEstimates(std::vector<NodeEstimate> nodes) { nodes_ = std::move(nodes); }
+
+  const std::vector<NodeEstimate>& nodes() const { return nodes_; }
+  bool ready() const;  // every node that matters has been measured
+
+  Assignment Current() const;
+  Prediction Predict(const Assignment& a) const;
+  // Greedy hill climbing from the smallest values: repeatedly take the single
+  // knob step with the largest modelled gain that stays within the budgets,
+  // until no step gains `min_step_gain` (relative).
+  Plan Optimize(const Budgets& budgets, double min_step_gain = 0.01) const;
+
+ private:
+  struct Prev {
+    std::string name;
+    int64_t elements, bytes, busy_ns, wait_ns;
+  };
+  double alpha_;
+  std::vector<NodeEstimate> nodes_;
+  std::vector<Prev> prev_;
+  int64_t prev_ns_ = 0;
+};
+
+// True for a node of the top-level chain (not inside an Interleave's inner
+// pipeline).
+bool IsTopLevel(const std::string& name);
+
+}  // namespace sluice
+
+#endif  // SLUICE_AUTOTUNE_MODEL_H_

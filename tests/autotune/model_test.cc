@@ -1,0 +1,212 @@
+#include "autotune/model.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace sluice {
+namespace {
+
+constexpr double kMs = 1e6;  // ns
+constexpr int64_t kMiB = 1 << 20;
+
+KnobState Knob(int64_t value, int64_t min, int64_t max, bool autotune = true) {
+  KnobState k;
+  k.present = true;
+  k.autotune = autotune;
+  k.value = value;
+  k.min = min;
+  k.max = max;
+  return k;
+}
+
+NodeEstimate Node(const std::string& name, NodeKind kind, double self_ns, double bpe = 8) {
+  NodeEstimate n;
+  n.name = name;
+  n.kind = kind;
+  n.measured = true;
+  n.self_ns = self_ns;
+  n.bytes_per_element = bpe;
+  return n;
+}
+
+// Range -> Map(self, autotune up to `max_par`) -> Prefetch(autotune).
+Model MapPipeline(double source_ns, double map_ns, int64_t max_par, double bpe = 8,
+                  double consumer_ns = 0) {
+  std::vector<NodeEstimate> nodes;
+  nodes.push_back(Node("Range[0]", NodeKind::kSource, source_ns, bpe));
+  NodeEstimate map = Node("Map[1]", NodeKind::kAsync, map_ns, bpe);
+  map.parallelism = Knob(1, 1, max_par);
+  nodes.push_back(map);
+  NodeEstimate prefetch = Node("Prefetch[2]", NodeKind::kAsync, 1000, bpe);
+  prefetch.buffer_size = Knob(2, 1, 64);
+  prefetch.consumer_ns = consumer_ns;
+  nodes.push_back(prefetch);
+  Model m;
+  m.SetEstimates(nodes);
+  return m;
+}
+
+TEST(ModelTest, CpuBoundMapTakesTheWholeCpuBudget) {
+  // A 2 ms map fed by a 1 us source: each worker adds throughput until the
+  // budget of 2 is spent.
+  Model m = MapPipeline(1000, 2 * kMs, 8);
+  Plan plan = m.Optimize({2, 1 << 30});
+  EXPECT_EQ(plan.assignment.parallelism[1], 2);
+  EXPECT_EQ(plan.prediction.cpu, 2);
+  EXPECT_EQ(plan.prediction.bottleneck, 1);
+  EXPECT_EQ(plan.bottleneck_kind, BottleneckKind::kCpuBudget);
+  EXPECT_NEAR(plan.prediction.throughput, 1000.0, 5.0);  // 2 workers x 500/s
+}
+
+TEST(ModelTest, MapAtItsMaximumIsCpuBound) {
+  Model m = MapPipeline(1000, 2 * kMs, 4);
+  Plan plan = m.Optimize({16, 1 << 30});
+  EXPECT_EQ(plan.assignment.parallelism[1], 4);
+  EXPECT_EQ(plan.bottleneck_kind, BottleneckKind::kCpuBound);
+}
+
+TEST(ModelTest, InputBoundMapStopsWhereMoreWorkersStopHelping) {
+  // A 1.2 ms source caps the pipeline at 833/s: a 2 ms map needs 2 workers,
+  // a third one gains nothing.
+  Model m = MapPipeline(1.2 * kMs, 2 * kMs, 8);
+  Plan plan = m.Optimize({8, 1 << 30});
+  EXPECT_EQ(plan.assignment.parallelism[1], 2);
+  EXPECT_EQ(plan.bottleneck_kind, BottleneckKind::kInputBound);
+  EXPECT_NEAR(plan.prediction.throughput, 1e9 / (1.2 * kMs), 5.0);
+}
+
+TEST(ModelTest, PredictFollowsTheSlowestStage) {
+  Model m = MapPipeline(1000, 2 * kMs, 8);
+  Assignment a = m.Current();
+  a.parallelism[1] = 1;
+  const double one = m.Predict(a).throughput;
+  a.parallelism[1] = 4;
+  const double four = m.Predict(a).throughput;
+  EXPECT_NEAR(one, 500.0, 3.0);
+  EXPECT_NEAR(four, 2000.0, 20.0);
+  EXPECT_EQ(m.Predict(a).cpu, 4);
+}
+
+TEST(ModelTest, BuffersGrowWhenTheConsumerKeepsPaceAndStopAtTheRamBudget) {
+  // 8 MiB elements; the map (2 workers of 4 ms) and the consumer (2 ms) run
+  // at the same pace, so a deeper prefetch buffer hides more stalls.
+  Model roomy = MapPipeline(1000, 4 * kMs, 2, 8 * kMiB, 2 * kMs);
+  Plan big = roomy.Optimize({2, int64_t{1} << 34});
+  Model tight = MapPipeline(1000, 4 * kMs, 2, 8 * kMiB, 2 * kMs);
+  Plan small = tight.Optimize({2, 64 * kMiB});
+  EXPECT_EQ(small.assignment.parallelism[1], 2);
+  EXPECT_GT(small.assignment.buffer_size[2], 2);
+  EXPECT_LE(small.prediction.buffered_bytes, 64 * kMiB);
+  // 2 map results + 6 prefetched elements fill 64 MiB exactly.
+  EXPECT_EQ(small.assignment.buffer_size[2], 6);
+  EXPECT_GT(big.assignment.buffer_size[2], small.assignment.buffer_size[2]);
+  EXPECT_GT(big.prediction.throughput, small.prediction.throughput);
+}
+
+TEST(ModelTest, ParallelismCappedByRamBudget) {
+  // Each in-flight map result holds 8 MiB: 24 MiB allows 2 results plus one
+  // prefetched element, though 8 workers would be 4x faster.
+  Model m = MapPipeline(1000, 4 * kMs, 8, 8 * kMiB);
+  Plan plan = m.Optimize({8, 24 * kMiB});
+  EXPECT_EQ(plan.assignment.parallelism[1], 2);
+  EXPECT_EQ(plan.assignment.buffer_size[2], 1);
+  EXPECT_EQ(plan.bottleneck_kind, BottleneckKind::kRamBudget);
+}
+
+TEST(ModelTest, FixedKnobsAreLeftAlone) {
+  Model m = MapPipeline(1000, 2 * kMs, 8);
+  std::vector<NodeEstimate> nodes = m.nodes();
+  nodes[1].parallelism = Knob(3, 3, 3, /*autotune=*/false);
+  m.SetEstimates(nodes);
+  Plan plan = m.Optimize({8, 1 << 30});
+  EXPECT_EQ(plan.assignment.parallelism[1], 3);
+  EXPECT_EQ(plan.bottleneck_kind, BottleneckKind::kCpuBound);
+}
+
+TEST(ModelTest, SlowConsumerIsTheBottleneck) {
+  Model m = MapPipeline(1000, 2 * kMs, 8, 8, 10 * kMs);
+  Plan plan = m.Optimize({8, 1 << 30});
+  EXPECT_EQ(plan.bottleneck_kind, BottleneckKind::kConsumer);
+  EXPECT_LE(plan.prediction.throughput, 100.0);
+  EXPECT_GT(plan.prediction.throughput, 90.0);
+}
+
+NodeSample Sample(const std::string& name, NodeKind kind, int64_t elements, int64_t bytes,
+                  int64_t busy_ns, int64_t wait_ns = 0) {
+  NodeSample s;
+  s.stats =
+      NodeStatsSnapshot{name, kind, elements, bytes, busy_ns, wait_ns, 0, 0, 0, 0, -1, -1, -1};
+  return s;
+}
+
+TEST(ModelTest, UpdateEstimatesCostsRatiosAndRatesFromDeltas) {
+  // Recorded stats of Range -> Batch(4) over 100 ms.
+  Model m;
+  m.Update({Sample("Range[0]", NodeKind::kSource, 40, 320, 4000),
+            Sample("Batch[1]", NodeKind::kSync, 10, 320, 50000),
+            Sample("Interleave[2]/Range[0]", NodeKind::kSource, 7, 0, 0)},
+           1'000'000'000);
+  EXPECT_FALSE(m.ready());
+  m.Update({Sample("Range[0]", NodeKind::kSource, 440, 3520, 44000),
+            Sample("Batch[1]", NodeKind::kSync, 110, 3520, 550000),
+            Sample("Interleave[2]/Range[0]", NodeKind::kSource, 9, 0, 0)},
+           1'100'000'000);
+  ASSERT_TRUE(m.ready());
+  ASSERT_EQ(m.nodes().size(), 2u);  // the inner node is the Interleave's work
+  const NodeEstimate& range = m.nodes()[0];
+  const NodeEstimate& batch = m.nodes()[1];
+  EXPECT_DOUBLE_EQ(range.self_ns, 100);
+  EXPECT_DOUBLE_EQ(range.bytes_per_element, 8);
+  EXPECT_DOUBLE_EQ(range.observed_rate, 4000);
+  EXPECT_DOUBLE_EQ(batch.input_ratio, 4);
+  EXPECT_DOUBLE_EQ(batch.self_ns, 5000);
+  EXPECT_DOUBLE_EQ(batch.bytes_per_element, 32);
+  EXPECT_DOUBLE_EQ(batch.observed_rate, 1000);
+  // 100 ms for 100 batches, of which 100 * (5 us + 4 x 0.1 us) inside GetNext.
+  EXPECT_NEAR(batch.consumer_ns, 1e6 - 5400, 1e-6);
+  // Pipeline period: 4 x 100 ns + 5000 ns of sync work, plus the caller's.
+  Prediction p = m.Predict(m.Current());
+  EXPECT_NEAR(p.period_ns, 1e6 - 5400, 1e-6);  // the caller is slowest
+  EXPECT_EQ(p.bottleneck, 2);
+  EXPECT_DOUBLE_EQ(p.stage_period[1], 5400);
+
+  // A moving average: a third interval at twice the cost moves it by alpha.
+  m.Update({Sample("Range[0]", NodeKind::kSource, 840, 6720, 124000),
+            Sample("Batch[1]", NodeKind::kSync, 210, 6720, 1550000)},
+           1'200'000'000);
+  EXPECT_DOUBLE_EQ(m.nodes()[0].self_ns, 0.7 * 100 + 0.3 * 200);
+  EXPECT_DOUBLE_EQ(m.nodes()[1].self_ns, 0.7 * 5000 + 0.3 * 10000);
+}
+
+TEST(ModelTest, ParallelInterleaveGrowsCycleWithParallelismSequentialKeepsIt) {
+  // Range -> Interleave(parallel, autotune, 3 ms of inner reads per element).
+  std::vector<NodeEstimate> nodes;
+  nodes.push_back(Node("Range[0]", NodeKind::kSource, 1000));
+  NodeEstimate il = Node("Interleave[1]", NodeKind::kInterleave, 3 * kMs);
+  il.input_ratio = 0.01;
+  il.parallelism = Knob(1, 1, 4);
+  il.cycle_length = Knob(1, 1, 4);
+  nodes.push_back(il);
+  Model m;
+  m.SetEstimates(nodes);
+  Plan plan = m.Optimize({3, 1 << 30});
+  EXPECT_EQ(plan.assignment.parallelism[1], 3);
+  EXPECT_EQ(plan.assignment.cycle_length[1], 3);  // parallelism is capped by the cycle
+  EXPECT_EQ(plan.bottleneck_kind, BottleneckKind::kCpuBudget);
+
+  nodes[1].parallelism = KnobState{};  // sequential: cycle_length stays as it is
+  nodes[1].cycle_length = Knob(4, 1, 4);
+  m.SetEstimates(nodes);
+  EXPECT_EQ(m.Optimize({3, 1 << 30}).assignment.cycle_length[1], 4);
+}
+
+TEST(ModelTest, BottleneckNames) {
+  EXPECT_STREQ(BottleneckKindName(BottleneckKind::kCpuBound), "CPU-bound");
+  EXPECT_STREQ(BottleneckKindName(BottleneckKind::kInputBound), "input-bound");
+  EXPECT_STREQ(BottleneckKindName(BottleneckKind::kRamBudget), "capped by RAM budget");
+  EXPECT_STREQ(BottleneckKindName(BottleneckKind::kCpuBudget), "capped by CPU budget");
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,408 @@
+// Tests `sluice convert` and `sluice bench` by running the built binary on tiny hand-made inputs
+// and reading the shards back with the library's reader and parser.
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "io/example_parser.h"
+#include "io/feature_spec.h"
+#include "io/proto/example.pb.h"
+#include "io/tfrecord_reader.h"
+#include "ops/decode_jpeg.h"
+#include "ops/encode_jpeg.h"
+#include "tests/tools/cli_test_util.h"
+
+namespace sluice {
+namespace {
+
+namespace fs = std::filesystem;
+using ::sluice::cli_test::CliResult;
+using ::sluice::cli_test::ReadWholeFile;
+using ::sluice::cli_test::RunSluice;
+using ::sluice::cli_test::ShellQuote;
+using ::sluice::cli_test::TempPath;
+using ::sluice::cli_test::TestData;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+struct Record {
+  std::string encoded;
+  int64_t label, height, width;
+  std::string format;
+};
+
+// An IDX file written byte by byte (big-endian header), gzipped.
+void WriteIdx(const std::string& path, std::vector<uint32_t> dims, const std::string& data) {
+  std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
+  for (uint32_t d : dims) {
+    for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<char>(d >> shift));
+  }
+  bytes += data;
+  gzFile out = gzopen(path.c_str(), "wb");
+  ASSERT_NE(out, nullptr);
+  ASSERT_EQ(gzwrite(out, bytes.data(), bytes.size()), static_cast<int>(bytes.size()));
+  ASSERT_EQ(gzclose(out), Z_OK);
+}
+
+std::vector<std::string> ReadRecords(const std::string& path) {
+  std::vector<std::string> records;
+  absl::StatusOr<std::unique_ptr<TFRecordReader>> reader = TFRecordReader::Open(path);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return records;
+  std::string record;
+  while (true) {
+    absl::StatusOr<bool> more = (*reader)->ReadRecord(&record);
+    EXPECT_TRUE(more.ok()) << more.status();
+    if (!more.ok() || !*more) break;
+    records.push_back(record);
+  }
+  return records;
+}
+
+Record ParseRecord(const std::string& serialized) {
+  FeatureSpec spec;
+  spec.features = {{"image/encoded", FixedLenFeature{DType::kBytes, {}}},
+                   {"image/class/label", FixedLenFeature{DType::kInt64, {}}},
+                   {"image/height", FixedLenFeature{DType::kInt64, {}}},
+                   {"image/width", FixedLenFeature{DType::kInt64, {}}},
+                   {"image/format", FixedLenFeature{DType::kBytes, {}}}};
+  absl::StatusOr<std::vector<Tensor>> t = ParseExample(serialized, spec);
+  EXPECT_TRUE(t.ok()) << t.status();
+  if (!t.ok()) return {};
+  return {(*t)[0].scalar<std::string>(), (*t)[1].scalar<int64_t>(), (*t)[2].scalar<int64_t>(),
+          (*t)[3].scalar<int64_t>(), (*t)[4].scalar<std::string>()};
+}
+
+std::vector<std::string> DirEntries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The records of shards DIR/PREFIX-0000i-of-0000N in shard order, and each shard's count.
+std::vector<Record> ReadShards(const std::string& dir, const std::string& prefix, int shards,
+                               std::vector<size_t>* counts = nullptr) {
+  std::vector<Record> records;
+  for (int i = 0; i < shards; ++i) {
+    char name[64];
+    std::snprintf(name, sizeof(name), "%s-%05d-of-%05d.tfrecord", prefix.c_str(), i, shards);
+    std::vector<std::string> raw = ReadRecords(dir + "/" + name);
+    if (counts != nullptr) counts->push_back(raw.size());
+    for (const std::string& r : raw) records.push_back(ParseRecord(r));
+  }
+  return records;
+}
+
+// A source directory with Fashion-MNIST-named IDX files: 5 train and 3 test images of
+// height x width, pixel (n, y, x) = (n * 40 + y * width + x) % 256 (a smooth ramp, which JPEG
+// keeps close), label n % 10 scrambled a little.
+std::string MakeMnistSource(int height, int width) {
+  std::string dir = TempPath("mnist_src");
+  fs::create_directories(dir);
+  for (auto [prefix, count] : {std::pair{"train", 5}, std::pair{"t10k", 3}}) {
+    std::string pixels, labels;
+    for (int n = 0; n < count; ++n) {
+      for (int i = 0; i < height * width; ++i) pixels.push_back(static_cast<char>(n * 40 + i * 3));
+      labels.push_back(static_cast<char>((n * 7) % 10));
+    }
+    WriteIdx(
+        dir + "/" + prefix + "-images-idx3-ubyte.gz",
+        {static_cast<uint32_t>(count), static_cast<uint32_t>(height), static_cast<uint32_t>(width)},
+        pixels);
+    WriteIdx(dir + "/" + prefix + "-labels-idx1-ubyte.gz", {static_cast<uint32_t>(count)}, labels);
+  }
+  return dir;
+}
+
+uint8_t ExpectedPixel(int n, int i) { return static_cast<uint8_t>(n * 40 + i * 3); }
+
+TEST(ConvertFashionMnistTest, RawPixelsExactly) {
+  std::string source = MakeMnistSource(3, 2);
+  std::string out = TempPath("mnist_raw");
+  CliResult r = RunSluice("convert fashion-mnist --source " + ShellQuote(source) + " --out " +
+                          ShellQuote(out) + " --shards 2 --format raw --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"splits\": [{\"name\": \"train\", \"examples\": 5, "));
+  EXPECT_THAT(r.out, HasSubstr("{\"name\": \"test\", \"examples\": 3, "));
+  // Exactly the shards and labels.txt: no temporary files left.
+  EXPECT_THAT(
+      DirEntries(out),
+      ElementsAre("labels.txt", "test-00000-of-00002.tfrecord", "test-00001-of-00002.tfrecord",
+                  "train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"));
+  EXPECT_EQ(ReadWholeFile(out + "/labels.txt"),
+            "T-shirt/top\nTrouser\nPullover\nDress\nCoat\nSandal\nShirt\nSneaker\nBag\nAnkle "
+            "boot\n");
+  for (auto [prefix, count] : {std::pair{"train", 5}, std::pair{"test", 3}}) {
+    std::vector<size_t> counts;
+    std::vector<Record> records = ReadShards(out, prefix, 2, &counts);
+    ASSERT_EQ(records.size(), static_cast<size_t>(count)) << prefix;
+    // Contiguous blocks: 5 -> 3 + 2, 3 -> 2 + 1.
+    EXPECT_EQ(counts[0], static_cast<size_t>((count + 1) / 2)) << prefix;
+    for (int n = 0; n < count; ++n) {
+      const Record& rec = records[n];
+      EXPECT_EQ(rec.label, (n * 7) % 10);
+      EXPECT_EQ(rec.height, 3);
+      EXPECT_EQ(rec.width, 2);
+      EXPECT_EQ(rec.format, "raw");
+      ASSERT_EQ(rec.encoded.size(), 6u);
+      for (int i = 0; i < 6; ++i) {
+        EXPECT_EQ(static_cast<uint8_t>(rec.encoded[i]), ExpectedPixel(n, i)) << n << " " << i;
+      }
+    }
+  }
+}
+
+TEST(ConvertFashionMnistTest, JpegDecodesToThePixels) {
+  std::string source = MakeMnistSource(16, 16);
+  std::string out = TempPath("mnist_jpeg");
+  CliResult r = RunSluice("convert fashion-mnist --source " + ShellQuote(source) + " --out " +
+                          ShellQuote(out) + " --shards 1 --quality 100");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("train: 5 examples in 1 shards"));
+  std::vector<Record> records = ReadShards(out, "train", 1);
+  ASSERT_EQ(records.size(), 5u);
+  for (int n = 0; n < 5; ++n) {
+    EXPECT_EQ(records[n].format, "jpeg");
+    EXPECT_EQ(records[n].label, (n * 7) % 10);
+    absl::StatusOr<Tensor> image = DecodeJpeg(records[n].encoded);
+    ASSERT_TRUE(image.ok()) << image.status();
+    ASSERT_EQ(image->shape(), (Shape{16, 16, 1}));  // Grayscale JPEG.
+    const uint8_t* p = image->data<uint8_t>();
+    int worst = 0;
+    for (int i = 0; i < 256; ++i) worst = std::max(worst, std::abs(p[i] - ExpectedPixel(n, i)));
+    // The ramp wraps at 256 (a hard edge), which JPEG smears: allow a margin, not equality.
+    EXPECT_LT(worst, 100) << n;
+    int close = 0;
+    for (int i = 0; i < 256; ++i) close += std::abs(p[i] - ExpectedPixel(n, i)) <= 6;
+    EXPECT_GT(close, 200) << n;
+  }
+}
+
+// Our keys have the same feature kinds as the independently written fixture's.
+TEST(ConvertFashionMnistTest, KeysAndTypesMatchTheFixture) {
+  std::string source = MakeMnistSource(4, 4);
+  std::string out = TempPath("mnist_keys");
+  ASSERT_EQ(RunSluice("convert fashion-mnist --source " + ShellQuote(source) + " --out " +
+                      ShellQuote(out) + " --shards 1")
+                .exit_code,
+            0);
+  proto::Example ours, fixture;
+  ASSERT_TRUE(ours.ParseFromString(ReadRecords(out + "/train-00000-of-00001.tfrecord")[0]));
+  ASSERT_TRUE(fixture.ParseFromString(ReadRecords(TestData("images3.tfrecord"))[0]));
+  for (const char* key : {"image/encoded", "image/class/label", "image/format"}) {
+    ASSERT_TRUE(ours.features().feature().contains(key)) << key;
+    ASSERT_TRUE(fixture.features().feature().contains(key)) << key;
+    EXPECT_EQ(ours.features().feature().at(key).kind_case(),
+              fixture.features().feature().at(key).kind_case())
+        << key;
+  }
+  EXPECT_EQ(ours.features().feature().at("image/format").bytes_list().value(0),
+            fixture.features().feature().at("image/format").bytes_list().value(0));  // "jpeg"
+  EXPECT_EQ(ours.features().feature().at("image/height").kind_case(), proto::Feature::kInt64List);
+  EXPECT_EQ(ours.features().feature().at("image/width").kind_case(), proto::Feature::kInt64List);
+}
+
+TEST(ConvertFashionMnistTest, MissingSourceFailsNamingTheFile) {
+  std::string out = TempPath("mnist_missing");
+  CliResult r =
+      RunSluice("convert fashion-mnist --source /nonexistent-dir --out " + ShellQuote(out));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent-dir/train-images-idx3-ubyte.gz"));
+}
+
+TEST(ConvertTest, UsageErrors) {
+  EXPECT_EQ(RunSluice("convert").exit_code, 2);
+  EXPECT_EQ(RunSluice("convert cifar --out x").exit_code, 2);
+  EXPECT_EQ(RunSluice("convert fashion-mnist").exit_code, 2);  // No --out.
+  EXPECT_EQ(RunSluice("convert fashion-mnist --out x --format png").exit_code, 2);
+  EXPECT_EQ(RunSluice("convert fashion-mnist --out x --shards 0").exit_code, 2);
+  EXPECT_EQ(RunSluice("convert images --out x").exit_code, 2);  // No ROOT.
+  CliResult help = RunSluice("convert images --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.out, HasSubstr("--skip-bad"));
+}
+
+// The three photos of the fixture, as JPEG files.
+std::vector<std::string> FixturePhotos() {
+  std::vector<std::string> photos;
+  FeatureSpec spec;
+  spec.features = {{"image/encoded", FixedLenFeature{DType::kBytes, {}}}};
+  for (const std::string& record : ReadRecords(TestData("images3.tfrecord"))) {
+    absl::StatusOr<std::vector<Tensor>> t = ParseExample(record, spec);
+    EXPECT_TRUE(t.ok()) << t.status();
+    if (t.ok()) photos.push_back((*t)[0].scalar<std::string>());
+  }
+  return photos;
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+}
+
+// ROOT/{dog,ant,cat}: 3 fixture photos and 3 small JPEGs made here; classes sort to
+// ant=0, cat=1, dog=2. Returns path -> (bytes, label).
+std::map<std::string, std::pair<std::string, int64_t>> MakeImageTree(const std::string& root) {
+  std::map<std::string, std::pair<std::string, int64_t>> files;
+  std::vector<std::string> photos = FixturePhotos();
+  EXPECT_EQ(photos.size(), 3u);
+  Tensor small(DType::kUint8, Shape{8, 12, 3});
+  for (int i = 0; i < 8 * 12 * 3; ++i) small.data<uint8_t>()[i] = static_cast<uint8_t>(i);
+  absl::StatusOr<std::string> made = EncodeJpeg(small);
+  EXPECT_TRUE(made.ok());
+  const std::vector<std::pair<std::string, std::pair<std::string, int64_t>>> tree = {
+      {"dog/p0.jpg", {photos[0], 2}},     {"cat/p1.jpg", {photos[1], 1}},
+      {"cat/sub/p2.jpg", {photos[2], 1}}, {"ant/a.jpg", {*made, 0}},
+      {"ant/b.JPEG", {*made, 0}},         {"dog/c.jpg", {*made, 2}}};
+  for (const auto& [name, content] : tree) {
+    WriteFile(root + "/" + name, content.first);
+    files[name] = content;
+  }
+  return files;
+}
+
+TEST(ConvertImagesTest, CopiesJpegsWithLabelsAndSizes) {
+  std::string root = TempPath("tree");
+  auto files = MakeImageTree(root);
+  WriteFile(root + "/.hidden/x.jpg", "not a jpeg, and not a class");
+  std::string out = TempPath("images_out");
+  CliResult r = RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) +
+                          " --shards 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"examples\": 6, \"skipped\": 0, \"shards\": 4"));
+  EXPECT_THAT(r.out, HasSubstr("{\"name\": \"ant\", \"examples\": 2}"));
+  EXPECT_EQ(ReadWholeFile(out + "/labels.txt"), "ant\ncat\ndog\n");
+  EXPECT_EQ(DirEntries(out).size(), 5u);  // 4 shards + labels.txt, no temporary files.
+  std::vector<size_t> counts;
+  std::vector<Record> records = ReadShards(out, "train", 4, &counts);
+  ASSERT_EQ(records.size(), 6u);
+  EXPECT_THAT(counts, ElementsAre(2, 1, 2, 1));  // floor(k * 4 / 6) for k = 0..5
+  // Each source file appears once, bytes unchanged, with its folder's label.
+  std::multiset<std::pair<std::string, int64_t>> expected, got;
+  for (const auto& [name, content] : files) expected.insert(content);
+  for (const Record& rec : records) {
+    got.insert({rec.encoded, rec.label});
+    EXPECT_EQ(rec.format, "jpeg");
+    absl::StatusOr<JpegHeader> header = ReadJpegHeader(rec.encoded);
+    ASSERT_TRUE(header.ok());
+    EXPECT_EQ(rec.height, header->height);
+    EXPECT_EQ(rec.width, header->width);
+  }
+  EXPECT_TRUE(got == expected);
+  EXPECT_EQ(records.back().height > 0, true);
+}
+
+TEST(ConvertImagesTest, OrderIsDeterministicPerSeed) {
+  std::string root = TempPath("tree_seed");
+  MakeImageTree(root);
+  auto convert = [&](const std::string& seed) {
+    std::string out = TempPath("seed_out");
+    EXPECT_EQ(RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) +
+                        " --shards 1 --seed " + seed)
+                  .exit_code,
+              0);
+    return ReadWholeFile(out + "/train-00000-of-00001.tfrecord");
+  };
+  const std::string a = convert("0");
+  EXPECT_EQ(a, convert("0"));
+  EXPECT_NE(a, convert("12345"));
+}
+
+TEST(ConvertImagesTest, BadJpegIsAnErrorOrSkipped) {
+  std::string root = TempPath("tree_bad");
+  MakeImageTree(root);
+  WriteFile(root + "/cat/broken.jpg", "this is not a JPEG file");
+  std::string out = TempPath("bad_out");
+  CliResult r =
+      RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) + " --shards 3");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("cat/broken.jpg: not a valid JPEG"));
+  // A failed run leaves no shards (finished ones are removed, open ones never renamed).
+  EXPECT_TRUE(DirEntries(out).empty()) << ::testing::PrintToString(DirEntries(out));
+
+  r = RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) +
+                " --shards 3 --skip-bad --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"examples\": 6, \"skipped\": 1"));
+  EXPECT_THAT(r.err, HasSubstr("skipped"));
+  EXPECT_EQ(ReadShards(out, "train", 3).size(), 6u);
+}
+
+int64_t JsonInt(const std::string& json, const std::string& key) {
+  std::smatch m;
+  std::regex re("\"" + key + "\": (-?[0-9]+)");
+  if (!std::regex_search(json, m, re)) {
+    ADD_FAILURE() << key << " not in " << json;
+    return -1;
+  }
+  return std::stoll(m[1]);
+}
+
+TEST(BenchTest, OneEpochCountsEveryImage) {
+  std::string root = TempPath("tree_bench");
+  MakeImageTree(root);
+  std::string out = TempPath("bench_set");
+  ASSERT_EQ(
+      RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) + " --shards 2")
+          .exit_code,
+      0);
+  const std::string files = ShellQuote(out + "/train-*.tfrecord");
+  CliResult r = RunSluice("bench --files " + files +
+                          " --epochs 1 --json --batch 4 --image-size 32 --parallelism 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(JsonInt(r.out, "elements"), 6);
+  EXPECT_EQ(JsonInt(r.out, "batches"), 2);  // 4 + 2
+  EXPECT_THAT(r.out, HasSubstr("\"elements_per_second\": "));
+  EXPECT_THAT(r.out, HasSubstr("\"bytes_per_second\": "));
+  EXPECT_THAT(r.out, HasSubstr("\"stages\": [{\"name\": "));
+  EXPECT_THAT(r.out, HasSubstr("\"bottleneck\": \""));
+  EXPECT_GT(JsonInt(r.out, "peak_rss_bytes"), 1 << 20);
+  // The record bytes: every shard's records counted once.
+  int64_t record_bytes = 0;
+  for (const char* shard : {"/train-00000-of-00002.tfrecord", "/train-00001-of-00002.tfrecord"}) {
+    for (const std::string& rec : ReadRecords(out + shard)) record_bytes += rec.size();
+  }
+  EXPECT_EQ(JsonInt(r.out, "bytes"), record_bytes);
+
+  r = RunSluice("bench --files " + files + " --epochs 3 --cache --json --batch 4 --image-size 16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(JsonInt(r.out, "elements"), 18);
+
+  r = RunSluice("bench --files " + files + " --epochs 1 --decode-only --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(JsonInt(r.out, "elements"), 6);
+
+  r = RunSluice("bench --files " + files + " --epochs 1");  // The table.
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("6 images in "));
+  EXPECT_THAT(r.out, HasSubstr("bottleneck: "));
+}
+
+TEST(BenchTest, Errors) {
+  EXPECT_EQ(RunSluice("bench").exit_code, 2);  // No --files.
+  EXPECT_EQ(RunSluice("bench --files x --epochs 1 --seconds 2").exit_code, 2);
+  EXPECT_EQ(RunSluice("bench --files x --parallelism 0").exit_code, 2);
+  CliResult r =
+      RunSluice("bench --files " + ShellQuote(TestData("small100.tfrecord")) + " --epochs 1");
+  EXPECT_EQ(r.exit_code, 1);  // Records without image/encoded.
+  EXPECT_THAT(r.err, HasSubstr("image/encoded"));
+}
+
+}  // namespace
+}  // namespace sluice

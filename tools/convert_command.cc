@@ -1,0 +1,534 @@
+#include "tools/convert_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+#include "core/status_macros.h"
+#include "core/tensor.h"
+#include "io/atomic_file.h"
+#include "io/example_builder.h"
+#include "io/idx_file.h"
+#include "io/tfrecord_writer.h"
+#include "ops/decode_jpeg.h"
+#include "ops/encode_jpeg.h"
+#include "tools/command_line.h"
+#include "tools/json_writer.h"
+
+namespace sluice::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kFashionMnistClasses[] = {"T-shirt/top", "Trouser",   "Pullover", "Dress",
+                                                "Coat",        "Sandal",    "Shirt",    "Sneaker",
+                                                "Bag",         "Ankle boot"};
+
+void PrintError(absl::string_view command, absl::string_view message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "sluice convert %.*s: %.*s\n", static_cast<int>(command.size()),
+               command.data(), static_cast<int>(message.size()), message.data());
+}
+
+// "\r"-rewritten progress on stderr, only when a person is watching.
+class Progress {
+ public:
+  explicit Progress(std::string label) : label_(std::move(label)), enabled_(isatty(2) == 1) {}
+  void Update(int64_t done, int64_t total) {
+    if (!enabled_) return;
+    auto now = std::chrono::steady_clock::now();
+    if (done != total && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    std::fprintf(stderr, "\r%s: %lld/%lld", label_.c_str(), static_cast<long long>(done),
+                 static_cast<long long>(total));
+    if (done == total) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  }
+
+ private:
+  std::string label_;
+  bool enabled_;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+std::string ShardName(absl::string_view split, int index, int count) {
+  return absl::StrFormat("%s-%05d-of-%05d.tfrecord", split, index, count);
+}
+
+// Writes `total` records into `num_shards` files, contiguous blocks of nearly equal size
+// (shard s holds records [s * total / N, (s + 1) * total / N)). Each shard is atomic; on
+// failure the shards already finished are removed, so that a failed run leaves no partial set.
+class ShardedWriter {
+ public:
+  ShardedWriter(std::string dir, std::string split, int num_shards, int64_t total)
+      : dir_(std::move(dir)), split_(std::move(split)), num_shards_(num_shards), total_(total) {}
+  ~ShardedWriter() {
+    if (!committed_) {
+      writer_.reset();  // Removes its temporary file.
+      for (const std::string& path : finished_) std::remove(path.c_str());
+    }
+  }
+
+  // `position` is the record's index in 0..total; it picks the shard.
+  absl::Status Write(int64_t position, absl::string_view record) {
+    const int shard = static_cast<int>(position * num_shards_ / std::max<int64_t>(total_, 1));
+    while (next_shard_ <= shard) RETURN_IF_ERROR(OpenNext());
+    RETURN_IF_ERROR(writer_->Write(record));
+    bytes_ += record.size();
+    ++records_;
+    return absl::OkStatus();
+  }
+
+  // Closes the last shard and creates any remaining (empty) ones.
+  absl::Status Finish() {
+    while (next_shard_ < num_shards_) RETURN_IF_ERROR(OpenNext());
+    RETURN_IF_ERROR(CloseCurrent());
+    committed_ = true;
+    return absl::OkStatus();
+  }
+
+  int64_t records() const { return records_; }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  absl::Status CloseCurrent() {
+    if (writer_ == nullptr) return absl::OkStatus();
+    RETURN_IF_ERROR(writer_->Close());
+    finished_.push_back(writer_->path());
+    writer_.reset();
+    return absl::OkStatus();
+  }
+  absl::Status OpenNext() {
+    RETURN_IF_ERROR(CloseCurrent());
+    std::string path = (fs::path(dir_) / ShardName(split_, next_shard_, num_shards_)).string();
+    // No fsync per shard: a converter's output is regenerated, not precious, and
+    // the rename still guarantees that no half-written shard is visible.
+    ASSIGN_OR_RETURN(writer_, TFRecordWriter::Open(path, {.sync = false}));
+    ++next_shard_;
+    return absl::OkStatus();
+  }
+
+  std::string dir_;
+  std::string split_;
+  int num_shards_;
+  int64_t total_;
+  int next_shard_ = 0;
+  std::unique_ptr<TFRecordWriter> writer_;
+  std::vector<std::string> finished_;
+  int64_t records_ = 0;
+  int64_t bytes_ = 0;
+  bool committed_ = false;
+};
+
+absl::Status WriteLabels(const std::string& dir, const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) absl::StrAppend(&text, name, "\n");
+  return WriteFileAtomically((fs::path(dir) / "labels.txt").string(), text);
+}
+
+absl::Status MakeDirectory(const std::string& dir) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) return absl::InternalError(absl::StrCat(dir, ": cannot create: ", error.message()));
+  return absl::OkStatus();
+}
+
+std::string ImageExample(std::string encoded, int64_t label, int64_t height, int64_t width,
+                         absl::string_view format) {
+  ExampleBuilder builder;
+  builder.AddBytes("image/encoded", {std::move(encoded)})
+      .AddInt64("image/class/label", {label})
+      .AddInt64("image/height", {height})
+      .AddInt64("image/width", {width})
+      .AddBytes("image/format", {std::string(format)});
+  return builder.Serialize();
+}
+
+absl::StatusOr<int> ParseShards(const CommandLine& command_line) {
+  int shards;
+  if (!absl::SimpleAtoi(command_line.Value("shards"), &shards) || shards < 1 || shards > 99999) {
+    return absl::InvalidArgumentError(absl::StrCat("--shards takes a count in 1..99999, not '",
+                                                   command_line.Value("shards"), "'"));
+  }
+  return shards;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// ---------------------------------------------------------------- fashion-mnist
+
+struct SplitResult {
+  std::string name;
+  int64_t examples = 0;
+  int64_t bytes = 0;
+};
+
+absl::StatusOr<SplitResult> ConvertMnistSplit(const std::string& source, absl::string_view prefix,
+                                              const std::string& split, const std::string& out,
+                                              int shards, bool raw, int quality) {
+  const std::string images_path =
+      (fs::path(source) / absl::StrCat(prefix, "-images-idx3-ubyte.gz")).string();
+  const std::string labels_path =
+      (fs::path(source) / absl::StrCat(prefix, "-labels-idx1-ubyte.gz")).string();
+  ASSIGN_OR_RETURN(IdxFile images, ReadIdxFile(images_path));
+  ASSIGN_OR_RETURN(IdxFile labels, ReadIdxFile(labels_path));
+  if (images.type != IdxType::kUint8 || images.dims.size() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        images_path, ": expected uint8 images of rank 3 [count, height, width], got ",
+        images.dims.size(), " dimensions of type code ", static_cast<int>(images.type)));
+  }
+  if (labels.type != IdxType::kUint8 || labels.dims.size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(labels_path, ": expected uint8 labels of rank 1 [count]"));
+  }
+  if (images.dims[0] != labels.dims[0]) {
+    return absl::InvalidArgumentError(absl::StrCat(images_path, " holds ", images.dims[0],
+                                                   " images but ", labels_path, " holds ",
+                                                   labels.dims[0], " labels"));
+  }
+  const int64_t count = images.dims[0], height = images.dims[1], width = images.dims[2];
+  const int64_t pixels = height * width;
+  ShardedWriter writer(out, split, shards, count);
+  Progress progress(absl::StrCat("convert ", split));
+  Tensor image(DType::kUint8, Shape{height, width, 1});
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t label = static_cast<unsigned char>(labels.data[i]);
+    if (label >= 10) {
+      return absl::InvalidArgumentError(absl::StrCat(labels_path, ": label ", i, " at offset ",
+                                                     8 + i, " is ", label, ", expected 0..9"));
+    }
+    std::string pixels_of_i = images.data.substr(i * pixels, pixels);
+    std::string encoded;
+    if (raw) {
+      encoded = std::move(pixels_of_i);
+    } else {
+      std::copy(pixels_of_i.begin(), pixels_of_i.end(), image.data<uint8_t>());
+      ASSIGN_OR_RETURN(encoded, EncodeJpeg(image, {.quality = quality}));
+    }
+    RETURN_IF_ERROR(writer.Write(
+        i, ImageExample(std::move(encoded), label, height, width, raw ? "raw" : "jpeg")));
+    progress.Update(i + 1, count);
+  }
+  RETURN_IF_ERROR(writer.Finish());
+  return SplitResult{split, writer.records(), writer.bytes()};
+}
+
+int RunFashionMnist(int argc, char** argv) {
+  CommandLine command_line(
+      "sluice convert fashion-mnist",
+      "Converts Fashion-MNIST's gzipped IDX files into TFRecord shards train-*-of-N.tfrecord\n"
+      "and test-*-of-N.tfrecord (keys image/encoded, image/class/label, image/height,\n"
+      "image/width, image/format) and writes labels.txt with the 10 class names.");
+  command_line.AddOption("out", "DIR", "", "output directory (created if missing); required");
+  command_line.AddOption("shards", "N", "4", "shards per split");
+  command_line.AddOption("format", "FORMAT", "jpeg",
+                         "jpeg (grayscale JPEG) or raw (the 28x28 uint8 pixels)");
+  command_line.AddOption("quality", "Q", "95", "JPEG quality, 1..100");
+  command_line.AddOption("source", "DIR", "/usr/share/datasets/fashion-mnist",
+                         "directory holding {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz");
+  command_line.AddFlag("json", "print the summary as one JSON object");
+  if (std::optional<int> exit = command_line.ParseOrReport(argc, argv)) return *exit;
+
+  const std::string& out = command_line.Value("out");
+  if (out.empty()) return command_line.ReportUsageError("--out DIR is required");
+  absl::StatusOr<int> shards = ParseShards(command_line);
+  if (!shards.ok()) return command_line.ReportUsageError(shards.status().message());
+  const std::string& format = command_line.Value("format");
+  if (format != "jpeg" && format != "raw") {
+    return command_line.ReportUsageError(
+        absl::StrCat("--format takes jpeg or raw, not '", format, "'"));
+  }
+  int quality;
+  if (!absl::SimpleAtoi(command_line.Value("quality"), &quality) || quality < 1 || quality > 100) {
+    return command_line.ReportUsageError(
+        absl::StrCat("--quality takes 1..100, not '", command_line.Value("quality"), "'"));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  if (absl::Status status = MakeDirectory(out); !status.ok()) {
+    PrintError("fashion-mnist", status.message());
+    return kExitFailure;
+  }
+  std::vector<SplitResult> results;
+  for (auto [prefix, split] : {std::pair{"train", "train"}, std::pair{"t10k", "test"}}) {
+    absl::StatusOr<SplitResult> result = ConvertMnistSplit(
+        command_line.Value("source"), prefix, split, out, *shards, format == "raw", quality);
+    if (!result.ok()) {
+      PrintError("fashion-mnist", result.status().message());
+      return kExitFailure;
+    }
+    results.push_back(*std::move(result));
+  }
+  std::vector<std::string> names(std::begin(kFashionMnistClasses), std::end(kFashionMnistClasses));
+  if (absl::Status status = WriteLabels(out, names); !status.ok()) {
+    PrintError("fashion-mnist", status.message());
+    return kExitFailure;
+  }
+  const double seconds = SecondsSince(start);
+  if (command_line.Flag("json")) {
+    JsonWriter json;
+    json.BeginObject();
+    json.Key("out");
+    json.String(out);
+    json.Key("format");
+    json.String(format);
+    json.Key("shards");
+    json.Int(*shards);
+    json.Key("classes");
+    json.Int(10);
+    json.Key("splits");
+    json.BeginArray();
+    for (const SplitResult& r : results) {
+      json.BeginObject();
+      json.Key("name");
+      json.String(r.name);
+      json.Key("examples");
+      json.Int(r.examples);
+      json.Key("bytes");
+      json.Int(r.bytes);
+      json.EndObject();
+    }
+    json.EndArray();
+    json.Key("seconds");
+    json.Double(seconds);
+    json.EndObject();
+    std::printf("%s\n", json.str().c_str());
+  } else {
+    for (const SplitResult& r : results) {
+      std::printf("%s: %lld examples in %d shards, %.1f MB of records\n", r.name.c_str(),
+                  static_cast<long long>(r.examples), *shards, r.bytes / 1e6);
+    }
+    std::printf("wrote %s (format %s, 10 classes in labels.txt) in %.2f s\n", out.c_str(),
+                format.c_str(), seconds);
+  }
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------- images
+
+struct ImageFile {
+  std::string path;
+  int64_t label;
+};
+
+// The class folders (sorted by name) and every regular, non-hidden file below each.
+absl::Status ListImageTree(const std::string& root, std::vector<std::string>* classes,
+                           std::vector<ImageFile>* files) {
+  std::error_code error;
+  if (!fs::is_directory(root, error)) {
+    return absl::NotFoundError(absl::StrCat(root, ": not a directory"));
+  }
+  for (const fs::directory_entry& entry : fs::directory_iterator(root, error)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && !name.starts_with(".")) classes->push_back(name);
+  }
+  if (error) return absl::InternalError(absl::StrCat(root, ": ", error.message()));
+  std::sort(classes->begin(), classes->end());
+  if (classes->empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(root, ": no class folders (expected ROOT/CLASS/IMAGE.jpg)"));
+  }
+  for (size_t label = 0; label < classes->size(); ++label) {
+    std::vector<std::string> paths;
+    const fs::path dir = fs::path(root) / (*classes)[label];
+    for (auto it = fs::recursive_directory_iterator(dir, error);
+         !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
+      const std::string name = it->path().filename().string();
+      if (name.starts_with(".")) {
+        if (it->is_directory()) it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file()) paths.push_back(it->path().string());
+    }
+    if (error) return absl::InternalError(absl::StrCat(dir.string(), ": ", error.message()));
+    std::sort(paths.begin(), paths.end());
+    for (std::string& path : paths) {
+      files->push_back({std::move(path), static_cast<int64_t>(label)});
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Fisher-Yates with mt19937_64 and an explicit reduction: std::shuffle's and the
+// distributions' algorithms differ between standard libraries, this does not.
+void DeterministicShuffle(std::vector<ImageFile>& files, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (size_t i = files.size(); i > 1; --i) {
+    const size_t j = static_cast<size_t>(rng() % i);
+    std::swap(files[i - 1], files[j]);
+  }
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read failed"));
+  return bytes;
+}
+
+int RunImages(int argc, char** argv) {
+  CommandLine command_line(
+      "sluice convert images",
+      "Converts a folder-per-class tree of JPEG files (ROOT/CLASS/*.jpg) into TFRecord shards\n"
+      "train-*-of-N.tfrecord. Classes are the folder names sorted, label = index, written to\n"
+      "labels.txt. JPEG bytes are copied, not re-encoded; the order is the sorted file list\n"
+      "shuffled with --seed, so a conversion is reproducible.");
+  command_line.AddPositional("ROOT", "directory with one folder of JPEG files per class");
+  command_line.AddOption("out", "DIR", "", "output directory (created if missing); required");
+  command_line.AddOption("shards", "N", "4", "number of shards");
+  command_line.AddOption("seed", "S", "0", "seed of the shuffle of the examples");
+  command_line.AddOption("split", "NAME", "train", "prefix of the shard names");
+  command_line.AddFlag("skip-bad",
+                       "skip files that are not valid JPEGs (counted) instead of failing");
+  command_line.AddFlag("json", "print the summary as one JSON object");
+  if (std::optional<int> exit = command_line.ParseOrReport(argc, argv)) return *exit;
+
+  const std::string& out = command_line.Value("out");
+  if (out.empty()) return command_line.ReportUsageError("--out DIR is required");
+  absl::StatusOr<int> shards = ParseShards(command_line);
+  if (!shards.ok()) return command_line.ReportUsageError(shards.status().message());
+  uint64_t seed;
+  if (!absl::SimpleAtoi(command_line.Value("seed"), &seed)) {
+    return command_line.ReportUsageError(
+        absl::StrCat("--seed takes an unsigned integer, not '", command_line.Value("seed"), "'"));
+  }
+  const std::string& split = command_line.Value("split");
+  if (split.empty() || split.find('/') != std::string::npos) {
+    return command_line.ReportUsageError("--split takes a file name prefix without '/'");
+  }
+  const bool skip_bad = command_line.Flag("skip-bad");
+  const std::string& root = command_line.positional()[0];
+  const auto start = std::chrono::steady_clock::now();
+
+  std::vector<std::string> classes;
+  std::vector<ImageFile> files;
+  if (absl::Status status = ListImageTree(root, &classes, &files); !status.ok()) {
+    PrintError("images", status.message());
+    return kExitFailure;
+  }
+  DeterministicShuffle(files, seed);
+  if (absl::Status status = MakeDirectory(out); !status.ok()) {
+    PrintError("images", status.message());
+    return kExitFailure;
+  }
+  int64_t skipped = 0;
+  std::vector<int64_t> per_class(classes.size(), 0);
+  absl::Status status = [&]() -> absl::Status {
+    ShardedWriter writer(out, split, *shards, static_cast<int64_t>(files.size()));
+    Progress progress("convert images");
+    for (size_t i = 0; i < files.size(); ++i) {
+      const ImageFile& file = files[i];
+      ASSIGN_OR_RETURN(std::string bytes, ReadFile(file.path));
+      absl::StatusOr<JpegHeader> header = ReadJpegHeader(bytes);
+      if (!header.ok()) {
+        std::string message = absl::StrCat(file.path, ": not a valid JPEG (", bytes.size(),
+                                           " bytes): ", header.status().message());
+        if (!skip_bad) return absl::InvalidArgumentError(message);
+        PrintError("images", absl::StrCat("skipped ", message));
+        ++skipped;
+        continue;
+      }
+      RETURN_IF_ERROR(writer.Write(
+          static_cast<int64_t>(i),
+          ImageExample(std::move(bytes), file.label, header->height, header->width, "jpeg")));
+      ++per_class[file.label];
+      progress.Update(static_cast<int64_t>(i + 1), static_cast<int64_t>(files.size()));
+    }
+    RETURN_IF_ERROR(writer.Finish());
+    return WriteLabels(out, classes);
+  }();
+  if (!status.ok()) {
+    PrintError("images", status.message());
+    return kExitFailure;
+  }
+  const int64_t examples = static_cast<int64_t>(files.size()) - skipped;
+  const double seconds = SecondsSince(start);
+  if (command_line.Flag("json")) {
+    JsonWriter json;
+    json.BeginObject();
+    json.Key("out");
+    json.String(out);
+    json.Key("examples");
+    json.Int(examples);
+    json.Key("skipped");
+    json.Int(skipped);
+    json.Key("shards");
+    json.Int(*shards);
+    json.Key("classes");
+    json.BeginArray();
+    for (size_t c = 0; c < classes.size(); ++c) {
+      json.BeginObject();
+      json.Key("name");
+      json.String(classes[c]);
+      json.Key("examples");
+      json.Int(per_class[c]);
+      json.EndObject();
+    }
+    json.EndArray();
+    json.Key("seconds");
+    json.Double(seconds);
+    json.EndObject();
+    std::printf("%s\n", json.str().c_str());
+  } else {
+    for (size_t c = 0; c < classes.size(); ++c) {
+      std::printf("  %lld  %s\n", static_cast<long long>(c), classes[c].c_str());
+    }
+    std::printf("%s: %lld examples (%lld skipped) of %zu classes in %d shards, in %.2f s\n",
+                out.c_str(), static_cast<long long>(examples), static_cast<long long>(skipped),
+                classes.size(), *shards, seconds);
+  }
+  return kExitOk;
+}
+
+std::string ConvertUsage() {
+  return "Usage: sluice convert SOURCE [options]\n"
+         "\n"
+         "Converts a dataset into labeled TFRecord shards. Sources:\n"
+         "  fashion-mnist  Fashion-MNIST's IDX files -> train/test shards (JPEG or raw pixels)\n"
+         "  images ROOT    a folder-per-class tree of JPEG files -> shards (bytes copied)\n"
+         "\n"
+         "Run 'sluice convert SOURCE --help' for the options of each.\n";
+}
+
+}  // namespace
+
+int RunConvert(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "%s", ConvertUsage().c_str());
+    return kExitUsage;
+  }
+  const absl::string_view source = argv[1];
+  if (source == "--help" || source == "-h") {
+    std::printf("%s", ConvertUsage().c_str());
+    return kExitOk;
+  }
+  if (source == "fashion-mnist") return RunFashionMnist(argc - 1, argv + 1);
+  if (source == "images") return RunImages(argc - 1, argv + 1);
+  std::fprintf(stderr,
+               "sluice convert: unknown source '%s' (expected fashion-mnist or images)\n"
+               "Run 'sluice convert --help' for usage.\n",
+               argv[1]);
+  return kExitUsage;
+}
+
+}  // namespace sluice::tools

@@ -1,0 +1,55 @@
+#include "train/broadcast.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace sluice::train {
+
+absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
+  const int rank = std::max(a.rank(), b.rank());
+  Shape out;
+  for (int d = 0; d < rank; ++d) {
+    const int da = d - (rank - a.rank()), db = d - (rank - b.rank());
+    const int64_t x = da >= 0 ? a.dim(da) : 1, y = db >= 0 ? b.dim(db) : 1;
+    if (x != y && x != 1 && y != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("shapes ", a.DebugString(), " and ",
+                                                     b.DebugString(), " do not broadcast (dim ", d,
+                                                     ": ", x, " vs ", y, ")"));
+    }
+    out.AddDim(x == 1 ? y : x);
+  }
+  return out;
+}
+
+std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> strides(out.rank(), 0);
+  int64_t stride = 1;
+  for (int d = in.rank() - 1; d >= 0; --d) {
+    const int od = d + (out.rank() - in.rank());
+    strides[od] = in.dim(d) == 1 ? 0 : stride;
+    stride *= in.dim(d);
+  }
+  return strides;
+}
+
+Tensor SumToShape(const Tensor& grad, const Shape& shape) {
+  if (grad.shape() == shape) return grad;
+  Tensor out = Tensor::Zeros(DType::kFloat32, shape);
+  const float* g = grad.data<float>();
+  float* o = out.data<float>();
+  std::vector<int64_t> zeros(grad.rank(), 0);
+  ForEachBroadcast(grad.shape(), BroadcastStrides(shape, grad.shape()), zeros,
+                   [&](int64_t i, int64_t oo, int64_t) { o[oo] += g[i]; });
+  return out;
+}
+
+absl::Status RequireFloat32(const Tensor& t, absl::string_view op, absl::string_view what) {
+  if (t.dtype() != DType::kFloat32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": ", what, " must be float32, got ", DTypeName(t.dtype())));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::train

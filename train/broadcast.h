@@ -1,0 +1,52 @@
+#ifndef SLUICE_TRAIN_BROADCAST_H_
+#define SLUICE_TRAIN_BROADCAST_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/tensor.h"
+
+namespace sluice::train {
+
+// NumPy broadcasting of two shapes: dims aligned from the right, each pair
+// equal or one of them 1.
+absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b);
+
+// Element strides of `in` read as the broadcast shape `out`: 0 along the dims
+// `in` repeats. One stride per dim of `out`.
+std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out);
+
+// Calls fn(i, offset_a, offset_b) for every flat index i of `out`, with the
+// offsets of the elements of the two broadcast inputs it reads.
+template <typename Fn>
+void ForEachBroadcast(const Shape& out, const std::vector<int64_t>& stride_a,
+                      const std::vector<int64_t>& stride_b, Fn fn) {
+  const int rank = out.rank();
+  std::vector<int64_t> index(rank, 0);
+  int64_t oa = 0, ob = 0;
+  const int64_t n = out.num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    fn(i, oa, ob);
+    for (int d = rank - 1; d >= 0; --d) {  // odometer increment
+      oa += stride_a[d];
+      ob += stride_b[d];
+      if (++index[d] < out.dim(d)) break;
+      oa -= stride_a[d] * out.dim(d);
+      ob -= stride_b[d] * out.dim(d);
+      index[d] = 0;
+    }
+  }
+}
+
+// Sums `grad` (of the broadcast shape) down to `shape`: the gradient of a
+// broadcast.
+Tensor SumToShape(const Tensor& grad, const Shape& shape);
+
+// InvalidArgument unless `t` is float32; `op` names the caller in the message.
+absl::Status RequireFloat32(const Tensor& t, absl::string_view op, absl::string_view what);
+
+}  // namespace sluice::train
+
+#endif  // SLUICE_TRAIN_BROADCAST_H_

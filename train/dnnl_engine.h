@@ -1,0 +1,14 @@
+#ifndef SLUICE_TRAIN_DNNL_ENGINE_H_
+#define SLUICE_TRAIN_DNNL_ENGINE_H_
+
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace sluice::train {
+
+// The process-wide oneDNN CPU engine, created on first use. oneDNN engines
+// are thread-safe; streams are not, so each op makes its own.
+const dnnl::engine& CpuEngine();
+
+}  // namespace sluice::train
+
+#endif  // SLUICE_TRAIN_DNNL_ENGINE_H_

@@ -1,0 +1,21 @@
+#ifndef SLUICE_TRAIN_MATMUL_H_
+#define SLUICE_TRAIN_MATMUL_H_
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+
+namespace sluice::train {
+
+struct MatMulOptions {
+  bool transpose_a = false;
+  bool transpose_b = false;
+};
+
+// op(a) [M, K] x op(b) [K, N] -> [M, N], float32, rank 2, with the oneDNN
+// matmul primitive. op() transposes when the option says so; transposes are
+// read through strides, never copied.
+absl::StatusOr<Tensor> MatMul(const Tensor& a, const Tensor& b, MatMulOptions options = {});
+
+}  // namespace sluice::train
+
+#endif  // SLUICE_TRAIN_MATMUL_H_

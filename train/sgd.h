@@ -1,0 +1,35 @@
+#ifndef SLUICE_TRAIN_SGD_H_
+#define SLUICE_TRAIN_SGD_H_
+
+#include <map>
+
+#include "train/optimizer.h"
+
+namespace sluice::train {
+
+struct SgdOptions {
+  float learning_rate = 0.01f;
+  float momentum = 0.0f;
+  bool nesterov = false;
+  // Decoupled weight decay, as Keras 3: w -= learning_rate * weight_decay * w
+  // before the gradient step.
+  float weight_decay = 0.0f;
+};
+
+// Keras SGD: v = momentum * v - lr * g; then w += v, or with Nesterov
+// w += momentum * v - lr * g. Without momentum, w -= lr * g.
+class Sgd : public Optimizer {
+ public:
+  explicit Sgd(SgdOptions options = {}) : options_(options) {}
+
+ protected:
+  void Update(Variable& var, const Tensor& grad, int64_t step) override;
+
+ private:
+  SgdOptions options_;
+  std::map<const Variable*, Tensor> velocity_;
+};
+
+}  // namespace sluice::train
+
+#endif  // SLUICE_TRAIN_SGD_H_

@@ -1,0 +1,195 @@
+#include "train/tape.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace sluice::train {
+namespace {
+
+thread_local std::vector<Tape*> active_tapes;
+thread_local int pause_depth = 0;
+
+Tensor Ones(const Shape& shape) {
+  Tensor t(DType::kFloat32, shape);
+  std::fill_n(t.data<float>(), t.num_elements(), 1.0f);
+  return t;
+}
+
+void AccumulateInto(Tensor& acc, const Tensor& g) {
+  float* a = acc.data<float>();
+  const float* b = g.data<float>();
+  for (int64_t i = 0; i < acc.num_elements(); ++i) a[i] += b[i];
+}
+
+}  // namespace
+
+Tape::Tape(TapeOptions options) : options_(options) { active_tapes.push_back(this); }
+
+Tape::~Tape() {
+  auto it = std::find(active_tapes.begin(), active_tapes.end(), this);
+  if (it != active_tapes.end()) active_tapes.erase(it);
+}
+
+Tape::Key Tape::KeyOf(const Tensor& tensor) {
+  auto dims = tensor.shape().dims();
+  return {tensor.raw_data(), std::vector<int64_t>(dims.begin(), dims.end())};
+}
+
+int Tape::Find(const Tensor& tensor) const {
+  auto it = ids_.find(KeyOf(tensor));
+  return it == ids_.end() ? -1 : it->second;
+}
+
+void Tape::Watch(const Tensor& tensor) {
+  if (Find(tensor) >= 0) return;
+  ids_[KeyOf(tensor)] = static_cast<int>(entries_.size());
+  entries_.push_back({tensor, {}, nullptr});
+}
+
+bool Tape::IsTracked(const Tensor& tensor) const { return Find(tensor) >= 0; }
+
+void Tape::Record(absl::Span<const Tensor> inputs, const Tensor& output,
+                  const BackwardFn& backward) {
+  std::vector<int> ids;
+  bool any = false;
+  for (const Tensor& in : inputs) {
+    ids.push_back(Find(in));
+    any = any || ids.back() >= 0;
+  }
+  if (!any) return;
+  ids_[KeyOf(output)] = static_cast<int>(entries_.size());
+  entries_.push_back({output, std::move(ids), backward});
+}
+
+absl::StatusOr<std::vector<std::optional<Tensor>>> Tape::Gradient(
+    const Tensor& target, absl::Span<const Tensor> sources,
+    const std::optional<Tensor>& output_gradient) {
+  if (used_) {
+    return absl::FailedPreconditionError(
+        "Tape::Gradient: a non-persistent tape can compute one gradient only; "
+        "construct it with {.persistent = true} to call Gradient again");
+  }
+  if (target.dtype() != DType::kFloat32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Tape::Gradient: target must be float32, got ", DTypeName(target.dtype())));
+  }
+  if (output_gradient &&
+      (output_gradient->dtype() != DType::kFloat32 || output_gradient->shape() != target.shape())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Tape::Gradient: output_gradient must be float32", target.shape().DebugString(), ", got ",
+        DTypeName(output_gradient->dtype()), output_gradient->shape().DebugString()));
+  }
+  std::vector<std::optional<Tensor>> result(sources.size());
+  const int target_id = Find(target);
+  if (target_id >= 0) {
+    // Only entries on a path from a source to the target need a backward call.
+    std::vector<char> needed(entries_.size(), 0);
+    for (const Tensor& s : sources) {
+      int id = Find(s);
+      if (id >= 0) needed[id] = 1;
+    }
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      for (int in : entries_[i].inputs) {
+        if (in >= 0 && needed[in]) needed[i] = 1;
+      }
+    }
+    std::vector<std::optional<Tensor>> grads(entries_.size());
+    grads[target_id] = output_gradient ? output_gradient->Clone() : Ones(target.shape());
+    PauseRecording pause;
+    for (int i = target_id; i >= 0; --i) {
+      Entry& e = entries_[i];
+      if (!grads[i] || !e.backward) continue;
+      bool any_needed = false;
+      for (int in : e.inputs) any_needed = any_needed || (in >= 0 && needed[in]);
+      if (!any_needed) continue;
+      ASSIGN_OR_RETURN(std::vector<std::optional<Tensor>> in_grads, e.backward(*grads[i]));
+      if (in_grads.size() != e.inputs.size()) {
+        return absl::InternalError(absl::StrCat("Tape::Gradient: a backward function returned ",
+                                                in_grads.size(), " gradients for ", e.inputs.size(),
+                                                " inputs"));
+      }
+      for (size_t k = 0; k < in_grads.size(); ++k) {
+        const int in = e.inputs[k];
+        if (in < 0 || !needed[in] || !in_grads[k]) continue;
+        if (in_grads[k]->shape() != entries_[in].value.shape()) {
+          return absl::InternalError(
+              absl::StrCat("Tape::Gradient: gradient shape ", in_grads[k]->shape().DebugString(),
+                           " differs from its input's ", entries_[in].value.shape().DebugString()));
+        }
+        if (grads[in]) {
+          AccumulateInto(*grads[in], *in_grads[k]);
+        } else {
+          // Own the accumulator: a backward may pass its incoming gradient through.
+          grads[in] = in_grads[k]->Clone();
+        }
+      }
+    }
+    // A source listed twice gets its own copy of the gradient each time.
+    for (size_t s = 0; s < sources.size(); ++s) {
+      const int id = Find(sources[s]);
+      if (id >= 0 && grads[id]) result[s] = grads[id]->Clone();
+    }
+  }
+  if (!options_.persistent) {
+    used_ = true;
+    entries_.clear();
+    ids_.clear();
+  }
+  return result;
+}
+
+void RecordOperation(absl::Span<const Tensor> inputs, const Tensor& output,
+                     const BackwardFn& backward) {
+  if (pause_depth > 0) return;
+  for (Tape* tape : active_tapes) tape->Record(inputs, output, backward);
+}
+
+bool ShouldRecord(absl::Span<const Tensor> inputs) {
+  if (pause_depth > 0) return false;
+  for (Tape* tape : active_tapes) {
+    for (const Tensor& in : inputs) {
+      if (tape->IsTracked(in)) return true;
+    }
+  }
+  return false;
+}
+
+PauseRecording::PauseRecording() { ++pause_depth; }
+PauseRecording::~PauseRecording() { --pause_depth; }
+
+Tensor StopGradient(const Tensor& tensor) { return tensor.Clone(); }
+
+absl::StatusOr<Tensor> CustomGradient(
+    absl::Span<const Tensor> inputs,
+    const std::function<absl::StatusOr<std::pair<Tensor, BackwardFn>>(absl::Span<const Tensor>)>&
+        fn) {
+  std::pair<Tensor, BackwardFn> out;
+  {
+    PauseRecording pause;
+    ASSIGN_OR_RETURN(out, fn(inputs));
+  }
+  // A user's forward may return an input unchanged; the output needs its own identity.
+  for (const Tensor& in : inputs) {
+    if (in.raw_data() == out.first.raw_data()) {
+      out.first = out.first.Clone();
+      break;
+    }
+  }
+  RecordOperation(inputs, out.first, out.second);
+  return out.first;
+}
+
+namespace internal {
+void NotifyVariableRead(const Tensor& value) {
+  if (pause_depth > 0) return;
+  for (Tape* tape : active_tapes) {
+    if (tape->options().watch_accessed_variables) tape->Watch(value);
+  }
+}
+}  // namespace internal
+
+}  // namespace sluice::train
