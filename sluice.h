@@ -2,6 +2,7 @@
 #define SLUICE_SLUICE_H_
 
 // Umbrella header: everything a user of the installed package needs.
+#include "autotune/controller.h"
 #include "core/element.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
@@ -21,5 +22,12 @@
 #include "ops/normalize.h"
 #include "ops/random_resized_crop.h"
 #include "ops/resize.h"
+#include "train/adam.h"
+#include "train/conv2d_layer.h"
+#include "train/dense_layer.h"
+#include "train/sequential.h"
+#include "train/sgd.h"
+#include "train/stateless_layers.h"
+#include "train/tape.h"
 
 #endif  // SLUICE_SLUICE_H_

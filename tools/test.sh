@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds sluice and runs every test: the full suites, then the core and io
-# suites under AddressSanitizer + UndefinedBehaviorSanitizer, the dataset
+# Builds sluice and runs every test: the full suites, then the core, io and
+# ops suites under AddressSanitizer + UndefinedBehaviorSanitizer, the dataset
 # suites under ThreadSanitizer, then an install of the package used by an
 # out-of-tree example.
 set -euo pipefail
@@ -11,11 +11,11 @@ bash tools/build.sh
 echo "== unit tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
-echo "== core and io suites under ASan + UBSan"
+echo "== core, io and ops suites under ASan + UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DSLUICE_SANITIZE="address;undefined" -DSLUICE_TEST_MODULES="core;io" \
+  -DSLUICE_SANITIZE="address;undefined" -DSLUICE_TEST_MODULES="core;io;ops" \
   -DSLUICE_BUILD_TOOLS=OFF -DSLUICE_BUILD_BENCH=OFF -DSLUICE_CUDA=OFF >/dev/null
-cmake --build build-asan --parallel "$jobs" --target core_tests io_tests
+cmake --build build-asan --parallel "$jobs" --target core_tests io_tests ops_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
@@ -24,7 +24,7 @@ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSLUICE_SANITIZE=thread -DSLUICE_TEST_MODULES=dataset \
   -DSLUICE_BUILD_TOOLS=OFF -DSLUICE_BUILD_BENCH=OFF -DSLUICE_CUDA=OFF >/dev/null
 cmake --build build-tsan --parallel "$jobs" --target dataset_tests
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
   ctest --test-dir build-tsan --output-on-failure -j "$jobs"
 
 echo "== install and build the out-of-tree example"

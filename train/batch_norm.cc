@@ -18,7 +18,7 @@ absl::Status CheckShapes(const char* name, const Tensor& x,
   const int64_t c = x.dim(x.rank() - 1);
   for (const Tensor* p : params) {
     RETURN_IF_ERROR(RequireFloat32(*p, name, "parameter"));
-    if (p->shape() != Shape{c}) {
+    if (p->rank() != 1 || p->dim(0) != c) {
       return absl::InvalidArgumentError(absl::StrCat(name, ": parameters must be [", c, "] for x ",
                                                      x.shape().DebugString(), ", got ",
                                                      p->shape().DebugString()));
