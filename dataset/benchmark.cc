@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/status_macros.h"
 #include "dataset/iterator.h"
 
 namespace sluice {
@@ -31,6 +32,7 @@ absl::StatusOr<BenchmarkResult> RunBenchmark(const Dataset& dataset,
   const auto& count = options.count_examples ? options.count_examples : DefaultCountExamples;
   BenchmarkResult result;
   std::unique_ptr<Iterator> iterator = dataset.MakeIterator();
+  if (options.on_start) RETURN_IF_ERROR(options.on_start(*iterator));
   const Clock::time_point start = Clock::now();
   Clock::time_point next_progress = start;
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "core/element.h"
 #include "dataset/dataset.h"
+#include "dataset/iterator.h"
 #include "dataset/node_stats.h"
 
 namespace sluice {
@@ -29,6 +30,9 @@ struct BenchmarkOptions {
   // Called about every progress_interval_seconds while running.
   std::function<void(const BenchmarkProgress&)> progress;
   double progress_interval_seconds = 0.5;
+  // Called with the iterator before the first element is pulled (the clock
+  // starts after it), e.g. to start an AutotuneController on it.
+  std::function<absl::Status(Iterator&)> on_start;
 };
 
 // One node of the pipeline as measured.

@@ -58,6 +58,11 @@ absl::StatusOr<std::optional<Element>> Iterator::GetNext() {
   return result;
 }
 
+absl::Status Iterator::Initialize() {
+  std::lock_guard<std::mutex> l(mu_);
+  return EnsureStarted();
+}
+
 absl::StatusOr<std::string> Iterator::Save() {
   std::lock_guard<std::mutex> l(mu_);
   RETURN_IF_ERROR(EnsureStarted());

@@ -27,6 +27,11 @@ class Iterator {
   // The next element; std::nullopt at the end of the sequence.
   absl::StatusOr<std::optional<Element>> GetNext();
 
+  // Makes the pipeline's nodes now (otherwise the first GetNext does) without
+  // starting any work: their stats and knobs then exist, so that AUTOTUNE can
+  // apply its budgets before the first element. Idempotent.
+  absl::Status Initialize();
+
   // The iterator's position as a serialized IteratorCheckpoint protobuf.
   absl::StatusOr<std::string> Save();
   // Resumes from Save()'s output. Must be called before the first GetNext;

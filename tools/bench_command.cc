@@ -18,10 +18,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "autotune/controller.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
 #include "dataset/benchmark.h"
 #include "dataset/dataset.h"
+#include "dataset/iterator.h"
 #include "io/example_parser.h"
 #include "io/feature_spec.h"
 #include "ops/decode_jpeg.h"
@@ -109,7 +111,7 @@ std::string Padded(absl::string_view text, size_t width) {
 std::string KnobText(int64_t value) { return value < 0 ? "-" : absl::StrCat(value); }
 
 void PrintText(const BenchConfig& config, const BenchmarkResult& result, int64_t bytes,
-               const std::string& pipeline) {
+               const std::string& pipeline, const std::optional<AutotuneReport>& autotune) {
   std::printf("pipeline: %s\n", pipeline.c_str());
   std::printf("%lld images in %.2f s: %.1f images/s, %.1f MB/s of records\n",
               static_cast<long long>(result.examples), result.seconds, result.examples_per_second,
@@ -134,10 +136,11 @@ void PrintText(const BenchConfig& config, const BenchmarkResult& result, int64_t
                               "stages limit the rate"
                             : "");
   std::printf("peak RSS: %.1f MB\n", result.peak_rss_bytes / 1e6);
+  if (autotune) std::printf("\n%s", autotune->ToString().c_str());
 }
 
 void PrintJson(const BenchConfig& config, const BenchmarkResult& result, int64_t bytes,
-               const std::string& pipeline) {
+               const std::string& pipeline, const std::optional<AutotuneReport>& autotune) {
   JsonWriter json;
   json.BeginObject();
   json.Key("elements_per_second");
@@ -188,6 +191,10 @@ void PrintJson(const BenchConfig& config, const BenchmarkResult& result, int64_t
   json.String(result.bottleneck);
   json.Key("peak_rss_bytes");
   json.Int(result.peak_rss_bytes);
+  if (autotune) {
+    json.Key("autotune");
+    json.RawValue(autotune->ToJson());
+  }
   json.EndObject();
   std::printf("%s\n", json.str().c_str());
 }
@@ -273,7 +280,23 @@ int RunBench(int argc, char** argv) {
       std::fflush(stderr);
     };
   }
+  // With autotuned parallelism, AUTOTUNE tunes the pipeline while it runs and
+  // its report says what it chose and why.
+  std::unique_ptr<AutotuneController> tuner;
+  if (config.parallelism == kAutotune) {
+    options.on_start = [&tuner](Iterator& it) -> absl::Status {
+      RETURN_IF_ERROR(it.Initialize());  // Knobs exist before any work starts.
+      tuner = AutotuneController::Start(it);
+      tuner->Step();
+      return absl::OkStatus();
+    };
+  }
   absl::StatusOr<BenchmarkResult> result = RunBenchmark(*dataset, options);
+  std::optional<AutotuneReport> autotune;
+  if (tuner) {
+    autotune = tuner->Report();
+    tuner.reset();
+  }
   if (terminal) std::fprintf(stderr, "\n");
   if (!result.ok()) {
     std::fprintf(stderr, "sluice bench: %s\n", std::string(result.status().message()).c_str());
@@ -281,9 +304,9 @@ int RunBench(int argc, char** argv) {
   }
   const int64_t bytes = record_bytes->load();
   if (json) {
-    PrintJson(config, *result, bytes, dataset->DebugString());
+    PrintJson(config, *result, bytes, dataset->DebugString(), autotune);
   } else {
-    PrintText(config, *result, bytes, dataset->DebugString());
+    PrintText(config, *result, bytes, dataset->DebugString(), autotune);
   }
   std::fflush(stdout);
   return kExitOk;

@@ -186,7 +186,8 @@ std::string CommandLine::Usage() const {
     std::string right = o.help;
     if (!o.is_flag) {
       absl::StrAppend(&left, " ", o.value_name);
-      absl::StrAppend(&right, " (default: ", o.default_value, ")");
+      // An option without a default (required, or off unless given) shows none.
+      if (!o.default_value.empty()) absl::StrAppend(&right, " (default: ", o.default_value, ")");
     }
     rows.emplace_back(std::move(left), std::move(right));
   }

@@ -123,6 +123,11 @@ void JsonWriter::String(absl::string_view value) {
   AppendQuoted(out_, value);
 }
 
+void JsonWriter::RawValue(absl::string_view json) {
+  BeforeValue();
+  out_.append(json.data(), json.size());
+}
+
 void JsonWriter::Int(int64_t value) {
   BeforeValue();
   char buffer[24];

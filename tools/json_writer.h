@@ -38,6 +38,8 @@ class JsonWriter {
   void Float(float value);
   void Double(double value);
   void Null();
+  // A value that is already JSON text (another writer's output), inserted as is.
+  void RawValue(absl::string_view json);
 
   const std::string& str() const { return out_; }
 

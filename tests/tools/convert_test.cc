@@ -379,10 +379,16 @@ TEST(BenchTest, OneEpochCountsEveryImage) {
     for (const std::string& rec : ReadRecords(out + shard)) record_bytes += rec.size();
   }
   EXPECT_EQ(JsonInt(r.out, "bytes"), record_bytes);
+  // A fixed parallelism is not tuned: no AUTOTUNE report.
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("\"autotune\": ")));
 
   r = RunSluice("bench --files " + files + " --epochs 3 --cache --json --batch 4 --image-size 16");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(JsonInt(r.out, "elements"), 18);
+  // Autotuned parallelism (the default): the controller's report is embedded.
+  EXPECT_THAT(r.out, HasSubstr("\"autotune\": {\"elapsed_s\":"));
+  EXPECT_THAT(r.out, HasSubstr("\"bottleneck_kind\":"));
+  EXPECT_THAT(r.out, HasSubstr("\"cpu_budget\":"));
 
   r = RunSluice("bench --files " + files + " --epochs 1 --decode-only --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -392,6 +398,7 @@ TEST(BenchTest, OneEpochCountsEveryImage) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("6 images in "));
   EXPECT_THAT(r.out, HasSubstr("bottleneck: "));
+  EXPECT_THAT(r.out, HasSubstr("AUTOTUNE after "));
 }
 
 TEST(BenchTest, Errors) {
