@@ -382,10 +382,11 @@ TEST(BenchTest, OneEpochCountsEveryImage) {
   // A fixed parallelism is not tuned: no AUTOTUNE report.
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("\"autotune\": ")));
 
-  r = RunSluice("bench --files " + files + " --epochs 3 --cache --json --batch 4 --image-size 16");
+  r = RunSluice("bench --files " + files +
+                " --epochs 3 --cache --json --batch 4 --image-size 16 --autotune");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(JsonInt(r.out, "elements"), 18);
-  // Autotuned parallelism (the default): the controller's report is embedded.
+  // --autotune runs the controller; its report is embedded.
   EXPECT_THAT(r.out, HasSubstr("\"autotune\": {\"elapsed_s\":"));
   EXPECT_THAT(r.out, HasSubstr("\"bottleneck_kind\":"));
   EXPECT_THAT(r.out, HasSubstr("\"cpu_budget\":"));
@@ -393,8 +394,9 @@ TEST(BenchTest, OneEpochCountsEveryImage) {
   r = RunSluice("bench --files " + files + " --epochs 1 --decode-only --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(JsonInt(r.out, "elements"), 6);
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("\"autotune\": ")));  // Opt-in only.
 
-  r = RunSluice("bench --files " + files + " --epochs 1");  // The table.
+  r = RunSluice("bench --files " + files + " --epochs 1 --autotune");  // The table.
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("6 images in "));
   EXPECT_THAT(r.out, HasSubstr("bottleneck: "));
