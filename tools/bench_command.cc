@@ -24,83 +24,12 @@
 #include "dataset/benchmark.h"
 #include "dataset/dataset.h"
 #include "dataset/iterator.h"
-#include "io/example_parser.h"
-#include "io/feature_spec.h"
-#include "ops/decode_jpeg.h"
-#include "ops/flip.h"
-#include "ops/normalize.h"
-#include "ops/random_resized_crop.h"
 #include "tools/command_line.h"
+#include "tools/image_pipeline.h"
 #include "tools/json_writer.h"
 
 namespace sluice::tools {
 namespace {
-
-struct BenchConfig {
-  std::string files;
-  int parallelism = kAutotune;
-  int64_t batch = 64;
-  int64_t image_size = 224;
-  bool cache = false;
-  bool decode_only = false;
-  double seconds = 10;
-  int64_t epochs = 0;  // 0: run for `seconds` over a repeated dataset.
-  uint64_t seed = 0;
-};
-
-// The pipeline. `record_bytes` counts the serialized records that reach the decode stage.
-absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,
-                                      std::shared_ptr<std::atomic<int64_t>> record_bytes) {
-  FeatureSpec spec;
-  spec.features.push_back({"image/encoded", FixedLenFeature{DType::kBytes, {}}});
-  spec.features.push_back({"image/class/label", FixedLenFeature{DType::kInt64, {}}});
-  ASSIGN_OR_RETURN(ExampleParser parser, ExampleParser::Create(std::move(spec)));
-
-  Options options;
-  options.seed = config.seed;
-  Dataset dataset =
-      Dataset::ListFiles(config.files)
-          .Interleave(
-              [](const std::string& file) { return Dataset::TFRecord(file); },
-              {.cycle_length = kAutotune, .block_length = 1, .num_parallel_calls = kAutotune})
-          .Map(
-              [parser](Element element) -> absl::StatusOr<Element> {
-                const std::string& record = element[0].scalar<std::string>();
-                ASSIGN_OR_RETURN(Element parsed, parser.Parse(record));
-                parsed.push_back(Tensor::Scalar<int64_t>(static_cast<int64_t>(record.size())));
-                return parsed;  // {encoded, label, record size}
-              },
-              {.num_parallel_calls = config.parallelism});
-  // Caching the encoded records (not decoded images) keeps memory at the dataset's size.
-  if (config.cache) dataset = dataset.Cache();
-  dataset = dataset.Repeat(config.epochs > 0 ? config.epochs : -1);
-  const int64_t size = config.image_size;
-  if (config.decode_only) {
-    dataset = dataset.Map(
-        [record_bytes](Element element) -> absl::StatusOr<Element> {
-          record_bytes->fetch_add(element[2].scalar<int64_t>(), std::memory_order_relaxed);
-          ASSIGN_OR_RETURN(Tensor image,
-                           DecodeJpeg(element[0].scalar<std::string>(), {.channels = 3}));
-          return Element{std::move(image), std::move(element[1])};
-        },
-        {.num_parallel_calls = config.parallelism});
-    // Decoded images differ in size and cannot be batched: elements are images.
-    return dataset.Prefetch().WithOptions(options);
-  }
-  dataset = dataset.Map(
-      [record_bytes, size](Element element,
-                           const ElementContext& context) -> absl::StatusOr<Element> {
-        record_bytes->fetch_add(element[2].scalar<int64_t>(), std::memory_order_relaxed);
-        // The crop and the flip draw from distinct streams of the same seed (ops/counter_rng.h).
-        ASSIGN_OR_RETURN(Tensor image, DecodeAndRandomResizedCrop(element[0].scalar<std::string>(),
-                                                                  size, size, context.seed));
-        ASSIGN_OR_RETURN(image, RandomFlipLeftRight(image, context.seed));
-        ASSIGN_OR_RETURN(image, Normalize(image, kImageNetMean, kImageNetStd));
-        return Element{std::move(image), std::move(element[1])};
-      },
-      {.num_parallel_calls = config.parallelism});
-  return dataset.Batch(config.batch).Prefetch().WithOptions(options);
-}
 
 std::string Padded(absl::string_view text, size_t width) {
   std::string out(text);

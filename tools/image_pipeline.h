@@ -1,0 +1,36 @@
+#ifndef SLUICE_TOOLS_IMAGE_PIPELINE_H_
+#define SLUICE_TOOLS_IMAGE_PIPELINE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "dataset/dataset.h"
+#include "dataset/options.h"
+
+namespace sluice::tools {
+
+// The ImageNet-style input pipeline `sluice bench` measures.
+struct BenchConfig {
+  std::string files;
+  int parallelism = kAutotune;
+  int64_t batch = 64;
+  int64_t image_size = 224;
+  bool cache = false;
+  bool decode_only = false;
+  double seconds = 10;
+  int64_t epochs = 0;  // 0: run for `seconds` over a repeated dataset.
+  uint64_t seed = 0;
+};
+
+// ListFiles -> Interleave(TFRecord) -> Map(parse) [-> Cache] -> Repeat -> Map(decode + random
+// resized crop + flip + normalize) -> Batch -> Prefetch; with `decode_only`, a whole-image decode
+// and no batching. `record_bytes` counts the serialized records that reach the decode stage.
+absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,
+                                      std::shared_ptr<std::atomic<int64_t>> record_bytes);
+
+}  // namespace sluice::tools
+
+#endif  // SLUICE_TOOLS_IMAGE_PIPELINE_H_
