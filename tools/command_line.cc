@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace sluice::tools {
@@ -217,5 +218,26 @@ const std::string& CommandLine::Value(absl::string_view name) const {
 }
 
 bool CommandLine::WasGiven(absl::string_view name) const { return Get(name).given; }
+
+absl::StatusOr<int64_t> CommandLine::IntValue(absl::string_view name, int64_t min) const {
+  const std::string& text = Value(name);
+  int64_t value;
+  if (!absl::SimpleAtoi(text, &value) || value < min) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " takes an integer >= ", min, ", not '", text, "'"));
+  }
+  return value;
+}
+
+absl::StatusOr<double> CommandLine::DoubleValue(absl::string_view name,
+                                                double exclusive_min) const {
+  const std::string& text = Value(name);
+  double value;
+  if (!absl::SimpleAtod(text, &value) || !(value > exclusive_min)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " takes a number > ", exclusive_min, ", not '", text, "'"));
+  }
+  return value;
+}
 
 }  // namespace sluice::tools

@@ -69,6 +69,11 @@ class CommandLine {
   const std::string& Value(absl::string_view name) const;
   // Whether the option or flag appeared on the command line.
   bool WasGiven(absl::string_view name) const;
+  // The option's value as an integer >= `min`, or InvalidArgument naming the option
+  // ("--batch takes an integer >= 1, not 'x'"), for ReportUsageError.
+  absl::StatusOr<int64_t> IntValue(absl::string_view name, int64_t min) const;
+  // The option's value as a number > `exclusive_min`, or InvalidArgument naming the option.
+  absl::StatusOr<double> DoubleValue(absl::string_view name, double exclusive_min) const;
   const std::vector<std::string>& positional() const { return positional_values_; }
   const std::string& program() const { return program_; }
 

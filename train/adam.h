@@ -1,8 +1,6 @@
 #ifndef SLUICE_TRAIN_ADAM_H_
 #define SLUICE_TRAIN_ADAM_H_
 
-#include <map>
-
 #include "train/optimizer.h"
 
 namespace sluice::train {
@@ -13,24 +11,24 @@ struct AdamOptions {
   float beta_1 = 0.9f;
   float beta_2 = 0.999f;
   float epsilon = 1e-7f;
+  // Decoupled weight decay, as Keras 3's weight_decay argument (AdamW sets it):
+  // w -= learning_rate * weight_decay * w before the Adam step.
+  float weight_decay = 0.0f;
 };
 
 // Keras Adam: m += (g - m)(1 - b1), v += (g^2 - v)(1 - b2),
 // w -= lr sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps). Keras puts
 // epsilon outside the bias correction of v; so do we, to match its steps.
+// Its slots are "m" and "v".
 class Adam : public Optimizer {
  public:
-  explicit Adam(AdamOptions options = {}) : options_(options) {}
+  explicit Adam(AdamOptions options = {});
 
  protected:
-  void Update(Variable& var, const Tensor& grad, int64_t step) override;
+  void Update(Variable& var, const Tensor& grad, int64_t step, float learning_rate) override;
 
  private:
-  struct Slots {
-    Tensor m, v;
-  };
   AdamOptions options_;
-  std::map<const Variable*, Slots> slots_;
 };
 
 }  // namespace sluice::train

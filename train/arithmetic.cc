@@ -1,13 +1,12 @@
 #include "train/arithmetic.h"
 
 #include "core/status_macros.h"
+#include "train/backend.h"
 #include "train/broadcast.h"
 #include "train/tape.h"
 
 namespace sluice::train {
 namespace {
-
-enum class BinaryOp { kAdd, kSub, kMul, kDiv };
 
 const char* Name(BinaryOp op) {
   switch (op) {
@@ -27,59 +26,36 @@ absl::StatusOr<Tensor> Binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   RETURN_IF_ERROR(RequireFloat32(a, Name(op), "a"));
   RETURN_IF_ERROR(RequireFloat32(b, Name(op), "b"));
   ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(a.shape(), b.shape()));
-  const std::vector<int64_t> sa = BroadcastStrides(a.shape(), shape);
-  const std::vector<int64_t> sb = BroadcastStrides(b.shape(), shape);
-  Tensor out(DType::kFloat32, shape);
-  const float* x = a.data<float>();
-  const float* y = b.data<float>();
-  float* z = out.data<float>();
-  switch (op) {
-    case BinaryOp::kAdd:
-      ForEachBroadcast(shape, sa, sb, [&](int64_t i, int64_t p, int64_t q) { z[i] = x[p] + y[q]; });
-      break;
-    case BinaryOp::kSub:
-      ForEachBroadcast(shape, sa, sb, [&](int64_t i, int64_t p, int64_t q) { z[i] = x[p] - y[q]; });
-      break;
-    case BinaryOp::kMul:
-      ForEachBroadcast(shape, sa, sb, [&](int64_t i, int64_t p, int64_t q) { z[i] = x[p] * y[q]; });
-      break;
-    case BinaryOp::kDiv:
-      ForEachBroadcast(shape, sa, sb, [&](int64_t i, int64_t p, int64_t q) { z[i] = x[p] / y[q]; });
-      break;
-  }
+  ASSIGN_OR_RETURN(Backend * backend, BackendFor(Name(op), {&a, &b}));
+  ASSIGN_OR_RETURN(Tensor out, backend->Allocate(DType::kFloat32, shape));
+  RETURN_IF_ERROR(backend->Binary(op, a, b, out));
   if (ShouldRecord({a, b})) {
-    RecordOperation({a, b}, out,
-                    [op, a, b, shape, sa,
-                     sb](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
-                      Tensor ga = Tensor::Zeros(DType::kFloat32, a.shape());
-                      Tensor gb = Tensor::Zeros(DType::kFloat32, b.shape());
-                      const float* x = a.data<float>();
-                      const float* y = b.data<float>();
-                      const float* d = g.data<float>();
-                      float* dx = ga.data<float>();
-                      float* dy = gb.data<float>();
-                      ForEachBroadcast(shape, sa, sb, [&](int64_t i, int64_t p, int64_t q) {
-                        switch (op) {
-                          case BinaryOp::kAdd:
-                            dx[p] += d[i];
-                            dy[q] += d[i];
-                            break;
-                          case BinaryOp::kSub:
-                            dx[p] += d[i];
-                            dy[q] -= d[i];
-                            break;
-                          case BinaryOp::kMul:
-                            dx[p] += d[i] * y[q];
-                            dy[q] += d[i] * x[p];
-                            break;
-                          case BinaryOp::kDiv:
-                            dx[p] += d[i] / y[q];
-                            dy[q] -= d[i] * x[p] / (y[q] * y[q]);
-                            break;
-                        }
-                      });
-                      return std::vector<std::optional<Tensor>>{ga, gb};
-                    });
+    const bool need_a = ShouldRecord({a}), need_b = ShouldRecord({b});
+    RecordOperation(
+        {a, b}, out,
+        [backend, op, a, b, need_a,
+         need_b](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+          std::vector<std::optional<Tensor>> grads(2);
+          // The gradient of a + b (or a - b) for an operand of the output's
+          // shape is g itself: no copy (the tape makes its own when it must).
+          const bool pass_a =
+              need_a && (op == BinaryOp::kAdd || op == BinaryOp::kSub) && a.shape() == g.shape();
+          const bool pass_b = need_b && op == BinaryOp::kAdd && b.shape() == g.shape();
+          if (pass_a) grads[0] = g;
+          if (pass_b) grads[1] = g;
+          const bool compute_a = need_a && !pass_a, compute_b = need_b && !pass_b;
+          if (compute_a) {
+            ASSIGN_OR_RETURN(grads[0], backend->Allocate(DType::kFloat32, a.shape()));
+          }
+          if (compute_b) {
+            ASSIGN_OR_RETURN(grads[1], backend->Allocate(DType::kFloat32, b.shape()));
+          }
+          if (compute_a || compute_b) {
+            RETURN_IF_ERROR(backend->BinaryBackward(op, a, b, g, compute_a ? &*grads[0] : nullptr,
+                                                    compute_b ? &*grads[1] : nullptr));
+          }
+          return grads;
+        });
   }
   return out;
 }

@@ -1,9 +1,8 @@
 #include "train/batch_norm.h"
 
-#include <cmath>
-
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/backend.h"
 #include "train/broadcast.h"
 #include "train/tape.h"
 
@@ -27,29 +26,23 @@ absl::Status CheckShapes(const char* name, const Tensor& x,
   return absl::OkStatus();
 }
 
-// y = gamma * (x - mean) * inv_std + beta, also returning x_hat.
-void Normalize(const Tensor& x, const float* gamma, const float* beta, const float* mean,
-               const float* inv_std, Tensor& y, Tensor& x_hat) {
+// dx, d gamma, d beta; then nullopt up to `inputs` entries (the statistics
+// of inference get no gradient).
+absl::StatusOr<std::vector<std::optional<Tensor>>> Backward(Backend& backend, const Tensor& x,
+                                                            const Tensor& gamma, const Tensor& mean,
+                                                            const Tensor& variance, const Tensor& g,
+                                                            float epsilon,
+                                                            bool statistics_are_constant,
+                                                            size_t inputs) {
   const int64_t c = x.dim(x.rank() - 1);
-  const float* in = x.data<float>();
-  for (int64_t i = 0; i < x.num_elements(); ++i) {
-    const int64_t k = i % c;
-    x_hat.data<float>()[i] = (in[i] - mean[k]) * inv_std[k];
-    y.data<float>()[i] = gamma[k] * x_hat.data<float>()[i] + beta[k];
-  }
-}
-
-// d beta = sum g, d gamma = sum g * x_hat, per channel.
-void ParamGrads(const Tensor& g, const Tensor& x_hat, int64_t c, Tensor& d_gamma, Tensor& d_beta) {
-  std::vector<double> dg(c, 0), db(c, 0);
-  for (int64_t i = 0; i < g.num_elements(); ++i) {
-    db[i % c] += g.data<float>()[i];
-    dg[i % c] += static_cast<double>(g.data<float>()[i]) * x_hat.data<float>()[i];
-  }
-  for (int64_t k = 0; k < c; ++k) {
-    d_gamma.data<float>()[k] = static_cast<float>(dg[k]);
-    d_beta.data<float>()[k] = static_cast<float>(db[k]);
-  }
+  ASSIGN_OR_RETURN(Tensor dx, backend.Allocate(DType::kFloat32, x.shape()));
+  ASSIGN_OR_RETURN(Tensor d_gamma, backend.Allocate(DType::kFloat32, Shape{c}));
+  ASSIGN_OR_RETURN(Tensor d_beta, backend.Allocate(DType::kFloat32, Shape{c}));
+  RETURN_IF_ERROR(backend.BatchNormBackward(x, gamma, mean, variance, g, epsilon,
+                                            statistics_are_constant, dx, d_gamma, d_beta));
+  std::vector<std::optional<Tensor>> grads = {dx, d_gamma, d_beta};
+  grads.resize(inputs);
+  return grads;
 }
 
 }  // namespace
@@ -60,38 +53,18 @@ absl::StatusOr<BatchNormTrainingResult> BatchNormTraining(const Tensor& x, const
   const int64_t c = x.dim(x.rank() - 1);
   const int64_t m = c == 0 ? 0 : x.num_elements() / c;
   if (m == 0) return absl::InvalidArgumentError("BatchNormTraining: empty batch");
-  std::vector<double> sum(c, 0), sq(c, 0);
-  for (int64_t i = 0; i < x.num_elements(); ++i) sum[i % c] += x.data<float>()[i];
-  Tensor mean(DType::kFloat32, Shape{c}), variance(DType::kFloat32, Shape{c});
-  for (int64_t k = 0; k < c; ++k) mean.data<float>()[k] = static_cast<float>(sum[k] / m);
-  for (int64_t i = 0; i < x.num_elements(); ++i) {
-    const double d = x.data<float>()[i] - mean.data<float>()[i % c];
-    sq[i % c] += d * d;
-  }
-  std::vector<float> inv_std(c);
-  for (int64_t k = 0; k < c; ++k) {
-    variance.data<float>()[k] = static_cast<float>(sq[k] / m);
-    inv_std[k] = 1.0f / std::sqrt(variance.data<float>()[k] + epsilon);
-  }
-  Tensor y(DType::kFloat32, x.shape()), x_hat(DType::kFloat32, x.shape());
-  Normalize(x, gamma.data<float>(), beta.data<float>(), mean.data<float>(), inv_std.data(), y,
-            x_hat);
+  ASSIGN_OR_RETURN(Backend * backend, BackendFor("BatchNormTraining", {&x, &gamma, &beta}));
+  ASSIGN_OR_RETURN(Tensor y, backend->Allocate(DType::kFloat32, x.shape()));
+  ASSIGN_OR_RETURN(Tensor mean, backend->Allocate(DType::kFloat32, Shape{c}));
+  ASSIGN_OR_RETURN(Tensor variance, backend->Allocate(DType::kFloat32, Shape{c}));
+  RETURN_IF_ERROR(backend->BatchNormForwardTraining(x, gamma, beta, epsilon, y, mean, variance));
   if (ShouldRecord({x, gamma, beta})) {
     RecordOperation({x, gamma, beta}, y,
-                    [x_hat, gamma, inv_std, c,
-                     m](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
-                      Tensor d_gamma(DType::kFloat32, Shape{c}), d_beta(DType::kFloat32, Shape{c});
-                      ParamGrads(g, x_hat, c, d_gamma, d_beta);
-                      // dx = gamma * inv_std / m * (m g - sum g - x_hat sum(g x_hat))
-                      Tensor dx(DType::kFloat32, g.shape());
-                      for (int64_t i = 0; i < g.num_elements(); ++i) {
-                        const int64_t k = i % c;
-                        dx.data<float>()[i] =
-                            gamma.data<float>()[k] * inv_std[k] / static_cast<float>(m) *
-                            (static_cast<float>(m) * g.data<float>()[i] - d_beta.data<float>()[k] -
-                             x_hat.data<float>()[i] * d_gamma.data<float>()[k]);
-                      }
-                      return std::vector<std::optional<Tensor>>{dx, d_gamma, d_beta};
+                    [backend, x, gamma, mean, variance, epsilon](
+                        const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+                      // Gradients flow through the batch statistics too.
+                      return Backward(*backend, x, gamma, mean, variance, g, epsilon,
+                                      /*statistics_are_constant=*/false, 3);
                     });
   }
   return BatchNormTrainingResult{y, mean, variance};
@@ -101,26 +74,17 @@ absl::StatusOr<Tensor> BatchNormInference(const Tensor& x, const Tensor& gamma, 
                                           const Tensor& mean, const Tensor& variance,
                                           float epsilon) {
   RETURN_IF_ERROR(CheckShapes("BatchNormInference", x, {&gamma, &beta, &mean, &variance}));
-  const int64_t c = x.dim(x.rank() - 1);
-  std::vector<float> inv_std(c);
-  for (int64_t k = 0; k < c; ++k)
-    inv_std[k] = 1.0f / std::sqrt(variance.data<float>()[k] + epsilon);
-  Tensor y(DType::kFloat32, x.shape()), x_hat(DType::kFloat32, x.shape());
-  Normalize(x, gamma.data<float>(), beta.data<float>(), mean.data<float>(), inv_std.data(), y,
-            x_hat);
+  ASSIGN_OR_RETURN(Backend * backend,
+                   BackendFor("BatchNormInference", {&x, &gamma, &beta, &mean, &variance}));
+  ASSIGN_OR_RETURN(Tensor y, backend->Allocate(DType::kFloat32, x.shape()));
+  if (x.num_elements() == 0) return y;
+  RETURN_IF_ERROR(backend->BatchNormForwardInference(x, gamma, beta, mean, variance, epsilon, y));
   if (ShouldRecord({x, gamma, beta, mean, variance})) {
     RecordOperation({x, gamma, beta, mean, variance}, y,
-                    [x_hat, gamma, inv_std,
-                     c](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
-                      Tensor d_gamma(DType::kFloat32, Shape{c}), d_beta(DType::kFloat32, Shape{c});
-                      ParamGrads(g, x_hat, c, d_gamma, d_beta);
-                      Tensor dx(DType::kFloat32, g.shape());
-                      for (int64_t i = 0; i < g.num_elements(); ++i) {
-                        dx.data<float>()[i] =
-                            g.data<float>()[i] * gamma.data<float>()[i % c] * inv_std[i % c];
-                      }
-                      return std::vector<std::optional<Tensor>>{dx, d_gamma, d_beta, std::nullopt,
-                                                                std::nullopt};
+                    [backend, x, gamma, mean, variance, epsilon](
+                        const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+                      return Backward(*backend, x, gamma, mean, variance, g, epsilon,
+                                      /*statistics_are_constant=*/true, 5);
                     });
   }
   return y;

@@ -1,9 +1,8 @@
 #include "train/concat.h"
 
-#include <cstring>
-
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/backend.h"
 #include "train/broadcast.h"
 #include "train/tape.h"
 
@@ -31,41 +30,29 @@ absl::StatusOr<Tensor> Concat(const std::vector<Tensor>& xs, int axis) {
     total += xs[i].dim(ax);
   }
   out_shape.set_dim(ax, total);
-  // Viewed as [outer, dim(ax) * inner], each input is a contiguous block per row.
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < ax; ++d) outer *= out_shape.dim(d);
-  for (int d = ax + 1; d < rank; ++d) inner *= out_shape.dim(d);
-  Tensor out(DType::kFloat32, out_shape);
-  std::vector<int64_t> widths;
-  int64_t offset = 0;
-  for (const Tensor& x : xs) {
-    const int64_t w = x.dim(ax) * inner;
-    for (int64_t r = 0; r < outer; ++r) {
-      std::memcpy(out.data<float>() + r * total * inner + offset, x.data<float>() + r * w,
-                  w * sizeof(float));
+  ASSIGN_OR_RETURN(Backend * backend, BackendFor("Concat", {&xs[0]}));
+  for (size_t i = 1; i < xs.size(); ++i) {
+    if (!(xs[i].device() == xs[0].device())) {
+      return absl::InvalidArgumentError(absl::StrCat("Concat: input ", i, " is on ",
+                                                     xs[i].device().DebugString(), ", input 0 on ",
+                                                     xs[0].device().DebugString()));
     }
-    widths.push_back(w);
-    offset += w;
   }
+  ASSIGN_OR_RETURN(Tensor out, backend->Allocate(DType::kFloat32, out_shape));
+  RETURN_IF_ERROR(backend->Concat(xs, ax, out));
   if (ShouldRecord(xs)) {
     std::vector<Shape> shapes;
     for (const Tensor& x : xs) shapes.push_back(x.shape());
     RecordOperation(xs, out,
-                    [shapes, widths, outer, total,
-                     inner](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
-                      std::vector<std::optional<Tensor>> grads;
-                      int64_t offset = 0;
-                      for (size_t i = 0; i < shapes.size(); ++i) {
-                        Tensor gx(DType::kFloat32, shapes[i]);
-                        for (int64_t r = 0; r < outer; ++r) {
-                          std::memcpy(gx.data<float>() + r * widths[i],
-                                      g.data<float>() + r * total * inner + offset,
-                                      widths[i] * sizeof(float));
-                        }
-                        offset += widths[i];
-                        grads.push_back(gx);
+                    [backend, shapes,
+                     ax](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+                      std::vector<Tensor> parts;
+                      for (const Shape& s : shapes) {
+                        ASSIGN_OR_RETURN(Tensor part, backend->Allocate(DType::kFloat32, s));
+                        parts.push_back(part);
                       }
-                      return grads;
+                      RETURN_IF_ERROR(backend->Split(g, ax, parts));
+                      return std::vector<std::optional<Tensor>>(parts.begin(), parts.end());
                     });
   }
   return out;

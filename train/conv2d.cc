@@ -2,33 +2,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
-#include "oneapi/dnnl/dnnl.hpp"
+#include "train/backend.h"
 #include "train/broadcast.h"
-#include "train/dnnl_engine.h"
 #include "train/tape.h"
 
 namespace sluice::train {
-namespace {
-
-using dnnl::memory;
-using Tag = memory::format_tag;
-
-// Everything the three primitives share; oneDNN dims are always logical NCHW
-// / OIHW, the tags give our physical layouts.
-struct ConvGeometry {
-  memory::desc src, weights, dst;
-  memory::dims strides, dilates, pad_l, pad_r;
-
-  dnnl::convolution_forward::primitive_desc Forward() const {
-    return {{dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, weights,
-             dst, strides, dilates, pad_l, pad_r},
-            CpuEngine()};
-  }
-};
-
-void* Ptr(const Tensor& t) { return const_cast<void*>(t.raw_data()); }
-
-}  // namespace
 
 absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter, Conv2DOptions options) {
   RETURN_IF_ERROR(RequireFloat32(input, "Conv2D", "input"));
@@ -38,61 +16,39 @@ absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter, Conv2DO
         absl::StrCat("Conv2D: want input NHWC and filter HWIO with matching channels, got input ",
                      input.shape().DebugString(), " and filter ", filter.shape().DebugString()));
   }
-  const int64_t n = input.dim(0), h = input.dim(1), w = input.dim(2), c = input.dim(3);
-  const int64_t kh = filter.dim(0), kw = filter.dim(1), o = filter.dim(3);
+  ASSIGN_OR_RETURN(Backend * backend, BackendFor("Conv2D", {&input, &filter}));
+  ConvGeometry geo;
+  geo.n = input.dim(0), geo.h = input.dim(1), geo.w = input.dim(2), geo.c = input.dim(3);
+  geo.kh = filter.dim(0), geo.kw = filter.dim(1), geo.o = filter.dim(3);
+  geo.stride_h = options.stride_h, geo.stride_w = options.stride_w;
+  geo.dilation_h = options.dilation_h, geo.dilation_w = options.dilation_w;
   ASSIGN_OR_RETURN(Window wh,
-                   ComputeWindow(h, kh, options.stride_h, options.dilation_h, options.padding));
+                   ComputeWindow(geo.h, geo.kh, geo.stride_h, geo.dilation_h, options.padding));
   ASSIGN_OR_RETURN(Window ww,
-                   ComputeWindow(w, kw, options.stride_w, options.dilation_w, options.padding));
-  Tensor out(DType::kFloat32, Shape{n, wh.out, ww.out, o});
+                   ComputeWindow(geo.w, geo.kw, geo.stride_w, geo.dilation_w, options.padding));
+  geo.oh = wh.out, geo.ow = ww.out;
+  geo.pad_top = wh.pad_before, geo.pad_bottom = wh.pad_after;
+  geo.pad_left = ww.pad_before, geo.pad_right = ww.pad_after;
+  ASSIGN_OR_RETURN(Tensor out,
+                   backend->Allocate(DType::kFloat32, Shape{geo.n, geo.oh, geo.ow, geo.o}));
   if (out.num_elements() == 0) return out;
-  const auto f32 = memory::data_type::f32;
-  const ConvGeometry geo{memory::desc({n, c, h, w}, f32, Tag::nhwc),
-                         memory::desc({o, c, kh, kw}, f32, Tag::hwio),
-                         memory::desc({n, o, wh.out, ww.out}, f32, Tag::nhwc),
-                         {options.stride_h, options.stride_w},
-                         {options.dilation_h - 1, options.dilation_w - 1},
-                         {wh.pad_before, ww.pad_before},
-                         {wh.pad_after, ww.pad_after}};
-  const dnnl::engine& engine = CpuEngine();
-  {
-    auto pd = geo.Forward();
-    dnnl::stream stream(engine);
-    dnnl::convolution_forward(pd).execute(
-        stream, {{DNNL_ARG_SRC, memory(geo.src, engine, Ptr(input))},
-                 {DNNL_ARG_WEIGHTS, memory(geo.weights, engine, Ptr(filter))},
-                 {DNNL_ARG_DST, memory(geo.dst, engine, out.raw_data())}});
-    stream.wait();
-  }
+  RETURN_IF_ERROR(backend->Conv2DForward(geo, input, filter, out));
   if (ShouldRecord({input, filter})) {
-    RecordOperation({input, filter}, out,
-                    [input, filter,
-                     geo](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
-                      const dnnl::engine& engine = CpuEngine();
-                      auto fwd = geo.Forward();
-                      Tensor g_in(DType::kFloat32, input.shape());
-                      Tensor g_filter(DType::kFloat32, filter.shape());
-                      dnnl::stream stream(engine);
-                      dnnl::convolution_backward_data::primitive_desc data_pd(
-                          {dnnl::algorithm::convolution_direct, geo.src, geo.weights, geo.dst,
-                           geo.strides, geo.dilates, geo.pad_l, geo.pad_r},
-                          engine, fwd);
-                      dnnl::convolution_backward_data(data_pd).execute(
-                          stream, {{DNNL_ARG_DIFF_DST, memory(geo.dst, engine, Ptr(g))},
-                                   {DNNL_ARG_WEIGHTS, memory(geo.weights, engine, Ptr(filter))},
-                                   {DNNL_ARG_DIFF_SRC, memory(geo.src, engine, g_in.raw_data())}});
-                      dnnl::convolution_backward_weights::primitive_desc weights_pd(
-                          {dnnl::algorithm::convolution_direct, geo.src, geo.weights, geo.dst,
-                           geo.strides, geo.dilates, geo.pad_l, geo.pad_r},
-                          engine, fwd);
-                      dnnl::convolution_backward_weights(weights_pd)
-                          .execute(stream, {{DNNL_ARG_SRC, memory(geo.src, engine, Ptr(input))},
-                                            {DNNL_ARG_DIFF_DST, memory(geo.dst, engine, Ptr(g))},
-                                            {DNNL_ARG_DIFF_WEIGHTS,
-                                             memory(geo.weights, engine, g_filter.raw_data())}});
-                      stream.wait();
-                      return std::vector<std::optional<Tensor>>{g_in, g_filter};
-                    });
+    // The first layer's input (the images) needs no gradient: skip that pass.
+    const bool input_grad = ShouldRecord({input});
+    RecordOperation(
+        {input, filter}, out,
+        [backend, input, filter, geo,
+         input_grad](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+          std::vector<std::optional<Tensor>> grads(2);
+          if (input_grad) {
+            ASSIGN_OR_RETURN(grads[0], backend->Allocate(DType::kFloat32, input.shape()));
+            RETURN_IF_ERROR(backend->Conv2DBackwardData(geo, g, filter, *grads[0]));
+          }
+          ASSIGN_OR_RETURN(grads[1], backend->Allocate(DType::kFloat32, filter.shape()));
+          RETURN_IF_ERROR(backend->Conv2DBackwardFilter(geo, input, g, *grads[1]));
+          return grads;
+        });
   }
   return out;
 }

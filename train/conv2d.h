@@ -21,7 +21,9 @@ struct Conv2DOptions {
 // input NHWC [N, H, W, C], filter HWIO [KH, KW, C, O], output NHWC
 // [N, OH, OW, O]. Channels-last because that is what our decoders produce and
 // what Keras models expect; oneDNN reads these layouts directly. Forward,
-// backward-data and backward-weights are oneDNN convolution primitives.
+// backward-data and backward-weights run on the inputs' backend (oneDNN
+// convolution primitives on the CPU). The input's gradient is computed only
+// when a tape tracks the input (not for the images fed to a first layer).
 absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter,
                               Conv2DOptions options = {});
 

@@ -17,7 +17,7 @@ Conv2D::Conv2D(int64_t in_channels, int64_t filters, int64_t kernel_h, int64_t k
   }
 }
 
-absl::StatusOr<Tensor> Conv2D::Forward(const Tensor& input) {
+absl::StatusOr<Tensor> Conv2D::Forward(const Tensor& input, bool) {
   ASSIGN_OR_RETURN(Tensor y, train::Conv2D(input, kernel_.value(), conv_));
   if (!bias_) return y;
   return Add(y, bias_->value());  // [filters] broadcasts over NHW

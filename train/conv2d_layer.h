@@ -24,7 +24,7 @@ class Conv2D : public Module {
  public:
   Conv2D(int64_t in_channels, int64_t filters, int64_t kernel_h, int64_t kernel_w,
          Conv2DLayerOptions options = {});
-  absl::StatusOr<Tensor> Forward(const Tensor& input) override;
+  absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
   std::vector<Variable*> TrainableVariables() override;
   Variable& kernel() { return kernel_; }
   Variable* bias() { return bias_ ? &*bias_ : nullptr; }

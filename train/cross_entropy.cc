@@ -1,10 +1,8 @@
 #include "train/cross_entropy.h"
 
-#include <algorithm>
-#include <cmath>
-
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/backend.h"
 #include "train/broadcast.h"
 #include "train/tape.h"
 
@@ -23,43 +21,39 @@ absl::StatusOr<Tensor> SparseSoftmaxCrossEntropyWithLogits(const Tensor& logits,
     return absl::InvalidArgumentError(
         absl::StrCat(kOp, ": labels must be int32 or int64, got ", DTypeName(labels.dtype())));
   }
+  ASSIGN_OR_RETURN(Backend * backend, BackendFor(kOp, {&logits, &labels}));
   const int64_t n = logits.dim(0), c = logits.dim(1);
-  std::vector<int64_t> label(n);
+  // Labels are few (one per example): checked on the host, handed to the
+  // backend as int64.
+  Tensor host_labels = labels.device().is_cpu() ? labels : Tensor(labels.dtype(), labels.shape());
+  if (!labels.device().is_cpu()) RETURN_IF_ERROR(backend->Copy(labels, host_labels));
+  Tensor label64(DType::kInt64, Shape{n});
   for (int64_t i = 0; i < n; ++i) {
-    label[i] =
-        labels.dtype() == DType::kInt32 ? labels.data<int32_t>()[i] : labels.data<int64_t>()[i];
-    if (label[i] < 0 || label[i] >= c) {
+    const int64_t l = labels.dtype() == DType::kInt32 ? host_labels.data<int32_t>()[i]
+                                                      : host_labels.data<int64_t>()[i];
+    if (l < 0 || l >= c) {
       return absl::InvalidArgumentError(
-          absl::StrCat(kOp, ": label ", label[i], " at index ", i, " is outside [0, ", c, ")"));
+          absl::StrCat(kOp, ": label ", l, " at index ", i, " is outside [0, ", c, ")"));
     }
+    label64.data<int64_t>()[i] = l;
   }
-  Tensor loss(DType::kFloat32, Shape{n});
-  Tensor probs(DType::kFloat32, logits.shape());  // kept for the backward
-  for (int64_t i = 0; i < n; ++i) {
-    const float* x = logits.data<float>() + i * c;
-    float* p = probs.data<float>() + i * c;
-    const float m = c > 0 ? *std::max_element(x, x + c) : 0.0f;
-    double sum = 0;
-    for (int64_t j = 0; j < c; ++j) sum += std::exp(static_cast<double>(x[j] - m));
-    const double log_sum = std::log(sum);
-    for (int64_t j = 0; j < c; ++j) p[j] = static_cast<float>(std::exp(x[j] - m - log_sum));
-    loss.data<float>()[i] = static_cast<float>(m + log_sum - x[label[i]]);
+  Tensor device_labels = label64;
+  if (!logits.device().is_cpu()) {
+    ASSIGN_OR_RETURN(device_labels, backend->Allocate(DType::kInt64, Shape{n}));
+    RETURN_IF_ERROR(backend->Copy(label64, device_labels));
   }
+  ASSIGN_OR_RETURN(Tensor loss, backend->Allocate(DType::kFloat32, Shape{n}));
+  ASSIGN_OR_RETURN(Tensor probs, backend->Allocate(DType::kFloat32, logits.shape()));
+  RETURN_IF_ERROR(backend->SparseSoftmaxCrossEntropy(logits, device_labels, loss, probs));
   if (ShouldRecord({logits})) {
-    RecordOperation({logits, labels}, loss,
-                    [probs, label, n,
-                     c](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
-                      // d loss_n / d logits_n = softmax - one_hot(label).
-                      Tensor gx(DType::kFloat32, probs.shape());
-                      for (int64_t i = 0; i < n; ++i) {
-                        const float* p = probs.data<float>() + i * c;
-                        float* o = gx.data<float>() + i * c;
-                        const float d = g.data<float>()[i];
-                        for (int64_t j = 0; j < c; ++j)
-                          o[j] = d * (p[j] - (j == label[i] ? 1.0f : 0.0f));
-                      }
-                      return std::vector<std::optional<Tensor>>{gx, std::nullopt};
-                    });
+    RecordOperation(
+        {logits, labels}, loss,
+        [backend, probs,
+         device_labels](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+          ASSIGN_OR_RETURN(Tensor gx, backend->Allocate(DType::kFloat32, probs.shape()));
+          RETURN_IF_ERROR(backend->SparseSoftmaxCrossEntropyBackward(probs, device_labels, g, gx));
+          return std::vector<std::optional<Tensor>>{gx, std::nullopt};
+        });
   }
   return loss;
 }

@@ -15,7 +15,7 @@ Dense::Dense(int64_t in_features, int64_t units, DenseOptions options)
   }
 }
 
-absl::StatusOr<Tensor> Dense::Forward(const Tensor& input) {
+absl::StatusOr<Tensor> Dense::Forward(const Tensor& input, bool) {
   ASSIGN_OR_RETURN(Tensor y, MatMul(input, kernel_.value()));
   if (!bias_) return y;
   return Add(y, bias_->value());

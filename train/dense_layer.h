@@ -20,7 +20,7 @@ struct DenseOptions {
 class Dense : public Module {
  public:
   Dense(int64_t in_features, int64_t units, DenseOptions options = {});
-  absl::StatusOr<Tensor> Forward(const Tensor& input) override;
+  absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
   std::vector<Variable*> TrainableVariables() override;
   Variable& kernel() { return kernel_; }
   Variable* bias() { return bias_ ? &*bias_ : nullptr; }

@@ -6,7 +6,7 @@
 namespace sluice::train {
 
 // The process-wide oneDNN CPU engine, created on first use. oneDNN engines
-// are thread-safe; streams are not, so each op makes its own.
+// are thread-safe; streams are not, so the CPU backend keeps one per thread.
 const dnnl::engine& CpuEngine();
 
 }  // namespace sluice::train

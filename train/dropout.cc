@@ -1,9 +1,8 @@
 #include "train/dropout.h"
 
-#include <random>
-
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/backend.h"
 #include "train/broadcast.h"
 #include "train/tape.h"
 
@@ -15,27 +14,18 @@ absl::StatusOr<Tensor> Dropout(const Tensor& x, DropoutOptions options) {
     return absl::InvalidArgumentError(
         absl::StrCat("Dropout: rate must be in [0, 1), got ", options.rate));
   }
-  // mt19937_64 is specified by the standard, and the uniform value is built
-  // from its bits by hand (distributions differ between libraries), so a
-  // seed drops the same elements everywhere.
-  std::mt19937_64 rng(options.seed);
-  const float scale = 1.0f / (1.0f - options.rate);
-  Tensor mask(DType::kFloat32, x.shape());
-  Tensor out(DType::kFloat32, x.shape());
-  for (int64_t i = 0; i < x.num_elements(); ++i) {
-    const float u = static_cast<float>(rng() >> 40) / static_cast<float>(1ull << 24);
-    mask.data<float>()[i] = u >= options.rate ? scale : 0.0f;
-    out.data<float>()[i] = x.data<float>()[i] * mask.data<float>()[i];
-  }
+  ASSIGN_OR_RETURN(Backend * backend, BackendFor("Dropout", {&x}));
+  ASSIGN_OR_RETURN(Tensor mask, backend->Allocate(DType::kFloat32, x.shape()));
+  ASSIGN_OR_RETURN(Tensor out, backend->Allocate(DType::kFloat32, x.shape()));
+  RETURN_IF_ERROR(backend->Dropout(x, options.rate, options.seed, mask, out));
   if (ShouldRecord({x})) {
-    RecordOperation({x}, out,
-                    [mask](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
-                      Tensor gx(DType::kFloat32, g.shape());
-                      for (int64_t i = 0; i < g.num_elements(); ++i) {
-                        gx.data<float>()[i] = g.data<float>()[i] * mask.data<float>()[i];
-                      }
-                      return std::vector<std::optional<Tensor>>{gx};
-                    });
+    RecordOperation(
+        {x}, out,
+        [backend, mask](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+          ASSIGN_OR_RETURN(Tensor gx, backend->Allocate(DType::kFloat32, g.shape()));
+          RETURN_IF_ERROR(backend->Binary(BinaryOp::kMul, g, mask, gx));
+          return std::vector<std::optional<Tensor>>{gx};
+        });
   }
   return out;
 }

@@ -11,9 +11,9 @@ struct MatMulOptions {
   bool transpose_b = false;
 };
 
-// op(a) [M, K] x op(b) [K, N] -> [M, N], float32, rank 2, with the oneDNN
-// matmul primitive. op() transposes when the option says so; transposes are
-// read through strides, never copied.
+// op(a) [M, K] x op(b) [K, N] -> [M, N], float32, rank 2, on the backend of
+// the operands' device (oneDNN's matmul on the CPU). op() transposes when the
+// option says so; transposes are read through strides, never copied.
 absl::StatusOr<Tensor> MatMul(const Tensor& a, const Tensor& b, MatMulOptions options = {});
 
 }  // namespace sluice::train

@@ -1,8 +1,28 @@
 #include "train/optimizer.h"
 
+#include <cmath>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "train/lr_schedule.h"
 
 namespace sluice::train {
+
+Optimizer::Optimizer(float learning_rate, std::vector<std::string> slot_names)
+    : initial_learning_rate_(learning_rate),
+      base_learning_rate_(learning_rate),
+      slot_names_(std::move(slot_names)) {}
+
+float Optimizer::learning_rate() const {
+  if (!schedule_) return base_learning_rate_;
+  const float scheduled = (*schedule_)(iterations_);
+  // With no initial rate to compare against, a base rate cannot scale the schedule.
+  if (initial_learning_rate_ == 0 || base_learning_rate_ == initial_learning_rate_) {
+    return scheduled;
+  }
+  return static_cast<float>(static_cast<double>(scheduled) * base_learning_rate_ /
+                            initial_learning_rate_);
+}
 
 absl::Status Optimizer::Apply(const std::vector<std::optional<Tensor>>& grads,
                               const std::vector<Variable*>& vars) {
@@ -19,10 +39,100 @@ absl::Status Optimizer::Apply(const std::vector<std::optional<Tensor>>& grads,
                        "' is float32", vars[i]->shape().DebugString()));
     }
   }
+  // tf.clip_by_global_norm: every gradient times max_norm / max(norm, max_norm).
+  float scale = 1;
+  if (clip_global_norm_ > 0) {
+    double sum_sq = 0;
+    for (const auto& g : grads) {
+      if (!g) continue;
+      for (float x : g->flat<float>()) sum_sq += static_cast<double>(x) * x;
+    }
+    const double norm = std::sqrt(sum_sq);
+    if (norm > clip_global_norm_) scale = static_cast<float>(clip_global_norm_ / norm);
+  }
+  const float lr = learning_rate();
   ++iterations_;
   for (size_t i = 0; i < vars.size(); ++i) {
-    if (grads[i]) Update(*vars[i], *grads[i], iterations_);
+    if (!grads[i]) continue;
+    if (scale == 1) {
+      Update(*vars[i], *grads[i], iterations_, lr);
+      continue;
+    }
+    Tensor clipped(DType::kFloat32, grads[i]->shape());
+    const float* g = grads[i]->data<float>();
+    float* c = clipped.data<float>();
+    for (int64_t k = 0; k < clipped.num_elements(); ++k) c[k] = g[k] * scale;
+    Update(*vars[i], clipped, iterations_, lr);
   }
+  return absl::OkStatus();
+}
+
+Tensor& Optimizer::Slot(const Variable& var, int index) {
+  auto it = slots_.find(&var);
+  if (it == slots_.end()) {
+    std::vector<Tensor> zeros;
+    for (size_t i = 0; i < slot_names_.size(); ++i) {
+      zeros.push_back(Tensor::Zeros(DType::kFloat32, var.shape()));
+    }
+    it = slots_.emplace(&var, std::move(zeros)).first;
+  }
+  return it->second[index];
+}
+
+OptimizerState Optimizer::SaveState(const std::vector<Variable*>& vars) const {
+  OptimizerState state{.iterations = iterations_, .learning_rate = base_learning_rate_};
+  for (size_t i = 0; i < vars.size(); ++i) {
+    auto it = slots_.find(vars[i]);
+    if (it == slots_.end()) continue;
+    for (size_t s = 0; s < slot_names_.size(); ++s) {
+      // A copy: training goes on while a checkpoint is written.
+      state.slots.emplace_back(absl::StrCat(slot_names_[s], "/", i), it->second[s].Clone());
+    }
+  }
+  return state;
+}
+
+absl::Status Optimizer::RestoreState(const OptimizerState& state,
+                                     const std::vector<Variable*>& vars) {
+  std::map<const Variable*, std::vector<Tensor>> slots;
+  for (const auto& [name, value] : state.slots) {
+    const size_t slash = name.rfind('/');
+    int slot = -1;
+    for (size_t s = 0; s < slot_names_.size(); ++s) {
+      if (slash != std::string::npos && name.compare(0, slash, slot_names_[s]) == 0 &&
+          slash == slot_names_[s].size()) {
+        slot = static_cast<int>(s);
+      }
+    }
+    size_t index = 0;
+    if (slot < 0 || !absl::SimpleAtoi(absl::string_view(name).substr(slash + 1), &index)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Optimizer::RestoreState: slot '", name,
+                       "' is not '<slot>/<variable index>' with a slot of this optimizer (",
+                       slot_names_.empty() ? "it has none" : slot_names_[0], "...)"));
+    }
+    if (index >= vars.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("Optimizer::RestoreState: slot '", name,
+                                                     "' names variable ", index, " but there are ",
+                                                     vars.size(), " variables"));
+    }
+    if (value.dtype() != DType::kFloat32 || value.shape() != vars[index]->shape()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Optimizer::RestoreState: slot '", name, "' is ", DTypeName(value.dtype()),
+                       value.shape().DebugString(), " but variable '", vars[index]->name(),
+                       "' is float32", vars[index]->shape().DebugString()));
+    }
+    auto& entry = slots[vars[index]];
+    if (entry.empty()) {
+      for (size_t s = 0; s < slot_names_.size(); ++s) {
+        entry.push_back(Tensor::Zeros(DType::kFloat32, vars[index]->shape()));
+      }
+    }
+    entry[slot] = value.Clone();
+  }
+  slots_ = std::move(slots);
+  iterations_ = state.iterations;
+  base_learning_rate_ = state.learning_rate;
   return absl::OkStatus();
 }
 

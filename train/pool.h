@@ -17,8 +17,8 @@ struct Pool2DOptions {
   Padding padding = Padding::kValid;
 };
 
-// 2-D pooling over NHWC input (see Conv2D for why channels-last), with oneDNN
-// pooling forward and backward primitives. Padded positions never count: max
+// 2-D pooling over NHWC input (see Conv2D for why channels-last), with oneDNN's
+// pooling forward and backward primitives on the CPU. Padded positions never count: max
 // pooling ignores them and average pooling divides by the number of real
 // inputs in the window, as TF does.
 absl::StatusOr<Tensor> MaxPool2D(const Tensor& input, Pool2DOptions options = {});

@@ -1,10 +1,8 @@
 #include "train/reduce.h"
 
-#include <algorithm>
-#include <limits>
-
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/backend.h"
 #include "train/broadcast.h"
 #include "train/tape.h"
 
@@ -36,48 +34,25 @@ absl::StatusOr<Tensor> Reduce(Kind kind, const Tensor& x, std::vector<int> axes,
   if (kind == Kind::kMax && count == 0) {
     return absl::InvalidArgumentError("Max: cannot reduce over an empty axis");
   }
-  const std::vector<int64_t> so = BroadcastStrides(kept, x.shape());
-  const std::vector<int64_t> zeros(x.rank(), 0);
-  Tensor out(DType::kFloat32, out_shape);
-  float* o = out.data<float>();
-  const float* in = x.data<float>();
-  std::fill_n(o, out.num_elements(),
-              kind == Kind::kMax ? -std::numeric_limits<float>::infinity() : 0.0f);
-  ForEachBroadcast(x.shape(), so, zeros, [&](int64_t i, int64_t p, int64_t) {
-    if (kind == Kind::kMax) {
-      o[p] = std::max(o[p], in[i]);
-    } else {
-      o[p] += in[i];
-    }
-  });
-  if (kind == Kind::kMean && count > 0) {
-    for (float& v : out.flat<float>()) v /= static_cast<float>(count);
-  }
+  ASSIGN_OR_RETURN(Backend * backend, BackendFor(name, {&x}));
+  ASSIGN_OR_RETURN(Tensor out_kept, backend->Allocate(DType::kFloat32, kept));
+  const float scale = kind == Kind::kMean && count > 0 ? 1.0f / static_cast<float>(count) : 1.0f;
+  RETURN_IF_ERROR(backend->Reduce(kind == Kind::kMax ? ReduceOp::kMax : ReduceOp::kSum, x, reduced,
+                                  scale, out_kept));
+  ASSIGN_OR_RETURN(Tensor out, out_kept.Reshape(out_shape));
   if (ShouldRecord({x})) {
-    RecordOperation(
-        {x}, out,
-        [kind, x, out, so, zeros,
-         count](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
-          Tensor gx(DType::kFloat32, x.shape());
-          const float* d = g.data<float>();
-          const float* in = x.data<float>();
-          const float* m = out.data<float>();
-          float* o = gx.data<float>();
-          if (kind == Kind::kMax) {
-            std::vector<float> ties(out.num_elements(), 0.0f);
-            ForEachBroadcast(x.shape(), so, zeros, [&](int64_t i, int64_t p, int64_t) {
-              if (in[i] == m[p]) ties[p] += 1;
-            });
-            ForEachBroadcast(x.shape(), so, zeros, [&](int64_t i, int64_t p, int64_t) {
-              o[i] = in[i] == m[p] ? d[p] / ties[p] : 0.0f;
-            });
-          } else {
-            const float scale = kind == Kind::kMean ? 1.0f / static_cast<float>(count) : 1.0f;
-            ForEachBroadcast(x.shape(), so, zeros,
-                             [&](int64_t i, int64_t p, int64_t) { o[i] = d[p] * scale; });
-          }
-          return std::vector<std::optional<Tensor>>{gx};
-        });
+    RecordOperation({x}, out,
+                    [backend, kind, x, out_kept, kept,
+                     scale](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+                      ASSIGN_OR_RETURN(Tensor gx, backend->Allocate(DType::kFloat32, x.shape()));
+                      ASSIGN_OR_RETURN(Tensor g_kept, g.Reshape(kept));
+                      if (kind == Kind::kMax) {
+                        RETURN_IF_ERROR(backend->ReduceMaxBackward(x, out_kept, g_kept, gx));
+                      } else {
+                        RETURN_IF_ERROR(backend->BroadcastTo(g_kept, scale, gx));
+                      }
+                      return std::vector<std::optional<Tensor>>{gx};
+                    });
   }
   return out;
 }

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "train/backend.h"
 #include "train/broadcast.h"
 #include "train/tape.h"
 
@@ -31,13 +32,16 @@ absl::StatusOr<Tensor> Reshape(const Tensor& x, std::vector<int64_t> shape) {
         absl::StrCat("Reshape: cannot reshape ", x.shape().DebugString(), " (", x.num_elements(),
                      " values) to [", absl::StrJoin(shape, ", "), "]"));
   }
-  ASSIGN_OR_RETURN(Tensor out, x.Clone().Reshape(target));
+  ASSIGN_OR_RETURN(Backend * backend, BackendFor("Reshape", {&x}));
+  ASSIGN_OR_RETURN(Tensor out, backend->Allocate(DType::kFloat32, target));
+  RETURN_IF_ERROR(backend->Copy(x, out));
   if (ShouldRecord({x})) {
     const Shape in_shape = x.shape();
     RecordOperation(
         {x}, out,
-        [in_shape](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
-          ASSIGN_OR_RETURN(Tensor gx, g.Clone().Reshape(in_shape));
+        [backend, in_shape](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+          ASSIGN_OR_RETURN(Tensor gx, backend->Allocate(DType::kFloat32, in_shape));
+          RETURN_IF_ERROR(backend->Copy(g, gx));
           return std::vector<std::optional<Tensor>>{gx};
         });
   }

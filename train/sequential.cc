@@ -1,19 +1,24 @@
 #include "train/sequential.h"
 
+#include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 
 namespace sluice::train::layers {
 
+Sequential::Sequential(std::vector<std::unique_ptr<Module>> modules) {
+  for (auto& m : modules) Add(std::move(m));
+}
+
 Sequential& Sequential::Add(std::unique_ptr<Module> module) {
-  module->SetTraining(training());
+  PrefixVariableNames(*module, absl::StrCat(modules_.size(), "/"));
   modules_.push_back(std::move(module));
   return *this;
 }
 
-absl::StatusOr<Tensor> Sequential::Forward(const Tensor& input) {
+absl::StatusOr<Tensor> Sequential::Forward(const Tensor& input, bool training) {
   Tensor x = input;
   for (auto& m : modules_) {
-    ASSIGN_OR_RETURN(x, m->Forward(x));
+    ASSIGN_OR_RETURN(x, m->Forward(x, training));
   }
   return x;
 }
@@ -26,9 +31,12 @@ std::vector<Variable*> Sequential::TrainableVariables() {
   return vars;
 }
 
-void Sequential::SetTraining(bool training) {
-  Module::SetTraining(training);
-  for (auto& m : modules_) m->SetTraining(training);
+std::vector<Variable*> Sequential::Variables() {
+  std::vector<Variable*> vars;
+  for (auto& m : modules_) {
+    for (Variable* v : m->Variables()) vars.push_back(v);
+  }
+  return TrainableFirst(std::move(vars));
 }
 
 }  // namespace sluice::train::layers

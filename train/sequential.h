@@ -8,17 +8,20 @@
 
 namespace sluice::train::layers {
 
-// Runs its modules in order; its variables are theirs, in order.
+// Runs its modules in order; its variables are theirs, in order (trainable
+// ones first in Variables()). Adding module i prefixes its variables' names
+// with "i/" ("0/dense/kernel", "2/dense/kernel"), so that they stay unique.
 class Sequential : public Module {
  public:
   Sequential() = default;
-  explicit Sequential(std::vector<std::unique_ptr<Module>> modules)
-      : modules_(std::move(modules)) {}
+  explicit Sequential(std::vector<std::unique_ptr<Module>> modules);
 
   Sequential& Add(std::unique_ptr<Module> module);
-  absl::StatusOr<Tensor> Forward(const Tensor& input) override;
+  absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
   std::vector<Variable*> TrainableVariables() override;
-  void SetTraining(bool training) override;
+  std::vector<Variable*> Variables() override;
+  size_t size() const { return modules_.size(); }
+  Module& module(size_t i) { return *modules_[i]; }
 
  private:
   std::vector<std::unique_ptr<Module>> modules_;

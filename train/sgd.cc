@@ -2,11 +2,17 @@
 
 namespace sluice::train {
 
-void Sgd::Update(Variable& var, const Tensor& grad, int64_t) {
+Sgd::Sgd(SgdOptions options)
+    : Optimizer(options.learning_rate, options.momentum == 0
+                                           ? std::vector<std::string>{}
+                                           : std::vector<std::string>{"velocity"}),
+      options_(options) {}
+
+void Sgd::Update(Variable& var, const Tensor& grad, int64_t, float lr) {
   float* w = var.mutable_value().data<float>();
   const float* g = grad.data<float>();
   const int64_t n = grad.num_elements();
-  const float lr = options_.learning_rate, mu = options_.momentum;
+  const float mu = options_.momentum;
   if (options_.weight_decay != 0) {
     for (int64_t i = 0; i < n; ++i) w[i] -= lr * options_.weight_decay * w[i];
   }
@@ -14,11 +20,7 @@ void Sgd::Update(Variable& var, const Tensor& grad, int64_t) {
     for (int64_t i = 0; i < n; ++i) w[i] -= lr * g[i];
     return;
   }
-  auto it = velocity_.find(&var);
-  if (it == velocity_.end()) {
-    it = velocity_.emplace(&var, Tensor::Zeros(DType::kFloat32, var.shape())).first;
-  }
-  float* v = it->second.data<float>();
+  float* v = Slot(var, 0).data<float>();
   for (int64_t i = 0; i < n; ++i) {
     v[i] = mu * v[i] - lr * g[i];
     w[i] += options_.nesterov ? mu * v[i] - lr * g[i] : v[i];

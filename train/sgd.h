@@ -1,8 +1,6 @@
 #ifndef SLUICE_TRAIN_SGD_H_
 #define SLUICE_TRAIN_SGD_H_
 
-#include <map>
-
 #include "train/optimizer.h"
 
 namespace sluice::train {
@@ -17,17 +15,17 @@ struct SgdOptions {
 };
 
 // Keras SGD: v = momentum * v - lr * g; then w += v, or with Nesterov
-// w += momentum * v - lr * g. Without momentum, w -= lr * g.
+// w += momentum * v - lr * g. Without momentum, w -= lr * g. Its one slot,
+// with momentum only, is "velocity".
 class Sgd : public Optimizer {
  public:
-  explicit Sgd(SgdOptions options = {}) : options_(options) {}
+  explicit Sgd(SgdOptions options = {});
 
  protected:
-  void Update(Variable& var, const Tensor& grad, int64_t step) override;
+  void Update(Variable& var, const Tensor& grad, int64_t step, float learning_rate) override;
 
  private:
   SgdOptions options_;
-  std::map<const Variable*, Tensor> velocity_;
 };
 
 }  // namespace sluice::train

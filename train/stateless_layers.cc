@@ -1,20 +1,61 @@
 #include "train/stateless_layers.h"
 
+#include "absl/strings/str_cat.h"
 #include "train/activations.h"
+#include "train/reduce.h"
 #include "train/reshape.h"
-#include "train/tape.h"
 
 namespace sluice::train::layers {
+namespace {
 
-absl::StatusOr<Tensor> ReLU::Forward(const Tensor& input) { return Relu(input); }
+// splitmix64's finaliser: nearby (seed, count) pairs give unrelated seeds, so
+// two Dropout layers with seeds s and s + 1 never share masks a step apart.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
 
-absl::StatusOr<Tensor> MaxPool::Forward(const Tensor& input) { return MaxPool2D(input, options_); }
+constexpr float kMaxExactCount = 16777216.0f;  // 2^24
 
-absl::StatusOr<Tensor> Flatten::Forward(const Tensor& input) { return train::Flatten(input); }
+}  // namespace
 
-absl::StatusOr<Tensor> Dropout::Forward(const Tensor& input) {
-  if (!training()) return input;
-  return train::Dropout(input, {.rate = rate_, .seed = seed_ + calls_++});
+absl::StatusOr<Tensor> ReLU::Forward(const Tensor& input, bool) { return Relu(input); }
+
+absl::StatusOr<Tensor> MaxPool::Forward(const Tensor& input, bool) {
+  return MaxPool2D(input, options_);
+}
+
+absl::StatusOr<Tensor> AvgPool::Forward(const Tensor& input, bool) {
+  return AvgPool2D(input, options_);
+}
+
+absl::StatusOr<Tensor> GlobalAvgPool::Forward(const Tensor& input, bool) {
+  if (input.rank() != 4) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GlobalAvgPool: expected NHWC input of rank 4, got ", input.shape().DebugString()));
+  }
+  return Mean(input, {1, 2});
+}
+
+absl::StatusOr<Tensor> Flatten::Forward(const Tensor& input, bool) { return train::Flatten(input); }
+
+Dropout::Dropout(float rate, uint64_t seed)
+    : rate_(rate),
+      seed_(seed),
+      calls_(Tensor::Scalar<float>(0), "dropout/calls", /*trainable=*/false) {}
+
+absl::StatusOr<Tensor> Dropout::Forward(const Tensor& input, bool training) {
+  if (!training) return input;
+  float& calls = calls_.mutable_value().data<float>()[0];
+  if (calls >= kMaxExactCount) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "Dropout: ", calls, " training calls, past the 2^24 a float32 counter holds exactly"));
+  }
+  const uint64_t seed = Mix(Mix(seed_) ^ static_cast<uint64_t>(calls));
+  calls += 1;
+  return train::Dropout(input, {.rate = rate_, .seed = seed});
 }
 
 }  // namespace sluice::train::layers

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "train/backend.h"
 #include "train/broadcast.h"
 #include "train/tape.h"
 
@@ -24,18 +25,11 @@ absl::StatusOr<Tensor> Transpose(const Tensor& x, std::vector<int> perm) {
     return absl::InvalidArgumentError(absl::StrCat("Transpose: [", absl::StrJoin(perm, ", "),
                                                    "] is not a permutation of rank ", rank));
   }
-  std::vector<int64_t> in_strides(rank, 1);
-  for (int d = rank - 2; d >= 0; --d) in_strides[d] = in_strides[d + 1] * x.dim(d + 1);
   Shape out_shape;
-  std::vector<int64_t> read(rank), zeros(rank, 0);
-  for (int i = 0; i < rank; ++i) {
-    out_shape.AddDim(x.dim(perm[i]));
-    read[i] = in_strides[perm[i]];
-  }
-  Tensor out(DType::kFloat32, out_shape);
-  const float* in = x.data<float>();
-  float* o = out.data<float>();
-  ForEachBroadcast(out_shape, read, zeros, [&](int64_t i, int64_t p, int64_t) { o[i] = in[p]; });
+  for (int i = 0; i < rank; ++i) out_shape.AddDim(x.dim(perm[i]));
+  ASSIGN_OR_RETURN(Backend * backend, BackendFor("Transpose", {&x}));
+  ASSIGN_OR_RETURN(Tensor out, backend->Allocate(DType::kFloat32, out_shape));
+  RETURN_IF_ERROR(backend->Transpose(x, perm, out));
   if (ShouldRecord({x})) {
     std::vector<int> inverse(rank);
     for (int i = 0; i < rank; ++i) inverse[perm[i]] = i;

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Training throughput, sluice against PyTorch on this machine: one step (forward, gradient,
+# optimizer update) at batch 64 on 28x28x1 inputs for the mlp and cnn models, 2 threads each,
+# medians of REPEATS measurements. Prints images/s side by side and the ratio.
+#   bench/compare_pytorch_train.sh [TRAIN_STEP_BENCH] [sgd|adam]
+# TRAIN_STEP_BENCH defaults to build/bench/train_step_bench (configure with
+# -DSLUICE_BUILD_BENCH=ON). Needs Debian's python3-torch (/usr/bin/python3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bench=${1:-build/bench/train_step_bench}
+optimizer=${2:-sgd}
+threads=${THREADS:-2}
+repeats=${REPEATS:-5}
+python=${PYTHON:-/usr/bin/python3}  # Debian's, where python3-torch installs
+# Both frameworks run on Debian's libgomp (oneDNN and PyTorch are built with OpenMP). Its default
+# spin-waiting between parallel regions makes a 2-thread team starve itself whenever another
+# process wants a core (a step took 80x longer on a busy 2-core machine); libgomp reads the policy
+# only at load time, so it is set here, the same for both.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')," \
+  "load average $(cut -d' ' -f1-3 /proc/loadavg), OMP_WAIT_POLICY=$OMP_WAIT_POLICY"
+echo "sluice: SLUICE_THREADS=$threads $bench --benchmark_filter='/$optimizer/'" \
+  "--benchmark_repetitions=$repeats"
+SLUICE_THREADS=$threads "$bench" --benchmark_filter="/${optimizer}/" \
+  --benchmark_repetitions="$repeats" --benchmark_format=json >"$work/sluice.json"
+echo "pytorch: bench/pytorch_train_compare.py --threads $threads --optimizer $optimizer" \
+  "--repeats $repeats"
+"$python" bench/pytorch_train_compare.py --threads "$threads" --optimizer "$optimizer" \
+  --repeats "$repeats" >"$work/torch.json"
+"$python" - "$work/sluice.json" "$work/torch.json" "$optimizer" <<'PY'
+import json, statistics, sys
+s = json.load(open(sys.argv[1]))
+t = json.load(open(sys.argv[2]))
+optimizer = sys.argv[3]
+rates = {}
+for b in s["benchmarks"]:
+    if b.get("run_type") != "iteration":
+        continue
+    model = b["run_name"].split("/")[1]
+    rates.setdefault(model, []).append(b["images_per_second"])
+print(f"{'model':6} {'sluice img/s':>13} {'pytorch img/s':>14} {'ratio':>6}   "
+      f"(medians, batch 64, {optimizer}, torch {t['torch']}, {t['threads']} threads)")
+for model in ("mlp", "cnn"):
+    ours = statistics.median(rates[model])
+    theirs = t["images_per_second"][model]
+    print(f"{model:6} {ours:13.0f} {theirs:14.0f} {ours / theirs:6.2f}")
+PY

@@ -1,0 +1,168 @@
+// One training step (forward, tape gradient, optimizer update) at batch 64 on
+// 28x28x1 inputs, for the two models of issue 6's throughput goal, built from
+// train/ ops and variables directly. Reports images/s; compare with
+// bench/compare_pytorch_train.sh. Threads: SLUICE_THREADS (default 2, the
+// goal's setting). On a machine shared with other work, run with
+// OMP_WAIT_POLICY=passive (as the comparison script does): libgomp's spinning
+// otherwise starves the 2-thread oneDNN team.
+
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/status_macros.h"
+#include "train/activations.h"
+#include "train/adam.h"
+#include "train/arithmetic.h"
+#include "train/conv2d.h"
+#include "train/cpu_threads.h"
+#include "train/cross_entropy.h"
+#include "train/dropout.h"
+#include "train/initializers.h"
+#include "train/matmul.h"
+#include "train/pool.h"
+#include "train/reduce.h"
+#include "train/reshape.h"
+#include "train/sgd.h"
+#include "train/tape.h"
+#include "train/variable.h"
+
+namespace sluice::train {
+namespace {
+
+constexpr int64_t kBatch = 64;
+
+struct Dense {
+  Dense(int64_t in, int64_t out, uint64_t seed)
+      : kernel(Initialize(Initializer::kGlorotUniform, Shape{in, out}, seed)),
+        bias(Initialize(Initializer::kZeros, Shape{out})) {}
+  absl::StatusOr<Tensor> operator()(const Tensor& x) {
+    ASSIGN_OR_RETURN(Tensor y, MatMul(x, kernel.value()));
+    return Add(y, bias.value());
+  }
+  Variable kernel, bias;
+};
+
+struct Conv {
+  Conv(int64_t in, int64_t out, uint64_t seed)
+      : kernel(Initialize(Initializer::kGlorotUniform, Shape{5, 5, in, out}, seed)),
+        bias(Initialize(Initializer::kZeros, Shape{out})) {}
+  absl::StatusOr<Tensor> operator()(const Tensor& x) {
+    ASSIGN_OR_RETURN(Tensor y, Conv2D(x, kernel.value(), {.padding = Padding::kSame}));
+    return Add(y, bias.value());
+  }
+  Variable kernel, bias;
+};
+
+// mlp 784-256-128-100-10 with ReLU.
+struct Mlp {
+  Dense d1{784, 256, 1}, d2{256, 128, 2}, d3{128, 100, 3}, d4{100, 10, 4};
+  Shape input_shape() const { return Shape{kBatch, 784}; }
+  std::vector<Variable*> variables() {
+    return {&d1.kernel, &d1.bias, &d2.kernel, &d2.bias, &d3.kernel, &d3.bias, &d4.kernel, &d4.bias};
+  }
+  absl::StatusOr<Tensor> Forward(const Tensor& x) {
+    ASSIGN_OR_RETURN(Tensor h, d1(x));
+    ASSIGN_OR_RETURN(h, Relu(h));
+    ASSIGN_OR_RETURN(h, d2(h));
+    ASSIGN_OR_RETURN(h, Relu(h));
+    ASSIGN_OR_RETURN(h, d3(h));
+    ASSIGN_OR_RETURN(h, Relu(h));
+    return d4(h);
+  }
+};
+
+// TensorFlow's layers tutorial CNN.
+struct Cnn {
+  Conv c1{1, 32, 1}, c2{32, 64, 2};
+  Dense d1{7 * 7 * 64, 1024, 3}, d2{1024, 10, 4};
+  uint64_t dropout_seed = 0;
+  Shape input_shape() const { return Shape{kBatch, 28, 28, 1}; }
+  std::vector<Variable*> variables() {
+    return {&c1.kernel, &c1.bias, &c2.kernel, &c2.bias, &d1.kernel, &d1.bias, &d2.kernel, &d2.bias};
+  }
+  absl::StatusOr<Tensor> Forward(const Tensor& x) {
+    ASSIGN_OR_RETURN(Tensor h, c1(x));
+    ASSIGN_OR_RETURN(h, Relu(h));
+    ASSIGN_OR_RETURN(h, MaxPool2D(h));
+    ASSIGN_OR_RETURN(h, c2(h));
+    ASSIGN_OR_RETURN(h, Relu(h));
+    ASSIGN_OR_RETURN(h, MaxPool2D(h));
+    ASSIGN_OR_RETURN(h, Flatten(h));
+    ASSIGN_OR_RETURN(h, d1(h));
+    ASSIGN_OR_RETURN(h, Relu(h));
+    ASSIGN_OR_RETURN(h, Dropout(h, {.rate = 0.4f, .seed = dropout_seed++}));
+    return d2(h);
+  }
+};
+
+template <typename Model>
+absl::Status Step(Model& model, Optimizer& optimizer, const Tensor& x, const Tensor& labels) {
+  const std::vector<Variable*> vars = model.variables();
+  Tape tape;
+  ASSIGN_OR_RETURN(Tensor logits, model.Forward(x));
+  ASSIGN_OR_RETURN(Tensor losses, SparseSoftmaxCrossEntropyWithLogits(logits, labels));
+  ASSIGN_OR_RETURN(Tensor loss, Mean(losses));
+  std::vector<Tensor> sources;
+  for (Variable* v : vars) sources.push_back(v->value());
+  ASSIGN_OR_RETURN(std::vector<std::optional<Tensor>> grads, tape.Gradient(loss, sources));
+  return optimizer.Apply(grads, vars);
+}
+
+int BenchThreads() {
+  const char* env = std::getenv("SLUICE_THREADS");
+  return env != nullptr ? std::atoi(env) : 2;
+}
+
+template <typename Model, typename Opt>
+void BM_TrainStep(benchmark::State& state) {
+  SetCpuThreads(BenchThreads());
+  Model model;
+  Opt optimizer;
+  std::mt19937 rng(7);
+  Tensor x(DType::kFloat32, model.input_shape());
+  for (float& v : x.flat<float>()) v = static_cast<float>(rng() >> 8) / static_cast<float>(1 << 24);
+  Tensor labels(DType::kInt64, Shape{kBatch});
+  for (int64_t& l : labels.flat<int64_t>()) l = static_cast<int64_t>(rng() % 10);
+  // Warm up: the first step builds and caches the oneDNN primitives.
+  if (absl::Status s = Step(model, optimizer, x, labels); !s.ok()) {
+    state.SkipWithError(s.ToString().c_str());
+    return;
+  }
+  for (auto _ : state) {
+    absl::Status s = Step(model, optimizer, x, labels);
+    if (!s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      return;
+    }
+  }
+  state.counters["images_per_second"] = benchmark::Counter(
+      static_cast<double>(kBatch), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["threads"] = CpuThreads();
+}
+
+BENCHMARK_TEMPLATE(BM_TrainStep, Mlp, Sgd)
+    ->Name("train_step/mlp/sgd")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_TrainStep, Mlp, Adam)
+    ->Name("train_step/mlp/adam")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_TrainStep, Cnn, Sgd)
+    ->Name("train_step/cnn/sgd")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_TrainStep, Cnn, Adam)
+    ->Name("train_step/cnn/adam")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace sluice::train
+
+BENCHMARK_MAIN();

@@ -1,0 +1,129 @@
+// Tests `sluice train` end to end on Debian's Fashion-MNIST (dataset-fashion-mnist, which
+// tools/setup.sh installs), converted once for the suite.
+
+#include <filesystem>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/tools/cli_test_util.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::cli_test::CliResult;
+using ::sluice::cli_test::RunSluice;
+using ::sluice::cli_test::ShellQuote;
+using ::sluice::cli_test::TempPath;
+using ::testing::HasSubstr;
+
+constexpr char kSource[] = "/usr/share/datasets/fashion-mnist";
+
+// The number after `"key": ` in a JSON object printed on one line.
+double JsonNumber(const std::string& json, const std::string& key) {
+  const std::string needle = "\"" + key + "\": ";
+  const size_t at = json.find(needle);
+  if (at == std::string::npos) return -1;
+  return std::stod(json.substr(at + needle.size()));
+}
+
+class TrainCommandTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    data_ = new std::string(TempPath("train_fashion_mnist"));
+    CliResult r = RunSluice("convert fashion-mnist --source " + std::string(kSource) + " --out " +
+                            ShellQuote(*data_) + " --shards 2");
+    ASSERT_EQ(r.exit_code, 0) << "converting " << kSource
+                              << " (Debian package dataset-fashion-mnist) failed: " << r.err;
+  }
+  static void TearDownTestSuite() {
+    std::filesystem::remove_all(*data_);
+    delete data_;
+  }
+  static std::string Data() { return ShellQuote(*data_); }
+
+  static std::string* data_;
+};
+std::string* TrainCommandTest::data_ = nullptr;
+
+// The CI goal: a 5,000-image subset, one epoch, at least 80% test accuracy (on the whole
+// 10,000-image test set). Batch 32 at twice Adam's default rate: 157 steps.
+TEST_F(TrainCommandTest, CnnOnAFiveThousandImageSubsetReachesEightyPercent) {
+  CliResult r = RunSluice("train --data " + Data() +
+                          " --model cnn --limit 5000 --epochs 1 --batch 32 --lr 0.002 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(JsonNumber(r.out, "test_accuracy"), 0.80) << r.out;
+  EXPECT_GT(JsonNumber(r.out, "train_images_per_second"), 0) << r.out;
+  EXPECT_EQ(JsonNumber(r.out, "train_records"), 5000) << r.out;
+  const double wait = JsonNumber(r.out, "input_wait_share");
+  EXPECT_GE(wait, 0);
+  EXPECT_LE(wait, 1);
+}
+
+TEST_F(TrainCommandTest, ResumingFromACheckpointContinuesTheRun) {
+  const std::string checkpoint = TempPath("train_resume.ckpt");
+  const std::string common = "train --data " + Data() +
+                             " --model mlp --limit 640 --batch 64 --json --checkpoint " +
+                             ShellQuote(checkpoint);
+  CliResult first = RunSluice(common + " --epochs 1");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ASSERT_TRUE(std::filesystem::exists(checkpoint));
+  CliResult resumed = RunSluice(common + " --epochs 2 --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  CliResult straight =
+      RunSluice("train --data " + Data() + " --model mlp --limit 640 --batch 64 --json --epochs 2");
+  ASSERT_EQ(straight.exit_code, 0) << straight.err;
+  // Same seed: two epochs in one run, or one epoch then a resumed second, end with the same model.
+  EXPECT_EQ(JsonNumber(resumed.out, "test_accuracy"), JsonNumber(straight.out, "test_accuracy"))
+      << resumed.out << "\n"
+      << straight.out;
+  EXPECT_EQ(JsonNumber(resumed.out, "test_loss"), JsonNumber(straight.out, "test_loss"));
+  std::filesystem::remove(checkpoint);
+}
+
+TEST_F(TrainCommandTest, WritesTensorBoardEventFiles) {
+  const std::string logdir = TempPath("train_logdir");
+  CliResult r = RunSluice("train --data " + Data() + " --model mlp --limit 256 --json --logdir " +
+                          ShellQuote(logdir));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int event_files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(logdir)) {
+    if (entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0) ++event_files;
+  }
+  EXPECT_GE(event_files, 1);
+  std::filesystem::remove_all(logdir);
+}
+
+TEST(TrainCommandLineTest, BadArgumentsAreUsageErrors) {
+  CliResult no_data = RunSluice("train");
+  EXPECT_EQ(no_data.exit_code, 2);
+  EXPECT_THAT(no_data.err, HasSubstr("--data DIR is required"));
+  CliResult batch = RunSluice("train --data x --batch 0");
+  EXPECT_EQ(batch.exit_code, 2);
+  EXPECT_THAT(batch.err, HasSubstr("--batch takes an integer >= 1, not '0'"));
+  EXPECT_EQ(RunSluice("train --data x --lr -1").exit_code, 2);
+  EXPECT_EQ(RunSluice("train --data x --device tpu").exit_code, 2);
+  EXPECT_EQ(RunSluice("train --data x --resume").exit_code, 2);
+  EXPECT_EQ(RunSluice("train --data x --momentum 0.9").exit_code, 2);  // adam has no momentum
+}
+
+TEST(TrainCommandLineTest, MissingDataNamesTheFiles) {
+  CliResult r = RunSluice("train --data /nonexistent-sluice-dir");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent-sluice-dir/train-*.tfrecord"));
+}
+
+TEST(TrainCommandLineTest, CudaWithoutABackendFailsClearly) {
+  CliResult r = RunSluice("train --data x --device cuda");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--device cuda"));
+}
+
+TEST(TrainCommandLineTest, HelpListsTheModels) {
+  CliResult r = RunSluice("train --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("mlp, cnn, resnet-small"));
+}
+
+}  // namespace
+}  // namespace sluice

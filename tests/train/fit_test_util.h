@@ -1,0 +1,89 @@
+// Shared by the Trainer and callback tests: a small separable dataset, a tiny classifier and a
+// callback that records what Fit tells it.
+#ifndef SLUICE_TESTS_TRAIN_FIT_TEST_UTIL_H_
+#define SLUICE_TESTS_TRAIN_FIT_TEST_UTIL_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "dataset/dataset.h"
+#include "tests/train/gradient_check.h"
+#include "train/callback.h"
+#include "train/dense_layer.h"
+#include "train/sequential.h"
+#include "train/stateless_layers.h"
+#include "train/trainer.h"
+
+namespace sluice::train::testing {
+
+inline constexpr int64_t kFeatures = 4;
+inline constexpr int64_t kClasses = 3;
+
+// n points, label i % 3, at a class centre (2 on the label's axis) plus noise in [-0.6, 0.6]
+// on every axis: linearly separable. {images float32 [n, 4], labels int64 [n]}.
+inline Element Blobs(int64_t n, uint32_t seed) {
+  Tensor images = RandomTensor({n, kFeatures}, seed, -0.6f, 0.6f);
+  std::vector<int64_t> labels(n);
+  float* x = images.data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    labels[i] = i % kClasses;
+    x[i * kFeatures + labels[i]] += 2.0f;
+  }
+  return {images, Tensor::FromVector(labels)};
+}
+
+inline Dataset BlobsDataset(int64_t n, uint32_t seed, int64_t batch) {
+  return Dataset::FromTensorSlices(Blobs(n, seed)).Batch(batch);
+}
+
+// 4 -> 16 (ReLU) -> 3.
+inline std::unique_ptr<layers::Sequential> TinyModel(uint64_t seed, int64_t hidden = 16) {
+  auto model = std::make_unique<layers::Sequential>();
+  model->Add(std::make_unique<layers::Dense>(kFeatures, hidden, layers::DenseOptions{.seed = seed}))
+      .Add(std::make_unique<layers::ReLU>())
+      .Add(std::make_unique<layers::Dense>(hidden, kClasses,
+                                           layers::DenseOptions{.seed = seed + 100}));
+  return model;
+}
+
+// Records the calls and logs; optional hooks run inside them.
+class RecordingCallback : public Callback {
+ public:
+  absl::Status OnTrainBegin(const Logs& logs) override {
+    events.push_back("train_begin");
+    return absl::OkStatus();
+  }
+  absl::Status OnTrainEnd(const Logs& logs) override {
+    events.push_back("train_end");
+    return absl::OkStatus();
+  }
+  absl::Status OnEpochBegin(int64_t epoch, const Logs& logs) override {
+    events.push_back(absl::StrCat("epoch_begin ", epoch));
+    return absl::OkStatus();
+  }
+  absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override {
+    events.push_back(absl::StrCat("epoch_end ", epoch));
+    epoch_logs.push_back(logs);
+    return on_epoch_end ? on_epoch_end(epoch, logs) : absl::OkStatus();
+  }
+  absl::Status OnBatchEnd(int64_t batch, const Logs& logs) override {
+    events.push_back(absl::StrCat("batch ", batch));
+    batch_losses.push_back(logs.at("loss"));
+    batch_logs.push_back(logs);
+    return on_batch_end ? on_batch_end(batch, logs) : absl::OkStatus();
+  }
+
+  std::vector<std::string> events;
+  std::vector<double> batch_losses;
+  std::vector<Logs> batch_logs;
+  std::vector<Logs> epoch_logs;
+  std::function<absl::Status(int64_t, const Logs&)> on_epoch_end;
+  std::function<absl::Status(int64_t, const Logs&)> on_batch_end;
+};
+
+}  // namespace sluice::train::testing
+
+#endif  // SLUICE_TESTS_TRAIN_FIT_TEST_UTIL_H_

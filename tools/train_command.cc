@@ -1,0 +1,408 @@
+#include "tools/train_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/device.h"
+#include "core/status_macros.h"
+#include "tools/command_line.h"
+#include "tools/json_writer.h"
+#include "train/adam.h"
+#include "train/adamw.h"
+#include "train/backend.h"
+#include "train/callback.h"
+#include "train/cpu_threads.h"
+#include "train/early_stopping.h"
+#include "train/image_dataset.h"
+#include "train/lr_schedule.h"
+#include "train/model_checkpoint.h"
+#include "train/models.h"
+#include "train/optimizer.h"
+#include "train/sgd.h"
+#include "train/tensorboard.h"
+#include "train/trainer.h"
+
+namespace sluice::tools {
+namespace {
+
+namespace fs = std::filesystem;
+using train::History;
+using train::Logs;
+
+struct TrainConfig {
+  std::string data;
+  std::string model = "cnn";
+  int64_t epochs = 1;
+  int64_t batch = 64;
+  std::string optimizer = "adam";
+  std::optional<double> lr;
+  double momentum = 0;
+  std::string schedule = "constant";
+  int64_t warmup_steps = 0;
+  double clip_norm = 0;
+  int64_t accumulate = 1;
+  int64_t limit = -1;
+  int64_t threads = 0;
+  uint64_t seed = 0;
+  bool augment = false;
+  bool validate = false;
+  int64_t early_stopping = 0;  // patience; 0: off
+  std::string logdir;
+  std::string checkpoint;
+  bool resume = false;
+  bool skip_errors = false;
+  bool json = false;
+};
+
+// Counts the records of the training files without decoding them, so that schedules know the
+// number of steps.
+absl::StatusOr<int64_t> CountRecords(const std::string& pattern, int64_t limit) {
+  int64_t count = 0;
+  auto records = Dataset::ListFiles(pattern)
+                     .Interleave([](const std::string& file) { return Dataset::TFRecord(file); },
+                                 {.cycle_length = 1})
+                     .MakeIterator();
+  while (limit < 0 || count < limit) {
+    ASSIGN_OR_RETURN(std::optional<Element> next, records->GetNext());
+    if (!next) break;
+    ++count;
+  }
+  return count;
+}
+
+absl::StatusOr<std::unique_ptr<train::Optimizer>> MakeOptimizer(const TrainConfig& config,
+                                                                int64_t total_steps) {
+  std::unique_ptr<train::Optimizer> optimizer;
+  float lr;
+  if (config.optimizer == "sgd") {
+    lr = static_cast<float>(config.lr.value_or(0.01));
+    optimizer = std::make_unique<train::Sgd>(
+        train::SgdOptions{.learning_rate = lr, .momentum = static_cast<float>(config.momentum)});
+  } else if (config.optimizer == "adam") {
+    lr = static_cast<float>(config.lr.value_or(0.001));
+    optimizer = std::make_unique<train::Adam>(train::AdamOptions{.learning_rate = lr});
+  } else if (config.optimizer == "adamw") {
+    lr = static_cast<float>(config.lr.value_or(0.001));
+    optimizer = std::make_unique<train::AdamW>(train::AdamWOptions{.learning_rate = lr});
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--optimizer takes sgd, adam or adamw, not '", config.optimizer, "'"));
+  }
+  std::shared_ptr<const train::LearningRateSchedule> schedule;
+  const int64_t decay_steps = std::max<int64_t>(1, total_steps - config.warmup_steps);
+  if (config.schedule == "cosine") {
+    schedule = std::make_shared<train::CosineDecay>(
+        train::CosineDecayOptions{.initial_learning_rate = lr, .decay_steps = decay_steps});
+  } else if (config.schedule == "step") {
+    // A tenth of the rate after half the steps, a hundredth after three quarters.
+    ASSIGN_OR_RETURN(schedule,
+                     train::PiecewiseConstantDecay::Create(
+                         {decay_steps / 2, std::max(decay_steps / 2 + 1, decay_steps * 3 / 4)},
+                         {lr, lr / 10, lr / 100}));
+  } else if (config.schedule != "constant") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--schedule takes constant, cosine or step, not '", config.schedule, "'"));
+  }
+  if (config.warmup_steps > 0) {
+    if (!schedule) {
+      ASSIGN_OR_RETURN(schedule, train::PiecewiseConstantDecay::Create({}, {lr}));
+    }
+    schedule = std::make_shared<train::LinearWarmup>(schedule, config.warmup_steps, 0.0);
+  }
+  if (schedule) optimizer->set_schedule(schedule);
+  if (config.clip_norm > 0) optimizer->set_clip_global_norm(static_cast<float>(config.clip_norm));
+  return optimizer;
+}
+
+struct Outcome {
+  History history;
+  Logs test;
+  double train_seconds = 0;
+  double images_per_second = 0;
+  double input_wait_share = 0;
+  int64_t train_records = 0;
+};
+
+// Images/s over the whole run: each epoch trains on the same number of images, so the rate of
+// the run is the harmonic mean of the epochs' rates.
+double RunRate(const History& history, const std::string& key) {
+  auto it = history.history.find(key);
+  if (it == history.history.end() || it->second.empty()) return 0;
+  double inverse = 0;
+  for (double rate : it->second) inverse += rate > 0 ? 1 / rate : 0;
+  return inverse > 0 ? it->second.size() / inverse : 0;
+}
+
+double MeanOf(const History& history, const std::string& key) {
+  auto it = history.history.find(key);
+  if (it == history.history.end() || it->second.empty()) return 0;
+  double sum = 0;
+  for (double v : it->second) sum += v;
+  return sum / it->second.size();
+}
+
+absl::StatusOr<Outcome> Train(const TrainConfig& config) {
+  const std::string train_files = (fs::path(config.data) / "train-*.tfrecord").string();
+  const std::string test_files = (fs::path(config.data) / "test-*.tfrecord").string();
+  ASSIGN_OR_RETURN(int64_t train_records, CountRecords(train_files, config.limit));
+  if (train_records == 0) {
+    return absl::NotFoundError(absl::StrCat("no training records in ", train_files,
+                                            " (make them with `sluice convert fashion-mnist`)"));
+  }
+  train::SetCpuThreads(static_cast<int>(config.threads));
+  ASSIGN_OR_RETURN(Dataset train_data, train::MakeImageDataset({.files = train_files,
+                                                                .batch_size = config.batch,
+                                                                .channels = 1,
+                                                                .shuffle_buffer = 10000,
+                                                                .augment = config.augment,
+                                                                .limit = config.limit,
+                                                                .skip_errors = config.skip_errors,
+                                                                .seed = config.seed}));
+  ASSIGN_OR_RETURN(Dataset test_data, train::MakeImageDataset({.files = test_files,
+                                                               .batch_size = 256,
+                                                               .channels = 1,
+                                                               .skip_errors = config.skip_errors,
+                                                               .seed = config.seed}));
+  // The model's input shape comes from the first test batch.
+  ASSIGN_OR_RETURN(std::optional<Element> first, test_data.MakeIterator()->GetNext());
+  if (!first) return absl::NotFoundError(absl::StrCat("no test records in ", test_files));
+  const Shape& shape = (*first)[0].shape();
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<train::Module> model,
+      train::MakeModel(config.model, {.height = shape[1], .width = shape[2], .channels = shape[3]},
+                       config.seed));
+  const int64_t steps_per_epoch = (train_records + config.batch - 1) / config.batch;
+  ASSIGN_OR_RETURN(std::unique_ptr<train::Optimizer> optimizer,
+                   MakeOptimizer(config, steps_per_epoch * config.epochs / config.accumulate));
+
+  train::Trainer trainer(*model, *optimizer);
+  std::vector<std::unique_ptr<train::Callback>> callbacks;
+  if (!config.logdir.empty()) {
+    callbacks.push_back(std::make_unique<train::TensorBoard>(
+        train::TensorBoardOptions{.log_dir = config.logdir, .update_freq = 100}));
+  }
+  if (!config.checkpoint.empty()) {
+    callbacks.push_back(std::make_unique<train::ModelCheckpoint>(
+        train::ModelCheckpointOptions{.path = config.checkpoint, .monitor = "loss"}));
+    if (config.resume && fs::exists(config.checkpoint)) {
+      RETURN_IF_ERROR(trainer.LoadCheckpoint(config.checkpoint));
+      if (!config.json) {
+        std::printf("resuming from %s (step %lld)\n", config.checkpoint.c_str(),
+                    static_cast<long long>(trainer.global_step()));
+      }
+    }
+  }
+  if (config.early_stopping > 0) {
+    callbacks.push_back(std::make_unique<train::EarlyStopping>(train::EarlyStoppingOptions{
+        .monitor = "val_loss", .patience = config.early_stopping, .restore_best_weights = true}));
+  }
+  train::FitOptions fit;
+  fit.epochs = config.epochs;
+  // Known from the record count, so that progress shows a total and an ETA. Skipped records
+  // would shorten a pass, so then each epoch is one pass, however long.
+  if (!config.skip_errors) fit.steps_per_epoch = steps_per_epoch;
+  fit.accumulation_steps = static_cast<int>(config.accumulate);
+  fit.seed = config.seed;
+  fit.verbose = config.json ? 0 : 1;
+  if (config.validate || config.early_stopping > 0) fit.validation_data = test_data;
+  for (auto& callback : callbacks) fit.callbacks.push_back(callback.get());
+
+  Outcome outcome;
+  outcome.train_records = train_records;
+  const auto start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(outcome.history, trainer.Fit(train_data, fit));
+  outcome.train_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  outcome.images_per_second = RunRate(outcome.history, "images_per_second");
+  outcome.input_wait_share = MeanOf(outcome.history, "input_wait_share");
+  ASSIGN_OR_RETURN(outcome.test, trainer.Evaluate(test_data));
+  return outcome;
+}
+
+void PrintJson(const TrainConfig& config, const Outcome& outcome) {
+  JsonWriter json;
+  json.BeginObject();
+  json.Key("model");
+  json.String(config.model);
+  json.Key("epochs");
+  json.Int(config.epochs);
+  json.Key("batch");
+  json.Int(config.batch);
+  json.Key("train_records");
+  json.Int(outcome.train_records);
+  json.Key("test_accuracy");
+  json.Double(outcome.test.count("accuracy") ? outcome.test.at("accuracy") : 0);
+  json.Key("test_loss");
+  json.Double(outcome.test.count("loss") ? outcome.test.at("loss") : 0);
+  json.Key("train_images_per_second");
+  json.Double(outcome.images_per_second);
+  json.Key("input_wait_share");
+  json.Double(outcome.input_wait_share);
+  json.Key("train_seconds");
+  json.Double(outcome.train_seconds);
+  json.Key("history");
+  json.BeginObject();
+  for (const auto& [name, values] : outcome.history.history) {
+    json.Key(name);
+    json.BeginArray();
+    for (double v : values) json.Double(v);
+    json.EndArray();
+  }
+  json.EndObject();
+  json.EndObject();
+  std::printf("%s\n", json.str().c_str());
+}
+
+}  // namespace
+
+int RunTrain(int argc, char** argv) {
+  CommandLine command_line(
+      "sluice train",
+      "Trains an image classifier on the TFRecords that `sluice convert fashion-mnist` writes\n"
+      "(DIR/train-*.tfrecord, DIR/test-*.tfrecord), fed by the input pipeline (shuffle, JPEG\n"
+      "decode, [flip + pad-crop], batch, prefetch), then prints the test accuracy and the\n"
+      "training throughput in images/s. The loss is sparse softmax cross-entropy.");
+  command_line.AddOption("data", "DIR", "", "folder with train-*.tfrecord and test-*.tfrecord");
+  command_line.AddOption(
+      "model", "NAME", "cnn",
+      absl::StrCat(absl::StrJoin(train::ModelNames(), ", "), " (see the README for their layers)"));
+  command_line.AddOption("epochs", "N", "1", "passes over the training set");
+  command_line.AddOption("batch", "B", "64", "images per training step");
+  command_line.AddOption("optimizer", "NAME", "adam", "sgd, adam or adamw (Keras defaults)");
+  command_line.AddOption("lr", "X", "optimizer's default",
+                         "learning rate (sgd 0.01, adam and adamw 0.001 by default)");
+  command_line.AddOption("momentum", "M", "0", "SGD momentum");
+  command_line.AddOption("schedule", "NAME", "constant",
+                         "learning-rate schedule: constant, cosine (to 0 at the end) or step "
+                         "(/10 at 50% and 75% of the steps)");
+  command_line.AddOption("warmup-steps", "N", "0", "linear warmup from 0 over N steps");
+  command_line.AddOption("clip-norm", "X", "0", "clip gradients to this global norm (0: off)");
+  command_line.AddOption("accumulate", "N", "1", "apply the mean gradient of N batches");
+  command_line.AddOption("limit", "N", "all", "train on the first N training records only");
+  command_line.AddFlag("augment",
+                       "random flip and 4-pixel pad-crop of training images (default for "
+                       "resnet-small; --augment=false turns it off)");
+  command_line.AddFlag("validate", "evaluate on the test set after each epoch (val_* metrics)");
+  command_line.AddOption("early-stopping", "P", "0",
+                         "stop when val_loss has not improved for P epochs, restoring the best "
+                         "weights (implies --validate; 0: off)");
+  command_line.AddOption("logdir", "DIR", "", "write TensorBoard event files under DIR");
+  command_line.AddOption("checkpoint", "PATH", "",
+                         "save a checkpoint (weights, optimizer, input position) after each epoch");
+  command_line.AddFlag("resume", "continue from --checkpoint PATH when it exists");
+  command_line.AddOption("threads", "N", "all cores", "threads for the training kernels");
+  command_line.AddOption("seed", "S", "0", "seed of initializers, shuffling and augmentation");
+  command_line.AddOption("device", "cpu|cuda", "cpu", "where the model trains");
+  command_line.AddFlag("skip-errors", "skip (and count) unreadable records instead of failing");
+  command_line.AddFlag("json", "print one JSON object (test_accuracy, train_images_per_second...)");
+  if (std::optional<int> exit = command_line.ParseOrReport(argc, argv)) return *exit;
+
+  TrainConfig config;
+  config.data = command_line.Value("data");
+  if (config.data.empty()) return command_line.ReportUsageError("--data DIR is required");
+  config.model = command_line.Value("model");
+  config.optimizer = command_line.Value("optimizer");
+  config.schedule = command_line.Value("schedule");
+  auto integer = [&](const char* name, int64_t min, int64_t* out) {
+    absl::StatusOr<int64_t> value = command_line.IntValue(name, min);
+    if (!value.ok()) return false;
+    *out = *value;
+    return true;
+  };
+  for (auto [name, min, out] :
+       {std::tuple<const char*, int64_t, int64_t*>{"epochs", 1, &config.epochs},
+        {"batch", 1, &config.batch},
+        {"warmup-steps", 0, &config.warmup_steps},
+        {"accumulate", 1, &config.accumulate},
+        {"early-stopping", 0, &config.early_stopping}}) {
+    if (!integer(name, min, out)) {
+      return command_line.ReportUsageError(command_line.IntValue(name, min).status().message());
+    }
+  }
+  if (command_line.WasGiven("limit") && !integer("limit", 1, &config.limit)) {
+    return command_line.ReportUsageError(command_line.IntValue("limit", 1).status().message());
+  }
+  if (command_line.WasGiven("threads") && !integer("threads", 1, &config.threads)) {
+    return command_line.ReportUsageError(command_line.IntValue("threads", 1).status().message());
+  }
+  int64_t seed;
+  if (!integer("seed", 0, &seed)) {
+    return command_line.ReportUsageError(command_line.IntValue("seed", 0).status().message());
+  }
+  config.seed = static_cast<uint64_t>(seed);
+  if (command_line.WasGiven("lr")) {
+    absl::StatusOr<double> lr = command_line.DoubleValue("lr", 0);
+    if (!lr.ok()) return command_line.ReportUsageError(lr.status().message());
+    config.lr = *lr;
+  }
+  for (auto [name, out] : {std::pair<const char*, double*>{"momentum", &config.momentum},
+                           {"clip-norm", &config.clip_norm}}) {
+    if (!command_line.WasGiven(name)) continue;
+    absl::StatusOr<double> value = command_line.DoubleValue(name, -1e-300);
+    if (!value.ok()) return command_line.ReportUsageError(value.status().message());
+    *out = *value;
+  }
+  if (command_line.WasGiven("momentum") && config.optimizer != "sgd") {
+    return command_line.ReportUsageError("--momentum applies to --optimizer sgd only");
+  }
+  config.augment = command_line.WasGiven("augment") ? command_line.Flag("augment")
+                                                    : config.model == "resnet-small";
+  config.validate = command_line.Flag("validate");
+  config.logdir = command_line.Value("logdir");
+  config.checkpoint = command_line.Value("checkpoint");
+  config.resume = command_line.Flag("resume");
+  if (config.resume && config.checkpoint.empty()) {
+    return command_line.ReportUsageError("--resume needs --checkpoint PATH");
+  }
+  config.skip_errors = command_line.Flag("skip-errors");
+  config.json = command_line.Flag("json");
+  const std::string& device = command_line.Value("device");
+  if (device == "cuda") {
+    absl::StatusOr<train::Backend*> backend = train::BackendFor(Device::Cuda(0));
+    if (!backend.ok()) {
+      std::fprintf(stderr, "sluice train: --device cuda: %s\n",
+                   std::string(backend.status().message()).c_str());
+      return kExitFailure;
+    }
+    std::fprintf(stderr,
+                 "sluice train: --device cuda: models train on the CPU only in this build\n");
+    return kExitFailure;
+  } else if (device != "cpu") {
+    return command_line.ReportUsageError(
+        absl::StrCat("--device takes cpu or cuda, not '", device, "'"));
+  }
+
+  absl::StatusOr<Outcome> outcome = Train(config);
+  if (!outcome.ok()) {
+    std::fprintf(stderr, "sluice train: %s\n", std::string(outcome.status().message()).c_str());
+    return kExitFailure;
+  }
+  if (config.json) {
+    PrintJson(config, *outcome);
+    return kExitOk;
+  }
+  std::printf(
+      "test accuracy %.2f%% (loss %.4f) | %s, %lld epochs of %lld images | train %.1f images/s | "
+      "input wait %.1f%% of step time\n",
+      100 * outcome->test["accuracy"], outcome->test["loss"], config.model.c_str(),
+      static_cast<long long>(config.epochs), static_cast<long long>(outcome->train_records),
+      outcome->images_per_second, 100 * outcome->input_wait_share);
+  return kExitOk;
+}
+
+}  // namespace sluice::tools
