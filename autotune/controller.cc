@@ -198,10 +198,12 @@ bool AutotuneController::EnforceRamLocked() {
                    Bytes(static_cast<double>(budgets_.ram_bytes)));
   const size_t before = history_.size();
   for (const auto& n : nodes) {
-    Tunable& b = n->buffer_size;
-    if (!b.present || !b.autotune) continue;
+    // A node's buffer, or for a Map (no buffer knob) the results its
+    // parallelism lets it hold.
+    Tunable& b = n->buffer_size.present ? n->buffer_size : n->parallelism;
+    if (!b.present || !b.autotune || n->buffered_bytes.load() == 0) continue;
     const int64_t v = b.value.load();
-    SetKnob(*n, b, "buffer_size",
+    SetKnob(*n, b, n->buffer_size.present ? "buffer_size" : "parallelism",
             std::min<int64_t>(v - 1, static_cast<int64_t>(std::floor(v * factor))), reason);
   }
   if (history_.size() != before) interval_ = options_.first_interval;
@@ -219,40 +221,36 @@ void AutotuneController::Step() {
   }
 
   const Assignment current = model_.Current();
-  last_current_ = model_.Predict(current);
+  const double cpu = static_cast<double>(budgets_.cpu);
+  last_current_ = model_.Predict(current, cpu);
+  // No single stage may have more workers than the budget: they could all be
+  // busy at once. (Idle workers of other stages cost nothing, so the sum over
+  // stages is not limited; the model spreads the work over the budget.)
+  const auto& est = model_.nodes();
+  Assignment capped = current;
+  for (size_t i = 0; i < est.size(); ++i) {
+    if (est[i].parallelism.autotune && est[i].kind != NodeKind::kSync &&
+        est[i].kind != NodeKind::kSource) {
+      capped.parallelism[i] = std::min<int64_t>(capped.parallelism[i], budgets_.cpu);
+    }
+  }
   bool changed = shrunk;
   if (!model_.ready()) {
-    // No costs measured yet: only bring the knobs within the CPU budget,
-    // taking from the largest parallelism first.
-    Assignment a = current;
-    Prediction p = last_current_;
-    const auto& est = model_.nodes();
-    while (p.cpu > budgets_.cpu) {
-      int widest = -1;
-      for (size_t i = 0; i < est.size(); ++i) {
-        if (est[i].parallelism.autotune && a.parallelism[i] > est[i].parallelism.min &&
-            (widest < 0 || a.parallelism[i] > a.parallelism[widest])) {
-          widest = static_cast<int>(i);
-        }
-      }
-      if (widest < 0) break;
-      --a.parallelism[widest];
-      p = model_.Predict(a);
+    // No costs measured yet: only bring the knobs within the CPU budget.
+    if (!(capped == current)) {
+      changed |=
+          Apply(capped, absl::StrCat("CPU budget ", budgets_.cpu, " (no costs measured yet)"));
     }
-    if (!(a == current)) {
-      changed |= Apply(a, absl::StrCat("CPU budget ", budgets_.cpu, " (no costs measured yet)"));
-    }
-    last_plan_ = Plan{a, p, BottleneckKind::kUnknown};
+    last_plan_ = Plan{capped, model_.Predict(capped, cpu), BottleneckKind::kUnknown};
   } else {
     Plan plan = model_.Optimize(budgets_);
-    const bool over =
-        last_current_.cpu > budgets_.cpu || last_current_.buffered_bytes > budgets_.ram_bytes;
+    const bool over = !(capped == current) || last_current_.buffered_bytes > budgets_.ram_bytes;
     const double gain = last_current_.throughput > 0
                             ? plan.prediction.throughput / last_current_.throughput - 1
                             : 0;
     if (!(plan.assignment == current) && (over || gain > options_.min_gain)) {
       const std::string reason =
-          over ? absl::StrCat("over budget (cpu ", last_current_.cpu, "/", budgets_.cpu, ", ram ",
+          over ? absl::StrCat("over budget (cpu ", budgets_.cpu, ", ram ",
                               Bytes(static_cast<double>(last_current_.buffered_bytes)), "/",
                               Bytes(static_cast<double>(budgets_.ram_bytes)), ")")
                : absl::StrFormat("modelled throughput %.0f/s -> %.0f/s", last_current_.throughput,
@@ -280,7 +278,7 @@ AutotuneReport AutotuneController::Report() const {
   r.peak_observed_buffered_bytes = peak_buffered_;
   const auto& est = model_.nodes();
   // The model's view of the values now in force.
-  const Prediction cur = model_.Predict(model_.Current());
+  const Prediction cur = model_.Predict(model_.Current(), static_cast<double>(budgets_.cpu));
   r.modelled_throughput = cur.throughput;
   r.predicted_buffered_bytes = cur.buffered_bytes;
   if (!est.empty()) r.observed_throughput = est.back().observed_rate;

@@ -79,9 +79,11 @@ struct AutotuneReport {
 // model's hill climbing picks within the CPU and RAM budgets. It also shrinks
 // buffers at once whenever the observed buffered bytes exceed the RAM budget.
 // Destroying it stops and joins the thread; knobs keep their last values.
-class AutotuneController {
+class AutotuneController : public IteratorTuner {
  public:
-  // Tunes `iterator`'s pipeline. The controller shares the pipeline's stats
+  // Tunes `iterator`'s pipeline. Iterators start one of their own (see
+  // Iterator); call this on an iterator whose Options::autotune is false, to
+  // tune with other AutotuneOptions. The controller shares the pipeline's stats
   // registry, so it may outlive the iterator (it then tunes nothing).
   // Budgets default from the pipeline's Options. Nodes are made at the
   // iterator's first GetNext (or Save/Restore); the controller picks up nodes
@@ -94,7 +96,7 @@ class AutotuneController {
                                                    int runtime_threads,
                                                    const Options& pipeline_options,
                                                    AutotuneOptions options = {});
-  ~AutotuneController();
+  ~AutotuneController() override;
   AutotuneController(const AutotuneController&) = delete;
   AutotuneController& operator=(const AutotuneController&) = delete;
 
@@ -143,6 +145,13 @@ class AutotuneController {
 
 // Half of MemAvailable from /proc/meminfo (1 GiB where it cannot be read).
 int64_t DefaultRamBudget();
+
+// Makes every Iterator made from now on start AUTOTUNE when its pipeline has
+// kAutotune knobs (see Iterator and Options::autotune). This header calls it
+// once per program through kAutotuneRegistered below, so that including it
+// is enough; it is idempotent and returns true.
+bool RegisterAutotuneWithIterators();
+inline const bool kAutotuneRegistered = RegisterAutotuneWithIterators();
 
 }  // namespace sluice
 

@@ -159,7 +159,7 @@ Assignment Model::Current() const {
   return a;
 }
 
-Prediction Model::Predict(const Assignment& a) const {
+Prediction Model::Predict(const Assignment& a, double cpu_budget) const {
   const size_t n = nodes_.size();
   Prediction p;
   p.stage_period.assign(n, 0);
@@ -169,10 +169,14 @@ Prediction Model::Predict(const Assignment& a) const {
   std::vector<double> visits(n, 1);
   for (size_t i = n - 1; i > 0; --i) visits[i - 1] = visits[i] * nodes_[i].input_ratio;
   std::vector<bool> input_bound(n, false);
-  double serial = 0;  // sync work not yet assigned to a stage
+  double serial = 0;      // sync work not yet assigned to a stage
+  double total_work = 0;  // every node's work per root element, on any thread
+  int heaviest = 0;       // the node with the most work
   for (size_t i = 0; i < n; ++i) {
     const NodeEstimate& node = nodes_[i];
     const double work = node.self_ns * visits[i];
+    total_work += work;
+    if (work > nodes_[heaviest].self_ns * visits[heaviest]) heaviest = static_cast<int>(i);
     if (!IsAsync(node)) {
       // A parallel Batch splits its copies over workers while its caller
       // waits: faster serial work, on threads the async stages already count.
@@ -187,10 +191,10 @@ Prediction Model::Predict(const Assignment& a) const {
     const double own = work / static_cast<double>(par);
     p.stage_period[i] = std::max(serial, own);
     input_bound[i] = serial > own;
-    if (node.parallelism.present) p.cpu += par;
     serial = 0;
 
-    // Bytes held: Map keeps up to `parallelism` results, Prefetch its buffer,
+    // Bytes held: Map keeps up to 2 x `parallelism` results (queued, running
+    // or done: map.cc's bound), Prefetch its buffer,
     // TFRecord `buffer_size` records per open file, Interleave what its open
     // slots hold (scaled from what it holds now).
     int64_t capacity = 0;
@@ -199,6 +203,8 @@ Prediction Model::Predict(const Assignment& a) const {
     } else if (node.kind == NodeKind::kInterleave && node.cycle_length.present) {
       const int64_t cur = std::max<int64_t>(1, node.cycle_length.value);
       capacity = std::max(a.cycle_length[i], node.buffered_elements * a.cycle_length[i] / cur);
+    } else if (node.kind == NodeKind::kAsync && node.parallelism.present) {
+      capacity = 2 * par;
     } else {
       capacity = par;
     }
@@ -217,6 +223,14 @@ Prediction Model::Predict(const Assignment& a) const {
       p.bottleneck = static_cast<int>(i);
     }
   }
+  // Every stage's workers share the budget's cores: wider stages than that
+  // only take turns.
+  const double cpu_period = cpu_budget > 0 ? total_work / cpu_budget : 0;
+  if (cpu_period > p.period_ns) {
+    p.period_ns = cpu_period;
+    p.cpu_capped = true;
+    p.bottleneck = heaviest;  // where more cores would go first
+  }
   // Buffer waits between each async producer and what consumes it.
   double waits = 0;
   for (size_t k = 0; k < n; ++k) {
@@ -230,8 +244,11 @@ Prediction Model::Predict(const Assignment& a) const {
     waits += ProbabilityEmpty(producer, consumer, slots) * std::min(producer, consumer);
   }
   p.period_ns += waits;
-  if (p.bottleneck < static_cast<int>(n)) p.bottleneck_input_bound = input_bound[p.bottleneck];
+  if (p.bottleneck < static_cast<int>(n) && !p.cpu_capped) {
+    p.bottleneck_input_bound = input_bound[p.bottleneck];
+  }
   p.throughput = p.period_ns > 0 ? 1e9 / p.period_ns : 0;
+  p.busy_workers = p.period_ns > 0 ? total_work / p.period_ns : 0;
   for (size_t i = 0; i < n; ++i) p.node_rate[i] = p.throughput * visits[i];
   return p;
 }
@@ -247,8 +264,18 @@ Plan Model::Optimize(const Budgets& budgets, double min_step_gain) const {
     if (TunesCycle(node)) a.cycle_length[i] = node.cycle_length.min;
   }
   enum class Blocked { kNo, kCpu, kRam };
-  auto check = [&](const Prediction& p) {
-    if (p.cpu > budgets.cpu) return Blocked::kCpu;
+  const double cpu = static_cast<double>(std::max<int64_t>(1, budgets.cpu));
+  // The CPU budget bounds busy workers, which Predict keeps within it by
+  // spreading the total work over the budget's cores; what is left to forbid
+  // is a single stage with more workers than the budget (they could all be
+  // busy at once).
+  auto check = [&](const Assignment& cand, const Prediction& p) {
+    for (size_t i = 0; i < n; ++i) {
+      if (nodes_[i].parallelism.autotune && IsAsync(nodes_[i]) &&
+          cand.parallelism[i] > budgets.cpu) {
+        return Blocked::kCpu;
+      }
+    }
     if (budgets.ram_bytes > 0 && p.buffered_bytes > budgets.ram_bytes) return Blocked::kRam;
     return Blocked::kNo;
   };
@@ -281,20 +308,40 @@ Plan Model::Optimize(const Budgets& budgets, double min_step_gain) const {
     }
     return out;
   };
-  Prediction cur = Predict(a);
+  Prediction cur = Predict(a, cpu);
   for (int iter = 0; iter < 4096; ++iter) {
     double best_gain = min_step_gain;
     const Assignment* best = nullptr;
     Prediction best_pred;
     auto cands = steps(a);
     for (const auto& [cand, node] : cands) {
-      Prediction p = Predict(cand);
-      if (check(p) != Blocked::kNo) continue;
+      Prediction p = Predict(cand, cpu);
+      if (check(cand, p) != Blocked::kNo) continue;
       const double gain = cur.throughput > 0 ? (p.throughput - cur.throughput) / cur.throughput : 0;
       if (gain > best_gain) {
         best_gain = gain;
         best = &cand;
         best_pred = p;
+      }
+    }
+    // Two stages tied as the slowest: neither step alone gains, both do.
+    std::vector<std::pair<Assignment, size_t>> pairs;
+    if (best == nullptr) {
+      for (const auto& [first, first_node] : cands) {
+        for (auto& [second, second_node] : steps(first)) {
+          if (second_node != first_node) pairs.push_back({std::move(second), second_node});
+        }
+      }
+      for (const auto& [cand, node] : pairs) {
+        Prediction p = Predict(cand, cpu);
+        if (check(cand, p) != Blocked::kNo) continue;
+        const double gain =
+            cur.throughput > 0 ? (p.throughput - cur.throughput) / cur.throughput : 0;
+        if (gain > 2 * best_gain) {
+          best_gain = gain / 2;
+          best = &cand;
+          best_pred = p;
+        }
       }
     }
     if (best == nullptr) break;
@@ -307,6 +354,8 @@ Plan Model::Optimize(const Budgets& budgets, double min_step_gain) const {
   // Why it goes no faster.
   if (!ready()) {
     plan.bottleneck_kind = BottleneckKind::kUnknown;
+  } else if (cur.cpu_capped) {
+    plan.bottleneck_kind = BottleneckKind::kCpuBudget;  // every core of the budget is busy
   } else if (cur.bottleneck >= static_cast<int>(n)) {
     plan.bottleneck_kind = BottleneckKind::kConsumer;
   } else {
@@ -321,9 +370,9 @@ Plan Model::Optimize(const Budgets& budgets, double min_step_gain) const {
       // Would one more worker (or slot) there help, and what forbids it?
       for (const auto& [cand, node_index] : steps(a)) {
         if (node_index != b) continue;
-        Prediction p = Predict(cand);
+        Prediction p = Predict(cand, cpu);
         if (p.throughput <= cur.throughput * (1 + min_step_gain)) continue;
-        const Blocked why = check(p);
+        const Blocked why = check(cand, p);
         if (why == Blocked::kCpu) plan.bottleneck_kind = BottleneckKind::kCpuBudget;
         if (why == Blocked::kRam) plan.bottleneck_kind = BottleneckKind::kRamBudget;
         if (why != Blocked::kNo) break;

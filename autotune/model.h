@@ -64,7 +64,12 @@ struct Prediction {
   double consumer_period = 0;        // the caller's time per element
   std::vector<double> node_rate;     // per node: modelled output elements per second
   int64_t buffered_bytes = 0;        // buffered bytes the assignment implies
-  int64_t cpu = 0;                   // sum of parallelism of the async stages
+  // Workers busy on average: every node's work per root element / period.
+  // What the CPU budget limits (configured but idle workers cost nothing).
+  double busy_workers = 0;
+  // The pipeline runs no faster than its total work spread over the CPU
+  // budget: true when that, not a stage, sets the period.
+  bool cpu_capped = false;
   int bottleneck = -1;  // node index ending the slowest stage; nodes.size(): the consumer
   bool bottleneck_input_bound = false;
 };
@@ -90,8 +95,9 @@ struct Plan {
 // `parallelism` workers, so its stage period is
 //   max(sum of upstream sync work, own work / parallelism)
 // per root element (tf.data's "output time = max(self / parallelism, input
-// time)"); the pipeline runs at its slowest stage. A finite buffer between an
-// async producer and its consumer adds the M/M/1/K wait
+// time)"); the pipeline runs at its slowest stage, and no faster than its
+// total work divided by the CPU budget (the cores it may keep busy). A finite
+// buffer between an async producer and its consumer adds the M/M/1/K wait
 //   P(buffer empty) * min(producer, consumer) period
 // which shrinks as the buffer grows: that is what buffers buy.
 class Model {
@@ -109,10 +115,14 @@ class Model {
   bool ready() const;  // every node that matters has been measured
 
   Assignment Current() const;
-  Prediction Predict(const Assignment& a) const;
+  // `cpu_budget` <= 0: as many cores as the stages can use.
+  Prediction Predict(const Assignment& a, double cpu_budget = 0) const;
   // Greedy hill climbing from the smallest values: repeatedly take the single
-  // knob step with the largest modelled gain that stays within the budgets,
-  // until no step gains `min_step_gain` (relative).
+  // knob step with the largest modelled gain that stays within the budgets
+  // (no stage wider than the CPU budget, implied bytes within the RAM
+  // budget), until no step gains `min_step_gain` (relative). The slowest
+  // stage's step gains most, so the bottleneck is raised first; when two
+  // stages tie as the slowest, a pair of steps is tried.
   Plan Optimize(const Budgets& budgets, double min_step_gain = 0.01) const;
 
  private:

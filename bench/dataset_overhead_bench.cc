@@ -96,6 +96,15 @@ void BM_Range_Map(benchmark::State& state) {
 }
 BENCHMARK(BM_Range_Map);
 
+// Arg: num_parallel_calls. The hand-off to and from the workers, on top of BM_Range_Map.
+void BM_Range_ParallelMap(benchmark::State& state) {
+  Drain(state,
+        Dataset::Range(kElements).Map([](Element e) -> absl::StatusOr<Element> { return e; },
+                                      {.num_parallel_calls = static_cast<int>(state.range(0))}),
+        kElements);
+}
+BENCHMARK(BM_Range_ParallelMap)->Arg(2)->Arg(4)->UseRealTime()->MeasureProcessCPUTime();
+
 void BM_Range_Batch32(benchmark::State& state) {
   Drain(state, Dataset::Range(kElements).Batch(kBatch), kElements);
 }

@@ -130,6 +130,37 @@ void BM_TrainTransform224(benchmark::State& state) {
 }
 BENCHMARK(BM_TrainTransform224);
 
+// The per-image work of `sluice bench` (float32 HWC): the three ops one after the other (fused =
+// 0), or flip and normalize fused into the resize and written into a reused buffer (fused = 1;
+// `sluice bench` writes rows of the batch instead, with streaming stores).
+void BM_TrainTransformFloat224(benchmark::State& state) {
+  const auto& photos = Photos();
+  const bool fused = state.range(0) != 0;
+  auto table = NormalizeTable::Create(3, kImageNetMean, kImageNetStd);
+  Tensor dest(DType::kFloat32, Shape{224, 224, 3});
+  uint64_t seed = 0;
+  for (auto _ : state) {
+    const std::string& jpeg = photos[seed % photos.size()];
+    if (fused) {
+      auto out = DecodeAndRandomResizedCrop(jpeg, 224, 224, seed, {},
+                                            {.flip_left_right = RandomFlipDecision(seed),
+                                             .normalize = &*table,
+                                             .destination = &dest});
+      Check(out, state);
+      benchmark::DoNotOptimize(out);
+    } else {
+      auto crop = DecodeAndRandomResizedCrop(jpeg, 224, 224, seed);
+      Check(crop, state);
+      auto flipped = RandomFlipLeftRight(*crop, seed);
+      auto out = Normalize(*flipped, kImageNetMean, kImageNetStd);
+      benchmark::DoNotOptimize(out);
+    }
+    ++seed;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_TrainTransformFloat224)->ArgName("fused")->Arg(0)->Arg(1);
+
 // Resize to 224x224 from a full 500x375 photo and from a typical crop (the centred 300x300).
 void BM_Resize224(benchmark::State& state) {
   auto full = DecodeJpeg(Photos()[0]);

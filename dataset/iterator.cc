@@ -1,5 +1,7 @@
 #include "dataset/iterator.h"
 
+#include <algorithm>
+#include <atomic>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -19,17 +21,44 @@ Options CollectOptions(const DatasetBase& d) {
   return merged;
 }
 
+// Constant-initialized, so that no static initializer order matters.
+std::atomic<IteratorTunerFactory> tuner_factory{nullptr};
+
+bool HasAutotuneKnob(const StatsRegistry& registry) {
+  for (const auto& n : registry.Nodes()) {
+    for (const Tunable* t : {&n->parallelism, &n->buffer_size, &n->cycle_length}) {
+      if (t->present.load() && t->autotune.load()) return true;
+    }
+  }
+  return false;
+}
+
+// The arena's threads: Options::threads (0: every core), at most cpu_budget.
+int ArenaThreads(const Options& options) {
+  int threads = options.threads.value_or(0);
+  if (threads <= 0) threads = AvailableCores();
+  if (options.cpu_budget.value_or(0) > 0) threads = std::min(threads, *options.cpu_budget);
+  return threads;
+}
+
 }  // namespace
+
+void SetIteratorTunerFactory(IteratorTunerFactory factory) { tuner_factory.store(factory); }
+
+IteratorTunerFactory GetIteratorTunerFactory() { return tuner_factory.load(); }
 
 Iterator::Iterator(std::shared_ptr<const DatasetBase> dataset) : dataset_(std::move(dataset)) {
   ctx_.options = CollectOptions(*dataset_);
-  ctx_.runtime = std::make_shared<Runtime>(ctx_.options.threads.value_or(0));
+  ctx_.runtime = std::make_shared<Runtime>(ArenaThreads(ctx_.options));
   ctx_.cancellation = std::make_shared<CancellationManager>();
   ctx_.stats = std::make_shared<StatsRegistry>();
   ctx_.seed = ctx_.options.seed ? *ctx_.options.seed : std::random_device{}();
 }
 
 Iterator::~Iterator() {
+  // The tuner first: it must not turn knobs of nodes being torn down.
+  tuner_view_.store(nullptr, std::memory_order_release);
+  tuner_.reset();
   // Wake every blocked wait first, then destroy the nodes (which join their
   // threads) while nothing can block any more.
   ctx_.cancellation->Cancel();
@@ -46,6 +75,13 @@ absl::Status Iterator::EnsureStarted() {
     return error_;
   }
   root_ = std::move(*root);
+  // The nodes and their knobs exist and nothing works yet: AUTOTUNE's budgets
+  // hold from the first element.
+  const IteratorTunerFactory factory = tuner_factory.load();
+  if (factory != nullptr && ctx_.options.autotune.value_or(true) && HasAutotuneKnob(*ctx_.stats)) {
+    tuner_ = factory(*this);
+    tuner_view_.store(tuner_.get(), std::memory_order_release);
+  }
   return absl::OkStatus();
 }
 

@@ -1,6 +1,7 @@
 #ifndef SLUICE_DATASET_ITERATOR_H_
 #define SLUICE_DATASET_ITERATOR_H_
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -14,9 +15,37 @@
 
 namespace sluice {
 
+class Iterator;
+struct AutotuneReport;  // autotune/controller.h
+
+// Something an Iterator runs beside its pipeline and owns: AUTOTUNE. It lives
+// in autotune/, which depends on dataset/, so the iterator only knows this
+// interface and makes it through the factory that autotune/ registers.
+class IteratorTuner {
+ public:
+  virtual ~IteratorTuner() = default;
+};
+
+// Makes the tuner of `iterator`, whose nodes exist but have not started any
+// work. Called under the iterator's lock: it must not call the iterator's
+// GetNext, Initialize, Save or Restore.
+using IteratorTunerFactory = std::unique_ptr<IteratorTuner> (*)(const Iterator& iterator);
+
+// Installs the factory that iterators made from now on use (nullptr: none).
+// autotune/controller.h installs AUTOTUNE's in every program that includes it
+// (sluice.h does), through an inline variable: a registration from a static
+// initializer alone would be dropped with its object file when a program
+// links the static library without referring to it.
+void SetIteratorTunerFactory(IteratorTunerFactory factory);
+IteratorTunerFactory GetIteratorTunerFactory();
+
 // Iterates a pipeline. GetNext is thread-safe; an error is sticky (every
 // later call returns it); destroying the iterator cancels its background work
 // and joins its threads.
+//
+// When the pipeline has a kAutotune knob and Options::autotune is not false,
+// the iterator starts AUTOTUNE as soon as its nodes are made (before any of
+// them works) and stops it first thing in its destructor.
 class Iterator {
  public:
   explicit Iterator(std::shared_ptr<const DatasetBase> dataset);
@@ -43,6 +72,14 @@ class Iterator {
   const std::shared_ptr<StatsRegistry>& stats_registry() const { return ctx_.stats; }
   const IteratorContext& context() const { return ctx_; }
 
+  // What AUTOTUNE chose and why, while it runs for this iterator;
+  // FailedPrecondition when it does not (disabled in Options, no kAutotune
+  // knob, nodes not made yet, or autotune/ not linked in). Defined in the
+  // autotune library, which the complete AutotuneReport type comes from.
+  absl::StatusOr<sluice::AutotuneReport> AutotuneReport() const;
+  // The running tuner, or nullptr. Safe from any thread.
+  IteratorTuner* tuner() const { return tuner_view_.load(std::memory_order_acquire); }
+
  private:
   absl::Status EnsureStarted();
 
@@ -50,6 +87,10 @@ class Iterator {
   IteratorContext ctx_;
   std::mutex mu_;
   std::unique_ptr<IteratorBase> root_;
+  std::unique_ptr<IteratorTuner> tuner_;  // set once, when the nodes are made
+  // tuner_.get(), published for readers that do not take mu_ (GetNext holds
+  // it while it waits for an element).
+  std::atomic<IteratorTuner*> tuner_view_{nullptr};
   bool started_ = false;
   absl::Status error_;  // sticky
 };

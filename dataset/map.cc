@@ -1,11 +1,11 @@
 // Map(fn, {num_parallel_calls, deterministic}). Sequential when
-// num_parallel_calls is 1; otherwise a runner thread pulls inputs in order and
-// schedules fn calls on the pipeline's oneTBB arena, keeping at most
-// `parallelism` calls in flight and results buffered.
+// num_parallel_calls is 1; otherwise fn runs on the pipeline's oneTBB arena,
+// `parallelism` calls at a time (see ParallelMapIterator).
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -14,6 +14,11 @@
 
 namespace sluice {
 namespace {
+
+// The consumer of a parallel Map runs a queued call itself only when calls
+// take about this long or less: it delays the consumer's cancellation by one
+// call.
+constexpr int64_t kMaxInlineCallNs = 2'000'000;
 
 class MapDataset : public DatasetBase {
  public:
@@ -80,6 +85,15 @@ class SequentialMapIterator : public IteratorBase {
   int64_t next_index_ = 0;
 };
 
+// Parallel Map without a thread of its own: the consumer's GetNext pulls inputs
+// (keeping up to twice the parallelism of calls queued, running or finished
+// ahead of it), and oneTBB tasks, at most `parallelism` at a time, each take
+// queued inputs one after the other until none is left. A hand-off therefore
+// costs a task start only when the workers had run dry, and a wake-up only
+// when the consumer sleeps; a consumer that would sleep while a short call is
+// still queued runs it itself (at most `parallelism` calls run at once in
+// all). With the former runner thread, one task and three wake-ups per
+// element cost ~40 µs, more than a small element's work.
 class ParallelMapIterator : public IteratorBase {
  public:
   ParallelMapIterator(const MapDataset* d, const IteratorContext& ctx,
@@ -90,6 +104,7 @@ class ParallelMapIterator : public IteratorBase {
     shared_->dataset = std::static_pointer_cast<const MapDataset>(d->shared_from_this());
     shared_->ctx = ctx;
     shared_->stats = &stats();
+    shared_->parallelism = &stats().parallelism;
     deterministic_ = d->map_options().deterministic.value_or(ctx.deterministic());
     Tunable& p = stats().parallelism;
     const int requested = d->map_options().num_parallel_calls;
@@ -98,70 +113,81 @@ class ParallelMapIterator : public IteratorBase {
     p.min = 1;
     p.max = p.autotune ? ctx.runtime->num_threads() : requested;
     if (p.value.load() == 0) p.value = p.max.load();  // Shared by a node's iterators.
-    cancel_token_ = ctx.cancellation->Register([s = shared_] {
-      std::lock_guard<std::mutex> l(s->mu);
-      s->cancelled = true;
-      s->cv.notify_all();
-    });
+    cancel_token_ = ctx.cancellation->Register([s = shared_] { s->Cancel(); });
   }
 
   ~ParallelMapIterator() override {
-    {
-      std::lock_guard<std::mutex> l(shared_->mu);
-      shared_->cancelled = true;
-      shared_->cv.notify_all();
-    }
-    if (runner_.joinable()) runner_.join();
+    shared_->Cancel();
     ctx().cancellation->Deregister(cancel_token_);
-    // Calls still in flight hold `shared_` and the dataset; they finish on
-    // their own and their results are dropped.
+    // Calls still running hold `shared_` and the dataset; they finish on their
+    // own, start no other, and their results are dropped.
+    std::lock_guard<std::mutex> l(shared_->mu);
+    for (const auto& slot : shared_->results) shared_->Uncount(*slot);
   }
 
  protected:
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {
-    std::unique_lock<std::mutex> l(shared_->mu);
-    if (!runner_.joinable()) runner_ = std::thread([this] { RunnerLoop(); });
-    std::shared_ptr<Slot> slot;
-    shared_->cv.wait(l, [&] {
-      if (shared_->cancelled) return true;
-      if (shared_->results.empty()) return false;
-      if (deterministic_) return shared_->results.front()->done;
-      for (const auto& s : shared_->results) {
-        // The end of the input is returned only after every element before it.
-        if (s->done && (s->result.ok() && !s->result->has_value())) {
-          return s == shared_->results.front();
-        }
-        if (s->done) return true;
+    Shared& s = *shared_;
+    std::unique_lock<std::mutex> l(s.mu);
+    while (true) {
+      if (s.cancelled) return absl::CancelledError("iterator destroyed");
+      // Keep the workers fed before taking a result.
+      while (!input_ended_ && static_cast<int64_t>(s.results.size()) < Bound() && !s.cancelled) {
+        FetchOne(l);
       }
-      return false;
-    });
-    if (shared_->cancelled) return absl::CancelledError("iterator destroyed");
-    auto it = shared_->results.begin();
-    if (!deterministic_) {
-      while (!(*it)->done) ++it;
+      if (s.cancelled) return absl::CancelledError("iterator destroyed");
+      auto it = Ready();
+      if (it != s.results.end()) {
+        std::shared_ptr<Slot> slot = *it;
+        if (slot->result.ok() && !slot->result->has_value()) {
+          return std::nullopt;  // Keep the end marker: every later call ends too.
+        }
+        s.results.erase(it);
+        s.Uncount(*slot);
+        UpdateBuffered();
+        l.unlock();
+        if (!slot->result.ok() && slot->from_fn)
+          return Annotate(slot->result.status(), slot->index);
+        return std::move(slot->result);
+      }
+      // Rather than sleep until a worker starts (a wake-up of a few µs to
+      // many on a busy machine), run a queued call here, within the budget,
+      // when calls are short: the consumer's thread (a Prefetch's producer, an
+      // Interleave's worker) must stay quick to cancel.
+      if (!s.queue.empty() && s.running < s.Parallelism() && s.mean_call_ns >= 0 &&
+          s.mean_call_ns <= kMaxInlineCallNs) {
+        s.RunQueued(l);
+        continue;
+      }
+      StartWorkerIfIdle();
+      s.consumer_waiting = true;
+      s.consumer_cv.wait(l);
+      s.consumer_waiting = false;
     }
-    slot = *it;
-    if (slot->result.ok() && !slot->result->has_value()) {
-      return std::nullopt;  // Keep the end marker: every later call ends too.
-    }
-    shared_->results.erase(it);
-    UpdateBuffered();
-    shared_->cv.notify_all();
-    return std::move(slot->result);
   }
 
   absl::Status SaveInternal(proto::IteratorStateProto* state) override {
-    std::unique_lock<std::mutex> l(shared_->mu);
-    // Quiesce: no new fetches, wait for the runner and every call in flight.
-    shared_->paused = true;
-    shared_->cv.notify_all();
-    shared_->cv.wait(
-        l, [&] { return shared_->cancelled || (!shared_->fetching && shared_->in_flight == 0); });
-    absl::Status s =
-        shared_->cancelled ? absl::CancelledError("iterator destroyed") : SaveLocked(state);
-    shared_->paused = false;
-    shared_->cv.notify_all();
-    return s;
+    Shared& s = *shared_;
+    std::unique_lock<std::mutex> l(s.mu);
+    // Quiesce: the workers finish every queued and running call (the consumer,
+    // which is us, fetches nothing meanwhile).
+    while (!s.cancelled && (s.running > 0 || !s.queue.empty())) {
+      StartWorkerIfIdle();
+      s.consumer_waiting = true;
+      s.consumer_cv.wait(l);
+      s.consumer_waiting = false;
+    }
+    if (s.cancelled) return absl::CancelledError("iterator destroyed");
+    (*state->mutable_ints())["next_index"] = next_index_;
+    (*state->mutable_ints())["input_ended"] = input_ended_;
+    for (const auto& slot : s.results) {
+      if (!slot->result.ok() && slot->from_fn) {
+        ResultToProto(Annotate(slot->result.status(), slot->index), state->add_buffer());
+      } else {
+        ResultToProto(slot->result, state->add_buffer());
+      }
+    }
+    return SaveInput(input_.get(), state);
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
@@ -174,6 +200,7 @@ class ParallelMapIterator : public IteratorBase {
       auto slot = std::make_shared<Slot>();
       slot->done = true;
       slot->result = std::move(result);
+      shared_->Count(*slot);
       shared_->results.push_back(std::move(slot));
     }
     UpdateBuffered();
@@ -184,27 +211,142 @@ class ParallelMapIterator : public IteratorBase {
  private:
   struct Slot {
     bool done = false;
+    bool from_fn = false;  // the result came from fn (its errors get this node's name)
+    int64_t index = 0;
+    int64_t bytes = 0;  // counted in buffered_bytes once done
+    Element input;      // until a worker takes it
     absl::StatusOr<std::optional<Element>> result;
   };
-  // What in-flight calls touch; they may outlive the iterator.
+
+  // What the workers touch; they may outlive the iterator.
   struct Shared {
     std::mutex mu;
-    std::condition_variable cv;
-    std::deque<std::shared_ptr<Slot>> results;  // in input order
-    int64_t in_flight = 0;
-    bool fetching = false;
-    bool paused = false;
+    std::condition_variable consumer_cv;
+    bool consumer_waiting = false;
+    std::deque<std::shared_ptr<Slot>> results;  // in input order: queued, running or done
+    std::deque<std::shared_ptr<Slot>> queue;    // not started yet, in input order
+    int64_t workers = 0;                        // tasks scheduled and not finished
+    int64_t running = 0;                        // calls of fn under way
+    int64_t mean_call_ns = -1;                  // of recent calls; -1 before the first ends
     bool cancelled = false;
     std::shared_ptr<const MapDataset> dataset;
     IteratorContext ctx;
-    NodeStats* stats;  // valid while `dataset` lives: the registry outlives calls
+    NodeStats* stats;  // valid while `ctx.stats` (the registry) lives
+    Tunable* parallelism;
+
+    void Cancel() {
+      std::lock_guard<std::mutex> l(mu);
+      cancelled = true;
+      queue.clear();
+      consumer_cv.notify_all();
+    }
+
+    int64_t Parallelism() const {
+      return std::max<int64_t>(1, parallelism->value.load(std::memory_order_relaxed));
+    }
+
+    void Count(Slot& slot) {
+      if (slot.result.ok() && slot.result->has_value()) {
+        slot.bytes = static_cast<int64_t>(ElementByteSize(**slot.result));
+      }
+      stats->buffered_bytes.fetch_add(slot.bytes, std::memory_order_relaxed);
+    }
+    void Uncount(const Slot& slot) {
+      if (slot.done) stats->buffered_bytes.fetch_sub(slot.bytes, std::memory_order_relaxed);
+    }
+
+    // Runs the oldest queued call, with `l` (on mu) released meanwhile.
+    void RunQueued(std::unique_lock<std::mutex>& l) {
+      std::shared_ptr<Slot> slot = std::move(queue.front());
+      queue.pop_front();
+      ++running;
+      Element input = std::move(slot->input);
+      l.unlock();
+      stats->active_workers.fetch_add(1, std::memory_order_relaxed);
+      const auto start = std::chrono::steady_clock::now();
+      absl::StatusOr<std::optional<Element>> out =
+          dataset->Apply(ctx, std::move(input), slot->index);
+      const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+      stats->busy_ns.fetch_add(ns, std::memory_order_relaxed);
+      stats->active_workers.fetch_sub(1, std::memory_order_relaxed);
+      l.lock();
+      // A moving average (1/8 weight to the newest), so that a slowdown shows soon.
+      mean_call_ns = mean_call_ns < 0 ? ns : mean_call_ns + (ns - mean_call_ns) / 8;
+      --running;
+      slot->result = std::move(out);
+      slot->done = true;
+      // After a cancellation the destructor has already uncounted the buffer.
+      if (!cancelled) Count(*slot);
+    }
+
+    // A worker task: runs queued calls until the queue is empty, never more
+    // calls at once than the parallelism (the consumer may be running one).
+    static void Work(const std::shared_ptr<Shared>& s) {
+      std::unique_lock<std::mutex> l(s->mu);
+      while (!s->cancelled && !s->queue.empty() && s->running < s->Parallelism()) {
+        s->RunQueued(l);
+        // Wake the consumer only when it sleeps (it rechecks what it waits for).
+        if (s->consumer_waiting) s->consumer_cv.notify_one();
+      }
+      --s->workers;
+    }
   };
 
-  absl::Status SaveLocked(proto::IteratorStateProto* state) {
-    (*state->mutable_ints())["next_index"] = next_index_;
-    (*state->mutable_ints())["input_ended"] = input_ended_;
-    for (const auto& slot : shared_->results) ResultToProto(slot->result, state->add_buffer());
-    return SaveInput(input_.get(), state);
+  // Calls queued, running or finished ahead of the consumer: enough for every
+  // worker to find its next input queued when it finishes a call.
+  int64_t Bound() const { return 2 * shared_->Parallelism(); }
+
+  // Pulls one input (the lock released meanwhile) and queues its call; an
+  // input error or the end takes its place among the results, in order.
+  void FetchOne(std::unique_lock<std::mutex>& l) {
+    Shared& s = *shared_;
+    auto slot = std::make_shared<Slot>();
+    s.results.push_back(slot);  // Reserves its place while the lock is released.
+    l.unlock();
+    auto in = input_->GetNext();
+    l.lock();
+    if (!in.ok() || !in->has_value()) {
+      if (in.ok()) input_ended_ = true;
+      slot->result = in.ok() ? absl::StatusOr<std::optional<Element>>(std::nullopt)
+                             : absl::StatusOr<std::optional<Element>>(in.status());
+      slot->done = true;
+      s.Count(*slot);
+      UpdateBuffered();
+      return;
+    }
+    slot->index = next_index_++;
+    slot->from_fn = true;
+    slot->input = std::move(**in);
+    if (s.cancelled) return;  // GetNext reports it.
+    s.queue.push_back(std::move(slot));
+    UpdateBuffered();
+    StartWorkerIfIdle();
+  }
+
+  // Starts a worker task when calls are queued and fewer workers than the
+  // parallelism exist; on mu. A worker leaves when the budget is full (the
+  // consumer was running a call), so the consumer calls this before it sleeps.
+  void StartWorkerIfIdle() {
+    Shared& s = *shared_;
+    if (s.cancelled || s.queue.empty() || s.workers >= s.Parallelism()) return;
+    ++s.workers;
+    ctx().runtime->Schedule([sp = shared_] { Shared::Work(sp); });
+  }
+
+  // The result to return now, or results.end(): in order when deterministic;
+  // otherwise any finished one, but the end only after every element before it.
+  std::deque<std::shared_ptr<Slot>>::iterator Ready() {
+    auto& results = shared_->results;
+    if (results.empty()) return results.end();
+    if (deterministic_) return results.front()->done ? results.begin() : results.end();
+    for (auto it = results.begin(); it != results.end(); ++it) {
+      if (!(*it)->done) continue;
+      const bool end = (*it)->result.ok() && !(*it)->result->has_value();
+      if (!end || it == results.begin()) return it;
+    }
+    return results.end();
   }
 
   void UpdateBuffered() {
@@ -212,65 +354,12 @@ class ParallelMapIterator : public IteratorBase {
                                     std::memory_order_relaxed);
   }
 
-  int64_t Parallelism() const {
-    return std::max<int64_t>(1, stats_parallelism_->value.load(std::memory_order_relaxed));
-  }
-
-  void RunnerLoop() {
-    std::unique_lock<std::mutex> l(shared_->mu);
-    while (true) {
-      shared_->cv.wait(l, [&] {
-        return shared_->cancelled ||
-               (!shared_->paused && !input_ended_ && shared_->in_flight < Parallelism() &&
-                static_cast<int64_t>(shared_->results.size()) < Parallelism());
-      });
-      if (shared_->cancelled) return;
-      shared_->fetching = true;
-      l.unlock();
-      auto in = input_->GetNext();
-      l.lock();
-      shared_->fetching = false;
-      auto slot = std::make_shared<Slot>();
-      shared_->results.push_back(slot);
-      UpdateBuffered();
-      if (!in.ok() || !in->has_value()) {
-        // An input error takes its place in order; the end stops fetching.
-        slot->done = true;
-        slot->result = in.ok() ? absl::StatusOr<std::optional<Element>>(std::nullopt)
-                               : absl::StatusOr<std::optional<Element>>(in.status());
-        if (in.ok()) input_ended_ = true;
-        shared_->cv.notify_all();
-        continue;
-      }
-      const int64_t index = next_index_++;
-      ++shared_->in_flight;
-      shared_->stats->active_workers.fetch_add(1, std::memory_order_relaxed);
-      ctx().runtime->Schedule(
-          [s = shared_, slot, element = std::move(**in), index, self = this]() mutable {
-            absl::StatusOr<std::optional<Element>> out;
-            {
-              ScopedTimer t(&s->stats->busy_ns);
-              out = s->dataset->Apply(s->ctx, std::move(element), index);
-            }
-            s->stats->active_workers.fetch_sub(1, std::memory_order_relaxed);
-            std::lock_guard<std::mutex> l(s->mu);
-            if (!out.ok() && !s->cancelled) out = self->Annotate(out.status(), index);
-            slot->result = std::move(out);
-            slot->done = true;
-            --s->in_flight;
-            s->cv.notify_all();
-          });
-    }
-  }
-
   std::unique_ptr<IteratorBase> input_;
   std::shared_ptr<Shared> shared_;
-  Tunable* stats_parallelism_ = &stats().parallelism;
   bool deterministic_ = true;
-  bool input_ended_ = false;  // guarded by shared_->mu
-  int64_t next_index_ = 0;    // owned by the runner (or Save/Restore while it is idle)
+  bool input_ended_ = false;  // the consumer's, like next_index_
+  int64_t next_index_ = 0;
   int64_t cancel_token_ = -1;
-  std::thread runner_;
 };
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> MapDataset::MakeIterator(

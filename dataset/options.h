@@ -23,8 +23,14 @@ struct Options {
   std::optional<int> threads;
   // AUTOTUNE budgets: busy workers (0 = the arena's threads) and buffered
   // bytes (0 = half of available memory).
+  // cpu_budget also caps the arena's threads, so that no more than that many
+  // element functions run at once even before AUTOTUNE has measured anything.
   std::optional<int> cpu_budget;
   std::optional<int64_t> ram_budget;
+  // Whether an iterator whose pipeline has kAutotune knobs runs AUTOTUNE
+  // (autotune/) beside it, as tf.data does. Unset means true; false leaves
+  // the knobs at their starting values.
+  std::optional<bool> autotune;
 
   // Fields set in `outer` override this one's.
   Options MergedWith(const Options& outer) const {
@@ -34,6 +40,7 @@ struct Options {
     if (outer.threads) o.threads = outer.threads;
     if (outer.cpu_budget) o.cpu_budget = outer.cpu_budget;
     if (outer.ram_budget) o.ram_budget = outer.ram_budget;
+    if (outer.autotune) o.autotune = outer.autotune;
     return o;
   }
 };

@@ -66,6 +66,7 @@ struct DecodeState {
   // Set before the decompress phase. Output rows [y, y + height) and columns [x, x + width) of
   // the (scaled) image; decode_x/decode_width widen the columns for upsampling context.
   JDIMENSION y, x, height, width;
+  JDIMENSION out_width;  // of a row of `out`: width, or decode_width when it keeps every column
   bool crop_columns;
   JDIMENSION decode_x, decode_width;
   Colour colour;       // What libjpeg produces.
@@ -133,8 +134,9 @@ void EmitRow(DecodeState* s, const unsigned char* decoded, unsigned char* out) {
   }
 }
 
-// Phase 3: decode rows [y, y + height) into s->out.
-bool DecompressPhase(DecodeState* s) {
+// Phase 3: start decompressing; with crop_columns, decode_x and decode_width become the columns
+// libjpeg-turbo will decode (widened to iMCU boundaries).
+bool StartPhase(DecodeState* s) {
   if (setjmp(s->err.jump)) return false;
   j_decompress_ptr cinfo = &s->cinfo;
   s->failed_step = "starting decompression";
@@ -146,11 +148,18 @@ bool DecompressPhase(DecodeState* s) {
     s->decode_x = xoffset;
     s->decode_width = width;
   }
+  return true;
+}
+
+// Phase 4: decode rows [y, y + height) into s->out, out_width pixels a row.
+bool ReadPhase(DecodeState* s) {
+  if (setjmp(s->err.jump)) return false;
+  j_decompress_ptr cinfo = &s->cinfo;
   if (s->y > 0 && jpeg_skip_scanlines(cinfo, s->y) != s->y) {
     s->failed_step = "skipping rows";
     ERREXIT(cinfo, JERR_TOO_LITTLE_DATA);
   }
-  const size_t out_stride = static_cast<size_t>(s->width) * s->out_channels;
+  const size_t out_stride = static_cast<size_t>(s->out_width) * s->out_channels;
   const bool direct = s->row == nullptr;
   JDIMENSION done = 0;
   while (done < s->height) {
@@ -268,7 +277,11 @@ absl::StatusOr<JpegHeader> ReadJpegHeader(absl::string_view jpeg) {
                     .channels = c.jpeg_color_space == JCS_GRAYSCALE ? 1 : 3};
 }
 
-absl::StatusOr<Tensor> DecodeJpeg(absl::string_view jpeg, const DecodeJpegOptions& options) {
+namespace {
+
+// DecodeJpeg, or DecodeJpegCovering when window_x is not null.
+absl::StatusOr<Tensor> Decode(absl::string_view jpeg, const DecodeJpegOptions& options,
+                              int64_t* window_x) {
   if (options.channels != 0 && options.channels != 1 && options.channels != 3) {
     return absl::InvalidArgumentError(
         absl::StrCat("DecodeJpeg: channels must be 0, 1 or 3, got ", options.channels));
@@ -330,16 +343,41 @@ absl::StatusOr<Tensor> DecodeJpeg(absl::string_view jpeg, const DecodeJpegOption
     s.decode_width = static_cast<JDIMENSION>(end - begin);
   }
 
-  Tensor image(DType::kUint8, Shape{window.height, window.width, out_channels});
+  if (!StartPhase(&s)) return d.Failure(absl::StatusCode::kDataLoss);
+  // Covering: rows go straight into the tensor with every column libjpeg decodes.
+  const bool covering = window_x != nullptr && s.crop_columns && s.colour != Colour::kCmyk;
+  s.out_width = covering ? s.decode_width : s.width;
+  if (window_x != nullptr) *window_x = covering ? window.x - s.decode_x : 0;
+  Shape shape{window.height, s.out_width, out_channels};
+  Tensor image;
+  if (options.pool != nullptr) {
+    auto pooled = Tensor::FromBuffer(DType::kUint8, shape,
+                                     options.pool->Get(static_cast<size_t>(shape.num_elements())));
+    if (!pooled.ok()) return pooled.status();
+    image = *std::move(pooled);
+  } else {
+    image = Tensor(DType::kUint8, std::move(shape));
+  }
   s.out = image.data<uint8_t>();
-  // Rows go straight into the tensor unless columns are cropped or CMYK needs converting.
+  // Rows go straight into the tensor unless columns are cut or CMYK needs converting.
   std::vector<unsigned char> row;
-  if (s.crop_columns || s.colour == Colour::kCmyk) {
+  if (!covering && (s.crop_columns || s.colour == Colour::kCmyk)) {
     row.resize(static_cast<size_t>(full_w) * 4);
     s.row = row.data();
   }
-  if (!DecompressPhase(&s)) return d.Failure(absl::StatusCode::kDataLoss);
+  if (!ReadPhase(&s)) return d.Failure(absl::StatusCode::kDataLoss);
   return image;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> DecodeJpeg(absl::string_view jpeg, const DecodeJpegOptions& options) {
+  return Decode(jpeg, options, nullptr);
+}
+
+absl::StatusOr<Tensor> DecodeJpegCovering(absl::string_view jpeg, const DecodeJpegOptions& options,
+                                          int64_t* window_x) {
+  return Decode(jpeg, options, window_x);
 }
 
 int ChooseScaleDenom(int64_t window_h, int64_t window_w, int64_t out_h, int64_t out_w) {

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/buffer_pool.h"
 #include "core/tensor.h"
 #include "ops/crop.h"
 
@@ -38,6 +39,10 @@ struct DecodeJpegOptions {
   int64_t max_pixels = int64_t{1} << 28;
   // Use the faster, slightly less accurate integer IDCT (JDCT_IFAST) instead of JDCT_ISLOW.
   bool fast_dct = false;
+  // Memory for the result from this pool (not owned; made by BufferPool::Create) instead of a
+  // new allocation: decoded photos are large blocks that malloc would otherwise return to the
+  // kernel and fault in again, page by page, for the next image.
+  BufferPool* pool = nullptr;
 };
 
 // Reads the header of a JPEG. Errors as DecodeJpeg's.
@@ -53,6 +58,14 @@ absl::StatusOr<JpegHeader> ReadJpegHeader(absl::string_view jpeg);
 // we decode (for instance, missing only its EOI marker, or below a crop window of a sequential
 // JPEG) decodes without error: the missing bytes are never read.
 absl::StatusOr<Tensor> DecodeJpeg(absl::string_view jpeg, const DecodeJpegOptions& options = {});
+
+// DecodeJpeg for a caller that reads a window of the result (DecodeAndRandomResizedCrop): with a
+// crop window, the result has the window's rows but may keep columns on either side of it, those
+// libjpeg-turbo decodes anyway (the window's iMCU columns), which saves copying the window out of
+// every row. The window's pixels equal DecodeJpeg's; it starts at column *window_x of the result
+// (0 when no column is kept beside it).
+absl::StatusOr<Tensor> DecodeJpegCovering(absl::string_view jpeg, const DecodeJpegOptions& options,
+                                          int64_t* window_x);
 
 // Size of one dimension decoded at 1/scale_denom: ceil(size / scale_denom).
 inline int64_t JpegScaledSize(int64_t size, int scale_denom) {

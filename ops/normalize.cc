@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/float16.h"
+#include "core/status_macros.h"
 
 namespace sluice {
 namespace {
@@ -64,6 +65,33 @@ void Apply(const uint8_t* in, int64_t pixels, int channels, const std::vector<fl
 
 }  // namespace
 
+absl::StatusOr<NormalizeTable> NormalizeTable::Create(int channels, absl::Span<const float> mean,
+                                                      absl::Span<const float> stddev) {
+  auto per_channel_ok = [&](absl::Span<const float> v) {
+    return v.size() == 1 || v.size() == static_cast<size_t>(channels);
+  };
+  if (channels <= 0 || !per_channel_ok(mean) || !per_channel_ok(stddev)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Normalize: the image has ", channels, " channels but mean has ", mean.size(),
+                     " values and std ", stddev.size(), " (expected 1 or ", channels, ")"));
+  }
+  NormalizeTable t;
+  t.channels_ = channels;
+  t.values_.resize(static_cast<size_t>(channels) * 256);
+  for (int c = 0; c < channels; ++c) {
+    const float m = mean[mean.size() == 1 ? 0 : c];
+    const float s = stddev[stddev.size() == 1 ? 0 : c];
+    if (s == 0.0f) {
+      return absl::InvalidArgumentError(absl::StrCat("Normalize: std of channel ", c, " is 0"));
+    }
+    for (int v = 0; v < 256; ++v) {
+      const float x = static_cast<float>(v) / 255.0f;  // ToTensor
+      t.values_[c * 256 + v] = (x - m) / s;            // Normalize
+    }
+  }
+  return t;
+}
+
 absl::StatusOr<Tensor> Normalize(const Tensor& image, absl::Span<const float> mean,
                                  absl::Span<const float> stddev, const NormalizeOptions& options) {
   if (image.dtype() != DType::kUint8 || image.rank() != 3) {
@@ -78,26 +106,8 @@ absl::StatusOr<Tensor> Normalize(const Tensor& image, absl::Span<const float> me
   }
   const int64_t h = image.dim(0), w = image.dim(1);
   const int channels = static_cast<int>(image.dim(2));
-  auto per_channel_ok = [&](absl::Span<const float> v) {
-    return v.size() == 1 || v.size() == static_cast<size_t>(channels);
-  };
-  if (!per_channel_ok(mean) || !per_channel_ok(stddev)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Normalize: the image has ", channels, " channels but mean has ", mean.size(),
-                     " values and std ", stddev.size(), " (expected 1 or ", channels, ")"));
-  }
-  std::vector<float> lut(static_cast<size_t>(channels) * 256);
-  for (int c = 0; c < channels; ++c) {
-    const float m = mean[mean.size() == 1 ? 0 : c];
-    const float s = stddev[stddev.size() == 1 ? 0 : c];
-    if (s == 0.0f) {
-      return absl::InvalidArgumentError(absl::StrCat("Normalize: std of channel ", c, " is 0"));
-    }
-    for (int v = 0; v < 256; ++v) {
-      const float x = static_cast<float>(v) / 255.0f;  // ToTensor
-      lut[c * 256 + v] = (x - m) / s;                  // Normalize
-    }
-  }
+  ASSIGN_OR_RETURN(const NormalizeTable table, NormalizeTable::Create(channels, mean, stddev));
+  const std::vector<float> lut(table.at(0), table.at(0) + static_cast<size_t>(channels) * 256);
   const Shape shape = options.channels_first ? Shape{channels, h, w} : Shape{h, w, channels};
   Tensor out(dtype, shape);
   const uint8_t* in = image.data<uint8_t>();

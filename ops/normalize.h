@@ -2,6 +2,7 @@
 #define SLUICE_OPS_NORMALIZE_H_
 
 #include <array>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -20,6 +21,24 @@ struct NormalizeOptions {
   // Write [channels, height, width] (CHW, what PyTorch models take) instead of the input's
   // [height, width, channels] (HWC, what TensorFlow models take).
   bool channels_first = false;
+};
+
+// Normalize's arithmetic for every uint8 value of every channel: at(c)[v] = (v / 255 - mean[c]) /
+// std[c], each step rounded to float32. Resize uses it to normalize while it writes its output.
+class NormalizeTable {
+ public:
+  // `mean` and `stddev` have one value per channel, or one value for all channels; stddev must
+  // not be 0.
+  static absl::StatusOr<NormalizeTable> Create(int channels, absl::Span<const float> mean,
+                                               absl::Span<const float> stddev);
+
+  int channels() const { return channels_; }
+  // The 256 values of channel c.
+  const float* at(int c) const { return values_.data() + static_cast<size_t>(c) * 256; }
+
+ private:
+  int channels_ = 0;
+  std::vector<float> values_;
 };
 
 // Converts a uint8 [height, width, channels] image to floating point as torchvision's

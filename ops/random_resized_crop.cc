@@ -71,7 +71,8 @@ CropWindow SampleRandomResizedCrop(int64_t height, int64_t width, uint64_t seed,
 
 absl::StatusOr<Tensor> DecodeAndRandomResizedCrop(absl::string_view jpeg, int64_t out_h,
                                                   int64_t out_w, uint64_t seed,
-                                                  const RandomResizedCropOptions& options) {
+                                                  const RandomResizedCropOptions& options,
+                                                  const ResizeOutput& output) {
   RETURN_IF_ERROR(CheckOptions("DecodeAndRandomResizedCrop", out_h, out_w, options));
   ASSIGN_OR_RETURN(const JpegHeader header, ReadJpegHeader(jpeg));
   const CropWindow window = SampleRandomResizedCrop(header.height, header.width, seed, options);
@@ -88,13 +89,15 @@ absl::StatusOr<Tensor> DecodeAndRandomResizedCrop(absl::string_view jpeg, int64_
       .scale_denom = denom,
       .max_pixels = options.max_pixels,
       .fast_dct = options.fast_dct};
-  ASSIGN_OR_RETURN(const Tensor decoded, DecodeJpeg(jpeg, decode));
+  int64_t decoded_x = 0;  // where column x0 landed in `decoded`
+  ASSIGN_OR_RETURN(const Tensor decoded, DecodeJpegCovering(jpeg, decode, &decoded_x));
   const double d = denom;
   const ResizeRegion region{.y = static_cast<double>(window.y) / d - static_cast<double>(y0),
-                            .x = static_cast<double>(window.x) / d - static_cast<double>(x0),
+                            .x = static_cast<double>(window.x) / d - static_cast<double>(x0) +
+                                 static_cast<double>(decoded_x),
                             .height = static_cast<double>(window.height) / d,
                             .width = static_cast<double>(window.width) / d};
-  return Resize(decoded, region, out_h, out_w, options.method);
+  return Resize(decoded, region, out_h, out_w, options.method, output);
 }
 
 absl::StatusOr<Tensor> RandomResizedCrop(const Tensor& image, int64_t out_h, int64_t out_w,

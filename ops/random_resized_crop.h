@@ -45,10 +45,13 @@ CropWindow SampleRandomResizedCrop(int64_t height, int64_t width, uint64_t seed,
 // it, cropping columns to its iMCUs, stopping below it), at the largest DCT scale that keeps the
 // window at least out_h x out_w, and resizes it to a uint8 [out_h, out_w, channels] image. The
 // window's exact geometry survives the DCT scaling (see Resize with a ResizeRegion), so with
-// dct_scaling = false the result equals RandomResizedCrop(DecodeJpeg(jpeg), ...).
+// dct_scaling = false the result equals RandomResizedCrop(DecodeJpeg(jpeg), ...). `output` fuses a
+// flip and Normalize into the resize (see ResizeOutput): the training pipeline's whole per-image
+// work in one call, with one pass over the output.
 absl::StatusOr<Tensor> DecodeAndRandomResizedCrop(absl::string_view jpeg, int64_t out_h,
                                                   int64_t out_w, uint64_t seed,
-                                                  const RandomResizedCropOptions& options = {});
+                                                  const RandomResizedCropOptions& options = {},
+                                                  const ResizeOutput& output = {});
 
 // The same augmentation on an already decoded [height, width, channels] uint8 or float32 image
 // (`options.channels`, `dct_scaling`, `fast_dct` and `max_pixels` do not apply).

@@ -2,10 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "absl/strings/str_cat.h"
 
@@ -130,6 +135,93 @@ SLUICE_RESIZE_CLONES void StoreRow(const float* in, size_t n, uint8_t* out) {
 }
 void StoreRow(const float* in, size_t n, float* out) { std::memcpy(out, in, n * sizeof(float)); }
 
+// Copies `bytes` with non-temporal stores where the CPU has them: the destination's cache lines
+// are written without being read first and without evicting what the caller works on. Callers
+// issue StreamFence before another thread may read the destination.
+void StreamCopy(void* dst, const void* src, size_t bytes) {
+#if defined(__SSE2__)
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  const size_t head = std::min(bytes, (16 - reinterpret_cast<uintptr_t>(d) % 16) % 16);
+  std::memcpy(d, s, head);
+  size_t i = head;
+  for (; i + 16 <= bytes; i += 16) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+  }
+  std::memcpy(d + i, s + i, bytes - i);
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+void StreamFence() {
+#if defined(__SSE2__)
+  _mm_sfence();  // Non-temporal stores are weakly ordered, even on x86.
+#endif
+}
+
+// Writes output row `oy` from its float values: rounded to T, or (normalizing a uint8 image) the
+// rounded uint8 value looked up in the table; pixels in reverse order when flipping.
+template <typename T>
+struct RowWriter {
+  void* out;
+  int64_t out_w;
+  int channels;
+  bool flip;
+  const NormalizeTable* table;
+  std::vector<uint8_t>& rounded;  // scratch: one row, when normalizing
+  // Streaming: rows are made in `staging` (one row of the output type) and copied out with
+  // StreamCopy.
+  std::vector<char>* staging;
+
+  void operator()(int64_t oy, const float* row) const {
+    const size_t n = static_cast<size_t>(out_w) * channels;
+    if (staging == nullptr) return Write(static_cast<char*>(out), oy, row);
+    Write(staging->data(), 0, row);
+    const size_t bytes = n * (table != nullptr ? sizeof(float) : sizeof(T));
+    StreamCopy(static_cast<char*>(out) + static_cast<size_t>(oy) * bytes, staging->data(), bytes);
+  }
+
+  // Writes row `oy` of an image at `image`.
+  void Write(char* image, int64_t oy, const float* row) const {
+    const size_t n = static_cast<size_t>(out_w) * channels;
+    if (table == nullptr) {
+      T* dst = reinterpret_cast<T*>(image) + static_cast<size_t>(oy) * n;
+      if (!flip) return StoreRow(row, n, dst);
+      for (int64_t o = 0; o < out_w; ++o) {
+        T* d = dst + static_cast<size_t>(out_w - 1 - o) * channels;
+        for (int c = 0; c < channels; ++c) d[c] = Store<T>(row[o * channels + c]);
+      }
+      return;
+    }
+    // Rounding is vectorised (StoreRow); the lookups that follow are not.
+    uint8_t* q = rounded.data();
+    StoreRow(row, n, q);
+    float* dst = reinterpret_cast<float*>(image) + static_cast<size_t>(oy) * n;
+    // Pixel o goes to d0 + o * step.
+    const int64_t step = flip ? -channels : channels;
+    float* d0 = flip ? dst + static_cast<size_t>(out_w - 1) * channels : dst;
+    if (channels == 3) {
+      const float* t0 = table->at(0);
+      const float* t1 = table->at(1);
+      const float* t2 = table->at(2);
+      for (int64_t o = 0; o < out_w; ++o) {
+        const uint8_t* p = q + o * 3;
+        float* d = d0 + o * step;
+        d[0] = t0[p[0]];
+        d[1] = t1[p[1]];
+        d[2] = t2[p[2]];
+      }
+      return;
+    }
+    for (int64_t o = 0; o < out_w; ++o) {
+      float* d = d0 + o * step;
+      for (int c = 0; c < channels; ++c) d[c] = table->at(c)[q[o * channels + c]];
+    }
+  }
+};
+
 // Four floats, for the per-pixel lerp of 3- and 4-channel rows (GCC/Clang vector extension:
 // portable, lowered to SSE/AVX/NEON).
 typedef float Float4 __attribute__((vector_size(16)));
@@ -146,7 +238,7 @@ inline Float4 Load4(const float* p) {
 // 4th lane the next pixel overwrites), and finally rounds the row to the output type.
 template <typename T, int kC>
 void ResizeLinear(const T* in, int64_t in_h, int64_t in_w, int channels, const ResizeRegion& r,
-                  int64_t out_h, int64_t out_w, T* out) {
+                  int64_t out_h, int64_t out_w, const RowWriter<T>& write) {
   const int c_count = kC > 0 ? kC : channels;
   const LinearTaps ty = MakeLinearTaps(r.y, r.height, in_h, out_h);
   const LinearTaps tx = MakeLinearTaps(r.x, r.width, in_w, out_w);
@@ -196,13 +288,13 @@ void ResizeLinear(const T* in, int64_t in_h, int64_t in_w, int channels, const R
         for (int c = 0; c < c_count; ++c) h[o * c_count + c] = p[c] + w * (p[c + c_count] - p[c]);
       }
     }
-    StoreRow(h, row_len, out + static_cast<size_t>(oy) * row_len);
+    write(oy, h);
   }
 }
 
 template <typename T>
 void ResizeArea(const T* in, int64_t in_h, int64_t in_w, int channels, const ResizeRegion& r,
-                int64_t out_h, int64_t out_w, T* out) {
+                int64_t out_h, int64_t out_w, const RowWriter<T>& write) {
   const AreaTaps ty = MakeAreaTaps(r.y, r.height, in_h, out_h);
   const AreaTaps tx = MakeAreaTaps(r.x, r.width, in_w, out_w);
   const size_t stride = static_cast<size_t>(in_w) * channels;
@@ -232,18 +324,25 @@ void ResizeArea(const T* in, int64_t in_h, int64_t in_w, int channels, const Res
       const float* src = rows.data() + static_cast<size_t>(ty.first[oy] + k - y_begin) * row_len;
       for (size_t i = 0; i < row_len; ++i) acc[i] += w[k] * src[i];
     }
-    T* q = out + static_cast<size_t>(oy) * row_len;
-    for (size_t i = 0; i < row_len; ++i) q[i] = Store<T>(acc[i]);
+    write(oy, acc.data());
   }
 }
 
 template <typename T>
 void Dispatch(const Tensor& image, const ResizeRegion& r, int64_t out_h, int64_t out_w,
-              ResizeMethod method, Tensor& out) {
+              ResizeMethod method, const ResizeOutput& output, Tensor& out) {
   const T* in = image.data<T>();
   const int64_t h = image.dim(0), w = image.dim(1);
   const int c = static_cast<int>(image.dim(2));
-  T* dst = out.data<T>();
+  std::vector<uint8_t> rounded(output.normalize != nullptr ? static_cast<size_t>(out_w) * c : 0);
+  std::vector<char> staging(output.streaming_stores ? out.byte_size() / out_h : 0);
+  const RowWriter<T> dst{out.raw_data(),
+                         out_w,
+                         c,
+                         output.flip_left_right,
+                         output.normalize,
+                         rounded,
+                         output.streaming_stores ? &staging : nullptr};
   if (method == ResizeMethod::kArea) return ResizeArea<T>(in, h, w, c, r, out_h, out_w, dst);
   switch (c) {
     case 1:
@@ -280,6 +379,11 @@ absl::StatusOr<Tensor> Resize(const Tensor& image, int64_t out_h, int64_t out_w,
 
 absl::StatusOr<Tensor> Resize(const Tensor& image, const ResizeRegion& region, int64_t out_h,
                               int64_t out_w, ResizeMethod method) {
+  return Resize(image, region, out_h, out_w, method, ResizeOutput{});
+}
+
+absl::StatusOr<Tensor> Resize(const Tensor& image, const ResizeRegion& region, int64_t out_h,
+                              int64_t out_w, ResizeMethod method, const ResizeOutput& output) {
   if (image.rank() != 3 || (image.dtype() != DType::kUint8 && image.dtype() != DType::kFloat32)) {
     return absl::InvalidArgumentError(
         absl::StrCat("Resize: expected a uint8 or float32 [height, width, channels] image, got ",
@@ -303,12 +407,29 @@ absl::StatusOr<Tensor> Resize(const Tensor& image, const ResizeRegion& region, i
     return absl::InvalidArgumentError(absl::StrCat(
         "Resize: region ", r.DebugString(), " is empty or not inside the ", h, "x", w, " image"));
   }
-  Tensor out(image.dtype(), Shape{out_h, out_w, c});
-  if (image.dtype() == DType::kUint8) {
-    Dispatch<uint8_t>(image, r, out_h, out_w, method, out);
-  } else {
-    Dispatch<float>(image, r, out_h, out_w, method, out);
+  if (output.normalize != nullptr &&
+      (image.dtype() != DType::kUint8 || output.normalize->channels() != c)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Resize: normalizing needs a uint8 image with the table's ", output.normalize->channels(),
+        " channels, got ", DTypeName(image.dtype()), image.shape().DebugString()));
   }
+  const DType out_dtype = output.normalize != nullptr ? DType::kFloat32 : image.dtype();
+  Shape out_shape{out_h, out_w, c};
+  if (output.destination != nullptr &&
+      (output.destination->dtype() != out_dtype || output.destination->shape() != out_shape)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Resize: the destination is ", DTypeName(output.destination->dtype()),
+                     output.destination->shape().DebugString(), ", expected ", DTypeName(out_dtype),
+                     out_shape.DebugString()));
+  }
+  Tensor out =
+      output.destination != nullptr ? *output.destination : Tensor(out_dtype, std::move(out_shape));
+  if (image.dtype() == DType::kUint8) {
+    Dispatch<uint8_t>(image, r, out_h, out_w, method, output, out);
+  } else {
+    Dispatch<float>(image, r, out_h, out_w, method, output, out);
+  }
+  if (output.streaming_stores) StreamFence();
   return out;
 }
 

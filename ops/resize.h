@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/tensor.h"
+#include "ops/normalize.h"
 
 namespace sluice {
 
@@ -45,6 +46,28 @@ absl::StatusOr<Tensor> Resize(const Tensor& image, int64_t out_h, int64_t out_w,
 // The region must lie inside the image and be non-empty.
 absl::StatusOr<Tensor> Resize(const Tensor& image, const ResizeRegion& region, int64_t out_h,
                               int64_t out_w, ResizeMethod method = ResizeMethod::kBilinear);
+
+// Work fused into Resize's output loop: the result is bitwise what FlipLeftRight and then
+// Normalize (float32, channels last) would make of the plain Resize's, without their passes over
+// the image and their intermediate tensors.
+struct ResizeOutput {
+  bool flip_left_right = false;
+  // For a uint8 image: each resized value, rounded to uint8 as Resize rounds it, is written as
+  // float32 through this table (which must have the image's channel count). Not owned; only read
+  // during the call.
+  const NormalizeTable* normalize = nullptr;
+  // Written in place of a new tensor when set (memory from a BufferPool, a row of a batch): its
+  // dtype and shape must be the result's. Resize then returns a tensor sharing its buffer.
+  Tensor* destination = nullptr;
+  // Write the result with non-temporal stores (around the CPU caches): for a result nobody reads
+  // soon, such as a row of a batch of tens of MB, this halves the memory traffic (no cache line is
+  // read before it is written) and keeps the caches for the work at hand. Slower for a result
+  // read right away.
+  bool streaming_stores = false;
+};
+
+absl::StatusOr<Tensor> Resize(const Tensor& image, const ResizeRegion& region, int64_t out_h,
+                              int64_t out_w, ResizeMethod method, const ResizeOutput& output);
 
 }  // namespace sluice
 

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -39,8 +43,320 @@ std::string Padded(absl::string_view text, size_t width) {
 
 std::string KnobText(int64_t value) { return value < 0 ? "-" : absl::StrCat(value); }
 
+// A synthetic pipeline whose stage costs are known: Range -> Map(spin fast)
+// -> Map(spin slow) -> Map(spin fast) -> Batch -> Prefetch, with one map
+// `skew` times slower than the others. Elements are int64 scalars.
+Dataset SkewedPipeline(int64_t slow_us, int64_t skew, int64_t batch, uint64_t seed) {
+  auto spin = [](int64_t us) {
+    return [us](Element e) -> absl::StatusOr<Element> {
+      const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+      while (std::chrono::steady_clock::now() < end) {
+      }
+      return e;
+    };
+  };
+  const int64_t fast_us = std::max<int64_t>(1, slow_us / skew);
+  Options options;
+  options.seed = seed;
+  return Dataset::Range(std::numeric_limits<int64_t>::max())
+      .Map(spin(fast_us), {.num_parallel_calls = kAutotune})
+      .Map(spin(slow_us), {.num_parallel_calls = kAutotune})
+      .Map(spin(fast_us), {.num_parallel_calls = kAutotune})
+      .Batch(batch)
+      .Prefetch()
+      .WithOptions(options);
+}
+
+// When each yielded element arrived, for the convergence time.
+struct Timeline {
+  std::vector<double> seconds;
+  std::vector<int64_t> examples;  // cumulative
+};
+
+struct Convergence {
+  double final_rate = 0;  // examples/s over the second half of the run
+  double seconds = -1;    // when the rate first reached 90% of it; -1: never
+};
+
+// The rate over a sliding window of `window` elements, against the rate of
+// the run's second half.
+Convergence ConvergenceOf(const Timeline& t, size_t window = 8, double fraction = 0.9) {
+  Convergence c;
+  const size_t n = t.seconds.size();
+  if (n < 2) return c;
+  const double end = t.seconds.back();
+  size_t half = 0;
+  while (half + 1 < n && t.seconds[half] < end / 2) ++half;
+  if (half + 1 >= n || end <= t.seconds[half]) return c;
+  c.final_rate =
+      static_cast<double>(t.examples.back() - t.examples[half]) / (end - t.seconds[half]);
+  for (size_t k = window; k < n; ++k) {
+    const double dt = t.seconds[k] - t.seconds[k - window];
+    if (dt <= 0) continue;
+    const double rate = static_cast<double>(t.examples[k] - t.examples[k - window]) / dt;
+    if (rate >= fraction * c.final_rate) {
+      c.seconds = t.seconds[k];
+      break;
+    }
+  }
+  return c;
+}
+
+// Fixed knobs for one run: every top-level parallel Map's parallelism and the
+// last Prefetch's buffer. 0 leaves a knob at its starting value.
+struct Knobs {
+  int64_t parallelism = 0;
+  int64_t buffer_size = 0;
+};
+
+bool IsTopLevelNode(const std::string& name, absl::string_view kind) {
+  return absl::StartsWith(name, absl::StrCat(kind, "[")) && name.find('/') == std::string::npos;
+}
+
+absl::Status SetKnobs(Iterator& it, const Knobs& knobs) {
+  RETURN_IF_ERROR(it.Initialize());  // The knobs exist before any work starts.
+  for (const auto& node : it.stats_registry()->Nodes()) {
+    if (knobs.parallelism > 0 && IsTopLevelNode(node->name, "Map") &&
+        node->parallelism.present.load()) {
+      node->parallelism.value.store(knobs.parallelism);
+    }
+    if (knobs.buffer_size > 0 && IsTopLevelNode(node->name, "Prefetch") &&
+        node->buffer_size.present.load()) {
+      node->buffer_size.value.store(knobs.buffer_size);
+    }
+  }
+  return absl::OkStatus();
+}
+
+struct Run {
+  BenchmarkResult result;
+  std::optional<AutotuneReport> report;
+  Timeline timeline;
+};
+
+// One benchmark of `dataset`: with AUTOTUNE (the iterator's own) when `knobs`
+// is unset, else with AUTOTUNE off and the knobs fixed.
+absl::StatusOr<Run> RunOnce(const Dataset& dataset, BenchmarkOptions options,
+                            std::optional<Knobs> knobs, bool show_progress) {
+  Options tuning;
+  tuning.autotune = !knobs.has_value();
+  const Dataset configured = dataset.WithOptions(tuning);
+  Run run;
+  Iterator* iterator = nullptr;
+  options.on_start = [&](Iterator& it) -> absl::Status {
+    iterator = &it;
+    if (knobs) return SetKnobs(it, *knobs);
+    return it.Initialize();  // AUTOTUNE starts with the nodes.
+  };
+  // Every element's arrival (for the convergence time); the terminal shows a
+  // line twice a second.
+  double next_display = 0;
+  options.progress_interval_seconds = 0;
+  options.progress = [&](const BenchmarkProgress& p) {
+    // RunBenchmark's last call repeats the totals, while the iterator (and
+    // its AUTOTUNE) still lives: the time to read the report.
+    const bool last = !run.timeline.examples.empty() && p.examples == run.timeline.examples.back();
+    if (!last) {
+      run.timeline.seconds.push_back(p.seconds);
+      run.timeline.examples.push_back(p.examples);
+    } else if (iterator != nullptr && iterator->tuner() != nullptr) {
+      absl::StatusOr<AutotuneReport> r = iterator->AutotuneReport();
+      if (r.ok()) run.report = *std::move(r);
+    }
+    if (show_progress && p.seconds >= next_display) {
+      std::fprintf(stderr, "\r%6.1f s  %10lld images  %9.1f images/s", p.seconds,
+                   static_cast<long long>(p.examples), p.seconds > 0 ? p.examples / p.seconds : 0);
+      std::fflush(stderr);
+    }
+    if (p.seconds >= next_display) next_display = p.seconds + 0.5;
+  };
+  absl::StatusOr<BenchmarkResult> result = RunBenchmark(configured, options);
+  if (show_progress) std::fprintf(stderr, "\n");
+  if (!result.ok()) return result.status();
+  run.result = *std::move(result);
+  return run;
+}
+
+std::string ConvergenceText(const Convergence& c) {
+  if (c.seconds < 0) {
+    return absl::StrFormat("throughput never reached 90%% of its final %.1f/s", c.final_rate);
+  }
+  return absl::StrFormat(
+      "reached 90%% of its final throughput (%.1f/s, the run's second half) at %.2f s "
+      "(rate over 8 elements)",
+      c.final_rate, c.seconds);
+}
+
+void ConvergenceJson(const Convergence& c, JsonWriter& json) {
+  json.Key("final_elements_per_second");
+  json.Double(c.final_rate);
+  json.Key("convergence_seconds");
+  if (c.seconds < 0) {
+    json.Null();
+  } else {
+    json.Double(c.seconds);
+  }
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+// --grid: every fixed configuration, then AUTOTUNE and the best one side by
+// side, alternating, so that a change in the machine's load hits both.
+int RunGrid(const Dataset& dataset, BenchmarkOptions options, double seconds, bool json,
+            bool terminal) {
+  constexpr int64_t kParallelism[] = {1, 2, 3, 4, 6, 8};
+  constexpr int64_t kBuffer[] = {1, 2, 4, 8};
+  constexpr int kRepeats = 3;
+  options.max_seconds = seconds;
+  struct Cell {
+    Knobs knobs;
+    double rate = 0;
+  };
+  std::vector<Cell> cells;
+  const int total = static_cast<int>(std::size(kParallelism) * std::size(kBuffer)) + 2 * kRepeats;
+  int done = 0;
+  auto progress = [&](const std::string& what) {
+    if (!terminal) return;
+    std::fprintf(stderr, "\r[%2d/%d] %-40s", ++done, total, what.c_str());
+    std::fflush(stderr);
+  };
+  auto fail = [](const absl::Status& s) {
+    std::fprintf(stderr, "\nsluice bench: %s\n", std::string(s.message()).c_str());
+    return kExitFailure;
+  };
+  for (int64_t p : kParallelism) {
+    for (int64_t b : kBuffer) {
+      progress(absl::StrCat("parallelism ", p, ", prefetch ", b));
+      absl::StatusOr<Run> run = RunOnce(dataset, options, Knobs{p, b}, false);
+      if (!run.ok()) return fail(run.status());
+      cells.push_back({{p, b}, run->result.examples_per_second});
+    }
+  }
+  const Cell best = *std::max_element(cells.begin(), cells.end(),
+                                      [](const Cell& a, const Cell& b) { return a.rate < b.rate; });
+  std::vector<double> tuned_rates, best_rates, convergence_s;
+  std::optional<Run> last_tuned;
+  for (int r = 0; r < kRepeats; ++r) {
+    progress("AUTOTUNE");
+    absl::StatusOr<Run> tuned = RunOnce(dataset, options, std::nullopt, false);
+    if (!tuned.ok()) return fail(tuned.status());
+    tuned_rates.push_back(tuned->result.examples_per_second);
+    const Convergence c = ConvergenceOf(tuned->timeline);
+    convergence_s.push_back(c.seconds < 0 ? seconds : c.seconds);
+    last_tuned = *std::move(tuned);
+    progress("best fixed configuration again");
+    absl::StatusOr<Run> again = RunOnce(dataset, options, best.knobs, false);
+    if (!again.ok()) return fail(again.status());
+    best_rates.push_back(again->result.examples_per_second);
+  }
+  if (terminal) std::fprintf(stderr, "\n");
+  const double tuned_median = Median(tuned_rates), best_median = Median(best_rates);
+  const double convergence_median = Median(convergence_s);
+  const std::string pipeline = dataset.DebugString();
+  if (json) {
+    JsonWriter w;
+    w.BeginObject();
+    w.Key("pipeline");
+    w.String(pipeline);
+    w.Key("seconds_per_run");
+    w.Double(seconds);
+    w.Key("grid");
+    w.BeginArray();
+    for (const Cell& c : cells) {
+      w.BeginObject();
+      w.Key("parallelism");
+      w.Int(c.knobs.parallelism);
+      w.Key("prefetch");
+      w.Int(c.knobs.buffer_size);
+      w.Key("elements_per_second");
+      w.Double(c.rate);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.Key("best");
+    w.BeginObject();
+    w.Key("parallelism");
+    w.Int(best.knobs.parallelism);
+    w.Key("prefetch");
+    w.Int(best.knobs.buffer_size);
+    w.Key("elements_per_second");
+    w.Double(best.rate);
+    w.Key("rerun_elements_per_second");
+    w.BeginArray();
+    for (double v : best_rates) w.Double(v);
+    w.EndArray();
+    w.EndObject();
+    w.Key("autotune");
+    w.BeginObject();
+    w.Key("elements_per_second");
+    w.BeginArray();
+    for (double v : tuned_rates) w.Double(v);
+    w.EndArray();
+    w.Key("median_elements_per_second");
+    w.Double(tuned_median);
+    w.Key("percent_of_best_cell");
+    w.Double(100 * tuned_median / std::max(best.rate, 1e-9));
+    w.Key("percent_of_best_rerun");
+    w.Double(100 * tuned_median / std::max(best_median, 1e-9));
+    w.Key("convergence_seconds");
+    w.BeginArray();
+    for (double v : convergence_s) w.Double(v);
+    w.EndArray();
+    if (last_tuned && last_tuned->report) {
+      w.Key("report");
+      w.RawValue(last_tuned->report->ToJson());
+    }
+    w.EndObject();
+    w.EndObject();
+    std::printf("%s\n", w.str().c_str());
+    std::fflush(stdout);
+    return kExitOk;
+  }
+  std::printf("pipeline: %s\n", pipeline.c_str());
+  std::printf("grid: Map parallelism x Prefetch buffer, images/s over %.1f s each, AUTOTUNE off\n",
+              seconds);
+  std::printf("%-12s", "parallelism");
+  for (int64_t b : kBuffer) std::printf("  %9s", absl::StrCat("buffer ", b).c_str());
+  std::printf("\n");
+  for (size_t i = 0; i < std::size(kParallelism); ++i) {
+    std::printf("%-12lld", static_cast<long long>(kParallelism[i]));
+    for (size_t j = 0; j < std::size(kBuffer); ++j) {
+      const Cell& c = cells[i * std::size(kBuffer) + j];
+      std::printf("  %8.1f%s", c.rate,
+                  c.knobs.parallelism == best.knobs.parallelism &&
+                          c.knobs.buffer_size == best.knobs.buffer_size
+                      ? "*"
+                      : " ");
+    }
+    std::printf("\n");
+  }
+  std::printf("best: parallelism %lld, prefetch %lld: %.1f images/s\n",
+              static_cast<long long>(best.knobs.parallelism),
+              static_cast<long long>(best.knobs.buffer_size), best.rate);
+  std::printf(
+      "AUTOTUNE vs the best, alternating %d times (%.1f s each): AUTOTUNE median %.1f images/s, "
+      "best again median %.1f images/s\n",
+      kRepeats, seconds, tuned_median, best_median);
+  std::printf("AUTOTUNE = %.1f%% of the best cell, %.1f%% of its re-runs beside AUTOTUNE\n",
+              100 * tuned_median / std::max(best.rate, 1e-9),
+              100 * tuned_median / std::max(best_median, 1e-9));
+  std::printf("AUTOTUNE reached 90%% of its final throughput after %.2f s (median)\n",
+              convergence_median);
+  if (last_tuned && last_tuned->report) {
+    std::printf("\nthe last AUTOTUNE run's report:\n%s", last_tuned->report->ToString().c_str());
+  }
+  std::fflush(stdout);
+  return kExitOk;
+}
+
 void PrintText(const BenchConfig& config, const BenchmarkResult& result, int64_t bytes,
-               const std::string& pipeline, const std::optional<AutotuneReport>& autotune) {
+               const std::string& pipeline, const std::optional<AutotuneReport>& autotune,
+               const std::optional<Convergence>& convergence) {
   std::printf("pipeline: %s\n", pipeline.c_str());
   std::printf("%lld images in %.2f s: %.1f images/s, %.1f MB/s of records\n",
               static_cast<long long>(result.examples), result.seconds, result.examples_per_second,
@@ -65,11 +381,13 @@ void PrintText(const BenchConfig& config, const BenchmarkResult& result, int64_t
                               "stages limit the rate"
                             : "");
   std::printf("peak RSS: %.1f MB\n", result.peak_rss_bytes / 1e6);
+  if (convergence) std::printf("%s\n", ConvergenceText(*convergence).c_str());
   if (autotune) std::printf("\n%s", autotune->ToString().c_str());
 }
 
 void PrintJson(const BenchConfig& config, const BenchmarkResult& result, int64_t bytes,
-               const std::string& pipeline, const std::optional<AutotuneReport>& autotune) {
+               const std::string& pipeline, const std::optional<AutotuneReport>& autotune,
+               const std::optional<Convergence>& convergence) {
   JsonWriter json;
   json.BeginObject();
   json.Key("elements_per_second");
@@ -120,6 +438,7 @@ void PrintJson(const BenchConfig& config, const BenchmarkResult& result, int64_t
   json.String(result.bottleneck);
   json.Key("peak_rss_bytes");
   json.Int(result.peak_rss_bytes);
+  if (convergence) ConvergenceJson(*convergence, json);
   if (autotune) {
     json.Key("autotune");
     json.RawValue(autotune->ToJson());
@@ -137,15 +456,26 @@ int RunBench(int argc, char** argv) {
       "ListFiles -> Interleave(TFRecord) -> Map(parse) [-> Cache] -> Repeat ->\n"
       "Map(decode + random resized crop + random flip + normalize to float32) -> Batch ->\n"
       "Prefetch, and reports images/s, input MB/s, per-stage stats, the bottleneck (the stage\n"
-      "with the highest busy time / (wall time * parallelism)) and peak RSS.");
+      "with the highest busy time / (wall time * parallelism)) and peak RSS. AUTOTUNE tunes the\n"
+      "pipeline while it runs unless --parallelism fixes it. --grid measures fixed\n"
+      "configurations and then AUTOTUNE against the best of them. --pipeline skewed runs a\n"
+      "synthetic pipeline instead: three spinning Maps, the middle one --skew times slower.");
   command_line.AddOption("files", "GLOB", "",
-                         "TFRecord files of image/encoded + image/class/label; required");
-  command_line.AddOption(
-      "parallelism", "N", "autotune",
-      "num_parallel_calls of the Maps (autotune: kAutotune, the knobs' defaults)");
-  command_line.AddFlag("autotune",
-                       "run the AUTOTUNE controller while benchmarking and print its report "
-                       "(with kAutotune parallelism)");
+                         "TFRecord files of image/encoded + image/class/label; required for "
+                         "--pipeline images");
+  command_line.AddOption("pipeline", "NAME", "images",
+                         "images (the ImageNet-style pipeline) or skewed (synthetic)");
+  command_line.AddOption("slow-us", "US", "1000", "--pipeline skewed: the slow Map's spin");
+  command_line.AddOption("skew", "X", "10", "--pipeline skewed: how much slower the slow Map is");
+  command_line.AddOption("parallelism", "N", "autotune",
+                         "num_parallel_calls of the Maps; a number fixes them and turns "
+                         "AUTOTUNE off (the other knobs keep their starting values)");
+  command_line.AddFlag("autotune", "print AUTOTUNE's report (what it chose, when and why)");
+  command_line.AddFlag("grid",
+                       "run fixed configurations (Map parallelism 1, 2, 3, 4, 6, 8 x prefetch "
+                       "buffer 1, 2, 4, 8), print the table and the best, then run AUTOTUNE "
+                       "for as long and compare");
+  command_line.AddOption("grid-seconds", "S", "3", "--grid: seconds per configuration");
   command_line.AddOption("batch", "N", "64", "batch size");
   command_line.AddOption("image-size", "N", "224", "output height and width of the crop");
   command_line.AddFlag("cache", "cache the parsed records in memory after the first epoch");
@@ -158,13 +488,34 @@ int RunBench(int argc, char** argv) {
 
   BenchConfig config;
   config.files = command_line.Value("files");
-  if (config.files.empty()) return command_line.ReportUsageError("--files GLOB is required");
+  const std::string& pipeline_name = command_line.Value("pipeline");
+  const bool skewed = pipeline_name == "skewed";
+  if (!skewed && pipeline_name != "images") {
+    return command_line.ReportUsageError(
+        absl::StrCat("--pipeline takes images or skewed, not '", pipeline_name, "'"));
+  }
+  if (!skewed && config.files.empty()) {
+    return command_line.ReportUsageError("--files GLOB is required");
+  }
+  if (skewed && command_line.WasGiven("files")) {
+    return command_line.ReportUsageError("--pipeline skewed reads no --files");
+  }
+  for (const char* option : {"slow-us", "skew"}) {
+    if (!skewed && command_line.WasGiven(option)) {
+      return command_line.ReportUsageError(
+          absl::StrCat("--", option, " applies to --pipeline skewed"));
+    }
+  }
+  const bool grid = command_line.Flag("grid");
   const std::string& parallelism = command_line.Value("parallelism");
-  // Opt-in: on this project's 2-core VM the controller's choices were still
-  // slower than the knobs' defaults (see the README's AUTOTUNE section).
-  const bool run_controller = command_line.Flag("autotune");
   if (command_line.WasGiven("parallelism") && command_line.Flag("autotune")) {
     return command_line.ReportUsageError("give --parallelism N or --autotune, not both");
+  }
+  if (command_line.WasGiven("parallelism") && grid) {
+    return command_line.ReportUsageError("--grid sets the parallelism itself");
+  }
+  if (command_line.WasGiven("grid-seconds") && !grid) {
+    return command_line.ReportUsageError("--grid-seconds applies to --grid");
   }
   if (parallelism != "autotune" &&
       (!absl::SimpleAtoi(parallelism, &config.parallelism) || config.parallelism < 1)) {
@@ -180,9 +531,17 @@ int RunBench(int argc, char** argv) {
   if (!positive("image-size", &config.image_size)) {
     return command_line.ReportUsageError("--image-size takes a size >= 1");
   }
+  int64_t slow_us = 0, skew = 0;
+  if (!positive("slow-us", &slow_us)) {
+    return command_line.ReportUsageError("--slow-us takes a duration >= 1");
+  }
+  if (!positive("skew", &skew)) return command_line.ReportUsageError("--skew takes a factor >= 1");
   if (command_line.WasGiven("epochs")) {
     if (command_line.WasGiven("seconds")) {
       return command_line.ReportUsageError("give --seconds or --epochs, not both");
+    }
+    if (grid || skewed) {
+      return command_line.ReportUsageError("--grid and --pipeline skewed run for --seconds");
     }
     if (!positive("epochs", &config.epochs)) {
       return command_line.ReportUsageError("--epochs takes a count >= 1");
@@ -191,15 +550,25 @@ int RunBench(int argc, char** argv) {
              !(config.seconds > 0)) {
     return command_line.ReportUsageError("--seconds takes a duration > 0");
   }
+  double grid_seconds = 0;
+  if (!absl::SimpleAtod(command_line.Value("grid-seconds"), &grid_seconds) || !(grid_seconds > 0)) {
+    return command_line.ReportUsageError("--grid-seconds takes a duration > 0");
+  }
   if (!absl::SimpleAtoi(command_line.Value("seed"), &config.seed)) {
     return command_line.ReportUsageError("--seed takes an unsigned integer");
   }
   config.cache = command_line.Flag("cache");
   config.decode_only = command_line.Flag("decode-only");
+  if (skewed && (config.cache || config.decode_only || command_line.WasGiven("image-size"))) {
+    return command_line.ReportUsageError(
+        "--cache, --decode-only and --image-size apply to --pipeline images");
+  }
   const bool json = command_line.Flag("json");
 
   auto record_bytes = std::make_shared<std::atomic<int64_t>>(0);
-  absl::StatusOr<Dataset> dataset = BuildPipeline(config, record_bytes);
+  absl::StatusOr<Dataset> dataset =
+      skewed ? absl::StatusOr<Dataset>(SkewedPipeline(slow_us, skew, config.batch, config.seed))
+             : BuildPipeline(config, record_bytes);
   if (!dataset.ok()) {
     std::fprintf(stderr, "sluice bench: %s\n", std::string(dataset.status().message()).c_str());
     return kExitFailure;
@@ -209,40 +578,29 @@ int RunBench(int argc, char** argv) {
   // Unbatched, an element is one image (whose first dimension is its height).
   if (config.decode_only) options.count_examples = [](const Element&) { return int64_t{1}; };
   const bool terminal = isatty(2) == 1;
-  if (terminal) {
-    options.progress = [](const BenchmarkProgress& p) {
-      std::fprintf(stderr, "\r%6.1f s  %10lld images  %9.1f images/s", p.seconds,
-                   static_cast<long long>(p.examples), p.seconds > 0 ? p.examples / p.seconds : 0);
-      std::fflush(stderr);
-    };
-  }
-  // With autotuned parallelism, AUTOTUNE tunes the pipeline while it runs and
-  // its report says what it chose and why.
-  std::unique_ptr<AutotuneController> tuner;
-  if (run_controller) {
-    options.on_start = [&tuner](Iterator& it) -> absl::Status {
-      RETURN_IF_ERROR(it.Initialize());  // Knobs exist before any work starts.
-      tuner = AutotuneController::Start(it);
-      tuner->Step();
-      return absl::OkStatus();
-    };
-  }
-  absl::StatusOr<BenchmarkResult> result = RunBenchmark(*dataset, options);
-  std::optional<AutotuneReport> autotune;
-  if (tuner) {
-    autotune = tuner->Report();
-    tuner.reset();
-  }
-  if (terminal) std::fprintf(stderr, "\n");
-  if (!result.ok()) {
-    std::fprintf(stderr, "sluice bench: %s\n", std::string(result.status().message()).c_str());
+  if (grid) return RunGrid(*dataset, options, grid_seconds, json, terminal);
+
+  // A fixed parallelism is built into the pipeline and AUTOTUNE is off;
+  // otherwise the iterator runs AUTOTUNE on its kAutotune knobs.
+  std::optional<Knobs> knobs;
+  if (config.parallelism != kAutotune) knobs = Knobs{};
+  if (skewed && config.parallelism != kAutotune) knobs->parallelism = config.parallelism;
+  absl::StatusOr<Run> run = RunOnce(*dataset, options, knobs, terminal);
+  if (!run.ok()) {
+    std::fprintf(stderr, "sluice bench: %s\n", std::string(run.status().message()).c_str());
     return kExitFailure;
+  }
+  std::optional<AutotuneReport> autotune;
+  std::optional<Convergence> convergence;
+  if (command_line.Flag("autotune")) {
+    autotune = run->report;
+    if (run->report) convergence = ConvergenceOf(run->timeline);
   }
   const int64_t bytes = record_bytes->load();
   if (json) {
-    PrintJson(config, *result, bytes, dataset->DebugString(), autotune);
+    PrintJson(config, run->result, bytes, dataset->DebugString(), autotune, convergence);
   } else {
-    PrintText(config, *result, bytes, dataset->DebugString(), autotune);
+    PrintText(config, run->result, bytes, dataset->DebugString(), autotune, convergence);
   }
   std::fflush(stdout);
   return kExitOk;

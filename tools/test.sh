@@ -34,4 +34,7 @@ cmake -S examples/consumer -B build/example-consumer -G Ninja \
   -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
 cmake --build build/example-consumer
 ./build/example-consumer/read_records tests/data/small100.tfrecord
-echo "1 passed, 0 failed: out-of-tree find_package(sluice) example"
+# The C++ training example, briefly: 2,000 training images, one epoch, the whole test set.
+./build/sluice convert fashion-mnist --out build/example-data --shards 2 >/dev/null
+(cd build && ./example-consumer/train_fashion_mnist example-data 1 2000)
+echo "2 passed, 0 failed: out-of-tree find_package(sluice) examples"

@@ -1,5 +1,6 @@
 #include "autotune/model.h"
 
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -53,10 +54,77 @@ TEST(ModelTest, CpuBoundMapTakesTheWholeCpuBudget) {
   Model m = MapPipeline(1000, 2 * kMs, 8);
   Plan plan = m.Optimize({2, 1 << 30});
   EXPECT_EQ(plan.assignment.parallelism[1], 2);
-  EXPECT_EQ(plan.prediction.cpu, 2);
+  EXPECT_NEAR(plan.prediction.busy_workers, 2.0, 0.01);
+  EXPECT_TRUE(plan.prediction.cpu_capped);
   EXPECT_EQ(plan.prediction.bottleneck, 1);
   EXPECT_EQ(plan.bottleneck_kind, BottleneckKind::kCpuBudget);
   EXPECT_NEAR(plan.prediction.throughput, 1000.0, 5.0);  // 2 workers x 500/s
+}
+
+// Range -> Map(a) -> Map(b) -> Map(c) -> Prefetch, every Map autotuned up to
+// `max_par` and starting at `start`.
+Model ThreeMaps(double a_ns, double b_ns, double c_ns, int64_t max_par, int64_t start = 1) {
+  std::vector<NodeEstimate> nodes;
+  nodes.push_back(Node("Range[0]", NodeKind::kSource, 1000));
+  int i = 1;
+  for (double cost : {a_ns, b_ns, c_ns}) {
+    NodeEstimate map = Node("Map[" + std::to_string(i++) + "]", NodeKind::kAsync, cost);
+    map.parallelism = Knob(start, 1, max_par);
+    nodes.push_back(map);
+  }
+  NodeEstimate prefetch = Node("Prefetch[4]", NodeKind::kAsync, 1000);
+  prefetch.buffer_size = Knob(2, 1, 64);
+  nodes.push_back(prefetch);
+  Model m;
+  m.SetEstimates(nodes);
+  return m;
+}
+
+TEST(ModelTest, NearlyIdleStagesDoNotTakeTheBottlenecksCpuBudget) {
+  // The bench pipeline's shape: cheap read and parse stages, an expensive
+  // decode. Configured workers (2 + 2 + 2) exceed a budget of 2, but the
+  // cheap stages are idle nearly all the time: the decode keeps its 2
+  // workers (a rule summing configured parallelism cut it to 1).
+  Model m = ThreeMaps(20'000, 50'000, 1.6 * kMs, 2, /*start=*/2);
+  Plan plan = m.Optimize({2, 1 << 30});
+  EXPECT_EQ(plan.assignment.parallelism[3], 2);
+  EXPECT_LE(plan.prediction.busy_workers, 2.0 + 1e-9);
+  // The whole plan is worth more than 1.6x the decode at one worker.
+  Assignment one = plan.assignment;
+  one.parallelism[3] = 1;
+  EXPECT_GT(plan.prediction.throughput, 1.6 * m.Predict(one, 2).throughput);
+}
+
+TEST(ModelTest, TheSlowStageGetsTheWorkers) {
+  // One map 10x slower than the others: it gets the budget's workers. (The
+  // fast ones may get a second worker too: it shortens waits on their
+  // buffers, and idle workers cost no CPU.)
+  Model m = ThreeMaps(0.1 * kMs, 1 * kMs, 0.1 * kMs, 8);
+  Plan plan = m.Optimize({2, 1 << 30});
+  EXPECT_EQ(plan.assignment.parallelism[2], 2);
+  EXPECT_LE(plan.prediction.busy_workers, 2.0 + 1e-9);
+  EXPECT_EQ(plan.prediction.bottleneck, 2);
+  Plan wide = m.Optimize({4, 1 << 30});
+  EXPECT_GE(wide.assignment.parallelism[2], 3);
+  EXPECT_GE(wide.assignment.parallelism[2], wide.assignment.parallelism[1]);
+  EXPECT_GE(wide.assignment.parallelism[2], wide.assignment.parallelism[3]);
+  EXPECT_GT(wide.prediction.throughput, 1.5 * plan.prediction.throughput);
+}
+
+TEST(ModelTest, TiedStagesAreRaisedTogether) {
+  // Two equally slow maps: neither step alone gains, the pair does.
+  Model m = ThreeMaps(1 * kMs, 1 * kMs, 1000, 8);
+  Plan plan = m.Optimize({4, 1 << 30});
+  EXPECT_GE(plan.assignment.parallelism[1], 2);
+  EXPECT_GE(plan.assignment.parallelism[2], 2);
+  EXPECT_GT(plan.prediction.throughput, 1.5 * m.Predict(m.Current(), 4).throughput);
+}
+
+TEST(ModelTest, NoStageWiderThanTheCpuBudget) {
+  Model m = MapPipeline(1000, 2 * kMs, 8);
+  Plan plan = m.Optimize({1, 1 << 30});
+  EXPECT_EQ(plan.assignment.parallelism[1], 1);
+  EXPECT_EQ(plan.bottleneck_kind, BottleneckKind::kCpuBudget);
 }
 
 TEST(ModelTest, MapAtItsMaximumIsCpuBound) {
@@ -85,7 +153,10 @@ TEST(ModelTest, PredictFollowsTheSlowestStage) {
   const double four = m.Predict(a).throughput;
   EXPECT_NEAR(one, 500.0, 3.0);
   EXPECT_NEAR(four, 2000.0, 20.0);
-  EXPECT_EQ(m.Predict(a).cpu, 4);
+  EXPECT_NEAR(m.Predict(a).busy_workers, 4.0, 0.02);  // (1 us + 2 ms + 1 us) / 0.5 ms
+  // Under a budget of 2 cores the 4 workers take turns: no faster than 2.
+  EXPECT_NEAR(m.Predict(a, 2).throughput, 1e9 / (2.002e6 / 2), 3.0);
+  EXPECT_NEAR(m.Predict(a, 2).busy_workers, 2.0, 0.01);
 }
 
 TEST(ModelTest, BuffersGrowWhenTheConsumerKeepsPaceAndStopAtTheRamBudget) {
@@ -98,17 +169,18 @@ TEST(ModelTest, BuffersGrowWhenTheConsumerKeepsPaceAndStopAtTheRamBudget) {
   EXPECT_EQ(small.assignment.parallelism[1], 2);
   EXPECT_GT(small.assignment.buffer_size[2], 2);
   EXPECT_LE(small.prediction.buffered_bytes, 64 * kMiB);
-  // 2 map results + 6 prefetched elements fill 64 MiB exactly.
-  EXPECT_EQ(small.assignment.buffer_size[2], 6);
+  // 4 map results (2 per worker) + 4 prefetched elements fill 64 MiB exactly.
+  EXPECT_EQ(small.assignment.buffer_size[2], 4);
   EXPECT_GT(big.assignment.buffer_size[2], small.assignment.buffer_size[2]);
   EXPECT_GT(big.prediction.throughput, small.prediction.throughput);
 }
 
 TEST(ModelTest, ParallelismCappedByRamBudget) {
-  // Each in-flight map result holds 8 MiB: 24 MiB allows 2 results plus one
-  // prefetched element, though 8 workers would be 4x faster.
+  // Each map result holds 8 MiB and a Map holds 2 per worker: 40 MiB allows
+  // 2 workers plus one prefetched element, though 8 workers would be 4x
+  // faster.
   Model m = MapPipeline(1000, 4 * kMs, 8, 8 * kMiB);
-  Plan plan = m.Optimize({8, 24 * kMiB});
+  Plan plan = m.Optimize({8, 40 * kMiB});
   EXPECT_EQ(plan.assignment.parallelism[1], 2);
   EXPECT_EQ(plan.assignment.buffer_size[2], 1);
   EXPECT_EQ(plan.bottleneck_kind, BottleneckKind::kRamBudget);

@@ -1,4 +1,7 @@
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -150,6 +153,101 @@ Dataset BigElements(int64_t n) {
 }
 
 class BatchParallelTest : public ::testing::TestWithParam<int> {};
+
+// Elements (i, float32 [2] {i, i + 0.5}) whose floats are row row_of(i) of the [3, 2] buffer
+// (*buffers)[i / 3].
+using Buffers = std::map<int64_t, std::shared_ptr<Buffer>>;
+Dataset RowsOfSharedBuffers(int64_t n, std::function<int64_t(int64_t)> row_of,
+                            std::shared_ptr<Buffers> buffers) {
+  auto mu = std::make_shared<std::mutex>();
+  return Dataset::Range(n).Map(
+      [row_of, buffers, mu](Element e) -> absl::StatusOr<Element> {
+        const int64_t i = e[0].scalar<int64_t>();
+        std::shared_ptr<Buffer> buffer;
+        {
+          std::lock_guard<std::mutex> l(*mu);
+          auto& b = (*buffers)[i / 3];
+          if (b == nullptr) b = Buffer::Allocate(3 * 2 * sizeof(float));
+          buffer = b;
+        }
+        ASSIGN_OR_RETURN(Tensor t, Tensor::FromBuffer(DType::kFloat32, Shape{2}, buffer,
+                                                      row_of(i) * 2 * sizeof(float)));
+        t.data<float>()[0] = static_cast<float>(i);
+        t.data<float>()[1] = static_cast<float>(i) + 0.5f;
+        return Element{e[0], t};
+      },
+      {.num_parallel_calls = 2});
+}
+
+TEST(BatchTest, AdoptsTheBufferOfElementsAlreadyInPlace) {
+  auto buffers = std::make_shared<Buffers>();
+  auto out = Collect(RowsOfSharedBuffers(
+                         6, [](int64_t i) { return i % 3; }, buffers)
+                         .Batch(3));
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 2u);
+  for (int b = 0; b < 2; ++b) {
+    const Tensor& floats = (*out)[b][1];
+    ASSERT_EQ(floats.shape(), (Shape{3, 2}));
+    EXPECT_EQ(floats.buffer(), (*buffers)[b]);  // Not copied.
+    for (int64_t r = 0; r < 3; ++r) {
+      EXPECT_EQ(floats.data<float>()[2 * r], static_cast<float>(3 * b + r));
+      EXPECT_EQ(floats.data<float>()[2 * r + 1], static_cast<float>(3 * b + r) + 0.5f);
+    }
+    // The int64 component was not in place: copied into a buffer of its own.
+    EXPECT_FALSE((*out)[b][0].SharesBufferWith(floats));
+  }
+}
+
+TEST(BatchTest, CopiesRowsThatAreNotInPlace) {
+  // Rows in reverse order within their buffer, or a batch of 2 from buffers of 3 rows.
+  for (auto [row_of, batch] :
+       {std::pair<std::function<int64_t(int64_t)>, int64_t>{[](int64_t i) { return 2 - i % 3; }, 3},
+        {[](int64_t i) { return i % 3; }, 2}}) {
+    auto buffers = std::make_shared<Buffers>();
+    auto out = Collect(RowsOfSharedBuffers(6, row_of, buffers).Batch(batch));
+    ASSERT_TRUE(out.ok()) << out.status();
+    int64_t i = 0;
+    for (const Element& b : *out) {
+      EXPECT_EQ(b[1].buffer()->size(), static_cast<size_t>(batch) * 2 * sizeof(float));
+      for (const auto& [key, buffer] : *buffers) EXPECT_NE(b[1].buffer(), buffer);
+      for (int64_t r = 0; r < batch; ++r, ++i) {
+        EXPECT_EQ(b[1].data<float>()[2 * r], static_cast<float>(i));
+      }
+    }
+    EXPECT_EQ(i, 6);
+  }
+}
+
+// Batches of BigElements(n).Batch(32) are 1 MiB of floats: big enough to be recycled.
+TEST(BatchTest, ReusesTheMemoryOfDroppedBatchesOnly) {
+  auto it = BigElements(32 * 6).Batch(32).MakeIterator();
+  auto check = [](const Element& b, int64_t first) {
+    for (int64_t r : {int64_t{0}, int64_t{31}}) {
+      const float* row = b[1].data<float>() + r * 8192;
+      EXPECT_EQ(row[0], static_cast<float>((first + r) * 10000));
+      EXPECT_EQ(row[8191], static_cast<float>((first + r) * 10000 + 8191));
+    }
+  };
+  auto b0 = it->GetNext();
+  ASSERT_TRUE(b0.ok() && b0->has_value());
+  ASSERT_EQ((**b0)[1].byte_size(), size_t{1} << 20);
+  const void* first = (**b0)[1].raw_data();
+  b0->reset();  // Dropped: its memory is free for the next batch.
+  auto b1 = it->GetNext();
+  ASSERT_TRUE(b1.ok() && b1->has_value());
+  EXPECT_EQ((**b1)[1].raw_data(), first);
+  check(**b1, 32);
+  // Kept: the next batch gets other memory.
+  auto b2 = it->GetNext();
+  ASSERT_TRUE(b2.ok() && b2->has_value());
+  EXPECT_NE((**b2)[1].raw_data(), (**b1)[1].raw_data());
+  check(**b1, 32);
+  check(**b2, 64);
+  // A batch outliving its iterator keeps valid memory (ASan checks the reads).
+  it.reset();
+  check(**b2, 64);
+}
 
 TEST_P(BatchParallelTest, SameBatchesWhateverTheParallelism) {
   auto want = Collect(BigElements(37).Batch(8));

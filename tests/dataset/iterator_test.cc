@@ -1,6 +1,7 @@
 #include "dataset/iterator.h"
 
 #include <atomic>
+#include <memory>
 
 #include "gtest/gtest.h"
 #include "tests/dataset/test_util.h"
@@ -35,6 +36,111 @@ TEST(IteratorTest, InitializeReportsCreationErrorsStickily) {
   absl::Status s = it->Initialize();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(it->GetNext().status(), s);
+}
+
+// A stand-in for AUTOTUNE (dataset/ does not link autotune/): records what
+// the iterator showed it when it was made, and when it was destroyed.
+struct TunerLog {
+  int made = 0;
+  int destroyed = 0;
+  size_t nodes_when_made = 0;
+  bool nodes_alive_at_destruction = false;
+  std::weak_ptr<NodeStats> map;
+};
+TunerLog* tuner_log = nullptr;
+
+class FakeTuner : public IteratorTuner {
+ public:
+  ~FakeTuner() override {
+    ++tuner_log->destroyed;
+    // The iterator stops its tuner before it tears its nodes down.
+    tuner_log->nodes_alive_at_destruction = !tuner_log->map.expired();
+  }
+};
+
+std::unique_ptr<IteratorTuner> MakeFakeTuner(const Iterator& it) {
+  ++tuner_log->made;
+  tuner_log->nodes_when_made = it.Stats().size();
+  for (const auto& n : it.stats_registry()->Nodes()) {
+    if (n->name == "Map[1]") tuner_log->map = n;
+  }
+  return std::make_unique<FakeTuner>();
+}
+
+// Installs the fake factory for one test, and puts back what was there.
+class IteratorTunerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    previous_ = GetIteratorTunerFactory();
+    tuner_log = &log_;
+    SetIteratorTunerFactory(&MakeFakeTuner);
+  }
+  void TearDown() override {
+    SetIteratorTunerFactory(previous_);
+    tuner_log = nullptr;
+  }
+  TunerLog log_;
+  IteratorTunerFactory previous_ = nullptr;
+};
+
+Dataset AutotunedMap(Options options) {
+  return Dataset::Range(100)
+      .Map([](Element e) -> absl::StatusOr<Element> { return e; },
+           {.num_parallel_calls = kAutotune})
+      .WithOptions(options);
+}
+
+TEST_F(IteratorTunerTest, MadeOnceWithTheNodesAndDestroyedFirst) {
+  auto it = AutotunedMap({}).MakeIterator();
+  EXPECT_EQ(log_.made, 0);
+  EXPECT_EQ(it->tuner(), nullptr);
+  auto first = it->GetNext();
+  ASSERT_TRUE(first.ok() && first->has_value());
+  ASSERT_TRUE(it->GetNext().ok());
+  EXPECT_EQ(log_.made, 1);
+  EXPECT_EQ(log_.nodes_when_made, 3u);  // Range, Map, WithOptions
+  EXPECT_NE(it->tuner(), nullptr);
+  it.reset();
+  EXPECT_EQ(log_.destroyed, 1);
+  EXPECT_TRUE(log_.nodes_alive_at_destruction);
+}
+
+TEST_F(IteratorTunerTest, NotMadeWhenOptionsDisableIt) {
+  Options options;
+  options.autotune = false;
+  auto it = AutotunedMap(options).MakeIterator();
+  ASSERT_TRUE(it->Initialize().ok());
+  EXPECT_EQ(log_.made, 0);
+  EXPECT_EQ(it->tuner(), nullptr);
+}
+
+TEST_F(IteratorTunerTest, NotMadeWithoutAutotuneKnobs) {
+  auto it =
+      Dataset::Range(10)
+          .Map([](Element e) -> absl::StatusOr<Element> { return e; }, {.num_parallel_calls = 2})
+          .MakeIterator();
+  ASSERT_TRUE(it->Initialize().ok());
+  EXPECT_EQ(log_.made, 0);
+}
+
+TEST(IteratorTest, CpuBudgetCapsTheArena) {
+  Options options;
+  options.threads = 4;
+  options.cpu_budget = 1;
+  auto it = Dataset::Range(10).WithOptions(options).MakeIterator();
+  EXPECT_EQ(it->context().runtime->num_threads(), 1);
+  options.cpu_budget = 8;  // a budget above the threads leaves them
+  auto wide = Dataset::Range(10).WithOptions(options).MakeIterator();
+  EXPECT_EQ(wide->context().runtime->num_threads(), 4);
+}
+
+TEST(IteratorTest, AutotuneOptionMerges) {
+  Options inner;
+  inner.autotune = false;
+  Options outer;
+  EXPECT_FALSE(*inner.MergedWith(outer).autotune);
+  outer.autotune = true;
+  EXPECT_TRUE(*inner.MergedWith(outer).autotune);
 }
 
 }  // namespace

@@ -160,5 +160,27 @@ TEST(MapTest, StatsCountElementsAndBusyTime) {
   EXPECT_EQ(stats[1].parallelism, 2);
 }
 
+// Finished results waiting for the consumer count in the node's buffered bytes (for AUTOTUNE's
+// RAM budget), and leave it when returned.
+TEST(MapTest, BufferedResultsCountTheirBytes) {
+  auto it = Dataset::Range(10)
+                .Map([](Element e) { return Times(e, 2); }, {.num_parallel_calls = 2})
+                .MakeIterator();
+  auto first = it->GetNext();
+  ASSERT_TRUE(first.ok() && first->has_value());
+  // Four calls (twice the parallelism) were under way; three remain, 8 bytes each once done.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int64_t bytes = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    bytes = it->Stats()[1].buffered_bytes;
+    if (bytes == 3 * 8) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(bytes, 3 * 8);
+  EXPECT_EQ(it->Stats()[1].buffered_elements, 3);
+  ASSERT_TRUE(Drain(*it).ok());
+  EXPECT_EQ(it->Stats()[1].buffered_bytes, 0);
+}
+
 }  // namespace
 }  // namespace sluice

@@ -196,6 +196,54 @@ TEST(DecodeJpegTest, CropDecodeEqualsFullDecodeThenCrop) {
   EXPECT_EQ(checked, 8 * 2 * 75);
 }
 
+// The window inside DecodeJpegCovering's result equals DecodeJpeg's crop, whatever columns it
+// keeps beside it, full size and scaled.
+TEST(DecodeJpegTest, CoveringDecodeHoldsTheWindowAt_window_x) {
+  const std::vector<std::string> all = AllJpegs();
+  int wider = 0;
+  for (size_t j = 0; j < all.size(); ++j) {
+    for (int denom : {1, 2}) {
+      auto full = DecodeJpeg(all[j], {.channels = 3, .scale_denom = denom});
+      ASSERT_TRUE(full.ok()) << full.status();
+      for (const CropWindow& window :
+           TestWindows(full->dim(0), full->dim(1), 300 + j * 10 + denom, 20)) {
+        const DecodeJpegOptions options{.channels = 3, .crop = window, .scale_denom = denom};
+        auto want = DecodeJpeg(all[j], options);
+        ASSERT_TRUE(want.ok()) << want.status();
+        int64_t x = -1;
+        auto covering = DecodeJpegCovering(all[j], options, &x);
+        ASSERT_TRUE(covering.ok()) << covering.status();
+        ASSERT_EQ(covering->dim(0), window.height);
+        ASSERT_GE(x, 0);
+        ASSERT_LE(x + window.width, covering->dim(1)) << window.DebugString();
+        wider += covering->dim(1) > window.width;
+        auto inside = Crop(
+            *covering, CropWindow{.y = 0, .x = x, .height = window.height, .width = window.width});
+        ASSERT_TRUE(inside.ok());
+        EXPECT_TRUE(inside->Equals(*want)) << "jpeg " << j << " window " << window.DebugString();
+      }
+    }
+  }
+  EXPECT_GT(wider, 0);  // Columns beside the window were kept, not copied out.
+}
+
+TEST(DecodeJpegTest, MemoryFromAPoolIsReused) {
+  auto pool = BufferPool::Create(1);
+  const std::string jpeg = AllJpegs()[0];
+  auto want = DecodeJpeg(jpeg);
+  ASSERT_TRUE(want.ok());
+  auto a = DecodeJpeg(jpeg, {.pool = pool.get()});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->Equals(*want));
+  const void* memory = a->raw_data();
+  *a = Tensor();  // Dropped: back to the pool.
+  EXPECT_EQ(pool->free_blocks(), 1u);
+  auto b = DecodeJpeg(jpeg, {.pool = pool.get()});
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->raw_data(), memory);
+  EXPECT_TRUE(b->Equals(*want));
+}
+
 TEST(DecodeJpegTest, ScaledCropEqualsScaledThenCrop) {
   const std::vector<std::string> all = AllJpegs();
   for (size_t j = 0; j < all.size(); ++j) {

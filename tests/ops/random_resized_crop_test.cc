@@ -8,6 +8,8 @@
 #include "gtest/gtest.h"
 #include "ops/decode_jpeg.h"
 #include "ops/encode_jpeg.h"
+#include "ops/flip.h"
+#include "ops/normalize.h"
 #include "tests/ops/image_test_util.h"
 
 namespace sluice {
@@ -127,6 +129,31 @@ TEST(DecodeAndRandomResizedCropTest, OutputSizeAndReproducible) {
     ASSERT_TRUE(rect.ok());
     EXPECT_EQ(rect->shape(), (Shape{160, 96, 3}));
   }
+}
+
+// What tools/image_pipeline does in one call: bitwise the three ops it replaces.
+TEST(DecodeAndRandomResizedCropTest, FusedFlipAndNormalizeEqualSeparateOps) {
+  auto table = NormalizeTable::Create(3, kImageNetMean, kImageNetStd);
+  ASSERT_TRUE(table.ok());
+  int flipped = 0;
+  for (const std::string& jpeg : PhotoJpegs()) {
+    for (uint64_t seed = 0; seed < 12; ++seed) {
+      auto crop = DecodeAndRandomResizedCrop(jpeg, 224, 224, seed);
+      ASSERT_TRUE(crop.ok()) << crop.status();
+      auto flip = RandomFlipLeftRight(*crop, seed);
+      ASSERT_TRUE(flip.ok());
+      auto ref = Normalize(*flip, kImageNetMean, kImageNetStd);
+      ASSERT_TRUE(ref.ok());
+      const bool do_flip = RandomFlipDecision(seed);
+      flipped += do_flip;
+      auto fused = DecodeAndRandomResizedCrop(jpeg, 224, 224, seed, {},
+                                              {.flip_left_right = do_flip, .normalize = &*table});
+      ASSERT_TRUE(fused.ok()) << fused.status();
+      EXPECT_TRUE(fused->Equals(*ref)) << "seed " << seed;
+    }
+  }
+  EXPECT_GT(flipped, 0);  // Both branches ran.
+  EXPECT_LT(flipped, 36);
 }
 
 TEST(DecodeAndRandomResizedCropTest, WithoutDctScalingEqualsDecodeThenRandomResizedCrop) {

@@ -8,6 +8,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/crop.h"
+#include "ops/flip.h"
+#include "ops/normalize.h"
 #include "tests/ops/image_test_util.h"
 
 namespace sluice {
@@ -210,6 +212,128 @@ TEST(ResizeTest, Errors) {
     auto out = Resize(in, r, 2, 2);
     EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << r.DebugString();
     EXPECT_THAT(out.status().message(), ::testing::HasSubstr("region"));
+  }
+}
+
+// The fused output stage against the separate ops, bitwise, for every method, channel count,
+// flip and region (including ones whose rounding lands on .5 boundaries and the image edges).
+TEST(ResizeTest, FusedFlipAndNormalizeEqualSeparateOps) {
+  std::mt19937 rng(3);
+  for (int channels : {1, 3, 4}) {
+    const Tensor in = MakeImage(37, 53, channels, [&](int64_t, int64_t, int64_t) {
+      return static_cast<uint8_t>(rng() % 256);
+    });
+    const std::vector<float> mean = {0.485f, 0.456f, 0.406f, 0.5f};
+    const std::vector<float> stddev = {0.229f, 0.224f, 0.225f, 0.25f};
+    auto table = NormalizeTable::Create(channels, absl::MakeSpan(mean).subspan(0, channels),
+                                        absl::MakeSpan(stddev).subspan(0, channels));
+    ASSERT_TRUE(table.ok()) << table.status();
+    for (ResizeMethod method : {ResizeMethod::kBilinear, ResizeMethod::kArea}) {
+      for (const ResizeRegion& r : {ResizeRegion{0, 0, 37, 53}, ResizeRegion{3, 5, 20.5, 31.25},
+                                    ResizeRegion{36, 52, 1, 1}}) {
+        for (auto [oh, ow] : {std::pair<int64_t, int64_t>{24, 24}, {50, 11}, {1, 1}}) {
+          auto plain = Resize(in, r, oh, ow, method);
+          ASSERT_TRUE(plain.ok()) << plain.status();
+          auto flipped = FlipLeftRight(*plain);
+          ASSERT_TRUE(flipped.ok());
+          for (bool flip : {false, true}) {
+            const Tensor& ref_u8 = flip ? *flipped : *plain;
+            auto ref = Normalize(ref_u8, absl::MakeSpan(mean).subspan(0, channels),
+                                 absl::MakeSpan(stddev).subspan(0, channels));
+            ASSERT_TRUE(ref.ok());
+            auto fused = Resize(in, r, oh, ow, method,
+                                ResizeOutput{.flip_left_right = flip, .normalize = &*table});
+            ASSERT_TRUE(fused.ok()) << fused.status();
+            EXPECT_TRUE(fused->Equals(*ref)) << channels << " channels, " << r.DebugString()
+                                             << " -> " << oh << "x" << ow << ", flip " << flip;
+            auto flip_only = Resize(in, r, oh, ow, method, ResizeOutput{.flip_left_right = flip});
+            ASSERT_TRUE(flip_only.ok());
+            EXPECT_TRUE(flip_only->Equals(ref_u8));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(ResizeTest, FusedFlipOfFloatImage) {
+  const Tensor in = FloatImage(2, 3, 1, {0, 1, 2, 3, 4, 5});
+  auto out = Resize(in, ResizeRegion{0, 0, 2, 3}, 2, 3, ResizeMethod::kBilinear,
+                    ResizeOutput{.flip_left_right = true});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->dtype(), DType::kFloat32);
+  EXPECT_EQ(out->data<float>()[0], 2.0f);
+  EXPECT_EQ(out->data<float>()[2], 0.0f);
+  EXPECT_EQ(out->data<float>()[3], 5.0f);
+}
+
+TEST(ResizeTest, WritesIntoADestination) {
+  const Tensor in = MakeImage(9, 7, 3, [](int64_t y, int64_t x, int64_t c) {
+    return static_cast<uint8_t>(y * 20 + x * 3 + c);
+  });
+  auto table = NormalizeTable::Create(3, {0.5f}, {0.25f});
+  ASSERT_TRUE(table.ok());
+  const ResizeRegion all{0, 0, 9, 7};
+  auto ref = Resize(in, all, 4, 5, ResizeMethod::kBilinear, ResizeOutput{.normalize = &*table});
+  ASSERT_TRUE(ref.ok());
+  Tensor dest(DType::kFloat32, Shape{4, 5, 3});
+  auto out = Resize(in, all, 4, 5, ResizeMethod::kBilinear,
+                    ResizeOutput{.normalize = &*table, .destination = &dest});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(out->SharesBufferWith(dest));
+  EXPECT_TRUE(dest.Equals(*ref));
+  Tensor wrong(DType::kUint8, Shape{4, 5, 3});
+  auto bad = Resize(in, all, 4, 5, ResizeMethod::kBilinear,
+                    ResizeOutput{.normalize = &*table, .destination = &wrong});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), ::testing::HasSubstr("destination"));
+}
+
+// Streaming stores change how the result is written, never what: uint8 and normalized float
+// results, into new tensors and into destinations at offsets that are not 16-byte aligned.
+TEST(ResizeTest, StreamingStoresWriteTheSameResult) {
+  const Tensor in = MakeImage(31, 29, 3, [](int64_t y, int64_t x, int64_t c) {
+    return static_cast<uint8_t>((y * 37 + x * 11 + c * 5) % 256);
+  });
+  auto table = NormalizeTable::Create(3, kImageNetMean, kImageNetStd);
+  ASSERT_TRUE(table.ok());
+  const ResizeRegion r{2, 3, 25.5, 20};
+  for (bool flip : {false, true}) {
+    const NormalizeTable* tables[] = {nullptr, &*table};
+    for (const NormalizeTable* t : tables) {
+      auto want = Resize(in, r, 13, 7, ResizeMethod::kBilinear,
+                         ResizeOutput{.flip_left_right = flip, .normalize = t});
+      ASSERT_TRUE(want.ok());
+      auto got =
+          Resize(in, r, 13, 7, ResizeMethod::kBilinear,
+                 ResizeOutput{.flip_left_right = flip, .normalize = t, .streaming_stores = true});
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_TRUE(got->Equals(*want));
+      // A destination 4 bytes into its buffer (rows of 21 values: heads and tails everywhere).
+      auto buffer = Buffer::Allocate(want->byte_size() + 4);
+      auto dest = Tensor::FromBuffer(want->dtype(), want->shape(), buffer, 4);
+      ASSERT_TRUE(dest.ok());
+      auto into = Resize(in, r, 13, 7, ResizeMethod::kBilinear,
+                         ResizeOutput{.flip_left_right = flip,
+                                      .normalize = t,
+                                      .destination = &*dest,
+                                      .streaming_stores = true});
+      ASSERT_TRUE(into.ok()) << into.status();
+      EXPECT_TRUE(dest->Equals(*want)) << "flip " << flip << " normalize " << (t != nullptr);
+    }
+  }
+}
+
+TEST(ResizeTest, FusedNormalizeNeedsAUint8ImageWithTheTablesChannels) {
+  auto table = NormalizeTable::Create(3, {0.5f}, {0.25f});
+  ASSERT_TRUE(table.ok());
+  const Tensor gray = MakeImage(4, 4, 1, [](int64_t, int64_t, int64_t) { return 7; });
+  const Tensor floats = FloatImage(1, 1, 3, {1, 2, 3});
+  for (const Tensor* in : {&gray, &floats}) {
+    auto out = Resize(*in, ResizeRegion{0, 0, 1, 1}, 2, 2, ResizeMethod::kBilinear,
+                      ResizeOutput{.normalize = &*table});
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(out.status().message(), ::testing::HasSubstr("3 channels"));
   }
 }
 

@@ -1,0 +1,56 @@
+#include "core/buffer_pool.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <iterator>
+#include <new>
+
+#include "core/device.h"
+
+namespace sluice {
+
+std::shared_ptr<BufferPool> BufferPool::Create(size_t max_free) {
+  return std::shared_ptr<BufferPool>(new BufferPool(max_free));
+}
+
+BufferPool::~BufferPool() {
+  for (const Block& b : free_) std::free(b.data);
+}
+
+std::shared_ptr<Buffer> BufferPool::Get(size_t size) {
+  const size_t rounded =
+      std::max<size_t>(Buffer::kAlignment,
+                       (size + Buffer::kAlignment - 1) / Buffer::kAlignment * Buffer::kAlignment);
+  void* data = nullptr;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto it = free_.rbegin(); it != free_.rend(); ++it) {
+      if (it->size == rounded) {
+        data = it->data;
+        free_.erase(std::next(it).base());
+        break;
+      }
+    }
+  }
+  if (data == nullptr) data = std::aligned_alloc(Buffer::kAlignment, rounded);
+  if (data == nullptr) throw std::bad_alloc();  // As Buffer::Allocate.
+  std::weak_ptr<BufferPool> pool = weak_from_this();
+  return Buffer::Wrap(data, size, Device::Cpu(), [pool, rounded](void* p) {
+    if (auto keep = pool.lock(); keep && keep->Put(p, rounded)) return;
+    std::free(p);
+  });
+}
+
+size_t BufferPool::free_blocks() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return free_.size();
+}
+
+bool BufferPool::Put(void* data, size_t size) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (free_.size() >= max_free_) return false;
+  free_.push_back({data, size});
+  return true;
+}
+
+}  // namespace sluice

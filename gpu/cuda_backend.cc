@@ -1,0 +1,653 @@
+// CudaBackend: creation and registration, memory, cuBLAS matmul, and the ops
+// that run our own kernels. The cuDNN ops are in cuda_backend_cudnn.cc.
+
+#include "gpu/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <climits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "gpu/conv_plan.h"
+#include "gpu/cuda_check.h"
+#include "gpu/kernels.h"
+#include "gpu/strided_index.h"
+#include "train/broadcast.h"
+
+namespace sluice::gpu {
+namespace {
+
+using train::BinaryOp;
+using train::ReduceOp;
+using train::UnaryOp;
+
+float* F(const Tensor& t) { return static_cast<float*>(const_cast<void*>(t.raw_data())); }
+
+kernels::BinaryKind KindOf(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return kernels::BinaryKind::kAdd;
+    case BinaryOp::kSub:
+      return kernels::BinaryKind::kSub;
+    case BinaryOp::kMul:
+      return kernels::BinaryKind::kMul;
+    case BinaryOp::kDiv:
+      break;
+  }
+  return kernels::BinaryKind::kDiv;
+}
+
+kernels::UnaryKind KindOf(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::kRelu:
+      return kernels::UnaryKind::kRelu;
+    case UnaryOp::kSigmoid:
+      return kernels::UnaryKind::kSigmoid;
+    case UnaryOp::kTanh:
+      return kernels::UnaryKind::kTanh;
+    case UnaryOp::kGelu:
+      break;
+  }
+  return kernels::UnaryKind::kGelu;
+}
+
+// Which dims of `out` an operand of `shape` repeats along.
+std::vector<bool> RepeatedDims(const Shape& shape, const Shape& out) {
+  std::vector<bool> reduced(out.rank(), false);
+  for (int d = 0; d < out.rank(); ++d) {
+    const int sd = d - (out.rank() - shape.rank());
+    reduced[d] = (sd < 0 || shape.dim(sd) == 1) && out.dim(d) != 1;
+  }
+  return reduced;
+}
+
+// `t` with leading 1s up to `out`'s rank, sharing its buffer.
+absl::StatusOr<Tensor> AsRankOf(const Tensor& t, const Shape& out) {
+  Shape kept;
+  for (int d = 0; d < out.rank() - t.rank(); ++d) kept.AddDim(1);
+  for (int64_t v : t.shape().dims()) kept.AddDim(v);
+  return t.Reshape(kept);
+}
+
+int64_t Rows(const Tensor& t) {
+  const int64_t c = t.rank() == 0 ? 1 : t.dim(t.rank() - 1);
+  return c == 0 ? 0 : t.num_elements() / c;
+}
+
+absl::Status RequireInt(int64_t v, absl::string_view what) {
+  if (v > INT_MAX) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " = ", v, " exceeds the 32-bit sizes cuBLAS/cuDNN take"));
+  }
+  return absl::OkStatus();
+}
+
+// Guards the process-wide table of shared backends.
+struct SharedBackends {
+  std::mutex mu;
+  std::unordered_map<int, std::unique_ptr<CudaBackend>> backends;
+};
+SharedBackends& Shared() {
+  static SharedBackends* shared = new SharedBackends;  // never destroyed
+  return *shared;
+}
+
+}  // namespace
+
+int CudaDeviceCount() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // no driver or no device: not sticky, clear it
+    return 0;
+  }
+  return count;
+}
+
+CudaBackend::CudaBackend(int device, Options options, Stream stream, cublasContext* cublas,
+                         cudnnContext* cudnn)
+    : device_(device),
+      options_(options),
+      allocator_(DeviceAllocator::ForDevice(device)),
+      stream_(std::move(stream)),
+      cublas_(cublas),
+      cudnn_(cudnn) {}
+
+CudaBackend::~CudaBackend() {
+  conv_plans_.clear();
+  if (cudnn_ != nullptr) cudnnDestroy(cudnn_);
+  if (cublas_ != nullptr) cublasDestroy(cublas_);
+}
+
+absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device, Options options) {
+  const int count = CudaDeviceCount();
+  if (count == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no CUDA device: cuda:", device,
+        " was asked for but the CUDA runtime finds no device on this machine (or no driver)"));
+  }
+  if (device < 0 || device >= count) {
+    return absl::InvalidArgumentError(absl::StrCat("no CUDA device cuda:", device,
+                                                   ": this machine has ", count,
+                                                   " (cuda:0 to cuda:", count - 1, ")"));
+  }
+  ASSIGN_OR_RETURN(Stream stream, Stream::Create(device));
+  cublasHandle_t cublas = nullptr;
+  CUBLAS_RETURN_IF_ERROR(cublasCreate(&cublas));
+  cudnnHandle_t cudnn = nullptr;
+  const cudnnStatus_t cudnn_status = cudnnCreate(&cudnn);
+  if (cudnn_status != CUDNN_STATUS_SUCCESS) {
+    cublasDestroy(cublas);
+    return CudnnStatus(cudnn_status, "cudnnCreate(&cudnn)", __FILE__, __LINE__);
+  }
+  std::unique_ptr<CudaBackend> backend(
+      new CudaBackend(device, options, std::move(stream), cublas, cudnn));
+  CUBLAS_RETURN_IF_ERROR(cublasSetStream(cublas, backend->stream()));
+  CUBLAS_RETURN_IF_ERROR(cublasSetMathMode(
+      cublas, options.tf32_matmul ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  CUDNN_RETURN_IF_ERROR(cudnnSetStream(cudnn, backend->stream()));
+  return backend;
+}
+
+absl::StatusOr<CudaBackend*> CudaBackend::ForDevice(int device) {
+  SharedBackends& shared = Shared();
+  std::lock_guard<std::mutex> lock(shared.mu);
+  auto it = shared.backends.find(device);
+  if (it != shared.backends.end()) return it->second.get();
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> backend, Create(device, Options()));
+  CudaBackend* raw = backend.get();
+  // Kept for the life of the process: tensors and tape closures hold raw
+  // pointers to it.
+  shared.backends.emplace(device, std::move(backend));
+  return raw;
+}
+
+bool RegisterCudaBackend() {
+  train::RegisterBackend(DeviceType::kCuda, [](int index) -> absl::StatusOr<train::Backend*> {
+    ASSIGN_OR_RETURN(CudaBackend * backend, CudaBackend::ForDevice(index));
+    return backend;
+  });
+  return true;
+}
+
+absl::Status CudaBackend::Enter(absl::string_view op,
+                                std::initializer_list<const Tensor*> tensors) const {
+  for (const Tensor* t : tensors) {
+    if (!(t->device() == Device::Cuda(device_))) {
+      return absl::InvalidArgumentError(absl::StrCat("CudaBackend::", op, ": a tensor is on ",
+                                                     t->device().DebugString(),
+                                                     ", not cuda:", device_));
+    }
+  }
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  return absl::OkStatus();
+}
+
+// --- memory -----------------------------------------------------------------------
+
+absl::StatusOr<Tensor> CudaBackend::Allocate(DType dtype, const Shape& shape) {
+  return allocator_.AllocateTensor(dtype, shape, stream());
+}
+
+absl::Status CudaBackend::Copy(const Tensor& src, Tensor& dst) {
+  const Device here = Device::Cuda(device_);
+  const bool src_ok = src.device().is_cpu() || src.device() == here;
+  const bool dst_ok = dst.device().is_cpu() || dst.device() == here;
+  if (src.dtype() != dst.dtype() || src.num_elements() != dst.num_elements() || !src_ok ||
+      !dst_ok || src.dtype() == DType::kBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CudaBackend::Copy: want two numeric tensors of one dtype and size, each on the CPU or ",
+        here.DebugString(), ", got ", DTypeName(src.dtype()), src.shape().DebugString(), " on ",
+        src.device().DebugString(), " and ", DTypeName(dst.dtype()), dst.shape().DebugString(),
+        " on ", dst.device().DebugString()));
+  }
+  const size_t bytes = src.byte_size();
+  if (bytes == 0) return absl::OkStatus();
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  const bool src_host = src.device().is_cpu(), dst_host = dst.device().is_cpu();
+  const cudaMemcpyKind kind = src_host
+                                  ? (dst_host ? cudaMemcpyHostToHost : cudaMemcpyHostToDevice)
+                                  : (dst_host ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice);
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), bytes, kind, stream()));
+  // The host side is the caller's again once Copy returns: wait for the copy.
+  if (src_host || dst_host) CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Fill(Tensor& t, float value) {
+  RETURN_IF_ERROR(Enter("Fill", {&t}));
+  RETURN_IF_ERROR(train::RequireFloat32(t, "CudaBackend::Fill", "the tensor"));
+  CUDA_RETURN_IF_ERROR(kernels::Fill(F(t), t.num_elements(), value, stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Synchronize() {
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  return stream_.Synchronize();
+}
+
+size_t CudaBackend::NumConvolutionPlans() const {
+  std::lock_guard<std::mutex> lock(library_mu_);
+  return conv_plans_.size();
+}
+
+// --- matmul -------------------------------------------------------------------------
+
+absl::Status CudaBackend::MatMul(const Tensor& a, bool transpose_a, const Tensor& b,
+                                 bool transpose_b, Tensor& out) {
+  RETURN_IF_ERROR(Enter("MatMul", {&a, &b, &out}));
+  const int64_t m = out.dim(0), n = out.dim(1);
+  const int64_t k = transpose_a ? a.dim(0) : a.dim(1);
+  if (m * n == 0) return absl::OkStatus();
+  if (k == 0) return Fill(out, 0.0f);
+  RETURN_IF_ERROR(RequireInt(m, "MatMul m"));
+  RETURN_IF_ERROR(RequireInt(n, "MatMul n"));
+  RETURN_IF_ERROR(RequireInt(k, "MatMul k"));
+  // cuBLAS is column-major: a row-major [r, c] matrix is its transpose
+  // there, so out^T [n, m] = op(b)^T op(a)^T is computed with b first.
+  const int lda = static_cast<int>(transpose_a ? m : k);
+  const int ldb = static_cast<int>(transpose_b ? k : n);
+  const float one = 1.0f, zero = 0.0f;
+  std::lock_guard<std::mutex> lock(library_mu_);
+  CUBLAS_RETURN_IF_ERROR(cublasGemmEx(
+      cublas_, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+      static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &one, b.raw_data(), CUDA_R_32F,
+      ldb, a.raw_data(), CUDA_R_32F, lda, &zero, out.raw_data(), CUDA_R_32F, static_cast<int>(n),
+      options_.tf32_matmul ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT));
+  return absl::OkStatus();
+}
+
+// --- pooling (own kernels: cuDNN cannot pad asymmetrically) ----------------------------
+
+namespace {
+kernels::PoolParams ToParams(const train::PoolGeometry& g) {
+  kernels::PoolParams p;
+  p.max = g.algorithm == train::PoolAlgorithm::kMax;
+  p.n = g.n;
+  p.h = g.h;
+  p.w = g.w;
+  p.c = g.c;
+  p.oh = g.oh;
+  p.ow = g.ow;
+  p.window_h = g.window_h;
+  p.window_w = g.window_w;
+  p.stride_h = g.stride_h;
+  p.stride_w = g.stride_w;
+  p.pad_top = g.pad_top;
+  p.pad_left = g.pad_left;
+  return p;
+}
+}  // namespace
+
+absl::StatusOr<Tensor> CudaBackend::Pool2DForward(const train::PoolGeometry& geo,
+                                                  const Tensor& input, Tensor& output) {
+  RETURN_IF_ERROR(Enter("Pool2DForward", {&input, &output}));
+  const kernels::PoolParams p = ToParams(geo);
+  Tensor workspace;
+  if (p.max) {
+    if (geo.h * geo.w > INT_MAX) return RequireInt(geo.h * geo.w, "Pool2D h * w");
+    ASSIGN_OR_RETURN(workspace, Allocate(DType::kInt32, Shape{geo.n, geo.oh, geo.ow, geo.c}));
+  }
+  CUDA_RETURN_IF_ERROR(kernels::PoolForward(p, F(input), F(output),
+                                            p.max ? workspace.data<int32_t>() : nullptr, stream()));
+  return workspace;
+}
+
+absl::Status CudaBackend::Pool2DBackward(const train::PoolGeometry& geo, const Tensor& input,
+                                         const Tensor& output, const Tensor& workspace,
+                                         const Tensor& grad_output, Tensor& grad_input) {
+  RETURN_IF_ERROR(Enter("Pool2DBackward", {&grad_output, &grad_input}));
+  const kernels::PoolParams p = ToParams(geo);
+  const int32_t* argmax = nullptr;
+  if (p.max) {
+    if (workspace.dtype() != DType::kInt32 ||
+        workspace.num_elements() != geo.n * geo.oh * geo.ow * geo.c ||
+        !(workspace.device() == Device::Cuda(device_))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "CudaBackend::Pool2DBackward: max pooling needs the int32 argmax workspace of its "
+          "forward, got ",
+          DTypeName(workspace.dtype()), workspace.shape().DebugString(), " on ",
+          workspace.device().DebugString()));
+    }
+    argmax = workspace.data<int32_t>();
+  }
+  CUDA_RETURN_IF_ERROR(kernels::PoolBackward(p, F(grad_output), argmax, F(grad_input), stream()));
+  return absl::OkStatus();
+}
+
+// --- elementwise ------------------------------------------------------------------------
+
+absl::Status CudaBackend::Binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  RETURN_IF_ERROR(Enter("Binary", {&a, &b, &out}));
+  if (out.num_elements() == 0) return absl::OkStatus();
+  const bool contiguous = a.shape() == out.shape() && b.shape() == out.shape();
+  kernels::StridedIndex index;
+  if (!contiguous) {
+    ASSIGN_OR_RETURN(index,
+                     MakeStridedIndex(out.shape(), train::BroadcastStrides(a.shape(), out.shape()),
+                                      train::BroadcastStrides(b.shape(), out.shape())));
+  }
+  CUDA_RETURN_IF_ERROR(kernels::Binary(KindOf(op), F(a), F(b), F(out), out.num_elements(), index,
+                                       contiguous, stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::SumInto(const Tensor& full, float scale, Tensor& grad) {
+  if (grad.shape() == full.shape() && scale == 1.0f) {
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(grad.raw_data(), full.raw_data(), full.byte_size(),
+                                         cudaMemcpyDeviceToDevice, stream()));
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(Tensor view, AsRankOf(grad, full.shape()));
+  return Reduce(ReduceOp::kSum, full, RepeatedDims(grad.shape(), full.shape()), scale, view);
+}
+
+absl::Status CudaBackend::BinaryBackward(BinaryOp op, const Tensor& a, const Tensor& b,
+                                         const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b) {
+  RETURN_IF_ERROR(Enter("BinaryBackward", {&a, &b, &grad_out}));
+  const Shape& shape = grad_out.shape();
+  // f(grad_out, other) in out's shape, then summed down to the operand.
+  auto product_into = [&](BinaryOp f, const Tensor& other, float scale,
+                          Tensor& grad) -> absl::Status {
+    if (grad.shape() == shape && scale == 1.0f) return Binary(f, grad_out, other, grad);
+    ASSIGN_OR_RETURN(Tensor t, Allocate(DType::kFloat32, shape));
+    RETURN_IF_ERROR(Binary(f, grad_out, other, t));
+    return SumInto(t, scale, grad);
+  };
+  if (grad_a != nullptr) {
+    switch (op) {
+      case BinaryOp::kAdd:
+      case BinaryOp::kSub:
+        RETURN_IF_ERROR(SumInto(grad_out, 1.0f, *grad_a));
+        break;
+      case BinaryOp::kMul:
+        RETURN_IF_ERROR(product_into(BinaryOp::kMul, b, 1.0f, *grad_a));
+        break;
+      case BinaryOp::kDiv:
+        RETURN_IF_ERROR(product_into(BinaryOp::kDiv, b, 1.0f, *grad_a));
+        break;
+    }
+  }
+  if (grad_b != nullptr) {
+    switch (op) {
+      case BinaryOp::kAdd:
+        RETURN_IF_ERROR(SumInto(grad_out, 1.0f, *grad_b));
+        break;
+      case BinaryOp::kSub:
+        RETURN_IF_ERROR(SumInto(grad_out, -1.0f, *grad_b));
+        break;
+      case BinaryOp::kMul:
+        RETURN_IF_ERROR(product_into(BinaryOp::kMul, a, 1.0f, *grad_b));
+        break;
+      case BinaryOp::kDiv: {
+        // d/db (a / b) = -(a / b) / b, as on the CPU.
+        ASSIGN_OR_RETURN(Tensor t, Allocate(DType::kFloat32, shape));
+        RETURN_IF_ERROR(Binary(BinaryOp::kDiv, a, b, t));
+        RETURN_IF_ERROR(Binary(BinaryOp::kDiv, t, b, t));
+        RETURN_IF_ERROR(Binary(BinaryOp::kMul, t, grad_out, t));
+        RETURN_IF_ERROR(SumInto(t, -1.0f, *grad_b));
+        break;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Unary(UnaryOp op, const Tensor& x, Tensor& y) {
+  RETURN_IF_ERROR(Enter("Unary", {&x, &y}));
+  CUDA_RETURN_IF_ERROR(kernels::Unary(KindOf(op), F(x), F(y), x.num_elements(), stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::UnaryBackward(UnaryOp op, const Tensor& x, const Tensor& y,
+                                        const Tensor& grad_y, Tensor& grad_x) {
+  RETURN_IF_ERROR(Enter("UnaryBackward", {&x, &y, &grad_y, &grad_x}));
+  CUDA_RETURN_IF_ERROR(kernels::UnaryBackward(KindOf(op), F(x), F(y), F(grad_y), F(grad_x),
+                                              x.num_elements(), stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Dropout(const Tensor& x, float rate, uint64_t seed, Tensor& mask,
+                                  Tensor& out) {
+  RETURN_IF_ERROR(Enter("Dropout", {&x, &mask, &out}));
+  CUDA_RETURN_IF_ERROR(
+      kernels::Dropout(F(x), F(mask), F(out), x.num_elements(), rate, seed, stream()));
+  return absl::OkStatus();
+}
+
+// --- reductions and data movement --------------------------------------------------------
+
+absl::Status CudaBackend::Reduce(ReduceOp op, const Tensor& x, const std::vector<bool>& reduced,
+                                 float scale, Tensor& out) {
+  RETURN_IF_ERROR(Enter("Reduce", {&x, &out}));
+  if (out.num_elements() == 0) return absl::OkStatus();
+  if (x.num_elements() == 0) return Fill(out, 0.0f);  // an empty sum (max is refused earlier)
+  const kernels::ReduceKind kind =
+      op == ReduceOp::kSum ? kernels::ReduceKind::kSum : kernels::ReduceKind::kMax;
+  if (op == ReduceOp::kMax) scale = 1.0f;
+  // x's dims without 1s, neighbours of one kind (reduced or kept) merged,
+  // each with its element stride in x.
+  std::vector<int64_t> dims, strides;
+  std::vector<bool> kinds;
+  const std::vector<int64_t> x_strides = ContiguousStrides(x.shape());
+  for (int d = 0; d < x.rank(); ++d) {
+    if (x.dim(d) == 1) continue;
+    if (!dims.empty() && kinds.back() == reduced[d]) {
+      dims.back() *= x.dim(d);
+      strides.back() = x_strides[d];
+      continue;
+    }
+    dims.push_back(x.dim(d));
+    strides.push_back(x_strides[d]);
+    kinds.push_back(reduced[d]);
+  }
+  const int rank = static_cast<int>(dims.size());
+  const bool any_reduced = std::find(kinds.begin(), kinds.end(), true) != kinds.end();
+  if (!any_reduced) {
+    CUDA_RETURN_IF_ERROR(kernels::Scale(F(x), scale, F(out), out.num_elements(), stream()));
+    return absl::OkStatus();
+  }
+  // [k1?, r, k2]: columns, read row by row.
+  if (!kinds.back() && kinds[rank - 2] && (rank == 2 || rank == 3)) {
+    const int64_t k2 = dims[rank - 1], r = dims[rank - 2], k1 = rank == 3 ? dims[0] : 1;
+    const int splits = kernels::ColumnSplits(k1, r, k2);
+    Tensor partial;
+    if (splits > 1) {
+      ASSIGN_OR_RETURN(partial, Allocate(DType::kFloat32, Shape{splits, k1, k2}));
+    }
+    CUDA_RETURN_IF_ERROR(kernels::ReduceColumns(
+        kind, F(x), F(out), k1, r, k2, splits, splits > 1 ? F(partial) : nullptr, scale, stream()));
+    return absl::OkStatus();
+  }
+  kernels::StridedIndex kept, red;
+  int64_t n_out = 1, r_count = 1;
+  for (int d = 0; d < rank; ++d) {
+    kernels::StridedIndex& ix = kinds[d] ? red : kept;
+    if (ix.rank == kernels::kMaxRank) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("CudaBackend::Reduce: more than ", kernels::kMaxRank,
+                       " alternating reduced and kept dims in ", x.shape().DebugString()));
+    }
+    ix.dims[ix.rank] = dims[d];
+    ix.stride_a[ix.rank] = strides[d];
+    ++ix.rank;
+    (kinds[d] ? r_count : n_out) *= dims[d];
+  }
+  CUDA_RETURN_IF_ERROR(
+      kernels::ReduceGeneric(kind, F(x), F(out), n_out, kept, red, r_count, scale, stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::BroadcastTo(const Tensor& in, float scale, Tensor& out) {
+  RETURN_IF_ERROR(Enter("BroadcastTo", {&in, &out}));
+  if (out.num_elements() == 0) return absl::OkStatus();
+  ASSIGN_OR_RETURN(kernels::StridedIndex index,
+                   MakeStridedIndex(out.shape(), train::BroadcastStrides(in.shape(), out.shape()),
+                                    std::vector<int64_t>(out.rank(), 0)));
+  CUDA_RETURN_IF_ERROR(
+      kernels::Gather(F(in), 0, F(out), out.num_elements(), index, scale, stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::ReduceMaxBackward(const Tensor& x, const Tensor& max,
+                                            const Tensor& grad_max, Tensor& grad_x) {
+  RETURN_IF_ERROR(Enter("ReduceMaxBackward", {&x, &max, &grad_max, &grad_x}));
+  if (x.num_elements() == 0) return absl::OkStatus();
+  // mask = (x == max), ties = mask summed per maximum, then the gradient of
+  // each maximum split evenly between its ties.
+  const std::vector<int64_t> max_strides = train::BroadcastStrides(max.shape(), x.shape());
+  ASSIGN_OR_RETURN(kernels::StridedIndex index,
+                   MakeStridedIndex(x.shape(), ContiguousStrides(x.shape()), max_strides));
+  ASSIGN_OR_RETURN(Tensor mask, Allocate(DType::kFloat32, x.shape()));
+  CUDA_RETURN_IF_ERROR(kernels::Binary(kernels::BinaryKind::kEqualMask, F(x), F(max), F(mask),
+                                       x.num_elements(), index, /*contiguous=*/false, stream()));
+  ASSIGN_OR_RETURN(Tensor ties, Allocate(DType::kFloat32, max.shape()));
+  ASSIGN_OR_RETURN(Tensor ties_view, AsRankOf(ties, x.shape()));
+  RETURN_IF_ERROR(
+      Reduce(ReduceOp::kSum, mask, RepeatedDims(max.shape(), x.shape()), 1.0f, ties_view));
+  ASSIGN_OR_RETURN(kernels::StridedIndex max_index,
+                   MakeStridedIndex(x.shape(), max_strides, std::vector<int64_t>(x.rank(), 0)));
+  CUDA_RETURN_IF_ERROR(kernels::MaxBackward(F(mask), F(grad_max), F(ties), F(grad_x),
+                                            x.num_elements(), max_index, stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Transpose(const Tensor& x, const std::vector<int>& perm, Tensor& out) {
+  RETURN_IF_ERROR(Enter("Transpose", {&x, &out}));
+  if (out.num_elements() == 0) return absl::OkStatus();
+  const std::vector<int64_t> in_strides = ContiguousStrides(x.shape());
+  std::vector<int64_t> read(x.rank());
+  for (int i = 0; i < x.rank(); ++i) read[i] = in_strides[perm[i]];
+  ASSIGN_OR_RETURN(kernels::StridedIndex index,
+                   MakeStridedIndex(out.shape(), read, std::vector<int64_t>(x.rank(), 0)));
+  CUDA_RETURN_IF_ERROR(kernels::Gather(F(x), 0, F(out), out.num_elements(), index, 1.0f, stream()));
+  return absl::OkStatus();
+}
+
+namespace {
+// Viewed as [outer, dim(axis) * inner], each part is one block of columns of
+// every row: one strided 2-D copy a part.
+absl::Status CopyBlocks(const Shape& whole_shape, int axis, const std::vector<const Tensor*>& parts,
+                        bool into_parts, float* whole, cudaStream_t stream) {
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= whole_shape.dim(d);
+  for (int d = axis + 1; d < whole_shape.rank(); ++d) inner *= whole_shape.dim(d);
+  const size_t row_bytes = static_cast<size_t>(whole_shape.dim(axis) * inner) * sizeof(float);
+  size_t offset = 0;
+  for (const Tensor* p : parts) {
+    const size_t w = static_cast<size_t>(p->dim(axis) * inner) * sizeof(float);
+    if (w > 0 && outer > 0) {
+      char* span = reinterpret_cast<char*>(whole) + offset;
+      char* part = static_cast<char*>(const_cast<void*>(p->raw_data()));
+      if (into_parts) {
+        CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(part, w, span, row_bytes, w, outer,
+                                               cudaMemcpyDeviceToDevice, stream));
+      } else {
+        CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(span, row_bytes, part, w, w, outer,
+                                               cudaMemcpyDeviceToDevice, stream));
+      }
+    }
+    offset += w;
+  }
+  return absl::OkStatus();
+}
+}  // namespace
+
+absl::Status CudaBackend::Concat(const std::vector<Tensor>& inputs, int axis, Tensor& out) {
+  RETURN_IF_ERROR(Enter("Concat", {&out}));
+  std::vector<const Tensor*> parts;
+  for (const Tensor& t : inputs) {
+    RETURN_IF_ERROR(Enter("Concat", {&t}));
+    parts.push_back(&t);
+  }
+  return CopyBlocks(out.shape(), axis, parts, /*into_parts=*/false, F(out), stream());
+}
+
+absl::Status CudaBackend::Split(const Tensor& x, int axis, std::vector<Tensor>& outputs) {
+  RETURN_IF_ERROR(Enter("Split", {&x}));
+  std::vector<const Tensor*> parts;
+  for (const Tensor& t : outputs) {
+    RETURN_IF_ERROR(Enter("Split", {&t}));
+    parts.push_back(&t);
+  }
+  return CopyBlocks(x.shape(), axis, parts, /*into_parts=*/true, F(x), stream());
+}
+
+// --- softmax and loss --------------------------------------------------------------------
+
+absl::Status CudaBackend::Softmax(const Tensor& logits, Tensor& y) {
+  RETURN_IF_ERROR(Enter("Softmax", {&logits, &y}));
+  const int64_t c = logits.dim(logits.rank() - 1);
+  CUDA_RETURN_IF_ERROR(kernels::Softmax(F(logits), F(y), Rows(logits), c, stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::SoftmaxBackward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) {
+  RETURN_IF_ERROR(Enter("SoftmaxBackward", {&y, &grad_y, &grad_x}));
+  const int64_t c = y.dim(y.rank() - 1);
+  CUDA_RETURN_IF_ERROR(kernels::SoftmaxBackward(F(y), F(grad_y), F(grad_x), Rows(y), c, stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels,
+                                                    Tensor& loss, Tensor& probs) {
+  RETURN_IF_ERROR(Enter("SparseSoftmaxCrossEntropy", {&logits, &labels, &loss, &probs}));
+  if (labels.dtype() != DType::kInt64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CudaBackend::SparseSoftmaxCrossEntropy: labels must be int64, got ",
+                     DTypeName(labels.dtype())));
+  }
+  CUDA_RETURN_IF_ERROR(kernels::SparseSoftmaxCrossEntropy(F(logits), labels.data<int64_t>(),
+                                                          F(loss), F(probs), logits.dim(0),
+                                                          logits.dim(1), stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::SparseSoftmaxCrossEntropyBackward(const Tensor& probs,
+                                                            const Tensor& labels,
+                                                            const Tensor& grad_loss,
+                                                            Tensor& grad_logits) {
+  RETURN_IF_ERROR(
+      Enter("SparseSoftmaxCrossEntropyBackward", {&probs, &labels, &grad_loss, &grad_logits}));
+  if (labels.dtype() != DType::kInt64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CudaBackend::SparseSoftmaxCrossEntropyBackward: labels must be int64, got ",
+                     DTypeName(labels.dtype())));
+  }
+  CUDA_RETURN_IF_ERROR(kernels::SparseSoftmaxCrossEntropyBackward(
+      F(probs), labels.data<int64_t>(), F(grad_loss), F(grad_logits), probs.dim(0), probs.dim(1),
+      stream()));
+  return absl::OkStatus();
+}
+
+// --- optimizer updates ---------------------------------------------------------------------
+
+absl::Status CudaBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr,
+                                    float momentum, bool nesterov, float weight_decay) {
+  RETURN_IF_ERROR(Enter("SgdUpdate", {&w, &g}));
+  float* v = nullptr;
+  if (momentum != 0) {
+    if (velocity == nullptr) {
+      return absl::InvalidArgumentError("CudaBackend::SgdUpdate: momentum needs a velocity tensor");
+    }
+    RETURN_IF_ERROR(Enter("SgdUpdate", {velocity}));
+    v = F(*velocity);
+  }
+  CUDA_RETURN_IF_ERROR(kernels::SgdUpdate(F(w), F(g), v, w.num_elements(), lr, momentum, nesterov,
+                                          weight_decay, stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
+                                     float beta_1, float beta_2, float epsilon) {
+  RETURN_IF_ERROR(Enter("AdamUpdate", {&w, &g, &m, &v}));
+  CUDA_RETURN_IF_ERROR(kernels::AdamUpdate(F(w), F(g), F(m), F(v), w.num_elements(), alpha, beta_1,
+                                           beta_2, epsilon, stream()));
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::gpu

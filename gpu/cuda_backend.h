@@ -1,0 +1,176 @@
+#ifndef SLUICE_GPU_CUDA_BACKEND_H_
+#define SLUICE_GPU_CUDA_BACKEND_H_
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gpu/device_allocator.h"
+#include "gpu/stream.h"
+#include "train/backend.h"
+
+struct cublasContext;
+struct cudnnContext;
+
+namespace sluice::gpu {
+
+struct ConvPlan;
+
+// CUDA devices visible to this process; 0 without a device or a driver.
+int CudaDeviceCount();
+
+// The training Backend on one CUDA device: cuBLAS for matmul, cuDNN for
+// convolution and batch norm, our own kernels (the *_kernels.cu files) for
+// pooling, elementwise ops, reductions, softmax and its loss, dropout and the
+// optimizer updates. Memory comes from the device's caching DeviceAllocator.
+//
+// Every kernel is queued on the backend's one stream and returns without
+// waiting (tensors freed meanwhile go back to the allocator's cache for that
+// stream, so later work cannot overwrite memory still being read). Copies to
+// or from the host wait for the stream: the host may read or reuse its side
+// once Copy returns. Thread-safe.
+//
+// Dropout draws from a counter-based hash of (seed, element index): one seed
+// and shape give one mask on this backend, not the CPU backend's mask (which
+// comes from a sequential mt19937_64), as the Backend contract allows.
+class CudaBackend final : public train::Backend {
+ public:
+  struct Options {
+    // TF32 tensor cores for float32 matmul and convolution (10-bit mantissa
+    // products, fp32 accumulation). The defaults are PyTorch's.
+    bool tf32_matmul = false;
+    bool tf32_convolution = true;
+    // The largest workspace a cuDNN convolution algorithm may use.
+    size_t max_convolution_workspace_bytes = size_t{1} << 30;
+  };
+
+  // A backend of its own (own stream and library handles) on `device`.
+  static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(int device, Options options);
+  // The shared backend of `device` that BackendFor(Device::Cuda(device))
+  // returns, made on first use with default options.
+  static absl::StatusOr<CudaBackend*> ForDevice(int device);
+
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  Device device() const override { return Device::Cuda(device_); }
+  cudaStream_t stream() const { return stream_.get(); }
+  DeviceAllocator& allocator() const { return allocator_; }
+  const Options& options() const { return options_; }
+
+  absl::StatusOr<Tensor> Allocate(DType dtype, const Shape& shape) override;
+  absl::Status Copy(const Tensor& src, Tensor& dst) override;
+  absl::Status Fill(Tensor& t, float value) override;
+  absl::Status Synchronize() override;
+
+  absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
+                      Tensor& out) override;
+  absl::Status Conv2DForward(const train::ConvGeometry& geo, const Tensor& input,
+                             const Tensor& filter, Tensor& output) override;
+  absl::Status Conv2DBackwardData(const train::ConvGeometry& geo, const Tensor& grad_output,
+                                  const Tensor& filter, Tensor& grad_input) override;
+  absl::Status Conv2DBackwardFilter(const train::ConvGeometry& geo, const Tensor& input,
+                                    const Tensor& grad_output, Tensor& grad_filter) override;
+  // Max pooling's workspace is an int32 [n, oh, ow, c] tensor of argmax
+  // positions; average pooling needs none.
+  absl::StatusOr<Tensor> Pool2DForward(const train::PoolGeometry& geo, const Tensor& input,
+                                       Tensor& output) override;
+  absl::Status Pool2DBackward(const train::PoolGeometry& geo, const Tensor& input,
+                              const Tensor& output, const Tensor& workspace,
+                              const Tensor& grad_output, Tensor& grad_input) override;
+  absl::Status BatchNormForwardTraining(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                        float epsilon, Tensor& y, Tensor& mean,
+                                        Tensor& variance) override;
+  absl::Status BatchNormForwardInference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                         const Tensor& mean, const Tensor& variance, float epsilon,
+                                         Tensor& y) override;
+  absl::Status BatchNormBackward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                 const Tensor& variance, const Tensor& grad_y, float epsilon,
+                                 bool statistics_are_constant, Tensor& grad_x, Tensor& grad_gamma,
+                                 Tensor& grad_beta) override;
+
+  absl::Status Binary(train::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) override;
+  absl::Status BinaryBackward(train::BinaryOp op, const Tensor& a, const Tensor& b,
+                              const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b) override;
+  absl::Status Unary(train::UnaryOp op, const Tensor& x, Tensor& y) override;
+  absl::Status UnaryBackward(train::UnaryOp op, const Tensor& x, const Tensor& y,
+                             const Tensor& grad_y, Tensor& grad_x) override;
+  absl::Status Dropout(const Tensor& x, float rate, uint64_t seed, Tensor& mask,
+                       Tensor& out) override;
+  absl::Status Reduce(train::ReduceOp op, const Tensor& x, const std::vector<bool>& reduced,
+                      float scale, Tensor& out) override;
+  absl::Status BroadcastTo(const Tensor& in, float scale, Tensor& out) override;
+  absl::Status ReduceMaxBackward(const Tensor& x, const Tensor& max, const Tensor& grad_max,
+                                 Tensor& grad_x) override;
+  absl::Status Transpose(const Tensor& x, const std::vector<int>& perm, Tensor& out) override;
+  absl::Status Concat(const std::vector<Tensor>& inputs, int axis, Tensor& out) override;
+  absl::Status Split(const Tensor& x, int axis, std::vector<Tensor>& outputs) override;
+  absl::Status Softmax(const Tensor& logits, Tensor& y) override;
+  absl::Status SoftmaxBackward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) override;
+  absl::Status SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels, Tensor& loss,
+                                         Tensor& probs) override;
+  absl::Status SparseSoftmaxCrossEntropyBackward(const Tensor& probs, const Tensor& labels,
+                                                 const Tensor& grad_loss,
+                                                 Tensor& grad_logits) override;
+  absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr, float momentum,
+                         bool nesterov, float weight_decay) override;
+  absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
+                          float beta_1, float beta_2, float epsilon) override;
+
+  // Convolution plans made so far (one per direction and geometry), each with
+  // the cuDNN algorithm chosen for it.
+  size_t NumConvolutionPlans() const;
+
+ private:
+  enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
+
+  CudaBackend(int device, Options options, Stream stream, cublasContext* cublas,
+              cudnnContext* cudnn);
+
+  // Makes this backend's device current on the calling thread and checks that
+  // every tensor lives there.
+  absl::Status Enter(absl::string_view op, std::initializer_list<const Tensor*> tensors) const;
+  // sum of `full` over the dims `grad` repeats along, times `scale`, into grad.
+  absl::Status SumInto(const Tensor& full, float scale, Tensor& grad);
+  // The plan of `geo` for `direction`, made (descriptors set up and an
+  // algorithm chosen) on first use. Call with library_mu_ held.
+  absl::StatusOr<const ConvPlan*> GetConvPlan(ConvDirection direction,
+                                              const train::ConvGeometry& geo);
+  // The input, zero-padded on the sides where the geometry pads more than
+  // cuDNN's symmetric padding does (or the input itself).
+  absl::StatusOr<Tensor> PaddedInput(const ConvPlan& plan, const train::ConvGeometry& geo,
+                                     const Tensor& input);
+  absl::StatusOr<Tensor> FilterToOhwi(const Tensor& filter);
+
+  const int device_;
+  const Options options_;
+  DeviceAllocator& allocator_;
+  Stream stream_;
+  cublasContext* cublas_;
+  cudnnContext* cudnn_;
+  // cuBLAS and cuDNN handles are not to be used by two threads at once.
+  mutable std::mutex library_mu_;
+  std::unordered_map<std::string, std::unique_ptr<ConvPlan>> conv_plans_;
+};
+
+// Registers the CUDA backend factory with train::RegisterBackend for
+// DeviceType::kCuda. The factory fails with "no CUDA device" on a machine
+// without one. Returns true (for the initialiser below).
+bool RegisterCudaBackend();
+
+// Any program that includes this header (sluice.h does) registers the backend
+// before main, even though static-library linking would otherwise drop an
+// unreferenced registration object.
+inline const bool kCudaBackendRegistered = RegisterCudaBackend();
+
+}  // namespace sluice::gpu
+
+#endif  // SLUICE_GPU_CUDA_BACKEND_H_

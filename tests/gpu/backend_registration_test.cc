@@ -1,0 +1,50 @@
+// Runs in every build: what asking for a CUDA tensor's backend says when
+// there is no GPU (or no CUDA in the build), and that it works when there is.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "train/backend.h"
+#ifdef SLUICE_HAVE_CUDA
+#include "gpu/cuda_backend.h"
+#endif
+
+namespace sluice::train {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(BackendRegistrationTest, CudaBackendOrAClearError) {
+  absl::StatusOr<Backend*> backend = BackendFor(Device::Cuda(0));
+#ifdef SLUICE_HAVE_CUDA
+  if (gpu::CudaDeviceCount() == 0) {
+    ASSERT_FALSE(backend.ok());
+    EXPECT_EQ(backend.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(backend.status().message(), HasSubstr("no CUDA device"));
+    EXPECT_THAT(backend.status().message(), HasSubstr("cuda:0"));
+  } else {
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    EXPECT_EQ((*backend)->device(), Device::Cuda(0));
+    // One shared backend per device.
+    absl::StatusOr<Backend*> again = BackendFor(Device::Cuda(0));
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(*again, *backend);
+  }
+#else
+  ASSERT_FALSE(backend.ok());
+  EXPECT_EQ(backend.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(backend.status().message(), HasSubstr("built without CUDA"));
+#endif
+}
+
+#ifdef SLUICE_HAVE_CUDA
+TEST(BackendRegistrationTest, DeviceIndexPastTheLastIsRefused) {
+  const int count = gpu::CudaDeviceCount();
+  absl::StatusOr<Backend*> backend = BackendFor(Device::Cuda(count + 3));
+  ASSERT_FALSE(backend.ok());
+  EXPECT_THAT(backend.status().message(), HasSubstr("no CUDA device"));
+}
+#endif
+
+}  // namespace
+}  // namespace sluice::train
