@@ -195,6 +195,17 @@ std::shared_ptr<const BnForwardEntry> BnForward(BatchNormDims d, float epsilon, 
       });
 }
 
+// The filter in the layout `entry`'s primitive reads: the HWIO tensor itself, or a
+// reordered copy when the primitive wants its own blocked layout.
+template <typename Entry>
+memory PrimitiveWeights(const Entry& entry, const ConvDescs& d, const Tensor& filter) {
+  memory user_weights(d.user_weights, CpuEngine(), Ptr(filter));
+  if (!entry.reorder_weights) return user_weights;
+  memory weights(entry.weights, CpuEngine());
+  Execute(entry.weights_reorder, {{DNNL_ARG_FROM, user_weights}, {DNNL_ARG_TO, weights}});
+  return weights;
+}
+
 }  // namespace
 
 CpuBackend& CpuBackend::Get() {
@@ -256,12 +267,7 @@ absl::Status CpuBackend::Conv2DForward(const ConvGeometry& geo, const Tensor& in
                                dnnl::convolution_forward(pd)});
         });
     const dnnl::engine& engine = CpuEngine();
-    memory user_weights(d.user_weights, engine, Ptr(filter));
-    memory weights = user_weights;
-    if (entry->reorder_weights) {
-      weights = memory(entry->weights, engine);
-      Execute(entry->weights_reorder, {{DNNL_ARG_FROM, user_weights}, {DNNL_ARG_TO, weights}});
-    }
+    const memory weights = PrimitiveWeights(*entry, d, filter);
     Execute(entry->primitive, {{DNNL_ARG_SRC, memory(d.src, engine, Ptr(input))},
                                {DNNL_ARG_WEIGHTS, weights},
                                {DNNL_ARG_DST, memory(d.dst, engine, output.raw_data())}});
@@ -287,12 +293,7 @@ absl::Status CpuBackend::Conv2DBackwardData(const ConvGeometry& geo, const Tenso
                                     dnnl::convolution_backward_data(pd)});
         });
     const dnnl::engine& engine = CpuEngine();
-    memory user_weights(d.user_weights, engine, Ptr(filter));
-    memory weights = user_weights;
-    if (entry->reorder_weights) {
-      weights = memory(entry->weights, engine);
-      Execute(entry->weights_reorder, {{DNNL_ARG_FROM, user_weights}, {DNNL_ARG_TO, weights}});
-    }
+    const memory weights = PrimitiveWeights(*entry, d, filter);
     Execute(entry->primitive, {{DNNL_ARG_DIFF_DST, memory(d.dst, engine, Ptr(grad_output))},
                                {DNNL_ARG_WEIGHTS, weights},
                                {DNNL_ARG_DIFF_SRC, memory(d.src, engine, grad_input.raw_data())}});
