@@ -31,6 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/buffer_pool.h"
 #include "core/status_macros.h"
+#include "dataset/batching_iterator.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
 
@@ -118,11 +119,13 @@ struct FillJob {
   }
 };
 
-class BatchIterator : public IteratorBase {
+class BatchIterator : public BatchingIterator {
  public:
   BatchIterator(const BatchDataset* d, const IteratorContext& ctx,
                 std::unique_ptr<IteratorBase> input)
-      : IteratorBase(d, ctx, NodeKind::kSync), d_(d), input_(std::move(input)) {
+      : BatchingIterator(d, ctx, std::move(input), d->batch_size(),
+                         d->batch_options().drop_remainder),
+        d_(d) {
     const int requested = d->batch_options().num_parallel_calls;
     if (requested != 1) {
       Tunable& p = stats().parallelism;
@@ -132,46 +135,6 @@ class BatchIterator : public IteratorBase {
       p.max = p.autotune ? ctx.runtime->num_threads() : requested;
       if (p.value.load() == 0) p.value = p.max.load();  // Shared by a node's iterators.
     }
-  }
-
- protected:
-  absl::StatusOr<std::optional<Element>> GetNextInternal() override {
-    if (ended_) return std::nullopt;
-    // A huge batch_size (to batch everything) must not reserve that much.
-    rows_.reserve(static_cast<size_t>(std::min<int64_t>(d_->batch_size(), 1024)));
-    while (static_cast<int64_t>(rows_.size()) < d_->batch_size()) {
-      absl::StatusOr<std::optional<Element>> e = input_->GetNext();
-      if (!e.ok()) {
-        rows_.clear();  // The partial batch goes with the error.
-        return e.status();
-      }
-      if (!e->has_value()) {
-        ended_ = true;
-        break;
-      }
-      rows_.push_back(std::move(**e));
-    }
-    const int64_t n = static_cast<int64_t>(rows_.size());
-    if (n == 0 || (n < d_->batch_size() && d_->batch_options().drop_remainder)) {
-      rows_.clear();
-      return std::nullopt;
-    }
-    absl::StatusOr<Element> batch = MakeBatch();
-    rows_.clear();
-    if (!batch.ok()) return batch.status();
-    return std::optional<Element>(std::move(*batch));
-  }
-
-  absl::Status SaveInternal(proto::IteratorStateProto* state) override {
-    (*state->mutable_ints())["ended"] = ended_;
-    return SaveInput(input_.get(), state);
-  }
-
-  absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "ended"));
-    ended_ = ended != 0;
-    ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
-    return in ? input_->Restore(*in) : absl::OkStatus();
   }
 
  private:
@@ -202,7 +165,7 @@ class BatchIterator : public IteratorBase {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<Element> MakeBatch() {
+  absl::StatusOr<Element> MakeBatch() override {
     RETURN_IF_ERROR(Validate());
     const int64_t n = static_cast<int64_t>(rows_.size());
     const Element& first = rows_[0];
@@ -298,10 +261,7 @@ class BatchIterator : public IteratorBase {
   }
 
   const BatchDataset* d_;
-  std::unique_ptr<IteratorBase> input_;
-  std::vector<Element> rows_;  // kept between batches to reuse its capacity
   std::shared_ptr<BufferPool> pool_ = BufferPool::Create(kMaxFreeBlocks);
-  bool ended_ = false;
 };
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> BatchDataset::MakeIterator(

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "dataset/batching_iterator.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
 
@@ -123,50 +124,13 @@ class PaddedBatchDataset : public DatasetBase {
   PaddedBatchOptions options_;
 };
 
-class PaddedBatchIterator : public IteratorBase {
+class PaddedBatchIterator : public BatchingIterator {
  public:
   PaddedBatchIterator(const PaddedBatchDataset* d, const IteratorContext& ctx,
                       std::unique_ptr<IteratorBase> input)
-      : IteratorBase(d, ctx, NodeKind::kSync), d_(d), input_(std::move(input)) {}
-
- protected:
-  absl::StatusOr<std::optional<Element>> GetNextInternal() override {
-    if (ended_) return std::nullopt;
-    rows_.reserve(static_cast<size_t>(std::min<int64_t>(d_->batch_size(), 1024)));
-    while (static_cast<int64_t>(rows_.size()) < d_->batch_size()) {
-      absl::StatusOr<std::optional<Element>> e = input_->GetNext();
-      if (!e.ok()) {
-        rows_.clear();  // The partial batch goes with the error.
-        return e.status();
-      }
-      if (!e->has_value()) {
-        ended_ = true;
-        break;
-      }
-      rows_.push_back(std::move(**e));
-    }
-    const int64_t n = static_cast<int64_t>(rows_.size());
-    if (n == 0 || (n < d_->batch_size() && d_->padded_options().drop_remainder)) {
-      rows_.clear();
-      return std::nullopt;
-    }
-    absl::StatusOr<Element> batch = MakeBatch();
-    rows_.clear();
-    if (!batch.ok()) return batch.status();
-    return std::optional<Element>(std::move(*batch));
-  }
-
-  absl::Status SaveInternal(proto::IteratorStateProto* state) override {
-    (*state->mutable_ints())["ended"] = ended_;
-    return SaveInput(input_.get(), state);
-  }
-
-  absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "ended"));
-    ended_ = ended != 0;
-    ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
-    return in ? input_->Restore(*in) : absl::OkStatus();
-  }
+      : BatchingIterator(d, ctx, std::move(input), d->batch_size(),
+                         d->padded_options().drop_remainder),
+        d_(d) {}
 
  private:
   // The padded shape of component `k` for this batch (without the batch
@@ -218,7 +182,7 @@ class PaddedBatchIterator : public IteratorBase {
     return padded;
   }
 
-  absl::StatusOr<Element> MakeBatch() {
+  absl::StatusOr<Element> MakeBatch() override {
     const PaddedBatchOptions& o = d_->padded_options();
     const int64_t n = static_cast<int64_t>(rows_.size());
     const size_t arity = rows_[0].size();
@@ -262,9 +226,6 @@ class PaddedBatchIterator : public IteratorBase {
   }
 
   const PaddedBatchDataset* d_;
-  std::unique_ptr<IteratorBase> input_;
-  std::vector<Element> rows_;  // kept between batches to reuse its capacity
-  bool ended_ = false;
 };
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> PaddedBatchDataset::MakeIterator(
