@@ -10,7 +10,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -318,31 +317,26 @@ int RunTrain(int argc, char** argv) {
   config.model = command_line.Value("model");
   config.optimizer = command_line.Value("optimizer");
   config.schedule = command_line.Value("schedule");
-  auto integer = [&](const char* name, int64_t min, int64_t* out) {
-    absl::StatusOr<int64_t> value = command_line.IntValue(name, min);
-    if (!value.ok()) return false;
-    *out = *value;
-    return true;
+  // Integer options: name, smallest value, destination, and whether an absent option keeps the
+  // config's value (its default text, "all", is not a number).
+  int64_t seed = 0;
+  struct IntOption {
+    const char* name;
+    int64_t min;
+    int64_t* out;
+    bool only_when_given;
   };
-  for (auto [name, min, out] :
-       {std::tuple<const char*, int64_t, int64_t*>{"epochs", 1, &config.epochs},
-        {"batch", 1, &config.batch},
-        {"warmup-steps", 0, &config.warmup_steps},
-        {"accumulate", 1, &config.accumulate},
-        {"early-stopping", 0, &config.early_stopping}}) {
-    if (!integer(name, min, out)) {
-      return command_line.ReportUsageError(command_line.IntValue(name, min).status().message());
-    }
-  }
-  if (command_line.WasGiven("limit") && !integer("limit", 1, &config.limit)) {
-    return command_line.ReportUsageError(command_line.IntValue("limit", 1).status().message());
-  }
-  if (command_line.WasGiven("threads") && !integer("threads", 1, &config.threads)) {
-    return command_line.ReportUsageError(command_line.IntValue("threads", 1).status().message());
-  }
-  int64_t seed;
-  if (!integer("seed", 0, &seed)) {
-    return command_line.ReportUsageError(command_line.IntValue("seed", 0).status().message());
+  for (const IntOption& option :
+       {IntOption{"epochs", 1, &config.epochs, false}, IntOption{"batch", 1, &config.batch, false},
+        IntOption{"warmup-steps", 0, &config.warmup_steps, false},
+        IntOption{"accumulate", 1, &config.accumulate, false},
+        IntOption{"early-stopping", 0, &config.early_stopping, false},
+        IntOption{"limit", 1, &config.limit, true}, IntOption{"threads", 1, &config.threads, true},
+        IntOption{"seed", 0, &seed, false}}) {
+    if (option.only_when_given && !command_line.WasGiven(option.name)) continue;
+    absl::StatusOr<int64_t> value = command_line.IntValue(option.name, option.min);
+    if (!value.ok()) return command_line.ReportUsageError(value.status().message());
+    *option.out = *value;
   }
   config.seed = static_cast<uint64_t>(seed);
   if (command_line.WasGiven("lr")) {
