@@ -522,20 +522,15 @@ int RunBench(int argc, char** argv) {
     return command_line.ReportUsageError(
         absl::StrCat("--parallelism takes a count >= 1 or 'autotune', not '", parallelism, "'"));
   }
-  auto positive = [&](const char* name, int64_t* value) {
-    return absl::SimpleAtoi(command_line.Value(name), value) && *value >= 1;
-  };
-  if (!positive("batch", &config.batch)) {
-    return command_line.ReportUsageError("--batch takes a count >= 1");
-  }
-  if (!positive("image-size", &config.image_size)) {
-    return command_line.ReportUsageError("--image-size takes a size >= 1");
-  }
   int64_t slow_us = 0, skew = 0;
-  if (!positive("slow-us", &slow_us)) {
-    return command_line.ReportUsageError("--slow-us takes a duration >= 1");
+  for (auto [name, out] : {std::pair<const char*, int64_t*>{"batch", &config.batch},
+                           {"image-size", &config.image_size},
+                           {"slow-us", &slow_us},
+                           {"skew", &skew}}) {
+    absl::StatusOr<int64_t> value = command_line.IntValue(name, 1);
+    if (!value.ok()) return command_line.ReportUsageError(value.status().message());
+    *out = *value;
   }
-  if (!positive("skew", &skew)) return command_line.ReportUsageError("--skew takes a factor >= 1");
   if (command_line.WasGiven("epochs")) {
     if (command_line.WasGiven("seconds")) {
       return command_line.ReportUsageError("give --seconds or --epochs, not both");
@@ -543,17 +538,16 @@ int RunBench(int argc, char** argv) {
     if (grid || skewed) {
       return command_line.ReportUsageError("--grid and --pipeline skewed run for --seconds");
     }
-    if (!positive("epochs", &config.epochs)) {
-      return command_line.ReportUsageError("--epochs takes a count >= 1");
-    }
-  } else if (!absl::SimpleAtod(command_line.Value("seconds"), &config.seconds) ||
-             !(config.seconds > 0)) {
-    return command_line.ReportUsageError("--seconds takes a duration > 0");
+    absl::StatusOr<int64_t> epochs = command_line.IntValue("epochs", 1);
+    if (!epochs.ok()) return command_line.ReportUsageError(epochs.status().message());
+    config.epochs = *epochs;
+  } else {
+    absl::StatusOr<double> seconds = command_line.DoubleValue("seconds", 0);
+    if (!seconds.ok()) return command_line.ReportUsageError(seconds.status().message());
+    config.seconds = *seconds;
   }
-  double grid_seconds = 0;
-  if (!absl::SimpleAtod(command_line.Value("grid-seconds"), &grid_seconds) || !(grid_seconds > 0)) {
-    return command_line.ReportUsageError("--grid-seconds takes a duration > 0");
-  }
+  absl::StatusOr<double> grid_seconds = command_line.DoubleValue("grid-seconds", 0);
+  if (!grid_seconds.ok()) return command_line.ReportUsageError(grid_seconds.status().message());
   if (!absl::SimpleAtoi(command_line.Value("seed"), &config.seed)) {
     return command_line.ReportUsageError("--seed takes an unsigned integer");
   }
@@ -578,7 +572,7 @@ int RunBench(int argc, char** argv) {
   // Unbatched, an element is one image (whose first dimension is its height).
   if (config.decode_only) options.count_examples = [](const Element&) { return int64_t{1}; };
   const bool terminal = isatty(2) == 1;
-  if (grid) return RunGrid(*dataset, options, grid_seconds, json, terminal);
+  if (grid) return RunGrid(*dataset, options, *grid_seconds, json, terminal);
 
   // A fixed parallelism is built into the pipeline and AUTOTUNE is off;
   // otherwise the iterator runs AUTOTUNE on its kAutotune knobs.

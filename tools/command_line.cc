@@ -1,8 +1,10 @@
 #include "tools/command_line.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -219,23 +221,30 @@ const std::string& CommandLine::Value(absl::string_view name) const {
 
 bool CommandLine::WasGiven(absl::string_view name) const { return Get(name).given; }
 
-absl::StatusOr<int64_t> CommandLine::IntValue(absl::string_view name, int64_t min) const {
+absl::StatusOr<int64_t> CommandLine::IntValue(absl::string_view name, int64_t min,
+                                              int64_t max) const {
   const std::string& text = Value(name);
   int64_t value;
-  if (!absl::SimpleAtoi(text, &value) || value < min) {
+  if (!absl::SimpleAtoi(text, &value) || value < min || value > max) {
+    const std::string range = max == std::numeric_limits<int64_t>::max()
+                                  ? absl::StrCat(">= ", min)
+                                  : absl::StrCat("in ", min, "..", max);
     return absl::InvalidArgumentError(
-        absl::StrCat("--", name, " takes an integer >= ", min, ", not '", text, "'"));
+        absl::StrCat("--", name, " takes an integer ", range, ", not '", text, "'"));
   }
   return value;
 }
 
-absl::StatusOr<double> CommandLine::DoubleValue(absl::string_view name,
-                                                double exclusive_min) const {
+absl::StatusOr<double> CommandLine::DoubleValue(absl::string_view name, double min,
+                                                Bound bound) const {
   const std::string& text = Value(name);
   double value;
-  if (!absl::SimpleAtod(text, &value) || !(value > exclusive_min)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", name, " takes a number > ", exclusive_min, ", not '", text, "'"));
+  const bool inclusive = bound == Bound::kInclusive;
+  // Written so that NaN fails both comparisons.
+  if (!absl::SimpleAtod(text, &value) || !(inclusive ? value >= min : value > min) ||
+      !std::isfinite(value)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", name, " takes a number ", inclusive ? ">= " : "> ", min, ", not '", text, "'"));
   }
   return value;
 }

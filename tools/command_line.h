@@ -2,6 +2,7 @@
 #define SLUICE_TOOLS_COMMAND_LINE_H_
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,11 +70,16 @@ class CommandLine {
   const std::string& Value(absl::string_view name) const;
   // Whether the option or flag appeared on the command line.
   bool WasGiven(absl::string_view name) const;
-  // The option's value as an integer >= `min`, or InvalidArgument naming the option
+  // The option's value as an integer in [min, max], or InvalidArgument naming the option
   // ("--batch takes an integer >= 1, not 'x'"), for ReportUsageError.
-  absl::StatusOr<int64_t> IntValue(absl::string_view name, int64_t min) const;
-  // The option's value as a number > `exclusive_min`, or InvalidArgument naming the option.
-  absl::StatusOr<double> DoubleValue(absl::string_view name, double exclusive_min) const;
+  absl::StatusOr<int64_t> IntValue(absl::string_view name, int64_t min,
+                                   int64_t max = std::numeric_limits<int64_t>::max()) const;
+  // Whether a lower bound admits the bound itself.
+  enum class Bound { kExclusive, kInclusive };
+  // The option's value as a number above `min` (or equal to it with kInclusive), or
+  // InvalidArgument naming the option ("--lr takes a number > 0, not 'x'").
+  absl::StatusOr<double> DoubleValue(absl::string_view name, double min,
+                                     Bound bound = Bound::kExclusive) const;
   const std::vector<std::string>& positional() const { return positional_values_; }
   const std::string& program() const { return program_; }
 

@@ -163,12 +163,9 @@ std::string ImageExample(std::string encoded, int64_t label, int64_t height, int
 }
 
 absl::StatusOr<int> ParseShards(const CommandLine& command_line) {
-  int shards;
-  if (!absl::SimpleAtoi(command_line.Value("shards"), &shards) || shards < 1 || shards > 99999) {
-    return absl::InvalidArgumentError(absl::StrCat("--shards takes a count in 1..99999, not '",
-                                                   command_line.Value("shards"), "'"));
-  }
-  return shards;
+  absl::StatusOr<int64_t> shards = command_line.IntValue("shards", 1, 99999);
+  if (!shards.ok()) return shards.status();
+  return static_cast<int>(*shards);
 }
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
@@ -258,11 +255,9 @@ int RunFashionMnist(int argc, char** argv) {
     return command_line.ReportUsageError(
         absl::StrCat("--format takes jpeg or raw, not '", format, "'"));
   }
-  int quality;
-  if (!absl::SimpleAtoi(command_line.Value("quality"), &quality) || quality < 1 || quality > 100) {
-    return command_line.ReportUsageError(
-        absl::StrCat("--quality takes 1..100, not '", command_line.Value("quality"), "'"));
-  }
+  absl::StatusOr<int64_t> quality_value = command_line.IntValue("quality", 1, 100);
+  if (!quality_value.ok()) return command_line.ReportUsageError(quality_value.status().message());
+  const int quality = static_cast<int>(*quality_value);
   const auto start = std::chrono::steady_clock::now();
   if (absl::Status status = MakeDirectory(out); !status.ok()) {
     PrintError("fashion-mnist", status.message());

@@ -347,7 +347,8 @@ int RunTrain(int argc, char** argv) {
   for (auto [name, out] : {std::pair<const char*, double*>{"momentum", &config.momentum},
                            {"clip-norm", &config.clip_norm}}) {
     if (!command_line.WasGiven(name)) continue;
-    absl::StatusOr<double> value = command_line.DoubleValue(name, -1e-300);
+    absl::StatusOr<double> value =
+        command_line.DoubleValue(name, 0, CommandLine::Bound::kInclusive);
     if (!value.ok()) return command_line.ReportUsageError(value.status().message());
     *out = *value;
   }

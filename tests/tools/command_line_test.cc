@@ -2,6 +2,7 @@
 // the binary being the only place the tools/ sources are linked.
 
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -100,6 +101,34 @@ TEST(CommandLineTest, RepeatedOptionsAndShortOptionsAreErrors) {
   CliResult unknown_with_value = RunSluice("inspect --limit=3 " + Small100());
   EXPECT_EQ(unknown_with_value.exit_code, 2);
   EXPECT_THAT(unknown_with_value.err, HasSubstr("unknown option '--limit'"));
+}
+
+// Numeric options are checked before any work starts: exit status 2 and a message
+// that names the option, its range and what was given.
+TEST(CommandLineTest, NumericOptionsNameTheirRange) {
+  struct Case {
+    std::string args, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"bench --files x --batch 0", "--batch takes an integer >= 1, not '0'"},
+           {"bench --pipeline skewed --skew x", "--skew takes an integer >= 1, not 'x'"},
+           {"bench --files x --seconds -1", "--seconds takes a number > 0, not '-1'"},
+           {"bench --files x --seconds nan", "--seconds takes a number > 0, not 'nan'"},
+           {"bench --files x --grid --grid-seconds 0",
+            "--grid-seconds takes a number > 0, not '0'"},
+           {"convert fashion-mnist --out /nonexistent/x --quality 101",
+            "--quality takes an integer in 1..100, not '101'"},
+           {"convert fashion-mnist --out /nonexistent/x --shards 100000",
+            "--shards takes an integer in 1..99999, not '100000'"},
+           {"train --data /nonexistent --momentum -0.5 --optimizer sgd",
+            "--momentum takes a number >= 0, not '-0.5'"},
+           {"train --data /nonexistent --clip-norm inf",
+            "--clip-norm takes a number >= 0, not 'inf'"},
+       }) {
+    CliResult r = RunSluice(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << c.args;
+  }
 }
 
 }  // namespace
