@@ -50,8 +50,7 @@ absl::Status BatchingIterator::SaveInternal(proto::IteratorStateProto* state) {
 absl::Status BatchingIterator::RestoreInternal(const proto::IteratorStateProto& state) {
   ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "ended"));
   ended_ = ended != 0;
-  ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
-  return in ? input_->Restore(*in) : absl::OkStatus();
+  return RestoreInput(input_.get(), state);
 }
 
 }  // namespace sluice

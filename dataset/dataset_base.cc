@@ -121,8 +121,7 @@ absl::Status IteratorBase::Save(proto::IteratorStateProto* state) {
 absl::Status IteratorBase::Restore(const proto::IteratorStateProto& state) {
   if (state.node() != name_) {
     return absl::FailedPreconditionError(absl::StrCat("checkpoint holds state for ", state.node(),
-                                                      ", but the pipeline has ", name_,
-                                                      " here"));
+                                                      ", but the pipeline has ", name_, " here"));
   }
   auto it = state.ints().find("__produced");
   produced_ = it == state.ints().end() ? 0 : it->second;
@@ -142,6 +141,12 @@ absl::StatusOr<const proto::IteratorStateProto*> IteratorBase::InputState(
         absl::StrCat("checkpoint of ", state.node(), " lacks the state of input ", i));
   }
   return state.input_present(i) ? &state.inputs(i) : nullptr;
+}
+
+absl::Status IteratorBase::RestoreInput(IteratorBase* input, const proto::IteratorStateProto& state,
+                                        int i) {
+  ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, i));
+  return in ? input->Restore(*in) : absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> SavedInt(const proto::IteratorStateProto& state, const std::string& key) {

@@ -133,6 +133,9 @@ class IteratorBase {
   // Returns the saved state of input `i`, or nullptr if it was absent.
   static absl::StatusOr<const proto::IteratorStateProto*> InputState(
       const proto::IteratorStateProto& state, int i);
+  // Restores `input` from the state of input `i`; one saved as absent leaves it as it is.
+  static absl::Status RestoreInput(IteratorBase* input, const proto::IteratorStateProto& state,
+                                   int i = 0);
 
  private:
   const DatasetBase* dataset_;

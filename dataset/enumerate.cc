@@ -45,8 +45,7 @@ class EnumerateDataset : public DatasetBase {
     }
     absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
       ASSIGN_OR_RETURN(next_, SavedInt(state, "next"));
-      ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
-      return in ? input_->Restore(*in) : absl::OkStatus();
+      return RestoreInput(input_.get(), state);
     }
 
    private:

@@ -52,8 +52,7 @@ class FilterIterator : public IteratorBase {
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
     ASSIGN_OR_RETURN(next_index_, SavedInt(state, "next_index"));
-    ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
-    return in ? input_->Restore(*in) : absl::OkStatus();
+    return RestoreInput(input_.get(), state);
   }
 
  private:

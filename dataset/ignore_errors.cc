@@ -42,8 +42,7 @@ class IgnoreErrorsIterator : public IteratorBase {
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
-    return in ? input_->Restore(*in) : absl::OkStatus();
+    return RestoreInput(input_.get(), state);
   }
 
  private:

@@ -160,8 +160,7 @@ class PrefetchIterator : public IteratorBase {
       return absl::DataLossError(
           absl::StrCat("checkpoint of ", state.node(), " has an inconsistent end of input"));
     }
-    ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
-    return in ? input_->Restore(*in) : absl::OkStatus();
+    return RestoreInput(input_.get(), state);
   }
 
  private:

@@ -71,8 +71,7 @@ class ShardIterator : public IteratorBase {
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
     ASSIGN_OR_RETURN(next_position_, SavedInt(state, "next_position"));
-    ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
-    return in ? input_->Restore(*in) : absl::OkStatus();
+    return RestoreInput(input_.get(), state);
   }
 
  private:

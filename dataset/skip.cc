@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "dataset/counted_input_iterator.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
 
@@ -34,48 +35,27 @@ class SkipDataset : public DatasetBase {
   int64_t count_;
 };
 
-class SkipIterator : public IteratorBase {
+class SkipIterator : public CountedInputIterator {
  public:
   SkipIterator(const SkipDataset* d, const IteratorContext& ctx,
                std::unique_ptr<IteratorBase> input)
-      : IteratorBase(d, ctx, NodeKind::kSync), count_(d->count()), input_(std::move(input)) {}
+      : CountedInputIterator(d, ctx, std::move(input), d->count(), "skipped") {}
 
  protected:
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {
     if (ended_ || count_ < 0) return std::nullopt;
-    while (skipped_ < count_) {
+    while (counted_ < count_) {
       ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
       if (!e) {
         ended_ = true;
         return std::nullopt;
       }
-      ++skipped_;
+      ++counted_;
     }
     ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
     if (!e) ended_ = true;
     return e;
   }
-
-  absl::Status SaveInternal(proto::IteratorStateProto* state) override {
-    auto& ints = *state->mutable_ints();
-    ints["skipped"] = skipped_;
-    ints["ended"] = ended_;
-    return SaveInput(input_.get(), state);
-  }
-
-  absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    ASSIGN_OR_RETURN(skipped_, SavedInt(state, "skipped"));
-    ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "ended"));
-    ended_ = ended != 0;
-    ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
-    return in ? input_->Restore(*in) : absl::OkStatus();
-  }
-
- private:
-  const int64_t count_;
-  std::unique_ptr<IteratorBase> input_;
-  int64_t skipped_ = 0;  // input elements dropped so far, up to count_
-  bool ended_ = false;
 };
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> SkipDataset::MakeIterator(

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "dataset/counted_input_iterator.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
 
@@ -34,45 +35,24 @@ class TakeDataset : public DatasetBase {
   int64_t count_;
 };
 
-class TakeIterator : public IteratorBase {
+class TakeIterator : public CountedInputIterator {
  public:
   TakeIterator(const TakeDataset* d, const IteratorContext& ctx,
                std::unique_ptr<IteratorBase> input)
-      : IteratorBase(d, ctx, NodeKind::kSync), count_(d->count()), input_(std::move(input)) {}
+      : CountedInputIterator(d, ctx, std::move(input), d->count(), "taken") {}
 
  protected:
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {
     // Past the count the input is not read again: it may be expensive.
-    if (ended_ || (count_ >= 0 && taken_ >= count_)) return std::nullopt;
+    if (ended_ || (count_ >= 0 && counted_ >= count_)) return std::nullopt;
     ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
     if (!e) {
       ended_ = true;
       return std::nullopt;
     }
-    ++taken_;
+    ++counted_;
     return e;
   }
-
-  absl::Status SaveInternal(proto::IteratorStateProto* state) override {
-    auto& ints = *state->mutable_ints();
-    ints["taken"] = taken_;
-    ints["ended"] = ended_;
-    return SaveInput(input_.get(), state);
-  }
-
-  absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    ASSIGN_OR_RETURN(taken_, SavedInt(state, "taken"));
-    ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "ended"));
-    ended_ = ended != 0;
-    ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
-    return in ? input_->Restore(*in) : absl::OkStatus();
-  }
-
- private:
-  const int64_t count_;
-  std::unique_ptr<IteratorBase> input_;
-  int64_t taken_ = 0;
-  bool ended_ = false;
 };
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> TakeDataset::MakeIterator(

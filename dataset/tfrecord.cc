@@ -196,8 +196,8 @@ class ParallelTFRecordIterator : public IteratorBase {
     if (p.value.load() == 0) {  // Shared by a node's iterators: set by the first.
       // AUTOTUNE starts at no more readers than cores (inflating is CPU work)
       // and may go up to one per open file.
-      p.value =
-          autotune ? std::min<int64_t>(p.max, std::max(1, ctx.runtime->num_threads())) : p.max.load();
+      p.value = autotune ? std::min<int64_t>(p.max, std::max(1, ctx.runtime->num_threads()))
+                         : p.max.load();
     }
     Tunable& b = stats().buffer_size;  // records buffered per open file
     b.present = true;

@@ -89,8 +89,7 @@ class UnbatchIterator : public IteratorBase {
       ASSIGN_OR_RETURN(current_, ElementFromProto(state.buffer(0).element()));
       ASSIGN_OR_RETURN(rows_, Rows(current_, input_index_ - 1));
     }
-    ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
-    return in ? input_->Restore(*in) : absl::OkStatus();
+    return RestoreInput(input_.get(), state);
   }
 
  private:

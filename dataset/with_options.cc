@@ -33,8 +33,7 @@ class OptionsDataset : public DatasetBase {
       return SaveInput(input_.get(), state);
     }
     absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-      ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
-      return in ? input_->Restore(*in) : absl::OkStatus();
+      return RestoreInput(input_.get(), state);
     }
 
    private:
