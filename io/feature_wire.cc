@@ -109,133 +109,130 @@ absl::Status FewerValues() {
   return absl::DataLossError("malformed protobuf: fewer values than counted");
 }
 
-absl::Status DecodeInt64s(const FeatureView& view, const char* origin, int64_t n, int64_t* out) {
-  int64_t i = 0;
+// Calls `fn(field, list)` for each field 1 of the feature's lists (one value, or a packed
+// run of them), in order; other fields are skipped. Stops at the first error.
+template <typename Fn>
+absl::Status ForEachValueField(const FeatureView& view, const char* origin, Fn fn) {
   WireField field;
   for (absl::string_view list : view.lists) {
     WireReader reader(list, origin);
     while (!reader.done()) {
       RETURN_IF_ERROR(reader.Next(&field));
-      if (field.number != 1) continue;
-      if (field.type == WireType::kVarint) {
-        if (i >= n) return TooManyValues(list, origin);
-        out[i++] = static_cast<int64_t>(field.value);
-      } else if (field.type == WireType::kLen) {
-        const char* p = field.bytes.data();
-        const char* end = p + field.bytes.size();
-        while (p < end) {
-          uint64_t v;
-          const char* q = ParseVarint(p, end, &v);
-          if (q == nullptr) {
-            return DataLossAt(absl::string_view(p, 0), origin,
-                              "truncated or overlong varint in packed int64_list");
-          }
-          if (i >= n) return TooManyValues(field.bytes, origin);
-          out[i++] = static_cast<int64_t>(v);
-          p = q;
-        }
-      }
+      if (field.number == 1) RETURN_IF_ERROR(fn(field, list));
     }
   }
-  if (i != n) return FewerValues();
   return absl::OkStatus();
+}
+
+absl::Status DecodeInt64s(const FeatureView& view, const char* origin, int64_t n, int64_t* out) {
+  int64_t i = 0;
+  RETURN_IF_ERROR(ForEachValueField(
+      view, origin, [&](const WireField& field, absl::string_view list) -> absl::Status {
+        if (field.type == WireType::kVarint) {
+          if (i >= n) return TooManyValues(list, origin);
+          out[i++] = static_cast<int64_t>(field.value);
+        } else if (field.type == WireType::kLen) {
+          const char* p = field.bytes.data();
+          const char* end = p + field.bytes.size();
+          while (p < end) {
+            uint64_t v;
+            const char* q = ParseVarint(p, end, &v);
+            if (q == nullptr) {
+              return DataLossAt(absl::string_view(p, 0), origin,
+                                "truncated or overlong varint in packed int64_list");
+            }
+            if (i >= n) return TooManyValues(field.bytes, origin);
+            out[i++] = static_cast<int64_t>(v);
+            p = q;
+          }
+        }
+        return absl::OkStatus();
+      }));
+  return i == n ? absl::OkStatus() : FewerValues();
 }
 
 float FloatFromBits(uint32_t bits) { return std::bit_cast<float>(bits); }
 
 absl::Status DecodeFloats(const FeatureView& view, const char* origin, int64_t n, float* out) {
   int64_t i = 0;
-  WireField field;
-  for (absl::string_view list : view.lists) {
-    WireReader reader(list, origin);
-    while (!reader.done()) {
-      RETURN_IF_ERROR(reader.Next(&field));
-      if (field.number != 1) continue;
-      if (field.type == WireType::kFixed32) {
-        if (i >= n) return TooManyValues(list, origin);
-        out[i++] = FloatFromBits(static_cast<uint32_t>(field.value));
-      } else if (field.type == WireType::kLen) {
-        const size_t size = field.bytes.size();
-        const int64_t count = static_cast<int64_t>(size / 4);
-        if (size % 4 != 0) {
-          return DataLossAt(field.bytes, origin,
-                            absl::StrCat("packed float_list of ", size, " bytes"));
-        }
-        if (count > n - i) return TooManyValues(field.bytes, origin);
-        const auto* p = reinterpret_cast<const unsigned char*>(field.bytes.data());
-        if constexpr (std::endian::native == std::endian::little) {
-          if (size > 0) std::memcpy(out + i, p, size);
-        } else {
-          for (int64_t k = 0; k < count; ++k, p += 4) {
-            out[i + k] = FloatFromBits(uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 |
-                                       uint32_t{p[3]} << 24);
+  RETURN_IF_ERROR(ForEachValueField(
+      view, origin, [&](const WireField& field, absl::string_view list) -> absl::Status {
+        if (field.type == WireType::kFixed32) {
+          if (i >= n) return TooManyValues(list, origin);
+          out[i++] = FloatFromBits(static_cast<uint32_t>(field.value));
+        } else if (field.type == WireType::kLen) {
+          const size_t size = field.bytes.size();
+          const int64_t count = static_cast<int64_t>(size / 4);
+          if (size % 4 != 0) {
+            return DataLossAt(field.bytes, origin,
+                              absl::StrCat("packed float_list of ", size, " bytes"));
           }
+          if (count > n - i) return TooManyValues(field.bytes, origin);
+          const auto* p = reinterpret_cast<const unsigned char*>(field.bytes.data());
+          if constexpr (std::endian::native == std::endian::little) {
+            if (size > 0) std::memcpy(out + i, p, size);
+          } else {
+            for (int64_t k = 0; k < count; ++k, p += 4) {
+              out[i + k] = FloatFromBits(uint32_t{p[0]} | uint32_t{p[1]} << 8 |
+                                         uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24);
+            }
+          }
+          i += count;
         }
-        i += count;
-      }
-    }
-  }
-  if (i != n) return FewerValues();
-  return absl::OkStatus();
+        return absl::OkStatus();
+      }));
+  return i == n ? absl::OkStatus() : FewerValues();
 }
 
 absl::Status DecodeBytes(const FeatureView& view, const char* origin, int64_t n, std::string* out) {
   int64_t i = 0;
-  WireField field;
-  for (absl::string_view list : view.lists) {
-    WireReader reader(list, origin);
-    while (!reader.done()) {
-      RETURN_IF_ERROR(reader.Next(&field));
-      if (field.number != 1 || field.type != WireType::kLen) continue;
-      if (i >= n) return TooManyValues(list, origin);
-      out[i++].assign(field.bytes.data(), field.bytes.size());
-    }
-  }
-  if (i != n) return FewerValues();
-  return absl::OkStatus();
+  RETURN_IF_ERROR(ForEachValueField(
+      view, origin, [&](const WireField& field, absl::string_view list) -> absl::Status {
+        if (field.type != WireType::kLen) return absl::OkStatus();
+        if (i >= n) return TooManyValues(list, origin);
+        out[i++].assign(field.bytes.data(), field.bytes.size());
+        return absl::OkStatus();
+      }));
+  return i == n ? absl::OkStatus() : FewerValues();
 }
 
 }  // namespace
 
 absl::StatusOr<int64_t> CountValues(const FeatureView& view, const char* origin) {
   int64_t n = 0;
-  WireField field;
-  for (absl::string_view list : view.lists) {
-    WireReader reader(list, origin);
-    while (!reader.done()) {
-      RETURN_IF_ERROR(reader.Next(&field));
-      if (field.number != 1) continue;  // Unknown fields are skipped.
-      switch (view.kind) {
-        case FeatureKind::kBytesList:
-          n += field.type == WireType::kLen;
-          break;
-        case FeatureKind::kInt64List:
-          if (field.type == WireType::kVarint) {
-            ++n;
-          } else if (field.type == WireType::kLen) {
-            if (!field.bytes.empty() && static_cast<uint8_t>(field.bytes.back()) >= 0x80) {
-              return DataLossAt(field.bytes, origin, "packed int64_list ends inside a varint");
+  RETURN_IF_ERROR(ForEachValueField(
+      view, origin, [&](const WireField& field, absl::string_view) -> absl::Status {
+        switch (view.kind) {
+          case FeatureKind::kBytesList:
+            n += field.type == WireType::kLen;
+            break;
+          case FeatureKind::kInt64List:
+            if (field.type == WireType::kVarint) {
+              ++n;
+            } else if (field.type == WireType::kLen) {
+              if (!field.bytes.empty() && static_cast<uint8_t>(field.bytes.back()) >= 0x80) {
+                return DataLossAt(field.bytes, origin, "packed int64_list ends inside a varint");
+              }
+              n += CountPackedVarints(field.bytes);
             }
-            n += CountPackedVarints(field.bytes);
-          }
-          break;
-        case FeatureKind::kFloatList:
-          if (field.type == WireType::kFixed32) {
-            ++n;
-          } else if (field.type == WireType::kLen) {
-            if (field.bytes.size() % 4 != 0) {
-              return DataLossAt(field.bytes, origin,
-                                absl::StrCat("packed float_list of ", field.bytes.size(),
-                                             " bytes, not a multiple of 4"));
+            break;
+          case FeatureKind::kFloatList:
+            if (field.type == WireType::kFixed32) {
+              ++n;
+            } else if (field.type == WireType::kLen) {
+              if (field.bytes.size() % 4 != 0) {
+                return DataLossAt(field.bytes, origin,
+                                  absl::StrCat("packed float_list of ", field.bytes.size(),
+                                               " bytes, not a multiple of 4"));
+              }
+              n += static_cast<int64_t>(field.bytes.size() / 4);
             }
-            n += static_cast<int64_t>(field.bytes.size() / 4);
-          }
-          break;
-        case FeatureKind::kNone:
-          break;
-      }
-    }
-  }
+            break;
+          case FeatureKind::kNone:
+            break;
+        }
+        return absl::OkStatus();
+      }));
   return n;
 }
 
