@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""PyTorch side of bench/compare_pytorch_train.sh: the two models of
-bench/train_step_bench.cc (mlp 784-256-128-100-10 and TensorFlow's layers
-tutorial CNN), one training step (forward, backward, optimizer update) at a
+"""PyTorch side of bench/compare_pytorch_train.sh: the models of
+bench/train_step_bench.cc (mlp 784-256-128-100-10, TensorFlow's layers
+tutorial CNN and resnet-small), one training step (forward, backward, optimizer update) at a
 time on fixed synthetic data, and prints images/s as JSON.
 
 Each measurement times `--steps` steps after `--warmup` steps; `--repeats`
@@ -34,6 +34,39 @@ def cnn():
         nn.Linear(1024, 10))
 
 
+class BasicBlock(nn.Module):
+    """ResNet v1 basic block as train/residual_block.cc builds it: conv-BN-ReLU-conv-BN plus
+    the input (through a 1x1 conv + BN when the shape changes), then ReLU."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(cin, cout, 3, stride, 1, bias=False), keras_bn(cout), nn.ReLU(),
+            nn.Conv2d(cout, cout, 3, 1, 1, bias=False), keras_bn(cout))
+        self.shortcut = nn.Identity()
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                          keras_bn(cout))
+
+    def forward(self, x):
+        return torch.relu(self.body(x) + self.shortcut(x))
+
+
+def keras_bn(channels):
+    # Keras' defaults, as sluice's BatchNorm: moving averages with momentum 0.99, epsilon 1e-3.
+    return nn.BatchNorm2d(channels, eps=1e-3, momentum=0.01)
+
+
+def resnet_small():
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1, bias=False), keras_bn(32), nn.ReLU(),
+        BasicBlock(32, 32, 1), BasicBlock(32, 64, 2), BasicBlock(64, 128, 2),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 10))
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "resnet-small": resnet_small}
+
+
 def optimizer_for(name, params):
     # The same settings as sluice's Sgd and Adam defaults in the C++ bench.
     if name == "sgd":
@@ -43,7 +76,7 @@ def optimizer_for(name, params):
 
 def measure(model_name, optimizer_name, batch, steps, warmup, repeats):
     torch.manual_seed(7)
-    model = mlp() if model_name == "mlp" else cnn()
+    model = MODELS[model_name]()
     model.train()
     opt = optimizer_for(optimizer_name, model.parameters())
     x = torch.rand(batch, 1, 28, 28)
@@ -69,7 +102,7 @@ def measure(model_name, optimizer_name, batch, steps, warmup, repeats):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--models", default="mlp,cnn")
+    p.add_argument("--models", default="mlp,cnn,resnet-small")
     p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch", type=int, default=64)

@@ -1,6 +1,7 @@
 // One training step (forward, tape gradient, optimizer update) at batch 64 on
 // 28x28x1 inputs, for the two models of issue 6's throughput goal, built from
-// train/ ops and variables directly. Reports images/s; compare with
+// train/ ops and variables directly, and for resnet-small as `sluice train`
+// builds it (train/models.h). Reports images/s; compare with
 // bench/compare_pytorch_train.sh. Threads: SLUICE_THREADS (default 2, the
 // goal's setting). On a machine shared with other work, run with
 // OMP_WAIT_POLICY=passive (as the comparison script does): libgomp's spinning
@@ -24,6 +25,7 @@
 #include "train/dropout.h"
 #include "train/initializers.h"
 #include "train/matmul.h"
+#include "train/models.h"
 #include "train/pool.h"
 #include "train/reduce.h"
 #include "train/reshape.h"
@@ -100,6 +102,14 @@ struct Cnn {
   }
 };
 
+// resnet-small of train/models.h (batch norm, three residual blocks), in training mode.
+struct ResNetSmall {
+  std::unique_ptr<Module> module = *MakeModel("resnet-small", ModelShape{}, 1);
+  Shape input_shape() const { return Shape{kBatch, 28, 28, 1}; }
+  std::vector<Variable*> variables() { return module->TrainableVariables(); }
+  absl::StatusOr<Tensor> Forward(const Tensor& x) { return module->Forward(x, /*training=*/true); }
+};
+
 template <typename Model>
 absl::Status Step(Model& model, Optimizer& optimizer, const Tensor& x, const Tensor& labels) {
   const std::vector<Variable*> vars = model.variables();
@@ -159,6 +169,14 @@ BENCHMARK_TEMPLATE(BM_TrainStep, Cnn, Sgd)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_TEMPLATE(BM_TrainStep, Cnn, Adam)
     ->Name("train_step/cnn/adam")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_TrainStep, ResNetSmall, Sgd)
+    ->Name("train_step/resnet-small/sgd")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_TrainStep, ResNetSmall, Adam)
+    ->Name("train_step/resnet-small/adam")
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

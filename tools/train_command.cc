@@ -51,6 +51,7 @@ struct TrainConfig {
   std::string optimizer = "adam";
   std::optional<double> lr;
   double momentum = 0;
+  std::optional<double> weight_decay;  // the optimizer's default when absent
   std::string schedule = "constant";
   int64_t warmup_steps = 0;
   double clip_norm = 0;
@@ -91,13 +92,18 @@ absl::StatusOr<std::unique_ptr<train::Optimizer>> MakeOptimizer(const TrainConfi
   if (config.optimizer == "sgd") {
     lr = static_cast<float>(config.lr.value_or(0.01));
     optimizer = std::make_unique<train::Sgd>(
-        train::SgdOptions{.learning_rate = lr, .momentum = static_cast<float>(config.momentum)});
+        train::SgdOptions{.learning_rate = lr,
+                          .momentum = static_cast<float>(config.momentum),
+                          .weight_decay = static_cast<float>(config.weight_decay.value_or(0))});
   } else if (config.optimizer == "adam") {
     lr = static_cast<float>(config.lr.value_or(0.001));
-    optimizer = std::make_unique<train::Adam>(train::AdamOptions{.learning_rate = lr});
+    optimizer = std::make_unique<train::Adam>(train::AdamOptions{
+        .learning_rate = lr, .weight_decay = static_cast<float>(config.weight_decay.value_or(0))});
   } else if (config.optimizer == "adamw") {
     lr = static_cast<float>(config.lr.value_or(0.001));
-    optimizer = std::make_unique<train::AdamW>(train::AdamWOptions{.learning_rate = lr});
+    train::AdamWOptions options{.learning_rate = lr};
+    if (config.weight_decay) options.weight_decay = static_cast<float>(*config.weight_decay);
+    optimizer = std::make_unique<train::AdamW>(options);
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("--optimizer takes sgd, adam or adamw, not '", config.optimizer, "'"));
@@ -286,6 +292,8 @@ int RunTrain(int argc, char** argv) {
   command_line.AddOption("lr", "X", "optimizer's default",
                          "learning rate (sgd 0.01, adam and adamw 0.001 by default)");
   command_line.AddOption("momentum", "M", "0", "SGD momentum");
+  command_line.AddOption("weight-decay", "X", "adamw 0.004, others 0",
+                         "decoupled weight decay: w -= lr * X * w each step (Keras' weight_decay)");
   command_line.AddOption("schedule", "NAME", "constant",
                          "learning-rate schedule: constant, cosine (to 0 at the end) or step "
                          "(/10 at 50% and 75% of the steps)");
@@ -344,14 +352,17 @@ int RunTrain(int argc, char** argv) {
     if (!lr.ok()) return command_line.ReportUsageError(lr.status().message());
     config.lr = *lr;
   }
+  double weight_decay = 0;
   for (auto [name, out] : {std::pair<const char*, double*>{"momentum", &config.momentum},
-                           {"clip-norm", &config.clip_norm}}) {
+                           {"clip-norm", &config.clip_norm},
+                           {"weight-decay", &weight_decay}}) {
     if (!command_line.WasGiven(name)) continue;
     absl::StatusOr<double> value =
         command_line.DoubleValue(name, 0, CommandLine::Bound::kInclusive);
     if (!value.ok()) return command_line.ReportUsageError(value.status().message());
     *out = *value;
   }
+  if (command_line.WasGiven("weight-decay")) config.weight_decay = weight_decay;
   if (command_line.WasGiven("momentum") && config.optimizer != "sgd") {
     return command_line.ReportUsageError("--momentum applies to --optimizer sgd only");
   }

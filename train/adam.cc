@@ -15,7 +15,7 @@ void Adam::Update(Variable& var, const Tensor& grad, int64_t step, float lr) {
   float* v = Slot(var, 1).data<float>();
   const float* g = grad.data<float>();
   const int64_t n = grad.num_elements();
-  if (options_.weight_decay != 0) {
+  if (options_.weight_decay != 0 && DecaysWeightsOf(var)) {
     for (int64_t i = 0; i < n; ++i) w[i] -= lr * options_.weight_decay * w[i];
   }
   for (int64_t i = 0; i < n; ++i) {

@@ -16,8 +16,8 @@ struct AdamWOptions {
 
 // Keras AdamW (Loshchilov & Hutter's decoupled weight decay): each step first
 // w -= learning_rate * weight_decay * w, then the Adam step on the gradient,
-// which never sees the decay. It decays every variable it is given, biases
-// too, as Keras does unless told to exclude some (no exclusion list here yet).
+// which never sees the decay. Like Keras it decays every variable it is given,
+// biases too, unless ExcludeFromWeightDecay names them.
 class AdamW : public Adam {
  public:
   explicit AdamW(AdamWOptions options = {});

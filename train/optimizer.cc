@@ -1,7 +1,9 @@
 #include "train/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "train/lr_schedule.h"
@@ -12,6 +14,11 @@ Optimizer::Optimizer(float learning_rate, std::vector<std::string> slot_names)
     : initial_learning_rate_(learning_rate),
       base_learning_rate_(learning_rate),
       slot_names_(std::move(slot_names)) {}
+
+bool Optimizer::DecaysWeightsOf(const Variable& var) const {
+  return std::none_of(weight_decay_exclusions_.begin(), weight_decay_exclusions_.end(),
+                      [&](const std::string& part) { return absl::StrContains(var.name(), part); });
+}
 
 float Optimizer::learning_rate() const {
   if (!schedule_) return base_learning_rate_;

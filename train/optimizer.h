@@ -51,6 +51,12 @@ class Optimizer {
   }
   // Clip gradients by their global norm before each update (tf.clip_by_global_norm); 0: off.
   void set_clip_global_norm(float max_norm) { clip_global_norm_ = max_norm; }
+  // Keras' exclude_from_weight_decay(var_names=...): a variable whose name contains any of
+  // `name_parts` (e.g. {"bias", "batch_norm"}) is not decayed. Replaces an earlier list.
+  // Only optimizers with a weight_decay option (Sgd, Adam, AdamW) decay at all.
+  void ExcludeFromWeightDecay(std::vector<std::string> name_parts) {
+    weight_decay_exclusions_ = std::move(name_parts);
+  }
 
   OptimizerState SaveState(const std::vector<Variable*>& vars) const;
   // Replaces iterations, base rate and slots; every slot must name a slot of
@@ -66,6 +72,8 @@ class Optimizer {
 
   // Slot `index` (of slot_names) of `var`, zeros on first use.
   Tensor& Slot(const Variable& var, int index);
+  // Whether weight decay applies to `var` (ExcludeFromWeightDecay).
+  bool DecaysWeightsOf(const Variable& var) const;
 
  private:
   float initial_learning_rate_;
@@ -74,6 +82,7 @@ class Optimizer {
   float clip_global_norm_ = 0;
   int64_t iterations_ = 0;
   std::vector<std::string> slot_names_;
+  std::vector<std::string> weight_decay_exclusions_;
   std::map<const Variable*, std::vector<Tensor>> slots_;
 };
 

@@ -13,7 +13,7 @@ void Sgd::Update(Variable& var, const Tensor& grad, int64_t, float lr) {
   const float* g = grad.data<float>();
   const int64_t n = grad.num_elements();
   const float mu = options_.momentum;
-  if (options_.weight_decay != 0) {
+  if (options_.weight_decay != 0 && DecaysWeightsOf(var)) {
     for (int64_t i = 0; i < n; ++i) w[i] -= lr * options_.weight_decay * w[i];
   }
   if (mu == 0) {

@@ -34,5 +34,23 @@ TEST(AdamWTest, DecayIsDecoupledFromTheGradient) {
   EXPECT_FLOAT_EQ(w.value().data<float>()[1], -4 * 0.95f);
 }
 
+TEST(AdamWTest, ExcludedVariablesAreNotDecayed) {
+  // Zero gradients: a decayed variable shrinks by (1 - 0.1 * 0.5), an excluded one keeps
+  // its value. Names match by substring, as Keras' var_names.
+  AdamW adamw({.learning_rate = 0.1f, .weight_decay = 0.5f});
+  adamw.ExcludeFromWeightDecay({"bias", "batch_norm"});
+  Variable kernel(T({2}, {1}), "dense/kernel");
+  Variable bias(T({2}, {1}), "dense/bias");
+  Variable gamma(T({2}, {1}), "block/batch_norm/gamma");
+  ASSERT_TRUE(adamw.Apply({T({0}, {1}), T({0}, {1}), T({0}, {1})}, {&kernel, &bias, &gamma}).ok());
+  EXPECT_FLOAT_EQ(kernel.value().data<float>()[0], 2 * 0.95f);
+  EXPECT_FLOAT_EQ(bias.value().data<float>()[0], 2);
+  EXPECT_FLOAT_EQ(gamma.value().data<float>()[0], 2);
+  // A new list replaces the old one.
+  adamw.ExcludeFromWeightDecay({});
+  ASSERT_TRUE(adamw.Apply({T({0}, {1})}, {&bias}).ok());
+  EXPECT_FLOAT_EQ(bias.value().data<float>()[0], 2 * 0.95f);
+}
+
 }  // namespace
 }  // namespace sluice::train

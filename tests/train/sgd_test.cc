@@ -51,6 +51,17 @@ TEST(SgdTest, WeightDecayIsDecoupled) {
   EXPECT_THAT(Values(w.value()), Pointwise(FloatNear(1e-6), {0.9f, 2.0f}));
 }
 
+TEST(SgdTest, ExcludedVariablesGetOnlyTheGradientStep) {
+  // The same step as above for "dense/kernel"; "dense/bias" skips the decay: [1 - 0.05, 2 + 0.1].
+  Sgd sgd({.learning_rate = 0.1f, .weight_decay = 0.5f});
+  sgd.ExcludeFromWeightDecay({"bias"});
+  Variable kernel(T({1, 2}, {2}), "dense/kernel");
+  Variable bias(T({1, 2}, {2}), "dense/bias");
+  ASSERT_TRUE(sgd.Apply({T({0.5f, -1}, {2}), T({0.5f, -1}, {2})}, {&kernel, &bias}).ok());
+  EXPECT_THAT(Values(kernel.value()), Pointwise(FloatNear(1e-6), {0.9f, 2.0f}));
+  EXPECT_THAT(Values(bias.value()), Pointwise(FloatNear(1e-6), {0.95f, 2.1f}));
+}
+
 TEST(SgdTest, VelocityIsItsSlot) {
   Sgd sgd({.learning_rate = 0.1f, .momentum = 0.9f});
   Variable w(T({1, 2}, {2}));
