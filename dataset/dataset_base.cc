@@ -81,6 +81,8 @@ IteratorBase::IteratorBase(const DatasetBase* dataset, const IteratorContext& ct
       kind_(kind),
       stats_(ctx.stats ? ctx.stats->GetOrCreate(name_, kind) : std::make_shared<NodeStats>()) {}
 
+void IteratorBase::ExcludeFromOwnTime(int64_t ns) { tls_nested_ns += ns; }
+
 absl::StatusOr<std::optional<Element>> IteratorBase::GetNext() {
   const int64_t outer_nested = tls_nested_ns;
   tls_nested_ns = 0;

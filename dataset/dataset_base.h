@@ -127,6 +127,11 @@ class IteratorBase {
   // the caller's time as waiting, not busy.
   bool async() const { return kind_ == NodeKind::kAsync || kind_ == NodeKind::kInterleave; }
 
+  // Takes `ns` of this thread's time in the current GetNextInternal out of the node's own
+  // time: work counted elsewhere, such as a parallel Map's call that its consumer ran
+  // itself (busy time, not waiting).
+  static void ExcludeFromOwnTime(int64_t ns);
+
   // Saves or restores an input iterator into state->inputs (absent inputs,
   // e.g. an exhausted Repeat input, are recorded as such).
   static absl::Status SaveInput(IteratorBase* input, proto::IteratorStateProto* state);

@@ -155,7 +155,8 @@ class ParallelMapIterator : public IteratorBase {
       // Interleave's worker) must stay quick to cancel.
       if (!s.queue.empty() && s.running < s.Parallelism() && s.mean_call_ns >= 0 &&
           s.mean_call_ns <= kMaxInlineCallNs) {
-        s.RunQueued(l);
+        // The call counts as busy time; it is not time spent waiting on the workers.
+        ExcludeFromOwnTime(s.RunQueued(l));
         continue;
       }
       StartWorkerIfIdle();
@@ -253,8 +254,8 @@ class ParallelMapIterator : public IteratorBase {
       if (slot.done) stats->buffered_bytes.fetch_sub(slot.bytes, std::memory_order_relaxed);
     }
 
-    // Runs the oldest queued call, with `l` (on mu) released meanwhile.
-    void RunQueued(std::unique_lock<std::mutex>& l) {
+    // Runs the oldest queued call, with `l` (on mu) released meanwhile; returns its duration.
+    int64_t RunQueued(std::unique_lock<std::mutex>& l) {
       std::shared_ptr<Slot> slot = std::move(queue.front());
       queue.pop_front();
       ++running;
@@ -277,6 +278,7 @@ class ParallelMapIterator : public IteratorBase {
       slot->done = true;
       // After a cancellation the destructor has already uncounted the buffer.
       if (!cancelled) Count(*slot);
+      return ns;
     }
 
     // A worker task: runs queued calls until the queue is empty, never more

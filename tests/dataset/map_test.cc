@@ -160,6 +160,37 @@ TEST(MapTest, StatsCountElementsAndBusyTime) {
   EXPECT_EQ(stats[1].parallelism, 2);
 }
 
+// A call the consumer runs itself (rather than sleep until a worker is free) is busy time, not
+// time waiting on the workers: AUTOTUNE would otherwise see both, and raise the parallelism of a
+// Map whose consumer was busy, not waiting.
+TEST(MapTest, CallsTheConsumerRunsAreNotCountedAsWaiting) {
+  const std::thread::id consumer = std::this_thread::get_id();
+  std::atomic<int64_t> inline_ns{0};
+  auto ds = Dataset::Range(300).Map(
+      [&](Element e) -> absl::StatusOr<Element> {
+        const auto start = std::chrono::steady_clock::now();
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        if (std::this_thread::get_id() == consumer) {
+          inline_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+        }
+        return e;
+      },
+      {.num_parallel_calls = 2});
+  auto it = ds.MakeIterator();
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(Drain(*it).ok());
+  const int64_t wall_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count();
+  const NodeStatsSnapshot map = it->Stats()[1];
+  // The consumer's time in the Map is at most the wall time; the calls it ran itself are not in
+  // its waiting time. (Counted twice, wait_ns would reach the wall time again.)
+  EXPECT_LE(map.wait_ns, wall_ns - inline_ns.load() / 2)
+      << "inline " << inline_ns.load() << " ns of " << wall_ns << " ns";
+}
+
 // Finished results waiting for the consumer count in the node's buffered bytes (for AUTOTUNE's
 // RAM budget), and leave it when returned.
 TEST(MapTest, BufferedResultsCountTheirBytes) {
