@@ -97,6 +97,11 @@ absl::StatusOr<std::vector<std::optional<Tensor>>> Tape::Gradient(
         if (in >= 0 && needed[in]) needed[i] = 1;
       }
     }
+    std::vector<char> is_source(entries_.size(), 0);
+    for (const Tensor& src : sources) {
+      const int id = Find(src);
+      if (id >= 0) is_source[id] = 1;
+    }
     std::vector<std::optional<Tensor>> grads(entries_.size());
     grads[target_id] = output_gradient ? output_gradient->Clone() : Ones(target.shape());
     PauseRecording pause;
@@ -107,6 +112,9 @@ absl::StatusOr<std::vector<std::optional<Tensor>>> Tape::Gradient(
       for (int in : e.inputs) any_needed = any_needed || (in >= 0 && needed[in]);
       if (!any_needed) continue;
       ASSIGN_OR_RETURN(std::vector<std::optional<Tensor>> in_grads, e.backward(*grads[i]));
+      // Entry i's gradient is spent unless a source wants it: dropping it now frees the memory
+      // and leaves a gradient passed straight through (Add, Reshape) owned by in_grads alone.
+      if (!is_source[i]) grads[i].reset();
       if (in_grads.size() != e.inputs.size()) {
         return absl::InternalError(absl::StrCat("Tape::Gradient: a backward function returned ",
                                                 in_grads.size(), " gradients for ", e.inputs.size(),
@@ -122,16 +130,28 @@ absl::StatusOr<std::vector<std::optional<Tensor>>> Tape::Gradient(
         }
         if (grads[in]) {
           AccumulateInto(*grads[in], *in_grads[k]);
+        } else if (in_grads[k]->buffer().use_count() == 1) {
+          // A fresh tensor nobody else holds becomes the accumulator as it is.
+          grads[in] = std::move(in_grads[k]);
         } else {
-          // Own the accumulator: a backward may pass its incoming gradient through.
+          // Shared (passed through to several inputs, or kept by the op): accumulating into it
+          // would change the other holders, so the accumulator is a copy.
           grads[in] = in_grads[k]->Clone();
         }
       }
     }
-    // A source listed twice gets its own copy of the gradient each time.
+    // The gradient moves to the first listing of its source; a source listed again gets a copy.
+    std::vector<int> first_listing(entries_.size(), -1);
     for (size_t s = 0; s < sources.size(); ++s) {
       const int id = Find(sources[s]);
-      if (id >= 0 && grads[id]) result[s] = grads[id]->Clone();
+      if (id < 0) continue;
+      if (first_listing[id] >= 0) {
+        const std::optional<Tensor>& first = result[first_listing[id]];
+        if (first) result[s] = first->Clone();
+      } else if (grads[id]) {
+        first_listing[id] = static_cast<int>(s);
+        result[s] = std::move(grads[id]);
+      }
     }
   }
   if (!options_.persistent) {
