@@ -643,10 +643,10 @@ absl::Status CudaBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity
 }
 
 absl::Status CudaBackend::AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
-                                     float beta_1, float beta_2, float epsilon) {
+                                     float beta_1, float beta_2, float epsilon, float decay) {
   RETURN_IF_ERROR(Enter("AdamUpdate", {&w, &g, &m, &v}));
   CUDA_RETURN_IF_ERROR(kernels::AdamUpdate(F(w), F(g), F(m), F(v), w.num_elements(), alpha, beta_1,
-                                           beta_2, epsilon, stream()));
+                                           beta_2, epsilon, decay, stream()));
   return absl::OkStatus();
 }
 

@@ -123,7 +123,7 @@ class CudaBackend final : public train::Backend {
   absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr, float momentum,
                          bool nesterov, float weight_decay) override;
   absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
-                          float beta_1, float beta_2, float epsilon) override;
+                          float beta_1, float beta_2, float epsilon, float decay) override;
 
   // Convolution plans made so far (one per direction and geometry), each with
   // the cuDNN algorithm chosen for it.

@@ -92,8 +92,9 @@ cudaError_t SparseSoftmaxCrossEntropyBackward(const float* probs, const int64_t*
 // velocity may be null (plain SGD).
 cudaError_t SgdUpdate(float* w, const float* g, float* velocity, int64_t n, float lr,
                       float momentum, bool nesterov, float weight_decay, cudaStream_t stream);
+// decay: decoupled weight decay applied first, w -= decay * w.
 cudaError_t AdamUpdate(float* w, const float* g, float* m, float* v, int64_t n, float alpha,
-                       float beta_1, float beta_2, float epsilon, cudaStream_t stream);
+                       float beta_1, float beta_2, float epsilon, float decay, cudaStream_t stream);
 
 // --- pool_kernels.cu ---------------------------------------------------------------
 struct PoolParams {

@@ -27,7 +27,7 @@ __global__ void SgdKernel(float* w, const float* g, float* v, int64_t n, float l
 }
 
 __global__ void AdamKernel(float* w, const float* g, float* m, float* v, int64_t n, float alpha,
-                           float b1, float b2, float eps) {
+                           float b1, float b2, float eps, float decay) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const float gi = g[i];
@@ -35,7 +35,8 @@ __global__ void AdamKernel(float* w, const float* g, float* m, float* v, int64_t
     const float vi = v[i] + (gi * gi - v[i]) * (1.0f - b2);
     m[i] = mi;
     v[i] = vi;
-    w[i] -= alpha * mi / (sqrtf(vi) + eps);
+    const float wi = w[i] - decay * w[i];
+    w[i] = wi - alpha * mi / (sqrtf(vi) + eps);
   }
 }
 
@@ -50,9 +51,11 @@ cudaError_t SgdUpdate(float* w, const float* g, float* velocity, int64_t n, floa
 }
 
 cudaError_t AdamUpdate(float* w, const float* g, float* m, float* v, int64_t n, float alpha,
-                       float beta_1, float beta_2, float epsilon, cudaStream_t stream) {
+                       float beta_1, float beta_2, float epsilon, float decay,
+                       cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  AdamKernel<<<GridFor(n), kThreads, 0, stream>>>(w, g, m, v, n, alpha, beta_1, beta_2, epsilon);
+  AdamKernel<<<GridFor(n), kThreads, 0, stream>>>(w, g, m, v, n, alpha, beta_1, beta_2, epsilon,
+                                                  decay);
   return cudaGetLastError();
 }
 

@@ -25,7 +25,8 @@ class Adam : public Optimizer {
   explicit Adam(AdamOptions options = {});
 
  protected:
-  void Update(Variable& var, const Tensor& grad, int64_t step, float learning_rate) override;
+  absl::Status Update(Variable& var, const Tensor& grad, int64_t step,
+                      float learning_rate) override;
 
  private:
   AdamOptions options_;

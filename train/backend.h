@@ -167,8 +167,9 @@ class Backend {
                                  float momentum, bool nesterov, float weight_decay) = 0;
   // Keras Adam: m += (g - m)(1 - beta_1), v += (g^2 - v)(1 - beta_2),
   // w -= alpha m / (sqrt(v) + epsilon), alpha holding the bias corrections.
+  // Decoupled weight decay first (AdamW): w -= decay * w, decay = lr * weight_decay.
   virtual absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
-                                  float beta_1, float beta_2, float epsilon) = 0;
+                                  float beta_1, float beta_2, float epsilon, float decay) = 0;
 };
 
 // The backend for `device`: the CPU one always; another when one is

@@ -74,7 +74,7 @@ class CpuBackend final : public Backend {
   absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr, float momentum,
                          bool nesterov, float weight_decay) override;
   absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
-                          float beta_1, float beta_2, float epsilon) override;
+                          float beta_1, float beta_2, float epsilon, float decay) override;
 
  private:
   CpuBackend() = default;

@@ -677,7 +677,10 @@ SLUICE_KERNEL_CLONES void SgdRun(float* w, const float* g, float* v, int64_t n, 
 }
 
 SLUICE_KERNEL_CLONES void AdamRun(float* w, const float* g, float* m, float* v, int64_t n,
-                                  float alpha, float b1, float b2, float eps) {
+                                  float alpha, float b1, float b2, float eps, float decay) {
+  if (decay != 0) {
+    for (int64_t i = 0; i < n; ++i) w[i] -= decay * w[i];
+  }
   for (int64_t i = 0; i < n; ++i) {
     m[i] += (g[i] - m[i]) * (1 - b1);
     v[i] += (g[i] * g[i] - v[i]) * (1 - b2);
@@ -701,13 +704,13 @@ absl::Status CpuBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity,
 }
 
 absl::Status CpuBackend::AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
-                                    float beta_1, float beta_2, float epsilon) {
+                                    float beta_1, float beta_2, float epsilon, float decay) {
   float* pw = w.data<float>();
   const float* pg = g.data<float>();
   float* pm = m.data<float>();
   float* pv = v.data<float>();
   Elementwise(w.num_elements(), [&](int64_t b, int64_t e) {
-    AdamRun(pw + b, pg + b, pm + b, pv + b, e - b, alpha, beta_1, beta_2, epsilon);
+    AdamRun(pw + b, pg + b, pm + b, pv + b, e - b, alpha, beta_1, beta_2, epsilon, decay);
   });
   return absl::OkStatus();
 }

@@ -6,6 +6,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "train/backend.h"
 #include "train/lr_schedule.h"
 
 namespace sluice::train {
@@ -62,28 +64,32 @@ absl::Status Optimizer::Apply(const std::vector<std::optional<Tensor>>& grads,
   for (size_t i = 0; i < vars.size(); ++i) {
     if (!grads[i]) continue;
     if (scale == 1) {
-      Update(*vars[i], *grads[i], iterations_, lr);
+      RETURN_IF_ERROR(Update(*vars[i], *grads[i], iterations_, lr));
       continue;
     }
     Tensor clipped(DType::kFloat32, grads[i]->shape());
     const float* g = grads[i]->data<float>();
     float* c = clipped.data<float>();
     for (int64_t k = 0; k < clipped.num_elements(); ++k) c[k] = g[k] * scale;
-    Update(*vars[i], clipped, iterations_, lr);
+    RETURN_IF_ERROR(Update(*vars[i], clipped, iterations_, lr));
   }
   return absl::OkStatus();
 }
 
-Tensor& Optimizer::Slot(const Variable& var, int index) {
+absl::StatusOr<Tensor*> Optimizer::Slot(const Variable& var, int index) {
   auto it = slots_.find(&var);
   if (it == slots_.end()) {
+    const Tensor& value = var.value();
+    ASSIGN_OR_RETURN(Backend * backend, BackendFor(value.device()));
     std::vector<Tensor> zeros;
     for (size_t i = 0; i < slot_names_.size(); ++i) {
-      zeros.push_back(Tensor::Zeros(DType::kFloat32, var.shape()));
+      ASSIGN_OR_RETURN(Tensor slot, backend->Allocate(DType::kFloat32, value.shape()));
+      RETURN_IF_ERROR(backend->Fill(slot, 0));
+      zeros.push_back(std::move(slot));
     }
     it = slots_.emplace(&var, std::move(zeros)).first;
   }
-  return it->second[index];
+  return &it->second[index];
 }
 
 OptimizerState Optimizer::SaveState(const std::vector<Variable*>& vars) const {

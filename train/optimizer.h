@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/tensor.h"
 #include "train/variable.h"
 
@@ -67,11 +68,13 @@ class Optimizer {
   // `slot_names`: the per-variable state this optimizer keeps, in order.
   Optimizer(float learning_rate, std::vector<std::string> slot_names);
 
-  // One variable's update with `learning_rate`; `step` counts from 1.
-  virtual void Update(Variable& var, const Tensor& grad, int64_t step, float learning_rate) = 0;
+  // One variable's update with `learning_rate`, through the backend of the variable's
+  // device; `step` counts from 1.
+  virtual absl::Status Update(Variable& var, const Tensor& grad, int64_t step,
+                              float learning_rate) = 0;
 
-  // Slot `index` (of slot_names) of `var`, zeros on first use.
-  Tensor& Slot(const Variable& var, int index);
+  // Slot `index` (of slot_names) of `var`, zeros on the variable's device on first use.
+  absl::StatusOr<Tensor*> Slot(const Variable& var, int index);
   // Whether weight decay applies to `var` (ExcludeFromWeightDecay).
   bool DecaysWeightsOf(const Variable& var) const;
 

@@ -1,5 +1,8 @@
 #include "train/sgd.h"
 
+#include "core/status_macros.h"
+#include "train/backend.h"
+
 namespace sluice::train {
 
 Sgd::Sgd(SgdOptions options)
@@ -8,23 +11,15 @@ Sgd::Sgd(SgdOptions options)
                                            : std::vector<std::string>{"velocity"}),
       options_(options) {}
 
-void Sgd::Update(Variable& var, const Tensor& grad, int64_t, float lr) {
-  float* w = var.mutable_value().data<float>();
-  const float* g = grad.data<float>();
-  const int64_t n = grad.num_elements();
-  const float mu = options_.momentum;
-  if (options_.weight_decay != 0 && DecaysWeightsOf(var)) {
-    for (int64_t i = 0; i < n; ++i) w[i] -= lr * options_.weight_decay * w[i];
+absl::Status Sgd::Update(Variable& var, const Tensor& grad, int64_t, float lr) {
+  Tensor& w = var.mutable_value();
+  ASSIGN_OR_RETURN(Backend * backend, BackendFor("Sgd", {&w, &grad}));
+  Tensor* velocity = nullptr;
+  if (options_.momentum != 0) {
+    ASSIGN_OR_RETURN(velocity, Slot(var, 0));
   }
-  if (mu == 0) {
-    for (int64_t i = 0; i < n; ++i) w[i] -= lr * g[i];
-    return;
-  }
-  float* v = Slot(var, 0).data<float>();
-  for (int64_t i = 0; i < n; ++i) {
-    v[i] = mu * v[i] - lr * g[i];
-    w[i] += options_.nesterov ? mu * v[i] - lr * g[i] : v[i];
-  }
+  const float decay = DecaysWeightsOf(var) ? options_.weight_decay : 0.0f;
+  return backend->SgdUpdate(w, grad, velocity, lr, options_.momentum, options_.nesterov, decay);
 }
 
 }  // namespace sluice::train

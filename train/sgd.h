@@ -22,7 +22,8 @@ class Sgd : public Optimizer {
   explicit Sgd(SgdOptions options = {});
 
  protected:
-  void Update(Variable& var, const Tensor& grad, int64_t step, float learning_rate) override;
+  absl::Status Update(Variable& var, const Tensor& grad, int64_t step,
+                      float learning_rate) override;
 
  private:
   SgdOptions options_;

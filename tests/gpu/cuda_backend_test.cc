@@ -484,8 +484,10 @@ TEST_F(CudaBackendTest, OptimizerUpdatesMatchCpuOverSteps) {
   for (int step = 1; step <= 3; ++step) {
     Tensor g = Random(shape, 190 + step);
     const float alpha = 1e-3f * std::sqrt(1 - std::pow(0.999f, step)) / (1 - std::pow(0.9f, step));
-    ASSERT_TRUE(cpu_.AdamUpdate(w, g, m, v, alpha, 0.9f, 0.999f, 1e-7f).ok());
-    ASSERT_TRUE(gpu_->AdamUpdate(wd, Dev(g), md, vd, alpha, 0.9f, 0.999f, 1e-7f).ok());
+    // Step 2 decays the weights too (AdamW).
+    const float decay = step == 2 ? 4e-6f : 0.0f;
+    ASSERT_TRUE(cpu_.AdamUpdate(w, g, m, v, alpha, 0.9f, 0.999f, 1e-7f, decay).ok());
+    ASSERT_TRUE(gpu_->AdamUpdate(wd, Dev(g), md, vd, alpha, 0.9f, 0.999f, 1e-7f, decay).ok());
   }
   EXPECT_TRUE(AllClose(Host(wd), w, 1e-6f, 1e-5f));
   EXPECT_TRUE(AllClose(Host(md), m, 1e-6f, 1e-5f));

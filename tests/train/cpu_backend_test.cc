@@ -222,11 +222,16 @@ TEST_F(CpuBackendTest, SgdUpdateMatchesHandComputedSteps) {
 
 TEST_F(CpuBackendTest, AdamUpdateMatchesHandComputedStep) {
   Tensor w = T({1}, {1}), g = T({2}, {1}), m = T({0}, {1}), v = T({0}, {1});
-  ASSERT_TRUE(backend_.AdamUpdate(w, g, m, v, 0.01f, 0.9f, 0.999f, 1e-7f).ok());
+  ASSERT_TRUE(backend_.AdamUpdate(w, g, m, v, 0.01f, 0.9f, 0.999f, 1e-7f, 0).ok());
   // m = 0.2, v = 0.004, w = 1 - 0.01 * 0.2 / (sqrt(0.004) + 1e-7).
   EXPECT_THAT(Values(m), Pointwise(FloatNear(1e-6f), {0.2f}));
   EXPECT_THAT(Values(v), Pointwise(FloatNear(1e-7f), {0.004f}));
   EXPECT_THAT(Values(w), Pointwise(FloatNear(1e-6f), {1 - 0.01f * 0.2f / std::sqrt(0.004f)}));
+  // With decay 0.5 the weight halves before the same kind of step: m = 0.38, v = 0.007996.
+  ASSERT_TRUE(backend_.AdamUpdate(w, g, m, v, 0.01f, 0.9f, 0.999f, 1e-7f, 0.5f).ok());
+  const float w1 = 1 - 0.01f * 0.2f / std::sqrt(0.004f);
+  EXPECT_THAT(Values(w),
+              Pointwise(FloatNear(1e-6f), {0.5f * w1 - 0.01f * 0.38f / std::sqrt(0.007996f)}));
 }
 
 TEST_F(CpuBackendTest, LargeElementwiseKernelsMatchScalarFormulas) {
