@@ -123,8 +123,11 @@ class Dataset {
   // Prepends an int64 scalar counter component.
   Dataset Enumerate(int64_t start = 0) const;
   // Drops elements whose production failed, counting them (the `skipped`
-  // count of this node in Iterator::Stats).
-  Dataset IgnoreErrors() const;
+  // count of this node in Iterator::Stats). `on_error`, when set, sees each
+  // dropped error (tf.data's log_warning): for a message or a count of one's
+  // own. It runs on whichever thread pulls from this node, so it must be
+  // thread-safe, and quick.
+  Dataset IgnoreErrors(std::function<void(const absl::Status&)> on_error = nullptr) const;
   Dataset WithOptions(Options options) const;
 
   // A fresh iterator. Creation errors (a missing file, ...) are reported by

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +21,8 @@
 #include "absl/strings/str_join.h"
 #include "core/device.h"
 #include "core/status_macros.h"
+#include "io/glob.h"
+#include "io/record_index.h"
 #include "tools/command_line.h"
 #include "tools/json_writer.h"
 #include "train/adam.h"
@@ -71,19 +75,58 @@ struct TrainConfig {
 
 // Counts the records of the training files without decoding them, so that schedules know the
 // number of steps.
-absl::StatusOr<int64_t> CountRecords(const std::string& pattern, int64_t limit) {
+// The number of training records (at most `limit`), for the schedule's length and the
+// progress bar: each file's record headers are read with seeks past the payloads
+// (RecordIndex::Build), so a large set costs a few bytes per record, not a pass over its data.
+// Payloads are not checked here; training reports a corrupt one (or, with --skip-errors, skips
+// it). A file whose headers cannot be indexed fails, unless `skip_errors`: it is then counted
+// by reading it, without the records that fail.
+absl::StatusOr<int64_t> CountRecords(const std::string& pattern, int64_t limit, bool skip_errors) {
+  ASSIGN_OR_RETURN(std::vector<std::string> files, Glob(pattern));
   int64_t count = 0;
-  auto records = Dataset::ListFiles(pattern)
-                     .Interleave([](const std::string& file) { return Dataset::TFRecord(file); },
-                                 {.cycle_length = 1})
-                     .MakeIterator();
-  while (limit < 0 || count < limit) {
-    ASSIGN_OR_RETURN(std::optional<Element> next, records->GetNext());
-    if (!next) break;
-    ++count;
+  for (const std::string& file : files) {
+    if (limit >= 0 && count >= limit) break;
+    absl::StatusOr<RecordIndex> index = RecordIndex::Build(file);
+    if (index.ok()) {
+      count += index->size();
+      continue;
+    }
+    if (!skip_errors) return index.status();
+    auto records = Dataset::TFRecord(file).IgnoreErrors().MakeIterator();
+    while (limit < 0 || count < limit) {
+      ASSIGN_OR_RETURN(std::optional<Element> next, records->GetNext());
+      if (!next) break;
+      ++count;
+    }
   }
-  return count;
+  return limit >= 0 ? std::min(count, limit) : count;
 }
+
+// What --skip-errors skipped, from any pipeline thread. A bad training record is met again on
+// each pass over the data; its error message (file, record, offset) tells the passes apart from
+// other records, so records are counted once each.
+class SkippedRecords {
+ public:
+  void Add(const absl::Status& status) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (first_.empty()) first_ = std::string(status.message());
+    if (distinct_.size() < kMaxTracked) distinct_.insert(std::string(status.message()));
+  }
+  int64_t count() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return static_cast<int64_t>(distinct_.size());
+  }
+  std::string first() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return first_;
+  }
+
+ private:
+  static constexpr size_t kMaxTracked = 100000;  // bounds the memory a hopeless set can take
+  mutable std::mutex mu_;
+  std::set<std::string> distinct_;
+  std::string first_;
+};
 
 absl::StatusOr<std::unique_ptr<train::Optimizer>> MakeOptimizer(const TrainConfig& config,
                                                                 int64_t total_steps) {
@@ -141,6 +184,10 @@ struct Outcome {
   double images_per_second = 0;
   double input_wait_share = 0;
   int64_t train_records = 0;
+  // Records --skip-errors skipped (each once, however many passes met it; at most 100,000),
+  // and the first one's error.
+  int64_t skipped_records = 0;
+  std::string first_skipped;
 };
 
 // Images/s over the whole run: each epoch trains on the same number of images, so the rate of
@@ -164,12 +211,15 @@ double MeanOf(const History& history, const std::string& key) {
 absl::StatusOr<Outcome> Train(const TrainConfig& config) {
   const std::string train_files = (fs::path(config.data) / "train-*.tfrecord").string();
   const std::string test_files = (fs::path(config.data) / "test-*.tfrecord").string();
-  ASSIGN_OR_RETURN(int64_t train_records, CountRecords(train_files, config.limit));
+  ASSIGN_OR_RETURN(int64_t train_records,
+                   CountRecords(train_files, config.limit, config.skip_errors));
   if (train_records == 0) {
     return absl::NotFoundError(absl::StrCat("no training records in ", train_files,
                                             " (make them with `sluice convert fashion-mnist`)"));
   }
   train::SetCpuThreads(static_cast<int>(config.threads));
+  auto skipped = std::make_shared<SkippedRecords>();
+  auto on_skipped = [skipped](const absl::Status& status) { skipped->Add(status); };
   ASSIGN_OR_RETURN(Dataset train_data, train::MakeImageDataset({.files = train_files,
                                                                 .batch_size = config.batch,
                                                                 .channels = 1,
@@ -177,11 +227,13 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config) {
                                                                 .augment = config.augment,
                                                                 .limit = config.limit,
                                                                 .skip_errors = config.skip_errors,
+                                                                .on_skipped = on_skipped,
                                                                 .seed = config.seed}));
   ASSIGN_OR_RETURN(Dataset test_data, train::MakeImageDataset({.files = test_files,
                                                                .batch_size = 256,
                                                                .channels = 1,
                                                                .skip_errors = config.skip_errors,
+                                                               .on_skipped = on_skipped,
                                                                .seed = config.seed}));
   // The model's input shape comes from the first test batch.
   ASSIGN_OR_RETURN(std::optional<Element> first, test_data.MakeIterator()->GetNext());
@@ -236,6 +288,8 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config) {
   outcome.images_per_second = RunRate(outcome.history, "images_per_second");
   outcome.input_wait_share = MeanOf(outcome.history, "input_wait_share");
   ASSIGN_OR_RETURN(outcome.test, trainer.Evaluate(test_data));
+  outcome.skipped_records = skipped->count();
+  outcome.first_skipped = skipped->first();
   return outcome;
 }
 
@@ -260,6 +314,12 @@ void PrintJson(const TrainConfig& config, const Outcome& outcome) {
   json.Double(outcome.input_wait_share);
   json.Key("train_seconds");
   json.Double(outcome.train_seconds);
+  json.Key("skipped_records");
+  json.Int(outcome.skipped_records);
+  if (outcome.skipped_records > 0) {
+    json.Key("first_skipped");
+    json.String(outcome.first_skipped);
+  }
   json.Key("history");
   json.BeginObject();
   for (const auto& [name, values] : outcome.history.history) {
@@ -397,6 +457,11 @@ int RunTrain(int argc, char** argv) {
   if (!outcome.ok()) {
     std::fprintf(stderr, "sluice train: %s\n", std::string(outcome.status().message()).c_str());
     return kExitFailure;
+  }
+  if (outcome->skipped_records > 0) {
+    std::fprintf(stderr, "sluice train: skipped %lld unreadable record%s; the first: %s\n",
+                 static_cast<long long>(outcome->skipped_records),
+                 outcome->skipped_records == 1 ? "" : "s", outcome->first_skipped.c_str());
   }
   if (config.json) {
     PrintJson(config, *outcome);

@@ -129,7 +129,7 @@ absl::StatusOr<Dataset> MakeImageDataset(const ImageDatasetOptions& options) {
         return Element{*std::move(image), std::move(label)};
       },
       {.num_parallel_calls = options.num_parallel_calls});
-  if (options.skip_errors) dataset = dataset.IgnoreErrors();
+  if (options.skip_errors) dataset = dataset.IgnoreErrors(options.on_skipped);
   Options pipeline;
   pipeline.seed = options.seed;
   return dataset.Batch(options.batch_size, {.drop_remainder = options.drop_remainder})

@@ -2,6 +2,7 @@
 #define SLUICE_TRAIN_IMAGE_DATASET_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -29,8 +30,11 @@ struct ImageDatasetOptions {
   int64_t limit = -1;
   // Drop a last partial batch (keeps batch statistics comparable).
   bool drop_remainder = false;
-  // Skip (and count) records that fail to parse or decode instead of stopping.
+  // Skip (and count) records that fail to read, parse or decode instead of stopping;
+  // `on_skipped` (thread-safe) sees each skipped record's error, which names the file and
+  // record.
   bool skip_errors = false;
+  std::function<void(const absl::Status&)> on_skipped;
   int num_parallel_calls = kAutotune;
   uint64_t seed = 0;
 };

@@ -1,4 +1,6 @@
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -11,6 +13,7 @@ using ::sluice::testing::Collect;
 using ::sluice::testing::Drain;
 using ::sluice::testing::Ints;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 int64_t Value(const Element& e) { return e[0].scalar<int64_t>(); }
@@ -45,6 +48,26 @@ TEST_P(IgnoreErrorsTest, DropsFailedElementsCountsThemAndContinues) {
   EXPECT_THAT(Ints(*out), ElementsAre(0, 1, 2, 4, 5, 6, 8, 9));
   EXPECT_EQ(Skipped(*it, "IgnoreErrors[2]"), 2);
   EXPECT_EQ(ds.Cardinality(), kUnknownCardinality);
+}
+
+TEST_P(IgnoreErrorsTest, OnErrorSeesEachDroppedError) {
+  std::mutex mu;
+  std::vector<std::string> seen;
+  auto ds = FailingRange(
+                10, [](int64_t v) { return v == 3 || v == 7; }, GetParam())
+                .IgnoreErrors([&](const absl::Status& status) {
+                  std::lock_guard<std::mutex> l(mu);
+                  seen.push_back(std::string(status.message()));
+                });
+  auto it = ds.MakeIterator();
+  auto out = Drain(*it);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Ints(*out), ElementsAre(0, 1, 2, 4, 5, 6, 8, 9));
+  // In order, and named by the node and element that failed.
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_THAT(seen[0], HasSubstr("bad 3"));
+  EXPECT_THAT(seen[1], HasSubstr("bad 7"));
+  EXPECT_THAT(seen[0], HasSubstr("Map[1]"));
 }
 
 TEST_P(IgnoreErrorsTest, EverythingFailing) {

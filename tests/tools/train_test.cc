@@ -2,6 +2,7 @@
 // tools/setup.sh installs), converted once for the suite.
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -106,6 +107,41 @@ TEST_F(TrainCommandTest, WeightDecayReachesTheOptimizer) {
   ASSERT_EQ(decayed.exit_code, 0) << decayed.err;
   EXPECT_GE(JsonNumber(plain.out, "test_accuracy"), 0.4) << plain.out;
   EXPECT_LE(JsonNumber(decayed.out, "test_accuracy"), 0.15) << decayed.out;
+}
+
+// A record whose payload is corrupt stops training with its file and offset; --skip-errors
+// trains past it and reports it. Counting the records for the schedule reads only the headers,
+// so the corrupt payload does not stop --skip-errors before training starts.
+TEST_F(TrainCommandTest, SkipErrorsTrainsPastACorruptRecordAndReportsIt) {
+  const std::string dir = TempPath("train_corrupt");
+  std::filesystem::create_directories(dir);
+  for (const auto& entry : std::filesystem::directory_iterator(*data_)) {
+    std::filesystem::copy(entry.path(), dir);
+  }
+  const std::string shard = (std::filesystem::path(dir) / "train-00000-of-00002.tfrecord").string();
+  {
+    // Flip a byte 1,000 bytes into the shard: inside the first record's payload.
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.good()) << shard;
+    f.seekg(1000);
+    char byte = 0;
+    f.read(&byte, 1);
+    f.seekp(1000);
+    byte = static_cast<char>(~byte);
+    f.write(&byte, 1);
+  }
+  const std::string common = "train --data " + ShellQuote(dir) + " --model mlp --limit 640 --json";
+  CliResult strict = RunSluice(common);
+  EXPECT_EQ(strict.exit_code, 1);
+  EXPECT_THAT(strict.err, HasSubstr("train-00000-of-00002.tfrecord: record "));
+  EXPECT_THAT(strict.err, HasSubstr(" at offset "));
+
+  CliResult skipping = RunSluice(common + " --skip-errors");
+  ASSERT_EQ(skipping.exit_code, 0) << skipping.err;
+  EXPECT_EQ(JsonNumber(skipping.out, "skipped_records"), 1) << skipping.out;
+  EXPECT_THAT(skipping.out, HasSubstr("train-00000-of-00002.tfrecord: record "));
+  EXPECT_THAT(skipping.err, HasSubstr("skipped 1 unreadable record;"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TrainCommandLineTest, BadArgumentsAreUsageErrors) {
