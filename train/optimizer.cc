@@ -17,6 +17,26 @@ Optimizer::Optimizer(float learning_rate, std::vector<std::string> slot_names)
       base_learning_rate_(learning_rate),
       slot_names_(std::move(slot_names)) {}
 
+namespace {
+
+// The sum of g's squared elements, computed by g's backend (on its device, in parallel) with
+// only the total copied back.
+absl::StatusOr<double> SumOfSquares(const Tensor& g) {
+  ASSIGN_OR_RETURN(Backend * backend, BackendFor("clip_global_norm", {&g}));
+  ASSIGN_OR_RETURN(Tensor squares, backend->Allocate(DType::kFloat32, g.shape()));
+  RETURN_IF_ERROR(backend->Binary(BinaryOp::kMul, g, g, squares));
+  Shape kept;
+  for (int d = 0; d < g.rank(); ++d) kept.AddDim(1);
+  ASSIGN_OR_RETURN(Tensor total, backend->Allocate(DType::kFloat32, kept));
+  RETURN_IF_ERROR(
+      backend->Reduce(ReduceOp::kSum, squares, std::vector<bool>(g.rank(), true), 1.0f, total));
+  Tensor host(DType::kFloat32, kept);
+  RETURN_IF_ERROR(backend->Copy(total, host));
+  return static_cast<double>(host.data<float>()[0]);
+}
+
+}  // namespace
+
 bool Optimizer::DecaysWeightsOf(const Variable& var) const {
   return std::none_of(weight_decay_exclusions_.begin(), weight_decay_exclusions_.end(),
                       [&](const std::string& part) { return absl::StrContains(var.name(), part); });
@@ -54,7 +74,8 @@ absl::Status Optimizer::Apply(const std::vector<std::optional<Tensor>>& grads,
     double sum_sq = 0;
     for (const auto& g : grads) {
       if (!g) continue;
-      for (float x : g->flat<float>()) sum_sq += static_cast<double>(x) * x;
+      ASSIGN_OR_RETURN(double s, SumOfSquares(*g));
+      sum_sq += s;
     }
     const double norm = std::sqrt(sum_sq);
     if (norm > clip_global_norm_) scale = static_cast<float>(clip_global_norm_ / norm);
@@ -67,10 +88,10 @@ absl::Status Optimizer::Apply(const std::vector<std::optional<Tensor>>& grads,
       RETURN_IF_ERROR(Update(*vars[i], *grads[i], iterations_, lr));
       continue;
     }
-    Tensor clipped(DType::kFloat32, grads[i]->shape());
-    const float* g = grads[i]->data<float>();
-    float* c = clipped.data<float>();
-    for (int64_t k = 0; k < clipped.num_elements(); ++k) c[k] = g[k] * scale;
+    const Tensor& g = *grads[i];
+    ASSIGN_OR_RETURN(Backend * backend, BackendFor("clip_global_norm", {&g}));
+    ASSIGN_OR_RETURN(Tensor clipped, backend->Allocate(DType::kFloat32, g.shape()));
+    RETURN_IF_ERROR(backend->BroadcastTo(g, scale, clipped));  // same shape: a scaled copy
     RETURN_IF_ERROR(Update(*vars[i], clipped, iterations_, lr));
   }
   return absl::OkStatus();
