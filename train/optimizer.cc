@@ -97,10 +97,11 @@ absl::Status Optimizer::Apply(const std::vector<std::optional<Tensor>>& grads,
   return absl::OkStatus();
 }
 
-absl::StatusOr<Tensor*> Optimizer::Slot(const Variable& var, int index) {
+absl::StatusOr<Tensor*> Optimizer::Slot(Variable& var, int index) {
   auto it = slots_.find(&var);
   if (it == slots_.end()) {
-    const Tensor& value = var.value();
+    // mutable_value(): value() would be watched by an active tape.
+    const Tensor& value = var.mutable_value();
     ASSIGN_OR_RETURN(Backend * backend, BackendFor(value.device()));
     std::vector<Tensor> zeros;
     for (size_t i = 0; i < slot_names_.size(); ++i) {

@@ -74,7 +74,7 @@ class Optimizer {
                               float learning_rate) = 0;
 
   // Slot `index` (of slot_names) of `var`, zeros on the variable's device on first use.
-  absl::StatusOr<Tensor*> Slot(const Variable& var, int index);
+  absl::StatusOr<Tensor*> Slot(Variable& var, int index);
   // Whether weight decay applies to `var` (ExcludeFromWeightDecay).
   bool DecaysWeightsOf(const Variable& var) const;
 

@@ -86,21 +86,21 @@ absl::StatusOr<std::vector<std::optional<Tensor>>> Tape::Gradient(
   std::vector<std::optional<Tensor>> result(sources.size());
   const int target_id = Find(target);
   if (target_id >= 0) {
-    // Only entries on a path from a source to the target need a backward call.
-    std::vector<char> needed(entries_.size(), 0);
+    // Each source's entry (-1 when the tape never saw it), looked up once.
+    std::vector<int> source_ids;
+    source_ids.reserve(sources.size());
+    std::vector<char> is_source(entries_.size(), 0);
     for (const Tensor& s : sources) {
-      int id = Find(s);
-      if (id >= 0) needed[id] = 1;
+      const int id = Find(s);
+      source_ids.push_back(id);
+      if (id >= 0) is_source[id] = 1;
     }
+    // Only entries on a path from a source to the target need a backward call.
+    std::vector<char> needed = is_source;
     for (size_t i = 0; i < entries_.size(); ++i) {
       for (int in : entries_[i].inputs) {
         if (in >= 0 && needed[in]) needed[i] = 1;
       }
-    }
-    std::vector<char> is_source(entries_.size(), 0);
-    for (const Tensor& src : sources) {
-      const int id = Find(src);
-      if (id >= 0) is_source[id] = 1;
     }
     std::vector<std::optional<Tensor>> grads(entries_.size());
     grads[target_id] = output_gradient ? output_gradient->Clone() : Ones(target.shape());
@@ -143,7 +143,7 @@ absl::StatusOr<std::vector<std::optional<Tensor>>> Tape::Gradient(
     // The gradient moves to the first listing of its source; a source listed again gets a copy.
     std::vector<int> first_listing(entries_.size(), -1);
     for (size_t s = 0; s < sources.size(); ++s) {
-      const int id = Find(sources[s]);
+      const int id = source_ids[s];
       if (id < 0) continue;
       if (first_listing[id] >= 0) {
         const std::optional<Tensor>& first = result[first_listing[id]];
