@@ -21,8 +21,10 @@
 namespace sluice::gpu {
 namespace {
 
+using train::AsRankOf;
 using train::BinaryOp;
 using train::ReduceOp;
+using train::RepeatedDims;
 using train::UnaryOp;
 
 float* F(const Tensor& t) { return static_cast<float*>(const_cast<void*>(t.raw_data())); }
@@ -53,24 +55,6 @@ kernels::UnaryKind KindOf(UnaryOp op) {
       break;
   }
   return kernels::UnaryKind::kGelu;
-}
-
-// Which dims of `out` an operand of `shape` repeats along.
-std::vector<bool> RepeatedDims(const Shape& shape, const Shape& out) {
-  std::vector<bool> reduced(out.rank(), false);
-  for (int d = 0; d < out.rank(); ++d) {
-    const int sd = d - (out.rank() - shape.rank());
-    reduced[d] = (sd < 0 || shape.dim(sd) == 1) && out.dim(d) != 1;
-  }
-  return reduced;
-}
-
-// `t` with leading 1s up to `out`'s rank, sharing its buffer.
-absl::StatusOr<Tensor> AsRankOf(const Tensor& t, const Shape& out) {
-  Shape kept;
-  for (int d = 0; d < out.rank() - t.rank(); ++d) kept.AddDim(1);
-  for (int64_t v : t.shape().dims()) kept.AddDim(v);
-  return t.Reshape(kept);
 }
 
 int64_t Rows(const Tensor& t) {

@@ -33,6 +33,22 @@ std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out) {
   return strides;
 }
 
+std::vector<bool> RepeatedDims(const Shape& shape, const Shape& out) {
+  std::vector<bool> reduced(out.rank(), false);
+  for (int d = 0; d < out.rank(); ++d) {
+    const int sd = d - (out.rank() - shape.rank());
+    reduced[d] = (sd < 0 || shape.dim(sd) == 1) && out.dim(d) != 1;
+  }
+  return reduced;
+}
+
+absl::StatusOr<Tensor> AsRankOf(const Tensor& t, const Shape& out) {
+  Shape kept;
+  for (int d = 0; d < out.rank() - t.rank(); ++d) kept.AddDim(1);
+  for (int64_t v : t.shape().dims()) kept.AddDim(v);
+  return t.Reshape(kept);
+}
+
 Tensor SumToShape(const Tensor& grad, const Shape& shape) {
   if (grad.shape() == shape) return grad;
   Tensor out = Tensor::Zeros(DType::kFloat32, shape);

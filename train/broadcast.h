@@ -40,6 +40,13 @@ void ForEachBroadcast(const Shape& out, const std::vector<int64_t>& stride_a,
   }
 }
 
+// Which dims of `out` an operand of `shape` repeats along when broadcast to it:
+// the dims a backend reduces over to sum a gradient back to the operand.
+std::vector<bool> RepeatedDims(const Shape& shape, const Shape& out);
+
+// `t` with leading 1s up to `out`'s rank, sharing its buffer.
+absl::StatusOr<Tensor> AsRankOf(const Tensor& t, const Shape& out);
+
 // Sums `grad` (of the broadcast shape) down to `shape`: the gradient of a
 // broadcast.
 Tensor SumToShape(const Tensor& grad, const Shape& shape);

@@ -253,24 +253,6 @@ void ReduceKernel(const Tensor& x, const std::vector<bool>& reduced, float scale
   finish(0, n_out);
 }
 
-// Which dims of `out` the operand of `shape` repeats along, and that operand's
-// gradient as a tensor of out's rank (sharing its buffer).
-std::vector<bool> RepeatedDims(const Shape& shape, const Shape& out) {
-  std::vector<bool> reduced(out.rank(), false);
-  for (int d = 0; d < out.rank(); ++d) {
-    const int sd = d - (out.rank() - shape.rank());
-    reduced[d] = (sd < 0 || shape.dim(sd) == 1) && out.dim(d) != 1;
-  }
-  return reduced;
-}
-
-absl::StatusOr<Tensor> AsRankOf(const Tensor& t, const Shape& out) {
-  Shape kept;
-  for (int d = 0; d < out.rank() - t.rank(); ++d) kept.AddDim(1);
-  for (int64_t v : t.shape().dims()) kept.AddDim(v);
-  return t.Reshape(kept);
-}
-
 absl::Status SumInto(const Tensor& full, Tensor& grad) {
   if (grad.shape() == full.shape()) {
     std::memcpy(grad.raw_data(), full.raw_data(), full.byte_size());
