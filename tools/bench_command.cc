@@ -267,25 +267,24 @@ int RunGrid(const Dataset& dataset, BenchmarkOptions options, double seconds, bo
     w.Double(seconds);
     w.Key("grid");
     w.BeginArray();
-    for (const Cell& c : cells) {
-      w.BeginObject();
+    // A cell's fields, inside an object the caller opened.
+    auto cell_fields = [&w](const Cell& c) {
       w.Key("parallelism");
       w.Int(c.knobs.parallelism);
       w.Key("prefetch");
       w.Int(c.knobs.buffer_size);
       w.Key("elements_per_second");
       w.Double(c.rate);
+    };
+    for (const Cell& c : cells) {
+      w.BeginObject();
+      cell_fields(c);
       w.EndObject();
     }
     w.EndArray();
     w.Key("best");
     w.BeginObject();
-    w.Key("parallelism");
-    w.Int(best.knobs.parallelism);
-    w.Key("prefetch");
-    w.Int(best.knobs.buffer_size);
-    w.Key("elements_per_second");
-    w.Double(best.rate);
+    cell_fields(best);
     w.Key("rerun_elements_per_second");
     w.BeginArray();
     for (double v : best_rates) w.Double(v);
