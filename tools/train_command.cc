@@ -73,8 +73,6 @@ struct TrainConfig {
   bool json = false;
 };
 
-// Counts the records of the training files without decoding them, so that schedules know the
-// number of steps.
 // The number of training records (at most `limit`), for the schedule's length and the
 // progress bar: each file's record headers are read with seeks past the payloads
 // (RecordIndex::Build), so a large set costs a few bytes per record, not a pass over its data.
