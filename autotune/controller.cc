@@ -6,6 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/json_writer.h"
 
 namespace sluice {
 namespace {
@@ -34,36 +37,6 @@ std::string Bytes(double b) {
 }
 
 std::string Knob(int64_t v) { return v < 0 ? std::string("-") : absl::StrCat(v); }
-
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += absl::StrFormat("\\u%04x", static_cast<int>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
-// JSON has no inf or nan.
-std::string JsonNumber(double v) {
-  if (!std::isfinite(v)) return "null";
-  return absl::StrFormat("%.6g", v);
-}
 
 }  // namespace
 
@@ -112,10 +85,9 @@ AutotuneController::AutotuneController(std::shared_ptr<StatsRegistry> registry, 
 
 AutotuneController::~AutotuneController() {
   {
-    std::lock_guard<std::mutex> l(stop_mu_);
-    stop_ = true;
+    absl::MutexLock l(&stop_mu_);
+    stop_ = true;  // Loop's Await sees it when the lock is released
   }
-  stop_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -125,21 +97,21 @@ double AutotuneController::Now() const {
 
 void AutotuneController::Loop() {
   auto next_step = std::chrono::steady_clock::now() + options_.first_interval;
-  std::unique_lock<std::mutex> l(stop_mu_);
+  absl::MutexLock l(&stop_mu_);
   while (!stop_) {
     const auto now = std::chrono::steady_clock::now();
     const auto wake = std::min(next_step, now + options_.enforce_interval);
-    stop_cv_.wait_until(l, wake, [&] { return stop_; });
+    stop_mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::FromChrono(wake - now));
     if (stop_) break;
-    l.unlock();
+    stop_mu_.Unlock();
     if (std::chrono::steady_clock::now() >= next_step) {
       Step();
-      std::lock_guard<std::mutex> m(mu_);
+      absl::MutexLock m(&mu_);
       next_step = std::chrono::steady_clock::now() + interval_;
     } else {
       EnforceRamBudget();
     }
-    l.lock();
+    stop_mu_.Lock();
   }
 }
 
@@ -180,7 +152,7 @@ bool AutotuneController::Apply(const Assignment& a, const std::string& reason) {
 }
 
 bool AutotuneController::EnforceRamBudget() {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   return EnforceRamLocked();
 }
 
@@ -211,7 +183,7 @@ bool AutotuneController::EnforceRamLocked() {
 }
 
 void AutotuneController::Step() {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   ++steps_;
   std::vector<std::shared_ptr<NodeStats>> nodes;
   model_.Update(Sample(&nodes), NowNs());
@@ -268,7 +240,7 @@ void AutotuneController::Step() {
 }
 
 AutotuneReport AutotuneController::Report() const {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   AutotuneReport r;
   r.elapsed_s = Now();
   r.steps = steps_;
@@ -337,37 +309,64 @@ std::string AutotuneReport::ToString() const {
 }
 
 std::string AutotuneReport::ToJson() const {
-  std::string out = absl::StrCat(
-      "{\"elapsed_s\":", JsonNumber(elapsed_s), ",\"steps\":", steps,
-      ",\"cpu_budget\":", cpu_budget, ",\"ram_budget\":", ram_budget,
-      ",\"modelled_throughput\":", JsonNumber(modelled_throughput),
-      ",\"observed_throughput\":", JsonNumber(observed_throughput),
-      ",\"predicted_buffered_bytes\":", predicted_buffered_bytes,
-      ",\"peak_observed_buffered_bytes\":", peak_observed_buffered_bytes,
-      ",\"bottleneck\":", JsonString(bottleneck),
-      ",\"bottleneck_kind\":", JsonString(BottleneckKindName(bottleneck_kind)), ",\"stages\":[");
-  for (size_t i = 0; i < stages.size(); ++i) {
-    const StageReport& s = stages[i];
-    absl::StrAppend(
-        &out, i ? "," : "", "{\"name\":", JsonString(s.name),
-        ",\"kind\":", JsonString(NodeKindName(s.kind)), ",\"parallelism\":", s.parallelism,
-        ",\"buffer_size\":", s.buffer_size, ",\"cycle_length\":", s.cycle_length,
-        ",\"self_us\":", JsonNumber(s.self_us), ",\"input_ratio\":", JsonNumber(s.input_ratio),
-        ",\"bytes_per_element\":", JsonNumber(s.bytes_per_element),
-        ",\"modelled_rate\":", JsonNumber(s.modelled_rate),
-        ",\"observed_rate\":", JsonNumber(s.observed_rate),
-        ",\"buffered_bytes\":", s.buffered_bytes, ",\"active_workers\":", s.active_workers, "}");
+  JsonWriter w;
+  auto number = [&w](absl::string_view key, double v) {
+    w.Key(key);
+    w.Double(v);
+  };
+  auto integer = [&w](absl::string_view key, int64_t v) {
+    w.Key(key);
+    w.Int(v);
+  };
+  auto string = [&w](absl::string_view key, absl::string_view v) {
+    w.Key(key);
+    w.String(v);
+  };
+  w.BeginObject();
+  number("elapsed_s", elapsed_s);
+  integer("steps", steps);
+  integer("cpu_budget", cpu_budget);
+  integer("ram_budget", ram_budget);
+  number("modelled_throughput", modelled_throughput);
+  number("observed_throughput", observed_throughput);
+  integer("predicted_buffered_bytes", predicted_buffered_bytes);
+  integer("peak_observed_buffered_bytes", peak_observed_buffered_bytes);
+  string("bottleneck", bottleneck);
+  string("bottleneck_kind", BottleneckKindName(bottleneck_kind));
+  w.Key("stages");
+  w.BeginArray();
+  for (const StageReport& s : stages) {
+    w.BeginObject();
+    string("name", s.name);
+    string("kind", NodeKindName(s.kind));
+    integer("parallelism", s.parallelism);
+    integer("buffer_size", s.buffer_size);
+    integer("cycle_length", s.cycle_length);
+    number("self_us", s.self_us);
+    number("input_ratio", s.input_ratio);
+    number("bytes_per_element", s.bytes_per_element);
+    number("modelled_rate", s.modelled_rate);
+    number("observed_rate", s.observed_rate);
+    integer("buffered_bytes", s.buffered_bytes);
+    integer("active_workers", s.active_workers);
+    w.EndObject();
   }
-  absl::StrAppend(&out, "],\"history\":[");
-  for (size_t i = 0; i < history.size(); ++i) {
-    const KnobChange& c = history[i];
-    absl::StrAppend(&out, i ? "," : "", "{\"time_s\":", JsonNumber(c.time_s),
-                    ",\"node\":", JsonString(c.node), ",\"knob\":", JsonString(c.knob),
-                    ",\"from\":", c.from, ",\"to\":", c.to, ",\"reason\":", JsonString(c.reason),
-                    "}");
+  w.EndArray();
+  w.Key("history");
+  w.BeginArray();
+  for (const KnobChange& c : history) {
+    w.BeginObject();
+    number("time_s", c.time_s);
+    string("node", c.node);
+    string("knob", c.knob);
+    integer("from", c.from);
+    integer("to", c.to);
+    string("reason", c.reason);
+    w.EndObject();
   }
-  absl::StrAppend(&out, "]}");
-  return out;
+  w.EndArray();
+  w.EndObject();
+  return w.str();
 }
 
 }  // namespace sluice

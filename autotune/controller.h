@@ -2,14 +2,13 @@
 #define SLUICE_AUTOTUNE_CONTROLLER_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "autotune/model.h"
 #include "dataset/iterator.h"
 #include "dataset/node_stats.h"
@@ -102,25 +101,25 @@ class AutotuneController : public IteratorTuner {
 
   // One tuning step now (the thread calls it; Iterator may call it once its
   // nodes exist so that the budgets hold from the first element).
-  void Step();
+  void Step() ABSL_LOCKS_EXCLUDED(mu_);
   // Shrinks autotuned buffers if the observed buffered bytes exceed the RAM
   // budget; true when it changed something.
-  bool EnforceRamBudget();
+  bool EnforceRamBudget() ABSL_LOCKS_EXCLUDED(mu_);
 
-  AutotuneReport Report() const;
+  AutotuneReport Report() const ABSL_LOCKS_EXCLUDED(mu_);
   int64_t cpu_budget() const { return budgets_.cpu; }
   int64_t ram_budget() const { return budgets_.ram_bytes; }
 
  private:
   AutotuneController(std::shared_ptr<StatsRegistry> registry, Budgets budgets,
                      AutotuneOptions options);
-  void Loop();
-  // Under mu_.
-  std::vector<NodeSample> Sample(std::vector<std::shared_ptr<NodeStats>>* nodes) const;
-  bool EnforceRamLocked();
-  bool Apply(const Assignment& a, const std::string& reason);
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_, stop_mu_);
+  std::vector<NodeSample> Sample(std::vector<std::shared_ptr<NodeStats>>* nodes) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool EnforceRamLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Apply(const Assignment& a, const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SetKnob(NodeStats& node, Tunable& knob, const char* knob_name, int64_t value,
-               const std::string& reason);
+               const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   double Now() const;
 
   const std::shared_ptr<StatsRegistry> registry_;
@@ -128,18 +127,17 @@ class AutotuneController : public IteratorTuner {
   const AutotuneOptions options_;
   const std::chrono::steady_clock::time_point start_;
 
-  mutable std::mutex mu_;  // the model and the report
-  Model model_;
-  int64_t steps_ = 0;
-  int64_t peak_buffered_ = 0;
-  Plan last_plan_;
-  Prediction last_current_;
-  std::vector<KnobChange> history_;
-  std::chrono::milliseconds interval_;
+  mutable absl::Mutex mu_;  // the model and the report
+  Model model_ ABSL_GUARDED_BY(mu_);
+  int64_t steps_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t peak_buffered_ ABSL_GUARDED_BY(mu_) = 0;
+  Plan last_plan_ ABSL_GUARDED_BY(mu_);
+  Prediction last_current_ ABSL_GUARDED_BY(mu_);
+  std::vector<KnobChange> history_ ABSL_GUARDED_BY(mu_);
+  std::chrono::milliseconds interval_ ABSL_GUARDED_BY(mu_);
 
-  std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
-  bool stop_ = false;
+  absl::Mutex stop_mu_;
+  bool stop_ ABSL_GUARDED_BY(stop_mu_) = false;
   std::thread thread_;
 };
 

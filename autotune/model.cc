@@ -253,132 +253,121 @@ Prediction Model::Predict(const Assignment& a, double cpu_budget) const {
   return p;
 }
 
-Plan Model::Optimize(const Budgets& budgets, double min_step_gain) const {
-  Plan plan;
-  const size_t n = nodes_.size();
+Assignment Model::Smallest() const {
   Assignment a = Current();
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
     const NodeEstimate& node = nodes_[i];
     if (node.parallelism.autotune) a.parallelism[i] = node.parallelism.min;
     if (node.buffer_size.autotune) a.buffer_size[i] = node.buffer_size.min;
     if (TunesCycle(node)) a.cycle_length[i] = node.cycle_length.min;
   }
-  enum class Blocked { kNo, kCpu, kRam };
-  const double cpu = static_cast<double>(std::max<int64_t>(1, budgets.cpu));
-  // The CPU budget bounds busy workers, which Predict keeps within it by
-  // spreading the total work over the budget's cores; what is left to forbid
-  // is a single stage with more workers than the budget (they could all be
-  // busy at once).
-  auto check = [&](const Assignment& cand, const Prediction& p) {
-    for (size_t i = 0; i < n; ++i) {
-      if (nodes_[i].parallelism.autotune && IsAsync(nodes_[i]) &&
-          cand.parallelism[i] > budgets.cpu) {
-        return Blocked::kCpu;
-      }
-    }
-    if (budgets.ram_bytes > 0 && p.buffered_bytes > budgets.ram_bytes) return Blocked::kRam;
-    return Blocked::kNo;
-  };
-  // Candidate steps: +1 on one knob, or on parallelism and cycle_length
-  // together (an Interleave's parallelism is capped by its cycle).
-  auto steps = [&](const Assignment& from) {
-    std::vector<std::pair<Assignment, size_t>> out;
-    for (size_t i = 0; i < n; ++i) {
-      const NodeEstimate& node = nodes_[i];
-      const bool par = node.parallelism.autotune && from.parallelism[i] < node.parallelism.max;
-      const bool buf = node.buffer_size.autotune && from.buffer_size[i] < node.buffer_size.max;
-      const bool cyc = TunesCycle(node) && from.cycle_length[i] < node.cycle_length.max;
-      if (par) {
-        out.push_back({from, i});
-        ++out.back().first.parallelism[i];
-      }
-      if (buf) {
-        out.push_back({from, i});
-        ++out.back().first.buffer_size[i];
-      }
-      if (cyc) {
-        out.push_back({from, i});
-        ++out.back().first.cycle_length[i];
-      }
-      if (par && cyc) {
-        out.push_back({from, i});
-        ++out.back().first.parallelism[i];
-        ++out.back().first.cycle_length[i];
-      }
-    }
-    return out;
-  };
-  Prediction cur = Predict(a, cpu);
-  for (int iter = 0; iter < 4096; ++iter) {
-    double best_gain = min_step_gain;
-    const Assignment* best = nullptr;
-    Prediction best_pred;
-    auto cands = steps(a);
-    for (const auto& [cand, node] : cands) {
-      Prediction p = Predict(cand, cpu);
-      if (check(cand, p) != Blocked::kNo) continue;
-      const double gain = cur.throughput > 0 ? (p.throughput - cur.throughput) / cur.throughput : 0;
-      if (gain > best_gain) {
-        best_gain = gain;
-        best = &cand;
-        best_pred = p;
-      }
-    }
-    // Two stages tied as the slowest: neither step alone gains, both do.
-    std::vector<std::pair<Assignment, size_t>> pairs;
-    if (best == nullptr) {
-      for (const auto& [first, first_node] : cands) {
-        for (auto& [second, second_node] : steps(first)) {
-          if (second_node != first_node) pairs.push_back({std::move(second), second_node});
-        }
-      }
-      for (const auto& [cand, node] : pairs) {
-        Prediction p = Predict(cand, cpu);
-        if (check(cand, p) != Blocked::kNo) continue;
-        const double gain =
-            cur.throughput > 0 ? (p.throughput - cur.throughput) / cur.throughput : 0;
-        if (gain > 2 * best_gain) {
-          best_gain = gain / 2;
-          best = &cand;
-          best_pred = p;
-        }
-      }
-    }
-    if (best == nullptr) break;
-    a = *best;
-    cur = best_pred;
-  }
-  plan.assignment = a;
-  plan.prediction = cur;
+  return a;
+}
 
-  // Why it goes no faster.
-  if (!ready()) {
-    plan.bottleneck_kind = BottleneckKind::kUnknown;
-  } else if (cur.cpu_capped) {
-    plan.bottleneck_kind = BottleneckKind::kCpuBudget;  // every core of the budget is busy
-  } else if (cur.bottleneck >= static_cast<int>(n)) {
-    plan.bottleneck_kind = BottleneckKind::kConsumer;
-  } else {
-    const size_t b = static_cast<size_t>(cur.bottleneck);
-    const NodeEstimate& node = nodes_[b];
-    if (!IsAsync(node)) {
-      plan.bottleneck_kind = BottleneckKind::kCpuBound;  // serial work on the caller's thread
-    } else if (cur.bottleneck_input_bound) {
-      plan.bottleneck_kind = BottleneckKind::kInputBound;
-    } else {
-      plan.bottleneck_kind = BottleneckKind::kCpuBound;
-      // Would one more worker (or slot) there help, and what forbids it?
-      for (const auto& [cand, node_index] : steps(a)) {
-        if (node_index != b) continue;
-        Prediction p = Predict(cand, cpu);
-        if (p.throughput <= cur.throughput * (1 + min_step_gain)) continue;
-        const Blocked why = check(cand, p);
-        if (why == Blocked::kCpu) plan.bottleneck_kind = BottleneckKind::kCpuBudget;
-        if (why == Blocked::kRam) plan.bottleneck_kind = BottleneckKind::kRamBudget;
-        if (why != Blocked::kNo) break;
-      }
+std::vector<Model::Step> Model::Steps(const Assignment& from) const {
+  std::vector<Step> out;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const NodeEstimate& node = nodes_[i];
+    const bool par = node.parallelism.autotune && from.parallelism[i] < node.parallelism.max;
+    const bool buf = node.buffer_size.autotune && from.buffer_size[i] < node.buffer_size.max;
+    const bool cyc = TunesCycle(node) && from.cycle_length[i] < node.cycle_length.max;
+    if (par) {
+      out.push_back({from, i});
+      ++out.back().first.parallelism[i];
+    }
+    if (buf) {
+      out.push_back({from, i});
+      ++out.back().first.buffer_size[i];
+    }
+    if (cyc) {
+      out.push_back({from, i});
+      ++out.back().first.cycle_length[i];
+    }
+    if (par && cyc) {
+      out.push_back({from, i});
+      ++out.back().first.parallelism[i];
+      ++out.back().first.cycle_length[i];
     }
   }
+  return out;
+}
+
+// The CPU budget bounds busy workers, which Predict keeps within it by spreading the total work
+// over the budget's cores; what is left to forbid is a single stage with more workers than the
+// budget (they could all be busy at once).
+Model::Blocked Model::CheckBudgets(const Assignment& a, const Prediction& p,
+                                   const Budgets& budgets) const {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].parallelism.autotune && IsAsync(nodes_[i]) && a.parallelism[i] > budgets.cpu) {
+      return Blocked::kCpu;
+    }
+  }
+  if (budgets.ram_bytes > 0 && p.buffered_bytes > budgets.ram_bytes) return Blocked::kRam;
+  return Blocked::kNo;
+}
+
+std::optional<std::pair<Assignment, Prediction>> Model::BestStep(const Assignment& a,
+                                                                 const Prediction& cur,
+                                                                 const Budgets& budgets, double cpu,
+                                                                 double min_step_gain) const {
+  std::optional<std::pair<Assignment, Prediction>> best;
+  double best_gain = min_step_gain;
+  // `knob_steps` candidates are compared by gain per knob step, so a pair (two steps) must gain
+  // twice as much as a single step would have to.
+  auto consider = [&](const Assignment& cand, int knob_steps) {
+    Prediction p = Predict(cand, cpu);
+    if (CheckBudgets(cand, p, budgets) != Blocked::kNo) return;
+    const double gain = cur.throughput > 0 ? (p.throughput - cur.throughput) / cur.throughput : 0;
+    if (gain / knob_steps > best_gain) {
+      best_gain = gain / knob_steps;
+      best.emplace(cand, p);
+    }
+  };
+  const std::vector<Step> singles = Steps(a);
+  for (const auto& [cand, node] : singles) consider(cand, 1);
+  if (best) return best;
+  for (const auto& [first, first_node] : singles) {
+    for (const auto& [second, second_node] : Steps(first)) {
+      if (second_node != first_node) consider(second, 2);
+    }
+  }
+  return best;
+}
+
+BottleneckKind Model::Classify(const Assignment& a, const Prediction& cur, const Budgets& budgets,
+                               double cpu, double min_step_gain) const {
+  if (!ready()) return BottleneckKind::kUnknown;
+  if (cur.cpu_capped) return BottleneckKind::kCpuBudget;  // every core of the budget is busy
+  if (cur.bottleneck >= static_cast<int>(nodes_.size())) return BottleneckKind::kConsumer;
+  const size_t b = static_cast<size_t>(cur.bottleneck);
+  const NodeEstimate& node = nodes_[b];
+  // Serial work on the caller's thread.
+  if (!IsAsync(node)) return BottleneckKind::kCpuBound;
+  if (cur.bottleneck_input_bound) return BottleneckKind::kInputBound;
+  // Would one more worker (or slot) there help, and what forbids it?
+  for (const auto& [cand, node_index] : Steps(a)) {
+    if (node_index != b) continue;
+    Prediction p = Predict(cand, cpu);
+    if (p.throughput <= cur.throughput * (1 + min_step_gain)) continue;
+    const Blocked why = CheckBudgets(cand, p, budgets);
+    if (why == Blocked::kCpu) return BottleneckKind::kCpuBudget;
+    if (why == Blocked::kRam) return BottleneckKind::kRamBudget;
+  }
+  return BottleneckKind::kCpuBound;
+}
+
+Plan Model::Optimize(const Budgets& budgets, double min_step_gain) const {
+  const double cpu = static_cast<double>(std::max<int64_t>(1, budgets.cpu));
+  Plan plan;
+  plan.assignment = Smallest();
+  plan.prediction = Predict(plan.assignment, cpu);
+  for (int iter = 0; iter < 4096; ++iter) {
+    auto step = BestStep(plan.assignment, plan.prediction, budgets, cpu, min_step_gain);
+    if (!step) break;
+    plan.assignment = std::move(step->first);
+    plan.prediction = step->second;
+  }
+  plan.bottleneck_kind = Classify(plan.assignment, plan.prediction, budgets, cpu, min_step_gain);
   return plan;
 }
 

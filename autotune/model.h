@@ -2,7 +2,9 @@
 #define SLUICE_AUTOTUNE_MODEL_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dataset/node_stats.h"
@@ -126,6 +128,28 @@ class Model {
   Plan Optimize(const Budgets& budgets, double min_step_gain = 0.01) const;
 
  private:
+  // Why a candidate assignment is not allowed.
+  enum class Blocked { kNo, kCpu, kRam };
+  // One candidate: an assignment one or two knob steps away, and the node stepped.
+  using Step = std::pair<Assignment, size_t>;
+
+  // The steps Optimize starts from: every autotuned knob at its minimum.
+  Assignment Smallest() const;
+  // +1 on one knob, or on parallelism and cycle_length together (an Interleave's parallelism is
+  // capped by its cycle).
+  std::vector<Step> Steps(const Assignment& from) const;
+  Blocked CheckBudgets(const Assignment& a, const Prediction& p, const Budgets& budgets) const;
+  // The allowed step from `cur` with the largest relative gain per knob step above
+  // `min_step_gain`, or nullopt. Single steps first; when none gains, pairs of steps on two
+  // different nodes (two stages tied as the slowest: neither alone gains, both do).
+  std::optional<std::pair<Assignment, Prediction>> BestStep(const Assignment& a,
+                                                            const Prediction& cur,
+                                                            const Budgets& budgets, double cpu,
+                                                            double min_step_gain) const;
+  // Why the plan goes no faster.
+  BottleneckKind Classify(const Assignment& a, const Prediction& cur, const Budgets& budgets,
+                          double cpu, double min_step_gain) const;
+
   struct Prev {
     std::string name;
     int64_t elements, bytes, busy_ns, wait_ns;

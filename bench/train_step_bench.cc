@@ -16,22 +16,22 @@
 
 #include "absl/status/statusor.h"
 #include "core/status_macros.h"
-#include "train/activations.h"
-#include "train/adam.h"
-#include "train/arithmetic.h"
-#include "train/conv2d.h"
-#include "train/cpu_threads.h"
-#include "train/cross_entropy.h"
-#include "train/dropout.h"
-#include "train/initializers.h"
-#include "train/matmul.h"
-#include "train/models.h"
-#include "train/pool.h"
-#include "train/reduce.h"
-#include "train/reshape.h"
-#include "train/sgd.h"
-#include "train/tape.h"
-#include "train/variable.h"
+#include "train/autodiff/tape.h"
+#include "train/autodiff/variable.h"
+#include "train/backend/cpu/cpu_threads.h"
+#include "train/layers/initializers.h"
+#include "train/models/model_zoo.h"
+#include "train/ops/activations.h"
+#include "train/ops/arithmetic.h"
+#include "train/ops/conv2d.h"
+#include "train/ops/cross_entropy.h"
+#include "train/ops/dropout.h"
+#include "train/ops/matmul.h"
+#include "train/ops/pool.h"
+#include "train/ops/reduce.h"
+#include "train/ops/reshape.h"
+#include "train/optimizers/adam.h"
+#include "train/optimizers/sgd.h"
 
 namespace sluice::train {
 namespace {
@@ -40,40 +40,41 @@ constexpr int64_t kBatch = 64;
 
 struct Dense {
   Dense(int64_t in, int64_t out, uint64_t seed)
-      : kernel(Initialize(Initializer::kGlorotUniform, Shape{in, out}, seed)),
-        bias(Initialize(Initializer::kZeros, Shape{out})) {}
+      : kernel(layers::Initialize(layers::Initializer::kGlorotUniform, Shape{in, out}, seed)),
+        bias(layers::Initialize(layers::Initializer::kZeros, Shape{out})) {}
   absl::StatusOr<Tensor> operator()(const Tensor& x) {
-    ASSIGN_OR_RETURN(Tensor y, MatMul(x, kernel.value()));
-    return Add(y, bias.value());
+    SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::MatMul(x, kernel.value()));
+    return ops::Add(y, bias.value());
   }
-  Variable kernel, bias;
+  autodiff::Variable kernel, bias;
 };
 
 struct Conv {
   Conv(int64_t in, int64_t out, uint64_t seed)
-      : kernel(Initialize(Initializer::kGlorotUniform, Shape{5, 5, in, out}, seed)),
-        bias(Initialize(Initializer::kZeros, Shape{out})) {}
+      : kernel(layers::Initialize(layers::Initializer::kGlorotUniform, Shape{5, 5, in, out}, seed)),
+        bias(layers::Initialize(layers::Initializer::kZeros, Shape{out})) {}
   absl::StatusOr<Tensor> operator()(const Tensor& x) {
-    ASSIGN_OR_RETURN(Tensor y, Conv2D(x, kernel.value(), {.padding = Padding::kSame}));
-    return Add(y, bias.value());
+    SLUICE_ASSIGN_OR_RETURN(Tensor y,
+                            ops::Conv2D(x, kernel.value(), {.padding = ops::Padding::kSame}));
+    return ops::Add(y, bias.value());
   }
-  Variable kernel, bias;
+  autodiff::Variable kernel, bias;
 };
 
 // mlp 784-256-128-100-10 with ReLU.
 struct Mlp {
   Dense d1{784, 256, 1}, d2{256, 128, 2}, d3{128, 100, 3}, d4{100, 10, 4};
   Shape input_shape() const { return Shape{kBatch, 784}; }
-  std::vector<Variable*> variables() {
+  std::vector<autodiff::Variable*> variables() {
     return {&d1.kernel, &d1.bias, &d2.kernel, &d2.bias, &d3.kernel, &d3.bias, &d4.kernel, &d4.bias};
   }
   absl::StatusOr<Tensor> Forward(const Tensor& x) {
-    ASSIGN_OR_RETURN(Tensor h, d1(x));
-    ASSIGN_OR_RETURN(h, Relu(h));
-    ASSIGN_OR_RETURN(h, d2(h));
-    ASSIGN_OR_RETURN(h, Relu(h));
-    ASSIGN_OR_RETURN(h, d3(h));
-    ASSIGN_OR_RETURN(h, Relu(h));
+    SLUICE_ASSIGN_OR_RETURN(Tensor h, d1(x));
+    SLUICE_ASSIGN_OR_RETURN(h, ops::Relu(h));
+    SLUICE_ASSIGN_OR_RETURN(h, d2(h));
+    SLUICE_ASSIGN_OR_RETURN(h, ops::Relu(h));
+    SLUICE_ASSIGN_OR_RETURN(h, d3(h));
+    SLUICE_ASSIGN_OR_RETURN(h, ops::Relu(h));
     return d4(h);
   }
 };
@@ -84,42 +85,44 @@ struct Cnn {
   Dense d1{7 * 7 * 64, 1024, 3}, d2{1024, 10, 4};
   uint64_t dropout_seed = 0;
   Shape input_shape() const { return Shape{kBatch, 28, 28, 1}; }
-  std::vector<Variable*> variables() {
+  std::vector<autodiff::Variable*> variables() {
     return {&c1.kernel, &c1.bias, &c2.kernel, &c2.bias, &d1.kernel, &d1.bias, &d2.kernel, &d2.bias};
   }
   absl::StatusOr<Tensor> Forward(const Tensor& x) {
-    ASSIGN_OR_RETURN(Tensor h, c1(x));
-    ASSIGN_OR_RETURN(h, Relu(h));
-    ASSIGN_OR_RETURN(h, MaxPool2D(h));
-    ASSIGN_OR_RETURN(h, c2(h));
-    ASSIGN_OR_RETURN(h, Relu(h));
-    ASSIGN_OR_RETURN(h, MaxPool2D(h));
-    ASSIGN_OR_RETURN(h, Flatten(h));
-    ASSIGN_OR_RETURN(h, d1(h));
-    ASSIGN_OR_RETURN(h, Relu(h));
-    ASSIGN_OR_RETURN(h, Dropout(h, {.rate = 0.4f, .seed = dropout_seed++}));
+    SLUICE_ASSIGN_OR_RETURN(Tensor h, c1(x));
+    SLUICE_ASSIGN_OR_RETURN(h, ops::Relu(h));
+    SLUICE_ASSIGN_OR_RETURN(h, ops::MaxPool2D(h));
+    SLUICE_ASSIGN_OR_RETURN(h, c2(h));
+    SLUICE_ASSIGN_OR_RETURN(h, ops::Relu(h));
+    SLUICE_ASSIGN_OR_RETURN(h, ops::MaxPool2D(h));
+    SLUICE_ASSIGN_OR_RETURN(h, ops::Flatten(h));
+    SLUICE_ASSIGN_OR_RETURN(h, d1(h));
+    SLUICE_ASSIGN_OR_RETURN(h, ops::Relu(h));
+    SLUICE_ASSIGN_OR_RETURN(h, ops::Dropout(h, {.rate = 0.4f, .seed = dropout_seed++}));
     return d2(h);
   }
 };
 
 // resnet-small of train/models.h (batch norm, three residual blocks), in training mode.
 struct ResNetSmall {
-  std::unique_ptr<Module> module = *MakeModel("resnet-small", ModelShape{}, 1);
+  std::unique_ptr<layers::Module> module =
+      *models::MakeModel("resnet-small", models::ModelShape{}, 1);
   Shape input_shape() const { return Shape{kBatch, 28, 28, 1}; }
-  std::vector<Variable*> variables() { return module->TrainableVariables(); }
+  std::vector<autodiff::Variable*> variables() { return module->TrainableVariables(); }
   absl::StatusOr<Tensor> Forward(const Tensor& x) { return module->Forward(x, /*training=*/true); }
 };
 
 template <typename Model>
-absl::Status Step(Model& model, Optimizer& optimizer, const Tensor& x, const Tensor& labels) {
-  const std::vector<Variable*> vars = model.variables();
-  Tape tape;
-  ASSIGN_OR_RETURN(Tensor logits, model.Forward(x));
-  ASSIGN_OR_RETURN(Tensor losses, SparseSoftmaxCrossEntropyWithLogits(logits, labels));
-  ASSIGN_OR_RETURN(Tensor loss, Mean(losses));
+absl::Status Step(Model& model, optimizers::Optimizer& optimizer, const Tensor& x,
+                  const Tensor& labels) {
+  const std::vector<autodiff::Variable*> vars = model.variables();
+  autodiff::Tape tape;
+  SLUICE_ASSIGN_OR_RETURN(Tensor logits, model.Forward(x));
+  SLUICE_ASSIGN_OR_RETURN(Tensor losses, ops::SparseSoftmaxCrossEntropyWithLogits(logits, labels));
+  SLUICE_ASSIGN_OR_RETURN(Tensor loss, ops::Mean(losses));
   std::vector<Tensor> sources;
-  for (Variable* v : vars) sources.push_back(v->value());
-  ASSIGN_OR_RETURN(std::vector<std::optional<Tensor>> grads, tape.Gradient(loss, sources));
+  for (autodiff::Variable* v : vars) sources.push_back(v->value());
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<Tensor>> grads, tape.Gradient(loss, sources));
   return optimizer.Apply(grads, vars);
 }
 
@@ -130,7 +133,7 @@ int BenchThreads() {
 
 template <typename Model, typename Opt>
 void BM_TrainStep(benchmark::State& state) {
-  SetCpuThreads(BenchThreads());
+  backend::cpu::SetCpuThreads(BenchThreads());
   Model model;
   Opt optimizer;
   std::mt19937 rng(7);
@@ -152,30 +155,30 @@ void BM_TrainStep(benchmark::State& state) {
   }
   state.counters["images_per_second"] = benchmark::Counter(
       static_cast<double>(kBatch), benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["threads"] = CpuThreads();
+  state.counters["threads"] = backend::cpu::CpuThreads();
 }
 
-BENCHMARK_TEMPLATE(BM_TrainStep, Mlp, Sgd)
+BENCHMARK_TEMPLATE(BM_TrainStep, Mlp, optimizers::Sgd)
     ->Name("train_step/mlp/sgd")
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_TEMPLATE(BM_TrainStep, Mlp, Adam)
+BENCHMARK_TEMPLATE(BM_TrainStep, Mlp, optimizers::Adam)
     ->Name("train_step/mlp/adam")
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_TEMPLATE(BM_TrainStep, Cnn, Sgd)
+BENCHMARK_TEMPLATE(BM_TrainStep, Cnn, optimizers::Sgd)
     ->Name("train_step/cnn/sgd")
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_TEMPLATE(BM_TrainStep, Cnn, Adam)
+BENCHMARK_TEMPLATE(BM_TrainStep, Cnn, optimizers::Adam)
     ->Name("train_step/cnn/adam")
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_TEMPLATE(BM_TrainStep, ResNetSmall, Sgd)
+BENCHMARK_TEMPLATE(BM_TrainStep, ResNetSmall, optimizers::Sgd)
     ->Name("train_step/resnet-small/sgd")
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_TEMPLATE(BM_TrainStep, ResNetSmall, Adam)
+BENCHMARK_TEMPLATE(BM_TrainStep, ResNetSmall, optimizers::Adam)
     ->Name("train_step/resnet-small/adam")
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);

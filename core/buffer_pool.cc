@@ -5,6 +5,7 @@
 #include <iterator>
 #include <new>
 
+#include "absl/synchronization/mutex.h"
 #include "core/device.h"
 
 namespace sluice {
@@ -23,7 +24,7 @@ std::shared_ptr<Buffer> BufferPool::Get(size_t size) {
                        (size + Buffer::kAlignment - 1) / Buffer::kAlignment * Buffer::kAlignment);
   void* data = nullptr;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     for (auto it = free_.rbegin(); it != free_.rend(); ++it) {
       if (it->size == rounded) {
         data = it->data;
@@ -42,12 +43,12 @@ std::shared_ptr<Buffer> BufferPool::Get(size_t size) {
 }
 
 size_t BufferPool::free_blocks() const {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   return free_.size();
 }
 
 bool BufferPool::Put(void* data, size_t size) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   if (free_.size() >= max_free_) return false;
   free_.push_back({data, size});
   return true;

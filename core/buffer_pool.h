@@ -3,9 +3,9 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "core/buffer.h"
 
 namespace sluice {
@@ -39,8 +39,8 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   bool Put(void* data, size_t size);
 
   const size_t max_free_;
-  mutable std::mutex mu_;
-  std::vector<Block> free_;  // most recently freed last: warmest in cache
+  mutable absl::Mutex mu_;
+  std::vector<Block> free_ ABSL_GUARDED_BY(mu_);  // most recently freed last: warmest in cache
 };
 
 }  // namespace sluice

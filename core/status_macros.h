@@ -6,18 +6,18 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-// RETURN_IF_ERROR(expr): returns the status of `expr` from the enclosing
+// SLUICE_RETURN_IF_ERROR(expr): returns the status of `expr` from the enclosing
 // function when it is not OK.
-#define RETURN_IF_ERROR(expr)                                           \
+#define SLUICE_RETURN_IF_ERROR(expr)                                    \
   do {                                                                  \
     ::absl::Status sluice_status_ = ::sluice::internal::ToStatus(expr); \
     if (!sluice_status_.ok()) return sluice_status_;                    \
   } while (0)
 
-// ASSIGN_OR_RETURN(lhs, expr): evaluates `expr` (a StatusOr<T>); on error
+// SLUICE_ASSIGN_OR_RETURN(lhs, expr): evaluates `expr` (a StatusOr<T>); on error
 // returns its status, otherwise moves the value into `lhs`, which may be a
 // declaration (`auto x`) or an existing variable.
-#define ASSIGN_OR_RETURN(lhs, expr) \
+#define SLUICE_ASSIGN_OR_RETURN(lhs, expr) \
   SLUICE_ASSIGN_OR_RETURN_IMPL_(SLUICE_CONCAT_(sluice_statusor_, __LINE__), lhs, expr)
 
 #define SLUICE_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \

@@ -23,17 +23,18 @@
 // batch starts with the element after the error.
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "core/buffer_pool.h"
 #include "core/status_macros.h"
 #include "dataset/batching_iterator.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
+#include "dataset/knob.h"
 
 namespace sluice {
 namespace {
@@ -68,10 +69,7 @@ class BatchDataset : public DatasetBase {
     std::string s = absl::StrCat("Batch(", batch_size_);
     if (options_.drop_remainder) s += ", drop_remainder";
     if (options_.num_parallel_calls != 1) {
-      absl::StrAppend(&s, ", num_parallel_calls=",
-                      options_.num_parallel_calls == kAutotune
-                          ? std::string("autotune")
-                          : absl::StrCat(options_.num_parallel_calls));
+      absl::StrAppend(&s, ", num_parallel_calls=", KnobString(options_.num_parallel_calls));
     }
     return s + ")";
   }
@@ -94,15 +92,15 @@ struct FillJob {
   int num_chunks = 1;
   std::atomic<int> next_chunk{0};
   std::atomic<int> chunks_done{0};
-  std::mutex mu;
-  std::condition_variable cv;
-  absl::Status status;  // first copy error, guarded by mu
+  absl::Mutex mu;
+  absl::CondVar cv;
+  absl::Status status ABSL_GUARDED_BY(mu);  // the first copy error
 
   // Copies chunks until none is left to claim.
   void Run() {
     // Pairs with the setup in MakeBatch: TBB's task queue already orders
     // them, but ThreadSanitizer cannot see into the uninstrumented libtbb.
-    { std::lock_guard<std::mutex> l(mu); }
+    { absl::MutexLock l(&mu); }
     for (int c = next_chunk.fetch_add(1); c < num_chunks; c = next_chunk.fetch_add(1)) {
       const int64_t begin = c * rows_per_chunk;
       const int64_t end = std::min<int64_t>(begin + rows_per_chunk, rows.size());
@@ -112,9 +110,9 @@ struct FillJob {
           if (!adopted[k]) s = out[k].CopyIntoRow(i, rows[i][k]);
         }
       }
-      std::lock_guard<std::mutex> l(mu);
+      absl::MutexLock l(&mu);
       if (status.ok()) status = s;
-      if (chunks_done.fetch_add(1) + 1 == num_chunks) cv.notify_all();
+      if (chunks_done.fetch_add(1) + 1 == num_chunks) cv.SignalAll();
     }
   }
 };
@@ -124,16 +122,10 @@ class BatchIterator : public BatchingIterator {
   BatchIterator(const BatchDataset* d, const IteratorContext& ctx,
                 std::unique_ptr<IteratorBase> input)
       : BatchingIterator(d, ctx, std::move(input), d->batch_size(),
-                         d->batch_options().drop_remainder),
-        d_(d) {
+                         d->batch_options().drop_remainder) {
     const int requested = d->batch_options().num_parallel_calls;
     if (requested != 1) {
-      Tunable& p = stats().parallelism;
-      p.present = true;
-      p.autotune = requested == kAutotune;
-      p.min = 1;
-      p.max = p.autotune ? ctx.runtime->num_threads() : requested;
-      if (p.value.load() == 0) p.value = p.max.load();  // Shared by a node's iterators.
+      stats().parallelism.Declare(requested, ctx.runtime->num_threads());
     }
   }
 
@@ -166,7 +158,7 @@ class BatchIterator : public BatchingIterator {
   }
 
   absl::StatusOr<Element> MakeBatch() override {
-    RETURN_IF_ERROR(Validate());
+    SLUICE_RETURN_IF_ERROR(Validate());
     const int64_t n = static_cast<int64_t>(rows_.size());
     const Element& first = rows_[0];
     Element out;
@@ -178,7 +170,7 @@ class BatchIterator : public BatchingIterator {
       s.InsertDim(0, n);
       const size_t bytes = static_cast<size_t>(s.num_elements()) * DTypeSize(t.dtype());
       if (std::shared_ptr<Buffer> whole = RowsOfOneBuffer(k, bytes)) {
-        ASSIGN_OR_RETURN(Tensor view, Tensor::FromBuffer(t.dtype(), std::move(s), whole));
+        SLUICE_ASSIGN_OR_RETURN(Tensor view, Tensor::FromBuffer(t.dtype(), std::move(s), whole));
         out.push_back(std::move(view));
         adopted[k] = 1;
         continue;
@@ -187,22 +179,22 @@ class BatchIterator : public BatchingIterator {
         out.emplace_back(t.dtype(), std::move(s));
         continue;
       }
-      ASSIGN_OR_RETURN(Tensor recycled,
-                       Tensor::FromBuffer(t.dtype(), std::move(s), pool_->Get(bytes)));
+      SLUICE_ASSIGN_OR_RETURN(Tensor recycled,
+                              Tensor::FromBuffer(t.dtype(), std::move(s), pool_->Get(bytes)));
       out.push_back(std::move(recycled));
     }
     const int chunks = NumChunks();
     if (chunks <= 1) {
       for (int64_t i = 0; i < n; ++i) {
         for (size_t k = 0; k < out.size(); ++k) {
-          if (!adopted[k]) RETURN_IF_ERROR(out[k].CopyIntoRow(i, rows_[i][k]));
+          if (!adopted[k]) SLUICE_RETURN_IF_ERROR(out[k].CopyIntoRow(i, rows_[i][k]));
         }
       }
       return out;
     }
     auto job = std::make_shared<FillJob>();
     {
-      std::lock_guard<std::mutex> l(job->mu);
+      absl::MutexLock l(&job->mu);
       job->rows = std::move(rows_);
       job->out = out;
       job->adopted = adopted;
@@ -211,10 +203,10 @@ class BatchIterator : public BatchingIterator {
     }
     for (int c = 1; c < job->num_chunks; ++c) ctx().runtime->Schedule([job] { job->Run(); });
     job->Run();
-    std::unique_lock<std::mutex> l(job->mu);
+    absl::MutexLock l(&job->mu);
     // Every chunk is claimed by now; the ones still running are plain copies.
-    job->cv.wait(l, [&] { return job->chunks_done.load() == job->num_chunks; });
-    RETURN_IF_ERROR(job->status);
+    while (job->chunks_done.load() != job->num_chunks) job->cv.Wait(&job->mu);
+    SLUICE_RETURN_IF_ERROR(job->status);
     return out;
   }
 
@@ -260,7 +252,6 @@ class BatchIterator : public BatchingIterator {
     return static_cast<int>(std::max<int64_t>(1, std::min({parallelism, n, by_size})));
   }
 
-  const BatchDataset* d_;
   std::shared_ptr<BufferPool> pool_ = BufferPool::Create(kMaxFreeBlocks);
 };
 
@@ -270,12 +261,8 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> BatchDataset::MakeIterator(
     return absl::InvalidArgumentError(
         absl::StrCat(name(), ": batch_size must be > 0, got ", batch_size_));
   }
-  if (options_.num_parallel_calls < 1 && options_.num_parallel_calls != kAutotune) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name(), ": num_parallel_calls must be >= 1 or kAutotune, got ",
-                     options_.num_parallel_calls));
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  SLUICE_RETURN_IF_ERROR(CheckKnob(name(), "num_parallel_calls", options_.num_parallel_calls));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
   return std::unique_ptr<IteratorBase>(new BatchIterator(this, ctx, std::move(input)));
 }
 

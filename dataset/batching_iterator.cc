@@ -48,7 +48,7 @@ absl::Status BatchingIterator::SaveInternal(proto::IteratorStateProto* state) {
 }
 
 absl::Status BatchingIterator::RestoreInternal(const proto::IteratorStateProto& state) {
-  ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "ended"));
+  SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "ended"));
   ended_ = ended != 0;
   return RestoreInput(input_.get(), state);
 }

@@ -32,7 +32,7 @@ absl::StatusOr<BenchmarkResult> RunBenchmark(const Dataset& dataset,
   const auto& count = options.count_examples ? options.count_examples : DefaultCountExamples;
   BenchmarkResult result;
   std::unique_ptr<Iterator> iterator = dataset.MakeIterator();
-  if (options.on_start) RETURN_IF_ERROR(options.on_start(*iterator));
+  if (options.on_start) SLUICE_RETURN_IF_ERROR(options.on_start(*iterator));
   const Clock::time_point start = Clock::now();
   Clock::time_point next_progress = start;
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };

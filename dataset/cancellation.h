@@ -5,7 +5,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
+
+#include "absl/synchronization/mutex.h"
 
 namespace sluice {
 
@@ -21,9 +22,9 @@ class CancellationManager {
     std::map<int64_t, std::function<void()>> callbacks;
     // Taken before the callbacks leave the map, so that a Deregister that
     // misses its callback waits until it has run.
-    std::lock_guard<std::mutex> running(running_mu_);
+    absl::MutexLock running(&running_mu_);
     {
-      std::lock_guard<std::mutex> l(mu_);
+      absl::MutexLock l(&mu_);
       if (cancelled_.exchange(true)) return;
       callbacks.swap(callbacks_);
     }
@@ -34,7 +35,7 @@ class CancellationManager {
   // Deregister.
   int64_t Register(std::function<void()> cb) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      absl::MutexLock l(&mu_);
       if (!cancelled_) {
         callbacks_.emplace(next_token_, std::move(cb));
         return next_token_++;
@@ -49,18 +50,18 @@ class CancellationManager {
   // callback takes.
   void Deregister(int64_t token) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      absl::MutexLock l(&mu_);
       if (callbacks_.erase(token) > 0 || !cancelled_) return;
     }
-    std::lock_guard<std::mutex> running(running_mu_);  // Wait for Cancel() to finish.
+    absl::MutexLock running(&running_mu_);  // Wait for Cancel() to finish.
   }
 
  private:
   std::atomic<bool> cancelled_{false};
-  std::mutex mu_;
-  std::mutex running_mu_;  // Held while Cancel() runs callbacks.
-  std::map<int64_t, std::function<void()>> callbacks_;
-  int64_t next_token_ = 0;
+  absl::Mutex mu_;
+  absl::Mutex running_mu_;  // Held while Cancel() runs callbacks.
+  std::map<int64_t, std::function<void()>> callbacks_ ABSL_GUARDED_BY(mu_);
+  int64_t next_token_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace sluice

@@ -35,7 +35,7 @@ class ConcatenateDataset : public DatasetBase {
 
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override {
-    ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> first, inputs()[0]->MakeIterator(ctx));
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> first, inputs()[0]->MakeIterator(ctx));
     return std::unique_ptr<IteratorBase>(new ConcatenateIterator(this, ctx, std::move(first)));
   }
   int64_t Cardinality() const override {
@@ -56,7 +56,7 @@ class ConcatenateDataset : public DatasetBase {
    protected:
     absl::StatusOr<std::optional<Element>> GetNextInternal() override {
       if (stage_ == Stage::kFirst) {
-        ASSIGN_OR_RETURN(std::optional<Element> e, first_->GetNext());
+        SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, first_->GetNext());
         if (e) {
           if (!has_dtypes_) {
             dtypes_ = DTypesOf(*e);
@@ -78,7 +78,7 @@ class ConcatenateDataset : public DatasetBase {
           }
           second_ = std::move(*it);
         }
-        ASSIGN_OR_RETURN(std::optional<Element> e, second_->GetNext());
+        SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, second_->GetNext());
         if (!e) {
           second_.reset();
           stage_ = Stage::kEnded;
@@ -106,14 +106,14 @@ class ConcatenateDataset : public DatasetBase {
       for (size_t i = 0; i < dtypes_.size(); ++i) {
         ints[absl::StrCat("dtype", i)] = static_cast<int64_t>(dtypes_[i]);
       }
-      RETURN_IF_ERROR(SaveInput(first_.get(), state));
+      SLUICE_RETURN_IF_ERROR(SaveInput(first_.get(), state));
       return SaveInput(second_.get(), state);
     }
 
     absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-      ASSIGN_OR_RETURN(int64_t stage, SavedInt(state, "stage"));
-      ASSIGN_OR_RETURN(second_index_, SavedInt(state, "second_index"));
-      ASSIGN_OR_RETURN(int64_t n, SavedInt(state, "dtypes"));
+      SLUICE_ASSIGN_OR_RETURN(int64_t stage, SavedInt(state, "stage"));
+      SLUICE_ASSIGN_OR_RETURN(second_index_, SavedInt(state, "second_index"));
+      SLUICE_ASSIGN_OR_RETURN(int64_t n, SavedInt(state, "dtypes"));
       if (stage < 0 || stage > static_cast<int64_t>(Stage::kEnded)) {
         return absl::DataLossError(
             absl::StrCat("checkpoint of ", state.node(), ": bad stage ", stage));
@@ -122,23 +122,23 @@ class ConcatenateDataset : public DatasetBase {
       has_dtypes_ = n >= 0;
       dtypes_.clear();
       for (int64_t i = 0; i < n; ++i) {
-        ASSIGN_OR_RETURN(int64_t dt, SavedInt(state, absl::StrCat("dtype", i)));
+        SLUICE_ASSIGN_OR_RETURN(int64_t dt, SavedInt(state, absl::StrCat("dtype", i)));
         if (dt < 0 || dt > static_cast<int64_t>(DType::kBytes)) {
           return absl::DataLossError(
               absl::StrCat("checkpoint of ", state.node(), ": bad dtype ", dt));
         }
         dtypes_.push_back(static_cast<DType>(dt));
       }
-      ASSIGN_OR_RETURN(const proto::IteratorStateProto* first, InputState(state, 0));
-      ASSIGN_OR_RETURN(const proto::IteratorStateProto* second, InputState(state, 1));
+      SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* first, InputState(state, 0));
+      SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* second, InputState(state, 1));
       if (first != nullptr) {
-        RETURN_IF_ERROR(first_->Restore(*first));
+        SLUICE_RETURN_IF_ERROR(first_->Restore(*first));
       } else {
         first_.reset();
       }
       if (second != nullptr) {
-        ASSIGN_OR_RETURN(second_, d_->inputs()[1]->MakeIterator(ctx()));
-        RETURN_IF_ERROR(second_->Restore(*second));
+        SLUICE_ASSIGN_OR_RETURN(second_, d_->inputs()[1]->MakeIterator(ctx()));
+        SLUICE_RETURN_IF_ERROR(second_->Restore(*second));
       }
       return absl::OkStatus();
     }

@@ -22,8 +22,8 @@ absl::Status CountedInputIterator::SaveInternal(proto::IteratorStateProto* state
 }
 
 absl::Status CountedInputIterator::RestoreInternal(const proto::IteratorStateProto& state) {
-  ASSIGN_OR_RETURN(counted_, SavedInt(state, counter_key_));
-  ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "ended"));
+  SLUICE_ASSIGN_OR_RETURN(counted_, SavedInt(state, counter_key_));
+  SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "ended"));
   ended_ = ended != 0;
   return RestoreInput(input_.get(), state);
 }

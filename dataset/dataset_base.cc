@@ -147,7 +147,7 @@ absl::StatusOr<const proto::IteratorStateProto*> IteratorBase::InputState(
 
 absl::Status IteratorBase::RestoreInput(IteratorBase* input, const proto::IteratorStateProto& state,
                                         int i) {
-  ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, i));
+  SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, i));
   return in ? input->Restore(*in) : absl::OkStatus();
 }
 
@@ -225,7 +225,7 @@ absl::StatusOr<absl::StatusOr<std::optional<Element>>> ResultFromProto(
     return Result(s);
   }
   if (proto.end_of_sequence()) return Result(std::nullopt);
-  ASSIGN_OR_RETURN(Element e, ElementFromProto(proto.element()));
+  SLUICE_ASSIGN_OR_RETURN(Element e, ElementFromProto(proto.element()));
   return Result(std::move(e));
 }
 

@@ -171,6 +171,11 @@ class ScopedTimer {
 // Reads a saved integer, with a clear error when the checkpoint lacks it.
 absl::StatusOr<int64_t> SavedInt(const proto::IteratorStateProto& state, const std::string& key);
 
+// True for the end of the sequence: an OK result with no element.
+inline bool IsEndOfSequence(const absl::StatusOr<std::optional<Element>>& result) {
+  return result.ok() && !result->has_value();
+}
+
 // Element <-> protobuf, for checkpoints of buffered elements and file caches.
 void ElementToProto(const Element& element, proto::ElementProto* out);
 absl::StatusOr<Element> ElementFromProto(const proto::ElementProto& proto);

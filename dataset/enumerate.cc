@@ -16,7 +16,7 @@ class EnumerateDataset : public DatasetBase {
 
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override {
-    ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
     return std::unique_ptr<IteratorBase>(new EnumerateIterator(this, ctx, std::move(input)));
   }
   int64_t Cardinality() const override { return inputs()[0]->Cardinality(); }
@@ -31,7 +31,7 @@ class EnumerateDataset : public DatasetBase {
 
    protected:
     absl::StatusOr<std::optional<Element>> GetNextInternal() override {
-      ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());
+      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());
       if (!in) return std::nullopt;
       Element out;
       out.reserve(in->size() + 1);
@@ -44,7 +44,7 @@ class EnumerateDataset : public DatasetBase {
       return SaveInput(input_.get(), state);
     }
     absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-      ASSIGN_OR_RETURN(next_, SavedInt(state, "next"));
+      SLUICE_ASSIGN_OR_RETURN(next_, SavedInt(state, "next"));
       return RestoreInput(input_.get(), state);
     }
 

@@ -36,7 +36,7 @@ class FilterIterator : public IteratorBase {
  protected:
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {
     while (true) {
-      ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());
+      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());
       if (!in) return std::nullopt;
       const int64_t index = next_index_++;
       absl::StatusOr<bool> keep = d_->predicate()(*in);
@@ -51,7 +51,7 @@ class FilterIterator : public IteratorBase {
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    ASSIGN_OR_RETURN(next_index_, SavedInt(state, "next_index"));
+    SLUICE_ASSIGN_OR_RETURN(next_index_, SavedInt(state, "next_index"));
     return RestoreInput(input_.get(), state);
   }
 
@@ -63,7 +63,7 @@ class FilterIterator : public IteratorBase {
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> FilterDataset::MakeIterator(
     const IteratorContext& ctx) const {
-  ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
   return std::unique_ptr<IteratorBase>(new FilterIterator(this, ctx, std::move(input)));
 }
 

@@ -27,8 +27,8 @@ class FlatMapDataset : public DatasetBase {
   absl::Status MakeInner(const IteratorContext& ctx, Element element, int64_t index,
                          std::shared_ptr<const DatasetBase>* dataset,
                          std::unique_ptr<IteratorBase>* iterator) const {
-    ASSIGN_OR_RETURN(Dataset inner, fn_(std::move(element)));
-    ASSIGN_OR_RETURN(
+    SLUICE_ASSIGN_OR_RETURN(Dataset inner, fn_(std::move(element)));
+    SLUICE_ASSIGN_OR_RETURN(
         *iterator, inner.base()->MakeIterator(ctx.ForInner(name(), static_cast<uint64_t>(index))));
     *dataset = inner.base();
     return absl::OkStatus();
@@ -49,11 +49,11 @@ class FlatMapIterator : public IteratorBase {
     while (true) {
       if (inner_ != nullptr) {
         // Inner errors are named by the inner node and pass through.
-        ASSIGN_OR_RETURN(std::optional<Element> e, inner_->GetNext());
+        SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, inner_->GetNext());
         if (e) return e;
         CloseInner();
       }
-      ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());
+      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());
       if (!in) return std::nullopt;
       const int64_t index = next_index_++;
       absl::Status made = d_->MakeInner(ctx(), *in, index, &inner_dataset_, &inner_);
@@ -72,16 +72,16 @@ class FlatMapIterator : public IteratorBase {
       ElementToProto(inner_element_, &element);
       (*state->mutable_blobs())["inner_element"] = element.SerializeAsString();
     }
-    RETURN_IF_ERROR(SaveInput(input_.get(), state));
+    SLUICE_RETURN_IF_ERROR(SaveInput(input_.get(), state));
     return SaveInput(inner_.get(), state);
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    ASSIGN_OR_RETURN(next_index_, SavedInt(state, "next_index"));
-    ASSIGN_OR_RETURN(inner_index_, SavedInt(state, "inner_index"));
-    ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
-    if (in != nullptr) RETURN_IF_ERROR(input_->Restore(*in));
-    ASSIGN_OR_RETURN(const proto::IteratorStateProto* inner, InputState(state, 1));
+    SLUICE_ASSIGN_OR_RETURN(next_index_, SavedInt(state, "next_index"));
+    SLUICE_ASSIGN_OR_RETURN(inner_index_, SavedInt(state, "inner_index"));
+    SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
+    if (in != nullptr) SLUICE_RETURN_IF_ERROR(input_->Restore(*in));
+    SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* inner, InputState(state, 1));
     if (inner == nullptr) return absl::OkStatus();
     auto blob = state.blobs().find("inner_element");
     proto::ElementProto element;
@@ -89,7 +89,7 @@ class FlatMapIterator : public IteratorBase {
       return absl::DataLossError(
           absl::StrCat("checkpoint of ", state.node(), " lacks the open inner element"));
     }
-    ASSIGN_OR_RETURN(inner_element_, ElementFromProto(element));
+    SLUICE_ASSIGN_OR_RETURN(inner_element_, ElementFromProto(element));
     absl::Status made =
         d_->MakeInner(ctx(), inner_element_, inner_index_, &inner_dataset_, &inner_);
     if (!made.ok()) return Annotate(made, inner_index_);
@@ -114,7 +114,7 @@ class FlatMapIterator : public IteratorBase {
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> FlatMapDataset::MakeIterator(
     const IteratorContext& ctx) const {
-  ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
   return std::unique_ptr<IteratorBase>(new FlatMapIterator(this, ctx, std::move(input)));
 }
 

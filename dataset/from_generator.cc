@@ -35,7 +35,7 @@ class GeneratorDataset : public DatasetBase {
    protected:
     absl::StatusOr<std::optional<Element>> GetNextInternal() override {
       if (ended_) return std::nullopt;
-      RETURN_IF_ERROR(EnsureGenerator());
+      SLUICE_RETURN_IF_ERROR(EnsureGenerator());
       absl::StatusOr<std::optional<Element>> next = generator_();
       ++calls_;
       if (!next.ok()) {
@@ -57,16 +57,16 @@ class GeneratorDataset : public DatasetBase {
     }
 
     absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-      ASSIGN_OR_RETURN(int64_t calls, SavedInt(state, "calls"));
-      ASSIGN_OR_RETURN(int64_t errors, SavedInt(state, "errors"));
-      ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "ended"));
+      SLUICE_ASSIGN_OR_RETURN(int64_t calls, SavedInt(state, "calls"));
+      SLUICE_ASSIGN_OR_RETURN(int64_t errors, SavedInt(state, "errors"));
+      SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "ended"));
       if (ended != 0) {
         calls_ = calls;
         errors_ = errors;
         ended_ = true;
         return absl::OkStatus();
       }
-      RETURN_IF_ERROR(EnsureGenerator());
+      SLUICE_RETURN_IF_ERROR(EnsureGenerator());
       int64_t replay_errors = 0;
       for (int64_t i = 0; i < calls; ++i) {
         absl::StatusOr<std::optional<Element>> next = generator_();

@@ -41,7 +41,7 @@ class FromTensorSlicesDataset : public DatasetBase {
 
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override {
-    RETURN_IF_ERROR(status_);
+    SLUICE_RETURN_IF_ERROR(status_);
     return std::unique_ptr<IteratorBase>(new SliceIterator(this, ctx));
   }
   int64_t Cardinality() const override { return status_.ok() ? rows_ : kUnknownCardinality; }
@@ -61,7 +61,7 @@ class FromTensorSlicesDataset : public DatasetBase {
       Element out;
       out.reserve(d_->element_.size());
       for (const Tensor& t : d_->element_) {
-        ASSIGN_OR_RETURN(Tensor row, t.SubTensor(next_));
+        SLUICE_ASSIGN_OR_RETURN(Tensor row, t.SubTensor(next_));
         out.push_back(std::move(row));
       }
       ++next_;
@@ -72,7 +72,7 @@ class FromTensorSlicesDataset : public DatasetBase {
       return absl::OkStatus();
     }
     absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-      ASSIGN_OR_RETURN(next_, SavedInt(state, "next"));
+      SLUICE_ASSIGN_OR_RETURN(next_, SavedInt(state, "next"));
       if (next_ < 0 || next_ > d_->rows_) {
         return absl::DataLossError(absl::StrCat("checkpoint of ", d_->name(), " is at row ", next_,
                                                 ", but the dataset has ", d_->rows_, " rows"));

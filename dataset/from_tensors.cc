@@ -39,7 +39,7 @@ class FromTensorsDataset : public DatasetBase {
       return absl::OkStatus();
     }
     absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-      ASSIGN_OR_RETURN(int64_t done, SavedInt(state, "done"));
+      SLUICE_ASSIGN_OR_RETURN(int64_t done, SavedInt(state, "done"));
       done_ = done != 0;
       return absl::OkStatus();
     }

@@ -65,7 +65,7 @@ class IgnoreErrorsIterator : public IteratorBase {
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> IgnoreErrorsDataset::MakeIterator(
     const IteratorContext& ctx) const {
-  ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
   return std::unique_ptr<IteratorBase>(new IgnoreErrorsIterator(this, ctx, std::move(input)));
 }
 

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 
@@ -62,7 +63,7 @@ Iterator::~Iterator() {
   // Wake every blocked wait first, then destroy the nodes (which join their
   // threads) while nothing can block any more.
   ctx_.cancellation->Cancel();
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   root_.reset();
 }
 
@@ -86,33 +87,33 @@ absl::Status Iterator::EnsureStarted() {
 }
 
 absl::StatusOr<std::optional<Element>> Iterator::GetNext() {
-  std::lock_guard<std::mutex> l(mu_);
-  RETURN_IF_ERROR(EnsureStarted());
-  RETURN_IF_ERROR(error_);
+  absl::MutexLock l(&mu_);
+  SLUICE_RETURN_IF_ERROR(EnsureStarted());
+  SLUICE_RETURN_IF_ERROR(error_);
   auto result = root_->GetNext();
   if (!result.ok()) error_ = result.status();
   return result;
 }
 
 absl::Status Iterator::Initialize() {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   return EnsureStarted();
 }
 
 absl::StatusOr<std::string> Iterator::Save() {
-  std::lock_guard<std::mutex> l(mu_);
-  RETURN_IF_ERROR(EnsureStarted());
-  RETURN_IF_ERROR(error_);
+  absl::MutexLock l(&mu_);
+  SLUICE_RETURN_IF_ERROR(EnsureStarted());
+  SLUICE_RETURN_IF_ERROR(error_);
   proto::IteratorCheckpoint ckpt;
   ckpt.set_version(kCheckpointVersion);
   ckpt.set_pipeline(dataset_->DebugString());
   ckpt.set_seed(ctx_.seed);
-  RETURN_IF_ERROR(root_->Save(ckpt.mutable_root()));
+  SLUICE_RETURN_IF_ERROR(root_->Save(ckpt.mutable_root()));
   return ckpt.SerializeAsString();
 }
 
 absl::Status Iterator::Restore(const std::string& checkpoint) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   if (started_) {
     return absl::FailedPreconditionError(
         "Restore must be called on a fresh iterator, before the first GetNext");
@@ -131,7 +132,7 @@ absl::Status Iterator::Restore(const std::string& checkpoint) {
                                                       dataset_->DebugString(), "\""));
   }
   ctx_.seed = ckpt.seed();  // Before the nodes are made: they derive seeds from it.
-  RETURN_IF_ERROR(EnsureStarted());
+  SLUICE_RETURN_IF_ERROR(EnsureStarted());
   absl::Status s = root_->Restore(ckpt.root());
   if (!s.ok()) error_ = s;
   return s;

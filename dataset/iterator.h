@@ -3,12 +3,12 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "core/element.h"
 #include "dataset/dataset_base.h"
 #include "dataset/node_stats.h"
@@ -81,18 +81,19 @@ class Iterator {
   IteratorTuner* tuner() const { return tuner_view_.load(std::memory_order_acquire); }
 
  private:
-  absl::Status EnsureStarted();
+  absl::Status EnsureStarted() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::shared_ptr<const DatasetBase> dataset_;
   IteratorContext ctx_;
-  std::mutex mu_;
-  std::unique_ptr<IteratorBase> root_;
-  std::unique_ptr<IteratorTuner> tuner_;  // set once, when the nodes are made
+  absl::Mutex mu_;
+  std::unique_ptr<IteratorBase> root_ ABSL_GUARDED_BY(mu_);
+  // Set once, when the nodes are made.
+  std::unique_ptr<IteratorTuner> tuner_ ABSL_GUARDED_BY(mu_);
   // tuner_.get(), published for readers that do not take mu_ (GetNext holds
   // it while it waits for an element).
   std::atomic<IteratorTuner*> tuner_view_{nullptr};
-  bool started_ = false;
-  absl::Status error_;  // sticky
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);  // sticky
 };
 
 }  // namespace sluice

@@ -90,8 +90,8 @@ class ListFilesDataset : public DatasetBase {
       return absl::OkStatus();
     }
     absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-      ASSIGN_OR_RETURN(int64_t next, SavedInt(state, "next"));
-      ASSIGN_OR_RETURN(int64_t count, SavedInt(state, "files"));
+      SLUICE_ASSIGN_OR_RETURN(int64_t next, SavedInt(state, "next"));
+      SLUICE_ASSIGN_OR_RETURN(int64_t count, SavedInt(state, "files"));
       auto blob = state.blobs().find("files");
       if (blob == state.blobs().end()) {
         return absl::DataLossError(absl::StrCat("checkpoint of ", state.node(), " lacks 'files'"));

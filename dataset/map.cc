@@ -3,14 +3,15 @@
 // `parallelism` calls at a time (see ParallelMapIterator).
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
+#include "dataset/knob.h"
 
 namespace sluice {
 namespace {
@@ -30,11 +31,7 @@ class MapDataset : public DatasetBase {
   int64_t Cardinality() const override { return inputs()[0]->Cardinality(); }
   std::string Describe() const override {
     if (options_.num_parallel_calls == 1) return "Map";
-    return absl::StrCat("Map(num_parallel_calls=",
-                        options_.num_parallel_calls == kAutotune
-                            ? std::string("autotune")
-                            : absl::StrCat(options_.num_parallel_calls),
-                        ")");
+    return absl::StrCat("Map(num_parallel_calls=", KnobString(options_.num_parallel_calls), ")");
   }
 
   const MapFn& fn() const { return fn_; }
@@ -62,7 +59,7 @@ class SequentialMapIterator : public IteratorBase {
 
  protected:
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {
-    ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());
+    SLUICE_ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());
     if (!in) return std::nullopt;
     const int64_t index = next_index_++;
     auto out = d_->Apply(ctx(), std::move(*in), index);
@@ -74,7 +71,7 @@ class SequentialMapIterator : public IteratorBase {
     return SaveInput(input_.get(), state);
   }
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    ASSIGN_OR_RETURN(next_index_, SavedInt(state, "next_index"));
+    SLUICE_ASSIGN_OR_RETURN(next_index_, SavedInt(state, "next_index"));
     return RestoreInput(input_.get(), state);
   }
 
@@ -105,13 +102,7 @@ class ParallelMapIterator : public IteratorBase {
     shared_->stats = &stats();
     shared_->parallelism = &stats().parallelism;
     deterministic_ = d->map_options().deterministic.value_or(ctx.deterministic());
-    Tunable& p = stats().parallelism;
-    const int requested = d->map_options().num_parallel_calls;
-    p.present = true;
-    p.autotune = requested == kAutotune;
-    p.min = 1;
-    p.max = p.autotune ? ctx.runtime->num_threads() : requested;
-    if (p.value.load() == 0) p.value = p.max.load();  // Shared by a node's iterators.
+    stats().parallelism.Declare(d->map_options().num_parallel_calls, ctx.runtime->num_threads());
     cancel_token_ = ctx.cancellation->Register([s = shared_] { s->Cancel(); });
   }
 
@@ -120,31 +111,31 @@ class ParallelMapIterator : public IteratorBase {
     ctx().cancellation->Deregister(cancel_token_);
     // Calls still running hold `shared_` and the dataset; they finish on their
     // own, start no other, and their results are dropped.
-    std::lock_guard<std::mutex> l(shared_->mu);
+    absl::MutexLock l(&shared_->mu);
     for (const auto& slot : shared_->results) shared_->Uncount(*slot);
   }
 
  protected:
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {
-    Shared& s = *shared_;
-    std::unique_lock<std::mutex> l(s.mu);
+    absl::ReleasableMutexLock l(&shared_->mu);
     while (true) {
-      if (s.cancelled) return absl::CancelledError("iterator destroyed");
+      if (shared_->cancelled) return absl::CancelledError("iterator destroyed");
       // Keep the workers fed before taking a result.
-      while (!input_ended_ && static_cast<int64_t>(s.results.size()) < Bound() && !s.cancelled) {
-        FetchOne(l);
+      while (!input_ended_ && static_cast<int64_t>(shared_->results.size()) < Bound() &&
+             !shared_->cancelled) {
+        FetchOne();
       }
-      if (s.cancelled) return absl::CancelledError("iterator destroyed");
+      if (shared_->cancelled) return absl::CancelledError("iterator destroyed");
       auto it = Ready();
-      if (it != s.results.end()) {
+      if (it != shared_->results.end()) {
         std::shared_ptr<Slot> slot = *it;
-        if (slot->result.ok() && !slot->result->has_value()) {
+        if (IsEndOfSequence(slot->result)) {
           return std::nullopt;  // Keep the end marker: every later call ends too.
         }
-        s.results.erase(it);
-        s.Uncount(*slot);
+        shared_->results.erase(it);
+        shared_->Uncount(*slot);
         UpdateBuffered();
-        l.unlock();
+        l.Release();
         if (!slot->result.ok() && slot->from_fn)
           return Annotate(slot->result.status(), slot->index);
         return std::move(slot->result);
@@ -153,34 +144,33 @@ class ParallelMapIterator : public IteratorBase {
       // many on a busy machine), run a queued call here, within the budget,
       // when calls are short: the consumer's thread (a Prefetch's producer, an
       // Interleave's worker) must stay quick to cancel.
-      if (!s.queue.empty() && s.running < s.Parallelism() && s.mean_call_ns >= 0 &&
-          s.mean_call_ns <= kMaxInlineCallNs) {
+      if (!shared_->queue.empty() && shared_->running < shared_->Parallelism() &&
+          shared_->mean_call_ns >= 0 && shared_->mean_call_ns <= kMaxInlineCallNs) {
         // The call counts as busy time; it is not time spent waiting on the workers.
-        ExcludeFromOwnTime(s.RunQueued(l));
+        ExcludeFromOwnTime(shared_->RunQueued());
         continue;
       }
       StartWorkerIfIdle();
-      s.consumer_waiting = true;
-      s.consumer_cv.wait(l);
-      s.consumer_waiting = false;
+      shared_->consumer_waiting = true;
+      shared_->consumer_cv.Wait(&shared_->mu);
+      shared_->consumer_waiting = false;
     }
   }
 
   absl::Status SaveInternal(proto::IteratorStateProto* state) override {
-    Shared& s = *shared_;
-    std::unique_lock<std::mutex> l(s.mu);
+    absl::MutexLock l(&shared_->mu);
     // Quiesce: the workers finish every queued and running call (the consumer,
     // which is us, fetches nothing meanwhile).
-    while (!s.cancelled && (s.running > 0 || !s.queue.empty())) {
+    while (!shared_->cancelled && (shared_->running > 0 || !shared_->queue.empty())) {
       StartWorkerIfIdle();
-      s.consumer_waiting = true;
-      s.consumer_cv.wait(l);
-      s.consumer_waiting = false;
+      shared_->consumer_waiting = true;
+      shared_->consumer_cv.Wait(&shared_->mu);
+      shared_->consumer_waiting = false;
     }
-    if (s.cancelled) return absl::CancelledError("iterator destroyed");
+    if (shared_->cancelled) return absl::CancelledError("iterator destroyed");
     (*state->mutable_ints())["next_index"] = next_index_;
     (*state->mutable_ints())["input_ended"] = input_ended_;
-    for (const auto& slot : s.results) {
+    for (const auto& slot : shared_->results) {
       if (!slot->result.ok() && slot->from_fn) {
         ResultToProto(Annotate(slot->result.status(), slot->index), state->add_buffer());
       } else {
@@ -191,12 +181,12 @@ class ParallelMapIterator : public IteratorBase {
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    std::lock_guard<std::mutex> l(shared_->mu);
-    ASSIGN_OR_RETURN(next_index_, SavedInt(state, "next_index"));
-    ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "input_ended"));
+    absl::MutexLock l(&shared_->mu);
+    SLUICE_ASSIGN_OR_RETURN(next_index_, SavedInt(state, "next_index"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "input_ended"));
     input_ended_ = ended != 0;
     for (const proto::BufferedResult& r : state.buffer()) {
-      ASSIGN_OR_RETURN(auto result, ResultFromProto(r));
+      SLUICE_ASSIGN_OR_RETURN(auto result, ResultFromProto(r));
       auto slot = std::make_shared<Slot>();
       slot->done = true;
       slot->result = std::move(result);
@@ -219,25 +209,27 @@ class ParallelMapIterator : public IteratorBase {
 
   // What the workers touch; they may outlive the iterator.
   struct Shared {
-    std::mutex mu;
-    std::condition_variable consumer_cv;
-    bool consumer_waiting = false;
-    std::deque<std::shared_ptr<Slot>> results;  // in input order: queued, running or done
-    std::deque<std::shared_ptr<Slot>> queue;    // not started yet, in input order
-    int64_t workers = 0;                        // tasks scheduled and not finished
-    int64_t running = 0;                        // calls of fn under way
-    int64_t mean_call_ns = -1;                  // of recent calls; -1 before the first ends
-    bool cancelled = false;
+    absl::Mutex mu;
+    absl::CondVar consumer_cv;
+    bool consumer_waiting ABSL_GUARDED_BY(mu) = false;
+    // In input order: queued, running or done.
+    std::deque<std::shared_ptr<Slot>> results ABSL_GUARDED_BY(mu);
+    std::deque<std::shared_ptr<Slot>> queue ABSL_GUARDED_BY(mu);  // not started yet, in order
+    int64_t workers ABSL_GUARDED_BY(mu) = 0;  // tasks scheduled and not finished
+    int64_t running ABSL_GUARDED_BY(mu) = 0;  // calls of fn under way
+    // Of recent calls; -1 before the first ends.
+    int64_t mean_call_ns ABSL_GUARDED_BY(mu) = -1;
+    bool cancelled ABSL_GUARDED_BY(mu) = false;
     std::shared_ptr<const MapDataset> dataset;
     IteratorContext ctx;
     NodeStats* stats;  // valid while `ctx.stats` (the registry) lives
     Tunable* parallelism;
 
     void Cancel() {
-      std::lock_guard<std::mutex> l(mu);
+      absl::MutexLock l(&mu);
       cancelled = true;
       queue.clear();
-      consumer_cv.notify_all();
+      consumer_cv.SignalAll();
     }
 
     int64_t Parallelism() const {
@@ -254,13 +246,13 @@ class ParallelMapIterator : public IteratorBase {
       if (slot.done) stats->buffered_bytes.fetch_sub(slot.bytes, std::memory_order_relaxed);
     }
 
-    // Runs the oldest queued call, with `l` (on mu) released meanwhile; returns its duration.
-    int64_t RunQueued(std::unique_lock<std::mutex>& l) {
+    // Runs the oldest queued call, with mu released meanwhile; returns its duration.
+    int64_t RunQueued() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
       std::shared_ptr<Slot> slot = std::move(queue.front());
       queue.pop_front();
       ++running;
       Element input = std::move(slot->input);
-      l.unlock();
+      mu.Unlock();
       stats->active_workers.fetch_add(1, std::memory_order_relaxed);
       const auto start = std::chrono::steady_clock::now();
       absl::StatusOr<std::optional<Element>> out =
@@ -270,7 +262,7 @@ class ParallelMapIterator : public IteratorBase {
                              .count();
       stats->busy_ns.fetch_add(ns, std::memory_order_relaxed);
       stats->active_workers.fetch_sub(1, std::memory_order_relaxed);
-      l.lock();
+      mu.Lock();
       // A moving average (1/8 weight to the newest), so that a slowdown shows soon.
       mean_call_ns = mean_call_ns < 0 ? ns : mean_call_ns + (ns - mean_call_ns) / 8;
       --running;
@@ -284,11 +276,11 @@ class ParallelMapIterator : public IteratorBase {
     // A worker task: runs queued calls until the queue is empty, never more
     // calls at once than the parallelism (the consumer may be running one).
     static void Work(const std::shared_ptr<Shared>& s) {
-      std::unique_lock<std::mutex> l(s->mu);
+      absl::MutexLock l(&s->mu);
       while (!s->cancelled && !s->queue.empty() && s->running < s->Parallelism()) {
-        s->RunQueued(l);
+        s->RunQueued();
         // Wake the consumer only when it sleeps (it rechecks what it waits for).
-        if (s->consumer_waiting) s->consumer_cv.notify_one();
+        if (s->consumer_waiting) s->consumer_cv.Signal();
       }
       --s->workers;
     }
@@ -300,27 +292,26 @@ class ParallelMapIterator : public IteratorBase {
 
   // Pulls one input (the lock released meanwhile) and queues its call; an
   // input error or the end takes its place among the results, in order.
-  void FetchOne(std::unique_lock<std::mutex>& l) {
-    Shared& s = *shared_;
+  void FetchOne() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu) {
     auto slot = std::make_shared<Slot>();
-    s.results.push_back(slot);  // Reserves its place while the lock is released.
-    l.unlock();
+    shared_->results.push_back(slot);  // Reserves its place while the lock is released.
+    shared_->mu.Unlock();
     auto in = input_->GetNext();
-    l.lock();
+    shared_->mu.Lock();
     if (!in.ok() || !in->has_value()) {
       if (in.ok()) input_ended_ = true;
       slot->result = in.ok() ? absl::StatusOr<std::optional<Element>>(std::nullopt)
                              : absl::StatusOr<std::optional<Element>>(in.status());
       slot->done = true;
-      s.Count(*slot);
+      shared_->Count(*slot);
       UpdateBuffered();
       return;
     }
     slot->index = next_index_++;
     slot->from_fn = true;
     slot->input = std::move(**in);
-    if (s.cancelled) return;  // GetNext reports it.
-    s.queue.push_back(std::move(slot));
+    if (shared_->cancelled) return;  // GetNext reports it.
+    shared_->queue.push_back(std::move(slot));
     UpdateBuffered();
     StartWorkerIfIdle();
   }
@@ -328,28 +319,28 @@ class ParallelMapIterator : public IteratorBase {
   // Starts a worker task when calls are queued and fewer workers than the
   // parallelism exist; on mu. A worker leaves when the budget is full (the
   // consumer was running a call), so the consumer calls this before it sleeps.
-  void StartWorkerIfIdle() {
-    Shared& s = *shared_;
-    if (s.cancelled || s.queue.empty() || s.workers >= s.Parallelism()) return;
-    ++s.workers;
+  void StartWorkerIfIdle() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu) {
+    if (shared_->cancelled || shared_->queue.empty() || shared_->workers >= shared_->Parallelism())
+      return;
+    ++shared_->workers;
     ctx().runtime->Schedule([sp = shared_] { Shared::Work(sp); });
   }
 
   // The result to return now, or results.end(): in order when deterministic;
   // otherwise any finished one, but the end only after every element before it.
-  std::deque<std::shared_ptr<Slot>>::iterator Ready() {
+  std::deque<std::shared_ptr<Slot>>::iterator Ready() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu) {
     auto& results = shared_->results;
     if (results.empty()) return results.end();
     if (deterministic_) return results.front()->done ? results.begin() : results.end();
     for (auto it = results.begin(); it != results.end(); ++it) {
       if (!(*it)->done) continue;
-      const bool end = (*it)->result.ok() && !(*it)->result->has_value();
+      const bool end = IsEndOfSequence((*it)->result);
       if (!end || it == results.begin()) return it;
     }
     return results.end();
   }
 
-  void UpdateBuffered() {
+  void UpdateBuffered() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu) {
     stats().buffered_elements.store(static_cast<int64_t>(shared_->results.size()),
                                     std::memory_order_relaxed);
   }
@@ -364,15 +355,11 @@ class ParallelMapIterator : public IteratorBase {
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> MapDataset::MakeIterator(
     const IteratorContext& ctx) const {
-  ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
   if (options_.num_parallel_calls == 1) {
     return std::unique_ptr<IteratorBase>(new SequentialMapIterator(this, ctx, std::move(input)));
   }
-  if (options_.num_parallel_calls < 1 && options_.num_parallel_calls != kAutotune) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name(), ": num_parallel_calls must be >= 1 or kAutotune, got ",
-                     options_.num_parallel_calls));
-  }
+  SLUICE_RETURN_IF_ERROR(CheckKnob(name(), "num_parallel_calls", options_.num_parallel_calls));
   return std::unique_ptr<IteratorBase>(new ParallelMapIterator(this, ctx, std::move(input)));
 }
 

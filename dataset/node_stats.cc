@@ -1,6 +1,24 @@
 #include "dataset/node_stats.h"
 
+#include "absl/synchronization/mutex.h"
+#include "dataset/options.h"
+
 namespace sluice {
+
+void Tunable::Declare(bool tuned, int64_t lo, int64_t hi, int64_t initial) {
+  present = true;
+  autotune = tuned;
+  min = lo;
+  max = hi;
+  int64_t unset = 0;
+  value.compare_exchange_strong(unset, initial);
+}
+
+void Tunable::Declare(int64_t requested, int64_t autotune_max) {
+  const bool tuned = requested == kAutotune;
+  const int64_t hi = tuned ? autotune_max : requested;
+  Declare(tuned, 1, hi, hi);
+}
 
 const char* NodeKindName(NodeKind kind) {
   switch (kind) {
@@ -17,7 +35,7 @@ const char* NodeKindName(NodeKind kind) {
 }
 
 std::shared_ptr<NodeStats> StatsRegistry::GetOrCreate(const std::string& name, NodeKind kind) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   for (const auto& n : nodes_) {
     if (n->name == name) return n;
   }
@@ -29,7 +47,7 @@ std::shared_ptr<NodeStats> StatsRegistry::GetOrCreate(const std::string& name, N
 }
 
 std::vector<std::shared_ptr<NodeStats>> StatsRegistry::Nodes() const {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   return nodes_;
 }
 

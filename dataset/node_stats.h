@@ -4,9 +4,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "absl/synchronization/mutex.h"
 
 namespace sluice {
 
@@ -25,6 +26,14 @@ const char* NodeKindName(NodeKind kind);
 // Iterators of one node made concurrently (inner pipelines of a parallel
 // Interleave) share it, so every field is atomic.
 struct Tunable {
+  // Declares the knob, as tf.data's MakeParameter: tuned over [min, max] from `initial` when
+  // `autotune`, else fixed at `initial`. Iterators of one node share the knob: the first to
+  // declare it sets the value, so a later one (the next epoch) keeps what AUTOTUNE chose.
+  void Declare(bool autotune, int64_t min, int64_t max, int64_t initial);
+  // A knob the user set to `requested` (>= 1) or to kAutotune, which tunes it over
+  // [1, autotune_max] starting from autotune_max.
+  void Declare(int64_t requested, int64_t autotune_max);
+
   std::atomic<int64_t> value{0};
   std::atomic<int64_t> min{1};
   std::atomic<int64_t> max{1};
@@ -69,8 +78,8 @@ class StatsRegistry {
   std::vector<std::shared_ptr<NodeStats>> Nodes() const;
 
  private:
-  mutable std::mutex mu_;
-  std::vector<std::shared_ptr<NodeStats>> nodes_;
+  mutable absl::Mutex mu_;
+  std::vector<std::shared_ptr<NodeStats>> nodes_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace sluice

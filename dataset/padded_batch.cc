@@ -212,7 +212,7 @@ class PaddedBatchIterator : public BatchingIterator {
             absl::StrCat("padding_values[", k, "] is ", DTypeName(value->dtype()),
                          ", but component ", k, " is ", DTypeName(rows_[0][k].dtype())));
       }
-      ASSIGN_OR_RETURN(Shape padded, PaddedShape(k));
+      SLUICE_ASSIGN_OR_RETURN(Shape padded, PaddedShape(k));
       padded.InsertDim(0, n);
       Tensor batch(rows_[0][k].dtype(), std::move(padded));
       bool all_full = true;  // No row needs padding: skip the fill.
@@ -250,7 +250,7 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> PaddedBatchDataset::MakeIterator(
                        options_.padding_values[k].shape().DebugString()));
     }
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
   return std::unique_ptr<IteratorBase>(new PaddedBatchIterator(this, ctx, std::move(input)));
 }
 

@@ -17,15 +17,16 @@
 // the pipeline's cancellation, returns at once).
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
+#include "dataset/knob.h"
 
 namespace sluice {
 namespace {
@@ -64,13 +65,9 @@ class PrefetchIterator : public IteratorBase {
   PrefetchIterator(const PrefetchDataset* d, const IteratorContext& ctx,
                    std::unique_ptr<IteratorBase> input)
       : IteratorBase(d, ctx, NodeKind::kAsync), input_(std::move(input)) {
-    Tunable& b = stats().buffer_size;
-    b.present = true;
-    b.autotune = d->buffer_size() == kAutotune;
-    b.min = 1;
-    b.max = b.autotune ? kAutotuneMaxBuffer : d->buffer_size();
-    // Shared by a node's iterators: a later one keeps what AUTOTUNE set.
-    if (b.value.load() == 0) b.value = b.autotune ? kAutotuneInitialBuffer : d->buffer_size();
+    const bool autotune = d->buffer_size() == kAutotune;
+    stats().buffer_size.Declare(autotune, 1, autotune ? kAutotuneMaxBuffer : d->buffer_size(),
+                                autotune ? kAutotuneInitialBuffer : d->buffer_size());
     cancel_token_ = ctx.cancellation->Register([this] { Cancel(); });
   }
 
@@ -89,19 +86,20 @@ class PrefetchIterator : public IteratorBase {
     if (ready_.empty()) {
       // Take everything the producer has buffered in one locked step; the
       // next calls are served without the lock.
-      std::unique_lock<std::mutex> l(mu_);
+      absl::MutexLock l(&mu_);
       if (!started_) {
         started_ = true;
         if (!input_ended_) producer_ = std::thread([this] { ProducerLoop(); });
       }
-      WaitAsConsumer(l, [&] { return cancelled_ || !shared_.empty(); });
+      while (!cancelled_ && shared_.empty()) WaitAsConsumer();
+      consumer_waiting_ = false;
       if (cancelled_) return absl::CancelledError("iterator destroyed");
       ready_.swap(shared_);
       ready_count_.store(static_cast<int64_t>(ready_.size()));
       shared_count_.store(0);
     }
     Entry& front = ready_.front();
-    if (front.result.ok() && !front.result->has_value()) {
+    if (IsEndOfSequence(front.result)) {
       return std::nullopt;  // Keep the end marker: every later call ends too.
     }
     // Taken apart rather than moved whole: GCC 12 misreads moving the
@@ -119,10 +117,11 @@ class PrefetchIterator : public IteratorBase {
   }
 
   absl::Status SaveInternal(proto::IteratorStateProto* state) override {
-    std::unique_lock<std::mutex> l(mu_);
+    mu_.Lock();
     // Quiesce: the producer finishes the pull it is in and starts no other.
     paused_ = true;
-    WaitAsConsumer(l, [&] { return cancelled_ || !fetching_; });
+    while (!cancelled_ && fetching_) WaitAsConsumer();
+    consumer_waiting_ = false;
     absl::Status s;
     if (cancelled_) {
       s = absl::CancelledError("iterator destroyed");
@@ -133,29 +132,28 @@ class PrefetchIterator : public IteratorBase {
       }
       // The paused producer does not touch the input: save it unlocked, so
       // that a cancellation callback never waits for the input's Save.
-      l.unlock();
+      mu_.Unlock();
       s = SaveInput(input_.get(), state);
-      l.lock();
+      mu_.Lock();
     }
     paused_ = false;
     const bool wake = producer_waiting_.load();
-    l.unlock();
-    if (wake) producer_cv_.notify_one();
+    mu_.Unlock();
+    if (wake) producer_cv_.Signal();
     return s;
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    std::lock_guard<std::mutex> l(mu_);
-    ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "input_ended"));
+    absl::MutexLock l(&mu_);
+    SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "input_ended"));
     input_ended_ = ended != 0;
     for (const proto::BufferedResult& r : state.buffer()) {
-      ASSIGN_OR_RETURN(auto result, ResultFromProto(r));
+      SLUICE_ASSIGN_OR_RETURN(auto result, ResultFromProto(r));
       Push(std::move(result));
     }
     // Once the input ended, its end marker stays last in the buffer; without
     // it the consumer would wait forever.
-    const bool has_end =
-        !shared_.empty() && shared_.back().result.ok() && !shared_.back().result->has_value();
+    const bool has_end = !shared_.empty() && IsEndOfSequence(shared_.back().result);
     if (input_ended_ != has_end) {
       return absl::DataLossError(
           absl::StrCat("checkpoint of ", state.node(), " has an inconsistent end of input"));
@@ -171,10 +169,10 @@ class PrefetchIterator : public IteratorBase {
   };
 
   void Cancel() {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     cancelled_ = true;
-    consumer_cv_.notify_all();
-    producer_cv_.notify_all();
+    consumer_cv_.SignalAll();
+    producer_cv_.SignalAll();
   }
 
   int64_t BufferSize() const {
@@ -182,18 +180,23 @@ class PrefetchIterator : public IteratorBase {
   }
   // Entries the producer has made and the consumer not yet returned.
   int64_t Buffered() const { return shared_count_.load() + ready_count_.load(); }
-  bool CanFetch() const { return !paused_ && !input_ended_ && Buffered() < BufferSize(); }
-
-  void WakeProducer() {
-    std::unique_lock<std::mutex> l(mu_);
-    if (!producer_waiting_.load() || !CanFetch()) return;
-    producer_waiting_.store(false);  // one notification per sleep
-    l.unlock();
-    producer_cv_.notify_one();  // unlocked: the producer does not wake into a held mutex
+  bool CanFetch() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !paused_ && !input_ended_ && Buffered() < BufferSize();
   }
 
-  // Appends to the shared buffer (under mu_).
-  void Push(absl::StatusOr<std::optional<Element>> result) {
+  void WakeProducer() {
+    mu_.Lock();
+    if (!producer_waiting_.load() || !CanFetch()) {
+      mu_.Unlock();
+      return;
+    }
+    producer_waiting_.store(false);  // one notification per sleep
+    mu_.Unlock();
+    producer_cv_.Signal();  // unlocked: the producer does not wake into a held mutex
+  }
+
+  // Appends to the shared buffer.
+  void Push(absl::StatusOr<std::optional<Element>> result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Entry e;
     e.counted = !result.ok() || result->has_value();
     e.bytes =
@@ -212,47 +215,44 @@ class PrefetchIterator : public IteratorBase {
     stats().buffered_bytes.fetch_sub(e.bytes, std::memory_order_relaxed);
   }
 
-  // Waits on consumer_cv_ until `done`. The producer clears consumer_waiting_
-  // when it notifies, so that it notifies (a system call) once per sleep.
-  template <typename Done>
-  void WaitAsConsumer(std::unique_lock<std::mutex>& l, const Done& done) {
-    while (!done()) {
-      consumer_waiting_ = true;
-      consumer_cv_.wait(l);
-    }
-    consumer_waiting_ = false;
+  // Waits on consumer_cv_ once; the caller loops until its condition holds, then clears
+  // consumer_waiting_. The producer clears it when it signals, so that it signals (a system
+  // call) once per sleep.
+  void WaitAsConsumer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    consumer_waiting_ = true;
+    consumer_cv_.Wait(&mu_);
   }
 
   void ProducerLoop() {
-    std::unique_lock<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     while (true) {
       if (!cancelled_ && !CanFetch()) {
         while (!cancelled_) {
           // Set before the check: see GetNextInternal.
           producer_waiting_.store(true);
           if (CanFetch()) break;
-          producer_cv_.wait(l);
+          producer_cv_.Wait(&mu_);
         }
         producer_waiting_.store(false);
       }
       if (cancelled_) return;
       fetching_ = true;
-      l.unlock();
+      mu_.Unlock();
       stats().active_workers.store(1, std::memory_order_relaxed);
       absl::StatusOr<std::optional<Element>> result = input_->GetNext();
       stats().active_workers.store(0, std::memory_order_relaxed);
       ScopedTimer busy(&stats().busy_ns);
-      const bool end = result.ok() && !result->has_value();
-      l.lock();
+      const bool end = IsEndOfSequence(result);
+      mu_.Lock();
       fetching_ = false;
       if (cancelled_) return;  // Nobody will read it.
       if (end) input_ended_ = true;
       Push(std::move(result));
       if (consumer_waiting_) {
         consumer_waiting_ = false;  // GetNext or Save, never both at once
-        l.unlock();
-        consumer_cv_.notify_one();
-        l.lock();
+        mu_.Unlock();
+        consumer_cv_.Signal();
+        mu_.Lock();
       }
       if (end) return;
     }
@@ -268,27 +268,24 @@ class PrefetchIterator : public IteratorBase {
   std::deque<Entry> ready_;
   std::atomic<int64_t> ready_count_{0};  // ready_.size(), read by the producer
 
-  std::mutex mu_;
-  std::condition_variable consumer_cv_;   // an entry arrived, or a pull ended (for Save)
-  std::condition_variable producer_cv_;   // room in the buffer, or resumed
-  std::deque<Entry> shared_;              // in input order, after ready_; guarded by mu_
-  std::atomic<int64_t> shared_count_{0};  // shared_.size(), written under mu_
+  absl::Mutex mu_;
+  absl::CondVar consumer_cv_;                      // an entry arrived, or a pull ended (for Save)
+  absl::CondVar producer_cv_;                      // room in the buffer, or resumed
+  std::deque<Entry> shared_ ABSL_GUARDED_BY(mu_);  // in input order, after ready_
+  std::atomic<int64_t> shared_count_{0};           // shared_.size(), written under mu_
   std::atomic<bool> producer_waiting_{false};
-  bool consumer_waiting_ = false;  // guarded by mu_
-  bool fetching_ = false;          // the producer is inside input_->GetNext
-  bool paused_ = false;            // Save in progress
-  bool input_ended_ = false;
-  bool started_ = false;
-  bool cancelled_ = false;
+  bool consumer_waiting_ ABSL_GUARDED_BY(mu_) = false;
+  bool fetching_ ABSL_GUARDED_BY(mu_) = false;  // the producer is inside input_->GetNext
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;    // Save in progress
+  bool input_ended_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> PrefetchDataset::MakeIterator(
     const IteratorContext& ctx) const {
-  if (buffer_size_ < 1 && buffer_size_ != kAutotune) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name(), ": buffer_size must be >= 1 or kAutotune, got ", buffer_size_));
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  SLUICE_RETURN_IF_ERROR(CheckKnob(name(), "buffer_size", buffer_size_));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
   return std::unique_ptr<IteratorBase>(new PrefetchIterator(this, ctx, std::move(input)));
 }
 

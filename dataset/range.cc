@@ -44,7 +44,7 @@ class RangeDataset : public DatasetBase {
       return absl::OkStatus();
     }
     absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-      ASSIGN_OR_RETURN(next_, SavedInt(state, "next"));
+      SLUICE_ASSIGN_OR_RETURN(next_, SavedInt(state, "next"));
       return absl::OkStatus();
     }
 

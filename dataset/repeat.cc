@@ -47,14 +47,14 @@ class RepeatIterator : public IteratorBase {
 
  protected:
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {
-    if (start_next_) RETURN_IF_ERROR(NextRepetition());
+    if (start_next_) SLUICE_RETURN_IF_ERROR(NextRepetition());
     while (input_ != nullptr) {
-      ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
       if (e) {
         element_in_repetition_ = true;
         return e;
       }
-      RETURN_IF_ERROR(NextRepetition());
+      SLUICE_RETURN_IF_ERROR(NextRepetition());
     }
     return std::nullopt;
   }
@@ -68,18 +68,19 @@ class RepeatIterator : public IteratorBase {
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    ASSIGN_OR_RETURN(repetition_, SavedInt(state, "repetition"));
-    ASSIGN_OR_RETURN(int64_t element_in_repetition, SavedInt(state, "element_in_repetition"));
-    ASSIGN_OR_RETURN(int64_t start_next, SavedInt(state, "start_next"));
+    SLUICE_ASSIGN_OR_RETURN(repetition_, SavedInt(state, "repetition"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t element_in_repetition,
+                            SavedInt(state, "element_in_repetition"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t start_next, SavedInt(state, "start_next"));
     element_in_repetition_ = element_in_repetition != 0;
     start_next_ = start_next != 0;
-    ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
+    SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
     if (in == nullptr) {
       input_.reset();  // ended, or waiting to start the next repetition
       return absl::OkStatus();
     }
     if (repetition_ != 0 || input_ == nullptr) {
-      ASSIGN_OR_RETURN(input_, d_->inputs()[0]->MakeIterator(ctx().WithSalt(repetition_)));
+      SLUICE_ASSIGN_OR_RETURN(input_, d_->inputs()[0]->MakeIterator(ctx().WithSalt(repetition_)));
     }
     return input_->Restore(*in);
   }
@@ -116,7 +117,7 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> RepeatDataset::MakeIterator(
     const IteratorContext& ctx) const {
   std::unique_ptr<IteratorBase> input;
   if (count_ != 0) {
-    ASSIGN_OR_RETURN(input, inputs()[0]->MakeIterator(ctx.WithSalt(0)));
+    SLUICE_ASSIGN_OR_RETURN(input, inputs()[0]->MakeIterator(ctx.WithSalt(0)));
   }
   return std::unique_ptr<IteratorBase>(new RepeatIterator(this, ctx, std::move(input)));
 }

@@ -58,7 +58,7 @@ class ShardIterator : public IteratorBase {
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {
     while (true) {
       absl::StatusOr<std::optional<Element>> in = input_->GetNext();
-      if (in.ok() && !in->has_value()) return std::nullopt;
+      if (IsEndOfSequence(in)) return std::nullopt;
       const int64_t position = next_position_++;
       if (position % d_->num_shards() == d_->index()) return in;
     }
@@ -70,7 +70,7 @@ class ShardIterator : public IteratorBase {
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    ASSIGN_OR_RETURN(next_position_, SavedInt(state, "next_position"));
+    SLUICE_ASSIGN_OR_RETURN(next_position_, SavedInt(state, "next_position"));
     return RestoreInput(input_.get(), state);
   }
 
@@ -82,8 +82,8 @@ class ShardIterator : public IteratorBase {
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> ShardDataset::MakeIterator(
     const IteratorContext& ctx) const {
-  RETURN_IF_ERROR(Validate());
-  ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  SLUICE_RETURN_IF_ERROR(Validate());
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
   return std::unique_ptr<IteratorBase>(new ShardIterator(this, ctx, std::move(input)));
 }
 

@@ -54,11 +54,8 @@ class ShuffleIterator : public IteratorBase {
         d_(d),
         input_(std::move(input)),
         seed_(d->SeedFor(ctx)) {
-    Tunable& b = stats().buffer_size;  // Reported, not tuned: the user fixed it.
-    b.present = true;
-    b.autotune = false;
-    b.min = b.max = d->buffer_size();
-    b.value = d->buffer_size();
+    // Reported, not tuned: the user fixed it.
+    stats().buffer_size.Declare(false, d->buffer_size(), d->buffer_size(), d->buffer_size());
   }
 
  protected:
@@ -66,7 +63,7 @@ class ShuffleIterator : public IteratorBase {
     // Top the buffer up. An input error leaves what was buffered in place; the next call goes on
     // filling.
     while (input_ != nullptr && static_cast<int64_t>(buffer_.size()) < d_->buffer_size()) {
-      ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());
+      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());
       if (!in) {
         input_.reset();  // Ended: frees whatever the input holds.
         break;
@@ -96,9 +93,9 @@ class ShuffleIterator : public IteratorBase {
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    ASSIGN_OR_RETURN(int64_t seed, SavedInt(state, "seed"));
-    ASSIGN_OR_RETURN(int64_t counter, SavedInt(state, "counter"));
-    ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "input_ended"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t seed, SavedInt(state, "seed"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t counter, SavedInt(state, "counter"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "input_ended"));
     seed_ = std::bit_cast<uint64_t>(seed);
     counter_ = std::bit_cast<uint64_t>(counter);
     if (state.buffer_size() > d_->buffer_size()) {
@@ -109,12 +106,12 @@ class ShuffleIterator : public IteratorBase {
     buffer_.clear();
     buffered_bytes_ = 0;
     for (const proto::BufferedResult& r : state.buffer()) {
-      ASSIGN_OR_RETURN(Element e, ElementFromProto(r.element()));
+      SLUICE_ASSIGN_OR_RETURN(Element e, ElementFromProto(r.element()));
       buffered_bytes_ += static_cast<int64_t>(ElementByteSize(e));
       buffer_.push_back(std::move(e));
     }
     UpdateStats();
-    ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
+    SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
     if (ended != 0 || in == nullptr) {
       input_.reset();
       return absl::OkStatus();
@@ -153,7 +150,7 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> ShuffleDataset::MakeIterator(
     return absl::InvalidArgumentError(
         absl::StrCat(name(), ": buffer_size must be > 0, got ", buffer_size_));
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
   return std::unique_ptr<IteratorBase>(new ShuffleIterator(this, ctx, std::move(input)));
 }
 

@@ -45,14 +45,14 @@ class SkipIterator : public CountedInputIterator {
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {
     if (ended_ || count_ < 0) return std::nullopt;
     while (counted_ < count_) {
-      ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
       if (!e) {
         ended_ = true;
         return std::nullopt;
       }
       ++counted_;
     }
-    ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+    SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
     if (!e) ended_ = true;
     return e;
   }
@@ -60,7 +60,7 @@ class SkipIterator : public CountedInputIterator {
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> SkipDataset::MakeIterator(
     const IteratorContext& ctx) const {
-  ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
   return std::unique_ptr<IteratorBase>(new SkipIterator(this, ctx, std::move(input)));
 }
 

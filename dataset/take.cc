@@ -45,7 +45,7 @@ class TakeIterator : public CountedInputIterator {
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {
     // Past the count the input is not read again: it may be expensive.
     if (ended_ || (count_ >= 0 && counted_ >= count_)) return std::nullopt;
-    ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+    SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
     if (!e) {
       ended_ = true;
       return std::nullopt;
@@ -57,7 +57,7 @@ class TakeIterator : public CountedInputIterator {
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> TakeDataset::MakeIterator(
     const IteratorContext& ctx) const {
-  ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
   return std::unique_ptr<IteratorBase>(new TakeIterator(this, ctx, std::move(input)));
 }
 

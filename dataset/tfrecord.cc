@@ -18,15 +18,16 @@
 // node's `skipped` statistic.
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
+#include "dataset/knob.h"
 #include "io/tfrecord_reader.h"
 
 namespace sluice {
@@ -53,10 +54,7 @@ class TFRecordDataset : public DatasetBase {
         absl::StrCat("TFRecord(", files_.size(), files_.size() == 1 ? " file" : " files");
     if (options_.compression) absl::StrAppend(&s, ", ", CompressionName(*options_.compression));
     if (options_.num_parallel_reads != 1) {
-      absl::StrAppend(&s, ", num_parallel_reads=",
-                      options_.num_parallel_reads == kAutotune
-                          ? std::string("autotune")
-                          : absl::StrCat(options_.num_parallel_reads));
+      absl::StrAppend(&s, ", num_parallel_reads=", KnobString(options_.num_parallel_reads));
     }
     if (options_.skip_corrupt) absl::StrAppend(&s, ", skip_corrupt");
     return s + ")";
@@ -76,10 +74,10 @@ class TFRecordDataset : public DatasetBase {
     ro.compression = options_.compression.value_or(GuessCompression(path));
     ro.skip_corrupt = options_.skip_corrupt;
     ro.buffer_size = options_.buffer_size;
-    ASSIGN_OR_RETURN(std::unique_ptr<TFRecordReader> reader, TFRecordReader::Open(path, ro));
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TFRecordReader> reader, TFRecordReader::Open(path, ro));
     if (record_index == 0) return reader;
     if (ro.compression == Compression::kNone) {
-      RETURN_IF_ERROR(reader->Seek(offset, record_index));
+      SLUICE_RETURN_IF_ERROR(reader->Seek(offset, record_index));
       return reader;
     }
     std::string record;
@@ -87,7 +85,7 @@ class TFRecordDataset : public DatasetBase {
       if (cancelled != nullptr && cancelled->load(std::memory_order_relaxed)) {
         return absl::CancelledError("iterator destroyed");
       }
-      ASSIGN_OR_RETURN(bool more, reader->ReadRecord(&record));
+      SLUICE_ASSIGN_OR_RETURN(bool more, reader->ReadRecord(&record));
       if (!more) {
         return absl::DataLossError(absl::StrCat(path, ": ends after ", reader->records_read(),
                                                 " records, but the checkpoint is at record ",
@@ -151,9 +149,9 @@ class SequentialTFRecordIterator : public IteratorBase {
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    ASSIGN_OR_RETURN(int64_t file, SavedInt(state, "file"));
-    ASSIGN_OR_RETURN(int64_t offset, SavedInt(state, "offset"));
-    ASSIGN_OR_RETURN(start_record_, SavedInt(state, "record"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t file, SavedInt(state, "file"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t offset, SavedInt(state, "offset"));
+    SLUICE_ASSIGN_OR_RETURN(start_record_, SavedInt(state, "record"));
     if (file < 0 || file > static_cast<int64_t>(d_->files().size()) || offset < 0 ||
         start_record_ < 0) {
       return absl::DataLossError(absl::StrCat("checkpoint of ", state.node(), " is at file ", file,
@@ -188,27 +186,16 @@ class ParallelTFRecordIterator : public IteratorBase {
     deterministic_ = ctx.deterministic();
 
     const bool autotune = d->tfrecord_options().num_parallel_reads == kAutotune;
-    Tunable& p = stats().parallelism;  // reader threads at work
-    p.present = true;
-    p.autotune = autotune;
-    p.min = 1;
-    p.max = std::max<int64_t>(1, static_cast<int64_t>(n));
-    if (p.value.load() == 0) {  // Shared by a node's iterators: set by the first.
-      // AUTOTUNE starts at no more readers than cores (inflating is CPU work)
-      // and may go up to one per open file.
-      p.value = autotune ? std::min<int64_t>(p.max, std::max(1, ctx.runtime->num_threads()))
-                         : p.max.load();
-    }
-    Tunable& b = stats().buffer_size;  // records buffered per open file
-    b.present = true;
-    b.autotune = autotune;
-    b.min = 1;
-    b.max = kMaxRecordsPerFile;
-    if (b.value.load() == 0) b.value = kDefaultRecordsPerFile;
-    Tunable& c = stats().cycle_length;  // fixed: it decides the order
-    c.present = true;
-    c.min = c.max = cycle;
-    c.value = cycle;
+    // Reader threads at work. AUTOTUNE starts at no more readers than cores (inflating is CPU
+    // work) and may go up to one per open file.
+    const int64_t max_readers = std::max<int64_t>(1, static_cast<int64_t>(n));
+    stats().parallelism.Declare(
+        autotune, 1, max_readers,
+        autotune ? std::min<int64_t>(max_readers, std::max(1, ctx.runtime->num_threads()))
+                 : max_readers);
+    // Records buffered per open file.
+    stats().buffer_size.Declare(autotune, 1, kMaxRecordsPerFile, kDefaultRecordsPerFile);
+    stats().cycle_length.Declare(false, cycle, cycle, cycle);  // fixed: it decides the order
 
     cancel_token_ = ctx.cancellation->Register([this] { Cancel(); });
   }
@@ -221,7 +208,7 @@ class ParallelTFRecordIterator : public IteratorBase {
 
  protected:
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {
-    std::unique_lock<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     StartThreads();
     while (true) {
       if (cancelled_) return absl::CancelledError("iterator destroyed");
@@ -243,7 +230,7 @@ class ParallelTFRecordIterator : public IteratorBase {
         }
       }
       if (ready == n) {
-        consumer_cv_.wait(l);  // Woken by a reader thread, or by cancellation.
+        consumer_cv_.Wait(&mu_);  // Woken by a reader thread, or by cancellation.
         continue;
       }
       Slot& s = slots_[ready];
@@ -253,7 +240,7 @@ class ParallelTFRecordIterator : public IteratorBase {
         s.records.pop_front();
         s.bytes -= static_cast<int64_t>(record.size());
         UpdateBuffered();
-        if (NeedsRefill(s)) readers_cv_.notify_one();
+        if (NeedsRefill(s)) readers_cv_.Signal();
         return Element{Tensor::Scalar<std::string>(std::move(record))};
       }
       // The file ended (cleanly or with an error) and its records are all
@@ -265,28 +252,28 @@ class ParallelTFRecordIterator : public IteratorBase {
       } else {
         --num_active_;
       }
-      if (NeedsRefill(s)) readers_cv_.notify_one();
+      if (NeedsRefill(s)) readers_cv_.Signal();
       if (!status.ok()) return status;
     }
   }
 
   absl::Status SaveInternal(proto::IteratorStateProto* state) override {
-    std::unique_lock<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     // Quiesce: no reads in flight, so every reader's position matches its buffer.
     paused_ = true;
-    consumer_cv_.wait(l, [&] { return cancelled_ || busy_ == 0; });
+    while (!cancelled_ && busy_ != 0) consumer_cv_.Wait(&mu_);
     absl::Status s = cancelled_ ? absl::CancelledError("iterator destroyed") : SaveLocked(state);
     paused_ = false;
-    readers_cv_.notify_all();
+    readers_cv_.SignalAll();
     return s;
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    std::lock_guard<std::mutex> l(mu_);
-    ASSIGN_OR_RETURN(int64_t slots, SavedInt(state, "slots"));
-    ASSIGN_OR_RETURN(int64_t cursor, SavedInt(state, "cursor"));
-    ASSIGN_OR_RETURN(int64_t next_file, SavedInt(state, "next_file"));
-    ASSIGN_OR_RETURN(num_active_, SavedInt(state, "active"));
+    absl::MutexLock l(&mu_);
+    SLUICE_ASSIGN_OR_RETURN(int64_t slots, SavedInt(state, "slots"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t cursor, SavedInt(state, "cursor"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t next_file, SavedInt(state, "next_file"));
+    SLUICE_ASSIGN_OR_RETURN(num_active_, SavedInt(state, "active"));
     const int64_t n = static_cast<int64_t>(slots_.size());
     const int64_t num_files = static_cast<int64_t>(d_->files().size());
     if (slots != n || cursor < 0 || (n > 0 && cursor >= n) || next_file < 0 ||
@@ -303,11 +290,11 @@ class ParallelTFRecordIterator : public IteratorBase {
       Slot& s = slots_[i];
       s = Slot();
       const std::string p = absl::StrCat("slot", i, ".");
-      ASSIGN_OR_RETURN(s.file, SavedInt(state, p + "file"));
-      ASSIGN_OR_RETURN(int64_t offset, SavedInt(state, p + "offset"));
-      ASSIGN_OR_RETURN(s.start_record, SavedInt(state, p + "record"));
-      ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, p + "ended"));
-      ASSIGN_OR_RETURN(int64_t buffered, SavedInt(state, p + "buffered"));
+      SLUICE_ASSIGN_OR_RETURN(s.file, SavedInt(state, p + "file"));
+      SLUICE_ASSIGN_OR_RETURN(int64_t offset, SavedInt(state, p + "offset"));
+      SLUICE_ASSIGN_OR_RETURN(s.start_record, SavedInt(state, p + "record"));
+      SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, p + "ended"));
+      SLUICE_ASSIGN_OR_RETURN(int64_t buffered, SavedInt(state, p + "buffered"));
       if (s.file < -1 || s.file >= num_files || offset < 0 || s.start_record < 0 || buffered < 0 ||
           buffer_index + buffered > state.buffer_size()) {
         return absl::DataLossError(
@@ -316,7 +303,7 @@ class ParallelTFRecordIterator : public IteratorBase {
       s.start_offset = static_cast<uint64_t>(offset);
       s.ended = ended != 0;
       if (s.ended) {
-        ASSIGN_OR_RETURN(int64_t code, SavedInt(state, p + "code"));
+        SLUICE_ASSIGN_OR_RETURN(int64_t code, SavedInt(state, p + "code"));
         auto message = state.blobs().find(p + "message");
         if (code != 0) {
           s.status = absl::Status(static_cast<absl::StatusCode>(code),
@@ -324,7 +311,8 @@ class ParallelTFRecordIterator : public IteratorBase {
         }
       }
       for (int64_t k = 0; k < buffered; ++k) {
-        ASSIGN_OR_RETURN(Element e, ElementFromProto(state.buffer(buffer_index++).element()));
+        SLUICE_ASSIGN_OR_RETURN(Element e,
+                                ElementFromProto(state.buffer(buffer_index++).element()));
         if (e.size() != 1 || e[0].dtype() != DType::kBytes || e[0].num_elements() != 1) {
           return absl::DataLossError(absl::StrCat("checkpoint of ", state.node(), ": slot ", i,
                                                   " holds something other than a record"));
@@ -361,13 +349,13 @@ class ParallelTFRecordIterator : public IteratorBase {
   }
 
   // Threads up to the current parallelism; surplus ones idle if it drops.
-  void StartThreads() {
+  void StartThreads() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const size_t want =
         static_cast<size_t>(std::min<int64_t>(Parallelism(), stats().parallelism.max));
     while (threads_.size() < want) threads_.emplace_back([this] { ReaderLoop(); });
   }
 
-  void UpdateBuffered() {
+  void UpdateBuffered() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     int64_t records = 0, bytes = 0;
     for (const Slot& s : slots_) {
       records += static_cast<int64_t>(s.records.size());
@@ -378,22 +366,22 @@ class ParallelTFRecordIterator : public IteratorBase {
   }
 
   void Cancel() {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     cancelled_ = true;
-    consumer_cv_.notify_all();
-    readers_cv_.notify_all();
+    consumer_cv_.SignalAll();
+    readers_cv_.SignalAll();
   }
 
   // A slot is refilled (up to Capacity()) once at most half of it is left,
   // so that a reader reads many records per wake-up, not one.
-  bool NeedsRefill(const Slot& s) {
+  bool NeedsRefill(const Slot& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return s.file >= 0 && !s.busy && !s.ended &&
            static_cast<int64_t>(s.records.size()) <= Capacity() / 2;
   }
 
   // The slot a reader thread should fill next: the first, in the consumer's
   // order, that needs it. Returns slots_.size() if none (or none may start).
-  size_t PickSlot() {
+  size_t PickSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const size_t n = slots_.size();
     if (paused_ || busy_ >= Parallelism()) return n;
     for (size_t k = 0; k < n; ++k) {
@@ -404,15 +392,15 @@ class ParallelTFRecordIterator : public IteratorBase {
   }
 
   void ReaderLoop() {
-    std::unique_lock<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     while (true) {
       size_t j = slots_.size();
-      readers_cv_.wait(l, [&] { return cancelled_ || (j = PickSlot()) < slots_.size(); });
+      while (!cancelled_ && (j = PickSlot()) >= slots_.size()) readers_cv_.Wait(&mu_);
       if (cancelled_) return;
       Slot& s = slots_[j];
       s.busy = true;
       ++busy_;
-      if (PickSlot() < slots_.size()) readers_cv_.notify_one();  // More work for another.
+      if (PickSlot() < slots_.size()) readers_cv_.Signal();  // More work for another.
       stats().active_workers.fetch_add(1, std::memory_order_relaxed);
       const size_t file = static_cast<size_t>(s.file);
       const uint64_t start_offset = s.start_offset;
@@ -420,7 +408,7 @@ class ParallelTFRecordIterator : public IteratorBase {
       const int64_t want = Capacity() - static_cast<int64_t>(s.records.size());
       std::unique_ptr<TFRecordReader> reader = std::move(s.reader);
       int64_t skipped_seen = s.skipped_seen;
-      l.unlock();
+      mu_.Unlock();
 
       std::vector<std::string> records;
       absl::Status status;
@@ -456,7 +444,7 @@ class ParallelTFRecordIterator : public IteratorBase {
         }
       }
 
-      l.lock();
+      mu_.Lock();
       stats().active_workers.fetch_sub(1, std::memory_order_relaxed);
       --busy_;
       s.busy = false;
@@ -474,11 +462,11 @@ class ParallelTFRecordIterator : public IteratorBase {
         s.skipped_seen = skipped_seen;
       }
       UpdateBuffered();
-      consumer_cv_.notify_all();  // The consumer, or a Save waiting for quiet.
+      consumer_cv_.SignalAll();  // The consumer, or a Save waiting for quiet.
     }
   }
 
-  absl::Status SaveLocked(proto::IteratorStateProto* state) {
+  absl::Status SaveLocked(proto::IteratorStateProto* state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto& ints = *state->mutable_ints();
     ints["slots"] = static_cast<int64_t>(slots_.size());
     ints["cursor"] = static_cast<int64_t>(cursor_);
@@ -508,29 +496,27 @@ class ParallelTFRecordIterator : public IteratorBase {
   const TFRecordDataset* d_;
   bool deterministic_ = true;
 
-  std::mutex mu_;
-  std::condition_variable consumer_cv_;  // GetNext and Save wait here
-  std::condition_variable readers_cv_;   // reader threads wait here
-  // Guarded by mu_ (a slot's reader: by the thread that marked it busy).
-  std::vector<Slot> slots_;             // fixed size: reader threads hold references
-  size_t cursor_ = 0;                   // the slot whose turn it is
-  size_t next_file_ = 0;                // the next file to take a place in the cycle
-  int64_t num_active_ = 0;              // slots with a file
-  int64_t busy_ = 0;                    // reader threads reading
-  bool paused_ = false;                 // Save in progress
+  absl::Mutex mu_;
+  absl::CondVar consumer_cv_;  // GetNext and Save wait here
+  absl::CondVar readers_cv_;   // reader threads wait here
+  // A slot's reader is used by the thread that marked the slot busy, without the lock.
+  std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);  // fixed size: reader threads hold references
+  size_t cursor_ ABSL_GUARDED_BY(mu_) = 0;        // the slot whose turn it is
+  size_t next_file_ ABSL_GUARDED_BY(mu_) = 0;     // the next file to take a place in the cycle
+  int64_t num_active_ ABSL_GUARDED_BY(mu_) = 0;   // slots with a file
+  int64_t busy_ ABSL_GUARDED_BY(mu_) = 0;         // reader threads reading
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;      // Save in progress
   std::atomic<bool> cancelled_{false};  // written under mu_; read without it while reading
 
-  std::vector<std::thread> threads_;  // started at the first GetNext, after any Restore
+  // Started at the first GetNext, after any Restore.
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
   int64_t cancel_token_ = -1;
 };
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> TFRecordDataset::MakeIterator(
     const IteratorContext& ctx) const {
   const int reads = options_.num_parallel_reads;
-  if (reads < 1 && reads != kAutotune) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name(), ": num_parallel_reads must be >= 1 or kAutotune, got ", reads));
-  }
+  SLUICE_RETURN_IF_ERROR(CheckKnob(name(), "num_parallel_reads", reads));
   if (reads == 1) {
     return std::unique_ptr<IteratorBase>(new SequentialTFRecordIterator(this, ctx));
   }

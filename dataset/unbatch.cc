@@ -44,13 +44,13 @@ class UnbatchIterator : public IteratorBase {
       const int64_t index = input_index_++;
       current_.clear();
       next_row_ = rows_ = 0;
-      ASSIGN_OR_RETURN(rows_, Rows(**in, index));
+      SLUICE_ASSIGN_OR_RETURN(rows_, Rows(**in, index));
       current_ = std::move(**in);
     }
     Element out;
     out.reserve(current_.size());
     for (const Tensor& t : current_) {
-      ASSIGN_OR_RETURN(Tensor row, t.SubTensor(next_row_));
+      SLUICE_ASSIGN_OR_RETURN(Tensor row, t.SubTensor(next_row_));
       out.push_back(std::move(row));
     }
     ++next_row_;
@@ -66,7 +66,7 @@ class UnbatchIterator : public IteratorBase {
     if (next_row_ < rows_) {
       Element rest;
       for (const Tensor& t : current_) {
-        ASSIGN_OR_RETURN(Tensor slice, t.Slice(next_row_, rows_));
+        SLUICE_ASSIGN_OR_RETURN(Tensor slice, t.Slice(next_row_, rows_));
         rest.push_back(std::move(slice));
       }
       ElementToProto(rest, state->add_buffer()->mutable_element());
@@ -75,9 +75,9 @@ class UnbatchIterator : public IteratorBase {
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "ended"));
-    ASSIGN_OR_RETURN(input_index_, SavedInt(state, "input_index"));
-    ASSIGN_OR_RETURN(int64_t has_current, SavedInt(state, "has_current"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "ended"));
+    SLUICE_ASSIGN_OR_RETURN(input_index_, SavedInt(state, "input_index"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t has_current, SavedInt(state, "has_current"));
     ended_ = ended != 0;
     current_.clear();
     next_row_ = rows_ = 0;
@@ -86,8 +86,8 @@ class UnbatchIterator : public IteratorBase {
         return absl::DataLossError(
             absl::StrCat("checkpoint of ", state.node(), " lacks the rest of its current element"));
       }
-      ASSIGN_OR_RETURN(current_, ElementFromProto(state.buffer(0).element()));
-      ASSIGN_OR_RETURN(rows_, Rows(current_, input_index_ - 1));
+      SLUICE_ASSIGN_OR_RETURN(current_, ElementFromProto(state.buffer(0).element()));
+      SLUICE_ASSIGN_OR_RETURN(rows_, Rows(current_, input_index_ - 1));
     }
     return RestoreInput(input_.get(), state);
   }
@@ -125,7 +125,7 @@ class UnbatchIterator : public IteratorBase {
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> UnbatchDataset::MakeIterator(
     const IteratorContext& ctx) const {
-  ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
   return std::unique_ptr<IteratorBase>(new UnbatchIterator(this, ctx, std::move(input)));
 }
 

@@ -14,7 +14,7 @@ class OptionsDataset : public DatasetBase {
 
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override {
-    ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
     return std::unique_ptr<IteratorBase>(new PassThroughIterator(this, ctx, std::move(input)));
   }
   int64_t Cardinality() const override { return inputs()[0]->Cardinality(); }

@@ -21,7 +21,7 @@ class ZipDataset : public DatasetBase {
     }
     std::vector<std::unique_ptr<IteratorBase>> its;
     for (const auto& in : inputs()) {
-      ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, in->MakeIterator(ctx));
+      SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, in->MakeIterator(ctx));
       its.push_back(std::move(it));
     }
     return std::unique_ptr<IteratorBase>(new ZipIterator(this, ctx, std::move(its)));
@@ -72,24 +72,24 @@ class ZipDataset : public DatasetBase {
     }
     absl::Status SaveInternal(proto::IteratorStateProto* state) override {
       (*state->mutable_ints())["ended"] = ended_;
-      for (auto& in : inputs_) RETURN_IF_ERROR(SaveInput(in.get(), state));
+      for (auto& in : inputs_) SLUICE_RETURN_IF_ERROR(SaveInput(in.get(), state));
       return absl::OkStatus();
     }
     absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-      ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "ended"));
+      SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "ended"));
       if (ended != 0) {
         ended_ = true;
         inputs_.clear();
         return absl::OkStatus();
       }
       for (size_t i = 0; i < inputs_.size(); ++i) {
-        ASSIGN_OR_RETURN(const proto::IteratorStateProto* in,
-                         InputState(state, static_cast<int>(i)));
+        SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* in,
+                                InputState(state, static_cast<int>(i)));
         if (in == nullptr) {
           return absl::DataLossError(
               absl::StrCat("checkpoint of ", state.node(), " lacks the state of input ", i));
         }
-        RETURN_IF_ERROR(inputs_[i]->Restore(*in));
+        SLUICE_RETURN_IF_ERROR(inputs_[i]->Restore(*in));
       }
       return absl::OkStatus();
     }

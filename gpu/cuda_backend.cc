@@ -11,21 +11,23 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "core/status_macros.h"
 #include "gpu/conv_plan.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels.h"
 #include "gpu/strided_index.h"
-#include "train/broadcast.h"
+#include "train/backend/broadcast.h"
+#include "train/backend/require_float32.h"
 
 namespace sluice::gpu {
 namespace {
 
-using train::AsRankOf;
-using train::BinaryOp;
-using train::ReduceOp;
-using train::RepeatedDims;
-using train::UnaryOp;
+using train::backend::AsRankOf;
+using train::backend::BinaryOp;
+using train::backend::ReduceOp;
+using train::backend::RepeatedDims;
+using train::backend::UnaryOp;
 
 float* F(const Tensor& t) { return static_cast<float*>(const_cast<void*>(t.raw_data())); }
 
@@ -72,8 +74,8 @@ absl::Status RequireInt(int64_t v, absl::string_view what) {
 
 // Guards the process-wide table of shared backends.
 struct SharedBackends {
-  std::mutex mu;
-  std::unordered_map<int, std::unique_ptr<CudaBackend>> backends;
+  absl::Mutex mu;
+  std::unordered_map<int, std::unique_ptr<CudaBackend>> backends ABSL_GUARDED_BY(mu);
 };
 SharedBackends& Shared() {
   static SharedBackends* shared = new SharedBackends;  // never destroyed
@@ -118,7 +120,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device, Opt
                                                    ": this machine has ", count,
                                                    " (cuda:0 to cuda:", count - 1, ")"));
   }
-  ASSIGN_OR_RETURN(Stream stream, Stream::Create(device));
+  SLUICE_ASSIGN_OR_RETURN(Stream stream, Stream::Create(device));
   cublasHandle_t cublas = nullptr;
   CUBLAS_RETURN_IF_ERROR(cublasCreate(&cublas));
   cudnnHandle_t cudnn = nullptr;
@@ -138,10 +140,10 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device, Opt
 
 absl::StatusOr<CudaBackend*> CudaBackend::ForDevice(int device) {
   SharedBackends& shared = Shared();
-  std::lock_guard<std::mutex> lock(shared.mu);
+  absl::MutexLock lock(&shared.mu);
   auto it = shared.backends.find(device);
   if (it != shared.backends.end()) return it->second.get();
-  ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> backend, Create(device, Options()));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> backend, Create(device, Options()));
   CudaBackend* raw = backend.get();
   // Kept for the life of the process: tensors and tape closures hold raw
   // pointers to it.
@@ -150,10 +152,11 @@ absl::StatusOr<CudaBackend*> CudaBackend::ForDevice(int device) {
 }
 
 bool RegisterCudaBackend() {
-  train::RegisterBackend(DeviceType::kCuda, [](int index) -> absl::StatusOr<train::Backend*> {
-    ASSIGN_OR_RETURN(CudaBackend * backend, CudaBackend::ForDevice(index));
-    return backend;
-  });
+  train::backend::RegisterBackend(
+      DeviceType::kCuda, [](int index) -> absl::StatusOr<train::backend::Backend*> {
+        SLUICE_ASSIGN_OR_RETURN(CudaBackend * backend, CudaBackend::ForDevice(index));
+        return backend;
+      });
   return true;
 }
 
@@ -202,8 +205,8 @@ absl::Status CudaBackend::Copy(const Tensor& src, Tensor& dst) {
 }
 
 absl::Status CudaBackend::Fill(Tensor& t, float value) {
-  RETURN_IF_ERROR(Enter("Fill", {&t}));
-  RETURN_IF_ERROR(train::RequireFloat32(t, "CudaBackend::Fill", "the tensor"));
+  SLUICE_RETURN_IF_ERROR(Enter("Fill", {&t}));
+  SLUICE_RETURN_IF_ERROR(train::backend::RequireFloat32(t, "CudaBackend::Fill", "the tensor"));
   CUDA_RETURN_IF_ERROR(kernels::Fill(F(t), t.num_elements(), value, stream()));
   return absl::OkStatus();
 }
@@ -214,7 +217,7 @@ absl::Status CudaBackend::Synchronize() {
 }
 
 size_t CudaBackend::NumConvolutionPlans() const {
-  std::lock_guard<std::mutex> lock(library_mu_);
+  absl::MutexLock lock(&library_mu_);
   return conv_plans_.size();
 }
 
@@ -222,20 +225,20 @@ size_t CudaBackend::NumConvolutionPlans() const {
 
 absl::Status CudaBackend::MatMul(const Tensor& a, bool transpose_a, const Tensor& b,
                                  bool transpose_b, Tensor& out) {
-  RETURN_IF_ERROR(Enter("MatMul", {&a, &b, &out}));
+  SLUICE_RETURN_IF_ERROR(Enter("MatMul", {&a, &b, &out}));
   const int64_t m = out.dim(0), n = out.dim(1);
   const int64_t k = transpose_a ? a.dim(0) : a.dim(1);
   if (m * n == 0) return absl::OkStatus();
   if (k == 0) return Fill(out, 0.0f);
-  RETURN_IF_ERROR(RequireInt(m, "MatMul m"));
-  RETURN_IF_ERROR(RequireInt(n, "MatMul n"));
-  RETURN_IF_ERROR(RequireInt(k, "MatMul k"));
+  SLUICE_RETURN_IF_ERROR(RequireInt(m, "MatMul m"));
+  SLUICE_RETURN_IF_ERROR(RequireInt(n, "MatMul n"));
+  SLUICE_RETURN_IF_ERROR(RequireInt(k, "MatMul k"));
   // cuBLAS is column-major: a row-major [r, c] matrix is its transpose
   // there, so out^T [n, m] = op(b)^T op(a)^T is computed with b first.
   const int lda = static_cast<int>(transpose_a ? m : k);
   const int ldb = static_cast<int>(transpose_b ? k : n);
   const float one = 1.0f, zero = 0.0f;
-  std::lock_guard<std::mutex> lock(library_mu_);
+  absl::MutexLock lock(&library_mu_);
   CUBLAS_RETURN_IF_ERROR(cublasGemmEx(
       cublas_, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
       static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &one, b.raw_data(), CUDA_R_32F,
@@ -248,9 +251,9 @@ absl::Status CudaBackend::MatMul(const Tensor& a, bool transpose_a, const Tensor
 // --- pooling (own kernels: cuDNN cannot pad asymmetrically) ----------------------------
 
 namespace {
-kernels::PoolParams ToParams(const train::PoolGeometry& g) {
+kernels::PoolParams ToParams(const train::backend::PoolGeometry& g) {
   kernels::PoolParams p;
-  p.max = g.algorithm == train::PoolAlgorithm::kMax;
+  p.max = g.algorithm == train::backend::PoolAlgorithm::kMax;
   p.n = g.n;
   p.h = g.h;
   p.w = g.w;
@@ -267,24 +270,26 @@ kernels::PoolParams ToParams(const train::PoolGeometry& g) {
 }
 }  // namespace
 
-absl::StatusOr<Tensor> CudaBackend::Pool2DForward(const train::PoolGeometry& geo,
+absl::StatusOr<Tensor> CudaBackend::Pool2DForward(const train::backend::PoolGeometry& geo,
                                                   const Tensor& input, Tensor& output) {
-  RETURN_IF_ERROR(Enter("Pool2DForward", {&input, &output}));
+  SLUICE_RETURN_IF_ERROR(Enter("Pool2DForward", {&input, &output}));
   const kernels::PoolParams p = ToParams(geo);
   Tensor workspace;
   if (p.max) {
     if (geo.h * geo.w > INT_MAX) return RequireInt(geo.h * geo.w, "Pool2D h * w");
-    ASSIGN_OR_RETURN(workspace, Allocate(DType::kInt32, Shape{geo.n, geo.oh, geo.ow, geo.c}));
+    SLUICE_ASSIGN_OR_RETURN(workspace,
+                            Allocate(DType::kInt32, Shape{geo.n, geo.oh, geo.ow, geo.c}));
   }
   CUDA_RETURN_IF_ERROR(kernels::PoolForward(p, F(input), F(output),
                                             p.max ? workspace.data<int32_t>() : nullptr, stream()));
   return workspace;
 }
 
-absl::Status CudaBackend::Pool2DBackward(const train::PoolGeometry& geo, const Tensor& input,
-                                         const Tensor& output, const Tensor& workspace,
-                                         const Tensor& grad_output, Tensor& grad_input) {
-  RETURN_IF_ERROR(Enter("Pool2DBackward", {&grad_output, &grad_input}));
+absl::Status CudaBackend::Pool2DBackward(const train::backend::PoolGeometry& geo,
+                                         const Tensor& input, const Tensor& output,
+                                         const Tensor& workspace, const Tensor& grad_output,
+                                         Tensor& grad_input) {
+  SLUICE_RETURN_IF_ERROR(Enter("Pool2DBackward", {&grad_output, &grad_input}));
   const kernels::PoolParams p = ToParams(geo);
   const int32_t* argmax = nullptr;
   if (p.max) {
@@ -306,14 +311,15 @@ absl::Status CudaBackend::Pool2DBackward(const train::PoolGeometry& geo, const T
 // --- elementwise ------------------------------------------------------------------------
 
 absl::Status CudaBackend::Binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
-  RETURN_IF_ERROR(Enter("Binary", {&a, &b, &out}));
+  SLUICE_RETURN_IF_ERROR(Enter("Binary", {&a, &b, &out}));
   if (out.num_elements() == 0) return absl::OkStatus();
   const bool contiguous = a.shape() == out.shape() && b.shape() == out.shape();
   kernels::StridedIndex index;
   if (!contiguous) {
-    ASSIGN_OR_RETURN(index,
-                     MakeStridedIndex(out.shape(), train::BroadcastStrides(a.shape(), out.shape()),
-                                      train::BroadcastStrides(b.shape(), out.shape())));
+    SLUICE_ASSIGN_OR_RETURN(
+        index,
+        MakeStridedIndex(out.shape(), train::backend::BroadcastStrides(a.shape(), out.shape()),
+                         train::backend::BroadcastStrides(b.shape(), out.shape())));
   }
   CUDA_RETURN_IF_ERROR(kernels::Binary(KindOf(op), F(a), F(b), F(out), out.num_elements(), index,
                                        contiguous, stream()));
@@ -326,54 +332,54 @@ absl::Status CudaBackend::SumInto(const Tensor& full, float scale, Tensor& grad)
                                          cudaMemcpyDeviceToDevice, stream()));
     return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(Tensor view, AsRankOf(grad, full.shape()));
+  SLUICE_ASSIGN_OR_RETURN(Tensor view, AsRankOf(grad, full.shape()));
   return Reduce(ReduceOp::kSum, full, RepeatedDims(grad.shape(), full.shape()), scale, view);
 }
 
 absl::Status CudaBackend::BinaryBackward(BinaryOp op, const Tensor& a, const Tensor& b,
                                          const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b) {
-  RETURN_IF_ERROR(Enter("BinaryBackward", {&a, &b, &grad_out}));
+  SLUICE_RETURN_IF_ERROR(Enter("BinaryBackward", {&a, &b, &grad_out}));
   const Shape& shape = grad_out.shape();
   // f(grad_out, other) in out's shape, then summed down to the operand.
   auto product_into = [&](BinaryOp f, const Tensor& other, float scale,
                           Tensor& grad) -> absl::Status {
     if (grad.shape() == shape && scale == 1.0f) return Binary(f, grad_out, other, grad);
-    ASSIGN_OR_RETURN(Tensor t, Allocate(DType::kFloat32, shape));
-    RETURN_IF_ERROR(Binary(f, grad_out, other, t));
+    SLUICE_ASSIGN_OR_RETURN(Tensor t, Allocate(DType::kFloat32, shape));
+    SLUICE_RETURN_IF_ERROR(Binary(f, grad_out, other, t));
     return SumInto(t, scale, grad);
   };
   if (grad_a != nullptr) {
     switch (op) {
       case BinaryOp::kAdd:
       case BinaryOp::kSub:
-        RETURN_IF_ERROR(SumInto(grad_out, 1.0f, *grad_a));
+        SLUICE_RETURN_IF_ERROR(SumInto(grad_out, 1.0f, *grad_a));
         break;
       case BinaryOp::kMul:
-        RETURN_IF_ERROR(product_into(BinaryOp::kMul, b, 1.0f, *grad_a));
+        SLUICE_RETURN_IF_ERROR(product_into(BinaryOp::kMul, b, 1.0f, *grad_a));
         break;
       case BinaryOp::kDiv:
-        RETURN_IF_ERROR(product_into(BinaryOp::kDiv, b, 1.0f, *grad_a));
+        SLUICE_RETURN_IF_ERROR(product_into(BinaryOp::kDiv, b, 1.0f, *grad_a));
         break;
     }
   }
   if (grad_b != nullptr) {
     switch (op) {
       case BinaryOp::kAdd:
-        RETURN_IF_ERROR(SumInto(grad_out, 1.0f, *grad_b));
+        SLUICE_RETURN_IF_ERROR(SumInto(grad_out, 1.0f, *grad_b));
         break;
       case BinaryOp::kSub:
-        RETURN_IF_ERROR(SumInto(grad_out, -1.0f, *grad_b));
+        SLUICE_RETURN_IF_ERROR(SumInto(grad_out, -1.0f, *grad_b));
         break;
       case BinaryOp::kMul:
-        RETURN_IF_ERROR(product_into(BinaryOp::kMul, a, 1.0f, *grad_b));
+        SLUICE_RETURN_IF_ERROR(product_into(BinaryOp::kMul, a, 1.0f, *grad_b));
         break;
       case BinaryOp::kDiv: {
         // d/db (a / b) = -(a / b) / b, as on the CPU.
-        ASSIGN_OR_RETURN(Tensor t, Allocate(DType::kFloat32, shape));
-        RETURN_IF_ERROR(Binary(BinaryOp::kDiv, a, b, t));
-        RETURN_IF_ERROR(Binary(BinaryOp::kDiv, t, b, t));
-        RETURN_IF_ERROR(Binary(BinaryOp::kMul, t, grad_out, t));
-        RETURN_IF_ERROR(SumInto(t, -1.0f, *grad_b));
+        SLUICE_ASSIGN_OR_RETURN(Tensor t, Allocate(DType::kFloat32, shape));
+        SLUICE_RETURN_IF_ERROR(Binary(BinaryOp::kDiv, a, b, t));
+        SLUICE_RETURN_IF_ERROR(Binary(BinaryOp::kDiv, t, b, t));
+        SLUICE_RETURN_IF_ERROR(Binary(BinaryOp::kMul, t, grad_out, t));
+        SLUICE_RETURN_IF_ERROR(SumInto(t, -1.0f, *grad_b));
         break;
       }
     }
@@ -382,14 +388,14 @@ absl::Status CudaBackend::BinaryBackward(BinaryOp op, const Tensor& a, const Ten
 }
 
 absl::Status CudaBackend::Unary(UnaryOp op, const Tensor& x, Tensor& y) {
-  RETURN_IF_ERROR(Enter("Unary", {&x, &y}));
+  SLUICE_RETURN_IF_ERROR(Enter("Unary", {&x, &y}));
   CUDA_RETURN_IF_ERROR(kernels::Unary(KindOf(op), F(x), F(y), x.num_elements(), stream()));
   return absl::OkStatus();
 }
 
 absl::Status CudaBackend::UnaryBackward(UnaryOp op, const Tensor& x, const Tensor& y,
                                         const Tensor& grad_y, Tensor& grad_x) {
-  RETURN_IF_ERROR(Enter("UnaryBackward", {&x, &y, &grad_y, &grad_x}));
+  SLUICE_RETURN_IF_ERROR(Enter("UnaryBackward", {&x, &y, &grad_y, &grad_x}));
   CUDA_RETURN_IF_ERROR(kernels::UnaryBackward(KindOf(op), F(x), F(y), F(grad_y), F(grad_x),
                                               x.num_elements(), stream()));
   return absl::OkStatus();
@@ -397,7 +403,7 @@ absl::Status CudaBackend::UnaryBackward(UnaryOp op, const Tensor& x, const Tenso
 
 absl::Status CudaBackend::Dropout(const Tensor& x, float rate, uint64_t seed, Tensor& mask,
                                   Tensor& out) {
-  RETURN_IF_ERROR(Enter("Dropout", {&x, &mask, &out}));
+  SLUICE_RETURN_IF_ERROR(Enter("Dropout", {&x, &mask, &out}));
   CUDA_RETURN_IF_ERROR(
       kernels::Dropout(F(x), F(mask), F(out), x.num_elements(), rate, seed, stream()));
   return absl::OkStatus();
@@ -407,7 +413,7 @@ absl::Status CudaBackend::Dropout(const Tensor& x, float rate, uint64_t seed, Te
 
 absl::Status CudaBackend::Reduce(ReduceOp op, const Tensor& x, const std::vector<bool>& reduced,
                                  float scale, Tensor& out) {
-  RETURN_IF_ERROR(Enter("Reduce", {&x, &out}));
+  SLUICE_RETURN_IF_ERROR(Enter("Reduce", {&x, &out}));
   if (out.num_elements() == 0) return absl::OkStatus();
   if (x.num_elements() == 0) return Fill(out, 0.0f);  // an empty sum (max is refused earlier)
   const kernels::ReduceKind kind =
@@ -441,7 +447,7 @@ absl::Status CudaBackend::Reduce(ReduceOp op, const Tensor& x, const std::vector
     const int splits = kernels::ColumnSplits(k1, r, k2);
     Tensor partial;
     if (splits > 1) {
-      ASSIGN_OR_RETURN(partial, Allocate(DType::kFloat32, Shape{splits, k1, k2}));
+      SLUICE_ASSIGN_OR_RETURN(partial, Allocate(DType::kFloat32, Shape{splits, k1, k2}));
     }
     CUDA_RETURN_IF_ERROR(kernels::ReduceColumns(
         kind, F(x), F(out), k1, r, k2, splits, splits > 1 ? F(partial) : nullptr, scale, stream()));
@@ -467,11 +473,12 @@ absl::Status CudaBackend::Reduce(ReduceOp op, const Tensor& x, const std::vector
 }
 
 absl::Status CudaBackend::BroadcastTo(const Tensor& in, float scale, Tensor& out) {
-  RETURN_IF_ERROR(Enter("BroadcastTo", {&in, &out}));
+  SLUICE_RETURN_IF_ERROR(Enter("BroadcastTo", {&in, &out}));
   if (out.num_elements() == 0) return absl::OkStatus();
-  ASSIGN_OR_RETURN(kernels::StridedIndex index,
-                   MakeStridedIndex(out.shape(), train::BroadcastStrides(in.shape(), out.shape()),
-                                    std::vector<int64_t>(out.rank(), 0)));
+  SLUICE_ASSIGN_OR_RETURN(
+      kernels::StridedIndex index,
+      MakeStridedIndex(out.shape(), train::backend::BroadcastStrides(in.shape(), out.shape()),
+                       std::vector<int64_t>(out.rank(), 0)));
   CUDA_RETURN_IF_ERROR(
       kernels::Gather(F(in), 0, F(out), out.num_elements(), index, scale, stream()));
   return absl::OkStatus();
@@ -479,35 +486,36 @@ absl::Status CudaBackend::BroadcastTo(const Tensor& in, float scale, Tensor& out
 
 absl::Status CudaBackend::ReduceMaxBackward(const Tensor& x, const Tensor& max,
                                             const Tensor& grad_max, Tensor& grad_x) {
-  RETURN_IF_ERROR(Enter("ReduceMaxBackward", {&x, &max, &grad_max, &grad_x}));
+  SLUICE_RETURN_IF_ERROR(Enter("ReduceMaxBackward", {&x, &max, &grad_max, &grad_x}));
   if (x.num_elements() == 0) return absl::OkStatus();
   // mask = (x == max), ties = mask summed per maximum, then the gradient of
   // each maximum split evenly between its ties.
-  const std::vector<int64_t> max_strides = train::BroadcastStrides(max.shape(), x.shape());
-  ASSIGN_OR_RETURN(kernels::StridedIndex index,
-                   MakeStridedIndex(x.shape(), ContiguousStrides(x.shape()), max_strides));
-  ASSIGN_OR_RETURN(Tensor mask, Allocate(DType::kFloat32, x.shape()));
+  const std::vector<int64_t> max_strides = train::backend::BroadcastStrides(max.shape(), x.shape());
+  SLUICE_ASSIGN_OR_RETURN(kernels::StridedIndex index,
+                          MakeStridedIndex(x.shape(), ContiguousStrides(x.shape()), max_strides));
+  SLUICE_ASSIGN_OR_RETURN(Tensor mask, Allocate(DType::kFloat32, x.shape()));
   CUDA_RETURN_IF_ERROR(kernels::Binary(kernels::BinaryKind::kEqualMask, F(x), F(max), F(mask),
                                        x.num_elements(), index, /*contiguous=*/false, stream()));
-  ASSIGN_OR_RETURN(Tensor ties, Allocate(DType::kFloat32, max.shape()));
-  ASSIGN_OR_RETURN(Tensor ties_view, AsRankOf(ties, x.shape()));
-  RETURN_IF_ERROR(
+  SLUICE_ASSIGN_OR_RETURN(Tensor ties, Allocate(DType::kFloat32, max.shape()));
+  SLUICE_ASSIGN_OR_RETURN(Tensor ties_view, AsRankOf(ties, x.shape()));
+  SLUICE_RETURN_IF_ERROR(
       Reduce(ReduceOp::kSum, mask, RepeatedDims(max.shape(), x.shape()), 1.0f, ties_view));
-  ASSIGN_OR_RETURN(kernels::StridedIndex max_index,
-                   MakeStridedIndex(x.shape(), max_strides, std::vector<int64_t>(x.rank(), 0)));
+  SLUICE_ASSIGN_OR_RETURN(
+      kernels::StridedIndex max_index,
+      MakeStridedIndex(x.shape(), max_strides, std::vector<int64_t>(x.rank(), 0)));
   CUDA_RETURN_IF_ERROR(kernels::MaxBackward(F(mask), F(grad_max), F(ties), F(grad_x),
                                             x.num_elements(), max_index, stream()));
   return absl::OkStatus();
 }
 
 absl::Status CudaBackend::Transpose(const Tensor& x, const std::vector<int>& perm, Tensor& out) {
-  RETURN_IF_ERROR(Enter("Transpose", {&x, &out}));
+  SLUICE_RETURN_IF_ERROR(Enter("Transpose", {&x, &out}));
   if (out.num_elements() == 0) return absl::OkStatus();
   const std::vector<int64_t> in_strides = ContiguousStrides(x.shape());
   std::vector<int64_t> read(x.rank());
   for (int i = 0; i < x.rank(); ++i) read[i] = in_strides[perm[i]];
-  ASSIGN_OR_RETURN(kernels::StridedIndex index,
-                   MakeStridedIndex(out.shape(), read, std::vector<int64_t>(x.rank(), 0)));
+  SLUICE_ASSIGN_OR_RETURN(kernels::StridedIndex index,
+                          MakeStridedIndex(out.shape(), read, std::vector<int64_t>(x.rank(), 0)));
   CUDA_RETURN_IF_ERROR(kernels::Gather(F(x), 0, F(out), out.num_elements(), index, 1.0f, stream()));
   return absl::OkStatus();
 }
@@ -542,20 +550,20 @@ absl::Status CopyBlocks(const Shape& whole_shape, int axis, const std::vector<co
 }  // namespace
 
 absl::Status CudaBackend::Concat(const std::vector<Tensor>& inputs, int axis, Tensor& out) {
-  RETURN_IF_ERROR(Enter("Concat", {&out}));
+  SLUICE_RETURN_IF_ERROR(Enter("Concat", {&out}));
   std::vector<const Tensor*> parts;
   for (const Tensor& t : inputs) {
-    RETURN_IF_ERROR(Enter("Concat", {&t}));
+    SLUICE_RETURN_IF_ERROR(Enter("Concat", {&t}));
     parts.push_back(&t);
   }
   return CopyBlocks(out.shape(), axis, parts, /*into_parts=*/false, F(out), stream());
 }
 
 absl::Status CudaBackend::Split(const Tensor& x, int axis, std::vector<Tensor>& outputs) {
-  RETURN_IF_ERROR(Enter("Split", {&x}));
+  SLUICE_RETURN_IF_ERROR(Enter("Split", {&x}));
   std::vector<const Tensor*> parts;
   for (const Tensor& t : outputs) {
-    RETURN_IF_ERROR(Enter("Split", {&t}));
+    SLUICE_RETURN_IF_ERROR(Enter("Split", {&t}));
     parts.push_back(&t);
   }
   return CopyBlocks(x.shape(), axis, parts, /*into_parts=*/true, F(x), stream());
@@ -564,14 +572,14 @@ absl::Status CudaBackend::Split(const Tensor& x, int axis, std::vector<Tensor>& 
 // --- softmax and loss --------------------------------------------------------------------
 
 absl::Status CudaBackend::Softmax(const Tensor& logits, Tensor& y) {
-  RETURN_IF_ERROR(Enter("Softmax", {&logits, &y}));
+  SLUICE_RETURN_IF_ERROR(Enter("Softmax", {&logits, &y}));
   const int64_t c = logits.dim(logits.rank() - 1);
   CUDA_RETURN_IF_ERROR(kernels::Softmax(F(logits), F(y), Rows(logits), c, stream()));
   return absl::OkStatus();
 }
 
 absl::Status CudaBackend::SoftmaxBackward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) {
-  RETURN_IF_ERROR(Enter("SoftmaxBackward", {&y, &grad_y, &grad_x}));
+  SLUICE_RETURN_IF_ERROR(Enter("SoftmaxBackward", {&y, &grad_y, &grad_x}));
   const int64_t c = y.dim(y.rank() - 1);
   CUDA_RETURN_IF_ERROR(kernels::SoftmaxBackward(F(y), F(grad_y), F(grad_x), Rows(y), c, stream()));
   return absl::OkStatus();
@@ -579,7 +587,7 @@ absl::Status CudaBackend::SoftmaxBackward(const Tensor& y, const Tensor& grad_y,
 
 absl::Status CudaBackend::SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels,
                                                     Tensor& loss, Tensor& probs) {
-  RETURN_IF_ERROR(Enter("SparseSoftmaxCrossEntropy", {&logits, &labels, &loss, &probs}));
+  SLUICE_RETURN_IF_ERROR(Enter("SparseSoftmaxCrossEntropy", {&logits, &labels, &loss, &probs}));
   if (labels.dtype() != DType::kInt64) {
     return absl::InvalidArgumentError(
         absl::StrCat("CudaBackend::SparseSoftmaxCrossEntropy: labels must be int64, got ",
@@ -595,7 +603,7 @@ absl::Status CudaBackend::SparseSoftmaxCrossEntropyBackward(const Tensor& probs,
                                                             const Tensor& labels,
                                                             const Tensor& grad_loss,
                                                             Tensor& grad_logits) {
-  RETURN_IF_ERROR(
+  SLUICE_RETURN_IF_ERROR(
       Enter("SparseSoftmaxCrossEntropyBackward", {&probs, &labels, &grad_loss, &grad_logits}));
   if (labels.dtype() != DType::kInt64) {
     return absl::InvalidArgumentError(
@@ -612,13 +620,13 @@ absl::Status CudaBackend::SparseSoftmaxCrossEntropyBackward(const Tensor& probs,
 
 absl::Status CudaBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr,
                                     float momentum, bool nesterov, float weight_decay) {
-  RETURN_IF_ERROR(Enter("SgdUpdate", {&w, &g}));
+  SLUICE_RETURN_IF_ERROR(Enter("SgdUpdate", {&w, &g}));
   float* v = nullptr;
   if (momentum != 0) {
     if (velocity == nullptr) {
       return absl::InvalidArgumentError("CudaBackend::SgdUpdate: momentum needs a velocity tensor");
     }
-    RETURN_IF_ERROR(Enter("SgdUpdate", {velocity}));
+    SLUICE_RETURN_IF_ERROR(Enter("SgdUpdate", {velocity}));
     v = F(*velocity);
   }
   CUDA_RETURN_IF_ERROR(kernels::SgdUpdate(F(w), F(g), v, w.num_elements(), lr, momentum, nesterov,
@@ -628,7 +636,7 @@ absl::Status CudaBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity
 
 absl::Status CudaBackend::AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
                                      float beta_1, float beta_2, float epsilon, float decay) {
-  RETURN_IF_ERROR(Enter("AdamUpdate", {&w, &g, &m, &v}));
+  SLUICE_RETURN_IF_ERROR(Enter("AdamUpdate", {&w, &g, &m, &v}));
   CUDA_RETURN_IF_ERROR(kernels::AdamUpdate(F(w), F(g), F(m), F(v), w.num_elements(), alpha, beta_1,
                                            beta_2, epsilon, decay, stream()));
   return absl::OkStatus();

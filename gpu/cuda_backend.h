@@ -5,16 +5,16 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "gpu/device_allocator.h"
 #include "gpu/stream.h"
-#include "train/backend.h"
+#include "train/backend/backend.h"
 
 struct cublasContext;
 struct cudnnContext;
@@ -40,7 +40,7 @@ int CudaDeviceCount();
 // Dropout draws from a counter-based hash of (seed, element index): one seed
 // and shape give one mask on this backend, not the CPU backend's mask (which
 // comes from a sequential mt19937_64), as the Backend contract allows.
-class CudaBackend final : public train::Backend {
+class CudaBackend final : public train::backend::Backend {
  public:
   struct Options {
     // TF32 tensor cores for float32 matmul and convolution (10-bit mantissa
@@ -73,17 +73,18 @@ class CudaBackend final : public train::Backend {
 
   absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
                       Tensor& out) override;
-  absl::Status Conv2DForward(const train::ConvGeometry& geo, const Tensor& input,
+  absl::Status Conv2DForward(const train::backend::ConvGeometry& geo, const Tensor& input,
                              const Tensor& filter, Tensor& output) override;
-  absl::Status Conv2DBackwardData(const train::ConvGeometry& geo, const Tensor& grad_output,
-                                  const Tensor& filter, Tensor& grad_input) override;
-  absl::Status Conv2DBackwardFilter(const train::ConvGeometry& geo, const Tensor& input,
+  absl::Status Conv2DBackwardData(const train::backend::ConvGeometry& geo,
+                                  const Tensor& grad_output, const Tensor& filter,
+                                  Tensor& grad_input) override;
+  absl::Status Conv2DBackwardFilter(const train::backend::ConvGeometry& geo, const Tensor& input,
                                     const Tensor& grad_output, Tensor& grad_filter) override;
   // Max pooling's workspace is an int32 [n, oh, ow, c] tensor of argmax
   // positions; average pooling needs none.
-  absl::StatusOr<Tensor> Pool2DForward(const train::PoolGeometry& geo, const Tensor& input,
+  absl::StatusOr<Tensor> Pool2DForward(const train::backend::PoolGeometry& geo, const Tensor& input,
                                        Tensor& output) override;
-  absl::Status Pool2DBackward(const train::PoolGeometry& geo, const Tensor& input,
+  absl::Status Pool2DBackward(const train::backend::PoolGeometry& geo, const Tensor& input,
                               const Tensor& output, const Tensor& workspace,
                               const Tensor& grad_output, Tensor& grad_input) override;
   absl::Status BatchNormForwardTraining(const Tensor& x, const Tensor& gamma, const Tensor& beta,
@@ -97,16 +98,17 @@ class CudaBackend final : public train::Backend {
                                  bool statistics_are_constant, Tensor& grad_x, Tensor& grad_gamma,
                                  Tensor& grad_beta) override;
 
-  absl::Status Binary(train::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) override;
-  absl::Status BinaryBackward(train::BinaryOp op, const Tensor& a, const Tensor& b,
+  absl::Status Binary(train::backend::BinaryOp op, const Tensor& a, const Tensor& b,
+                      Tensor& out) override;
+  absl::Status BinaryBackward(train::backend::BinaryOp op, const Tensor& a, const Tensor& b,
                               const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b) override;
-  absl::Status Unary(train::UnaryOp op, const Tensor& x, Tensor& y) override;
-  absl::Status UnaryBackward(train::UnaryOp op, const Tensor& x, const Tensor& y,
+  absl::Status Unary(train::backend::UnaryOp op, const Tensor& x, Tensor& y) override;
+  absl::Status UnaryBackward(train::backend::UnaryOp op, const Tensor& x, const Tensor& y,
                              const Tensor& grad_y, Tensor& grad_x) override;
   absl::Status Dropout(const Tensor& x, float rate, uint64_t seed, Tensor& mask,
                        Tensor& out) override;
-  absl::Status Reduce(train::ReduceOp op, const Tensor& x, const std::vector<bool>& reduced,
-                      float scale, Tensor& out) override;
+  absl::Status Reduce(train::backend::ReduceOp op, const Tensor& x,
+                      const std::vector<bool>& reduced, float scale, Tensor& out) override;
   absl::Status BroadcastTo(const Tensor& in, float scale, Tensor& out) override;
   absl::Status ReduceMaxBackward(const Tensor& x, const Tensor& max, const Tensor& grad_max,
                                  Tensor& grad_x) override;
@@ -143,10 +145,10 @@ class CudaBackend final : public train::Backend {
   // The plan of `geo` for `direction`, made (descriptors set up and an
   // algorithm chosen) on first use. Call with library_mu_ held.
   absl::StatusOr<const ConvPlan*> GetConvPlan(ConvDirection direction,
-                                              const train::ConvGeometry& geo);
+                                              const train::backend::ConvGeometry& geo);
   // The input, zero-padded on the sides where the geometry pads more than
   // cuDNN's symmetric padding does (or the input itself).
-  absl::StatusOr<Tensor> PaddedInput(const ConvPlan& plan, const train::ConvGeometry& geo,
+  absl::StatusOr<Tensor> PaddedInput(const ConvPlan& plan, const train::backend::ConvGeometry& geo,
                                      const Tensor& input);
   absl::StatusOr<Tensor> FilterToOhwi(const Tensor& filter);
 
@@ -157,8 +159,9 @@ class CudaBackend final : public train::Backend {
   cublasContext* cublas_;
   cudnnContext* cudnn_;
   // cuBLAS and cuDNN handles are not to be used by two threads at once.
-  mutable std::mutex library_mu_;
-  std::unordered_map<std::string, std::unique_ptr<ConvPlan>> conv_plans_;
+  mutable absl::Mutex library_mu_;
+  std::unordered_map<std::string, std::unique_ptr<ConvPlan>> conv_plans_
+      ABSL_GUARDED_BY(library_mu_);
 };
 
 // Registers the CUDA backend factory with train::RegisterBackend for

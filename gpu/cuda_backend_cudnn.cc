@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "core/status_macros.h"
 #include "gpu/conv_plan.h"
 #include "gpu/cuda_backend.h"
@@ -22,7 +23,7 @@ namespace {
 
 float* F(const Tensor& t) { return static_cast<float*>(const_cast<void*>(t.raw_data())); }
 
-std::string ConvKey(int direction, const train::ConvGeometry& g) {
+std::string ConvKey(int direction, const train::backend::ConvGeometry& g) {
   return absl::StrCat(
       direction, ":",
       absl::StrJoin({g.n, g.h, g.w, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.stride_h, g.stride_w,
@@ -30,7 +31,7 @@ std::string ConvKey(int direction, const train::ConvGeometry& g) {
                     ","));
 }
 
-absl::Status RequireInts(const train::ConvGeometry& g) {
+absl::Status RequireInts(const train::backend::ConvGeometry& g) {
   for (int64_t v : {g.n, g.h + g.pad_top + g.pad_bottom, g.w + g.pad_left + g.pad_right, g.c, g.kh,
                     g.kw, g.o, g.oh, g.ow}) {
     if (v > INT_MAX || v < 0) {
@@ -104,11 +105,11 @@ class BnDescriptors {
 }  // namespace
 
 absl::StatusOr<const ConvPlan*> CudaBackend::GetConvPlan(ConvDirection direction,
-                                                         const train::ConvGeometry& geo) {
+                                                         const train::backend::ConvGeometry& geo) {
   const std::string key = ConvKey(static_cast<int>(direction), geo);
   auto it = conv_plans_.find(key);
   if (it != conv_plans_.end()) return it->second.get();
-  RETURN_IF_ERROR(RequireInts(geo));
+  SLUICE_RETURN_IF_ERROR(RequireInts(geo));
 
   auto plan = std::make_unique<ConvPlan>();
   // cuDNN pads both sides alike: the smaller padding goes to cuDNN, the rest
@@ -166,8 +167,8 @@ absl::StatusOr<const ConvPlan*> CudaBackend::GetConvPlan(ConvDirection direction
       CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(
           cudnn_, plan->x_desc, plan->w_desc, plan->conv_desc, plan->y_desc, count, &returned,
           perfs.data()));
-      ASSIGN_OR_RETURN(const cudnnConvolutionFwdAlgoPerf_t* p,
-                       PickAlgorithm(perfs, returned, tf32, max_ws, "forward convolution"));
+      SLUICE_ASSIGN_OR_RETURN(const cudnnConvolutionFwdAlgoPerf_t* p,
+                              PickAlgorithm(perfs, returned, tf32, max_ws, "forward convolution"));
       plan->algorithm = static_cast<int>(p->algo);
       math = p->mathType;
       break;
@@ -179,8 +180,9 @@ absl::StatusOr<const ConvPlan*> CudaBackend::GetConvPlan(ConvDirection direction
       CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
           cudnn_, plan->w_desc, plan->y_desc, plan->conv_desc, plan->x_desc, count, &returned,
           perfs.data()));
-      ASSIGN_OR_RETURN(const cudnnConvolutionBwdDataAlgoPerf_t* p,
-                       PickAlgorithm(perfs, returned, tf32, max_ws, "backward-data convolution"));
+      SLUICE_ASSIGN_OR_RETURN(
+          const cudnnConvolutionBwdDataAlgoPerf_t* p,
+          PickAlgorithm(perfs, returned, tf32, max_ws, "backward-data convolution"));
       plan->algorithm = static_cast<int>(p->algo);
       math = p->mathType;
       break;
@@ -192,8 +194,9 @@ absl::StatusOr<const ConvPlan*> CudaBackend::GetConvPlan(ConvDirection direction
       CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
           cudnn_, plan->x_desc, plan->y_desc, plan->conv_desc, plan->w_desc, count, &returned,
           perfs.data()));
-      ASSIGN_OR_RETURN(const cudnnConvolutionBwdFilterAlgoPerf_t* p,
-                       PickAlgorithm(perfs, returned, tf32, max_ws, "backward-filter convolution"));
+      SLUICE_ASSIGN_OR_RETURN(
+          const cudnnConvolutionBwdFilterAlgoPerf_t* p,
+          PickAlgorithm(perfs, returned, tf32, max_ws, "backward-filter convolution"));
       plan->algorithm = static_cast<int>(p->algo);
       math = p->mathType;
       break;
@@ -228,13 +231,13 @@ absl::StatusOr<const ConvPlan*> CudaBackend::GetConvPlan(ConvDirection direction
 }
 
 absl::StatusOr<Tensor> CudaBackend::PaddedInput(const ConvPlan& plan,
-                                                const train::ConvGeometry& geo,
+                                                const train::backend::ConvGeometry& geo,
                                                 const Tensor& input) {
   if (plan.extra_top == 0 && plan.extra_bottom == 0 && plan.extra_left == 0 &&
       plan.extra_right == 0) {
     return input;
   }
-  ASSIGN_OR_RETURN(
+  SLUICE_ASSIGN_OR_RETURN(
       Tensor padded,
       Allocate(DType::kFloat32, Shape{geo.n, geo.h + plan.extra_top + plan.extra_bottom,
                                       geo.w + plan.extra_left + plan.extra_right, geo.c}));
@@ -245,22 +248,23 @@ absl::StatusOr<Tensor> CudaBackend::PaddedInput(const ConvPlan& plan,
 }
 
 absl::StatusOr<Tensor> CudaBackend::FilterToOhwi(const Tensor& filter) {
-  ASSIGN_OR_RETURN(Tensor ohwi, Allocate(DType::kFloat32, Shape{filter.dim(3), filter.dim(0),
-                                                                filter.dim(1), filter.dim(2)}));
-  RETURN_IF_ERROR(Transpose(filter, {3, 0, 1, 2}, ohwi));
+  SLUICE_ASSIGN_OR_RETURN(
+      Tensor ohwi,
+      Allocate(DType::kFloat32, Shape{filter.dim(3), filter.dim(0), filter.dim(1), filter.dim(2)}));
+  SLUICE_RETURN_IF_ERROR(Transpose(filter, {3, 0, 1, 2}, ohwi));
   return ohwi;
 }
 
-absl::Status CudaBackend::Conv2DForward(const train::ConvGeometry& geo, const Tensor& input,
-                                        const Tensor& filter, Tensor& output) {
-  RETURN_IF_ERROR(Enter("Conv2DForward", {&input, &filter, &output}));
+absl::Status CudaBackend::Conv2DForward(const train::backend::ConvGeometry& geo,
+                                        const Tensor& input, const Tensor& filter, Tensor& output) {
+  SLUICE_RETURN_IF_ERROR(Enter("Conv2DForward", {&input, &filter, &output}));
   if (output.num_elements() == 0) return absl::OkStatus();
-  ASSIGN_OR_RETURN(Tensor w, FilterToOhwi(filter));
-  std::lock_guard<std::mutex> lock(library_mu_);
-  ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kForward, geo));
-  ASSIGN_OR_RETURN(Tensor x, PaddedInput(*plan, geo, input));
-  ASSIGN_OR_RETURN(Tensor ws,
-                   Allocate(DType::kUint8, Shape{static_cast<int64_t>(plan->workspace_bytes)}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor w, FilterToOhwi(filter));
+  absl::MutexLock lock(&library_mu_);
+  SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kForward, geo));
+  SLUICE_ASSIGN_OR_RETURN(Tensor x, PaddedInput(*plan, geo, input));
+  SLUICE_ASSIGN_OR_RETURN(
+      Tensor ws, Allocate(DType::kUint8, Shape{static_cast<int64_t>(plan->workspace_bytes)}));
   const float one = 1.0f, zero = 0.0f;
   CUDNN_RETURN_IF_ERROR(cudnnConvolutionForward(
       cudnn_, &one, plan->x_desc, x.raw_data(), plan->w_desc, w.raw_data(), plan->conv_desc,
@@ -269,25 +273,25 @@ absl::Status CudaBackend::Conv2DForward(const train::ConvGeometry& geo, const Te
   return absl::OkStatus();
 }
 
-absl::Status CudaBackend::Conv2DBackwardData(const train::ConvGeometry& geo,
+absl::Status CudaBackend::Conv2DBackwardData(const train::backend::ConvGeometry& geo,
                                              const Tensor& grad_output, const Tensor& filter,
                                              Tensor& grad_input) {
-  RETURN_IF_ERROR(Enter("Conv2DBackwardData", {&grad_output, &filter, &grad_input}));
+  SLUICE_RETURN_IF_ERROR(Enter("Conv2DBackwardData", {&grad_output, &filter, &grad_input}));
   if (grad_input.num_elements() == 0) return absl::OkStatus();
   if (grad_output.num_elements() == 0) return Fill(grad_input, 0.0f);
-  ASSIGN_OR_RETURN(Tensor w, FilterToOhwi(filter));
-  std::lock_guard<std::mutex> lock(library_mu_);
-  ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kBackwardData, geo));
+  SLUICE_ASSIGN_OR_RETURN(Tensor w, FilterToOhwi(filter));
+  absl::MutexLock lock(&library_mu_);
+  SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kBackwardData, geo));
   const bool padded =
       plan->extra_top + plan->extra_bottom + plan->extra_left + plan->extra_right > 0;
   const int64_t hp = geo.h + plan->extra_top + plan->extra_bottom;
   const int64_t wp = geo.w + plan->extra_left + plan->extra_right;
   Tensor dx = grad_input;
   if (padded) {
-    ASSIGN_OR_RETURN(dx, Allocate(DType::kFloat32, Shape{geo.n, hp, wp, geo.c}));
+    SLUICE_ASSIGN_OR_RETURN(dx, Allocate(DType::kFloat32, Shape{geo.n, hp, wp, geo.c}));
   }
-  ASSIGN_OR_RETURN(Tensor ws,
-                   Allocate(DType::kUint8, Shape{static_cast<int64_t>(plan->workspace_bytes)}));
+  SLUICE_ASSIGN_OR_RETURN(
+      Tensor ws, Allocate(DType::kUint8, Shape{static_cast<int64_t>(plan->workspace_bytes)}));
   const float one = 1.0f, zero = 0.0f;
   CUDNN_RETURN_IF_ERROR(cudnnConvolutionBackwardData(
       cudnn_, &one, plan->w_desc, w.raw_data(), plan->y_desc, grad_output.raw_data(),
@@ -295,9 +299,10 @@ absl::Status CudaBackend::Conv2DBackwardData(const train::ConvGeometry& geo,
       plan->workspace_bytes, &zero, plan->x_desc, dx.raw_data()));
   if (padded) {
     // The gradient of the explicit padding is dropped: crop back to [n, h, w, c].
-    ASSIGN_OR_RETURN(kernels::StridedIndex index,
-                     MakeStridedIndex(grad_input.shape(), {hp * wp * geo.c, wp * geo.c, geo.c, 1},
-                                      {0, 0, 0, 0}));
+    SLUICE_ASSIGN_OR_RETURN(
+        kernels::StridedIndex index,
+        MakeStridedIndex(grad_input.shape(), {hp * wp * geo.c, wp * geo.c, geo.c, 1},
+                         {0, 0, 0, 0}));
     const int64_t base = (plan->extra_top * wp + plan->extra_left) * geo.c;
     CUDA_RETURN_IF_ERROR(kernels::Gather(F(dx), base, F(grad_input), grad_input.num_elements(),
                                          index, 1.0f, stream()));
@@ -305,18 +310,20 @@ absl::Status CudaBackend::Conv2DBackwardData(const train::ConvGeometry& geo,
   return absl::OkStatus();
 }
 
-absl::Status CudaBackend::Conv2DBackwardFilter(const train::ConvGeometry& geo, const Tensor& input,
-                                               const Tensor& grad_output, Tensor& grad_filter) {
-  RETURN_IF_ERROR(Enter("Conv2DBackwardFilter", {&input, &grad_output, &grad_filter}));
+absl::Status CudaBackend::Conv2DBackwardFilter(const train::backend::ConvGeometry& geo,
+                                               const Tensor& input, const Tensor& grad_output,
+                                               Tensor& grad_filter) {
+  SLUICE_RETURN_IF_ERROR(Enter("Conv2DBackwardFilter", {&input, &grad_output, &grad_filter}));
   if (grad_filter.num_elements() == 0) return absl::OkStatus();
   if (grad_output.num_elements() == 0) return Fill(grad_filter, 0.0f);
-  ASSIGN_OR_RETURN(Tensor dw, Allocate(DType::kFloat32, Shape{geo.o, geo.kh, geo.kw, geo.c}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor dw,
+                          Allocate(DType::kFloat32, Shape{geo.o, geo.kh, geo.kw, geo.c}));
   {
-    std::lock_guard<std::mutex> lock(library_mu_);
-    ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kBackwardFilter, geo));
-    ASSIGN_OR_RETURN(Tensor x, PaddedInput(*plan, geo, input));
-    ASSIGN_OR_RETURN(Tensor ws,
-                     Allocate(DType::kUint8, Shape{static_cast<int64_t>(plan->workspace_bytes)}));
+    absl::MutexLock lock(&library_mu_);
+    SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kBackwardFilter, geo));
+    SLUICE_ASSIGN_OR_RETURN(Tensor x, PaddedInput(*plan, geo, input));
+    SLUICE_ASSIGN_OR_RETURN(
+        Tensor ws, Allocate(DType::kUint8, Shape{static_cast<int64_t>(plan->workspace_bytes)}));
     const float one = 1.0f, zero = 0.0f;
     CUDNN_RETURN_IF_ERROR(cudnnConvolutionBackwardFilter(
         cudnn_, &one, plan->x_desc, x.raw_data(), plan->y_desc, grad_output.raw_data(),
@@ -331,23 +338,24 @@ absl::Status CudaBackend::Conv2DBackwardFilter(const train::ConvGeometry& geo, c
 absl::Status CudaBackend::BatchNormForwardTraining(const Tensor& x, const Tensor& gamma,
                                                    const Tensor& beta, float epsilon, Tensor& y,
                                                    Tensor& mean, Tensor& variance) {
-  RETURN_IF_ERROR(Enter("BatchNormForwardTraining", {&x, &gamma, &beta, &y, &mean, &variance}));
+  SLUICE_RETURN_IF_ERROR(
+      Enter("BatchNormForwardTraining", {&x, &gamma, &beta, &y, &mean, &variance}));
   const BnShape s = BnShapeOf(x);
   if (s.c == 0) return absl::OkStatus();
   if (s.rows() <= 1) {
     // One row: the mean is the row, the variance 0, and y = beta. cuDNN's
     // unbiased running variance would divide by zero.
     if (s.rows() == 1) {
-      RETURN_IF_ERROR(Copy(x, mean));
-      RETURN_IF_ERROR(Copy(beta, y));
+      SLUICE_RETURN_IF_ERROR(Copy(x, mean));
+      SLUICE_RETURN_IF_ERROR(Copy(beta, y));
       return Fill(variance, 0.0f);
     }
-    RETURN_IF_ERROR(Fill(mean, 0.0f));
+    SLUICE_RETURN_IF_ERROR(Fill(mean, 0.0f));
     return Fill(variance, 0.0f);
   }
   BnDescriptors d;
-  std::lock_guard<std::mutex> lock(library_mu_);
-  RETURN_IF_ERROR(d.Init(s));
+  absl::MutexLock lock(&library_mu_);
+  SLUICE_RETURN_IF_ERROR(d.Init(s));
   // With an averaging factor of 1 the "running" statistics are the batch's;
   // they are read before written (times 1 - factor = 0), so must not hold NaN.
   CUDA_RETURN_IF_ERROR(kernels::Fill(F(mean), s.c, 0.0f, stream()));
@@ -368,12 +376,13 @@ absl::Status CudaBackend::BatchNormForwardInference(const Tensor& x, const Tenso
                                                     const Tensor& beta, const Tensor& mean,
                                                     const Tensor& variance, float epsilon,
                                                     Tensor& y) {
-  RETURN_IF_ERROR(Enter("BatchNormForwardInference", {&x, &gamma, &beta, &mean, &variance, &y}));
+  SLUICE_RETURN_IF_ERROR(
+      Enter("BatchNormForwardInference", {&x, &gamma, &beta, &mean, &variance, &y}));
   const BnShape s = BnShapeOf(x);
   if (s.c == 0 || s.rows() == 0) return absl::OkStatus();
   BnDescriptors d;
-  std::lock_guard<std::mutex> lock(library_mu_);
-  RETURN_IF_ERROR(d.Init(s));
+  absl::MutexLock lock(&library_mu_);
+  SLUICE_RETURN_IF_ERROR(d.Init(s));
   const float one = 1.0f, zero = 0.0f;
   CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationForwardInference(
       cudnn_, CUDNN_BATCHNORM_SPATIAL, &one, &zero, d.x(), x.raw_data(), d.x(), y.raw_data(),
@@ -387,34 +396,35 @@ absl::Status CudaBackend::BatchNormBackward(const Tensor& x, const Tensor& gamma
                                             const Tensor& grad_y, float epsilon,
                                             bool statistics_are_constant, Tensor& grad_x,
                                             Tensor& grad_gamma, Tensor& grad_beta) {
-  RETURN_IF_ERROR(Enter("BatchNormBackward",
-                        {&x, &gamma, &mean, &variance, &grad_y, &grad_x, &grad_gamma, &grad_beta}));
+  SLUICE_RETURN_IF_ERROR(Enter("BatchNormBackward", {&x, &gamma, &mean, &variance, &grad_y, &grad_x,
+                                                     &grad_gamma, &grad_beta}));
   const BnShape s = BnShapeOf(x);
   if (s.c == 0) return absl::OkStatus();
   if (s.rows() == 0) {
-    RETURN_IF_ERROR(Fill(grad_gamma, 0.0f));
+    SLUICE_RETURN_IF_ERROR(Fill(grad_gamma, 0.0f));
     return Fill(grad_beta, 0.0f);
   }
-  ASSIGN_OR_RETURN(Tensor inv_std, Allocate(DType::kFloat32, Shape{s.c}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor inv_std, Allocate(DType::kFloat32, Shape{s.c}));
   CUDA_RETURN_IF_ERROR(kernels::InvStd(F(variance), epsilon, F(inv_std), s.c, stream()));
-  ASSIGN_OR_RETURN(Tensor g2, grad_y.Reshape(Shape{s.rows(), s.c}));
-  ASSIGN_OR_RETURN(Tensor beta_view, grad_beta.Reshape(Shape{1, s.c}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor g2, grad_y.Reshape(Shape{s.rows(), s.c}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor beta_view, grad_beta.Reshape(Shape{1, s.c}));
   if (statistics_are_constant || s.rows() == 1) {
     // mean and variance are inputs (or, for one row, x - mean is 0 whatever
     // x is): grad_x = g gamma inv_std, grad_gamma = sum g (x - mean) inv_std.
-    ASSIGN_OR_RETURN(Tensor xhat_g, Allocate(DType::kFloat32, Shape{s.rows(), s.c}));
+    SLUICE_ASSIGN_OR_RETURN(Tensor xhat_g, Allocate(DType::kFloat32, Shape{s.rows(), s.c}));
     CUDA_RETURN_IF_ERROR(kernels::BatchNormConstantBackward(F(x), F(grad_y), F(gamma), F(mean),
                                                             F(inv_std), F(grad_x), F(xhat_g),
                                                             s.rows(), s.c, stream()));
     // One row in training: x_i moves its mean with it, so grad_x is 0.
-    if (!statistics_are_constant) RETURN_IF_ERROR(Fill(grad_x, 0.0f));
-    ASSIGN_OR_RETURN(Tensor gamma_view, grad_gamma.Reshape(Shape{1, s.c}));
-    RETURN_IF_ERROR(Reduce(train::ReduceOp::kSum, xhat_g, {true, false}, 1.0f, gamma_view));
-    return Reduce(train::ReduceOp::kSum, g2, {true, false}, 1.0f, beta_view);
+    if (!statistics_are_constant) SLUICE_RETURN_IF_ERROR(Fill(grad_x, 0.0f));
+    SLUICE_ASSIGN_OR_RETURN(Tensor gamma_view, grad_gamma.Reshape(Shape{1, s.c}));
+    SLUICE_RETURN_IF_ERROR(
+        Reduce(train::backend::ReduceOp::kSum, xhat_g, {true, false}, 1.0f, gamma_view));
+    return Reduce(train::backend::ReduceOp::kSum, g2, {true, false}, 1.0f, beta_view);
   }
   BnDescriptors d;
-  std::lock_guard<std::mutex> lock(library_mu_);
-  RETURN_IF_ERROR(d.Init(s));
+  absl::MutexLock lock(&library_mu_);
+  SLUICE_RETURN_IF_ERROR(d.Init(s));
   const float one = 1.0f, zero = 0.0f;
   CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationBackward(
       cudnn_, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, d.x(), x.raw_data(), d.x(),

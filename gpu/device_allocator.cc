@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "core/status_macros.h"
 #include "gpu/cuda_check.h"
 
@@ -34,9 +35,9 @@ class DeviceScope {
 }  // namespace
 
 DeviceAllocator& DeviceAllocator::ForDevice(int device) {
-  static std::mutex* mu = new std::mutex;
+  static absl::Mutex* mu = new absl::Mutex;
   static DeviceAllocator** allocators = new DeviceAllocator* [kMaxDevices] {};
-  std::lock_guard<std::mutex> lock(*mu);
+  absl::MutexLock lock(mu);
   const int slot = std::clamp(device, 0, kMaxDevices - 1);
   if (allocators[slot] == nullptr) allocators[slot] = new DeviceAllocator(slot);
   return *allocators[slot];
@@ -53,7 +54,7 @@ size_t DeviceAllocator::BucketSize(size_t bytes) {
 
 absl::StatusOr<void*> DeviceAllocator::Allocate(size_t bytes, cudaStream_t stream) {
   const size_t size = BucketSize(bytes);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   void* ptr = nullptr;
   auto it = free_.find({stream, size});
   if (it != free_.end() && !it->second.empty()) {
@@ -67,7 +68,7 @@ absl::StatusOr<void*> DeviceAllocator::Allocate(size_t bytes, cudaStream_t strea
     cudaError_t err = cudaMalloc(&ptr, size);
     if (err == cudaErrorMemoryAllocation && stats_.bytes_cached > 0) {
       cudaGetLastError();  // clear it: the retry decides
-      RETURN_IF_ERROR(EmptyCacheLocked());
+      SLUICE_RETURN_IF_ERROR(EmptyCacheLocked());
       err = cudaMalloc(&ptr, size);
     }
     if (err != cudaSuccess) {
@@ -87,7 +88,7 @@ absl::StatusOr<void*> DeviceAllocator::Allocate(size_t bytes, cudaStream_t strea
 
 void DeviceAllocator::Free(void* ptr) {
   if (ptr == nullptr) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = live_.find(ptr);
   if (it == live_.end()) return;  // not ours: nothing we may do with it
   const Block block = it->second;
@@ -103,14 +104,14 @@ absl::StatusOr<Tensor> DeviceAllocator::AllocateTensor(DType dtype, const Shape&
     return absl::InvalidArgumentError("a string tensor cannot live on a CUDA device");
   }
   const size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
-  ASSIGN_OR_RETURN(void* ptr, Allocate(bytes, stream));
+  SLUICE_ASSIGN_OR_RETURN(void* ptr, Allocate(bytes, stream));
   std::shared_ptr<Buffer> buffer =
       Buffer::Wrap(ptr, bytes, Device::Cuda(device_), [this](void* p) { Free(p); });
   return Tensor::FromBuffer(dtype, shape, std::move(buffer));
 }
 
 absl::Status DeviceAllocator::EmptyCache() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return EmptyCacheLocked();
 }
 
@@ -131,7 +132,7 @@ absl::Status DeviceAllocator::EmptyCacheLocked() {
 }
 
 DeviceAllocator::Stats DeviceAllocator::GetStats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stats_;
 }
 

@@ -5,13 +5,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "core/tensor.h"
 
 namespace sluice::gpu {
@@ -71,13 +71,14 @@ class DeviceAllocator {
     }
   };
 
-  absl::Status EmptyCacheLocked();
+  absl::Status EmptyCacheLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int device_;
-  mutable std::mutex mu_;
-  std::unordered_map<void*, Block> live_;
-  std::unordered_map<std::pair<cudaStream_t, size_t>, std::vector<void*>, KeyHash> free_;
-  Stats stats_;
+  mutable absl::Mutex mu_;
+  std::unordered_map<void*, Block> live_ ABSL_GUARDED_BY(mu_);
+  std::unordered_map<std::pair<cudaStream_t, size_t>, std::vector<void*>, KeyHash> free_
+      ABSL_GUARDED_BY(mu_);
+  Stats stats_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace sluice::gpu

@@ -106,7 +106,7 @@ absl::Status AtomicFile::Append(absl::string_view data) {
     buffered_ += data.size();
     return absl::OkStatus();
   }
-  RETURN_IF_ERROR(Flush());
+  SLUICE_RETURN_IF_ERROR(Flush());
   if (data.size() >= options_.buffer_size / 2) return WriteAll(data.data(), data.size());
   std::memcpy(buffer_.get(), data.data(), data.size());
   buffered_ = data.size();
@@ -142,8 +142,8 @@ absl::Status AtomicFile::Commit() {
 
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view data,
                                  AtomicFileOptions options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file, AtomicFile::Create(path, options));
-  RETURN_IF_ERROR(file->Append(data));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file, AtomicFile::Create(path, options));
+  SLUICE_RETURN_IF_ERROR(file->Append(data));
   return file->Commit();
 }
 

@@ -91,7 +91,8 @@ absl::Status ZlibCompressor::Deflate(int flush) {
       return absl::InternalError(absl::StrCat("deflate failed: ", s.msg ? s.msg : zError(rc)));
     }
     const size_t produced = state_->out_size - s.avail_out;
-    if (produced > 0) RETURN_IF_ERROR(state_->sink(absl::string_view(state_->out.get(), produced)));
+    if (produced > 0)
+      SLUICE_RETURN_IF_ERROR(state_->sink(absl::string_view(state_->out.get(), produced)));
     // deflate stops early only when it fills the output buffer; otherwise the input is consumed
     // (or, when finishing, the stream has ended).
     if (flush == Z_FINISH ? rc == Z_STREAM_END : (s.avail_in == 0 && s.avail_out != 0)) break;
@@ -108,7 +109,7 @@ absl::Status ZlibCompressor::Write(absl::string_view data) {
     const size_t slice = std::min(data.size(), kMaxSlice);
     s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
     s.avail_in = static_cast<uInt>(slice);
-    RETURN_IF_ERROR(Deflate(Z_NO_FLUSH));
+    SLUICE_RETURN_IF_ERROR(Deflate(Z_NO_FLUSH));
     data.remove_prefix(slice);
   }
   return absl::OkStatus();

@@ -19,14 +19,14 @@ absl::StatusOr<std::vector<Tensor>> ParseWith(absl::string_view serialized, cons
   internal::WireField field;
   size_t hint = 0;
   while (!reader.done()) {
-    RETURN_IF_ERROR(reader.Next(&field));
+    SLUICE_RETURN_IF_ERROR(reader.Next(&field));
     if (field.number == 1 && field.type == internal::WireType::kLen) {
-      RETURN_IF_ERROR(
+      SLUICE_RETURN_IF_ERROR(
           internal::CollectMapValues(field.bytes, origin, index, &hint, absl::MakeSpan(slots)));
     }
   }
   std::vector<Tensor> out;
-  RETURN_IF_ERROR(internal::MaterializeFeatures(spec, slots, origin, &out));
+  SLUICE_RETURN_IF_ERROR(internal::MaterializeFeatures(spec, slots, origin, &out));
   return out;
 }
 

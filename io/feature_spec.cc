@@ -41,8 +41,8 @@ absl::Status CheckShape(absl::string_view name, const Shape& shape) {
 absl::Status CheckEntry(absl::string_view name, const FeatureConfig& config, bool sequence) {
   if (const auto* var = std::get_if<VarLenFeature>(&config)) return CheckDType(name, var->dtype);
   const auto& fixed = std::get<FixedLenFeature>(config);
-  RETURN_IF_ERROR(CheckDType(name, fixed.dtype));
-  RETURN_IF_ERROR(CheckShape(name, fixed.shape));
+  SLUICE_RETURN_IF_ERROR(CheckDType(name, fixed.dtype));
+  SLUICE_RETURN_IF_ERROR(CheckShape(name, fixed.shape));
   if (!sequence && fixed.allow_missing) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "feature '%s': allow_missing applies to sequence features only; use default_value", name));
@@ -81,7 +81,7 @@ namespace internal {
 
 absl::StatusOr<FeatureIndex> IndexSpec(const FeatureSpec& spec, bool sequence) {
   for (const auto& [name, config] : spec.features) {
-    RETURN_IF_ERROR(CheckEntry(name, config, sequence));
+    SLUICE_RETURN_IF_ERROR(CheckEntry(name, config, sequence));
   }
   return FeatureIndex::Build(spec);  // Also finds duplicate names.
 }

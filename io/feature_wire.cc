@@ -27,7 +27,7 @@ absl::Status WireReader::SkipGroup(const char* start, uint32_t number, int depth
       return absl::OkStatus();
     }
     WireField inner;
-    RETURN_IF_ERROR(NextField(&inner, depth));
+    SLUICE_RETURN_IF_ERROR(NextField(&inner, depth));
   }
 }
 
@@ -72,7 +72,7 @@ absl::Status MergeFeature(absl::string_view feature, const char* origin, Feature
   WireReader reader(feature, origin);
   WireField field;
   while (!reader.done()) {
-    RETURN_IF_ERROR(reader.Next(&field));
+    SLUICE_RETURN_IF_ERROR(reader.Next(&field));
     if (field.type != WireType::kLen || field.number < 1 || field.number > 3) continue;
     const auto kind = static_cast<FeatureKind>(field.number);
     if (kind != view->kind) {
@@ -117,8 +117,8 @@ absl::Status ForEachValueField(const FeatureView& view, const char* origin, Fn f
   for (absl::string_view list : view.lists) {
     WireReader reader(list, origin);
     while (!reader.done()) {
-      RETURN_IF_ERROR(reader.Next(&field));
-      if (field.number == 1) RETURN_IF_ERROR(fn(field, list));
+      SLUICE_RETURN_IF_ERROR(reader.Next(&field));
+      if (field.number == 1) SLUICE_RETURN_IF_ERROR(fn(field, list));
     }
   }
   return absl::OkStatus();
@@ -126,7 +126,7 @@ absl::Status ForEachValueField(const FeatureView& view, const char* origin, Fn f
 
 absl::Status DecodeInt64s(const FeatureView& view, const char* origin, int64_t n, int64_t* out) {
   int64_t i = 0;
-  RETURN_IF_ERROR(ForEachValueField(
+  SLUICE_RETURN_IF_ERROR(ForEachValueField(
       view, origin, [&](const WireField& field, absl::string_view list) -> absl::Status {
         if (field.type == WireType::kVarint) {
           if (i >= n) return TooManyValues(list, origin);
@@ -155,7 +155,7 @@ float FloatFromBits(uint32_t bits) { return std::bit_cast<float>(bits); }
 
 absl::Status DecodeFloats(const FeatureView& view, const char* origin, int64_t n, float* out) {
   int64_t i = 0;
-  RETURN_IF_ERROR(ForEachValueField(
+  SLUICE_RETURN_IF_ERROR(ForEachValueField(
       view, origin, [&](const WireField& field, absl::string_view list) -> absl::Status {
         if (field.type == WireType::kFixed32) {
           if (i >= n) return TooManyValues(list, origin);
@@ -186,7 +186,7 @@ absl::Status DecodeFloats(const FeatureView& view, const char* origin, int64_t n
 
 absl::Status DecodeBytes(const FeatureView& view, const char* origin, int64_t n, std::string* out) {
   int64_t i = 0;
-  RETURN_IF_ERROR(ForEachValueField(
+  SLUICE_RETURN_IF_ERROR(ForEachValueField(
       view, origin, [&](const WireField& field, absl::string_view list) -> absl::Status {
         if (field.type != WireType::kLen) return absl::OkStatus();
         if (i >= n) return TooManyValues(list, origin);
@@ -200,7 +200,7 @@ absl::Status DecodeBytes(const FeatureView& view, const char* origin, int64_t n,
 
 absl::StatusOr<int64_t> CountValues(const FeatureView& view, const char* origin) {
   int64_t n = 0;
-  RETURN_IF_ERROR(ForEachValueField(
+  SLUICE_RETURN_IF_ERROR(ForEachValueField(
       view, origin, [&](const WireField& field, absl::string_view) -> absl::Status {
         switch (view.kind) {
           case FeatureKind::kBytesList:
@@ -261,14 +261,14 @@ absl::Status CollectMapValues(absl::string_view map, const char* origin, const F
   WireReader reader(map, origin);
   WireField field;
   while (!reader.done()) {
-    RETURN_IF_ERROR(reader.Next(&field));
+    SLUICE_RETURN_IF_ERROR(reader.Next(&field));
     if (field.number != 1 || field.type != WireType::kLen) continue;
     // One map entry: a message with key = 1 and value = 2, in any order.
     WireReader entry(field.bytes, origin);
     absl::string_view key;  // An entry without a key has the empty key.
     absl::InlinedVector<absl::string_view, 1> values;
     while (!entry.done()) {
-      RETURN_IF_ERROR(entry.Next(&field));
+      SLUICE_RETURN_IF_ERROR(entry.Next(&field));
       if (field.type != WireType::kLen) continue;
       if (field.number == 1) {
         key = field.bytes;
@@ -288,7 +288,8 @@ absl::StatusOr<bool> SlotFeature(const MapSlot& slot, const char* origin, Featur
   view->kind = FeatureKind::kNone;
   view->lists.clear();
   if (!slot.present) return false;
-  for (absl::string_view value : slot.values) RETURN_IF_ERROR(MergeFeature(value, origin, view));
+  for (absl::string_view value : slot.values)
+    SLUICE_RETURN_IF_ERROR(MergeFeature(value, origin, view));
   return view->kind != FeatureKind::kNone;
 }
 
@@ -337,7 +338,8 @@ absl::Status MaterializeFeatures(const FeatureSpec& spec, absl::Span<const MapSl
     const auto& [name, config] = spec.features[i];
     absl::StatusOr<bool> present = SlotFeature(slots[i], origin, &view);
     if (!present.ok()) return Prefixed(absl::StrFormat("feature '%s': ", name), present.status());
-    ASSIGN_OR_RETURN(Tensor t, FeatureTensor(name, config, *present ? &view : nullptr, origin));
+    SLUICE_ASSIGN_OR_RETURN(Tensor t,
+                            FeatureTensor(name, config, *present ? &view : nullptr, origin));
     out->push_back(std::move(t));
   }
   return absl::OkStatus();

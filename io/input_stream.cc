@@ -114,7 +114,7 @@ absl::Status ZlibInputStream::Error(absl::string_view what, absl::string_view de
 }
 
 absl::StatusOr<size_t> ZlibInputStream::FillInput() {
-  ASSIGN_OR_RETURN(size_t got, state_->source->Read(state_->in.get(), state_->in_size));
+  SLUICE_ASSIGN_OR_RETURN(size_t got, state_->source->Read(state_->in.get(), state_->in_size));
   state_->strm.next_in = reinterpret_cast<Bytef*>(state_->in.get());
   state_->strm.avail_in = static_cast<uInt>(got);
   state_->compressed_read += got;
@@ -164,10 +164,10 @@ absl::StatusOr<size_t> ZlibInputStream::Read(char* dst, size_t n) {
 absl::StatusOr<std::unique_ptr<InputStream>> OpenInputStream(const std::string& path,
                                                              Compression compression,
                                                              size_t buffer_size) {
-  ASSIGN_OR_RETURN(std::unique_ptr<FileInputStream> file, FileInputStream::Open(path));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<FileInputStream> file, FileInputStream::Open(path));
   if (compression == Compression::kNone) return std::unique_ptr<InputStream>(std::move(file));
-  ASSIGN_OR_RETURN(std::unique_ptr<ZlibInputStream> z,
-                   ZlibInputStream::Create(std::move(file), compression, path, buffer_size));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<ZlibInputStream> z,
+                          ZlibInputStream::Create(std::move(file), compression, path, buffer_size));
   return std::unique_ptr<InputStream>(std::move(z));
 }
 
@@ -187,7 +187,7 @@ absl::StatusOr<size_t> BufferedInputStream::EnsureSlow(size_t n) {
     pos_ = 0;
   }
   while (end_ < n) {
-    ASSIGN_OR_RETURN(size_t got, source_->Read(buffer_.get() + end_, capacity_ - end_));
+    SLUICE_ASSIGN_OR_RETURN(size_t got, source_->Read(buffer_.get() + end_, capacity_ - end_));
     if (got == 0) break;
     end_ += got;
   }
@@ -205,7 +205,8 @@ absl::StatusOr<size_t> BufferedInputStream::ReadFully(char* dst, size_t n, size_
     if (left >= direct_min) {
       pos_ = end_ = 0;
       const size_t extra = std::min(then, capacity_);
-      ASSIGN_OR_RETURN(size_t got, source_->ReadThen(dst + done, left, buffer_.get(), extra));
+      SLUICE_ASSIGN_OR_RETURN(size_t got,
+                              source_->ReadThen(dst + done, left, buffer_.get(), extra));
       if (got == 0) break;
       if (got > left) {  // Filled `dst` and read ahead into the buffer.
         end_ = got - left;
@@ -214,7 +215,7 @@ absl::StatusOr<size_t> BufferedInputStream::ReadFully(char* dst, size_t n, size_
       done += got;
     } else {
       pos_ = end_ = 0;
-      ASSIGN_OR_RETURN(size_t got, source_->Read(buffer_.get(), capacity_));
+      SLUICE_ASSIGN_OR_RETURN(size_t got, source_->Read(buffer_.get(), capacity_));
       if (got == 0) break;
       end_ = got;
       const size_t take = std::min(left, got);

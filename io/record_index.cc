@@ -109,7 +109,7 @@ absl::Status LengthCrcError(const std::string& path, int64_t i, uint64_t offset,
 }  // namespace
 
 absl::StatusOr<RecordIndex> RecordIndex::Build(const std::string& tfrecord_path) {
-  ASSIGN_OR_RETURN(const int fd, OpenForReading(tfrecord_path));
+  SLUICE_ASSIGN_OR_RETURN(const int fd, OpenForReading(tfrecord_path));
   FdCloser closer{fd};
   struct stat st;
   if (::fstat(fd, &st) != 0) return absl::ErrnoToStatus(errno, tfrecord_path);
@@ -135,7 +135,7 @@ absl::StatusOr<RecordIndex> RecordIndex::Build(const std::string& tfrecord_path)
     if (offset < window_start || offset + kHeaderSize > window_start + window_len) {
       struct iovec iov = {window.get(),
                           static_cast<size_t>(std::min<uint64_t>(kWindow, size - offset))};
-      ASSIGN_OR_RETURN(window_len, PreadFully(fd, &iov, 1, offset, tfrecord_path));
+      SLUICE_ASSIGN_OR_RETURN(window_len, PreadFully(fd, &iov, 1, offset, tfrecord_path));
       window_start = offset;
       if (window_len < kHeaderSize) {  // The file shrank under us.
         return absl::DataLossError(
@@ -177,13 +177,13 @@ absl::StatusOr<RecordIndex> RecordIndex::Load(const std::string& index_path,
                                               const std::string& tfrecord_path) {
   std::string data;
   {
-    ASSIGN_OR_RETURN(const int fd, OpenForReading(index_path));
+    SLUICE_ASSIGN_OR_RETURN(const int fd, OpenForReading(index_path));
     FdCloser closer{fd};
     struct stat st;
     if (::fstat(fd, &st) != 0) return absl::ErrnoToStatus(errno, index_path);
     data.resize(static_cast<size_t>(st.st_size));
     struct iovec iov = {data.data(), data.size()};
-    ASSIGN_OR_RETURN(const size_t got, PreadFully(fd, &iov, 1, 0, index_path));
+    SLUICE_ASSIGN_OR_RETURN(const size_t got, PreadFully(fd, &iov, 1, 0, index_path));
     data.resize(got);
   }
   auto corrupt = [&](absl::string_view why) {
@@ -238,7 +238,7 @@ absl::StatusOr<RecordIndex> RecordIndex::LoadOrBuild(const std::string& tfrecord
   const std::string index_path = IndexPathFor(tfrecord_path);
   absl::StatusOr<RecordIndex> loaded = Load(index_path, tfrecord_path);
   if (loaded.ok()) return loaded;
-  ASSIGN_OR_RETURN(RecordIndex built, Build(tfrecord_path));
+  SLUICE_ASSIGN_OR_RETURN(RecordIndex built, Build(tfrecord_path));
   (void)built.Save(index_path);  // Only a cache: the index is good without it.
   return built;
 }
@@ -257,9 +257,9 @@ std::pair<int64_t, int64_t> RecordIndex::ShardRange(int64_t num_shards, int64_t 
 
 absl::StatusOr<std::unique_ptr<IndexedTFRecordFile>> IndexedTFRecordFile::Open(std::string path,
                                                                                bool verify_crc) {
-  ASSIGN_OR_RETURN(const int fd, OpenForReading(path));
+  SLUICE_ASSIGN_OR_RETURN(const int fd, OpenForReading(path));
   FdCloser closer{fd};
-  ASSIGN_OR_RETURN(RecordIndex index, RecordIndex::LoadOrBuild(path));
+  SLUICE_ASSIGN_OR_RETURN(RecordIndex index, RecordIndex::LoadOrBuild(path));
   // The index was checked against the path; make sure it describes the file we hold open.
   struct stat st;
   if (::fstat(fd, &st) != 0) return absl::ErrnoToStatus(errno, path);
@@ -276,7 +276,7 @@ IndexedTFRecordFile::~IndexedTFRecordFile() { ::close(fd_); }
 
 absl::StatusOr<std::string> IndexedTFRecordFile::Read(int64_t i) const {
   std::string record;
-  RETURN_IF_ERROR(Read(i, &record));
+  SLUICE_RETURN_IF_ERROR(Read(i, &record));
   return record;
 }
 
@@ -291,7 +291,7 @@ absl::Status IndexedTFRecordFile::Read(int64_t i, std::string* record) const {
   char header[kHeaderSize];
   char footer[kFooterSize];
   struct iovec iov[3] = {{header, kHeaderSize}, {record->data(), length}, {footer, kFooterSize}};
-  ASSIGN_OR_RETURN(const size_t got, PreadFully(fd_, iov, 3, offset, path_));
+  SLUICE_ASSIGN_OR_RETURN(const size_t got, PreadFully(fd_, iov, 3, offset, path_));
   if (got < kOverhead + length) {
     return absl::DataLossError(absl::StrCat(Where(path_, i, offset), "file ends after ", got,
                                             " of the record's ", kOverhead + length,

@@ -106,14 +106,14 @@ absl::StatusOr<ParsedSequenceExample> ParseWith(absl::string_view serialized,
   size_t context_hint = 0;
   size_t sequence_hint = 0;
   while (!reader.done()) {
-    RETURN_IF_ERROR(reader.Next(&field));
+    SLUICE_RETURN_IF_ERROR(reader.Next(&field));
     if (field.type != internal::WireType::kLen) continue;
     if (field.number == 1) {
-      RETURN_IF_ERROR(internal::CollectMapValues(field.bytes, origin, context_index, &context_hint,
-                                                 absl::MakeSpan(context_slots)));
+      SLUICE_RETURN_IF_ERROR(internal::CollectMapValues(
+          field.bytes, origin, context_index, &context_hint, absl::MakeSpan(context_slots)));
     } else if (field.number == 2) {
-      RETURN_IF_ERROR(internal::CollectMapValues(field.bytes, origin, sequence_index,
-                                                 &sequence_hint, absl::MakeSpan(sequence_slots)));
+      SLUICE_RETURN_IF_ERROR(internal::CollectMapValues(
+          field.bytes, origin, sequence_index, &sequence_hint, absl::MakeSpan(sequence_slots)));
     }
   }
 
@@ -125,8 +125,8 @@ absl::StatusOr<ParsedSequenceExample> ParseWith(absl::string_view serialized,
   out.sequence_lengths.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const auto& [name, config] = sequence_spec.features[i];
-    RETURN_IF_ERROR(SequenceTensors(name, config, sequence_slots[i], origin, &out.sequence[i],
-                                    &out.sequence_lengths[i]));
+    SLUICE_RETURN_IF_ERROR(SequenceTensors(name, config, sequence_slots[i], origin,
+                                           &out.sequence[i], &out.sequence_lengths[i]));
   }
   return out;
 }

@@ -43,8 +43,8 @@ TFRecordReader::TFRecordReader(std::string path, TFRecordReaderOptions options,
 
 absl::StatusOr<std::unique_ptr<TFRecordReader>> TFRecordReader::Open(
     std::string path, TFRecordReaderOptions options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<InputStream> stream,
-                   OpenInputStream(path, options.compression, options.buffer_size));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> stream,
+                          OpenInputStream(path, options.compression, options.buffer_size));
   FileInputStream* file = options.compression == Compression::kNone
                               ? static_cast<FileInputStream*>(stream.get())
                               : nullptr;
@@ -100,7 +100,7 @@ absl::StatusOr<size_t> TFRecordReader::ReadPayload(std::string* record, uint64_t
   while (done < length) {
     const uint64_t step = std::min(length - done, std::max(kMaxUpfrontRecord, done));
     record->resize(done + step);
-    ASSIGN_OR_RETURN(size_t got, in_.ReadFully(record->data() + done, step));
+    SLUICE_ASSIGN_OR_RETURN(size_t got, in_.ReadFully(record->data() + done, step));
     done += got;
     if (got < step) break;
   }
@@ -112,7 +112,7 @@ absl::Status TFRecordReader::Resync() {
   in_.Consume(1);
   ++offset_;
   while (true) {
-    ASSIGN_OR_RETURN(size_t avail, in_.Ensure(kHeaderSize));
+    SLUICE_ASSIGN_OR_RETURN(size_t avail, in_.Ensure(kHeaderSize));
     if (avail < kHeaderSize) {  // Too short to hold a record: the stream ends here.
       in_.Consume(avail);
       offset_ += avail;
@@ -244,7 +244,7 @@ absl::Status TFRecordReader::Seek(uint64_t offset, int64_t record_index) {
         absl::StrCat(path_, ": Seek to a negative record index ", record_index));
   }
   if (!in_.SkipWithinBuffer(offset)) {
-    RETURN_IF_ERROR(file_->Seek(offset));
+    SLUICE_RETURN_IF_ERROR(file_->Seek(offset));
     in_.Reset(offset);
   }
   offset_ = offset;

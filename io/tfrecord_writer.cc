@@ -18,12 +18,12 @@ TFRecordWriter::~TFRecordWriter() { compressor_.reset(); }
 
 absl::StatusOr<std::unique_ptr<TFRecordWriter>> TFRecordWriter::Open(
     std::string path, TFRecordWriterOptions options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file,
-                   AtomicFile::Create(std::move(path), {.sync = options.sync}));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file,
+                          AtomicFile::Create(std::move(path), {.sync = options.sync}));
   std::unique_ptr<ZlibCompressor> compressor;
   if (options.compression != Compression::kNone) {
     AtomicFile* sink = file.get();
-    ASSIGN_OR_RETURN(
+    SLUICE_ASSIGN_OR_RETURN(
         compressor,
         ZlibCompressor::Create(options.compression, options.compression_level,
                                [sink](absl::string_view bytes) { return sink->Append(bytes); }));

@@ -106,7 +106,8 @@ absl::StatusOr<Tensor> Normalize(const Tensor& image, absl::Span<const float> me
   }
   const int64_t h = image.dim(0), w = image.dim(1);
   const int channels = static_cast<int>(image.dim(2));
-  ASSIGN_OR_RETURN(const NormalizeTable table, NormalizeTable::Create(channels, mean, stddev));
+  SLUICE_ASSIGN_OR_RETURN(const NormalizeTable table,
+                          NormalizeTable::Create(channels, mean, stddev));
   const std::vector<float> lut(table.at(0), table.at(0) + static_cast<size_t>(channels) * 256);
   const Shape shape = options.channels_first ? Shape{channels, h, w} : Shape{h, w, channels};
   Tensor out(dtype, shape);

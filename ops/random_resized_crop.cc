@@ -73,8 +73,8 @@ absl::StatusOr<Tensor> DecodeAndRandomResizedCrop(absl::string_view jpeg, int64_
                                                   int64_t out_w, uint64_t seed,
                                                   const RandomResizedCropOptions& options,
                                                   const ResizeOutput& output) {
-  RETURN_IF_ERROR(CheckOptions("DecodeAndRandomResizedCrop", out_h, out_w, options));
-  ASSIGN_OR_RETURN(const JpegHeader header, ReadJpegHeader(jpeg));
+  SLUICE_RETURN_IF_ERROR(CheckOptions("DecodeAndRandomResizedCrop", out_h, out_w, options));
+  SLUICE_ASSIGN_OR_RETURN(const JpegHeader header, ReadJpegHeader(jpeg));
   const CropWindow window = SampleRandomResizedCrop(header.height, header.width, seed, options);
   const int denom =
       options.dct_scaling ? ChooseScaleDenom(window.height, window.width, out_h, out_w) : 1;
@@ -90,7 +90,7 @@ absl::StatusOr<Tensor> DecodeAndRandomResizedCrop(absl::string_view jpeg, int64_
       .max_pixels = options.max_pixels,
       .fast_dct = options.fast_dct};
   int64_t decoded_x = 0;  // where column x0 landed in `decoded`
-  ASSIGN_OR_RETURN(const Tensor decoded, DecodeJpegCovering(jpeg, decode, &decoded_x));
+  SLUICE_ASSIGN_OR_RETURN(const Tensor decoded, DecodeJpegCovering(jpeg, decode, &decoded_x));
   const double d = denom;
   const ResizeRegion region{.y = static_cast<double>(window.y) / d - static_cast<double>(y0),
                             .x = static_cast<double>(window.x) / d - static_cast<double>(x0) +
@@ -102,7 +102,7 @@ absl::StatusOr<Tensor> DecodeAndRandomResizedCrop(absl::string_view jpeg, int64_
 
 absl::StatusOr<Tensor> RandomResizedCrop(const Tensor& image, int64_t out_h, int64_t out_w,
                                          uint64_t seed, const RandomResizedCropOptions& options) {
-  RETURN_IF_ERROR(CheckOptions("RandomResizedCrop", out_h, out_w, options));
+  SLUICE_RETURN_IF_ERROR(CheckOptions("RandomResizedCrop", out_h, out_w, options));
   if (image.rank() != 3 || image.dim(0) <= 0 || image.dim(1) <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "RandomResizedCrop: expected a non-empty [height, width, channels] image, got ",

@@ -23,6 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "autotune/controller.h"
+#include "core/json_writer.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
 #include "dataset/benchmark.h"
@@ -30,7 +31,6 @@
 #include "dataset/iterator.h"
 #include "tools/command_line.h"
 #include "tools/image_pipeline.h"
-#include "tools/json_writer.h"
 
 namespace sluice::tools {
 namespace {
@@ -114,7 +114,7 @@ bool IsTopLevelNode(const std::string& name, absl::string_view kind) {
 }
 
 absl::Status SetKnobs(Iterator& it, const Knobs& knobs) {
-  RETURN_IF_ERROR(it.Initialize());  // The knobs exist before any work starts.
+  SLUICE_RETURN_IF_ERROR(it.Initialize());  // The knobs exist before any work starts.
   for (const auto& node : it.stats_registry()->Nodes()) {
     if (knobs.parallelism > 0 && IsTopLevelNode(node->name, "Map") &&
         node->parallelism.present.load()) {
@@ -446,19 +446,18 @@ void PrintJson(const BenchConfig& config, const BenchmarkResult& result, int64_t
   std::printf("%s\n", json.str().c_str());
 }
 
-}  // namespace
+// What the command line asks `sluice bench` to run.
+struct BenchArgs {
+  BenchConfig config;
+  bool skewed = false;  // --pipeline skewed
+  int64_t slow_us = 0, skew = 0;
+  bool grid = false;
+  double grid_seconds = 0;
+  bool json = false;
+  bool autotune_report = false;  // --autotune
+};
 
-int RunBench(int argc, char** argv) {
-  CommandLine command_line(
-      "sluice bench",
-      "Runs the ImageNet-style training input pipeline over TFRecord files of JPEGs:\n"
-      "ListFiles -> Interleave(TFRecord) -> Map(parse) [-> Cache] -> Repeat ->\n"
-      "Map(decode + random resized crop + random flip + normalize to float32) -> Batch ->\n"
-      "Prefetch, and reports images/s, input MB/s, per-stage stats, the bottleneck (the stage\n"
-      "with the highest busy time / (wall time * parallelism)) and peak RSS. AUTOTUNE tunes the\n"
-      "pipeline while it runs unless --parallelism fixes it. --grid measures fixed\n"
-      "configurations and then AUTOTUNE against the best of them. --pipeline skewed runs a\n"
-      "synthetic pipeline instead: three spinning Maps, the middle one --skew times slower.");
+void AddBenchOptions(CommandLine& command_line) {
   command_line.AddOption("files", "GLOB", "",
                          "TFRecord files of image/encoded + image/class/label; required for "
                          "--pipeline images");
@@ -483,85 +482,95 @@ int RunBench(int argc, char** argv) {
   command_line.AddFlag("decode-only", "the ceiling: full JPEG decode only, no crop/resize/batch");
   command_line.AddOption("seed", "S", "0", "pipeline seed");
   command_line.AddFlag("json", "print one JSON object instead of the table");
-  if (std::optional<int> exit = command_line.ParseOrReport(argc, argv)) return *exit;
+}
 
-  BenchConfig config;
+// The run the options describe; InvalidArgument (a usage error) names a bad option.
+absl::StatusOr<BenchArgs> ParseBenchArgs(const CommandLine& command_line) {
+  BenchArgs args;
+  BenchConfig& config = args.config;
   config.files = command_line.Value("files");
   const std::string& pipeline_name = command_line.Value("pipeline");
-  const bool skewed = pipeline_name == "skewed";
+  const bool skewed = args.skewed = pipeline_name == "skewed";
   if (!skewed && pipeline_name != "images") {
-    return command_line.ReportUsageError(
+    return absl::InvalidArgumentError(
         absl::StrCat("--pipeline takes images or skewed, not '", pipeline_name, "'"));
   }
   if (!skewed && config.files.empty()) {
-    return command_line.ReportUsageError("--files GLOB is required");
+    return absl::InvalidArgumentError("--files GLOB is required");
   }
   if (skewed && command_line.WasGiven("files")) {
-    return command_line.ReportUsageError("--pipeline skewed reads no --files");
+    return absl::InvalidArgumentError("--pipeline skewed reads no --files");
   }
   for (const char* option : {"slow-us", "skew"}) {
     if (!skewed && command_line.WasGiven(option)) {
-      return command_line.ReportUsageError(
+      return absl::InvalidArgumentError(
           absl::StrCat("--", option, " applies to --pipeline skewed"));
     }
   }
-  const bool grid = command_line.Flag("grid");
+  const bool grid = args.grid = command_line.Flag("grid");
   const std::string& parallelism = command_line.Value("parallelism");
   if (command_line.WasGiven("parallelism") && command_line.Flag("autotune")) {
-    return command_line.ReportUsageError("give --parallelism N or --autotune, not both");
+    return absl::InvalidArgumentError("give --parallelism N or --autotune, not both");
   }
   if (command_line.WasGiven("parallelism") && grid) {
-    return command_line.ReportUsageError("--grid sets the parallelism itself");
+    return absl::InvalidArgumentError("--grid sets the parallelism itself");
   }
   if (command_line.WasGiven("grid-seconds") && !grid) {
-    return command_line.ReportUsageError("--grid-seconds applies to --grid");
+    return absl::InvalidArgumentError("--grid-seconds applies to --grid");
   }
   if (parallelism != "autotune" &&
       (!absl::SimpleAtoi(parallelism, &config.parallelism) || config.parallelism < 1)) {
-    return command_line.ReportUsageError(
+    return absl::InvalidArgumentError(
         absl::StrCat("--parallelism takes a count >= 1 or 'autotune', not '", parallelism, "'"));
   }
-  int64_t slow_us = 0, skew = 0;
   for (auto [name, out] : {std::pair<const char*, int64_t*>{"batch", &config.batch},
                            {"image-size", &config.image_size},
-                           {"slow-us", &slow_us},
-                           {"skew", &skew}}) {
+                           {"slow-us", &args.slow_us},
+                           {"skew", &args.skew}}) {
     absl::StatusOr<int64_t> value = command_line.IntValue(name, 1);
-    if (!value.ok()) return command_line.ReportUsageError(value.status().message());
+    if (!value.ok()) return value.status();
     *out = *value;
   }
   if (command_line.WasGiven("epochs")) {
     if (command_line.WasGiven("seconds")) {
-      return command_line.ReportUsageError("give --seconds or --epochs, not both");
+      return absl::InvalidArgumentError("give --seconds or --epochs, not both");
     }
     if (grid || skewed) {
-      return command_line.ReportUsageError("--grid and --pipeline skewed run for --seconds");
+      return absl::InvalidArgumentError("--grid and --pipeline skewed run for --seconds");
     }
     absl::StatusOr<int64_t> epochs = command_line.IntValue("epochs", 1);
-    if (!epochs.ok()) return command_line.ReportUsageError(epochs.status().message());
+    if (!epochs.ok()) return epochs.status();
     config.epochs = *epochs;
   } else {
     absl::StatusOr<double> seconds = command_line.DoubleValue("seconds", 0);
-    if (!seconds.ok()) return command_line.ReportUsageError(seconds.status().message());
+    if (!seconds.ok()) return seconds.status();
     config.seconds = *seconds;
   }
   absl::StatusOr<double> grid_seconds = command_line.DoubleValue("grid-seconds", 0);
-  if (!grid_seconds.ok()) return command_line.ReportUsageError(grid_seconds.status().message());
+  if (!grid_seconds.ok()) return grid_seconds.status();
+  args.grid_seconds = *grid_seconds;
   if (!absl::SimpleAtoi(command_line.Value("seed"), &config.seed)) {
-    return command_line.ReportUsageError("--seed takes an unsigned integer");
+    return absl::InvalidArgumentError("--seed takes an unsigned integer");
   }
   config.cache = command_line.Flag("cache");
   config.decode_only = command_line.Flag("decode-only");
   if (skewed && (config.cache || config.decode_only || command_line.WasGiven("image-size"))) {
-    return command_line.ReportUsageError(
+    return absl::InvalidArgumentError(
         "--cache, --decode-only and --image-size apply to --pipeline images");
   }
-  const bool json = command_line.Flag("json");
+  args.json = command_line.Flag("json");
+  args.autotune_report = command_line.Flag("autotune");
+  return args;
+}
 
+// Builds the pipeline and runs it once (or the grid), printing the results.
+int RunBenchWith(const BenchArgs& args) {
+  const BenchConfig& config = args.config;
   auto record_bytes = std::make_shared<std::atomic<int64_t>>(0);
-  absl::StatusOr<Dataset> dataset =
-      skewed ? absl::StatusOr<Dataset>(SkewedPipeline(slow_us, skew, config.batch, config.seed))
-             : BuildPipeline(config, record_bytes);
+  absl::StatusOr<Dataset> dataset = args.skewed
+                                        ? absl::StatusOr<Dataset>(SkewedPipeline(
+                                              args.slow_us, args.skew, config.batch, config.seed))
+                                        : BuildPipeline(config, record_bytes);
   if (!dataset.ok()) {
     std::fprintf(stderr, "sluice bench: %s\n", std::string(dataset.status().message()).c_str());
     return kExitFailure;
@@ -571,13 +580,13 @@ int RunBench(int argc, char** argv) {
   // Unbatched, an element is one image (whose first dimension is its height).
   if (config.decode_only) options.count_examples = [](const Element&) { return int64_t{1}; };
   const bool terminal = isatty(2) == 1;
-  if (grid) return RunGrid(*dataset, options, *grid_seconds, json, terminal);
+  if (args.grid) return RunGrid(*dataset, options, args.grid_seconds, args.json, terminal);
 
   // A fixed parallelism is built into the pipeline and AUTOTUNE is off;
   // otherwise the iterator runs AUTOTUNE on its kAutotune knobs.
   std::optional<Knobs> knobs;
   if (config.parallelism != kAutotune) knobs = Knobs{};
-  if (skewed && config.parallelism != kAutotune) knobs->parallelism = config.parallelism;
+  if (args.skewed && config.parallelism != kAutotune) knobs->parallelism = config.parallelism;
   absl::StatusOr<Run> run = RunOnce(*dataset, options, knobs, terminal);
   if (!run.ok()) {
     std::fprintf(stderr, "sluice bench: %s\n", std::string(run.status().message()).c_str());
@@ -585,18 +594,38 @@ int RunBench(int argc, char** argv) {
   }
   std::optional<AutotuneReport> autotune;
   std::optional<Convergence> convergence;
-  if (command_line.Flag("autotune")) {
+  if (args.autotune_report) {
     autotune = run->report;
     if (run->report) convergence = ConvergenceOf(run->timeline);
   }
   const int64_t bytes = record_bytes->load();
-  if (json) {
+  if (args.json) {
     PrintJson(config, run->result, bytes, dataset->DebugString(), autotune, convergence);
   } else {
     PrintText(config, run->result, bytes, dataset->DebugString(), autotune, convergence);
   }
   std::fflush(stdout);
   return kExitOk;
+}
+
+}  // namespace
+
+int RunBench(int argc, char** argv) {
+  CommandLine command_line(
+      "sluice bench",
+      "Runs the ImageNet-style training input pipeline over TFRecord files of JPEGs:\n"
+      "ListFiles -> Interleave(TFRecord) -> Map(parse) [-> Cache] -> Repeat ->\n"
+      "Map(decode + random resized crop + random flip + normalize to float32) -> Batch ->\n"
+      "Prefetch, and reports images/s, input MB/s, per-stage stats, the bottleneck (the stage\n"
+      "with the highest busy time / (wall time * parallelism)) and peak RSS. AUTOTUNE tunes the\n"
+      "pipeline while it runs unless --parallelism fixes it. --grid measures fixed\n"
+      "configurations and then AUTOTUNE against the best of them. --pipeline skewed runs a\n"
+      "synthetic pipeline instead: three spinning Maps, the middle one --skew times slower.");
+  AddBenchOptions(command_line);
+  if (std::optional<int> exit = command_line.ParseOrReport(argc, argv)) return *exit;
+  absl::StatusOr<BenchArgs> args = ParseBenchArgs(command_line);
+  if (!args.ok()) return command_line.ReportUsageError(args.status().message());
+  return RunBenchWith(*args);
 }
 
 }  // namespace sluice::tools

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "core/json_writer.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
 #include "io/atomic_file.h"
@@ -31,7 +32,6 @@
 #include "ops/decode_jpeg.h"
 #include "ops/encode_jpeg.h"
 #include "tools/command_line.h"
-#include "tools/json_writer.h"
 
 namespace sluice::tools {
 namespace {
@@ -90,8 +90,8 @@ class ShardedWriter {
   // `position` is the record's index in 0..total; it picks the shard.
   absl::Status Write(int64_t position, absl::string_view record) {
     const int shard = static_cast<int>(position * num_shards_ / std::max<int64_t>(total_, 1));
-    while (next_shard_ <= shard) RETURN_IF_ERROR(OpenNext());
-    RETURN_IF_ERROR(writer_->Write(record));
+    while (next_shard_ <= shard) SLUICE_RETURN_IF_ERROR(OpenNext());
+    SLUICE_RETURN_IF_ERROR(writer_->Write(record));
     bytes_ += record.size();
     ++records_;
     return absl::OkStatus();
@@ -99,8 +99,8 @@ class ShardedWriter {
 
   // Closes the last shard and creates any remaining (empty) ones.
   absl::Status Finish() {
-    while (next_shard_ < num_shards_) RETURN_IF_ERROR(OpenNext());
-    RETURN_IF_ERROR(CloseCurrent());
+    while (next_shard_ < num_shards_) SLUICE_RETURN_IF_ERROR(OpenNext());
+    SLUICE_RETURN_IF_ERROR(CloseCurrent());
     committed_ = true;
     return absl::OkStatus();
   }
@@ -111,17 +111,17 @@ class ShardedWriter {
  private:
   absl::Status CloseCurrent() {
     if (writer_ == nullptr) return absl::OkStatus();
-    RETURN_IF_ERROR(writer_->Close());
+    SLUICE_RETURN_IF_ERROR(writer_->Close());
     finished_.push_back(writer_->path());
     writer_.reset();
     return absl::OkStatus();
   }
   absl::Status OpenNext() {
-    RETURN_IF_ERROR(CloseCurrent());
+    SLUICE_RETURN_IF_ERROR(CloseCurrent());
     std::string path = (fs::path(dir_) / ShardName(split_, next_shard_, num_shards_)).string();
     // No fsync per shard: a converter's output is regenerated, not precious, and
     // the rename still guarantees that no half-written shard is visible.
-    ASSIGN_OR_RETURN(writer_, TFRecordWriter::Open(path, {.sync = false}));
+    SLUICE_ASSIGN_OR_RETURN(writer_, TFRecordWriter::Open(path, {.sync = false}));
     ++next_shard_;
     return absl::OkStatus();
   }
@@ -187,8 +187,8 @@ absl::StatusOr<SplitResult> ConvertMnistSplit(const std::string& source, absl::s
       (fs::path(source) / absl::StrCat(prefix, "-images-idx3-ubyte.gz")).string();
   const std::string labels_path =
       (fs::path(source) / absl::StrCat(prefix, "-labels-idx1-ubyte.gz")).string();
-  ASSIGN_OR_RETURN(IdxFile images, ReadIdxFile(images_path));
-  ASSIGN_OR_RETURN(IdxFile labels, ReadIdxFile(labels_path));
+  SLUICE_ASSIGN_OR_RETURN(IdxFile images, ReadIdxFile(images_path));
+  SLUICE_ASSIGN_OR_RETURN(IdxFile labels, ReadIdxFile(labels_path));
   if (images.type != IdxType::kUint8 || images.dims.size() != 3) {
     return absl::InvalidArgumentError(absl::StrCat(
         images_path, ": expected uint8 images of rank 3 [count, height, width], got ",
@@ -220,13 +220,13 @@ absl::StatusOr<SplitResult> ConvertMnistSplit(const std::string& source, absl::s
       encoded = std::move(pixels_of_i);
     } else {
       std::copy(pixels_of_i.begin(), pixels_of_i.end(), image.data<uint8_t>());
-      ASSIGN_OR_RETURN(encoded, EncodeJpeg(image, {.quality = quality}));
+      SLUICE_ASSIGN_OR_RETURN(encoded, EncodeJpeg(image, {.quality = quality}));
     }
-    RETURN_IF_ERROR(writer.Write(
+    SLUICE_RETURN_IF_ERROR(writer.Write(
         i, ImageExample(std::move(encoded), label, height, width, raw ? "raw" : "jpeg")));
     progress.Update(i + 1, count);
   }
-  RETURN_IF_ERROR(writer.Finish());
+  SLUICE_RETURN_IF_ERROR(writer.Finish());
   return SplitResult{split, writer.records(), writer.bytes()};
 }
 
@@ -433,7 +433,7 @@ int RunImages(int argc, char** argv) {
     Progress progress("convert images");
     for (size_t i = 0; i < files.size(); ++i) {
       const ImageFile& file = files[i];
-      ASSIGN_OR_RETURN(std::string bytes, ReadFile(file.path));
+      SLUICE_ASSIGN_OR_RETURN(std::string bytes, ReadFile(file.path));
       absl::StatusOr<JpegHeader> header = ReadJpegHeader(bytes);
       if (!header.ok()) {
         std::string message = absl::StrCat(file.path, ": not a valid JPEG (", bytes.size(),
@@ -443,13 +443,13 @@ int RunImages(int argc, char** argv) {
         ++skipped;
         continue;
       }
-      RETURN_IF_ERROR(writer.Write(
+      SLUICE_RETURN_IF_ERROR(writer.Write(
           static_cast<int64_t>(i),
           ImageExample(std::move(bytes), file.label, header->height, header->width, "jpeg")));
       ++per_class[file.label];
       progress.Update(static_cast<int64_t>(i + 1), static_cast<int64_t>(files.size()));
     }
-    RETURN_IF_ERROR(writer.Finish());
+    SLUICE_RETURN_IF_ERROR(writer.Finish());
     return WriteLabels(out, classes);
   }();
   if (!status.ok()) {

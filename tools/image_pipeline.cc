@@ -2,9 +2,9 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <utility>
 
+#include "absl/synchronization/mutex.h"
 #include "core/buffer_pool.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
@@ -45,7 +45,7 @@ class BatchRows {
     const int64_t b = index / batch_, r = index % batch_;
     std::shared_ptr<Buffer> buffer;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      absl::MutexLock l(&mu_);
       Open& open = open_[b];
       if (open.buffer == nullptr) open.buffer = pool_->Get(row_bytes_ * batch_);
       buffer = open.buffer;
@@ -67,8 +67,8 @@ class BatchRows {
   const size_t row_bytes_;
   const Shape row_shape_;
   std::shared_ptr<BufferPool> pool_;
-  std::mutex mu_;
-  std::map<int64_t, Open> open_;  // by batch number
+  absl::Mutex mu_;
+  std::map<int64_t, Open> open_ ABSL_GUARDED_BY(mu_);  // by batch number
 };
 
 }  // namespace
@@ -78,7 +78,7 @@ absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,
   FeatureSpec spec;
   spec.features.push_back({"image/encoded", FixedLenFeature{DType::kBytes, {}}});
   spec.features.push_back({"image/class/label", FixedLenFeature{DType::kInt64, {}}});
-  ASSIGN_OR_RETURN(ExampleParser parser, ExampleParser::Create(std::move(spec)));
+  SLUICE_ASSIGN_OR_RETURN(ExampleParser parser, ExampleParser::Create(std::move(spec)));
 
   Options options;
   options.seed = config.seed;
@@ -90,7 +90,7 @@ absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,
           .Map(
               [parser](Element element) -> absl::StatusOr<Element> {
                 const std::string& record = element[0].scalar<std::string>();
-                ASSIGN_OR_RETURN(Element parsed, parser.Parse(record));
+                SLUICE_ASSIGN_OR_RETURN(Element parsed, parser.Parse(record));
                 parsed.push_back(Tensor::Scalar<int64_t>(static_cast<int64_t>(record.size())));
                 return parsed;  // {encoded, label, record size}
               },
@@ -105,32 +105,32 @@ absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,
     dataset = dataset.Map(
         [record_bytes, pool](Element element) -> absl::StatusOr<Element> {
           record_bytes->fetch_add(element[2].scalar<int64_t>(), std::memory_order_relaxed);
-          ASSIGN_OR_RETURN(Tensor image, DecodeJpeg(element[0].scalar<std::string>(),
-                                                    {.channels = 3, .pool = pool.get()}));
+          SLUICE_ASSIGN_OR_RETURN(Tensor image, DecodeJpeg(element[0].scalar<std::string>(),
+                                                           {.channels = 3, .pool = pool.get()}));
           return Element{std::move(image), std::move(element[1])};
         },
         {.num_parallel_calls = config.parallelism});
     // Decoded images differ in size and cannot be batched: elements are images.
     return dataset.Prefetch().WithOptions(options);
   }
-  ASSIGN_OR_RETURN(const NormalizeTable table,
-                   NormalizeTable::Create(3, kImageNetMean, kImageNetStd));
+  SLUICE_ASSIGN_OR_RETURN(const NormalizeTable table,
+                          NormalizeTable::Create(3, kImageNetMean, kImageNetStd));
   auto rows = std::make_shared<BatchRows>(config.batch, DType::kFloat32, Shape{size, size, 3});
   dataset = dataset.Map(
       [record_bytes, size, table, rows](Element element,
                                         const ElementContext& context) -> absl::StatusOr<Element> {
         record_bytes->fetch_add(element[2].scalar<int64_t>(), std::memory_order_relaxed);
-        ASSIGN_OR_RETURN(Tensor out, rows->Row(context.index));
+        SLUICE_ASSIGN_OR_RETURN(Tensor out, rows->Row(context.index));
         // The crop and the flip draw from distinct streams of the same seed (ops/counter_rng.h);
         // flip and normalize are fused into the resize: bitwise RandomFlipLeftRight then
         // Normalize, one pass over the output.
-        ASSIGN_OR_RETURN(Tensor image,
-                         DecodeAndRandomResizedCrop(
-                             element[0].scalar<std::string>(), size, size, context.seed, {},
-                             {.flip_left_right = RandomFlipDecision(context.seed),
-                              .normalize = &table,
-                              .destination = &out,
-                              .streaming_stores = true}));
+        SLUICE_ASSIGN_OR_RETURN(Tensor image,
+                                DecodeAndRandomResizedCrop(
+                                    element[0].scalar<std::string>(), size, size, context.seed, {},
+                                    {.flip_left_right = RandomFlipDecision(context.seed),
+                                     .normalize = &table,
+                                     .destination = &out,
+                                     .streaming_stores = true}));
         return Element{std::move(image), std::move(element[1])};
       },
       {.num_parallel_calls = config.parallelism});

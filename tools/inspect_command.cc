@@ -16,12 +16,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/json_writer.h"
 #include "io/compression.h"
 #include "io/proto/example.pb.h"
 #include "io/tfrecord_format.h"
 #include "io/tfrecord_reader.h"
 #include "tools/command_line.h"
-#include "tools/json_writer.h"
 
 namespace sluice::tools {
 namespace {

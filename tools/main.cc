@@ -22,7 +22,6 @@
 namespace sluice::tools {
 namespace {
 
-// Keep in step with project(VERSION) in the top-level CMakeLists.txt.
 constexpr char kVersion[] = SLUICE_VERSION;  // From CMake's project() version.
 
 constexpr Command kCommands[] = {

@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -19,33 +18,34 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "core/device.h"
+#include "core/json_writer.h"
 #include "core/status_macros.h"
 #include "io/glob.h"
 #include "io/record_index.h"
 #include "tools/command_line.h"
-#include "tools/json_writer.h"
-#include "train/adam.h"
-#include "train/adamw.h"
-#include "train/backend.h"
-#include "train/callback.h"
-#include "train/cpu_threads.h"
-#include "train/early_stopping.h"
-#include "train/image_dataset.h"
-#include "train/lr_schedule.h"
-#include "train/model_checkpoint.h"
-#include "train/models.h"
-#include "train/optimizer.h"
-#include "train/sgd.h"
-#include "train/tensorboard.h"
-#include "train/trainer.h"
+#include "train/backend/backend.h"
+#include "train/backend/cpu/cpu_threads.h"
+#include "train/callbacks/callback.h"
+#include "train/callbacks/early_stopping.h"
+#include "train/callbacks/model_checkpoint.h"
+#include "train/callbacks/tensorboard.h"
+#include "train/data/image_dataset.h"
+#include "train/fit/trainer.h"
+#include "train/models/model_zoo.h"
+#include "train/optimizers/adam.h"
+#include "train/optimizers/adamw.h"
+#include "train/optimizers/learning_rate_schedule.h"
+#include "train/optimizers/optimizer.h"
+#include "train/optimizers/sgd.h"
 
 namespace sluice::tools {
 namespace {
 
 namespace fs = std::filesystem;
-using train::History;
-using train::Logs;
+using train::callbacks::Logs;
+using train::fit::History;
 
 struct TrainConfig {
   std::string data;
@@ -80,7 +80,7 @@ struct TrainConfig {
 // it). A file whose headers cannot be indexed fails, unless `skip_errors`: it is then counted
 // by reading it, without the records that fail.
 absl::StatusOr<int64_t> CountRecords(const std::string& pattern, int64_t limit, bool skip_errors) {
-  ASSIGN_OR_RETURN(std::vector<std::string> files, Glob(pattern));
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> files, Glob(pattern));
   int64_t count = 0;
   for (const std::string& file : files) {
     if (limit >= 0 && count >= limit) break;
@@ -92,7 +92,7 @@ absl::StatusOr<int64_t> CountRecords(const std::string& pattern, int64_t limit, 
     if (!skip_errors) return index.status();
     auto records = Dataset::TFRecord(file).IgnoreErrors().MakeIterator();
     while (limit < 0 || count < limit) {
-      ASSIGN_OR_RETURN(std::optional<Element> next, records->GetNext());
+      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> next, records->GetNext());
       if (!next) break;
       ++count;
     }
@@ -106,69 +106,72 @@ absl::StatusOr<int64_t> CountRecords(const std::string& pattern, int64_t limit, 
 class SkippedRecords {
  public:
   void Add(const absl::Status& status) {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     if (first_.empty()) first_ = std::string(status.message());
     if (distinct_.size() < kMaxTracked) distinct_.insert(std::string(status.message()));
   }
   int64_t count() const {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     return static_cast<int64_t>(distinct_.size());
   }
   std::string first() const {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     return first_;
   }
 
  private:
   static constexpr size_t kMaxTracked = 100000;  // bounds the memory a hopeless set can take
-  mutable std::mutex mu_;
-  std::set<std::string> distinct_;
-  std::string first_;
+  mutable absl::Mutex mu_;
+  std::set<std::string> distinct_ ABSL_GUARDED_BY(mu_);
+  std::string first_ ABSL_GUARDED_BY(mu_);
 };
 
-absl::StatusOr<std::unique_ptr<train::Optimizer>> MakeOptimizer(const TrainConfig& config,
-                                                                int64_t total_steps) {
-  std::unique_ptr<train::Optimizer> optimizer;
+absl::StatusOr<std::unique_ptr<train::optimizers::Optimizer>> MakeOptimizer(
+    const TrainConfig& config, int64_t total_steps) {
+  std::unique_ptr<train::optimizers::Optimizer> optimizer;
   float lr;
   if (config.optimizer == "sgd") {
     lr = static_cast<float>(config.lr.value_or(0.01));
-    optimizer = std::make_unique<train::Sgd>(
-        train::SgdOptions{.learning_rate = lr,
-                          .momentum = static_cast<float>(config.momentum),
-                          .weight_decay = static_cast<float>(config.weight_decay.value_or(0))});
+    optimizer = std::make_unique<train::optimizers::Sgd>(train::optimizers::SgdOptions{
+        .learning_rate = lr,
+        .momentum = static_cast<float>(config.momentum),
+        .weight_decay = static_cast<float>(config.weight_decay.value_or(0))});
   } else if (config.optimizer == "adam") {
     lr = static_cast<float>(config.lr.value_or(0.001));
-    optimizer = std::make_unique<train::Adam>(train::AdamOptions{
+    optimizer = std::make_unique<train::optimizers::Adam>(train::optimizers::AdamOptions{
         .learning_rate = lr, .weight_decay = static_cast<float>(config.weight_decay.value_or(0))});
   } else if (config.optimizer == "adamw") {
     lr = static_cast<float>(config.lr.value_or(0.001));
-    train::AdamWOptions options{.learning_rate = lr};
+    train::optimizers::AdamWOptions options{.learning_rate = lr};
     if (config.weight_decay) options.weight_decay = static_cast<float>(*config.weight_decay);
-    optimizer = std::make_unique<train::AdamW>(options);
+    optimizer = std::make_unique<train::optimizers::AdamW>(options);
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("--optimizer takes sgd, adam or adamw, not '", config.optimizer, "'"));
   }
-  std::shared_ptr<const train::LearningRateSchedule> schedule;
+  std::shared_ptr<const train::optimizers::LearningRateSchedule> schedule;
   const int64_t decay_steps = std::max<int64_t>(1, total_steps - config.warmup_steps);
   if (config.schedule == "cosine") {
-    schedule = std::make_shared<train::CosineDecay>(
-        train::CosineDecayOptions{.initial_learning_rate = lr, .decay_steps = decay_steps});
+    schedule =
+        std::make_shared<train::optimizers::CosineDecay>(train::optimizers::CosineDecayOptions{
+            .initial_learning_rate = lr, .decay_steps = decay_steps});
   } else if (config.schedule == "step") {
     // A tenth of the rate after half the steps, a hundredth after three quarters.
-    ASSIGN_OR_RETURN(schedule,
-                     train::PiecewiseConstantDecay::Create(
-                         {decay_steps / 2, std::max(decay_steps / 2 + 1, decay_steps * 3 / 4)},
-                         {lr, lr / 10, lr / 100}));
+    SLUICE_ASSIGN_OR_RETURN(
+        schedule, train::optimizers::PiecewiseConstantDecay::Create(
+                      {decay_steps / 2, std::max(decay_steps / 2 + 1, decay_steps * 3 / 4)},
+                      {lr, lr / 10, lr / 100}));
   } else if (config.schedule != "constant") {
     return absl::InvalidArgumentError(
         absl::StrCat("--schedule takes constant, cosine or step, not '", config.schedule, "'"));
   }
   if (config.warmup_steps > 0) {
     if (!schedule) {
-      ASSIGN_OR_RETURN(schedule, train::PiecewiseConstantDecay::Create({}, {lr}));
+      SLUICE_ASSIGN_OR_RETURN(schedule,
+                              train::optimizers::PiecewiseConstantDecay::Create({}, {lr}));
     }
-    schedule = std::make_shared<train::LinearWarmup>(schedule, config.warmup_steps, 0.0);
+    schedule =
+        std::make_shared<train::optimizers::LinearWarmup>(schedule, config.warmup_steps, 0.0);
   }
   if (schedule) optimizer->set_schedule(schedule);
   if (config.clip_norm > 0) optimizer->set_clip_global_norm(static_cast<float>(config.clip_norm));
@@ -209,53 +212,57 @@ double MeanOf(const History& history, const std::string& key) {
 absl::StatusOr<Outcome> Train(const TrainConfig& config) {
   const std::string train_files = (fs::path(config.data) / "train-*.tfrecord").string();
   const std::string test_files = (fs::path(config.data) / "test-*.tfrecord").string();
-  ASSIGN_OR_RETURN(int64_t train_records,
-                   CountRecords(train_files, config.limit, config.skip_errors));
+  SLUICE_ASSIGN_OR_RETURN(int64_t train_records,
+                          CountRecords(train_files, config.limit, config.skip_errors));
   if (train_records == 0) {
     return absl::NotFoundError(absl::StrCat("no training records in ", train_files,
                                             " (make them with `sluice convert fashion-mnist`)"));
   }
-  train::SetCpuThreads(static_cast<int>(config.threads));
+  train::backend::cpu::SetCpuThreads(static_cast<int>(config.threads));
   auto skipped = std::make_shared<SkippedRecords>();
   auto on_skipped = [skipped](const absl::Status& status) { skipped->Add(status); };
-  ASSIGN_OR_RETURN(Dataset train_data, train::MakeImageDataset({.files = train_files,
-                                                                .batch_size = config.batch,
-                                                                .channels = 1,
-                                                                .shuffle_buffer = 10000,
-                                                                .augment = config.augment,
-                                                                .limit = config.limit,
-                                                                .skip_errors = config.skip_errors,
-                                                                .on_skipped = on_skipped,
-                                                                .seed = config.seed}));
-  ASSIGN_OR_RETURN(Dataset test_data, train::MakeImageDataset({.files = test_files,
-                                                               .batch_size = 256,
-                                                               .channels = 1,
-                                                               .skip_errors = config.skip_errors,
-                                                               .on_skipped = on_skipped,
-                                                               .seed = config.seed}));
+  SLUICE_ASSIGN_OR_RETURN(Dataset train_data,
+                          train::data::MakeImageDataset({.files = train_files,
+                                                         .batch_size = config.batch,
+                                                         .channels = 1,
+                                                         .shuffle_buffer = 10000,
+                                                         .augment = config.augment,
+                                                         .limit = config.limit,
+                                                         .skip_errors = config.skip_errors,
+                                                         .on_skipped = on_skipped,
+                                                         .seed = config.seed}));
+  SLUICE_ASSIGN_OR_RETURN(Dataset test_data,
+                          train::data::MakeImageDataset({.files = test_files,
+                                                         .batch_size = 256,
+                                                         .channels = 1,
+                                                         .skip_errors = config.skip_errors,
+                                                         .on_skipped = on_skipped,
+                                                         .seed = config.seed}));
   // The model's input shape comes from the first test batch.
-  ASSIGN_OR_RETURN(std::optional<Element> first, test_data.MakeIterator()->GetNext());
+  SLUICE_ASSIGN_OR_RETURN(std::optional<Element> first, test_data.MakeIterator()->GetNext());
   if (!first) return absl::NotFoundError(absl::StrCat("no test records in ", test_files));
   const Shape& shape = (*first)[0].shape();
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<train::Module> model,
-      train::MakeModel(config.model, {.height = shape[1], .width = shape[2], .channels = shape[3]},
-                       config.seed));
+  SLUICE_ASSIGN_OR_RETURN(
+      std::unique_ptr<train::layers::Module> model,
+      train::models::MakeModel(config.model,
+                               {.height = shape[1], .width = shape[2], .channels = shape[3]},
+                               config.seed));
   const int64_t steps_per_epoch = (train_records + config.batch - 1) / config.batch;
-  ASSIGN_OR_RETURN(std::unique_ptr<train::Optimizer> optimizer,
-                   MakeOptimizer(config, steps_per_epoch * config.epochs / config.accumulate));
+  SLUICE_ASSIGN_OR_RETURN(
+      std::unique_ptr<train::optimizers::Optimizer> optimizer,
+      MakeOptimizer(config, steps_per_epoch * config.epochs / config.accumulate));
 
-  train::Trainer trainer(*model, *optimizer);
-  std::vector<std::unique_ptr<train::Callback>> callbacks;
+  train::fit::Trainer trainer(*model, *optimizer);
+  std::vector<std::unique_ptr<train::callbacks::Callback>> callbacks;
   if (!config.logdir.empty()) {
-    callbacks.push_back(std::make_unique<train::TensorBoard>(
-        train::TensorBoardOptions{.log_dir = config.logdir, .update_freq = 100}));
+    callbacks.push_back(std::make_unique<train::callbacks::TensorBoard>(
+        train::callbacks::TensorBoardOptions{.log_dir = config.logdir, .update_freq = 100}));
   }
   if (!config.checkpoint.empty()) {
-    callbacks.push_back(std::make_unique<train::ModelCheckpoint>(
-        train::ModelCheckpointOptions{.path = config.checkpoint, .monitor = "loss"}));
+    callbacks.push_back(std::make_unique<train::callbacks::ModelCheckpoint>(
+        train::callbacks::ModelCheckpointOptions{.path = config.checkpoint, .monitor = "loss"}));
     if (config.resume && fs::exists(config.checkpoint)) {
-      RETURN_IF_ERROR(trainer.LoadCheckpoint(config.checkpoint));
+      SLUICE_RETURN_IF_ERROR(trainer.LoadCheckpoint(config.checkpoint));
       if (!config.json) {
         std::printf("resuming from %s (step %lld)\n", config.checkpoint.c_str(),
                     static_cast<long long>(trainer.global_step()));
@@ -263,10 +270,12 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config) {
     }
   }
   if (config.early_stopping > 0) {
-    callbacks.push_back(std::make_unique<train::EarlyStopping>(train::EarlyStoppingOptions{
-        .monitor = "val_loss", .patience = config.early_stopping, .restore_best_weights = true}));
+    callbacks.push_back(std::make_unique<train::callbacks::EarlyStopping>(
+        train::callbacks::EarlyStoppingOptions{.monitor = "val_loss",
+                                               .patience = config.early_stopping,
+                                               .restore_best_weights = true}));
   }
-  train::FitOptions fit;
+  train::fit::FitOptions fit;
   fit.epochs = config.epochs;
   // Known from the record count, so that progress shows a total and an ETA. Skipped records
   // would shorten a pass, so then each epoch is one pass, however long.
@@ -280,12 +289,12 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config) {
   Outcome outcome;
   outcome.train_records = train_records;
   const auto start = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(outcome.history, trainer.Fit(train_data, fit));
+  SLUICE_ASSIGN_OR_RETURN(outcome.history, trainer.Fit(train_data, fit));
   outcome.train_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   outcome.images_per_second = RunRate(outcome.history, "images_per_second");
   outcome.input_wait_share = MeanOf(outcome.history, "input_wait_share");
-  ASSIGN_OR_RETURN(outcome.test, trainer.Evaluate(test_data));
+  SLUICE_ASSIGN_OR_RETURN(outcome.test, trainer.Evaluate(test_data));
   outcome.skipped_records = skipped->count();
   outcome.first_skipped = skipped->first();
   return outcome;
@@ -331,19 +340,11 @@ void PrintJson(const TrainConfig& config, const Outcome& outcome) {
   std::printf("%s\n", json.str().c_str());
 }
 
-}  // namespace
-
-int RunTrain(int argc, char** argv) {
-  CommandLine command_line(
-      "sluice train",
-      "Trains an image classifier on the TFRecords that `sluice convert fashion-mnist` writes\n"
-      "(DIR/train-*.tfrecord, DIR/test-*.tfrecord), fed by the input pipeline (shuffle, JPEG\n"
-      "decode, [flip + pad-crop], batch, prefetch), then prints the test accuracy and the\n"
-      "training throughput in images/s. The loss is sparse softmax cross-entropy.");
+void AddTrainOptions(CommandLine& command_line) {
   command_line.AddOption("data", "DIR", "", "folder with train-*.tfrecord and test-*.tfrecord");
-  command_line.AddOption(
-      "model", "NAME", "cnn",
-      absl::StrCat(absl::StrJoin(train::ModelNames(), ", "), " (see the README for their layers)"));
+  command_line.AddOption("model", "NAME", "cnn",
+                         absl::StrCat(absl::StrJoin(train::models::ModelNames(), ", "),
+                                      " (see the README for their layers)"));
   command_line.AddOption("epochs", "N", "1", "passes over the training set");
   command_line.AddOption("batch", "B", "64", "images per training step");
   command_line.AddOption("optimizer", "NAME", "adam", "sgd, adam or adamw (Keras defaults)");
@@ -372,14 +373,15 @@ int RunTrain(int argc, char** argv) {
   command_line.AddFlag("resume", "continue from --checkpoint PATH when it exists");
   command_line.AddOption("threads", "N", "all cores", "threads for the training kernels");
   command_line.AddOption("seed", "S", "0", "seed of initializers, shuffling and augmentation");
-  command_line.AddOption("device", "cpu|cuda", "cpu", "where the model trains");
   command_line.AddFlag("skip-errors", "skip (and count) unreadable records instead of failing");
   command_line.AddFlag("json", "print one JSON object (test_accuracy, train_images_per_second...)");
-  if (std::optional<int> exit = command_line.ParseOrReport(argc, argv)) return *exit;
+}
 
+// The configuration the options describe; InvalidArgument (a usage error) names a bad option.
+absl::StatusOr<TrainConfig> ParseTrainConfig(const CommandLine& command_line) {
   TrainConfig config;
   config.data = command_line.Value("data");
-  if (config.data.empty()) return command_line.ReportUsageError("--data DIR is required");
+  if (config.data.empty()) return absl::InvalidArgumentError("--data DIR is required");
   config.model = command_line.Value("model");
   config.optimizer = command_line.Value("optimizer");
   config.schedule = command_line.Value("schedule");
@@ -401,13 +403,13 @@ int RunTrain(int argc, char** argv) {
         IntOption{"seed", 0, &seed, false}}) {
     if (option.only_when_given && !command_line.WasGiven(option.name)) continue;
     absl::StatusOr<int64_t> value = command_line.IntValue(option.name, option.min);
-    if (!value.ok()) return command_line.ReportUsageError(value.status().message());
+    if (!value.ok()) return value.status();
     *option.out = *value;
   }
   config.seed = static_cast<uint64_t>(seed);
   if (command_line.WasGiven("lr")) {
     absl::StatusOr<double> lr = command_line.DoubleValue("lr", 0);
-    if (!lr.ok()) return command_line.ReportUsageError(lr.status().message());
+    if (!lr.ok()) return lr.status();
     config.lr = *lr;
   }
   double weight_decay = 0;
@@ -417,12 +419,12 @@ int RunTrain(int argc, char** argv) {
     if (!command_line.WasGiven(name)) continue;
     absl::StatusOr<double> value =
         command_line.DoubleValue(name, 0, CommandLine::Bound::kInclusive);
-    if (!value.ok()) return command_line.ReportUsageError(value.status().message());
+    if (!value.ok()) return value.status();
     *out = *value;
   }
   if (command_line.WasGiven("weight-decay")) config.weight_decay = weight_decay;
   if (command_line.WasGiven("momentum") && config.optimizer != "sgd") {
-    return command_line.ReportUsageError("--momentum applies to --optimizer sgd only");
+    return absl::InvalidArgumentError("--momentum applies to --optimizer sgd only");
   }
   config.augment = command_line.WasGiven("augment") ? command_line.Flag("augment")
                                                     : config.model == "resnet-small";
@@ -431,46 +433,52 @@ int RunTrain(int argc, char** argv) {
   config.checkpoint = command_line.Value("checkpoint");
   config.resume = command_line.Flag("resume");
   if (config.resume && config.checkpoint.empty()) {
-    return command_line.ReportUsageError("--resume needs --checkpoint PATH");
+    return absl::InvalidArgumentError("--resume needs --checkpoint PATH");
   }
   config.skip_errors = command_line.Flag("skip-errors");
   config.json = command_line.Flag("json");
-  const std::string& device = command_line.Value("device");
-  if (device == "cuda") {
-    absl::StatusOr<train::Backend*> backend = train::BackendFor(Device::Cuda(0));
-    if (!backend.ok()) {
-      std::fprintf(stderr, "sluice train: --device cuda: %s\n",
-                   std::string(backend.status().message()).c_str());
-      return kExitFailure;
-    }
-    std::fprintf(stderr,
-                 "sluice train: --device cuda: models train on the CPU only in this build\n");
-    return kExitFailure;
-  } else if (device != "cpu") {
-    return command_line.ReportUsageError(
-        absl::StrCat("--device takes cpu or cuda, not '", device, "'"));
-  }
+  return config;
+}
 
-  absl::StatusOr<Outcome> outcome = Train(config);
-  if (!outcome.ok()) {
-    std::fprintf(stderr, "sluice train: %s\n", std::string(outcome.status().message()).c_str());
-    return kExitFailure;
-  }
-  if (outcome->skipped_records > 0) {
+// Prints the outcome as one JSON object or one line, and the skipped records to stderr.
+void ReportOutcome(const TrainConfig& config, const Outcome& outcome) {
+  if (outcome.skipped_records > 0) {
     std::fprintf(stderr, "sluice train: skipped %lld unreadable record%s; the first: %s\n",
-                 static_cast<long long>(outcome->skipped_records),
-                 outcome->skipped_records == 1 ? "" : "s", outcome->first_skipped.c_str());
+                 static_cast<long long>(outcome.skipped_records),
+                 outcome.skipped_records == 1 ? "" : "s", outcome.first_skipped.c_str());
   }
   if (config.json) {
-    PrintJson(config, *outcome);
-    return kExitOk;
+    PrintJson(config, outcome);
+    return;
   }
   std::printf(
       "test accuracy %.2f%% (loss %.4f) | %s, %lld epochs of %lld images | train %.1f images/s | "
       "input wait %.1f%% of step time\n",
-      100 * outcome->test["accuracy"], outcome->test["loss"], config.model.c_str(),
-      static_cast<long long>(config.epochs), static_cast<long long>(outcome->train_records),
-      outcome->images_per_second, 100 * outcome->input_wait_share);
+      100 * train::callbacks::LogValue(outcome.test, "accuracy").value_or(0),
+      train::callbacks::LogValue(outcome.test, "loss").value_or(0), config.model.c_str(),
+      static_cast<long long>(config.epochs), static_cast<long long>(outcome.train_records),
+      outcome.images_per_second, 100 * outcome.input_wait_share);
+}
+
+}  // namespace
+
+int RunTrain(int argc, char** argv) {
+  CommandLine command_line(
+      "sluice train",
+      "Trains an image classifier on the TFRecords that `sluice convert fashion-mnist` writes\n"
+      "(DIR/train-*.tfrecord, DIR/test-*.tfrecord), fed by the input pipeline (shuffle, JPEG\n"
+      "decode, [flip + pad-crop], batch, prefetch), then prints the test accuracy and the\n"
+      "training throughput in images/s. The loss is sparse softmax cross-entropy.");
+  AddTrainOptions(command_line);
+  if (std::optional<int> exit = command_line.ParseOrReport(argc, argv)) return *exit;
+  absl::StatusOr<TrainConfig> config = ParseTrainConfig(command_line);
+  if (!config.ok()) return command_line.ReportUsageError(config.status().message());
+  absl::StatusOr<Outcome> outcome = Train(*config);
+  if (!outcome.ok()) {
+    std::fprintf(stderr, "sluice train: %s\n", std::string(outcome.status().message()).c_str());
+    return kExitFailure;
+  }
+  ReportOutcome(*config, *outcome);
   return kExitOk;
 }
 

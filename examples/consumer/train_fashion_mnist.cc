@@ -20,10 +20,10 @@ int main(int argc, char** argv) {
   using namespace sluice;
 
   // Records -> shuffle -> decode JPEG to [28, 28, 1] floats in [0, 1] -> batch 64 -> prefetch.
-  absl::StatusOr<Dataset> train_data = train::MakeImageDataset(
+  absl::StatusOr<Dataset> train_data = train::data::MakeImageDataset(
       {.files = data + "/train-*.tfrecord", .shuffle_buffer = 10000, .limit = limit, .seed = 1});
   absl::StatusOr<Dataset> test_data =
-      train::MakeImageDataset({.files = data + "/test-*.tfrecord", .batch_size = 256});
+      train::data::MakeImageDataset({.files = data + "/test-*.tfrecord", .batch_size = 256});
   if (!train_data.ok() || !test_data.ok()) {
     std::fprintf(stderr, "%s\n",
                  train_data.ok() ? test_data.status().ToString().c_str()
@@ -31,18 +31,19 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  absl::StatusOr<std::unique_ptr<train::Module>> model = train::MakeModel("cnn", {}, /*seed=*/1);
-  train::Adam optimizer;  // Keras defaults: learning rate 0.001
-  train::Trainer trainer(**model, optimizer);
-  train::TensorBoard tensorboard({.log_dir = "logs"});
+  absl::StatusOr<std::unique_ptr<train::layers::Module>> model =
+      train::models::MakeModel("cnn", {}, /*seed=*/1);
+  train::optimizers::Adam optimizer;  // Keras defaults: learning rate 0.001
+  train::fit::Trainer trainer(**model, optimizer);
+  train::callbacks::TensorBoard tensorboard({.log_dir = "logs"});
 
-  absl::StatusOr<train::History> history =
+  absl::StatusOr<train::fit::History> history =
       trainer.Fit(*train_data, {.epochs = epochs, .callbacks = {&tensorboard}});
   if (!history.ok()) {
     std::fprintf(stderr, "training failed: %s\n", history.status().ToString().c_str());
     return 1;
   }
-  absl::StatusOr<train::Logs> test = trainer.Evaluate(*test_data);
+  absl::StatusOr<train::callbacks::Logs> test = trainer.Evaluate(*test_data);
   if (!test.ok()) {
     std::fprintf(stderr, "evaluation failed: %s\n", test.status().ToString().c_str());
     return 1;

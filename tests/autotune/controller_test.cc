@@ -126,9 +126,9 @@ TEST(AutotuneControllerTest, ReportFieldsAreFilled) {
   const std::string json = r.ToJson();
   EXPECT_EQ(json.front(), '{');
   EXPECT_EQ(json.back(), '}');
-  EXPECT_NE(json.find("\"stages\":[{\"name\":\"Range[0]\""), std::string::npos);
-  EXPECT_NE(json.find("\"bottleneck_kind\":\""), std::string::npos);
-  EXPECT_NE(json.find("\"history\":["), std::string::npos);
+  EXPECT_NE(json.find("\"stages\": [{\"name\": \"Range[0]\""), std::string::npos);
+  EXPECT_NE(json.find("\"bottleneck_kind\": \""), std::string::npos);
+  EXPECT_NE(json.find("\"history\": ["), std::string::npos);
 }
 
 TEST(AutotuneControllerTest, InputBoundMapSettlesWithinOneOfTheOptimum) {

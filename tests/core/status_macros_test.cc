@@ -11,14 +11,14 @@ absl::StatusOr<int> Half(int x) {
 }
 
 absl::StatusOr<int> Quarter(int x) {
-  ASSIGN_OR_RETURN(int h, Half(x));
-  ASSIGN_OR_RETURN(h, Half(h));  // Assigning to an existing variable.
+  SLUICE_ASSIGN_OR_RETURN(int h, Half(x));
+  SLUICE_ASSIGN_OR_RETURN(h, Half(h));  // Assigning to an existing variable.
   return h;
 }
 
 absl::Status CheckEven(int x) {
-  RETURN_IF_ERROR(Half(x));
-  RETURN_IF_ERROR(absl::OkStatus());
+  SLUICE_RETURN_IF_ERROR(Half(x));
+  SLUICE_RETURN_IF_ERROR(absl::OkStatus());
   return absl::OkStatus();
 }
 

@@ -170,8 +170,8 @@ Dataset RowsOfSharedBuffers(int64_t n, std::function<int64_t(int64_t)> row_of,
           if (b == nullptr) b = Buffer::Allocate(3 * 2 * sizeof(float));
           buffer = b;
         }
-        ASSIGN_OR_RETURN(Tensor t, Tensor::FromBuffer(DType::kFloat32, Shape{2}, buffer,
-                                                      row_of(i) * 2 * sizeof(float)));
+        SLUICE_ASSIGN_OR_RETURN(Tensor t, Tensor::FromBuffer(DType::kFloat32, Shape{2}, buffer,
+                                                             row_of(i) * 2 * sizeof(float)));
         t.data<float>()[0] = static_cast<float>(i);
         t.data<float>()[1] = static_cast<float>(i) + 0.5f;
         return Element{e[0], t};

@@ -79,7 +79,7 @@ TEST(FlatMapTest, FunctionErrorNamesFlatMapAndInputIndex) {
 
 TEST(FlatMapTest, InnerErrorsPassThroughNamedByTheInnerNode) {
   auto ds = Dataset::Range(1, 5).FlatMap([](Element e) -> absl::StatusOr<Dataset> {
-    ASSIGN_OR_RETURN(Dataset inner, Tens(std::move(e)));
+    SLUICE_ASSIGN_OR_RETURN(Dataset inner, Tens(std::move(e)));
     return inner.Map([](Element v) -> absl::StatusOr<Element> {
       if (Value(v) == 31) return absl::DataLossError("bad 31");
       return v;

@@ -152,7 +152,7 @@ TEST_P(InterleaveTest, FunctionErrorIsNamedPassesThroughAndCanBeSkipped) {
 TEST_P(InterleaveTest, InnerErrorIsNamedByTheInnerNodeAndCanBeSkipped) {
   auto ds = Dataset::Range(1, 6).Interleave(
       [](Element e) -> absl::StatusOr<Dataset> {
-        ASSIGN_OR_RETURN(Dataset inner, Tens(std::move(e)));
+        SLUICE_ASSIGN_OR_RETURN(Dataset inner, Tens(std::move(e)));
         return inner.Map([](Element v) -> absl::StatusOr<Element> {
           if (Value(v) == 31) return absl::DataLossError("bad 31");
           return v;
@@ -226,7 +226,7 @@ TEST_P(InterleaveTest, CheckpointKeepsBufferedErrors) {
                 .Interleave(
                     [](Element e) -> absl::StatusOr<Dataset> {
                       if (Value(e) == 4) return absl::NotFoundError("no 4");
-                      ASSIGN_OR_RETURN(Dataset inner, Tens(std::move(e)));
+                      SLUICE_ASSIGN_OR_RETURN(Dataset inner, Tens(std::move(e)));
                       return inner.Map([](Element v) -> absl::StatusOr<Element> {
                         if (Value(v) == 31) return absl::DataLossError("bad 31");
                         return v;

@@ -22,7 +22,8 @@ Dataset Pipeline(int parallelism, uint64_t seed) {
                   {.cycle_length = 3, .block_length = 4, .num_parallel_calls = parallelism})
       .Map(
           [parser = *parser](Element e, const ElementContext& c) -> absl::StatusOr<Element> {
-            ASSIGN_OR_RETURN(std::vector<Tensor> f, parser.Parse(e[0].scalar<std::string>()));
+            SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> f,
+                                    parser.Parse(e[0].scalar<std::string>()));
             // A "random augmentation": depends only on the per-element seed.
             return Element{f[0], Tensor::Scalar<int64_t>(static_cast<int64_t>(c.seed % 1000))};
           },

@@ -26,7 +26,7 @@ inline constexpr int64_t kCancelBudgetMs = 100;
 inline absl::StatusOr<std::vector<Element>> Drain(Iterator& it, int64_t limit = -1) {
   std::vector<Element> out;
   while (limit < 0 || static_cast<int64_t>(out.size()) < limit) {
-    ASSIGN_OR_RETURN(std::optional<Element> e, it.GetNext());
+    SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, it.GetNext());
     if (!e) break;
     out.push_back(std::move(*e));
   }

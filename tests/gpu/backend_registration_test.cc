@@ -4,7 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "train/backend.h"
+#include "train/backend/backend.h"
 #ifdef SLUICE_HAVE_CUDA
 #include "gpu/cuda_backend.h"
 #endif
@@ -15,7 +15,7 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(BackendRegistrationTest, CudaBackendOrAClearError) {
-  absl::StatusOr<Backend*> backend = BackendFor(Device::Cuda(0));
+  absl::StatusOr<backend::Backend*> backend = backend::BackendFor(Device::Cuda(0));
 #ifdef SLUICE_HAVE_CUDA
   if (gpu::CudaDeviceCount() == 0) {
     ASSERT_FALSE(backend.ok());
@@ -26,7 +26,7 @@ TEST(BackendRegistrationTest, CudaBackendOrAClearError) {
     ASSERT_TRUE(backend.ok()) << backend.status();
     EXPECT_EQ((*backend)->device(), Device::Cuda(0));
     // One shared backend per device.
-    absl::StatusOr<Backend*> again = BackendFor(Device::Cuda(0));
+    absl::StatusOr<backend::Backend*> again = backend::BackendFor(Device::Cuda(0));
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(*again, *backend);
   }
@@ -40,7 +40,7 @@ TEST(BackendRegistrationTest, CudaBackendOrAClearError) {
 #ifdef SLUICE_HAVE_CUDA
 TEST(BackendRegistrationTest, DeviceIndexPastTheLastIsRefused) {
   const int count = gpu::CudaDeviceCount();
-  absl::StatusOr<Backend*> backend = BackendFor(Device::Cuda(count + 3));
+  absl::StatusOr<backend::Backend*> backend = backend::BackendFor(Device::Cuda(count + 3));
   ASSERT_FALSE(backend.ok());
   EXPECT_THAT(backend.status().message(), HasSubstr("no CUDA device"));
 }

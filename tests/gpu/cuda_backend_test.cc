@@ -13,18 +13,18 @@
 #include <string>
 #include <vector>
 
-#include "train/broadcast.h"
-#include "train/cpu_backend.h"
+#include "train/backend/broadcast.h"
+#include "train/backend/cpu/cpu_backend.h"
 
 namespace sluice::gpu {
 namespace {
 
-using train::BinaryOp;
-using train::ConvGeometry;
-using train::PoolAlgorithm;
-using train::PoolGeometry;
-using train::ReduceOp;
-using train::UnaryOp;
+using train::backend::BinaryOp;
+using train::backend::ConvGeometry;
+using train::backend::PoolAlgorithm;
+using train::backend::PoolGeometry;
+using train::backend::ReduceOp;
+using train::backend::UnaryOp;
 
 Tensor Random(const Shape& shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 rng(seed);
@@ -85,7 +85,7 @@ class CudaBackendTest : public ::testing::Test {
   }
 
   std::unique_ptr<CudaBackend> gpu_;
-  train::CpuBackend& cpu_ = train::CpuBackend::Get();
+  train::backend::cpu::CpuBackend& cpu_ = train::backend::cpu::CpuBackend::Get();
 };
 
 TEST_F(CudaBackendTest, CopyRoundTripsAndChecksSizes) {
@@ -277,7 +277,7 @@ TEST_F(CudaBackendTest, BinaryAndItsBackwardMatchCpuWithBroadcasting) {
     for (const ShapePair& c : cases) {
       SCOPED_TRACE(c.a.DebugString() + " op " + c.b.DebugString() + " " +
                    std::to_string(static_cast<int>(op)));
-      auto out_shape = train::BroadcastShapes(c.a, c.b);
+      auto out_shape = train::backend::BroadcastShapes(c.a, c.b);
       ASSERT_TRUE(out_shape.ok());
       Tensor a = Random(c.a, 60), b = Random(c.b, 61, 0.5f, 2.0f);  // b away from 0 for kDiv
       Tensor g = Random(*out_shape, 62);

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "train/broadcast.h"
+#include "train/backend/broadcast.h"
 
 namespace sluice::gpu {
 namespace {
@@ -23,8 +23,8 @@ TEST(StridedIndexTest, ContiguousOperandsMergeIntoOneDim) {
 
 TEST(StridedIndexTest, RowBroadcastKeepsTwoDims) {
   const Shape out{64, 256};
-  auto index =
-      MakeStridedIndex(out, ContiguousStrides(out), train::BroadcastStrides(Shape{256}, out));
+  auto index = MakeStridedIndex(out, ContiguousStrides(out),
+                                train::backend::BroadcastStrides(Shape{256}, out));
   ASSERT_TRUE(index.ok());
   ASSERT_EQ(index->rank, 2);
   EXPECT_EQ(index->dims[0], 64);

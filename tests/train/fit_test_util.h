@@ -11,11 +11,16 @@
 #include "absl/strings/str_cat.h"
 #include "dataset/dataset.h"
 #include "tests/train/gradient_check.h"
-#include "train/callback.h"
-#include "train/dense_layer.h"
-#include "train/sequential.h"
-#include "train/stateless_layers.h"
-#include "train/trainer.h"
+#include "train/callbacks/callback.h"
+#include "train/fit/trainer.h"
+#include "train/layers/avg_pool.h"
+#include "train/layers/dense.h"
+#include "train/layers/dropout.h"
+#include "train/layers/flatten.h"
+#include "train/layers/global_avg_pool.h"
+#include "train/layers/max_pool.h"
+#include "train/layers/relu.h"
+#include "train/layers/sequential.h"
 
 namespace sluice::train::testing {
 
@@ -50,26 +55,26 @@ inline std::unique_ptr<layers::Sequential> TinyModel(uint64_t seed, int64_t hidd
 }
 
 // Records the calls and logs; optional hooks run inside them.
-class RecordingCallback : public Callback {
+class RecordingCallback : public callbacks::Callback {
  public:
-  absl::Status OnTrainBegin(const Logs& logs) override {
+  absl::Status OnTrainBegin(const callbacks::Logs& logs) override {
     events.push_back("train_begin");
     return absl::OkStatus();
   }
-  absl::Status OnTrainEnd(const Logs& logs) override {
+  absl::Status OnTrainEnd(const callbacks::Logs& logs) override {
     events.push_back("train_end");
     return absl::OkStatus();
   }
-  absl::Status OnEpochBegin(int64_t epoch, const Logs& logs) override {
+  absl::Status OnEpochBegin(int64_t epoch, const callbacks::Logs& logs) override {
     events.push_back(absl::StrCat("epoch_begin ", epoch));
     return absl::OkStatus();
   }
-  absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override {
+  absl::Status OnEpochEnd(int64_t epoch, const callbacks::Logs& logs) override {
     events.push_back(absl::StrCat("epoch_end ", epoch));
     epoch_logs.push_back(logs);
     return on_epoch_end ? on_epoch_end(epoch, logs) : absl::OkStatus();
   }
-  absl::Status OnBatchEnd(int64_t batch, const Logs& logs) override {
+  absl::Status OnBatchEnd(int64_t batch, const callbacks::Logs& logs) override {
     events.push_back(absl::StrCat("batch ", batch));
     batch_losses.push_back(logs.at("loss"));
     batch_logs.push_back(logs);
@@ -78,10 +83,10 @@ class RecordingCallback : public Callback {
 
   std::vector<std::string> events;
   std::vector<double> batch_losses;
-  std::vector<Logs> batch_logs;
-  std::vector<Logs> epoch_logs;
-  std::function<absl::Status(int64_t, const Logs&)> on_epoch_end;
-  std::function<absl::Status(int64_t, const Logs&)> on_batch_end;
+  std::vector<callbacks::Logs> batch_logs;
+  std::vector<callbacks::Logs> epoch_logs;
+  std::function<absl::Status(int64_t, const callbacks::Logs&)> on_epoch_end;
+  std::function<absl::Status(int64_t, const callbacks::Logs&)> on_batch_end;
 };
 
 }  // namespace sluice::train::testing

@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/tensor.h"
-#include "train/tape.h"
+#include "train/autodiff/tape.h"
 
 namespace sluice::train::testing {
 
@@ -54,7 +54,7 @@ inline std::string CheckGradients(const OpFn& f, std::vector<Tensor> inputs,
   std::vector<std::optional<Tensor>> analytic;
   Tensor weights;
   {
-    Tape tape;
+    autodiff::Tape tape;
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (!skipped(static_cast<int>(i))) tape.Watch(inputs[i]);
     }

@@ -12,23 +12,23 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/train/gradient_check.h"
-#include "train/module.h"
-#include "train/tape.h"
+#include "train/autodiff/tape.h"
+#include "train/layers/module.h"
 
 namespace sluice::train::testing {
 
-inline std::string CheckModuleGradients(Module& module, const Tensor& input, bool training,
+inline std::string CheckModuleGradients(layers::Module& module, const Tensor& input, bool training,
                                         GradientCheckOptions options = {}) {
-  std::vector<Variable*> vars = module.TrainableVariables();
+  std::vector<autodiff::Variable*> vars = module.TrainableVariables();
   std::vector<std::optional<Tensor>> analytic;
   Tensor weights;
   {
-    Tape tape;
+    autodiff::Tape tape;
     tape.Watch(input);
     absl::StatusOr<Tensor> y = module.Forward(input, training);
     if (!y.ok()) return absl::StrCat("forward failed: ", y.status().ToString());
     std::vector<Tensor> sources = {input};
-    for (Variable* v : vars) sources.push_back(v->value());
+    for (autodiff::Variable* v : vars) sources.push_back(v->value());
     weights = RandomTensor(y->shape(), 1234, 0.5f, 1.5f);
     auto grads = tape.Gradient(*y, sources, weights);
     if (!grads.ok()) return absl::StrCat("Gradient failed: ", grads.status().ToString());

@@ -1,0 +1,59 @@
+#ifndef SLUICE_DATASET_CACHE_H_
+#define SLUICE_DATASET_CACHE_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "dataset/dataset.h"
+#include "dataset/dataset_base.h"
+
+// Cache(path): the first complete pass over the input is recorded; later iterators replay the
+// recording without touching the input.
+//
+// In memory (empty path, memory_cache_iterator.cc) or in a file (file_cache_iterator.cc), as
+// tf.data splits its memory and file caches; each file says how its cache works and what its
+// checkpoints hold.
+namespace sluice::internal {
+
+class CacheDataset : public DatasetBase {
+ public:
+  using Recording = std::vector<Element>;
+
+  CacheDataset(std::shared_ptr<const DatasetBase> input, std::string path)
+      : DatasetBase("Cache", {std::move(input)}), path_(std::move(path)) {}
+
+  absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
+      const IteratorContext& ctx) const override;
+  int64_t Cardinality() const override { return inputs()[0]->Cardinality(); }
+  std::string Describe() const override {
+    return path_.empty() ? "Cache" : absl::StrCat("Cache(", path_, ")");
+  }
+
+  const std::string& path() const { return path_; }
+  std::string InputPipeline() const { return inputs()[0]->DebugString(); }
+
+  // Memory mode: the completed recording, or null.
+  std::shared_ptr<const Recording> completed() const {
+    absl::MutexLock l(&mu_);
+    return completed_;
+  }
+  // The first completed recording wins; later ones (concurrent passes) are dropped.
+  void Complete(std::shared_ptr<const Recording> recording) const {
+    absl::MutexLock l(&mu_);
+    if (completed_ == nullptr) completed_ = std::move(recording);
+  }
+
+ private:
+  std::string path_;
+  // The dataset is immutable and shared, but its cache fills in once: the one mutable part.
+  mutable absl::Mutex mu_;
+  mutable std::shared_ptr<const Recording> completed_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace sluice::internal
+
+#endif  // SLUICE_DATASET_CACHE_H_

@@ -1,0 +1,461 @@
+// Cache(path) in a file.
+//
+// In a file: the elements go to a temporary file beside `path` that is renamed into place once
+// the input ended, so `path` only ever holds a complete cache. The file is TFRecord-framed
+// (length, CRC-32C of the length, payload, CRC-32C of the payload):
+//   record 0     header: "sluice-cache/1\n", an 8-byte random id, the input pipeline's DebugString
+//   records 1..n the elements, each a serialized ElementProto
+//   record n+1   footer (32 bytes): "sluice-cache-end", the element count n, the id again
+// An iterator made when a valid file for this pipeline exists reads it. A missing footer
+// (truncated file), a header for another pipeline or garbage gets one warning on stderr; the file
+// is removed and the input read again. So is a leftover temporary file of a writer that is gone.
+// A record found corrupt while replaying (its CRC) is an error naming the file, the record and its
+// offset; the file is removed so that the next pass rebuilds it, and the replay ends there.
+//
+// File mode checkpoints, reading: the position, the record's offset and the file's id (restore
+// fails clearly if the file changed). Writing: the input's state and the position; a half-written
+// file is not resumed: the iterator restored mid-pass reads the rest of its input without
+// writing, and the next pass (a later iterator) writes the cache. Restored at position 0 it writes
+// as usual.
+#include "dataset/file_cache_iterator.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "core/status_macros.h"
+#include "dataset/dataset_base.h"
+#include "io/atomic_file.h"
+#include "io/crc32c.h"
+#include "io/input_stream.h"
+#include "io/tfrecord_format.h"
+#include "io/tfrecord_reader.h"
+
+namespace sluice::internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr absl::string_view kHeaderMagic = "sluice-cache/1\n";
+constexpr absl::string_view kFooterMagic = "sluice-cache-end";  // 16 bytes
+constexpr size_t kFooterPayload = 32;                           // magic, count, id
+constexpr size_t kFooterRecord = tfrecord::kOverhead + kFooterPayload;
+
+void Warn(const std::string& message) {
+  std::fprintf(stderr, "sluice: warning: %s\n", message.c_str());
+}
+
+// Temporary files this process is writing right now, so that a cleanup of leftovers never removes
+// a live one.
+struct LiveTempFiles {
+  absl::Mutex mu;
+  std::set<std::string> paths ABSL_GUARDED_BY(mu);
+
+  static LiveTempFiles& Get() {
+    static auto* files = new LiveTempFiles;  // never destroyed: writers may outlive main
+    return *files;
+  }
+};
+
+// Removes `path`.tmp.<pid>.<n> files (io/atomic_file.h's temporary names) whose writer is gone:
+// another process that no longer exists, or this process when no writer here owns the file.
+void RemoveLeftoverTempFiles(const std::string& path, const std::string& node) {
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  const std::string base = p.filename().string();
+  const std::string prefix = base + ".tmp.";
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!absl::StartsWith(name, prefix)) continue;
+    const std::string rest = name.substr(prefix.size());
+    const size_t dot = rest.find('.');
+    int64_t pid = 0;
+    uint64_t n = 0;
+    if (dot == std::string::npos || !absl::SimpleAtoi(rest.substr(0, dot), &pid) ||
+        !absl::SimpleAtoi(rest.substr(dot + 1), &n) || pid <= 0) {
+      continue;  // Not a temporary name of ours.
+    }
+    const std::string temp = path + name.substr(base.size());
+    bool gone;
+    if (pid == ::getpid()) {
+      LiveTempFiles& live = LiveTempFiles::Get();
+      absl::MutexLock l(&live.mu);
+      gone = live.paths.count(temp) == 0;
+    } else {
+      gone = ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+    }
+    if (gone && ::unlink(temp.c_str()) == 0) {
+      Warn(absl::StrCat(node, ": removed leftover temporary cache file ", temp,
+                        " (an unfinished write by process ", pid, ", which is gone)"));
+    }
+  }
+}
+
+std::string EncodeFixed64(uint64_t v) {
+  char b[8];
+  tfrecord::EncodeFixed64(b, v);
+  return std::string(b, 8);
+}
+
+// Writes a cache file under a temporary name; Finish() renames it into place.
+class CacheFileWriter {
+ public:
+  static absl::StatusOr<std::unique_ptr<CacheFileWriter>> Create(const std::string& path,
+                                                                 const std::string& pipeline) {
+    const fs::path parent = fs::path(path).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) fs::create_directories(parent, ec);  // Create() reports a failure.
+    std::random_device rd;
+    const uint64_t id = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    std::unique_ptr<AtomicFile> file;
+    {
+      // Registered before any cleanup in this process can see the file.
+      LiveTempFiles& live = LiveTempFiles::Get();
+      absl::MutexLock l(&live.mu);
+      SLUICE_ASSIGN_OR_RETURN(file, AtomicFile::Create(path));
+      live.paths.insert(file->temp_path());
+    }
+    auto writer = std::unique_ptr<CacheFileWriter>(new CacheFileWriter(std::move(file), id));
+    SLUICE_RETURN_IF_ERROR(
+        writer->WriteRecord(absl::StrCat(kHeaderMagic, EncodeFixed64(id), pipeline)));
+    return writer;
+  }
+
+  ~CacheFileWriter() {
+    file_->Abandon();  // No-op once committed.
+    LiveTempFiles& live = LiveTempFiles::Get();
+    absl::MutexLock l(&live.mu);
+    live.paths.erase(file_->temp_path());
+  }
+
+  absl::Status Append(const Element& element) {
+    proto::ElementProto p;
+    ElementToProto(element, &p);
+    record_ = p.SerializeAsString();
+    SLUICE_RETURN_IF_ERROR(WriteRecord(record_));
+    ++count_;
+    return absl::OkStatus();
+  }
+
+  absl::Status Finish() {
+    SLUICE_RETURN_IF_ERROR(
+        WriteRecord(absl::StrCat(kFooterMagic, EncodeFixed64(count_), EncodeFixed64(id_))));
+    return file_->Commit();
+  }
+
+  const std::string& temp_path() const { return file_->temp_path(); }
+
+ private:
+  CacheFileWriter(std::unique_ptr<AtomicFile> file, uint64_t id)
+      : file_(std::move(file)), id_(id) {}
+
+  absl::Status WriteRecord(absl::string_view payload) {
+    char header[tfrecord::kHeaderSize];
+    tfrecord::EncodeHeader(header, payload.size());
+    char footer[tfrecord::kFooterSize];
+    tfrecord::EncodeFixed32(footer, MaskCrc32c(Crc32c(payload)));
+    SLUICE_RETURN_IF_ERROR(file_->Append(absl::string_view(header, sizeof(header))));
+    SLUICE_RETURN_IF_ERROR(file_->Append(payload));
+    return file_->Append(absl::string_view(footer, sizeof(footer)));
+  }
+
+  std::unique_ptr<AtomicFile> file_;
+  uint64_t id_;
+  int64_t count_ = 0;
+  std::string record_;
+};
+
+// A complete cache file, opened for reading its elements.
+struct CacheFile {
+  std::unique_ptr<TFRecordReader> reader;  // at element 0
+  uint64_t id = 0;
+  int64_t count = 0;
+  uint64_t elements_end = 0;  // offset of the footer record
+};
+
+// The outcome of looking at `path`: a valid file, no file, or why the file is no good.
+struct OpenResult {
+  std::optional<CacheFile> file;
+  std::string invalid;  // non-empty: the file exists and must not be used
+};
+
+absl::StatusOr<OpenResult> OpenCacheFile(const std::string& path, const std::string& pipeline) {
+  OpenResult result;
+  auto reader = TFRecordReader::Open(path);
+  if (!reader.ok()) {
+    if (absl::IsNotFound(reader.status())) return result;
+    return reader.status();
+  }
+  std::string header;
+  auto more = (*reader)->ReadRecord(&header);
+  if (!more.ok() || !*more || !absl::StartsWith(header, kHeaderMagic) ||
+      header.size() < kHeaderMagic.size() + 8) {
+    if (!more.ok() && !absl::IsDataLoss(more.status())) return more.status();
+    result.invalid = "not a sluice cache file (no valid header record)";
+    return result;
+  }
+  const uint64_t id = tfrecord::DecodeFixed64(header.data() + kHeaderMagic.size());
+  const absl::string_view written_for = absl::string_view(header).substr(kHeaderMagic.size() + 8);
+  if (written_for != pipeline) {
+    result.invalid = absl::StrCat("it was written for pipeline \"", written_for,
+                                  "\", this cache reads \"", pipeline, "\"");
+    return result;
+  }
+  // The footer: the last kFooterRecord bytes.
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  if (ec) return absl::InternalError(absl::StrCat(path, ": cannot get its size: ", ec.message()));
+  const uint64_t elements_begin = (*reader)->offset();
+  const char* incomplete = "incomplete: it lacks a valid end record (truncated?)";
+  if (size < elements_begin + kFooterRecord) {
+    result.invalid = incomplete;
+    return result;
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<FileInputStream> in, FileInputStream::Open(path, false));
+  SLUICE_RETURN_IF_ERROR(in->Seek(size - kFooterRecord));
+  char f[kFooterRecord];
+  size_t got = 0;
+  while (got < kFooterRecord) {
+    SLUICE_ASSIGN_OR_RETURN(size_t n, in->Read(f + got, kFooterRecord - got));
+    if (n == 0) break;
+    got += n;
+  }
+  const char* payload = f + tfrecord::kHeaderSize;
+  if (got != kFooterRecord || !tfrecord::HeaderCrcOk(f) ||
+      tfrecord::DecodeFixed64(f) != kFooterPayload ||
+      tfrecord::DecodeFixed32(payload + kFooterPayload) !=
+          MaskCrc32c(Crc32c(absl::string_view(payload, kFooterPayload))) ||
+      absl::string_view(payload, kFooterMagic.size()) != kFooterMagic ||
+      tfrecord::DecodeFixed64(payload + 24) != id) {
+    result.invalid = incomplete;
+    return result;
+  }
+  const uint64_t count = tfrecord::DecodeFixed64(payload + 16);
+  // Each element takes at least the framing: a count the file cannot hold is corrupt.
+  if (count > (size - kFooterRecord - elements_begin) / tfrecord::kOverhead) {
+    result.invalid = absl::StrCat("its end record claims ", count, " elements, more than fit");
+    return result;
+  }
+  result.file =
+      CacheFile{std::move(*reader), id, static_cast<int64_t>(count), size - kFooterRecord};
+  return result;
+}
+
+class FileCacheIterator : public IteratorBase {
+ public:
+  // Reads `file` when given, else writes what `input` yields.
+  FileCacheIterator(const CacheDataset* d, const IteratorContext& ctx,
+                    std::optional<CacheFile> file, std::unique_ptr<IteratorBase> input)
+      : IteratorBase(d, ctx, NodeKind::kSync), d_(d), input_(std::move(input)) {
+    if (file) file_ = std::move(*file);
+    write_ = file ? Write::kOff : Write::kNotStarted;
+  }
+
+ protected:
+  absl::StatusOr<std::optional<Element>> GetNextInternal() override {
+    return reading() ? ReadNext() : WriteNext();
+  }
+
+  absl::Status SaveInternal(proto::IteratorStateProto* state) override {
+    auto& ints = *state->mutable_ints();
+    ints["reading"] = reading();
+    ints["position"] = position_;
+    ints["failed"] = failed_;
+    if (reading()) {
+      ints["offset"] = static_cast<int64_t>(file_.reader->offset());
+      ints["count"] = file_.count;
+      ints["file_id"] = std::bit_cast<int64_t>(file_.id);
+    }
+    return SaveInput(input_.get(), state);
+  }
+
+  absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
+    SLUICE_ASSIGN_OR_RETURN(int64_t reading, SavedInt(state, "reading"));
+    SLUICE_ASSIGN_OR_RETURN(position_, SavedInt(state, "position"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t failed, SavedInt(state, "failed"));
+    failed_ = failed != 0;
+    writer_.reset();
+    if (reading != 0) {
+      input_.reset();
+      write_ = Write::kOff;
+      return RestoreReading(state);
+    }
+    file_ = CacheFile{};
+    SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
+    if (in == nullptr) {
+      input_.reset();  // The pass had ended.
+      write_ = Write::kOff;
+      return absl::OkStatus();
+    }
+    // Elements before `position_` are not in any file we could append to: only a pass restored
+    // at its start can still write the cache.
+    write_ = position_ == 0 && !failed_ ? Write::kNotStarted : Write::kOff;
+    if (input_ == nullptr) {  // This iterator was made to read: it needs its input after all.
+      SLUICE_ASSIGN_OR_RETURN(input_, d_->inputs()[0]->MakeIterator(ctx()));
+    }
+    return input_->Restore(*in);
+  }
+
+ private:
+  enum class Write { kNotStarted, kWriting, kOff };
+
+  bool reading() const { return file_.reader != nullptr; }
+
+  absl::StatusOr<std::optional<Element>> ReadNext() {
+    if (position_ >= file_.count) {
+      if (!failed_ && file_.reader->offset() != file_.elements_end) {
+        return Corrupt(absl::StrCat(d_->path(), ": ", file_.count, " elements end at offset ",
+                                    file_.reader->offset(), ", but the end record is at ",
+                                    file_.elements_end));
+      }
+      return std::nullopt;
+    }
+    if (failed_) return std::nullopt;
+    absl::StatusOr<bool> more = file_.reader->ReadRecord(&record_);
+    if (!more.ok()) return Corrupt(std::string(more.status().message()));
+    if (!*more || file_.reader->offset() > file_.elements_end) {
+      return Corrupt(absl::StrCat(d_->path(), ": element ", position_,
+                                  " runs into the end record at offset ", file_.elements_end));
+    }
+    proto::ElementProto p;
+    if (!p.ParseFromString(record_)) {
+      return Corrupt(
+          absl::StrCat(d_->path(), ": record ", position_ + 1, " does not parse as an element"));
+    }
+    absl::StatusOr<Element> e = ElementFromProto(p);
+    if (!e.ok()) {
+      return Corrupt(
+          absl::StrCat(d_->path(), ": record ", position_ + 1, ": ", e.status().message()));
+    }
+    ++position_;
+    return std::optional<Element>(std::move(*e));
+  }
+
+  // The file passed the checks of its header and end record, yet a record is bad. Elements were
+  // already returned, so the pass cannot switch to the input: it fails, then ends; the file goes,
+  // so that the next pass rebuilds it.
+  absl::Status Corrupt(const std::string& what) {
+    failed_ = true;
+    position_ = file_.count;
+    // Unless a writer has replaced it with a new file meanwhile.
+    auto now = OpenCacheFile(d_->path(), d_->InputPipeline());
+    if (now.ok() && now->file && now->file->id == file_.id) ::unlink(d_->path().c_str());
+    return absl::DataLossError(absl::StrCat("corrupt cache file: ", what,
+                                            "; removed it, the next pass reads the input again"));
+  }
+
+  absl::StatusOr<std::optional<Element>> WriteNext() {
+    if (input_ == nullptr) return std::nullopt;
+    if (write_ == Write::kNotStarted) {
+      auto writer = CacheFileWriter::Create(d_->path(), d_->InputPipeline());
+      if (writer.ok()) {
+        writer_ = std::move(*writer);
+        write_ = Write::kWriting;
+      } else {
+        StopWriting(writer.status());
+      }
+    }
+    absl::StatusOr<std::optional<Element>> in = input_->GetNext();
+    if (!in.ok()) {
+      // A pass with an error is no faithful copy of the input: it writes nothing.
+      failed_ = true;
+      writer_.reset();
+      write_ = Write::kOff;
+      return in.status();
+    }
+    if (!in->has_value()) {
+      input_.reset();
+      if (writer_ != nullptr) {
+        absl::Status s = writer_->Finish();
+        if (!s.ok()) StopWriting(s);
+        writer_.reset();
+      }
+      return std::nullopt;
+    }
+    ++position_;
+    if (writer_ != nullptr) {
+      absl::Status s = writer_->Append(**in);
+      if (!s.ok()) StopWriting(s);
+    }
+    return in;
+  }
+
+  // The cache is an optimisation: failing to write it is worth a warning, not the pipeline.
+  void StopWriting(const absl::Status& why) {
+    Warn(absl::StrCat(d_->name(), ": cannot write cache file ", d_->path(), " (", why.message(),
+                      "); going on without caching"));
+    writer_.reset();
+    write_ = Write::kOff;
+  }
+
+  absl::Status RestoreReading(const proto::IteratorStateProto& state) {
+    SLUICE_ASSIGN_OR_RETURN(int64_t count, SavedInt(state, "count"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t offset, SavedInt(state, "offset"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t id, SavedInt(state, "file_id"));
+    if (file_.reader == nullptr || file_.id != std::bit_cast<uint64_t>(id)) {
+      SLUICE_ASSIGN_OR_RETURN(OpenResult opened, OpenCacheFile(d_->path(), d_->InputPipeline()));
+      std::string why = opened.invalid;
+      if (why.empty() && !opened.file) why = "it does not exist";
+      if (why.empty() && opened.file->id != std::bit_cast<uint64_t>(id)) {
+        why = "it was rewritten since (another id)";
+      }
+      if (!why.empty()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(d_->name(), ": the checkpoint was reading cache file ", d_->path(),
+                         " at element ", position_, ", but ", why));
+      }
+      file_ = std::move(*opened.file);
+    }
+    if (file_.count != count || position_ < 0 || position_ > count) {
+      return absl::DataLossError(absl::StrCat("checkpoint of ", d_->name(), " is at element ",
+                                              position_, " of ", count, " in ", d_->path(),
+                                              ", which holds ", file_.count));
+    }
+    return file_.reader->Seek(static_cast<uint64_t>(offset), position_ + 1);
+  }
+
+  const CacheDataset* d_;
+  std::unique_ptr<IteratorBase> input_;  // writing; null when reading or ended
+  CacheFile file_;                       // reading when file_.reader is set
+  std::unique_ptr<CacheFileWriter> writer_;
+  Write write_ = Write::kNotStarted;
+  int64_t position_ = 0;  // elements returned
+  bool failed_ = false;   // writing: the input returned an error; reading: the file is corrupt
+  std::string record_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<IteratorBase>> MakeFileCacheIterator(const CacheDataset* d,
+                                                                    const IteratorContext& ctx) {
+  const std::string& path = d->path();
+  RemoveLeftoverTempFiles(path, d->name());
+  SLUICE_ASSIGN_OR_RETURN(OpenResult opened, OpenCacheFile(path, d->InputPipeline()));
+  if (!opened.invalid.empty()) {
+    ::unlink(path.c_str());
+    Warn(absl::StrCat(d->name(), ": discarded cache file ", path, ": ", opened.invalid,
+                      "; reading the input again"));
+  }
+  std::unique_ptr<IteratorBase> input;
+  if (!opened.file) {
+    SLUICE_ASSIGN_OR_RETURN(input, d->inputs()[0]->MakeIterator(ctx));
+  }
+  return std::unique_ptr<IteratorBase>(
+      new FileCacheIterator(d, ctx, std::move(opened.file), std::move(input)));
+}
+
+}  // namespace sluice::internal

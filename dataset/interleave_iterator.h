@@ -1,0 +1,184 @@
+#ifndef SLUICE_DATASET_INTERLEAVE_ITERATOR_H_
+#define SLUICE_DATASET_INTERLEAVE_ITERATOR_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "dataset/dataset_base.h"
+#include "dataset/interleave.h"
+
+namespace sluice::internal {
+
+using Result = absl::StatusOr<std::optional<Element>>;
+
+// One inner pipeline: the input element that made it (kept for checkpoints),
+// its dataset and iterator, and in parallel mode its buffered results.
+struct InnerPipeline {
+  int64_t index = -1;  // of its input element; also its salt
+  Element input;
+  std::shared_ptr<const DatasetBase> dataset;  // declared first: outlives `iterator`
+  std::unique_ptr<IteratorBase> iterator;      // null once ended, or when making it failed
+  std::deque<Result> buffer;
+  bool opening = false;  // a worker is making its iterator (a future only)
+  bool busy = false;     // a worker is opening it or in its GetNext
+  bool ended = false;    // its end is in `buffer` (or was taken from it)
+  bool failed = false;   // a future whose making failed: `buffer` holds the error
+};
+
+using Futures = std::deque<std::unique_ptr<InnerPipeline>>;
+
+// The cycle position and checkpoint format shared by both modes.
+class InterleaveIterator : public IteratorBase {
+ public:
+  InterleaveIterator(const InterleaveDataset* d, const IteratorContext& ctx,
+                     std::unique_ptr<IteratorBase> input, NodeKind kind)
+      : IteratorBase(d, ctx, kind), d_(d), input_(std::move(input)) {
+    const int requested = d->interleave_options().cycle_length;
+    Tunable& c = stats().cycle_length;
+    c.Declare(requested, std::max(1, ctx.runtime->num_threads()));
+    // Read once per iterator: changing it mid-stream would change the order.
+    // A later iterator of this node (the next epoch) picks up a new value.
+    cycle_length_ = std::max<int64_t>(1, c.value.load());
+    block_length_ = d->interleave_options().block_length;
+    cycle_.resize(static_cast<size_t>(cycle_length_));
+  }
+
+ protected:
+  void AdvanceToNextInCycle() {
+    block_index_ = 0;
+    cycle_index_ = (cycle_index_ + 1) % cycle_length_;
+  }
+  void AdvancePosition() {
+    if (++block_index_ == block_length_) AdvanceToNextInCycle();
+  }
+
+  absl::Status SaveState(proto::IteratorStateProto* state, const Futures& futures) {
+    auto& ints = *state->mutable_ints();
+    ints["cycle_length"] = cycle_length_;
+    ints["cycle_index"] = cycle_index_;
+    ints["block_index"] = block_index_;
+    ints["num_open"] = num_open_;
+    ints["next_index"] = next_index_;
+    ints["end_of_input"] = end_of_input_;
+    ints["input_ended"] = input_ended_;
+    ints["num_futures"] = static_cast<int64_t>(futures.size());
+    SLUICE_RETURN_IF_ERROR(SaveInput(input_.get(), state));
+    for (const auto& slot : cycle_) {
+      state->add_input_present(slot != nullptr);
+      proto::IteratorStateProto* out = state->add_inputs();
+      if (slot != nullptr) SLUICE_RETURN_IF_ERROR(SaveInner(*slot, out));
+    }
+    for (const auto& future : futures) {
+      state->add_input_present(true);
+      SLUICE_RETURN_IF_ERROR(SaveInner(*future, state->add_inputs()));
+    }
+    return absl::OkStatus();
+  }
+
+  // Inner iterators are remade in `inner_ctx` (salted per input element).
+  absl::Status RestoreState(const proto::IteratorStateProto& state,
+                            const IteratorContext& inner_ctx, Futures* futures) {
+    SLUICE_ASSIGN_OR_RETURN(cycle_length_, SavedInt(state, "cycle_length"));
+    SLUICE_ASSIGN_OR_RETURN(cycle_index_, SavedInt(state, "cycle_index"));
+    SLUICE_ASSIGN_OR_RETURN(block_index_, SavedInt(state, "block_index"));
+    SLUICE_ASSIGN_OR_RETURN(num_open_, SavedInt(state, "num_open"));
+    SLUICE_ASSIGN_OR_RETURN(next_index_, SavedInt(state, "next_index"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t end_of_input, SavedInt(state, "end_of_input"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t input_ended, SavedInt(state, "input_ended"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t num_futures, SavedInt(state, "num_futures"));
+    end_of_input_ = end_of_input != 0;
+    input_ended_ = input_ended != 0;
+    if (cycle_length_ < 1 || cycle_index_ < 0 || cycle_index_ >= cycle_length_ || num_futures < 0 ||
+        (num_futures > 0 && futures == nullptr) ||
+        state.inputs_size() != 1 + cycle_length_ + num_futures) {
+      return absl::DataLossError(
+          absl::StrCat("checkpoint of ", state.node(), " has an inconsistent cycle"));
+    }
+    SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
+    if (in != nullptr) SLUICE_RETURN_IF_ERROR(input_->Restore(*in));
+    cycle_.clear();
+    cycle_.resize(static_cast<size_t>(cycle_length_));
+    for (int64_t s = 0; s < cycle_length_; ++s) {
+      SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* slot,
+                              InputState(state, static_cast<int>(1 + s)));
+      if (slot != nullptr) {
+        SLUICE_ASSIGN_OR_RETURN(cycle_[s], RestoreInner(*slot, inner_ctx));
+      }
+    }
+    for (int64_t f = 0; f < num_futures; ++f) {
+      SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* future,
+                              InputState(state, static_cast<int>(1 + cycle_length_ + f)));
+      if (future == nullptr) return absl::DataLossError("interleave checkpoint lacks a future");
+      SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<InnerPipeline> inner,
+                              RestoreInner(*future, inner_ctx));
+      futures->push_back(std::move(inner));
+    }
+    return absl::OkStatus();
+  }
+
+  const InterleaveDataset* d_;
+  std::unique_ptr<IteratorBase> input_;
+  int64_t cycle_length_ = 1;
+  int64_t block_length_ = 1;
+  std::vector<std::unique_ptr<InnerPipeline>> cycle_;  // null: an empty slot
+  int64_t cycle_index_ = 0;
+  int64_t block_index_ = 0;
+  int64_t num_open_ = 0;
+  int64_t next_index_ = 0;     // index of the next input element
+  bool end_of_input_ = false;  // the cycle has seen the end of the input
+  bool input_ended_ = false;   // the input returned its end (parallel: maybe earlier)
+
+ private:
+  absl::Status SaveInner(const InnerPipeline& inner, proto::IteratorStateProto* out) {
+    out->set_node(absl::StrCat(dataset()->name(), " slot"));
+    auto& ints = *out->mutable_ints();
+    ints["index"] = inner.index;
+    ints["ended"] = inner.ended;
+    ints["failed"] = inner.failed;
+    if (inner.iterator != nullptr) {
+      proto::ElementProto element;
+      ElementToProto(inner.input, &element);
+      (*out->mutable_blobs())["input_element"] = element.SerializeAsString();
+    }
+    for (const Result& r : inner.buffer) ResultToProto(r, out->add_buffer());
+    return SaveInput(inner.iterator.get(), out);
+  }
+
+  absl::StatusOr<std::unique_ptr<InnerPipeline>> RestoreInner(const proto::IteratorStateProto& p,
+                                                              const IteratorContext& inner_ctx) {
+    auto inner = std::make_unique<InnerPipeline>();
+    SLUICE_ASSIGN_OR_RETURN(inner->index, SavedInt(p, "index"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(p, "ended"));
+    SLUICE_ASSIGN_OR_RETURN(int64_t failed, SavedInt(p, "failed"));
+    inner->ended = ended != 0;
+    inner->failed = failed != 0;
+    for (const proto::BufferedResult& b : p.buffer()) {
+      SLUICE_ASSIGN_OR_RETURN(Result r, ResultFromProto(b));
+      inner->buffer.push_back(std::move(r));
+    }
+    SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* it_state, InputState(p, 0));
+    if (it_state == nullptr) return inner;
+    auto blob = p.blobs().find("input_element");
+    proto::ElementProto element;
+    if (blob == p.blobs().end() || !element.ParseFromString(blob->second)) {
+      return absl::DataLossError(
+          absl::StrCat("checkpoint of ", p.node(), " lacks the input element of its slot"));
+    }
+    SLUICE_ASSIGN_OR_RETURN(inner->input, ElementFromProto(element));
+    absl::Status made =
+        d_->MakeInner(inner_ctx, inner->input, inner->index, &inner->dataset, &inner->iterator);
+    if (!made.ok()) return Annotate(made, inner->index);
+    SLUICE_RETURN_IF_ERROR(inner->iterator->Restore(*it_state));
+    return inner;
+  }
+};
+
+}  // namespace sluice::internal
+
+#endif  // SLUICE_DATASET_INTERLEAVE_ITERATOR_H_

@@ -1,0 +1,386 @@
+#include "dataset/parallel_interleave_iterator.h"
+
+#include <algorithm>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "core/status_macros.h"
+#include "dataset/interleave_iterator.h"
+#include "dataset/knob.h"
+
+namespace sluice::internal {
+namespace {
+
+// Results buffered per slot in parallel mode: a block at a time, at least two
+// so a worker reads the next element while the consumer takes one, and at
+// most 16 so that large elements (decoded images) stay bounded.
+int64_t SlotBufferCapacity(int64_t block_length) {
+  return std::clamp<int64_t>(block_length, 2, 16);
+}
+
+class ParallelInterleaveIterator : public InterleaveIterator {
+ public:
+  ParallelInterleaveIterator(const InterleaveDataset* d, const IteratorContext& ctx,
+                             std::unique_ptr<IteratorBase> input)
+      : InterleaveIterator(d, ctx, std::move(input), NodeKind::kInterleave),
+        signal_(std::make_shared<Signal>()),
+        inner_cancel_(std::make_shared<CancellationManager>()) {
+    deterministic_ = d->interleave_options().deterministic.value_or(ctx.deterministic());
+    const int requested = d->interleave_options().num_parallel_calls;
+    Tunable& p = stats().parallelism;
+    p.Declare(requested, cycle_length_);
+    num_workers_ = p.max;
+    buffer_capacity_ = SlotBufferCapacity(block_length_);
+    future_limit_ = cycle_length_;
+    // Inner pipelines get a cancellation of their own, so that destroying this
+    // iterator wakes their blocked waits even when the pipeline goes on.
+    inner_ctx_ = ctx;
+    inner_ctx_.cancellation = inner_cancel_;
+    cancel_token_ = ctx.cancellation->Register([s = signal_, inner = inner_cancel_] {
+      {
+        absl::MutexLock l(&s->mu);
+        s->cancelled = true;
+        s->cv.SignalAll();
+      }
+      inner->Cancel();
+    });
+  }
+
+  ~ParallelInterleaveIterator() override {
+    {
+      absl::MutexLock l(&signal_->mu);
+      signal_->cancelled = true;
+      signal_->cv.SignalAll();
+    }
+    inner_cancel_->Cancel();
+    for (std::thread& w : workers_) w.join();
+    ctx().cancellation->Deregister(cancel_token_);
+    // The inner iterators go with the members, now that no worker uses them.
+  }
+
+ protected:
+  absl::StatusOr<std::optional<Element>> GetNextInternal() override {
+    absl::MutexLock l(&signal_->mu);
+    if (workers_.empty()) {
+      for (int64_t i = 0; i < num_workers_; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+    }
+    while (true) {
+      if (signal_->cancelled) return absl::CancelledError("iterator destroyed");
+      Result out;
+      const Step step = deterministic_ ? StepInOrder(&out) : StepAny(&out);
+      if (step != Step::kWait) signal_->cv.SignalAll();  // Room in a buffer, or a slot closed.
+      if (step == Step::kReturn) return out;
+      if (step == Step::kWait) signal_->cv.Wait(&signal_->mu);
+    }
+  }
+
+  absl::Status SaveInternal(proto::IteratorStateProto* state) override {
+    absl::MutexLock l(&signal_->mu);
+    // Quiesce: no new jobs; wait for the workers' current ones.
+    paused_ = true;
+    signal_->cv.SignalAll();
+    while (!signal_->cancelled && active_ != 0) signal_->cv.Wait(&signal_->mu);
+    absl::Status s = signal_->cancelled ? absl::CancelledError("iterator destroyed")
+                                        : SaveState(state, futures_);
+    paused_ = false;
+    signal_->cv.SignalAll();
+    return s;
+  }
+
+  absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
+    absl::MutexLock l(&signal_->mu);
+    SLUICE_RETURN_IF_ERROR(RestoreState(state, inner_ctx_, &futures_));
+    buffered_elements_ = buffered_bytes_ = 0;
+    for (const auto& slot : cycle_) {
+      if (slot != nullptr) CountBuffered(*slot, +1);
+    }
+    for (const auto& future : futures_) CountBuffered(*future, +1);
+    return absl::OkStatus();
+  }
+
+ private:
+  // What the cancellation callback touches; it may run while we are destroyed.
+  struct Signal {
+    absl::Mutex mu;
+    absl::CondVar cv;
+    bool cancelled ABSL_GUARDED_BY(mu) = false;
+  };
+  enum class Step { kReturn, kAgain, kWait };
+  enum class JobKind { kNone, kInput, kInner };
+  struct Job {
+    JobKind kind = JobKind::kNone;
+    InnerPipeline* inner = nullptr;
+  };
+
+  int64_t Parallelism() const {
+    return std::max<int64_t>(1, parallelism_->value.load(std::memory_order_relaxed));
+  }
+
+  // The consumer's step in tf.data's order (the sequential loop, reading
+  // buffers instead of inner iterators).
+  Step StepInOrder(Result* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+    if (end_of_input_ && num_open_ == 0) {
+      *out = std::nullopt;
+      return Step::kReturn;
+    }
+    InnerPipeline* current = cycle_[cycle_index_].get();
+    if (current != nullptr) {
+      if (current->buffer.empty()) return Step::kWait;
+      Result r = Pop(current);
+      if (IsEndOfSequence(r)) {
+        CloseSlot(cycle_index_);
+        AdvanceToNextInCycle();
+        return Step::kAgain;
+      }
+      if (r.ok()) AdvancePosition();
+      *out = std::move(r);
+      return Step::kReturn;
+    }
+    if (!end_of_input_) return InstallFuture(cycle_index_, out);
+    AdvanceToNextInCycle();
+    return Step::kAgain;
+  }
+
+  // Whatever is ready, preferring the slot at the cycle position.
+  Step StepAny(Result* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+    for (int64_t s = 0; s < cycle_length_ && !end_of_input_; ++s) {
+      if (cycle_[s] != nullptr) continue;
+      const Step step = InstallFuture(s, out);
+      if (step == Step::kReturn) return step;
+      if (step == Step::kWait) break;
+    }
+    if (end_of_input_ && num_open_ == 0) {
+      *out = std::nullopt;
+      return Step::kReturn;
+    }
+    for (int64_t k = 0; k < cycle_length_; ++k) {
+      const int64_t s = (cycle_index_ + k) % cycle_length_;
+      InnerPipeline* slot = cycle_[s].get();
+      if (slot == nullptr || slot->buffer.empty()) continue;
+      Result r = Pop(slot);
+      if (IsEndOfSequence(r)) {
+        CloseSlot(s);
+        if (s == cycle_index_) AdvanceToNextInCycle();
+        return Step::kAgain;
+      }
+      if (r.ok() && s == cycle_index_) AdvancePosition();
+      *out = std::move(r);
+      return Step::kReturn;
+    }
+    return Step::kWait;
+  }
+
+  // Puts the next future (the next input element's pipeline) in `slot`. A
+  // future that failed to open is returned as an error and the slot stays
+  // empty, as in the sequential loop.
+  Step InstallFuture(int64_t slot, Result* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+    if (futures_.empty()) {
+      if (input_ended_ && !input_busy_) {
+        end_of_input_ = true;
+        return Step::kAgain;
+      }
+      return Step::kWait;
+    }
+    if (futures_.front()->opening) return Step::kWait;
+    // A worker may still be reading ahead in it: it stays at the same address.
+    std::unique_ptr<InnerPipeline> next = std::move(futures_.front());
+    futures_.pop_front();
+    if (next->failed) {
+      *out = Pop(next.get());
+      return Step::kReturn;
+    }
+    cycle_[slot] = std::move(next);
+    ++num_open_;
+    return Step::kAgain;
+  }
+
+  Result Pop(InnerPipeline* inner) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+    Result r = std::move(inner->buffer.front());
+    inner->buffer.pop_front();
+    CountResult(r, -1);
+    return r;
+  }
+
+  // Only ended slots close, so no worker is using the pipeline.
+  void CloseSlot(int64_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+    CountBuffered(*cycle_[s], -1);
+    cycle_[s].reset();
+    --num_open_;
+  }
+
+  void CountResult(const Result& r, int sign) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+    buffered_elements_ += sign;
+    if (r.ok() && r->has_value()) {
+      buffered_bytes_ += sign * static_cast<int64_t>(ElementByteSize(**r));
+    }
+    stats().buffered_elements.store(buffered_elements_, std::memory_order_relaxed);
+    stats().buffered_bytes.store(buffered_bytes_, std::memory_order_relaxed);
+  }
+  void CountBuffered(const InnerPipeline& inner, int sign)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+    for (const Result& r : inner.buffer) CountResult(r, sign);
+  }
+
+  bool Runnable(const InnerPipeline* inner) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+    return inner->iterator != nullptr && !inner->busy && !inner->ended &&
+           static_cast<int64_t>(inner->buffer.size()) < buffer_capacity_;
+  }
+
+  // The most urgent work: opening the next input element when the cycle has
+  // a hole, then the cycle's slots from the consumer's position on, then
+  // opening ahead, then reading ahead in the futures.
+  Job FindJob() ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+    if (paused_ || active_ >= Parallelism()) return {};
+    const bool input_wanted =
+        !input_busy_ && !input_ended_ && static_cast<int64_t>(futures_.size()) < future_limit_;
+    if (input_wanted && futures_.empty() && num_open_ < cycle_length_) {
+      return {JobKind::kInput, nullptr};
+    }
+    for (int64_t k = 0; k < cycle_length_; ++k) {
+      InnerPipeline* slot = cycle_[(cycle_index_ + k) % cycle_length_].get();
+      if (slot != nullptr && Runnable(slot)) return {JobKind::kInner, slot};
+    }
+    if (input_wanted) return {JobKind::kInput, nullptr};
+    for (const auto& future : futures_) {
+      if (Runnable(future.get())) return {JobKind::kInner, future.get()};
+    }
+    return {};
+  }
+
+  void WorkerLoop() {
+    absl::MutexLock l(&signal_->mu);
+    while (true) {
+      Job job;
+      while (!signal_->cancelled && (job = FindJob()).kind == JobKind::kNone) {
+        signal_->cv.Wait(&signal_->mu);
+      }
+      if (signal_->cancelled) return;
+      ++active_;
+      stats().active_workers.fetch_add(1, std::memory_order_relaxed);
+      if (job.kind == JobKind::kInput) {
+        OpenNextInput();
+      } else {
+        ReadAhead(job.inner);
+      }
+      --active_;
+      stats().active_workers.fetch_sub(1, std::memory_order_relaxed);
+      signal_->cv.SignalAll();
+    }
+  }
+
+  // Reads the next input element and makes its pipeline, appended to the
+  // futures in input order. The pipeline is made without the lock (fn may
+  // open a file), and the input is free for the next worker meanwhile.
+  void OpenNextInput() ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+    input_busy_ = true;
+    signal_->mu.Unlock();
+    Result in;
+    {
+      ScopedTimer t(&stats().busy_ns);
+      in = input_->GetNext();
+    }
+    signal_->mu.Lock();
+    input_busy_ = false;
+    if (IsEndOfSequence(in)) {
+      input_ended_ = true;
+      return;
+    }
+    auto entry = std::make_unique<InnerPipeline>();
+    InnerPipeline* future = entry.get();
+    if (!in.ok()) {  // Named by the input; takes its place in order.
+      future->failed = true;
+      future->buffer.push_back(in.status());
+      CountResult(future->buffer.back(), +1);
+      futures_.push_back(std::move(entry));
+      return;
+    }
+    future->index = next_index_++;
+    future->input = std::move(**in);
+    future->busy = future->opening = true;
+    futures_.push_back(std::move(entry));
+    signal_->mu.Unlock();
+    std::shared_ptr<const DatasetBase> dataset;
+    std::unique_ptr<IteratorBase> iterator;
+    absl::Status made;
+    {
+      ScopedTimer t(&stats().busy_ns);
+      made = d_->MakeInner(inner_ctx_, future->input, future->index, &dataset, &iterator);
+    }
+    if (!made.ok()) made = Annotate(made, future->index);
+    signal_->mu.Lock();
+    future->busy = future->opening = false;
+    if (made.ok()) {
+      future->dataset = std::move(dataset);
+      future->iterator = std::move(iterator);
+    } else {
+      future->failed = true;
+      future->buffer.push_back(made);
+      CountResult(future->buffer.back(), +1);
+    }
+  }
+
+  // One GetNext on an inner iterator, into its buffer.
+  void ReadAhead(InnerPipeline* inner) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+    inner->busy = true;
+    signal_->mu.Unlock();
+    Result r;
+    {
+      ScopedTimer t(&stats().busy_ns);
+      r = inner->iterator->GetNext();
+    }
+    signal_->mu.Lock();
+    inner->busy = false;
+    std::unique_ptr<IteratorBase> finished;
+    std::shared_ptr<const DatasetBase> finished_dataset;
+    if (IsEndOfSequence(r)) {
+      inner->ended = true;
+      finished = std::move(inner->iterator);
+      finished_dataset = std::move(inner->dataset);
+    }
+    inner->buffer.push_back(std::move(r));
+    CountResult(inner->buffer.back(), +1);
+    if (finished != nullptr) {
+      // Destroyed without the lock: its destructor may wait on its threads.
+      signal_->mu.Unlock();
+      finished.reset();
+      finished_dataset.reset();
+      signal_->mu.Lock();
+    }
+  }
+
+  std::shared_ptr<Signal> signal_;
+  std::shared_ptr<CancellationManager> inner_cancel_;
+  IteratorContext inner_ctx_;
+  Tunable* parallelism_ = &stats().parallelism;
+  bool deterministic_ = true;
+  int64_t num_workers_ = 1;
+  int64_t buffer_capacity_ = 2;
+  int64_t future_limit_ = 1;
+  int64_t cancel_token_ = -1;
+  // Guarded by signal_->mu here, as the cycle state of the base class is (which the sequential
+  // iterator uses without a lock, so it carries no annotation).
+  Futures futures_ ABSL_GUARDED_BY(signal_->mu);
+  bool input_busy_ ABSL_GUARDED_BY(signal_->mu) = false;
+  bool paused_ ABSL_GUARDED_BY(signal_->mu) = false;
+  int64_t active_ ABSL_GUARDED_BY(signal_->mu) = 0;
+  int64_t buffered_elements_ ABSL_GUARDED_BY(signal_->mu) = 0;
+  int64_t buffered_bytes_ ABSL_GUARDED_BY(signal_->mu) = 0;
+  std::vector<std::thread> workers_ ABSL_GUARDED_BY(signal_->mu);
+};
+
+}  // namespace
+
+std::unique_ptr<IteratorBase> MakeParallelInterleaveIterator(const InterleaveDataset* d,
+                                                             const IteratorContext& ctx,
+                                                             std::unique_ptr<IteratorBase> input) {
+  return std::make_unique<ParallelInterleaveIterator>(d, ctx, std::move(input));
+}
+
+}  // namespace sluice::internal

@@ -1,0 +1,201 @@
+#include "train/autodiff/tape.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/train/gradient_check.h"
+#include "train/autodiff/variable.h"
+#include "train/ops/arithmetic.h"
+
+namespace sluice::train::autodiff {
+namespace {
+
+using ::sluice::train::testing::T;
+using ::sluice::train::testing::Values;
+using ::testing::ElementsAre;
+
+TEST(TapeTest, GradientOfProductAndSum) {
+  Tensor x = T({2, 3}, {2});
+  Tensor y = T({5, 7}, {2});
+  Tape tape;
+  tape.Watch(x);
+  tape.Watch(y);
+  Tensor xy = *ops::Mul(x, y);
+  Tensor z = *ops::Add(xy, x);  // z = x*y + x
+  auto grads = *tape.Gradient(z, {x, y});
+  ASSERT_TRUE(grads[0] && grads[1]);
+  EXPECT_THAT(Values(*grads[0]), ElementsAre(6, 8));  // y + 1
+  EXPECT_THAT(Values(*grads[1]), ElementsAre(2, 3));  // x
+}
+
+TEST(TapeTest, UnwatchedTensorGetsNoGradient) {
+  Tensor x = T({1}, {1});
+  Tensor c = T({4}, {1});
+  Tape tape;
+  tape.Watch(x);
+  Tensor z = *ops::Mul(x, x);
+  auto grads = *tape.Gradient(z, {x, c});
+  ASSERT_TRUE(grads[0]);
+  EXPECT_THAT(Values(*grads[0]), ElementsAre(2));
+  EXPECT_FALSE(grads[1]);
+}
+
+TEST(TapeTest, WatchedButUnusedSourceGetsNullopt) {
+  Tensor x = T({1}, {1});
+  Tensor w = T({3}, {1});
+  Tape tape;
+  tape.Watch(x);
+  tape.Watch(w);
+  Tensor z = *ops::Mul(x, x);
+  auto grads = *tape.Gradient(z, {w});
+  EXPECT_FALSE(grads[0]);
+}
+
+TEST(TapeTest, VariablesAreWatchedAutomatically) {
+  Variable v(T({3}, {1}), "v");
+  Variable frozen(T({5}, {1}), "frozen", /*trainable=*/false);
+  Tape tape;
+  Tensor z = *ops::Mul(v.value(), frozen.value());
+  auto grads = *tape.Gradient(z, {v.value(), frozen.value()});
+  ASSERT_TRUE(grads[0]);
+  EXPECT_THAT(Values(*grads[0]), ElementsAre(5));
+  EXPECT_FALSE(grads[1]);
+}
+
+TEST(TapeTest, WatchAccessedVariablesOff) {
+  Variable v(T({3}, {1}));
+  Tape tape({.watch_accessed_variables = false});
+  Tensor z = *ops::Mul(v.value(), v.value());
+  auto grads = *tape.Gradient(z, {v.value()});
+  EXPECT_FALSE(grads[0]);
+}
+
+TEST(TapeTest, NonPersistentTapeRefusesSecondGradient) {
+  Tensor x = T({2}, {1});
+  Tape tape;
+  tape.Watch(x);
+  Tensor z = *ops::Mul(x, x);
+  ASSERT_TRUE(tape.Gradient(z, {x}).ok());
+  auto again = tape.Gradient(z, {x});
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(TapeTest, PersistentTapeGivesSeveralGradients) {
+  Tensor x = T({2}, {1});
+  Tape tape({.persistent = true});
+  tape.Watch(x);
+  Tensor y = *ops::Mul(x, x);  // x^2
+  Tensor z = *ops::Mul(y, x);  // x^3
+  auto gy = *tape.Gradient(y, {x});
+  auto gz = *tape.Gradient(z, {x});
+  EXPECT_THAT(Values(*gy[0]), ElementsAre(4));   // 2x
+  EXPECT_THAT(Values(*gz[0]), ElementsAre(12));  // 3x^2
+}
+
+TEST(TapeTest, GradientWithRespectToIntermediate) {
+  Tensor x = T({2}, {1});
+  Tape tape;
+  tape.Watch(x);
+  Tensor y = *ops::Mul(x, x);
+  Tensor z = *ops::Mul(y, y);  // y^2
+  auto g = *tape.Gradient(z, {y, x});
+  EXPECT_THAT(Values(*g[0]), ElementsAre(8));   // 2y = 8
+  EXPECT_THAT(Values(*g[1]), ElementsAre(32));  // 4x^3
+}
+
+TEST(TapeTest, StopGradientBlocksFlow) {
+  Tensor x = T({3}, {1});
+  Tape tape;
+  tape.Watch(x);
+  Tensor y = *ops::Mul(x, x);
+  Tensor z = *ops::Mul(StopGradient(y), x);  // treated as 9 * x
+  auto g = *tape.Gradient(z, {x});
+  EXPECT_THAT(Values(*g[0]), ElementsAre(9));
+}
+
+TEST(TapeTest, OutputGradientSeedsBackward) {
+  Tensor x = T({1, 2}, {2});
+  Tape tape;
+  tape.Watch(x);
+  Tensor y = *ops::Mul(x, x);
+  auto g = *tape.Gradient(y, {x}, T({10, 100}, {2}));
+  EXPECT_THAT(Values(*g[0]), ElementsAre(20, 400));
+}
+
+TEST(TapeTest, OutputGradientShapeMismatchIsError) {
+  Tensor x = T({1, 2}, {2});
+  Tape tape;
+  tape.Watch(x);
+  Tensor y = *ops::Mul(x, x);
+  EXPECT_EQ(tape.Gradient(y, {x}, T({1}, {1})).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TapeTest, CustomGradientReplacesBackward) {
+  // Forward is the identity; the custom backward clips the gradient to [-1, 1].
+  Tensor x = T({2, -3}, {2});
+  Tape tape;
+  tape.Watch(x);
+  auto clip = [](absl::Span<const Tensor> in) -> absl::StatusOr<std::pair<Tensor, BackwardFn>> {
+    BackwardFn backward =
+        [](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+      Tensor out = g.Clone();
+      for (float& v : out.flat<float>()) v = std::max(-1.0f, std::min(1.0f, v));
+      return std::vector<std::optional<Tensor>>{out};
+    };
+    return std::make_pair(in[0], backward);
+  };
+  Tensor y = *CustomGradient({x}, clip);
+  Tensor z = *ops::Mul(y, T({5, -0.5f}, {2}));
+  auto g = *tape.Gradient(z, {x});
+  EXPECT_THAT(Values(*g[0]), ElementsAre(1, -0.5f));
+}
+
+TEST(TapeTest, NestedTapesEachRecord) {
+  Tensor x = T({3}, {1});
+  Tape outer;
+  outer.Watch(x);
+  Tensor y;
+  {
+    Tape inner;
+    inner.Watch(x);
+    y = *ops::Mul(x, x);
+    auto g = *inner.Gradient(y, {x});
+    EXPECT_THAT(Values(*g[0]), ElementsAre(6));
+  }
+  Tensor z = *ops::Mul(y, x);
+  auto g = *outer.Gradient(z, {x});
+  EXPECT_THAT(Values(*g[0]), ElementsAre(27));
+}
+
+TEST(TapeTest, SourceListedTwiceGetsGradientTwice) {
+  Tensor x = T({3}, {1});
+  Tape tape;
+  tape.Watch(x);
+  auto g = *tape.Gradient(*ops::Mul(x, x), {x, x});
+  ASSERT_TRUE(g[0] && g[1]);
+  EXPECT_THAT(Values(*g[0]), ElementsAre(6));
+  EXPECT_THAT(Values(*g[1]), ElementsAre(6));
+  EXPECT_FALSE(g[0]->SharesBufferWith(*g[1]));
+}
+
+TEST(TapeTest, SameTensorTwiceInOneOpAccumulates) {
+  Tensor x = T({3}, {1});
+  Tape tape;
+  tape.Watch(x);
+  auto g = *tape.Gradient(*ops::Add(x, x), {x});
+  EXPECT_THAT(Values(*g[0]), ElementsAre(2));
+}
+
+TEST(TapeTest, NothingRecordedWithoutTape) {
+  Tensor x = T({3}, {1});
+  EXPECT_FALSE(ShouldRecord({x}));
+  Tape tape;
+  EXPECT_FALSE(ShouldRecord({x}));
+  tape.Watch(x);
+  EXPECT_TRUE(ShouldRecord({x}));
+  PauseRecording pause;
+  EXPECT_FALSE(ShouldRecord({x}));
+}
+
+}  // namespace
+}  // namespace sluice::train::autodiff

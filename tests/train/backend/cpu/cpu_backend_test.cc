@@ -1,0 +1,306 @@
+#include "train/backend/cpu/cpu_backend.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "tests/train/gradient_check.h"
+#include "train/backend/broadcast.h"
+#include "train/backend/cpu/cpu_threads.h"
+#include "train/backend/cpu/dnnl_primitive_cache.h"
+
+namespace sluice::train::backend::cpu {
+namespace {
+
+using ::sluice::train::testing::RandomTensor;
+using ::sluice::train::testing::T;
+using ::sluice::train::testing::Values;
+using ::testing::ElementsAre;
+using ::testing::FloatNear;
+using ::testing::Pointwise;
+
+// The kernels are checked against the plain odometer loops of broadcast.h on
+// shapes that take each fast path (same shape, row and column broadcast,
+// scalars, tensors big enough to be split across threads) and the fallback.
+class CpuBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override { SetCpuThreads(2); }
+  void TearDown() override { SetCpuThreads(0); }
+  CpuBackend& backend_ = CpuBackend::Get();
+};
+
+float Ref(BinaryOp op, float x, float y) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return x + y;
+    case BinaryOp::kSub:
+      return x - y;
+    case BinaryOp::kMul:
+      return x * y;
+    case BinaryOp::kDiv:
+      return x / y;
+  }
+  return 0;
+}
+
+struct ShapePair {
+  Shape a, b;
+};
+
+const std::vector<ShapePair>& BroadcastCases() {
+  static const auto* cases = new std::vector<ShapePair>{
+      {{6}, {6}},
+      {{64, 256}, {256}},
+      {{256}, {64, 256}},
+      {{4, 1, 3}, {1, 5, 1}},
+      {{2, 3, 4}, {3, 1}},
+      {{2, 3}, {}},
+      {{}, {7}},
+      {{300, 400}, {300, 400}},   // split across threads, one long run
+      {{300, 400}, {400}},        // split by rows
+      {{300, 1, 40}, {1, 30, 1}}  // outer product-like, split by rows
+  };
+  return *cases;
+}
+
+TEST_F(CpuBackendTest, BinaryMatchesReferenceOnEveryBroadcastPattern) {
+  uint32_t seed = 1;
+  for (const ShapePair& c : BroadcastCases()) {
+    Tensor a = RandomTensor(c.a, seed++), b = RandomTensor(c.b, seed++, 0.5f, 2.0f);
+    const Shape out_shape = *BroadcastShapes(c.a, c.b);
+    for (BinaryOp op : {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kDiv}) {
+      Tensor out(DType::kFloat32, out_shape);
+      ASSERT_TRUE(backend_.Binary(op, a, b, out).ok());
+      std::vector<float> want(out.num_elements());
+      ForEachBroadcast(out_shape, BroadcastStrides(c.a, out_shape),
+                       BroadcastStrides(c.b, out_shape), [&](int64_t i, int64_t p, int64_t q) {
+                         want[i] = Ref(op, a.data<float>()[p], b.data<float>()[q]);
+                       });
+      EXPECT_THAT(Values(out), Pointwise(FloatNear(1e-6f), want))
+          << c.a.DebugString() << " op " << static_cast<int>(op) << " " << c.b.DebugString();
+    }
+  }
+}
+
+TEST_F(CpuBackendTest, BinaryBackwardSumsOverRepeatedDims) {
+  uint32_t seed = 100;
+  for (const ShapePair& c : BroadcastCases()) {
+    Tensor a = RandomTensor(c.a, seed++), b = RandomTensor(c.b, seed++, 0.5f, 2.0f);
+    const Shape out_shape = *BroadcastShapes(c.a, c.b);
+    Tensor g = RandomTensor(out_shape, seed++);
+    for (BinaryOp op : {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kDiv}) {
+      Tensor ga(DType::kFloat32, c.a), gb(DType::kFloat32, c.b);
+      ASSERT_TRUE(backend_.BinaryBackward(op, a, b, g, &ga, &gb).ok());
+      std::vector<double> want_a(a.num_elements(), 0), want_b(b.num_elements(), 0);
+      ForEachBroadcast(out_shape, BroadcastStrides(c.a, out_shape),
+                       BroadcastStrides(c.b, out_shape), [&](int64_t i, int64_t p, int64_t q) {
+                         const double d = g.data<float>()[i], x = a.data<float>()[p],
+                                      y = b.data<float>()[q];
+                         switch (op) {
+                           case BinaryOp::kAdd:
+                             want_a[p] += d, want_b[q] += d;
+                             break;
+                           case BinaryOp::kSub:
+                             want_a[p] += d, want_b[q] -= d;
+                             break;
+                           case BinaryOp::kMul:
+                             want_a[p] += d * y, want_b[q] += d * x;
+                             break;
+                           case BinaryOp::kDiv:
+                             want_a[p] += d / y, want_b[q] -= d * x / (y * y);
+                             break;
+                         }
+                       });
+      for (int64_t i = 0; i < a.num_elements(); ++i) {
+        ASSERT_NEAR(ga.data<float>()[i], want_a[i], 1e-3 + 1e-4 * std::abs(want_a[i]))
+            << c.a.DebugString() << " vs " << c.b.DebugString() << " op " << static_cast<int>(op);
+      }
+      for (int64_t i = 0; i < b.num_elements(); ++i) {
+        ASSERT_NEAR(gb.data<float>()[i], want_b[i], 1e-3 + 1e-4 * std::abs(want_b[i]))
+            << c.a.DebugString() << " vs " << c.b.DebugString() << " op " << static_cast<int>(op);
+      }
+    }
+  }
+}
+
+TEST_F(CpuBackendTest, BinaryBackwardComputesOnlyWhatIsAskedFor) {
+  Tensor a = T({1, 2}, {2}), b = T({3, 4}, {2}), g = T({1, 1}, {2});
+  Tensor gb(DType::kFloat32, Shape{2});
+  ASSERT_TRUE(backend_.BinaryBackward(BinaryOp::kMul, a, b, g, nullptr, &gb).ok());
+  EXPECT_THAT(Values(gb), ElementsAre(1, 2));
+}
+
+struct ReduceCase {
+  Shape shape;
+  std::vector<bool> reduced;
+};
+
+TEST_F(CpuBackendTest, ReduceMatchesReferenceOnEveryPattern) {
+  const std::vector<ReduceCase> cases = {
+      {{64, 256}, {false, true}},            // [K, R]: row sums
+      {{64, 256}, {true, false}},            // [R, K]: column sums (bias gradient)
+      {{3000, 40}, {true, false}},           // columns split across threads
+      {{8, 300, 50}, {false, true, false}},  // [K, R, K]
+      {{5, 7, 9}, {true, false, true}},      // [R, K, R]: the fallback
+      {{300, 200}, {true, true}},            // everything
+      {{4, 1, 6}, {false, true, false}},     // reducing a size-1 dim copies
+      {{2000, 30}, {false, true}},           // rows split across threads
+  };
+  uint32_t seed = 7;
+  for (const ReduceCase& c : cases) {
+    Tensor x = RandomTensor(c.shape, seed++);
+    Shape kept;
+    for (int d = 0; d < c.shape.rank(); ++d) kept.AddDim(c.reduced[d] ? 1 : c.shape.dim(d));
+    const std::vector<int64_t> so = BroadcastStrides(kept, c.shape);
+    const std::vector<int64_t> zeros(c.shape.rank(), 0);
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+      Tensor out(DType::kFloat32, kept);
+      const float scale = op == ReduceOp::kSum ? 0.5f : 1.0f;
+      ASSERT_TRUE(backend_.Reduce(op, x, c.reduced, scale, out).ok());
+      std::vector<double> want(kept.num_elements(), op == ReduceOp::kSum
+                                                        ? 0.0
+                                                        : -std::numeric_limits<double>::infinity());
+      ForEachBroadcast(c.shape, so, zeros, [&](int64_t i, int64_t p, int64_t) {
+        const double v = x.data<float>()[i];
+        want[p] = op == ReduceOp::kSum ? want[p] + v : std::max(want[p], v);
+      });
+      for (int64_t i = 0; i < out.num_elements(); ++i) {
+        ASSERT_NEAR(out.data<float>()[i], want[i] * scale, 1e-3)
+            << c.shape.DebugString() << " op " << static_cast<int>(op) << " at " << i;
+      }
+    }
+  }
+}
+
+TEST_F(CpuBackendTest, TransposeMatchesReference) {
+  Tensor x = RandomTensor({30, 40, 50}, 3);
+  const std::vector<int> perm = {2, 0, 1};
+  Tensor out(DType::kFloat32, Shape{50, 30, 40});
+  ASSERT_TRUE(backend_.Transpose(x, perm, out).ok());
+  for (int64_t i = 0; i < 30; i += 7) {
+    for (int64_t j = 0; j < 40; j += 3) {
+      for (int64_t k = 0; k < 50; k += 11) {
+        ASSERT_EQ(out.data<float>()[(k * 30 + i) * 40 + j], x.data<float>()[(i * 40 + j) * 50 + k]);
+      }
+    }
+  }
+}
+
+TEST_F(CpuBackendTest, ConcatAndSplitAreInverse) {
+  std::vector<Tensor> parts = {RandomTensor({3, 2, 4}, 1), RandomTensor({3, 5, 4}, 2)};
+  Tensor whole(DType::kFloat32, Shape{3, 7, 4});
+  ASSERT_TRUE(backend_.Concat(parts, 1, whole).ok());
+  EXPECT_EQ(whole.data<float>()[(1 * 7 + 2) * 4 + 3], parts[1].data<float>()[(1 * 5 + 0) * 4 + 3]);
+  std::vector<Tensor> back = {Tensor(DType::kFloat32, Shape{3, 2, 4}),
+                              Tensor(DType::kFloat32, Shape{3, 5, 4})};
+  ASSERT_TRUE(backend_.Split(whole, 1, back).ok());
+  EXPECT_TRUE(back[0].Equals(parts[0]));
+  EXPECT_TRUE(back[1].Equals(parts[1]));
+}
+
+TEST_F(CpuBackendTest, SgdUpdateMatchesHandComputedSteps) {
+  Tensor w = T({1, 2}, {2}), g = T({0.5f, -1}, {2});
+  ASSERT_TRUE(backend_.SgdUpdate(w, g, nullptr, 0.1f, 0, false, 0).ok());
+  EXPECT_THAT(Values(w), Pointwise(FloatNear(1e-6f), {0.95f, 2.1f}));
+  // Momentum 0.9 from v = 1: v = 0.9 - 0.1 * 0.5 = 0.85, w = 1 + 0.85.
+  w = T({1}, {1});
+  Tensor v = T({1}, {1});
+  ASSERT_TRUE(backend_.SgdUpdate(w, T({0.5f}, {1}), &v, 0.1f, 0.9f, false, 0).ok());
+  EXPECT_THAT(Values(v), Pointwise(FloatNear(1e-6f), {0.85f}));
+  EXPECT_THAT(Values(w), Pointwise(FloatNear(1e-6f), {1.85f}));
+  // Nesterov: w += 0.9 * 0.85 - 0.05; decay first: w = 1 - 0.1 * 0.5 * 1.
+  w = T({1}, {1});
+  v = T({1}, {1});
+  ASSERT_TRUE(backend_.SgdUpdate(w, T({0.5f}, {1}), &v, 0.1f, 0.9f, true, 0.5f).ok());
+  EXPECT_THAT(Values(w), Pointwise(FloatNear(1e-6f), {0.95f + 0.9f * 0.85f - 0.05f}));
+  EXPECT_FALSE(backend_.SgdUpdate(w, T({0.5f}, {1}), nullptr, 0.1f, 0.9f, false, 0).ok());
+}
+
+TEST_F(CpuBackendTest, AdamUpdateMatchesHandComputedStep) {
+  Tensor w = T({1}, {1}), g = T({2}, {1}), m = T({0}, {1}), v = T({0}, {1});
+  ASSERT_TRUE(backend_.AdamUpdate(w, g, m, v, 0.01f, 0.9f, 0.999f, 1e-7f, 0).ok());
+  // m = 0.2, v = 0.004, w = 1 - 0.01 * 0.2 / (sqrt(0.004) + 1e-7).
+  EXPECT_THAT(Values(m), Pointwise(FloatNear(1e-6f), {0.2f}));
+  EXPECT_THAT(Values(v), Pointwise(FloatNear(1e-7f), {0.004f}));
+  EXPECT_THAT(Values(w), Pointwise(FloatNear(1e-6f), {1 - 0.01f * 0.2f / std::sqrt(0.004f)}));
+  // With decay 0.5 the weight halves before the same kind of step: m = 0.38, v = 0.007996.
+  ASSERT_TRUE(backend_.AdamUpdate(w, g, m, v, 0.01f, 0.9f, 0.999f, 1e-7f, 0.5f).ok());
+  const float w1 = 1 - 0.01f * 0.2f / std::sqrt(0.004f);
+  EXPECT_THAT(Values(w),
+              Pointwise(FloatNear(1e-6f), {0.5f * w1 - 0.01f * 0.38f / std::sqrt(0.007996f)}));
+}
+
+TEST_F(CpuBackendTest, LargeElementwiseKernelsMatchScalarFormulas) {
+  Tensor x = RandomTensor({100000}, 5, -3, 3);
+  Tensor g = RandomTensor({100000}, 6);
+  Tensor y(DType::kFloat32, x.shape()), gx(DType::kFloat32, x.shape());
+  ASSERT_TRUE(backend_.Unary(UnaryOp::kRelu, x, y).ok());
+  ASSERT_TRUE(backend_.UnaryBackward(UnaryOp::kRelu, x, y, g, gx).ok());
+  for (int64_t i = 0; i < x.num_elements(); i += 997) {
+    const float v = x.data<float>()[i];
+    ASSERT_EQ(y.data<float>()[i], v > 0 ? v : 0.0f);
+    ASSERT_EQ(gx.data<float>()[i], v > 0 ? g.data<float>()[i] : 0.0f);
+  }
+  ASSERT_TRUE(backend_.Unary(UnaryOp::kTanh, x, y).ok());
+  ASSERT_TRUE(backend_.UnaryBackward(UnaryOp::kTanh, x, y, g, gx).ok());
+  for (int64_t i = 0; i < x.num_elements(); i += 997) {
+    const float t = std::tanh(x.data<float>()[i]);
+    ASSERT_FLOAT_EQ(y.data<float>()[i], t);
+    ASSERT_NEAR(gx.data<float>()[i], g.data<float>()[i] * (1 - t * t), 1e-6);
+  }
+}
+
+TEST_F(CpuBackendTest, BatchNormTrainingNormalisesPerChannel) {
+  Tensor x = RandomTensor({6, 3}, 9, -2, 5);
+  Tensor gamma = T({1, 2, 3}, {3}), beta = T({0, 1, -1}, {3});
+  Tensor y(DType::kFloat32, x.shape()), mean(DType::kFloat32, Shape{3}),
+      var(DType::kFloat32, Shape{3});
+  ASSERT_TRUE(backend_.BatchNormForwardTraining(x, gamma, beta, 1e-3f, y, mean, var).ok());
+  for (int c = 0; c < 3; ++c) {
+    double s = 0, sq = 0;
+    for (int i = 0; i < 6; ++i) s += x.data<float>()[i * 3 + c];
+    const double mu = s / 6;
+    for (int i = 0; i < 6; ++i) sq += std::pow(x.data<float>()[i * 3 + c] - mu, 2);
+    const double v = sq / 6;  // biased, as tf.nn.moments
+    EXPECT_NEAR(mean.data<float>()[c], mu, 1e-5);
+    EXPECT_NEAR(var.data<float>()[c], v, 1e-4);
+    for (int i = 0; i < 6; ++i) {
+      const double want =
+          gamma.data<float>()[c] * (x.data<float>()[i * 3 + c] - mu) / std::sqrt(v + 1e-3) +
+          beta.data<float>()[c];
+      EXPECT_NEAR(y.data<float>()[i * 3 + c], want, 1e-4);
+    }
+  }
+}
+
+TEST_F(CpuBackendTest, RepeatedShapesReuseCachedPrimitives) {
+  Tensor a = RandomTensor({17, 13}, 1), b = RandomTensor({13, 11}, 2);
+  Tensor out1(DType::kFloat32, Shape{17, 11}), out2(DType::kFloat32, Shape{17, 11});
+  ASSERT_TRUE(backend_.MatMul(a, false, b, false, out1).ok());
+  const int64_t misses = DnnlPrimitiveCache::Global().misses();
+  const int64_t hits = DnnlPrimitiveCache::Global().hits();
+  ASSERT_TRUE(backend_.MatMul(a, false, b, false, out2).ok());
+  EXPECT_EQ(DnnlPrimitiveCache::Global().misses(), misses);
+  EXPECT_EQ(DnnlPrimitiveCache::Global().hits(), hits + 1);
+  EXPECT_TRUE(out1.Equals(out2));
+  // A transposed operand is another primitive.
+  Tensor bt = RandomTensor({11, 13}, 3);
+  ASSERT_TRUE(backend_.MatMul(a, false, bt, true, out2).ok());
+  EXPECT_EQ(DnnlPrimitiveCache::Global().misses(), misses + 1);
+  for (int64_t i = 0; i < 17; i += 5) {
+    for (int64_t j = 0; j < 11; j += 3) {
+      double want = 0;
+      for (int64_t k = 0; k < 13; ++k) {
+        want += a.data<float>()[i * 13 + k] * bt.data<float>()[j * 13 + k];
+      }
+      EXPECT_NEAR(out2.data<float>()[i * 11 + j], want, 1e-4);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sluice::train::backend::cpu

@@ -1,0 +1,67 @@
+#include "train/backend/cpu/cpu_threads.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "core/runtime.h"
+
+namespace sluice::train::backend::cpu {
+namespace {
+
+TEST(CpuThreadsTest, DefaultIsEveryCore) {
+  SetCpuThreads(0);
+  EXPECT_EQ(CpuThreads(), AvailableCores());
+  SetCpuThreads(3);
+  EXPECT_EQ(CpuThreads(), 3);
+  SetCpuThreads(0);
+}
+
+TEST(CpuThreadsTest, ParallelForCoversTheRangeOnce) {
+  for (int threads : {1, 2, 4}) {
+    SetCpuThreads(threads);
+    for (int64_t n : {0, 1, 7, 100, 1000, 100003}) {
+      std::vector<int> count(n, 0);
+      std::mutex mu;
+      std::vector<std::pair<int64_t, int64_t>> chunks;
+      ParallelFor(n, 100, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) ++count[i];
+        std::lock_guard<std::mutex> lock(mu);
+        chunks.emplace_back(b, e);
+      });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(count[i], 1) << n << " " << i;
+      // Small ranges stay whole; big ones are split into one chunk per thread.
+      const size_t want = n < 200 ? (n > 0 ? 1 : 0) : std::min<int64_t>(threads, n / 100);
+      EXPECT_EQ(chunks.size(), want) << "n " << n << " threads " << threads;
+    }
+  }
+  SetCpuThreads(0);
+}
+
+TEST(CpuThreadsTest, OpenMpTeamFollowsTheSetting) {
+  using GetMax = int (*)();
+  auto get_max = reinterpret_cast<GetMax>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  if (get_max == nullptr) GTEST_SKIP() << "oneDNN here is not built on OpenMP";
+  SetCpuThreads(3);
+  ApplyCpuThreadsToOpenMp();
+  EXPECT_EQ(get_max(), 3);
+  // Per thread: a new thread applies it too.
+  int other = 0;
+  std::thread t([&] {
+    ApplyCpuThreadsToOpenMp();
+    other = get_max();
+  });
+  t.join();
+  EXPECT_EQ(other, 3);
+  SetCpuThreads(1);
+  ApplyCpuThreadsToOpenMp();
+  EXPECT_EQ(get_max(), 1);
+  SetCpuThreads(0);
+}
+
+}  // namespace
+}  // namespace sluice::train::backend::cpu

@@ -1,0 +1,201 @@
+// Checkpoint files (train/checkpoint.h): round trip, corruption and mismatch errors.
+#include "train/fit/training_checkpoint.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "tests/train/gradient_check.h"
+
+namespace sluice::train::fit {
+namespace {
+
+using ::sluice::train::testing::T;
+using ::sluice::train::testing::Values;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/checkpoint_test_" + name + "_" + std::to_string(getpid());
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteAll(const std::string& path, const std::string& data) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
+}
+
+TrainingCheckpoint Sample() {
+  TrainingCheckpoint c;
+  c.variables = {{"0/dense/kernel", T({1, 2, 3, 4, 5, 6}, {2, 3})},
+                 {"0/dense/bias", T({-1, 0.5f, 7}, {3})}};
+  c.optimizer.iterations = 42;
+  c.optimizer.learning_rate = 0.025f;
+  c.optimizer.slots = {{"m/0", T({0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f}, {2, 3})},
+                       {"v/1", T({9, 8, 7}, {3})}};
+  c.epoch = 3;
+  c.step_in_epoch = 5;
+  c.global_step = 29;
+  c.iterator_state = std::string("\x01\x02iterator\x00state", 16);
+  c.pending_element =
+      Element{Tensor::Scalar<int64_t>(0), T({1, 2}, {1, 2}), Tensor::FromVector<int64_t>({1})};
+  c.metrics = {{"loss", 12.5, 160}, {"accuracy", 150, 160}};
+  return c;
+}
+
+TEST(CheckpointTest, RoundTripsEverything) {
+  const std::string path = TempPath("roundtrip");
+  ASSERT_TRUE(WriteCheckpoint(path, Sample()).ok());
+  absl::StatusOr<TrainingCheckpoint> c = ReadCheckpoint(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->variables.size(), 2u);
+  EXPECT_EQ(c->variables[0].first, "0/dense/kernel");
+  EXPECT_EQ(c->variables[0].second.shape(), Shape({2, 3}));
+  EXPECT_THAT(Values(c->variables[0].second), ElementsAre(1, 2, 3, 4, 5, 6));
+  EXPECT_EQ(c->variables[1].first, "0/dense/bias");
+  EXPECT_THAT(Values(c->variables[1].second), ElementsAre(-1, 0.5f, 7));
+  EXPECT_EQ(c->optimizer.iterations, 42);
+  EXPECT_EQ(c->optimizer.learning_rate, 0.025f);
+  ASSERT_EQ(c->optimizer.slots.size(), 2u);
+  EXPECT_EQ(c->optimizer.slots[1].first, "v/1");
+  EXPECT_THAT(Values(c->optimizer.slots[1].second), ElementsAre(9, 8, 7));
+  EXPECT_EQ(c->epoch, 3);
+  EXPECT_EQ(c->step_in_epoch, 5);
+  EXPECT_EQ(c->global_step, 29);
+  ASSERT_TRUE(c->iterator_state.has_value());
+  EXPECT_EQ(*c->iterator_state, std::string("\x01\x02iterator\x00state", 16));
+  ASSERT_TRUE(c->pending_element.has_value());
+  EXPECT_TRUE(ElementsEqual(*c->pending_element, *Sample().pending_element));
+  ASSERT_EQ(c->metrics.size(), 2u);
+  EXPECT_EQ(c->metrics[1].name, "accuracy");
+  EXPECT_EQ(c->metrics[1].total, 150);
+  EXPECT_EQ(c->metrics[1].count, 160);
+  std::filesystem::remove(path);
+}
+
+TEST(CheckpointTest, OptionalPartsStayAbsent) {
+  const std::string path = TempPath("absent");
+  TrainingCheckpoint in;
+  in.variables = {{"w", T({1}, {1})}};
+  in.iterator_state = std::string();  // an empty state is still a state
+  ASSERT_TRUE(WriteCheckpoint(path, in).ok());
+  absl::StatusOr<TrainingCheckpoint> c = ReadCheckpoint(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->iterator_state.has_value());
+  EXPECT_FALSE(c->pending_element.has_value());
+  EXPECT_TRUE(c->metrics.empty());
+  in.iterator_state.reset();
+  ASSERT_TRUE(WriteCheckpoint(path, in).ok());
+  EXPECT_FALSE(ReadCheckpoint(path)->iterator_state.has_value());
+  std::filesystem::remove(path);
+}
+
+TEST(CheckpointTest, WriteReplacesAtomicallyAndLeavesNoTemporaryFile) {
+  const std::string dir = TempPath("atomic");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/ckpt";
+  ASSERT_TRUE(WriteCheckpoint(path, Sample()).ok());
+  TrainingCheckpoint second = Sample();
+  second.global_step = 30;
+  ASSERT_TRUE(WriteCheckpoint(path, second).ok());
+  EXPECT_EQ(ReadCheckpoint(path)->global_step, 30);
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    EXPECT_EQ(entry.path().filename(), "ckpt");
+  }
+  EXPECT_EQ(files, 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CheckpointTest, CorruptFileIsDataLossNamingTheFile) {
+  const std::string path = TempPath("corrupt");
+  ASSERT_TRUE(WriteCheckpoint(path, Sample()).ok());
+  std::string bytes = ReadAll(path);
+  bytes[bytes.size() - 10] ^= 0x40;  // inside the payload
+  WriteAll(path, bytes);
+  absl::StatusOr<TrainingCheckpoint> c = ReadCheckpoint(path);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr(path));
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("checksum mismatch"));
+  std::filesystem::remove(path);
+}
+
+TEST(CheckpointTest, TruncatedFileIsDataLoss) {
+  const std::string path = TempPath("truncated");
+  ASSERT_TRUE(WriteCheckpoint(path, Sample()).ok());
+  const std::string bytes = ReadAll(path);
+  WriteAll(path, bytes.substr(0, bytes.size() - 7));
+  absl::StatusOr<TrainingCheckpoint> c = ReadCheckpoint(path);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(c.status().message()),
+              HasSubstr(absl::StrCat("expected ", bytes.size() - 32, " bytes of payload, found ",
+                                     bytes.size() - 39)));
+  std::filesystem::remove(path);
+}
+
+TEST(CheckpointTest, NotACheckpointAndMissingFile) {
+  const std::string path = TempPath("other");
+  WriteAll(path, "this is a text file, not a checkpoint");
+  absl::StatusOr<TrainingCheckpoint> c = ReadCheckpoint(path);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("not a sluice checkpoint"));
+  std::filesystem::remove(path);
+  EXPECT_EQ(ReadCheckpoint(path).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(AssignVariablesTest, AssignsWhenNamesAndShapesMatch) {
+  autodiff::Variable a(T({0, 0}, {2}), "a");
+  autodiff::Variable b(T({0}, {1}), "b");
+  ASSERT_TRUE(
+      autodiff::AssignVariables({{"a", T({1, 2}, {2})}, {"b", T({3}, {1})}}, {&a, &b}, "f").ok());
+  EXPECT_THAT(Values(a.value()), ElementsAre(1, 2));
+  EXPECT_THAT(Values(b.value()), ElementsAre(3));
+  // A snapshot is a copy: changing the variable leaves it alone.
+  auto snapshot = autodiff::SnapshotVariables({&a});
+  ASSERT_TRUE(a.Assign(T({5, 6}, {2})).ok());
+  EXPECT_THAT(Values(snapshot[0].second), ElementsAre(1, 2));
+  EXPECT_EQ(snapshot[0].first, "a");
+}
+
+TEST(AssignVariablesTest, ShapeMismatchNamesVariableAndBothShapesAndAssignsNothing) {
+  autodiff::Variable a(T({0, 0}, {2}), "layer/a");
+  autodiff::Variable b(T({0, 0, 0, 0}, {2, 2}), "layer/b");
+  absl::Status s = autodiff::AssignVariables(
+      {{"layer/a", T({1, 2}, {2})}, {"layer/b", T({3, 4}, {1, 2})}}, {&a, &b}, "/tmp/model.ckpt");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("/tmp/model.ckpt: variable 1 'layer/b': expected shape [2, 2] (the "
+                        "model's), found [1, 2] in the checkpoint"));
+  EXPECT_THAT(Values(a.value()), ElementsAre(0, 0));  // checked before assigning anything
+}
+
+TEST(AssignVariablesTest, NameAndCountMismatches) {
+  autodiff::Variable a(T({0}, {1}), "a");
+  autodiff::Variable b(T({0}, {1}), "b");
+  absl::Status s =
+      autodiff::AssignVariables({{"a", T({1}, {1})}, {"c", T({1}, {1})}}, {&a, &b}, "f");
+  EXPECT_THAT(std::string(s.message()), HasSubstr("variable 1: expected 'b'"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("found 'c'"));
+  s = autodiff::AssignVariables({{"a", T({1}, {1})}}, {&a, &b}, "f");
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("expected 2 variables (the model's), found 1 in the checkpoint"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("the model's 'b'"));
+  EXPECT_THAT(Values(a.value()), ElementsAre(0));
+}
+
+}  // namespace
+}  // namespace sluice::train::fit

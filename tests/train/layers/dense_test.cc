@@ -1,0 +1,57 @@
+// Dense (train/dense_layer.h): forward values, gradients by hand and by finite
+// differences.
+#include "train/layers/dense.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/train/gradient_check.h"
+#include "tests/train/module_gradient_check.h"
+
+namespace sluice::train::layers {
+namespace {
+
+using ::sluice::train::testing::CheckModuleGradients;
+using ::sluice::train::testing::RandomTensor;
+using ::sluice::train::testing::T;
+using ::sluice::train::testing::Values;
+using ::testing::ElementsAre;
+
+TEST(DenseTest, ForwardAndGradients) {
+  Dense dense(2, 3);
+  ASSERT_TRUE(dense.kernel().Assign(T({1, 2, 3, 4, 5, 6}, {2, 3})).ok());
+  ASSERT_TRUE(dense.bias()->Assign(T({10, 20, 30}, {3})).ok());
+  Tensor x = T({1, 1, 2, 0}, {2, 2});
+  autodiff::Tape tape;
+  Tensor y = *dense.Forward(x, /*training=*/true);
+  EXPECT_THAT(Values(y), ElementsAre(15, 27, 39, 12, 24, 36));
+  auto vars = dense.TrainableVariables();
+  ASSERT_EQ(vars.size(), 2u);
+  auto g = *tape.Gradient(y, {vars[0]->value(), vars[1]->value()});
+  EXPECT_THAT(Values(*g[0]), ElementsAre(3, 3, 3, 1, 1, 1));  // column sums of x
+  EXPECT_THAT(Values(*g[1]), ElementsAre(2, 2, 2));
+}
+
+TEST(DenseTest, NoBias) {
+  Dense dense(2, 3, {.use_bias = false});
+  EXPECT_EQ(dense.bias(), nullptr);
+  EXPECT_EQ(dense.TrainableVariables().size(), 1u);
+  EXPECT_EQ(dense.Variables().size(), 1u);
+}
+
+TEST(DenseTest, FiniteDifferences) {
+  Dense dense(3, 2, {.seed = 4});
+  ASSERT_TRUE(dense.bias()->Assign(T({0.5f, -0.25f}, {2})).ok());
+  EXPECT_EQ(CheckModuleGradients(dense, RandomTensor({4, 3}, 8), /*training=*/true), "");
+}
+
+TEST(DenseTest, VariableNames) {
+  Dense dense(3, 2);
+  auto vars = dense.Variables();
+  ASSERT_EQ(vars.size(), 2u);
+  EXPECT_EQ(vars[0]->name(), "dense/kernel");
+  EXPECT_EQ(vars[1]->name(), "dense/bias");
+}
+
+}  // namespace
+}  // namespace sluice::train::layers

@@ -1,0 +1,77 @@
+#include "train/models/model_zoo.h"
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace sluice::train::models {
+namespace {
+
+using ::testing::HasSubstr;
+
+int64_t CountParameters(layers::Module& model) {
+  int64_t total = 0;
+  for (autodiff::Variable* v : model.TrainableVariables()) total += v->shape().num_elements();
+  return total;
+}
+
+// Parameter counts a Keras user can recompute from the published architectures.
+TEST(ModelsTest, MlpHasTheSpecifiedLayers) {
+  auto model = MakeModel("mlp", {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  // 784*256+256 + 256*128+128 + 128*100+100 + 100*10+10
+  EXPECT_EQ(CountParameters(**model), 200960 + 32896 + 12900 + 1010);
+}
+
+TEST(ModelsTest, CnnIsTheTensorFlowTutorialModel) {
+  auto model = MakeModel("cnn", {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  // conv 5x5x1x32+32, conv 5x5x32x64+64, dense 3136x1024+1024, dense 1024x10+10
+  EXPECT_EQ(CountParameters(**model), 832 + 51264 + 3212288 + 10250);
+}
+
+TEST(ModelsTest, ModelsMapABatchToLogits) {
+  for (const std::string& name : ModelNames()) {
+    auto model = MakeModel(name, {.height = 28, .width = 28, .channels = 1, .classes = 10}, 3);
+    ASSERT_TRUE(model.ok()) << name << ": " << model.status();
+    Tensor images = Tensor::Zeros(DType::kFloat32, Shape{2, 28, 28, 1});
+    for (int64_t i = 0; i < images.num_elements(); ++i) images.data<float>()[i] = (i % 7) / 7.0f;
+    for (bool training : {true, false}) {
+      auto logits = (*model)->Forward(images, training);
+      ASSERT_TRUE(logits.ok()) << name << ": " << logits.status();
+      EXPECT_EQ(logits->shape(), (Shape{2, 10})) << name;
+    }
+  }
+}
+
+TEST(ModelsTest, SameSeedSameWeights) {
+  auto a = MakeModel("cnn", {}, 5), b = MakeModel("cnn", {}, 5), c = MakeModel("cnn", {}, 6);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  auto va = (*a)->Variables(), vb = (*b)->Variables(), vc = (*c)->Variables();
+  ASSERT_EQ(va.size(), vb.size());
+  EXPECT_TRUE(va[0]->value().Equals(vb[0]->value()));
+  EXPECT_FALSE(va[0]->value().Equals(vc[0]->value()));
+}
+
+TEST(ModelsTest, VariableNamesAreUniqueForCheckpoints) {
+  auto model = MakeModel("resnet-small", {});
+  ASSERT_TRUE(model.ok());
+  std::set<std::string> names;
+  for (autodiff::Variable* v : (*model)->Variables())
+    EXPECT_TRUE(names.insert(v->name()).second) << v->name();
+  EXPECT_GT((*model)->Variables().size(),
+            (*model)->TrainableVariables().size());  // BN moving stats
+}
+
+TEST(ModelsTest, UnknownNameListsTheKnownOnes) {
+  auto model = MakeModel("vgg", {});
+  ASSERT_FALSE(model.ok());
+  EXPECT_THAT(model.status().message(), HasSubstr("unknown model 'vgg'"));
+  EXPECT_THAT(model.status().message(), HasSubstr("mlp, cnn, resnet-small"));
+}
+
+}  // namespace
+}  // namespace sluice::train::models

@@ -1,0 +1,244 @@
+#include "train/autodiff/tape.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace sluice::train::autodiff {
+namespace {
+
+thread_local std::vector<Tape*> active_tapes;
+thread_local int pause_depth = 0;
+
+Tensor Ones(const Shape& shape) {
+  Tensor t(DType::kFloat32, shape);
+  std::fill_n(t.data<float>(), t.num_elements(), 1.0f);
+  return t;
+}
+
+void AccumulateInto(Tensor& acc, const Tensor& g) {
+  float* a = acc.data<float>();
+  const float* b = g.data<float>();
+  for (int64_t i = 0; i < acc.num_elements(); ++i) a[i] += b[i];
+}
+
+}  // namespace
+
+Tape::Tape(TapeOptions options) : options_(options) { active_tapes.push_back(this); }
+
+Tape::~Tape() {
+  auto it = std::find(active_tapes.begin(), active_tapes.end(), this);
+  if (it != active_tapes.end()) active_tapes.erase(it);
+}
+
+Tape::Key Tape::KeyOf(const Tensor& tensor) {
+  auto dims = tensor.shape().dims();
+  return {tensor.raw_data(), std::vector<int64_t>(dims.begin(), dims.end())};
+}
+
+int Tape::Find(const Tensor& tensor) const {
+  auto it = ids_.find(KeyOf(tensor));
+  return it == ids_.end() ? -1 : it->second;
+}
+
+void Tape::Watch(const Tensor& tensor) {
+  if (Find(tensor) >= 0) return;
+  ids_[KeyOf(tensor)] = static_cast<int>(entries_.size());
+  entries_.push_back({tensor, {}, nullptr});
+}
+
+bool Tape::IsTracked(const Tensor& tensor) const { return Find(tensor) >= 0; }
+
+void Tape::Record(absl::Span<const Tensor> inputs, const Tensor& output,
+                  const BackwardFn& backward) {
+  std::vector<int> ids;
+  bool any = false;
+  for (const Tensor& in : inputs) {
+    ids.push_back(Find(in));
+    any = any || ids.back() >= 0;
+  }
+  if (!any) return;
+  ids_[KeyOf(output)] = static_cast<int>(entries_.size());
+  entries_.push_back({output, std::move(ids), backward});
+}
+
+absl::Status Tape::CheckGradientArgs(const Tensor& target,
+                                     const std::optional<Tensor>& output_gradient) const {
+  if (used_) {
+    return absl::FailedPreconditionError(
+        "Tape::Gradient: a non-persistent tape can compute one gradient only; "
+        "construct it with {.persistent = true} to call Gradient again");
+  }
+  if (target.dtype() != DType::kFloat32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Tape::Gradient: target must be float32, got ", DTypeName(target.dtype())));
+  }
+  if (output_gradient &&
+      (output_gradient->dtype() != DType::kFloat32 || output_gradient->shape() != target.shape())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Tape::Gradient: output_gradient must be float32", target.shape().DebugString(), ", got ",
+        DTypeName(output_gradient->dtype()), output_gradient->shape().DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<char> Tape::MarkNeeded(const std::vector<int>& source_ids) const {
+  // Entries run in execution order, a topological order: one forward sweep finds every entry
+  // that a source reaches.
+  std::vector<char> needed(entries_.size(), 0);
+  for (int id : source_ids) {
+    if (id >= 0) needed[id] = 1;
+  }
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    for (int in : entries_[i].inputs) {
+      if (in >= 0 && needed[in]) needed[i] = 1;
+    }
+  }
+  return needed;
+}
+
+absl::Status Tape::Backprop(int target_id, const std::vector<char>& needed,
+                            const std::vector<char>& is_source, Grads& grads) {
+  PauseRecording pause;
+  for (int i = target_id; i >= 0; --i) {
+    Entry& e = entries_[i];
+    if (!grads[i] || !e.backward) continue;
+    bool any_needed = false;
+    for (int in : e.inputs) any_needed = any_needed || (in >= 0 && needed[in]);
+    if (!any_needed) continue;
+    SLUICE_ASSIGN_OR_RETURN(Grads in_grads, e.backward(*grads[i]));
+    // Entry i's gradient is spent unless a source wants it: dropping it now frees the memory
+    // and leaves a gradient passed straight through (Add, Reshape) owned by in_grads alone.
+    if (!is_source[i]) grads[i].reset();
+    if (in_grads.size() != e.inputs.size()) {
+      return absl::InternalError(absl::StrCat("Tape::Gradient: a backward function returned ",
+                                              in_grads.size(), " gradients for ", e.inputs.size(),
+                                              " inputs"));
+    }
+    for (size_t k = 0; k < in_grads.size(); ++k) {
+      const int in = e.inputs[k];
+      if (in < 0 || !needed[in] || !in_grads[k]) continue;
+      SLUICE_RETURN_IF_ERROR(Accumulate(in, std::move(*in_grads[k]), grads));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Tape::Accumulate(int id, Tensor grad, Grads& grads) const {
+  if (grad.shape() != entries_[id].value.shape()) {
+    return absl::InternalError(
+        absl::StrCat("Tape::Gradient: gradient shape ", grad.shape().DebugString(),
+                     " differs from its input's ", entries_[id].value.shape().DebugString()));
+  }
+  if (grads[id]) {
+    AccumulateInto(*grads[id], grad);
+  } else if (grad.buffer().use_count() == 1) {
+    // A fresh tensor nobody else holds becomes the accumulator as it is.
+    grads[id] = std::move(grad);
+  } else {
+    // Shared (passed through to several inputs, or kept by the op): accumulating into it would
+    // change the other holders, so the accumulator is a copy.
+    grads[id] = grad.Clone();
+  }
+  return absl::OkStatus();
+}
+
+Tape::Grads Tape::CollectResults(const std::vector<int>& source_ids, Grads& grads) {
+  // The gradient moves to the first listing of its source; a source listed again gets a copy.
+  Grads result(source_ids.size());
+  std::vector<int> first_listing(entries_.size(), -1);
+  for (size_t s = 0; s < source_ids.size(); ++s) {
+    const int id = source_ids[s];
+    if (id < 0) continue;
+    if (first_listing[id] >= 0) {
+      const std::optional<Tensor>& first = result[first_listing[id]];
+      if (first) result[s] = first->Clone();
+    } else if (grads[id]) {
+      first_listing[id] = static_cast<int>(s);
+      result[s] = std::move(grads[id]);
+    }
+  }
+  return result;
+}
+
+// The micrograd core: seed the target, walk the tape backwards through what the sources reach,
+// hand each source its accumulated gradient.
+absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<const Tensor> sources,
+                                           const std::optional<Tensor>& output_gradient) {
+  SLUICE_RETURN_IF_ERROR(CheckGradientArgs(target, output_gradient));
+  Grads result(sources.size());
+  const int target_id = Find(target);
+  if (target_id >= 0) {
+    std::vector<int> source_ids;  // -1 for a source the tape never saw
+    for (const Tensor& s : sources) source_ids.push_back(Find(s));
+    std::vector<char> is_source(entries_.size(), 0);
+    for (int id : source_ids) {
+      if (id >= 0) is_source[id] = 1;
+    }
+    Grads grads(entries_.size());
+    grads[target_id] = output_gradient ? output_gradient->Clone() : Ones(target.shape());
+    SLUICE_RETURN_IF_ERROR(Backprop(target_id, MarkNeeded(source_ids), is_source, grads));
+    result = CollectResults(source_ids, grads);
+  }
+  if (!options_.persistent) {
+    used_ = true;
+    entries_.clear();
+    ids_.clear();
+  }
+  return result;
+}
+
+void RecordOperation(absl::Span<const Tensor> inputs, const Tensor& output,
+                     const BackwardFn& backward) {
+  if (pause_depth > 0) return;
+  for (Tape* tape : active_tapes) tape->Record(inputs, output, backward);
+}
+
+bool ShouldRecord(absl::Span<const Tensor> inputs) {
+  if (pause_depth > 0) return false;
+  for (Tape* tape : active_tapes) {
+    for (const Tensor& in : inputs) {
+      if (tape->IsTracked(in)) return true;
+    }
+  }
+  return false;
+}
+
+PauseRecording::PauseRecording() { ++pause_depth; }
+PauseRecording::~PauseRecording() { --pause_depth; }
+
+Tensor StopGradient(const Tensor& tensor) { return tensor.Clone(); }
+
+absl::StatusOr<Tensor> CustomGradient(
+    absl::Span<const Tensor> inputs,
+    const std::function<absl::StatusOr<std::pair<Tensor, BackwardFn>>(absl::Span<const Tensor>)>&
+        fn) {
+  std::pair<Tensor, BackwardFn> out;
+  {
+    PauseRecording pause;
+    SLUICE_ASSIGN_OR_RETURN(out, fn(inputs));
+  }
+  // A user's forward may return an input unchanged; the output needs its own identity.
+  for (const Tensor& in : inputs) {
+    if (in.raw_data() == out.first.raw_data()) {
+      out.first = out.first.Clone();
+      break;
+    }
+  }
+  RecordOperation(inputs, out.first, out.second);
+  return out.first;
+}
+
+namespace internal {
+void NotifyVariableRead(const Tensor& value) {
+  if (pause_depth > 0) return;
+  for (Tape* tape : active_tapes) {
+    if (tape->options().watch_accessed_variables) tape->Watch(value);
+  }
+}
+}  // namespace internal
+
+}  // namespace sluice::train::autodiff

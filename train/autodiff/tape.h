@@ -1,0 +1,131 @@
+#ifndef SLUICE_TRAIN_AUTODIFF_TAPE_H_
+#define SLUICE_TRAIN_AUTODIFF_TAPE_H_
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/tensor.h"
+
+namespace sluice::train::autodiff {
+
+// Gradients of an op's inputs given the gradient of its output; nullopt for an
+// input with no gradient (labels, indices). One entry per recorded input.
+using BackwardFn =
+    std::function<absl::StatusOr<std::vector<std::optional<Tensor>>>(const Tensor& grad_output)>;
+
+struct TapeOptions {
+  // A persistent tape allows several Gradient() calls; otherwise the first
+  // call releases the recorded ops.
+  bool persistent = false;
+  // Trainable Variables read while the tape is active are watched without an
+  // explicit Watch(), as in tf.GradientTape.
+  bool watch_accessed_variables = true;
+};
+
+// Records the ops applied to watched tensors, like tf.GradientTape. A tape
+// records ops run on its own thread while it exists (create and destroy it on
+// one thread); tapes nest, each recording what touches its own watched tensors. A tensor is known
+// by its data pointer and shape: ops always return freshly allocated tensors, and the tape keeps
+// every recorded tensor alive, so an address is never reused while the tape holds it.
+//
+// The tape is micrograd-simple: a list of entries in execution order (which is
+// a topological order), each with its inputs and a backward closure; Gradient
+// walks it backwards, accumulating.
+class Tape {
+ public:
+  explicit Tape(TapeOptions options = {});
+  ~Tape();
+  Tape(const Tape&) = delete;
+  Tape& operator=(const Tape&) = delete;
+
+  // Makes `tensor` a source gradients can be taken with respect to.
+  void Watch(const Tensor& tensor);
+  // True when `tensor` is watched or was computed from a watched tensor.
+  bool IsTracked(const Tensor& tensor) const;
+
+  // d(target)/d(source) for each source, nullopt where the target does not
+  // depend on the source. `output_gradient` (default: ones) seeds the
+  // backward pass, so a non-scalar target gives the gradient of its sum.
+  absl::StatusOr<std::vector<std::optional<Tensor>>> Gradient(
+      const Tensor& target, absl::Span<const Tensor> sources,
+      const std::optional<Tensor>& output_gradient = std::nullopt);
+
+  // Adds an op whose `output` was computed from `inputs`, if any input is
+  // tracked by this tape. Ops call RecordOperation() below instead.
+  void Record(absl::Span<const Tensor> inputs, const Tensor& output, const BackwardFn& backward);
+
+  const TapeOptions& options() const { return options_; }
+
+ private:
+  using Grads = std::vector<std::optional<Tensor>>;
+  using Key = std::pair<const void*, std::vector<int64_t>>;
+  struct Entry {
+    Tensor value;             // keeps the buffer (and so the key) alive
+    std::vector<int> inputs;  // entry ids; -1 for an input the tape does not track
+    BackwardFn backward;      // empty for a watched source
+  };
+  static Key KeyOf(const Tensor& tensor);
+  int Find(const Tensor& tensor) const;
+
+  // The steps of Gradient().
+  absl::Status CheckGradientArgs(const Tensor& target,
+                                 const std::optional<Tensor>& output_gradient) const;
+  // Which entries lie on a path from a source (needed[i] != 0): only those need a backward call.
+  std::vector<char> MarkNeeded(const std::vector<int>& source_ids) const;
+  // Runs the backward functions from the target down, accumulating into `grads` (by entry).
+  absl::Status Backprop(int target_id, const std::vector<char>& needed,
+                        const std::vector<char>& is_source, Grads& grads);
+  // Adds `grad` to entry `id`'s gradient.
+  absl::Status Accumulate(int id, Tensor grad, Grads& grads) const;
+  // Moves each source's gradient out of `grads`, in the order the sources were listed.
+  Grads CollectResults(const std::vector<int>& source_ids, Grads& grads);
+
+  TapeOptions options_;
+  std::vector<Entry> entries_;
+  std::map<Key, int> ids_;
+  bool used_ = false;  // a non-persistent tape already gave its gradient
+};
+
+// Records an op on every active tape on this thread that tracks one of its
+// inputs. Ops call this after computing their output; a user-defined op can
+// too. Does nothing while recording is paused.
+void RecordOperation(absl::Span<const Tensor> inputs, const Tensor& output,
+                     const BackwardFn& backward);
+// True when some active tape tracks one of `inputs`: ops skip building their
+// backward closure otherwise.
+bool ShouldRecord(absl::Span<const Tensor> inputs);
+
+// Pauses recording on this thread for its lifetime (tf's stop_recording).
+// Gradient() pauses while it runs backward closures.
+class PauseRecording {
+ public:
+  PauseRecording();
+  ~PauseRecording();
+  PauseRecording(const PauseRecording&) = delete;
+  PauseRecording& operator=(const PauseRecording&) = delete;
+};
+
+// The same values with no history: gradients do not flow through.
+Tensor StopGradient(const Tensor& tensor);
+
+// tf.custom_gradient: `fn` computes the output from `inputs` (its own ops are
+// not recorded) and returns it with the backward function to use instead.
+absl::StatusOr<Tensor> CustomGradient(
+    absl::Span<const Tensor> inputs,
+    const std::function<absl::StatusOr<std::pair<Tensor, BackwardFn>>(absl::Span<const Tensor>)>&
+        fn);
+
+namespace internal {
+// Called by Variable on every read: active tapes that watch accessed
+// variables watch it.
+void NotifyVariableRead(const Tensor& value);
+}  // namespace internal
+
+}  // namespace sluice::train::autodiff
+
+#endif  // SLUICE_TRAIN_AUTODIFF_TAPE_H_

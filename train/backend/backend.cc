@@ -1,0 +1,70 @@
+#include "train/backend/backend.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "train/backend/cpu/cpu_backend.h"
+
+namespace sluice::train::backend {
+namespace {
+
+struct Registry {
+  absl::Mutex mu;
+  std::map<DeviceType, BackendFactory> factories ABSL_GUARDED_BY(mu);
+};
+
+Registry& GetRegistry() {
+  static Registry* registry = new Registry;
+  return *registry;
+}
+
+}  // namespace
+
+void RegisterBackend(DeviceType type, BackendFactory factory) {
+  Registry& r = GetRegistry();
+  absl::MutexLock lock(&r.mu);
+  r.factories[type] = std::move(factory);
+}
+
+absl::StatusOr<Backend*> BackendFor(const Device& device) {
+  if (device.is_cpu()) return &cpu::CpuBackend::Get();
+  BackendFactory factory;
+  {
+    Registry& r = GetRegistry();
+    absl::MutexLock lock(&r.mu);
+    auto it = r.factories.find(device.type);
+    if (it != r.factories.end()) factory = it->second;
+  }
+  if (!factory) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("a tensor is on ", device.DebugString(),
+                     " but sluice was built without CUDA (configure with -DSLUICE_CUDA=ON on a "
+                     "machine with nvcc)"));
+  }
+  return factory(device.index);
+}
+
+absl::StatusOr<Backend*> BackendFor(absl::string_view op,
+                                    std::initializer_list<const Tensor*> tensors) {
+  Device device = Device::Cpu();
+  bool first = true;
+  for (const Tensor* t : tensors) {
+    if (first) {
+      device = t->device();
+      first = false;
+    } else if (!(t->device() == device)) {
+      return absl::InvalidArgumentError(absl::StrCat(op, ": inputs on different devices (",
+                                                     device.DebugString(), " and ",
+                                                     t->device().DebugString(), ")"));
+    }
+  }
+  absl::StatusOr<Backend*> backend = BackendFor(device);
+  if (!backend.ok()) {
+    return absl::Status(backend.status().code(),
+                        absl::StrCat(op, ": ", backend.status().message()));
+  }
+  return backend;
+}
+
+}  // namespace sluice::train::backend

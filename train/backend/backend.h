@@ -1,0 +1,191 @@
+#ifndef SLUICE_TRAIN_BACKEND_BACKEND_H_
+#define SLUICE_TRAIN_BACKEND_BACKEND_H_
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/device.h"
+#include "core/tensor.h"
+
+namespace sluice::train::backend {
+
+// The kernels the training ops run, for one device. An op checks its
+// arguments, asks BackendFor() for the backend of its inputs' device, allocates
+// its outputs there with Allocate() and calls kernels; its backward closure does
+// the same. Kernels take tensors already shaped and allocated on the backend's
+// device and write into the outputs they are given, so a backend never decides
+// shapes: that stays in the op, shared by every backend.
+//
+// Kernels may run asynchronously (a CUDA backend queues them on its stream):
+// tensor memory must stay alive until Synchronize() or until a later kernel on
+// the same backend has consumed it, which the tape guarantees by holding every
+// recorded tensor. The CPU backend runs each kernel to completion.
+//
+// Layouts are Keras': activations NHWC, convolution filters HWIO, matrices
+// row-major. Every float kernel is float32.
+
+enum class BinaryOp { kAdd, kSub, kMul, kDiv };
+enum class UnaryOp { kRelu, kSigmoid, kTanh, kGelu };
+enum class ReduceOp { kSum, kMax };
+enum class PoolAlgorithm { kMax, kAvgExcludePadding };
+
+// One 2-D convolution: input [n, h, w, c], filter [kh, kw, c, o], output
+// [n, oh, ow, o]; dilation counts from 1 (1 = dense), as in TF.
+struct ConvGeometry {
+  int64_t n = 0, h = 0, w = 0, c = 0;
+  int64_t kh = 0, kw = 0, o = 0;
+  int64_t oh = 0, ow = 0;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+};
+
+// One 2-D pooling: input [n, h, w, c], output [n, oh, ow, c].
+struct PoolGeometry {
+  PoolAlgorithm algorithm = PoolAlgorithm::kMax;
+  int64_t n = 0, h = 0, w = 0, c = 0;
+  int64_t oh = 0, ow = 0;
+  int64_t window_h = 1, window_w = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual Device device() const = 0;
+
+  // --- memory -------------------------------------------------------------
+  // An uninitialised tensor on this backend's device.
+  virtual absl::StatusOr<Tensor> Allocate(DType dtype, const Shape& shape) = 0;
+  // Copies `src` into `dst` (same dtype and element count); either may be on
+  // the host, the other on this device.
+  virtual absl::Status Copy(const Tensor& src, Tensor& dst) = 0;
+  // Sets every float32 element of `t` to `value`.
+  virtual absl::Status Fill(Tensor& t, float value) = 0;
+  // Returns once every kernel queued so far has finished.
+  virtual absl::Status Synchronize() = 0;
+
+  // --- dense linear algebra and convolution -------------------------------
+  // out [m, n] = op(a) op(b), op() transposing when asked (read through
+  // strides, never copied).
+  virtual absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
+                              Tensor& out) = 0;
+  virtual absl::Status Conv2DForward(const ConvGeometry& geo, const Tensor& input,
+                                     const Tensor& filter, Tensor& output) = 0;
+  virtual absl::Status Conv2DBackwardData(const ConvGeometry& geo, const Tensor& grad_output,
+                                          const Tensor& filter, Tensor& grad_input) = 0;
+  virtual absl::Status Conv2DBackwardFilter(const ConvGeometry& geo, const Tensor& input,
+                                            const Tensor& grad_output, Tensor& grad_filter) = 0;
+
+  // --- pooling --------------------------------------------------------------
+  // Returns the workspace the backward pass needs (max pooling's argmax on the
+  // CPU; an empty tensor when the backend needs none), to be passed back to
+  // Pool2DBackward with the same geometry.
+  virtual absl::StatusOr<Tensor> Pool2DForward(const PoolGeometry& geo, const Tensor& input,
+                                               Tensor& output) = 0;
+  virtual absl::Status Pool2DBackward(const PoolGeometry& geo, const Tensor& input,
+                                      const Tensor& output, const Tensor& workspace,
+                                      const Tensor& grad_output, Tensor& grad_input) = 0;
+
+  // --- batch normalisation over every axis but the last (channels) ----------
+  // Training: writes y and the batch mean and biased variance [C].
+  virtual absl::Status BatchNormForwardTraining(const Tensor& x, const Tensor& gamma,
+                                                const Tensor& beta, float epsilon, Tensor& y,
+                                                Tensor& mean, Tensor& variance) = 0;
+  virtual absl::Status BatchNormForwardInference(const Tensor& x, const Tensor& gamma,
+                                                 const Tensor& beta, const Tensor& mean,
+                                                 const Tensor& variance, float epsilon,
+                                                 Tensor& y) = 0;
+  // Gradients given the statistics the forward used. `statistics_are_constant`
+  // is true for inference (mean and variance were inputs, not functions of x).
+  virtual absl::Status BatchNormBackward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                         const Tensor& variance, const Tensor& grad_y,
+                                         float epsilon, bool statistics_are_constant,
+                                         Tensor& grad_x, Tensor& grad_gamma, Tensor& grad_beta) = 0;
+
+  // --- elementwise ----------------------------------------------------------
+  // out = a (op) b with NumPy broadcasting; out has the broadcast shape.
+  virtual absl::Status Binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) = 0;
+  // The gradients of Binary for the operands asked for (non-null), each
+  // summed down to its operand's shape.
+  virtual absl::Status BinaryBackward(BinaryOp op, const Tensor& a, const Tensor& b,
+                                      const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b) = 0;
+  virtual absl::Status Unary(UnaryOp op, const Tensor& x, Tensor& y) = 0;
+  // grad_x = grad_y * f'(x), given x and y = f(x).
+  virtual absl::Status UnaryBackward(UnaryOp op, const Tensor& x, const Tensor& y,
+                                     const Tensor& grad_y, Tensor& grad_x) = 0;
+  // Inverted dropout: mask = (u >= rate) / (1 - rate) with u uniform from
+  // `seed`; out = x * mask. The same seed and shape give the same mask on one
+  // backend.
+  virtual absl::Status Dropout(const Tensor& x, float rate, uint64_t seed, Tensor& mask,
+                               Tensor& out) = 0;
+
+  // --- reductions and data movement -----------------------------------------
+  // out (x's rank, 1 along the dims where `reduced` is true) = reduction of x
+  // over those dims, times `scale` (1/count gives a mean; ignored for kMax).
+  virtual absl::Status Reduce(ReduceOp op, const Tensor& x, const std::vector<bool>& reduced,
+                              float scale, Tensor& out) = 0;
+  // out = scale * in broadcast to out's shape (in has out's rank, 1 where it
+  // repeats): the backward of a sum or mean.
+  virtual absl::Status BroadcastTo(const Tensor& in, float scale, Tensor& out) = 0;
+  // The backward of a max reduction: grad split evenly between tied maxima.
+  virtual absl::Status ReduceMaxBackward(const Tensor& x, const Tensor& max, const Tensor& grad_max,
+                                         Tensor& grad_x) = 0;
+  // out dim i = x dim perm[i].
+  virtual absl::Status Transpose(const Tensor& x, const std::vector<int>& perm, Tensor& out) = 0;
+  // out = the inputs joined along `axis`; Split is its inverse.
+  virtual absl::Status Concat(const std::vector<Tensor>& inputs, int axis, Tensor& out) = 0;
+  virtual absl::Status Split(const Tensor& x, int axis, std::vector<Tensor>& outputs) = 0;
+
+  // --- softmax and loss -----------------------------------------------------
+  // Over the last axis.
+  virtual absl::Status Softmax(const Tensor& logits, Tensor& y) = 0;
+  virtual absl::Status SoftmaxBackward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) = 0;
+  // logits [N, C], labels int64 [N] (already checked to lie in [0, C)): the
+  // per-example loss [N] and the softmax probabilities [N, C].
+  virtual absl::Status SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels,
+                                                 Tensor& loss, Tensor& probs) = 0;
+  // grad_logits = grad_loss[n] * (probs - one_hot(labels)).
+  virtual absl::Status SparseSoftmaxCrossEntropyBackward(const Tensor& probs, const Tensor& labels,
+                                                         const Tensor& grad_loss,
+                                                         Tensor& grad_logits) = 0;
+
+  // --- optimizer updates, fused (one pass over the variable) ----------------
+  // Keras SGD: with momentum, v = momentum v - lr g and w += v (Nesterov:
+  // w += momentum v - lr g); without, w -= lr g. Weight decay first:
+  // w -= lr * weight_decay * w. `velocity` may be null when momentum is 0.
+  virtual absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr,
+                                 float momentum, bool nesterov, float weight_decay) = 0;
+  // Keras Adam: m += (g - m)(1 - beta_1), v += (g^2 - v)(1 - beta_2),
+  // w -= alpha m / (sqrt(v) + epsilon), alpha holding the bias corrections.
+  // Decoupled weight decay first (AdamW): w -= decay * w, decay = lr * weight_decay.
+  virtual absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
+                                  float beta_1, float beta_2, float epsilon, float decay) = 0;
+};
+
+// The backend for `device`: the CPU one always; another when one is
+// registered for the device's type, else an error saying why ("sluice was
+// built without CUDA").
+absl::StatusOr<Backend*> BackendFor(const Device& device);
+// The backend of `tensors`, which must all live on one device; `op` names
+// the caller in the error.
+absl::StatusOr<Backend*> BackendFor(absl::string_view op,
+                                    std::initializer_list<const Tensor*> tensors);
+
+// How gpu/ plugs in: a factory per device type, returning the backend of a
+// device index or an error ("no CUDA device"). Registering again replaces.
+using BackendFactory = std::function<absl::StatusOr<Backend*>(int index)>;
+void RegisterBackend(DeviceType type, BackendFactory factory);
+
+}  // namespace sluice::train::backend
+
+#endif  // SLUICE_TRAIN_BACKEND_BACKEND_H_

@@ -1,0 +1,77 @@
+#include "train/backend/cpu/cpu_allocator.h"
+
+#include <cstdlib>
+#include <map>
+#include <new>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+
+namespace sluice::train::backend::cpu {
+namespace {
+
+struct Pool {
+  absl::Mutex mu;
+  std::map<size_t, std::vector<void*>> free ABSL_GUARDED_BY(mu);  // by rounded size
+  size_t cached ABSL_GUARDED_BY(mu) = 0;
+  int64_t reuses ABSL_GUARDED_BY(mu) = 0;
+};
+
+// Never destroyed: tensors may be released during static destruction.
+Pool& GetPool() {
+  static Pool* pool = new Pool;
+  return *pool;
+}
+
+constexpr size_t kPage = 4096;
+
+void Release(void* p, size_t size) {
+  Pool& pool = GetPool();
+  {
+    absl::MutexLock lock(&pool.mu);
+    if (pool.cached + size <= CpuAllocator::kMaxCachedBytes) {
+      pool.free[size].push_back(p);
+      pool.cached += size;
+      return;
+    }
+  }
+  std::free(p);
+}
+
+}  // namespace
+
+Tensor CpuAllocator::Allocate(DType dtype, const Shape& shape) {
+  const size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
+  if (dtype == DType::kBytes || bytes < kMinCachedBytes) return Tensor(dtype, shape);
+  const size_t size = (bytes + kPage - 1) / kPage * kPage;
+  void* p = nullptr;
+  Pool& pool = GetPool();
+  {
+    absl::MutexLock lock(&pool.mu);
+    auto it = pool.free.find(size);
+    if (it != pool.free.end() && !it->second.empty()) {
+      p = it->second.back();
+      it->second.pop_back();
+      pool.cached -= size;
+      ++pool.reuses;
+    }
+  }
+  if (p == nullptr) {
+    p = std::aligned_alloc(kPage, size);
+    if (p == nullptr) throw std::bad_alloc();
+  }
+  auto buffer = Buffer::Wrap(p, size, Device::Cpu(), [size](void* q) { Release(q, size); });
+  return *Tensor::FromBuffer(dtype, shape, std::move(buffer));
+}
+
+size_t CpuAllocator::cached_bytes() {
+  absl::MutexLock lock(&GetPool().mu);
+  return GetPool().cached;
+}
+
+int64_t CpuAllocator::reuses() {
+  absl::MutexLock lock(&GetPool().mu);
+  return GetPool().reuses;
+}
+
+}  // namespace sluice::train::backend::cpu

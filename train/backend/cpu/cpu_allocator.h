@@ -1,0 +1,32 @@
+#ifndef SLUICE_TRAIN_BACKEND_CPU_CPU_ALLOCATOR_H_
+#define SLUICE_TRAIN_BACKEND_CPU_CPU_ALLOCATOR_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace sluice::train::backend::cpu {
+
+// Tensors for the CPU backend from a cache of freed blocks. A training step
+// allocates the same large activations and gradients every time; fresh
+// megabyte-sized blocks come from mmap and are paid for again in page faults
+// (about a tenth of a CNN step before this cache). Blocks of at least
+// kMinCachedBytes go back to a per-size free list when their last tensor goes;
+// at most kMaxCachedBytes are kept idle. Thread-safe.
+class CpuAllocator {
+ public:
+  static constexpr size_t kMinCachedBytes = 64 * 1024;
+  static constexpr size_t kMaxCachedBytes = size_t{512} << 20;
+
+  // An uninitialised numeric tensor (kBytes tensors are allocated directly).
+  static Tensor Allocate(DType dtype, const Shape& shape);
+
+  // Bytes idle in the cache now, and how many allocations it served.
+  static size_t cached_bytes();
+  static int64_t reuses();
+};
+
+}  // namespace sluice::train::backend::cpu
+
+#endif  // SLUICE_TRAIN_BACKEND_CPU_CPU_ALLOCATOR_H_

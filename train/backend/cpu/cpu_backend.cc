@@ -1,0 +1,459 @@
+#include "train/backend/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+#include "oneapi/dnnl/dnnl.hpp"
+#include "train/backend/cpu/cpu_allocator.h"
+#include "train/backend/cpu/cpu_threads.h"
+#include "train/backend/cpu/dnnl_engine.h"
+#include "train/backend/cpu/dnnl_primitive_cache.h"
+
+namespace sluice::train::backend::cpu {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+constexpr auto kF32 = memory::data_type::f32;
+
+void* Ptr(const Tensor& t) { return const_cast<void*>(t.raw_data()); }
+
+// Streams are not thread-safe; one per thread, made once.
+dnnl::stream& ThreadStream() {
+  ApplyCpuThreadsToOpenMp();
+  thread_local dnnl::stream stream(CpuEngine());
+  return stream;
+}
+
+// oneDNN reports errors by exception; no exception crosses our API.
+template <typename Fn>
+absl::Status Guard(absl::string_view op, Fn fn) {
+  try {
+    fn();
+  } catch (const dnnl::error& e) {
+    return absl::InternalError(absl::StrCat(op, ": oneDNN failed: ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+void Execute(const dnnl::primitive& p, const std::unordered_map<int, memory>& args) {
+  dnnl::stream& stream = ThreadStream();
+  p.execute(stream, args);
+  stream.wait();
+}
+
+// --- matmul -------------------------------------------------------------------
+
+struct MatMulEntry {
+  memory::desc a, b, c;
+  dnnl::matmul primitive;
+};
+
+// A [rows, cols] view of a row-major tensor stored as [cols, rows] when
+// `transposed`.
+memory::desc MatrixDesc(int64_t rows, int64_t cols, bool transposed) {
+  return memory::desc({rows, cols}, kF32,
+                      transposed ? memory::dims{1, rows} : memory::dims{cols, 1});
+}
+
+// --- convolution ----------------------------------------------------------------
+
+std::string ConvKey(absl::string_view kind, const ConvGeometry& g) {
+  return absl::StrCat(
+      kind, ":",
+      absl::StrJoin({g.n, g.h, g.w, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.stride_h, g.stride_w,
+                     g.dilation_h, g.dilation_w, g.pad_top, g.pad_bottom, g.pad_left, g.pad_right},
+                    ","));
+}
+
+struct ConvDescs {
+  memory::desc src, user_weights, any_weights, dst;
+  memory::dims strides, dilates, pad_l, pad_r;
+};
+
+ConvDescs MakeConvDescs(const ConvGeometry& g) {
+  return {memory::desc({g.n, g.c, g.h, g.w}, kF32, Tag::nhwc),
+          memory::desc({g.o, g.c, g.kh, g.kw}, kF32, Tag::hwio),
+          memory::desc({g.o, g.c, g.kh, g.kw}, kF32, Tag::any),
+          memory::desc({g.n, g.o, g.oh, g.ow}, kF32, Tag::nhwc),
+          {g.stride_h, g.stride_w},
+          {g.dilation_h - 1, g.dilation_w - 1},
+          {g.pad_top, g.pad_left},
+          {g.pad_bottom, g.pad_right}};
+}
+
+// Activations stay NHWC (no reorder of the big tensors); the filter's layout
+// is left to oneDNN, which prefers a blocked one for its JIT kernels, and the
+// filter (small) is reordered to and from HWIO.
+dnnl::convolution_forward::primitive_desc ConvForwardPd(const ConvDescs& d) {
+  return {{dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.src,
+           d.any_weights, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r},
+          CpuEngine()};
+}
+
+struct ConvForwardEntry {
+  memory::desc weights;  // the layout the primitive wants
+  bool reorder_weights;
+  dnnl::reorder weights_reorder;  // HWIO -> weights, when reorder_weights
+  dnnl::convolution_forward primitive;
+};
+
+struct ConvBackwardDataEntry {
+  memory::desc weights;
+  bool reorder_weights;
+  dnnl::reorder weights_reorder;
+  dnnl::convolution_backward_data primitive;
+};
+
+struct ConvBackwardFilterEntry {
+  memory::desc diff_weights;
+  bool reorder_weights;
+  dnnl::reorder weights_reorder;  // diff_weights -> HWIO
+  dnnl::convolution_backward_weights primitive;
+};
+
+// --- pooling ----------------------------------------------------------------------
+
+std::string PoolKey(absl::string_view kind, const PoolGeometry& g) {
+  return absl::StrCat(
+      kind, ":", static_cast<int>(g.algorithm), ":",
+      absl::StrJoin({g.n, g.h, g.w, g.c, g.oh, g.ow, g.window_h, g.window_w, g.stride_h, g.stride_w,
+                     g.pad_top, g.pad_bottom, g.pad_left, g.pad_right},
+                    ","));
+}
+
+dnnl::pooling_forward::primitive_desc PoolForwardPd(const PoolGeometry& g) {
+  const dnnl::algorithm algorithm = g.algorithm == PoolAlgorithm::kMax
+                                        ? dnnl::algorithm::pooling_max
+                                        : dnnl::algorithm::pooling_avg_exclude_padding;
+  return {{dnnl::prop_kind::forward_training,
+           algorithm,
+           memory::desc({g.n, g.c, g.h, g.w}, kF32, Tag::nhwc),
+           memory::desc({g.n, g.c, g.oh, g.ow}, kF32, Tag::nhwc),
+           {g.stride_h, g.stride_w},
+           {g.window_h, g.window_w},
+           {g.pad_top, g.pad_left},
+           {g.pad_bottom, g.pad_right}},
+          CpuEngine()};
+}
+
+struct PoolForwardEntry {
+  memory::desc src, dst, workspace;
+  dnnl::pooling_forward primitive;
+};
+
+struct PoolBackwardEntry {
+  memory::desc src, dst, workspace;
+  dnnl::pooling_backward primitive;
+};
+
+// --- batch norm --------------------------------------------------------------------
+
+// x [..., C] is read as [M, C]: statistics over M. It is described to oneDNN as
+// 1 x C x M x 1 in "nhwc" (the same bytes): oneDNN 2.6 runs its JIT kernels only for
+// 4D channels-last data, and its "nc" fallback was 6x slower than the convolutions.
+struct BatchNormDims {
+  int64_t m, c;
+};
+BatchNormDims BnDims(const Tensor& x) {
+  const int64_t c = x.dim(x.rank() - 1);
+  return {c == 0 ? 0 : x.num_elements() / c, c};
+}
+
+dnnl::normalization_flags BnFlags(bool global_stats) {
+  auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+  if (global_stats) flags = flags | dnnl::normalization_flags::use_global_stats;
+  return flags;
+}
+
+dnnl::batch_normalization_forward::primitive_desc BnForwardPd(BatchNormDims d, float epsilon,
+                                                              bool global_stats) {
+  return {{global_stats ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
+           memory::desc({1, d.c, d.m, 1}, kF32, Tag::nhwc), epsilon, BnFlags(global_stats)},
+          CpuEngine()};
+}
+
+struct BnForwardEntry {
+  memory::desc data, stat;
+  dnnl::batch_normalization_forward primitive;
+};
+
+struct BnBackwardEntry {
+  memory::desc data, stat;
+  dnnl::batch_normalization_backward primitive;
+};
+
+std::shared_ptr<const BnForwardEntry> BnForward(BatchNormDims d, float epsilon, bool global) {
+  return DnnlPrimitiveCache::Global().GetOrCreate<BnForwardEntry>(
+      absl::StrCat("bn_fwd:", d.m, ",", d.c, ",", epsilon, ",", global), [=] {
+        auto pd = BnForwardPd(d, epsilon, global);
+        return std::make_shared<BnForwardEntry>(
+            BnForwardEntry{pd.src_desc(), pd.mean_desc(), dnnl::batch_normalization_forward(pd)});
+      });
+}
+
+// The filter in the layout `entry`'s primitive reads: the HWIO tensor itself, or a
+// reordered copy when the primitive wants its own blocked layout.
+template <typename Entry>
+memory PrimitiveWeights(const Entry& entry, const ConvDescs& d, const Tensor& filter) {
+  memory user_weights(d.user_weights, CpuEngine(), Ptr(filter));
+  if (!entry.reorder_weights) return user_weights;
+  memory weights(entry.weights, CpuEngine());
+  Execute(entry.weights_reorder, {{DNNL_ARG_FROM, user_weights}, {DNNL_ARG_TO, weights}});
+  return weights;
+}
+
+}  // namespace
+
+CpuBackend& CpuBackend::Get() {
+  static CpuBackend* backend = new CpuBackend();
+  return *backend;
+}
+
+absl::StatusOr<Tensor> CpuBackend::Allocate(DType dtype, const Shape& shape) {
+  return CpuAllocator::Allocate(dtype, shape);
+}
+
+absl::Status CpuBackend::Copy(const Tensor& src, Tensor& dst) {
+  if (src.dtype() != dst.dtype() || src.num_elements() != dst.num_elements() ||
+      !src.device().is_cpu() || !dst.device().is_cpu() || src.dtype() == DType::kBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CpuBackend::Copy: want two numeric CPU tensors of one dtype and size, got ",
+                     DTypeName(src.dtype()), src.shape().DebugString(), " on ",
+                     src.device().DebugString(), " and ", DTypeName(dst.dtype()),
+                     dst.shape().DebugString(), " on ", dst.device().DebugString()));
+  }
+  if (src.byte_size() > 0) std::memcpy(dst.raw_data(), src.raw_data(), src.byte_size());
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::MatMul(const Tensor& a, bool transpose_a, const Tensor& b,
+                                bool transpose_b, Tensor& out) {
+  const int64_t m = out.dim(0), n = out.dim(1);
+  const int64_t k = transpose_a ? a.dim(0) : a.dim(1);
+  if (m * n == 0) return absl::OkStatus();
+  if (k == 0) return Fill(out, 0.0f);
+  return Guard("MatMul", [&] {
+    auto entry = DnnlPrimitiveCache::Global().GetOrCreate<MatMulEntry>(
+        absl::StrCat("matmul:", m, ",", k, ",", n, ",", transpose_a, ",", transpose_b), [&] {
+          memory::desc a_md = MatrixDesc(m, k, transpose_a), b_md = MatrixDesc(k, n, transpose_b),
+                       c_md = MatrixDesc(m, n, false);
+          dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), CpuEngine());
+          return std::make_shared<MatMulEntry>(MatMulEntry{a_md, b_md, c_md, dnnl::matmul(pd)});
+        });
+    const dnnl::engine& engine = CpuEngine();
+    Execute(entry->primitive, {{DNNL_ARG_SRC, memory(entry->a, engine, Ptr(a))},
+                               {DNNL_ARG_WEIGHTS, memory(entry->b, engine, Ptr(b))},
+                               {DNNL_ARG_DST, memory(entry->c, engine, out.raw_data())}});
+  });
+}
+
+absl::Status CpuBackend::Conv2DForward(const ConvGeometry& geo, const Tensor& input,
+                                       const Tensor& filter, Tensor& output) {
+  return Guard("Conv2D", [&] {
+    const ConvDescs d = MakeConvDescs(geo);
+    auto entry =
+        DnnlPrimitiveCache::Global().GetOrCreate<ConvForwardEntry>(ConvKey("conv_fwd", geo), [&] {
+          auto pd = ConvForwardPd(d);
+          const bool reorder = pd.weights_desc() != d.user_weights;
+          return std::make_shared<ConvForwardEntry>(
+              ConvForwardEntry{pd.weights_desc(), reorder,
+                               reorder ? dnnl::reorder(memory(d.user_weights, CpuEngine()),
+                                                       memory(pd.weights_desc(), CpuEngine()))
+                                       : dnnl::reorder(),
+                               dnnl::convolution_forward(pd)});
+        });
+    const dnnl::engine& engine = CpuEngine();
+    const memory weights = PrimitiveWeights(*entry, d, filter);
+    Execute(entry->primitive, {{DNNL_ARG_SRC, memory(d.src, engine, Ptr(input))},
+                               {DNNL_ARG_WEIGHTS, weights},
+                               {DNNL_ARG_DST, memory(d.dst, engine, output.raw_data())}});
+  });
+}
+
+absl::Status CpuBackend::Conv2DBackwardData(const ConvGeometry& geo, const Tensor& grad_output,
+                                            const Tensor& filter, Tensor& grad_input) {
+  return Guard("Conv2D backward data", [&] {
+    const ConvDescs d = MakeConvDescs(geo);
+    auto entry = DnnlPrimitiveCache::Global().GetOrCreate<ConvBackwardDataEntry>(
+        ConvKey("conv_bwd_data", geo), [&] {
+          dnnl::convolution_backward_data::primitive_desc pd(
+              {dnnl::algorithm::convolution_direct, d.src, d.any_weights, d.dst, d.strides,
+               d.dilates, d.pad_l, d.pad_r},
+              CpuEngine(), ConvForwardPd(d));
+          const bool reorder = pd.weights_desc() != d.user_weights;
+          return std::make_shared<ConvBackwardDataEntry>(
+              ConvBackwardDataEntry{pd.weights_desc(), reorder,
+                                    reorder ? dnnl::reorder(memory(d.user_weights, CpuEngine()),
+                                                            memory(pd.weights_desc(), CpuEngine()))
+                                            : dnnl::reorder(),
+                                    dnnl::convolution_backward_data(pd)});
+        });
+    const dnnl::engine& engine = CpuEngine();
+    const memory weights = PrimitiveWeights(*entry, d, filter);
+    Execute(entry->primitive, {{DNNL_ARG_DIFF_DST, memory(d.dst, engine, Ptr(grad_output))},
+                               {DNNL_ARG_WEIGHTS, weights},
+                               {DNNL_ARG_DIFF_SRC, memory(d.src, engine, grad_input.raw_data())}});
+  });
+}
+
+absl::Status CpuBackend::Conv2DBackwardFilter(const ConvGeometry& geo, const Tensor& input,
+                                              const Tensor& grad_output, Tensor& grad_filter) {
+  return Guard("Conv2D backward filter", [&] {
+    const ConvDescs d = MakeConvDescs(geo);
+    auto entry = DnnlPrimitiveCache::Global().GetOrCreate<ConvBackwardFilterEntry>(
+        ConvKey("conv_bwd_filter", geo), [&] {
+          dnnl::convolution_backward_weights::primitive_desc pd(
+              {dnnl::algorithm::convolution_direct, d.src, d.any_weights, d.dst, d.strides,
+               d.dilates, d.pad_l, d.pad_r},
+              CpuEngine(), ConvForwardPd(d));
+          const bool reorder = pd.diff_weights_desc() != d.user_weights;
+          return std::make_shared<ConvBackwardFilterEntry>(ConvBackwardFilterEntry{
+              pd.diff_weights_desc(), reorder,
+              reorder ? dnnl::reorder(memory(pd.diff_weights_desc(), CpuEngine()),
+                                      memory(d.user_weights, CpuEngine()))
+                      : dnnl::reorder(),
+              dnnl::convolution_backward_weights(pd)});
+        });
+    const dnnl::engine& engine = CpuEngine();
+    memory user_weights(d.user_weights, engine, grad_filter.raw_data());
+    memory diff_weights =
+        entry->reorder_weights ? memory(entry->diff_weights, engine) : user_weights;
+    Execute(entry->primitive, {{DNNL_ARG_SRC, memory(d.src, engine, Ptr(input))},
+                               {DNNL_ARG_DIFF_DST, memory(d.dst, engine, Ptr(grad_output))},
+                               {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
+    if (entry->reorder_weights) {
+      Execute(entry->weights_reorder, {{DNNL_ARG_FROM, diff_weights}, {DNNL_ARG_TO, user_weights}});
+    }
+  });
+}
+
+absl::StatusOr<Tensor> CpuBackend::Pool2DForward(const PoolGeometry& geo, const Tensor& input,
+                                                 Tensor& output) {
+  Tensor workspace;
+  SLUICE_RETURN_IF_ERROR(Guard("Pool2D", [&] {
+    auto entry =
+        DnnlPrimitiveCache::Global().GetOrCreate<PoolForwardEntry>(PoolKey("pool_fwd", geo), [&] {
+          auto pd = PoolForwardPd(geo);
+          return std::make_shared<PoolForwardEntry>(PoolForwardEntry{
+              pd.src_desc(), pd.dst_desc(), pd.workspace_desc(), dnnl::pooling_forward(pd)});
+        });
+    const dnnl::engine& engine = CpuEngine();
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, memory(entry->src, engine, Ptr(input))},
+        {DNNL_ARG_DST, memory(entry->dst, engine, output.raw_data())}};
+    // Max pooling's backward needs the argmax positions the forward leaves in
+    // its workspace: kept in a tensor the op holds for the backward.
+    const size_t ws_bytes = entry->workspace.get_size();
+    if (ws_bytes > 0) {
+      workspace = Tensor(DType::kUint8, Shape{static_cast<int64_t>(ws_bytes)});
+      args.insert({DNNL_ARG_WORKSPACE, memory(entry->workspace, engine, workspace.raw_data())});
+    }
+    Execute(entry->primitive, args);
+  }));
+  return workspace;
+}
+
+absl::Status CpuBackend::Pool2DBackward(const PoolGeometry& geo, const Tensor& input,
+                                        const Tensor& output, const Tensor& workspace,
+                                        const Tensor& grad_output, Tensor& grad_input) {
+  return Guard("Pool2D backward", [&] {
+    auto entry =
+        DnnlPrimitiveCache::Global().GetOrCreate<PoolBackwardEntry>(PoolKey("pool_bwd", geo), [&] {
+          auto fwd = PoolForwardPd(geo);
+          const dnnl::algorithm algorithm = geo.algorithm == PoolAlgorithm::kMax
+                                                ? dnnl::algorithm::pooling_max
+                                                : dnnl::algorithm::pooling_avg_exclude_padding;
+          dnnl::pooling_backward::primitive_desc pd({algorithm,
+                                                     fwd.src_desc(),
+                                                     fwd.dst_desc(),
+                                                     {geo.stride_h, geo.stride_w},
+                                                     {geo.window_h, geo.window_w},
+                                                     {geo.pad_top, geo.pad_left},
+                                                     {geo.pad_bottom, geo.pad_right}},
+                                                    CpuEngine(), fwd);
+          return std::make_shared<PoolBackwardEntry>(PoolBackwardEntry{
+              fwd.src_desc(), fwd.dst_desc(), fwd.workspace_desc(), dnnl::pooling_backward(pd)});
+        });
+    const dnnl::engine& engine = CpuEngine();
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_DIFF_DST, memory(entry->dst, engine, Ptr(grad_output))},
+        {DNNL_ARG_DIFF_SRC, memory(entry->src, engine, grad_input.raw_data())}};
+    if (entry->workspace.get_size() > 0) {
+      args.insert({DNNL_ARG_WORKSPACE, memory(entry->workspace, engine, Ptr(workspace))});
+    }
+    Execute(entry->primitive, args);
+  });
+}
+
+absl::Status CpuBackend::BatchNormForwardTraining(const Tensor& x, const Tensor& gamma,
+                                                  const Tensor& beta, float epsilon, Tensor& y,
+                                                  Tensor& mean, Tensor& variance) {
+  return Guard("BatchNormTraining", [&] {
+    auto entry = BnForward(BnDims(x), epsilon, /*global=*/false);
+    const dnnl::engine& engine = CpuEngine();
+    Execute(entry->primitive,
+            {{DNNL_ARG_SRC, memory(entry->data, engine, Ptr(x))},
+             {DNNL_ARG_SCALE, memory(entry->stat, engine, Ptr(gamma))},
+             {DNNL_ARG_SHIFT, memory(entry->stat, engine, Ptr(beta))},
+             {DNNL_ARG_MEAN, memory(entry->stat, engine, mean.raw_data())},
+             {DNNL_ARG_VARIANCE, memory(entry->stat, engine, variance.raw_data())},
+             {DNNL_ARG_DST, memory(entry->data, engine, y.raw_data())}});
+  });
+}
+
+absl::Status CpuBackend::BatchNormForwardInference(const Tensor& x, const Tensor& gamma,
+                                                   const Tensor& beta, const Tensor& mean,
+                                                   const Tensor& variance, float epsilon,
+                                                   Tensor& y) {
+  return Guard("BatchNormInference", [&] {
+    auto entry = BnForward(BnDims(x), epsilon, /*global=*/true);
+    const dnnl::engine& engine = CpuEngine();
+    Execute(entry->primitive, {{DNNL_ARG_SRC, memory(entry->data, engine, Ptr(x))},
+                               {DNNL_ARG_SCALE, memory(entry->stat, engine, Ptr(gamma))},
+                               {DNNL_ARG_SHIFT, memory(entry->stat, engine, Ptr(beta))},
+                               {DNNL_ARG_MEAN, memory(entry->stat, engine, Ptr(mean))},
+                               {DNNL_ARG_VARIANCE, memory(entry->stat, engine, Ptr(variance))},
+                               {DNNL_ARG_DST, memory(entry->data, engine, y.raw_data())}});
+  });
+}
+
+absl::Status CpuBackend::BatchNormBackward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                           const Tensor& variance, const Tensor& grad_y,
+                                           float epsilon, bool statistics_are_constant,
+                                           Tensor& grad_x, Tensor& grad_gamma, Tensor& grad_beta) {
+  return Guard("BatchNorm backward", [&] {
+    const BatchNormDims dims = BnDims(x);
+    const bool global = statistics_are_constant;
+    auto entry = DnnlPrimitiveCache::Global().GetOrCreate<BnBackwardEntry>(
+        absl::StrCat("bn_bwd:", dims.m, ",", dims.c, ",", epsilon, ",", global), [&] {
+          auto fwd = BnForwardPd(dims, epsilon, global);
+          dnnl::batch_normalization_backward::primitive_desc pd(
+              {dnnl::prop_kind::backward, fwd.dst_desc(), fwd.src_desc(), epsilon, BnFlags(global)},
+              CpuEngine(), fwd);
+          return std::make_shared<BnBackwardEntry>(BnBackwardEntry{
+              fwd.src_desc(), fwd.mean_desc(), dnnl::batch_normalization_backward(pd)});
+        });
+    const dnnl::engine& engine = CpuEngine();
+    Execute(entry->primitive,
+            {{DNNL_ARG_SRC, memory(entry->data, engine, Ptr(x))},
+             {DNNL_ARG_MEAN, memory(entry->stat, engine, Ptr(mean))},
+             {DNNL_ARG_VARIANCE, memory(entry->stat, engine, Ptr(variance))},
+             {DNNL_ARG_DIFF_DST, memory(entry->data, engine, Ptr(grad_y))},
+             {DNNL_ARG_SCALE, memory(entry->stat, engine, Ptr(gamma))},
+             // oneDNN 2.6 requires a shift argument with use_shift even here,
+             // though the backward never reads it (the gradient does not depend
+             // on beta); gamma's memory stands in.
+             {DNNL_ARG_SHIFT, memory(entry->stat, engine, Ptr(gamma))},
+             {DNNL_ARG_DIFF_SRC, memory(entry->data, engine, grad_x.raw_data())},
+             {DNNL_ARG_DIFF_SCALE, memory(entry->stat, engine, grad_gamma.raw_data())},
+             {DNNL_ARG_DIFF_SHIFT, memory(entry->stat, engine, grad_beta.raw_data())}});
+  });
+}
+
+}  // namespace sluice::train::backend::cpu

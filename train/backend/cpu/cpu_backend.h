@@ -1,0 +1,85 @@
+#ifndef SLUICE_TRAIN_BACKEND_CPU_CPU_BACKEND_H_
+#define SLUICE_TRAIN_BACKEND_CPU_CPU_BACKEND_H_
+
+#include "train/backend/backend.h"
+
+namespace sluice::train::backend::cpu {
+
+// The CPU backend: oneDNN for matmul, convolution, pooling and batch norm
+// (primitives cached by shape in DnnlPrimitiveCache), and our own loops for
+// the rest, split across CpuThreads() with oneTBB and written so that the
+// compiler vectorises their inner loops. Every kernel has finished when it
+// returns. Thread-safe: kernels may run on several threads at once.
+//
+// The oneDNN kernels are in cpu_backend.cc, the elementwise, reduction, loss
+// and optimizer kernels in cpu_elementwise_kernels.cc.
+class CpuBackend final : public Backend {
+ public:
+  static CpuBackend& Get();
+
+  Device device() const override { return Device::Cpu(); }
+
+  absl::StatusOr<Tensor> Allocate(DType dtype, const Shape& shape) override;
+  absl::Status Copy(const Tensor& src, Tensor& dst) override;
+  absl::Status Fill(Tensor& t, float value) override;
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+
+  absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
+                      Tensor& out) override;
+  absl::Status Conv2DForward(const ConvGeometry& geo, const Tensor& input, const Tensor& filter,
+                             Tensor& output) override;
+  absl::Status Conv2DBackwardData(const ConvGeometry& geo, const Tensor& grad_output,
+                                  const Tensor& filter, Tensor& grad_input) override;
+  absl::Status Conv2DBackwardFilter(const ConvGeometry& geo, const Tensor& input,
+                                    const Tensor& grad_output, Tensor& grad_filter) override;
+  absl::StatusOr<Tensor> Pool2DForward(const PoolGeometry& geo, const Tensor& input,
+                                       Tensor& output) override;
+  absl::Status Pool2DBackward(const PoolGeometry& geo, const Tensor& input, const Tensor& output,
+                              const Tensor& workspace, const Tensor& grad_output,
+                              Tensor& grad_input) override;
+  absl::Status BatchNormForwardTraining(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                        float epsilon, Tensor& y, Tensor& mean,
+                                        Tensor& variance) override;
+  absl::Status BatchNormForwardInference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                         const Tensor& mean, const Tensor& variance, float epsilon,
+                                         Tensor& y) override;
+  absl::Status BatchNormBackward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                 const Tensor& variance, const Tensor& grad_y, float epsilon,
+                                 bool statistics_are_constant, Tensor& grad_x, Tensor& grad_gamma,
+                                 Tensor& grad_beta) override;
+
+  absl::Status Binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) override;
+  absl::Status BinaryBackward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& grad_out,
+                              Tensor* grad_a, Tensor* grad_b) override;
+  absl::Status Unary(UnaryOp op, const Tensor& x, Tensor& y) override;
+  absl::Status UnaryBackward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
+                             Tensor& grad_x) override;
+  absl::Status Dropout(const Tensor& x, float rate, uint64_t seed, Tensor& mask,
+                       Tensor& out) override;
+  absl::Status Reduce(ReduceOp op, const Tensor& x, const std::vector<bool>& reduced, float scale,
+                      Tensor& out) override;
+  absl::Status BroadcastTo(const Tensor& in, float scale, Tensor& out) override;
+  absl::Status ReduceMaxBackward(const Tensor& x, const Tensor& max, const Tensor& grad_max,
+                                 Tensor& grad_x) override;
+  absl::Status Transpose(const Tensor& x, const std::vector<int>& perm, Tensor& out) override;
+  absl::Status Concat(const std::vector<Tensor>& inputs, int axis, Tensor& out) override;
+  absl::Status Split(const Tensor& x, int axis, std::vector<Tensor>& outputs) override;
+  absl::Status Softmax(const Tensor& logits, Tensor& y) override;
+  absl::Status SoftmaxBackward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) override;
+  absl::Status SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels, Tensor& loss,
+                                         Tensor& probs) override;
+  absl::Status SparseSoftmaxCrossEntropyBackward(const Tensor& probs, const Tensor& labels,
+                                                 const Tensor& grad_loss,
+                                                 Tensor& grad_logits) override;
+  absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr, float momentum,
+                         bool nesterov, float weight_decay) override;
+  absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
+                          float beta_1, float beta_2, float epsilon, float decay) override;
+
+ private:
+  CpuBackend() = default;
+};
+
+}  // namespace sluice::train::backend::cpu
+
+#endif  // SLUICE_TRAIN_BACKEND_CPU_CPU_BACKEND_H_

@@ -1,0 +1,52 @@
+#ifndef SLUICE_TRAIN_CALLBACKS_CALLBACK_H_
+#define SLUICE_TRAIN_CALLBACKS_CALLBACK_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "train/callbacks/training_loop.h"
+
+namespace sluice::train::callbacks {
+
+// Metric values by name, as Keras' `logs`: "loss", "accuracy", "top_5_accuracy", their "val_"
+// twins, "learning_rate", "input_wait_share", "images_per_second".
+using Logs = std::map<std::string, double>;
+
+// The value of `key` in `logs`, or nullopt.
+inline std::optional<double> LogValue(const Logs& logs, absl::string_view key) {
+  auto it = logs.find(std::string(key));
+  if (it == logs.end()) return std::nullopt;
+  return it->second;
+}
+
+// A hook into fit::Trainer::Fit, as keras.callbacks.Callback. Fit calls set_trainer() first, then
+// the On* methods in this order: OnTrainBegin, per epoch OnEpochBegin, OnBatchEnd after each step,
+// OnEpochEnd (with the epoch's metrics and validation metrics), and OnTrainEnd. An error from a
+// callback stops Fit and is returned by it. A callback may call trainer()->StopTraining() (Keras'
+// model.stop_training = True), read and set the model's variables, or save a checkpoint.
+class Callback {
+ public:
+  virtual ~Callback() = default;
+
+  void set_trainer(TrainingLoop* trainer) { trainer_ = trainer; }
+  TrainingLoop* trainer() const { return trainer_; }
+
+  virtual absl::Status OnTrainBegin(const Logs& logs) { return absl::OkStatus(); }
+  virtual absl::Status OnTrainEnd(const Logs& logs) { return absl::OkStatus(); }
+  // `epoch` counts from 0.
+  virtual absl::Status OnEpochBegin(int64_t epoch, const Logs& logs) { return absl::OkStatus(); }
+  virtual absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) { return absl::OkStatus(); }
+  // `batch` counts from 0 within the epoch; `logs` holds the epoch's running metrics.
+  virtual absl::Status OnBatchEnd(int64_t batch, const Logs& logs) { return absl::OkStatus(); }
+
+ private:
+  TrainingLoop* trainer_ = nullptr;
+};
+
+}  // namespace sluice::train::callbacks
+
+#endif  // SLUICE_TRAIN_CALLBACKS_CALLBACK_H_

@@ -1,0 +1,47 @@
+#include "train/callbacks/model_checkpoint.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "core/status_macros.h"
+
+namespace sluice::train::callbacks {
+
+ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options)
+    : options_(std::move(options)), monitor_(options_.monitor, options_.mode) {}
+
+absl::Status ModelCheckpoint::OnTrainBegin(const Logs& logs) {
+  if (options_.path.empty()) return absl::InvalidArgumentError("ModelCheckpoint: empty path");
+  if (options_.save_freq < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ModelCheckpoint: save_freq must be >= 0, got ", options_.save_freq));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ModelCheckpoint::MaybeSave(int64_t epoch, const Logs& logs) {
+  if (options_.save_best_only) {
+    SLUICE_ASSIGN_OR_RETURN(double value, monitor_.Get(logs, "ModelCheckpoint"));
+    if (!monitor_.IsImprovement(value)) return absl::OkStatus();
+    monitor_.set_best(value);
+  }
+  const std::string path =
+      absl::StrReplaceAll(options_.path, {{"{epoch}", absl::StrCat(epoch + 1)}});
+  SLUICE_RETURN_IF_ERROR(trainer()->SaveCheckpoint(path));
+  ++saves_;
+  last_path_ = path;
+  return absl::OkStatus();
+}
+
+absl::Status ModelCheckpoint::OnEpochEnd(int64_t epoch, const Logs& logs) {
+  if (options_.save_freq != 0) return absl::OkStatus();
+  return MaybeSave(epoch, logs);
+}
+
+absl::Status ModelCheckpoint::OnBatchEnd(int64_t batch, const Logs& logs) {
+  if (options_.save_freq == 0 || trainer()->global_step() % options_.save_freq != 0) {
+    return absl::OkStatus();
+  }
+  return MaybeSave(trainer()->epoch(), logs);
+}
+
+}  // namespace sluice::train::callbacks

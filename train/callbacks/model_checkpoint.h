@@ -1,0 +1,48 @@
+#ifndef SLUICE_TRAIN_CALLBACKS_MODEL_CHECKPOINT_H_
+#define SLUICE_TRAIN_CALLBACKS_MODEL_CHECKPOINT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "train/callbacks/callback.h"
+#include "train/callbacks/metric_monitor.h"
+
+namespace sluice::train::callbacks {
+
+struct ModelCheckpointOptions {
+  // Where to save; "{epoch}" is replaced by the 1-based epoch number (Keras' "{epoch:02d}").
+  std::string path;
+  std::string monitor = "val_loss";
+  // Save only when `monitor` improves on the best value so far.
+  bool save_best_only = false;
+  MonitorMode mode = MonitorMode::kAuto;
+  // 0: at the end of each epoch; N: every N steps (with the running metrics as logs).
+  int64_t save_freq = 0;
+};
+
+// keras.callbacks.ModelCheckpoint: saves a full training checkpoint (Trainer::SaveCheckpoint:
+// variables, optimizer, position, pipeline) so that a run can resume from it.
+class ModelCheckpoint : public Callback {
+ public:
+  explicit ModelCheckpoint(ModelCheckpointOptions options);
+
+  absl::Status OnTrainBegin(const Logs& logs) override;
+  absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;
+  absl::Status OnBatchEnd(int64_t batch, const Logs& logs) override;
+
+  int64_t saves() const { return saves_; }
+  const std::string& last_path() const { return last_path_; }
+  double best() const { return monitor_.best(); }
+
+ private:
+  absl::Status MaybeSave(int64_t epoch, const Logs& logs);
+
+  ModelCheckpointOptions options_;
+  MetricMonitor monitor_;
+  int64_t saves_ = 0;
+  std::string last_path_;
+};
+
+}  // namespace sluice::train::callbacks
+
+#endif  // SLUICE_TRAIN_CALLBACKS_MODEL_CHECKPOINT_H_

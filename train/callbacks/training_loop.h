@@ -1,0 +1,33 @@
+#ifndef SLUICE_TRAIN_CALLBACKS_TRAINING_LOOP_H_
+#define SLUICE_TRAIN_CALLBACKS_TRAINING_LOOP_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "train/layers/module.h"
+#include "train/optimizers/optimizer.h"
+
+namespace sluice::train::callbacks {
+
+// What a callback sees of the loop that calls it (fit::Trainer is one). An interface, so that
+// callbacks build below fit/ and the trainer can hold them without a dependency cycle.
+class TrainingLoop {
+ public:
+  virtual ~TrainingLoop() = default;
+
+  virtual layers::Module& model() = 0;
+  virtual optimizers::Optimizer& optimizer() = 0;
+  // Steps taken in all, and the epoch in progress (0-based).
+  virtual int64_t global_step() const = 0;
+  virtual int64_t epoch() const = 0;
+  // Ends training after the current step (Keras' model.stop_training = True).
+  virtual void StopTraining() = 0;
+  virtual bool stop_training() const = 0;
+  // Writes the whole training state to `path` (see fit::Trainer::SaveCheckpoint).
+  virtual absl::Status SaveCheckpoint(const std::string& path) = 0;
+};
+
+}  // namespace sluice::train::callbacks
+
+#endif  // SLUICE_TRAIN_CALLBACKS_TRAINING_LOOP_H_

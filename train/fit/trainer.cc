@@ -1,0 +1,420 @@
+#include "train/fit/trainer.h"
+
+#include <chrono>
+#include <cstring>
+#include <utility>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "train/autodiff/tape.h"
+#include "train/callbacks/progress_bar.h"
+#include "train/ops/cross_entropy.h"
+#include "train/ops/reduce.h"
+
+namespace sluice::train::fit {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// `status` with `context` in front of its message, keeping its code.
+absl::Status WithContext(const absl::Status& status, absl::string_view context) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(context, status.message()));
+}
+
+absl::Status CheckBatch(absl::string_view who, const Element& e, size_t first, bool need_labels) {
+  if (e.size() < first + (need_labels ? 2 : 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(who, ": elements must be {images float32 [B, ...], labels int32/int64 [B]}",
+                     need_labels ? "" : " or {images}", ", got ", ElementDebugString(e, 2)));
+  }
+  const Tensor& images = e[first];
+  if (images.dtype() != DType::kFloat32 || images.rank() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(who, ": images must be float32 [B, ...], got ",
+                                                   DTypeName(images.dtype()),
+                                                   images.shape().DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+// Fit reads train.Enumerate().Repeat(): Enumerate tags each batch with its index in the pass, so
+// that Fit sees where a pass of unknown length ends (index 0 again) while Repeat keeps one
+// iterator, and its position, across epochs. This names the parts of such an element.
+// Fit checks an element's images and labels (CheckBatch) before it makes an EnumeratedBatch.
+struct EnumeratedBatch {
+  static int64_t IndexOf(const Element& e) { return e[0].scalar<int64_t>(); }
+  explicit EnumeratedBatch(const Element& e) : index(IndexOf(e)), images(e[1]), labels(e[2]) {}
+  int64_t index;  // within the pass
+  const Tensor& images;
+  const Tensor& labels;
+};
+
+absl::Status CheckFitOptions(const FitOptions& options) {
+  if (options.epochs < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Fit: epochs must be >= 0, got ", options.epochs));
+  }
+  if (options.steps_per_epoch && *options.steps_per_epoch < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Fit: steps_per_epoch must be >= 1, got ", *options.steps_per_epoch));
+  }
+  if (options.accumulation_steps < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Fit: accumulation_steps must be >= 1, got ", options.accumulation_steps));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+struct Trainer::Metrics {
+  explicit Metrics(int top_k) {
+    if (top_k > 0) top_k_accuracy.emplace(top_k);
+  }
+  std::vector<metrics::Metric*> All() {
+    std::vector<metrics::Metric*> out = {&loss, &accuracy};
+    if (top_k_accuracy) out.push_back(&*top_k_accuracy);
+    return out;
+  }
+  std::vector<const metrics::Metric*> All() const {
+    std::vector<const metrics::Metric*> out = {&loss, &accuracy};
+    if (top_k_accuracy) out.push_back(&*top_k_accuracy);
+    return out;
+  }
+  void Reset() {
+    for (metrics::Metric* m : All()) m->Reset();
+  }
+  absl::Status Update(const Tensor& per_example_loss, const Tensor& labels, const Tensor& logits) {
+    // Weighted by examples, as Keras weights each batch's loss by its size.
+    SLUICE_RETURN_IF_ERROR(loss.Update(per_example_loss));
+    SLUICE_RETURN_IF_ERROR(accuracy.Update(labels, logits));
+    if (top_k_accuracy) SLUICE_RETURN_IF_ERROR(top_k_accuracy->Update(labels, logits));
+    return absl::OkStatus();
+  }
+
+  metrics::Mean loss{"loss"};
+  metrics::SparseCategoricalAccuracy accuracy{"accuracy"};
+  std::optional<metrics::SparseTopKAccuracy> top_k_accuracy;
+};
+
+Trainer::Trainer(layers::Module& model, optimizers::Optimizer& optimizer, TrainerOptions options)
+    : model_(model),
+      optimizer_(optimizer),
+      options_(options),
+      train_metrics_(std::make_unique<Metrics>(options.top_k)) {}
+
+Trainer::~Trainer() = default;
+
+callbacks::Logs Trainer::MetricLogs(const Metrics& m, const std::string& prefix) const {
+  callbacks::Logs logs;
+  for (const metrics::Metric* metric : m.All()) {
+    logs[prefix + metric->name()] = metric->Result();
+  }
+  return logs;
+}
+
+absl::StatusOr<std::optional<Element>> Trainer::NextTrainingElement() {
+  if (pending_) {
+    std::optional<Element> e = std::move(pending_);
+    pending_.reset();
+    return e;
+  }
+  return iterator_->GetNext();
+}
+
+absl::Status Trainer::TrainStep(const Tensor& images, const Tensor& labels) {
+  const std::vector<autodiff::Variable*> vars = model_.TrainableVariables();
+  std::vector<std::optional<Tensor>> grads;
+  Tensor logits;
+  Tensor per_example;
+  {
+    autodiff::Tape tape;
+    SLUICE_ASSIGN_OR_RETURN(logits, model_.Forward(images, /*training=*/true));
+    SLUICE_ASSIGN_OR_RETURN(per_example, ops::SparseSoftmaxCrossEntropyWithLogits(logits, labels));
+    SLUICE_ASSIGN_OR_RETURN(Tensor loss, ops::Mean(per_example));
+    std::vector<Tensor> sources;
+    sources.reserve(vars.size());
+    for (autodiff::Variable* v : vars) sources.push_back(v->value());
+    SLUICE_ASSIGN_OR_RETURN(grads, tape.Gradient(loss, sources));
+  }
+  if (accumulator_) {
+    SLUICE_RETURN_IF_ERROR(accumulator_->Add(grads));
+    ++accumulated_;
+    if (accumulator_->ready()) {
+      SLUICE_RETURN_IF_ERROR(optimizer_.Apply(accumulator_->Average(), vars));
+      accumulated_ = 0;
+    }
+  } else {
+    SLUICE_RETURN_IF_ERROR(optimizer_.Apply(grads, vars));
+  }
+  return train_metrics_->Update(per_example, labels, logits);
+}
+
+absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t> steps_in_epoch,
+                               callbacks::ProgressBar* progress, EpochResult& result) {
+  double wait_seconds = 0;
+  double compute_seconds = 0;
+  const int64_t first_step = step_in_epoch_;
+  const double start = Now();
+  auto wait_share = [&] {
+    const double total = wait_seconds + compute_seconds;
+    return total > 0 ? wait_seconds / total : 0.0;
+  };
+  bool interrupted = false;
+  while (!steps_in_epoch || step_in_epoch_ < *steps_in_epoch) {
+    const double t0 = Now();
+    absl::StatusOr<std::optional<Element>> next = NextTrainingElement();
+    const double t1 = Now();
+    wait_seconds += t1 - t0;
+    SLUICE_RETURN_IF_ERROR(WithContext(next.status(), "Fit: reading the training data: "));
+    if (!next->has_value()) {
+      if (step_in_epoch_ == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("Fit: the training dataset yielded no element in epoch ", epoch_ + 1));
+      }
+      break;
+    }
+    if (EnumeratedBatch::IndexOf(**next) == 0 && step_in_epoch_ > 0 && !options.steps_per_epoch) {
+      // The first element of the next pass: it starts the next epoch.
+      pending_ = std::move(*next);
+      break;
+    }
+    SLUICE_RETURN_IF_ERROR(CheckBatch("Fit", **next, 1, /*need_labels=*/true));
+    const EnumeratedBatch batch(**next);
+    SLUICE_RETURN_IF_ERROR(
+        WithContext(TrainStep(batch.images, batch.labels),
+                    absl::StrCat("Fit: epoch ", epoch_ + 1, ", step ", step_in_epoch_ + 1, ": ")));
+    compute_seconds += Now() - t1;
+    result.images += batch.images.dim(0);
+    ++step_in_epoch_;
+    ++global_step_;
+
+    callbacks::Logs logs = MetricLogs(*train_metrics_);
+    logs["learning_rate"] = optimizer_.learning_rate();
+    logs["input_wait_share"] = wait_share();
+    for (callbacks::Callback* cb : options.callbacks) {
+      SLUICE_RETURN_IF_ERROR(cb->OnBatchEnd(step_in_epoch_ - 1, logs));
+    }
+    if (progress != nullptr) progress->Update(step_in_epoch_ - first_step, result.images, logs);
+    if (stop_training_) {
+      interrupted = !steps_in_epoch || step_in_epoch_ < *steps_in_epoch;
+      break;
+    }
+  }
+  if (!interrupted && !options.steps_per_epoch) pass_length_ = step_in_epoch_;
+  result.completed = !interrupted;
+  result.steps = step_in_epoch_ - first_step;
+  result.logs = MetricLogs(*train_metrics_);
+  result.logs["input_wait_share"] = wait_share();
+  const double seconds = Now() - start;
+  result.logs["images_per_second"] = seconds > 0 ? result.images / seconds : 0.0;
+  return absl::OkStatus();
+}
+
+void Trainer::StartFit(const Dataset& train, const FitOptions& options) {
+  Dataset pipeline = train.Enumerate().Repeat();  // see EnumeratedBatch
+  if (options.seed) pipeline = pipeline.WithOptions(Options{.seed = *options.seed});
+  in_fit_ = true;
+  stop_training_ = false;
+  iterator_ = pipeline.MakeIterator();
+  pending_.reset();
+  epoch_ = 0;
+  step_in_epoch_ = 0;
+  accumulated_ = 0;
+  accumulator_.reset();
+  if (options.accumulation_steps > 1) accumulator_.emplace(options.accumulation_steps);
+  train_metrics_->Reset();
+}
+
+absl::Status Trainer::ResumeFromCheckpoint() {
+  TrainingCheckpoint ckpt = *std::move(resume_);
+  resume_.reset();
+  epoch_ = ckpt.epoch;
+  step_in_epoch_ = ckpt.step_in_epoch;
+  global_step_ = ckpt.global_step;
+  if (ckpt.iterator_state) {
+    SLUICE_RETURN_IF_ERROR(
+        WithContext(iterator_->Restore(*ckpt.iterator_state),
+                    absl::StrCat(resume_path_, ": the input pipeline's position: ")));
+  }
+  pending_ = std::move(ckpt.pending_element);
+  if (step_in_epoch_ > 0) {
+    for (metrics::Metric* m : train_metrics_->All()) {
+      for (const MetricState& s : ckpt.metrics) {
+        if (s.name == m->name()) m->SetState(s.total, s.count);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<callbacks::Logs> Trainer::FitEpoch(const FitOptions& options,
+                                                  std::optional<int64_t> steps_in_epoch) {
+  const int64_t epoch = epoch_;
+  if (step_in_epoch_ == 0) train_metrics_->Reset();
+  for (callbacks::Callback* cb : options.callbacks) {
+    SLUICE_RETURN_IF_ERROR(cb->OnEpochBegin(epoch, {}));
+  }
+  std::optional<callbacks::ProgressBar> progress;
+  if (options.verbose > 0) {
+    callbacks::ProgressBarOptions bar_options{.stream = options.progress_stream};
+    if (options.verbose == 2) bar_options.interactive = false;
+    progress.emplace(absl::StrCat("Epoch ", epoch + 1, "/", options.epochs),
+                     steps_in_epoch.value_or(pass_length_), std::move(bar_options));
+  }
+  EpochResult result;
+  SLUICE_RETURN_IF_ERROR(
+      RunEpoch(options, steps_in_epoch, progress ? &*progress : nullptr, result));
+  callbacks::Logs logs = std::move(result.logs);
+  if (options.validation_data) {
+    SLUICE_ASSIGN_OR_RETURN(callbacks::Logs val, Evaluate(*options.validation_data));
+    for (const auto& [key, value] : val) logs["val_" + key] = value;
+  }
+  logs["learning_rate"] = optimizer_.learning_rate();
+  // A complete epoch moves the position on, so that a checkpoint a callback saves now resumes
+  // at the next epoch; an epoch cut short by StopTraining stays, and a resumed run finishes it.
+  if (result.completed) {
+    ++epoch_;
+    step_in_epoch_ = 0;
+  }
+  if (progress) progress->Finish(result.steps, result.images, logs);
+  for (callbacks::Callback* cb : options.callbacks) {
+    SLUICE_RETURN_IF_ERROR(cb->OnEpochEnd(epoch, logs));
+  }
+  return logs;
+}
+
+absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
+  if (in_fit_) {
+    return absl::FailedPreconditionError("Fit: already running (called from a callback?)");
+  }
+  SLUICE_RETURN_IF_ERROR(CheckFitOptions(options));
+  StartFit(train, options);
+  absl::Cleanup end_fit = [this] {
+    iterator_.reset();
+    pending_.reset();
+    in_fit_ = false;
+  };
+  if (resume_) SLUICE_RETURN_IF_ERROR(ResumeFromCheckpoint());
+  const int64_t cardinality = train.Cardinality();
+  pass_length_ = cardinality >= 0 ? cardinality : -1;
+  std::optional<int64_t> steps_in_epoch = options.steps_per_epoch;
+  if (!steps_in_epoch && cardinality >= 0) steps_in_epoch = cardinality;
+  if (cardinality == 0) {
+    return absl::InvalidArgumentError("Fit: the training dataset yielded no element (it is empty)");
+  }
+
+  for (callbacks::Callback* cb : options.callbacks) cb->set_trainer(this);
+  for (callbacks::Callback* cb : options.callbacks) SLUICE_RETURN_IF_ERROR(cb->OnTrainBegin({}));
+  History history;
+  callbacks::Logs logs;
+  while (epoch_ < options.epochs && !stop_training_) {
+    const int64_t epoch = epoch_;
+    SLUICE_ASSIGN_OR_RETURN(logs, FitEpoch(options, steps_in_epoch));
+    history.epochs.push_back(epoch);
+    for (const auto& [key, value] : logs) history.history[key].push_back(value);
+  }
+  for (callbacks::Callback* cb : options.callbacks) SLUICE_RETURN_IF_ERROR(cb->OnTrainEnd(logs));
+  return history;
+}
+
+absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateOptions options) {
+  Metrics m(options_.top_k);
+  std::unique_ptr<Iterator> it = data.MakeIterator();
+  int64_t steps = 0;
+  while (!options.steps || steps < *options.steps) {
+    absl::StatusOr<std::optional<Element>> next = it->GetNext();
+    SLUICE_RETURN_IF_ERROR(WithContext(next.status(), "Evaluate: reading the data: "));
+    if (!next->has_value()) break;
+    const Element& e = **next;
+    SLUICE_RETURN_IF_ERROR(CheckBatch("Evaluate", e, 0, /*need_labels=*/true));
+    SLUICE_ASSIGN_OR_RETURN(Tensor logits, model_.Forward(e[0], /*training=*/false));
+    SLUICE_ASSIGN_OR_RETURN(Tensor per_example,
+                            ops::SparseSoftmaxCrossEntropyWithLogits(logits, e[1]));
+    SLUICE_RETURN_IF_ERROR(m.Update(per_example, e[1], logits));
+    ++steps;
+  }
+  if (steps == 0) return absl::InvalidArgumentError("Evaluate: the dataset yielded no element");
+  return MetricLogs(m);
+}
+
+absl::StatusOr<Tensor> Trainer::Predict(const Dataset& data) {
+  std::unique_ptr<Iterator> it = data.MakeIterator();
+  std::vector<Tensor> outputs;
+  int64_t rows = 0;
+  while (true) {
+    absl::StatusOr<std::optional<Element>> next = it->GetNext();
+    SLUICE_RETURN_IF_ERROR(WithContext(next.status(), "Predict: reading the data: "));
+    if (!next->has_value()) break;
+    SLUICE_RETURN_IF_ERROR(CheckBatch("Predict", **next, 0, /*need_labels=*/false));
+    SLUICE_ASSIGN_OR_RETURN(Tensor logits, model_.Forward((**next)[0], /*training=*/false));
+    if (logits.dtype() != DType::kFloat32 || logits.rank() != 2 ||
+        (!outputs.empty() && logits.dim(1) != outputs[0].dim(1))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Predict: the model must return float32 [B, classes], got ",
+                       DTypeName(logits.dtype()), logits.shape().DebugString()));
+    }
+    rows += logits.dim(0);
+    outputs.push_back(std::move(logits));
+  }
+  if (outputs.empty()) return absl::InvalidArgumentError("Predict: the dataset yielded no element");
+  Tensor out(DType::kFloat32, Shape{rows, outputs[0].dim(1)});
+  char* dst = static_cast<char*>(out.raw_data());
+  for (const Tensor& t : outputs) {
+    const size_t bytes = t.num_elements() * sizeof(float);
+    std::memcpy(dst, t.raw_data(), bytes);
+    dst += bytes;
+  }
+  return out;
+}
+
+absl::Status Trainer::SaveCheckpoint(const std::string& path) {
+  if (accumulated_ != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": cannot checkpoint at step ", global_step_, ": ", accumulated_, " of ",
+        accumulator_->steps(), " accumulated gradients are not applied yet (save every ",
+        accumulator_->steps(), " steps)"));
+  }
+  TrainingCheckpoint ckpt;
+  ckpt.variables = autodiff::SnapshotVariables(model_.Variables());
+  ckpt.optimizer = optimizer_.SaveState(model_.TrainableVariables());
+  ckpt.epoch = epoch_;
+  ckpt.step_in_epoch = step_in_epoch_;
+  ckpt.global_step = global_step_;
+  if (in_fit_ && iterator_ != nullptr) {
+    SLUICE_ASSIGN_OR_RETURN(std::string state, iterator_->Save());
+    ckpt.iterator_state = std::move(state);
+    ckpt.pending_element = pending_;
+    if (step_in_epoch_ > 0) {
+      for (const metrics::Metric* m : std::as_const(*train_metrics_).All()) {
+        ckpt.metrics.push_back({m->name(), m->total(), m->count()});
+      }
+    }
+  }
+  return WriteCheckpoint(path, ckpt);
+}
+
+absl::Status Trainer::LoadCheckpoint(const std::string& path) {
+  if (in_fit_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": LoadCheckpoint during Fit; load before calling Fit"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(TrainingCheckpoint ckpt, ReadCheckpoint(path));
+  // Check the optimizer slots against the model before changing anything.
+  SLUICE_RETURN_IF_ERROR(autodiff::AssignVariables(ckpt.variables, model_.Variables(), path));
+  SLUICE_RETURN_IF_ERROR(
+      WithContext(optimizer_.RestoreState(ckpt.optimizer, model_.TrainableVariables()),
+                  absl::StrCat(path, ": optimizer state: ")));
+  ckpt.variables.clear();  // assigned; only the position is kept for the next Fit
+  epoch_ = ckpt.epoch;
+  step_in_epoch_ = ckpt.step_in_epoch;
+  global_step_ = ckpt.global_step;
+  resume_ = std::move(ckpt);
+  resume_path_ = path;
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::train::fit

@@ -1,0 +1,163 @@
+#ifndef SLUICE_TRAIN_FIT_TRAINER_H_
+#define SLUICE_TRAIN_FIT_TRAINER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/element.h"
+#include "core/tensor.h"
+#include "dataset/dataset.h"
+#include "dataset/iterator.h"
+#include "train/callbacks/callback.h"
+#include "train/callbacks/progress_bar.h"
+#include "train/fit/training_checkpoint.h"
+#include "train/layers/module.h"
+#include "train/metrics/mean.h"
+#include "train/metrics/sparse_categorical_accuracy.h"
+#include "train/metrics/sparse_top_k_accuracy.h"
+#include "train/optimizers/gradient_accumulator.h"
+#include "train/optimizers/optimizer.h"
+
+namespace sluice::train::fit {
+
+// What Keras' compile() fixes besides the model and optimizer. The loss is always sparse softmax
+// cross-entropy from logits; the metrics are the loss mean, "accuracy" and, when top_k > 0,
+// "top_<k>_accuracy".
+struct TrainerOptions {
+  int top_k = 0;
+};
+
+struct FitOptions {
+  // Train until this epoch count (Keras' `epochs`); a Fit resumed from a checkpoint starts at the
+  // checkpoint's epoch and step.
+  int64_t epochs = 1;
+  // Steps per epoch. Unset: one pass over the dataset per epoch. Set: epochs of this many steps,
+  // the dataset read on across epoch boundaries (and repeated when it ends), as Keras.
+  std::optional<int64_t> steps_per_epoch;
+  // Evaluated after each epoch; its metrics enter the logs as "val_<name>".
+  std::optional<Dataset> validation_data;
+  // Not owned; called in order.
+  std::vector<callbacks::Callback*> callbacks;
+  // Sum the gradients of this many steps (micro-batches) and apply their mean once.
+  int accumulation_steps = 1;
+  // The pipeline seed (Options::seed) of the training pipeline: unseeded random ops (Shuffle
+  // without its own seed) then repeat between runs. Unset: the pipeline's own options.
+  std::optional<uint64_t> seed;
+  // 0: silent; 1: a progress bar on a terminal (one line per epoch otherwise); 2: one line per
+  // epoch.
+  int verbose = 1;
+  std::FILE* progress_stream = nullptr;  // where progress goes; nullptr: stdout
+};
+
+struct EvaluateOptions {
+  std::optional<int64_t> steps;  // unset: the whole dataset
+};
+
+// Keras' History: the epoch logs of one Fit, by metric name, one value per epoch run.
+struct History {
+  std::vector<int64_t> epochs;
+  std::map<std::string, std::vector<double>> history;
+  const std::vector<double>& at(const std::string& name) const { return history.at(name); }
+};
+
+// Keras' compile/fit/evaluate/predict for an image classifier fed by a Dataset whose elements
+// are {images float32 [B, ...], labels int32 or int64 [B]} (Predict also takes {images}).
+//
+// Fit reads the training pipeline through ONE iterator for the whole run (the dataset repeated,
+// each pass a new repetition, so a Shuffle reshuffles each epoch), so that a checkpoint holds
+// the exact input position: Trainer::SaveCheckpoint at any step boundary, then LoadCheckpoint and
+// Fit on a fresh Trainer continue with the same batches, variables, optimizer slots and metric
+// sums: on the CPU with seeds set, the same losses as a run never interrupted. An epoch's end is
+// seen from the pass's element counter (Enumerate): the first element of the next pass is held
+// back for the next epoch (and saved with a checkpoint).
+//
+// Each step measures the time spent waiting for the input (Iterator::GetNext) and computing
+// (forward, backward, update, metrics); each epoch reports the waiting share as
+// "input_wait_share" and the rate as "images_per_second".
+class Trainer : public callbacks::TrainingLoop {
+ public:
+  // `model` and `optimizer` are not owned and must outlive the trainer.
+  Trainer(layers::Module& model, optimizers::Optimizer& optimizer, TrainerOptions options = {});
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  absl::StatusOr<History> Fit(const Dataset& train, FitOptions options = {});
+  // The metrics over `data` with training = false: {"loss", "accuracy"[, "top_<k>_accuracy"]}.
+  absl::StatusOr<callbacks::Logs> Evaluate(const Dataset& data, EvaluateOptions options = {});
+  // The logits (training = false) of every batch, concatenated: float32 [N, classes].
+  absl::StatusOr<Tensor> Predict(const Dataset& data);
+
+  // Saves the variables, optimizer state, loop position and, during Fit, the pipeline's
+  // position and the epoch's metric sums. FailedPrecondition inside a gradient accumulation
+  // (its partial sums are not saved): save every accumulation_steps steps.
+  absl::Status SaveCheckpoint(const std::string& path) override;
+  // Restores the variables and optimizer state now (checking names and shapes); the next Fit
+  // resumes at the saved epoch, step and input position. Not during Fit.
+  absl::Status LoadCheckpoint(const std::string& path);
+
+  // Ends Fit after the current step (Keras' model.stop_training = True).
+  void StopTraining() override { stop_training_ = true; }
+  bool stop_training() const override { return stop_training_; }
+
+  layers::Module& model() override { return model_; }
+  optimizers::Optimizer& optimizer() override { return optimizer_; }
+  int64_t global_step() const override { return global_step_; }
+  // The epoch in progress during Fit (0-based).
+  int64_t epoch() const override { return epoch_; }
+
+ private:
+  struct Metrics;
+  struct EpochResult {
+    callbacks::Logs logs;
+    int64_t steps = 0;       // taken in this call
+    int64_t images = 0;      // trained on in this call
+    bool completed = false;  // false: StopTraining cut the epoch short
+  };
+  // The steps of Fit: set up its state and pipeline, restore a loaded checkpoint, run one epoch
+  // (with validation and the epoch callbacks) and return its logs.
+  void StartFit(const Dataset& train, const FitOptions& options);
+  absl::Status ResumeFromCheckpoint();
+  absl::StatusOr<callbacks::Logs> FitEpoch(const FitOptions& options,
+                                           std::optional<int64_t> steps_in_epoch);
+  absl::StatusOr<std::optional<Element>> NextTrainingElement();
+  absl::Status TrainStep(const Tensor& images, const Tensor& labels);
+  absl::Status RunEpoch(const FitOptions& options, std::optional<int64_t> steps_in_epoch,
+                        callbacks::ProgressBar* progress, EpochResult& result);
+  callbacks::Logs MetricLogs(const Metrics& metrics, const std::string& prefix = "") const;
+
+  layers::Module& model_;
+  optimizers::Optimizer& optimizer_;
+  TrainerOptions options_;
+  std::unique_ptr<Metrics> train_metrics_;
+
+  // The loop's position.
+  int64_t epoch_ = 0;
+  int64_t step_in_epoch_ = 0;
+  int64_t global_step_ = 0;
+  bool stop_training_ = false;
+  bool in_fit_ = false;
+
+  // During Fit: the training pipeline and the element held back for the next epoch.
+  std::unique_ptr<Iterator> iterator_;
+  std::optional<Element> pending_;
+  int64_t pass_length_ = -1;  // steps in one pass, once seen; -1: unknown
+
+  std::optional<optimizers::GradientAccumulator> accumulator_;
+  int accumulated_ = 0;  // micro-batches summed since the last update
+
+  // Set by LoadCheckpoint, used by the next Fit.
+  std::optional<TrainingCheckpoint> resume_;
+  std::string resume_path_;
+};
+
+}  // namespace sluice::train::fit
+
+#endif  // SLUICE_TRAIN_FIT_TRAINER_H_

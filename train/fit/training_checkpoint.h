@@ -1,0 +1,50 @@
+#ifndef SLUICE_TRAIN_FIT_TRAINING_CHECKPOINT_H_
+#define SLUICE_TRAIN_FIT_TRAINING_CHECKPOINT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/element.h"
+#include "core/tensor.h"
+#include "train/autodiff/variable.h"
+#include "train/optimizers/optimizer.h"
+
+namespace sluice::train::fit {
+
+// A metric's running sums (train/metrics.h).
+struct MetricState {
+  std::string name;
+  double total = 0;
+  double count = 0;
+};
+
+// Everything a resumed Fit needs to continue exactly where the saved one was.
+struct TrainingCheckpoint {
+  // The model's Variables(), in order, float32.
+  std::vector<std::pair<std::string, Tensor>> variables;
+  optimizers::OptimizerState optimizer;
+  int64_t epoch = 0;                          // the epoch in progress (0-based)
+  int64_t step_in_epoch = 0;                  // steps of that epoch already taken
+  int64_t global_step = 0;                    // steps taken in all
+  std::optional<std::string> iterator_state;  // Iterator::Save() of the training pipeline
+  std::optional<Element> pending_element;     // read from the pipeline, not yet trained on
+  std::vector<MetricState> metrics;           // the epoch's metrics so far
+};
+
+// Writes `checkpoint` to `path` atomically (a temporary file renamed into place): `path` holds
+// either the previous checkpoint or the complete new one. The file is a magic string, the
+// payload's length and masked CRC-32C, then a serialized TrainingCheckpointProto.
+absl::Status WriteCheckpoint(const std::string& path, const TrainingCheckpoint& checkpoint);
+// Reads a file WriteCheckpoint wrote. A truncated or corrupt file is DataLoss naming the file,
+// the byte offset and what was expected there.
+absl::StatusOr<TrainingCheckpoint> ReadCheckpoint(const std::string& path);
+
+}  // namespace sluice::train::fit
+
+#endif  // SLUICE_TRAIN_FIT_TRAINING_CHECKPOINT_H_

@@ -1,0 +1,8 @@
+#include "train/layers/avg_pool.h"
+
+namespace sluice::train::layers {
+absl::StatusOr<Tensor> AvgPool::Forward(const Tensor& input, bool) {
+  return ops::AvgPool2D(input, options_);
+}
+
+}  // namespace sluice::train::layers

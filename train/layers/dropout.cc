@@ -1,0 +1,39 @@
+#include "train/layers/dropout.h"
+
+#include "absl/strings/str_cat.h"
+#include "train/ops/dropout.h"
+
+namespace sluice::train::layers {
+namespace {
+
+// splitmix64's finaliser: nearby (seed, count) pairs give unrelated seeds, so
+// two Dropout layers with seeds s and s + 1 never share masks a step apart.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+constexpr float kMaxExactCount = 16777216.0f;  // 2^24
+
+}  // namespace
+
+Dropout::Dropout(float rate, uint64_t seed)
+    : rate_(rate),
+      seed_(seed),
+      calls_(Tensor::Scalar<float>(0), "dropout/calls", /*trainable=*/false) {}
+
+absl::StatusOr<Tensor> Dropout::Forward(const Tensor& input, bool training) {
+  if (!training) return input;
+  float& calls = calls_.mutable_value().data<float>()[0];
+  if (calls >= kMaxExactCount) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "Dropout: ", calls, " training calls, past the 2^24 a float32 counter holds exactly"));
+  }
+  const uint64_t seed = Mix(Mix(seed_) ^ static_cast<uint64_t>(calls));
+  calls += 1;
+  return ops::Dropout(input, {.rate = rate_, .seed = seed});
+}
+
+}  // namespace sluice::train::layers

@@ -1,0 +1,33 @@
+#ifndef SLUICE_TRAIN_LAYERS_DROPOUT_H_
+#define SLUICE_TRAIN_LAYERS_DROPOUT_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "train/autodiff/variable.h"
+#include "train/layers/module.h"
+
+namespace sluice::train::layers {
+
+// Drops only while training. The mask of a training call is a function of
+// (seed, number of training calls before it), and that count lives in a
+// non-trainable float32 scalar Variable ("dropout/calls", in Variables()), so a
+// checkpoint that saves Variables() resumes with exactly the masks an
+// uninterrupted run would draw. float32 counts exactly to 2^24 calls; past
+// that Forward returns an error rather than repeat masks.
+class Dropout : public Module {
+ public:
+  explicit Dropout(float rate, uint64_t seed = 0);
+  absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
+  std::vector<autodiff::Variable*> Variables() override { return {&calls_}; }
+  int64_t calls() const { return static_cast<int64_t>(calls_.value().scalar<float>()); }
+
+ private:
+  float rate_;
+  uint64_t seed_;
+  autodiff::Variable calls_;
+};
+
+}  // namespace sluice::train::layers
+
+#endif  // SLUICE_TRAIN_LAYERS_DROPOUT_H_

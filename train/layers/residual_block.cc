@@ -1,0 +1,79 @@
+#include "train/layers/residual_block.h"
+
+#include "core/status_macros.h"
+#include "train/ops/activations.h"
+#include "train/ops/arithmetic.h"
+
+namespace sluice::train::layers {
+namespace {
+
+Conv2DLayerOptions ConvOptions(int64_t stride, const ResidualBlockOptions& options,
+                               uint64_t seed_offset) {
+  return {.conv = {.stride_h = stride, .stride_w = stride, .padding = ops::Padding::kSame},
+          .use_bias = false,
+          .kernel_initializer = options.kernel_initializer,
+          .seed = options.seed + seed_offset};
+}
+
+}  // namespace
+
+ResidualBlock::ResidualBlock(int64_t in_channels, int64_t filters, ResidualBlockOptions options)
+    : conv1_(in_channels, filters, 3, 3, ConvOptions(options.stride, options, 0)),
+      bn1_(filters, options.batch_norm),
+      conv2_(filters, filters, 3, 3, ConvOptions(1, options, 1)),
+      bn2_(filters, options.batch_norm) {
+  if (options.stride != 1 || in_channels != filters) {
+    shortcut_conv_.emplace(in_channels, filters, 1, 1, ConvOptions(options.stride, options, 2));
+    shortcut_bn_.emplace(filters, options.batch_norm);
+  }
+  PrefixVariableNames(conv1_, "conv1/");
+  PrefixVariableNames(bn1_, "bn1/");
+  PrefixVariableNames(conv2_, "conv2/");
+  PrefixVariableNames(bn2_, "bn2/");
+  if (shortcut_conv_) {
+    PrefixVariableNames(*shortcut_conv_, "shortcut_conv/");
+    PrefixVariableNames(*shortcut_bn_, "shortcut_bn/");
+  }
+}
+
+absl::StatusOr<Tensor> ResidualBlock::Forward(const Tensor& input, bool training) {
+  SLUICE_ASSIGN_OR_RETURN(Tensor y, conv1_.Forward(input, training));
+  SLUICE_ASSIGN_OR_RETURN(y, bn1_.Forward(y, training));
+  SLUICE_ASSIGN_OR_RETURN(y, ops::Relu(y));
+  SLUICE_ASSIGN_OR_RETURN(y, conv2_.Forward(y, training));
+  SLUICE_ASSIGN_OR_RETURN(y, bn2_.Forward(y, training));
+  Tensor shortcut = input;
+  if (shortcut_conv_) {
+    SLUICE_ASSIGN_OR_RETURN(shortcut, shortcut_conv_->Forward(input, training));
+    SLUICE_ASSIGN_OR_RETURN(shortcut, shortcut_bn_->Forward(shortcut, training));
+  }
+  SLUICE_ASSIGN_OR_RETURN(y, ops::Add(y, shortcut));
+  return ops::Relu(y);
+}
+
+std::vector<Module*> ResidualBlock::Children() {
+  std::vector<Module*> children = {&conv1_, &bn1_, &conv2_, &bn2_};
+  if (shortcut_conv_) {
+    children.push_back(&*shortcut_conv_);
+    children.push_back(&*shortcut_bn_);
+  }
+  return children;
+}
+
+std::vector<autodiff::Variable*> ResidualBlock::TrainableVariables() {
+  std::vector<autodiff::Variable*> vars;
+  for (Module* m : Children()) {
+    for (autodiff::Variable* v : m->TrainableVariables()) vars.push_back(v);
+  }
+  return vars;
+}
+
+std::vector<autodiff::Variable*> ResidualBlock::Variables() {
+  std::vector<autodiff::Variable*> vars;
+  for (Module* m : Children()) {
+    for (autodiff::Variable* v : m->Variables()) vars.push_back(v);
+  }
+  return TrainableFirst(std::move(vars));
+}
+
+}  // namespace sluice::train::layers

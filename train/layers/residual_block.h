@@ -1,0 +1,50 @@
+#ifndef SLUICE_TRAIN_LAYERS_RESIDUAL_BLOCK_H_
+#define SLUICE_TRAIN_LAYERS_RESIDUAL_BLOCK_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "train/layers/batch_norm.h"
+#include "train/layers/conv2d.h"
+#include "train/layers/initializers.h"
+#include "train/layers/module.h"
+
+namespace sluice::train::layers {
+
+struct ResidualBlockOptions {
+  int64_t stride = 1;  // of the first conv and of the projection
+  BatchNormOptions batch_norm = {};
+  // He normal, as ResNets are usually initialised (He et al. 2015).
+  Initializer kernel_initializer = Initializer::kHeNormal;
+  uint64_t seed = 0;  // each conv gets its own seed from it
+};
+
+// The ResNet v1 basic block (He et al. 2016) on NHWC input:
+//   y = relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x))
+// conv1 is 3x3 with `stride`, conv2 3x3 with stride 1, both "same" padded and
+// without bias (batch norm's beta replaces it). The shortcut is x itself, or
+// a 1x1 conv with `stride` then batch norm (a projection) when the stride is
+// not 1 or the channel count changes. Variable names start with "conv1/",
+// "bn1/", "conv2/", "bn2/", "shortcut_conv/", "shortcut_bn/".
+class ResidualBlock : public Module {
+ public:
+  ResidualBlock(int64_t in_channels, int64_t filters, ResidualBlockOptions options = {});
+  absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
+  std::vector<autodiff::Variable*> TrainableVariables() override;
+  std::vector<autodiff::Variable*> Variables() override;
+  bool has_projection() const { return shortcut_conv_.has_value(); }
+
+ private:
+  std::vector<Module*> Children();
+
+  Conv2D conv1_;
+  BatchNorm bn1_;
+  Conv2D conv2_;
+  BatchNorm bn2_;
+  std::optional<Conv2D> shortcut_conv_;
+  std::optional<BatchNorm> shortcut_bn_;
+};
+
+}  // namespace sluice::train::layers
+
+#endif  // SLUICE_TRAIN_LAYERS_RESIDUAL_BLOCK_H_

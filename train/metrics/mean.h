@@ -1,0 +1,24 @@
+#ifndef SLUICE_TRAIN_METRICS_MEAN_H_
+#define SLUICE_TRAIN_METRICS_MEAN_H_
+
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "core/tensor.h"
+#include "train/metrics/metric.h"
+
+namespace sluice::train::metrics {
+
+// keras.metrics.Mean: the weighted mean of the values seen.
+class Mean : public Metric {
+ public:
+  explicit Mean(std::string name = "mean") : Metric(std::move(name)) {}
+  void Update(double value, double weight = 1.0) { Accumulate(value * weight, weight); }
+  // Every element of a float32 tensor counts once (Keras' update_state(values)).
+  absl::Status Update(const Tensor& values);
+};
+
+}  // namespace sluice::train::metrics
+
+#endif  // SLUICE_TRAIN_METRICS_MEAN_H_

@@ -1,0 +1,109 @@
+#include "train/models/model_zoo.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "train/layers/avg_pool.h"
+#include "train/layers/batch_norm.h"
+#include "train/layers/conv2d.h"
+#include "train/layers/dense.h"
+#include "train/layers/dropout.h"
+#include "train/layers/flatten.h"
+#include "train/layers/global_avg_pool.h"
+#include "train/layers/max_pool.h"
+#include "train/layers/relu.h"
+#include "train/layers/residual_block.h"
+#include "train/layers/sequential.h"
+
+namespace sluice::train::models {
+namespace {
+
+using layers::Sequential;
+
+std::unique_ptr<layers::Module> Mlp(const ModelShape& shape, uint64_t seed) {
+  auto model = std::make_unique<Sequential>();
+  model->Add(std::make_unique<layers::Flatten>());
+  int64_t in = shape.height * shape.width * shape.channels;
+  uint64_t layer_seed = seed;
+  for (int64_t units : {256, 128, 100}) {
+    model->Add(
+        std::make_unique<layers::Dense>(in, units, layers::DenseOptions{.seed = ++layer_seed}));
+    model->Add(std::make_unique<layers::ReLU>());
+    in = units;
+  }
+  model->Add(std::make_unique<layers::Dense>(in, shape.classes,
+                                             layers::DenseOptions{.seed = ++layer_seed}));
+  return model;
+}
+
+std::unique_ptr<layers::Module> Cnn(const ModelShape& shape, uint64_t seed) {
+  auto model = std::make_unique<Sequential>();
+  layers::Conv2DLayerOptions conv{.conv = {.padding = ops::Padding::kSame}};
+  conv.seed = seed + 1;
+  model->Add(std::make_unique<layers::Conv2D>(shape.channels, 32, 5, 5, conv));
+  model->Add(std::make_unique<layers::ReLU>());
+  model->Add(std::make_unique<layers::MaxPool>());
+  conv.seed = seed + 2;
+  model->Add(std::make_unique<layers::Conv2D>(32, 64, 5, 5, conv));
+  model->Add(std::make_unique<layers::ReLU>());
+  model->Add(std::make_unique<layers::MaxPool>());
+  model->Add(std::make_unique<layers::Flatten>());
+  // Two 2x2 max pools of valid padding: floor twice.
+  const int64_t flat = (shape.height / 2 / 2) * (shape.width / 2 / 2) * 64;
+  model->Add(std::make_unique<layers::Dense>(flat, 1024, layers::DenseOptions{.seed = seed + 3}));
+  model->Add(std::make_unique<layers::ReLU>());
+  model->Add(std::make_unique<layers::Dropout>(0.4f, seed + 4));
+  model->Add(
+      std::make_unique<layers::Dense>(1024, shape.classes, layers::DenseOptions{.seed = seed + 5}));
+  return model;
+}
+
+std::unique_ptr<layers::Module> ResNetSmall(const ModelShape& shape, uint64_t seed) {
+  auto model = std::make_unique<Sequential>();
+  layers::Conv2DLayerOptions stem{.conv = {.padding = ops::Padding::kSame}, .use_bias = false};
+  stem.kernel_initializer = layers::Initializer::kHeNormal;
+  stem.seed = seed + 1;
+  model->Add(std::make_unique<layers::Conv2D>(shape.channels, 32, 3, 3, stem));
+  model->Add(std::make_unique<layers::BatchNorm>(32));
+  model->Add(std::make_unique<layers::ReLU>());
+  int64_t in = 32;
+  uint64_t block_seed = seed + 100;
+  for (auto [filters, stride] : {std::pair<int64_t, int64_t>{32, 1}, {64, 2}, {128, 2}}) {
+    model->Add(std::make_unique<layers::ResidualBlock>(
+        in, filters, layers::ResidualBlockOptions{.stride = stride, .seed = block_seed}));
+    block_seed += 100;
+    in = filters;
+  }
+  model->Add(std::make_unique<layers::GlobalAvgPool>());
+  model->Add(
+      std::make_unique<layers::Dense>(in, shape.classes, layers::DenseOptions{.seed = seed + 2}));
+  return model;
+}
+
+}  // namespace
+
+std::vector<std::string> ModelNames() { return {"mlp", "cnn", "resnet-small"}; }
+
+absl::StatusOr<std::unique_ptr<layers::Module>> MakeModel(absl::string_view name,
+                                                          const ModelShape& shape, uint64_t seed) {
+  if (shape.height < 1 || shape.width < 1 || shape.channels < 1 || shape.classes < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model input must be at least 1x1x1 with 2 classes, not ", shape.height, "x",
+                     shape.width, "x", shape.channels, " with ", shape.classes));
+  }
+  if (name == "mlp") return Mlp(shape, seed);
+  if (name == "cnn") {
+    if (shape.height < 4 || shape.width < 4) {
+      return absl::InvalidArgumentError("the cnn model needs images of at least 4x4");
+    }
+    return Cnn(shape, seed);
+  }
+  if (name == "resnet-small") return ResNetSmall(shape, seed);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown model '", name, "'; known models: ", absl::StrJoin(ModelNames(), ", ")));
+}
+
+}  // namespace sluice::train::models

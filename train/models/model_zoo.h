@@ -1,0 +1,40 @@
+#ifndef SLUICE_TRAIN_MODELS_MODEL_ZOO_H_
+#define SLUICE_TRAIN_MODELS_MODEL_ZOO_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "train/layers/module.h"
+
+namespace sluice::train::models {
+
+// The input and output of an image classifier.
+struct ModelShape {
+  int64_t height = 28;
+  int64_t width = 28;
+  int64_t channels = 1;
+  int64_t classes = 10;
+};
+
+// The models `sluice train` knows, built with `seed` for their initializers and dropout:
+//  - "mlp": Flatten, Dense 256, 128, 100 (ReLU each), Dense classes.
+//  - "cnn": the model of TensorFlow's layers tutorial: Conv 5x5x32 same + ReLU, MaxPool 2,
+//    Conv 5x5x64 same + ReLU, MaxPool 2, Flatten, Dense 1024 + ReLU, Dropout 0.4, Dense classes.
+//  - "resnet-small": Conv 3x3x32 + BatchNorm + ReLU, then ResNet v1 basic blocks 32, 64 (stride 2)
+//    and 128 (stride 2), GlobalAvgPool, Dense classes (with flip and pad-crop augmentation, which
+//    `sluice train` turns on for it).
+// Unknown names are InvalidArgument listing the known ones.
+absl::StatusOr<std::unique_ptr<layers::Module>> MakeModel(absl::string_view name,
+                                                          const ModelShape& shape,
+                                                          uint64_t seed = 0);
+
+// The names MakeModel accepts.
+std::vector<std::string> ModelNames();
+
+}  // namespace sluice::train::models
+
+#endif  // SLUICE_TRAIN_MODELS_MODEL_ZOO_H_

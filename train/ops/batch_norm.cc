@@ -1,0 +1,97 @@
+#include "train/ops/batch_norm.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "train/autodiff/tape.h"
+#include "train/backend/backend.h"
+#include "train/backend/require_float32.h"
+
+namespace sluice::train::ops {
+namespace {
+
+absl::Status CheckShapes(const char* name, const Tensor& x,
+                         std::initializer_list<const Tensor*> params) {
+  SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(x, name, "x"));
+  if (x.rank() < 1)
+    return absl::InvalidArgumentError(absl::StrCat(name, ": x must have rank >= 1"));
+  const int64_t c = x.dim(x.rank() - 1);
+  for (const Tensor* p : params) {
+    SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(*p, name, "parameter"));
+    if (p->rank() != 1 || p->dim(0) != c) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": parameters must be [", c, "] for x ",
+                                                     x.shape().DebugString(), ", got ",
+                                                     p->shape().DebugString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// dx, d gamma, d beta; then nullopt up to `inputs` entries (the statistics
+// of inference get no gradient).
+absl::StatusOr<std::vector<std::optional<Tensor>>> Backward(
+    backend::Backend& backend, const Tensor& x, const Tensor& gamma, const Tensor& mean,
+    const Tensor& variance, const Tensor& g, float epsilon, bool statistics_are_constant,
+    size_t inputs) {
+  const int64_t c = x.dim(x.rank() - 1);
+  SLUICE_ASSIGN_OR_RETURN(Tensor dx, backend.Allocate(DType::kFloat32, x.shape()));
+  SLUICE_ASSIGN_OR_RETURN(Tensor d_gamma, backend.Allocate(DType::kFloat32, Shape{c}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor d_beta, backend.Allocate(DType::kFloat32, Shape{c}));
+  SLUICE_RETURN_IF_ERROR(backend.BatchNormBackward(x, gamma, mean, variance, g, epsilon,
+                                                   statistics_are_constant, dx, d_gamma, d_beta));
+  std::vector<std::optional<Tensor>> grads = {dx, d_gamma, d_beta};
+  grads.resize(inputs);
+  return grads;
+}
+
+}  // namespace
+
+absl::StatusOr<BatchNormTrainingResult> BatchNormTraining(const Tensor& x, const Tensor& gamma,
+                                                          const Tensor& beta, float epsilon) {
+  SLUICE_RETURN_IF_ERROR(CheckShapes("BatchNormTraining", x, {&gamma, &beta}));
+  const int64_t c = x.dim(x.rank() - 1);
+  const int64_t m = c == 0 ? 0 : x.num_elements() / c;
+  if (m == 0) return absl::InvalidArgumentError("BatchNormTraining: empty batch");
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend,
+                          backend::BackendFor("BatchNormTraining", {&x, &gamma, &beta}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor y, backend->Allocate(DType::kFloat32, x.shape()));
+  SLUICE_ASSIGN_OR_RETURN(Tensor mean, backend->Allocate(DType::kFloat32, Shape{c}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor variance, backend->Allocate(DType::kFloat32, Shape{c}));
+  SLUICE_RETURN_IF_ERROR(
+      backend->BatchNormForwardTraining(x, gamma, beta, epsilon, y, mean, variance));
+  if (autodiff::ShouldRecord({x, gamma, beta})) {
+    autodiff::RecordOperation(
+        {x, gamma, beta}, y,
+        [backend, x, gamma, mean, variance,
+         epsilon](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+          // Gradients flow through the batch statistics too.
+          return Backward(*backend, x, gamma, mean, variance, g, epsilon,
+                          /*statistics_are_constant=*/false, 3);
+        });
+  }
+  return BatchNormTrainingResult{y, mean, variance};
+}
+
+absl::StatusOr<Tensor> BatchNormInference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                          const Tensor& mean, const Tensor& variance,
+                                          float epsilon) {
+  SLUICE_RETURN_IF_ERROR(CheckShapes("BatchNormInference", x, {&gamma, &beta, &mean, &variance}));
+  SLUICE_ASSIGN_OR_RETURN(
+      backend::Backend * backend,
+      backend::BackendFor("BatchNormInference", {&x, &gamma, &beta, &mean, &variance}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor y, backend->Allocate(DType::kFloat32, x.shape()));
+  if (x.num_elements() == 0) return y;
+  SLUICE_RETURN_IF_ERROR(
+      backend->BatchNormForwardInference(x, gamma, beta, mean, variance, epsilon, y));
+  if (autodiff::ShouldRecord({x, gamma, beta, mean, variance})) {
+    autodiff::RecordOperation(
+        {x, gamma, beta, mean, variance}, y,
+        [backend, x, gamma, mean, variance,
+         epsilon](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+          return Backward(*backend, x, gamma, mean, variance, g, epsilon,
+                          /*statistics_are_constant=*/true, 5);
+        });
+  }
+  return y;
+}
+
+}  // namespace sluice::train::ops

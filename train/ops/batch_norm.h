@@ -1,0 +1,34 @@
+#ifndef SLUICE_TRAIN_OPS_BATCH_NORM_H_
+#define SLUICE_TRAIN_OPS_BATCH_NORM_H_
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+
+namespace sluice::train::ops {
+
+// Channels-last batch normalisation: x is [..., C] and statistics are taken
+// over every axis but the last; gamma, beta, mean and variance are [C].
+// The CPU backend runs oneDNN's batch normalisation (the [..., C] tensor
+// read as [M, C]).
+
+struct BatchNormTrainingResult {
+  Tensor output;
+  Tensor mean;      // the batch mean [C], for the layer's moving average
+  Tensor variance;  // the biased batch variance [C], as tf.nn.moments
+};
+
+// Normalises with the batch's own statistics; gradients flow to x, gamma and
+// beta (through the statistics too).
+absl::StatusOr<BatchNormTrainingResult> BatchNormTraining(const Tensor& x, const Tensor& gamma,
+                                                          const Tensor& beta,
+                                                          float epsilon = 1e-3f);
+
+// Normalises with given (moving) statistics; gradients flow to x, gamma and
+// beta, none to mean and variance.
+absl::StatusOr<Tensor> BatchNormInference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                          const Tensor& mean, const Tensor& variance,
+                                          float epsilon = 1e-3f);
+
+}  // namespace sluice::train::ops
+
+#endif  // SLUICE_TRAIN_OPS_BATCH_NORM_H_

@@ -1,0 +1,57 @@
+#include "train/ops/conv2d.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "train/autodiff/tape.h"
+#include "train/backend/backend.h"
+#include "train/backend/require_float32.h"
+
+namespace sluice::train::ops {
+
+absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter, Conv2DOptions options) {
+  SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(input, "Conv2D", "input"));
+  SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(filter, "Conv2D", "filter"));
+  if (input.rank() != 4 || filter.rank() != 4 || input.dim(3) != filter.dim(2)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Conv2D: want input NHWC and filter HWIO with matching channels, got input ",
+                     input.shape().DebugString(), " and filter ", filter.shape().DebugString()));
+  }
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend,
+                          backend::BackendFor("Conv2D", {&input, &filter}));
+  backend::ConvGeometry geo;
+  geo.n = input.dim(0), geo.h = input.dim(1), geo.w = input.dim(2), geo.c = input.dim(3);
+  geo.kh = filter.dim(0), geo.kw = filter.dim(1), geo.o = filter.dim(3);
+  geo.stride_h = options.stride_h, geo.stride_w = options.stride_w;
+  geo.dilation_h = options.dilation_h, geo.dilation_w = options.dilation_w;
+  SLUICE_ASSIGN_OR_RETURN(
+      Window wh, ComputeWindow(geo.h, geo.kh, geo.stride_h, geo.dilation_h, options.padding));
+  SLUICE_ASSIGN_OR_RETURN(
+      Window ww, ComputeWindow(geo.w, geo.kw, geo.stride_w, geo.dilation_w, options.padding));
+  geo.oh = wh.out, geo.ow = ww.out;
+  geo.pad_top = wh.pad_before, geo.pad_bottom = wh.pad_after;
+  geo.pad_left = ww.pad_before, geo.pad_right = ww.pad_after;
+  SLUICE_ASSIGN_OR_RETURN(Tensor out,
+                          backend->Allocate(DType::kFloat32, Shape{geo.n, geo.oh, geo.ow, geo.o}));
+  if (out.num_elements() == 0) return out;
+  SLUICE_RETURN_IF_ERROR(backend->Conv2DForward(geo, input, filter, out));
+  if (autodiff::ShouldRecord({input, filter})) {
+    // The first layer's input (the images) needs no gradient: skip that pass.
+    const bool input_grad = autodiff::ShouldRecord({input});
+    autodiff::RecordOperation(
+        {input, filter}, out,
+        [backend, input, filter, geo,
+         input_grad](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+          std::vector<std::optional<Tensor>> grads(2);
+          if (input_grad) {
+            SLUICE_ASSIGN_OR_RETURN(grads[0], backend->Allocate(DType::kFloat32, input.shape()));
+            SLUICE_RETURN_IF_ERROR(backend->Conv2DBackwardData(geo, g, filter, *grads[0]));
+          }
+          SLUICE_ASSIGN_OR_RETURN(grads[1], backend->Allocate(DType::kFloat32, filter.shape()));
+          SLUICE_RETURN_IF_ERROR(backend->Conv2DBackwardFilter(geo, input, g, *grads[1]));
+          return grads;
+        });
+  }
+  return out;
+}
+
+}  // namespace sluice::train::ops

@@ -1,0 +1,32 @@
+#ifndef SLUICE_TRAIN_OPS_CONV2D_H_
+#define SLUICE_TRAIN_OPS_CONV2D_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+#include "train/ops/padding.h"
+
+namespace sluice::train::ops {
+
+struct Conv2DOptions {
+  int64_t stride_h = 1;
+  int64_t stride_w = 1;
+  int64_t dilation_h = 1;
+  int64_t dilation_w = 1;
+  Padding padding = Padding::kValid;
+};
+
+// 2-D convolution (cross-correlation, as tf.nn.conv2d) in Keras' layouts:
+// input NHWC [N, H, W, C], filter HWIO [KH, KW, C, O], output NHWC
+// [N, OH, OW, O]. Channels-last because that is what our decoders produce and
+// what Keras models expect; oneDNN reads these layouts directly. Forward,
+// backward-data and backward-weights run on the inputs' backend (oneDNN
+// convolution primitives on the CPU). The input's gradient is computed only
+// when a tape tracks the input (not for the images fed to a first layer).
+absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter,
+                              Conv2DOptions options = {});
+
+}  // namespace sluice::train::ops
+
+#endif  // SLUICE_TRAIN_OPS_CONV2D_H_

@@ -1,0 +1,34 @@
+#include "train/ops/padding.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace sluice::train::ops {
+
+absl::StatusOr<Window> ComputeWindow(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
+                                     Padding padding) {
+  if (kernel < 1 || stride < 1 || dilation < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("window: kernel ", kernel, ", stride ", stride,
+                                                   " and dilation ", dilation,
+                                                   " must all be >= 1"));
+  }
+  const int64_t span = (kernel - 1) * dilation + 1;
+  Window w;
+  if (padding == Padding::kValid) {
+    if (in < span) {
+      return absl::InvalidArgumentError(absl::StrCat("window: input size ", in,
+                                                     " is smaller than the kernel's span ", span,
+                                                     " with valid padding"));
+    }
+    w.out = (in - span) / stride + 1;
+    return w;
+  }
+  w.out = (in + stride - 1) / stride;
+  const int64_t total = std::max<int64_t>((w.out - 1) * stride + span - in, 0);
+  w.pad_before = total / 2;
+  w.pad_after = total - w.pad_before;
+  return w;
+}
+
+}  // namespace sluice::train::ops

@@ -1,0 +1,30 @@
+#ifndef SLUICE_TRAIN_OPS_PADDING_H_
+#define SLUICE_TRAIN_OPS_PADDING_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+
+namespace sluice::train::ops {
+
+// TF's padding modes for windowed ops (convolution, pooling).
+enum class Padding {
+  kValid,  // no padding: windows lie inside the input
+  kSame,   // output size ceil(in / stride); the extra padding goes at the end
+};
+
+// One spatial dim of a windowed op.
+struct Window {
+  int64_t out = 0;
+  int64_t pad_before = 0;
+  int64_t pad_after = 0;
+};
+
+// Output size and padding as TF computes them, for an input of `in`, a
+// kernel of `kernel` taps `dilation` apart, and `stride`.
+absl::StatusOr<Window> ComputeWindow(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
+                                     Padding padding);
+
+}  // namespace sluice::train::ops
+
+#endif  // SLUICE_TRAIN_OPS_PADDING_H_

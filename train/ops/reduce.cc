@@ -1,0 +1,74 @@
+#include "train/ops/reduce.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "train/autodiff/tape.h"
+#include "train/backend/backend.h"
+#include "train/backend/require_float32.h"
+
+namespace sluice::train::ops {
+namespace {
+
+enum class Kind { kSum, kMean, kMax };
+
+absl::StatusOr<Tensor> Reduce(Kind kind, const Tensor& x, std::vector<int> axes, bool keepdims) {
+  const char* name = kind == Kind::kSum ? "Sum" : kind == Kind::kMean ? "Mean" : "Max";
+  SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(x, name, "x"));
+  std::vector<bool> reduced(x.rank(), axes.empty());
+  for (int a : axes) {
+    const int axis = a < 0 ? a + x.rank() : a;
+    if (axis < 0 || axis >= x.rank()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": axis ", a, " is out of range for rank ", x.rank()));
+    }
+    reduced[axis] = true;
+  }
+  // `kept` has 1 along reduced dims: the output read as broadcastable to x.
+  Shape kept, out_shape;
+  int64_t count = 1;
+  for (int d = 0; d < x.rank(); ++d) {
+    kept.AddDim(reduced[d] ? 1 : x.dim(d));
+    if (reduced[d]) count *= x.dim(d);
+    if (!reduced[d] || keepdims) out_shape.AddDim(reduced[d] ? 1 : x.dim(d));
+  }
+  if (kind == Kind::kMax && count == 0) {
+    return absl::InvalidArgumentError("Max: cannot reduce over an empty axis");
+  }
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(name, {&x}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor out_kept, backend->Allocate(DType::kFloat32, kept));
+  const float scale = kind == Kind::kMean && count > 0 ? 1.0f / static_cast<float>(count) : 1.0f;
+  SLUICE_RETURN_IF_ERROR(
+      backend->Reduce(kind == Kind::kMax ? backend::ReduceOp::kMax : backend::ReduceOp::kSum, x,
+                      reduced, scale, out_kept));
+  SLUICE_ASSIGN_OR_RETURN(Tensor out, out_kept.Reshape(out_shape));
+  if (autodiff::ShouldRecord({x})) {
+    autodiff::RecordOperation(
+        {x}, out,
+        [backend, kind, x, out_kept, kept,
+         scale](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+          SLUICE_ASSIGN_OR_RETURN(Tensor gx, backend->Allocate(DType::kFloat32, x.shape()));
+          SLUICE_ASSIGN_OR_RETURN(Tensor g_kept, g.Reshape(kept));
+          if (kind == Kind::kMax) {
+            SLUICE_RETURN_IF_ERROR(backend->ReduceMaxBackward(x, out_kept, g_kept, gx));
+          } else {
+            SLUICE_RETURN_IF_ERROR(backend->BroadcastTo(g_kept, scale, gx));
+          }
+          return std::vector<std::optional<Tensor>>{gx};
+        });
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> Sum(const Tensor& x, std::vector<int> axes, bool keepdims) {
+  return Reduce(Kind::kSum, x, std::move(axes), keepdims);
+}
+absl::StatusOr<Tensor> Mean(const Tensor& x, std::vector<int> axes, bool keepdims) {
+  return Reduce(Kind::kMean, x, std::move(axes), keepdims);
+}
+absl::StatusOr<Tensor> Max(const Tensor& x, std::vector<int> axes, bool keepdims) {
+  return Reduce(Kind::kMax, x, std::move(axes), keepdims);
+}
+
+}  // namespace sluice::train::ops

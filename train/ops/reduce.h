@@ -1,0 +1,20 @@
+#ifndef SLUICE_TRAIN_OPS_REDUCE_H_
+#define SLUICE_TRAIN_OPS_REDUCE_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+
+namespace sluice::train::ops {
+
+// Reductions over `axes` (negative counts from the end; empty means all
+// axes), keeping reduced dims as 1 when `keepdims`.
+absl::StatusOr<Tensor> Sum(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
+absl::StatusOr<Tensor> Mean(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
+// The gradient is split evenly between tied maxima, as in TF's reduce_max.
+absl::StatusOr<Tensor> Max(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
+
+}  // namespace sluice::train::ops
+
+#endif  // SLUICE_TRAIN_OPS_REDUCE_H_

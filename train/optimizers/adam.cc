@@ -1,0 +1,25 @@
+#include "train/optimizers/adam.h"
+
+#include <cmath>
+
+#include "core/status_macros.h"
+#include "train/backend/backend.h"
+
+namespace sluice::train::optimizers {
+
+Adam::Adam(AdamOptions options) : Optimizer(options.learning_rate, {"m", "v"}), options_(options) {}
+
+absl::Status Adam::Update(autodiff::Variable& var, const Tensor& grad, int64_t step, float lr) {
+  const double t = static_cast<double>(step);
+  const float alpha = static_cast<float>(lr * std::sqrt(1 - std::pow(options_.beta_2, t)) /
+                                         (1 - std::pow(options_.beta_1, t)));
+  Tensor& w = var.mutable_value();
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Adam", {&w, &grad}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor * m, Slot(var, 0));
+  SLUICE_ASSIGN_OR_RETURN(Tensor * v, Slot(var, 1));
+  const float decay = DecaysWeightsOf(var) ? lr * options_.weight_decay : 0.0f;
+  return backend->AdamUpdate(w, grad, *m, *v, alpha, options_.beta_1, options_.beta_2,
+                             options_.epsilon, decay);
+}
+
+}  // namespace sluice::train::optimizers

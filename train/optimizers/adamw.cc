@@ -1,0 +1,12 @@
+#include "train/optimizers/adamw.h"
+
+namespace sluice::train::optimizers {
+
+AdamW::AdamW(AdamWOptions options)
+    : Adam({.learning_rate = options.learning_rate,
+            .beta_1 = options.beta_1,
+            .beta_2 = options.beta_2,
+            .epsilon = options.epsilon,
+            .weight_decay = options.weight_decay}) {}
+
+}  // namespace sluice::train::optimizers

@@ -1,0 +1,176 @@
+#include "train/optimizers/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "train/backend/backend.h"
+#include "train/optimizers/learning_rate_schedule.h"
+
+namespace sluice::train::optimizers {
+
+Optimizer::Optimizer(float learning_rate, std::vector<std::string> slot_names)
+    : initial_learning_rate_(learning_rate),
+      base_learning_rate_(learning_rate),
+      slot_names_(std::move(slot_names)) {}
+
+namespace {
+
+// The sum of g's squared elements, computed by g's backend (on its device, in parallel) with
+// only the total copied back.
+absl::StatusOr<double> SumOfSquares(const Tensor& g) {
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend,
+                          backend::BackendFor("clip_global_norm", {&g}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor squares, backend->Allocate(DType::kFloat32, g.shape()));
+  SLUICE_RETURN_IF_ERROR(backend->Binary(backend::BinaryOp::kMul, g, g, squares));
+  Shape kept;
+  for (int d = 0; d < g.rank(); ++d) kept.AddDim(1);
+  SLUICE_ASSIGN_OR_RETURN(Tensor total, backend->Allocate(DType::kFloat32, kept));
+  SLUICE_RETURN_IF_ERROR(backend->Reduce(backend::ReduceOp::kSum, squares,
+                                         std::vector<bool>(g.rank(), true), 1.0f, total));
+  Tensor host(DType::kFloat32, kept);
+  SLUICE_RETURN_IF_ERROR(backend->Copy(total, host));
+  return static_cast<double>(host.data<float>()[0]);
+}
+
+}  // namespace
+
+bool Optimizer::DecaysWeightsOf(const autodiff::Variable& var) const {
+  return std::none_of(weight_decay_exclusions_.begin(), weight_decay_exclusions_.end(),
+                      [&](const std::string& part) { return absl::StrContains(var.name(), part); });
+}
+
+float Optimizer::learning_rate() const {
+  if (!schedule_) return base_learning_rate_;
+  const float scheduled = (*schedule_)(iterations_);
+  // With no initial rate to compare against, a base rate cannot scale the schedule.
+  if (initial_learning_rate_ == 0 || base_learning_rate_ == initial_learning_rate_) {
+    return scheduled;
+  }
+  return static_cast<float>(static_cast<double>(scheduled) * base_learning_rate_ /
+                            initial_learning_rate_);
+}
+
+absl::Status Optimizer::Apply(const std::vector<std::optional<Tensor>>& grads,
+                              const std::vector<autodiff::Variable*>& vars) {
+  if (grads.size() != vars.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("Optimizer::Apply: ", grads.size(),
+                                                   " gradients for ", vars.size(), " variables"));
+  }
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (grads[i] &&
+        (grads[i]->dtype() != DType::kFloat32 || grads[i]->shape() != vars[i]->shape())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Optimizer::Apply: gradient ", i, " is ", DTypeName(grads[i]->dtype()),
+                       grads[i]->shape().DebugString(), " but variable '", vars[i]->name(),
+                       "' is float32", vars[i]->shape().DebugString()));
+    }
+  }
+  // tf.clip_by_global_norm: every gradient times max_norm / max(norm, max_norm).
+  float scale = 1;
+  if (clip_global_norm_ > 0) {
+    double sum_sq = 0;
+    for (const auto& g : grads) {
+      if (!g) continue;
+      SLUICE_ASSIGN_OR_RETURN(double s, SumOfSquares(*g));
+      sum_sq += s;
+    }
+    const double norm = std::sqrt(sum_sq);
+    if (norm > clip_global_norm_) scale = static_cast<float>(clip_global_norm_ / norm);
+  }
+  const float lr = learning_rate();
+  ++iterations_;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (!grads[i]) continue;
+    if (scale == 1) {
+      SLUICE_RETURN_IF_ERROR(Update(*vars[i], *grads[i], iterations_, lr));
+      continue;
+    }
+    const Tensor& g = *grads[i];
+    SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend,
+                            backend::BackendFor("clip_global_norm", {&g}));
+    SLUICE_ASSIGN_OR_RETURN(Tensor clipped, backend->Allocate(DType::kFloat32, g.shape()));
+    SLUICE_RETURN_IF_ERROR(backend->BroadcastTo(g, scale, clipped));  // same shape: a scaled copy
+    SLUICE_RETURN_IF_ERROR(Update(*vars[i], clipped, iterations_, lr));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor*> Optimizer::Slot(autodiff::Variable& var, int index) {
+  auto it = slots_.find(&var);
+  if (it == slots_.end()) {
+    // mutable_value(): value() would be watched by an active tape.
+    const Tensor& value = var.mutable_value();
+    SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(value.device()));
+    std::vector<Tensor> zeros;
+    for (size_t i = 0; i < slot_names_.size(); ++i) {
+      SLUICE_ASSIGN_OR_RETURN(Tensor slot, backend->Allocate(DType::kFloat32, value.shape()));
+      SLUICE_RETURN_IF_ERROR(backend->Fill(slot, 0));
+      zeros.push_back(std::move(slot));
+    }
+    it = slots_.emplace(&var, std::move(zeros)).first;
+  }
+  return &it->second[index];
+}
+
+OptimizerState Optimizer::SaveState(const std::vector<autodiff::Variable*>& vars) const {
+  OptimizerState state{.iterations = iterations_, .learning_rate = base_learning_rate_};
+  for (size_t i = 0; i < vars.size(); ++i) {
+    auto it = slots_.find(vars[i]);
+    if (it == slots_.end()) continue;
+    for (size_t s = 0; s < slot_names_.size(); ++s) {
+      // A copy: training goes on while a checkpoint is written.
+      state.slots.emplace_back(absl::StrCat(slot_names_[s], "/", i), it->second[s].Clone());
+    }
+  }
+  return state;
+}
+
+absl::Status Optimizer::RestoreState(const OptimizerState& state,
+                                     const std::vector<autodiff::Variable*>& vars) {
+  std::map<const autodiff::Variable*, std::vector<Tensor>> slots;
+  for (const auto& [name, value] : state.slots) {
+    const size_t slash = name.rfind('/');
+    int slot = -1;
+    for (size_t s = 0; s < slot_names_.size(); ++s) {
+      if (slash != std::string::npos && name.compare(0, slash, slot_names_[s]) == 0 &&
+          slash == slot_names_[s].size()) {
+        slot = static_cast<int>(s);
+      }
+    }
+    size_t index = 0;
+    if (slot < 0 || !absl::SimpleAtoi(absl::string_view(name).substr(slash + 1), &index)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Optimizer::RestoreState: slot '", name,
+                       "' is not '<slot>/<variable index>' with a slot of this optimizer (",
+                       slot_names_.empty() ? "it has none" : slot_names_[0], "...)"));
+    }
+    if (index >= vars.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("Optimizer::RestoreState: slot '", name,
+                                                     "' names variable ", index, " but there are ",
+                                                     vars.size(), " variables"));
+    }
+    if (value.dtype() != DType::kFloat32 || value.shape() != vars[index]->shape()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Optimizer::RestoreState: slot '", name, "' is ", DTypeName(value.dtype()),
+                       value.shape().DebugString(), " but variable '", vars[index]->name(),
+                       "' is float32", vars[index]->shape().DebugString()));
+    }
+    auto& entry = slots[vars[index]];
+    if (entry.empty()) {
+      for (size_t s = 0; s < slot_names_.size(); ++s) {
+        entry.push_back(Tensor::Zeros(DType::kFloat32, vars[index]->shape()));
+      }
+    }
+    entry[slot] = value.Clone();
+  }
+  slots_ = std::move(slots);
+  iterations_ = state.iterations;
+  base_learning_rate_ = state.learning_rate;
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::train::optimizers

@@ -1,0 +1,25 @@
+#include "train/optimizers/sgd.h"
+
+#include "core/status_macros.h"
+#include "train/backend/backend.h"
+
+namespace sluice::train::optimizers {
+
+Sgd::Sgd(SgdOptions options)
+    : Optimizer(options.learning_rate, options.momentum == 0
+                                           ? std::vector<std::string>{}
+                                           : std::vector<std::string>{"velocity"}),
+      options_(options) {}
+
+absl::Status Sgd::Update(autodiff::Variable& var, const Tensor& grad, int64_t, float lr) {
+  Tensor& w = var.mutable_value();
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Sgd", {&w, &grad}));
+  Tensor* velocity = nullptr;
+  if (options_.momentum != 0) {
+    SLUICE_ASSIGN_OR_RETURN(velocity, Slot(var, 0));
+  }
+  const float decay = DecaysWeightsOf(var) ? options_.weight_decay : 0.0f;
+  return backend->SgdUpdate(w, grad, velocity, lr, options_.momentum, options_.nesterov, decay);
+}
+
+}  // namespace sluice::train::optimizers

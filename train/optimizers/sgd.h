@@ -1,0 +1,34 @@
+#ifndef SLUICE_TRAIN_OPTIMIZERS_SGD_H_
+#define SLUICE_TRAIN_OPTIMIZERS_SGD_H_
+
+#include "train/optimizers/optimizer.h"
+
+namespace sluice::train::optimizers {
+
+struct SgdOptions {
+  float learning_rate = 0.01f;
+  float momentum = 0.0f;
+  bool nesterov = false;
+  // Decoupled weight decay, as Keras 3: w -= learning_rate * weight_decay * w
+  // before the gradient step.
+  float weight_decay = 0.0f;
+};
+
+// Keras SGD: v = momentum * v - lr * g; then w += v, or with Nesterov
+// w += momentum * v - lr * g. Without momentum, w -= lr * g. Its one slot,
+// with momentum only, is "velocity".
+class Sgd : public Optimizer {
+ public:
+  explicit Sgd(SgdOptions options = {});
+
+ protected:
+  absl::Status Update(autodiff::Variable& var, const Tensor& grad, int64_t step,
+                      float learning_rate) override;
+
+ private:
+  SgdOptions options_;
+};
+
+}  // namespace sluice::train::optimizers
+
+#endif  // SLUICE_TRAIN_OPTIMIZERS_SGD_H_
