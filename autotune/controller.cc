@@ -6,9 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "core/json_writer.h"
+#include "core/mutex.h"
 
 namespace sluice {
 namespace {
@@ -85,9 +84,10 @@ AutotuneController::AutotuneController(std::shared_ptr<StatsRegistry> registry, 
 
 AutotuneController::~AutotuneController() {
   {
-    absl::MutexLock l(&stop_mu_);
-    stop_ = true;  // Loop's Await sees it when the lock is released
+    MutexLock l(&stop_mu_);
+    stop_ = true;
   }
+  stop_cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -97,16 +97,16 @@ double AutotuneController::Now() const {
 
 void AutotuneController::Loop() {
   auto next_step = std::chrono::steady_clock::now() + options_.first_interval;
-  absl::MutexLock l(&stop_mu_);
+  MutexLock l(&stop_mu_);
   while (!stop_) {
     const auto now = std::chrono::steady_clock::now();
     const auto wake = std::min(next_step, now + options_.enforce_interval);
-    stop_mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::FromChrono(wake - now));
+    while (!stop_ && std::chrono::steady_clock::now() < wake) stop_cv_.WaitUntil(&stop_mu_, wake);
     if (stop_) break;
     stop_mu_.Unlock();
     if (std::chrono::steady_clock::now() >= next_step) {
       Step();
-      absl::MutexLock m(&mu_);
+      MutexLock m(&mu_);
       next_step = std::chrono::steady_clock::now() + interval_;
     } else {
       EnforceRamBudget();
@@ -152,7 +152,7 @@ bool AutotuneController::Apply(const Assignment& a, const std::string& reason) {
 }
 
 bool AutotuneController::EnforceRamBudget() {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   return EnforceRamLocked();
 }
 
@@ -183,7 +183,7 @@ bool AutotuneController::EnforceRamLocked() {
 }
 
 void AutotuneController::Step() {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   ++steps_;
   std::vector<std::shared_ptr<NodeStats>> nodes;
   model_.Update(Sample(&nodes), NowNs());
@@ -240,7 +240,7 @@ void AutotuneController::Step() {
 }
 
 AutotuneReport AutotuneController::Report() const {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   AutotuneReport r;
   r.elapsed_s = Now();
   r.steps = steps_;

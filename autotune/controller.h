@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "autotune/model.h"
+#include "core/mutex.h"
 #include "dataset/iterator.h"
 #include "dataset/node_stats.h"
 #include "dataset/options.h"
@@ -127,7 +127,7 @@ class AutotuneController : public IteratorTuner {
   const AutotuneOptions options_;
   const std::chrono::steady_clock::time_point start_;
 
-  mutable absl::Mutex mu_;  // the model and the report
+  mutable Mutex mu_;  // the model and the report
   Model model_ ABSL_GUARDED_BY(mu_);
   int64_t steps_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t peak_buffered_ ABSL_GUARDED_BY(mu_) = 0;
@@ -136,7 +136,8 @@ class AutotuneController : public IteratorTuner {
   std::vector<KnobChange> history_ ABSL_GUARDED_BY(mu_);
   std::chrono::milliseconds interval_ ABSL_GUARDED_BY(mu_);
 
-  absl::Mutex stop_mu_;
+  Mutex stop_mu_;
+  CondVar stop_cv_;
   bool stop_ ABSL_GUARDED_BY(stop_mu_) = false;
   std::thread thread_;
 };

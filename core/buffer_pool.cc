@@ -5,8 +5,8 @@
 #include <iterator>
 #include <new>
 
-#include "absl/synchronization/mutex.h"
 #include "core/device.h"
+#include "core/mutex.h"
 
 namespace sluice {
 
@@ -24,7 +24,7 @@ std::shared_ptr<Buffer> BufferPool::Get(size_t size) {
                        (size + Buffer::kAlignment - 1) / Buffer::kAlignment * Buffer::kAlignment);
   void* data = nullptr;
   {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     for (auto it = free_.rbegin(); it != free_.rend(); ++it) {
       if (it->size == rounded) {
         data = it->data;
@@ -43,12 +43,12 @@ std::shared_ptr<Buffer> BufferPool::Get(size_t size) {
 }
 
 size_t BufferPool::free_blocks() const {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   return free_.size();
 }
 
 bool BufferPool::Put(void* data, size_t size) {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   if (free_.size() >= max_free_) return false;
   free_.push_back({data, size});
   return true;

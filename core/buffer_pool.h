@@ -5,8 +5,8 @@
 #include <memory>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "core/buffer.h"
+#include "core/mutex.h"
 
 namespace sluice {
 
@@ -39,7 +39,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   bool Put(void* data, size_t size);
 
   const size_t max_free_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::vector<Block> free_ ABSL_GUARDED_BY(mu_);  // most recently freed last: warmest in cache
 };
 

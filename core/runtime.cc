@@ -7,13 +7,11 @@
 #include <mutex>
 #include <thread>
 
+#include "absl/base/config.h"
+#include "core/tsan_annotations.h"
 #include "oneapi/tbb/global_control.h"
 
-#if defined(__SANITIZE_THREAD__)
-// oneTBB is not built with ThreadSanitizer, which therefore cannot see that
-// enqueueing a task happens before the task runs; tell it.
-extern "C" void __tsan_acquire(void* addr);
-extern "C" void __tsan_release(void* addr);
+#ifdef ABSL_HAVE_THREAD_SANITIZER
 extern "C" void AnnotateIgnoreReadsBegin(const char* file, int line);
 extern "C" void AnnotateIgnoreReadsEnd(const char* file, int line);
 #endif
@@ -55,17 +53,17 @@ Runtime::Runtime(int threads)
     : threads_(threads > 0 ? threads : AvailableCores()), arena_((AllowWorkers(), threads_), 0) {}
 
 void Runtime::Schedule(std::function<void()> fn) {
-#if defined(__SANITIZE_THREAD__)
+#ifdef ABSL_HAVE_THREAD_SANITIZER
   // The function lives on the heap, published by a release on its address.
   // The task captures only a raw pointer (trivially destroyed), whose copy
   // inside oneTBB is the one read ThreadSanitizer cannot order.
   auto* task = new std::function<void()>(std::move(fn));
-  __tsan_release(task);
+  TsanRelease(task);
   arena_.enqueue([task] {
     AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
     std::function<void()>* t = task;
     AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
-    __tsan_acquire(t);
+    TsanAcquire(t);
     (*t)();
     delete t;
   });

@@ -24,12 +24,11 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "core/buffer_pool.h"
+#include "core/mutex.h"
 #include "core/status_macros.h"
 #include "dataset/batching_iterator.h"
 #include "dataset/dataset.h"
@@ -92,15 +91,15 @@ struct FillJob {
   int num_chunks = 1;
   std::atomic<int> next_chunk{0};
   std::atomic<int> chunks_done{0};
-  absl::Mutex mu;
-  absl::CondVar cv;
+  Mutex mu;
+  CondVar cv;
   absl::Status status ABSL_GUARDED_BY(mu);  // the first copy error
 
   // Copies chunks until none is left to claim.
   void Run() {
     // Pairs with the setup in MakeBatch: TBB's task queue already orders
     // them, but ThreadSanitizer cannot see into the uninstrumented libtbb.
-    { absl::MutexLock l(&mu); }
+    { MutexLock l(&mu); }
     for (int c = next_chunk.fetch_add(1); c < num_chunks; c = next_chunk.fetch_add(1)) {
       const int64_t begin = c * rows_per_chunk;
       const int64_t end = std::min<int64_t>(begin + rows_per_chunk, rows.size());
@@ -110,7 +109,7 @@ struct FillJob {
           if (!adopted[k]) s = out[k].CopyIntoRow(i, rows[i][k]);
         }
       }
-      absl::MutexLock l(&mu);
+      MutexLock l(&mu);
       if (status.ok()) status = s;
       if (chunks_done.fetch_add(1) + 1 == num_chunks) cv.SignalAll();
     }
@@ -194,7 +193,7 @@ class BatchIterator : public BatchingIterator {
     }
     auto job = std::make_shared<FillJob>();
     {
-      absl::MutexLock l(&job->mu);
+      MutexLock l(&job->mu);
       job->rows = std::move(rows_);
       job->out = out;
       job->adopted = adopted;
@@ -203,7 +202,7 @@ class BatchIterator : public BatchingIterator {
     }
     for (int c = 1; c < job->num_chunks; ++c) ctx().runtime->Schedule([job] { job->Run(); });
     job->Run();
-    absl::MutexLock l(&job->mu);
+    MutexLock l(&job->mu);
     // Every chunk is claimed by now; the ones still running are plain copies.
     while (job->chunks_done.load() != job->num_chunks) job->cv.Wait(&job->mu);
     SLUICE_RETURN_IF_ERROR(job->status);

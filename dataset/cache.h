@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
 
@@ -38,19 +38,19 @@ class CacheDataset : public DatasetBase {
 
   // Memory mode: the completed recording, or null.
   std::shared_ptr<const Recording> completed() const {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     return completed_;
   }
   // The first completed recording wins; later ones (concurrent passes) are dropped.
   void Complete(std::shared_ptr<const Recording> recording) const {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     if (completed_ == nullptr) completed_ = std::move(recording);
   }
 
  private:
   std::string path_;
   // The dataset is immutable and shared, but its cache fills in once: the one mutable part.
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   mutable std::shared_ptr<const Recording> completed_ ABSL_GUARDED_BY(mu_);
 };
 

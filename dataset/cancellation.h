@@ -6,7 +6,7 @@
 #include <functional>
 #include <map>
 
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 
 namespace sluice {
 
@@ -22,9 +22,9 @@ class CancellationManager {
     std::map<int64_t, std::function<void()>> callbacks;
     // Taken before the callbacks leave the map, so that a Deregister that
     // misses its callback waits until it has run.
-    absl::MutexLock running(&running_mu_);
+    MutexLock running(&running_mu_);
     {
-      absl::MutexLock l(&mu_);
+      MutexLock l(&mu_);
       if (cancelled_.exchange(true)) return;
       callbacks.swap(callbacks_);
     }
@@ -35,7 +35,7 @@ class CancellationManager {
   // Deregister.
   int64_t Register(std::function<void()> cb) {
     {
-      absl::MutexLock l(&mu_);
+      MutexLock l(&mu_);
       if (!cancelled_) {
         callbacks_.emplace(next_token_, std::move(cb));
         return next_token_++;
@@ -50,16 +50,16 @@ class CancellationManager {
   // callback takes.
   void Deregister(int64_t token) {
     {
-      absl::MutexLock l(&mu_);
+      MutexLock l(&mu_);
       if (callbacks_.erase(token) > 0 || !cancelled_) return;
     }
-    absl::MutexLock running(&running_mu_);  // Wait for Cancel() to finish.
+    MutexLock running(&running_mu_);  // Wait for Cancel() to finish.
   }
 
  private:
   std::atomic<bool> cancelled_{false};
-  absl::Mutex mu_;
-  absl::Mutex running_mu_;  // Held while Cancel() runs callbacks.
+  Mutex mu_;
+  Mutex running_mu_;  // Held while Cancel() runs callbacks.
   std::map<int64_t, std::function<void()>> callbacks_ ABSL_GUARDED_BY(mu_);
   int64_t next_token_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -35,7 +35,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "core/status_macros.h"
 #include "dataset/dataset_base.h"
 #include "io/atomic_file.h"
@@ -61,7 +61,7 @@ void Warn(const std::string& message) {
 // Temporary files this process is writing right now, so that a cleanup of leftovers never removes
 // a live one.
 struct LiveTempFiles {
-  absl::Mutex mu;
+  Mutex mu;
   std::set<std::string> paths ABSL_GUARDED_BY(mu);
 
   static LiveTempFiles& Get() {
@@ -93,7 +93,7 @@ void RemoveLeftoverTempFiles(const std::string& path, const std::string& node) {
     bool gone;
     if (pid == ::getpid()) {
       LiveTempFiles& live = LiveTempFiles::Get();
-      absl::MutexLock l(&live.mu);
+      MutexLock l(&live.mu);
       gone = live.paths.count(temp) == 0;
     } else {
       gone = ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
@@ -125,7 +125,7 @@ class CacheFileWriter {
     {
       // Registered before any cleanup in this process can see the file.
       LiveTempFiles& live = LiveTempFiles::Get();
-      absl::MutexLock l(&live.mu);
+      MutexLock l(&live.mu);
       SLUICE_ASSIGN_OR_RETURN(file, AtomicFile::Create(path));
       live.paths.insert(file->temp_path());
     }
@@ -138,7 +138,7 @@ class CacheFileWriter {
   ~CacheFileWriter() {
     file_->Abandon();  // No-op once committed.
     LiveTempFiles& live = LiveTempFiles::Get();
-    absl::MutexLock l(&live.mu);
+    MutexLock l(&live.mu);
     live.paths.erase(file_->temp_path());
   }
 

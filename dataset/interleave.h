@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
@@ -66,7 +66,7 @@ class InterleaveDataset : public DatasetBase {
     {
       // Iterator constructors set their node's shared Tunables without
       // atomics; two inner pipelines of this node share those nodes.
-      absl::MutexLock l(&make_mu_);
+      MutexLock l(&make_mu_);
       SLUICE_ASSIGN_OR_RETURN(*iterator, inner.base()->MakeIterator(
                                              ctx.ForInner(name(), static_cast<uint64_t>(index))));
     }
@@ -78,7 +78,7 @@ class InterleaveDataset : public DatasetBase {
   DatasetFn fn_;
   InterleaveOptions options_;
   // Guards no data: it serialises the making of inner iterators (see MakeInner).
-  mutable absl::Mutex make_mu_;
+  mutable Mutex make_mu_;
 };
 
 }  // namespace sluice::internal

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 
@@ -63,7 +63,7 @@ Iterator::~Iterator() {
   // Wake every blocked wait first, then destroy the nodes (which join their
   // threads) while nothing can block any more.
   ctx_.cancellation->Cancel();
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   root_.reset();
 }
 
@@ -87,7 +87,7 @@ absl::Status Iterator::EnsureStarted() {
 }
 
 absl::StatusOr<std::optional<Element>> Iterator::GetNext() {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   SLUICE_RETURN_IF_ERROR(EnsureStarted());
   SLUICE_RETURN_IF_ERROR(error_);
   auto result = root_->GetNext();
@@ -96,12 +96,12 @@ absl::StatusOr<std::optional<Element>> Iterator::GetNext() {
 }
 
 absl::Status Iterator::Initialize() {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   return EnsureStarted();
 }
 
 absl::StatusOr<std::string> Iterator::Save() {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   SLUICE_RETURN_IF_ERROR(EnsureStarted());
   SLUICE_RETURN_IF_ERROR(error_);
   proto::IteratorCheckpoint ckpt;
@@ -113,7 +113,7 @@ absl::StatusOr<std::string> Iterator::Save() {
 }
 
 absl::Status Iterator::Restore(const std::string& checkpoint) {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   if (started_) {
     return absl::FailedPreconditionError(
         "Restore must be called on a fresh iterator, before the first GetNext");

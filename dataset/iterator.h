@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "core/element.h"
+#include "core/mutex.h"
 #include "dataset/dataset_base.h"
 #include "dataset/node_stats.h"
 
@@ -85,7 +85,7 @@ class Iterator {
 
   std::shared_ptr<const DatasetBase> dataset_;
   IteratorContext ctx_;
-  absl::Mutex mu_;
+  Mutex mu_;
   std::unique_ptr<IteratorBase> root_ ABSL_GUARDED_BY(mu_);
   // Set once, when the nodes are made.
   std::unique_ptr<IteratorTuner> tuner_ ABSL_GUARDED_BY(mu_);

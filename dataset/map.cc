@@ -4,10 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
-#include <mutex>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
@@ -111,13 +110,13 @@ class ParallelMapIterator : public IteratorBase {
     ctx().cancellation->Deregister(cancel_token_);
     // Calls still running hold `shared_` and the dataset; they finish on their
     // own, start no other, and their results are dropped.
-    absl::MutexLock l(&shared_->mu);
+    MutexLock l(&shared_->mu);
     for (const auto& slot : shared_->results) shared_->Uncount(*slot);
   }
 
  protected:
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {
-    absl::ReleasableMutexLock l(&shared_->mu);
+    ReleasableMutexLock l(&shared_->mu);
     while (true) {
       if (shared_->cancelled) return absl::CancelledError("iterator destroyed");
       // Keep the workers fed before taking a result.
@@ -158,7 +157,7 @@ class ParallelMapIterator : public IteratorBase {
   }
 
   absl::Status SaveInternal(proto::IteratorStateProto* state) override {
-    absl::MutexLock l(&shared_->mu);
+    MutexLock l(&shared_->mu);
     // Quiesce: the workers finish every queued and running call (the consumer,
     // which is us, fetches nothing meanwhile).
     while (!shared_->cancelled && (shared_->running > 0 || !shared_->queue.empty())) {
@@ -181,7 +180,7 @@ class ParallelMapIterator : public IteratorBase {
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    absl::MutexLock l(&shared_->mu);
+    MutexLock l(&shared_->mu);
     SLUICE_ASSIGN_OR_RETURN(next_index_, SavedInt(state, "next_index"));
     SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "input_ended"));
     input_ended_ = ended != 0;
@@ -209,8 +208,8 @@ class ParallelMapIterator : public IteratorBase {
 
   // What the workers touch; they may outlive the iterator.
   struct Shared {
-    absl::Mutex mu;
-    absl::CondVar consumer_cv;
+    Mutex mu;
+    CondVar consumer_cv;
     bool consumer_waiting ABSL_GUARDED_BY(mu) = false;
     // In input order: queued, running or done.
     std::deque<std::shared_ptr<Slot>> results ABSL_GUARDED_BY(mu);
@@ -226,7 +225,7 @@ class ParallelMapIterator : public IteratorBase {
     Tunable* parallelism;
 
     void Cancel() {
-      absl::MutexLock l(&mu);
+      MutexLock l(&mu);
       cancelled = true;
       queue.clear();
       consumer_cv.SignalAll();
@@ -276,7 +275,7 @@ class ParallelMapIterator : public IteratorBase {
     // A worker task: runs queued calls until the queue is empty, never more
     // calls at once than the parallelism (the consumer may be running one).
     static void Work(const std::shared_ptr<Shared>& s) {
-      absl::MutexLock l(&s->mu);
+      MutexLock l(&s->mu);
       while (!s->cancelled && !s->queue.empty() && s->running < s->Parallelism()) {
         s->RunQueued();
         // Wake the consumer only when it sleeps (it rechecks what it waits for).

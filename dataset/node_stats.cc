@@ -1,6 +1,6 @@
 #include "dataset/node_stats.h"
 
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "dataset/options.h"
 
 namespace sluice {
@@ -35,7 +35,7 @@ const char* NodeKindName(NodeKind kind) {
 }
 
 std::shared_ptr<NodeStats> StatsRegistry::GetOrCreate(const std::string& name, NodeKind kind) {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   for (const auto& n : nodes_) {
     if (n->name == name) return n;
   }
@@ -47,7 +47,7 @@ std::shared_ptr<NodeStats> StatsRegistry::GetOrCreate(const std::string& name, N
 }
 
 std::vector<std::shared_ptr<NodeStats>> StatsRegistry::Nodes() const {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   return nodes_;
 }
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 
 namespace sluice {
 
@@ -78,7 +78,7 @@ class StatsRegistry {
   std::vector<std::shared_ptr<NodeStats>> Nodes() const;
 
  private:
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::vector<std::shared_ptr<NodeStats>> nodes_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -10,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "core/status_macros.h"
 #include "dataset/interleave_iterator.h"
 #include "dataset/knob.h"
@@ -45,7 +44,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     inner_ctx_.cancellation = inner_cancel_;
     cancel_token_ = ctx.cancellation->Register([s = signal_, inner = inner_cancel_] {
       {
-        absl::MutexLock l(&s->mu);
+        MutexLock l(&s->mu);
         s->cancelled = true;
         s->cv.SignalAll();
       }
@@ -55,7 +54,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
 
   ~ParallelInterleaveIterator() override {
     {
-      absl::MutexLock l(&signal_->mu);
+      MutexLock l(&signal_->mu);
       signal_->cancelled = true;
       signal_->cv.SignalAll();
     }
@@ -67,7 +66,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
 
  protected:
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {
-    absl::MutexLock l(&signal_->mu);
+    MutexLock l(&signal_->mu);
     if (workers_.empty()) {
       for (int64_t i = 0; i < num_workers_; ++i) workers_.emplace_back([this] { WorkerLoop(); });
     }
@@ -82,7 +81,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
   }
 
   absl::Status SaveInternal(proto::IteratorStateProto* state) override {
-    absl::MutexLock l(&signal_->mu);
+    MutexLock l(&signal_->mu);
     // Quiesce: no new jobs; wait for the workers' current ones.
     paused_ = true;
     signal_->cv.SignalAll();
@@ -95,7 +94,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    absl::MutexLock l(&signal_->mu);
+    MutexLock l(&signal_->mu);
     SLUICE_RETURN_IF_ERROR(RestoreState(state, inner_ctx_, &futures_));
     buffered_elements_ = buffered_bytes_ = 0;
     for (const auto& slot : cycle_) {
@@ -108,8 +107,8 @@ class ParallelInterleaveIterator : public InterleaveIterator {
  private:
   // What the cancellation callback touches; it may run while we are destroyed.
   struct Signal {
-    absl::Mutex mu;
-    absl::CondVar cv;
+    Mutex mu;
+    CondVar cv;
     bool cancelled ABSL_GUARDED_BY(mu) = false;
   };
   enum class Step { kReturn, kAgain, kWait };
@@ -255,7 +254,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
   }
 
   void WorkerLoop() {
-    absl::MutexLock l(&signal_->mu);
+    MutexLock l(&signal_->mu);
     while (true) {
       Job job;
       while (!signal_->cancelled && (job = FindJob()).kind == JobKind::kNone) {

@@ -18,11 +18,10 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
-#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
@@ -86,7 +85,7 @@ class PrefetchIterator : public IteratorBase {
     if (ready_.empty()) {
       // Take everything the producer has buffered in one locked step; the
       // next calls are served without the lock.
-      absl::MutexLock l(&mu_);
+      MutexLock l(&mu_);
       if (!started_) {
         started_ = true;
         if (!input_ended_) producer_ = std::thread([this] { ProducerLoop(); });
@@ -144,7 +143,7 @@ class PrefetchIterator : public IteratorBase {
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "input_ended"));
     input_ended_ = ended != 0;
     for (const proto::BufferedResult& r : state.buffer()) {
@@ -169,7 +168,7 @@ class PrefetchIterator : public IteratorBase {
   };
 
   void Cancel() {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     cancelled_ = true;
     consumer_cv_.SignalAll();
     producer_cv_.SignalAll();
@@ -224,7 +223,7 @@ class PrefetchIterator : public IteratorBase {
   }
 
   void ProducerLoop() {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     while (true) {
       if (!cancelled_ && !CanFetch()) {
         while (!cancelled_) {
@@ -268,9 +267,9 @@ class PrefetchIterator : public IteratorBase {
   std::deque<Entry> ready_;
   std::atomic<int64_t> ready_count_{0};  // ready_.size(), read by the producer
 
-  absl::Mutex mu_;
-  absl::CondVar consumer_cv_;                      // an entry arrived, or a pull ended (for Save)
-  absl::CondVar producer_cv_;                      // room in the buffer, or resumed
+  Mutex mu_;
+  CondVar consumer_cv_;                            // an entry arrived, or a pull ended (for Save)
+  CondVar producer_cv_;                            // room in the buffer, or resumed
   std::deque<Entry> shared_ ABSL_GUARDED_BY(mu_);  // in input order, after ready_
   std::atomic<int64_t> shared_count_{0};           // shared_.size(), written under mu_
   std::atomic<bool> producer_waiting_{false};

@@ -19,11 +19,10 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
-#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
@@ -208,7 +207,7 @@ class ParallelTFRecordIterator : public IteratorBase {
 
  protected:
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     StartThreads();
     while (true) {
       if (cancelled_) return absl::CancelledError("iterator destroyed");
@@ -258,7 +257,7 @@ class ParallelTFRecordIterator : public IteratorBase {
   }
 
   absl::Status SaveInternal(proto::IteratorStateProto* state) override {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     // Quiesce: no reads in flight, so every reader's position matches its buffer.
     paused_ = true;
     while (!cancelled_ && busy_ != 0) consumer_cv_.Wait(&mu_);
@@ -269,7 +268,7 @@ class ParallelTFRecordIterator : public IteratorBase {
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     SLUICE_ASSIGN_OR_RETURN(int64_t slots, SavedInt(state, "slots"));
     SLUICE_ASSIGN_OR_RETURN(int64_t cursor, SavedInt(state, "cursor"));
     SLUICE_ASSIGN_OR_RETURN(int64_t next_file, SavedInt(state, "next_file"));
@@ -366,7 +365,7 @@ class ParallelTFRecordIterator : public IteratorBase {
   }
 
   void Cancel() {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     cancelled_ = true;
     consumer_cv_.SignalAll();
     readers_cv_.SignalAll();
@@ -392,7 +391,7 @@ class ParallelTFRecordIterator : public IteratorBase {
   }
 
   void ReaderLoop() {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     while (true) {
       size_t j = slots_.size();
       while (!cancelled_ && (j = PickSlot()) >= slots_.size()) readers_cv_.Wait(&mu_);
@@ -496,9 +495,9 @@ class ParallelTFRecordIterator : public IteratorBase {
   const TFRecordDataset* d_;
   bool deterministic_ = true;
 
-  absl::Mutex mu_;
-  absl::CondVar consumer_cv_;  // GetNext and Save wait here
-  absl::CondVar readers_cv_;   // reader threads wait here
+  Mutex mu_;
+  CondVar consumer_cv_;  // GetNext and Save wait here
+  CondVar readers_cv_;   // reader threads wait here
   // A slot's reader is used by the thread that marked the slot busy, without the lock.
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);  // fixed size: reader threads hold references
   size_t cursor_ ABSL_GUARDED_BY(mu_) = 0;        // the slot whose turn it is

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "core/status_macros.h"
 #include "gpu/conv_plan.h"
 #include "gpu/cuda_check.h"
@@ -74,7 +74,7 @@ absl::Status RequireInt(int64_t v, absl::string_view what) {
 
 // Guards the process-wide table of shared backends.
 struct SharedBackends {
-  absl::Mutex mu;
+  Mutex mu;
   std::unordered_map<int, std::unique_ptr<CudaBackend>> backends ABSL_GUARDED_BY(mu);
 };
 SharedBackends& Shared() {
@@ -140,7 +140,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device, Opt
 
 absl::StatusOr<CudaBackend*> CudaBackend::ForDevice(int device) {
   SharedBackends& shared = Shared();
-  absl::MutexLock lock(&shared.mu);
+  MutexLock lock(&shared.mu);
   auto it = shared.backends.find(device);
   if (it != shared.backends.end()) return it->second.get();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> backend, Create(device, Options()));
@@ -217,7 +217,7 @@ absl::Status CudaBackend::Synchronize() {
 }
 
 size_t CudaBackend::NumConvolutionPlans() const {
-  absl::MutexLock lock(&library_mu_);
+  MutexLock lock(&library_mu_);
   return conv_plans_.size();
 }
 
@@ -238,7 +238,7 @@ absl::Status CudaBackend::MatMul(const Tensor& a, bool transpose_a, const Tensor
   const int lda = static_cast<int>(transpose_a ? m : k);
   const int ldb = static_cast<int>(transpose_b ? k : n);
   const float one = 1.0f, zero = 0.0f;
-  absl::MutexLock lock(&library_mu_);
+  MutexLock lock(&library_mu_);
   CUBLAS_RETURN_IF_ERROR(cublasGemmEx(
       cublas_, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
       static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &one, b.raw_data(), CUDA_R_32F,

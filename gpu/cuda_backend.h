@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "gpu/device_allocator.h"
 #include "gpu/stream.h"
 #include "train/backend/backend.h"
@@ -159,7 +159,7 @@ class CudaBackend final : public train::backend::Backend {
   cublasContext* cublas_;
   cudnnContext* cudnn_;
   // cuBLAS and cuDNN handles are not to be used by two threads at once.
-  mutable absl::Mutex library_mu_;
+  mutable Mutex library_mu_;
   std::unordered_map<std::string, std::unique_ptr<ConvPlan>> conv_plans_
       ABSL_GUARDED_BY(library_mu_);
 };

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "core/status_macros.h"
 #include "gpu/conv_plan.h"
 #include "gpu/cuda_backend.h"
@@ -260,7 +260,7 @@ absl::Status CudaBackend::Conv2DForward(const train::backend::ConvGeometry& geo,
   SLUICE_RETURN_IF_ERROR(Enter("Conv2DForward", {&input, &filter, &output}));
   if (output.num_elements() == 0) return absl::OkStatus();
   SLUICE_ASSIGN_OR_RETURN(Tensor w, FilterToOhwi(filter));
-  absl::MutexLock lock(&library_mu_);
+  MutexLock lock(&library_mu_);
   SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kForward, geo));
   SLUICE_ASSIGN_OR_RETURN(Tensor x, PaddedInput(*plan, geo, input));
   SLUICE_ASSIGN_OR_RETURN(
@@ -280,7 +280,7 @@ absl::Status CudaBackend::Conv2DBackwardData(const train::backend::ConvGeometry&
   if (grad_input.num_elements() == 0) return absl::OkStatus();
   if (grad_output.num_elements() == 0) return Fill(grad_input, 0.0f);
   SLUICE_ASSIGN_OR_RETURN(Tensor w, FilterToOhwi(filter));
-  absl::MutexLock lock(&library_mu_);
+  MutexLock lock(&library_mu_);
   SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kBackwardData, geo));
   const bool padded =
       plan->extra_top + plan->extra_bottom + plan->extra_left + plan->extra_right > 0;
@@ -319,7 +319,7 @@ absl::Status CudaBackend::Conv2DBackwardFilter(const train::backend::ConvGeometr
   SLUICE_ASSIGN_OR_RETURN(Tensor dw,
                           Allocate(DType::kFloat32, Shape{geo.o, geo.kh, geo.kw, geo.c}));
   {
-    absl::MutexLock lock(&library_mu_);
+    MutexLock lock(&library_mu_);
     SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kBackwardFilter, geo));
     SLUICE_ASSIGN_OR_RETURN(Tensor x, PaddedInput(*plan, geo, input));
     SLUICE_ASSIGN_OR_RETURN(
@@ -354,7 +354,7 @@ absl::Status CudaBackend::BatchNormForwardTraining(const Tensor& x, const Tensor
     return Fill(variance, 0.0f);
   }
   BnDescriptors d;
-  absl::MutexLock lock(&library_mu_);
+  MutexLock lock(&library_mu_);
   SLUICE_RETURN_IF_ERROR(d.Init(s));
   // With an averaging factor of 1 the "running" statistics are the batch's;
   // they are read before written (times 1 - factor = 0), so must not hold NaN.
@@ -381,7 +381,7 @@ absl::Status CudaBackend::BatchNormForwardInference(const Tensor& x, const Tenso
   const BnShape s = BnShapeOf(x);
   if (s.c == 0 || s.rows() == 0) return absl::OkStatus();
   BnDescriptors d;
-  absl::MutexLock lock(&library_mu_);
+  MutexLock lock(&library_mu_);
   SLUICE_RETURN_IF_ERROR(d.Init(s));
   const float one = 1.0f, zero = 0.0f;
   CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationForwardInference(
@@ -423,7 +423,7 @@ absl::Status CudaBackend::BatchNormBackward(const Tensor& x, const Tensor& gamma
     return Reduce(train::backend::ReduceOp::kSum, g2, {true, false}, 1.0f, beta_view);
   }
   BnDescriptors d;
-  absl::MutexLock lock(&library_mu_);
+  MutexLock lock(&library_mu_);
   SLUICE_RETURN_IF_ERROR(d.Init(s));
   const float one = 1.0f, zero = 0.0f;
   CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationBackward(

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "core/status_macros.h"
 #include "gpu/cuda_check.h"
 
@@ -35,9 +35,9 @@ class DeviceScope {
 }  // namespace
 
 DeviceAllocator& DeviceAllocator::ForDevice(int device) {
-  static absl::Mutex* mu = new absl::Mutex;
+  static Mutex* mu = new Mutex;
   static DeviceAllocator** allocators = new DeviceAllocator* [kMaxDevices] {};
-  absl::MutexLock lock(mu);
+  MutexLock lock(mu);
   const int slot = std::clamp(device, 0, kMaxDevices - 1);
   if (allocators[slot] == nullptr) allocators[slot] = new DeviceAllocator(slot);
   return *allocators[slot];
@@ -54,7 +54,7 @@ size_t DeviceAllocator::BucketSize(size_t bytes) {
 
 absl::StatusOr<void*> DeviceAllocator::Allocate(size_t bytes, cudaStream_t stream) {
   const size_t size = BucketSize(bytes);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   void* ptr = nullptr;
   auto it = free_.find({stream, size});
   if (it != free_.end() && !it->second.empty()) {
@@ -88,7 +88,7 @@ absl::StatusOr<void*> DeviceAllocator::Allocate(size_t bytes, cudaStream_t strea
 
 void DeviceAllocator::Free(void* ptr) {
   if (ptr == nullptr) return;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = live_.find(ptr);
   if (it == live_.end()) return;  // not ours: nothing we may do with it
   const Block block = it->second;
@@ -111,7 +111,7 @@ absl::StatusOr<Tensor> DeviceAllocator::AllocateTensor(DType dtype, const Shape&
 }
 
 absl::Status DeviceAllocator::EmptyCache() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return EmptyCacheLocked();
 }
 
@@ -132,7 +132,7 @@ absl::Status DeviceAllocator::EmptyCacheLocked() {
 }
 
 DeviceAllocator::Stats DeviceAllocator::GetStats() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return stats_;
 }
 

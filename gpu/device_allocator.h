@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "core/tensor.h"
 
 namespace sluice::gpu {
@@ -74,7 +74,7 @@ class DeviceAllocator {
   absl::Status EmptyCacheLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int device_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::unordered_map<void*, Block> live_ ABSL_GUARDED_BY(mu_);
   std::unordered_map<std::pair<cudaStream_t, size_t>, std::vector<void*>, KeyHash> free_
       ABSL_GUARDED_BY(mu_);

@@ -4,8 +4,8 @@
 #include <memory>
 #include <utility>
 
-#include "absl/synchronization/mutex.h"
 #include "core/buffer_pool.h"
+#include "core/mutex.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
 #include "io/example_parser.h"
@@ -45,7 +45,7 @@ class BatchRows {
     const int64_t b = index / batch_, r = index % batch_;
     std::shared_ptr<Buffer> buffer;
     {
-      absl::MutexLock l(&mu_);
+      MutexLock l(&mu_);
       Open& open = open_[b];
       if (open.buffer == nullptr) open.buffer = pool_->Get(row_bytes_ * batch_);
       buffer = open.buffer;
@@ -67,7 +67,7 @@ class BatchRows {
   const size_t row_bytes_;
   const Shape row_shape_;
   std::shared_ptr<BufferPool> pool_;
-  absl::Mutex mu_;
+  Mutex mu_;
   std::map<int64_t, Open> open_ ABSL_GUARDED_BY(mu_);  // by batch number
 };
 

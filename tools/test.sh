@@ -1,33 +1,54 @@
 #!/usr/bin/env bash
-# Builds sluice and runs every test: the full suites, then the core, io and
-# ops suites under AddressSanitizer + UndefinedBehaviorSanitizer, the dataset
-# suites under ThreadSanitizer, then an install of the package used by an
-# out-of-tree example.
+# Builds sluice and runs every test: the full suites; every suite again under
+# AddressSanitizer + UndefinedBehaviorSanitizer; the dataset, autotune and
+# train suites (the threaded ones) under ThreadSanitizer; then an install of the package
+# used by an out-of-tree example. Both sanitizer builds use clang, whose
+# -Wthread-safety -Werror=thread-safety (CMakeLists.txt) checks the lock
+# annotations of the whole library.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+start=$SECONDS
+took() { printf '== %s: %dm%02ds\n' "$1" $(((SECONDS - $2) / 60)) $(((SECONDS - $2) % 60)); }
 
+t=$SECONDS
 bash tools/build.sh
+took "build" "$t"
 echo "== unit tests"
+t=$SECONDS
 ctest --test-dir build --output-on-failure -j "$jobs"
+took "unit tests" "$t"
 
-echo "== core, io and ops suites under ASan + UBSan"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DSLUICE_SANITIZE="address;undefined" -DSLUICE_TEST_MODULES="core;io;ops" \
-  -DSLUICE_BUILD_TOOLS=OFF -DSLUICE_BUILD_BENCH=OFF -DSLUICE_CUDA=OFF >/dev/null
-cmake --build build-asan --parallel "$jobs" --target core_tests io_tests ops_tests
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+# -O1 with line tables: readable reports, a fraction of -O2 -g's build time.
+sanitizer_build() {  # DIR SANITIZERS MODULES TARGETS...
+  local dir=$1 sanitize=$2 modules=$3
+  shift 3
+  CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize \
+    -DCMAKE_C_FLAGS_SANITIZE="-O1 -gline-tables-only" \
+    -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -gline-tables-only" \
+    -DSLUICE_SANITIZE="$sanitize" -DSLUICE_TEST_MODULES="$modules" \
+    -DSLUICE_BUILD_BENCH=OFF -DSLUICE_CUDA=OFF >/dev/null
+  cmake --build "$dir" --parallel "$jobs" --target "$@"
+}
+
+echo "== every suite under ASan + UBSan (clang, thread-safety analysis on)"
+t=$SECONDS
+sanitizer_build build-asan "address;undefined" "core;io;dataset;ops;autotune;train;tools" \
+  sluice_cli core_tests io_tests dataset_tests ops_tests autotune_tests train_tests tools_tests
+ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
+  UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+took "ASan + UBSan" "$t"
 
-echo "== dataset suites under ThreadSanitizer"
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DSLUICE_SANITIZE=thread -DSLUICE_TEST_MODULES=dataset \
-  -DSLUICE_BUILD_TOOLS=OFF -DSLUICE_BUILD_BENCH=OFF -DSLUICE_CUDA=OFF >/dev/null
-cmake --build build-tsan --parallel "$jobs" --target dataset_tests
+echo "== dataset, autotune and train suites under TSan (clang)"
+t=$SECONDS
+sanitizer_build build-tsan thread "dataset;autotune;train" dataset_tests autotune_tests train_tests
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
   ctest --test-dir build-tsan --output-on-failure -j "$jobs"
+took "TSan" "$t"
 
 echo "== install and build the out-of-tree example"
+t=$SECONDS
 rm -rf build/install build/example-consumer
 cmake --install build --prefix build/install >/dev/null
 cmake -S examples/consumer -B build/example-consumer -G Ninja \
@@ -37,4 +58,6 @@ cmake --build build/example-consumer
 # The C++ training example, briefly: 2,000 training images, one epoch, the whole test set.
 ./build/sluice convert fashion-mnist --out build/example-data --shards 2 >/dev/null
 (cd build && ./example-consumer/train_fashion_mnist example-data 1 2000)
+took "example" "$t"
+took "tools/test.sh" "$start"
 echo "2 passed, 0 failed: out-of-tree find_package(sluice) examples"

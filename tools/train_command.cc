@@ -18,9 +18,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
 #include "core/device.h"
 #include "core/json_writer.h"
+#include "core/mutex.h"
 #include "core/status_macros.h"
 #include "io/glob.h"
 #include "io/record_index.h"
@@ -106,22 +106,22 @@ absl::StatusOr<int64_t> CountRecords(const std::string& pattern, int64_t limit, 
 class SkippedRecords {
  public:
   void Add(const absl::Status& status) {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     if (first_.empty()) first_ = std::string(status.message());
     if (distinct_.size() < kMaxTracked) distinct_.insert(std::string(status.message()));
   }
   int64_t count() const {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     return static_cast<int64_t>(distinct_.size());
   }
   std::string first() const {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     return first_;
   }
 
  private:
   static constexpr size_t kMaxTracked = 100000;  // bounds the memory a hopeless set can take
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::set<std::string> distinct_ ABSL_GUARDED_BY(mu_);
   std::string first_ ABSL_GUARDED_BY(mu_);
 };

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/config.h"
 #include "absl/status/statusor.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
@@ -16,7 +17,7 @@ namespace sluice::testing {
 // The contract: destroying an iterator mid-stream returns within 100 ms.
 // Sanitizers slow every instruction down several times, so their builds get
 // a proportionally larger bound for the same check.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(ABSL_HAVE_THREAD_SANITIZER) || defined(ABSL_HAVE_ADDRESS_SANITIZER)
 inline constexpr int64_t kCancelBudgetMs = 500;
 #else
 inline constexpr int64_t kCancelBudgetMs = 100;

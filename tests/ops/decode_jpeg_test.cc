@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/config.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -438,7 +439,7 @@ TEST(DecodeJpegTest, HugeHeaderIsRejectedByMaxPixels) {
   EXPECT_TRUE(DecodeJpeg(PhotoJpegs()[0], {.max_pixels = 500 * 375}).ok());
 }
 
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(ABSL_HAVE_ADDRESS_SANITIZER) && !defined(ABSL_HAVE_THREAD_SANITIZER)
 // Runs in the death test's child: limits the address space to 1 GiB, decodes the patched JPEGs and
 // exits 0 when both are rejected.
 [[noreturn]] void DecodeHugeUnderMemoryLimit() {

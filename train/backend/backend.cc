@@ -3,14 +3,14 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 #include "train/backend/cpu/cpu_backend.h"
 
 namespace sluice::train::backend {
 namespace {
 
 struct Registry {
-  absl::Mutex mu;
+  Mutex mu;
   std::map<DeviceType, BackendFactory> factories ABSL_GUARDED_BY(mu);
 };
 
@@ -23,7 +23,7 @@ Registry& GetRegistry() {
 
 void RegisterBackend(DeviceType type, BackendFactory factory) {
   Registry& r = GetRegistry();
-  absl::MutexLock lock(&r.mu);
+  MutexLock lock(&r.mu);
   r.factories[type] = std::move(factory);
 }
 
@@ -32,7 +32,7 @@ absl::StatusOr<Backend*> BackendFor(const Device& device) {
   BackendFactory factory;
   {
     Registry& r = GetRegistry();
-    absl::MutexLock lock(&r.mu);
+    MutexLock lock(&r.mu);
     auto it = r.factories.find(device.type);
     if (it != r.factories.end()) factory = it->second;
   }

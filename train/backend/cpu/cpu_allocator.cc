@@ -5,13 +5,13 @@
 #include <new>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 
 namespace sluice::train::backend::cpu {
 namespace {
 
 struct Pool {
-  absl::Mutex mu;
+  Mutex mu;
   std::map<size_t, std::vector<void*>> free ABSL_GUARDED_BY(mu);  // by rounded size
   size_t cached ABSL_GUARDED_BY(mu) = 0;
   int64_t reuses ABSL_GUARDED_BY(mu) = 0;
@@ -28,7 +28,7 @@ constexpr size_t kPage = 4096;
 void Release(void* p, size_t size) {
   Pool& pool = GetPool();
   {
-    absl::MutexLock lock(&pool.mu);
+    MutexLock lock(&pool.mu);
     if (pool.cached + size <= CpuAllocator::kMaxCachedBytes) {
       pool.free[size].push_back(p);
       pool.cached += size;
@@ -47,7 +47,7 @@ Tensor CpuAllocator::Allocate(DType dtype, const Shape& shape) {
   void* p = nullptr;
   Pool& pool = GetPool();
   {
-    absl::MutexLock lock(&pool.mu);
+    MutexLock lock(&pool.mu);
     auto it = pool.free.find(size);
     if (it != pool.free.end() && !it->second.empty()) {
       p = it->second.back();
@@ -65,12 +65,12 @@ Tensor CpuAllocator::Allocate(DType dtype, const Shape& shape) {
 }
 
 size_t CpuAllocator::cached_bytes() {
-  absl::MutexLock lock(&GetPool().mu);
+  MutexLock lock(&GetPool().mu);
   return GetPool().cached;
 }
 
 int64_t CpuAllocator::reuses() {
-  absl::MutexLock lock(&GetPool().mu);
+  MutexLock lock(&GetPool().mu);
   return GetPool().reuses;
 }
 

@@ -1,6 +1,6 @@
 #include "train/backend/cpu/dnnl_primitive_cache.h"
 
-#include "absl/synchronization/mutex.h"
+#include "core/mutex.h"
 
 namespace sluice::train::backend::cpu {
 
@@ -10,7 +10,7 @@ DnnlPrimitiveCache& DnnlPrimitiveCache::Global() {
 }
 
 std::shared_ptr<const void> DnnlPrimitiveCache::Find(const std::string& key) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = entries_.find(key);
   if (it == entries_.end()) {
     ++misses_;
@@ -23,7 +23,7 @@ std::shared_ptr<const void> DnnlPrimitiveCache::Find(const std::string& key) {
 
 std::shared_ptr<const void> DnnlPrimitiveCache::Insert(const std::string& key,
                                                        std::shared_ptr<const void> value) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = entries_.find(key);
   if (it != entries_.end()) return it->second.value;  // another thread built it first
   lru_.push_front(key);
@@ -36,17 +36,17 @@ std::shared_ptr<const void> DnnlPrimitiveCache::Insert(const std::string& key,
 }
 
 size_t DnnlPrimitiveCache::size() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return entries_.size();
 }
 
 int64_t DnnlPrimitiveCache::hits() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return hits_;
 }
 
 int64_t DnnlPrimitiveCache::misses() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return misses_;
 }
 

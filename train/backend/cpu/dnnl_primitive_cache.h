@@ -1,5 +1,4 @@
 
-#include "absl/synchronization/mutex.h"
 #ifndef SLUICE_TRAIN_BACKEND_CPU_DNNL_PRIMITIVE_CACHE_H_
 #define SLUICE_TRAIN_BACKEND_CPU_DNNL_PRIMITIVE_CACHE_H_
 
@@ -10,6 +9,8 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+
+#include "core/mutex.h"
 
 namespace sluice::train::backend::cpu {
 
@@ -53,7 +54,7 @@ class DnnlPrimitiveCache {
     std::list<std::string>::iterator lru;
   };
   const size_t capacity_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::unordered_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
   std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);  // most recently used first
   int64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
