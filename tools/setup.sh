@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sluice needs, only those that are missing.
-# Safe to run any number of times.
+# Safe to run any number of times. On a minimal Debian 12 (debootstrap
+# --variant=minbase) this is everything tools/build.sh, tools/test.sh and
+# tools/demo.sh need; tools/fresh_root.sh checks that.
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  # Compilers and build tools. g++, not build-essential: make and dpkg-dev are
+  # not used. clang builds the sanitizer suites in tools/test.sh (with
+  # -Wthread-safety); libclang-rt-dev holds its ASan/UBSan/TSan runtimes,
+  # which Debian's clang only recommends; llvm provides llvm-symbolizer,
+  # without which their reports show no function names, files or lines.
+  g++ clang libclang-rt-dev llvm cmake ninja-build pkg-config
   libabsl-dev libprotobuf-dev protobuf-compiler libtbb-dev
-  libturbojpeg0-dev libjpeg62-turbo-dev zlib1g-dev libdnnl-dev
+  libturbojpeg0-dev libjpeg62-turbo-dev zlib1g-dev
+  # libdnnl-dev's CMake config calls find_package(OpenCL); Debian only recommends these.
+  libdnnl-dev ocl-icd-opencl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
 )
@@ -27,6 +36,6 @@ if [ "$(id -u)" -ne 0 ]; then
   command -v sudo >/dev/null || { echo "setup: need root or sudo to install ${missing[*]}" >&2; exit 1; }
   SUDO=sudo
 fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Through env: sudo would drop an exported DEBIAN_FRONTEND.
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
