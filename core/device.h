@@ -5,7 +5,9 @@
 
 namespace sluice {
 
-enum class DeviceType { kCpu, kCuda };
+// kGuarded is a test device (tests/train/backend/guarded_backend.h): host memory the host may
+// not read, so that a test crashes wherever code above the backend touches device memory.
+enum class DeviceType { kCpu, kCuda, kGuarded };
 
 // Where a tensor's memory lives.
 struct Device {
@@ -14,10 +16,19 @@ struct Device {
 
   static Device Cpu() { return {}; }
   static Device Cuda(int index = 0) { return {DeviceType::kCuda, index}; }
+  static Device Guarded(int index = 0) { return {DeviceType::kGuarded, index}; }
   bool is_cpu() const { return type == DeviceType::kCpu; }
-  // "cpu" or "cuda:0".
+  // "cpu", "cuda:0" or "guarded:0".
   std::string DebugString() const {
-    return type == DeviceType::kCpu ? "cpu" : "cuda:" + std::to_string(index);
+    switch (type) {
+      case DeviceType::kCpu:
+        return "cpu";
+      case DeviceType::kCuda:
+        return "cuda:" + std::to_string(index);
+      case DeviceType::kGuarded:
+        return "guarded:" + std::to_string(index);
+    }
+    return "unknown";
   }
   friend bool operator==(const Device& a, const Device& b) {
     return a.type == b.type && a.index == b.index;

@@ -211,6 +211,17 @@ absl::Status CudaBackend::Fill(Tensor& t, float value) {
   return absl::OkStatus();
 }
 
+absl::Status CudaBackend::Axpby(float alpha, const Tensor& x, float beta, Tensor& y) {
+  SLUICE_RETURN_IF_ERROR(Enter("Axpby", {&x, &y}));
+  if (x.dtype() != DType::kFloat32 || y.dtype() != DType::kFloat32 || x.shape() != y.shape()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CudaBackend::Axpby: want two float32 tensors of one shape, got ", DTypeName(x.dtype()),
+        x.shape().DebugString(), " and ", DTypeName(y.dtype()), y.shape().DebugString()));
+  }
+  CUDA_RETURN_IF_ERROR(kernels::Axpby(alpha, F(x), beta, F(y), y.num_elements(), stream()));
+  return absl::OkStatus();
+}
+
 absl::Status CudaBackend::Synchronize() {
   CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   return stream_.Synchronize();
@@ -613,6 +624,40 @@ absl::Status CudaBackend::SparseSoftmaxCrossEntropyBackward(const Tensor& probs,
   CUDA_RETURN_IF_ERROR(kernels::SparseSoftmaxCrossEntropyBackward(
       F(probs), labels.data<int64_t>(), F(grad_loss), F(grad_logits), probs.dim(0), probs.dim(1),
       stream()));
+  return absl::OkStatus();
+}
+
+// --- labels and metrics ------------------------------------------------------------------
+
+absl::Status CudaBackend::CastLabels(const Tensor& labels, int64_t num_classes, Tensor& labels64,
+                                     Tensor& invalid) {
+  SLUICE_RETURN_IF_ERROR(Enter("CastLabels", {&labels, &labels64, &invalid}));
+  const bool int32 = labels.dtype() == DType::kInt32;
+  if ((!int32 && labels.dtype() != DType::kInt64) || labels64.dtype() != DType::kInt64 ||
+      labels.num_elements() != labels64.num_elements() || invalid.dtype() != DType::kFloat32 ||
+      invalid.num_elements() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CudaBackend::CastLabels: want int32/int64 labels, int64 labels64 of the same size and "
+        "float32 [1] invalid, got ",
+        DTypeName(labels.dtype()), labels.shape().DebugString()));
+  }
+  CUDA_RETURN_IF_ERROR(kernels::CastLabels(labels.raw_data(), int32, labels.num_elements(),
+                                           num_classes, labels64.data<int64_t>(), F(invalid),
+                                           stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::InTopK(const Tensor& predictions, const Tensor& labels, int k,
+                                 bool first_max_only, Tensor& out) {
+  SLUICE_RETURN_IF_ERROR(Enter("InTopK", {&predictions, &labels, &out}));
+  const bool int32 = labels.dtype() == DType::kInt32;
+  if ((!int32 && labels.dtype() != DType::kInt64) || labels.num_elements() != predictions.dim(0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CudaBackend::InTopK: want int32 or int64 labels [", predictions.dim(0),
+                     "], got ", DTypeName(labels.dtype()), labels.shape().DebugString()));
+  }
+  CUDA_RETURN_IF_ERROR(kernels::InTopK(F(predictions), labels.raw_data(), int32, predictions.dim(0),
+                                       predictions.dim(1), k, first_max_only, F(out), stream()));
   return absl::OkStatus();
 }
 

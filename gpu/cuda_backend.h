@@ -69,6 +69,7 @@ class CudaBackend final : public train::backend::Backend {
   absl::StatusOr<Tensor> Allocate(DType dtype, const Shape& shape) override;
   absl::Status Copy(const Tensor& src, Tensor& dst) override;
   absl::Status Fill(Tensor& t, float value) override;
+  absl::Status Axpby(float alpha, const Tensor& x, float beta, Tensor& y) override;
   absl::Status Synchronize() override;
 
   absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
@@ -122,6 +123,10 @@ class CudaBackend final : public train::backend::Backend {
   absl::Status SparseSoftmaxCrossEntropyBackward(const Tensor& probs, const Tensor& labels,
                                                  const Tensor& grad_loss,
                                                  Tensor& grad_logits) override;
+  absl::Status CastLabels(const Tensor& labels, int64_t num_classes, Tensor& labels64,
+                          Tensor& invalid) override;
+  absl::Status InTopK(const Tensor& predictions, const Tensor& labels, int k, bool first_max_only,
+                      Tensor& out) override;
   absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr, float momentum,
                          bool nesterov, float weight_decay) override;
   absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,

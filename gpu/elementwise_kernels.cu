@@ -18,6 +18,10 @@ __global__ void FillKernel(float* p, int64_t n, float value) {
   SLUICE_GRID_LOOP(i, n) { p[i] = value; }
 }
 
+__global__ void AxpbyKernel(float alpha, const float* x, float beta, float* y, int64_t n) {
+  SLUICE_GRID_LOOP(i, n) { y[i] = alpha * x[i] + beta * y[i]; }
+}
+
 template <BinaryKind kOp>
 __device__ inline float Apply(float x, float y) {
   if constexpr (kOp == BinaryKind::kAdd) return x + y;
@@ -155,6 +159,13 @@ __global__ void BatchNormConstantBackwardKernel(const float* x, const float* g, 
 cudaError_t Fill(float* p, int64_t n, float value, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   FillKernel<<<GridFor(n), kThreads, 0, stream>>>(p, n, value);
+  return cudaGetLastError();
+}
+
+cudaError_t Axpby(float alpha, const float* x, float beta, float* y, int64_t n,
+                  cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  AxpbyKernel<<<GridFor(n), kThreads, 0, stream>>>(alpha, x, beta, y, n);
   return cudaGetLastError();
 }
 

@@ -31,6 +31,9 @@ enum class ReduceKind : int { kSum, kMax };
 
 // --- elementwise_kernels.cu ---------------------------------------------------
 cudaError_t Fill(float* p, int64_t n, float value, cudaStream_t stream);
+// y[i] = alpha * x[i] + beta * y[i].
+cudaError_t Axpby(float alpha, const float* x, float beta, float* y, int64_t n,
+                  cudaStream_t stream);
 // out[i] = a[..] (op) b[..]; kEqualMask gives 1 where a == b, else 0.
 // `contiguous` when both operands have out's shape (the index is unused).
 cudaError_t Binary(BinaryKind op, const float* a, const float* b, float* out, int64_t n,
@@ -95,6 +98,17 @@ cudaError_t SgdUpdate(float* w, const float* g, float* velocity, int64_t n, floa
 // decay: decoupled weight decay applied first, w -= decay * w.
 cudaError_t AdamUpdate(float* w, const float* g, float* m, float* v, int64_t n, float alpha,
                        float beta_1, float beta_2, float epsilon, float decay, cudaStream_t stream);
+
+// --- label_kernels.cu -----------------------------------------------------------------
+// out[i] = labels[i] (int32 or int64) where it lies in [0, classes), else 0;
+// *invalid (zeroed first) = how many did not.
+cudaError_t CastLabels(const void* labels, bool labels_int32, int64_t n, int64_t classes,
+                       int64_t* out, float* invalid, cudaStream_t stream);
+// out[i] = 1 when labels[i] is among the top k of predictions row i (fewer
+// than k scores strictly above it, every score finite), or with
+// first_max_only when it is the row's first maximum; else 0.
+cudaError_t InTopK(const float* predictions, const void* labels, bool labels_int32, int64_t n,
+                   int64_t c, int k, bool first_max_only, float* out, cudaStream_t stream);
 
 // --- pool_kernels.cu ---------------------------------------------------------------
 struct PoolParams {

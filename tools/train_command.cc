@@ -16,8 +16,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "core/device.h"
 #include "core/json_writer.h"
 #include "core/mutex.h"
@@ -26,6 +28,9 @@
 #include "io/record_index.h"
 #include "tools/command_line.h"
 #include "train/backend/backend.h"
+#ifdef SLUICE_HAVE_CUDA
+#include "gpu/cuda_backend.h"  // registers the CUDA backend for --device cuda
+#endif
 #include "train/backend/cpu/cpu_threads.h"
 #include "train/callbacks/callback.h"
 #include "train/callbacks/early_stopping.h"
@@ -59,6 +64,7 @@ struct TrainConfig {
   std::string schedule = "constant";
   int64_t warmup_steps = 0;
   double clip_norm = 0;
+  Device device = Device::Cpu();
   int64_t accumulate = 1;
   int64_t limit = -1;
   int64_t threads = 0;
@@ -247,6 +253,16 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config) {
       train::models::MakeModel(config.model,
                                {.height = shape[1], .width = shape[2], .channels = shape[3]},
                                config.seed));
+  if (!config.device.is_cpu()) {
+    // The backend's own error says why a device is missing (no CUDA build, no GPU).
+    absl::StatusOr<train::backend::Backend*> backend = train::backend::BackendFor(config.device);
+    if (!backend.ok()) {
+      return absl::Status(
+          backend.status().code(),
+          absl::StrCat("--device ", config.device.DebugString(), ": ", backend.status().message()));
+    }
+    SLUICE_RETURN_IF_ERROR(model->To(config.device));
+  }
   const int64_t steps_per_epoch = (train_records + config.batch - 1) / config.batch;
   SLUICE_ASSIGN_OR_RETURN(
       std::unique_ptr<train::optimizers::Optimizer> optimizer,
@@ -358,6 +374,9 @@ void AddTrainOptions(CommandLine& command_line) {
                          "(/10 at 50% and 75% of the steps)");
   command_line.AddOption("warmup-steps", "N", "0", "linear warmup from 0 over N steps");
   command_line.AddOption("clip-norm", "X", "0", "clip gradients to this global norm (0: off)");
+  command_line.AddOption(
+      "device", "DEV", "cpu",
+      "where the model trains: cpu, cuda or cuda:N (needs a CUDA build and a GPU)");
   command_line.AddOption("accumulate", "N", "1", "apply the mean gradient of N batches");
   command_line.AddOption("limit", "N", "all", "train on the first N training records only");
   command_line.AddFlag("augment",
@@ -377,6 +396,18 @@ void AddTrainOptions(CommandLine& command_line) {
   command_line.AddFlag("json", "print one JSON object (test_accuracy, train_images_per_second...)");
 }
 
+// "cpu", "cuda" or "cuda:N" (the test device is not offered to users).
+absl::StatusOr<Device> ParseDevice(absl::string_view text) {
+  if (text == "cpu") return Device::Cpu();
+  if (text == "cuda") return Device::Cuda(0);
+  int index = 0;
+  if (absl::ConsumePrefix(&text, "cuda:") && absl::SimpleAtoi(text, &index) && index >= 0) {
+    return Device::Cuda(index);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--device: want cpu, cuda or cuda:N, got '", text, "'"));
+}
+
 // The configuration the options describe; InvalidArgument (a usage error) names a bad option.
 absl::StatusOr<TrainConfig> ParseTrainConfig(const CommandLine& command_line) {
   TrainConfig config;
@@ -385,6 +416,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const CommandLine& command_line) {
   config.model = command_line.Value("model");
   config.optimizer = command_line.Value("optimizer");
   config.schedule = command_line.Value("schedule");
+  SLUICE_ASSIGN_OR_RETURN(config.device, ParseDevice(command_line.Value("device")));
   // Integer options: name, smallest value, destination, and whether an absent option keeps the
   // config's value (its default text, "all", is not a number).
   int64_t seed = 0;

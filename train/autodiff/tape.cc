@@ -6,6 +6,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/backend/backend.h"
+#include "train/backend/transfer.h"
 
 namespace sluice::train::autodiff {
 namespace {
@@ -13,16 +15,17 @@ namespace {
 thread_local std::vector<Tape*> active_tapes;
 thread_local int pause_depth = 0;
 
-Tensor Ones(const Shape& shape) {
-  Tensor t(DType::kFloat32, shape);
-  std::fill_n(t.data<float>(), t.num_elements(), 1.0f);
+// Ones shaped and placed like `like`: the seed of the backward pass.
+absl::StatusOr<Tensor> OnesLike(const Tensor& like) {
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * b, backend::BackendFor(like.device()));
+  SLUICE_ASSIGN_OR_RETURN(Tensor t, b->Allocate(DType::kFloat32, like.shape()));
+  SLUICE_RETURN_IF_ERROR(b->Fill(t, 1.0f));
   return t;
 }
 
-void AccumulateInto(Tensor& acc, const Tensor& g) {
-  float* a = acc.data<float>();
-  const float* b = g.data<float>();
-  for (int64_t i = 0; i < acc.num_elements(); ++i) a[i] += b[i];
+absl::Status AccumulateInto(Tensor& acc, const Tensor& g) {
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * b, backend::BackendFor("Tape", {&acc, &g}));
+  return b->Axpby(1.0f, g, 1.0f, acc);
 }
 
 }  // namespace
@@ -134,19 +137,19 @@ absl::Status Tape::Accumulate(int id, Tensor grad, Grads& grads) const {
                      " differs from its input's ", entries_[id].value.shape().DebugString()));
   }
   if (grads[id]) {
-    AccumulateInto(*grads[id], grad);
+    SLUICE_RETURN_IF_ERROR(AccumulateInto(*grads[id], grad));
   } else if (grad.buffer().use_count() == 1) {
     // A fresh tensor nobody else holds becomes the accumulator as it is.
     grads[id] = std::move(grad);
   } else {
     // Shared (passed through to several inputs, or kept by the op): accumulating into it would
     // change the other holders, so the accumulator is a copy.
-    grads[id] = grad.Clone();
+    SLUICE_ASSIGN_OR_RETURN(grads[id], backend::Clone(grad));
   }
   return absl::OkStatus();
 }
 
-Tape::Grads Tape::CollectResults(const std::vector<int>& source_ids, Grads& grads) {
+absl::StatusOr<Tape::Grads> Tape::CollectResults(const std::vector<int>& source_ids, Grads& grads) {
   // The gradient moves to the first listing of its source; a source listed again gets a copy.
   Grads result(source_ids.size());
   std::vector<int> first_listing(entries_.size(), -1);
@@ -155,7 +158,9 @@ Tape::Grads Tape::CollectResults(const std::vector<int>& source_ids, Grads& grad
     if (id < 0) continue;
     if (first_listing[id] >= 0) {
       const std::optional<Tensor>& first = result[first_listing[id]];
-      if (first) result[s] = first->Clone();
+      if (first) {
+        SLUICE_ASSIGN_OR_RETURN(result[s], backend::Clone(*first));
+      }
     } else if (grads[id]) {
       first_listing[id] = static_cast<int>(s);
       result[s] = std::move(grads[id]);
@@ -179,9 +184,10 @@ absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<cons
       if (id >= 0) is_source[id] = 1;
     }
     Grads grads(entries_.size());
-    grads[target_id] = output_gradient ? output_gradient->Clone() : Ones(target.shape());
+    SLUICE_ASSIGN_OR_RETURN(grads[target_id],
+                            output_gradient ? backend::Clone(*output_gradient) : OnesLike(target));
     SLUICE_RETURN_IF_ERROR(Backprop(target_id, MarkNeeded(source_ids), is_source, grads));
-    result = CollectResults(source_ids, grads);
+    SLUICE_ASSIGN_OR_RETURN(result, CollectResults(source_ids, grads));
   }
   if (!options_.persistent) {
     used_ = true;
@@ -210,7 +216,7 @@ bool ShouldRecord(absl::Span<const Tensor> inputs) {
 PauseRecording::PauseRecording() { ++pause_depth; }
 PauseRecording::~PauseRecording() { --pause_depth; }
 
-Tensor StopGradient(const Tensor& tensor) { return tensor.Clone(); }
+absl::StatusOr<Tensor> StopGradient(const Tensor& tensor) { return backend::Clone(tensor); }
 
 absl::StatusOr<Tensor> CustomGradient(
     absl::Span<const Tensor> inputs,
@@ -224,7 +230,7 @@ absl::StatusOr<Tensor> CustomGradient(
   // A user's forward may return an input unchanged; the output needs its own identity.
   for (const Tensor& in : inputs) {
     if (in.raw_data() == out.first.raw_data()) {
-      out.first = out.first.Clone();
+      SLUICE_ASSIGN_OR_RETURN(out.first, backend::Clone(out.first));
       break;
     }
   }

@@ -83,7 +83,7 @@ class Tape {
   // Adds `grad` to entry `id`'s gradient.
   absl::Status Accumulate(int id, Tensor grad, Grads& grads) const;
   // Moves each source's gradient out of `grads`, in the order the sources were listed.
-  Grads CollectResults(const std::vector<int>& source_ids, Grads& grads);
+  absl::StatusOr<Grads> CollectResults(const std::vector<int>& source_ids, Grads& grads);
 
   TapeOptions options_;
   std::vector<Entry> entries_;
@@ -110,8 +110,8 @@ class PauseRecording {
   PauseRecording& operator=(const PauseRecording&) = delete;
 };
 
-// The same values with no history: gradients do not flow through.
-Tensor StopGradient(const Tensor& tensor);
+// The same values (a copy on the same device) with no history: gradients do not flow through.
+absl::StatusOr<Tensor> StopGradient(const Tensor& tensor);
 
 // tf.custom_gradient: `fn` computes the output from `inputs` (its own ops are
 // not recorded) and returns it with the backward function to use instead.

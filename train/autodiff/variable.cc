@@ -1,16 +1,39 @@
 #include "train/autodiff/variable.h"
 
 #include <algorithm>
-#include <cstring>
+#include <cstdio>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
+#include "train/backend/transfer.h"
 
 namespace sluice::train::autodiff {
 
+namespace {
+
+Tensor CloneOrDie(const Tensor& initial, const std::string& name) {
+  absl::StatusOr<Tensor> copy = backend::Clone(initial);
+  if (!copy.ok()) {
+    std::fprintf(stderr, "Variable '%s': cannot hold its initial value: %s\n", name.c_str(),
+                 std::string(copy.status().message()).c_str());
+    std::abort();
+  }
+  return *std::move(copy);
+}
+
+}  // namespace
+
 Variable::Variable(const Tensor& initial, std::string name, bool trainable)
-    : value_(initial.Clone()), name_(std::move(name)), trainable_(trainable) {}
+    : value_(CloneOrDie(initial, name)), name_(std::move(name)), trainable_(trainable) {}
+
+absl::Status Variable::MoveTo(const Device& device) {
+  if (host_resident_ || value_.device() == device) return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(Tensor moved, backend::CopyTo(value_, device));
+  value_ = std::move(moved);
+  return absl::OkStatus();
+}
 
 const Tensor& Variable::value() const {
   if (trainable_) internal::NotifyVariableRead(value_);
@@ -24,15 +47,18 @@ absl::Status Variable::Assign(const Tensor& values) {
                      value_.shape().DebugString(), ", got ", DTypeName(values.dtype()),
                      values.shape().DebugString()));
   }
-  std::memcpy(value_.raw_data(), values.raw_data(), value_.byte_size());
-  return absl::OkStatus();
+  return backend::CopyInto(values, value_);
 }
 
-std::vector<std::pair<std::string, Tensor>> SnapshotVariables(const std::vector<Variable*>& vars) {
+absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> SnapshotVariables(
+    const std::vector<Variable*>& vars) {
   std::vector<std::pair<std::string, Tensor>> out;
   out.reserve(vars.size());
   // mutable_value(): a snapshot is not a use the tape should record.
-  for (Variable* v : vars) out.emplace_back(v->name(), v->mutable_value().Clone());
+  for (Variable* v : vars) {
+    SLUICE_ASSIGN_OR_RETURN(Tensor host, backend::CopyTo(v->mutable_value(), Device::Cpu()));
+    out.emplace_back(v->name(), std::move(host));
+  }
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/tensor.h"
 
@@ -13,19 +14,32 @@ namespace sluice::train::autodiff {
 
 // A trainable tensor, like tf.Variable. Reading value() while a tape is
 // active watches it (when trainable). Assign() updates the values in place, so
-// the variable keeps its identity across optimizer steps.
+// the variable keeps its identity across optimizer steps. The value lives on
+// one device (the host at creation; MoveTo moves it) and is only ever touched
+// through that device's backend.
 class Variable {
  public:
-  // Copies `initial` (float32) into storage the variable owns.
+  // Copies `initial` (float32, on any device) into storage the variable owns, on the same
+  // device. Dies if that device cannot hold it (a constructor has no status to return).
   explicit Variable(const Tensor& initial, std::string name = "", bool trainable = true);
 
   const Tensor& value() const;
-  // Copies `values` (same dtype and shape) into the variable.
+  // Copies `values` (same dtype and shape, on any device) into the variable.
   absl::Status Assign(const Tensor& values);
   // In-place access for optimizers; not watched.
   Tensor& mutable_value() { return value_; }
 
+  // Moves the value to `device` (a copy there; the old storage is released). A host-resident
+  // variable stays where it is.
+  absl::Status MoveTo(const Device& device);
+  Device device() const { return value_.device(); }
+  // Marks a counter the host reads and writes itself on every call (Dropout's call count): it
+  // is saved with the model's variables but never moves to a device.
+  void KeepOnHost() { host_resident_ = true; }
+  bool host_resident() const { return host_resident_; }
+
   const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
   bool trainable() const { return trainable_; }
   const Shape& shape() const { return value_.shape(); }
 
@@ -33,10 +47,12 @@ class Variable {
   Tensor value_;
   std::string name_;
   bool trainable_;
+  bool host_resident_ = false;
 };
 
-// Deep copies of the variables' values, with their names.
-std::vector<std::pair<std::string, Tensor>> SnapshotVariables(const std::vector<Variable*>& vars);
+// Host copies of the variables' values, with their names (what a checkpoint writes).
+absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> SnapshotVariables(
+    const std::vector<Variable*>& vars);
 // Assigns `saved` (from SnapshotVariables or a checkpoint) to `vars` after checking that they
 // match one to one: the same count, and each the same name and shape. Nothing is assigned when
 // any differs. `source` (the file) starts error messages, which name the variable and the

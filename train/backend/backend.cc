@@ -37,6 +37,12 @@ absl::StatusOr<Backend*> BackendFor(const Device& device) {
     if (it != r.factories.end()) factory = it->second;
   }
   if (!factory) {
+    if (device.type == DeviceType::kGuarded) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("a tensor is on ", device.DebugString(),
+                       ", a test device whose backend only tests register "
+                       "(tests/train/backend/guarded_backend.h)"));
+    }
     return absl::FailedPreconditionError(
         absl::StrCat("a tensor is on ", device.DebugString(),
                      " but sluice was built without CUDA (configure with -DSLUICE_CUDA=ON on a "

@@ -71,6 +71,9 @@ class Backend {
   virtual absl::Status Copy(const Tensor& src, Tensor& dst) = 0;
   // Sets every float32 element of `t` to `value`.
   virtual absl::Status Fill(Tensor& t, float value) = 0;
+  // y = alpha * x + beta * y over float32 tensors of one shape (gradient
+  // accumulation, moving averages, scaling in place).
+  virtual absl::Status Axpby(float alpha, const Tensor& x, float beta, Tensor& y) = 0;
   // Returns once every kernel queued so far has finished.
   virtual absl::Status Synchronize() = 0;
 
@@ -158,6 +161,21 @@ class Backend {
   virtual absl::Status SparseSoftmaxCrossEntropyBackward(const Tensor& probs, const Tensor& labels,
                                                          const Tensor& grad_loss,
                                                          Tensor& grad_logits) = 0;
+
+  // --- labels and metrics, so that no label leaves the device ---------------
+  // labels64 int64 [N] = labels (int32 or int64 [N]), each outside
+  // [0, num_classes) replaced by 0 and counted in `invalid` (float32 [1]): the
+  // caller reads that one number when it chooses, not the labels.
+  virtual absl::Status CastLabels(const Tensor& labels, int64_t num_classes, Tensor& labels64,
+                                  Tensor& invalid) = 0;
+  // out float32 [N] = 1 for a hit, else 0, given predictions [N, C] and labels
+  // int32 or int64 [N]. tf.math.in_top_k: a hit when fewer than k classes
+  // score strictly above the label's and the row is finite. With
+  // `first_max_only` (k = 1): a hit when the label is the row's first maximum,
+  // as Keras' SparseCategoricalAccuracy (argmax == label). A label outside
+  // [0, C) is a miss.
+  virtual absl::Status InTopK(const Tensor& predictions, const Tensor& labels, int k,
+                              bool first_max_only, Tensor& out) = 0;
 
   // --- optimizer updates, fused (one pass over the variable) ----------------
   // Keras SGD: with momentum, v = momentum v - lr g and w += v (Nesterov:

@@ -21,14 +21,16 @@ absl::Status EarlyStopping::OnEpochEnd(int64_t epoch, const Logs& logs) {
   SLUICE_ASSIGN_OR_RETURN(double value, monitor_.Get(logs, "EarlyStopping"));
   // Keras keeps the first epoch's weights even when it is no improvement (a NaN loss).
   if (options_.restore_best_weights && best_weights_.empty()) {
-    best_weights_ = autodiff::SnapshotVariables(trainer()->model().Variables());
+    SLUICE_ASSIGN_OR_RETURN(best_weights_,
+                            autodiff::SnapshotVariables(trainer()->model().Variables()));
   }
   ++wait_;
   if (monitor_.IsImprovement(value)) {
     monitor_.set_best(value);
     best_epoch_ = epoch;
     if (options_.restore_best_weights) {
-      best_weights_ = autodiff::SnapshotVariables(trainer()->model().Variables());
+      SLUICE_ASSIGN_OR_RETURN(best_weights_,
+                              autodiff::SnapshotVariables(trainer()->model().Variables()));
     }
     wait_ = 0;
     return absl::OkStatus();

@@ -36,8 +36,8 @@ absl::Status ReduceLROnPlateau::OnEpochEnd(int64_t epoch, const Logs& logs) {
   if (in_cooldown) return absl::OkStatus();
   if (++wait_ < options_.patience) return absl::OkStatus();
   optimizers::Optimizer& optimizer = trainer()->optimizer();
-  // The base rate, which a schedule is scaled by: SaveState with no variables holds no slots.
-  const float base = optimizer.SaveState({}).learning_rate;
+  // The base rate, which a schedule is scaled by.
+  const float base = optimizer.base_learning_rate();
   const float min_lr = static_cast<float>(options_.min_lr);
   if (base > min_lr) {
     optimizer.set_learning_rate(std::max(static_cast<float>(base * options_.factor), min_lr));

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
+#include "train/backend/transfer.h"
 #include "train/callbacks/progress_bar.h"
 #include "train/ops/cross_entropy.h"
 #include "train/ops/reduce.h"
@@ -108,12 +109,23 @@ Trainer::Trainer(layers::Module& model, optimizers::Optimizer& optimizer, Traine
 
 Trainer::~Trainer() = default;
 
-callbacks::Logs Trainer::MetricLogs(const Metrics& m, const std::string& prefix) const {
+absl::StatusOr<callbacks::Logs> Trainer::MetricLogs(const Metrics& m,
+                                                    const std::string& prefix) const {
   callbacks::Logs logs;
   for (const metrics::Metric* metric : m.All()) {
-    logs[prefix + metric->name()] = metric->Result();
+    SLUICE_ASSIGN_OR_RETURN(logs[prefix + metric->name()], metric->Result());
   }
   return logs;
+}
+
+absl::StatusOr<Element> Trainer::ToModelDevice(const Element& batch, size_t first) const {
+  if (device_.is_cpu()) return batch;
+  Element out = batch;
+  for (size_t i = first; i < out.size(); ++i) {
+    if (!out[i].device().is_cpu() || out[i].dtype() == DType::kBytes) continue;
+    SLUICE_ASSIGN_OR_RETURN(out[i], backend::CopyTo(out[i], device_));
+  }
+  return out;
 }
 
 absl::StatusOr<std::optional<Element>> Trainer::NextTrainingElement() {
@@ -125,7 +137,8 @@ absl::StatusOr<std::optional<Element>> Trainer::NextTrainingElement() {
   return iterator_->GetNext();
 }
 
-absl::Status Trainer::TrainStep(const Tensor& images, const Tensor& labels) {
+absl::Status Trainer::TrainStep(const Tensor& images, const Tensor& labels,
+                                ops::LabelRangeCheck& label_check) {
   const std::vector<autodiff::Variable*> vars = model_.TrainableVariables();
   std::vector<std::optional<Tensor>> grads;
   Tensor logits;
@@ -133,7 +146,8 @@ absl::Status Trainer::TrainStep(const Tensor& images, const Tensor& labels) {
   {
     autodiff::Tape tape;
     SLUICE_ASSIGN_OR_RETURN(logits, model_.Forward(images, /*training=*/true));
-    SLUICE_ASSIGN_OR_RETURN(per_example, ops::SparseSoftmaxCrossEntropyWithLogits(logits, labels));
+    SLUICE_ASSIGN_OR_RETURN(per_example,
+                            ops::SparseSoftmaxCrossEntropyWithLogits(logits, labels, &label_check));
     SLUICE_ASSIGN_OR_RETURN(Tensor loss, ops::Mean(per_example));
     std::vector<Tensor> sources;
     sources.reserve(vars.size());
@@ -144,7 +158,8 @@ absl::Status Trainer::TrainStep(const Tensor& images, const Tensor& labels) {
     SLUICE_RETURN_IF_ERROR(accumulator_->Add(grads));
     ++accumulated_;
     if (accumulator_->ready()) {
-      SLUICE_RETURN_IF_ERROR(optimizer_.Apply(accumulator_->Average(), vars));
+      SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<Tensor>> mean, accumulator_->Average());
+      SLUICE_RETURN_IF_ERROR(optimizer_.Apply(mean, vars));
       accumulated_ = 0;
     }
   } else {
@@ -183,16 +198,20 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
       break;
     }
     SLUICE_RETURN_IF_ERROR(CheckBatch("Fit", **next, 1, /*need_labels=*/true));
-    const EnumeratedBatch batch(**next);
-    SLUICE_RETURN_IF_ERROR(
-        WithContext(TrainStep(batch.images, batch.labels),
-                    absl::StrCat("Fit: epoch ", epoch_ + 1, ", step ", step_in_epoch_ + 1, ": ")));
+    const std::string where =
+        absl::StrCat("Fit: epoch ", epoch_ + 1, ", step ", step_in_epoch_ + 1, ": ");
+    SLUICE_ASSIGN_OR_RETURN(Element on_device, ToModelDevice(**next, 1));
+    const EnumeratedBatch batch(on_device);
+    ops::LabelRangeCheck label_check;
+    SLUICE_RETURN_IF_ERROR(WithContext(TrainStep(batch.images, batch.labels, label_check), where));
+    // The logs read the metrics back from the device: the labels' check comes with them.
+    SLUICE_RETURN_IF_ERROR(WithContext(label_check.Check(), where));
+    SLUICE_ASSIGN_OR_RETURN(callbacks::Logs logs, MetricLogs(*train_metrics_));
     compute_seconds += Now() - t1;
     result.images += batch.images.dim(0);
     ++step_in_epoch_;
     ++global_step_;
 
-    callbacks::Logs logs = MetricLogs(*train_metrics_);
     logs["learning_rate"] = optimizer_.learning_rate();
     logs["input_wait_share"] = wait_share();
     for (callbacks::Callback* cb : options.callbacks) {
@@ -207,7 +226,7 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
   if (!interrupted && !options.steps_per_epoch) pass_length_ = step_in_epoch_;
   result.completed = !interrupted;
   result.steps = step_in_epoch_ - first_step;
-  result.logs = MetricLogs(*train_metrics_);
+  SLUICE_ASSIGN_OR_RETURN(result.logs, MetricLogs(*train_metrics_));
   result.logs["input_wait_share"] = wait_share();
   const double seconds = Now() - start;
   result.logs["images_per_second"] = seconds > 0 ? result.images / seconds : 0.0;
@@ -215,6 +234,7 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
 }
 
 void Trainer::StartFit(const Dataset& train, const FitOptions& options) {
+  device_ = model_.device();
   Dataset pipeline = train.Enumerate().Repeat();  // see EnumeratedBatch
   if (options.seed) pipeline = pipeline.WithOptions(Options{.seed = *options.seed});
   in_fit_ = true;
@@ -322,26 +342,34 @@ absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
 }
 
 absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateOptions options) {
+  device_ = model_.device();
   Metrics m(options_.top_k);
+  // Each batch's label check, run once at the end: the loop never waits for the device.
+  std::vector<ops::LabelRangeCheck> label_checks;
   std::unique_ptr<Iterator> it = data.MakeIterator();
   int64_t steps = 0;
   while (!options.steps || steps < *options.steps) {
     absl::StatusOr<std::optional<Element>> next = it->GetNext();
     SLUICE_RETURN_IF_ERROR(WithContext(next.status(), "Evaluate: reading the data: "));
     if (!next->has_value()) break;
-    const Element& e = **next;
-    SLUICE_RETURN_IF_ERROR(CheckBatch("Evaluate", e, 0, /*need_labels=*/true));
+    SLUICE_RETURN_IF_ERROR(CheckBatch("Evaluate", **next, 0, /*need_labels=*/true));
+    SLUICE_ASSIGN_OR_RETURN(const Element e, ToModelDevice(**next, 0));
     SLUICE_ASSIGN_OR_RETURN(Tensor logits, model_.Forward(e[0], /*training=*/false));
-    SLUICE_ASSIGN_OR_RETURN(Tensor per_example,
-                            ops::SparseSoftmaxCrossEntropyWithLogits(logits, e[1]));
+    SLUICE_ASSIGN_OR_RETURN(Tensor per_example, ops::SparseSoftmaxCrossEntropyWithLogits(
+                                                    logits, e[1], &label_checks.emplace_back()));
     SLUICE_RETURN_IF_ERROR(m.Update(per_example, e[1], logits));
     ++steps;
   }
   if (steps == 0) return absl::InvalidArgumentError("Evaluate: the dataset yielded no element");
+  for (size_t i = 0; i < label_checks.size(); ++i) {
+    SLUICE_RETURN_IF_ERROR(
+        WithContext(label_checks[i].Check(), absl::StrCat("Evaluate: batch ", i + 1, ": ")));
+  }
   return MetricLogs(m);
 }
 
 absl::StatusOr<Tensor> Trainer::Predict(const Dataset& data) {
+  device_ = model_.device();
   std::unique_ptr<Iterator> it = data.MakeIterator();
   std::vector<Tensor> outputs;
   int64_t rows = 0;
@@ -350,7 +378,8 @@ absl::StatusOr<Tensor> Trainer::Predict(const Dataset& data) {
     SLUICE_RETURN_IF_ERROR(WithContext(next.status(), "Predict: reading the data: "));
     if (!next->has_value()) break;
     SLUICE_RETURN_IF_ERROR(CheckBatch("Predict", **next, 0, /*need_labels=*/false));
-    SLUICE_ASSIGN_OR_RETURN(Tensor logits, model_.Forward((**next)[0], /*training=*/false));
+    SLUICE_ASSIGN_OR_RETURN(const Element e, ToModelDevice(**next, 0));
+    SLUICE_ASSIGN_OR_RETURN(Tensor logits, model_.Forward(e[0], /*training=*/false));
     if (logits.dtype() != DType::kFloat32 || logits.rank() != 2 ||
         (!outputs.empty() && logits.dim(1) != outputs[0].dim(1))) {
       return absl::InvalidArgumentError(
@@ -358,7 +387,9 @@ absl::StatusOr<Tensor> Trainer::Predict(const Dataset& data) {
                        DTypeName(logits.dtype()), logits.shape().DebugString()));
     }
     rows += logits.dim(0);
-    outputs.push_back(std::move(logits));
+    // Predictions are returned on the host (as Keras returns NumPy arrays).
+    SLUICE_ASSIGN_OR_RETURN(Tensor host, backend::ToHost(logits));
+    outputs.push_back(std::move(host));
   }
   if (outputs.empty()) return absl::InvalidArgumentError("Predict: the dataset yielded no element");
   Tensor out(DType::kFloat32, Shape{rows, outputs[0].dim(1)});
@@ -379,8 +410,9 @@ absl::Status Trainer::SaveCheckpoint(const std::string& path) {
         accumulator_->steps(), " steps)"));
   }
   TrainingCheckpoint ckpt;
-  ckpt.variables = autodiff::SnapshotVariables(model_.Variables());
-  ckpt.optimizer = optimizer_.SaveState(model_.TrainableVariables());
+  // Host copies, so that training may go on while the file is written.
+  SLUICE_ASSIGN_OR_RETURN(ckpt.variables, autodiff::SnapshotVariables(model_.Variables()));
+  SLUICE_ASSIGN_OR_RETURN(ckpt.optimizer, optimizer_.SaveState(model_.TrainableVariables()));
   ckpt.epoch = epoch_;
   ckpt.step_in_epoch = step_in_epoch_;
   ckpt.global_step = global_step_;
@@ -390,7 +422,8 @@ absl::Status Trainer::SaveCheckpoint(const std::string& path) {
     ckpt.pending_element = pending_;
     if (step_in_epoch_ > 0) {
       for (const metrics::Metric* m : std::as_const(*train_metrics_).All()) {
-        ckpt.metrics.push_back({m->name(), m->total(), m->count()});
+        SLUICE_ASSIGN_OR_RETURN(double total, m->total());
+        ckpt.metrics.push_back({m->name(), total, m->count()});
       }
     }
   }

@@ -22,6 +22,7 @@
 #include "train/metrics/mean.h"
 #include "train/metrics/sparse_categorical_accuracy.h"
 #include "train/metrics/sparse_top_k_accuracy.h"
+#include "train/ops/cross_entropy.h"
 #include "train/optimizers/gradient_accumulator.h"
 #include "train/optimizers/optimizer.h"
 
@@ -128,14 +129,19 @@ class Trainer : public callbacks::TrainingLoop {
   absl::StatusOr<callbacks::Logs> FitEpoch(const FitOptions& options,
                                            std::optional<int64_t> steps_in_epoch);
   absl::StatusOr<std::optional<Element>> NextTrainingElement();
-  absl::Status TrainStep(const Tensor& images, const Tensor& labels);
+  absl::Status TrainStep(const Tensor& images, const Tensor& labels,
+                         ops::LabelRangeCheck& label_check);
+  // `batch` with its tensors from index `first` on copied to the model's device.
+  absl::StatusOr<Element> ToModelDevice(const Element& batch, size_t first) const;
   absl::Status RunEpoch(const FitOptions& options, std::optional<int64_t> steps_in_epoch,
                         callbacks::ProgressBar* progress, EpochResult& result);
-  callbacks::Logs MetricLogs(const Metrics& metrics, const std::string& prefix = "") const;
+  absl::StatusOr<callbacks::Logs> MetricLogs(const Metrics& metrics,
+                                             const std::string& prefix = "") const;
 
   layers::Module& model_;
   optimizers::Optimizer& optimizer_;
   TrainerOptions options_;
+  Device device_;  // the model's, read when Fit, Evaluate or Predict starts
   std::unique_ptr<Metrics> train_metrics_;
 
   // The loop's position.

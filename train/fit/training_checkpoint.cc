@@ -27,6 +27,11 @@ absl::Status ToProto(const std::string& name, const Tensor& t, proto::NamedTenso
     return absl::InvalidArgumentError(absl::StrCat(
         "checkpoint: tensor '", name, "' is ", DTypeName(t.dtype()), ", only float32 is saved"));
   }
+  if (!t.device().is_cpu()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint: tensor '", name, "' is on ", t.device().DebugString(),
+                     ": copy it to the host first (backend::ToHost)"));
+  }
   out->set_name(name);
   for (int i = 0; i < t.rank(); ++i) out->add_shape(t.dim(i));
   out->set_data(static_cast<const char*>(t.raw_data()), t.num_elements() * sizeof(float));

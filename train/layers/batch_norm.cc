@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/backend/backend.h"
 #include "train/ops/batch_norm.h"
 
 namespace sluice::train::layers {
@@ -36,15 +37,14 @@ absl::StatusOr<Tensor> BatchNorm::Forward(const Tensor& input, bool training) {
       ops::BatchNormTrainingResult result,
       ops::BatchNormTraining(input, gamma_.value(), beta_.value(), options_.epsilon));
   // In place and unrecorded: the moving statistics are state, not part of the loss.
+  // moving = moving * momentum + batch * (1 - momentum), on the variables' device.
   const float momentum = options_.momentum;
-  float* mean = moving_mean_.mutable_value().data<float>();
-  float* variance = moving_variance_.mutable_value().data<float>();
-  const float* batch_mean = result.mean.data<float>();
-  const float* batch_variance = result.variance.data<float>();
-  for (int64_t c = 0; c < channels; ++c) {
-    mean[c] = mean[c] * momentum + batch_mean[c] * (1 - momentum);
-    variance[c] = variance[c] * momentum + batch_variance[c] * (1 - momentum);
-  }
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend,
+                          backend::BackendFor("BatchNorm", {&result.mean, &moving_mean_.value()}));
+  SLUICE_RETURN_IF_ERROR(
+      backend->Axpby(1 - momentum, result.mean, momentum, moving_mean_.mutable_value()));
+  SLUICE_RETURN_IF_ERROR(
+      backend->Axpby(1 - momentum, result.variance, momentum, moving_variance_.mutable_value()));
   return result.output;
 }
 

@@ -22,7 +22,10 @@ constexpr float kMaxExactCount = 16777216.0f;  // 2^24
 Dropout::Dropout(float rate, uint64_t seed)
     : rate_(rate),
       seed_(seed),
-      calls_(Tensor::Scalar<float>(0), "dropout/calls", /*trainable=*/false) {}
+      calls_(Tensor::Scalar<float>(0), "dropout/calls", /*trainable=*/false) {
+  // Read and written by the host on every call: the mask's seed is a host value.
+  calls_.KeepOnHost();
+}
 
 absl::StatusOr<Tensor> Dropout::Forward(const Tensor& input, bool training) {
   if (!training) return input;

@@ -1,6 +1,7 @@
 #include "train/metrics/mean.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 
 namespace sluice::train::metrics {
 
@@ -9,10 +10,8 @@ absl::Status Mean::Update(const Tensor& values) {
     return absl::InvalidArgumentError(
         absl::StrCat(name(), ": values must be float32, got ", DTypeName(values.dtype())));
   }
-  double sum = 0;
-  for (float v : values.flat<float>()) sum += v;
-  Accumulate(sum, static_cast<double>(values.num_elements()));
-  return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(Tensor sum, internal::SumAll(values));
+  return Accumulate(std::move(sum), static_cast<double>(values.num_elements()));
 }
 
 }  // namespace sluice::train::metrics

@@ -1,6 +1,9 @@
 #include "train/metrics/metric.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "train/backend/backend.h"
+#include "train/backend/transfer.h"
 
 namespace sluice::train::metrics {
 
@@ -24,10 +27,67 @@ absl::Status CheckSparseLabels(absl::string_view metric, const Tensor& labels,
   return absl::OkStatus();
 }
 
-int64_t LabelAt(const Tensor& labels, int64_t i) {
-  return labels.dtype() == DType::kInt32 ? labels.data<int32_t>()[i] : labels.data<int64_t>()[i];
+absl::StatusOr<Tensor> SumAll(const Tensor& x) {
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("metric", {&x}));
+  Shape kept;
+  for (int d = 0; d < x.rank(); ++d) kept.AddDim(1);
+  SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend->Allocate(DType::kFloat32, kept));
+  if (x.num_elements() == 0) {
+    SLUICE_RETURN_IF_ERROR(backend->Fill(sum, 0));
+  } else {
+    SLUICE_RETURN_IF_ERROR(
+        backend->Reduce(backend::ReduceOp::kSum, x, std::vector<bool>(x.rank(), true), 1.0f, sum));
+  }
+  return sum.Reshape(Shape{1});
 }
 
 }  // namespace internal
+
+absl::Status Metric::Fold() const {
+  if (!pending_) return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(float pending, backend::ReadScalar(*pending_));
+  total_ += pending;
+  pending_.reset();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> Metric::Result() const {
+  SLUICE_RETURN_IF_ERROR(Fold());
+  return count_ > 0 ? total_ / count_ : 0.0;
+}
+
+absl::StatusOr<double> Metric::total() const {
+  SLUICE_RETURN_IF_ERROR(Fold());
+  return total_;
+}
+
+void Metric::Reset() {
+  pending_.reset();
+  total_ = 0;
+  count_ = 0;
+}
+
+void Metric::SetState(double total, double count) {
+  pending_.reset();
+  total_ = total;
+  count_ = count;
+}
+
+void Metric::Accumulate(double total, double count) {
+  total_ += total;
+  count_ += count;
+}
+
+absl::Status Metric::Accumulate(Tensor batch_total, double count) {
+  if (pending_ && !(pending_->device() == batch_total.device())) SLUICE_RETURN_IF_ERROR(Fold());
+  if (!pending_) {
+    pending_ = std::move(batch_total);
+  } else {
+    SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(pending_->device()));
+    SLUICE_RETURN_IF_ERROR(backend->Axpby(1.0f, batch_total, 1.0f, *pending_));
+  }
+  count_ += count;
+  return absl::OkStatus();
+}
 
 }  // namespace sluice::train::metrics

@@ -2,10 +2,12 @@
 #define SLUICE_TRAIN_METRICS_METRIC_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/tensor.h"
 
@@ -16,8 +18,13 @@ namespace sluice::train::metrics {
 
 // A streaming metric, as a Keras Metric: Update accumulates, Result reads, Reset starts over.
 // Every metric here is a ratio total / count, which is also its whole state: a checkpoint saves
-// the two sums so that a run resumed mid-epoch reports the same means. Sums are doubles (Keras
-// keeps float32), so long epochs do not lose precision.
+// the two sums so that a run resumed mid-epoch reports the same means.
+//
+// Updates run on the device of their inputs: a batch's total is reduced there and added to a
+// pending float32 sum that stays there, so that a training step never waits for the device.
+// Reading (Result, total) copies that one number back and folds it into the host's double
+// total, so long epochs do not lose precision (Keras keeps float32). Counts come from shapes,
+// known on the host.
 class Metric {
  public:
   explicit Metric(std::string name) : name_(std::move(name)) {}
@@ -25,27 +32,25 @@ class Metric {
 
   const std::string& name() const { return name_; }
   // total / count; 0 before any update (as Keras' Mean).
-  double Result() const { return count_ > 0 ? total_ / count_ : 0.0; }
-  void Reset() {
-    total_ = 0;
-    count_ = 0;
-  }
-  double total() const { return total_; }
+  absl::StatusOr<double> Result() const;
+  void Reset();
+  absl::StatusOr<double> total() const;
   double count() const { return count_; }
-  void SetState(double total, double count) {
-    total_ = total;
-    count_ = count;
-  }
+  void SetState(double total, double count);
 
  protected:
-  void Accumulate(double total, double count) {
-    total_ += total;
-    count_ += count;
-  }
+  void Accumulate(double total, double count);
+  // Adds `batch_total` (float32 [1], on any device, not used by the caller afterwards) to the
+  // pending sum on its device.
+  absl::Status Accumulate(Tensor batch_total, double count);
 
  private:
+  // Moves the pending device sum into total_.
+  absl::Status Fold() const;
+
   std::string name_;
-  double total_ = 0;
+  mutable std::optional<Tensor> pending_;
+  mutable double total_ = 0;
   double count_ = 0;
 };
 
@@ -54,8 +59,8 @@ namespace internal {
 // the message. Shared by the sparse accuracy metrics.
 absl::Status CheckSparseLabels(absl::string_view metric, const Tensor& labels,
                                const Tensor& predictions);
-// Label i of labels checked by CheckSparseLabels.
-int64_t LabelAt(const Tensor& labels, int64_t i);
+// The sum of every element of float32 `x` as float32 [1], on x's device.
+absl::StatusOr<Tensor> SumAll(const Tensor& x);
 }  // namespace internal
 
 }  // namespace sluice::train::metrics

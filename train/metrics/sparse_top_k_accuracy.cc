@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/backend/backend.h"
 
 namespace sluice::train::metrics {
 
@@ -14,24 +15,14 @@ SparseTopKAccuracy::SparseTopKAccuracy(int k, std::string name)
 absl::Status SparseTopKAccuracy::Update(const Tensor& labels, const Tensor& predictions) {
   SLUICE_RETURN_IF_ERROR(internal::CheckSparseLabels(name(), labels, predictions));
   if (k_ < 1) return absl::InvalidArgumentError(absl::StrCat(name(), ": k must be >= 1, got ", k_));
+  // Hits counted on the predictions' device; only the count's sum comes back, when read.
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend,
+                          backend::BackendFor(name(), {&predictions, &labels}));
   const int64_t n = predictions.dim(0);
-  const int64_t c = predictions.dim(1);
-  const float* p = predictions.data<float>();
-  int64_t hits = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float* row = p + i * c;
-    const int64_t label = internal::LabelAt(labels, i);
-    if (label < 0 || label >= c) continue;  // in_top_k: an out-of-range target is a miss
-    bool finite = true;
-    int64_t greater = 0;  // classes scoring strictly above the label's
-    for (int64_t j = 0; j < c; ++j) {
-      if (!std::isfinite(row[j])) finite = false;
-      if (row[j] > row[label]) ++greater;
-    }
-    if (finite && greater < k_) ++hits;
-  }
-  Accumulate(static_cast<double>(hits), static_cast<double>(n));
-  return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(Tensor hits, backend->Allocate(DType::kFloat32, Shape{n}));
+  SLUICE_RETURN_IF_ERROR(backend->InTopK(predictions, labels, k_, /*first_max_only=*/false, hits));
+  SLUICE_ASSIGN_OR_RETURN(Tensor sum, internal::SumAll(hits));
+  return Accumulate(std::move(sum), static_cast<double>(n));
 }
 
 }  // namespace sluice::train::metrics

@@ -5,11 +5,33 @@
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/require_float32.h"
+#include "train/backend/transfer.h"
 
 namespace sluice::train::ops {
 
+absl::Status LabelRangeCheck::Check() const {
+  if (!invalid_) return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(float invalid, backend::ReadScalar(*invalid_));
+  if (invalid == 0) return absl::OkStatus();
+  // The error path alone copies the labels back, to name the first bad one.
+  SLUICE_ASSIGN_OR_RETURN(Tensor host, backend::ToHost(labels_));
+  for (int64_t i = 0; i < host.num_elements(); ++i) {
+    const int64_t l =
+        host.dtype() == DType::kInt32 ? host.data<int32_t>()[i] : host.data<int64_t>()[i];
+    if (l < 0 || l >= classes_) {
+      return absl::InvalidArgumentError(absl::StrCat("SparseSoftmaxCrossEntropyWithLogits: label ",
+                                                     l, " at index ", i, " is outside [0, ",
+                                                     classes_, ")"));
+    }
+  }
+  return absl::InternalError(absl::StrCat("SparseSoftmaxCrossEntropyWithLogits: the device found ",
+                                          invalid, " labels outside [0, ", classes_,
+                                          ") but the host finds none"));
+}
+
 absl::StatusOr<Tensor> SparseSoftmaxCrossEntropyWithLogits(const Tensor& logits,
-                                                           const Tensor& labels) {
+                                                           const Tensor& labels,
+                                                           LabelRangeCheck* deferred) {
   constexpr char kOp[] = "SparseSoftmaxCrossEntropyWithLogits";
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(logits, kOp, "logits"));
   if (logits.rank() != 2 || labels.rank() != 1 || labels.dim(0) != logits.dim(0)) {
@@ -23,24 +45,15 @@ absl::StatusOr<Tensor> SparseSoftmaxCrossEntropyWithLogits(const Tensor& logits,
   }
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(kOp, {&logits, &labels}));
   const int64_t n = logits.dim(0), c = logits.dim(1);
-  // Labels are few (one per example): checked on the host, handed to the
-  // backend as int64.
-  Tensor host_labels = labels.device().is_cpu() ? labels : Tensor(labels.dtype(), labels.shape());
-  if (!labels.device().is_cpu()) SLUICE_RETURN_IF_ERROR(backend->Copy(labels, host_labels));
-  Tensor label64(DType::kInt64, Shape{n});
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t l = labels.dtype() == DType::kInt32 ? host_labels.data<int32_t>()[i]
-                                                      : host_labels.data<int64_t>()[i];
-    if (l < 0 || l >= c) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(kOp, ": label ", l, " at index ", i, " is outside [0, ", c, ")"));
-    }
-    label64.data<int64_t>()[i] = l;
-  }
-  Tensor device_labels = label64;
-  if (!logits.device().is_cpu()) {
-    SLUICE_ASSIGN_OR_RETURN(device_labels, backend->Allocate(DType::kInt64, Shape{n}));
-    SLUICE_RETURN_IF_ERROR(backend->Copy(label64, device_labels));
+  // Labels are cast and range-checked on their device; only the count of bad ones comes back.
+  SLUICE_ASSIGN_OR_RETURN(Tensor device_labels, backend->Allocate(DType::kInt64, Shape{n}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor invalid, backend->Allocate(DType::kFloat32, Shape{1}));
+  SLUICE_RETURN_IF_ERROR(backend->CastLabels(labels, c, device_labels, invalid));
+  LabelRangeCheck check(std::move(invalid), labels, c);
+  if (deferred != nullptr) {
+    *deferred = std::move(check);
+  } else {
+    SLUICE_RETURN_IF_ERROR(check.Check());
   }
   SLUICE_ASSIGN_OR_RETURN(Tensor loss, backend->Allocate(DType::kFloat32, Shape{n}));
   SLUICE_ASSIGN_OR_RETURN(Tensor probs, backend->Allocate(DType::kFloat32, logits.shape()));

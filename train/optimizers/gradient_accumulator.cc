@@ -3,6 +3,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "train/backend/backend.h"
+#include "train/backend/transfer.h"
 
 namespace sluice::train::optimizers {
 
@@ -28,28 +31,33 @@ absl::Status GradientAccumulator::Add(const std::vector<std::optional<Tensor>>& 
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i]) continue;
     if (!sums_[i]) {
-      sums_[i] = grads[i]->Clone();  // our own buffer: the caller's stays untouched
+      // Our own buffer: the caller's stays untouched.
+      SLUICE_ASSIGN_OR_RETURN(sums_[i], backend::Clone(*grads[i]));
       continue;
     }
-    float* s = sums_[i]->data<float>();
-    const float* g = grads[i]->data<float>();
-    for (int64_t k = 0; k < sums_[i]->num_elements(); ++k) s[k] += g[k];
+    SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend,
+                            backend::BackendFor("GradientAccumulator", {&*sums_[i], &*grads[i]}));
+    SLUICE_RETURN_IF_ERROR(backend->Axpby(1.0f, *grads[i], 1.0f, *sums_[i]));
   }
   ++added_;
   return absl::OkStatus();
 }
 
-std::vector<std::optional<Tensor>> GradientAccumulator::Average() {
+absl::StatusOr<std::vector<std::optional<Tensor>>> GradientAccumulator::Average() {
   std::vector<std::optional<Tensor>> mean = std::move(sums_);
-  if (added_ > 1) {
-    const float n = static_cast<float>(added_);
-    for (auto& m : mean) {
-      if (!m) continue;
-      for (float& x : m->flat<float>()) x /= n;
-    }
-  }
+  const int added = added_;
   sums_.clear();
   added_ = 0;
+  if (added > 1) {
+    for (auto& m : mean) {
+      if (!m) continue;
+      // A division (not a product with 1/n) by a scalar on the sum's device.
+      SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(m->device()));
+      SLUICE_ASSIGN_OR_RETURN(Tensor n, backend->Allocate(DType::kFloat32, Shape{}));
+      SLUICE_RETURN_IF_ERROR(backend->Fill(n, static_cast<float>(added)));
+      SLUICE_RETURN_IF_ERROR(backend->Binary(backend::BinaryOp::kDiv, *m, n, *m));
+    }
+  }
   return mean;
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/tensor.h"
 
 namespace sluice::train::optimizers {
@@ -22,7 +23,7 @@ class GradientAccumulator {
     return added_ >= steps_;
   }  // `steps` gradients added since the last Average()
   // The sum divided by the number of micro-batches added (`steps` once ready).
-  std::vector<std::optional<Tensor>> Average();
+  absl::StatusOr<std::vector<std::optional<Tensor>>> Average();
   int steps() const { return steps_; }
 
  private:

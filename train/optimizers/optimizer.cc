@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/backend/backend.h"
+#include "train/backend/transfer.h"
 #include "train/optimizers/learning_rate_schedule.h"
 
 namespace sluice::train::optimizers {
@@ -19,21 +20,29 @@ Optimizer::Optimizer(float learning_rate, std::vector<std::string> slot_names)
 
 namespace {
 
-// The sum of g's squared elements, computed by g's backend (on its device, in parallel) with
-// only the total copied back.
-absl::StatusOr<double> SumOfSquares(const Tensor& g) {
+// Adds the sum of g's squared elements into `total` (float32 [1] on g's device, created on the
+// first call), on g's device: only the final total is copied back, once per step.
+absl::Status AddSumOfSquares(const Tensor& g, std::optional<Tensor>& total) {
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend,
                           backend::BackendFor("clip_global_norm", {&g}));
   SLUICE_ASSIGN_OR_RETURN(Tensor squares, backend->Allocate(DType::kFloat32, g.shape()));
   SLUICE_RETURN_IF_ERROR(backend->Binary(backend::BinaryOp::kMul, g, g, squares));
   Shape kept;
   for (int d = 0; d < g.rank(); ++d) kept.AddDim(1);
-  SLUICE_ASSIGN_OR_RETURN(Tensor total, backend->Allocate(DType::kFloat32, kept));
+  SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend->Allocate(DType::kFloat32, kept));
   SLUICE_RETURN_IF_ERROR(backend->Reduce(backend::ReduceOp::kSum, squares,
-                                         std::vector<bool>(g.rank(), true), 1.0f, total));
-  Tensor host(DType::kFloat32, kept);
-  SLUICE_RETURN_IF_ERROR(backend->Copy(total, host));
-  return static_cast<double>(host.data<float>()[0]);
+                                         std::vector<bool>(g.rank(), true), 1.0f, sum));
+  SLUICE_ASSIGN_OR_RETURN(sum, sum.Reshape(Shape{1}));
+  if (!total) {
+    total = std::move(sum);
+    return absl::OkStatus();
+  }
+  if (!(total->device() == g.device())) {
+    return absl::InvalidArgumentError(absl::StrCat("clip_global_norm: gradients on ",
+                                                   total->device().DebugString(), " and ",
+                                                   g.device().DebugString()));
+  }
+  return backend->Axpby(1.0f, sum, 1.0f, *total);
 }
 
 }  // namespace
@@ -72,13 +81,15 @@ absl::Status Optimizer::Apply(const std::vector<std::optional<Tensor>>& grads,
   // tf.clip_by_global_norm: every gradient times max_norm / max(norm, max_norm).
   float scale = 1;
   if (clip_global_norm_ > 0) {
-    double sum_sq = 0;
+    std::optional<Tensor> total;
     for (const auto& g : grads) {
-      if (!g) continue;
-      SLUICE_ASSIGN_OR_RETURN(double s, SumOfSquares(*g));
-      sum_sq += s;
+      if (g) SLUICE_RETURN_IF_ERROR(AddSumOfSquares(*g, total));
     }
-    const double norm = std::sqrt(sum_sq);
+    float sum_sq = 0;
+    if (total) {
+      SLUICE_ASSIGN_OR_RETURN(sum_sq, backend::ReadScalar(*total));
+    }
+    const double norm = std::sqrt(static_cast<double>(sum_sq));
     if (norm > clip_global_norm_) scale = static_cast<float>(clip_global_norm_ / norm);
   }
   const float lr = learning_rate();
@@ -116,14 +127,16 @@ absl::StatusOr<Tensor*> Optimizer::Slot(autodiff::Variable& var, int index) {
   return &it->second[index];
 }
 
-OptimizerState Optimizer::SaveState(const std::vector<autodiff::Variable*>& vars) const {
+absl::StatusOr<OptimizerState> Optimizer::SaveState(
+    const std::vector<autodiff::Variable*>& vars) const {
   OptimizerState state{.iterations = iterations_, .learning_rate = base_learning_rate_};
   for (size_t i = 0; i < vars.size(); ++i) {
     auto it = slots_.find(vars[i]);
     if (it == slots_.end()) continue;
     for (size_t s = 0; s < slot_names_.size(); ++s) {
-      // A copy: training goes on while a checkpoint is written.
-      state.slots.emplace_back(absl::StrCat(slot_names_[s], "/", i), it->second[s].Clone());
+      // A host copy: training goes on while a checkpoint is written.
+      SLUICE_ASSIGN_OR_RETURN(Tensor host, backend::CopyTo(it->second[s], Device::Cpu()));
+      state.slots.emplace_back(absl::StrCat(slot_names_[s], "/", i), std::move(host));
     }
   }
   return state;
@@ -159,13 +172,19 @@ absl::Status Optimizer::RestoreState(const OptimizerState& state,
                        value.shape().DebugString(), " but variable '", vars[index]->name(),
                        "' is float32", vars[index]->shape().DebugString()));
     }
+    // Slots live on their variable's device; one missing from the state starts at zero.
+    const Device device = vars[index]->device();
     auto& entry = slots[vars[index]];
     if (entry.empty()) {
+      SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(device));
       for (size_t s = 0; s < slot_names_.size(); ++s) {
-        entry.push_back(Tensor::Zeros(DType::kFloat32, vars[index]->shape()));
+        SLUICE_ASSIGN_OR_RETURN(Tensor zeros,
+                                backend->Allocate(DType::kFloat32, vars[index]->shape()));
+        SLUICE_RETURN_IF_ERROR(backend->Fill(zeros, 0));
+        entry.push_back(std::move(zeros));
       }
     }
-    entry[slot] = value.Clone();
+    SLUICE_ASSIGN_OR_RETURN(entry[slot], backend::CopyTo(value, device));
   }
   slots_ = std::move(slots);
   iterations_ = state.iterations;

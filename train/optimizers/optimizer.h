@@ -47,6 +47,8 @@ class Optimizer {
   // set (scaled by base / initial base if set_learning_rate changed it), else the base rate.
   float learning_rate() const;
   void set_learning_rate(float base) { base_learning_rate_ = base; }
+  // The rate set last (or at construction), which a schedule is scaled by.
+  float base_learning_rate() const { return base_learning_rate_; }
   void set_schedule(std::shared_ptr<const LearningRateSchedule> schedule) {
     schedule_ = std::move(schedule);
   }
@@ -59,7 +61,7 @@ class Optimizer {
     weight_decay_exclusions_ = std::move(name_parts);
   }
 
-  OptimizerState SaveState(const std::vector<autodiff::Variable*>& vars) const;
+  absl::StatusOr<OptimizerState> SaveState(const std::vector<autodiff::Variable*>& vars) const;
   // Replaces iterations, base rate and slots; every slot must name a slot of
   // this optimizer and a variable of `vars` with the slot's shape.
   absl::Status RestoreState(const OptimizerState& state,

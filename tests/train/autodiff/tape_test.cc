@@ -108,7 +108,7 @@ TEST(TapeTest, StopGradientBlocksFlow) {
   Tape tape;
   tape.Watch(x);
   Tensor y = *ops::Mul(x, x);
-  Tensor z = *ops::Mul(StopGradient(y), x);  // treated as 9 * x
+  Tensor z = *ops::Mul(*StopGradient(y), x);  // treated as 9 * x
   auto g = *tape.Gradient(z, {x});
   EXPECT_THAT(Values(*g[0]), ElementsAre(9));
 }

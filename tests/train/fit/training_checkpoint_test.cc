@@ -165,7 +165,7 @@ TEST(AssignVariablesTest, AssignsWhenNamesAndShapesMatch) {
   EXPECT_THAT(Values(a.value()), ElementsAre(1, 2));
   EXPECT_THAT(Values(b.value()), ElementsAre(3));
   // A snapshot is a copy: changing the variable leaves it alone.
-  auto snapshot = autodiff::SnapshotVariables({&a});
+  auto snapshot = *autodiff::SnapshotVariables({&a});
   ASSERT_TRUE(a.Assign(T({5, 6}, {2})).ok());
   EXPECT_THAT(Values(snapshot[0].second), ElementsAre(1, 2));
   EXPECT_EQ(snapshot[0].first, "a");

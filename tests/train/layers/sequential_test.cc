@@ -133,7 +133,7 @@ TEST(SequentialTest, ResumingFromVariablesAndOptimizerStateRepeatsTheLosses) {
   }
   std::vector<Tensor> saved;
   for (autodiff::Variable* v : first->Variables()) saved.push_back(v->value().Clone());
-  optimizers::OptimizerState state = first_adam.SaveState(first->TrainableVariables());
+  optimizers::OptimizerState state = *first_adam.SaveState(first->TrainableVariables());
 
   // A fresh process: new model and optimizer, restored, three more steps.
   auto resumed = StatefulModel();

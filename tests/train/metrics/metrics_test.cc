@@ -17,14 +17,14 @@ using ::sluice::train::testing::T;
 TEST(MeanTest, WeightedMeanAndReset) {
   Mean mean("loss");
   EXPECT_EQ(mean.name(), "loss");
-  EXPECT_EQ(mean.Result(), 0.0);  // Keras: 0 before any update
+  EXPECT_EQ(*mean.Result(), 0.0);  // Keras: 0 before any update
   mean.Update(1.0);
   mean.Update(4.0, 3.0);  // (1 + 12) / 4
-  EXPECT_DOUBLE_EQ(mean.Result(), 13.0 / 4.0);
-  EXPECT_DOUBLE_EQ(mean.total(), 13.0);
+  EXPECT_DOUBLE_EQ(*mean.Result(), 13.0 / 4.0);
+  EXPECT_DOUBLE_EQ(*mean.total(), 13.0);
   EXPECT_DOUBLE_EQ(mean.count(), 4.0);
   mean.Reset();
-  EXPECT_EQ(mean.Result(), 0.0);
+  EXPECT_EQ(*mean.Result(), 0.0);
   EXPECT_EQ(mean.count(), 0.0);
 }
 
@@ -32,7 +32,7 @@ TEST(MeanTest, TensorCountsEveryElement) {
   Mean mean;
   ASSERT_TRUE(mean.Update(T({1, 2, 3, 6}, {2, 2})).ok());
   mean.Update(8.0);
-  EXPECT_DOUBLE_EQ(mean.Result(), 20.0 / 5.0);
+  EXPECT_DOUBLE_EQ(*mean.Result(), 20.0 / 5.0);
   EXPECT_FALSE(mean.Update(Tensor::FromVector<int64_t>({1})).ok());
 }
 
@@ -40,9 +40,9 @@ TEST(MeanTest, StateRoundTrips) {
   Mean a;
   a.Update(2.0, 2.0);
   Mean b;
-  b.SetState(a.total(), a.count());
+  b.SetState(*a.total(), a.count());
   b.Update(5.0);
-  EXPECT_DOUBLE_EQ(b.Result(), 3.0);  // (4 + 5) / 3
+  EXPECT_DOUBLE_EQ(*b.Result(), 3.0);  // (4 + 5) / 3
 }
 
 TEST(SparseCategoricalAccuracyTest, ArgmaxAgainstLabels) {
@@ -55,11 +55,11 @@ TEST(SparseCategoricalAccuracyTest, ArgmaxAgainstLabels) {
                     0.5f, 0.0f, 0.5f},
                    {4, 3});
   ASSERT_TRUE(acc.Update(Tensor::FromVector<int64_t>({1, 0, 1, 0}), preds).ok());
-  EXPECT_DOUBLE_EQ(acc.Result(), 3.0 / 4.0);
+  EXPECT_DOUBLE_EQ(*acc.Result(), 3.0 / 4.0);
   // int32 labels of shape [N, 1] work too; 2 more rows, 1 right.
   Tensor labels32 = *Tensor::FromVector<int32_t>({2, 2}, Shape{2, 1});
   ASSERT_TRUE(acc.Update(labels32, T({0, 0, 1, 0, 1, 0}, {2, 3})).ok());
-  EXPECT_DOUBLE_EQ(acc.Result(), 4.0 / 6.0);
+  EXPECT_DOUBLE_EQ(*acc.Result(), 4.0 / 6.0);
 }
 
 TEST(SparseCategoricalAccuracyTest, RejectsMismatchedShapes) {
@@ -79,25 +79,25 @@ TEST(SparseTopKAccuracyTest, LabelAmongTopK) {
                    {2, 4});
   // Row 0: label 2 is second: hit. Row 1: label 2 is third: miss.
   ASSERT_TRUE(top2.Update(Tensor::FromVector<int64_t>({2, 2}), preds).ok());
-  EXPECT_DOUBLE_EQ(top2.Result(), 0.5);
+  EXPECT_DOUBLE_EQ(*top2.Result(), 0.5);
   // Row 0 again with label 0: tied with class 3 for third place, outside the top 2: miss.
   ASSERT_TRUE(top2.Update(Tensor::FromVector<int64_t>({0, 1}), preds).ok());
-  EXPECT_DOUBLE_EQ(top2.Result(), 2.0 / 4.0);
+  EXPECT_DOUBLE_EQ(*top2.Result(), 2.0 / 4.0);
 }
 
 TEST(SparseTopKAccuracyTest, TiesAtTheBoundaryCountAsInTopK) {
   // in_top_k: classes tied with the k-th value are all in. Label 2 ties with class 1 for first.
   SparseTopKAccuracy top1(1);
   ASSERT_TRUE(top1.Update(Tensor::FromVector<int64_t>({2}), T({0, 1, 1}, {1, 3})).ok());
-  EXPECT_DOUBLE_EQ(top1.Result(), 1.0);
+  EXPECT_DOUBLE_EQ(*top1.Result(), 1.0);
   // A non-finite prediction makes the row a miss, an out-of-range label too.
   SparseTopKAccuracy top5(5);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   ASSERT_TRUE(top5.Update(Tensor::FromVector<int64_t>({0, 7}), T({1, nan, 2, 3}, {2, 2})).ok());
-  EXPECT_DOUBLE_EQ(top5.Result(), 0.0);
+  EXPECT_DOUBLE_EQ(*top5.Result(), 0.0);
   // With k >= classes every finite row hits.
   ASSERT_TRUE(top5.Update(Tensor::FromVector<int32_t>({1}), T({3, 1}, {1, 2})).ok());
-  EXPECT_DOUBLE_EQ(top5.Result(), 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(*top5.Result(), 1.0 / 3.0);
 }
 
 TEST(SparseTopKAccuracyTest, TopKOfOneIsAccuracyWithoutTies) {
@@ -107,8 +107,8 @@ TEST(SparseTopKAccuracyTest, TopKOfOneIsAccuracyWithoutTies) {
   SparseCategoricalAccuracy acc;
   ASSERT_TRUE(top1.Update(labels, preds).ok());
   ASSERT_TRUE(acc.Update(labels, preds).ok());
-  EXPECT_DOUBLE_EQ(top1.Result(), 2.0 / 3.0);
-  EXPECT_DOUBLE_EQ(acc.Result(), top1.Result());
+  EXPECT_DOUBLE_EQ(*top1.Result(), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(*acc.Result(), *top1.Result());
 }
 
 }  // namespace

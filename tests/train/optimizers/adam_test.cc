@@ -30,7 +30,7 @@ TEST(AdamTest, SlotsAreFirstAndSecondMoments) {
   Adam adam;
   autodiff::Variable a(T({1}, {1})), b(T({1}, {1}));
   ASSERT_TRUE(adam.Apply({std::nullopt, T({0.5f}, {1})}, {&a, &b}).ok());
-  OptimizerState state = adam.SaveState({&a, &b});
+  OptimizerState state = *adam.SaveState({&a, &b});
   EXPECT_EQ(state.iterations, 1);
   EXPECT_FLOAT_EQ(state.learning_rate, 0.001f);
   ASSERT_EQ(state.slots.size(), 2u);  // `a` never had a gradient: no slots yet

@@ -22,7 +22,7 @@ TEST(GradientAccumulatorTest, AveragesOverSteps) {
   EXPECT_FALSE(acc.ready());
   ASSERT_TRUE(acc.Add({T({3, 5}, {2}), T({6}, {1}), std::nullopt}).ok());
   EXPECT_TRUE(acc.ready());
-  auto mean = acc.Average();
+  auto mean = *acc.Average();
   ASSERT_EQ(mean.size(), 3u);
   EXPECT_THAT(Values(*mean[0]), ElementsAre(2, 3.5f));
   EXPECT_THAT(Values(*mean[1]), ElementsAre(3));  // missing once: zero that time
@@ -32,7 +32,7 @@ TEST(GradientAccumulatorTest, AveragesOverSteps) {
   EXPECT_FALSE(acc.ready());
   ASSERT_TRUE(acc.Add({T({4}, {1})}).ok());
   ASSERT_TRUE(acc.Add({T({8}, {1})}).ok());
-  EXPECT_THAT(Values(*acc.Average()[0]), ElementsAre(6));
+  EXPECT_THAT(Values(*(*acc.Average())[0]), ElementsAre(6));
 }
 
 TEST(GradientAccumulatorTest, RejectsMismatchesAndKeepsTheSums) {
@@ -44,7 +44,7 @@ TEST(GradientAccumulatorTest, RejectsMismatchesAndKeepsTheSums) {
   EXPECT_FALSE(acc.ready());
   ASSERT_TRUE(acc.Add({T({3, 0}, {2})}).ok());
   EXPECT_TRUE(acc.ready());
-  EXPECT_THAT(Values(*acc.Average()[0]), ElementsAre(2, 2));
+  EXPECT_THAT(Values(*(*acc.Average())[0]), ElementsAre(2, 2));
 }
 
 }  // namespace

@@ -98,7 +98,7 @@ void ExpectResumeIsExact(MakeOptimizer make) {
   autodiff::Variable a2(T({1, 2, 3}, {3})), b2(T({-1, 0.5f}, {2}));
   auto first = make();
   Steps(*first, {&a2, &b2}, 0, 3);
-  OptimizerState state = first->SaveState({&a2, &b2});
+  OptimizerState state = *first->SaveState({&a2, &b2});
   Steps(*first, {&a2, &b2}, 3, 4);  // the saved state is a copy: later steps do not change it
   // The variables as they were at the save (a checkpoint holds them too).
   autodiff::Variable a4(T({1, 2, 3}, {3})), b4(T({-1, 0.5f}, {2}));
@@ -131,7 +131,7 @@ TEST(OptimizerTest, RestoredBaseRateCarriesOver) {
   Sgd sgd({.learning_rate = 0.1f});
   sgd.set_learning_rate(0.02f);  // as ReduceLROnPlateau would
   autodiff::Variable w(T({0}, {1}));
-  OptimizerState state = sgd.SaveState({&w});
+  OptimizerState state = *sgd.SaveState({&w});
   EXPECT_FLOAT_EQ(state.learning_rate, 0.02f);
   Sgd resumed({.learning_rate = 0.1f});
   ASSERT_TRUE(resumed.RestoreState(state, {&w}).ok());

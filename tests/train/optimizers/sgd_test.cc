@@ -66,14 +66,14 @@ TEST(SgdTest, VelocityIsItsSlot) {
   Sgd sgd({.learning_rate = 0.1f, .momentum = 0.9f});
   autodiff::Variable w(T({1, 2}, {2}));
   ASSERT_TRUE(sgd.Apply({T({0.5f, -1}, {2})}, {&w}).ok());
-  OptimizerState state = sgd.SaveState({&w});
+  OptimizerState state = *sgd.SaveState({&w});
   ASSERT_EQ(state.slots.size(), 1u);
   EXPECT_EQ(state.slots[0].first, "velocity/0");
   EXPECT_THAT(Values(state.slots[0].second), Pointwise(FloatNear(1e-7), {-0.05f, 0.1f}));
   // Without momentum there is nothing to save.
   Sgd plain;
   ASSERT_TRUE(plain.Apply({T({0.5f, -1}, {2})}, {&w}).ok());
-  EXPECT_TRUE(plain.SaveState({&w}).slots.empty());
+  EXPECT_TRUE(plain.SaveState({&w})->slots.empty());
 }
 
 }  // namespace

@@ -12,7 +12,8 @@ namespace sluice::train::backend::cpu {
 // returns. Thread-safe: kernels may run on several threads at once.
 //
 // The oneDNN kernels are in cpu_backend.cc, the elementwise, reduction, loss
-// and optimizer kernels in cpu_elementwise_kernels.cc.
+// and optimizer kernels in cpu_elementwise_kernels.cc, the label and metric
+// kernels in cpu_label_kernels.cc.
 class CpuBackend final : public Backend {
  public:
   static CpuBackend& Get();
@@ -22,6 +23,7 @@ class CpuBackend final : public Backend {
   absl::StatusOr<Tensor> Allocate(DType dtype, const Shape& shape) override;
   absl::Status Copy(const Tensor& src, Tensor& dst) override;
   absl::Status Fill(Tensor& t, float value) override;
+  absl::Status Axpby(float alpha, const Tensor& x, float beta, Tensor& y) override;
   absl::Status Synchronize() override { return absl::OkStatus(); }
 
   absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
@@ -71,6 +73,10 @@ class CpuBackend final : public Backend {
   absl::Status SparseSoftmaxCrossEntropyBackward(const Tensor& probs, const Tensor& labels,
                                                  const Tensor& grad_loss,
                                                  Tensor& grad_logits) override;
+  absl::Status CastLabels(const Tensor& labels, int64_t num_classes, Tensor& labels64,
+                          Tensor& invalid) override;
+  absl::Status InTopK(const Tensor& predictions, const Tensor& labels, int k, bool first_max_only,
+                      Tensor& out) override;
   absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr, float momentum,
                          bool nesterov, float weight_decay) override;
   absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,

@@ -303,6 +303,25 @@ absl::Status CpuBackend::Fill(Tensor& t, float value) {
   return absl::OkStatus();
 }
 
+namespace {
+SLUICE_KERNEL_CLONES void AxpbyRun(float alpha, const float* x, float beta, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i] + beta * y[i];
+}
+}  // namespace
+
+absl::Status CpuBackend::Axpby(float alpha, const Tensor& x, float beta, Tensor& y) {
+  if (x.dtype() != DType::kFloat32 || y.dtype() != DType::kFloat32 || x.shape() != y.shape()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Axpby: want two float32 tensors of one shape, got ", DTypeName(x.dtype()),
+        x.shape().DebugString(), " and ", DTypeName(y.dtype()), y.shape().DebugString()));
+  }
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  Elementwise(y.num_elements(),
+              [&](int64_t b, int64_t e) { AxpbyRun(alpha, px + b, beta, py + b, e - b); });
+  return absl::OkStatus();
+}
+
 absl::Status CpuBackend::Binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   const StridedPlan plan = MakePlan(out.shape(), BroadcastStrides(a.shape(), out.shape()),
                                     BroadcastStrides(b.shape(), out.shape()));

@@ -304,3 +304,48 @@ TEST_F(CpuBackendTest, RepeatedShapesReuseCachedPrimitives) {
 
 }  // namespace
 }  // namespace sluice::train::backend::cpu
+
+namespace sluice::train::backend::cpu {
+namespace {
+
+using ::sluice::train::testing::Values;
+using ::testing::ElementsAre;
+
+TEST(CpuBackendSupportKernelsTest, AxpbyScalesAndAdds) {
+  CpuBackend& b = CpuBackend::Get();
+  Tensor x = Tensor::FromVector<float>({1, 2, 3});
+  Tensor y = Tensor::FromVector<float>({10, 20, 30});
+  ASSERT_TRUE(b.Axpby(2.0f, x, 0.5f, y).ok());
+  EXPECT_THAT(Values(y), ElementsAre(7, 14, 21));
+  Tensor wrong = Tensor::FromVector<float>({1, 2});
+  EXPECT_EQ(b.Axpby(1, wrong, 1, y).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CpuBackendSupportKernelsTest, CastLabelsCountsAndZeroesOutOfRange) {
+  CpuBackend& b = CpuBackend::Get();
+  Tensor labels = Tensor::FromVector<int32_t>({2, -1, 0, 3, 1});
+  Tensor out(DType::kInt64, Shape{5});
+  Tensor invalid(DType::kFloat32, Shape{1});
+  ASSERT_TRUE(b.CastLabels(labels, 3, out, invalid).ok());
+  EXPECT_THAT(out.flat<int64_t>(), ElementsAre(2, 0, 0, 0, 1));
+  EXPECT_EQ(invalid.data<float>()[0], 2.0f);
+}
+
+TEST(CpuBackendSupportKernelsTest, InTopKFollowsInTopKAndArgmaxRules) {
+  CpuBackend& b = CpuBackend::Get();
+  // Row 0 ties classes 0 and 2; row 1 has a NaN; row 2's label is out of range.
+  absl::StatusOr<Tensor> p = Tensor::FromVector<float>(
+      {0.5f, 0.1f, 0.5f, 0.2f, std::nanf(""), 0.9f, 0.3f, 0.2f, 0.1f}, Shape{3, 3});
+  ASSERT_TRUE(p.ok());
+  Tensor labels = Tensor::FromVector<int64_t>({2, 2, 5});
+  Tensor hits(DType::kFloat32, Shape{3});
+  // in_top_k, k = 1: a tie is a hit (nothing scores strictly above), a NaN row a miss.
+  ASSERT_TRUE(b.InTopK(*p, labels, 1, /*first_max_only=*/false, hits).ok());
+  EXPECT_THAT(Values(hits), ElementsAre(1, 0, 0));
+  // argmax: the first maximum of row 0 is class 0, not 2.
+  ASSERT_TRUE(b.InTopK(*p, labels, 1, /*first_max_only=*/true, hits).ok());
+  EXPECT_THAT(Values(hits), ElementsAre(0, 1, 0));
+}
+
+}  // namespace
+}  // namespace sluice::train::backend::cpu

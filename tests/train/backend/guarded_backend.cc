@@ -1,0 +1,409 @@
+#include "tests/train/backend/guarded_backend.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/buffer.h"
+#include "core/mutex.h"
+#include "core/status_macros.h"
+#include "train/backend/backend.h"
+#include "train/backend/cpu/cpu_backend.h"
+
+namespace sluice::train::testing {
+namespace {
+
+using backend::Backend;
+using backend::BinaryOp;
+using backend::ConvGeometry;
+using backend::PoolGeometry;
+using backend::ReduceOp;
+using backend::UnaryOp;
+
+std::atomic<int64_t> live_allocations{0};
+std::atomic<int64_t> kernel_calls{0};
+
+size_t PageSize() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+class GuardedBackend;
+
+// One kernel's access to device memory: holds the backend's lock (one kernel at a time, so no
+// kernel closes pages another is using), opens the pages of each guarded operand and closes
+// them again when it ends.
+class Access {
+ public:
+  Access(Mutex& mu, Device device) : lock_(&mu), device_(device) { ++kernel_calls; }
+  ~Access() {
+    for (const auto& [base, size] : opened_) mprotect(base, size, PROT_NONE);
+  }
+  Access(const Access&) = delete;
+  Access& operator=(const Access&) = delete;
+
+  // Every tensor must be on this device (`op` names the kernel in the error).
+  absl::Status Require(absl::string_view op, std::initializer_list<const Tensor*> tensors) const {
+    for (const Tensor* t : tensors) {
+      if (t != nullptr && !(t->device() == device_)) {
+        return absl::InvalidArgumentError(absl::StrCat("GuardedBackend::", op, ": a tensor is on ",
+                                                       t->device().DebugString(), ", not ",
+                                                       device_.DebugString()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // A host view of `t` (t itself when it is on the host), its pages open until this Access ends.
+  Tensor View(const Tensor& t) {
+    if (t.device().is_cpu() || t.buffer() == nullptr) return t;
+    const std::shared_ptr<Buffer>& buffer = t.buffer();
+    void* base = buffer->data();
+    bool open = false;
+    for (const auto& o : opened_) open = open || o.first == base;
+    if (!open) {
+      if (mprotect(base, buffer->size(), PROT_READ | PROT_WRITE) != 0) {
+        std::fprintf(stderr, "GuardedBackend: mprotect: %s\n", std::strerror(errno));
+        std::abort();
+      }
+      opened_.emplace_back(base, buffer->size());
+    }
+    // The view keeps the guarded buffer (and so the mapping) alive.
+    auto host = Buffer::Wrap(base, buffer->size(), Device::Cpu(), [keep = buffer](void*) {});
+    return *Tensor::FromBuffer(t.dtype(), t.shape(), std::move(host), t.byte_offset());
+  }
+  // For outputs passed by pointer: a view with a stable address, or null.
+  Tensor* ViewPtr(Tensor* t) {
+    if (t == nullptr) return nullptr;
+    return &views_.emplace_back(View(*t));
+  }
+
+ private:
+  MutexLock lock_;
+  Device device_;
+  std::vector<std::pair<void*, size_t>> opened_;
+  std::deque<Tensor> views_;
+};
+
+class GuardedBackend final : public Backend {
+ public:
+  explicit GuardedBackend(int index) : device_(Device::Guarded(index)) {}
+
+  Device device() const override { return device_; }
+
+  absl::StatusOr<Tensor> Allocate(DType dtype, const Shape& shape) override {
+    if (dtype == DType::kBytes) {
+      return absl::InvalidArgumentError("GuardedBackend: bytes tensors stay on the host");
+    }
+    const size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
+    const size_t page = PageSize();
+    const size_t mapped = (std::max<size_t>(bytes, 1) + page - 1) / page * page;
+    void* p = mmap(nullptr, mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("GuardedBackend: mmap of ", mapped, " bytes: ", std::strerror(errno)));
+    }
+    ++live_allocations;
+    auto buffer = Buffer::Wrap(p, mapped, device_, [mapped](void* q) {
+      munmap(q, mapped);
+      --live_allocations;
+    });
+    return Tensor::FromBuffer(dtype, shape, std::move(buffer));
+  }
+
+  absl::Status Copy(const Tensor& src, Tensor& dst) override {
+    Access a(mu_, device_);
+    for (const Tensor* t : std::initializer_list<const Tensor*>{&src, &dst}) {
+      if (!t->device().is_cpu() && !(t->device() == device_)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("GuardedBackend::Copy: a tensor is on ", t->device().DebugString()));
+      }
+    }
+    Tensor s = a.View(src), d = a.View(dst);
+    return cpu().Copy(s, d);
+  }
+
+  absl::Status Fill(Tensor& t, float value) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("Fill", {&t}));
+    Tensor v = a.View(t);
+    return cpu().Fill(v, value);
+  }
+
+  absl::Status Axpby(float alpha, const Tensor& x, float beta, Tensor& y) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("Axpby", {&x, &y}));
+    Tensor vy = a.View(y);
+    return cpu().Axpby(alpha, a.View(x), beta, vy);
+  }
+
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+
+  absl::Status MatMul(const Tensor& x, bool tx, const Tensor& y, bool ty, Tensor& out) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("MatMul", {&x, &y, &out}));
+    Tensor o = a.View(out);
+    return cpu().MatMul(a.View(x), tx, a.View(y), ty, o);
+  }
+  absl::Status Conv2DForward(const ConvGeometry& geo, const Tensor& input, const Tensor& filter,
+                             Tensor& output) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("Conv2DForward", {&input, &filter, &output}));
+    Tensor o = a.View(output);
+    return cpu().Conv2DForward(geo, a.View(input), a.View(filter), o);
+  }
+  absl::Status Conv2DBackwardData(const ConvGeometry& geo, const Tensor& grad_output,
+                                  const Tensor& filter, Tensor& grad_input) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("Conv2DBackwardData", {&grad_output, &filter, &grad_input}));
+    Tensor gi = a.View(grad_input);
+    return cpu().Conv2DBackwardData(geo, a.View(grad_output), a.View(filter), gi);
+  }
+  absl::Status Conv2DBackwardFilter(const ConvGeometry& geo, const Tensor& input,
+                                    const Tensor& grad_output, Tensor& grad_filter) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("Conv2DBackwardFilter", {&input, &grad_output, &grad_filter}));
+    Tensor gf = a.View(grad_filter);
+    return cpu().Conv2DBackwardFilter(geo, a.View(input), a.View(grad_output), gf);
+  }
+
+  absl::StatusOr<Tensor> Pool2DForward(const PoolGeometry& geo, const Tensor& input,
+                                       Tensor& output) override {
+    Tensor host_workspace;
+    {
+      Access a(mu_, device_);
+      SLUICE_RETURN_IF_ERROR(a.Require("Pool2DForward", {&input, &output}));
+      Tensor o = a.View(output);
+      SLUICE_ASSIGN_OR_RETURN(host_workspace, cpu().Pool2DForward(geo, a.View(input), o));
+    }
+    // The CPU kernel's workspace is host memory: it moves to the device like any result.
+    SLUICE_ASSIGN_OR_RETURN(Tensor workspace,
+                            Allocate(host_workspace.dtype(), host_workspace.shape()));
+    SLUICE_RETURN_IF_ERROR(Copy(host_workspace, workspace));
+    return workspace;
+  }
+  absl::Status Pool2DBackward(const PoolGeometry& geo, const Tensor& input, const Tensor& output,
+                              const Tensor& workspace, const Tensor& grad_output,
+                              Tensor& grad_input) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(
+        a.Require("Pool2DBackward", {&input, &output, &workspace, &grad_output, &grad_input}));
+    Tensor gi = a.View(grad_input);
+    return cpu().Pool2DBackward(geo, a.View(input), a.View(output), a.View(workspace),
+                                a.View(grad_output), gi);
+  }
+
+  absl::Status BatchNormForwardTraining(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                        float epsilon, Tensor& y, Tensor& mean,
+                                        Tensor& variance) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(
+        a.Require("BatchNormForwardTraining", {&x, &gamma, &beta, &y, &mean, &variance}));
+    Tensor vy = a.View(y), vm = a.View(mean), vv = a.View(variance);
+    return cpu().BatchNormForwardTraining(a.View(x), a.View(gamma), a.View(beta), epsilon, vy, vm,
+                                          vv);
+  }
+  absl::Status BatchNormForwardInference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                         const Tensor& mean, const Tensor& variance, float epsilon,
+                                         Tensor& y) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(
+        a.Require("BatchNormForwardInference", {&x, &gamma, &beta, &mean, &variance, &y}));
+    Tensor vy = a.View(y);
+    return cpu().BatchNormForwardInference(a.View(x), a.View(gamma), a.View(beta), a.View(mean),
+                                           a.View(variance), epsilon, vy);
+  }
+  absl::Status BatchNormBackward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                 const Tensor& variance, const Tensor& grad_y, float epsilon,
+                                 bool statistics_are_constant, Tensor& grad_x, Tensor& grad_gamma,
+                                 Tensor& grad_beta) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("BatchNormBackward", {&x, &gamma, &mean, &variance, &grad_y,
+                                                           &grad_x, &grad_gamma, &grad_beta}));
+    Tensor gx = a.View(grad_x), gg = a.View(grad_gamma), gb = a.View(grad_beta);
+    return cpu().BatchNormBackward(a.View(x), a.View(gamma), a.View(mean), a.View(variance),
+                                   a.View(grad_y), epsilon, statistics_are_constant, gx, gg, gb);
+  }
+
+  absl::Status Binary(BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("Binary", {&x, &y, &out}));
+    Tensor o = a.View(out);
+    return cpu().Binary(op, a.View(x), a.View(y), o);
+  }
+  absl::Status BinaryBackward(BinaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_out,
+                              Tensor* grad_x, Tensor* grad_y) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("BinaryBackward", {&x, &y, &grad_out, grad_x, grad_y}));
+    return cpu().BinaryBackward(op, a.View(x), a.View(y), a.View(grad_out), a.ViewPtr(grad_x),
+                                a.ViewPtr(grad_y));
+  }
+  absl::Status Unary(UnaryOp op, const Tensor& x, Tensor& y) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("Unary", {&x, &y}));
+    Tensor vy = a.View(y);
+    return cpu().Unary(op, a.View(x), vy);
+  }
+  absl::Status UnaryBackward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
+                             Tensor& grad_x) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("UnaryBackward", {&x, &y, &grad_y, &grad_x}));
+    Tensor gx = a.View(grad_x);
+    return cpu().UnaryBackward(op, a.View(x), a.View(y), a.View(grad_y), gx);
+  }
+  absl::Status Dropout(const Tensor& x, float rate, uint64_t seed, Tensor& mask,
+                       Tensor& out) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("Dropout", {&x, &mask, &out}));
+    Tensor m = a.View(mask), o = a.View(out);
+    return cpu().Dropout(a.View(x), rate, seed, m, o);
+  }
+
+  absl::Status Reduce(ReduceOp op, const Tensor& x, const std::vector<bool>& reduced, float scale,
+                      Tensor& out) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("Reduce", {&x, &out}));
+    Tensor o = a.View(out);
+    return cpu().Reduce(op, a.View(x), reduced, scale, o);
+  }
+  absl::Status BroadcastTo(const Tensor& in, float scale, Tensor& out) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("BroadcastTo", {&in, &out}));
+    Tensor o = a.View(out);
+    return cpu().BroadcastTo(a.View(in), scale, o);
+  }
+  absl::Status ReduceMaxBackward(const Tensor& x, const Tensor& max, const Tensor& grad_max,
+                                 Tensor& grad_x) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("ReduceMaxBackward", {&x, &max, &grad_max, &grad_x}));
+    Tensor gx = a.View(grad_x);
+    return cpu().ReduceMaxBackward(a.View(x), a.View(max), a.View(grad_max), gx);
+  }
+  absl::Status Transpose(const Tensor& x, const std::vector<int>& perm, Tensor& out) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("Transpose", {&x, &out}));
+    Tensor o = a.View(out);
+    return cpu().Transpose(a.View(x), perm, o);
+  }
+  absl::Status Concat(const std::vector<Tensor>& inputs, int axis, Tensor& out) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("Concat", {&out}));
+    std::vector<Tensor> views;
+    for (const Tensor& t : inputs) {
+      SLUICE_RETURN_IF_ERROR(a.Require("Concat", {&t}));
+      views.push_back(a.View(t));
+    }
+    Tensor o = a.View(out);
+    return cpu().Concat(views, axis, o);
+  }
+  absl::Status Split(const Tensor& x, int axis, std::vector<Tensor>& outputs) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("Split", {&x}));
+    std::vector<Tensor> views;
+    for (const Tensor& t : outputs) {
+      SLUICE_RETURN_IF_ERROR(a.Require("Split", {&t}));
+      views.push_back(a.View(t));
+    }
+    return cpu().Split(a.View(x), axis, views);
+  }
+
+  absl::Status Softmax(const Tensor& logits, Tensor& y) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("Softmax", {&logits, &y}));
+    Tensor vy = a.View(y);
+    return cpu().Softmax(a.View(logits), vy);
+  }
+  absl::Status SoftmaxBackward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("SoftmaxBackward", {&y, &grad_y, &grad_x}));
+    Tensor gx = a.View(grad_x);
+    return cpu().SoftmaxBackward(a.View(y), a.View(grad_y), gx);
+  }
+  absl::Status SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels, Tensor& loss,
+                                         Tensor& probs) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(
+        a.Require("SparseSoftmaxCrossEntropy", {&logits, &labels, &loss, &probs}));
+    Tensor l = a.View(loss), p = a.View(probs);
+    return cpu().SparseSoftmaxCrossEntropy(a.View(logits), a.View(labels), l, p);
+  }
+  absl::Status SparseSoftmaxCrossEntropyBackward(const Tensor& probs, const Tensor& labels,
+                                                 const Tensor& grad_loss,
+                                                 Tensor& grad_logits) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("SparseSoftmaxCrossEntropyBackward",
+                                     {&probs, &labels, &grad_loss, &grad_logits}));
+    Tensor g = a.View(grad_logits);
+    return cpu().SparseSoftmaxCrossEntropyBackward(a.View(probs), a.View(labels), a.View(grad_loss),
+                                                   g);
+  }
+
+  absl::Status CastLabels(const Tensor& labels, int64_t num_classes, Tensor& labels64,
+                          Tensor& invalid) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("CastLabels", {&labels, &labels64, &invalid}));
+    Tensor l = a.View(labels64), i = a.View(invalid);
+    return cpu().CastLabels(a.View(labels), num_classes, l, i);
+  }
+  absl::Status InTopK(const Tensor& predictions, const Tensor& labels, int k, bool first_max_only,
+                      Tensor& out) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("InTopK", {&predictions, &labels, &out}));
+    Tensor o = a.View(out);
+    return cpu().InTopK(a.View(predictions), a.View(labels), k, first_max_only, o);
+  }
+
+  absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr, float momentum,
+                         bool nesterov, float weight_decay) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("SgdUpdate", {&w, &g, velocity}));
+    Tensor vw = a.View(w);
+    return cpu().SgdUpdate(vw, a.View(g), a.ViewPtr(velocity), lr, momentum, nesterov,
+                           weight_decay);
+  }
+  absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
+                          float beta_1, float beta_2, float epsilon, float decay) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("AdamUpdate", {&w, &g, &m, &v}));
+    Tensor vw = a.View(w), vm = a.View(m), vv = a.View(v);
+    return cpu().AdamUpdate(vw, a.View(g), vm, vv, alpha, beta_1, beta_2, epsilon, decay);
+  }
+
+ private:
+  static Backend& cpu() { return backend::cpu::CpuBackend::Get(); }
+
+  const Device device_;
+  Mutex mu_;
+};
+
+}  // namespace
+
+void RegisterGuardedBackend() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    backend::RegisterBackend(DeviceType::kGuarded, [](int index) -> absl::StatusOr<Backend*> {
+      static Mutex mu;
+      static auto* backends = new std::map<int, std::unique_ptr<GuardedBackend>>;
+      MutexLock lock(&mu);
+      std::unique_ptr<GuardedBackend>& b = (*backends)[index];
+      if (b == nullptr) b = std::make_unique<GuardedBackend>(index);
+      return b.get();
+    });
+  });
+}
+
+int64_t GuardedLiveAllocations() { return live_allocations.load(); }
+int64_t GuardedKernelCalls() { return kernel_calls.load(); }
+
+}  // namespace sluice::train::testing

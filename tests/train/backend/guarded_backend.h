@@ -1,0 +1,32 @@
+// A TEST DEVICE, not a product backend: memory the host may not touch.
+//
+// No GPU has been lent to this project, yet the training core must run on one. A CUDA tensor's
+// pointer dereferenced on the host crashes; a host copy of a device tensor taken where the code
+// forgot an explicit copy is a silent bug on a GPU. This backend makes both visible on any
+// machine: a Device::Guarded(i) tensor lives in pages of its own (one mmap per allocation) kept
+// PROT_NONE except while one of this backend's kernels runs on them. Any code above the Backend
+// interface that reads or writes device memory itself then dies with SIGSEGV at that line.
+//
+// The kernels are the CPU backend's, run on host views of the opened pages, so a model trained
+// here must equal the CPU run bit for bit. Like the CUDA backend, every kernel refuses operands
+// that are not on its device (only Copy takes the host). The tests that use it have "Guarded" in
+// their names: `ctest -R Guarded` runs them all.
+#ifndef SLUICE_TESTS_TRAIN_BACKEND_GUARDED_BACKEND_H_
+#define SLUICE_TESTS_TRAIN_BACKEND_GUARDED_BACKEND_H_
+
+#include <cstdint>
+
+namespace sluice::train::testing {
+
+// Registers the guarded backend for DeviceType::kGuarded (every index); idempotent. Call before
+// using Device::Guarded tensors.
+void RegisterGuardedBackend();
+
+// How many guarded allocations are alive, and how many kernels have run, over every index:
+// tests check that work really ran on the device.
+int64_t GuardedLiveAllocations();
+int64_t GuardedKernelCalls();
+
+}  // namespace sluice::train::testing
+
+#endif  // SLUICE_TESTS_TRAIN_BACKEND_GUARDED_BACKEND_H_

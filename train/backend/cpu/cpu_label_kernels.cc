@@ -1,0 +1,83 @@
+// The CpuBackend kernels that read labels: their cast to int64 with a range
+// check, and in-top-k for the accuracy metrics.
+
+#include <cmath>
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "train/backend/cpu/cpu_backend.h"
+#include "train/backend/cpu/cpu_threads.h"
+
+namespace sluice::train::backend::cpu {
+namespace {
+
+int64_t LabelAt(const Tensor& labels, int64_t i) {
+  return labels.dtype() == DType::kInt32 ? labels.data<int32_t>()[i] : labels.data<int64_t>()[i];
+}
+
+absl::Status CheckLabels(absl::string_view kernel, const Tensor& labels, int64_t n) {
+  if ((labels.dtype() != DType::kInt32 && labels.dtype() != DType::kInt64) ||
+      labels.num_elements() != n) {
+    return absl::InvalidArgumentError(absl::StrCat(kernel, ": want int32 or int64 labels [", n,
+                                                   "], got ", DTypeName(labels.dtype()),
+                                                   labels.shape().DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CpuBackend::CastLabels(const Tensor& labels, int64_t num_classes, Tensor& labels64,
+                                    Tensor& invalid) {
+  const int64_t n = labels64.num_elements();
+  if (auto s = CheckLabels("CastLabels", labels, n); !s.ok()) return s;
+  if (labels64.dtype() != DType::kInt64 || invalid.dtype() != DType::kFloat32 ||
+      invalid.num_elements() != 1) {
+    return absl::InvalidArgumentError("CastLabels: want int64 labels64 and float32 [1] invalid");
+  }
+  // Labels are one per example: a single pass on this thread.
+  int64_t* out = labels64.data<int64_t>();
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t l = LabelAt(labels, i);
+    const bool ok = l >= 0 && l < num_classes;
+    out[i] = ok ? l : 0;
+    bad += ok ? 0 : 1;
+  }
+  invalid.data<float>()[0] = static_cast<float>(bad);
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::InTopK(const Tensor& predictions, const Tensor& labels, int k,
+                                bool first_max_only, Tensor& out) {
+  const int64_t n = predictions.dim(0), c = predictions.dim(1);
+  if (auto s = CheckLabels("InTopK", labels, n); !s.ok()) return s;
+  const float* p = predictions.data<float>();
+  float* hit = out.data<float>();
+  ParallelFor(n, std::max<int64_t>(1, 16 * 1024 / std::max<int64_t>(c, 1)),
+              [&](int64_t b, int64_t e) {
+                for (int64_t i = b; i < e; ++i) {
+                  const float* row = p + i * c;
+                  const int64_t label = LabelAt(labels, i);
+                  bool ok = label >= 0 && label < c;
+                  if (ok && first_max_only) {
+                    int64_t best = 0;
+                    for (int64_t j = 1; j < c; ++j) {
+                      if (row[j] > row[best]) best = j;
+                    }
+                    ok = best == label;
+                  } else if (ok) {
+                    int64_t greater = 0;  // classes scoring strictly above the label's
+                    for (int64_t j = 0; j < c; ++j) {
+                      if (!std::isfinite(row[j])) ok = false;
+                      if (row[j] > row[label]) ++greater;
+                    }
+                    ok = ok && greater < k;
+                  }
+                  hit[i] = ok ? 1.0f : 0.0f;
+                }
+              });
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::train::backend::cpu

@@ -1,0 +1,58 @@
+#include "train/backend/transfer.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "train/backend/backend.h"
+
+namespace sluice::train::backend {
+
+absl::StatusOr<Tensor> CopyTo(const Tensor& t, const Device& device) {
+  if (t.dtype() == DType::kBytes) {
+    return absl::InvalidArgumentError("CopyTo: bytes tensors stay on the host");
+  }
+  if (!t.device().is_cpu() && !device.is_cpu() && !(t.device() == device)) {
+    // Between two devices: staged through the host (no backend copies peer to peer).
+    SLUICE_ASSIGN_OR_RETURN(Tensor host, CopyTo(t, Device::Cpu()));
+    return CopyTo(host, device);
+  }
+  // The backend of the side that is not the host does the copy.
+  const Device& copier = device.is_cpu() ? t.device() : device;
+  SLUICE_ASSIGN_OR_RETURN(Backend * backend, BackendFor(copier));
+  Tensor out;
+  if (device.is_cpu()) {
+    out = Tensor(t.dtype(), t.shape());
+  } else {
+    SLUICE_ASSIGN_OR_RETURN(out, backend->Allocate(t.dtype(), t.shape()));
+  }
+  SLUICE_RETURN_IF_ERROR(backend->Copy(t, out));
+  return out;
+}
+
+absl::Status CopyInto(const Tensor& src, Tensor& dst) {
+  if (!src.device().is_cpu() && !dst.device().is_cpu() && !(src.device() == dst.device())) {
+    SLUICE_ASSIGN_OR_RETURN(Tensor host, CopyTo(src, Device::Cpu()));
+    return CopyInto(host, dst);
+  }
+  SLUICE_ASSIGN_OR_RETURN(Backend * backend,
+                          BackendFor(dst.device().is_cpu() ? src.device() : dst.device()));
+  return backend->Copy(src, dst);
+}
+
+absl::StatusOr<Tensor> Clone(const Tensor& t) { return CopyTo(t, t.device()); }
+
+absl::StatusOr<Tensor> ToHost(const Tensor& t) {
+  if (t.device().is_cpu()) return t;
+  return CopyTo(t, Device::Cpu());
+}
+
+absl::StatusOr<float> ReadScalar(const Tensor& t) {
+  if (t.dtype() != DType::kFloat32 || t.num_elements() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReadScalar: want float32 with one element, got ", DTypeName(t.dtype()),
+                     t.shape().DebugString()));
+  }
+  SLUICE_ASSIGN_OR_RETURN(Tensor host, ToHost(t));
+  return host.data<float>()[0];
+}
+
+}  // namespace sluice::train::backend

@@ -1,0 +1,27 @@
+#ifndef SLUICE_TRAIN_BACKEND_TRANSFER_H_
+#define SLUICE_TRAIN_BACKEND_TRANSFER_H_
+
+#include "absl/status/statusor.h"
+#include "core/device.h"
+#include "core/tensor.h"
+
+namespace sluice::train::backend {
+
+// Explicit copies between devices, through the backends, so that code above
+// the Backend interface never reads tensor memory itself. Each returns once
+// the copy's destination may be used: on the host, once the values are there.
+
+// A new tensor on `device` with `t`'s dtype, shape and values.
+absl::StatusOr<Tensor> CopyTo(const Tensor& t, const Device& device);
+// Copies `src` into `dst` (same dtype and element count), each on any device.
+absl::Status CopyInto(const Tensor& src, Tensor& dst);
+// A deep copy on `t`'s own device.
+absl::StatusOr<Tensor> Clone(const Tensor& t);
+// `t` itself when it is on the host, else a host copy.
+absl::StatusOr<Tensor> ToHost(const Tensor& t);
+// The single value of a float32 tensor of one element, wherever it lives.
+absl::StatusOr<float> ReadScalar(const Tensor& t);
+
+}  // namespace sluice::train::backend
+
+#endif  // SLUICE_TRAIN_BACKEND_TRANSFER_H_
