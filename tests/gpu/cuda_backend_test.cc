@@ -494,6 +494,43 @@ TEST_F(CudaBackendTest, OptimizerUpdatesMatchCpuOverSteps) {
   EXPECT_TRUE(AllClose(Host(vd), v, 1e-7f, 1e-5f));
 }
 
+TEST_F(CudaBackendTest, AxpbyLabelsAndInTopKMatchCpu) {
+  const Shape shape{300, 7};
+  Tensor x = Random(shape, 210), y = Random(shape, 211);
+  Tensor yd = Dev(y);
+  ASSERT_TRUE(cpu_.Axpby(0.3f, x, 0.7f, y).ok());
+  ASSERT_TRUE(gpu_->Axpby(0.3f, Dev(x), 0.7f, yd).ok());
+  EXPECT_TRUE(AllClose(Host(yd), y, 1e-6f, 1e-6f));
+
+  std::vector<int32_t> raw(300);
+  for (int i = 0; i < 300; ++i) raw[i] = i % 11 - 2;  // some below 0, some >= 7
+  const Tensor labels = Tensor::FromVector(raw);
+  Tensor l64(DType::kInt64, Shape{300}), bad(DType::kFloat32, Shape{1});
+  ASSERT_TRUE(cpu_.CastLabels(labels, 7, l64, bad).ok());
+  absl::StatusOr<Tensor> l64d = gpu_->Allocate(DType::kInt64, Shape{300});
+  absl::StatusOr<Tensor> badd = gpu_->Allocate(DType::kFloat32, Shape{1});
+  ASSERT_TRUE(l64d.ok() && badd.ok());
+  ASSERT_TRUE(gpu_->CastLabels(Dev(labels), 7, *l64d, *badd).ok());
+  Tensor l64h(DType::kInt64, Shape{300}), badh(DType::kFloat32, Shape{1});
+  ASSERT_TRUE(gpu_->Copy(*l64d, l64h).ok());
+  ASSERT_TRUE(gpu_->Copy(*badd, badh).ok());
+  EXPECT_TRUE(l64h.Equals(l64));
+  EXPECT_EQ(badh.data<float>()[0], bad.data<float>()[0]);
+
+  const Tensor predictions = Random(shape, 212);
+  for (bool first_max_only : {false, true}) {
+    for (int k : {1, 3}) {
+      if (first_max_only && k != 1) continue;
+      Tensor hits(DType::kFloat32, Shape{300});
+      ASSERT_TRUE(cpu_.InTopK(predictions, labels, k, first_max_only, hits).ok());
+      absl::StatusOr<Tensor> hitsd = gpu_->Allocate(DType::kFloat32, Shape{300});
+      ASSERT_TRUE(hitsd.ok());
+      ASSERT_TRUE(gpu_->InTopK(Dev(predictions), Dev(labels), k, first_max_only, *hitsd).ok());
+      EXPECT_TRUE(Host(*hitsd).Equals(hits)) << k << first_max_only;
+    }
+  }
+}
+
 TEST_F(CudaBackendTest, SteadyStateStepsDoNoDeviceAllocation) {
   // Conv forward and backward, as a training step would run them, twice: the
   // second pass is served entirely from the allocator's cache.

@@ -20,6 +20,8 @@ using ::testing::ElementsAre;
 class GuardedBackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // The pipeline's and oneTBB's threads are running: re-exec rather than fork.
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
     RegisterGuardedBackend();
     absl::StatusOr<backend::Backend*> b = backend::BackendFor(Device::Guarded());
     ASSERT_TRUE(b.ok()) << b.status();

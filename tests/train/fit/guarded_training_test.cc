@@ -63,7 +63,11 @@ void ExpectSameHistory(const fit::History& a, const fit::History& b) {
 
 class GuardedTrainingTest : public ::testing::Test {
  protected:
-  void SetUp() override { RegisterGuardedBackend(); }
+  void SetUp() override {
+    // The pipeline's and oneTBB's threads are running: re-exec rather than fork.
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    RegisterGuardedBackend();
+  }
 
   // A fresh temporary directory per test.
   std::string TempDir(const std::string& name) {
