@@ -2,10 +2,9 @@
 // accuracy metrics. Both keep the labels on the device: only a count (or the
 // sum of the hits) is ever copied back.
 
-#include <cmath>
-
 #include "gpu/kernels.h"
 #include "gpu/launch_util.cuh"
+#include "train/backend/in_top_k_row.h"
 
 namespace sluice::gpu::kernels {
 namespace {
@@ -30,24 +29,10 @@ __global__ void InTopKKernel(const float* predictions, const Label* labels, int6
                              int k, bool first_max_only, float* out) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
-    const float* row = predictions + i * c;
-    const int64_t label = static_cast<int64_t>(labels[i]);
-    bool ok = label >= 0 && label < c;
-    if (ok && first_max_only) {
-      int64_t best = 0;
-      for (int64_t j = 1; j < c; ++j) {
-        if (row[j] > row[best]) best = j;
-      }
-      ok = best == label;
-    } else if (ok) {
-      int64_t greater = 0;
-      for (int64_t j = 0; j < c; ++j) {
-        if (!isfinite(row[j])) ok = false;
-        if (row[j] > row[label]) ++greater;
-      }
-      ok = ok && greater < k;
-    }
-    out[i] = ok ? 1.0f : 0.0f;
+    out[i] = train::backend::InTopKRow(predictions + i * c, c, static_cast<int64_t>(labels[i]), k,
+                                       first_max_only)
+                 ? 1.0f
+                 : 0.0f;
   }
 }
 

@@ -27,20 +27,6 @@ absl::Status CheckSparseLabels(absl::string_view metric, const Tensor& labels,
   return absl::OkStatus();
 }
 
-absl::StatusOr<Tensor> SumAll(const Tensor& x) {
-  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("metric", {&x}));
-  Shape kept;
-  for (int d = 0; d < x.rank(); ++d) kept.AddDim(1);
-  SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend->Allocate(DType::kFloat32, kept));
-  if (x.num_elements() == 0) {
-    SLUICE_RETURN_IF_ERROR(backend->Fill(sum, 0));
-  } else {
-    SLUICE_RETURN_IF_ERROR(
-        backend->Reduce(backend::ReduceOp::kSum, x, std::vector<bool>(x.rank(), true), 1.0f, sum));
-  }
-  return sum.Reshape(Shape{1});
-}
-
 }  // namespace internal
 
 absl::Status Metric::Fold() const {

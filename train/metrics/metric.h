@@ -59,8 +59,6 @@ namespace internal {
 // the message. Shared by the sparse accuracy metrics.
 absl::Status CheckSparseLabels(absl::string_view metric, const Tensor& labels,
                                const Tensor& predictions);
-// The sum of every element of float32 `x` as float32 [1], on x's device.
-absl::StatusOr<Tensor> SumAll(const Tensor& x);
 }  // namespace internal
 
 }  // namespace sluice::train::metrics

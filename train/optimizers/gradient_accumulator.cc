@@ -49,13 +49,16 @@ absl::StatusOr<std::vector<std::optional<Tensor>>> GradientAccumulator::Average(
   sums_.clear();
   added_ = 0;
   if (added > 1) {
+    // A division (not a product with 1/n) by a scalar on the sums' device, made once.
+    std::optional<Tensor> n;
     for (auto& m : mean) {
       if (!m) continue;
-      // A division (not a product with 1/n) by a scalar on the sum's device.
       SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(m->device()));
-      SLUICE_ASSIGN_OR_RETURN(Tensor n, backend->Allocate(DType::kFloat32, Shape{}));
-      SLUICE_RETURN_IF_ERROR(backend->Fill(n, static_cast<float>(added)));
-      SLUICE_RETURN_IF_ERROR(backend->Binary(backend::BinaryOp::kDiv, *m, n, *m));
+      if (!n || !(n->device() == m->device())) {
+        SLUICE_ASSIGN_OR_RETURN(n, backend->Allocate(DType::kFloat32, Shape{}));
+        SLUICE_RETURN_IF_ERROR(backend->Fill(*n, static_cast<float>(added)));
+      }
+      SLUICE_RETURN_IF_ERROR(backend->Binary(backend::BinaryOp::kDiv, *m, *n, *m));
     }
   }
   return mean;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/backend/backend.h"
+#include "train/backend/sum_all.h"
 #include "train/backend/transfer.h"
 #include "train/optimizers/learning_rate_schedule.h"
 
@@ -27,12 +28,7 @@ absl::Status AddSumOfSquares(const Tensor& g, std::optional<Tensor>& total) {
                           backend::BackendFor("clip_global_norm", {&g}));
   SLUICE_ASSIGN_OR_RETURN(Tensor squares, backend->Allocate(DType::kFloat32, g.shape()));
   SLUICE_RETURN_IF_ERROR(backend->Binary(backend::BinaryOp::kMul, g, g, squares));
-  Shape kept;
-  for (int d = 0; d < g.rank(); ++d) kept.AddDim(1);
-  SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend->Allocate(DType::kFloat32, kept));
-  SLUICE_RETURN_IF_ERROR(backend->Reduce(backend::ReduceOp::kSum, squares,
-                                         std::vector<bool>(g.rank(), true), 1.0f, sum));
-  SLUICE_ASSIGN_OR_RETURN(sum, sum.Reshape(Shape{1}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend::SumAll(squares));
   if (!total) {
     total = std::move(sum);
     return absl::OkStatus();

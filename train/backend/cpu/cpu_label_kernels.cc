@@ -1,12 +1,13 @@
 // The CpuBackend kernels that read labels: their cast to int64 with a range
 // check, and in-top-k for the accuracy metrics.
 
-#include <cmath>
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "train/backend/cpu/cpu_backend.h"
 #include "train/backend/cpu/cpu_threads.h"
+#include "train/backend/in_top_k_row.h"
 
 namespace sluice::train::backend::cpu {
 namespace {
@@ -54,29 +55,12 @@ absl::Status CpuBackend::InTopK(const Tensor& predictions, const Tensor& labels,
   if (auto s = CheckLabels("InTopK", labels, n); !s.ok()) return s;
   const float* p = predictions.data<float>();
   float* hit = out.data<float>();
-  ParallelFor(n, std::max<int64_t>(1, 16 * 1024 / std::max<int64_t>(c, 1)),
-              [&](int64_t b, int64_t e) {
-                for (int64_t i = b; i < e; ++i) {
-                  const float* row = p + i * c;
-                  const int64_t label = LabelAt(labels, i);
-                  bool ok = label >= 0 && label < c;
-                  if (ok && first_max_only) {
-                    int64_t best = 0;
-                    for (int64_t j = 1; j < c; ++j) {
-                      if (row[j] > row[best]) best = j;
-                    }
-                    ok = best == label;
-                  } else if (ok) {
-                    int64_t greater = 0;  // classes scoring strictly above the label's
-                    for (int64_t j = 0; j < c; ++j) {
-                      if (!std::isfinite(row[j])) ok = false;
-                      if (row[j] > row[label]) ++greater;
-                    }
-                    ok = ok && greater < k;
-                  }
-                  hit[i] = ok ? 1.0f : 0.0f;
-                }
-              });
+  ParallelFor(
+      n, std::max<int64_t>(1, 16 * 1024 / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          hit[i] = InTopKRow(p + i * c, c, LabelAt(labels, i), k, first_max_only) ? 1.0f : 0.0f;
+        }
+      });
   return absl::OkStatus();
 }
 
