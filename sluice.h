@@ -34,6 +34,7 @@
 #include "train/callbacks/summary_writer.h"
 #include "train/callbacks/tensorboard.h"
 #include "train/data/image_dataset.h"
+#include "train/data/prefetch_to_device.h"
 #include "train/fit/trainer.h"
 #include "train/fit/training_checkpoint.h"
 #include "train/layers/avg_pool.h"

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/buffer.h"
 #include "core/mutex.h"
 #include "core/status_macros.h"
 #include "gpu/conv_plan.h"
@@ -93,12 +94,13 @@ int CudaDeviceCount() {
   return count;
 }
 
-CudaBackend::CudaBackend(int device, Options options, Stream stream, cublasContext* cublas,
-                         cudnnContext* cudnn)
+CudaBackend::CudaBackend(int device, Options options, Stream stream, Stream copy_stream,
+                         cublasContext* cublas, cudnnContext* cudnn)
     : device_(device),
       options_(options),
       allocator_(DeviceAllocator::ForDevice(device)),
       stream_(std::move(stream)),
+      copy_stream_(std::move(copy_stream)),
       cublas_(cublas),
       cudnn_(cudnn) {}
 
@@ -121,6 +123,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device, Opt
                                                    " (cuda:0 to cuda:", count - 1, ")"));
   }
   SLUICE_ASSIGN_OR_RETURN(Stream stream, Stream::Create(device));
+  SLUICE_ASSIGN_OR_RETURN(Stream copy_stream, Stream::Create(device));
   cublasHandle_t cublas = nullptr;
   CUBLAS_RETURN_IF_ERROR(cublasCreate(&cublas));
   cudnnHandle_t cudnn = nullptr;
@@ -130,7 +133,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device, Opt
     return CudnnStatus(cudnn_status, "cudnnCreate(&cudnn)", __FILE__, __LINE__);
   }
   std::unique_ptr<CudaBackend> backend(
-      new CudaBackend(device, options, std::move(stream), cublas, cudnn));
+      new CudaBackend(device, options, std::move(stream), std::move(copy_stream), cublas, cudnn));
   CUBLAS_RETURN_IF_ERROR(cublasSetStream(cublas, backend->stream()));
   CUBLAS_RETURN_IF_ERROR(cublasSetMathMode(
       cublas, options.tf32_matmul ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
@@ -225,6 +228,74 @@ absl::Status CudaBackend::Axpby(float alpha, const Tensor& x, float beta, Tensor
 absl::Status CudaBackend::Synchronize() {
   CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   return stream_.Synchronize();
+}
+
+namespace {
+
+// The end of one CopyAsync on the copy stream.
+class CopyEvent final : public train::backend::Event {
+ public:
+  CopyEvent(int device, gpu::Event event) : device_(device), event_(std::move(event)) {}
+  absl::Status Synchronize() override {
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+    return event_.Synchronize();
+  }
+  int device() const { return device_; }
+  const gpu::Event& event() const { return event_; }
+
+ private:
+  int device_;
+  gpu::Event event_;
+};
+
+}  // namespace
+
+absl::StatusOr<Tensor> CudaBackend::AllocateStaging(DType dtype, const Shape& shape) {
+  if (dtype == DType::kBytes) {
+    return absl::InvalidArgumentError(
+        "CudaBackend::AllocateStaging: bytes tensors stay on the host");
+  }
+  const size_t bytes =
+      std::max<size_t>(1, static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype));
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  void* p = nullptr;
+  CUDA_RETURN_IF_ERROR(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
+  auto buffer = Buffer::Wrap(p, bytes, Device::Cpu(), [](void* q) { cudaFreeHost(q); });
+  return Tensor::FromBuffer(dtype, shape, std::move(buffer));
+}
+
+absl::StatusOr<std::shared_ptr<train::backend::Event>> CudaBackend::CopyAsync(const Tensor& src,
+                                                                              Tensor& dst) {
+  if (!src.device().is_cpu() || !(dst.device() == Device::Cuda(device_)) ||
+      src.dtype() != dst.dtype() || src.num_elements() != dst.num_elements() ||
+      src.dtype() == DType::kBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CudaBackend::CopyAsync: want a numeric host tensor and one on cuda:", device_,
+        " of one dtype and size, got ", DTypeName(src.dtype()), src.shape().DebugString(), " on ",
+        src.device().DebugString(), " and ", DTypeName(dst.dtype()), dst.shape().DebugString(),
+        " on ", dst.device().DebugString()));
+  }
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  // dst's block comes from the compute stream's cache: kernels queued there may still read it.
+  SLUICE_ASSIGN_OR_RETURN(Event after_compute, Event::Create(device_));
+  SLUICE_RETURN_IF_ERROR(after_compute.Record(stream_));
+  SLUICE_RETURN_IF_ERROR(copy_stream_.Wait(after_compute));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), src.byte_size(),
+                                       cudaMemcpyHostToDevice, copy_stream_.get()));
+  SLUICE_ASSIGN_OR_RETURN(Event done, Event::Create(device_));
+  SLUICE_RETURN_IF_ERROR(done.Record(copy_stream_));
+  return std::shared_ptr<train::backend::Event>(
+      std::make_shared<CopyEvent>(device_, std::move(done)));
+}
+
+absl::Status CudaBackend::WaitEvent(train::backend::Event& event) {
+  auto* copy = dynamic_cast<CopyEvent*>(&event);
+  if (copy == nullptr || copy->device() != device_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CudaBackend::WaitEvent: not an event of cuda:", device_));
+  }
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  return stream_.Wait(copy->event());
 }
 
 size_t CudaBackend::NumConvolutionPlans() const {

@@ -72,6 +72,14 @@ class CudaBackend final : public train::backend::Backend {
   absl::Status Axpby(float alpha, const Tensor& x, float beta, Tensor& y) override;
   absl::Status Synchronize() override;
 
+  // Page-locked host memory (cudaHostAlloc), and copies from it on a stream of
+  // their own that start after the compute stream's queued work (so a block
+  // the allocator hands out again is written only once its readers are done).
+  absl::StatusOr<Tensor> AllocateStaging(DType dtype, const Shape& shape) override;
+  absl::StatusOr<std::shared_ptr<train::backend::Event>> CopyAsync(const Tensor& src,
+                                                                   Tensor& dst) override;
+  absl::Status WaitEvent(train::backend::Event& event) override;
+
   absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
                       Tensor& out) override;
   absl::Status Conv2DForward(const train::backend::ConvGeometry& geo, const Tensor& input,
@@ -139,7 +147,7 @@ class CudaBackend final : public train::backend::Backend {
  private:
   enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
 
-  CudaBackend(int device, Options options, Stream stream, cublasContext* cublas,
+  CudaBackend(int device, Options options, Stream stream, Stream copy_stream, cublasContext* cublas,
               cudnnContext* cudnn);
 
   // Makes this backend's device current on the calling thread and checks that
@@ -161,6 +169,7 @@ class CudaBackend final : public train::backend::Backend {
   const Options options_;
   DeviceAllocator& allocator_;
   Stream stream_;
+  Stream copy_stream_;  // host-to-device copies beside the kernels (CopyAsync)
   cublasContext* cublas_;
   cudnnContext* cudnn_;
   // cuBLAS and cuDNN handles are not to be used by two threads at once.

@@ -30,7 +30,9 @@
 #include "dataset/dataset.h"
 #include "dataset/iterator.h"
 #include "tools/command_line.h"
+#include "tools/device_option.h"
 #include "tools/image_pipeline.h"
+#include "train/data/prefetch_to_device.h"
 
 namespace sluice::tools {
 namespace {
@@ -403,6 +405,8 @@ void PrintJson(const BenchConfig& config, const BenchmarkResult& result, int64_t
   json.Double(result.seconds);
   json.Key("pipeline");
   json.String(pipeline);
+  json.Key("device");
+  json.String(config.device.DebugString());
   json.Key("stages");
   json.BeginArray();
   for (const BenchmarkStage& stage : result.stages) {
@@ -481,6 +485,10 @@ void AddBenchOptions(CommandLine& command_line) {
   command_line.AddOption("epochs", "E", "", "run E epochs instead of --seconds");
   command_line.AddFlag("decode-only", "the ceiling: full JPEG decode only, no crop/resize/batch");
   command_line.AddOption("seed", "S", "0", "pipeline seed");
+  command_line.AddOption("device", "DEV", "cpu",
+                         "cpu, or cuda / cuda:N: end the pipeline with PrefetchToDevice, so that "
+                         "the batches are counted once they are on the GPU (needs a CUDA build "
+                         "and a GPU)");
   command_line.AddFlag("json", "print one JSON object instead of the table");
 }
 
@@ -558,6 +566,7 @@ absl::StatusOr<BenchArgs> ParseBenchArgs(const CommandLine& command_line) {
     return absl::InvalidArgumentError(
         "--cache, --decode-only and --image-size apply to --pipeline images");
   }
+  SLUICE_ASSIGN_OR_RETURN(config.device, ParseDevice(command_line.Value("device")));
   args.json = command_line.Flag("json");
   args.autotune_report = command_line.Flag("autotune");
   return args;
@@ -571,6 +580,14 @@ int RunBenchWith(const BenchArgs& args) {
                                         ? absl::StatusOr<Dataset>(SkewedPipeline(
                                               args.slow_us, args.skew, config.batch, config.seed))
                                         : BuildPipeline(config, record_bytes);
+  if (dataset.ok() && !config.device.is_cpu()) {
+    absl::Status available = CheckDeviceAvailable(config.device);
+    if (available.ok()) {
+      dataset = train::data::PrefetchToDevice(*dataset, config.device);
+    } else {
+      dataset = available;
+    }
+  }
   if (!dataset.ok()) {
     std::fprintf(stderr, "sluice bench: %s\n", std::string(dataset.status().message()).c_str());
     return kExitFailure;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/device.h"
 #include "dataset/dataset.h"
 #include "dataset/options.h"
 
@@ -23,6 +24,8 @@ struct BenchConfig {
   double seconds = 10;
   int64_t epochs = 0;  // 0: run for `seconds` over a repeated dataset.
   uint64_t seed = 0;
+  // Not the host: the pipeline ends with PrefetchToDevice to this device.
+  Device device = Device::Cpu();
 };
 
 // ListFiles -> Interleave(TFRecord) -> Map(parse) [-> Cache] -> Repeat -> Map(decode + random

@@ -19,7 +19,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "core/device.h"
 #include "core/json_writer.h"
 #include "core/mutex.h"
@@ -27,10 +26,7 @@
 #include "io/glob.h"
 #include "io/record_index.h"
 #include "tools/command_line.h"
-#include "train/backend/backend.h"
-#ifdef SLUICE_HAVE_CUDA
-#include "gpu/cuda_backend.h"  // registers the CUDA backend for --device cuda
-#endif
+#include "tools/device_option.h"
 #include "train/backend/cpu/cpu_threads.h"
 #include "train/callbacks/callback.h"
 #include "train/callbacks/early_stopping.h"
@@ -254,13 +250,7 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config) {
                                {.height = shape[1], .width = shape[2], .channels = shape[3]},
                                config.seed));
   if (!config.device.is_cpu()) {
-    // The backend's own error says why a device is missing (no CUDA build, no GPU).
-    absl::StatusOr<train::backend::Backend*> backend = train::backend::BackendFor(config.device);
-    if (!backend.ok()) {
-      return absl::Status(
-          backend.status().code(),
-          absl::StrCat("--device ", config.device.DebugString(), ": ", backend.status().message()));
-    }
+    SLUICE_RETURN_IF_ERROR(CheckDeviceAvailable(config.device));
     SLUICE_RETURN_IF_ERROR(model->To(config.device));
   }
   const int64_t steps_per_epoch = (train_records + config.batch - 1) / config.batch;
@@ -394,18 +384,6 @@ void AddTrainOptions(CommandLine& command_line) {
   command_line.AddOption("seed", "S", "0", "seed of initializers, shuffling and augmentation");
   command_line.AddFlag("skip-errors", "skip (and count) unreadable records instead of failing");
   command_line.AddFlag("json", "print one JSON object (test_accuracy, train_images_per_second...)");
-}
-
-// "cpu", "cuda" or "cuda:N" (the test device is not offered to users).
-absl::StatusOr<Device> ParseDevice(absl::string_view text) {
-  if (text == "cpu") return Device::Cpu();
-  if (text == "cuda") return Device::Cuda(0);
-  int index = 0;
-  if (absl::ConsumePrefix(&text, "cuda:") && absl::SimpleAtoi(text, &index) && index >= 0) {
-    return Device::Cuda(index);
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--device: want cpu, cuda or cuda:N, got '", text, "'"));
 }
 
 // The configuration the options describe; InvalidArgument (a usage error) names a bad option.

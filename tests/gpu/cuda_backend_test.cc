@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -551,4 +552,31 @@ TEST_F(CudaBackendTest, SteadyStateStepsDoNoDeviceAllocation) {
 }
 
 }  // namespace
+// The copy stream starts after the compute stream's queued work (Fill), and a kernel queued after
+// WaitEvent sees the copied values: the events order both ways without a host wait.
+TEST_F(CudaBackendTest, CopyAsyncIsOrderedByEventsBothWays) {
+  const Shape shape{1 << 20};
+  const Tensor values = Random(shape, 230);
+  absl::StatusOr<Tensor> staging = gpu_->AllocateStaging(DType::kFloat32, shape);
+  ASSERT_TRUE(staging.ok()) << staging.status();
+  EXPECT_TRUE(staging->device().is_cpu());
+  std::copy(values.data<float>(), values.data<float>() + shape.num_elements(),
+            staging->data<float>());
+  Tensor dst = DevEmpty(shape);
+  ASSERT_TRUE(gpu_->Fill(dst, 7.0f).ok());  // queued first: the copy must land after it
+  absl::StatusOr<std::shared_ptr<train::backend::Event>> copied = gpu_->CopyAsync(*staging, dst);
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  ASSERT_TRUE(gpu_->WaitEvent(**copied).ok());
+  Tensor out = DevEmpty(shape);
+  ASSERT_TRUE(gpu_->Axpby(2.0f, dst, 0.0f, out).ok());  // reads dst after the copy
+  Tensor want(DType::kFloat32, shape);
+  for (int64_t i = 0; i < shape.num_elements(); ++i) {
+    want.data<float>()[i] = 2.0f * values.data<float>()[i];
+  }
+  EXPECT_TRUE(AllClose(Host(out), want, 0, 0));
+  EXPECT_TRUE((*copied)->Synchronize().ok());
+  // Wrong operands are refused.
+  EXPECT_FALSE(gpu_->CopyAsync(dst, out).ok());
+}
+
 }  // namespace sluice::gpu

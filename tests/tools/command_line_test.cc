@@ -116,6 +116,8 @@ TEST(CommandLineTest, NumericOptionsNameTheirRange) {
            {"bench --files x --seconds nan", "--seconds takes a number > 0, not 'nan'"},
            {"bench --files x --grid --grid-seconds 0",
             "--grid-seconds takes a number > 0, not '0'"},
+           {"bench --pipeline skewed --device tpu",
+            "--device: want cpu, cuda or cuda:N, got 'tpu'"},
            {"convert fashion-mnist --out /nonexistent/x --quality 101",
             "--quality takes an integer in 1..100, not '101'"},
            {"convert fashion-mnist --out /nonexistent/x --shards 100000",
@@ -129,6 +131,14 @@ TEST(CommandLineTest, NumericOptionsNameTheirRange) {
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
     EXPECT_THAT(r.err, HasSubstr(c.message)) << c.args;
   }
+}
+
+// CI has no GPU: `bench --device cuda:N` fails with the backend's reason before it measures.
+TEST(CommandLineTest, BenchDeviceWithoutAGpuFailsWithTheReason) {
+  CliResult r = RunSluice("bench --pipeline skewed --seconds 1 --device cuda:1");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("--device cuda:1: "));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("images/s")));
 }
 
 }  // namespace

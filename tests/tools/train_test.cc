@@ -177,8 +177,6 @@ TEST(TrainCommandLineTest, MissingDataNamesTheFiles) {
   EXPECT_THAT(r.err, HasSubstr("/nonexistent-sluice-dir/train-*.tfrecord"));
 }
 
-// --device is not offered until models train on a GPU: a flag that always failed was a stub.
-
 TEST(TrainCommandLineTest, HelpListsTheModels) {
   CliResult r = RunSluice("train --help");
   EXPECT_EQ(r.exit_code, 0);

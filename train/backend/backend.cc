@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/mutex.h"
+#include "core/status_macros.h"
 #include "train/backend/cpu/cpu_backend.h"
 
 namespace sluice::train::backend {
@@ -19,7 +20,24 @@ Registry& GetRegistry() {
   return *registry;
 }
 
+// The event of work that is already done.
+class DoneEvent final : public Event {
+ public:
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+};
+
 }  // namespace
+
+absl::StatusOr<Tensor> Backend::AllocateStaging(DType dtype, const Shape& shape) {
+  return Tensor(dtype, shape);
+}
+
+absl::StatusOr<std::shared_ptr<Event>> Backend::CopyAsync(const Tensor& src, Tensor& dst) {
+  SLUICE_RETURN_IF_ERROR(Copy(src, dst));
+  return std::make_shared<DoneEvent>();
+}
+
+absl::Status Backend::WaitEvent(Event& event) { return event.Synchronize(); }
 
 void RegisterBackend(DeviceType type, BackendFactory factory) {
   Registry& r = GetRegistry();

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,15 @@ struct PoolGeometry {
   int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
 };
 
+// A point in one backend's queue of work (a CUDA event). Shared: the thread
+// that queued the work and the thread that waits for it may differ.
+class Event {
+ public:
+  virtual ~Event() = default;
+  // Blocks the calling thread until the work queued before the event is done.
+  virtual absl::Status Synchronize() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -76,6 +86,24 @@ class Backend {
   virtual absl::Status Axpby(float alpha, const Tensor& x, float beta, Tensor& y) = 0;
   // Returns once every kernel queued so far has finished.
   virtual absl::Status Synchronize() = 0;
+
+  // --- copies that overlap the compute (PrefetchToDevice) --------------------
+  // These three may be called from a thread other than the one that queues
+  // the kernels. The defaults suit a backend that runs each call to the end
+  // (the CPU): a plain host tensor, a copy done at once, nothing to wait for.
+  //
+  // Host memory this device copies from fastest: page-locked on CUDA, where
+  // only such memory lets a copy run beside the kernels.
+  virtual absl::StatusOr<Tensor> AllocateStaging(DType dtype, const Shape& shape);
+  // Starts copying host `src` into `dst` on this device on a queue of its
+  // own, and returns the event of its end. The copy starts after the kernels
+  // queued so far (dst may reuse memory they read). `src` must stay alive and
+  // unchanged until the event is done.
+  virtual absl::StatusOr<std::shared_ptr<Event>> CopyAsync(const Tensor& src, Tensor& dst);
+  // Kernels queued from now on start after `event`, and the host does not
+  // wait (CUDA: cudaStreamWaitEvent). Call before the first kernel that
+  // reads a CopyAsync destination.
+  virtual absl::Status WaitEvent(Event& event);
 
   // --- dense linear algebra and convolution -------------------------------
   // out [m, n] = op(a) op(b), op() transposing when asked (read through

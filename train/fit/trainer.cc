@@ -10,6 +10,7 @@
 #include "train/autodiff/tape.h"
 #include "train/backend/transfer.h"
 #include "train/callbacks/progress_bar.h"
+#include "train/data/prefetch_to_device.h"
 #include "train/ops/cross_entropy.h"
 #include "train/ops/reduce.h"
 
@@ -128,6 +129,11 @@ absl::StatusOr<Element> Trainer::ToModelDevice(const Element& batch, size_t firs
   return out;
 }
 
+Dataset Trainer::OnModelDevice(const Dataset& data) const {
+  if (device_.is_cpu() || options_.device_prefetch <= 0) return data;
+  return data::PrefetchToDevice(data, device_, options_.device_prefetch);
+}
+
 absl::StatusOr<std::optional<Element>> Trainer::NextTrainingElement() {
   if (pending_) {
     std::optional<Element> e = std::move(pending_);
@@ -235,7 +241,8 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
 
 void Trainer::StartFit(const Dataset& train, const FitOptions& options) {
   device_ = model_.device();
-  Dataset pipeline = train.Enumerate().Repeat();  // see EnumeratedBatch
+  // The pass's index stays on the host: Enumerate comes after the copies to the device.
+  Dataset pipeline = OnModelDevice(train).Enumerate().Repeat();  // see EnumeratedBatch
   if (options.seed) pipeline = pipeline.WithOptions(Options{.seed = *options.seed});
   in_fit_ = true;
   stop_training_ = false;
@@ -346,7 +353,7 @@ absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateO
   Metrics m(options_.top_k);
   // Each batch's label check, run once at the end: the loop never waits for the device.
   std::vector<ops::LabelRangeCheck> label_checks;
-  std::unique_ptr<Iterator> it = data.MakeIterator();
+  std::unique_ptr<Iterator> it = OnModelDevice(data).MakeIterator();
   int64_t steps = 0;
   while (!options.steps || steps < *options.steps) {
     absl::StatusOr<std::optional<Element>> next = it->GetNext();
@@ -370,7 +377,7 @@ absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateO
 
 absl::StatusOr<Tensor> Trainer::Predict(const Dataset& data) {
   device_ = model_.device();
-  std::unique_ptr<Iterator> it = data.MakeIterator();
+  std::unique_ptr<Iterator> it = OnModelDevice(data).MakeIterator();
   std::vector<Tensor> outputs;
   int64_t rows = 0;
   while (true) {
@@ -419,7 +426,14 @@ absl::Status Trainer::SaveCheckpoint(const std::string& path) {
   if (in_fit_ && iterator_ != nullptr) {
     SLUICE_ASSIGN_OR_RETURN(std::string state, iterator_->Save());
     ckpt.iterator_state = std::move(state);
-    ckpt.pending_element = pending_;
+    if (pending_) {
+      // Prefetched to the device: the checkpoint holds host copies.
+      Element host = *pending_;
+      for (Tensor& t : host) {
+        SLUICE_ASSIGN_OR_RETURN(t, backend::ToHost(t));
+      }
+      ckpt.pending_element = std::move(host);
+    }
     if (step_in_epoch_ > 0) {
       for (const metrics::Metric* m : std::as_const(*train_metrics_).All()) {
         SLUICE_ASSIGN_OR_RETURN(double total, m->total());

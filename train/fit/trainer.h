@@ -33,6 +33,10 @@ namespace sluice::train::fit {
 // "top_<k>_accuracy".
 struct TrainerOptions {
   int top_k = 0;
+  // When the model is not on the host, Fit, Evaluate and Predict copy this many batches ahead
+  // to its device while the current step computes (data::PrefetchToDevice); 0 copies each batch
+  // when the step takes it.
+  int64_t device_prefetch = 2;
 };
 
 struct FitOptions {
@@ -131,8 +135,11 @@ class Trainer : public callbacks::TrainingLoop {
   absl::StatusOr<std::optional<Element>> NextTrainingElement();
   absl::Status TrainStep(const Tensor& images, const Tensor& labels,
                          ops::LabelRangeCheck& label_check);
-  // `batch` with its tensors from index `first` on copied to the model's device.
+  // `batch` with its tensors from index `first` on copied to the model's device (those that
+  // PrefetchToDevice already put there pass through).
   absl::StatusOr<Element> ToModelDevice(const Element& batch, size_t first) const;
+  // `data` with its batches copied ahead to the model's device, when that is not the host.
+  Dataset OnModelDevice(const Dataset& data) const;
   absl::Status RunEpoch(const FitOptions& options, std::optional<int64_t> steps_in_epoch,
                         callbacks::ProgressBar* progress, EpochResult& result);
   absl::StatusOr<callbacks::Logs> MetricLogs(const Metrics& metrics,

@@ -5,12 +5,14 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -33,6 +35,77 @@ using backend::UnaryOp;
 
 std::atomic<int64_t> live_allocations{0};
 std::atomic<int64_t> kernel_calls{0};
+std::atomic<int64_t> async_copies{0};
+
+// The end of one CopyAsync, done on the backend's copy thread. `waited` says that the host has
+// ordered itself after it (WaitEvent or Synchronize): only then may a kernel read the copy.
+class GuardedEvent final : public backend::Event {
+ public:
+  absl::Status Synchronize() override {
+    MutexLock l(&mu_);
+    while (!done_) cv_.Wait(&mu_);
+    waited_ = true;
+    return status_;
+  }
+  void Finish(absl::Status status) {
+    MutexLock l(&mu_);
+    status_ = std::move(status);
+    done_ = true;
+    cv_.SignalAll();
+  }
+  bool waited() {
+    MutexLock l(&mu_);
+    return waited_;
+  }
+
+ private:
+  Mutex mu_;
+  CondVar cv_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  bool waited_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+// Copies in flight, by destination pages: a kernel that opens such pages before the copy's
+// event was waited for reads memory a GPU might not have written yet, and dies here.
+class IncomingCopies {
+ public:
+  void Add(void* base, std::shared_ptr<GuardedEvent> event) {
+    MutexLock l(&mu_);
+    by_base_[base] = std::move(event);
+  }
+  // Called when the pages are unmapped, so that a later mapping at the same address starts clean.
+  void Forget(void* base) {
+    MutexLock l(&mu_);
+    by_base_.erase(base);
+  }
+  void CheckWaited(void* base) {
+    std::shared_ptr<GuardedEvent> event;
+    {
+      MutexLock l(&mu_);
+      auto it = by_base_.find(base);
+      if (it == by_base_.end()) return;
+      event = it->second;
+    }
+    if (event->waited()) {
+      Forget(base);
+      return;
+    }
+    std::fprintf(stderr,
+                 "GuardedBackend: a kernel read a CopyAsync destination before waiting for its "
+                 "event (Backend::WaitEvent): on a GPU it would read a copy still in flight\n");
+    std::abort();
+  }
+
+ private:
+  Mutex mu_;
+  std::map<void*, std::shared_ptr<GuardedEvent>> by_base_ ABSL_GUARDED_BY(mu_);
+};
+
+IncomingCopies& Incoming() {
+  static auto* incoming = new IncomingCopies;
+  return *incoming;
+}
 
 size_t PageSize() {
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -73,6 +146,7 @@ class Access {
     bool open = false;
     for (const auto& o : opened_) open = open || o.first == base;
     if (!open) {
+      Incoming().CheckWaited(base);
       if (mprotect(base, buffer->size(), PROT_READ | PROT_WRITE) != 0) {
         std::fprintf(stderr, "GuardedBackend: mprotect: %s\n", std::strerror(errno));
         std::abort();
@@ -99,6 +173,14 @@ class Access {
 class GuardedBackend final : public Backend {
  public:
   explicit GuardedBackend(int index) : device_(Device::Guarded(index)) {}
+  ~GuardedBackend() override {
+    {
+      MutexLock l(&copy_mu_);
+      stopping_ = true;
+      copy_cv_.SignalAll();
+    }
+    if (copy_thread_.joinable()) copy_thread_.join();
+  }
 
   Device device() const override { return device_; }
 
@@ -116,6 +198,7 @@ class GuardedBackend final : public Backend {
     }
     ++live_allocations;
     auto buffer = Buffer::Wrap(p, mapped, device_, [mapped](void* q) {
+      Incoming().Forget(q);
       munmap(q, mapped);
       --live_allocations;
     });
@@ -149,6 +232,35 @@ class GuardedBackend final : public Backend {
   }
 
   absl::Status Synchronize() override { return absl::OkStatus(); }
+
+  // As a GPU's copy engine: the copy runs on a thread of its own, after a delay, so that the
+  // compute overlaps it and a consumer that forgets WaitEvent dies (IncomingCopies).
+  absl::StatusOr<std::shared_ptr<backend::Event>> CopyAsync(const Tensor& src,
+                                                            Tensor& dst) override {
+    if (!src.device().is_cpu() || !(dst.device() == device_) || src.dtype() != dst.dtype() ||
+        src.num_elements() != dst.num_elements() || dst.buffer() == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "GuardedBackend::CopyAsync: want a host tensor and one on ", device_.DebugString(),
+          " of one dtype and size, got ", src.device().DebugString(), " ", DTypeName(src.dtype()),
+          src.shape().DebugString(), " and ", dst.device().DebugString(), " ",
+          DTypeName(dst.dtype()), dst.shape().DebugString()));
+    }
+    auto event = std::make_shared<GuardedEvent>();
+    Incoming().Add(dst.buffer()->data(), event);
+    MutexLock l(&copy_mu_);
+    if (!copy_thread_.joinable()) copy_thread_ = std::thread([this] { CopyLoop(); });
+    copies_.push_back({src, dst, event});
+    copy_cv_.Signal();
+    return std::shared_ptr<backend::Event>(std::move(event));
+  }
+
+  absl::Status WaitEvent(backend::Event& event) override {
+    if (dynamic_cast<GuardedEvent*>(&event) == nullptr) {
+      return absl::InvalidArgumentError("GuardedBackend::WaitEvent: not an event of this backend");
+    }
+    // This device's "stream" is the calling thread: ordering after the copy is waiting for it.
+    return event.Synchronize();
+  }
 
   absl::Status MatMul(const Tensor& x, bool tx, const Tensor& y, bool ty, Tensor& out) override {
     Access a(mu_, device_);
@@ -383,8 +495,50 @@ class GuardedBackend final : public Backend {
  private:
   static Backend& cpu() { return backend::cpu::CpuBackend::Get(); }
 
+  struct PendingCopy {
+    Tensor src, dst;
+    std::shared_ptr<GuardedEvent> event;
+  };
+
+  void CopyLoop() {
+    MutexLock l(&copy_mu_);
+    while (true) {
+      while (!stopping_ && copies_.empty()) copy_cv_.Wait(&copy_mu_);
+      if (copies_.empty()) return;
+      PendingCopy c = std::move(copies_.front());
+      copies_.pop_front();
+      copy_mu_.Unlock();
+      // Long enough that a kernel queued right after CopyAsync would overtake the copy.
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      absl::Status status;
+      {
+        // Opens the destination's pages as a kernel does, without IncomingCopies' check: this
+        // is the copy that check waits for.
+        MutexLock kernel_lock(&mu_);
+        void* base = c.dst.buffer()->data();
+        const size_t size = c.dst.buffer()->size();
+        mprotect(base, size, PROT_READ | PROT_WRITE);
+        std::memcpy(static_cast<char*>(base) + c.dst.byte_offset(), c.src.raw_data(),
+                    c.src.byte_size());
+        mprotect(base, size, PROT_NONE);
+      }
+      ++async_copies;
+      // The tensors go before the event is done: once it is, this thread holds nothing.
+      std::shared_ptr<GuardedEvent> event = std::move(c.event);
+      c = PendingCopy();
+      event->Finish(status);
+      copy_mu_.Lock();
+    }
+  }
+
   const Device device_;
   Mutex mu_;
+
+  Mutex copy_mu_;
+  CondVar copy_cv_;
+  std::deque<PendingCopy> copies_ ABSL_GUARDED_BY(copy_mu_);
+  bool stopping_ ABSL_GUARDED_BY(copy_mu_) = false;
+  std::thread copy_thread_;  // started by the first CopyAsync, under copy_mu_
 };
 
 }  // namespace
@@ -405,5 +559,6 @@ void RegisterGuardedBackend() {
 
 int64_t GuardedLiveAllocations() { return live_allocations.load(); }
 int64_t GuardedKernelCalls() { return kernel_calls.load(); }
+int64_t GuardedAsyncCopies() { return async_copies.load(); }
 
 }  // namespace sluice::train::testing

@@ -9,8 +9,10 @@
 //
 // The kernels are the CPU backend's, run on host views of the opened pages, so a model trained
 // here must equal the CPU run bit for bit. Like the CUDA backend, every kernel refuses operands
-// that are not on its device (only Copy takes the host). The tests that use it have "Guarded" in
-// their names: `ctest -R Guarded` runs them all.
+// that are not on its device (only Copy takes the host). CopyAsync runs on a copy thread of its
+// own, as a GPU's copy engine runs beside its kernels, and a kernel that reads its destination
+// before Backend::WaitEvent dies, so prefetching to the device is tested here too. The tests that
+// use it have "Guarded" in their names: `ctest -R Guarded` runs them all.
 #ifndef SLUICE_TESTS_TRAIN_BACKEND_GUARDED_BACKEND_H_
 #define SLUICE_TESTS_TRAIN_BACKEND_GUARDED_BACKEND_H_
 
@@ -26,6 +28,8 @@ void RegisterGuardedBackend();
 // tests check that work really ran on the device.
 int64_t GuardedLiveAllocations();
 int64_t GuardedKernelCalls();
+// CopyAsync calls done on the backend's copy thread.
+int64_t GuardedAsyncCopies();
 
 }  // namespace sluice::train::testing
 

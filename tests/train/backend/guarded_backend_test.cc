@@ -6,7 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <memory>
+#include <vector>
 
 #include "tests/train/gradient_check.h"
 #include "train/backend/backend.h"
@@ -80,6 +83,57 @@ TEST_F(GuardedBackendTest, GuardedAllocationsAreReleased) {
     EXPECT_EQ(GuardedLiveAllocations(), before + 1);
   }
   EXPECT_EQ(GuardedLiveAllocations(), before);
+}
+
+// A host tensor in the backend's staging memory holding `values`.
+Tensor Staged(backend::Backend& b, const std::vector<float>& values) {
+  absl::StatusOr<Tensor> t =
+      b.AllocateStaging(DType::kFloat32, Shape{static_cast<int64_t>(values.size())});
+  EXPECT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(t->device().is_cpu());
+  std::copy(values.begin(), values.end(), t->data<float>());
+  return *t;
+}
+
+TEST_F(GuardedBackendTest, GuardedCopyAsyncRunsOnTheCopyThread) {
+  const int64_t before = GuardedAsyncCopies();
+  Tensor src = Staged(*backend_, {1, 2, 3, 4});
+  absl::StatusOr<Tensor> dst = backend_->Allocate(DType::kFloat32, Shape{4});
+  ASSERT_TRUE(dst.ok());
+  absl::StatusOr<std::shared_ptr<backend::Event>> copied = backend_->CopyAsync(src, *dst);
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  ASSERT_TRUE(backend_->WaitEvent(**copied).ok());
+  EXPECT_THAT(Host(*dst), ElementsAre(1, 2, 3, 4));
+  EXPECT_EQ(GuardedAsyncCopies() - before, 1);
+}
+
+TEST_F(GuardedBackendTest, GuardedKernelBeforeWaitEventDies) {
+  // A kernel that reads a copy's destination without ordering itself after the copy would read
+  // a GPU copy still in flight: the guarded device dies there, whatever the timing.
+  EXPECT_DEATH(
+      {
+        Tensor src = Staged(*backend_, {1, 2});
+        Tensor dst = *backend_->Allocate(DType::kFloat32, Shape{2});
+        absl::StatusOr<std::shared_ptr<backend::Event>> copied = backend_->CopyAsync(src, dst);
+        Tensor out = *backend_->Allocate(DType::kFloat32, Shape{2});
+        backend_->Axpby(1, dst, 0, out).IgnoreError();
+      },
+      "before waiting for its event");
+}
+
+TEST_F(GuardedBackendTest, GuardedCopyAsyncRefusesWrongOperands) {
+  Tensor on_device = OnDevice(Tensor::FromVector<float>({1, 2}));
+  Tensor dst = *backend_->Allocate(DType::kFloat32, Shape{2});
+  // From the device: CopyAsync only takes host sources.
+  absl::StatusOr<std::shared_ptr<backend::Event>> r = backend_->CopyAsync(on_device, dst);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  // Into a host tensor.
+  Tensor host(DType::kFloat32, Shape{2});
+  r = backend_->CopyAsync(Tensor::FromVector<float>({1, 2}), host);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  // Sizes that differ.
+  r = backend_->CopyAsync(Tensor::FromVector<float>({1, 2, 3}), dst);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -1,0 +1,340 @@
+#include "train/data/prefetch_to_device.h"
+
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "core/mutex.h"
+#include "core/status_macros.h"
+#include "dataset/dataset_base.h"
+#include "train/backend/backend.h"
+#include "train/backend/transfer.h"
+
+namespace sluice::train::data {
+namespace {
+
+using Result = absl::StatusOr<std::optional<Element>>;
+
+// The tensors of an element that cross to the device: numeric ones on the host.
+bool Crosses(const Tensor& t) { return t.device().is_cpu() && t.dtype() != DType::kBytes; }
+
+// Waits for every copy, keeping the first error: before device memory a copy writes into, or
+// staging memory it reads from, may be freed.
+absl::Status SynchronizeAll(const std::vector<std::shared_ptr<backend::Event>>& events) {
+  absl::Status status;
+  for (const auto& e : events) status.Update(e->Synchronize());
+  return status;
+}
+
+// Staging tensors, reused once their copy is done. Only the producer thread uses it.
+class StagingPool {
+ public:
+  explicit StagingPool(size_t capacity) : capacity_(capacity) {}
+  ~StagingPool() { SynchronizeAll(Events()).IgnoreError(); }
+
+  // A staging tensor of this dtype and shape that no copy reads any more.
+  absl::StatusOr<Tensor> Take(backend::Backend& backend, DType dtype, const Shape& shape) {
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->tensor.dtype() != dtype || !(it->tensor.shape() == shape)) continue;
+      SLUICE_RETURN_IF_ERROR(it->copy->Synchronize());  // the oldest: normally done already
+      Tensor t = std::move(it->tensor);
+      free_.erase(it);
+      return t;
+    }
+    return backend.AllocateStaging(dtype, shape);
+  }
+  // Returns `t`, which `copy` reads until it is done.
+  absl::Status Give(Tensor t, std::shared_ptr<backend::Event> copy) {
+    free_.push_back({std::move(t), std::move(copy)});
+    if (free_.size() <= capacity_) return absl::OkStatus();
+    absl::Status s = free_.front().copy->Synchronize();
+    free_.pop_front();
+    return s;
+  }
+
+ private:
+  struct Staged {
+    Tensor tensor;
+    std::shared_ptr<backend::Event> copy;
+  };
+  std::vector<std::shared_ptr<backend::Event>> Events() const {
+    std::vector<std::shared_ptr<backend::Event>> out;
+    for (const Staged& s : free_) out.push_back(s.copy);
+    return out;
+  }
+
+  const size_t capacity_;
+  std::deque<Staged> free_;
+};
+
+class PrefetchToDeviceDataset : public DatasetBase {
+ public:
+  PrefetchToDeviceDataset(std::shared_ptr<const DatasetBase> input, Device device,
+                          int64_t buffer_size)
+      : DatasetBase("PrefetchToDevice", {std::move(input)}),
+        device_(device),
+        buffer_size_(buffer_size) {}
+
+  absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
+      const IteratorContext& ctx) const override;
+  int64_t Cardinality() const override { return inputs()[0]->Cardinality(); }
+  std::string Describe() const override {
+    return absl::StrCat("PrefetchToDevice(", device_.DebugString(), ", ", buffer_size_, ")");
+  }
+
+  const Device& device() const { return device_; }
+  int64_t buffer_size() const { return buffer_size_; }
+
+ private:
+  Device device_;
+  int64_t buffer_size_;
+};
+
+class PrefetchToDeviceIterator : public IteratorBase {
+ public:
+  PrefetchToDeviceIterator(const PrefetchToDeviceDataset* d, const IteratorContext& ctx,
+                           std::unique_ptr<IteratorBase> input, backend::Backend* backend)
+      : IteratorBase(d, ctx, NodeKind::kAsync),
+        input_(std::move(input)),
+        backend_(backend),
+        buffer_size_(d->buffer_size()),
+        // Every buffered element's tensors plus those of the element being staged, with room
+        // for a few components per element.
+        staging_(static_cast<size_t>(4 * (d->buffer_size() + 2))) {
+    stats().buffer_size.Declare(/*autotune=*/false, buffer_size_, buffer_size_, buffer_size_);
+    cancel_token_ = ctx.cancellation->Register([this] { Cancel(); });
+  }
+
+  ~PrefetchToDeviceIterator() override {
+    Cancel();
+    if (producer_.joinable()) producer_.join();
+    ctx().cancellation->Deregister(cancel_token_);
+    for (Entry& e : buffer_) {
+      Uncount(e);
+      SynchronizeAll(e.copies).IgnoreError();
+    }
+  }
+
+ protected:
+  Result GetNextInternal() override {
+    Entry e;
+    {
+      MutexLock l(&mu_);
+      if (!started_) {
+        started_ = true;
+        if (!input_ended_) producer_ = std::thread([this] { ProducerLoop(); });
+      }
+      while (!cancelled_ && buffer_.empty()) consumer_cv_.Wait(&mu_);
+      if (cancelled_) return absl::CancelledError("iterator destroyed");
+      if (IsEndOfSequence(buffer_.front().result)) return std::nullopt;  // every later call too
+      e = std::move(buffer_.front());
+      buffer_.pop_front();
+      Uncount(e);
+      producer_cv_.Signal();
+    }
+    // The device's kernels start after the copies; the host goes on at once.
+    for (const auto& copy : e.copies) SLUICE_RETURN_IF_ERROR(backend_->WaitEvent(*copy));
+    return std::move(e.result);
+  }
+
+  absl::Status SaveInternal(proto::IteratorStateProto* state) override {
+    MutexLock l(&mu_);
+    // Quiesce: the producer finishes the element it is staging and starts no other.
+    paused_ = true;
+    absl::Cleanup resume = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      paused_ = false;
+      producer_cv_.Signal();
+    };
+    while (!cancelled_ && fetching_) consumer_cv_.Wait(&mu_);
+    if (cancelled_) return absl::CancelledError("iterator destroyed");
+    (*state->mutable_ints())["input_ended"] = input_ended_;
+    for (const Entry& e : buffer_) {
+      SLUICE_ASSIGN_OR_RETURN(Result host, OnHost(e));
+      ResultToProto(host, state->add_buffer());
+    }
+    // The paused producer does not touch the input: save it unlocked, so that a cancellation
+    // callback never waits for the input's Save.
+    mu_.Unlock();
+    absl::Status s = SaveInput(input_.get(), state);
+    mu_.Lock();
+    return s;
+  }
+
+  absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
+    MutexLock l(&mu_);
+    SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "input_ended"));
+    input_ended_ = ended != 0;
+    for (const proto::BufferedResult& r : state.buffer()) {
+      SLUICE_ASSIGN_OR_RETURN(Result result, ResultFromProto(r));
+      if (result.ok() && result->has_value()) {
+        // Synchronous copies: a restore happens once, before the first step.
+        for (Tensor& t : **result) {
+          if (!Crosses(t)) continue;
+          SLUICE_ASSIGN_OR_RETURN(t, backend::CopyTo(t, backend_->device()));
+        }
+      }
+      Push(Entry{std::move(result), {}});
+    }
+    const bool has_end = !buffer_.empty() && IsEndOfSequence(buffer_.back().result);
+    if (input_ended_ != has_end) {
+      return absl::DataLossError(
+          absl::StrCat("checkpoint of ", state.node(), " has an inconsistent end of input"));
+    }
+    return RestoreInput(input_.get(), state);
+  }
+
+ private:
+  struct Entry {
+    Result result;
+    std::vector<std::shared_ptr<backend::Event>> copies;  // of the result's device tensors
+    int64_t bytes = 0;
+    bool counted = false;  // an element or error, not the end marker
+  };
+
+  void Cancel() {
+    MutexLock l(&mu_);
+    cancelled_ = true;
+    consumer_cv_.SignalAll();
+    producer_cv_.SignalAll();
+  }
+
+  // Host copies of a buffered element's device tensors, for a checkpoint.
+  absl::StatusOr<Result> OnHost(const Entry& e) {
+    if (!e.result.ok() || !e.result->has_value()) return e.result;
+    SLUICE_RETURN_IF_ERROR(SynchronizeAll(e.copies));
+    Element host = **e.result;
+    for (Tensor& t : host) {
+      if (t.device() == backend_->device()) {
+        SLUICE_ASSIGN_OR_RETURN(t, backend::ToHost(t));
+      }
+    }
+    return Result(std::move(host));
+  }
+
+  // Starts the copies of `result`'s host tensors to the device.
+  Entry Stage(Result result) {
+    Entry e;
+    if (result.ok() && result->has_value()) {
+      absl::Status s = StageElement(**result, e.copies);
+      if (!s.ok()) {
+        // Nothing may be freed under a copy still running.
+        SynchronizeAll(e.copies).IgnoreError();
+        e.copies.clear();
+        result = s;
+      }
+    }
+    e.result = std::move(result);
+    return e;
+  }
+  absl::Status StageElement(Element& element,
+                            std::vector<std::shared_ptr<backend::Event>>& copies) {
+    for (Tensor& t : element) {
+      if (!Crosses(t)) continue;
+      SLUICE_ASSIGN_OR_RETURN(Tensor staging, staging_.Take(*backend_, t.dtype(), t.shape()));
+      // Both on the host: the pipeline's tensor into memory the device copies from.
+      std::memcpy(staging.raw_data(), t.raw_data(), t.byte_size());
+      SLUICE_ASSIGN_OR_RETURN(Tensor on_device, backend_->Allocate(t.dtype(), t.shape()));
+      SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<backend::Event> copy,
+                              backend_->CopyAsync(staging, on_device));
+      copies.push_back(copy);
+      SLUICE_RETURN_IF_ERROR(staging_.Give(std::move(staging), std::move(copy)));
+      t = std::move(on_device);
+    }
+    return absl::OkStatus();
+  }
+
+  void Push(Entry e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    e.counted = !e.result.ok() || e.result->has_value();
+    e.bytes = e.result.ok() && e.result->has_value()
+                  ? static_cast<int64_t>(ElementByteSize(**e.result))
+                  : 0;
+    if (e.counted) {
+      stats().buffered_elements.fetch_add(1, std::memory_order_relaxed);
+      stats().buffered_bytes.fetch_add(e.bytes, std::memory_order_relaxed);
+    }
+    buffer_.push_back(std::move(e));
+  }
+  void Uncount(const Entry& e) {
+    if (!e.counted) return;
+    stats().buffered_elements.fetch_sub(1, std::memory_order_relaxed);
+    stats().buffered_bytes.fetch_sub(e.bytes, std::memory_order_relaxed);
+  }
+
+  void ProducerLoop() {
+    MutexLock l(&mu_);
+    while (true) {
+      while (!cancelled_ && (paused_ || static_cast<int64_t>(buffer_.size()) >= buffer_size_)) {
+        producer_cv_.Wait(&mu_);
+      }
+      if (cancelled_) return;
+      fetching_ = true;
+      mu_.Unlock();
+      stats().active_workers.store(1, std::memory_order_relaxed);
+      Result result = input_->GetNext();
+      stats().active_workers.store(0, std::memory_order_relaxed);
+      Entry e;
+      {
+        ScopedTimer busy(&stats().busy_ns);
+        e = Stage(std::move(result));
+      }
+      mu_.Lock();
+      fetching_ = false;
+      consumer_cv_.SignalAll();  // GetNext, or a Save waiting for this pull
+      if (cancelled_) {
+        SynchronizeAll(e.copies).IgnoreError();  // nobody will read it
+        return;
+      }
+      const bool end = IsEndOfSequence(e.result);
+      if (end) input_ended_ = true;
+      Push(std::move(e));
+      if (end) return;
+    }
+  }
+
+  std::unique_ptr<IteratorBase> input_;
+  backend::Backend* const backend_;
+  const int64_t buffer_size_;
+  int64_t cancel_token_ = -1;
+  std::thread producer_;
+  StagingPool staging_;  // the producer's
+
+  Mutex mu_;
+  CondVar consumer_cv_;                            // an entry arrived, or a pull ended (for Save)
+  CondVar producer_cv_;                            // room in the buffer, or resumed
+  std::deque<Entry> buffer_ ABSL_GUARDED_BY(mu_);  // in input order
+  bool fetching_ ABSL_GUARDED_BY(mu_) = false;     // the producer is pulling or staging
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;       // Save in progress
+  bool input_ended_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+absl::StatusOr<std::unique_ptr<IteratorBase>> PrefetchToDeviceDataset::MakeIterator(
+    const IteratorContext& ctx) const {
+  if (buffer_size_ < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name(), ": buffer_size must be >= 1, got ", buffer_size_));
+  }
+  absl::StatusOr<backend::Backend*> backend = backend::BackendFor(device_);
+  if (!backend.ok()) {
+    return absl::Status(backend.status().code(),
+                        absl::StrCat(name(), ": ", backend.status().message()));
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  return std::unique_ptr<IteratorBase>(
+      new PrefetchToDeviceIterator(this, ctx, std::move(input), *backend));
+}
+
+}  // namespace
+
+Dataset PrefetchToDevice(const Dataset& input, const Device& device, int64_t buffer_size) {
+  return Dataset(std::make_shared<PrefetchToDeviceDataset>(input.base(), device, buffer_size));
+}
+
+}  // namespace sluice::train::data
