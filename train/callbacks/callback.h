@@ -40,8 +40,16 @@ class Callback {
   // `epoch` counts from 0.
   virtual absl::Status OnEpochBegin(int64_t epoch, const Logs& logs) { return absl::OkStatus(); }
   virtual absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) { return absl::OkStatus(); }
-  // `batch` counts from 0 within the epoch; `logs` holds the epoch's running metrics.
+  // `batch` counts from 0 within the epoch; `logs` holds the epoch's running metrics when any
+  // callback's NeedsBatchLogs() said so for this step, else only "learning_rate" and
+  // "input_wait_share".
   virtual absl::Status OnBatchEnd(int64_t batch, const Logs& logs) { return absl::OkStatus(); }
+  // Asked after each step, before OnBatchEnd (trainer()->global_step() already counts the step):
+  // whether this step's OnBatchEnd reads the running metrics. Reading them copies them from the
+  // model's device, which waits for its queued work; Fit does it only for steps that some
+  // callback (or the progress bar) asks for. Keras calls batch hooks only for callbacks that
+  // implement them, for the same reason.
+  virtual bool NeedsBatchLogs() const { return true; }
 
  private:
   TrainingLoop* trainer_ = nullptr;

@@ -37,6 +37,10 @@ absl::Status ModelCheckpoint::OnEpochEnd(int64_t epoch, const Logs& logs) {
   return MaybeSave(epoch, logs);
 }
 
+bool ModelCheckpoint::NeedsBatchLogs() const {
+  return options_.save_freq != 0 && trainer()->global_step() % options_.save_freq == 0;
+}
+
 absl::Status ModelCheckpoint::OnBatchEnd(int64_t batch, const Logs& logs) {
   if (options_.save_freq == 0 || trainer()->global_step() % options_.save_freq != 0) {
     return absl::OkStatus();

@@ -91,11 +91,14 @@ std::string ProgressBar::Line(int64_t steps, int64_t images, const Logs& logs, b
   return line;
 }
 
+bool ProgressBar::WantsUpdate() const {
+  // A log file gets the epoch's line only.
+  return interactive_ && (last_draw_ < 0 || Now() - last_draw_ >= options_.min_redraw_seconds);
+}
+
 void ProgressBar::Update(int64_t steps, int64_t images, const Logs& logs) {
-  if (!interactive_) return;  // a log file gets the epoch's line only
-  const double now = Now();
-  if (last_draw_ >= 0 && now - last_draw_ < options_.min_redraw_seconds) return;
-  last_draw_ = now;
+  if (!WantsUpdate()) return;
+  last_draw_ = Now();
   // \r and clear-to-end-of-line: the bar is redrawn in place and a shorter line leaves no tail.
   std::fprintf(stream_, "\r%s\x1b[K", Line(steps, images, logs, false).c_str());
   std::fflush(stream_);

@@ -37,6 +37,9 @@ class ProgressBar {
   void Finish(int64_t steps, int64_t images, const Logs& logs);
 
   bool interactive() const { return interactive_; }
+  // Whether Update would draw now: on a terminal, once min_redraw_seconds have passed. Fit reads
+  // the running metrics back from the device only then.
+  bool WantsUpdate() const;
 
   // "3s", "1:05", "1:02:03": Keras' ETA format.
   static std::string FormatDuration(double seconds);

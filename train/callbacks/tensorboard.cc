@@ -41,6 +41,10 @@ absl::Status TensorBoard::OnEpochEnd(int64_t epoch, const Logs& logs) {
   return absl::OkStatus();
 }
 
+bool TensorBoard::NeedsBatchLogs() const {
+  return options_.update_freq != 0 && trainer()->global_step() % options_.update_freq == 0;
+}
+
 absl::Status TensorBoard::OnBatchEnd(int64_t batch, const Logs& logs) {
   const int64_t step = trainer()->global_step();
   if (options_.update_freq == 0 || step % options_.update_freq != 0) return absl::OkStatus();

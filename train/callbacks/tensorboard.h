@@ -28,6 +28,8 @@ class TensorBoard : public Callback {
   absl::Status OnTrainBegin(const Logs& logs) override;
   absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;
   absl::Status OnBatchEnd(int64_t batch, const Logs& logs) override;
+  // Only at the steps it writes (every update_freq).
+  bool NeedsBatchLogs() const override;
   absl::Status OnTrainEnd(const Logs& logs) override;
 
   // The event files (empty before OnTrainBegin; validation's until it is first written).

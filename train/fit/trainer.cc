@@ -210,20 +210,32 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
     const EnumeratedBatch batch(on_device);
     ops::LabelRangeCheck label_check;
     SLUICE_RETURN_IF_ERROR(WithContext(TrainStep(batch.images, batch.labels, label_check), where));
-    // The logs read the metrics back from the device: the labels' check comes with them.
-    SLUICE_RETURN_IF_ERROR(WithContext(label_check.Check(), where));
-    SLUICE_ASSIGN_OR_RETURN(callbacks::Logs logs, MetricLogs(*train_metrics_));
-    compute_seconds += Now() - t1;
+    label_checks_.Add(where, std::move(label_check));
     result.images += batch.images.dim(0);
     ++step_in_epoch_;
     ++global_step_;
+
+    // Reading the metrics waits for the device: only for steps whose logs someone reads. The
+    // labels' checks come with them, and at least every kMaxDeferredLabelChecks steps.
+    bool read_logs = progress != nullptr && progress->WantsUpdate();
+    for (callbacks::Callback* cb : options.callbacks) read_logs = read_logs || cb->NeedsBatchLogs();
+    callbacks::Logs logs;
+    if (read_logs || label_checks_.size() >= kMaxDeferredLabelChecks) {
+      SLUICE_RETURN_IF_ERROR(label_checks_.CheckAll());
+    }
+    if (read_logs) {
+      SLUICE_ASSIGN_OR_RETURN(logs, MetricLogs(*train_metrics_));
+    }
+    compute_seconds += Now() - t1;
 
     logs["learning_rate"] = optimizer_.learning_rate();
     logs["input_wait_share"] = wait_share();
     for (callbacks::Callback* cb : options.callbacks) {
       SLUICE_RETURN_IF_ERROR(cb->OnBatchEnd(step_in_epoch_ - 1, logs));
     }
-    if (progress != nullptr) progress->Update(step_in_epoch_ - first_step, result.images, logs);
+    if (progress != nullptr && read_logs) {
+      progress->Update(step_in_epoch_ - first_step, result.images, logs);
+    }
     if (stop_training_) {
       interrupted = !steps_in_epoch || step_in_epoch_ < *steps_in_epoch;
       break;
@@ -232,6 +244,7 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
   if (!interrupted && !options.steps_per_epoch) pass_length_ = step_in_epoch_;
   result.completed = !interrupted;
   result.steps = step_in_epoch_ - first_step;
+  SLUICE_RETURN_IF_ERROR(label_checks_.CheckAll());
   SLUICE_ASSIGN_OR_RETURN(result.logs, MetricLogs(*train_metrics_));
   result.logs["input_wait_share"] = wait_share();
   const double seconds = Now() - start;
@@ -251,6 +264,7 @@ void Trainer::StartFit(const Dataset& train, const FitOptions& options) {
   epoch_ = 0;
   step_in_epoch_ = 0;
   accumulated_ = 0;
+  label_checks_.Clear();
   accumulator_.reset();
   if (options.accumulation_steps > 1) accumulator_.emplace(options.accumulation_steps);
   train_metrics_->Reset();
@@ -351,8 +365,9 @@ absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
 absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateOptions options) {
   device_ = model_.device();
   Metrics m(options_.top_k);
-  // Each batch's label check, run once at the end: the loop never waits for the device.
-  std::vector<ops::LabelRangeCheck> label_checks;
+  // Each batch's label check, all read back at once at the end: the loop never waits for the
+  // device.
+  DeferredLabelChecks label_checks;
   std::unique_ptr<Iterator> it = OnModelDevice(data).MakeIterator();
   int64_t steps = 0;
   while (!options.steps || steps < *options.steps) {
@@ -362,16 +377,15 @@ absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateO
     SLUICE_RETURN_IF_ERROR(CheckBatch("Evaluate", **next, 0, /*need_labels=*/true));
     SLUICE_ASSIGN_OR_RETURN(const Element e, ToModelDevice(**next, 0));
     SLUICE_ASSIGN_OR_RETURN(Tensor logits, model_.Forward(e[0], /*training=*/false));
-    SLUICE_ASSIGN_OR_RETURN(Tensor per_example, ops::SparseSoftmaxCrossEntropyWithLogits(
-                                                    logits, e[1], &label_checks.emplace_back()));
+    ops::LabelRangeCheck label_check;
+    SLUICE_ASSIGN_OR_RETURN(Tensor per_example,
+                            ops::SparseSoftmaxCrossEntropyWithLogits(logits, e[1], &label_check));
+    label_checks.Add(absl::StrCat("Evaluate: batch ", steps + 1, ": "), std::move(label_check));
     SLUICE_RETURN_IF_ERROR(m.Update(per_example, e[1], logits));
     ++steps;
   }
   if (steps == 0) return absl::InvalidArgumentError("Evaluate: the dataset yielded no element");
-  for (size_t i = 0; i < label_checks.size(); ++i) {
-    SLUICE_RETURN_IF_ERROR(
-        WithContext(label_checks[i].Check(), absl::StrCat("Evaluate: batch ", i + 1, ": ")));
-  }
+  SLUICE_RETURN_IF_ERROR(label_checks.CheckAll());
   return MetricLogs(m);
 }
 

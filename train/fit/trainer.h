@@ -17,6 +17,7 @@
 #include "dataset/iterator.h"
 #include "train/callbacks/callback.h"
 #include "train/callbacks/progress_bar.h"
+#include "train/fit/deferred_label_checks.h"
 #include "train/fit/training_checkpoint.h"
 #include "train/layers/module.h"
 #include "train/metrics/mean.h"
@@ -162,6 +163,11 @@ class Trainer : public callbacks::TrainingLoop {
   std::unique_ptr<Iterator> iterator_;
   std::optional<Element> pending_;
   int64_t pass_length_ = -1;  // steps in one pass, once seen; -1: unknown
+
+  // The label checks of the steps whose logs nobody read yet; checked when the logs are read,
+  // at the epoch's end and after this many steps at the latest.
+  static constexpr size_t kMaxDeferredLabelChecks = 64;
+  DeferredLabelChecks label_checks_;
 
   std::optional<optimizers::GradientAccumulator> accumulator_;
   int accumulated_ = 0;  // micro-batches summed since the last update

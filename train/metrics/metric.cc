@@ -29,23 +29,18 @@ absl::Status CheckSparseLabels(absl::string_view metric, const Tensor& labels,
 
 }  // namespace internal
 
-absl::Status Metric::Fold() const {
-  if (!pending_) return absl::OkStatus();
+absl::StatusOr<double> Metric::Total() const {
+  if (!pending_) return total_;
   SLUICE_ASSIGN_OR_RETURN(float pending, backend::ReadScalar(*pending_));
-  total_ += pending;
-  pending_.reset();
-  return absl::OkStatus();
+  return total_ + pending;
 }
 
 absl::StatusOr<double> Metric::Result() const {
-  SLUICE_RETURN_IF_ERROR(Fold());
-  return count_ > 0 ? total_ / count_ : 0.0;
+  SLUICE_ASSIGN_OR_RETURN(double total, Total());
+  return count_ > 0 ? total / count_ : 0.0;
 }
 
-absl::StatusOr<double> Metric::total() const {
-  SLUICE_RETURN_IF_ERROR(Fold());
-  return total_;
-}
+absl::StatusOr<double> Metric::total() const { return Total(); }
 
 void Metric::Reset() {
   pending_.reset();
@@ -65,10 +60,22 @@ void Metric::Accumulate(double total, double count) {
 }
 
 absl::Status Metric::Accumulate(Tensor batch_total, double count) {
-  if (pending_ && !(pending_->device() == batch_total.device())) SLUICE_RETURN_IF_ERROR(Fold());
-  if (!pending_) {
+  if (pending_ && !(pending_->device() == batch_total.device())) {
+    // The updates moved to another device: the chain continues there.
+    SLUICE_ASSIGN_OR_RETURN(total_, Total());
+    pending_.reset();
+  }
+  if (!pending_ && total_ == 0) {
     pending_ = std::move(batch_total);
   } else {
+    if (!pending_) {
+      // Start the device chain from the host total: a restored run adds its next batch to the
+      // same float32 value as the run it resumes.
+      SLUICE_ASSIGN_OR_RETURN(
+          pending_, backend::CopyTo(Tensor::FromVector<float>({static_cast<float>(total_)}),
+                                    batch_total.device()));
+      total_ = 0;
+    }
     SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(pending_->device()));
     SLUICE_RETURN_IF_ERROR(backend->Axpby(1.0f, batch_total, 1.0f, *pending_));
   }

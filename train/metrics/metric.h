@@ -21,10 +21,11 @@ namespace sluice::train::metrics {
 // the two sums so that a run resumed mid-epoch reports the same means.
 //
 // Updates run on the device of their inputs: a batch's total is reduced there and added to a
-// pending float32 sum that stays there, so that a training step never waits for the device.
-// Reading (Result, total) copies that one number back and folds it into the host's double
-// total, so long epochs do not lose precision (Keras keeps float32). Counts come from shapes,
-// known on the host.
+// float32 running total that stays there, so that a training step never waits for the device.
+// Reading (Result, total) copies that one number back and changes nothing: the sums are one
+// float32 chain, as Keras' metric variables, whenever and however often the loop reads them, so
+// a run resumed from a checkpoint (SetState) continues the very chain of the run it left. Counts
+// come from shapes, known on the host.
 class Metric {
  public:
   explicit Metric(std::string name) : name_(std::move(name)) {}
@@ -45,12 +46,14 @@ class Metric {
   absl::Status Accumulate(Tensor batch_total, double count);
 
  private:
-  // Moves the pending device sum into total_.
-  absl::Status Fold() const;
+  // total_ plus the device sum, read back.
+  absl::StatusOr<double> Total() const;
 
   std::string name_;
-  mutable std::optional<Tensor> pending_;
-  mutable double total_ = 0;
+  // The running total on the device of the updates; total_ holds what came from the host
+  // (SetState, host updates) until the next device update starts the chain from it.
+  std::optional<Tensor> pending_;
+  double total_ = 0;
   double count_ = 0;
 };
 

@@ -20,6 +20,9 @@ class LabelRangeCheck {
       : invalid_(std::move(invalid)), labels_(std::move(labels)), classes_(classes) {}
   // OK, or InvalidArgument naming the first bad label and its index. OK when empty.
   absl::Status Check() const;
+  // The count of bad labels, float32 [1] on the labels' device; null when empty. Summing many
+  // checks' counts on the device lets a loop read one number for all of them.
+  const Tensor* invalid_count() const { return invalid_ ? &*invalid_ : nullptr; }
 
  private:
   std::optional<Tensor> invalid_;

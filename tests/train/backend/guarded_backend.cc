@@ -36,6 +36,7 @@ using backend::UnaryOp;
 std::atomic<int64_t> live_allocations{0};
 std::atomic<int64_t> kernel_calls{0};
 std::atomic<int64_t> async_copies{0};
+std::atomic<int64_t> host_reads{0};
 
 // The end of one CopyAsync, done on the backend's copy thread. `waited` says that the host has
 // ordered itself after it (WaitEvent or Synchronize): only then may a kernel read the copy.
@@ -213,6 +214,8 @@ class GuardedBackend final : public Backend {
             absl::StrCat("GuardedBackend::Copy: a tensor is on ", t->device().DebugString()));
       }
     }
+    // On a GPU, a copy to the host waits for every queued kernel.
+    if (dst.device().is_cpu() && !src.device().is_cpu()) ++host_reads;
     Tensor s = a.View(src), d = a.View(dst);
     return cpu().Copy(s, d);
   }
@@ -560,5 +563,6 @@ void RegisterGuardedBackend() {
 int64_t GuardedLiveAllocations() { return live_allocations.load(); }
 int64_t GuardedKernelCalls() { return kernel_calls.load(); }
 int64_t GuardedAsyncCopies() { return async_copies.load(); }
+int64_t GuardedHostReads() { return host_reads.load(); }
 
 }  // namespace sluice::train::testing

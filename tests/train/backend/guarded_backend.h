@@ -30,6 +30,8 @@ int64_t GuardedLiveAllocations();
 int64_t GuardedKernelCalls();
 // CopyAsync calls done on the backend's copy thread.
 int64_t GuardedAsyncCopies();
+// Copies from the device to the host: each would wait for the GPU's queued work.
+int64_t GuardedHostReads();
 
 }  // namespace sluice::train::testing
 

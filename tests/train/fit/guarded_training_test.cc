@@ -276,6 +276,36 @@ TEST_F(GuardedTrainingTest, GuardedCheckpointWithAHeldBackBatchResumesExactly) {
   ExpectSameVariables(*straight, *resumed);
 }
 
+// Fit waits for the device only when something reads from it: with no callback that reads batch
+// logs and no progress bar on a terminal, an epoch reads its metrics and one sum of its label
+// checks back once, at its end, not after each step.
+TEST_F(GuardedTrainingTest, GuardedFitReadsBackOncePerEpochUnlessBatchLogsAreRead) {
+  auto reads_during_fit = [](std::vector<callbacks::Callback*> cbs) -> int64_t {
+    auto model = TinyModel(4);
+    EXPECT_TRUE(model->To(Device::Guarded()).ok());
+    optimizers::Sgd sgd;
+    fit::Trainer trainer(*model, sgd);
+    const int64_t before = GuardedHostReads();
+    // 3 epochs of 6 steps; a log file, not a terminal: the bar prints one line per epoch.
+    std::FILE* progress = std::tmpfile();
+    absl::StatusOr<fit::History> h = trainer.Fit(
+        BlobsDataset(96, 3, 16),
+        {.epochs = 3, .callbacks = std::move(cbs), .verbose = 1, .progress_stream = progress});
+    std::fclose(progress);
+    EXPECT_TRUE(h.ok()) << h.status();
+    return GuardedHostReads() - before;
+  };
+  // Per epoch: the label checks' sum, the loss and the accuracy.
+  EXPECT_EQ(reads_during_fit({}), 3 * 3);
+  callbacks::EarlyStopping early({.monitor = "loss", .patience = 10});
+  EXPECT_EQ(reads_during_fit({&early}), 3 * 3);
+  // A callback that reads every step's logs gets them: three reads per step, and the epoch's
+  // metrics once more at its end.
+  RecordingCallback recorder;
+  EXPECT_EQ(reads_during_fit({&recorder}), 3 * (6 * 3 + 2));
+  EXPECT_EQ(recorder.batch_losses.size(), 18u);
+}
+
 // Every model of the zoo trains for a few steps on both devices with the same results.
 TEST_F(GuardedTrainingTest, GuardedModelZooMatchesCpu) {
   const models::ModelShape shape{.height = 12, .width = 12, .channels = 3, .classes = 4};

@@ -45,6 +45,26 @@ TEST(MeanTest, StateRoundTrips) {
   EXPECT_DOUBLE_EQ(*b.Result(), 3.0);  // (4 + 5) / 3
 }
 
+// The sums are one float32 chain whenever they are read, so a loop that reads every step, one
+// that reads once and one resumed from a saved state all report the same bits.
+TEST(MeanTest, ReadingOrResumingDoesNotChangeTheSums) {
+  Mean every_step, once, resumed;
+  for (int i = 0; i < 500; ++i) {
+    const Tensor batch = testing::RandomTensor({7}, static_cast<uint32_t>(i), 0.0f, 3.0f);
+    ASSERT_TRUE(every_step.Update(batch).ok());
+    ASSERT_TRUE(every_step.Result().ok());
+    ASSERT_TRUE(once.Update(batch).ok());
+    if (i == 250) {
+      // A checkpoint of `once` here, restored into a fresh metric.
+      resumed.SetState(*once.total(), once.count());
+    }
+    if (i > 250) ASSERT_TRUE(resumed.Update(batch).ok());
+  }
+  EXPECT_EQ(*every_step.Result(), *once.Result());
+  EXPECT_EQ(*resumed.Result(), *once.Result());
+  EXPECT_EQ(resumed.count(), once.count());
+}
+
 TEST(SparseCategoricalAccuracyTest, ArgmaxAgainstLabels) {
   SparseCategoricalAccuracy acc;
   EXPECT_EQ(acc.name(), "accuracy");
