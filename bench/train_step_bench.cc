@@ -9,15 +9,21 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
 #include "train/autodiff/variable.h"
+#include "train/backend/compute_precision.h"
 #include "train/backend/cpu/cpu_threads.h"
 #include "train/layers/initializers.h"
 #include "train/models/model_zoo.h"
@@ -132,7 +138,7 @@ int BenchThreads() {
 }
 
 template <typename Model, typename Opt>
-void BM_TrainStep(benchmark::State& state) {
+void BM_TrainStep(benchmark::State& state, backend::Precision precision) {
   backend::cpu::SetCpuThreads(BenchThreads());
   Model model;
   Opt optimizer;
@@ -141,6 +147,12 @@ void BM_TrainStep(benchmark::State& state) {
   for (float& v : x.flat<float>()) v = static_cast<float>(rng() >> 8) / static_cast<float>(1 << 24);
   Tensor labels(DType::kInt64, Shape{kBatch});
   for (int64_t& l : labels.flat<int64_t>()) l = static_cast<int64_t>(rng() % 10);
+  if (absl::Status s = backend::CheckPrecisionSupported(Device::Cpu(), precision); !s.ok()) {
+    state.SkipWithError(s.ToString().c_str());
+    return;
+  }
+  // The whole step under the policy, as Trainer runs it (the backward closures capture it).
+  backend::ScopedPrecision scope(precision);
   // Warm up: the first step builds and caches the oneDNN primitives.
   if (absl::Status s = Step(model, optimizer, x, labels); !s.ok()) {
     state.SkipWithError(s.ToString().c_str());
@@ -158,32 +170,53 @@ void BM_TrainStep(benchmark::State& state) {
   state.counters["threads"] = backend::cpu::CpuThreads();
 }
 
-BENCHMARK_TEMPLATE(BM_TrainStep, Mlp, optimizers::Sgd)
-    ->Name("train_step/mlp/sgd")
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_TEMPLATE(BM_TrainStep, Mlp, optimizers::Adam)
-    ->Name("train_step/mlp/adam")
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_TEMPLATE(BM_TrainStep, Cnn, optimizers::Sgd)
-    ->Name("train_step/cnn/sgd")
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_TEMPLATE(BM_TrainStep, Cnn, optimizers::Adam)
-    ->Name("train_step/cnn/adam")
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_TEMPLATE(BM_TrainStep, ResNetSmall, optimizers::Sgd)
-    ->Name("train_step/resnet-small/sgd")
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_TEMPLATE(BM_TrainStep, ResNetSmall, optimizers::Adam)
-    ->Name("train_step/resnet-small/adam")
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
+template <typename Model, typename Opt>
+void Register(const std::string& name, backend::Precision precision) {
+  // float32 keeps the names earlier figures were quoted under.
+  const std::string full = precision == backend::Precision::kFloat32
+                               ? name
+                               : absl::StrCat(name, "/", backend::PrecisionName(precision));
+  benchmark::RegisterBenchmark(full.c_str(), BM_TrainStep<Model, Opt>, precision)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+}
 
 }  // namespace
 }  // namespace sluice::train
 
-BENCHMARK_MAIN();
+// --precision=float32,mixed_bfloat16 (default float32): the policies to measure, side by side.
+int main(int argc, char** argv) {
+  using sluice::train::backend::Precision;
+  std::vector<Precision> precisions = {Precision::kFloat32};
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (!absl::ConsumePrefix(&arg, "--precision=")) {
+      rest.push_back(argv[i]);
+      continue;
+    }
+    precisions.clear();
+    for (absl::string_view name : absl::StrSplit(arg, ',')) {
+      absl::StatusOr<Precision> p = sluice::train::backend::ParsePrecision(name);
+      if (!p.ok()) {
+        std::fprintf(stderr, "train_step_bench: --%s\n", std::string(p.status().message()).c_str());
+        return 2;
+      }
+      precisions.push_back(*p);
+    }
+  }
+  namespace t = sluice::train;
+  for (Precision p : precisions) {
+    t::Register<t::Mlp, t::optimizers::Sgd>("train_step/mlp/sgd", p);
+    t::Register<t::Mlp, t::optimizers::Adam>("train_step/mlp/adam", p);
+    t::Register<t::Cnn, t::optimizers::Sgd>("train_step/cnn/sgd", p);
+    t::Register<t::Cnn, t::optimizers::Adam>("train_step/cnn/adam", p);
+    t::Register<t::ResNetSmall, t::optimizers::Sgd>("train_step/resnet-small/sgd", p);
+    t::Register<t::ResNetSmall, t::optimizers::Adam>("train_step/resnet-small/adam", p);
+  }
+  int rest_argc = static_cast<int>(rest.size());
+  benchmark::Initialize(&rest_argc, rest.data());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -19,6 +19,7 @@
 #include "gpu/kernels.h"
 #include "gpu/strided_index.h"
 #include "train/backend/broadcast.h"
+#include "train/backend/compute_precision.h"
 #include "train/backend/require_float32.h"
 
 namespace sluice::gpu {
@@ -305,6 +306,20 @@ size_t CudaBackend::NumConvolutionPlans() const {
 
 // --- matmul -------------------------------------------------------------------------
 
+// float32 in memory; the mixed-precision policies let the tensor cores multiply in 16 bits and
+// sum in float32 (compute_precision.h).
+cublasComputeType_t CudaBackend::MatMulComputeType() const {
+  switch (train::backend::CurrentPrecision()) {
+    case train::backend::Precision::kMixedBFloat16:
+      return CUBLAS_COMPUTE_32F_FAST_16BF;
+    case train::backend::Precision::kMixedFloat16:
+      return CUBLAS_COMPUTE_32F_FAST_16F;
+    case train::backend::Precision::kFloat32:
+      break;
+  }
+  return options_.tf32_matmul ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
 absl::Status CudaBackend::MatMul(const Tensor& a, bool transpose_a, const Tensor& b,
                                  bool transpose_b, Tensor& out) {
   SLUICE_RETURN_IF_ERROR(Enter("MatMul", {&a, &b, &out}));
@@ -325,8 +340,7 @@ absl::Status CudaBackend::MatMul(const Tensor& a, bool transpose_a, const Tensor
       cublas_, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
       static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &one, b.raw_data(), CUDA_R_32F,
       ldb, a.raw_data(), CUDA_R_32F, lda, &zero, out.raw_data(), CUDA_R_32F, static_cast<int>(n),
-      options_.tf32_matmul ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
-      CUBLAS_GEMM_DEFAULT));
+      MatMulComputeType(), CUBLAS_GEMM_DEFAULT));
   return absl::OkStatus();
 }
 

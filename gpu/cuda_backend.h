@@ -1,6 +1,7 @@
 #ifndef SLUICE_GPU_CUDA_BACKEND_H_
 #define SLUICE_GPU_CUDA_BACKEND_H_
 
+#include <cublas_api.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -146,6 +147,9 @@ class CudaBackend final : public train::backend::Backend {
 
  private:
   enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
+
+  // cuBLAS' compute type for the calling thread's precision policy.
+  cublasComputeType_t MatMulComputeType() const;
 
   CudaBackend(int device, Options options, Stream stream, Stream copy_stream, cublasContext* cublas,
               cudnnContext* cudnn);

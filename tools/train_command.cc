@@ -27,6 +27,7 @@
 #include "io/record_index.h"
 #include "tools/command_line.h"
 #include "tools/device_option.h"
+#include "train/backend/compute_precision.h"
 #include "train/backend/cpu/cpu_threads.h"
 #include "train/callbacks/callback.h"
 #include "train/callbacks/early_stopping.h"
@@ -61,6 +62,7 @@ struct TrainConfig {
   int64_t warmup_steps = 0;
   double clip_norm = 0;
   Device device = Device::Cpu();
+  train::backend::Precision precision = train::backend::Precision::kFloat32;
   int64_t accumulate = 1;
   int64_t limit = -1;
   int64_t threads = 0;
@@ -253,12 +255,23 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config) {
     SLUICE_RETURN_IF_ERROR(CheckDeviceAvailable(config.device));
     SLUICE_RETURN_IF_ERROR(model->To(config.device));
   }
+  // Before any training: a processor without bf16 says so at once.
+  {
+    absl::Status supported =
+        train::backend::CheckPrecisionSupported(config.device, config.precision);
+    if (!supported.ok()) {
+      return absl::Status(
+          supported.code(),
+          absl::StrCat("--precision ", train::backend::PrecisionName(config.precision), ": ",
+                       supported.message()));
+    }
+  }
   const int64_t steps_per_epoch = (train_records + config.batch - 1) / config.batch;
   SLUICE_ASSIGN_OR_RETURN(
       std::unique_ptr<train::optimizers::Optimizer> optimizer,
       MakeOptimizer(config, steps_per_epoch * config.epochs / config.accumulate));
 
-  train::fit::Trainer trainer(*model, *optimizer);
+  train::fit::Trainer trainer(*model, *optimizer, {.precision = config.precision});
   std::vector<std::unique_ptr<train::callbacks::Callback>> callbacks;
   if (!config.logdir.empty()) {
     callbacks.push_back(std::make_unique<train::callbacks::TensorBoard>(
@@ -311,6 +324,8 @@ void PrintJson(const TrainConfig& config, const Outcome& outcome) {
   json.BeginObject();
   json.Key("model");
   json.String(config.model);
+  json.Key("precision");
+  json.String(train::backend::PrecisionName(config.precision));
   json.Key("epochs");
   json.Int(config.epochs);
   json.Key("batch");
@@ -365,6 +380,10 @@ void AddTrainOptions(CommandLine& command_line) {
   command_line.AddOption("warmup-steps", "N", "0", "linear warmup from 0 over N steps");
   command_line.AddOption("clip-norm", "X", "0", "clip gradients to this global norm (0: off)");
   command_line.AddOption(
+      "precision", "POLICY", "float32",
+      "float32, mixed_bfloat16 (matmuls and convolutions multiply in bfloat16; needs AVX512-BF16 "
+      "on the CPU) or mixed_float16 (CUDA only)");
+  command_line.AddOption(
       "device", "DEV", "cpu",
       "where the model trains: cpu, cuda or cuda:N (needs a CUDA build and a GPU)");
   command_line.AddOption("accumulate", "N", "1", "apply the mean gradient of N batches");
@@ -395,6 +414,13 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const CommandLine& command_line) {
   config.optimizer = command_line.Value("optimizer");
   config.schedule = command_line.Value("schedule");
   SLUICE_ASSIGN_OR_RETURN(config.device, ParseDevice(command_line.Value("device")));
+  {
+    absl::StatusOr<train::backend::Precision> precision =
+        train::backend::ParsePrecision(command_line.Value("precision"));
+    if (!precision.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--", precision.status().message()));
+    config.precision = *precision;
+  }
   // Integer options: name, smallest value, destination, and whether an absent option keeps the
   // config's value (its default text, "all", is not a number).
   int64_t seed = 0;

@@ -153,6 +153,16 @@ TEST_F(TrainCommandTest, DeviceWithoutAGpuFailsWithTheReason) {
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("Epoch 1/")));
 }
 
+// mixed_float16 is a CUDA policy: on the CPU it fails before training and says so.
+TEST_F(TrainCommandTest, Float16OnTheCpuFailsWithTheReason) {
+  CliResult r =
+      RunSluice("train --data " + Data() + " --model mlp --limit 64 --precision mixed_float16");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_THAT(r.err,
+              HasSubstr("--precision mixed_float16: mixed_float16 runs on CUDA devices only"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("Epoch 1/")));
+}
+
 TEST(TrainCommandLineTest, BadArgumentsAreUsageErrors) {
   CliResult no_data = RunSluice("train");
   EXPECT_EQ(no_data.exit_code, 2);
@@ -161,6 +171,10 @@ TEST(TrainCommandLineTest, BadArgumentsAreUsageErrors) {
   EXPECT_EQ(batch.exit_code, 2);
   EXPECT_THAT(batch.err, HasSubstr("--batch takes an integer >= 1, not '0'"));
   EXPECT_EQ(RunSluice("train --data x --lr -1").exit_code, 2);
+  CliResult precision = RunSluice("train --data x --precision float16");
+  EXPECT_EQ(precision.exit_code, 2);
+  EXPECT_THAT(precision.err,
+              HasSubstr("--precision: want float32, mixed_bfloat16 or mixed_float16"));
   CliResult device = RunSluice("train --data x --device tpu");
   EXPECT_EQ(device.exit_code, 2);
   EXPECT_THAT(device.err, HasSubstr("--device: want cpu, cuda or cuda:N, got 'tpu'"));

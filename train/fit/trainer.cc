@@ -11,6 +11,7 @@
 #include "train/backend/transfer.h"
 #include "train/callbacks/progress_bar.h"
 #include "train/data/prefetch_to_device.h"
+#include "train/ops/arithmetic.h"
 #include "train/ops/cross_entropy.h"
 #include "train/ops/reduce.h"
 
@@ -134,6 +135,33 @@ Dataset Trainer::OnModelDevice(const Dataset& data) const {
   return data::PrefetchToDevice(data, device_, options_.device_prefetch);
 }
 
+absl::Status Trainer::StartLossScaling(const FitOptions& options) {
+  std::optional<optimizers::DynamicLossScaleOptions> wanted = options_.loss_scale;
+  if (!wanted && options_.precision == backend::Precision::kMixedFloat16) wanted.emplace();
+  if (!wanted) return absl::OkStatus();
+  if (options.accumulation_steps > 1) {
+    return absl::InvalidArgumentError(
+        "loss scaling (mixed_float16) with gradient accumulation is not supported: an overflow "
+        "in one micro-batch would have to drop the whole accumulated step");
+  }
+  if (!loss_scale_) {
+    SLUICE_ASSIGN_OR_RETURN(loss_scale_, optimizers::DynamicLossScale::Create(*wanted));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> Trainer::ScaleLoss(const Tensor& loss) {
+  const float scale = loss_scale_->scale();
+  // The scale on the loss's device, copied there again only when it changes.
+  if (!loss_scale_tensor_ || !(loss_scale_tensor_->device() == loss.device()) ||
+      loss_scale_tensor_value_ != scale) {
+    SLUICE_ASSIGN_OR_RETURN(loss_scale_tensor_,
+                            backend::CopyTo(Tensor::Scalar<float>(scale), loss.device()));
+    loss_scale_tensor_value_ = scale;
+  }
+  return ops::Mul(loss, *loss_scale_tensor_);
+}
+
 absl::StatusOr<std::optional<Element>> Trainer::NextTrainingElement() {
   if (pending_) {
     std::optional<Element> e = std::move(pending_);
@@ -151,14 +179,25 @@ absl::Status Trainer::TrainStep(const Tensor& images, const Tensor& labels,
   Tensor per_example;
   {
     autodiff::Tape tape;
-    SLUICE_ASSIGN_OR_RETURN(logits, model_.Forward(images, /*training=*/true));
+    {
+      backend::ScopedPrecision precision(options_.precision);
+      SLUICE_ASSIGN_OR_RETURN(logits, model_.Forward(images, /*training=*/true));
+    }
     SLUICE_ASSIGN_OR_RETURN(per_example,
                             ops::SparseSoftmaxCrossEntropyWithLogits(logits, labels, &label_check));
     SLUICE_ASSIGN_OR_RETURN(Tensor loss, ops::Mean(per_example));
+    if (loss_scale_) {
+      SLUICE_ASSIGN_OR_RETURN(loss, ScaleLoss(loss));
+    }
     std::vector<Tensor> sources;
     sources.reserve(vars.size());
     for (autodiff::Variable* v : vars) sources.push_back(v->value());
     SLUICE_ASSIGN_OR_RETURN(grads, tape.Gradient(loss, sources));
+  }
+  if (loss_scale_) {
+    // An overflowing step changes no variable (Keras' LossScaleOptimizer skips it).
+    SLUICE_ASSIGN_OR_RETURN(const bool finite, loss_scale_->UnscaleAndUpdate(grads));
+    if (!finite) return train_metrics_->Update(per_example, labels, logits);
   }
   if (accumulator_) {
     SLUICE_RETURN_IF_ERROR(accumulator_->Add(grads));
@@ -230,6 +269,7 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
 
     logs["learning_rate"] = optimizer_.learning_rate();
     logs["input_wait_share"] = wait_share();
+    if (loss_scale_) logs["loss_scale"] = loss_scale_->scale();
     for (callbacks::Callback* cb : options.callbacks) {
       SLUICE_RETURN_IF_ERROR(cb->OnBatchEnd(step_in_epoch_ - 1, logs));
     }
@@ -247,6 +287,7 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
   SLUICE_RETURN_IF_ERROR(label_checks_.CheckAll());
   SLUICE_ASSIGN_OR_RETURN(result.logs, MetricLogs(*train_metrics_));
   result.logs["input_wait_share"] = wait_share();
+  if (loss_scale_) result.logs["loss_scale"] = loss_scale_->scale();
   const double seconds = Now() - start;
   result.logs["images_per_second"] = seconds > 0 ? result.images / seconds : 0.0;
   return absl::OkStatus();
@@ -333,6 +374,9 @@ absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
     return absl::FailedPreconditionError("Fit: already running (called from a callback?)");
   }
   SLUICE_RETURN_IF_ERROR(CheckFitOptions(options));
+  SLUICE_RETURN_IF_ERROR(
+      WithContext(backend::CheckPrecisionSupported(model_.device(), options_.precision), "Fit: "));
+  SLUICE_RETURN_IF_ERROR(WithContext(StartLossScaling(options), "Fit: "));
   StartFit(train, options);
   absl::Cleanup end_fit = [this] {
     iterator_.reset();
@@ -364,6 +408,8 @@ absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
 
 absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateOptions options) {
   device_ = model_.device();
+  SLUICE_RETURN_IF_ERROR(
+      WithContext(backend::CheckPrecisionSupported(device_, options_.precision), "Evaluate: "));
   Metrics m(options_.top_k);
   // Each batch's label check, all read back at once at the end: the loop never waits for the
   // device.
@@ -376,6 +422,7 @@ absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateO
     if (!next->has_value()) break;
     SLUICE_RETURN_IF_ERROR(CheckBatch("Evaluate", **next, 0, /*need_labels=*/true));
     SLUICE_ASSIGN_OR_RETURN(const Element e, ToModelDevice(**next, 0));
+    backend::ScopedPrecision precision(options_.precision);
     SLUICE_ASSIGN_OR_RETURN(Tensor logits, model_.Forward(e[0], /*training=*/false));
     ops::LabelRangeCheck label_check;
     SLUICE_ASSIGN_OR_RETURN(Tensor per_example,
@@ -391,6 +438,8 @@ absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateO
 
 absl::StatusOr<Tensor> Trainer::Predict(const Dataset& data) {
   device_ = model_.device();
+  SLUICE_RETURN_IF_ERROR(
+      WithContext(backend::CheckPrecisionSupported(device_, options_.precision), "Predict: "));
   std::unique_ptr<Iterator> it = OnModelDevice(data).MakeIterator();
   std::vector<Tensor> outputs;
   int64_t rows = 0;
@@ -400,6 +449,7 @@ absl::StatusOr<Tensor> Trainer::Predict(const Dataset& data) {
     if (!next->has_value()) break;
     SLUICE_RETURN_IF_ERROR(CheckBatch("Predict", **next, 0, /*need_labels=*/false));
     SLUICE_ASSIGN_OR_RETURN(const Element e, ToModelDevice(**next, 0));
+    backend::ScopedPrecision precision(options_.precision);
     SLUICE_ASSIGN_OR_RETURN(Tensor logits, model_.Forward(e[0], /*training=*/false));
     if (logits.dtype() != DType::kFloat32 || logits.rank() != 2 ||
         (!outputs.empty() && logits.dim(1) != outputs[0].dim(1))) {

@@ -15,6 +15,7 @@
 #include "core/tensor.h"
 #include "dataset/dataset.h"
 #include "dataset/iterator.h"
+#include "train/backend/compute_precision.h"
 #include "train/callbacks/callback.h"
 #include "train/callbacks/progress_bar.h"
 #include "train/fit/deferred_label_checks.h"
@@ -24,6 +25,7 @@
 #include "train/metrics/sparse_categorical_accuracy.h"
 #include "train/metrics/sparse_top_k_accuracy.h"
 #include "train/ops/cross_entropy.h"
+#include "train/optimizers/dynamic_loss_scale.h"
 #include "train/optimizers/gradient_accumulator.h"
 #include "train/optimizers/optimizer.h"
 
@@ -38,6 +40,14 @@ struct TrainerOptions {
   // to its device while the current step computes (data::PrefetchToDevice); 0 copies each batch
   // when the step takes it.
   int64_t device_prefetch = 2;
+  // Keras' mixed-precision policy for the model's matmuls and convolutions
+  // (train/backend/compute_precision.h); Fit, Evaluate and Predict fail at once, saying why, on
+  // a device that cannot run it.
+  backend::Precision precision = backend::Precision::kFloat32;
+  // Dynamic loss scaling (optimizers::DynamicLossScale, Keras' LossScaleOptimizer). Unset: on,
+  // with Keras' defaults, exactly when `precision` is mixed_float16; set: on with these options
+  // under any policy. Fit logs the scale as "loss_scale". Not with gradient accumulation.
+  std::optional<optimizers::DynamicLossScaleOptions> loss_scale;
 };
 
 struct FitOptions {
@@ -168,6 +178,14 @@ class Trainer : public callbacks::TrainingLoop {
   // at the epoch's end and after this many steps at the latest.
   static constexpr size_t kMaxDeferredLabelChecks = 64;
   DeferredLabelChecks label_checks_;
+
+  // Made by the first Fit that needs it, and kept by the trainer across Fits (as Keras keeps it
+  // in the optimizer), with the scale on the model's device for the loss it multiplies.
+  std::optional<optimizers::DynamicLossScale> loss_scale_;
+  std::optional<Tensor> loss_scale_tensor_;
+  float loss_scale_tensor_value_ = 0;
+  absl::Status StartLossScaling(const FitOptions& options);
+  absl::StatusOr<Tensor> ScaleLoss(const Tensor& loss);
 
   std::optional<optimizers::GradientAccumulator> accumulator_;
   int accumulated_ = 0;  // micro-batches summed since the last update

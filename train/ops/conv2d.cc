@@ -4,6 +4,7 @@
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
+#include "train/backend/compute_precision.h"
 #include "train/backend/require_float32.h"
 
 namespace sluice::train::ops {
@@ -39,8 +40,10 @@ absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter, Conv2DO
     const bool input_grad = autodiff::ShouldRecord({input});
     autodiff::RecordOperation(
         {input, filter}, out,
-        [backend, input, filter, geo,
-         input_grad](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+        [backend, input, filter, geo, input_grad, precision = backend::CurrentPrecision()](
+            const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+          // The gradients' kernels run under the forward pass's precision policy.
+          backend::ScopedPrecision scope(precision);
           std::vector<std::optional<Tensor>> grads(2);
           if (input_grad) {
             SLUICE_ASSIGN_OR_RETURN(grads[0], backend->Allocate(DType::kFloat32, input.shape()));

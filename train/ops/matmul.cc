@@ -4,6 +4,7 @@
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
+#include "train/backend/compute_precision.h"
 #include "train/backend/require_float32.h"
 
 namespace sluice::train::ops {
@@ -32,9 +33,11 @@ absl::StatusOr<Tensor> MatMul(const Tensor& a, const Tensor& b, MatMulOptions op
     const bool need_a = autodiff::ShouldRecord({a}), need_b = autodiff::ShouldRecord({b});
     autodiff::RecordOperation(
         {a, b}, out,
-        [a, b, ta, tb, need_a,
-         need_b](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
-          // dA = g op(b)^T, dB = op(a)^T g, each laid out like its operand.
+        [a, b, ta, tb, need_a, need_b, precision = backend::CurrentPrecision()](
+            const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+          // dA = g op(b)^T, dB = op(a)^T g, each laid out like its operand, under the forward
+          // pass's precision policy.
+          backend::ScopedPrecision scope(precision);
           std::vector<std::optional<Tensor>> grads(2);
           if (need_a) {
             SLUICE_ASSIGN_OR_RETURN(grads[0],

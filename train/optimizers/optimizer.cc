@@ -11,6 +11,7 @@
 #include "train/backend/sum_all.h"
 #include "train/backend/transfer.h"
 #include "train/optimizers/learning_rate_schedule.h"
+#include "train/optimizers/sum_of_squares.h"
 
 namespace sluice::train::optimizers {
 
@@ -18,30 +19,6 @@ Optimizer::Optimizer(float learning_rate, std::vector<std::string> slot_names)
     : initial_learning_rate_(learning_rate),
       base_learning_rate_(learning_rate),
       slot_names_(std::move(slot_names)) {}
-
-namespace {
-
-// Adds the sum of g's squared elements into `total` (float32 [1] on g's device, created on the
-// first call), on g's device: only the final total is copied back, once per step.
-absl::Status AddSumOfSquares(const Tensor& g, std::optional<Tensor>& total) {
-  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend,
-                          backend::BackendFor("clip_global_norm", {&g}));
-  SLUICE_ASSIGN_OR_RETURN(Tensor squares, backend->Allocate(DType::kFloat32, g.shape()));
-  SLUICE_RETURN_IF_ERROR(backend->Binary(backend::BinaryOp::kMul, g, g, squares));
-  SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend::SumAll(squares));
-  if (!total) {
-    total = std::move(sum);
-    return absl::OkStatus();
-  }
-  if (!(total->device() == g.device())) {
-    return absl::InvalidArgumentError(absl::StrCat("clip_global_norm: gradients on ",
-                                                   total->device().DebugString(), " and ",
-                                                   g.device().DebugString()));
-  }
-  return backend->Axpby(1.0f, sum, 1.0f, *total);
-}
-
-}  // namespace
 
 bool Optimizer::DecaysWeightsOf(const autodiff::Variable& var) const {
   return std::none_of(weight_decay_exclusions_.begin(), weight_decay_exclusions_.end(),
@@ -77,10 +54,7 @@ absl::Status Optimizer::Apply(const std::vector<std::optional<Tensor>>& grads,
   // tf.clip_by_global_norm: every gradient times max_norm / max(norm, max_norm).
   float scale = 1;
   if (clip_global_norm_ > 0) {
-    std::optional<Tensor> total;
-    for (const auto& g : grads) {
-      if (g) SLUICE_RETURN_IF_ERROR(AddSumOfSquares(*g, total));
-    }
+    SLUICE_ASSIGN_OR_RETURN(std::optional<Tensor> total, SumOfSquares(grads, "clip_global_norm"));
     float sum_sq = 0;
     if (total) {
       SLUICE_ASSIGN_OR_RETURN(sum_sq, backend::ReadScalar(*total));

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "tests/train/backend/guarded_backend.h"
 #include "tests/train/fit_test_util.h"
+#include "train/backend/compute_precision.h"
 #include "train/backend/transfer.h"
 #include "train/callbacks/early_stopping.h"
 #include "train/callbacks/model_checkpoint.h"
@@ -304,6 +305,59 @@ TEST_F(GuardedTrainingTest, GuardedFitReadsBackOncePerEpochUnlessBatchLogsAreRea
   RecordingCallback recorder;
   EXPECT_EQ(reads_during_fit({&recorder}), 3 * (6 * 3 + 2));
   EXPECT_EQ(recorder.batch_losses.size(), 18u);
+}
+
+// mixed_bfloat16: the policy reaches every matmul of Fit, Evaluate and Predict (the history
+// differs from float32's), the model still learns, and the guarded device, which runs the CPU's
+// kernels, gives the CPU's bf16 results bit for bit. mixed_float16 is refused on the CPU.
+TEST_F(GuardedTrainingTest, GuardedMixedBFloat16MatchesCpu) {
+  auto train = [](Device device, backend::Precision precision) -> absl::StatusOr<fit::History> {
+    auto model = TinyModel(6);
+    SLUICE_RETURN_IF_ERROR(model->To(device));
+    optimizers::Sgd sgd({.learning_rate = 0.1f, .momentum = 0.9f});
+    fit::Trainer trainer(*model, sgd, {.precision = precision});
+    return trainer.Fit(BlobsDataset(96, 3, 16),
+                       {.epochs = 4, .validation_data = BlobsDataset(48, 4, 16), .verbose = 0});
+  };
+  absl::StatusOr<fit::History> f16 = train(Device::Cpu(), backend::Precision::kMixedFloat16);
+  EXPECT_EQ(f16.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(f16.status().message().find("Fit: mixed_float16"), std::string::npos) << f16.status();
+  if (absl::Status s =
+          backend::CheckPrecisionSupported(Device::Cpu(), backend::Precision::kMixedBFloat16);
+      !s.ok()) {
+    GTEST_SKIP() << s.message();
+  }
+  absl::StatusOr<fit::History> f32 = train(Device::Cpu(), backend::Precision::kFloat32);
+  absl::StatusOr<fit::History> cpu = train(Device::Cpu(), backend::Precision::kMixedBFloat16);
+  absl::StatusOr<fit::History> guarded =
+      train(Device::Guarded(), backend::Precision::kMixedBFloat16);
+  ASSERT_TRUE(f32.ok() && cpu.ok() && guarded.ok()) << cpu.status() << guarded.status();
+  ExpectSameHistory(*cpu, *guarded);
+  EXPECT_NE(cpu->at("loss"), f32->at("loss"));
+  EXPECT_GT(cpu->at("val_accuracy").back(), 0.9);
+  EXPECT_NEAR(cpu->at("val_accuracy").back(), f32->at("val_accuracy").back(), 0.05);
+}
+
+// Dynamic loss scaling runs on the device too (the scale is copied there, the gradients are
+// unscaled there, and one number comes back per step), with the CPU's results.
+TEST_F(GuardedTrainingTest, GuardedLossScalingMatchesCpu) {
+  fit::History histories[2];
+  std::unique_ptr<layers::Sequential> models[2];
+  const Device devices[2] = {Device::Cpu(), Device::Guarded()};
+  for (int d = 0; d < 2; ++d) {
+    models[d] = TinyModel(9);
+    ASSERT_TRUE(models[d]->To(devices[d]).ok());
+    optimizers::Adam adam;
+    fit::Trainer trainer(*models[d], adam,
+                         {.loss_scale = optimizers::DynamicLossScaleOptions{.growth_steps = 4}});
+    absl::StatusOr<fit::History> h =
+        trainer.Fit(BlobsDataset(64, 5, 8), {.epochs = 2, .verbose = 0});
+    ASSERT_TRUE(h.ok()) << h.status();
+    histories[d] = *h;
+  }
+  ExpectSameHistory(histories[0], histories[1]);
+  ExpectSameVariables(*models[0], *models[1]);
+  EXPECT_EQ(histories[1].at("loss_scale").back(), 32768.0 * 16);  // 16 clean steps: 4 doublings
 }
 
 // Every model of the zoo trains for a few steps on both devices with the same results.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "oneapi/dnnl/dnnl.hpp"
+#include "train/backend/compute_precision.h"
 #include "train/backend/cpu/cpu_allocator.h"
 #include "train/backend/cpu/cpu_threads.h"
 #include "train/backend/cpu/dnnl_engine.h"
@@ -20,6 +21,20 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 constexpr auto kF32 = memory::data_type::f32;
+constexpr auto kBF16 = memory::data_type::bf16;
+
+// mixed_bfloat16 (compute_precision.h): matmul and convolution read bfloat16 copies of their
+// float32 inputs and write float32, oneDNN's bf16 kernels summing in float32. oneDNN 2.6's
+// fpmath_mode attribute is accepted but ignored on AVX512-BF16 (measured: the same f32 kernel,
+// bit-identical results), so the copies are explicit.
+bool Bf16() { return CurrentPrecision() == Precision::kMixedBFloat16; }
+
+// `md` with its element type changed (same dims and strides or format).
+memory::desc AsBf16(const memory::desc& md) {
+  memory::desc out = md;
+  out.data.data_type = dnnl_bf16;
+  return out;
+}
 
 void* Ptr(const Tensor& t) { return const_cast<void*>(t.raw_data()); }
 
@@ -197,6 +212,51 @@ std::shared_ptr<const BnForwardEntry> BnForward(BatchNormDims d, float epsilon, 
       });
 }
 
+// What a primitive reads for float32 `t` (laid out as `user`): `t` itself when the primitive
+// wants that layout and type, else a converted copy (oneDNN's reorder, cached by oneDNN).
+memory Input(const memory::desc& want, const memory::desc& user, const Tensor& t) {
+  memory user_mem(user, CpuEngine(), Ptr(t));
+  if (want == user) return user_mem;
+  memory converted(want, CpuEngine());
+  Execute(dnnl::reorder(user_mem, converted),
+          {{DNNL_ARG_FROM, user_mem}, {DNNL_ARG_TO, converted}});
+  return converted;
+}
+
+// The bf16 convolution primitives of one geometry: bf16 activations and filters in, float32
+// out; filters and their gradients in the layouts oneDNN picks.
+struct ConvBf16Entry {
+  // The backward-data primitive may want the filter in another layout than the forward one.
+  memory::desc src, weights, backward_data_weights, diff_dst, diff_weights;
+  dnnl::convolution_forward forward;
+  dnnl::convolution_backward_data backward_data;
+  dnnl::convolution_backward_weights backward_weights;
+};
+
+std::shared_ptr<const ConvBf16Entry> ConvBf16(const ConvGeometry& geo, const ConvDescs& d) {
+  return DnnlPrimitiveCache::Global().GetOrCreate<ConvBf16Entry>(ConvKey("conv_bf16", geo), [&] {
+    const memory::desc src = AsBf16(d.src), diff_dst = AsBf16(d.dst);
+    const memory::desc weights = AsBf16(d.any_weights);
+    const dnnl::convolution_forward::primitive_desc fwd(
+        {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, weights,
+         d.dst, d.strides, d.dilates, d.pad_l, d.pad_r},
+        CpuEngine());
+    const dnnl::convolution_backward_data::primitive_desc bwd_data(
+        {dnnl::algorithm::convolution_direct, d.src, weights, diff_dst, d.strides, d.dilates,
+         d.pad_l, d.pad_r},
+        CpuEngine(), fwd);
+    const dnnl::convolution_backward_weights::primitive_desc bwd_weights(
+        {dnnl::algorithm::convolution_direct, src, d.any_weights, diff_dst, d.strides, d.dilates,
+         d.pad_l, d.pad_r},
+        CpuEngine(), fwd);
+    return std::make_shared<ConvBf16Entry>(
+        ConvBf16Entry{fwd.src_desc(), fwd.weights_desc(), bwd_data.weights_desc(),
+                      bwd_data.diff_dst_desc(), bwd_weights.diff_weights_desc(),
+                      dnnl::convolution_forward(fwd), dnnl::convolution_backward_data(bwd_data),
+                      dnnl::convolution_backward_weights(bwd_weights)});
+  });
+}
+
 // The filter in the layout `entry`'s primitive reads: the HWIO tensor itself, or a
 // reordered copy when the primitive wants its own blocked layout.
 template <typename Entry>
@@ -238,23 +298,39 @@ absl::Status CpuBackend::MatMul(const Tensor& a, bool transpose_a, const Tensor&
   const int64_t k = transpose_a ? a.dim(0) : a.dim(1);
   if (m * n == 0) return absl::OkStatus();
   if (k == 0) return Fill(out, 0.0f);
+  const bool bf16 = Bf16();
   return Guard("MatMul", [&] {
+    const memory::desc a_user = MatrixDesc(m, k, transpose_a),
+                       b_user = MatrixDesc(k, n, transpose_b);
     auto entry = DnnlPrimitiveCache::Global().GetOrCreate<MatMulEntry>(
-        absl::StrCat("matmul:", m, ",", k, ",", n, ",", transpose_a, ",", transpose_b), [&] {
-          memory::desc a_md = MatrixDesc(m, k, transpose_a), b_md = MatrixDesc(k, n, transpose_b),
-                       c_md = MatrixDesc(m, n, false);
+        absl::StrCat(bf16 ? "matmul_bf16:" : "matmul:", m, ",", k, ",", n, ",", transpose_a, ",",
+                     transpose_b),
+        [&] {
+          // bf16: copies in the operands' own strides, so a transposed view stays a view.
+          memory::desc a_md = bf16 ? AsBf16(a_user) : a_user;
+          memory::desc b_md = bf16 ? AsBf16(b_user) : b_user;
+          memory::desc c_md = MatrixDesc(m, n, false);
           dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), CpuEngine());
           return std::make_shared<MatMulEntry>(MatMulEntry{a_md, b_md, c_md, dnnl::matmul(pd)});
         });
     const dnnl::engine& engine = CpuEngine();
-    Execute(entry->primitive, {{DNNL_ARG_SRC, memory(entry->a, engine, Ptr(a))},
-                               {DNNL_ARG_WEIGHTS, memory(entry->b, engine, Ptr(b))},
+    Execute(entry->primitive, {{DNNL_ARG_SRC, Input(entry->a, a_user, a)},
+                               {DNNL_ARG_WEIGHTS, Input(entry->b, b_user, b)},
                                {DNNL_ARG_DST, memory(entry->c, engine, out.raw_data())}});
   });
 }
 
 absl::Status CpuBackend::Conv2DForward(const ConvGeometry& geo, const Tensor& input,
                                        const Tensor& filter, Tensor& output) {
+  if (Bf16()) {
+    return Guard("Conv2D (mixed_bfloat16)", [&] {
+      const ConvDescs d = MakeConvDescs(geo);
+      auto entry = ConvBf16(geo, d);
+      Execute(entry->forward, {{DNNL_ARG_SRC, Input(entry->src, d.src, input)},
+                               {DNNL_ARG_WEIGHTS, Input(entry->weights, d.user_weights, filter)},
+                               {DNNL_ARG_DST, memory(d.dst, CpuEngine(), output.raw_data())}});
+    });
+  }
   return Guard("Conv2D", [&] {
     const ConvDescs d = MakeConvDescs(geo);
     auto entry =
@@ -278,6 +354,16 @@ absl::Status CpuBackend::Conv2DForward(const ConvGeometry& geo, const Tensor& in
 
 absl::Status CpuBackend::Conv2DBackwardData(const ConvGeometry& geo, const Tensor& grad_output,
                                             const Tensor& filter, Tensor& grad_input) {
+  if (Bf16()) {
+    return Guard("Conv2D backward data (mixed_bfloat16)", [&] {
+      const ConvDescs d = MakeConvDescs(geo);
+      auto entry = ConvBf16(geo, d);
+      Execute(entry->backward_data,
+              {{DNNL_ARG_DIFF_DST, Input(entry->diff_dst, d.dst, grad_output)},
+               {DNNL_ARG_WEIGHTS, Input(entry->backward_data_weights, d.user_weights, filter)},
+               {DNNL_ARG_DIFF_SRC, memory(d.src, CpuEngine(), grad_input.raw_data())}});
+    });
+  }
   return Guard("Conv2D backward data", [&] {
     const ConvDescs d = MakeConvDescs(geo);
     auto entry = DnnlPrimitiveCache::Global().GetOrCreate<ConvBackwardDataEntry>(
@@ -304,6 +390,24 @@ absl::Status CpuBackend::Conv2DBackwardData(const ConvGeometry& geo, const Tenso
 
 absl::Status CpuBackend::Conv2DBackwardFilter(const ConvGeometry& geo, const Tensor& input,
                                               const Tensor& grad_output, Tensor& grad_filter) {
+  if (Bf16()) {
+    return Guard("Conv2D backward filter (mixed_bfloat16)", [&] {
+      const ConvDescs d = MakeConvDescs(geo);
+      auto entry = ConvBf16(geo, d);
+      const dnnl::engine& engine = CpuEngine();
+      memory user_weights(d.user_weights, engine, grad_filter.raw_data());
+      const bool reorder = entry->diff_weights != d.user_weights;
+      memory diff_weights = reorder ? memory(entry->diff_weights, engine) : user_weights;
+      Execute(entry->backward_weights,
+              {{DNNL_ARG_SRC, Input(entry->src, d.src, input)},
+               {DNNL_ARG_DIFF_DST, Input(entry->diff_dst, d.dst, grad_output)},
+               {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
+      if (reorder) {
+        Execute(dnnl::reorder(diff_weights, user_weights),
+                {{DNNL_ARG_FROM, diff_weights}, {DNNL_ARG_TO, user_weights}});
+      }
+    });
+  }
   return Guard("Conv2D backward filter", [&] {
     const ConvDescs d = MakeConvDescs(geo);
     auto entry = DnnlPrimitiveCache::Global().GetOrCreate<ConvBackwardFilterEntry>(
