@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/mutex.h"
 #include "core/status_macros.h"
+#include "dataset/buffered_entry.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
 #include "dataset/knob.h"
@@ -144,28 +145,14 @@ class PrefetchIterator : public IteratorBase {
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
     MutexLock l(&mu_);
-    SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "input_ended"));
-    input_ended_ = ended != 0;
-    for (const proto::BufferedResult& r : state.buffer()) {
-      SLUICE_ASSIGN_OR_RETURN(auto result, ResultFromProto(r));
-      Push(std::move(result));
-    }
-    // Once the input ended, its end marker stays last in the buffer; without
-    // it the consumer would wait forever.
-    const bool has_end = !shared_.empty() && IsEndOfSequence(shared_.back().result);
-    if (input_ended_ != has_end) {
-      return absl::DataLossError(
-          absl::StrCat("checkpoint of ", state.node(), " has an inconsistent end of input"));
-    }
+    SLUICE_ASSIGN_OR_RETURN(SavedBuffer saved, ReadSavedBuffer(state));
+    input_ended_ = saved.input_ended;
+    for (auto& result : saved.results) Push(std::move(result));
     return RestoreInput(input_.get(), state);
   }
 
  private:
-  struct Entry {
-    absl::StatusOr<std::optional<Element>> result;
-    int64_t bytes = 0;
-    bool counted = false;  // an element or error, not the end marker
-  };
+  using Entry = BufferedEntry;
 
   void Cancel() {
     MutexLock l(&mu_);
@@ -197,22 +184,12 @@ class PrefetchIterator : public IteratorBase {
   // Appends to the shared buffer.
   void Push(absl::StatusOr<std::optional<Element>> result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Entry e;
-    e.counted = !result.ok() || result->has_value();
-    e.bytes =
-        result.ok() && result->has_value() ? static_cast<int64_t>(ElementByteSize(**result)) : 0;
     e.result = std::move(result);
-    if (e.counted) {
-      stats().buffered_elements.fetch_add(1, std::memory_order_relaxed);
-      stats().buffered_bytes.fetch_add(e.bytes, std::memory_order_relaxed);
-    }
+    CountBuffered(stats(), e);
     shared_.push_back(std::move(e));
     shared_count_.store(static_cast<int64_t>(shared_.size()));
   }
-  void Uncount(const Entry& e) {
-    if (!e.counted) return;
-    stats().buffered_elements.fetch_sub(1, std::memory_order_relaxed);
-    stats().buffered_bytes.fetch_sub(e.bytes, std::memory_order_relaxed);
-  }
+  void Uncount(const Entry& e) { UncountBuffered(stats(), e); }
 
   // Waits on consumer_cv_ once; the caller loops until its condition holds, then clears
   // consumer_waiting_. The producer clears it when it signals, so that it signals (a system

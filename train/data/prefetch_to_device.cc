@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/mutex.h"
 #include "core/status_macros.h"
+#include "dataset/buffered_entry.h"
 #include "dataset/dataset_base.h"
 #include "train/backend/backend.h"
 #include "train/backend/transfer.h"
@@ -168,10 +169,9 @@ class PrefetchToDeviceIterator : public IteratorBase {
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
     MutexLock l(&mu_);
-    SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "input_ended"));
-    input_ended_ = ended != 0;
-    for (const proto::BufferedResult& r : state.buffer()) {
-      SLUICE_ASSIGN_OR_RETURN(Result result, ResultFromProto(r));
+    SLUICE_ASSIGN_OR_RETURN(SavedBuffer saved, ReadSavedBuffer(state));
+    input_ended_ = saved.input_ended;
+    for (Result& result : saved.results) {
       if (result.ok() && result->has_value()) {
         // Synchronous copies: a restore happens once, before the first step.
         for (Tensor& t : **result) {
@@ -179,22 +179,16 @@ class PrefetchToDeviceIterator : public IteratorBase {
           SLUICE_ASSIGN_OR_RETURN(t, backend::CopyTo(t, backend_->device()));
         }
       }
-      Push(Entry{std::move(result), {}});
-    }
-    const bool has_end = !buffer_.empty() && IsEndOfSequence(buffer_.back().result);
-    if (input_ended_ != has_end) {
-      return absl::DataLossError(
-          absl::StrCat("checkpoint of ", state.node(), " has an inconsistent end of input"));
+      Entry e;
+      e.result = std::move(result);
+      Push(std::move(e));
     }
     return RestoreInput(input_.get(), state);
   }
 
  private:
-  struct Entry {
-    Result result;
+  struct Entry : BufferedEntry {
     std::vector<std::shared_ptr<backend::Event>> copies;  // of the result's device tensors
-    int64_t bytes = 0;
-    bool counted = false;  // an element or error, not the end marker
   };
 
   void Cancel() {
@@ -250,21 +244,10 @@ class PrefetchToDeviceIterator : public IteratorBase {
   }
 
   void Push(Entry e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    e.counted = !e.result.ok() || e.result->has_value();
-    e.bytes = e.result.ok() && e.result->has_value()
-                  ? static_cast<int64_t>(ElementByteSize(**e.result))
-                  : 0;
-    if (e.counted) {
-      stats().buffered_elements.fetch_add(1, std::memory_order_relaxed);
-      stats().buffered_bytes.fetch_add(e.bytes, std::memory_order_relaxed);
-    }
+    CountBuffered(stats(), e);
     buffer_.push_back(std::move(e));
   }
-  void Uncount(const Entry& e) {
-    if (!e.counted) return;
-    stats().buffered_elements.fetch_sub(1, std::memory_order_relaxed);
-    stats().buffered_bytes.fetch_sub(e.bytes, std::memory_order_relaxed);
-  }
+  void Uncount(const Entry& e) { UncountBuffered(stats(), e); }
 
   void ProducerLoop() {
     MutexLock l(&mu_);
