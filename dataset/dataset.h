@@ -63,6 +63,18 @@ struct ShuffleOptions {
   bool reshuffle_each_iteration = true;
 };
 
+struct SampleOptions {
+  std::optional<uint64_t> seed;  // unset: the pipeline seed
+  // true: end at the first input that ends; false (tf.data's default): go on drawing from the
+  // others, their weights renormalised.
+  bool stop_on_empty_dataset = false;
+};
+
+struct ChooseOptions {
+  // true (tf.data's default): end when a chosen input has ended; false: skip that choice.
+  bool stop_on_empty_dataset = true;
+};
+
 struct BatchOptions {
   bool drop_remainder = false;
   int num_parallel_calls = 1;  // > 1 copies components into the batch in parallel
@@ -96,6 +108,15 @@ class Dataset {
   static Dataset TFRecord(std::vector<std::string> files, TFRecordOptions options = {});
   static Dataset TFRecord(std::string file, TFRecordOptions options = {});
   static Dataset Zip(std::vector<Dataset> datasets);
+  // tf.data.Dataset.sample_from_datasets: each element from input i with probability
+  // weights[i] / sum(weights), drawn from the seed and the element's index (reproducible, and
+  // exact across checkpoints).
+  static Dataset SampleFromDatasets(std::vector<Dataset> datasets, std::vector<double> weights,
+                                    SampleOptions options = {});
+  // tf.data.Dataset.choose_from_datasets: element k from input choice[k], `choice` yielding
+  // int64 scalars in [0, datasets.size()).
+  static Dataset ChooseFromDatasets(std::vector<Dataset> datasets, Dataset choice,
+                                    ChooseOptions options = {});
 
   // Transformations.
   Dataset Map(MapFn fn, MapOptions options = {}) const;
