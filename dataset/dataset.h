@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -30,6 +31,8 @@ struct ElementContext {
 using MapFn = std::function<absl::StatusOr<Element>(Element, const ElementContext&)>;
 using SimpleMapFn = std::function<absl::StatusOr<Element>(Element)>;
 using PredicateFn = std::function<absl::StatusOr<bool>(const Element&)>;
+// Scan's function: (state, element) -> (new state, output element).
+using ScanFn = std::function<absl::StatusOr<std::pair<Element, Element>>(Element, Element)>;
 using DatasetFn = std::function<absl::StatusOr<Dataset>(Element)>;
 // Yields the next element, or std::nullopt at the end.
 using Generator = std::function<absl::StatusOr<std::optional<Element>>()>;
@@ -143,6 +146,9 @@ class Dataset {
   Dataset Concatenate(Dataset other) const;
   // Prepends an int64 scalar counter component.
   Dataset Enumerate(int64_t start = 0) const;
+  // tf.data.Dataset.scan: carries a state through the elements, fn(state, element) giving the
+  // next state and the output. The state is checkpointed with the position.
+  Dataset Scan(Element initial_state, ScanFn fn) const;
   // Drops elements whose production failed, counting them (the `skipped`
   // count of this node in Iterator::Stats). `on_error`, when set, sees each
   // dropped error (tf.data's log_warning): for a message or a count of one's
