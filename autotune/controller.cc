@@ -220,7 +220,29 @@ void AutotuneController::Step() {
     const double gain = last_current_.throughput > 0
                             ? plan.prediction.throughput / last_current_.throughput - 1
                             : 0;
-    if (!(plan.assignment == current) && (over || gain > options_.min_gain)) {
+    // Fewer workers where the plan has fewer, if the model says that loses under 2% (growing
+    // needs min_gain, so the two never alternate): an early step, taken on the first few noisy
+    // costs, may have overshot, and idle workers only take CPU from the rest of the pipeline.
+    // Buffers are not shrunk here; the RAM budget does that.
+    Assignment leaner = current;
+    for (size_t i = 0; i < leaner.parallelism.size() && i < plan.assignment.parallelism.size();
+         ++i) {
+      leaner.parallelism[i] = std::min(leaner.parallelism[i], plan.assignment.parallelism[i]);
+    }
+    const Prediction leaner_prediction = model_.Predict(leaner, cpu);
+    // Not in the first steps: their costs rest on a handful of elements, and shrinking on them
+    // would only undo the start.
+    constexpr int64_t kFirstShrinkStep = 5;
+    const bool shrink = steps_ >= kFirstShrinkStep && !over && !(leaner == current) &&
+                        gain <= options_.min_gain && last_current_.throughput > 0 &&
+                        leaner_prediction.throughput >= 0.98 * last_current_.throughput;
+    if (shrink) {
+      changed |=
+          Apply(leaner, absl::StrFormat("as fast with fewer workers: modelled throughput "
+                                        "%.0f/s -> %.0f/s",
+                                        last_current_.throughput, leaner_prediction.throughput));
+      last_current_ = leaner_prediction;
+    } else if (!(plan.assignment == current) && (over || gain > options_.min_gain)) {
       const std::string reason =
           over ? absl::StrCat("over budget (cpu ", budgets_.cpu, ", ram ",
                               Bytes(static_cast<double>(last_current_.buffered_bytes)), "/",
