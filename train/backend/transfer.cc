@@ -55,4 +55,22 @@ absl::StatusOr<float> ReadScalar(const Tensor& t) {
   return host.data<float>()[0];
 }
 
+absl::StatusOr<Element> ElementToHost(Element element) {
+  for (Tensor& t : element) {
+    SLUICE_ASSIGN_OR_RETURN(t, ToHost(t));
+  }
+  return element;
+}
+
+bool MovesToDevice(const Tensor& t) { return t.device().is_cpu() && t.dtype() != DType::kBytes; }
+
+absl::StatusOr<Element> ElementToDevice(Element element, const Device& device, size_t first) {
+  for (size_t i = first; i < element.size(); ++i) {
+    Tensor& t = element[i];
+    if (!MovesToDevice(t)) continue;
+    SLUICE_ASSIGN_OR_RETURN(t, CopyTo(t, device));
+  }
+  return element;
+}
+
 }  // namespace sluice::train::backend

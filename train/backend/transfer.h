@@ -3,6 +3,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/device.h"
+#include "core/element.h"
 #include "core/tensor.h"
 
 namespace sluice::train::backend {
@@ -21,6 +22,14 @@ absl::StatusOr<Tensor> Clone(const Tensor& t);
 absl::StatusOr<Tensor> ToHost(const Tensor& t);
 // The single value of a float32 tensor of one element, wherever it lives.
 absl::StatusOr<float> ReadScalar(const Tensor& t);
+
+// Elements (a batch, a prefetched element): every tensor on the host; or the numeric host tensors
+// from index `first` on copied to `device`, while bytes tensors, the ones before `first` and the
+// ones already off the host stay as they are.
+absl::StatusOr<Element> ElementToHost(Element element);
+// Whether ElementToDevice copies `t`: a numeric tensor on the host.
+bool MovesToDevice(const Tensor& t);
+absl::StatusOr<Element> ElementToDevice(Element element, const Device& device, size_t first = 0);
 
 }  // namespace sluice::train::backend
 

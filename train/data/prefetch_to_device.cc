@@ -22,9 +22,6 @@ namespace {
 
 using Result = absl::StatusOr<std::optional<Element>>;
 
-// The tensors of an element that cross to the device: numeric ones on the host.
-bool Crosses(const Tensor& t) { return t.device().is_cpu() && t.dtype() != DType::kBytes; }
-
 // Waits for every copy, keeping the first error: before device memory a copy writes into, or
 // staging memory it reads from, may be freed.
 absl::Status SynchronizeAll(const std::vector<std::shared_ptr<backend::Event>>& events) {
@@ -37,7 +34,9 @@ absl::Status SynchronizeAll(const std::vector<std::shared_ptr<backend::Event>>& 
 class StagingPool {
  public:
   explicit StagingPool(size_t capacity) : capacity_(capacity) {}
-  ~StagingPool() { SynchronizeAll(Events()).IgnoreError(); }
+  ~StagingPool() {
+    for (Staged& s : free_) s.copy->Synchronize().IgnoreError();
+  }
 
   // A staging tensor of this dtype and shape that no copy reads any more.
   absl::StatusOr<Tensor> Take(backend::Backend& backend, DType dtype, const Shape& shape) {
@@ -64,11 +63,6 @@ class StagingPool {
     Tensor tensor;
     std::shared_ptr<backend::Event> copy;
   };
-  std::vector<std::shared_ptr<backend::Event>> Events() const {
-    std::vector<std::shared_ptr<backend::Event>> out;
-    for (const Staged& s : free_) out.push_back(s.copy);
-    return out;
-  }
 
   const size_t capacity_;
   std::deque<Staged> free_;
@@ -174,10 +168,8 @@ class PrefetchToDeviceIterator : public IteratorBase {
     for (Result& result : saved.results) {
       if (result.ok() && result->has_value()) {
         // Synchronous copies: a restore happens once, before the first step.
-        for (Tensor& t : **result) {
-          if (!Crosses(t)) continue;
-          SLUICE_ASSIGN_OR_RETURN(t, backend::CopyTo(t, backend_->device()));
-        }
+        SLUICE_ASSIGN_OR_RETURN(**result,
+                                backend::ElementToDevice(std::move(**result), backend_->device()));
       }
       Entry e;
       e.result = std::move(result);
@@ -202,12 +194,7 @@ class PrefetchToDeviceIterator : public IteratorBase {
   absl::StatusOr<Result> OnHost(const Entry& e) {
     if (!e.result.ok() || !e.result->has_value()) return e.result;
     SLUICE_RETURN_IF_ERROR(SynchronizeAll(e.copies));
-    Element host = **e.result;
-    for (Tensor& t : host) {
-      if (t.device() == backend_->device()) {
-        SLUICE_ASSIGN_OR_RETURN(t, backend::ToHost(t));
-      }
-    }
+    SLUICE_ASSIGN_OR_RETURN(Element host, backend::ElementToHost(**e.result));
     return Result(std::move(host));
   }
 
@@ -229,7 +216,7 @@ class PrefetchToDeviceIterator : public IteratorBase {
   absl::Status StageElement(Element& element,
                             std::vector<std::shared_ptr<backend::Event>>& copies) {
     for (Tensor& t : element) {
-      if (!Crosses(t)) continue;
+      if (!backend::MovesToDevice(t)) continue;
       SLUICE_ASSIGN_OR_RETURN(Tensor staging, staging_.Take(*backend_, t.dtype(), t.shape()));
       // Both on the host: the pipeline's tensor into memory the device copies from.
       std::memcpy(staging.raw_data(), t.raw_data(), t.byte_size());

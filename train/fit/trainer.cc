@@ -122,12 +122,13 @@ absl::StatusOr<callbacks::Logs> Trainer::MetricLogs(const Metrics& m,
 
 absl::StatusOr<Element> Trainer::ToModelDevice(const Element& batch, size_t first) const {
   if (device_.is_cpu()) return batch;
-  Element out = batch;
-  for (size_t i = first; i < out.size(); ++i) {
-    if (!out[i].device().is_cpu() || out[i].dtype() == DType::kBytes) continue;
-    SLUICE_ASSIGN_OR_RETURN(out[i], backend::CopyTo(out[i], device_));
-  }
-  return out;
+  return backend::ElementToDevice(batch, device_, first);
+}
+
+absl::Status Trainer::UseModelDevice(absl::string_view who) {
+  device_ = model_.device();
+  return WithContext(backend::CheckPrecisionSupported(device_, options_.precision),
+                     absl::StrCat(who, ": "));
 }
 
 Dataset Trainer::OnModelDevice(const Dataset& data) const {
@@ -294,7 +295,6 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
 }
 
 void Trainer::StartFit(const Dataset& train, const FitOptions& options) {
-  device_ = model_.device();
   // The pass's index stays on the host: Enumerate comes after the copies to the device.
   Dataset pipeline = OnModelDevice(train).Enumerate().Repeat();  // see EnumeratedBatch
   if (options.seed) pipeline = pipeline.WithOptions(Options{.seed = *options.seed});
@@ -374,8 +374,7 @@ absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
     return absl::FailedPreconditionError("Fit: already running (called from a callback?)");
   }
   SLUICE_RETURN_IF_ERROR(CheckFitOptions(options));
-  SLUICE_RETURN_IF_ERROR(
-      WithContext(backend::CheckPrecisionSupported(model_.device(), options_.precision), "Fit: "));
+  SLUICE_RETURN_IF_ERROR(UseModelDevice("Fit"));
   SLUICE_RETURN_IF_ERROR(WithContext(StartLossScaling(options), "Fit: "));
   StartFit(train, options);
   absl::Cleanup end_fit = [this] {
@@ -407,9 +406,7 @@ absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
 }
 
 absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateOptions options) {
-  device_ = model_.device();
-  SLUICE_RETURN_IF_ERROR(
-      WithContext(backend::CheckPrecisionSupported(device_, options_.precision), "Evaluate: "));
+  SLUICE_RETURN_IF_ERROR(UseModelDevice("Evaluate"));
   Metrics m(options_.top_k);
   // Each batch's label check, all read back at once at the end: the loop never waits for the
   // device.
@@ -437,9 +434,7 @@ absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateO
 }
 
 absl::StatusOr<Tensor> Trainer::Predict(const Dataset& data) {
-  device_ = model_.device();
-  SLUICE_RETURN_IF_ERROR(
-      WithContext(backend::CheckPrecisionSupported(device_, options_.precision), "Predict: "));
+  SLUICE_RETURN_IF_ERROR(UseModelDevice("Predict"));
   std::unique_ptr<Iterator> it = OnModelDevice(data).MakeIterator();
   std::vector<Tensor> outputs;
   int64_t rows = 0;
@@ -492,11 +487,7 @@ absl::Status Trainer::SaveCheckpoint(const std::string& path) {
     ckpt.iterator_state = std::move(state);
     if (pending_) {
       // Prefetched to the device: the checkpoint holds host copies.
-      Element host = *pending_;
-      for (Tensor& t : host) {
-        SLUICE_ASSIGN_OR_RETURN(t, backend::ToHost(t));
-      }
-      ckpt.pending_element = std::move(host);
+      SLUICE_ASSIGN_OR_RETURN(ckpt.pending_element, backend::ElementToHost(*pending_));
     }
     if (step_in_epoch_ > 0) {
       for (const metrics::Metric* m : std::as_const(*train_metrics_).All()) {

@@ -151,6 +151,13 @@ class Trainer : public callbacks::TrainingLoop {
   absl::StatusOr<Element> ToModelDevice(const Element& batch, size_t first) const;
   // `data` with its batches copied ahead to the model's device, when that is not the host.
   Dataset OnModelDevice(const Dataset& data) const;
+  // Reads the model's device into device_, and fails (naming `who`) when it cannot run the
+  // precision policy. Fit, Evaluate and Predict start with it.
+  absl::Status UseModelDevice(absl::string_view who);
+  // Loss scaling (TrainerOptions::loss_scale): made by the first Fit that needs it; the loss
+  // times the scale, on the loss's device.
+  absl::Status StartLossScaling(const FitOptions& options);
+  absl::StatusOr<Tensor> ScaleLoss(const Tensor& loss);
   absl::Status RunEpoch(const FitOptions& options, std::optional<int64_t> steps_in_epoch,
                         callbacks::ProgressBar* progress, EpochResult& result);
   absl::StatusOr<callbacks::Logs> MetricLogs(const Metrics& metrics,
@@ -184,8 +191,6 @@ class Trainer : public callbacks::TrainingLoop {
   std::optional<optimizers::DynamicLossScale> loss_scale_;
   std::optional<Tensor> loss_scale_tensor_;
   float loss_scale_tensor_value_ = 0;
-  absl::Status StartLossScaling(const FitOptions& options);
-  absl::StatusOr<Tensor> ScaleLoss(const Tensor& loss);
 
   std::optional<optimizers::GradientAccumulator> accumulator_;
   int accumulated_ = 0;  // micro-batches summed since the last update

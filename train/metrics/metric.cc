@@ -29,18 +29,16 @@ absl::Status CheckSparseLabels(absl::string_view metric, const Tensor& labels,
 
 }  // namespace internal
 
-absl::StatusOr<double> Metric::Total() const {
+absl::StatusOr<double> Metric::total() const {
   if (!pending_) return total_;
   SLUICE_ASSIGN_OR_RETURN(float pending, backend::ReadScalar(*pending_));
   return total_ + pending;
 }
 
 absl::StatusOr<double> Metric::Result() const {
-  SLUICE_ASSIGN_OR_RETURN(double total, Total());
+  SLUICE_ASSIGN_OR_RETURN(double total, this->total());
   return count_ > 0 ? total / count_ : 0.0;
 }
-
-absl::StatusOr<double> Metric::total() const { return Total(); }
 
 void Metric::Reset() {
   pending_.reset();
@@ -62,7 +60,7 @@ void Metric::Accumulate(double total, double count) {
 absl::Status Metric::Accumulate(Tensor batch_total, double count) {
   if (pending_ && !(pending_->device() == batch_total.device())) {
     // The updates moved to another device: the chain continues there.
-    SLUICE_ASSIGN_OR_RETURN(total_, Total());
+    SLUICE_ASSIGN_OR_RETURN(total_, total());
     pending_.reset();
   }
   if (!pending_ && total_ == 0) {

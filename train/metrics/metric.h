@@ -46,9 +46,6 @@ class Metric {
   absl::Status Accumulate(Tensor batch_total, double count);
 
  private:
-  // total_ plus the device sum, read back.
-  absl::StatusOr<double> Total() const;
-
   std::string name_;
   // The running total on the device of the updates; total_ holds what came from the host
   // (SetState, host updates) until the next device update starts the chain from it.

@@ -58,7 +58,9 @@ TEST(MeanTest, ReadingOrResumingDoesNotChangeTheSums) {
       // A checkpoint of `once` here, restored into a fresh metric.
       resumed.SetState(*once.total(), once.count());
     }
-    if (i > 250) ASSERT_TRUE(resumed.Update(batch).ok());
+    if (i > 250) {
+      ASSERT_TRUE(resumed.Update(batch).ok());
+    }
   }
   EXPECT_EQ(*every_step.Result(), *once.Result());
   EXPECT_EQ(*resumed.Result(), *once.Result());

@@ -21,7 +21,6 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 constexpr auto kF32 = memory::data_type::f32;
-constexpr auto kBF16 = memory::data_type::bf16;
 
 // mixed_bfloat16 (compute_precision.h): matmul and convolution read bfloat16 copies of their
 // float32 inputs and write float32, oneDNN's bf16 kernels summing in float32. oneDNN 2.6's
