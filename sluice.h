@@ -6,11 +6,13 @@
 #include "core/element.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
+#include "dataset/auto_shard.h"
 #include "dataset/dataset.h"
 #include "dataset/iterator.h"
 #ifdef SLUICE_HAVE_CUDA  // defined by sluice::gpu, built when CUDA is on
 #include "gpu/cuda_backend.h"
 #endif
+#include "distributed/mpi_communicator.h"
 #include "io/example_builder.h"
 #include "io/example_parser.h"
 #include "io/glob.h"

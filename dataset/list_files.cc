@@ -4,7 +4,10 @@
 // without duplicates; a pattern that matches nothing is NotFound). With
 // shuffle, the names come in a seeded permutation: the seed option (else the
 // pipeline seed) mixed with the iterator's salt, so that each repetition under
-// Repeat gets its own order, reproducibly.
+// Repeat gets its own order, reproducibly. Options::file_shard keeps one shard
+// of the sorted list, before the shuffle.
+#include "dataset/list_files.h"
+
 #include <limits>
 #include <random>
 
@@ -55,11 +58,23 @@ class ListFilesDataset : public DatasetBase {
       return absl::Status(files.status().code(),
                           absl::StrCat(name(), ": ", files.status().message()));
     }
+    if (const std::optional<FileShard>& shard = ctx.options.file_shard) {
+      if (shard->num_shards < 1 || shard->index < 0 || shard->index >= shard->num_shards) {
+        return absl::InvalidArgumentError(absl::StrCat(name(), ": file shard ", shard->index,
+                                                       " of ", shard->num_shards, " is invalid"));
+      }
+      std::vector<std::string> kept;
+      for (size_t i = shard->index; i < files->size(); i += shard->num_shards) {
+        kept.push_back(std::move((*files)[i]));
+      }
+      *files = std::move(kept);
+    }
     if (options_.shuffle) {
       Permute(&*files, MixSeed(options_.seed.value_or(ctx.seed), ctx.salt));
     }
     return std::unique_ptr<IteratorBase>(new ListFilesIterator(this, ctx, std::move(*files)));
   }
+  const std::vector<std::string>& patterns() const { return patterns_; }
   std::string Describe() const override {
     std::string s = absl::StrCat("ListFiles(", absl::StrJoin(patterns_, ", "));
     if (options_.shuffle) {
@@ -118,6 +133,11 @@ class ListFilesDataset : public DatasetBase {
 };
 
 }  // namespace
+
+const std::vector<std::string>* ListFilesPatterns(const DatasetBase& node) {
+  const auto* list = dynamic_cast<const ListFilesDataset*>(&node);
+  return list != nullptr ? &list->patterns() : nullptr;
+}
 
 Dataset Dataset::ListFiles(std::vector<std::string> patterns, ListFilesOptions options) {
   return Dataset(std::make_shared<ListFilesDataset>(std::move(patterns), options));

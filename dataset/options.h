@@ -9,6 +9,16 @@ namespace sluice {
 // Pass as a parallelism or buffer size to let AUTOTUNE choose it.
 inline constexpr int kAutotune = -1;
 
+// One shard of a pipeline's input files: ListFiles keeps the files i with
+// i % num_shards == index of its sorted list, before any shuffle, so that the
+// shards of one listing are disjoint and cover it whatever each shard's seed.
+// Data-parallel training sets it (dataset/auto_shard.h), as tf.data's FILE
+// auto-shard policy.
+struct FileShard {
+  int64_t num_shards = 1;
+  int64_t index = 0;
+};
+
 // Pipeline-wide options, set with Dataset::WithOptions (the one nearest the
 // end of the pipeline wins, field by field where set).
 struct Options {
@@ -31,6 +41,8 @@ struct Options {
   // (autotune/) beside it, as tf.data does. Unset means true; false leaves
   // the knobs at their starting values.
   std::optional<bool> autotune;
+  // Read only this shard of every ListFiles in the pipeline.
+  std::optional<FileShard> file_shard;
 
   // Fields set in `outer` override this one's.
   Options MergedWith(const Options& outer) const {
@@ -41,6 +53,7 @@ struct Options {
     if (outer.cpu_budget) o.cpu_budget = outer.cpu_budget;
     if (outer.ram_budget) o.ram_budget = outer.ram_budget;
     if (outer.autotune) o.autotune = outer.autotune;
+    if (outer.file_shard) o.file_shard = outer.file_shard;
     return o;
   }
 };

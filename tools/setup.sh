@@ -17,6 +17,8 @@ packages=(
   # libdnnl-dev's CMake config calls find_package(OpenCL); Debian only recommends these.
   libdnnl-dev ocl-icd-opencl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # Open MPI: data-parallel training (distributed/) and mpirun for its tests.
+  libopenmpi-dev openmpi-bin
   dataset-fashion-mnist
 )
 

@@ -23,6 +23,8 @@
 #include "core/json_writer.h"
 #include "core/mutex.h"
 #include "core/status_macros.h"
+#include "dataset/auto_shard.h"
+#include "distributed/mpi_communicator.h"
 #include "io/glob.h"
 #include "io/record_index.h"
 #include "tools/command_line.h"
@@ -75,6 +77,11 @@ struct TrainConfig {
   bool resume = false;
   bool skip_errors = false;
   bool json = false;
+  // Data-parallel over the processes mpirun started (--batch is then per rank).
+  bool distributed = false;
+  int64_t collective_timeout = 300;  // seconds
+  AutoShardPolicy auto_shard = AutoShardPolicy::kAuto;
+  int64_t bucket_mb = 25;
 };
 
 // The number of training records (at most `limit`), for the schedule's length and the
@@ -189,6 +196,8 @@ struct Outcome {
   double images_per_second = 0;
   double input_wait_share = 0;
   int64_t train_records = 0;
+  int ranks = 1;                       // processes training together (--distributed)
+  double allreduce_exposed_share = 0;  // --distributed: mean over the epochs
   // Records --skip-errors skipped (each once, however many passes met it; at most 100,000),
   // and the first one's error.
   int64_t skipped_records = 0;
@@ -213,7 +222,10 @@ double MeanOf(const History& history, const std::string& key) {
   return sum / it->second.size();
 }
 
-absl::StatusOr<Outcome> Train(const TrainConfig& config) {
+// `comm`: the job's processes with --distributed, else nullptr.
+absl::StatusOr<Outcome> Train(const TrainConfig& config, distributed::Communicator* comm) {
+  const int ranks = comm != nullptr ? comm->size() : 1;
+  const bool chief = comm == nullptr || comm->rank() == 0;  // prints and writes files
   const std::string train_files = (fs::path(config.data) / "train-*.tfrecord").string();
   const std::string test_files = (fs::path(config.data) / "test-*.tfrecord").string();
   SLUICE_ASSIGN_OR_RETURN(int64_t train_records,
@@ -266,14 +278,22 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config) {
                        supported.message()));
     }
   }
-  const int64_t steps_per_epoch = (train_records + config.batch - 1) / config.batch;
+  // Each rank trains on its shard with --batch images a step: together, ranks x batch.
+  const int64_t global_batch = config.batch * ranks;
+  const int64_t steps_per_epoch = (train_records + global_batch - 1) / global_batch;
   SLUICE_ASSIGN_OR_RETURN(
       std::unique_ptr<train::optimizers::Optimizer> optimizer,
       MakeOptimizer(config, steps_per_epoch * config.epochs / config.accumulate));
 
-  train::fit::Trainer trainer(*model, *optimizer, {.precision = config.precision});
+  train::fit::Trainer trainer(*model, *optimizer,
+                              {.precision = config.precision,
+                               .communicator = comm,
+                               .auto_shard = config.auto_shard,
+                               .bucket_bytes = config.bucket_mb << 20});
   std::vector<std::unique_ptr<train::callbacks::Callback>> callbacks;
-  if (!config.logdir.empty()) {
+  // Every rank runs ModelCheckpoint (saving gathers every rank's input position; rank 0
+  // writes); TensorBoard runs on rank 0 only.
+  if (!config.logdir.empty() && chief) {
     callbacks.push_back(std::make_unique<train::callbacks::TensorBoard>(
         train::callbacks::TensorBoardOptions{.log_dir = config.logdir, .update_freq = 100}));
   }
@@ -282,7 +302,7 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config) {
         train::callbacks::ModelCheckpointOptions{.path = config.checkpoint, .monitor = "loss"}));
     if (config.resume && fs::exists(config.checkpoint)) {
       SLUICE_RETURN_IF_ERROR(trainer.LoadCheckpoint(config.checkpoint));
-      if (!config.json) {
+      if (!config.json && chief) {
         std::printf("resuming from %s (step %lld)\n", config.checkpoint.c_str(),
                     static_cast<long long>(trainer.global_step()));
       }
@@ -301,7 +321,7 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config) {
   if (!config.skip_errors) fit.steps_per_epoch = steps_per_epoch;
   fit.accumulation_steps = static_cast<int>(config.accumulate);
   fit.seed = config.seed;
-  fit.verbose = config.json ? 0 : 1;
+  fit.verbose = config.json ? 0 : 1;  // rank 0 only, whatever this says
   if (config.validate || config.early_stopping > 0) fit.validation_data = test_data;
   for (auto& callback : callbacks) fit.callbacks.push_back(callback.get());
 
@@ -313,6 +333,8 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   outcome.images_per_second = RunRate(outcome.history, "images_per_second");
   outcome.input_wait_share = MeanOf(outcome.history, "input_wait_share");
+  outcome.ranks = ranks;
+  outcome.allreduce_exposed_share = MeanOf(outcome.history, "allreduce_exposed_share");
   SLUICE_ASSIGN_OR_RETURN(outcome.test, trainer.Evaluate(test_data));
   outcome.skipped_records = skipped->count();
   outcome.first_skipped = skipped->first();
@@ -332,6 +354,14 @@ void PrintJson(const TrainConfig& config, const Outcome& outcome) {
   json.Int(config.batch);
   json.Key("train_records");
   json.Int(outcome.train_records);
+  json.Key("ranks");
+  json.Int(outcome.ranks);
+  json.Key("global_batch");
+  json.Int(config.batch * outcome.ranks);
+  if (outcome.ranks > 1) {
+    json.Key("allreduce_exposed_share");
+    json.Double(outcome.allreduce_exposed_share);
+  }
   json.Key("test_accuracy");
   json.Double(outcome.test.count("accuracy") ? outcome.test.at("accuracy") : 0);
   json.Key("test_loss");
@@ -403,6 +433,18 @@ void AddTrainOptions(CommandLine& command_line) {
   command_line.AddOption("seed", "S", "0", "seed of initializers, shuffling and augmentation");
   command_line.AddFlag("skip-errors", "skip (and count) unreadable records instead of failing");
   command_line.AddFlag("json", "print one JSON object (test_accuracy, train_images_per_second...)");
+  command_line.AddFlag(
+      "distributed",
+      "data-parallel over the processes mpirun (or srun) started, one rank each: --batch and "
+      "--threads are per rank, rank 0 prints and writes the files");
+  command_line.AddOption("collective-timeout", "S", "300",
+                         "with --distributed: fail, naming the rank, when a peer has not joined "
+                         "a collective within S seconds");
+  command_line.AddOption("auto-shard", "POLICY", "auto",
+                         "with --distributed: how each rank takes its part of the data: file, "
+                         "data (every N-th batch), auto (file when there are enough files) or off");
+  command_line.AddOption("bucket-mb", "MB", "25",
+                         "with --distributed: all-reduce the gradients in buckets of this size");
 }
 
 // The configuration the options describe; InvalidArgument (a usage error) names a bad option.
@@ -473,6 +515,27 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const CommandLine& command_line) {
   }
   config.skip_errors = command_line.Flag("skip-errors");
   config.json = command_line.Flag("json");
+  config.distributed = command_line.Flag("distributed");
+  {
+    absl::StatusOr<int64_t> timeout = command_line.IntValue("collective-timeout", 1);
+    if (!timeout.ok()) return timeout.status();
+    config.collective_timeout = *timeout;
+    absl::StatusOr<int64_t> bucket = command_line.IntValue("bucket-mb", 1);
+    if (!bucket.ok()) return bucket.status();
+    config.bucket_mb = *bucket;
+    absl::StatusOr<AutoShardPolicy> policy = ParseAutoShardPolicy(command_line.Value("auto-shard"));
+    if (!policy.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--auto-shard: ", policy.status().message()));
+    }
+    config.auto_shard = *policy;
+  }
+  if (!config.distributed) {
+    for (const char* name : {"collective-timeout", "auto-shard", "bucket-mb"}) {
+      if (command_line.WasGiven(name)) {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " needs --distributed"));
+      }
+    }
+  }
   return config;
 }
 
@@ -489,11 +552,16 @@ void ReportOutcome(const TrainConfig& config, const Outcome& outcome) {
   }
   std::printf(
       "test accuracy %.2f%% (loss %.4f) | %s, %lld epochs of %lld images | train %.1f images/s | "
-      "input wait %.1f%% of step time\n",
+      "input wait %.1f%% of step time%s\n",
       100 * train::callbacks::LogValue(outcome.test, "accuracy").value_or(0),
       train::callbacks::LogValue(outcome.test, "loss").value_or(0), config.model.c_str(),
       static_cast<long long>(config.epochs), static_cast<long long>(outcome.train_records),
-      outcome.images_per_second, 100 * outcome.input_wait_share);
+      outcome.images_per_second, 100 * outcome.input_wait_share,
+      outcome.ranks > 1
+          ? absl::StrCat(" | ", outcome.ranks, " ranks, all-reduce exposed ",
+                         static_cast<int>(100 * outcome.allreduce_exposed_share + 0.5), "%")
+                .c_str()
+          : "");
 }
 
 }  // namespace
@@ -504,16 +572,37 @@ int RunTrain(int argc, char** argv) {
       "Trains an image classifier on the TFRecords that `sluice convert fashion-mnist` writes\n"
       "(DIR/train-*.tfrecord, DIR/test-*.tfrecord), fed by the input pipeline (shuffle, JPEG\n"
       "decode, [flip + pad-crop], batch, prefetch), then prints the test accuracy and the\n"
-      "training throughput in images/s. The loss is sparse softmax cross-entropy.");
+      "training throughput in images/s. The loss is sparse softmax cross-entropy.\n"
+      "Data-parallel over processes and machines: mpirun -np N sluice train --distributed ...");
   AddTrainOptions(command_line);
   if (std::optional<int> exit = command_line.ParseOrReport(argc, argv)) return *exit;
   absl::StatusOr<TrainConfig> config = ParseTrainConfig(command_line);
   if (!config.ok()) return command_line.ReportUsageError(config.status().message());
-  absl::StatusOr<Outcome> outcome = Train(*config);
+  std::unique_ptr<distributed::MpiCommunicator> comm;
+  if (config->distributed) {
+    absl::StatusOr<std::unique_ptr<distributed::MpiCommunicator>> created =
+        distributed::MpiCommunicator::Create(
+            {.timeout = absl::Seconds(config->collective_timeout)});
+    if (!created.ok()) {
+      std::fprintf(stderr, "sluice train: --distributed: %s\n",
+                   std::string(created.status().message()).c_str());
+      return kExitFailure;
+    }
+    comm = *std::move(created);
+  }
+  absl::StatusOr<Outcome> outcome = Train(*config, comm.get());
   if (!outcome.ok()) {
+    if (comm != nullptr) {
+      std::fprintf(stderr, "sluice train: rank %d: %s\n", comm->rank(),
+                   std::string(outcome.status().message()).c_str());
+      // Peers may wait in a collective for this rank: end the whole job now.
+      if (comm->size() > 1) comm->Abort(kExitFailure);
+      return kExitFailure;
+    }
     std::fprintf(stderr, "sluice train: %s\n", std::string(outcome.status().message()).c_str());
     return kExitFailure;
   }
+  if (comm != nullptr && comm->rank() != 0) return kExitOk;  // rank 0 reports for the job
   ReportOutcome(*config, *outcome);
   return kExitOk;
 }

@@ -104,9 +104,11 @@ std::vector<char> Tape::MarkNeeded(const std::vector<int>& source_ids) const {
 }
 
 absl::Status Tape::Backprop(int target_id, const std::vector<char>& needed,
-                            const std::vector<char>& is_source, Grads& grads) {
+                            const std::vector<char>& is_source, Grads& grads,
+                            const std::function<void(int)>& after_entry) {
   PauseRecording pause;
   for (int i = target_id; i >= 0; --i) {
+    if (after_entry && i < target_id) after_entry(i + 1);  // entry i + 1 is done
     Entry& e = entries_[i];
     if (!grads[i] || !e.backward) continue;
     bool any_needed = false;
@@ -127,6 +129,7 @@ absl::Status Tape::Backprop(int target_id, const std::vector<char>& needed,
       SLUICE_RETURN_IF_ERROR(Accumulate(in, std::move(*in_grads[k]), grads));
     }
   }
+  if (after_entry && target_id >= 0) after_entry(0);
   return absl::OkStatus();
 }
 
@@ -173,6 +176,12 @@ absl::StatusOr<Tape::Grads> Tape::CollectResults(const std::vector<int>& source_
 // hand each source its accumulated gradient.
 absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<const Tensor> sources,
                                            const std::optional<Tensor>& output_gradient) {
+  return Gradient(target, sources, output_gradient, nullptr);
+}
+
+absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<const Tensor> sources,
+                                           const std::optional<Tensor>& output_gradient,
+                                           const GradientReadyFn& on_ready) {
   SLUICE_RETURN_IF_ERROR(CheckGradientArgs(target, output_gradient));
   Grads result(sources.size());
   const int target_id = Find(target);
@@ -186,7 +195,50 @@ absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<cons
     Grads grads(entries_.size());
     SLUICE_ASSIGN_OR_RETURN(grads[target_id],
                             output_gradient ? backend::Clone(*output_gradient) : OnesLike(target));
-    SLUICE_RETURN_IF_ERROR(Backprop(target_id, MarkNeeded(source_ids), is_source, grads));
+    const std::vector<char> needed = MarkNeeded(source_ids);
+    std::function<void(int)> after_entry;
+    std::vector<char> reported(sources.size(), 0);
+    auto report = [&](size_t s) {
+      const int id = source_ids[s];
+      if (reported[s] || id < 0 || !grads[id]) return;
+      reported[s] = 1;
+      on_ready(s, *grads[id]);
+    };
+    if (on_ready) {
+      // A source's gradient is final once the walk has passed the first op that read it (the
+      // walk runs backwards, so every later reader is done too).
+      std::vector<std::vector<size_t>> final_after(entries_.size());
+      std::vector<int> first_reader(entries_.size(), -1);
+      for (size_t i = 0; i < entries_.size(); ++i) {
+        for (int in : entries_[i].inputs) {
+          if (in >= 0 && is_source[in] && first_reader[in] < 0)
+            first_reader[in] = static_cast<int>(i);
+        }
+      }
+      std::vector<char> listed(entries_.size(), 0);
+      for (size_t s = 0; s < source_ids.size(); ++s) {
+        const int id = source_ids[s];
+        if (id < 0 || listed[id]) continue;
+        listed[id] = 1;
+        // A source computed by an op (not a leaf) is read again by its own backward function.
+        if (!entries_[id].backward && first_reader[id] >= 0 && first_reader[id] <= target_id) {
+          final_after[first_reader[id]].push_back(s);
+        }
+      }
+      after_entry = [&, final_after = std::move(final_after)](int i) {
+        for (size_t s : final_after[i]) report(s);
+      };
+    }
+    SLUICE_RETURN_IF_ERROR(Backprop(target_id, needed, is_source, grads, after_entry));
+    if (on_ready) {
+      // The rest: the target itself, sources read only by ops the walk skipped.
+      std::vector<char> listed(entries_.size(), 0);
+      for (size_t s = 0; s < source_ids.size(); ++s) {
+        if (source_ids[s] < 0 || listed[source_ids[s]]) continue;
+        listed[source_ids[s]] = 1;
+        report(s);
+      }
+    }
     SLUICE_ASSIGN_OR_RETURN(result, CollectResults(source_ids, grads));
   }
   if (!options_.persistent) {

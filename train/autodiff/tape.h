@@ -55,6 +55,16 @@ class Tape {
       const Tensor& target, absl::Span<const Tensor> sources,
       const std::optional<Tensor>& output_gradient = std::nullopt);
 
+  // Called with a source's index (its first listing) and gradient as soon as that gradient is
+  // final, while the backward walk goes on with the ops before it: data-parallel training
+  // starts all-reducing it there (PyTorch DDP's gradient hooks). `gradient` is the very tensor
+  // Gradient() returns for the source; the walk never reads or writes it again.
+  using GradientReadyFn = std::function<void(size_t source, const Tensor& gradient)>;
+  // As above, calling `on_ready` once for every source that gets a gradient.
+  absl::StatusOr<std::vector<std::optional<Tensor>>> Gradient(
+      const Tensor& target, absl::Span<const Tensor> sources,
+      const std::optional<Tensor>& output_gradient, const GradientReadyFn& on_ready);
+
   // Adds an op whose `output` was computed from `inputs`, if any input is
   // tracked by this tape. Ops call RecordOperation() below instead.
   void Record(absl::Span<const Tensor> inputs, const Tensor& output, const BackwardFn& backward);
@@ -78,8 +88,10 @@ class Tape {
   // Which entries lie on a path from a source (needed[i] != 0): only those need a backward call.
   std::vector<char> MarkNeeded(const std::vector<int>& source_ids) const;
   // Runs the backward functions from the target down, accumulating into `grads` (by entry).
+  // `after_entry(i)`, when set, is called once entry i's backward function has run.
   absl::Status Backprop(int target_id, const std::vector<char>& needed,
-                        const std::vector<char>& is_source, Grads& grads);
+                        const std::vector<char>& is_source, Grads& grads,
+                        const std::function<void(int)>& after_entry);
   // Adds `grad` to entry `id`'s gradient.
   absl::Status Accumulate(int id, Tensor grad, Grads& grads) const;
   // Moves each source's gradient out of `grads`, in the order the sources were listed.

@@ -1,5 +1,6 @@
 #include "train/fit/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <utility>
@@ -107,17 +108,73 @@ Trainer::Trainer(layers::Module& model, optimizers::Optimizer& optimizer, Traine
     : model_(model),
       optimizer_(optimizer),
       options_(options),
-      train_metrics_(std::make_unique<Metrics>(options.top_k)) {}
+      train_metrics_(std::make_unique<Metrics>(options.top_k)) {
+  if (options.communicator != nullptr && options.communicator->size() > 1) {
+    dp_.emplace(*options.communicator, options.bucket_bytes);
+  }
+}
 
 Trainer::~Trainer() = default;
 
-absl::StatusOr<callbacks::Logs> Trainer::MetricLogs(const Metrics& m,
-                                                    const std::string& prefix) const {
+absl::StatusOr<callbacks::Logs> Trainer::MetricLogs(const Metrics& m, const std::string& prefix) {
   callbacks::Logs logs;
+  if (!dp_) {
+    for (const metrics::Metric* metric : m.All()) {
+      SLUICE_ASSIGN_OR_RETURN(logs[prefix + metric->name()], metric->Result());
+    }
+    return logs;
+  }
+  // Every metric is total / count: summing both over ranks weighs each rank by its examples.
+  std::vector<double> sums;
   for (const metrics::Metric* metric : m.All()) {
-    SLUICE_ASSIGN_OR_RETURN(logs[prefix + metric->name()], metric->Result());
+    SLUICE_ASSIGN_OR_RETURN(const double total, metric->total());
+    sums.push_back(total);
+    sums.push_back(metric->count());
+  }
+  SLUICE_ASSIGN_OR_RETURN(sums, dp_->Sum(std::move(sums)));
+  size_t i = 0;
+  for (const metrics::Metric* metric : m.All()) {
+    logs[prefix + metric->name()] = sums[i + 1] > 0 ? sums[i] / sums[i + 1] : 0.0;
+    i += 2;
   }
   return logs;
+}
+
+absl::StatusOr<Dataset> Trainer::ShardForRank(const Dataset& data, absl::string_view who,
+                                              const FitOptions* options) {
+  if (!dp_) return data;
+  absl::StatusOr<ShardedDataset> sharded =
+      AutoShard(data, dp_->size(), dp_->rank(), options_.auto_shard);
+  if (!sharded.ok()) return WithContext(sharded.status(), absl::StrCat(who, ": "));
+  if (options != nullptr && options->verbose > 0 && dp_->rank() == 0) {
+    std::FILE* out = options->progress_stream != nullptr ? options->progress_stream : stdout;
+    std::fprintf(out, "%s: data-parallel over %d ranks; rank 0's input is sharded %s\n",
+                 std::string(who).c_str(), dp_->size(), sharded->description.c_str());
+  }
+  return sharded->dataset;
+}
+
+absl::StatusOr<int64_t> Trainer::AgreedCardinality(int64_t cardinality) {
+  if (!dp_) return cardinality;
+  std::vector<int64_t> v = {cardinality, -cardinality};  // min, and max as -min(-x)
+  SLUICE_RETURN_IF_ERROR(
+      dp_->comm().AllReduceValues(absl::MakeSpan(v), distributed::ReduceOp::kMin));
+  const int64_t lo = v[0], hi = -v[1];
+  if (lo >= 0) return lo;
+  return lo == hi ? lo : kUnknownCardinality;
+}
+
+absl::Status Trainer::SkipToNextPass() {
+  // pending_, when set, is this rank's next element: the next pass's first (kept), or one of
+  // this pass's that the epoch ended before (skipped, with the rest of the pass).
+  while (true) {
+    if (pending_ && EnumeratedBatch::IndexOf(*pending_) == 0) return absl::OkStatus();
+    pending_.reset();
+    absl::StatusOr<std::optional<Element>> next = iterator_->GetNext();
+    SLUICE_RETURN_IF_ERROR(WithContext(next.status(), "Fit: reading the training data: "));
+    if (!next->has_value()) return absl::OkStatus();
+    pending_ = std::move(*next);
+  }
 }
 
 absl::StatusOr<Element> Trainer::ToModelDevice(const Element& batch, size_t first) const {
@@ -152,8 +209,11 @@ absl::Status Trainer::StartLossScaling(const FitOptions& options) {
 }
 
 absl::StatusOr<Tensor> Trainer::ScaleLoss(const Tensor& loss) {
-  const float scale = loss_scale_->scale();
-  // The scale on the loss's device, copied there again only when it changes.
+  // The loss scale, and 1 / ranks when data-parallel: the ranks' gradients then only need
+  // summing, which spares the all-reduce a pass over every gradient.
+  float scale = loss_scale_ ? loss_scale_->scale() : 1.0f;
+  if (dp_ && !accumulator_) scale /= static_cast<float>(dp_->size());
+  // The factor on the loss's device, copied there again only when it changes.
   if (!loss_scale_tensor_ || !(loss_scale_tensor_->device() == loss.device()) ||
       loss_scale_tensor_value_ != scale) {
     SLUICE_ASSIGN_OR_RETURN(loss_scale_tensor_,
@@ -187,14 +247,22 @@ absl::Status Trainer::TrainStep(const Tensor& images, const Tensor& labels,
     SLUICE_ASSIGN_OR_RETURN(per_example,
                             ops::SparseSoftmaxCrossEntropyWithLogits(logits, labels, &label_check));
     SLUICE_ASSIGN_OR_RETURN(Tensor loss, ops::Mean(per_example));
-    if (loss_scale_) {
+    if (loss_scale_ || (dp_ && !accumulator_)) {
       SLUICE_ASSIGN_OR_RETURN(loss, ScaleLoss(loss));
     }
     std::vector<Tensor> sources;
     sources.reserve(vars.size());
     for (autodiff::Variable* v : vars) sources.push_back(v->value());
-    SLUICE_ASSIGN_OR_RETURN(grads, tape.Gradient(loss, sources));
+    if (dp_ && !accumulator_) {
+      // Each bucket's all-reduce starts while the backward pass goes on.
+      dp_->BeginStep(vars, distributed::ReduceOp::kSum);  // the loss is divided by the ranks
+      SLUICE_ASSIGN_OR_RETURN(grads,
+                              tape.Gradient(loss, sources, std::nullopt, dp_->OnGradientReady()));
+    } else {
+      SLUICE_ASSIGN_OR_RETURN(grads, tape.Gradient(loss, sources));
+    }
   }
+  if (dp_ && !accumulator_) SLUICE_RETURN_IF_ERROR(dp_->FinishStep(grads));
   if (loss_scale_) {
     // An overflowing step changes no variable (Keras' LossScaleOptimizer skips it).
     SLUICE_ASSIGN_OR_RETURN(const bool finite, loss_scale_->UnscaleAndUpdate(grads));
@@ -205,6 +273,8 @@ absl::Status Trainer::TrainStep(const Tensor& images, const Tensor& labels,
     ++accumulated_;
     if (accumulator_->ready()) {
       SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<Tensor>> mean, accumulator_->Average());
+      // Data-parallel: only the accumulated mean crosses the network.
+      if (dp_) SLUICE_RETURN_IF_ERROR(dp_->AllReduceMean(vars, mean));
       SLUICE_RETURN_IF_ERROR(optimizer_.Apply(mean, vars));
       accumulated_ = 0;
     }
@@ -220,17 +290,46 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
   double compute_seconds = 0;
   const int64_t first_step = step_in_epoch_;
   const double start = Now();
+  if (dp_) dp_->ResetOverlap();
   auto wait_share = [&] {
     const double total = wait_seconds + compute_seconds;
     return total > 0 ? wait_seconds / total : 0.0;
   };
   bool interrupted = false;
+  bool peer_ended = false;  // data-parallel: another rank's pass ended first
   while (!steps_in_epoch || step_in_epoch_ < *steps_in_epoch) {
     const double t0 = Now();
     absl::StatusOr<std::optional<Element>> next = NextTrainingElement();
     const double t1 = Now();
     wait_seconds += t1 - t0;
     SLUICE_RETURN_IF_ERROR(WithContext(next.status(), "Fit: reading the training data: "));
+    // The first element of the next pass starts the next epoch.
+    const bool next_pass = next->has_value() && EnumeratedBatch::IndexOf(**next) == 0 &&
+                           step_in_epoch_ > 0 && !options.steps_per_epoch;
+    const std::string where =
+        absl::StrCat("Fit: epoch ", epoch_ + 1, ", step ", step_in_epoch_ + 1, ": ");
+    if (dp_) {
+      // Every rank takes this step, or none does; all stop if any rank's callbacks asked to.
+      absl::StatusOr<std::vector<double>> agreed =
+          dp_->Sum({next->has_value() && !next_pass ? 1.0 : 0.0, stop_training_ ? 1.0 : 0.0});
+      if (!agreed.ok()) return WithContext(agreed.status(), where);
+      if ((*agreed)[1] > 0 || (*agreed)[0] < dp_->size()) {
+        if (next->has_value()) pending_ = std::move(*next);  // not trained on: kept
+        if ((*agreed)[1] > 0) {
+          stop_training_ = true;
+          interrupted = true;  // a resumed run finishes the epoch
+          break;
+        }
+        if (step_in_epoch_ == 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "Fit: ", dp_->size() - static_cast<int>((*agreed)[0]), " of ", dp_->size(),
+              " ranks' training data yielded no element in epoch ", epoch_ + 1,
+              ": too few files or elements to shard over ", dp_->size(), " ranks?"));
+        }
+        peer_ended = !next_pass;
+        break;
+      }
+    }
     if (!next->has_value()) {
       if (step_in_epoch_ == 0) {
         return absl::InvalidArgumentError(
@@ -238,14 +337,11 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
       }
       break;
     }
-    if (EnumeratedBatch::IndexOf(**next) == 0 && step_in_epoch_ > 0 && !options.steps_per_epoch) {
-      // The first element of the next pass: it starts the next epoch.
+    if (next_pass) {
       pending_ = std::move(*next);
       break;
     }
     SLUICE_RETURN_IF_ERROR(CheckBatch("Fit", **next, 1, /*need_labels=*/true));
-    const std::string where =
-        absl::StrCat("Fit: epoch ", epoch_ + 1, ", step ", step_in_epoch_ + 1, ": ");
     SLUICE_ASSIGN_OR_RETURN(Element on_device, ToModelDevice(**next, 1));
     const EnumeratedBatch batch(on_device);
     ops::LabelRangeCheck label_check;
@@ -259,6 +355,12 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
     // labels' checks come with them, and at least every kMaxDeferredLabelChecks steps.
     bool read_logs = progress != nullptr && progress->WantsUpdate();
     for (callbacks::Callback* cb : options.callbacks) read_logs = read_logs || cb->NeedsBatchLogs();
+    if (dp_) {
+      // Reading them sums them over the ranks: all read if any rank's callbacks want them.
+      absl::StatusOr<std::vector<double>> wanted = dp_->Sum({read_logs ? 1.0 : 0.0});
+      if (!wanted.ok()) return WithContext(wanted.status(), where);
+      read_logs = (*wanted)[0] > 0;
+    }
     callbacks::Logs logs;
     if (read_logs || label_checks_.size() >= kMaxDeferredLabelChecks) {
       SLUICE_RETURN_IF_ERROR(label_checks_.CheckAll());
@@ -275,12 +377,17 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
       SLUICE_RETURN_IF_ERROR(cb->OnBatchEnd(step_in_epoch_ - 1, logs));
     }
     if (progress != nullptr && read_logs) {
-      progress->Update(step_in_epoch_ - first_step, result.images, logs);
+      // Data-parallel: the job's images, as every rank takes batches of the same size.
+      progress->Update(step_in_epoch_ - first_step, result.images * (dp_ ? dp_->size() : 1), logs);
     }
-    if (stop_training_) {
+    // Data-parallel ranks stop together, at the next step's agreement.
+    if (stop_training_ && !dp_) {
       interrupted = !steps_in_epoch || step_in_epoch_ < *steps_in_epoch;
       break;
     }
+  }
+  if (dp_ && !interrupted && !options.steps_per_epoch && peer_ended) {
+    SLUICE_RETURN_IF_ERROR(SkipToNextPass());
   }
   if (!interrupted && !options.steps_per_epoch) pass_length_ = step_in_epoch_;
   result.completed = !interrupted;
@@ -290,11 +397,21 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
   result.logs["input_wait_share"] = wait_share();
   if (loss_scale_) result.logs["loss_scale"] = loss_scale_->scale();
   const double seconds = Now() - start;
-  result.logs["images_per_second"] = seconds > 0 ? result.images / seconds : 0.0;
+  double images = static_cast<double>(result.images);
+  if (dp_) {
+    // The job's rate: every rank's images over this rank's time; and how much of the
+    // gradients' all-reduce time the step waited for (the rest ran behind the backward pass).
+    SLUICE_ASSIGN_OR_RETURN(std::vector<double> sums,
+                            dp_->Sum({images, dp_->exposed_seconds(), dp_->allreduce_seconds()}));
+    images = sums[0];
+    result.logs["allreduce_seconds"] = sums[2] / dp_->size();
+    result.logs["allreduce_exposed_share"] = sums[2] > 0 ? std::min(1.0, sums[1] / sums[2]) : 0.0;
+  }
+  result.logs["images_per_second"] = seconds > 0 ? images / seconds : 0.0;
   return absl::OkStatus();
 }
 
-void Trainer::StartFit(const Dataset& train, const FitOptions& options) {
+absl::Status Trainer::StartFit(const Dataset& train, const FitOptions& options) {
   // The pass's index stays on the host: Enumerate comes after the copies to the device.
   Dataset pipeline = OnModelDevice(train).Enumerate().Repeat();  // see EnumeratedBatch
   if (options.seed) pipeline = pipeline.WithOptions(Options{.seed = *options.seed});
@@ -309,6 +426,8 @@ void Trainer::StartFit(const Dataset& train, const FitOptions& options) {
   accumulator_.reset();
   if (options.accumulation_steps > 1) accumulator_.emplace(options.accumulation_steps);
   train_metrics_->Reset();
+  if (dp_) return WithContext(dp_->SyncModel(model_), "Fit: ");
+  return absl::OkStatus();
 }
 
 absl::Status Trainer::ResumeFromCheckpoint() {
@@ -341,7 +460,7 @@ absl::StatusOr<callbacks::Logs> Trainer::FitEpoch(const FitOptions& options,
     SLUICE_RETURN_IF_ERROR(cb->OnEpochBegin(epoch, {}));
   }
   std::optional<callbacks::ProgressBar> progress;
-  if (options.verbose > 0) {
+  if (options.verbose > 0 && (!dp_ || dp_->rank() == 0)) {
     callbacks::ProgressBarOptions bar_options{.stream = options.progress_stream};
     if (options.verbose == 2) bar_options.interactive = false;
     progress.emplace(absl::StrCat("Epoch ", epoch + 1, "/", options.epochs),
@@ -362,7 +481,7 @@ absl::StatusOr<callbacks::Logs> Trainer::FitEpoch(const FitOptions& options,
     ++epoch_;
     step_in_epoch_ = 0;
   }
-  if (progress) progress->Finish(result.steps, result.images, logs);
+  if (progress) progress->Finish(result.steps, result.images * (dp_ ? dp_->size() : 1), logs);
   for (callbacks::Callback* cb : options.callbacks) {
     SLUICE_RETURN_IF_ERROR(cb->OnEpochEnd(epoch, logs));
   }
@@ -376,19 +495,23 @@ absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
   SLUICE_RETURN_IF_ERROR(CheckFitOptions(options));
   SLUICE_RETURN_IF_ERROR(UseModelDevice("Fit"));
   SLUICE_RETURN_IF_ERROR(WithContext(StartLossScaling(options), "Fit: "));
-  StartFit(train, options);
+  SLUICE_ASSIGN_OR_RETURN(const Dataset shard, ShardForRank(train, "Fit", &options));
   absl::Cleanup end_fit = [this] {
     iterator_.reset();
     pending_.reset();
     in_fit_ = false;
   };
+  SLUICE_RETURN_IF_ERROR(StartFit(shard, options));
   if (resume_) SLUICE_RETURN_IF_ERROR(ResumeFromCheckpoint());
-  const int64_t cardinality = train.Cardinality();
+  SLUICE_ASSIGN_OR_RETURN(const int64_t cardinality, AgreedCardinality(shard.Cardinality()));
   pass_length_ = cardinality >= 0 ? cardinality : -1;
   std::optional<int64_t> steps_in_epoch = options.steps_per_epoch;
-  if (!steps_in_epoch && cardinality >= 0) steps_in_epoch = cardinality;
+  // Data-parallel ranks end an epoch together when the first of them ends its pass.
+  if (!steps_in_epoch && cardinality >= 0 && !dp_) steps_in_epoch = cardinality;
   if (cardinality == 0) {
-    return absl::InvalidArgumentError("Fit: the training dataset yielded no element (it is empty)");
+    return absl::InvalidArgumentError(
+        dp_ ? "Fit: the training dataset of at least one rank is empty (too little to shard?)"
+            : "Fit: the training dataset yielded no element (it is empty)");
   }
 
   for (callbacks::Callback* cb : options.callbacks) cb->set_trainer(this);
@@ -398,6 +521,11 @@ absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
   while (epoch_ < options.epochs && !stop_training_) {
     const int64_t epoch = epoch_;
     SLUICE_ASSIGN_OR_RETURN(logs, FitEpoch(options, steps_in_epoch));
+    if (dp_) {
+      // A callback may stop one rank at the epoch's end: all stop.
+      SLUICE_ASSIGN_OR_RETURN(std::vector<double> stop, dp_->Sum({stop_training_ ? 1.0 : 0.0}));
+      stop_training_ = stop[0] > 0;
+    }
     history.epochs.push_back(epoch);
     for (const auto& [key, value] : logs) history.history[key].push_back(value);
   }
@@ -411,7 +539,8 @@ absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateO
   // Each batch's label check, all read back at once at the end: the loop never waits for the
   // device.
   DeferredLabelChecks label_checks;
-  std::unique_ptr<Iterator> it = OnModelDevice(data).MakeIterator();
+  SLUICE_ASSIGN_OR_RETURN(const Dataset shard, ShardForRank(data, "Evaluate", nullptr));
+  std::unique_ptr<Iterator> it = OnModelDevice(shard).MakeIterator();
   int64_t steps = 0;
   while (!options.steps || steps < *options.steps) {
     absl::StatusOr<std::optional<Element>> next = it->GetNext();
@@ -428,8 +557,13 @@ absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateO
     SLUICE_RETURN_IF_ERROR(m.Update(per_example, e[1], logits));
     ++steps;
   }
-  if (steps == 0) return absl::InvalidArgumentError("Evaluate: the dataset yielded no element");
   SLUICE_RETURN_IF_ERROR(label_checks.CheckAll());
+  if (dp_) {
+    // A rank's shard may be empty; the ranks' steps together may not.
+    SLUICE_ASSIGN_OR_RETURN(std::vector<double> all_steps, dp_->Sum({static_cast<double>(steps)}));
+    steps = static_cast<int64_t>(all_steps[0]);
+  }
+  if (steps == 0) return absl::InvalidArgumentError("Evaluate: the dataset yielded no element");
   return MetricLogs(m);
 }
 
@@ -482,21 +616,49 @@ absl::Status Trainer::SaveCheckpoint(const std::string& path) {
   ckpt.epoch = epoch_;
   ckpt.step_in_epoch = step_in_epoch_;
   ckpt.global_step = global_step_;
+  RankPosition& position = ckpt;
   if (in_fit_ && iterator_ != nullptr) {
     SLUICE_ASSIGN_OR_RETURN(std::string state, iterator_->Save());
-    ckpt.iterator_state = std::move(state);
+    position.iterator_state = std::move(state);
     if (pending_) {
       // Prefetched to the device: the checkpoint holds host copies.
-      SLUICE_ASSIGN_OR_RETURN(ckpt.pending_element, backend::ElementToHost(*pending_));
+      SLUICE_ASSIGN_OR_RETURN(position.pending_element, backend::ElementToHost(*pending_));
     }
     if (step_in_epoch_ > 0) {
       for (const metrics::Metric* m : std::as_const(*train_metrics_).All()) {
         SLUICE_ASSIGN_OR_RETURN(double total, m->total());
-        ckpt.metrics.push_back({m->name(), total, m->count()});
+        position.metrics.push_back({m->name(), total, m->count()});
       }
     }
   }
-  return WriteCheckpoint(path, ckpt);
+  if (!dp_) return WriteCheckpoint(path, ckpt);
+
+  // Data-parallel: rank 0 writes every rank's position (its variables are everyone's), then
+  // tells the others whether it could.
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> positions,
+                          dp_->comm().AllGatherBytes(SerializeRankPosition(position)));
+  absl::Status written;
+  if (dp_->rank() == 0) {
+    ckpt.iterator_state.reset();
+    ckpt.pending_element.reset();
+    ckpt.metrics.clear();
+    for (size_t r = 0; r < positions.size(); ++r) {
+      absl::StatusOr<RankPosition> p =
+          ParseRankPosition(positions[r], absl::StrCat(path, ": rank ", r));
+      if (!p.ok()) {
+        written = p.status();
+        break;
+      }
+      ckpt.ranks.push_back(*std::move(p));
+    }
+    if (written.ok()) written = WriteCheckpoint(path, ckpt);
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::vector<double> failed, dp_->Sum({written.ok() ? 0.0 : 1.0}));
+  if (!written.ok()) return written;
+  if (failed[0] > 0) {
+    return absl::InternalError(absl::StrCat(path, ": rank 0 could not write the checkpoint"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Trainer::LoadCheckpoint(const std::string& path) {
@@ -505,6 +667,21 @@ absl::Status Trainer::LoadCheckpoint(const std::string& path) {
         absl::StrCat(path, ": LoadCheckpoint during Fit; load before calling Fit"));
   }
   SLUICE_ASSIGN_OR_RETURN(TrainingCheckpoint ckpt, ReadCheckpoint(path));
+  // The input positions belong to as many ranks as wrote them.
+  const size_t saved_ranks = std::max<size_t>(1, ckpt.ranks.size());
+  const size_t ranks = dp_ ? dp_->size() : 1;
+  const bool has_position = ckpt.iterator_state.has_value() || !ckpt.ranks.empty();
+  if (has_position && saved_ranks != ranks) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": written by a job of ", saved_ranks, saved_ranks == 1 ? " process" : " ranks",
+        ", resumed by ", ranks, ranks == 1 ? " process" : " ranks",
+        ": each rank's input position is saved, so resume with ", saved_ranks,
+        saved_ranks == 1 ? " process" : " ranks"));
+  }
+  if (dp_ && !ckpt.ranks.empty()) {
+    static_cast<RankPosition&>(ckpt) = std::move(ckpt.ranks[dp_->rank()]);
+  }
+  ckpt.ranks.clear();
   // Check the optimizer slots against the model before changing anything.
   SLUICE_RETURN_IF_ERROR(autodiff::AssignVariables(ckpt.variables, model_.Variables(), path));
   SLUICE_RETURN_IF_ERROR(

@@ -13,11 +13,14 @@
 #include "absl/status/statusor.h"
 #include "core/element.h"
 #include "core/tensor.h"
+#include "dataset/auto_shard.h"
 #include "dataset/dataset.h"
 #include "dataset/iterator.h"
+#include "distributed/communicator.h"
 #include "train/backend/compute_precision.h"
 #include "train/callbacks/callback.h"
 #include "train/callbacks/progress_bar.h"
+#include "train/fit/data_parallel.h"
 #include "train/fit/deferred_label_checks.h"
 #include "train/fit/training_checkpoint.h"
 #include "train/layers/module.h"
@@ -48,6 +51,25 @@ struct TrainerOptions {
   // with Keras' defaults, exactly when `precision` is mixed_float16; set: on with these options
   // under any policy. Fit logs the scale as "loss_scale". Not with gradient accumulation.
   std::optional<optimizers::DynamicLossScaleOptions> loss_scale;
+
+  // Synchronous data-parallel training over this group of processes (distributed/, Keras'
+  // MultiWorkerMirroredStrategy): not owned; unset or of size 1, one process trains alone.
+  // Each rank runs the same program with the same model:
+  //  - Fit first checks that every rank's model has the same variables, then copies rank 0's
+  //    values to all;
+  //  - Fit and Evaluate read only this rank's shard of their dataset (`auto_shard`);
+  //  - each step averages the gradients over the ranks, all-reduced in buckets of
+  //    `bucket_bytes` while the backward pass goes on;
+  //  - every rank takes the same number of steps: an epoch ends for all when one rank's shard
+  //    ends, and the other ranks skip the rest of their pass;
+  //  - metrics and logs are over all ranks ("images_per_second" counts every rank's images);
+  //  - only rank 0 prints progress and writes checkpoints, which hold every rank's input
+  //    position. SaveCheckpoint and LoadCheckpoint are called on every rank.
+  // The loss is each rank's mean over its own batch, so ranks with per-rank batch B/N train as
+  // one process with batch B.
+  distributed::Communicator* communicator = nullptr;
+  AutoShardPolicy auto_shard = AutoShardPolicy::kAuto;
+  int64_t bucket_bytes = kDefaultBucketBytes;
 };
 
 struct FitOptions {
@@ -94,6 +116,8 @@ struct History {
 // seen from the pass's element counter (Enumerate): the first element of the next pass is held
 // back for the next epoch (and saved with a checkpoint).
 //
+// TrainerOptions::communicator makes the same calls data-parallel over several processes.
+//
 // Each step measures the time spent waiting for the input (Iterator::GetNext) and computing
 // (forward, backward, update, metrics); each epoch reports the waiting share as
 // "input_wait_share" and the rate as "images_per_second".
@@ -139,7 +163,16 @@ class Trainer : public callbacks::TrainingLoop {
   };
   // The steps of Fit: set up its state and pipeline, restore a loaded checkpoint, run one epoch
   // (with validation and the epoch callbacks) and return its logs.
-  void StartFit(const Dataset& train, const FitOptions& options);
+  absl::Status StartFit(const Dataset& train, const FitOptions& options);
+  // Data-parallel: this rank's shard of `data` (described on rank 0's progress stream by Fit).
+  absl::StatusOr<Dataset> ShardForRank(const Dataset& data, absl::string_view who,
+                                       const FitOptions* options);
+  // Data-parallel: after an epoch some peer ended early, skips this rank's rest of the pass, so
+  // that the next epoch starts at the next pass on every rank.
+  absl::Status SkipToNextPass();
+  // Data-parallel: the training step's number of steps per pass as every rank can take it:
+  // the least of the ranks' known cardinalities, else unknown (-2).
+  absl::StatusOr<int64_t> AgreedCardinality(int64_t cardinality);
   absl::Status ResumeFromCheckpoint();
   absl::StatusOr<callbacks::Logs> FitEpoch(const FitOptions& options,
                                            std::optional<int64_t> steps_in_epoch);
@@ -154,14 +187,15 @@ class Trainer : public callbacks::TrainingLoop {
   // Reads the model's device into device_, and fails (naming `who`) when it cannot run the
   // precision policy. Fit, Evaluate and Predict start with it.
   absl::Status UseModelDevice(absl::string_view who);
-  // Loss scaling (TrainerOptions::loss_scale): made by the first Fit that needs it; the loss
-  // times the scale, on the loss's device.
+  // Loss scaling (TrainerOptions::loss_scale): made by the first Fit that needs it. ScaleLoss:
+  // the loss times the scale (and / ranks when data-parallel), on the loss's device.
   absl::Status StartLossScaling(const FitOptions& options);
   absl::StatusOr<Tensor> ScaleLoss(const Tensor& loss);
   absl::Status RunEpoch(const FitOptions& options, std::optional<int64_t> steps_in_epoch,
                         callbacks::ProgressBar* progress, EpochResult& result);
+  // The metrics' values: over every rank when data-parallel (a collective).
   absl::StatusOr<callbacks::Logs> MetricLogs(const Metrics& metrics,
-                                             const std::string& prefix = "") const;
+                                             const std::string& prefix = "");
 
   layers::Module& model_;
   optimizers::Optimizer& optimizer_;
@@ -191,6 +225,9 @@ class Trainer : public callbacks::TrainingLoop {
   std::optional<optimizers::DynamicLossScale> loss_scale_;
   std::optional<Tensor> loss_scale_tensor_;
   float loss_scale_tensor_value_ = 0;
+
+  // Set when TrainerOptions::communicator has more than one rank.
+  std::optional<DataParallel> dp_;
 
   std::optional<optimizers::GradientAccumulator> accumulator_;
   int accumulated_ = 0;  // micro-batches summed since the last update

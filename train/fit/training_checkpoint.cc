@@ -58,7 +58,58 @@ absl::StatusOr<Tensor> FromProto(const proto::NamedTensorProto& p, absl::string_
   return t;
 }
 
+// The position fields, which TrainingCheckpointProto and RankPositionProto share.
+template <typename P>
+void PositionToProto(const RankPosition& position, P* p) {
+  if (position.iterator_state) {
+    p->set_has_iterator_state(true);
+    p->set_iterator_state(*position.iterator_state);
+  }
+  if (position.pending_element) {
+    ElementToProto(*position.pending_element, p->mutable_pending_element());
+  }
+  for (const MetricState& m : position.metrics) {
+    proto::MetricStateProto* mp = p->add_metrics();
+    mp->set_name(m.name);
+    mp->set_total(m.total);
+    mp->set_count(m.count);
+  }
+}
+
+template <typename P>
+absl::Status PositionFromProto(const P& p, absl::string_view where, RankPosition& out) {
+  if (p.has_iterator_state()) out.iterator_state = p.iterator_state();
+  if (p.has_pending_element()) {
+    absl::StatusOr<Element> e = ElementFromProto(p.pending_element());
+    if (!e.ok()) {
+      return absl::DataLossError(
+          absl::StrCat(where, ": the pending input element: ", e.status().message()));
+    }
+    out.pending_element = *std::move(e);
+  }
+  for (const proto::MetricStateProto& m : p.metrics()) {
+    out.metrics.push_back({m.name(), m.total(), m.count()});
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+std::string SerializeRankPosition(const RankPosition& position) {
+  proto::RankPositionProto p;
+  PositionToProto(position, &p);
+  return p.SerializeAsString();
+}
+
+absl::StatusOr<RankPosition> ParseRankPosition(absl::string_view bytes, absl::string_view where) {
+  proto::RankPositionProto p;
+  if (!p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::DataLossError(absl::StrCat(where, ": cannot parse a rank's input position"));
+  }
+  RankPosition out;
+  SLUICE_RETURN_IF_ERROR(PositionFromProto(p, where, out));
+  return out;
+}
 
 absl::Status WriteCheckpoint(const std::string& path, const TrainingCheckpoint& checkpoint) {
   proto::TrainingCheckpointProto p;
@@ -75,19 +126,8 @@ absl::Status WriteCheckpoint(const std::string& path, const TrainingCheckpoint& 
   p.set_epoch(checkpoint.epoch);
   p.set_step_in_epoch(checkpoint.step_in_epoch);
   p.set_global_step(checkpoint.global_step);
-  if (checkpoint.iterator_state) {
-    p.set_has_iterator_state(true);
-    p.set_iterator_state(*checkpoint.iterator_state);
-  }
-  if (checkpoint.pending_element) {
-    ElementToProto(*checkpoint.pending_element, p.mutable_pending_element());
-  }
-  for (const MetricState& m : checkpoint.metrics) {
-    proto::MetricStateProto* mp = p.add_metrics();
-    mp->set_name(m.name);
-    mp->set_total(m.total);
-    mp->set_count(m.count);
-  }
+  PositionToProto(checkpoint, &p);
+  for (const RankPosition& r : checkpoint.ranks) PositionToProto(r, p.add_ranks());
   std::string payload;
   if (!p.SerializeToString(&payload)) {
     return absl::InternalError(absl::StrCat(path, ": cannot serialize the checkpoint"));
@@ -153,17 +193,10 @@ absl::StatusOr<TrainingCheckpoint> ReadCheckpoint(const std::string& path) {
   ckpt.epoch = p.epoch();
   ckpt.step_in_epoch = p.step_in_epoch();
   ckpt.global_step = p.global_step();
-  if (p.has_iterator_state()) ckpt.iterator_state = p.iterator_state();
-  if (p.has_pending_element()) {
-    absl::StatusOr<Element> e = ElementFromProto(p.pending_element());
-    if (!e.ok()) {
-      return absl::DataLossError(
-          absl::StrCat(path, ": the pending input element: ", e.status().message()));
-    }
-    ckpt.pending_element = *std::move(e);
-  }
-  for (const proto::MetricStateProto& m : p.metrics()) {
-    ckpt.metrics.push_back({m.name(), m.total(), m.count()});
+  SLUICE_RETURN_IF_ERROR(PositionFromProto(p, path, ckpt));
+  for (const proto::RankPositionProto& r : p.ranks()) {
+    SLUICE_RETURN_IF_ERROR(PositionFromProto(r, absl::StrCat(path, ": rank ", ckpt.ranks.size()),
+                                             ckpt.ranks.emplace_back()));
   }
   return ckpt;
 }

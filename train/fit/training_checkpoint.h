@@ -24,18 +24,29 @@ struct MetricState {
   double count = 0;
 };
 
-// Everything a resumed Fit needs to continue exactly where the saved one was.
-struct TrainingCheckpoint {
-  // The model's Variables(), in order, float32.
-  std::vector<std::pair<std::string, Tensor>> variables;
-  optimizers::OptimizerState optimizer;
-  int64_t epoch = 0;                          // the epoch in progress (0-based)
-  int64_t step_in_epoch = 0;                  // steps of that epoch already taken
-  int64_t global_step = 0;                    // steps taken in all
+// Where one process stands in its training input.
+struct RankPosition {
   std::optional<std::string> iterator_state;  // Iterator::Save() of the training pipeline
   std::optional<Element> pending_element;     // read from the pipeline, not yet trained on
   std::vector<MetricState> metrics;           // the epoch's metrics so far
 };
+
+// Everything a resumed Fit needs to continue exactly where the saved one was. A single process
+// keeps its position in the RankPosition fields; data-parallel training keeps every rank's in
+// `ranks` instead.
+struct TrainingCheckpoint : RankPosition {
+  // The model's Variables(), in order, float32.
+  std::vector<std::pair<std::string, Tensor>> variables;
+  optimizers::OptimizerState optimizer;
+  int64_t epoch = 0;          // the epoch in progress (0-based)
+  int64_t step_in_epoch = 0;  // steps of that epoch already taken
+  int64_t global_step = 0;    // steps taken in all
+  std::vector<RankPosition> ranks;
+};
+
+// A rank's position as bytes, for gathering every rank's on the rank that writes the file.
+std::string SerializeRankPosition(const RankPosition& position);
+absl::StatusOr<RankPosition> ParseRankPosition(absl::string_view bytes, absl::string_view where);
 
 // Writes `checkpoint` to `path` atomically (a temporary file renamed into place): `path` holds
 // either the previous checkpoint or the complete new one. The file is a magic string, the

@@ -197,5 +197,35 @@ TEST(TapeTest, NothingRecordedWithoutTape) {
   EXPECT_FALSE(ShouldRecord({x}));
 }
 
+// A chain h1 = a * x, h2 = b * h1, out = c * h2: walking backwards, c's gradient is final after
+// the last op, b's after the second, a's after the first. The hook reports each source once, as
+// soon as its gradient is final (c before the walk reaches a's op), with the very tensor
+// Gradient() returns; an unreached source is not reported.
+TEST(TapeTest, GradientReadyHookReportsEachSourceOnceWhenFinal) {
+  Tensor x = T({1, 2}, {2});
+  Tensor a = T({3, 4}, {2});
+  Tensor b = T({5, 6}, {2});
+  Tensor c = T({7, 8}, {2});
+  Tensor unused = T({1, 1}, {2});
+  Tape tape;
+  for (const Tensor& t : {a, b, c, unused}) tape.Watch(t);
+  Tensor h1 = *ops::Mul(a, x);
+  Tensor h2 = *ops::Mul(b, h1);
+  Tensor out = *ops::Mul(c, h2);
+  std::vector<size_t> order;
+  std::vector<const void*> reported(4, nullptr);
+  absl::StatusOr<std::vector<std::optional<Tensor>>> grads =
+      tape.Gradient(out, {a, b, c, unused}, std::nullopt, [&](size_t s, const Tensor& g) {
+        order.push_back(s);
+        reported[s] = g.raw_data();
+      });
+  ASSERT_TRUE(grads.ok());
+  EXPECT_THAT(order, ElementsAre(2, 1, 0));
+  for (size_t s = 0; s < 3; ++s) EXPECT_EQ(reported[s], (*grads)[s]->raw_data()) << s;
+  EXPECT_FALSE((*grads)[3].has_value());
+  EXPECT_THAT(Values(*(*grads)[0]), ElementsAre(1 * 5 * 7, 2 * 6 * 8));  // x * b * c
+  EXPECT_THAT(Values(*(*grads)[2]), ElementsAre(3 * 5, 4 * 6 * 2));      // h2 = b * a * x
+}
+
 }  // namespace
 }  // namespace sluice::train::autodiff
