@@ -42,6 +42,15 @@ std::string MpiError(int code) {
   return std::string(text, len);
 }
 
+// Starts a non-blocking MPI call whose request goes at the end of `requests`:
+// Post(requests, "MPI_Ibarrier", [&](MPI_Request* r) { return MPI_Ibarrier(comm, r); }).
+template <typename Call>
+absl::Status Post(std::vector<MPI_Request>& requests, absl::string_view name, Call call) {
+  const int rc = call(&requests.emplace_back());
+  if (rc != MPI_SUCCESS) return absl::InternalError(absl::StrCat(name, ": ", MpiError(rc)));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<MPI_Datatype> ReduceType(DType dtype) {
   switch (dtype) {
     case DType::kFloat32:
@@ -131,13 +140,6 @@ struct MpiCommunicator::Job {
 
 MpiCommunicator::MpiCommunicator(MpiCommunicatorOptions options)
     : options_(options), mpi_(std::make_unique<Mpi>()) {}
-
-bool MpiCommunicator::LaunchedByLauncher() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
-    if (std::getenv(var) != nullptr) return true;
-  }
-  return false;
-}
 
 absl::StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::Create(
     MpiCommunicatorOptions options) {
@@ -388,14 +390,11 @@ absl::StatusOr<PendingCollective> MpiCommunicator::StartAllReduce(std::vector<Te
   }
   const float scale = 1.0f / static_cast<float>(size_);
   job->phases.push_back([=](Mpi& mpi, std::vector<MPI_Request>& requests) {
-    auto post = [&](void* data, int64_t n) -> absl::Status {
-      requests.emplace_back();
-      const int rc = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), type, ToMpi(op),
-                                    mpi.comm, &requests.back());
-      if (rc != MPI_SUCCESS) {
-        return absl::InternalError(absl::StrCat("MPI_Iallreduce: ", MpiError(rc)));
-      }
-      return absl::OkStatus();
+    auto post = [&](void* data, int64_t n) {
+      return Post(requests, "MPI_Iallreduce", [&](MPI_Request* r) {
+        return MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), type, ToMpi(op), mpi.comm,
+                              r);
+      });
     };
     if (!packed_members->empty()) {
       int64_t bytes = 0;
@@ -450,14 +449,10 @@ absl::Status MpiCommunicator::AllReduceHost(void* data, int64_t count, ValueType
   job->what = absl::StrCat("AllReduce(", ReduceOpName(op), ") of ", count,
                            f64 ? " float64" : " int64", " values");
   job->phases.push_back([=](Mpi& mpi, std::vector<MPI_Request>& requests) {
-    requests.emplace_back();
-    const int rc =
-        MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), f64 ? MPI_DOUBLE : MPI_INT64_T,
-                       ToMpi(op), mpi.comm, &requests.back());
-    if (rc != MPI_SUCCESS) {
-      return absl::InternalError(absl::StrCat("MPI_Iallreduce: ", MpiError(rc)));
-    }
-    return absl::OkStatus();
+    return Post(requests, "MPI_Iallreduce", [&](MPI_Request* r) {
+      return MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count),
+                            f64 ? MPI_DOUBLE : MPI_INT64_T, ToMpi(op), mpi.comm, r);
+    });
   });
   SLUICE_RETURN_IF_ERROR(WaitFor(*Submit(job)));
   if (op == ReduceOp::kMean) {
@@ -483,11 +478,10 @@ absl::Status MpiCommunicator::Broadcast(std::vector<Tensor> tensors, int root) {
                            Megabytes(host->bytes));
   job->phases.push_back([=](Mpi& mpi, std::vector<MPI_Request>& requests) {
     for (Tensor& t : host->host) {
-      requests.emplace_back();
-      const int rc =
-          MPI_Ibcast(t.raw_data(), static_cast<int>(t.num_elements() * DTypeSize(t.dtype())),
-                     MPI_BYTE, root, mpi.comm, &requests.back());
-      if (rc != MPI_SUCCESS) return absl::InternalError(absl::StrCat("MPI_Ibcast: ", MpiError(rc)));
+      SLUICE_RETURN_IF_ERROR(Post(requests, "MPI_Ibcast", [&](MPI_Request* r) {
+        return MPI_Ibcast(t.raw_data(), static_cast<int>(t.num_elements() * DTypeSize(t.dtype())),
+                          MPI_BYTE, root, mpi.comm, r);
+      }));
     }
     return absl::OkStatus();
   });
@@ -507,14 +501,10 @@ absl::StatusOr<Tensor> MpiCommunicator::AllGather(const Tensor& t) {
   auto job = std::make_shared<Job>();
   job->what = absl::StrCat("AllGather of ", DTypeName(t.dtype()), t.shape().DebugString());
   job->phases.push_back([=](Mpi& mpi, std::vector<MPI_Request>& requests) {
-    requests.emplace_back();
-    const int rc =
-        MPI_Iallgather(host->host[0].raw_data(), static_cast<int>(bytes), MPI_BYTE, out->raw_data(),
-                       static_cast<int>(bytes), MPI_BYTE, mpi.comm, &requests.back());
-    if (rc != MPI_SUCCESS) {
-      return absl::InternalError(absl::StrCat("MPI_Iallgather: ", MpiError(rc)));
-    }
-    return absl::OkStatus();
+    return Post(requests, "MPI_Iallgather", [&](MPI_Request* r) {
+      return MPI_Iallgather(host->host[0].raw_data(), static_cast<int>(bytes), MPI_BYTE,
+                            out->raw_data(), static_cast<int>(bytes), MPI_BYTE, mpi.comm, r);
+    });
   });
   SLUICE_RETURN_IF_ERROR(WaitFor(*Submit(job)));
   if (t.device().is_cpu()) return *out;
@@ -537,13 +527,10 @@ absl::StatusOr<std::vector<std::string>> MpiCommunicator::AllGatherBytes(const s
   job->what = "AllGather of bytes";
   const int rank = rank_;
   job->phases.push_back([=](Mpi& mpi, std::vector<MPI_Request>& requests) {
-    requests.emplace_back();
-    const int rc = MPI_Iallgather(MPI_IN_PLACE, 1, MPI_INT64_T, s->lengths.data(), 1, MPI_INT64_T,
-                                  mpi.comm, &requests.back());
-    if (rc != MPI_SUCCESS) {
-      return absl::InternalError(absl::StrCat("MPI_Iallgather: ", MpiError(rc)));
-    }
-    return absl::OkStatus();
+    return Post(requests, "MPI_Iallgather", [&](MPI_Request* r) {
+      return MPI_Iallgather(MPI_IN_PLACE, 1, MPI_INT64_T, s->lengths.data(), 1, MPI_INT64_T,
+                            mpi.comm, r);
+    });
   });
   job->phases.push_back([=](Mpi& mpi, std::vector<MPI_Request>& requests) {
     int64_t total = 0;
@@ -557,14 +544,10 @@ absl::StatusOr<std::vector<std::string>> MpiCommunicator::AllGatherBytes(const s
           absl::StrCat("all-gather of ", total, " bytes in all: more than one MPI call takes"));
     }
     s->all.resize(total);
-    requests.emplace_back();
-    const int rc =
-        MPI_Iallgatherv(s->mine.data(), s->counts[rank], MPI_BYTE, s->all.data(), s->counts.data(),
-                        s->displs.data(), MPI_BYTE, mpi.comm, &requests.back());
-    if (rc != MPI_SUCCESS) {
-      return absl::InternalError(absl::StrCat("MPI_Iallgatherv: ", MpiError(rc)));
-    }
-    return absl::OkStatus();
+    return Post(requests, "MPI_Iallgatherv", [&](MPI_Request* r) {
+      return MPI_Iallgatherv(s->mine.data(), s->counts[rank], MPI_BYTE, s->all.data(),
+                             s->counts.data(), s->displs.data(), MPI_BYTE, mpi.comm, r);
+    });
   });
   SLUICE_RETURN_IF_ERROR(WaitFor(*Submit(job)));
   std::vector<std::string> out;
@@ -576,10 +559,8 @@ absl::Status MpiCommunicator::Barrier() {
   auto job = std::make_shared<Job>();
   job->what = "Barrier";
   job->phases.push_back([](Mpi& mpi, std::vector<MPI_Request>& requests) {
-    requests.emplace_back();
-    const int rc = MPI_Ibarrier(mpi.comm, &requests.back());
-    if (rc != MPI_SUCCESS) return absl::InternalError(absl::StrCat("MPI_Ibarrier: ", MpiError(rc)));
-    return absl::OkStatus();
+    return Post(requests, "MPI_Ibarrier",
+                [&](MPI_Request* r) { return MPI_Ibarrier(mpi.comm, r); });
   });
   return WaitFor(*Submit(job));
 }

@@ -43,8 +43,6 @@ class MpiCommunicator final : public Communicator {
  public:
   static absl::StatusOr<std::unique_ptr<MpiCommunicator>> Create(
       MpiCommunicatorOptions options = {});
-  // Whether this process was started by mpirun, mpiexec or srun (their environment variables).
-  static bool LaunchedByLauncher();
   ~MpiCommunicator() override;
 
   int rank() const override { return rank_; }
