@@ -212,7 +212,7 @@ absl::StatusOr<Tensor> Trainer::ScaleLoss(const Tensor& loss) {
   // The loss scale, and 1 / ranks when data-parallel: the ranks' gradients then only need
   // summing, which spares the all-reduce a pass over every gradient.
   float scale = loss_scale_ ? loss_scale_->scale() : 1.0f;
-  if (dp_ && !accumulator_) scale /= static_cast<float>(dp_->size());
+  if (ReducesEveryStep()) scale /= static_cast<float>(dp_->size());
   // The factor on the loss's device, copied there again only when it changes.
   if (!loss_scale_tensor_ || !(loss_scale_tensor_->device() == loss.device()) ||
       loss_scale_tensor_value_ != scale) {
@@ -247,13 +247,13 @@ absl::Status Trainer::TrainStep(const Tensor& images, const Tensor& labels,
     SLUICE_ASSIGN_OR_RETURN(per_example,
                             ops::SparseSoftmaxCrossEntropyWithLogits(logits, labels, &label_check));
     SLUICE_ASSIGN_OR_RETURN(Tensor loss, ops::Mean(per_example));
-    if (loss_scale_ || (dp_ && !accumulator_)) {
+    if (loss_scale_ || ReducesEveryStep()) {
       SLUICE_ASSIGN_OR_RETURN(loss, ScaleLoss(loss));
     }
     std::vector<Tensor> sources;
     sources.reserve(vars.size());
     for (autodiff::Variable* v : vars) sources.push_back(v->value());
-    if (dp_ && !accumulator_) {
+    if (ReducesEveryStep()) {
       // Each bucket's all-reduce starts while the backward pass goes on.
       dp_->BeginStep(vars, distributed::ReduceOp::kSum);  // the loss is divided by the ranks
       SLUICE_ASSIGN_OR_RETURN(grads,
@@ -262,7 +262,7 @@ absl::Status Trainer::TrainStep(const Tensor& images, const Tensor& labels,
       SLUICE_ASSIGN_OR_RETURN(grads, tape.Gradient(loss, sources));
     }
   }
-  if (dp_ && !accumulator_) SLUICE_RETURN_IF_ERROR(dp_->FinishStep(grads));
+  if (ReducesEveryStep()) SLUICE_RETURN_IF_ERROR(dp_->FinishStep(grads));
   if (loss_scale_) {
     // An overflowing step changes no variable (Keras' LossScaleOptimizer skips it).
     SLUICE_ASSIGN_OR_RETURN(const bool finite, loss_scale_->UnscaleAndUpdate(grads));

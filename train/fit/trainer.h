@@ -228,6 +228,10 @@ class Trainer : public callbacks::TrainingLoop {
 
   // Set when TrainerOptions::communicator has more than one rank.
   std::optional<DataParallel> dp_;
+  // Data-parallel without gradient accumulation: every step all-reduces its gradients from the
+  // tape's hook, and the loss is divided by the ranks so that the all-reduce only sums. (With
+  // accumulation only the accumulated mean is all-reduced.)
+  bool ReducesEveryStep() const { return dp_.has_value() && !accumulator_.has_value(); }
 
   std::optional<optimizers::GradientAccumulator> accumulator_;
   int accumulated_ = 0;  // micro-batches summed since the last update
