@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
-#include "train/backend/backend.h"
 #include "train/backend/transfer.h"
+#include "train/optimizers/scaled_copy.h"
 #include "train/optimizers/sum_of_squares.h"
 
 namespace sluice::train::optimizers {
@@ -28,11 +28,7 @@ absl::StatusOr<bool> DynamicLossScale::UnscaleAndUpdate(std::vector<std::optiona
   const float inverse = 1.0f / scale_;  // exact: scale_ is a power of two
   for (std::optional<Tensor>& g : grads) {
     if (!g) continue;
-    SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("loss scale", {&*g}));
-    // A new tensor, not in place: the tape may hand one gradient buffer to several variables.
-    SLUICE_ASSIGN_OR_RETURN(Tensor unscaled, backend->Allocate(DType::kFloat32, g->shape()));
-    SLUICE_RETURN_IF_ERROR(backend->BroadcastTo(*g, inverse, unscaled));
-    g = std::move(unscaled);
+    SLUICE_ASSIGN_OR_RETURN(g, ScaledCopy(*g, inverse, "loss scale"));
   }
   SLUICE_ASSIGN_OR_RETURN(std::optional<Tensor> sum, SumOfSquares(grads, "loss scale"));
   bool finite = true;

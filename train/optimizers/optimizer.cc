@@ -11,6 +11,7 @@
 #include "train/backend/sum_all.h"
 #include "train/backend/transfer.h"
 #include "train/optimizers/learning_rate_schedule.h"
+#include "train/optimizers/scaled_copy.h"
 #include "train/optimizers/sum_of_squares.h"
 
 namespace sluice::train::optimizers {
@@ -70,11 +71,7 @@ absl::Status Optimizer::Apply(const std::vector<std::optional<Tensor>>& grads,
       SLUICE_RETURN_IF_ERROR(Update(*vars[i], *grads[i], iterations_, lr));
       continue;
     }
-    const Tensor& g = *grads[i];
-    SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend,
-                            backend::BackendFor("clip_global_norm", {&g}));
-    SLUICE_ASSIGN_OR_RETURN(Tensor clipped, backend->Allocate(DType::kFloat32, g.shape()));
-    SLUICE_RETURN_IF_ERROR(backend->BroadcastTo(g, scale, clipped));  // same shape: a scaled copy
+    SLUICE_ASSIGN_OR_RETURN(const Tensor clipped, ScaledCopy(*grads[i], scale, "clip_global_norm"));
     SLUICE_RETURN_IF_ERROR(Update(*vars[i], clipped, iterations_, lr));
   }
   return absl::OkStatus();
