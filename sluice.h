@@ -1,7 +1,10 @@
 #ifndef SLUICE_SLUICE_H_
 #define SLUICE_SLUICE_H_
 
-// Umbrella header: everything a user of the installed package needs.
+// Umbrella header: everything a user of the installed package needs. The training API sits in
+// namespaces as Keras' modules do: train::layers (keras.layers), train::ops (the functional ops a
+// custom loop uses: ops::Mean is the reduction, metrics::Mean the streaming metric),
+// train::losses, train::metrics, train::optimizers, train::callbacks, train::fit (Trainer).
 #include "autotune/controller.h"
 #include "core/element.h"
 #include "core/status_macros.h"
@@ -39,6 +42,7 @@
 #include "train/data/prefetch_to_device.h"
 #include "train/fit/trainer.h"
 #include "train/fit/training_checkpoint.h"
+#include "train/layers/activation.h"
 #include "train/layers/avg_pool.h"
 #include "train/layers/batch_norm.h"
 #include "train/layers/conv2d.h"
@@ -47,13 +51,29 @@
 #include "train/layers/flatten.h"
 #include "train/layers/global_avg_pool.h"
 #include "train/layers/max_pool.h"
+#include "train/layers/regularizer.h"
 #include "train/layers/relu.h"
 #include "train/layers/residual_block.h"
 #include "train/layers/sequential.h"
+#include "train/layers/summary.h"
 #include "train/metrics/mean.h"
 #include "train/metrics/sparse_categorical_accuracy.h"
 #include "train/metrics/sparse_top_k_accuracy.h"
 #include "train/models/model_zoo.h"
+#include "train/ops/activations.h"
+#include "train/ops/arithmetic.h"
+#include "train/ops/batch_norm.h"
+#include "train/ops/concat.h"
+#include "train/ops/conv2d.h"
+#include "train/ops/cross_entropy.h"
+#include "train/ops/dropout.h"
+#include "train/ops/matmul.h"
+#include "train/ops/padding.h"
+#include "train/ops/pool.h"
+#include "train/ops/reduce.h"
+#include "train/ops/reshape.h"
+#include "train/ops/softmax.h"
+#include "train/ops/transpose.h"
 #include "train/optimizers/adam.h"
 #include "train/optimizers/adamw.h"
 #include "train/optimizers/learning_rate_schedule.h"

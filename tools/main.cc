@@ -2,8 +2,6 @@
 // commands in kCommands. A new command is one file providing
 // `int Run...(int argc, char** argv)` and one row in the table below.
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -110,13 +108,7 @@ int Main(int argc, char** argv) {
 }  // namespace sluice::tools
 
 int main(int argc, char** argv) {
-  // oneDNN's OpenMP runtime (libgomp) reads OMP_WAIT_POLICY once, when it loads, before main.
-  // Its default spin-waiting workers steal the cores the input pipeline's threads need: on the
-  // 2-core VM a training step of the mlp ran 2-3x faster with passive waiting. So unless the
-  // user chose a policy, the CLI runs itself again with passive waiting.
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
-    setenv("OMP_WAIT_POLICY", "passive", 1);
-    execv("/proc/self/exe", argv);  // returns only on failure: then go on as we are
-  }
+  // OMP_WAIT_POLICY=passive is asked for by the CPU backend itself, before libgomp loads
+  // (train/backend/cpu/cpu_threads.cc), for every program that links it.
   return sluice::tools::Main(argc, argv);
 }

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/autodiff/variable.h"
 #include "train/backend/backend.h"
 #include "train/backend/transfer.h"
 
@@ -177,6 +178,15 @@ absl::StatusOr<Tape::Grads> Tape::CollectResults(const std::vector<int>& source_
 absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<const Tensor> sources,
                                            const std::optional<Tensor>& output_gradient) {
   return Gradient(target, sources, output_gradient, nullptr);
+}
+
+absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target,
+                                           const std::vector<Variable*>& sources) {
+  std::vector<Tensor> values;
+  values.reserve(sources.size());
+  // mutable_value(): reading value() here would watch a variable after the fact.
+  for (Variable* v : sources) values.push_back(v->mutable_value());
+  return Gradient(target, values, std::nullopt, nullptr);
 }
 
 absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<const Tensor> sources,

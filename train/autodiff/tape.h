@@ -13,6 +13,8 @@
 
 namespace sluice::train::autodiff {
 
+class Variable;
+
 // Gradients of an op's inputs given the gradient of its output; nullopt for an
 // input with no gradient (labels, indices). One entry per recorded input.
 using BackwardFn =
@@ -54,6 +56,12 @@ class Tape {
   absl::StatusOr<std::vector<std::optional<Tensor>>> Gradient(
       const Tensor& target, absl::Span<const Tensor> sources,
       const std::optional<Tensor>& output_gradient = std::nullopt);
+
+  // The same with respect to variables (Module::TrainableVariables()), as
+  // tf.GradientTape.gradient(loss, model.trainable_variables): nullopt for one the target does
+  // not depend on, or that is frozen (a frozen variable is not watched).
+  absl::StatusOr<std::vector<std::optional<Tensor>>> Gradient(
+      const Tensor& target, const std::vector<Variable*>& sources);
 
   // Called with a source's index (its first listing) and gradient as soon as that gradient is
   // final, while the backward walk goes on with the ops before it: data-parallel training

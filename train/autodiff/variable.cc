@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
@@ -36,7 +37,7 @@ absl::Status Variable::MoveTo(const Device& device) {
 }
 
 const Tensor& Variable::value() const {
-  if (trainable_) internal::NotifyVariableRead(value_);
+  if (updated()) internal::NotifyVariableRead(value_);
   return value_;
 }
 
@@ -50,8 +51,22 @@ absl::Status Variable::Assign(const Tensor& values) {
   return backend::CopyInto(values, value_);
 }
 
+absl::Status CheckUniqueNames(const std::vector<Variable*>& vars, absl::string_view who) {
+  absl::flat_hash_map<absl::string_view, size_t> seen;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    auto [it, inserted] = seen.emplace(vars[i]->name(), i);
+    if (!inserted) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          who, ": variables ", it->second, " and ", i, " are both named '", vars[i]->name(),
+          "': give each layer's variables distinct names (a container prefixes its children's)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> SnapshotVariables(
     const std::vector<Variable*>& vars) {
+  SLUICE_RETURN_IF_ERROR(CheckUniqueNames(vars, "saving variables"));
   std::vector<std::pair<std::string, Tensor>> out;
   out.reserve(vars.size());
   // mutable_value(): a snapshot is not a use the tape should record.
@@ -64,6 +79,7 @@ absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> SnapshotVariables(
 
 absl::Status AssignVariables(const std::vector<std::pair<std::string, Tensor>>& saved,
                              const std::vector<Variable*>& vars, absl::string_view source) {
+  SLUICE_RETURN_IF_ERROR(CheckUniqueNames(vars, source));
   const size_t common = std::min(saved.size(), vars.size());
   for (size_t i = 0; i < common; ++i) {
     const std::string& found_name = saved[i].first;

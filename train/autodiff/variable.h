@@ -40,17 +40,30 @@ class Variable {
 
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
+  // Whether the variable is a weight (BatchNorm's moving statistics are not): fixed at creation.
   bool trainable() const { return trainable_; }
+  // Keras' layer.trainable = False (layers::Module::set_trainable): a frozen trainable variable
+  // is not watched by a tape, gets no gradient and no optimizer slots, until unfrozen.
+  bool frozen() const { return frozen_; }
+  void set_frozen(bool frozen) { frozen_ = frozen; }
+  // trainable() and not frozen(): what an optimizer updates.
+  bool updated() const { return trainable_ && !frozen_; }
   const Shape& shape() const { return value_.shape(); }
 
  private:
   Tensor value_;
   std::string name_;
   bool trainable_;
+  bool frozen_ = false;
   bool host_resident_ = false;
 };
 
-// Host copies of the variables' values, with their names (what a checkpoint writes).
+// InvalidArgument naming the first name two of `vars` share (`who` starts the message): a
+// checkpoint matches variables by name, so duplicates would load into the wrong variable.
+absl::Status CheckUniqueNames(const std::vector<Variable*>& vars, absl::string_view who);
+
+// Host copies of the variables' values, with their names (what a checkpoint writes). Fails on
+// duplicate names (CheckUniqueNames).
 absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> SnapshotVariables(
     const std::vector<Variable*>& vars);
 // Assigns `saved` (from SnapshotVariables or a checkpoint) to `vars` after checking that they

@@ -1,5 +1,8 @@
 #include "train/callbacks/model_checkpoint.h"
 
+#include <filesystem>
+#include <system_error>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "core/status_macros.h"
@@ -26,7 +29,18 @@ absl::Status ModelCheckpoint::MaybeSave(int64_t epoch, const Logs& logs) {
   }
   const std::string path =
       absl::StrReplaceAll(options_.path, {{"{epoch}", absl::StrCat(epoch + 1)}});
-  SLUICE_RETURN_IF_ERROR(trainer()->SaveCheckpoint(path));
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (!folder.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(folder, error);
+    if (error) {
+      return absl::PermissionDeniedError(absl::StrCat("ModelCheckpoint: cannot create the folder ",
+                                                      folder.string(), " for ", path, ": ",
+                                                      error.message()));
+    }
+  }
+  SLUICE_RETURN_IF_ERROR(options_.save_weights_only ? trainer()->SaveWeights(path)
+                                                    : trainer()->SaveCheckpoint(path));
   ++saves_;
   last_path_ = path;
   return absl::OkStatus();

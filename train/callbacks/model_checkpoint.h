@@ -18,10 +18,15 @@ struct ModelCheckpointOptions {
   MonitorMode mode = MonitorMode::kAuto;
   // 0: at the end of each epoch; N: every N steps (with the running metrics as logs).
   int64_t save_freq = 0;
+  // Keras' save_weights_only: write only the model's variables (Trainer::SaveWeights), not the
+  // optimizer, the input position and the pipeline's buffers, so a save costs about the model's
+  // size. Such a file restores the weights (LoadCheckpoint) but cannot resume a run exactly.
+  bool save_weights_only = false;
 };
 
 // keras.callbacks.ModelCheckpoint: saves a full training checkpoint (Trainer::SaveCheckpoint:
-// variables, optimizer, position, pipeline) so that a run can resume from it.
+// variables, optimizer, position, pipeline) so that a run can resume from it, or only the
+// weights. The file's folder is created when missing, as Keras does.
 class ModelCheckpoint : public Callback {
  public:
   explicit ModelCheckpoint(ModelCheckpointOptions options);

@@ -26,6 +26,8 @@ class TrainingLoop {
   virtual bool stop_training() const = 0;
   // Writes the whole training state to `path` (see fit::Trainer::SaveCheckpoint).
   virtual absl::Status SaveCheckpoint(const std::string& path) = 0;
+  // Writes only the model's variables (see fit::Trainer::SaveWeights).
+  virtual absl::Status SaveWeights(const std::string& path) = 0;
 };
 
 }  // namespace sluice::train::callbacks

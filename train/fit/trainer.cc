@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
@@ -247,6 +248,12 @@ absl::Status Trainer::TrainStep(const Tensor& images, const Tensor& labels,
     SLUICE_ASSIGN_OR_RETURN(per_example,
                             ops::SparseSoftmaxCrossEntropyWithLogits(logits, labels, &label_check));
     SLUICE_ASSIGN_OR_RETURN(Tensor loss, ops::Mean(per_example));
+    SLUICE_ASSIGN_OR_RETURN(std::optional<Tensor> penalty, RegularizationLoss());
+    if (penalty) {
+      // Keras reports the loss with its regularisation terms.
+      SLUICE_ASSIGN_OR_RETURN(loss, ops::Add(loss, *penalty));
+      SLUICE_ASSIGN_OR_RETURN(per_example, ops::Add(per_example, *penalty));
+    }
     if (loss_scale_ || ReducesEveryStep()) {
       SLUICE_ASSIGN_OR_RETURN(loss, ScaleLoss(loss));
     }
@@ -426,8 +433,38 @@ absl::Status Trainer::StartFit(const Dataset& train, const FitOptions& options) 
   accumulator_.reset();
   if (options.accumulation_steps > 1) accumulator_.emplace(options.accumulation_steps);
   train_metrics_->Reset();
+  if (!model_.built()) {
+    // Keras builds a model on its first batch: read it now (it is trained on first) so that
+    // the variables exist before the optimizer, the first step and the ranks' sync see them.
+    absl::StatusOr<std::optional<Element>> first = iterator_->GetNext();
+    SLUICE_RETURN_IF_ERROR(WithContext(first.status(), "Fit: reading the data: "));
+    if (first->has_value()) {
+      SLUICE_RETURN_IF_ERROR(CheckBatch("Fit", **first, 1, /*need_labels=*/true));
+      SLUICE_RETURN_IF_ERROR(BuildModel((**first)[1].shape(), "Fit"));
+    }
+    pending_ = *std::move(first);
+  }
   if (dp_) return WithContext(dp_->SyncModel(model_), "Fit: ");
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<Tensor>> Trainer::RegularizationLoss() {
+  std::vector<Tensor> penalties;
+  SLUICE_RETURN_IF_ERROR(model_.AddLosses(penalties));
+  if (penalties.empty()) return std::nullopt;
+  Tensor total = penalties[0];
+  for (size_t i = 1; i < penalties.size(); ++i) {
+    SLUICE_ASSIGN_OR_RETURN(total, ops::Add(total, penalties[i]));
+  }
+  return total;
+}
+
+absl::Status Trainer::BuildModel(const Shape& input_shape, absl::string_view who) {
+  if (model_.built()) return absl::OkStatus();
+  SLUICE_RETURN_IF_ERROR(WithContext(model_.Build(input_shape), absl::StrCat(who, ": ")));
+  SLUICE_RETURN_IF_ERROR(
+      autodiff::CheckUniqueNames(model_.Variables(), absl::StrCat(who, ": the model")));
+  return model_.To(device_);
 }
 
 absl::Status Trainer::ResumeFromCheckpoint() {
@@ -548,12 +585,17 @@ absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateO
     if (!next->has_value()) break;
     SLUICE_RETURN_IF_ERROR(CheckBatch("Evaluate", **next, 0, /*need_labels=*/true));
     SLUICE_ASSIGN_OR_RETURN(const Element e, ToModelDevice(**next, 0));
+    SLUICE_RETURN_IF_ERROR(BuildModel(e[0].shape(), "Evaluate"));
     backend::ScopedPrecision precision(options_.precision);
     SLUICE_ASSIGN_OR_RETURN(Tensor logits, model_.Forward(e[0], /*training=*/false));
     ops::LabelRangeCheck label_check;
     SLUICE_ASSIGN_OR_RETURN(Tensor per_example,
                             ops::SparseSoftmaxCrossEntropyWithLogits(logits, e[1], &label_check));
     label_checks.Add(absl::StrCat("Evaluate: batch ", steps + 1, ": "), std::move(label_check));
+    SLUICE_ASSIGN_OR_RETURN(std::optional<Tensor> penalty, RegularizationLoss());
+    if (penalty) {
+      SLUICE_ASSIGN_OR_RETURN(per_example, ops::Add(per_example, *penalty));
+    }
     SLUICE_RETURN_IF_ERROR(m.Update(per_example, e[1], logits));
     ++steps;
   }
@@ -578,6 +620,7 @@ absl::StatusOr<Tensor> Trainer::Predict(const Dataset& data) {
     if (!next->has_value()) break;
     SLUICE_RETURN_IF_ERROR(CheckBatch("Predict", **next, 0, /*need_labels=*/false));
     SLUICE_ASSIGN_OR_RETURN(const Element e, ToModelDevice(**next, 0));
+    SLUICE_RETURN_IF_ERROR(BuildModel(e[0].shape(), "Predict"));
     backend::ScopedPrecision precision(options_.precision);
     SLUICE_ASSIGN_OR_RETURN(Tensor logits, model_.Forward(e[0], /*training=*/false));
     if (logits.dtype() != DType::kFloat32 || logits.rank() != 2 ||
@@ -613,6 +656,7 @@ absl::Status Trainer::SaveCheckpoint(const std::string& path) {
   // Host copies, so that training may go on while the file is written.
   SLUICE_ASSIGN_OR_RETURN(ckpt.variables, autodiff::SnapshotVariables(model_.Variables()));
   SLUICE_ASSIGN_OR_RETURN(ckpt.optimizer, optimizer_.SaveState(model_.TrainableVariables()));
+  ckpt.frozen_variables = FrozenVariableNames();
   ckpt.epoch = epoch_;
   ckpt.step_in_epoch = step_in_epoch_;
   ckpt.global_step = global_step_;
@@ -653,6 +697,10 @@ absl::Status Trainer::SaveCheckpoint(const std::string& path) {
     }
     if (written.ok()) written = WriteCheckpoint(path, ckpt);
   }
+  return AgreeOnWrite(path, written);
+}
+
+absl::Status Trainer::AgreeOnWrite(const std::string& path, const absl::Status& written) {
   SLUICE_ASSIGN_OR_RETURN(std::vector<double> failed, dp_->Sum({written.ok() ? 0.0 : 1.0}));
   if (!written.ok()) return written;
   if (failed[0] > 0) {
@@ -661,12 +709,49 @@ absl::Status Trainer::SaveCheckpoint(const std::string& path) {
   return absl::OkStatus();
 }
 
+std::vector<std::string> Trainer::FrozenVariableNames() {
+  std::vector<std::string> names;
+  for (autodiff::Variable* v : model_.Variables()) {
+    if (v->frozen()) names.push_back(v->name());
+  }
+  return names;
+}
+
+absl::Status Trainer::SaveWeights(const std::string& path) {
+  TrainingCheckpoint ckpt;
+  ckpt.weights_only = true;
+  SLUICE_ASSIGN_OR_RETURN(ckpt.variables, autodiff::SnapshotVariables(model_.Variables()));
+  ckpt.frozen_variables = FrozenVariableNames();
+  // Data-parallel: every rank holds the same variables; rank 0 writes them.
+  absl::Status written;
+  if (!dp_ || dp_->rank() == 0) written = WriteCheckpoint(path, ckpt);
+  if (!dp_) return written;
+  return AgreeOnWrite(path, written);
+}
+
 absl::Status Trainer::LoadCheckpoint(const std::string& path) {
   if (in_fit_) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": LoadCheckpoint during Fit; load before calling Fit"));
   }
+  if (!model_.built()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path,
+        ": the model is not built yet (a layer learns its input size on its first call): "
+        "call model.Build(input_shape) before LoadCheckpoint"));
+  }
   SLUICE_ASSIGN_OR_RETURN(TrainingCheckpoint ckpt, ReadCheckpoint(path));
+  // The saved freezing first: the optimizer's slots belong to the variables trained then.
+  const absl::flat_hash_set<std::string> frozen(ckpt.frozen_variables.begin(),
+                                                ckpt.frozen_variables.end());
+  auto restore_frozen = [&] {
+    for (autodiff::Variable* v : model_.Variables()) v->set_frozen(frozen.contains(v->name()));
+  };
+  if (ckpt.weights_only) {
+    SLUICE_RETURN_IF_ERROR(autodiff::AssignVariables(ckpt.variables, model_.Variables(), path));
+    restore_frozen();
+    return absl::OkStatus();
+  }
   // The input positions belong to as many ranks as wrote them.
   const size_t saved_ranks = std::max<size_t>(1, ckpt.ranks.size());
   const size_t ranks = dp_ ? dp_->size() : 1;
@@ -684,6 +769,7 @@ absl::Status Trainer::LoadCheckpoint(const std::string& path) {
   ckpt.ranks.clear();
   // Check the optimizer slots against the model before changing anything.
   SLUICE_RETURN_IF_ERROR(autodiff::AssignVariables(ckpt.variables, model_.Variables(), path));
+  restore_frozen();
   SLUICE_RETURN_IF_ERROR(
       WithContext(optimizer_.RestoreState(ckpt.optimizer, model_.TrainableVariables()),
                   absl::StrCat(path, ": optimizer state: ")));

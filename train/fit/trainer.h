@@ -141,7 +141,12 @@ class Trainer : public callbacks::TrainingLoop {
   absl::Status SaveCheckpoint(const std::string& path) override;
   // Restores the variables and optimizer state now (checking names and shapes); the next Fit
   // resumes at the saved epoch, step and input position. Not during Fit.
+  // A weights-only file (SaveWeights) restores the variables and their freezing alone. The
+  // model must be built (layers::Module::Build) first.
   absl::Status LoadCheckpoint(const std::string& path);
+  // Saves only the model's variables and which are frozen (Keras' save_weights): about the
+  // model's size, whatever the pipeline holds. Data-parallel: rank 0 writes; call on every rank.
+  absl::Status SaveWeights(const std::string& path) override;
 
   // Ends Fit after the current step (Keras' model.stop_training = True).
   void StopTraining() override { stop_training_ = true; }
@@ -174,6 +179,14 @@ class Trainer : public callbacks::TrainingLoop {
   // the least of the ranks' known cardinalities, else unknown (-2).
   absl::StatusOr<int64_t> AgreedCardinality(int64_t cardinality);
   absl::Status ResumeFromCheckpoint();
+  // Builds an unbuilt model (its lazy layers) for inputs of `input_shape` on device_, checking
+  // that its variables' names are unique.
+  absl::Status BuildModel(const Shape& input_shape, absl::string_view who);
+  // Data-parallel: rank 0 wrote a file (`written` there); every rank learns whether it could.
+  absl::Status AgreeOnWrite(const std::string& path, const absl::Status& written);
+  std::vector<std::string> FrozenVariableNames();
+  // The sum of the model's regularisation penalties (Module::AddLosses), unset when it has none.
+  absl::StatusOr<std::optional<Tensor>> RegularizationLoss();
   absl::StatusOr<callbacks::Logs> FitEpoch(const FitOptions& options,
                                            std::optional<int64_t> steps_in_epoch);
   absl::StatusOr<std::optional<Element>> NextTrainingElement();

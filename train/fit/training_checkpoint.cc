@@ -128,6 +128,8 @@ absl::Status WriteCheckpoint(const std::string& path, const TrainingCheckpoint& 
   p.set_global_step(checkpoint.global_step);
   PositionToProto(checkpoint, &p);
   for (const RankPosition& r : checkpoint.ranks) PositionToProto(r, p.add_ranks());
+  for (const std::string& name : checkpoint.frozen_variables) p.add_frozen_variables(name);
+  p.set_weights_only(checkpoint.weights_only);
   std::string payload;
   if (!p.SerializeToString(&payload)) {
     return absl::InternalError(absl::StrCat(path, ": cannot serialize the checkpoint"));
@@ -190,6 +192,8 @@ absl::StatusOr<TrainingCheckpoint> ReadCheckpoint(const std::string& path) {
     SLUICE_ASSIGN_OR_RETURN(Tensor t, FromProto(s, path));
     ckpt.optimizer.slots.emplace_back(s.name(), std::move(t));
   }
+  ckpt.frozen_variables.assign(p.frozen_variables().begin(), p.frozen_variables().end());
+  ckpt.weights_only = p.weights_only();
   ckpt.epoch = p.epoch();
   ckpt.step_in_epoch = p.step_in_epoch();
   ckpt.global_step = p.global_step();

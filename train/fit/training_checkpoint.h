@@ -42,6 +42,8 @@ struct TrainingCheckpoint : RankPosition {
   int64_t step_in_epoch = 0;  // steps of that epoch already taken
   int64_t global_step = 0;    // steps taken in all
   std::vector<RankPosition> ranks;
+  std::vector<std::string> frozen_variables;  // names of the frozen ones
+  bool weights_only = false;  // only `variables` and `frozen_variables` are meaningful
 };
 
 // A rank's position as bytes, for gathering every rank's on the rank that writes the file.

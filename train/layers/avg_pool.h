@@ -1,6 +1,8 @@
 #ifndef SLUICE_TRAIN_LAYERS_AVG_POOL_H_
 #define SLUICE_TRAIN_LAYERS_AVG_POOL_H_
 
+#include <string>
+
 #include "train/layers/module.h"
 #include "train/ops/pool.h"
 
@@ -11,6 +13,7 @@ class AvgPool : public Module {
  public:
   explicit AvgPool(ops::Pool2DOptions options = {}) : options_(options) {}
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
+  std::string name() const override { return "avg_pool"; }
 
  private:
   ops::Pool2DOptions options_;

@@ -1,5 +1,8 @@
 #include "train/layers/batch_norm.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/backend/backend.h"
@@ -16,35 +19,71 @@ Tensor Filled(int64_t channels, float value) {
 
 }  // namespace
 
-BatchNorm::BatchNorm(int64_t channels, BatchNormOptions options)
-    : options_(options),
-      gamma_(Filled(channels, 1), "batch_norm/gamma"),
-      beta_(Filled(channels, 0), "batch_norm/beta"),
-      moving_mean_(Filled(channels, 0), "batch_norm/moving_mean", /*trainable=*/false),
-      moving_variance_(Filled(channels, 1), "batch_norm/moving_variance", /*trainable=*/false) {}
+BatchNorm::BatchNorm(int64_t channels, BatchNormOptions options) : options_(options) {
+  absl::Status s = Build(Shape{1, channels});
+  if (!s.ok()) {
+    std::fprintf(stderr, "BatchNorm(%lld): %s\n", static_cast<long long>(channels),
+                 std::string(s.message()).c_str());
+    std::abort();
+  }
+}
+
+absl::Status BatchNorm::Build(const Shape& input_shape) {
+  const int64_t channels = input_shape.rank() < 1 ? 0 : input_shape.dim(input_shape.rank() - 1);
+  if (gamma_) {
+    if (channels != gamma_->shape().dim(0)) {
+      return absl::InvalidArgumentError(absl::StrCat(name(), ": built for inputs [..., ",
+                                                     gamma_->shape().dim(0), "], got ",
+                                                     input_shape.DebugString()));
+    }
+    return absl::OkStatus();
+  }
+  if (channels < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name(), ": expects inputs [..., channels], got ", input_shape.DebugString()));
+  }
+  gamma_.emplace(Filled(channels, 1), "batch_norm/gamma");
+  beta_.emplace(Filled(channels, 0), "batch_norm/beta");
+  moving_mean_.emplace(Filled(channels, 0), "batch_norm/moving_mean", /*trainable=*/false);
+  moving_variance_.emplace(Filled(channels, 1), "batch_norm/moving_variance",
+                           /*trainable=*/false);
+  for (autodiff::Variable* v : Variables()) v->set_frozen(!trainable_flag());
+  return absl::OkStatus();
+}
+
+std::vector<autodiff::Variable*> BatchNorm::Variables() {
+  if (!gamma_) return {};
+  return {&*gamma_, &*beta_, &*moving_mean_, &*moving_variance_};
+}
 
 absl::StatusOr<Tensor> BatchNorm::Forward(const Tensor& input, bool training) {
-  const int64_t channels = gamma_.shape().dim(0);
+  if (!gamma_) {
+    SLUICE_RETURN_IF_ERROR(Build(input.shape()));
+    SLUICE_RETURN_IF_ERROR(To(input.device()));
+  }
+  const int64_t channels = gamma_->shape().dim(0);
   if (input.rank() < 1 || input.dim(input.rank() - 1) != channels) {
-    return absl::InvalidArgumentError(absl::StrCat("BatchNorm: expected input [..., ", channels,
+    return absl::InvalidArgumentError(absl::StrCat(name(), ": built for inputs [..., ", channels,
                                                    "], got ", input.shape().DebugString()));
   }
+  // Keras: a frozen BatchNorm runs in inference mode.
+  if (gamma_->frozen()) training = false;
   if (!training) {
-    return ops::BatchNormInference(input, gamma_.value(), beta_.value(), moving_mean_.value(),
-                                   moving_variance_.value(), options_.epsilon);
+    return ops::BatchNormInference(input, gamma_->value(), beta_->value(), moving_mean_->value(),
+                                   moving_variance_->value(), options_.epsilon);
   }
   SLUICE_ASSIGN_OR_RETURN(
       ops::BatchNormTrainingResult result,
-      ops::BatchNormTraining(input, gamma_.value(), beta_.value(), options_.epsilon));
+      ops::BatchNormTraining(input, gamma_->value(), beta_->value(), options_.epsilon));
   // In place and unrecorded: the moving statistics are state, not part of the loss.
   // moving = moving * momentum + batch * (1 - momentum), on the variables' device.
   const float momentum = options_.momentum;
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend,
-                          backend::BackendFor("BatchNorm", {&result.mean, &moving_mean_.value()}));
+                          backend::BackendFor("BatchNorm", {&result.mean, &moving_mean_->value()}));
   SLUICE_RETURN_IF_ERROR(
-      backend->Axpby(1 - momentum, result.mean, momentum, moving_mean_.mutable_value()));
+      backend->Axpby(1 - momentum, result.mean, momentum, moving_mean_->mutable_value()));
   SLUICE_RETURN_IF_ERROR(
-      backend->Axpby(1 - momentum, result.variance, momentum, moving_variance_.mutable_value()));
+      backend->Axpby(1 - momentum, result.variance, momentum, moving_variance_->mutable_value()));
   return result.output;
 }
 

@@ -2,6 +2,9 @@
 #define SLUICE_TRAIN_LAYERS_BATCH_NORM_H_
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "train/layers/module.h"
 
@@ -19,24 +22,28 @@ struct BatchNormOptions {
 // with the biased batch variance, as Keras 3. Inference normalises with the
 // moving statistics and changes nothing. gamma (ones) and beta (zeros) are
 // trainable; moving_mean (zeros) and moving_variance (ones) are not, and come
-// after them in Variables().
+// after them in Variables(). A frozen BatchNorm (set_trainable(false)) always runs as in
+// inference, as in Keras, so fine-tuning leaves its statistics alone.
 class BatchNorm : public Module {
  public:
+  // Learns the channel count from its first input (or Build).
+  explicit BatchNorm(BatchNormOptions options = {}) : options_(options) {}
   explicit BatchNorm(int64_t channels, BatchNormOptions options = {});
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
-  std::vector<autodiff::Variable*> TrainableVariables() override { return {&gamma_, &beta_}; }
-  std::vector<autodiff::Variable*> Variables() override {
-    return {&gamma_, &beta_, &moving_mean_, &moving_variance_};
-  }
+  absl::Status Build(const Shape& input_shape) override;
+  bool built() override { return gamma_.has_value(); }
+  std::string name() const override { return "batch_norm"; }
+  std::vector<autodiff::Variable*> Variables() override;
 
-  autodiff::Variable& gamma() { return gamma_; }
-  autodiff::Variable& beta() { return beta_; }
-  autodiff::Variable& moving_mean() { return moving_mean_; }
-  autodiff::Variable& moving_variance() { return moving_variance_; }
+  // Valid once built.
+  autodiff::Variable& gamma() { return *gamma_; }
+  autodiff::Variable& beta() { return *beta_; }
+  autodiff::Variable& moving_mean() { return *moving_mean_; }
+  autodiff::Variable& moving_variance() { return *moving_variance_; }
 
  private:
   BatchNormOptions options_;
-  autodiff::Variable gamma_, beta_, moving_mean_, moving_variance_;
+  std::optional<autodiff::Variable> gamma_, beta_, moving_mean_, moving_variance_;
 };
 
 }  // namespace sluice::train::layers

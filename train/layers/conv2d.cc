@@ -1,32 +1,73 @@
 #include "train/layers/conv2d.h"
 
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
-#include "train/ops/arithmetic.h"
 
 namespace sluice::train::layers {
+namespace {
+
+KernelLayer::Config ConvConfig(const Conv2DLayerOptions& options) {
+  return {.name = "conv2d",
+          .use_bias = options.use_bias,
+          .kernel_initializer = options.kernel_initializer,
+          .bias_initializer = options.bias_initializer,
+          .seed = options.seed,
+          .activation = options.activation,
+          .kernel_regularizer = options.kernel_regularizer};
+}
+
+}  // namespace
+
+Conv2D::Conv2D(int64_t filters, KernelSize kernel_size, Conv2DLayerOptions options)
+    : KernelLayer(ConvConfig(options)),
+      conv_(options.conv),
+      filters_(filters),
+      kernel_size_(kernel_size) {}
 
 Conv2D::Conv2D(int64_t in_channels, int64_t filters, int64_t kernel_h, int64_t kernel_w,
                Conv2DLayerOptions options)
-    : conv_(options.conv),
-      kernel_(Initialize(options.kernel_initializer,
-                         Shape{kernel_h, kernel_w, in_channels, filters}, options.seed),
-              "conv2d/kernel") {
-  if (options.use_bias) {
-    bias_.emplace(Initialize(options.bias_initializer, Shape{filters}, options.seed + 1),
-                  "conv2d/bias");
+    : Conv2D(filters, KernelSize(kernel_h, kernel_w), options) {
+  // On the CPU, where a variable is created, this cannot fail.
+  absl::Status s = Build(Shape{1, 1, 1, in_channels});
+  if (!s.ok()) {
+    std::fprintf(stderr, "Conv2D: %s\n", std::string(s.message()).c_str());
+    std::abort();
   }
 }
 
-absl::StatusOr<Tensor> Conv2D::Forward(const Tensor& input, bool) {
-  SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::Conv2D(input, kernel_.value(), conv_));
-  if (!bias_) return y;
-  return ops::Add(y, bias_->value());  // [filters] broadcasts over NHW
+absl::Status Conv2D::Build(const Shape& input_shape) {
+  if (input_shape.rank() != 4 || input_shape.dim(3) < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name(), ": expects NHWC inputs [batch, height, width, channels], got ",
+                     input_shape.DebugString()));
+  }
+  const int64_t in = input_shape.dim(3);
+  if (in_channels_) {
+    if (in != *in_channels_) {
+      return absl::InvalidArgumentError(absl::StrCat(name(), ": built for ", *in_channels_,
+                                                     " input channels, got input ",
+                                                     input_shape.DebugString()));
+    }
+    return absl::OkStatus();
+  }
+  in_channels_ = in;
+  return CreateVariables(Shape{kernel_size_.h, kernel_size_.w, in, filters_}, Device::Cpu());
 }
 
-std::vector<autodiff::Variable*> Conv2D::TrainableVariables() {
-  std::vector<autodiff::Variable*> vars = {&kernel_};
-  if (bias_) vars.push_back(&*bias_);
-  return vars;
+absl::StatusOr<Tensor> Conv2D::Forward(const Tensor& input, bool) {
+  if (!built()) {
+    SLUICE_RETURN_IF_ERROR(Build(input.shape()));
+    SLUICE_RETURN_IF_ERROR(To(input.device()));
+  } else if (input.rank() != 4 || input.dim(3) != *in_channels_) {
+    return absl::InvalidArgumentError(absl::StrCat(name(), ": built for ", *in_channels_,
+                                                   " input channels, got input ",
+                                                   input.shape().DebugString()));
+  }
+  SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::Conv2D(input, kernel().value(), conv_));
+  return Finish(y);
 }
 
 }  // namespace sluice::train::layers

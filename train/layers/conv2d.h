@@ -4,8 +4,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "train/layers/initializers.h"
-#include "train/layers/module.h"
+#include "train/layers/kernel_layer.h"
 #include "train/ops/conv2d.h"
 
 namespace sluice::train::layers {
@@ -16,23 +15,34 @@ struct Conv2DLayerOptions {
   Initializer kernel_initializer = Initializer::kGlorotUniform;
   Initializer bias_initializer = Initializer::kZeros;
   uint64_t seed = 0;
+  Activation activation = Activation::kLinear;
+  std::optional<Regularizer> kernel_regularizer;  // Keras' kernel_regularizer
 };
 
-// Keras Conv2D: NHWC input, kernel HWIO [kh, kw, in_channels, filters], bias
-// [filters].
-class Conv2D : public Module {
+// Keras' kernel_size: one number for a square window, or {height, width}.
+struct KernelSize {
+  KernelSize(int64_t size) : h(size), w(size) {}  // NOLINT: Conv2D(32, 3) as in Keras
+  KernelSize(int64_t height, int64_t width) : h(height), w(width) {}
+  int64_t h, w;
+};
+
+// Keras Conv2D: NHWC input, kernel HWIO [kh, kw, in_channels, filters], bias [filters], then
+// the activation. Conv2D(filters, kernel_size) learns in_channels from its first input (or
+// Build); Conv2D(in_channels, filters, kh, kw) builds at once. Both give the same values for the
+// same seed.
+class Conv2D : public KernelLayer {
  public:
+  Conv2D(int64_t filters, KernelSize kernel_size, Conv2DLayerOptions options = {});
   Conv2D(int64_t in_channels, int64_t filters, int64_t kernel_h, int64_t kernel_w,
          Conv2DLayerOptions options = {});
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
-  std::vector<autodiff::Variable*> TrainableVariables() override;
-  autodiff::Variable& kernel() { return kernel_; }
-  autodiff::Variable* bias() { return bias_ ? &*bias_ : nullptr; }
+  absl::Status Build(const Shape& input_shape) override;
 
  private:
   ops::Conv2DOptions conv_;
-  autodiff::Variable kernel_;
-  std::optional<autodiff::Variable> bias_;
+  int64_t filters_;
+  KernelSize kernel_size_;
+  std::optional<int64_t> in_channels_;  // set once built
 };
 
 }  // namespace sluice::train::layers

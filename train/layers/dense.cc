@@ -1,30 +1,75 @@
 #include "train/layers/dense.h"
 
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
-#include "train/ops/arithmetic.h"
 #include "train/ops/matmul.h"
 
 namespace sluice::train::layers {
+namespace {
+
+KernelLayer::Config DenseConfig(const DenseOptions& options) {
+  return {.name = "dense",
+          .use_bias = options.use_bias,
+          .kernel_initializer = options.kernel_initializer,
+          .bias_initializer = options.bias_initializer,
+          .seed = options.seed,
+          .activation = options.activation,
+          .kernel_regularizer = options.kernel_regularizer};
+}
+
+DenseOptions WithActivation(DenseOptions options, Activation activation) {
+  if (activation != Activation::kLinear) options.activation = activation;
+  return options;
+}
+
+}  // namespace
+
+Dense::Dense(int64_t units, Activation activation, DenseOptions options)
+    : KernelLayer(DenseConfig(WithActivation(options, activation))), units_(units) {}
 
 Dense::Dense(int64_t in_features, int64_t units, DenseOptions options)
-    : kernel_(Initialize(options.kernel_initializer, Shape{in_features, units}, options.seed),
-              "dense/kernel") {
-  if (options.use_bias) {
-    bias_.emplace(Initialize(options.bias_initializer, Shape{units}, options.seed + 1),
-                  "dense/bias");
+    : KernelLayer(DenseConfig(options)), units_(units) {
+  // On the CPU, where a variable is created, this cannot fail.
+  absl::Status s = Build(Shape{1, in_features});
+  if (!s.ok()) {
+    std::fprintf(stderr, "Dense(%lld, %lld): %s\n", static_cast<long long>(in_features),
+                 static_cast<long long>(units), std::string(s.message()).c_str());
+    std::abort();
   }
 }
 
-absl::StatusOr<Tensor> Dense::Forward(const Tensor& input, bool) {
-  SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::MatMul(input, kernel_.value()));
-  if (!bias_) return y;
-  return ops::Add(y, bias_->value());
+absl::Status Dense::Build(const Shape& input_shape) {
+  const int64_t in = input_shape.rank() == 0 ? 0 : input_shape.dim(input_shape.rank() - 1);
+  if (in_features_) {
+    if (in != *in_features_) {
+      return absl::InvalidArgumentError(absl::StrCat(name(), ": built for inputs [..., ",
+                                                     *in_features_, "], got ",
+                                                     input_shape.DebugString()));
+    }
+    return absl::OkStatus();
+  }
+  if (input_shape.rank() < 2 || in < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name(), ": expects inputs [batch, features], got ", input_shape.DebugString()));
+  }
+  in_features_ = in;
+  return CreateVariables(Shape{in, units_}, Device::Cpu());
 }
 
-std::vector<autodiff::Variable*> Dense::TrainableVariables() {
-  std::vector<autodiff::Variable*> vars = {&kernel_};
-  if (bias_) vars.push_back(&*bias_);
-  return vars;
+absl::StatusOr<Tensor> Dense::Forward(const Tensor& input, bool) {
+  if (!built()) {
+    SLUICE_RETURN_IF_ERROR(Build(input.shape()));
+    SLUICE_RETURN_IF_ERROR(To(input.device()));
+  } else if (input.rank() != 2 || input.dim(1) != *in_features_) {
+    return absl::InvalidArgumentError(absl::StrCat(name(), ": built for inputs [batch, ",
+                                                   *in_features_, "], got ",
+                                                   input.shape().DebugString()));
+  }
+  SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::MatMul(input, kernel().value()));
+  return Finish(y);
 }
 
 }  // namespace sluice::train::layers

@@ -4,8 +4,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "train/layers/initializers.h"
-#include "train/layers/module.h"
+#include "train/layers/kernel_layer.h"
 
 namespace sluice::train::layers {
 
@@ -14,20 +13,25 @@ struct DenseOptions {
   Initializer kernel_initializer = Initializer::kGlorotUniform;
   Initializer bias_initializer = Initializer::kZeros;
   uint64_t seed = 0;
+  Activation activation = Activation::kLinear;
+  std::optional<Regularizer> kernel_regularizer;  // Keras' kernel_regularizer
 };
 
-// y = x kernel + bias, x [N, in], kernel [in, units], bias [units].
-class Dense : public Module {
+// keras.layers.Dense: y = activation(x kernel + bias), x [N, in], kernel [in, units], bias
+// [units]. Dense(units) learns `in` from its first input (or Build); Dense(in, units) builds at
+// once. Both give the same values for the same seed.
+class Dense : public KernelLayer {
  public:
+  explicit Dense(int64_t units, Activation activation = Activation::kLinear,
+                 DenseOptions options = {});
   Dense(int64_t in_features, int64_t units, DenseOptions options = {});
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
-  std::vector<autodiff::Variable*> TrainableVariables() override;
-  autodiff::Variable& kernel() { return kernel_; }
-  autodiff::Variable* bias() { return bias_ ? &*bias_ : nullptr; }
+  absl::Status Build(const Shape& input_shape) override;
+  int64_t units() const { return units_; }
 
  private:
-  autodiff::Variable kernel_;
-  std::optional<autodiff::Variable> bias_;
+  int64_t units_;
+  std::optional<int64_t> in_features_;  // set once built
 };
 
 }  // namespace sluice::train::layers

@@ -2,6 +2,7 @@
 #define SLUICE_TRAIN_LAYERS_DROPOUT_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "train/autodiff/variable.h"
@@ -19,6 +20,7 @@ class Dropout : public Module {
  public:
   explicit Dropout(float rate, uint64_t seed = 0);
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
+  std::string name() const override { return "dropout"; }
   std::vector<autodiff::Variable*> Variables() override { return {&calls_}; }
   int64_t calls() const { return static_cast<int64_t>(calls_.value().scalar<float>()); }
 

@@ -1,6 +1,8 @@
 #ifndef SLUICE_TRAIN_LAYERS_GLOBAL_AVG_POOL_H_
 #define SLUICE_TRAIN_LAYERS_GLOBAL_AVG_POOL_H_
 
+#include <string>
+
 #include "train/layers/module.h"
 
 namespace sluice::train::layers {
@@ -10,6 +12,7 @@ namespace sluice::train::layers {
 class GlobalAvgPool : public Module {
  public:
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
+  std::string name() const override { return "global_avg_pool"; }
 };
 
 }  // namespace sluice::train::layers

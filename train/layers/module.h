@@ -17,35 +17,65 @@ namespace sluice::train::layers {
 // call(x, training=...), so that no hidden mode flag can disagree between a
 // container and its children (Dropout and BatchNorm behave differently).
 // Forward ops are recorded by any active Tape.
+//
+// A layer may create its variables when it first sees an input (Keras' build): Dense(units)
+// learns its input size from the first call, or from Build(input_shape) before it. A custom
+// layer that does so overrides Build() and built(), creates its variables there once, and
+// names them uniquely; its Forward calls Build when !built().
 class Module {
  public:
   virtual ~Module() = default;
   virtual absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) = 0;
-  // Variables an optimizer updates, in a stable order.
-  virtual std::vector<autodiff::Variable*> TrainableVariables() { return {}; }
+
+  // The layer's kind in summaries and errors ("dense", "conv2d"): Keras' layer names without
+  // the numbering, which containers add ("0/dense").
+  virtual std::string name() const { return "layer"; }
+
   // Every variable the module owns (trainable first, then e.g. BatchNorm's moving mean and
-  // variance), in a stable order, with unique names: what a checkpoint saves.
-  virtual std::vector<autodiff::Variable*> Variables() { return TrainableVariables(); }
+  // variance), in a stable order, with unique names: what a checkpoint saves. Empty until built.
+  virtual std::vector<autodiff::Variable*> Variables() { return {}; }
+  // The modules a container calls, in order (Summary, freezing and regularisation walk them).
+  virtual std::vector<Module*> Children() { return {}; }
+
+  // The variables an optimizer updates: those of Variables() that are trainable and not frozen,
+  // in the same order.
+  std::vector<autodiff::Variable*> TrainableVariables();
+  // The rest of Variables(): moving statistics, counters, and frozen weights.
+  std::vector<autodiff::Variable*> NonTrainableVariables();
+
+  // Keras' layer.trainable = false: freezes every variable of this module and its children
+  // (no gradients, no optimizer slots; a frozen BatchNorm normalises with its moving
+  // statistics, as in Keras), including variables a lazy layer creates later. true unfreezes.
+  void set_trainable(bool trainable);
+  // false after set_trainable(false) (or when every weight is frozen, as after loading a
+  // checkpoint saved so).
+  bool trainable();
+
+  // Keras' build(input_shape): creates the variables for inputs of `input_shape` (batch
+  // dimension included) and nothing when already built. The default runs Forward once on zeros
+  // of that shape (batch 1) with training = false, on the CPU, so that a container builds every
+  // lazy layer inside it. Move the model to a device (To) after building it.
+  virtual absl::Status Build(const Shape& input_shape);
+  // Whether every variable exists. The default: every child is built.
+  virtual bool built();
+
+  // Keras' model.losses: the regularisation penalties of this module and its children, as
+  // float32 scalars on the variables' device, recorded by an active tape. Fit adds them to the
+  // loss.
+  virtual absl::Status AddLosses(std::vector<Tensor>& losses);
 
   // Moves every variable to `device` (Keras builds a model under a device scope; PyTorch's
   // module.to(device)). Host-resident counters stay. Inputs must then be on that device too.
-  absl::Status To(const Device& device) {
-    for (autodiff::Variable* v : Variables()) {
-      absl::Status s = v->MoveTo(device);
-      if (!s.ok()) {
-        return absl::Status(s.code(), absl::StrCat("moving '", v->name(), "' to ",
-                                                   device.DebugString(), ": ", s.message()));
-      }
-    }
-    return absl::OkStatus();
-  }
+  absl::Status To(const Device& device);
   // Where the variables live: the first one's device that is not host-resident, else the CPU.
-  Device device() {
-    for (autodiff::Variable* v : Variables()) {
-      if (!v->host_resident()) return v->device();
-    }
-    return Device::Cpu();
-  }
+  Device device();
+
+ protected:
+  // For lazy layers: the frozen flag a variable created now starts with.
+  bool trainable_flag() const { return trainable_; }
+
+ private:
+  bool trainable_ = true;
 };
 
 // Prepends `prefix` to the name of every variable `module` owns, so that a
@@ -62,6 +92,9 @@ inline std::vector<autodiff::Variable*> TrainableFirst(std::vector<autodiff::Var
                         [](autodiff::Variable* v) { return v->trainable(); });
   return vars;
 }
+
+// The Variables() of a container: its children's, trainable ones first.
+std::vector<autodiff::Variable*> ChildVariables(Module& container);
 
 }  // namespace sluice::train::layers
 

@@ -1,6 +1,8 @@
 #ifndef SLUICE_TRAIN_LAYERS_RELU_H_
 #define SLUICE_TRAIN_LAYERS_RELU_H_
 
+#include <string>
+
 #include "train/layers/module.h"
 
 namespace sluice::train::layers {
@@ -9,6 +11,7 @@ namespace sluice::train::layers {
 class ReLU : public Module {
  public:
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
+  std::string name() const override { return "relu"; }
 };
 
 }  // namespace sluice::train::layers

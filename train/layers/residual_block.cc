@@ -60,20 +60,4 @@ std::vector<Module*> ResidualBlock::Children() {
   return children;
 }
 
-std::vector<autodiff::Variable*> ResidualBlock::TrainableVariables() {
-  std::vector<autodiff::Variable*> vars;
-  for (Module* m : Children()) {
-    for (autodiff::Variable* v : m->TrainableVariables()) vars.push_back(v);
-  }
-  return vars;
-}
-
-std::vector<autodiff::Variable*> ResidualBlock::Variables() {
-  std::vector<autodiff::Variable*> vars;
-  for (Module* m : Children()) {
-    for (autodiff::Variable* v : m->Variables()) vars.push_back(v);
-  }
-  return TrainableFirst(std::move(vars));
-}
-
 }  // namespace sluice::train::layers

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "train/layers/batch_norm.h"
 #include "train/layers/conv2d.h"
@@ -30,13 +31,12 @@ class ResidualBlock : public Module {
  public:
   ResidualBlock(int64_t in_channels, int64_t filters, ResidualBlockOptions options = {});
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
-  std::vector<autodiff::Variable*> TrainableVariables() override;
-  std::vector<autodiff::Variable*> Variables() override;
+  std::string name() const override { return "residual_block"; }
+  std::vector<autodiff::Variable*> Variables() override { return ChildVariables(*this); }
+  std::vector<Module*> Children() override;
   bool has_projection() const { return shortcut_conv_.has_value(); }
 
  private:
-  std::vector<Module*> Children();
-
   Conv2D conv1_;
   BatchNorm bn1_;
   Conv2D conv2_;

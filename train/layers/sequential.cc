@@ -9,34 +9,52 @@ Sequential::Sequential(std::vector<std::unique_ptr<Module>> modules) {
   for (auto& m : modules) Add(std::move(m));
 }
 
+Sequential::Sequential(std::initializer_list<LayerEntry> layers) {
+  for (const LayerEntry& entry : layers) Add(std::move(entry.module));
+}
+
 Sequential& Sequential::Add(std::unique_ptr<Module> module) {
-  PrefixVariableNames(*module, absl::StrCat(modules_.size(), "/"));
   modules_.push_back(std::move(module));
+  output_shapes_.emplace_back();
+  NameNewVariables(modules_.size() - 1);
+  if (!modules_.back()->built()) all_named_ = false;
   return *this;
+}
+
+void Sequential::NameNewVariables(size_t i) {
+  const std::string prefix = absl::StrCat(i, "/");
+  for (autodiff::Variable* v : modules_[i]->Variables()) {
+    if (named_.insert(v).second) v->set_name(absl::StrCat(prefix, v->name()));
+  }
 }
 
 absl::StatusOr<Tensor> Sequential::Forward(const Tensor& input, bool training) {
   Tensor x = input;
-  for (auto& m : modules_) {
-    SLUICE_ASSIGN_OR_RETURN(x, m->Forward(x, training));
+  for (size_t i = 0; i < modules_.size(); ++i) {
+    absl::StatusOr<Tensor> y = modules_[i]->Forward(x, training);
+    if (!y.ok()) {
+      return absl::Status(y.status().code(), absl::StrCat("layer ", i, " (", modules_[i]->name(),
+                                                          "): ", y.status().message()));
+    }
+    x = *std::move(y);
+    output_shapes_[i] = x.shape();
+  }
+  if (!all_named_) {
+    // Lazy layers built in this call: name their new variables once.
+    all_named_ = true;
+    for (size_t i = 0; i < modules_.size(); ++i) {
+      NameNewVariables(i);
+      if (!modules_[i]->built()) all_named_ = false;
+    }
   }
   return x;
 }
 
-std::vector<autodiff::Variable*> Sequential::TrainableVariables() {
-  std::vector<autodiff::Variable*> vars;
-  for (auto& m : modules_) {
-    for (autodiff::Variable* v : m->TrainableVariables()) vars.push_back(v);
-  }
-  return vars;
-}
-
-std::vector<autodiff::Variable*> Sequential::Variables() {
-  std::vector<autodiff::Variable*> vars;
-  for (auto& m : modules_) {
-    for (autodiff::Variable* v : m->Variables()) vars.push_back(v);
-  }
-  return TrainableFirst(std::move(vars));
+std::vector<Module*> Sequential::Children() {
+  std::vector<Module*> out;
+  out.reserve(modules_.size());
+  for (auto& m : modules_) out.push_back(m.get());
+  return out;
 }
 
 }  // namespace sluice::train::layers

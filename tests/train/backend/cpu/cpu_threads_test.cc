@@ -3,8 +3,10 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -61,6 +63,21 @@ TEST(CpuThreadsTest, OpenMpTeamFollowsTheSetting) {
   ApplyCpuThreadsToOpenMp();
   EXPECT_EQ(get_max(), 1);
   SetCpuThreads(0);
+}
+
+}  // namespace
+}  // namespace sluice::train::backend::cpu
+
+namespace sluice::train::backend::cpu {
+namespace {
+
+TEST(CpuThreadsTest, ProgramsLinkingTheBackendRunWithPassiveOpenMpWaiting) {
+  // The backend's .preinit_array entry re-executes a program started without a policy with
+  // OMP_WAIT_POLICY=passive, before libgomp reads it; a policy the caller chose is kept.
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  ASSERT_NE(policy, nullptr) << "started without OMP_WAIT_POLICY and not re-executed with it";
+  if (std::string(policy) != "passive") GTEST_SKIP() << "the caller chose " << policy;
+  EXPECT_STREQ(policy, "passive");
 }
 
 }  // namespace

@@ -1,0 +1,56 @@
+#ifndef SLUICE_TRAIN_LAYERS_KERNEL_LAYER_H_
+#define SLUICE_TRAIN_LAYERS_KERNEL_LAYER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "train/layers/activation.h"
+#include "train/layers/initializers.h"
+#include "train/layers/module.h"
+#include "train/layers/regularizer.h"
+
+namespace sluice::train::layers {
+
+// What Dense and Conv2D share: a kernel, an optional bias, an activation and a kernel
+// regulariser, built when the input size is known (Keras' build()).
+class KernelLayer : public Module {
+ public:
+  struct Config {
+    std::string name;  // "dense": variables are "<name>/kernel" and "<name>/bias"
+    bool use_bias = true;
+    Initializer kernel_initializer = Initializer::kGlorotUniform;
+    Initializer bias_initializer = Initializer::kZeros;
+    uint64_t seed = 0;  // the kernel's; the bias uses seed + 1
+    Activation activation = Activation::kLinear;
+    std::optional<Regularizer> kernel_regularizer;
+  };
+
+  std::string name() const override { return config_.name; }
+  std::vector<autodiff::Variable*> Variables() override;
+  bool built() override { return kernel_.has_value(); }
+  absl::Status AddLosses(std::vector<Tensor>& losses) override;
+
+  // Valid once built.
+  autodiff::Variable& kernel() { return *kernel_; }
+  autodiff::Variable* bias() { return bias_ ? &*bias_ : nullptr; }
+  Activation activation() const { return config_.activation; }
+
+ protected:
+  explicit KernelLayer(Config config) : config_(std::move(config)) {}
+  // Creates the kernel of `kernel_shape` (its last dimension is the bias size) on `device`,
+  // frozen when the layer is. Called once.
+  absl::Status CreateVariables(const Shape& kernel_shape, const Device& device);
+  // y + bias, then the activation.
+  absl::StatusOr<Tensor> Finish(const Tensor& y);
+
+ private:
+  Config config_;
+  std::optional<autodiff::Variable> kernel_;
+  std::optional<autodiff::Variable> bias_;
+};
+
+}  // namespace sluice::train::layers
+
+#endif  // SLUICE_TRAIN_LAYERS_KERNEL_LAYER_H_

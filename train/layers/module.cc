@@ -1,0 +1,99 @@
+#include "train/layers/module.h"
+
+#include "core/status_macros.h"
+#include "train/backend/backend.h"
+
+namespace sluice::train::layers {
+
+std::vector<autodiff::Variable*> Module::TrainableVariables() {
+  std::vector<autodiff::Variable*> out;
+  for (autodiff::Variable* v : Variables()) {
+    if (v->updated()) out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<autodiff::Variable*> Module::NonTrainableVariables() {
+  std::vector<autodiff::Variable*> out;
+  for (autodiff::Variable* v : Variables()) {
+    if (!v->updated()) out.push_back(v);
+  }
+  return out;
+}
+
+void Module::set_trainable(bool trainable) {
+  trainable_ = trainable;
+  for (Module* child : Children()) child->set_trainable(trainable);
+  for (autodiff::Variable* v : Variables()) v->set_frozen(!trainable);
+}
+
+bool Module::trainable() {
+  bool any_weight = false;
+  for (autodiff::Variable* v : Variables()) {
+    if (!v->trainable()) continue;
+    if (!v->frozen()) return true;
+    any_weight = true;
+  }
+  return any_weight ? false : trainable_;
+}
+
+absl::Status Module::Build(const Shape& input_shape) {
+  if (built()) return absl::OkStatus();
+  if (input_shape.rank() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name(), ": Build needs an input shape with a batch dimension, got ",
+                     input_shape.DebugString()));
+  }
+  Shape one = input_shape;
+  one.set_dim(0, 1);
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * cpu, backend::BackendFor(Device::Cpu()));
+  SLUICE_ASSIGN_OR_RETURN(Tensor zeros, cpu->Allocate(DType::kFloat32, one));
+  SLUICE_RETURN_IF_ERROR(cpu->Fill(zeros, 0));
+  absl::StatusOr<Tensor> out = Forward(zeros, /*training=*/false);
+  if (!out.ok()) {
+    return absl::Status(out.status().code(),
+                        absl::StrCat(name(), ": building for input ", input_shape.DebugString(),
+                                     ": ", out.status().message()));
+  }
+  return absl::OkStatus();
+}
+
+bool Module::built() {
+  for (Module* child : Children()) {
+    if (!child->built()) return false;
+  }
+  return true;
+}
+
+absl::Status Module::AddLosses(std::vector<Tensor>& losses) {
+  for (Module* child : Children()) SLUICE_RETURN_IF_ERROR(child->AddLosses(losses));
+  return absl::OkStatus();
+}
+
+absl::Status Module::To(const Device& device) {
+  for (autodiff::Variable* v : Variables()) {
+    absl::Status s = v->MoveTo(device);
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("moving '", v->name(), "' to ",
+                                                 device.DebugString(), ": ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Device Module::device() {
+  for (autodiff::Variable* v : Variables()) {
+    if (!v->host_resident()) return v->device();
+  }
+  return Device::Cpu();
+}
+
+std::vector<autodiff::Variable*> ChildVariables(Module& container) {
+  std::vector<autodiff::Variable*> vars;
+  for (Module* m : container.Children()) {
+    for (autodiff::Variable* v : m->Variables()) vars.push_back(v);
+  }
+  return TrainableFirst(std::move(vars));
+}
+
+}  // namespace sluice::train::layers

@@ -1,0 +1,46 @@
+#include "train/layers/regularizer.h"
+
+#include "core/status_macros.h"
+#include "train/backend/transfer.h"
+#include "train/ops/activations.h"
+#include "train/ops/arithmetic.h"
+#include "train/ops/reduce.h"
+
+namespace sluice::train::layers {
+namespace {
+
+absl::StatusOr<Tensor> Times(float factor, const Tensor& x) {
+  SLUICE_ASSIGN_OR_RETURN(Tensor f, backend::CopyTo(Tensor::Scalar<float>(factor), x.device()));
+  return ops::Mul(x, f);
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> Regularizer::Penalty(const Tensor& weight) const {
+  std::optional<Tensor> total;
+  if (l2 != 0) {
+    SLUICE_ASSIGN_OR_RETURN(Tensor sq, ops::Mul(weight, weight));
+    SLUICE_ASSIGN_OR_RETURN(Tensor sum, ops::Sum(sq));
+    SLUICE_ASSIGN_OR_RETURN(total, Times(l2, sum));
+  }
+  if (l1 != 0) {
+    // |w| = relu(w) + relu(-w), whose gradient is sign(w) (0 at 0, as TF's abs).
+    SLUICE_ASSIGN_OR_RETURN(Tensor neg, Times(-1, weight));
+    SLUICE_ASSIGN_OR_RETURN(Tensor pos_part, ops::Relu(weight));
+    SLUICE_ASSIGN_OR_RETURN(Tensor neg_part, ops::Relu(neg));
+    SLUICE_ASSIGN_OR_RETURN(Tensor abs, ops::Add(pos_part, neg_part));
+    SLUICE_ASSIGN_OR_RETURN(Tensor sum, ops::Sum(abs));
+    SLUICE_ASSIGN_OR_RETURN(Tensor term, Times(l1, sum));
+    if (total) {
+      SLUICE_ASSIGN_OR_RETURN(total, ops::Add(*total, term));
+    } else {
+      total = std::move(term);
+    }
+  }
+  if (!total) {
+    return absl::FailedPreconditionError("Regularizer::Penalty: l1 and l2 are both 0");
+  }
+  return *std::move(total);
+}
+
+}  // namespace sluice::train::layers
