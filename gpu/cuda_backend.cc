@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +42,14 @@ kernels::BinaryKind KindOf(BinaryOp op) {
       return kernels::BinaryKind::kSub;
     case BinaryOp::kMul:
       return kernels::BinaryKind::kMul;
+    case BinaryOp::kMaximum:
+      return kernels::BinaryKind::kMaximum;
+    case BinaryOp::kMinimum:
+      return kernels::BinaryKind::kMinimum;
+    case BinaryOp::kEqual:
+      return kernels::BinaryKind::kEqualMask;
+    case BinaryOp::kGreater:
+      return kernels::BinaryKind::kGreater;
     case BinaryOp::kDiv:
       break;
   }
@@ -55,10 +64,34 @@ kernels::UnaryKind KindOf(UnaryOp op) {
       return kernels::UnaryKind::kSigmoid;
     case UnaryOp::kTanh:
       return kernels::UnaryKind::kTanh;
+    case UnaryOp::kExp:
+      return kernels::UnaryKind::kExp;
+    case UnaryOp::kLog:
+      return kernels::UnaryKind::kLog;
+    case UnaryOp::kAbs:
+      return kernels::UnaryKind::kAbs;
+    case UnaryOp::kSoftplus:
+      return kernels::UnaryKind::kSoftplus;
+    case UnaryOp::kSquare:
+      return kernels::UnaryKind::kSquare;
     case UnaryOp::kGelu:
       break;
   }
   return kernels::UnaryKind::kGelu;
+}
+
+absl::StatusOr<kernels::CastType> CastTypeOf(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return kernels::CastType::kFloat32;
+    case DType::kInt32:
+      return kernels::CastType::kInt32;
+    case DType::kInt64:
+      return kernels::CastType::kInt64;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("CudaBackend::Cast: float32, int32 or int64 only, got ", DTypeName(dtype)));
+  }
 }
 
 int64_t Rows(const Tensor& t) {
@@ -436,6 +469,14 @@ absl::Status CudaBackend::BinaryBackward(BinaryOp op, const Tensor& a, const Ten
                                          const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b) {
   SLUICE_RETURN_IF_ERROR(Enter("BinaryBackward", {&a, &b, &grad_out}));
   const Shape& shape = grad_out.shape();
+  if (op == BinaryOp::kEqual || op == BinaryOp::kGreater) {  // no gradient
+    if (grad_a != nullptr) SLUICE_RETURN_IF_ERROR(Fill(*grad_a, 0.0f));
+    if (grad_b != nullptr) SLUICE_RETURN_IF_ERROR(Fill(*grad_b, 0.0f));
+    return absl::OkStatus();
+  }
+  if (op == BinaryOp::kMaximum || op == BinaryOp::kMinimum) {
+    return SelectBackward(op == BinaryOp::kMaximum, a, b, grad_out, grad_a, grad_b);
+  }
   // f(grad_out, other) in out's shape, then summed down to the operand.
   auto product_into = [&](BinaryOp f, const Tensor& other, float scale,
                           Tensor& grad) -> absl::Status {
@@ -455,6 +496,8 @@ absl::Status CudaBackend::BinaryBackward(BinaryOp op, const Tensor& a, const Ten
         break;
       case BinaryOp::kDiv:
         SLUICE_RETURN_IF_ERROR(product_into(BinaryOp::kDiv, b, 1.0f, *grad_a));
+        break;
+      default:  // handled above
         break;
     }
   }
@@ -478,8 +521,59 @@ absl::Status CudaBackend::BinaryBackward(BinaryOp op, const Tensor& a, const Ten
         SLUICE_RETURN_IF_ERROR(SumInto(t, -1.0f, *grad_b));
         break;
       }
+      default:  // handled above
+        break;
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::SelectBackward(bool maximum, const Tensor& a, const Tensor& b,
+                                         const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b) {
+  // g goes to the operand the forward picked, in out's shape, then summed down to the operand.
+  const Shape& shape = grad_out.shape();
+  if (grad_out.num_elements() == 0) {
+    if (grad_a != nullptr) SLUICE_RETURN_IF_ERROR(Fill(*grad_a, 0.0f));
+    if (grad_b != nullptr) SLUICE_RETURN_IF_ERROR(Fill(*grad_b, 0.0f));
+    return absl::OkStatus();
+  }
+  const bool contiguous = a.shape() == shape && b.shape() == shape;
+  kernels::StridedIndex index;
+  if (!contiguous) {
+    SLUICE_ASSIGN_OR_RETURN(
+        index, MakeStridedIndex(shape, train::backend::BroadcastStrides(a.shape(), shape),
+                                train::backend::BroadcastStrides(b.shape(), shape)));
+  }
+  auto full = [&](Tensor* grad) -> absl::StatusOr<std::optional<Tensor>> {
+    if (grad == nullptr) return std::nullopt;
+    if (grad->shape() == shape) return *grad;
+    SLUICE_ASSIGN_OR_RETURN(Tensor t, Allocate(DType::kFloat32, shape));
+    return t;
+  };
+  SLUICE_ASSIGN_OR_RETURN(std::optional<Tensor> full_a, full(grad_a));
+  SLUICE_ASSIGN_OR_RETURN(std::optional<Tensor> full_b, full(grad_b));
+  CUDA_RETURN_IF_ERROR(kernels::SelectBackward(
+      maximum, F(a), F(b), F(grad_out), full_a ? F(*full_a) : nullptr,
+      full_b ? F(*full_b) : nullptr, grad_out.num_elements(), index, contiguous, stream()));
+  if (grad_a != nullptr && grad_a->shape() != shape) {
+    SLUICE_RETURN_IF_ERROR(SumInto(*full_a, 1.0f, *grad_a));
+  }
+  if (grad_b != nullptr && grad_b->shape() != shape) {
+    SLUICE_RETURN_IF_ERROR(SumInto(*full_b, 1.0f, *grad_b));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Cast(const Tensor& x, Tensor& y) {
+  SLUICE_RETURN_IF_ERROR(Enter("Cast", {&x, &y}));
+  if (x.num_elements() != y.num_elements()) {
+    return absl::InvalidArgumentError(absl::StrCat("CudaBackend::Cast: ", x.shape().DebugString(),
+                                                   " into ", y.shape().DebugString()));
+  }
+  SLUICE_ASSIGN_OR_RETURN(kernels::CastType from, CastTypeOf(x.dtype()));
+  SLUICE_ASSIGN_OR_RETURN(kernels::CastType to, CastTypeOf(y.dtype()));
+  CUDA_RETURN_IF_ERROR(
+      kernels::Cast(x.raw_data(), from, y.raw_data(), to, x.num_elements(), stream()));
   return absl::OkStatus();
 }
 
@@ -729,6 +823,21 @@ absl::Status CudaBackend::CastLabels(const Tensor& labels, int64_t num_classes, 
   CUDA_RETURN_IF_ERROR(kernels::CastLabels(labels.raw_data(), int32, labels.num_elements(),
                                            num_classes, labels64.data<int64_t>(), F(invalid),
                                            stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::ArgMax(const Tensor& x, Tensor& out) {
+  SLUICE_RETURN_IF_ERROR(Enter("ArgMax", {&x, &out}));
+  const int64_t c = x.rank() == 0 ? 1 : x.dim(x.rank() - 1);
+  const int64_t rows = out.num_elements();
+  if (x.dtype() != DType::kFloat32 || out.dtype() != DType::kInt64 || c < 1 ||
+      rows * c != x.num_elements()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CudaBackend::ArgMax: want float32 x [rows, c >= 1] and int64 [rows], got ",
+                     DTypeName(x.dtype()), x.shape().DebugString(), " and ", DTypeName(out.dtype()),
+                     out.shape().DebugString()));
+  }
+  CUDA_RETURN_IF_ERROR(kernels::ArgMax(F(x), rows, c, out.data<int64_t>(), stream()));
   return absl::OkStatus();
 }
 

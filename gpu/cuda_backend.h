@@ -115,6 +115,7 @@ class CudaBackend final : public train::backend::Backend {
   absl::Status Unary(train::backend::UnaryOp op, const Tensor& x, Tensor& y) override;
   absl::Status UnaryBackward(train::backend::UnaryOp op, const Tensor& x, const Tensor& y,
                              const Tensor& grad_y, Tensor& grad_x) override;
+  absl::Status Cast(const Tensor& x, Tensor& y) override;
   absl::Status Dropout(const Tensor& x, float rate, uint64_t seed, Tensor& mask,
                        Tensor& out) override;
   absl::Status Reduce(train::backend::ReduceOp op, const Tensor& x,
@@ -122,6 +123,7 @@ class CudaBackend final : public train::backend::Backend {
   absl::Status BroadcastTo(const Tensor& in, float scale, Tensor& out) override;
   absl::Status ReduceMaxBackward(const Tensor& x, const Tensor& max, const Tensor& grad_max,
                                  Tensor& grad_x) override;
+  absl::Status ArgMax(const Tensor& x, Tensor& out) override;
   absl::Status Transpose(const Tensor& x, const std::vector<int>& perm, Tensor& out) override;
   absl::Status Concat(const std::vector<Tensor>& inputs, int axis, Tensor& out) override;
   absl::Status Split(const Tensor& x, int axis, std::vector<Tensor>& outputs) override;
@@ -159,6 +161,9 @@ class CudaBackend final : public train::backend::Backend {
   absl::Status Enter(absl::string_view op, std::initializer_list<const Tensor*> tensors) const;
   // sum of `full` over the dims `grad` repeats along, times `scale`, into grad.
   absl::Status SumInto(const Tensor& full, float scale, Tensor& grad);
+  // The gradients of BinaryOp::kMaximum (kMinimum).
+  absl::Status SelectBackward(bool maximum, const Tensor& a, const Tensor& b,
+                              const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b);
   // The plan of `geo` for `direction`, made (descriptors set up and an
   // algorithm chosen) on first use. Call with library_mu_ held.
   absl::StatusOr<const ConvPlan*> GetConvPlan(ConvDirection direction,

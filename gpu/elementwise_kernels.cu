@@ -1,8 +1,9 @@
-// Elementwise kernels: fill, broadcast binary ops, gathers, activations,
+// Elementwise kernels: fill, broadcast binary ops, gathers, activations, casts,
 // dropout and the pointwise parts of batch norm and max backward. All are
 // grid-stride loops over the output.
 
 #include <cmath>
+#include <type_traits>
 
 #include "gpu/kernels.h"
 #include "gpu/launch_util.cuh"
@@ -22,12 +23,20 @@ __global__ void AxpbyKernel(float alpha, const float* x, float beta, float* y, i
   SLUICE_GRID_LOOP(i, n) { y[i] = alpha * x[i] + beta * y[i]; }
 }
 
+// Whether maximum (minimum) picks x: on ties and when x is NaN, as on the CPU.
+__device__ inline bool PicksA(bool maximum, float x, float y) {
+  return (maximum ? x >= y : x <= y) || x != x;
+}
+
 template <BinaryKind kOp>
 __device__ inline float Apply(float x, float y) {
   if constexpr (kOp == BinaryKind::kAdd) return x + y;
   if constexpr (kOp == BinaryKind::kSub) return x - y;
   if constexpr (kOp == BinaryKind::kMul) return x * y;
   if constexpr (kOp == BinaryKind::kDiv) return x / y;
+  if constexpr (kOp == BinaryKind::kMaximum) return PicksA(true, x, y) ? x : y;
+  if constexpr (kOp == BinaryKind::kMinimum) return PicksA(false, x, y) ? x : y;
+  if constexpr (kOp == BinaryKind::kGreater) return x > y ? 1.0f : 0.0f;
   return x == y ? 1.0f : 0.0f;
 }
 
@@ -56,6 +65,18 @@ void LaunchBinary(const float* a, const float* b, float* out, int64_t n, const S
   }
 }
 
+template <bool kContiguous>
+__global__ void SelectBackwardKernel(bool maximum, const float* a, const float* b, const float* g,
+                                     float* ga, float* gb, int64_t n, StridedIndex ix) {
+  SLUICE_GRID_LOOP(i, n) {
+    int64_t oa = i, ob = i;
+    if constexpr (!kContiguous) OffsetsAB(ix, i, oa, ob);
+    const bool to_a = PicksA(maximum, a[oa], b[ob]);
+    if (ga != nullptr) ga[i] = to_a ? g[i] : 0.0f;
+    if (gb != nullptr) gb[i] = to_a ? 0.0f : g[i];
+  }
+}
+
 __global__ void GatherKernel(const float* in, int64_t base, float* out, int64_t n, StridedIndex ix,
                              float scale) {
   SLUICE_GRID_LOOP(i, n) { out[i] = scale * in[base + OffsetA(ix, i)]; }
@@ -80,6 +101,21 @@ __global__ void UnaryKernel(UnaryKind op, const float* x, float* y, int64_t n) {
       case UnaryKind::kGelu:
         y[i] = 0.5f * v * (1.0f + erff(v * kInvSqrt2));
         break;
+      case UnaryKind::kExp:
+        y[i] = expf(v);
+        break;
+      case UnaryKind::kLog:
+        y[i] = logf(v);
+        break;
+      case UnaryKind::kAbs:
+        y[i] = fabsf(v);
+        break;
+      case UnaryKind::kSoftplus:  // log1p(e^-|x|) + max(x, 0): no overflow, as on the CPU
+        y[i] = log1pf(expf(-fabsf(v))) + fmaxf(v, 0.0f);
+        break;
+      case UnaryKind::kSquare:
+        y[i] = v * v;
+        break;
     }
   }
 }
@@ -103,8 +139,60 @@ __global__ void UnaryBackwardKernel(UnaryKind op, const float* x, const float* y
             g[i] * (0.5f * (1.0f + erff(v * kInvSqrt2)) + v * kInvSqrt2Pi * expf(-0.5f * v * v));
         break;
       }
+      case UnaryKind::kExp:
+        gx[i] = g[i] * y[i];
+        break;
+      case UnaryKind::kLog:
+        gx[i] = g[i] / x[i];
+        break;
+      case UnaryKind::kAbs:  // sign(x), 0 at 0
+        gx[i] = x[i] > 0.0f ? g[i] : x[i] < 0.0f ? -g[i] : 0.0f;
+        break;
+      case UnaryKind::kSoftplus: {  // sigmoid(x) from e^-|x|
+        const float z = expf(-fabsf(x[i]));
+        gx[i] = g[i] * (x[i] >= 0.0f ? 1.0f / (1.0f + z) : z / (1.0f + z));
+        break;
+      }
+      case UnaryKind::kSquare:
+        gx[i] = g[i] * 2.0f * x[i];
+        break;
     }
   }
+}
+
+// Float to integer as the CPU backend: truncated, saturated, NaN to 0 (the __float2*_rz
+// conversions saturate and give 0 for NaN).
+template <typename To>
+__device__ inline To Convert(float v) {
+  if constexpr (sizeof(To) == 4) return __float2int_rz(v);
+  return __float2ll_rz(v);
+}
+
+template <typename From, typename To>
+__global__ void CastKernel(const From* x, To* y, int64_t n) {
+  SLUICE_GRID_LOOP(i, n) {
+    if constexpr (std::is_same_v<From, float> && !std::is_same_v<To, float>) {
+      y[i] = Convert<To>(x[i]);
+    } else {
+      y[i] = static_cast<To>(x[i]);
+    }
+  }
+}
+
+template <typename From>
+cudaError_t LaunchCast(const From* x, void* y, CastType to, int64_t n, cudaStream_t stream) {
+  switch (to) {
+    case CastType::kFloat32:
+      CastKernel<<<GridFor(n), kThreads, 0, stream>>>(x, static_cast<float*>(y), n);
+      break;
+    case CastType::kInt32:
+      CastKernel<<<GridFor(n), kThreads, 0, stream>>>(x, static_cast<int32_t*>(y), n);
+      break;
+    case CastType::kInt64:
+      CastKernel<<<GridFor(n), kThreads, 0, stream>>>(x, static_cast<long long*>(y), n);
+      break;
+  }
+  return cudaGetLastError();
 }
 
 // SplitMix64's finaliser: a counter-based generator, so that every element's
@@ -188,8 +276,45 @@ cudaError_t Binary(BinaryKind op, const float* a, const float* b, float* out, in
     case BinaryKind::kEqualMask:
       LaunchBinary<BinaryKind::kEqualMask>(a, b, out, n, index, contiguous, stream);
       break;
+    case BinaryKind::kMaximum:
+      LaunchBinary<BinaryKind::kMaximum>(a, b, out, n, index, contiguous, stream);
+      break;
+    case BinaryKind::kMinimum:
+      LaunchBinary<BinaryKind::kMinimum>(a, b, out, n, index, contiguous, stream);
+      break;
+    case BinaryKind::kGreater:
+      LaunchBinary<BinaryKind::kGreater>(a, b, out, n, index, contiguous, stream);
+      break;
   }
   return cudaGetLastError();
+}
+
+cudaError_t SelectBackward(bool maximum, const float* a, const float* b, const float* g,
+                           float* grad_a, float* grad_b, int64_t n, const StridedIndex& index,
+                           bool contiguous, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (contiguous) {
+    SelectBackwardKernel<true>
+        <<<GridFor(n), kThreads, 0, stream>>>(maximum, a, b, g, grad_a, grad_b, n, index);
+  } else {
+    SelectBackwardKernel<false>
+        <<<GridFor(n), kThreads, 0, stream>>>(maximum, a, b, g, grad_a, grad_b, n, index);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t Cast(const void* x, CastType from, void* y, CastType to, int64_t n,
+                 cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (from) {
+    case CastType::kFloat32:
+      return LaunchCast(static_cast<const float*>(x), y, to, n, stream);
+    case CastType::kInt32:
+      return LaunchCast(static_cast<const int32_t*>(x), y, to, n, stream);
+    case CastType::kInt64:
+      break;
+  }
+  return LaunchCast(static_cast<const long long*>(x), y, to, n, stream);
 }
 
 cudaError_t Gather(const float* in, int64_t base, float* out, int64_t n, const StridedIndex& index,

@@ -25,8 +25,10 @@ struct StridedIndex {
   int64_t stride_b[kMaxRank] = {};
 };
 
-enum class BinaryKind : int { kAdd, kSub, kMul, kDiv, kEqualMask };
-enum class UnaryKind : int { kRelu, kSigmoid, kTanh, kGelu };
+enum class BinaryKind : int { kAdd, kSub, kMul, kDiv, kEqualMask, kMaximum, kMinimum, kGreater };
+enum class UnaryKind : int { kRelu, kSigmoid, kTanh, kGelu, kExp, kLog, kAbs, kSoftplus, kSquare };
+// Element types of Cast.
+enum class CastType : int { kFloat32, kInt32, kInt64 };
 enum class ReduceKind : int { kSum, kMax };
 
 // --- elementwise_kernels.cu ---------------------------------------------------
@@ -34,16 +36,25 @@ cudaError_t Fill(float* p, int64_t n, float value, cudaStream_t stream);
 // y[i] = alpha * x[i] + beta * y[i].
 cudaError_t Axpby(float alpha, const float* x, float beta, float* y, int64_t n,
                   cudaStream_t stream);
-// out[i] = a[..] (op) b[..]; kEqualMask gives 1 where a == b, else 0.
+// out[i] = a[..] (op) b[..]; kEqualMask (kGreater) gives 1 where a == b (a > b), else 0;
+// kMaximum/kMinimum pick a on ties and when a is NaN (Backend's BinaryOp).
 // `contiguous` when both operands have out's shape (the index is unused).
 cudaError_t Binary(BinaryKind op, const float* a, const float* b, float* out, int64_t n,
                    const StridedIndex& index, bool contiguous, cudaStream_t stream);
 // out[i] = scale * in[base + offset_a(i)]: broadcast, transpose and crop.
 cudaError_t Gather(const float* in, int64_t base, float* out, int64_t n, const StridedIndex& index,
                    float scale, cudaStream_t stream);
+// The gradient of kMaximum (maximum) or kMinimum in out's shape: grad_a[i] = g[i] where the
+// forward picked a[..], else 0, and grad_b[i] = g[i] - grad_a[i]. Either may be null.
+cudaError_t SelectBackward(bool maximum, const float* a, const float* b, const float* g,
+                           float* grad_a, float* grad_b, int64_t n, const StridedIndex& index,
+                           bool contiguous, cudaStream_t stream);
 cudaError_t Unary(UnaryKind op, const float* x, float* y, int64_t n, cudaStream_t stream);
 cudaError_t UnaryBackward(UnaryKind op, const float* x, const float* y, const float* grad_y,
                           float* grad_x, int64_t n, cudaStream_t stream);
+// y[i] = x[i] converted; float to integer truncates and saturates, NaN giving 0.
+cudaError_t Cast(const void* x, CastType from, void* y, CastType to, int64_t n,
+                 cudaStream_t stream);
 // mask[i] = (u_i >= rate) / (1 - rate), u_i uniform in [0, 1) from a hash of
 // (seed, i); out = x * mask.
 cudaError_t Dropout(const float* x, float* mask, float* out, int64_t n, float rate, uint64_t seed,
@@ -109,6 +120,9 @@ cudaError_t CastLabels(const void* labels, bool labels_int32, int64_t n, int64_t
 // first_max_only when it is the row's first maximum; else 0.
 cudaError_t InTopK(const float* predictions, const void* labels, bool labels_int32, int64_t n,
                    int64_t c, int k, bool first_max_only, float* out, cudaStream_t stream);
+
+// out[i] = the index of the first maximum (or first NaN) of x's row i [rows, c].
+cudaError_t ArgMax(const float* x, int64_t rows, int64_t c, int64_t* out, cudaStream_t stream);
 
 // --- pool_kernels.cu ---------------------------------------------------------------
 struct PoolParams {

@@ -1,5 +1,5 @@
-// Label kernels: the cast to int64 with a range check, and in-top-k for the
-// accuracy metrics. Both keep the labels on the device: only a count (or the
+// Label kernels: the cast to int64 with a range check, and in-top-k and argmax
+// for the accuracy metrics. They keep the labels on the device: only a count (or the
 // sum of the hits) is ever copied back.
 
 #include "gpu/kernels.h"
@@ -36,7 +36,20 @@ __global__ void InTopKKernel(const float* predictions, const Label* labels, int6
   }
 }
 
+__global__ void ArgMaxKernel(const float* x, int64_t rows, int64_t c, int64_t* out) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < rows;
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    out[i] = train::backend::ArgMaxRow(x + i * c, c);
+  }
+}
+
 }  // namespace
+
+cudaError_t ArgMax(const float* x, int64_t rows, int64_t c, int64_t* out, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  ArgMaxKernel<<<GridFor(rows), kThreads, 0, stream>>>(x, rows, c, out);
+  return cudaGetLastError();
+}
 
 cudaError_t CastLabels(const void* labels, bool labels_int32, int64_t n, int64_t classes,
                        int64_t* out, float* invalid, cudaStream_t stream) {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -274,7 +275,9 @@ TEST_F(CudaBackendTest, BinaryAndItsBackwardMatchCpuWithBroadcasting) {
   const std::vector<ShapePair> cases = {
       {{6}, {6}},          {{64, 256}, {256}}, {{256}, {64, 256}},     {{4, 1, 3}, {1, 5, 1}},
       {{2, 3, 4}, {3, 1}}, {{5, 7}, {}},       {{300, 1000}, {300, 1}}};
-  for (BinaryOp op : {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kDiv}) {
+  for (BinaryOp op :
+       {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kDiv, BinaryOp::kMaximum,
+        BinaryOp::kMinimum, BinaryOp::kEqual, BinaryOp::kGreater}) {
     for (const ShapePair& c : cases) {
       SCOPED_TRACE(c.a.DebugString() + " op " + c.b.DebugString() + " " +
                    std::to_string(static_cast<int>(op)));
@@ -298,8 +301,12 @@ TEST_F(CudaBackendTest, BinaryAndItsBackwardMatchCpuWithBroadcasting) {
 }
 
 TEST_F(CudaBackendTest, UnaryAndItsBackwardMatchCpu) {
-  for (UnaryOp op : {UnaryOp::kRelu, UnaryOp::kSigmoid, UnaryOp::kTanh, UnaryOp::kGelu}) {
-    Tensor x = Random({1000, 33}, 70, -4.0f, 4.0f), g = Random({1000, 33}, 71);
+  for (UnaryOp op :
+       {UnaryOp::kRelu, UnaryOp::kSigmoid, UnaryOp::kTanh, UnaryOp::kGelu, UnaryOp::kExp,
+        UnaryOp::kLog, UnaryOp::kAbs, UnaryOp::kSoftplus, UnaryOp::kSquare}) {
+    // Log's domain is positive.
+    const float lo = op == UnaryOp::kLog ? 0.01f : -4.0f;
+    Tensor x = Random({1000, 33}, 70, lo, 4.0f), g = Random({1000, 33}, 71);
     Tensor y(DType::kFloat32, x.shape()), dx(DType::kFloat32, x.shape());
     ASSERT_TRUE(cpu_.Unary(op, x, y).ok());
     ASSERT_TRUE(cpu_.UnaryBackward(op, x, y, g, dx).ok());
@@ -530,6 +537,69 @@ TEST_F(CudaBackendTest, AxpbyLabelsAndInTopKMatchCpu) {
       EXPECT_TRUE(Host(*hitsd).Equals(hits)) << k << first_max_only;
     }
   }
+}
+
+TEST_F(CudaBackendTest, MaximumTiesAndNaNMatchCpu) {
+  // Ties go to a, and a NaN in either operand comes through, in the values and the gradients.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor a = *Tensor::FromVector<float>({1, 2, nan, 5}, Shape{4});
+  const Tensor b = *Tensor::FromVector<float>({1, 3, 1, nan}, Shape{4});
+  const Tensor g = *Tensor::FromVector<float>({1, 1, 1, 1}, Shape{4});
+  for (BinaryOp op : {BinaryOp::kMaximum, BinaryOp::kMinimum}) {
+    Tensor out(DType::kFloat32, Shape{4}), ga(DType::kFloat32, Shape{4}),
+        gb(DType::kFloat32, Shape{4});
+    ASSERT_TRUE(cpu_.Binary(op, a, b, out).ok());
+    ASSERT_TRUE(cpu_.BinaryBackward(op, a, b, g, &ga, &gb).ok());
+    Tensor ad = Dev(a), bd = Dev(b), outd = DevEmpty(Shape{4}), gad = DevEmpty(Shape{4}),
+           gbd = DevEmpty(Shape{4});
+    ASSERT_TRUE(gpu_->Binary(op, ad, bd, outd).ok());
+    ASSERT_TRUE(gpu_->BinaryBackward(op, ad, bd, Dev(g), &gad, &gbd).ok());
+    Tensor outh = Host(outd);
+    for (int i = 0; i < 4; ++i) {
+      const float want = out.data<float>()[i], got = outh.data<float>()[i];
+      EXPECT_TRUE(std::isnan(want) ? std::isnan(got) : got == want) << i;
+    }
+    EXPECT_TRUE(Host(gad).Equals(ga));
+    EXPECT_TRUE(Host(gbd).Equals(gb));
+  }
+}
+
+TEST_F(CudaBackendTest, CastAndArgMaxMatchCpu) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor f =
+      *Tensor::FromVector<float>({1.7f, -1.7f, 0.5f, nan, 3e9f, -3e9f, 1e20f, -0.0f}, Shape{2, 4});
+  const Tensor i64 = *Tensor::FromVector<int64_t>({4294967297LL, -3, 16777217, 7}, Shape{4});
+  const Tensor i32 = *Tensor::FromVector<int32_t>({-7, 9, 16777217, 0}, Shape{4});
+  const DType types[] = {DType::kFloat32, DType::kInt32, DType::kInt64};
+  for (const Tensor* x : {&f, &i64, &i32}) {
+    for (DType to : types) {
+      SCOPED_TRACE(std::string(DTypeName(x->dtype())) + " to " + std::string(DTypeName(to)));
+      Tensor want(to, x->shape());
+      ASSERT_TRUE(cpu_.Cast(*x, want).ok());
+      Tensor got = DevEmpty(x->shape(), to);
+      ASSERT_TRUE(gpu_->Cast(Dev(*x), got).ok());
+      Tensor goth = Host(got);
+      if (to == DType::kFloat32 && x->dtype() == DType::kFloat32) {
+        for (int64_t i = 0; i < x->num_elements(); ++i) {
+          const float w = want.data<float>()[i], g = goth.data<float>()[i];
+          EXPECT_TRUE(std::isnan(w) ? std::isnan(g) : g == w) << i;
+        }
+      } else {
+        EXPECT_TRUE(goth.Equals(want));
+      }
+    }
+  }
+  // Rows with ties (the first wins) and a NaN (which wins).
+  Tensor rows = Random({300, 7}, 220);
+  rows.data<float>()[3] = rows.data<float>()[5] = 2.0f;
+  rows.data<float>()[7 + 4] = nan;
+  Tensor want(DType::kInt64, Shape{300});
+  ASSERT_TRUE(cpu_.ArgMax(rows, want).ok());
+  EXPECT_EQ(want.data<int64_t>()[0], 3);
+  EXPECT_EQ(want.data<int64_t>()[1], 4);
+  Tensor got = DevEmpty(Shape{300}, DType::kInt64);
+  ASSERT_TRUE(gpu_->ArgMax(Dev(rows), got).ok());
+  EXPECT_TRUE(Host(got).Equals(want));
 }
 
 TEST_F(CudaBackendTest, SteadyStateStepsDoNoDeviceAllocation) {

@@ -32,8 +32,13 @@ namespace sluice::train::backend {
 // Layouts are Keras': activations NHWC, convolution filters HWIO, matrices
 // row-major. Every float kernel is float32.
 
-enum class BinaryOp { kAdd, kSub, kMul, kDiv };
-enum class UnaryOp { kRelu, kSigmoid, kTanh, kGelu };
+// kMaximum/kMinimum propagate a NaN in either operand; on a tie (or a NaN in a) they pick a, and
+// so does their gradient. kEqual and kGreater give 1.0f where a == b (a > b), else 0, and have
+// no gradient (BinaryBackward writes zeros).
+enum class BinaryOp { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kEqual, kGreater };
+// kAbs' gradient is sign(x), 0 at 0; kSoftplus is log1p(exp(-|x|)) + max(x, 0), which neither
+// overflows nor loses the small values.
+enum class UnaryOp { kRelu, kSigmoid, kTanh, kGelu, kExp, kLog, kAbs, kSoftplus, kSquare };
 enum class ReduceOp { kSum, kMax };
 enum class PoolAlgorithm { kMax, kAvgExcludePadding };
 
@@ -154,6 +159,10 @@ class Backend {
   // grad_x = grad_y * f'(x), given x and y = f(x).
   virtual absl::Status UnaryBackward(UnaryOp op, const Tensor& x, const Tensor& y,
                                      const Tensor& grad_y, Tensor& grad_x) = 0;
+  // y = x converted to y's dtype, each of float32, int32 and int64 (same element count). Float
+  // to integer truncates toward zero and saturates at the integer's range, NaN giving 0 (as
+  // CUDA's conversions do); int64 to int32 keeps the low 32 bits.
+  virtual absl::Status Cast(const Tensor& x, Tensor& y) = 0;
   // Inverted dropout: mask = (u >= rate) / (1 - rate) with u uniform from
   // `seed`; out = x * mask. The same seed and shape give the same mask on one
   // backend.
@@ -171,6 +180,9 @@ class Backend {
   // The backward of a max reduction: grad split evenly between tied maxima.
   virtual absl::Status ReduceMaxBackward(const Tensor& x, const Tensor& max, const Tensor& grad_max,
                                          Tensor& grad_x) = 0;
+  // out int64 [rows] = the index of the first maximum of each row of float32 x [rows, c] (x
+  // read as rows of its last dim; c >= 1). The first NaN of a row, if any, counts as its maximum.
+  virtual absl::Status ArgMax(const Tensor& x, Tensor& out) = 0;
   // out dim i = x dim perm[i].
   virtual absl::Status Transpose(const Tensor& x, const std::vector<int>& perm, Tensor& out) = 0;
   // out = the inputs joined along `axis`; Split is its inverse.

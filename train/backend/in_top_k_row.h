@@ -1,7 +1,7 @@
 #ifndef SLUICE_TRAIN_BACKEND_IN_TOP_K_ROW_H_
 #define SLUICE_TRAIN_BACKEND_IN_TOP_K_ROW_H_
 
-// The per-row rule of Backend::InTopK, shared by the CPU kernel and the CUDA
+// The per-row rules of Backend::InTopK and Backend::ArgMax, shared by the CPU kernel and the CUDA
 // one (gpu/label_kernels.cu), so that both devices score a row the same way.
 // Plain C++ with no dependencies: nvcc compiles it for the device.
 
@@ -37,6 +37,15 @@ SLUICE_HOST_DEVICE inline bool InTopKRow(const float* row, int64_t c, int64_t la
     if (row[j] > row[label]) ++greater;
   }
   return finite && greater < k;
+}
+
+// The index of the first maximum of `row` (c >= 1 scores), or of its first NaN: Backend::ArgMax.
+SLUICE_HOST_DEVICE inline int64_t ArgMaxRow(const float* row, int64_t c) {
+  int64_t best = 0;
+  for (int64_t j = 1; j < c && row[best] == row[best]; ++j) {
+    if (row[j] > row[best] || row[j] != row[j]) best = j;
+  }
+  return best;
 }
 
 }  // namespace sluice::train::backend

@@ -17,6 +17,10 @@ class Mean : public Metric {
   void Update(double value, double weight = 1.0) { Accumulate(value * weight, weight); }
   // Every element of a float32 tensor counts once (Keras' update_state(values)).
   absl::Status Update(const Tensor& values);
+  // One value, a float32 scalar (any shape of one element) on any device, counted `weight`
+  // times: Keras' loss tracker adds the batch loss weighted by the batch size this way. The
+  // value stays on its device.
+  absl::Status Update(const Tensor& value, double weight);
 };
 
 }  // namespace sluice::train::metrics

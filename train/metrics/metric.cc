@@ -4,6 +4,8 @@
 #include "core/status_macros.h"
 #include "train/backend/backend.h"
 #include "train/backend/transfer.h"
+#include "train/ops/cast.h"
+#include "train/ops/reduce.h"
 
 namespace sluice::train::metrics {
 
@@ -25,6 +27,28 @@ absl::Status CheckSparseLabels(absl::string_view metric, const Tensor& labels,
                      DTypeName(labels.dtype()), labels.shape().DebugString()));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<LabelledRows> OneHotToIndices(absl::string_view metric, const Tensor& y_true,
+                                             const Tensor& y_pred) {
+  const bool label_dtype_ok = y_true.dtype() == DType::kFloat32 ||
+                              y_true.dtype() == DType::kInt32 || y_true.dtype() == DType::kInt64;
+  if (y_pred.dtype() != DType::kFloat32 || y_pred.rank() < 2 || !label_dtype_ok ||
+      y_true.shape() != y_pred.shape()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        metric, ": want one-hot labels y_true of y_pred's shape and y_pred float32 [N, ..., C], ",
+        "got y_true ", DTypeName(y_true.dtype()), y_true.shape().DebugString(), " and y_pred ",
+        DTypeName(y_pred.dtype()), y_pred.shape().DebugString(),
+        " (class indices take the sparse_* metrics)"));
+  }
+  const int64_t classes = y_pred.dim(y_pred.rank() - 1);
+  const int64_t rows = classes == 0 ? 0 : y_pred.num_elements() / classes;
+  SLUICE_ASSIGN_OR_RETURN(Tensor one_hot, ops::Cast(y_true, DType::kFloat32));
+  SLUICE_ASSIGN_OR_RETURN(Tensor labels, ops::ArgMax(one_hot));
+  LabelledRows out;
+  SLUICE_ASSIGN_OR_RETURN(out.labels, labels.Reshape(Shape{rows}));
+  SLUICE_ASSIGN_OR_RETURN(out.predictions, y_pred.Reshape(Shape{rows, classes}));
+  return out;
 }
 
 }  // namespace internal

@@ -59,6 +59,17 @@ namespace internal {
 // the message. Shared by the sparse accuracy metrics.
 absl::Status CheckSparseLabels(absl::string_view metric, const Tensor& labels,
                                const Tensor& predictions);
+
+// One-hot labels as class indices: checks y_true (float32, int32 or int64) against predictions
+// float32 [N, ..., C] of its shape, and returns the predictions as rows [R, C] with the index of
+// each row's label, argmax(y_true) int64 [R], both on the predictions' device. Shared by the
+// categorical accuracy metrics. Call with recording paused.
+struct LabelledRows {
+  Tensor predictions;
+  Tensor labels;
+};
+absl::StatusOr<LabelledRows> OneHotToIndices(absl::string_view metric, const Tensor& y_true,
+                                             const Tensor& y_pred);
 }  // namespace internal
 
 }  // namespace sluice::train::metrics

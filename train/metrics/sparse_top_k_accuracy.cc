@@ -11,7 +11,8 @@
 namespace sluice::train::metrics {
 
 SparseTopKAccuracy::SparseTopKAccuracy(int k, std::string name)
-    : Metric(name.empty() ? absl::StrCat("top_", k, "_accuracy") : std::move(name)), k_(k) {}
+    : PredictionMetric(name.empty() ? absl::StrCat("top_", k, "_accuracy") : std::move(name)),
+      k_(k) {}
 
 absl::Status SparseTopKAccuracy::Update(const Tensor& labels, const Tensor& predictions) {
   SLUICE_RETURN_IF_ERROR(internal::CheckSparseLabels(name(), labels, predictions));

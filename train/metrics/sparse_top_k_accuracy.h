@@ -6,18 +6,18 @@
 
 #include "absl/status/status.h"
 #include "core/tensor.h"
-#include "train/metrics/metric.h"
+#include "train/metrics/prediction_metric.h"
 
 namespace sluice::train::metrics {
 
 // keras.metrics.SparseTopKCategoricalAccuracy: how often the label is among the k highest
 // predictions. As tf.math.in_top_k, classes tied with the k-th highest all count as in the top k,
 // and a row with a non-finite prediction counts as a miss.
-class SparseTopKAccuracy : public Metric {
+class SparseTopKAccuracy : public PredictionMetric {
  public:
   explicit SparseTopKAccuracy(int k = 5, std::string name = "");
   int k() const { return k_; }
-  absl::Status Update(const Tensor& labels, const Tensor& predictions);
+  absl::Status Update(const Tensor& labels, const Tensor& predictions) override;
 
  private:
   int k_;

@@ -1,39 +1,20 @@
 #include "train/ops/activations.h"
 
-#include "core/status_macros.h"
-#include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
-#include "train/backend/require_float32.h"
+#include "train/ops/unary_op.h"
 
 namespace sluice::train::ops {
-namespace {
 
-// y = f(x) elementwise; the backward multiplies by f'(x), which the backend
-// computes from x or y.
-absl::StatusOr<Tensor> Unary(backend::UnaryOp op, const char* name, const Tensor& x) {
-  SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(x, name, "x"));
-  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(name, {&x}));
-  SLUICE_ASSIGN_OR_RETURN(Tensor y, backend->Allocate(DType::kFloat32, x.shape()));
-  SLUICE_RETURN_IF_ERROR(backend->Unary(op, x, y));
-  if (autodiff::ShouldRecord({x})) {
-    autodiff::RecordOperation(
-        {x}, y,
-        [backend, op, x, y](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
-          SLUICE_ASSIGN_OR_RETURN(Tensor gx, backend->Allocate(DType::kFloat32, x.shape()));
-          SLUICE_RETURN_IF_ERROR(backend->UnaryBackward(op, x, y, g, gx));
-          return std::vector<std::optional<Tensor>>{gx};
-        });
-  }
-  return y;
-}
+using internal::UnaryOp;
 
-}  // namespace
-
-absl::StatusOr<Tensor> Relu(const Tensor& x) { return Unary(backend::UnaryOp::kRelu, "Relu", x); }
+absl::StatusOr<Tensor> Relu(const Tensor& x) { return UnaryOp(backend::UnaryOp::kRelu, "Relu", x); }
 absl::StatusOr<Tensor> Sigmoid(const Tensor& x) {
-  return Unary(backend::UnaryOp::kSigmoid, "Sigmoid", x);
+  return UnaryOp(backend::UnaryOp::kSigmoid, "Sigmoid", x);
 }
-absl::StatusOr<Tensor> Tanh(const Tensor& x) { return Unary(backend::UnaryOp::kTanh, "Tanh", x); }
-absl::StatusOr<Tensor> Gelu(const Tensor& x) { return Unary(backend::UnaryOp::kGelu, "Gelu", x); }
+absl::StatusOr<Tensor> Tanh(const Tensor& x) { return UnaryOp(backend::UnaryOp::kTanh, "Tanh", x); }
+absl::StatusOr<Tensor> Gelu(const Tensor& x) { return UnaryOp(backend::UnaryOp::kGelu, "Gelu", x); }
+absl::StatusOr<Tensor> Softplus(const Tensor& x) {
+  return UnaryOp(backend::UnaryOp::kSoftplus, "Softplus", x);
+}
 
 }  // namespace sluice::train::ops

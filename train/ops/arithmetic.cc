@@ -5,6 +5,7 @@
 #include "train/backend/backend.h"
 #include "train/backend/broadcast.h"
 #include "train/backend/require_float32.h"
+#include "train/ops/unary_op.h"
 
 namespace sluice::train::ops {
 namespace {
@@ -19,6 +20,14 @@ const char* Name(backend::BinaryOp op) {
       return "Mul";
     case backend::BinaryOp::kDiv:
       return "Div";
+    case backend::BinaryOp::kMaximum:
+      return "Maximum";
+    case backend::BinaryOp::kMinimum:
+      return "Minimum";
+    case backend::BinaryOp::kEqual:
+      return "Equal";
+    case backend::BinaryOp::kGreater:
+      return "Greater";
   }
   return "";
 }
@@ -30,7 +39,9 @@ absl::StatusOr<Tensor> Binary(backend::BinaryOp op, const Tensor& a, const Tenso
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(Name(op), {&a, &b}));
   SLUICE_ASSIGN_OR_RETURN(Tensor out, backend->Allocate(DType::kFloat32, shape));
   SLUICE_RETURN_IF_ERROR(backend->Binary(op, a, b, out));
-  if (autodiff::ShouldRecord({a, b})) {
+  // Comparisons are constant almost everywhere: nothing to record.
+  const bool comparison = op == backend::BinaryOp::kEqual || op == backend::BinaryOp::kGreater;
+  if (!comparison && autodiff::ShouldRecord({a, b})) {
     const bool need_a = autodiff::ShouldRecord({a}), need_b = autodiff::ShouldRecord({b});
     autodiff::RecordOperation(
         {a, b}, out,
@@ -75,6 +86,31 @@ absl::StatusOr<Tensor> Mul(const Tensor& a, const Tensor& b) {
 }
 absl::StatusOr<Tensor> Div(const Tensor& a, const Tensor& b) {
   return Binary(backend::BinaryOp::kDiv, a, b);
+}
+absl::StatusOr<Tensor> Maximum(const Tensor& a, const Tensor& b) {
+  return Binary(backend::BinaryOp::kMaximum, a, b);
+}
+absl::StatusOr<Tensor> Minimum(const Tensor& a, const Tensor& b) {
+  return Binary(backend::BinaryOp::kMinimum, a, b);
+}
+absl::StatusOr<Tensor> Equal(const Tensor& a, const Tensor& b) {
+  return Binary(backend::BinaryOp::kEqual, a, b);
+}
+absl::StatusOr<Tensor> Greater(const Tensor& a, const Tensor& b) {
+  return Binary(backend::BinaryOp::kGreater, a, b);
+}
+
+absl::StatusOr<Tensor> Exp(const Tensor& x) {
+  return internal::UnaryOp(backend::UnaryOp::kExp, "Exp", x);
+}
+absl::StatusOr<Tensor> Log(const Tensor& x) {
+  return internal::UnaryOp(backend::UnaryOp::kLog, "Log", x);
+}
+absl::StatusOr<Tensor> Abs(const Tensor& x) {
+  return internal::UnaryOp(backend::UnaryOp::kAbs, "Abs", x);
+}
+absl::StatusOr<Tensor> Square(const Tensor& x) {
+  return internal::UnaryOp(backend::UnaryOp::kSquare, "Square", x);
 }
 
 }  // namespace sluice::train::ops

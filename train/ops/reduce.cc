@@ -71,4 +71,38 @@ absl::StatusOr<Tensor> Max(const Tensor& x, std::vector<int> axes, bool keepdims
   return Reduce(Kind::kMax, x, std::move(axes), keepdims);
 }
 
+absl::StatusOr<Tensor> ArgMax(const Tensor& x, int axis) {
+  SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(x, "ArgMax", "x"));
+  const int a = axis < 0 ? axis + x.rank() : axis;
+  if (a < 0 || a >= x.rank()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ArgMax: axis ", axis, " is out of range for rank ", x.rank()));
+  }
+  if (x.dim(a) == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ArgMax: axis ", axis, " of ", x.shape().DebugString(), " is empty"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("ArgMax", {&x}));
+  Shape out_shape;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (d != a) out_shape.AddDim(x.dim(d));
+  }
+  // The kernel reduces the last axis: another axis is moved there first.
+  Tensor rows = x;
+  if (a != x.rank() - 1) {
+    std::vector<int> perm;
+    Shape moved;
+    for (int d = 0; d < x.rank(); ++d) {
+      if (d != a) perm.push_back(d);
+    }
+    perm.push_back(a);
+    for (int d : perm) moved.AddDim(x.dim(d));
+    SLUICE_ASSIGN_OR_RETURN(rows, backend->Allocate(DType::kFloat32, moved));
+    SLUICE_RETURN_IF_ERROR(backend->Transpose(x, perm, rows));
+  }
+  SLUICE_ASSIGN_OR_RETURN(Tensor out, backend->Allocate(DType::kInt64, out_shape));
+  SLUICE_RETURN_IF_ERROR(backend->ArgMax(rows, out));
+  return out;
+}
+
 }  // namespace sluice::train::ops

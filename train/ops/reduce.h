@@ -14,6 +14,10 @@ absl::StatusOr<Tensor> Sum(const Tensor& x, std::vector<int> axes = {}, bool kee
 absl::StatusOr<Tensor> Mean(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
 // The gradient is split evenly between tied maxima, as in TF's reduce_max.
 absl::StatusOr<Tensor> Max(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
+// tf.argmax: the int64 index of the first maximum along `axis` (negative counts from the end),
+// which is removed from the shape; a NaN counts as a maximum. No gradient. The axis must not be
+// empty.
+absl::StatusOr<Tensor> ArgMax(const Tensor& x, int axis = -1);
 
 }  // namespace sluice::train::ops
 

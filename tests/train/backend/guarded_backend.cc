@@ -464,6 +464,18 @@ class GuardedBackend final : public Backend {
                                                    g);
   }
 
+  absl::Status Cast(const Tensor& x, Tensor& y) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("Cast", {&x, &y}));
+    Tensor vy = a.View(y);
+    return cpu().Cast(a.View(x), vy);
+  }
+  absl::Status ArgMax(const Tensor& x, Tensor& out) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("ArgMax", {&x, &out}));
+    Tensor o = a.View(out);
+    return cpu().ArgMax(a.View(x), o);
+  }
   absl::Status CastLabels(const Tensor& labels, int64_t num_classes, Tensor& labels64,
                           Tensor& invalid) override {
     Access a(mu_, device_);

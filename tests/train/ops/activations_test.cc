@@ -31,6 +31,17 @@ TEST(ActivationsTest, ForwardValues) {
               Pointwise(FloatNear(1e-5), {-0.04550026f, 0.0f, 0.34573123f, 2.99595031f}));
 }
 
+TEST(ActivationsTest, SoftplusIsStable) {
+  // log(1 + e^x): log 2 = 0.6931472, log(1 + e) = 1.3132616, log(1 + 1/e) = 0.31326169.
+  EXPECT_THAT(Values(*Softplus(T({0, 1, -1}, {3}))),
+              Pointwise(FloatNear(1e-6), {0.6931472f, 1.3132616f, 0.31326169f}));
+  // e^100 overflows float32, and 1 + e^-30 rounds to 1: softplus(100) = 100 and
+  // softplus(-30) = e^-30 (1 - ...) = 9.357623e-14 all the same.
+  std::vector<float> v = Values(*Softplus(T({100, -30}, {2})));
+  EXPECT_FLOAT_EQ(v[0], 100.0f);
+  EXPECT_NEAR(v[1], 9.357623e-14, 1e-18);
+}
+
 TEST(ActivationsTest, ReluGradientIsZeroAtZero) {
   Tensor x = T({-1, 0, 2}, {3});
   autodiff::Tape tape;
@@ -51,6 +62,14 @@ TEST(ActivationsTest, GradientsMatchFiniteDifferences) {
             "");
   EXPECT_EQ(CheckGradients([](const std::vector<Tensor>& in) { return Tanh(in[0]); }, {mixed}), "");
   EXPECT_EQ(CheckGradients([](const std::vector<Tensor>& in) { return Gelu(in[0]); }, {mixed}), "");
+  EXPECT_EQ(CheckGradients([](const std::vector<Tensor>& in) { return Softplus(in[0]); }, {mixed}),
+            "");
+  // Its gradient is sigmoid(x): 0.5 at 0, sigmoid(-40) = 4.2e-18 without overflow at +-40.
+  Tensor x = T({0, 40, -40}, {3});
+  autodiff::Tape tape;
+  tape.Watch(x);
+  auto g = *tape.Gradient(*Softplus(x), {x});
+  EXPECT_THAT(Values(*g[0]), Pointwise(FloatNear(1e-7), {0.5f, 1.0f, 0.0f}));
 }
 
 }  // namespace

@@ -53,5 +53,34 @@ TEST(ReduceTest, GradientsMatchFiniteDifferences) {
   }
 }
 
+TEST(ReduceTest, ArgMaxTakesTheFirstMaximum) {
+  Tensor x = T({1, 3, 3, -1, -5, -2}, {2, 3});
+  Tensor last = *ArgMax(x);
+  ASSERT_EQ(last.dtype(), DType::kInt64);
+  EXPECT_EQ(last.shape(), Shape({2}));
+  // Row 0: 3 at 1 and 2, the first wins; row 1: -1 at 0.
+  EXPECT_EQ(last.data<int64_t>()[0], 1);
+  EXPECT_EQ(last.data<int64_t>()[1], 0);
+  // Down the columns: 1 > -1, 3 > -5, 3 > -2.
+  Tensor first = *ArgMax(x, 0);
+  EXPECT_EQ(first.shape(), Shape({3}));
+  EXPECT_THAT(std::vector<int64_t>(first.data<int64_t>(), first.data<int64_t>() + 3),
+              ElementsAre(0, 0, 0));
+}
+
+TEST(ReduceTest, ArgMaxOverAMiddleAxisAndNaN) {
+  // x[n, i, j]; over i: n = 0: (1 vs 3) -> 1, (2 vs 0) -> 0; n = 1: (0 vs -1) -> 0, (0 vs 4) -> 1.
+  Tensor x = T({1, 2, 3, 0, 0, 0, -1, 4}, {2, 2, 2});
+  Tensor m = *ArgMax(x, 1);
+  EXPECT_EQ(m.shape(), Shape({2, 2}));
+  EXPECT_THAT(std::vector<int64_t>(m.data<int64_t>(), m.data<int64_t>() + 4),
+              ElementsAre(1, 0, 0, 1));
+  Tensor with_nan = T({1, std::nanf(""), 5}, {1, 3});
+  EXPECT_EQ(ArgMax(with_nan)->data<int64_t>()[0], 1);
+  EXPECT_EQ(ArgMax(x, 3).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ArgMax(Tensor(DType::kFloat32, Shape{2, 0})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace sluice::train::ops

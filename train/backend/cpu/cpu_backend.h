@@ -56,6 +56,7 @@ class CpuBackend final : public Backend {
   absl::Status Unary(UnaryOp op, const Tensor& x, Tensor& y) override;
   absl::Status UnaryBackward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
                              Tensor& grad_x) override;
+  absl::Status Cast(const Tensor& x, Tensor& y) override;
   absl::Status Dropout(const Tensor& x, float rate, uint64_t seed, Tensor& mask,
                        Tensor& out) override;
   absl::Status Reduce(ReduceOp op, const Tensor& x, const std::vector<bool>& reduced, float scale,
@@ -63,6 +64,7 @@ class CpuBackend final : public Backend {
   absl::Status BroadcastTo(const Tensor& in, float scale, Tensor& out) override;
   absl::Status ReduceMaxBackward(const Tensor& x, const Tensor& max, const Tensor& grad_max,
                                  Tensor& grad_x) override;
+  absl::Status ArgMax(const Tensor& x, Tensor& out) override;
   absl::Status Transpose(const Tensor& x, const std::vector<int>& perm, Tensor& out) override;
   absl::Status Concat(const std::vector<Tensor>& inputs, int axis, Tensor& out) override;
   absl::Status Split(const Tensor& x, int axis, std::vector<Tensor>& outputs) override;

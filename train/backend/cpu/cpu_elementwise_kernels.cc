@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -110,12 +111,20 @@ void ForEachRun(const StridedPlan& plan, const Run& run) {
 
 // z[i] = f(x[i * SA], y[i * SB]) with the strides known at compile time so
 // that each variant vectorises.
+// Whether kMaximum (kMinimum) picks x: on ties and when x is NaN, so that a NaN in either operand
+// comes through (x != x is NaN's test, which vectorises).
+inline bool PicksA(bool maximum, float x, float y) { return (maximum ? x >= y : x <= y) || x != x; }
+
 template <BinaryOp kOp>
 inline float Apply(float x, float y) {
   if constexpr (kOp == BinaryOp::kAdd) return x + y;
   if constexpr (kOp == BinaryOp::kSub) return x - y;
   if constexpr (kOp == BinaryOp::kMul) return x * y;
-  return x / y;
+  if constexpr (kOp == BinaryOp::kDiv) return x / y;
+  if constexpr (kOp == BinaryOp::kMaximum) return PicksA(true, x, y) ? x : y;
+  if constexpr (kOp == BinaryOp::kMinimum) return PicksA(false, x, y) ? x : y;
+  if constexpr (kOp == BinaryOp::kEqual) return x == y ? 1.0f : 0.0f;
+  return x > y ? 1.0f : 0.0f;  // kGreater
 }
 
 template <BinaryOp kOp>
@@ -268,6 +277,10 @@ absl::Status SumInto(const Tensor& full, Tensor& grad) {
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 
+// log(1 + e^x) = log1p(e^-|x|) + max(x, 0): e^-|x| <= 1 never overflows, and log1p keeps the
+// small values of large negative x.
+inline float Softplus(float x) { return std::log1p(std::exp(-std::fabs(x))) + std::max(x, 0.0f); }
+
 SLUICE_KERNEL_CLONES void ReluRun(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;
 }
@@ -342,9 +355,60 @@ absl::Status CpuBackend::Binary(BinaryOp op, const Tensor& a, const Tensor& b, T
     case BinaryOp::kDiv:
       BinaryKernel<BinaryOp::kDiv>(plan, x, y, z);
       break;
+    case BinaryOp::kMaximum:
+      BinaryKernel<BinaryOp::kMaximum>(plan, x, y, z);
+      break;
+    case BinaryOp::kMinimum:
+      BinaryKernel<BinaryOp::kMinimum>(plan, x, y, z);
+      break;
+    case BinaryOp::kEqual:
+      BinaryKernel<BinaryOp::kEqual>(plan, x, y, z);
+      break;
+    case BinaryOp::kGreater:
+      BinaryKernel<BinaryOp::kGreater>(plan, x, y, z);
+      break;
   }
   return absl::OkStatus();
 }
+
+namespace {
+
+// The gradients of kMaximum (kMinimum).
+absl::Status SelectBackward(bool maximum, const Tensor& a, const Tensor& b, const Tensor& grad_out,
+                            Tensor* grad_a, Tensor* grad_b) {
+  // g goes to the operand the forward picked, in out's shape, then summed down to the operand.
+  const Shape& shape = grad_out.shape();
+  auto target = [&](Tensor* grad) -> Tensor {
+    if (grad == nullptr) return Tensor();
+    return grad->shape() == shape ? *grad : Tensor(DType::kFloat32, shape);
+  };
+  Tensor full_a = target(grad_a), full_b = target(grad_b);
+  float* ga = grad_a != nullptr ? full_a.data<float>() : nullptr;
+  float* gb = grad_b != nullptr ? full_b.data<float>() : nullptr;
+  const float* x = a.data<float>();
+  const float* y = b.data<float>();
+  const float* g = grad_out.data<float>();
+  if (grad_out.num_elements() > 0) {
+    const StridedPlan plan =
+        MakePlan(shape, BroadcastStrides(a.shape(), shape), BroadcastStrides(b.shape(), shape));
+    ForEachRun(plan, [&](int64_t o, int64_t pa, int64_t pb, int64_t n, int64_t ia, int64_t ib) {
+      for (int64_t i = 0; i < n; ++i) {
+        const bool to_a = PicksA(maximum, x[pa + i * ia], y[pb + i * ib]);
+        if (ga != nullptr) ga[o + i] = to_a ? g[o + i] : 0.0f;
+        if (gb != nullptr) gb[o + i] = to_a ? 0.0f : g[o + i];
+      }
+    });
+  }
+  if (grad_a != nullptr && grad_a->shape() != shape) {
+    SLUICE_RETURN_IF_ERROR(SumInto(full_a, *grad_a));
+  }
+  if (grad_b != nullptr && grad_b->shape() != shape) {
+    SLUICE_RETURN_IF_ERROR(SumInto(full_b, *grad_b));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status CpuBackend::BinaryBackward(BinaryOp op, const Tensor& a, const Tensor& b,
                                         const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b) {
@@ -356,14 +420,21 @@ absl::Status CpuBackend::BinaryBackward(BinaryOp op, const Tensor& a, const Tens
     SLUICE_RETURN_IF_ERROR(fill(t));
     return t;
   };
+  if (op == BinaryOp::kEqual || op == BinaryOp::kGreater) {  // no gradient
+    if (grad_a != nullptr) SLUICE_RETURN_IF_ERROR(Fill(*grad_a, 0.0f));
+    if (grad_b != nullptr) SLUICE_RETURN_IF_ERROR(Fill(*grad_b, 0.0f));
+    return absl::OkStatus();
+  }
+  if (op == BinaryOp::kMaximum || op == BinaryOp::kMinimum) {
+    return SelectBackward(op == BinaryOp::kMaximum, a, b, grad_out, grad_a, grad_b);
+  }
   if (grad_a != nullptr) {
     switch (op) {
       case BinaryOp::kAdd:
       case BinaryOp::kSub:
         SLUICE_RETURN_IF_ERROR(SumInto(grad_out, *grad_a));
         break;
-      case BinaryOp::kMul:
-      case BinaryOp::kDiv: {
+      default: {  // kMul, kDiv
         const BinaryOp f = op == BinaryOp::kMul ? BinaryOp::kMul : BinaryOp::kDiv;
         if (grad_a->shape() == shape) {  // write straight into the gradient
           SLUICE_RETURN_IF_ERROR(Binary(f, grad_out, b, *grad_a));
@@ -412,6 +483,8 @@ absl::Status CpuBackend::BinaryBackward(BinaryOp op, const Tensor& a, const Tens
         SLUICE_RETURN_IF_ERROR(SumInto(t, *grad_b));
         break;
       }
+      default:  // handled above
+        break;
     }
   }
   return absl::OkStatus();
@@ -435,6 +508,21 @@ absl::Status CpuBackend::Unary(UnaryOp op, const Tensor& x, Tensor& y) {
         for (int64_t i = b; i < e; ++i) {
           out[i] = 0.5f * in[i] * (1.0f + std::erf(in[i] * kInvSqrt2));
         }
+        break;
+      case UnaryOp::kExp:
+        for (int64_t i = b; i < e; ++i) out[i] = std::exp(in[i]);
+        break;
+      case UnaryOp::kLog:
+        for (int64_t i = b; i < e; ++i) out[i] = std::log(in[i]);
+        break;
+      case UnaryOp::kAbs:
+        for (int64_t i = b; i < e; ++i) out[i] = std::fabs(in[i]);
+        break;
+      case UnaryOp::kSoftplus:
+        for (int64_t i = b; i < e; ++i) out[i] = Softplus(in[i]);
+        break;
+      case UnaryOp::kSquare:
+        for (int64_t i = b; i < e; ++i) out[i] = in[i] * in[i];
         break;
     }
   });
@@ -466,6 +554,26 @@ absl::Status CpuBackend::UnaryBackward(UnaryOp op, const Tensor& x, const Tensor
                           v * kInvSqrt2Pi * std::exp(-0.5f * v * v));
         }
         break;
+      case UnaryOp::kExp:
+        for (int64_t i = b; i < e; ++i) gx[i] = g[i] * out[i];
+        break;
+      case UnaryOp::kLog:
+        for (int64_t i = b; i < e; ++i) gx[i] = g[i] / in[i];
+        break;
+      case UnaryOp::kAbs:  // sign(x): 0 at 0, as TF
+        for (int64_t i = b; i < e; ++i) {
+          gx[i] = in[i] > 0 ? g[i] : in[i] < 0 ? -g[i] : 0.0f;
+        }
+        break;
+      case UnaryOp::kSoftplus:  // sigmoid(x), from exp(-|x|) so that it cannot overflow
+        for (int64_t i = b; i < e; ++i) {
+          const float z = std::exp(-std::fabs(in[i]));
+          gx[i] = g[i] * (in[i] >= 0 ? 1.0f / (1.0f + z) : z / (1.0f + z));
+        }
+        break;
+      case UnaryOp::kSquare:
+        for (int64_t i = b; i < e; ++i) gx[i] = g[i] * 2.0f * in[i];
+        break;
     }
   });
   return absl::OkStatus();
@@ -486,6 +594,72 @@ absl::Status CpuBackend::Dropout(const Tensor& x, float rate, uint64_t seed, Ten
     m[i] = u >= rate ? scale : 0.0f;
   }
   return Binary(BinaryOp::kMul, x, mask, out);
+}
+
+namespace {
+
+// Float to integer: truncated toward zero, saturated, NaN to 0 (CUDA's cvt.rzi.sat).
+template <typename I>
+I FloatToInt(float v) {
+  if (v != v) return 0;
+  // The integer's limits as floats round up (2^31, 2^63): anything at or past them saturates.
+  constexpr float kHi = static_cast<float>(std::numeric_limits<I>::max());
+  constexpr float kLo = static_cast<float>(std::numeric_limits<I>::min());
+  if (v >= kHi) return std::numeric_limits<I>::max();
+  if (v <= kLo) return std::numeric_limits<I>::min();
+  return static_cast<I>(v);
+}
+
+template <typename From, typename To>
+void CastRun(const From* x, To* y, int64_t n) {
+  ParallelFor(n, kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      if constexpr (std::is_same_v<From, float> && !std::is_same_v<To, float>) {
+        y[i] = FloatToInt<To>(x[i]);
+      } else {
+        y[i] = static_cast<To>(x[i]);
+      }
+    }
+  });
+}
+
+template <typename From>
+absl::Status CastFrom(const From* x, Tensor& y, int64_t n) {
+  switch (y.dtype()) {
+    case DType::kFloat32:
+      CastRun(x, y.data<float>(), n);
+      return absl::OkStatus();
+    case DType::kInt32:
+      CastRun(x, y.data<int32_t>(), n);
+      return absl::OkStatus();
+    case DType::kInt64:
+      CastRun(x, y.data<int64_t>(), n);
+      return absl::OkStatus();
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("Cast: cannot cast to ", DTypeName(y.dtype())));
+  }
+}
+
+}  // namespace
+
+absl::Status CpuBackend::Cast(const Tensor& x, Tensor& y) {
+  if (x.num_elements() != y.num_elements()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Cast: ", x.shape().DebugString(), " into ", y.shape().DebugString()));
+  }
+  const int64_t n = x.num_elements();
+  switch (x.dtype()) {
+    case DType::kFloat32:
+      return CastFrom(x.data<float>(), y, n);
+    case DType::kInt32:
+      return CastFrom(x.data<int32_t>(), y, n);
+    case DType::kInt64:
+      return CastFrom(x.data<int64_t>(), y, n);
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("Cast: cannot cast from ", DTypeName(x.dtype())));
+  }
 }
 
 absl::Status CpuBackend::Reduce(ReduceOp op, const Tensor& x, const std::vector<bool>& reduced,

@@ -1,5 +1,5 @@
 // The CpuBackend kernels that read labels: their cast to int64 with a range
-// check, and in-top-k for the accuracy metrics.
+// check, and in-top-k and argmax for the accuracy metrics.
 
 #include <algorithm>
 #include <cstdint>
@@ -61,6 +61,23 @@ absl::Status CpuBackend::InTopK(const Tensor& predictions, const Tensor& labels,
           hit[i] = InTopKRow(p + i * c, c, LabelAt(labels, i), k, first_max_only) ? 1.0f : 0.0f;
         }
       });
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::ArgMax(const Tensor& x, Tensor& out) {
+  const int64_t c = x.rank() == 0 ? 1 : x.dim(x.rank() - 1);
+  const int64_t rows = out.num_elements();
+  if (x.dtype() != DType::kFloat32 || out.dtype() != DType::kInt64 || c < 1 ||
+      rows * c != x.num_elements()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ArgMax: want float32 x [rows, c >= 1] and int64 [rows], got ", DTypeName(x.dtype()),
+        x.shape().DebugString(), " and ", DTypeName(out.dtype()), out.shape().DebugString()));
+  }
+  const float* p = x.data<float>();
+  int64_t* o = out.data<int64_t>();
+  ParallelFor(rows, std::max<int64_t>(1, 16 * 1024 / c), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) o[i] = ArgMaxRow(p + i * c, c);
+  });
   return absl::OkStatus();
 }
 

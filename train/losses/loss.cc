@@ -1,0 +1,36 @@
+#include "train/losses/loss.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "train/ops/reduce.h"
+
+namespace sluice::train::losses {
+
+Loss::Loss(std::string name, Reduction reduction) : name_(std::move(name)), reduction_(reduction) {}
+
+absl::StatusOr<Tensor> Loss::Reduce(const Tensor& per_example) const {
+  if (per_example.dtype() != DType::kFloat32 || per_example.rank() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name_, ": per-example losses must be float32 [N], got ",
+                     DTypeName(per_example.dtype()), per_example.shape().DebugString()));
+  }
+  switch (reduction_) {
+    case Reduction::kSumOverBatchSize:
+      return ops::Mean(per_example);
+    case Reduction::kSum:
+      return ops::Sum(per_example);
+    case Reduction::kNone:
+      break;
+  }
+  return per_example;
+}
+
+absl::StatusOr<Tensor> Loss::operator()(const Tensor& y_true, const Tensor& y_pred,
+                                        ops::LabelRangeCheck* deferred) const {
+  SLUICE_ASSIGN_OR_RETURN(Tensor per_example, PerExample(y_true, y_pred, deferred));
+  return Reduce(per_example);
+}
+
+}  // namespace sluice::train::losses

@@ -1,0 +1,102 @@
+#include "train/losses/loss_util.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "train/backend/backend.h"
+#include "train/ops/arithmetic.h"
+#include "train/ops/cast.h"
+#include "train/ops/reduce.h"
+#include "train/ops/reshape.h"
+
+namespace sluice::train::losses::internal {
+namespace {
+
+std::string Describe(const Tensor& t) {
+  return absl::StrCat(DTypeName(t.dtype()), t.shape().DebugString());
+}
+
+// Whether `longer` is `shorter` with one more axis of size 1 at the end.
+bool OneMoreUnitAxis(const Shape& longer, const Shape& shorter) {
+  if (longer.rank() != shorter.rank() + 1 || longer.dim(longer.rank() - 1) != 1) return false;
+  for (int d = 0; d < shorter.rank(); ++d) {
+    if (longer.dim(d) != shorter.dim(d)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::Status LabelError(absl::string_view loss, absl::string_view what, const Tensor& y_true,
+                        const Tensor& y_pred) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      loss, ": ", what, ", got y_true ", Describe(y_true), " and y_pred ", Describe(y_pred)));
+}
+
+absl::Status CheckPredictions(absl::string_view loss, const Tensor& y_pred, const Tensor& y_true,
+                              int min_rank) {
+  if (y_pred.dtype() != DType::kFloat32 || y_pred.rank() < min_rank) {
+    return LabelError(loss,
+                      min_rank >= 2 ? "y_pred must be float32 [N, ..., C] (a batch of class scores)"
+                                    : "y_pred must be float32 [N, ...] (a batch)",
+                      y_true, y_pred);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> DenseLabels(absl::string_view loss, const Tensor& y_true,
+                                   const Tensor& y_pred) {
+  if (y_true.dtype() != DType::kFloat32 && y_true.dtype() != DType::kInt32 &&
+      y_true.dtype() != DType::kInt64) {
+    return LabelError(loss, "y_true must be float32, int32 or int64", y_true, y_pred);
+  }
+  const bool same = y_true.shape() == y_pred.shape();
+  if (!same && !OneMoreUnitAxis(y_pred.shape(), y_true.shape()) &&
+      !OneMoreUnitAxis(y_true.shape(), y_pred.shape())) {
+    return LabelError(
+        loss, "y_true must have y_pred's shape, or one axis of size 1 more or less at the end",
+        y_true, y_pred);
+  }
+  SLUICE_ASSIGN_OR_RETURN(Tensor labels, ops::Cast(y_true, DType::kFloat32));
+  if (same) return labels;
+  std::vector<int64_t> dims(y_pred.shape().dims().begin(), y_pred.shape().dims().end());
+  return ops::Reshape(labels, std::move(dims));
+}
+
+absl::StatusOr<Tensor> Constant(float value, const Tensor& like) {
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(like.device()));
+  SLUICE_ASSIGN_OR_RETURN(Tensor c, backend->Allocate(DType::kFloat32, Shape()));
+  SLUICE_RETURN_IF_ERROR(backend->Fill(c, value));
+  return c;
+}
+
+absl::StatusOr<Tensor> Scale(const Tensor& x, float value) {
+  SLUICE_ASSIGN_OR_RETURN(Tensor c, Constant(value, x));
+  return ops::Mul(x, c);
+}
+
+absl::StatusOr<Tensor> AddScalar(const Tensor& x, float value) {
+  SLUICE_ASSIGN_OR_RETURN(Tensor c, Constant(value, x));
+  return ops::Add(x, c);
+}
+
+absl::StatusOr<Tensor> Clip(const Tensor& x, float lo, float hi) {
+  SLUICE_ASSIGN_OR_RETURN(Tensor low, Constant(lo, x));
+  SLUICE_ASSIGN_OR_RETURN(Tensor high, Constant(hi, x));
+  SLUICE_ASSIGN_OR_RETURN(Tensor above, ops::Maximum(x, low));
+  return ops::Minimum(above, high);
+}
+
+absl::StatusOr<Tensor> MeanOverNonBatch(const Tensor& x) {
+  if (x.rank() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a loss needs a batch axis, got a value of shape ", x.shape().DebugString()));
+  }
+  if (x.rank() == 1) return x;
+  std::vector<int> axes;
+  for (int d = 1; d < x.rank(); ++d) axes.push_back(d);
+  return ops::Mean(x, std::move(axes));
+}
+
+}  // namespace sluice::train::losses::internal

@@ -1,0 +1,69 @@
+#include "train/losses/sparse_categorical_crossentropy.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "train/losses/loss_util.h"
+#include "train/ops/arithmetic.h"
+#include "train/ops/cross_entropy.h"
+#include "train/ops/reshape.h"
+
+namespace sluice::train::losses {
+
+SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(
+    SparseCategoricalCrossentropyOptions options)
+    : Loss(std::move(options.name), options.reduction), from_logits_(options.from_logits) {}
+
+absl::StatusOr<Tensor> SparseCategoricalCrossentropy::PerExample(
+    const Tensor& y_true, const Tensor& y_pred, ops::LabelRangeCheck* deferred) const {
+  SLUICE_RETURN_IF_ERROR(internal::CheckPredictions(name(), y_pred, y_true, 2));
+  const int64_t classes = y_pred.dim(y_pred.rank() - 1);
+  if (classes == 1) {
+    return internal::LabelError(
+        name(),
+        "y_pred has one unit per example, and a softmax over one class is always 1 (the loss "
+        "would always be 0). For two classes with one output unit use BinaryCrossentropy; for C "
+        "classes give the model C output units",
+        y_true, y_pred);
+  }
+  if (y_true.dtype() != DType::kInt32 && y_true.dtype() != DType::kInt64) {
+    return internal::LabelError(name(),
+                                "y_true must be int32 or int64 class indices (one-hot or other "
+                                "float labels take CategoricalCrossentropy)",
+                                y_true, y_pred);
+  }
+  // The labels index y_pred's rows: y_pred's shape without its class axis, or with 1 there.
+  Shape rows_shape;
+  for (int d = 0; d + 1 < y_pred.rank(); ++d) rows_shape.AddDim(y_pred.dim(d));
+  Shape with_unit = rows_shape;
+  with_unit.AddDim(1);
+  if (y_true.shape() != rows_shape && y_true.shape() != with_unit) {
+    return internal::LabelError(
+        name(),
+        absl::StrCat("y_true must be class indices of shape ", rows_shape.DebugString(), " or ",
+                     with_unit.DebugString(), " for y_pred ", y_pred.shape().DebugString()),
+        y_true, y_pred);
+  }
+  const int64_t rows = rows_shape.num_elements();
+  SLUICE_ASSIGN_OR_RETURN(Tensor labels, y_true.Reshape(Shape{rows}));
+  Tensor logits = y_pred;
+  if (y_pred.rank() > 2) {
+    SLUICE_ASSIGN_OR_RETURN(logits, ops::Reshape(y_pred, {rows, classes}));
+  }
+  if (!from_logits_) {
+    // Keras: log(clip(p)) as logits, whose softmax normalises the clipped probabilities.
+    SLUICE_ASSIGN_OR_RETURN(Tensor clipped,
+                            internal::Clip(logits, internal::kEpsilon, 1.0f - internal::kEpsilon));
+    SLUICE_ASSIGN_OR_RETURN(logits, ops::Log(clipped));
+  }
+  SLUICE_ASSIGN_OR_RETURN(Tensor loss,
+                          ops::SparseSoftmaxCrossEntropyWithLogits(logits, labels, deferred));
+  if (y_pred.rank() == 2) return loss;
+  std::vector<int64_t> dims(rows_shape.dims().begin(), rows_shape.dims().end());
+  SLUICE_ASSIGN_OR_RETURN(Tensor per_row, ops::Reshape(loss, std::move(dims)));
+  return internal::MeanOverNonBatch(per_row);
+}
+
+}  // namespace sluice::train::losses

@@ -1,0 +1,42 @@
+#ifndef SLUICE_TRAIN_LOSSES_SPARSE_CATEGORICAL_CROSSENTROPY_H_
+#define SLUICE_TRAIN_LOSSES_SPARSE_CATEGORICAL_CROSSENTROPY_H_
+
+#include <string>
+
+#include "train/losses/loss.h"
+
+namespace sluice::train::losses {
+
+struct SparseCategoricalCrossentropyOptions {
+  // Whether y_pred holds logits; false: probabilities (a softmax's output), as Keras' default.
+  bool from_logits = false;
+  Reduction reduction = Reduction::kSumOverBatchSize;
+  std::string name = "sparse_categorical_crossentropy";
+};
+
+// keras.losses.SparseCategoricalCrossentropy: y_true holds class indices, int32 or int64 [N]
+// (or [N, 1]; more generally y_pred's shape without, or with a unit, last axis), y_pred float32
+// [N, ..., C] with C >= 2. A label outside [0, C) is an error (see Loss::PerExample's
+// `deferred`).
+//
+// From logits: ops::SparseSoftmaxCrossEntropyWithLogits. From probabilities, as Keras: p is
+// clipped to [1e-7, 1 - 1e-7] and normalised, -log(clip(p)[y] / sum(clip(p))), which is the
+// logits op applied to log(clip(p)).
+//
+// A model with one output unit is an error: a softmax over one class is always 1, so the loss
+// would be 0 whatever the model does. Two classes with one unit take BinaryCrossentropy.
+class SparseCategoricalCrossentropy : public Loss {
+ public:
+  explicit SparseCategoricalCrossentropy(SparseCategoricalCrossentropyOptions options = {});
+  absl::StatusOr<Tensor> PerExample(const Tensor& y_true, const Tensor& y_pred,
+                                    ops::LabelRangeCheck* deferred = nullptr) const override;
+  std::string AccuracyMetric() const override { return "sparse_categorical_accuracy"; }
+  bool from_logits() const { return from_logits_; }
+
+ private:
+  bool from_logits_;
+};
+
+}  // namespace sluice::train::losses
+
+#endif  // SLUICE_TRAIN_LOSSES_SPARSE_CATEGORICAL_CROSSENTROPY_H_

@@ -1,0 +1,26 @@
+#include "train/ops/unary_op.h"
+
+#include "core/status_macros.h"
+#include "train/autodiff/tape.h"
+#include "train/backend/require_float32.h"
+
+namespace sluice::train::ops::internal {
+
+absl::StatusOr<Tensor> UnaryOp(backend::UnaryOp op, const char* name, const Tensor& x) {
+  SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(x, name, "x"));
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(name, {&x}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor y, backend->Allocate(DType::kFloat32, x.shape()));
+  SLUICE_RETURN_IF_ERROR(backend->Unary(op, x, y));
+  if (autodiff::ShouldRecord({x})) {
+    autodiff::RecordOperation(
+        {x}, y,
+        [backend, op, x, y](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+          SLUICE_ASSIGN_OR_RETURN(Tensor gx, backend->Allocate(DType::kFloat32, x.shape()));
+          SLUICE_RETURN_IF_ERROR(backend->UnaryBackward(op, x, y, g, gx));
+          return std::vector<std::optional<Tensor>>{gx};
+        });
+  }
+  return y;
+}
+
+}  // namespace sluice::train::ops::internal
