@@ -33,12 +33,12 @@ absl::Status WithContext(const absl::Status& status, absl::string_view context) 
 absl::Status CheckBatch(absl::string_view who, const Element& e, size_t first, bool need_labels) {
   if (e.size() < first + (need_labels ? 2 : 1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(who, ": elements must be {images float32 [B, ...], labels int32/int64 [B]}",
-                     need_labels ? "" : " or {images}", ", got ", ElementDebugString(e, 2)));
+        absl::StrCat(who, ": elements must be {inputs float32 [B, ...], targets [B, ...]}",
+                     need_labels ? "" : " or {inputs}", ", got ", ElementDebugString(e, 2)));
   }
   const Tensor& images = e[first];
   if (images.dtype() != DType::kFloat32 || images.rank() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(who, ": images must be float32 [B, ...], got ",
+    return absl::InvalidArgumentError(absl::StrCat(who, ": inputs must be float32 [B, ...], got ",
                                                    DTypeName(images.dtype()),
                                                    images.shape().DebugString()));
   }
@@ -75,41 +75,76 @@ absl::Status CheckFitOptions(const FitOptions& options) {
 
 }  // namespace
 
+// The loss tracker and the compiled metrics of one Fit (or one Evaluate), as Keras' compile()
+// makes them.
 struct Trainer::Metrics {
-  explicit Metrics(int top_k) {
-    if (top_k > 0) top_k_accuracy.emplace(top_k);
-  }
   std::vector<metrics::Metric*> All() {
-    std::vector<metrics::Metric*> out = {&loss, &accuracy};
-    if (top_k_accuracy) out.push_back(&*top_k_accuracy);
+    std::vector<metrics::Metric*> out = {&loss};
+    for (auto& m : compiled) out.push_back(m.get());
     return out;
   }
   std::vector<const metrics::Metric*> All() const {
-    std::vector<const metrics::Metric*> out = {&loss, &accuracy};
-    if (top_k_accuracy) out.push_back(&*top_k_accuracy);
+    std::vector<const metrics::Metric*> out = {&loss};
+    for (const auto& m : compiled) out.push_back(m.get());
     return out;
   }
   void Reset() {
     for (metrics::Metric* m : All()) m->Reset();
   }
-  absl::Status Update(const Tensor& per_example_loss, const Tensor& labels, const Tensor& logits) {
-    // Weighted by examples, as Keras weights each batch's loss by its size.
-    SLUICE_RETURN_IF_ERROR(loss.Update(per_example_loss));
-    SLUICE_RETURN_IF_ERROR(accuracy.Update(labels, logits));
-    if (top_k_accuracy) SLUICE_RETURN_IF_ERROR(top_k_accuracy->Update(labels, logits));
+  // `loss`: the batch's reduced loss (with its regularisation), a float32 scalar on the device,
+  // weighted by the batch size as Keras' loss tracker weighs it.
+  absl::Status Update(const Tensor& batch_loss, const Tensor& y_true, const Tensor& y_pred) {
+    SLUICE_RETURN_IF_ERROR(loss.Update(batch_loss, static_cast<double>(y_pred.dim(0))));
+    for (auto& m : compiled) SLUICE_RETURN_IF_ERROR(m->Update(y_true, y_pred));
     return absl::OkStatus();
   }
 
   metrics::Mean loss{"loss"};
-  metrics::SparseCategoricalAccuracy accuracy{"accuracy"};
-  std::optional<metrics::SparseTopKAccuracy> top_k_accuracy;
+  std::vector<std::unique_ptr<metrics::PredictionMetric>> compiled;
 };
+
+absl::StatusOr<std::unique_ptr<Trainer::Metrics>> Trainer::MakeMetrics() const {
+  auto m = std::make_unique<Metrics>();
+  std::vector<MetricSpec> specs;
+  if (options_.metrics) {
+    specs = *options_.metrics;
+  } else if (!options_.loss) {
+    specs.emplace_back("accuracy");  // the default classifier's, as before compile() existed
+  }
+  if (options_.top_k > 0) {
+    const int k = options_.top_k;
+    specs.emplace_back(absl::StrCat("top_", k, "_accuracy"), [k] {
+      return std::make_unique<metrics::SparseTopKAccuracy>(k, absl::StrCat("top_", k, "_accuracy"));
+    });
+  }
+  for (const MetricSpec& spec : specs) {
+    std::unique_ptr<metrics::PredictionMetric> metric;
+    if (spec.make) {
+      metric = spec.make();
+    } else {
+      absl::StatusOr<std::unique_ptr<metrics::PredictionMetric>> named =
+          metrics::MetricFromName(spec.name, loss_->AccuracyMetric());
+      SLUICE_RETURN_IF_ERROR(WithContext(named.status(), "Trainer: metrics: "));
+      metric = *std::move(named);
+    }
+    for (const metrics::Metric* other : m->All()) {
+      if (other->name() == metric->name()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("Trainer: two metrics are named '", metric->name(), "'"));
+      }
+    }
+    m->compiled.push_back(std::move(metric));
+  }
+  return m;
+}
 
 Trainer::Trainer(layers::Module& model, optimizers::Optimizer& optimizer, TrainerOptions options)
     : model_(model),
       optimizer_(optimizer),
       options_(options),
-      train_metrics_(std::make_unique<Metrics>(options.top_k)) {
+      loss_(options.loss ? options.loss
+                         : std::make_shared<losses::SparseCategoricalCrossentropy>(
+                               losses::SparseCategoricalCrossentropyOptions{.from_logits = true})) {
   if (options.communicator != nullptr && options.communicator->size() > 1) {
     dp_.emplace(*options.communicator, options.bucket_bytes);
   }
@@ -198,6 +233,11 @@ absl::Status Trainer::StartLossScaling(const FitOptions& options) {
   std::optional<optimizers::DynamicLossScaleOptions> wanted = options_.loss_scale;
   if (!wanted && options_.precision == backend::Precision::kMixedFloat16) wanted.emplace();
   if (!wanted) return absl::OkStatus();
+  if (options_.train_step) {
+    return absl::InvalidArgumentError(
+        "loss scaling (mixed_float16) with a custom train_step is not supported: the step "
+        "computes its own loss; scale it there, or leave loss_scale unset");
+  }
   if (options.accumulation_steps > 1) {
     return absl::InvalidArgumentError(
         "loss scaling (mixed_float16) with gradient accumulation is not supported: an overflow "
@@ -233,62 +273,108 @@ absl::StatusOr<std::optional<Element>> Trainer::NextTrainingElement() {
   return iterator_->GetNext();
 }
 
-absl::Status Trainer::TrainStep(const Tensor& images, const Tensor& labels,
+absl::Status Trainer::CheckLoss(absl::string_view who) const {
+  if (loss_->reduction() == losses::Reduction::kNone) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(who, ": the loss '", loss_->name(),
+                     "' has reduction none (per-example values); training needs a scalar: use "
+                     "kSumOverBatchSize (the default) or kSum"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> Trainer::CompiledLoss(const Tensor& y_true, const Tensor& y_pred,
+                                             ops::LabelRangeCheck& label_check) {
+  SLUICE_ASSIGN_OR_RETURN(Tensor loss, (*loss_)(y_true, y_pred, &label_check));
+  SLUICE_ASSIGN_OR_RETURN(std::optional<Tensor> penalty, RegularizationLoss());
+  if (penalty) {
+    SLUICE_ASSIGN_OR_RETURN(loss, ops::Add(loss, *penalty));
+  }
+  return loss;
+}
+
+absl::Status Trainer::ApplyGradients(std::vector<std::optional<Tensor>> grads,
+                                     const std::vector<autodiff::Variable*>& vars) {
+  if (ReducesEveryStep()) {
+    SLUICE_RETURN_IF_ERROR(dp_->FinishStep(grads));
+  } else if (dp_ && !accumulator_) {
+    // A custom step's gradients: averaged here, after its backward pass.
+    SLUICE_RETURN_IF_ERROR(dp_->AllReduceMean(vars, grads));
+  }
+  if (loss_scale_) {
+    // An overflowing step changes no variable (Keras' LossScaleOptimizer skips it).
+    SLUICE_ASSIGN_OR_RETURN(const bool finite, loss_scale_->UnscaleAndUpdate(grads));
+    if (!finite) return absl::OkStatus();
+  }
+  if (!accumulator_) return optimizer_.Apply(grads, vars);
+  SLUICE_RETURN_IF_ERROR(accumulator_->Add(grads));
+  ++accumulated_;
+  if (accumulator_->ready()) {
+    SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<Tensor>> mean, accumulator_->Average());
+    // Data-parallel: only the accumulated mean crosses the network.
+    if (dp_) SLUICE_RETURN_IF_ERROR(dp_->AllReduceMean(vars, mean));
+    SLUICE_RETURN_IF_ERROR(optimizer_.Apply(mean, vars));
+    accumulated_ = 0;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::TrainStep(const Tensor& x, const Tensor& y,
                                 ops::LabelRangeCheck& label_check) {
+  if (options_.train_step) {
+    TrainStepContext context(*this, x, y, label_check);
+    return options_.train_step(context);
+  }
   const std::vector<autodiff::Variable*> vars = model_.TrainableVariables();
   std::vector<std::optional<Tensor>> grads;
-  Tensor logits;
-  Tensor per_example;
+  Tensor y_pred;
+  Tensor loss;
   {
     autodiff::Tape tape;
     {
       backend::ScopedPrecision precision(options_.precision);
-      SLUICE_ASSIGN_OR_RETURN(logits, model_.Forward(images, /*training=*/true));
+      SLUICE_ASSIGN_OR_RETURN(y_pred, model_.Forward(x, /*training=*/true));
     }
-    SLUICE_ASSIGN_OR_RETURN(per_example,
-                            ops::SparseSoftmaxCrossEntropyWithLogits(logits, labels, &label_check));
-    SLUICE_ASSIGN_OR_RETURN(Tensor loss, ops::Mean(per_example));
-    SLUICE_ASSIGN_OR_RETURN(std::optional<Tensor> penalty, RegularizationLoss());
-    if (penalty) {
-      // Keras reports the loss with its regularisation terms.
-      SLUICE_ASSIGN_OR_RETURN(loss, ops::Add(loss, *penalty));
-      SLUICE_ASSIGN_OR_RETURN(per_example, ops::Add(per_example, *penalty));
-    }
+    SLUICE_ASSIGN_OR_RETURN(loss, CompiledLoss(y, y_pred, label_check));
+    Tensor scaled = loss;
     if (loss_scale_ || ReducesEveryStep()) {
-      SLUICE_ASSIGN_OR_RETURN(loss, ScaleLoss(loss));
+      SLUICE_ASSIGN_OR_RETURN(scaled, ScaleLoss(loss));
     }
-    std::vector<Tensor> sources;
-    sources.reserve(vars.size());
-    for (autodiff::Variable* v : vars) sources.push_back(v->value());
     if (ReducesEveryStep()) {
       // Each bucket's all-reduce starts while the backward pass goes on.
       dp_->BeginStep(vars, distributed::ReduceOp::kSum);  // the loss is divided by the ranks
+      std::vector<Tensor> sources;
+      sources.reserve(vars.size());
+      for (autodiff::Variable* v : vars) sources.push_back(v->mutable_value());
       SLUICE_ASSIGN_OR_RETURN(grads,
-                              tape.Gradient(loss, sources, std::nullopt, dp_->OnGradientReady()));
+                              tape.Gradient(scaled, sources, std::nullopt, dp_->OnGradientReady()));
     } else {
-      SLUICE_ASSIGN_OR_RETURN(grads, tape.Gradient(loss, sources));
+      SLUICE_ASSIGN_OR_RETURN(grads, tape.Gradient(scaled, vars));
     }
   }
-  if (ReducesEveryStep()) SLUICE_RETURN_IF_ERROR(dp_->FinishStep(grads));
-  if (loss_scale_) {
-    // An overflowing step changes no variable (Keras' LossScaleOptimizer skips it).
-    SLUICE_ASSIGN_OR_RETURN(const bool finite, loss_scale_->UnscaleAndUpdate(grads));
-    if (!finite) return train_metrics_->Update(per_example, labels, logits);
+  SLUICE_RETURN_IF_ERROR(ApplyGradients(std::move(grads), vars));
+  return train_metrics_->Update(loss, y, y_pred);
+}
+
+layers::Module& TrainStepContext::model() { return trainer_.model_; }
+optimizers::Optimizer& TrainStepContext::optimizer() { return trainer_.optimizer_; }
+const losses::Loss& TrainStepContext::loss() const { return *trainer_.loss_; }
+
+absl::StatusOr<Tensor> TrainStepContext::ComputeLoss(const Tensor& y_pred) {
+  return trainer_.CompiledLoss(y_, y_pred, label_check_);
+}
+
+absl::Status TrainStepContext::ApplyGradients(const std::vector<std::optional<Tensor>>& grads,
+                                              const std::vector<autodiff::Variable*>& vars) {
+  if (grads.size() != vars.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("ApplyGradients: ", grads.size(),
+                                                   " gradients for ", vars.size(), " variables"));
   }
-  if (accumulator_) {
-    SLUICE_RETURN_IF_ERROR(accumulator_->Add(grads));
-    ++accumulated_;
-    if (accumulator_->ready()) {
-      SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<Tensor>> mean, accumulator_->Average());
-      // Data-parallel: only the accumulated mean crosses the network.
-      if (dp_) SLUICE_RETURN_IF_ERROR(dp_->AllReduceMean(vars, mean));
-      SLUICE_RETURN_IF_ERROR(optimizer_.Apply(mean, vars));
-      accumulated_ = 0;
-    }
-  } else {
-    SLUICE_RETURN_IF_ERROR(optimizer_.Apply(grads, vars));
-  }
-  return train_metrics_->Update(per_example, labels, logits);
+  return trainer_.ApplyGradients(grads, vars);
+}
+
+absl::Status TrainStepContext::UpdateMetrics(const Tensor& loss, const Tensor& y_pred) {
+  return trainer_.train_metrics_->Update(loss, y_, y_pred);
 }
 
 absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t> steps_in_epoch,
@@ -432,6 +518,10 @@ absl::Status Trainer::StartFit(const Dataset& train, const FitOptions& options) 
   label_checks_.Clear();
   accumulator_.reset();
   if (options.accumulation_steps > 1) accumulator_.emplace(options.accumulation_steps);
+  SLUICE_RETURN_IF_ERROR(CheckLoss("Fit"));
+  if (!train_metrics_) {
+    SLUICE_ASSIGN_OR_RETURN(train_metrics_, MakeMetrics());
+  }
   train_metrics_->Reset();
   if (!model_.built()) {
     // Keras builds a model on its first batch: read it now (it is trained on first) so that
@@ -572,7 +662,8 @@ absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
 
 absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateOptions options) {
   SLUICE_RETURN_IF_ERROR(UseModelDevice("Evaluate"));
-  Metrics m(options_.top_k);
+  SLUICE_RETURN_IF_ERROR(CheckLoss("Evaluate"));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Metrics> m, MakeMetrics());
   // Each batch's label check, all read back at once at the end: the loop never waits for the
   // device.
   DeferredLabelChecks label_checks;
@@ -587,16 +678,13 @@ absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateO
     SLUICE_ASSIGN_OR_RETURN(const Element e, ToModelDevice(**next, 0));
     SLUICE_RETURN_IF_ERROR(BuildModel(e[0].shape(), "Evaluate"));
     backend::ScopedPrecision precision(options_.precision);
-    SLUICE_ASSIGN_OR_RETURN(Tensor logits, model_.Forward(e[0], /*training=*/false));
+    SLUICE_ASSIGN_OR_RETURN(Tensor y_pred, model_.Forward(e[0], /*training=*/false));
     ops::LabelRangeCheck label_check;
-    SLUICE_ASSIGN_OR_RETURN(Tensor per_example,
-                            ops::SparseSoftmaxCrossEntropyWithLogits(logits, e[1], &label_check));
+    absl::StatusOr<Tensor> loss = CompiledLoss(e[1], y_pred, label_check);
+    SLUICE_RETURN_IF_ERROR(
+        WithContext(loss.status(), absl::StrCat("Evaluate: batch ", steps + 1, ": ")));
     label_checks.Add(absl::StrCat("Evaluate: batch ", steps + 1, ": "), std::move(label_check));
-    SLUICE_ASSIGN_OR_RETURN(std::optional<Tensor> penalty, RegularizationLoss());
-    if (penalty) {
-      SLUICE_ASSIGN_OR_RETURN(per_example, ops::Add(per_example, *penalty));
-    }
-    SLUICE_RETURN_IF_ERROR(m.Update(per_example, e[1], logits));
+    SLUICE_RETURN_IF_ERROR(m->Update(*loss, e[1], y_pred));
     ++steps;
   }
   SLUICE_RETURN_IF_ERROR(label_checks.CheckAll());
@@ -606,7 +694,7 @@ absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateO
     steps = static_cast<int64_t>(all_steps[0]);
   }
   if (steps == 0) return absl::InvalidArgumentError("Evaluate: the dataset yielded no element");
-  return MetricLogs(m);
+  return MetricLogs(*m);
 }
 
 absl::StatusOr<Tensor> Trainer::Predict(const Dataset& data) {
@@ -623,11 +711,18 @@ absl::StatusOr<Tensor> Trainer::Predict(const Dataset& data) {
     SLUICE_RETURN_IF_ERROR(BuildModel(e[0].shape(), "Predict"));
     backend::ScopedPrecision precision(options_.precision);
     SLUICE_ASSIGN_OR_RETURN(Tensor logits, model_.Forward(e[0], /*training=*/false));
-    if (logits.dtype() != DType::kFloat32 || logits.rank() != 2 ||
-        (!outputs.empty() && logits.dim(1) != outputs[0].dim(1))) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Predict: the model must return float32 [B, classes], got ",
-                       DTypeName(logits.dtype()), logits.shape().DebugString()));
+    auto inner = [](const Tensor& t) {
+      Shape s = t.shape();
+      s.RemoveDim(0);
+      return s;
+    };
+    if (logits.dtype() != DType::kFloat32 || logits.rank() < 1 ||
+        (!outputs.empty() && inner(logits) != inner(outputs[0]))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Predict: the model must return float32 [B, ...] with the same inner shape for every "
+          "batch, got ",
+          DTypeName(logits.dtype()), logits.shape().DebugString(),
+          outputs.empty() ? "" : absl::StrCat(" after ", outputs[0].shape().DebugString())));
     }
     rows += logits.dim(0);
     // Predictions are returned on the host (as Keras returns NumPy arrays).
@@ -635,7 +730,9 @@ absl::StatusOr<Tensor> Trainer::Predict(const Dataset& data) {
     outputs.push_back(std::move(host));
   }
   if (outputs.empty()) return absl::InvalidArgumentError("Predict: the dataset yielded no element");
-  Tensor out(DType::kFloat32, Shape{rows, outputs[0].dim(1)});
+  Shape shape = outputs[0].shape();
+  shape.set_dim(0, rows);
+  Tensor out(DType::kFloat32, shape);
   char* dst = static_cast<char*>(out.raw_data());
   for (const Tensor& t : outputs) {
     const size_t bytes = t.num_elements() * sizeof(float);

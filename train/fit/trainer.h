@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,10 +23,14 @@
 #include "train/callbacks/progress_bar.h"
 #include "train/fit/data_parallel.h"
 #include "train/fit/deferred_label_checks.h"
+#include "train/fit/train_step.h"
 #include "train/fit/training_checkpoint.h"
 #include "train/layers/module.h"
+#include "train/losses/loss.h"
+#include "train/losses/sparse_categorical_crossentropy.h"
 #include "train/metrics/mean.h"
-#include "train/metrics/sparse_categorical_accuracy.h"
+#include "train/metrics/metric_from_name.h"
+#include "train/metrics/prediction_metric.h"
 #include "train/metrics/sparse_top_k_accuracy.h"
 #include "train/ops/cross_entropy.h"
 #include "train/optimizers/dynamic_loss_scale.h"
@@ -34,11 +39,33 @@
 
 namespace sluice::train::fit {
 
-// What Keras' compile() fixes besides the model and optimizer. The loss is always sparse softmax
-// cross-entropy from logits; the metrics are the loss mean, "accuracy" and, when top_k > 0,
-// "top_<k>_accuracy".
+// One entry of Keras' compile(metrics=[...]): a name metrics::MetricFromName knows ("accuracy",
+// which resolves by the loss as in Keras, "mae", "top_k_categorical_accuracy", ...), or a
+// factory for a metric of your own (each Fit and Evaluate makes fresh ones).
+struct MetricSpec {
+  MetricSpec(const char* name) : name(name) {}             // NOLINT: {"accuracy", "mae"}
+  MetricSpec(std::string name) : name(std::move(name)) {}  // NOLINT
+  MetricSpec(std::string name, std::function<std::unique_ptr<metrics::PredictionMetric>()> make)
+      : name(std::move(name)), make(std::move(make)) {}
+  std::string name;
+  std::function<std::unique_ptr<metrics::PredictionMetric>()> make;
+};
+
+// What Keras' compile() fixes besides the model and optimizer.
 struct TrainerOptions {
+  // The loss Fit minimises and Evaluate reports, a reduced one (train/losses/). Unset:
+  // SparseCategoricalCrossentropy(from_logits = true), the classifier's. The model's
+  // regularisation penalties (Module::AddLosses) are added to it, and the logged "loss" includes
+  // them, as in Keras.
+  std::shared_ptr<const losses::Loss> loss;
+  // The metrics logged beside "loss". Unset: {"accuracy"} with the default loss, none with a
+  // loss of your own.
+  std::optional<std::vector<MetricSpec>> metrics;
+  // Adds "top_<k>_accuracy" (sparse labels) when > 0.
   int top_k = 0;
+  // Keras' overridden Model.train_step (train/fit/train_step.h): replaces the step's forward,
+  // loss, gradient and update; Fit still runs everything around it. Not with loss scaling.
+  TrainStepFn train_step;
   // When the model is not on the host, Fit, Evaluate and Predict copy this many batches ahead
   // to its device while the current step computes (data::PrefetchToDevice); 0 copies each batch
   // when the step takes it.
@@ -105,8 +132,9 @@ struct History {
   const std::vector<double>& at(const std::string& name) const { return history.at(name); }
 };
 
-// Keras' compile/fit/evaluate/predict for an image classifier fed by a Dataset whose elements
-// are {images float32 [B, ...], labels int32 or int64 [B]} (Predict also takes {images}).
+// Keras' compile/fit/evaluate/predict for a model fed by a Dataset whose elements are
+// {inputs float32 [B, ...], targets [B, ...]} (Predict also takes {inputs}); the targets are
+// whatever the loss takes (class indices int32/int64 [B] for the default loss).
 //
 // Fit reads the training pipeline through ONE iterator for the whole run (the dataset repeated,
 // each pass a new repetition, so a Shuffle reshuffles each epoch), so that a checkpoint holds
@@ -130,9 +158,9 @@ class Trainer : public callbacks::TrainingLoop {
   Trainer& operator=(const Trainer&) = delete;
 
   absl::StatusOr<History> Fit(const Dataset& train, FitOptions options = {});
-  // The metrics over `data` with training = false: {"loss", "accuracy"[, "top_<k>_accuracy"]}.
+  // The loss and metrics over `data` with training = false.
   absl::StatusOr<callbacks::Logs> Evaluate(const Dataset& data, EvaluateOptions options = {});
-  // The logits (training = false) of every batch, concatenated: float32 [N, classes].
+  // The outputs (training = false) of every batch, concatenated on the host: float32 [N, ...].
   absl::StatusOr<Tensor> Predict(const Dataset& data);
 
   // Saves the variables, optimizer state, loop position and, during Fit, the pipeline's
@@ -159,7 +187,16 @@ class Trainer : public callbacks::TrainingLoop {
   int64_t epoch() const override { return epoch_; }
 
  private:
+  friend class TrainStepContext;
   struct Metrics;
+  absl::StatusOr<std::unique_ptr<Metrics>> MakeMetrics() const;
+  absl::Status CheckLoss(absl::string_view who) const;
+  // The compiled loss of (y_true, y_pred) plus the regularisation penalties.
+  absl::StatusOr<Tensor> CompiledLoss(const Tensor& y_true, const Tensor& y_pred,
+                                      ops::LabelRangeCheck& label_check);
+  // All-reduces (data-parallel), unscales (loss scaling), accumulates or applies.
+  absl::Status ApplyGradients(std::vector<std::optional<Tensor>> grads,
+                              const std::vector<autodiff::Variable*>& vars);
   struct EpochResult {
     callbacks::Logs logs;
     int64_t steps = 0;       // taken in this call
@@ -213,6 +250,7 @@ class Trainer : public callbacks::TrainingLoop {
   layers::Module& model_;
   optimizers::Optimizer& optimizer_;
   TrainerOptions options_;
+  std::shared_ptr<const losses::Loss> loss_;  // options_.loss, or the default
   Device device_;  // the model's, read when Fit, Evaluate or Predict starts
   std::unique_ptr<Metrics> train_metrics_;
 
@@ -244,7 +282,11 @@ class Trainer : public callbacks::TrainingLoop {
   // Data-parallel without gradient accumulation: every step all-reduces its gradients from the
   // tape's hook, and the loss is divided by the ranks so that the all-reduce only sums. (With
   // accumulation only the accumulated mean is all-reduced.)
-  bool ReducesEveryStep() const { return dp_.has_value() && !accumulator_.has_value(); }
+  // Data-parallel, the built-in step divides the loss by the ranks and all-reduces gradients
+  // during the backward pass; a custom step's are averaged when it applies them.
+  bool ReducesEveryStep() const {
+    return dp_.has_value() && !accumulator_.has_value() && !options_.train_step;
+  }
 
   std::optional<optimizers::GradientAccumulator> accumulator_;
   int accumulated_ = 0;  // micro-batches summed since the last update

@@ -2,7 +2,6 @@
 
 #include "core/status_macros.h"
 #include "train/backend/transfer.h"
-#include "train/ops/activations.h"
 #include "train/ops/arithmetic.h"
 #include "train/ops/reduce.h"
 
@@ -19,16 +18,12 @@ absl::StatusOr<Tensor> Times(float factor, const Tensor& x) {
 absl::StatusOr<Tensor> Regularizer::Penalty(const Tensor& weight) const {
   std::optional<Tensor> total;
   if (l2 != 0) {
-    SLUICE_ASSIGN_OR_RETURN(Tensor sq, ops::Mul(weight, weight));
+    SLUICE_ASSIGN_OR_RETURN(Tensor sq, ops::Square(weight));
     SLUICE_ASSIGN_OR_RETURN(Tensor sum, ops::Sum(sq));
     SLUICE_ASSIGN_OR_RETURN(total, Times(l2, sum));
   }
   if (l1 != 0) {
-    // |w| = relu(w) + relu(-w), whose gradient is sign(w) (0 at 0, as TF's abs).
-    SLUICE_ASSIGN_OR_RETURN(Tensor neg, Times(-1, weight));
-    SLUICE_ASSIGN_OR_RETURN(Tensor pos_part, ops::Relu(weight));
-    SLUICE_ASSIGN_OR_RETURN(Tensor neg_part, ops::Relu(neg));
-    SLUICE_ASSIGN_OR_RETURN(Tensor abs, ops::Add(pos_part, neg_part));
+    SLUICE_ASSIGN_OR_RETURN(Tensor abs, ops::Abs(weight));
     SLUICE_ASSIGN_OR_RETURN(Tensor sum, ops::Sum(abs));
     SLUICE_ASSIGN_OR_RETURN(Tensor term, Times(l1, sum));
     if (total) {

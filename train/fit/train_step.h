@@ -1,0 +1,69 @@
+#ifndef SLUICE_TRAIN_FIT_TRAIN_STEP_H_
+#define SLUICE_TRAIN_FIT_TRAIN_STEP_H_
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+#include "train/autodiff/variable.h"
+#include "train/layers/module.h"
+#include "train/losses/loss.h"
+#include "train/ops/cross_entropy.h"
+#include "train/optimizers/optimizer.h"
+
+namespace sluice::train::fit {
+
+class Trainer;
+
+// What a custom training step gets (TrainerOptions::train_step, Keras' overridden
+// Model.train_step): the batch on the model's device, the model, the optimizer and the compiled
+// loss, and the three things Keras' train_step calls on `self`. Fit still does everything
+// around the step: reading and prefetching, callbacks, progress, checkpoints, TensorBoard.
+//
+//   [](TrainStepContext& ctx) -> absl::Status {
+//     autodiff::Tape tape;
+//     SLUICE_ASSIGN_OR_RETURN(Tensor y_pred, ctx.model().Forward(ctx.x(), /*training=*/true));
+//     SLUICE_ASSIGN_OR_RETURN(Tensor loss, ctx.ComputeLoss(y_pred));
+//     auto vars = ctx.model().TrainableVariables();
+//     SLUICE_ASSIGN_OR_RETURN(auto grads, tape.Gradient(loss, vars));
+//     SLUICE_RETURN_IF_ERROR(ctx.ApplyGradients(grads, vars));
+//     return ctx.UpdateMetrics(loss, y_pred);
+//   }
+class TrainStepContext {
+ public:
+  const Tensor& x() const { return x_; }
+  const Tensor& y() const { return y_; }
+  layers::Module& model();
+  optimizers::Optimizer& optimizer();
+  const losses::Loss& loss() const;
+
+  // Keras' compute_loss: the compiled loss of (y(), y_pred) plus the model's regularisation
+  // penalties, a float32 scalar on the device (recorded by an active tape).
+  absl::StatusOr<Tensor> ComputeLoss(const Tensor& y_pred);
+  // Keras' optimizer.apply_gradients; data-parallel, the gradients are first averaged over the
+  // ranks (every rank must call it, with the same variables).
+  absl::Status ApplyGradients(const std::vector<std::optional<Tensor>>& grads,
+                              const std::vector<autodiff::Variable*>& vars);
+  // Keras' compiled metrics and loss tracker: what Fit logs as "loss" and the metrics.
+  absl::Status UpdateMetrics(const Tensor& loss, const Tensor& y_pred);
+
+ private:
+  friend class Trainer;
+  TrainStepContext(Trainer& trainer, const Tensor& x, const Tensor& y,
+                   ops::LabelRangeCheck& label_check)
+      : trainer_(trainer), x_(x), y_(y), label_check_(label_check) {}
+
+  Trainer& trainer_;
+  const Tensor& x_;
+  const Tensor& y_;
+  ops::LabelRangeCheck& label_check_;
+};
+
+using TrainStepFn = std::function<absl::Status(TrainStepContext&)>;
+
+}  // namespace sluice::train::fit
+
+#endif  // SLUICE_TRAIN_FIT_TRAIN_STEP_H_
