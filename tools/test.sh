@@ -62,6 +62,9 @@ cmake --build build/example-consumer
 # The C++ training example, briefly: 2,000 training images, one epoch, the whole test set.
 ./build/sluice convert fashion-mnist --out build/example-data --shards 2 >/dev/null
 (cd build && ./example-consumer/train_fashion_mnist example-data 1 2000)
+# The Keras-workflow examples (the README's snippets): a few seconds each on random data.
+./build/example-consumer/keras_models
+./build/example-consumer/custom_training
 took "example" "$t"
 took "tools/test.sh" "$start"
-echo "2 passed, 0 failed: out-of-tree find_package(sluice) examples"
+echo "4 passed, 0 failed: out-of-tree find_package(sluice) examples"

@@ -1,10 +1,10 @@
 // Reads a TFRecord file of tf.train.Examples with the installed sluice
 // package and prints how many records it holds and the first record's
 // features: what a user's own project looks like.
+#include <sluice/sluice.h>
+
 #include <cstdio>
 #include <string>
-
-#include <sluice/sluice.h>
 
 int main(int argc, char** argv) {
   if (argc != 2) {

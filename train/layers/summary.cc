@@ -69,7 +69,7 @@ std::string Summary(Module& model) {
     if (!m.trainable()) absl::StrAppend(&layer, " (frozen)");
     rows.push_back({std::move(layer), std::move(shape), Grouped(c.trainable + c.non_trainable)});
   }
-  size_t w0 = 12, w1 = 12;
+  size_t w0 = 24, w1 = 20;  // as wide as Keras' columns, or the widest entry
   for (const Row& r : rows) {
     w0 = std::max(w0, r.layer.size() + 2);
     w1 = std::max(w1, r.shape.size() + 2);
