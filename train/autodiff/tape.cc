@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/autodiff/check_numerics.h"
 #include "train/autodiff/variable.h"
 #include "train/backend/backend.h"
 #include "train/backend/transfer.h"
@@ -66,7 +67,8 @@ void Tape::Record(absl::Span<const Tensor> inputs, const Tensor& output,
   }
   if (!any) return;
   ids_[KeyOf(output)] = static_cast<int>(entries_.size());
-  entries_.push_back({output, std::move(ids), backward});
+  entries_.push_back(
+      {output, std::move(ids), backward, CheckNumericsEnabled() ? LastCheckedOp() : std::string()});
 }
 
 absl::Status Tape::CheckGradientArgs(const Tensor& target,
@@ -127,6 +129,7 @@ absl::Status Tape::Backprop(int target_id, const std::vector<char>& needed,
     for (size_t k = 0; k < in_grads.size(); ++k) {
       const int in = e.inputs[k];
       if (in < 0 || !needed[in] || !in_grads[k]) continue;
+      SLUICE_RETURN_IF_ERROR(CheckGradientNumerics(e.op, *in_grads[k]));
       SLUICE_RETURN_IF_ERROR(Accumulate(in, std::move(*in_grads[k]), grads));
     }
   }

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -86,6 +87,7 @@ class Tape {
     Tensor value;             // keeps the buffer (and so the key) alive
     std::vector<int> inputs;  // entry ids; -1 for an input the tape does not track
     BackwardFn backward;      // empty for a watched source
+    std::string op;           // with check_numerics on: the op and layer, for its gradients
   };
   static Key KeyOf(const Tensor& tensor);
   int Find(const Tensor& tensor) const;

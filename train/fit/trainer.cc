@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/autodiff/check_numerics.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/transfer.h"
 #include "train/callbacks/progress_bar.h"
@@ -321,6 +322,7 @@ absl::Status Trainer::ApplyGradients(std::vector<std::optional<Tensor>> grads,
 
 absl::Status Trainer::TrainStep(const Tensor& x, const Tensor& y,
                                 ops::LabelRangeCheck& label_check) {
+  autodiff::SetNumericsStep(global_step_ + 1);  // names the step in check-numerics errors
   if (options_.train_step) {
     TrainStepContext context(*this, x, y, label_check);
     return options_.train_step(context);
@@ -662,6 +664,7 @@ absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
 
 absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateOptions options) {
   SLUICE_RETURN_IF_ERROR(UseModelDevice("Evaluate"));
+  autodiff::SetNumericsStep(-1);
   SLUICE_RETURN_IF_ERROR(CheckLoss("Evaluate"));
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Metrics> m, MakeMetrics());
   // Each batch's label check, all read back at once at the end: the loop never waits for the
@@ -699,6 +702,7 @@ absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateO
 
 absl::StatusOr<Tensor> Trainer::Predict(const Dataset& data) {
   SLUICE_RETURN_IF_ERROR(UseModelDevice("Predict"));
+  autodiff::SetNumericsStep(-1);
   std::unique_ptr<Iterator> it = OnModelDevice(data).MakeIterator();
   std::vector<Tensor> outputs;
   int64_t rows = 0;

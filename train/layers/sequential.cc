@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/autodiff/check_numerics.h"
 
 namespace sluice::train::layers {
 
@@ -31,6 +32,10 @@ void Sequential::NameNewVariables(size_t i) {
 absl::StatusOr<Tensor> Sequential::Forward(const Tensor& input, bool training) {
   Tensor x = input;
   for (size_t i = 0; i < modules_.size(); ++i) {
+    std::optional<autodiff::NumericsLayerScope> scope;
+    if (autodiff::CheckNumericsEnabled()) {
+      scope.emplace(absl::StrCat("layer ", i, " (", modules_[i]->name(), ")"));
+    }
     absl::StatusOr<Tensor> y = modules_[i]->Forward(x, training);
     if (!y.ok()) {
       return absl::Status(y.status().code(), absl::StrCat("layer ", i, " (", modules_[i]->name(),

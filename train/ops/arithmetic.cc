@@ -1,6 +1,7 @@
 #include "train/ops/arithmetic.h"
 
 #include "core/status_macros.h"
+#include "train/autodiff/check_numerics.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/broadcast.h"
@@ -41,6 +42,7 @@ absl::StatusOr<Tensor> Binary(backend::BinaryOp op, const Tensor& a, const Tenso
   SLUICE_RETURN_IF_ERROR(backend->Binary(op, a, b, out));
   // Comparisons are constant almost everywhere: nothing to record.
   const bool comparison = op == backend::BinaryOp::kEqual || op == backend::BinaryOp::kGreater;
+  SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics(Name(op), out));
   if (!comparison && autodiff::ShouldRecord({a, b})) {
     const bool need_a = autodiff::ShouldRecord({a}), need_b = autodiff::ShouldRecord({b});
     autodiff::RecordOperation(

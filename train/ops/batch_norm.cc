@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/autodiff/check_numerics.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/require_float32.h"
@@ -58,6 +59,7 @@ absl::StatusOr<BatchNormTrainingResult> BatchNormTraining(const Tensor& x, const
   SLUICE_ASSIGN_OR_RETURN(Tensor variance, backend->Allocate(DType::kFloat32, Shape{c}));
   SLUICE_RETURN_IF_ERROR(
       backend->BatchNormForwardTraining(x, gamma, beta, epsilon, y, mean, variance));
+  SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics("BatchNormTraining", y));
   if (autodiff::ShouldRecord({x, gamma, beta})) {
     autodiff::RecordOperation(
         {x, gamma, beta}, y,
@@ -82,6 +84,7 @@ absl::StatusOr<Tensor> BatchNormInference(const Tensor& x, const Tensor& gamma, 
   if (x.num_elements() == 0) return y;
   SLUICE_RETURN_IF_ERROR(
       backend->BatchNormForwardInference(x, gamma, beta, mean, variance, epsilon, y));
+  SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics("BatchNormInference", y));
   if (autodiff::ShouldRecord({x, gamma, beta, mean, variance})) {
     autodiff::RecordOperation(
         {x, gamma, beta, mean, variance}, y,

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/autodiff/check_numerics.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/compute_precision.h"
@@ -35,6 +36,7 @@ absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter, Conv2DO
                           backend->Allocate(DType::kFloat32, Shape{geo.n, geo.oh, geo.ow, geo.o}));
   if (out.num_elements() == 0) return out;
   SLUICE_RETURN_IF_ERROR(backend->Conv2DForward(geo, input, filter, out));
+  SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics("Conv2D", out));
   if (autodiff::ShouldRecord({input, filter})) {
     // The first layer's input (the images) needs no gradient: skip that pass.
     const bool input_grad = autodiff::ShouldRecord({input});

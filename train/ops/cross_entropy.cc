@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/autodiff/check_numerics.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/require_float32.h"
@@ -58,6 +59,7 @@ absl::StatusOr<Tensor> SparseSoftmaxCrossEntropyWithLogits(const Tensor& logits,
   SLUICE_ASSIGN_OR_RETURN(Tensor loss, backend->Allocate(DType::kFloat32, Shape{n}));
   SLUICE_ASSIGN_OR_RETURN(Tensor probs, backend->Allocate(DType::kFloat32, logits.shape()));
   SLUICE_RETURN_IF_ERROR(backend->SparseSoftmaxCrossEntropy(logits, device_labels, loss, probs));
+  SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics("SparseSoftmaxCrossEntropyWithLogits", loss));
   if (autodiff::ShouldRecord({logits})) {
     autodiff::RecordOperation(
         {logits, labels}, loss,

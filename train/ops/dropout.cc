@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/autodiff/check_numerics.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/require_float32.h"
@@ -18,6 +19,7 @@ absl::StatusOr<Tensor> Dropout(const Tensor& x, DropoutOptions options) {
   SLUICE_ASSIGN_OR_RETURN(Tensor mask, backend->Allocate(DType::kFloat32, x.shape()));
   SLUICE_ASSIGN_OR_RETURN(Tensor out, backend->Allocate(DType::kFloat32, x.shape()));
   SLUICE_RETURN_IF_ERROR(backend->Dropout(x, options.rate, options.seed, mask, out));
+  SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics("Dropout", out));
   if (autodiff::ShouldRecord({x})) {
     autodiff::RecordOperation(
         {x}, out,

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/autodiff/check_numerics.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/compute_precision.h"
@@ -28,6 +29,7 @@ absl::StatusOr<Tensor> MatMul(const Tensor& a, const Tensor& b, MatMulOptions op
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("MatMul", {&a, &b}));
   SLUICE_ASSIGN_OR_RETURN(Tensor out, backend->Allocate(DType::kFloat32, Shape{m, n}));
   SLUICE_RETURN_IF_ERROR(backend->MatMul(a, ta, b, tb, out));
+  SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics("MatMul", out));
   if (autodiff::ShouldRecord({a, b})) {
     // A dense layer's input batch needs no gradient: skip that product.
     const bool need_a = autodiff::ShouldRecord({a}), need_b = autodiff::ShouldRecord({b});

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/autodiff/check_numerics.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/require_float32.h"
@@ -33,6 +34,7 @@ absl::StatusOr<Tensor> Pool(backend::PoolAlgorithm algorithm, const char* name, 
                           backend->Allocate(DType::kFloat32, Shape{geo.n, geo.oh, geo.ow, geo.c}));
   if (out.num_elements() == 0) return out;
   SLUICE_ASSIGN_OR_RETURN(Tensor workspace, backend->Pool2DForward(geo, input, out));
+  SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics(name, out));
   if (autodiff::ShouldRecord({input})) {
     autodiff::RecordOperation(
         {input}, out,

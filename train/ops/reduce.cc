@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/autodiff/check_numerics.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/require_float32.h"
@@ -41,6 +42,7 @@ absl::StatusOr<Tensor> Reduce(Kind kind, const Tensor& x, std::vector<int> axes,
       backend->Reduce(kind == Kind::kMax ? backend::ReduceOp::kMax : backend::ReduceOp::kSum, x,
                       reduced, scale, out_kept));
   SLUICE_ASSIGN_OR_RETURN(Tensor out, out_kept.Reshape(out_shape));
+  SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics(name, out));
   if (autodiff::ShouldRecord({x})) {
     autodiff::RecordOperation(
         {x}, out,

@@ -1,6 +1,7 @@
 #include "train/ops/softmax.h"
 
 #include "core/status_macros.h"
+#include "train/autodiff/check_numerics.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/require_float32.h"
@@ -13,6 +14,7 @@ absl::StatusOr<Tensor> Softmax(const Tensor& logits) {
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Softmax", {&logits}));
   SLUICE_ASSIGN_OR_RETURN(Tensor y, backend->Allocate(DType::kFloat32, logits.shape()));
   SLUICE_RETURN_IF_ERROR(backend->Softmax(logits, y));
+  SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics("Softmax", y));
   if (autodiff::ShouldRecord({logits})) {
     autodiff::RecordOperation(
         {logits}, y,

@@ -1,6 +1,7 @@
 #include "train/ops/unary_op.h"
 
 #include "core/status_macros.h"
+#include "train/autodiff/check_numerics.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/require_float32.h"
 
@@ -11,6 +12,7 @@ absl::StatusOr<Tensor> UnaryOp(backend::UnaryOp op, const char* name, const Tens
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(name, {&x}));
   SLUICE_ASSIGN_OR_RETURN(Tensor y, backend->Allocate(DType::kFloat32, x.shape()));
   SLUICE_RETURN_IF_ERROR(backend->Unary(op, x, y));
+  SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics(name, y));
   if (autodiff::ShouldRecord({x})) {
     autodiff::RecordOperation(
         {x}, y,

@@ -1,0 +1,79 @@
+#include "train/autodiff/check_numerics.h"
+
+#include <atomic>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "train/backend/sum_all.h"
+#include "train/backend/transfer.h"
+
+namespace sluice::train::autodiff {
+namespace {
+
+std::atomic<bool> enabled{false};
+
+struct Context {
+  std::string layer;  // "layer 1 (sequential) / layer 0 (dense)"
+  int64_t step = -1;
+  std::string last_op;
+};
+thread_local Context context;
+
+// Where the first non-finite value of `t` is, or -1. Reads t back to the host: only after the
+// device's sum said something is wrong.
+absl::StatusOr<int64_t> FirstNonFinite(const Tensor& t) {
+  SLUICE_ASSIGN_OR_RETURN(Tensor host, backend::ToHost(t));
+  const float* p = host.data<float>();
+  for (int64_t i = 0; i < host.num_elements(); ++i) {
+    if (!std::isfinite(p[i])) return i;
+  }
+  return -1;
+}
+
+absl::Status Check(absl::string_view what, const Tensor& t) {
+  if (t.dtype() != DType::kFloat32 || t.num_elements() == 0) return absl::OkStatus();
+  // A NaN or an Inf anywhere makes the sum non-finite; a finite sum proves every element is.
+  SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend::SumAll(t));
+  SLUICE_ASSIGN_OR_RETURN(Tensor host_sum, backend::ToHost(sum));
+  if (std::isfinite(host_sum.data<float>()[0])) return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(const int64_t at, FirstNonFinite(t));
+  if (at < 0) return absl::OkStatus();  // finite values whose sum overflowed
+  SLUICE_ASSIGN_OR_RETURN(Tensor host, backend::ToHost(t));
+  const float value = host.data<float>()[at];
+  return absl::InvalidArgumentError(
+      absl::StrCat("check numerics: ", what, context.layer.empty() ? "" : " in ", context.layer,
+                   context.step >= 0 ? absl::StrCat(" at step ", context.step) : "", " produced ",
+                   std::isnan(value) ? "NaN" : (value > 0 ? "+Inf" : "-Inf"), " (element ", at,
+                   " of ", t.shape().DebugString(), ")"));
+}
+
+}  // namespace
+
+void EnableCheckNumerics() { enabled.store(true, std::memory_order_relaxed); }
+void DisableCheckNumerics() { enabled.store(false, std::memory_order_relaxed); }
+bool CheckNumericsEnabled() { return enabled.load(std::memory_order_relaxed); }
+
+absl::Status CheckNumerics(const char* op, const Tensor& output) {
+  if (!CheckNumericsEnabled()) return absl::OkStatus();
+  context.last_op = context.layer.empty() ? op : absl::StrCat(op, " in ", context.layer);
+  return Check(op, output);
+}
+
+absl::Status CheckGradientNumerics(const std::string& op, const Tensor& gradient) {
+  if (!CheckNumericsEnabled()) return absl::OkStatus();
+  return Check(absl::StrCat("the gradient of ", op), gradient);
+}
+
+std::string LastCheckedOp() { return context.last_op; }
+
+NumericsLayerScope::NumericsLayerScope(std::string layer) : previous_size_(context.layer.size()) {
+  context.layer =
+      context.layer.empty() ? std::move(layer) : absl::StrCat(context.layer, " / ", layer);
+}
+
+NumericsLayerScope::~NumericsLayerScope() { context.layer.resize(previous_size_); }
+
+void SetNumericsStep(int64_t step) { context.step = step; }
+
+}  // namespace sluice::train::autodiff
