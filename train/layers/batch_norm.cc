@@ -1,8 +1,5 @@
 #include "train/layers/batch_norm.h"
 
-#include <cstdio>
-#include <cstdlib>
-
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/backend/backend.h"
@@ -20,12 +17,7 @@ Tensor Filled(int64_t channels, float value) {
 }  // namespace
 
 BatchNorm::BatchNorm(int64_t channels, BatchNormOptions options) : options_(options) {
-  absl::Status s = Build(Shape{1, channels});
-  if (!s.ok()) {
-    std::fprintf(stderr, "BatchNorm(%lld): %s\n", static_cast<long long>(channels),
-                 std::string(s.message()).c_str());
-    std::abort();
-  }
+  BuildOrDie(*this, Shape{1, channels});
 }
 
 absl::Status BatchNorm::Build(const Shape& input_shape) {

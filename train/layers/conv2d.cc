@@ -1,28 +1,11 @@
 #include "train/layers/conv2d.h"
 
-#include <cstdio>
-#include <cstdlib>
-
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 
 namespace sluice::train::layers {
-namespace {
-
-KernelLayer::Config ConvConfig(const Conv2DLayerOptions& options) {
-  return {.name = "conv2d",
-          .use_bias = options.use_bias,
-          .kernel_initializer = options.kernel_initializer,
-          .bias_initializer = options.bias_initializer,
-          .seed = options.seed,
-          .activation = options.activation,
-          .kernel_regularizer = options.kernel_regularizer};
-}
-
-}  // namespace
-
 Conv2D::Conv2D(int64_t filters, KernelSize kernel_size, Conv2DLayerOptions options)
-    : KernelLayer(ConvConfig(options)),
+    : KernelLayer(ConfigOf("conv2d", options)),
       conv_(options.conv),
       filters_(filters),
       kernel_size_(kernel_size) {}
@@ -30,12 +13,7 @@ Conv2D::Conv2D(int64_t filters, KernelSize kernel_size, Conv2DLayerOptions optio
 Conv2D::Conv2D(int64_t in_channels, int64_t filters, int64_t kernel_h, int64_t kernel_w,
                Conv2DLayerOptions options)
     : Conv2D(filters, KernelSize(kernel_h, kernel_w), options) {
-  // On the CPU, where a variable is created, this cannot fail.
-  absl::Status s = Build(Shape{1, 1, 1, in_channels});
-  if (!s.ok()) {
-    std::fprintf(stderr, "Conv2D: %s\n", std::string(s.message()).c_str());
-    std::abort();
-  }
+  BuildOrDie(*this, Shape{1, 1, 1, in_channels});
 }
 
 absl::Status Conv2D::Build(const Shape& input_shape) {

@@ -1,24 +1,11 @@
 #include "train/layers/dense.h"
 
-#include <cstdio>
-#include <cstdlib>
-
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/ops/matmul.h"
 
 namespace sluice::train::layers {
 namespace {
-
-KernelLayer::Config DenseConfig(const DenseOptions& options) {
-  return {.name = "dense",
-          .use_bias = options.use_bias,
-          .kernel_initializer = options.kernel_initializer,
-          .bias_initializer = options.bias_initializer,
-          .seed = options.seed,
-          .activation = options.activation,
-          .kernel_regularizer = options.kernel_regularizer};
-}
 
 DenseOptions WithActivation(DenseOptions options, Activation activation) {
   if (activation != Activation::kLinear) options.activation = activation;
@@ -28,17 +15,11 @@ DenseOptions WithActivation(DenseOptions options, Activation activation) {
 }  // namespace
 
 Dense::Dense(int64_t units, Activation activation, DenseOptions options)
-    : KernelLayer(DenseConfig(WithActivation(options, activation))), units_(units) {}
+    : KernelLayer(ConfigOf("dense", WithActivation(options, activation))), units_(units) {}
 
 Dense::Dense(int64_t in_features, int64_t units, DenseOptions options)
-    : KernelLayer(DenseConfig(options)), units_(units) {
-  // On the CPU, where a variable is created, this cannot fail.
-  absl::Status s = Build(Shape{1, in_features});
-  if (!s.ok()) {
-    std::fprintf(stderr, "Dense(%lld, %lld): %s\n", static_cast<long long>(in_features),
-                 static_cast<long long>(units), std::string(s.message()).c_str());
-    std::abort();
-  }
+    : KernelLayer(ConfigOf("dense", options)), units_(units) {
+  BuildOrDie(*this, Shape{1, in_features});
 }
 
 absl::Status Dense::Build(const Shape& input_shape) {

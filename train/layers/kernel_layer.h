@@ -27,6 +27,18 @@ class KernelLayer : public Module {
     std::optional<Regularizer> kernel_regularizer;
   };
 
+  // The Config of a layer's options (DenseOptions and Conv2DLayerOptions share these fields).
+  template <typename Options>
+  static Config ConfigOf(std::string name, const Options& options) {
+    return {.name = std::move(name),
+            .use_bias = options.use_bias,
+            .kernel_initializer = options.kernel_initializer,
+            .bias_initializer = options.bias_initializer,
+            .seed = options.seed,
+            .activation = options.activation,
+            .kernel_regularizer = options.kernel_regularizer};
+  }
+
   std::string name() const override { return config_.name; }
   std::vector<autodiff::Variable*> Variables() override;
   bool built() override { return kernel_.has_value(); }

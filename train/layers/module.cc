@@ -1,5 +1,8 @@
 #include "train/layers/module.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "core/status_macros.h"
 #include "train/backend/backend.h"
 
@@ -86,6 +89,14 @@ Device Module::device() {
     if (!v->host_resident()) return v->device();
   }
   return Device::Cpu();
+}
+
+void BuildOrDie(Module& module, const Shape& input_shape) {
+  absl::Status s = module.Build(input_shape);
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", module.name().c_str(), std::string(s.message()).c_str());
+    std::abort();
+  }
 }
 
 std::vector<autodiff::Variable*> ChildVariables(Module& container) {

@@ -93,6 +93,11 @@ inline std::vector<autodiff::Variable*> TrainableFirst(std::vector<autodiff::Var
   return vars;
 }
 
+// For the explicit-size constructors (Dense(in, units), ...), which cannot return a status:
+// builds `module` for `input_shape` on the CPU, where creating a variable cannot fail, and dies
+// with the message if it does.
+void BuildOrDie(Module& module, const Shape& input_shape);
+
 // The Variables() of a container: its children's, trainable ones first.
 std::vector<autodiff::Variable*> ChildVariables(Module& container);
 

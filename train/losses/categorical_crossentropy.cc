@@ -36,14 +36,7 @@ absl::StatusOr<Tensor> CategoricalCrossentropy::PerExample(const Tensor& y_true,
                                                            ops::LabelRangeCheck*) const {
   SLUICE_RETURN_IF_ERROR(internal::CheckPredictions(name(), y_pred, y_true, 2));
   const int64_t classes = y_pred.dim(y_pred.rank() - 1);
-  if (classes == 1) {
-    return internal::LabelError(
-        name(),
-        "y_pred has one unit per example, and a softmax over one class is always 1 (the loss "
-        "would not depend on the model). For two classes with one output unit use "
-        "BinaryCrossentropy",
-        y_true, y_pred);
-  }
+  SLUICE_RETURN_IF_ERROR(internal::CheckSeveralClasses(name(), y_true, y_pred));
   if (y_true.shape() != y_pred.shape()) {
     return internal::LabelError(name(),
                                 "y_true must be one-hot (a distribution over the classes) of "

@@ -34,6 +34,17 @@ absl::Status LabelError(absl::string_view loss, absl::string_view what, const Te
       loss, ": ", what, ", got y_true ", Describe(y_true), " and y_pred ", Describe(y_pred)));
 }
 
+absl::Status CheckSeveralClasses(absl::string_view loss, const Tensor& y_true,
+                                 const Tensor& y_pred) {
+  if (y_pred.dim(y_pred.rank() - 1) != 1) return absl::OkStatus();
+  return LabelError(loss,
+                    "y_pred has one unit per example, and a softmax over one class is always 1 "
+                    "(the loss would always be 0 and not depend on the model). For two classes "
+                    "with one output unit use BinaryCrossentropy; for C classes give the model C "
+                    "output units",
+                    y_true, y_pred);
+}
+
 absl::Status CheckPredictions(absl::string_view loss, const Tensor& y_pred, const Tensor& y_true,
                               int min_rank) {
   if (y_pred.dtype() != DType::kFloat32 || y_pred.rank() < min_rank) {

@@ -15,6 +15,11 @@ namespace sluice::train::losses::internal {
 absl::Status LabelError(absl::string_view loss, absl::string_view what, const Tensor& y_true,
                         const Tensor& y_pred);
 
+// InvalidArgument when y_pred's last axis has one class: a softmax over it is always 1, so the
+// loss would not depend on the model (the cross-entropies over classes share this check).
+absl::Status CheckSeveralClasses(absl::string_view loss, const Tensor& y_true,
+                                 const Tensor& y_pred);
+
 // OK when y_pred is float32 of rank >= min_rank (its first axis the batch).
 absl::Status CheckPredictions(absl::string_view loss, const Tensor& y_pred, const Tensor& y_true,
                               int min_rank);

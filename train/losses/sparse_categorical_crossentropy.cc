@@ -20,14 +20,7 @@ absl::StatusOr<Tensor> SparseCategoricalCrossentropy::PerExample(
     const Tensor& y_true, const Tensor& y_pred, ops::LabelRangeCheck* deferred) const {
   SLUICE_RETURN_IF_ERROR(internal::CheckPredictions(name(), y_pred, y_true, 2));
   const int64_t classes = y_pred.dim(y_pred.rank() - 1);
-  if (classes == 1) {
-    return internal::LabelError(
-        name(),
-        "y_pred has one unit per example, and a softmax over one class is always 1 (the loss "
-        "would always be 0). For two classes with one output unit use BinaryCrossentropy; for C "
-        "classes give the model C output units",
-        y_true, y_pred);
-  }
+  SLUICE_RETURN_IF_ERROR(internal::CheckSeveralClasses(name(), y_true, y_pred));
   if (y_true.dtype() != DType::kInt32 && y_true.dtype() != DType::kInt64) {
     return internal::LabelError(name(),
                                 "y_true must be int32 or int64 class indices (one-hot or other "

@@ -6,18 +6,17 @@
 
 #include "absl/status/status.h"
 #include "core/tensor.h"
-#include "train/metrics/prediction_metric.h"
+#include "train/metrics/top_k_categorical_accuracy.h"
 
 namespace sluice::train::metrics {
 
 // keras.metrics.CategoricalAccuracy: how often argmax(y_pred) equals argmax(y_true), y_true
 // one-hot (float32, int32 or int64) of y_pred's shape [N, ..., C]; every row over the last axis
 // counts once. Ties go to the first maximum, as argmax does.
-class CategoricalAccuracy : public PredictionMetric {
+class CategoricalAccuracy : public TopKCategoricalAccuracy {
  public:
   explicit CategoricalAccuracy(std::string name = "categorical_accuracy")
-      : PredictionMetric(std::move(name)) {}
-  absl::Status Update(const Tensor& y_true, const Tensor& y_pred) override;
+      : TopKCategoricalAccuracy(1, std::move(name), /*first_max_only=*/true) {}
 };
 
 }  // namespace sluice::train::metrics

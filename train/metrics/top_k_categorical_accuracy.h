@@ -19,8 +19,14 @@ class TopKCategoricalAccuracy : public PredictionMetric {
   int k() const { return k_; }
   absl::Status Update(const Tensor& y_true, const Tensor& y_pred) override;
 
+ protected:
+  // CategoricalAccuracy: k = 1 with ties going to the first maximum, as argmax.
+  TopKCategoricalAccuracy(int k, std::string name, bool first_max_only)
+      : PredictionMetric(std::move(name)), k_(k), first_max_only_(first_max_only) {}
+
  private:
   int k_;
+  bool first_max_only_ = false;
 };
 
 }  // namespace sluice::train::metrics
