@@ -6,6 +6,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/trace_recorder.h"
 
 namespace sluice {
 namespace {
@@ -92,6 +93,10 @@ absl::StatusOr<std::optional<Element>> IteratorBase::GetNext() {
   const int64_t own = std::max<int64_t>(0, elapsed - tls_nested_ns);
   tls_nested_ns = outer_nested + elapsed;
   (async() ? stats_->wait_ns : stats_->busy_ns).fetch_add(own, std::memory_order_relaxed);
+  if (profiler::Active()) {
+    if (span_name_ == nullptr) span_name_ = profiler::Intern(name_);
+    profiler::RecordSpan("pipeline", span_name_, start, start + elapsed);
+  }
 
   if (!result.ok()) return Annotate(result.status(), produced_);
   if (result->has_value()) {

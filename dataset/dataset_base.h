@@ -149,6 +149,7 @@ class IteratorBase {
   NodeKind kind_;
   std::shared_ptr<NodeStats> stats_;
   int64_t produced_ = 0;
+  const char* span_name_ = nullptr;  // name_ interned for the profiler, on its first span
 };
 
 // Time spent in a scope, added to a counter (busy_ns).

@@ -2,12 +2,14 @@
 // num_parallel_calls is 1; otherwise fn runs on the pipeline's oneTBB arena,
 // `parallelism` calls at a time (see ParallelMapIterator).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <deque>
 
 #include "absl/strings/str_cat.h"
 #include "core/mutex.h"
 #include "core/status_macros.h"
+#include "core/trace_recorder.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
 #include "dataset/knob.h"
@@ -218,6 +220,8 @@ class ParallelMapIterator : public IteratorBase {
     int64_t running ABSL_GUARDED_BY(mu) = 0;  // calls of fn under way
     // Of recent calls; -1 before the first ends.
     int64_t mean_call_ns ABSL_GUARDED_BY(mu) = -1;
+    // "<node> call", interned on the first call recorded by the profiler.
+    std::atomic<const char*> call_span{nullptr};
     bool cancelled ABSL_GUARDED_BY(mu) = false;
     std::shared_ptr<const MapDataset> dataset;
     IteratorContext ctx;
@@ -259,6 +263,17 @@ class ParallelMapIterator : public IteratorBase {
       const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                              std::chrono::steady_clock::now() - start)
                              .count();
+      if (profiler::Active()) {
+        // Each call on the thread that ran it (a worker, or the consumer running one itself).
+        const char* span = call_span.load(std::memory_order_relaxed);
+        if (span == nullptr) {
+          span = profiler::Intern(stats->name + " call");
+          call_span.store(span, std::memory_order_relaxed);
+        }
+        const int64_t start_ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
+        profiler::RecordSpan("map", span, start_ns, start_ns + ns);
+      }
       stats->busy_ns.fetch_add(ns, std::memory_order_relaxed);
       stats->active_workers.fetch_sub(1, std::memory_order_relaxed);
       mu.Lock();

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/mutex.h"
 #include "core/status_macros.h"
+#include "core/trace_recorder.h"
 #include "dataset/buffered_entry.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
@@ -196,7 +197,13 @@ class PrefetchIterator : public IteratorBase {
   // call) once per sleep.
   void WaitAsConsumer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     consumer_waiting_ = true;
+    // The profiler shows when the buffer ran dry and for how long.
+    profiler::Span span("prefetch", profiler::Active() ? WaitSpanName() : nullptr);
     consumer_cv_.Wait(&mu_);
+  }
+  const char* WaitSpanName() {
+    if (wait_span_ == nullptr) wait_span_ = profiler::Intern(name() + " wait");
+    return wait_span_;
   }
 
   void ProducerLoop() {
@@ -251,6 +258,7 @@ class PrefetchIterator : public IteratorBase {
   std::atomic<int64_t> shared_count_{0};           // shared_.size(), written under mu_
   std::atomic<bool> producer_waiting_{false};
   bool consumer_waiting_ ABSL_GUARDED_BY(mu_) = false;
+  const char* wait_span_ = nullptr;             // "<node> wait", interned for the profiler
   bool fetching_ ABSL_GUARDED_BY(mu_) = false;  // the producer is inside input_->GetNext
   bool paused_ ABSL_GUARDED_BY(mu_) = false;    // Save in progress
   bool input_ended_ ABSL_GUARDED_BY(mu_) = false;

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/trace_recorder.h"
 
 namespace sluice {
 
@@ -39,6 +40,7 @@ absl::StatusOr<std::unique_ptr<FileInputStream>> FileInputStream::Open(const std
 FileInputStream::~FileInputStream() { ::close(fd_); }
 
 absl::StatusOr<size_t> FileInputStream::Read(char* dst, size_t n) {
+  profiler::Span span("io", "file read");
   while (true) {
     const ssize_t got = ::read(fd_, dst, n);
     if (got >= 0) return static_cast<size_t>(got);

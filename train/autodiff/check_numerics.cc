@@ -19,6 +19,7 @@ struct Context {
   std::string last_op;
 };
 thread_local Context context;
+thread_local const char* last_op_name = nullptr;
 
 // Where the first non-finite value of `t` is, or -1. Reads t back to the host: only after the
 // device's sum said something is wrong.
@@ -55,6 +56,7 @@ void DisableCheckNumerics() { enabled.store(false, std::memory_order_relaxed); }
 bool CheckNumericsEnabled() { return enabled.load(std::memory_order_relaxed); }
 
 absl::Status CheckNumerics(const char* op, const Tensor& output) {
+  last_op_name = op;
   if (!CheckNumericsEnabled()) return absl::OkStatus();
   context.last_op = context.layer.empty() ? op : absl::StrCat(op, " in ", context.layer);
   return Check(op, output);
@@ -66,6 +68,7 @@ absl::Status CheckGradientNumerics(const std::string& op, const Tensor& gradient
 }
 
 std::string LastCheckedOp() { return context.last_op; }
+const char* LastOpName() { return last_op_name; }
 
 NumericsLayerScope::NumericsLayerScope(std::string layer) : previous_size_(context.layer.size()) {
   context.layer =

@@ -26,6 +26,9 @@ absl::Status CheckGradientNumerics(const std::string& op, const Tensor& gradient
 // The op and layer of the last CheckNumerics on this thread, "Conv2D in layer 0 (conv2d)": the
 // tape keeps it with a recorded op to name it in the backward pass.
 std::string LastCheckedOp();
+// The op name of the last CheckNumerics on this thread, on or off ("Conv2D"; nullptr before
+// any): the tape keeps it with each recorded op so that the profiler names backward spans.
+const char* LastOpName();
 
 // Names the layer running on this thread in numeric-check errors while it lives (containers
 // make one per child, only when checks are on). Nested scopes join: "layer 1 (sequential) /

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/trace_recorder.h"
 #include "train/autodiff/check_numerics.h"
 #include "train/autodiff/variable.h"
 #include "train/backend/backend.h"
@@ -52,7 +53,7 @@ int Tape::Find(const Tensor& tensor) const {
 void Tape::Watch(const Tensor& tensor) {
   if (Find(tensor) >= 0) return;
   ids_[KeyOf(tensor)] = static_cast<int>(entries_.size());
-  entries_.push_back({tensor, {}, nullptr});
+  entries_.push_back({tensor, {}, nullptr, std::string(), nullptr});
 }
 
 bool Tape::IsTracked(const Tensor& tensor) const { return Find(tensor) >= 0; }
@@ -67,8 +68,8 @@ void Tape::Record(absl::Span<const Tensor> inputs, const Tensor& output,
   }
   if (!any) return;
   ids_[KeyOf(output)] = static_cast<int>(entries_.size());
-  entries_.push_back(
-      {output, std::move(ids), backward, CheckNumericsEnabled() ? LastCheckedOp() : std::string()});
+  entries_.push_back({output, std::move(ids), backward,
+                      CheckNumericsEnabled() ? LastCheckedOp() : std::string(), LastOpName()});
 }
 
 absl::Status Tape::CheckGradientArgs(const Tensor& target,
@@ -117,7 +118,12 @@ absl::Status Tape::Backprop(int target_id, const std::vector<char>& needed,
     bool any_needed = false;
     for (int in : e.inputs) any_needed = any_needed || (in >= 0 && needed[in]);
     if (!any_needed) continue;
-    SLUICE_ASSIGN_OR_RETURN(Grads in_grads, e.backward(*grads[i]));
+    absl::StatusOr<Grads> computed;
+    {
+      profiler::Span span("backward", e.op_name != nullptr ? e.op_name : "op");
+      computed = e.backward(*grads[i]);
+    }
+    SLUICE_ASSIGN_OR_RETURN(Grads in_grads, std::move(computed));
     // Entry i's gradient is spent unless a source wants it: dropping it now frees the memory
     // and leaves a gradient passed straight through (Add, Reshape) owned by in_grads alone.
     if (!is_source[i]) grads[i].reset();

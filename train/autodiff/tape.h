@@ -88,6 +88,7 @@ class Tape {
     std::vector<int> inputs;  // entry ids; -1 for an input the tape does not track
     BackwardFn backward;      // empty for a watched source
     std::string op;           // with check_numerics on: the op and layer, for its gradients
+    const char* op_name;      // the op ("MatMul"), for the profiler's backward spans
   };
   static Key KeyOf(const Tensor& tensor);
   int Find(const Tensor& tensor) const;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/status_macros.h"
+#include "core/trace_recorder.h"
 
 namespace sluice::train::fit {
 namespace {
@@ -114,6 +115,10 @@ absl::Status DataParallel::FinishStep(std::vector<std::optional<Tensor>>& grads)
   absl::Status status = error_;
   for (size_t i : start_order_) {
     if (!buckets_[i].pending) continue;
+    // The profiler shows the exposed part of each bucket's all-reduce: the wait for it here.
+    profiler::Span span("allreduce", profiler::Active()
+                                         ? profiler::Intern(absl::StrCat("all-reduce bucket ", i))
+                                         : nullptr);
     absl::Status s = buckets_[i].pending->Wait();
     if (status.ok()) status = s;
   }

@@ -9,6 +9,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/trace_recorder.h"
+#include "profiler/profiler.h"
 #include "train/autodiff/check_numerics.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/transfer.h"
@@ -66,6 +68,13 @@ absl::Status CheckFitOptions(const FitOptions& options) {
   if (options.steps_per_epoch && *options.steps_per_epoch < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("Fit: steps_per_epoch must be >= 1, got ", *options.steps_per_epoch));
+  }
+  if (options.profile_steps && (options.profile_steps->first < 1 ||
+                                options.profile_steps->second < options.profile_steps->first ||
+                                options.profile_dir.empty())) {
+    return absl::InvalidArgumentError(
+        "Fit: profile_steps must be {from, to} with 1 <= from <= to (global steps, 1-based) and "
+        "a profile_dir");
   }
   if (options.accumulation_steps < 1) {
     return absl::InvalidArgumentError(
@@ -325,7 +334,9 @@ absl::Status Trainer::TrainStep(const Tensor& x, const Tensor& y,
   autodiff::SetNumericsStep(global_step_ + 1);  // names the step in check-numerics errors
   if (options_.train_step) {
     TrainStepContext context(*this, x, y, label_check);
-    return options_.train_step(context);
+    absl::Status status = options_.train_step(context);
+    MarkPhase("train_step");
+    return status;
   }
   const std::vector<autodiff::Variable*> vars = model_.TrainableVariables();
   std::vector<std::optional<Tensor>> grads;
@@ -337,11 +348,13 @@ absl::Status Trainer::TrainStep(const Tensor& x, const Tensor& y,
       backend::ScopedPrecision precision(options_.precision);
       SLUICE_ASSIGN_OR_RETURN(y_pred, model_.Forward(x, /*training=*/true));
     }
+    MarkPhase("forward");
     SLUICE_ASSIGN_OR_RETURN(loss, CompiledLoss(y, y_pred, label_check));
     Tensor scaled = loss;
     if (loss_scale_ || ReducesEveryStep()) {
       SLUICE_ASSIGN_OR_RETURN(scaled, ScaleLoss(loss));
     }
+    MarkPhase("loss");
     if (ReducesEveryStep()) {
       // Each bucket's all-reduce starts while the backward pass goes on.
       dp_->BeginStep(vars, distributed::ReduceOp::kSum);  // the loss is divided by the ranks
@@ -354,8 +367,56 @@ absl::Status Trainer::TrainStep(const Tensor& x, const Tensor& y,
       SLUICE_ASSIGN_OR_RETURN(grads, tape.Gradient(scaled, vars));
     }
   }
+  MarkPhase("backward");
   SLUICE_RETURN_IF_ERROR(ApplyGradients(std::move(grads), vars));
-  return train_metrics_->Update(loss, y, y_pred);
+  MarkPhase("optimizer");
+  absl::Status status = train_metrics_->Update(loss, y, y_pred);
+  MarkPhase("metrics");
+  return status;
+}
+
+int64_t Trainer::BeginPhases() {
+  phase_mark_ns_ = profiler::Active() ? profiler::NowNs() : 0;
+  return phase_mark_ns_;
+}
+
+void Trainer::MarkPhase(const char* phase) {
+  if (phase_mark_ns_ == 0 || !profiler::Active()) return;
+  const int64_t now = profiler::NowNs();
+  profiler::RecordSpan("phase", phase, phase_mark_ns_, now);
+  phase_mark_ns_ = now;
+}
+
+void Trainer::EndPhases(int64_t step_start) {
+  if (step_start == 0 || !profiler::Active()) return;
+  profiler::RecordSpan("step", "step", step_start, phase_mark_ns_);
+  phase_mark_ns_ = 0;
+}
+
+absl::Status Trainer::MaybeStartProfile(const FitOptions& options) {
+  if (!options.profile_steps || profiling_ || global_step_ + 1 != options.profile_steps->first) {
+    return absl::OkStatus();
+  }
+  std::string dir = options.profile_dir;
+  if (dp_) absl::StrAppend(&dir, "/rank", dp_->rank());  // each rank profiles itself
+  SLUICE_RETURN_IF_ERROR(WithContext(profiler::Start(dir), "Fit: profile_steps: "));
+  profiling_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::MaybeStopProfile(const FitOptions& options, bool fit_ends) {
+  if (!profiling_ || (!fit_ends && global_step_ < options.profile_steps->second)) {
+    return absl::OkStatus();
+  }
+  profiling_ = false;
+  absl::StatusOr<profiler::Report> report = profiler::Stop();
+  SLUICE_RETURN_IF_ERROR(WithContext(report.status(), "Fit: profile_steps: "));
+  if (options.verbose > 0 && (!dp_ || dp_->rank() == 0)) {
+    std::FILE* out = options.progress_stream != nullptr ? options.progress_stream : stdout;
+    std::fprintf(out, "%s(trace: %s; TensorBoard: %s)\n", report->summary.c_str(),
+                 report->trace_path.c_str(), report->tensorboard_path.c_str());
+  }
+  return absl::OkStatus();
 }
 
 layers::Module& TrainStepContext::model() { return trainer_.model_; }
@@ -393,9 +454,12 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
   bool interrupted = false;
   bool peer_ended = false;  // data-parallel: another rank's pass ended first
   while (!steps_in_epoch || step_in_epoch_ < *steps_in_epoch) {
+    SLUICE_RETURN_IF_ERROR(MaybeStartProfile(options));
+    const int64_t step_start = BeginPhases();
     const double t0 = Now();
     absl::StatusOr<std::optional<Element>> next = NextTrainingElement();
     const double t1 = Now();
+    MarkPhase("input");
     wait_seconds += t1 - t0;
     SLUICE_RETURN_IF_ERROR(WithContext(next.status(), "Fit: reading the training data: "));
     // The first element of the next pass starts the next epoch.
@@ -440,6 +504,7 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
     SLUICE_ASSIGN_OR_RETURN(Element on_device, ToModelDevice(**next, 1));
     const EnumeratedBatch batch(on_device);
     ops::LabelRangeCheck label_check;
+    MarkPhase("prepare");
     SLUICE_RETURN_IF_ERROR(WithContext(TrainStep(batch.images, batch.labels, label_check), where));
     label_checks_.Add(where, std::move(label_check));
     result.images += batch.images.dim(0);
@@ -464,6 +529,7 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
       SLUICE_ASSIGN_OR_RETURN(logs, MetricLogs(*train_metrics_));
     }
     compute_seconds += Now() - t1;
+    MarkPhase("logs");
 
     logs["learning_rate"] = optimizer_.learning_rate();
     logs["input_wait_share"] = wait_share();
@@ -475,6 +541,9 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
       // Data-parallel: the job's images, as every rank takes batches of the same size.
       progress->Update(step_in_epoch_ - first_step, result.images * (dp_ ? dp_->size() : 1), logs);
     }
+    MarkPhase("callbacks");
+    EndPhases(step_start);
+    SLUICE_RETURN_IF_ERROR(MaybeStopProfile(options, /*fit_ends=*/false));
     // Data-parallel ranks stop together, at the next step's agreement.
     if (stop_training_ && !dp_) {
       interrupted = !steps_in_epoch || step_in_epoch_ < *steps_in_epoch;
@@ -629,6 +698,11 @@ absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
     iterator_.reset();
     pending_.reset();
     in_fit_ = false;
+    if (profiling_) {
+      // Fit failed while profiling: the profile is dropped, so that a later Start works.
+      profiling_ = false;
+      profiler::Stop().IgnoreError();
+    }
   };
   SLUICE_RETURN_IF_ERROR(StartFit(shard, options));
   if (resume_) SLUICE_RETURN_IF_ERROR(ResumeFromCheckpoint());
@@ -658,6 +732,7 @@ absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
     history.epochs.push_back(epoch);
     for (const auto& [key, value] : logs) history.history[key].push_back(value);
   }
+  SLUICE_RETURN_IF_ERROR(MaybeStopProfile(options, /*fit_ends=*/true));
   for (callbacks::Callback* cb : options.callbacks) SLUICE_RETURN_IF_ERROR(cb->OnTrainEnd(logs));
   return history;
 }
@@ -747,6 +822,7 @@ absl::StatusOr<Tensor> Trainer::Predict(const Dataset& data) {
 }
 
 absl::Status Trainer::SaveCheckpoint(const std::string& path) {
+  profiler::Span span("checkpoint", "SaveCheckpoint");
   if (accumulated_ != 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         path, ": cannot checkpoint at step ", global_step_, ": ", accumulated_, " of ",
@@ -819,6 +895,7 @@ std::vector<std::string> Trainer::FrozenVariableNames() {
 }
 
 absl::Status Trainer::SaveWeights(const std::string& path) {
+  profiler::Span span("checkpoint", "SaveWeights");
   TrainingCheckpoint ckpt;
   ckpt.weights_only = true;
   SLUICE_ASSIGN_OR_RETURN(ckpt.variables, autodiff::SnapshotVariables(model_.Variables()));

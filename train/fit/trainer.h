@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -119,6 +120,12 @@ struct FitOptions {
   // epoch.
   int verbose = 1;
   std::FILE* progress_stream = nullptr;  // where progress goes; nullptr: stdout
+  // Keras' TensorBoard(profile_batch=(from, to)): profile global steps from..to (1-based,
+  // inclusive) into `profile_dir` (profiler/profiler.h: a Chrome trace, the same under
+  // profile_dir/plugins/profile/ for TensorBoard, and a summary printed with the progress).
+  // Data-parallel: each rank into profile_dir/rank<r>.
+  std::optional<std::pair<int64_t, int64_t>> profile_steps;
+  std::string profile_dir;
 };
 
 struct EvaluateOptions {
@@ -222,6 +229,14 @@ class Trainer : public callbacks::TrainingLoop {
   // Data-parallel: rank 0 wrote a file (`written` there); every rank learns whether it could.
   absl::Status AgreeOnWrite(const std::string& path, const absl::Status& written);
   std::vector<std::string> FrozenVariableNames();
+  // The profiler's step spans (category "step") and their phases (category "phase"), which
+  // partition each step: BeginPhases starts a step, MarkPhase closes the phase that ends now,
+  // EndPhases records the step. Nothing happens unless the profiler is recording.
+  int64_t BeginPhases();
+  void MarkPhase(const char* phase);
+  void EndPhases(int64_t step_start);
+  absl::Status MaybeStartProfile(const FitOptions& options);
+  absl::Status MaybeStopProfile(const FitOptions& options, bool fit_ends);
   // The sum of the model's regularisation penalties (Module::AddLosses), unset when it has none.
   absl::StatusOr<std::optional<Tensor>> RegularizationLoss();
   absl::StatusOr<callbacks::Logs> FitEpoch(const FitOptions& options,
@@ -253,6 +268,8 @@ class Trainer : public callbacks::TrainingLoop {
   std::shared_ptr<const losses::Loss> loss_;  // options_.loss, or the default
   Device device_;  // the model's, read when Fit, Evaluate or Predict starts
   std::unique_ptr<Metrics> train_metrics_;
+  int64_t phase_mark_ns_ = 0;  // the profiler's clock at the last phase boundary; 0: none
+  bool profiling_ = false;     // Fit's profile_steps started the profiler
 
   // The loop's position.
   int64_t epoch_ = 0;

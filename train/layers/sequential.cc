@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/trace_recorder.h"
 #include "train/autodiff/check_numerics.h"
 
 namespace sluice::train::layers {
@@ -36,7 +37,11 @@ absl::StatusOr<Tensor> Sequential::Forward(const Tensor& input, bool training) {
     if (autodiff::CheckNumericsEnabled()) {
       scope.emplace(absl::StrCat("layer ", i, " (", modules_[i]->name(), ")"));
     }
-    absl::StatusOr<Tensor> y = modules_[i]->Forward(x, training);
+    absl::StatusOr<Tensor> y;
+    {
+      profiler::Span span("forward", profiler::Active() ? SpanName(i) : nullptr);
+      y = modules_[i]->Forward(x, training);
+    }
     if (!y.ok()) {
       return absl::Status(y.status().code(), absl::StrCat("layer ", i, " (", modules_[i]->name(),
                                                           "): ", y.status().message()));
@@ -53,6 +58,14 @@ absl::StatusOr<Tensor> Sequential::Forward(const Tensor& input, bool training) {
     }
   }
   return x;
+}
+
+const char* Sequential::SpanName(size_t i) {
+  if (span_names_.size() <= i) span_names_.resize(modules_.size(), nullptr);
+  if (span_names_[i] == nullptr) {
+    span_names_[i] = profiler::Intern(absl::StrCat("layer ", i, " (", modules_[i]->name(), ")"));
+  }
+  return span_names_[i];
 }
 
 std::vector<Module*> Sequential::Children() {

@@ -51,11 +51,14 @@ class Sequential : public Module {
  private:
   // Prefixes module i's variables that are not named yet (those created since the last call).
   void NameNewVariables(size_t i);
+  // "layer i (dense)", interned for the profiler's forward spans.
+  const char* SpanName(size_t i);
 
   std::vector<std::unique_ptr<Module>> modules_;
   std::vector<std::optional<Shape>> output_shapes_;
   absl::flat_hash_set<const autodiff::Variable*> named_;
   bool all_named_ = true;  // false while some module may still create variables
+  std::vector<const char*> span_names_;
 };
 
 }  // namespace sluice::train::layers

@@ -43,6 +43,14 @@ float Ref(BinaryOp op, float x, float y) {
       return x * y;
     case BinaryOp::kDiv:
       return x / y;
+    case BinaryOp::kMaximum:
+      return x >= y ? x : y;
+    case BinaryOp::kMinimum:
+      return x <= y ? x : y;
+    case BinaryOp::kEqual:
+      return x == y ? 1.0f : 0.0f;
+    case BinaryOp::kGreater:
+      return x > y ? 1.0f : 0.0f;
   }
   return 0;
 }
@@ -112,6 +120,12 @@ TEST_F(CpuBackendTest, BinaryBackwardSumsOverRepeatedDims) {
                              break;
                            case BinaryOp::kDiv:
                              want_a[p] += d / y, want_b[q] -= d * x / (y * y);
+                             break;
+                           // Tested in tests/train/ops/arithmetic_test.cc (ties, NaN).
+                           case BinaryOp::kMaximum:
+                           case BinaryOp::kMinimum:
+                           case BinaryOp::kEqual:
+                           case BinaryOp::kGreater:
                              break;
                          }
                        });

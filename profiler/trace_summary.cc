@@ -1,0 +1,131 @@
+#include "profiler/trace_summary.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace sluice::profiler {
+namespace {
+
+struct Span {
+  const TraceEvent* event;
+  int64_t end;
+  int64_t self;
+};
+
+double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+}  // namespace
+
+TraceStats ComputeStats(const std::vector<ThreadTrace>& threads) {
+  TraceStats stats;
+  std::map<std::pair<std::string, std::string>, TraceStats::Op> ops;
+  for (const ThreadTrace& t : threads) {
+    std::vector<const TraceEvent*> spans;
+    for (const TraceEvent& e : t.events) {
+      if (!e.counter) spans.push_back(&e);
+    }
+    // Parents before their children: earlier start first, longer first at the same start.
+    std::sort(spans.begin(), spans.end(), [](const TraceEvent* a, const TraceEvent* b) {
+      return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->dur_ns > b->dur_ns;
+    });
+    std::vector<Span> open;
+    auto close = [&](const Span& s) {
+      TraceStats::Op& op = ops[{s.event->category, s.event->name}];
+      op.category = s.event->category;
+      op.name = s.event->name;
+      ++op.count;
+      op.total_ns += s.event->dur_ns;
+      op.self_ns += s.self;
+    };
+    for (const TraceEvent* e : spans) {
+      while (!open.empty() && open.back().end <= e->start_ns) {
+        close(open.back());
+        open.pop_back();
+      }
+      if (!open.empty()) open.back().self -= e->dur_ns;
+      open.push_back({e, e->start_ns + e->dur_ns, e->dur_ns});
+    }
+    while (!open.empty()) {
+      close(open.back());
+      open.pop_back();
+    }
+  }
+  for (auto& [key, op] : ops) {
+    const auto& [category, name] = key;
+    if (category == "step" && name == "step") {
+      stats.steps += op.count;
+      stats.step_ns += op.total_ns;
+    } else if (category == "phase") {
+      if (name == "input") stats.input_ns += op.total_ns;
+      if (name == "forward") stats.forward_ns += op.total_ns;
+      if (name == "backward") stats.backward_ns += op.total_ns;
+      if (name == "optimizer") stats.optimizer_ns += op.total_ns;
+    } else if (category == "pipeline" && op.self_ns > stats.slowest_node_self_ns) {
+      stats.slowest_node = name;
+      stats.slowest_node_self_ns = op.self_ns;
+    }
+    stats.ops.push_back(op);
+  }
+  stats.other_ns = std::max<int64_t>(0, stats.step_ns - stats.input_ns - stats.forward_ns -
+                                            stats.backward_ns - stats.optimizer_ns);
+  std::sort(
+      stats.ops.begin(), stats.ops.end(),
+      [](const TraceStats::Op& a, const TraceStats::Op& b) { return a.total_ns > b.total_ns; });
+  return stats;
+}
+
+std::string Summarize(const std::vector<ThreadTrace>& threads, int64_t dropped) {
+  const TraceStats s = ComputeStats(threads);
+  std::string out = "Profile summary\n";
+  if (dropped > 0) {
+    absl::StrAppend(&out, "  ", dropped,
+                    " events were dropped (a thread's ring buffer filled; raise "
+                    "events_per_thread or profile fewer steps)\n");
+  }
+  absl::StrAppend(&out,
+                  "Top ops by total time (forward per layer, backward per op, "
+                  "optimizer, all-reduce, callbacks, checkpoints):\n");
+  int shown = 0;
+  for (const TraceStats::Op& op : s.ops) {
+    if (op.category == "step" || op.category == "phase" || op.category == "pipeline" ||
+        op.category == "counter" || shown >= 10) {
+      continue;
+    }
+    absl::StrAppendFormat(&out, "  %-10s %-36s %8d calls %10.2f ms total %10.2f ms self\n",
+                          op.category, op.name, op.count, Ms(op.total_ns), Ms(op.self_ns));
+    ++shown;
+  }
+  if (shown == 0) absl::StrAppend(&out, "  (none recorded)\n");
+  if (s.steps > 0) {
+    const double step = static_cast<double>(s.step_ns);
+    absl::StrAppendFormat(
+        &out,
+        "Step time: %d steps, %.2f ms each: input %.1f%%, forward %.1f%%, backward %.1f%%, "
+        "optimizer %.1f%%, other %.1f%%\n",
+        s.steps, Ms(s.step_ns) / static_cast<double>(s.steps), 100 * s.input_ns / step,
+        100 * s.forward_ns / step, 100 * s.backward_ns / step, 100 * s.optimizer_ns / step,
+        100 * s.other_ns / step);
+  }
+  if (!s.slowest_node.empty()) {
+    absl::StrAppendFormat(&out, "Slowest pipeline node: %s (%.2f ms of its own work)\n",
+                          s.slowest_node, Ms(s.slowest_node_self_ns));
+  }
+  if (s.steps > 0) {
+    const double input_share = static_cast<double>(s.input_ns) / static_cast<double>(s.step_ns);
+    // The TF profiler's thresholds: over 20% of the step waiting for input is input-bound.
+    const char* verdict = input_share > 0.20   ? "input-bound"
+                          : input_share > 0.05 ? "moderately input-bound"
+                                               : "compute-bound";
+    absl::StrAppendFormat(&out, "Verdict: %s: %.1f%% of the step time waits for input\n", verdict,
+                          100 * input_share);
+  } else {
+    absl::StrAppend(&out, "Verdict: no training steps recorded (a pipeline-only profile)\n");
+  }
+  return out;
+}
+
+}  // namespace sluice::profiler

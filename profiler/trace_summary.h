@@ -1,0 +1,40 @@
+#ifndef SLUICE_PROFILER_TRACE_SUMMARY_H_
+#define SLUICE_PROFILER_TRACE_SUMMARY_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/trace_event.h"
+
+namespace sluice::profiler {
+
+// What a profile's summary reports, computed from its spans.
+struct TraceStats {
+  struct Op {
+    std::string category, name;
+    int64_t count = 0;
+    int64_t total_ns = 0;  // inclusive
+    int64_t self_ns = 0;   // without the spans nested in it on the same thread
+  };
+  std::vector<Op> ops;  // every (category, name), by total time, longest first
+  // Training steps: category "step", name "step"; their phases: category "phase", names
+  // "input", "forward", "backward", "optimizer"; "other" is the rest of the steps' time.
+  int64_t steps = 0;
+  int64_t step_ns = 0;
+  int64_t input_ns = 0, forward_ns = 0, backward_ns = 0, optimizer_ns = 0, other_ns = 0;
+  // The pipeline node (category "pipeline") with the most self time; empty when none.
+  std::string slowest_node;
+  int64_t slowest_node_self_ns = 0;
+};
+
+TraceStats ComputeStats(const std::vector<ThreadTrace>& threads);
+
+// The text summary: the top ops by total time (as the TF profiler's overview page), the step-time
+// breakdown as shares, the slowest pipeline node, and a one-line verdict (input-bound or
+// compute-bound, with the input share that says so).
+std::string Summarize(const std::vector<ThreadTrace>& threads, int64_t dropped);
+
+}  // namespace sluice::profiler
+
+#endif  // SLUICE_PROFILER_TRACE_SUMMARY_H_
