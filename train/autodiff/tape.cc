@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -108,8 +109,22 @@ absl::Status Tape::Backprop(int target_id, const std::vector<char>& needed,
                             const std::vector<char>& is_source, Grads& grads,
                             const std::function<void(int)>& after_entry) {
   PauseRecording pause;
+  // Entry k is done once the walk is past it: every op that read its output came later and has
+  // run its backward function, and its gradient has been handed on.
+  auto done = [&](int k) {
+    if (after_entry) after_entry(k);
+    // A non-persistent tape never walks again: dropping the entry's output and backward closure
+    // (with the tensors it captured) now frees the activations progressively instead of at the
+    // end of the walk. Recompute's blocks rerun their forward pass during the walk, and that
+    // memory is then free for them. Only entries before k are read from here on (an op's inputs
+    // were recorded before it), so the released ones are never touched again.
+    if (!options_.persistent) {
+      entries_[k].value = Tensor();
+      entries_[k].backward = nullptr;
+    }
+  };
   for (int i = target_id; i >= 0; --i) {
-    if (after_entry && i < target_id) after_entry(i + 1);  // entry i + 1 is done
+    if (i < target_id) done(i + 1);
     Entry& e = entries_[i];
     if (!grads[i] || !e.backward) continue;
     bool any_needed = false;
@@ -130,7 +145,7 @@ absl::Status Tape::Backprop(int target_id, const std::vector<char>& needed,
       SLUICE_RETURN_IF_ERROR(Accumulate(in, std::move(*in_grads[k]), grads));
     }
   }
-  if (after_entry && target_id >= 0) after_entry(0);
+  if (target_id >= 0) done(0);
   return absl::OkStatus();
 }
 
@@ -239,7 +254,16 @@ absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<cons
         for (size_t s : final_after[i]) report(s);
       };
     }
-    SLUICE_RETURN_IF_ERROR(Backprop(target_id, needed, is_source, grads, after_entry));
+    const absl::Status walked = Backprop(target_id, needed, is_source, grads, after_entry);
+    if (!walked.ok()) {
+      // A non-persistent tape released what the walk passed: it cannot be walked again.
+      if (!options_.persistent) {
+        used_ = true;
+        entries_.clear();
+        ids_.clear();
+      }
+      return walked;
+    }
     if (on_ready) {
       // The rest: the target itself, sources read only by ops the walk skipped.
       std::vector<char> listed(entries_.size(), 0);
@@ -277,6 +301,19 @@ bool ShouldRecord(absl::Span<const Tensor> inputs) {
 
 PauseRecording::PauseRecording() { ++pause_depth; }
 PauseRecording::~PauseRecording() { --pause_depth; }
+
+bool RecordingActive() { return pause_depth == 0 && !active_tapes.empty(); }
+
+IsolatedRecording::IsolatedRecording()
+    : hidden_tapes_(std::move(active_tapes)), hidden_pause_depth_(pause_depth) {
+  active_tapes.clear();
+  pause_depth = 0;
+}
+
+IsolatedRecording::~IsolatedRecording() {
+  active_tapes = std::move(hidden_tapes_);
+  pause_depth = hidden_pause_depth_;
+}
 
 absl::StatusOr<Tensor> StopGradient(const Tensor& tensor) { return backend::Clone(tensor); }
 
