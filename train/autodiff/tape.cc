@@ -218,8 +218,17 @@ absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<cons
       if (id >= 0) is_source[id] = 1;
     }
     Grads grads(entries_.size());
-    SLUICE_ASSIGN_OR_RETURN(grads[target_id],
-                            output_gradient ? backend::Clone(*output_gradient) : OnesLike(target));
+    if (!output_gradient) {
+      SLUICE_ASSIGN_OR_RETURN(grads[target_id], OnesLike(target));
+    } else if (is_source[target_id]) {
+      // Handed back as the target's own gradient: the caller's seed must not come back.
+      SLUICE_ASSIGN_OR_RETURN(grads[target_id], backend::Clone(*output_gradient));
+    } else {
+      // Only read: backward functions take their gradient as const, and Accumulate copies a
+      // gradient it shares with anyone (the caller, here) before adding into it. No copy saves
+      // a tensor the size of the target (Recompute seeds each block's backward so).
+      grads[target_id] = *output_gradient;
+    }
     const std::vector<char> needed = MarkNeeded(source_ids);
     std::function<void(int)> after_entry;
     std::vector<char> reported(sources.size(), 0);
