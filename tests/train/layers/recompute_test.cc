@@ -188,6 +188,33 @@ TEST(RecomputeTest, BatchNormStatisticsMoveOnce) {
   ExpectSameVariables(*plain, r);
 }
 
+TEST(RecomputeTest, CalledTwiceInOneStep) {
+  // Weights shared by two calls: each recomputation starts from the state its own call started
+  // from, and the state ends as both calls left it (moved twice, the counter at 2), not as the
+  // first call's recomputation, which runs last, would leave it.
+  auto plain = Block();
+  Recompute recomputed(Block());
+  const Tensor x = RandomTensor({2, 5, 5, 3}, 14);
+  std::vector<Grads> results;
+  for (Module* m : {static_cast<Module*>(plain.get()), static_cast<Module*>(&recomputed)}) {
+    autodiff::Tape tape;
+    tape.Watch(x);
+    Tensor first = *m->Forward(x, true);
+    Tensor second = *m->Forward(x, true);  // another dropout mask, batch norm moved again
+    Tensor y = *ops::Mul(first, second);
+    std::vector<Tensor> sources = {x};
+    for (autodiff::Variable* v : m->TrainableVariables()) sources.push_back(v->mutable_value());
+    results.push_back(*tape.Gradient(y, sources));
+  }
+  ASSERT_EQ(results[0].size(), results[1].size());
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    ASSERT_TRUE(results[0][i] && results[1][i]) << i;
+    EXPECT_TRUE(results[0][i]->Equals(*results[1][i])) << i;
+  }
+  ExpectSameVariables(*plain, recomputed);
+  EXPECT_EQ(dynamic_cast<Dropout*>(recomputed.Children()[0]->Children()[3])->calls(), 2);
+}
+
 TEST(RecomputeTest, DropoutMasksIdentical) {
   auto* dropout = new Dropout(0.5f, 3);
   Recompute r{std::unique_ptr<Module>(dropout)};
