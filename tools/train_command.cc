@@ -1,5 +1,6 @@
 #include "tools/train_command.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +31,7 @@
 #include "tools/command_line.h"
 #include "tools/device_option.h"
 #include "train/backend/compute_precision.h"
+#include "train/backend/cpu/cpu_allocator.h"
 #include "train/backend/cpu/cpu_threads.h"
 #include "train/callbacks/callback.h"
 #include "train/callbacks/early_stopping.h"
@@ -70,6 +72,7 @@ struct TrainConfig {
   int64_t threads = 0;
   uint64_t seed = 0;
   bool augment = false;
+  bool recompute = false;  // resnet-small's residual blocks recompute their activations
   bool validate = false;
   int64_t early_stopping = 0;  // patience; 0: off
   std::string logdir;
@@ -202,7 +205,21 @@ struct Outcome {
   // and the first one's error.
   int64_t skipped_records = 0;
   std::string first_skipped;
+  // Memory when training ends, before the test set's evaluation (whose batches of 256 would
+  // add their own): the process's high-water mark, and the CPU backend's tensors alone
+  // (activations, gradients, weights, optimizer slots; what --recompute reduces), alive at
+  // once and alive plus idle in the allocator's cache.
+  double train_max_rss_mb = 0;
+  double train_peak_tensor_mb = 0;
+  double train_peak_tensor_held_mb = 0;
 };
+
+// The process's peak resident set so far, in MiB.
+double MaxRssMb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024;  // Linux counts kibibytes
+}
 
 // Images/s over the whole run: each epoch trains on the same number of images, so the rate of
 // the run is the harmonic mean of the epochs' rates.
@@ -262,7 +279,7 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config, distributed::Communicat
       std::unique_ptr<train::layers::Module> model,
       train::models::MakeModel(config.model,
                                {.height = shape[1], .width = shape[2], .channels = shape[3]},
-                               config.seed));
+                               config.seed, {.recompute = config.recompute}));
   if (!config.device.is_cpu()) {
     SLUICE_RETURN_IF_ERROR(CheckDeviceAvailable(config.device));
     SLUICE_RETURN_IF_ERROR(model->To(config.device));
@@ -335,6 +352,10 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config, distributed::Communicat
   outcome.input_wait_share = MeanOf(outcome.history, "input_wait_share");
   outcome.ranks = ranks;
   outcome.allreduce_exposed_share = MeanOf(outcome.history, "allreduce_exposed_share");
+  outcome.train_max_rss_mb = MaxRssMb();
+  constexpr double kMiB = 1 << 20;
+  outcome.train_peak_tensor_mb = train::backend::cpu::CpuAllocator::peak_live_bytes() / kMiB;
+  outcome.train_peak_tensor_held_mb = train::backend::cpu::CpuAllocator::peak_held_bytes() / kMiB;
   SLUICE_ASSIGN_OR_RETURN(outcome.test, trainer.Evaluate(test_data));
   outcome.skipped_records = skipped->count();
   outcome.first_skipped = skipped->first();
@@ -346,6 +367,8 @@ void PrintJson(const TrainConfig& config, const Outcome& outcome) {
   json.BeginObject();
   json.Key("model");
   json.String(config.model);
+  json.Key("recompute");
+  json.RawValue(config.recompute ? "true" : "false");
   json.Key("precision");
   json.String(train::backend::PrecisionName(config.precision));
   json.Key("epochs");
@@ -372,6 +395,12 @@ void PrintJson(const TrainConfig& config, const Outcome& outcome) {
   json.Double(outcome.input_wait_share);
   json.Key("train_seconds");
   json.Double(outcome.train_seconds);
+  json.Key("train_max_rss_mb");
+  json.Double(outcome.train_max_rss_mb);
+  json.Key("train_peak_tensor_mb");
+  json.Double(outcome.train_peak_tensor_mb);
+  json.Key("train_peak_tensor_held_mb");
+  json.Double(outcome.train_peak_tensor_held_mb);
   json.Key("skipped_records");
   json.Int(outcome.skipped_records);
   if (outcome.skipped_records > 0) {
@@ -421,6 +450,10 @@ void AddTrainOptions(CommandLine& command_line) {
   command_line.AddFlag("augment",
                        "random flip and 4-pixel pad-crop of training images (default for "
                        "resnet-small; --augment=false turns it off)");
+  command_line.AddFlag("recompute",
+                       "resnet-small only: recompute each residual block's activations in the "
+                       "backward pass instead of keeping them (tf.recompute_grad): less memory, "
+                       "a slower step, the same training");
   command_line.AddFlag("validate", "evaluate on the test set after each epoch (val_* metrics)");
   command_line.AddOption("early-stopping", "P", "0",
                          "stop when val_loss has not improved for P epochs, restoring the best "
@@ -506,6 +539,10 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const CommandLine& command_line) {
   }
   config.augment = command_line.WasGiven("augment") ? command_line.Flag("augment")
                                                     : config.model == "resnet-small";
+  config.recompute = command_line.Flag("recompute");
+  if (config.recompute && config.model != "resnet-small") {
+    return absl::InvalidArgumentError("--recompute applies to --model resnet-small only");
+  }
   config.validate = command_line.Flag("validate");
   config.logdir = command_line.Value("logdir");
   config.checkpoint = command_line.Value("checkpoint");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -111,8 +112,22 @@ absl::Status Tape::Backprop(int target_id, const std::vector<char>& needed,
                             const std::vector<char>& is_source, Grads& grads,
                             const std::function<void(int)>& after_entry) {
   PauseRecording pause;
+  // Entry k is done once the walk is past it: every op that read its output came later and has
+  // run its backward function, and its gradient has been handed on.
+  auto done = [&](int k) {
+    if (after_entry) after_entry(k);
+    // A non-persistent tape never walks again: dropping the entry's output and backward closure
+    // (with the tensors it captured) now frees the activations progressively instead of at the
+    // end of the walk. Recompute's blocks rerun their forward pass during the walk, and that
+    // memory is then free for them. Only entries before k are read from here on (an op's inputs
+    // were recorded before it), so the released ones are never touched again.
+    if (!options_.persistent) {
+      entries_[k].value = Tensor();
+      entries_[k].backward = nullptr;
+    }
+  };
   for (int i = target_id; i >= 0; --i) {
-    if (after_entry && i < target_id) after_entry(i + 1);  // entry i + 1 is done
+    if (i < target_id) done(i + 1);
     Entry& e = entries_[i];
     if (!grads[i] || !e.backward) continue;
     bool any_needed = false;
@@ -139,7 +154,7 @@ absl::Status Tape::Backprop(int target_id, const std::vector<char>& needed,
       SLUICE_RETURN_IF_ERROR(Accumulate(in, std::move(*in_grads[k]), grads));
     }
   }
-  if (after_entry && target_id >= 0) after_entry(0);
+  if (target_id >= 0) done(0);
   return absl::OkStatus();
 }
 
@@ -212,8 +227,17 @@ absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<cons
       if (id >= 0) is_source[id] = 1;
     }
     Grads grads(entries_.size());
-    SLUICE_ASSIGN_OR_RETURN(grads[target_id],
-                            output_gradient ? backend::Clone(*output_gradient) : OnesLike(target));
+    if (!output_gradient) {
+      SLUICE_ASSIGN_OR_RETURN(grads[target_id], OnesLike(target));
+    } else if (is_source[target_id]) {
+      // Handed back as the target's own gradient: the caller's seed must not come back.
+      SLUICE_ASSIGN_OR_RETURN(grads[target_id], backend::Clone(*output_gradient));
+    } else {
+      // Only read: backward functions take their gradient as const, and Accumulate copies a
+      // gradient it shares with anyone (the caller, here) before adding into it. No copy saves
+      // a tensor the size of the target (Recompute seeds each block's backward so).
+      grads[target_id] = *output_gradient;
+    }
     const std::vector<char> needed = MarkNeeded(source_ids);
     std::function<void(int)> after_entry;
     std::vector<char> reported(sources.size(), 0);
@@ -248,7 +272,16 @@ absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<cons
         for (size_t s : final_after[i]) report(s);
       };
     }
-    SLUICE_RETURN_IF_ERROR(Backprop(target_id, needed, is_source, grads, after_entry));
+    const absl::Status walked = Backprop(target_id, needed, is_source, grads, after_entry);
+    if (!walked.ok()) {
+      // A non-persistent tape released what the walk passed: it cannot be walked again.
+      if (!options_.persistent) {
+        used_ = true;
+        entries_.clear();
+        ids_.clear();
+      }
+      return walked;
+    }
     if (on_ready) {
       // The rest: the target itself, sources read only by ops the walk skipped.
       std::vector<char> listed(entries_.size(), 0);
@@ -286,6 +319,19 @@ bool ShouldRecord(absl::Span<const Tensor> inputs) {
 
 PauseRecording::PauseRecording() { ++pause_depth; }
 PauseRecording::~PauseRecording() { --pause_depth; }
+
+bool RecordingActive() { return pause_depth == 0 && !active_tapes.empty(); }
+
+IsolatedRecording::IsolatedRecording()
+    : hidden_tapes_(std::move(active_tapes)), hidden_pause_depth_(pause_depth) {
+  active_tapes.clear();
+  pause_depth = 0;
+}
+
+IsolatedRecording::~IsolatedRecording() {
+  active_tapes = std::move(hidden_tapes_);
+  pause_depth = hidden_pause_depth_;
+}
 
 absl::StatusOr<Tensor> StopGradient(const Tensor& tensor) { return backend::Clone(tensor); }
 

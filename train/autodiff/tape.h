@@ -23,7 +23,7 @@ using BackwardFn =
 
 struct TapeOptions {
   // A persistent tape allows several Gradient() calls; otherwise the first
-  // call releases the recorded ops.
+  // call releases the recorded ops, each as soon as the backward walk has passed it.
   bool persistent = false;
   // Trainable Variables read while the tape is active are watched without an
   // explicit Watch(), as in tf.GradientTape.
@@ -131,6 +131,27 @@ class PauseRecording {
   ~PauseRecording();
   PauseRecording(const PauseRecording&) = delete;
   PauseRecording& operator=(const PauseRecording&) = delete;
+};
+
+// True when an op run now on this thread could be recorded: some tape is active and recording is
+// not paused. Recompute runs its block plainly (keeping nothing) otherwise.
+bool RecordingActive();
+
+// Hides every tape active on this thread and resumes recording for its lifetime, then restores
+// both. A backward function runs paused, inside the outer tape's Gradient(); one that records a
+// forward pass of its own on a fresh tape (Recompute, tf.recompute_grad) opens this scope first,
+// so that its ops reach only that tape and never the outer one it is being called from (which
+// must not grow while it walks its entries). Create the inner tape after this scope.
+class IsolatedRecording {
+ public:
+  IsolatedRecording();
+  ~IsolatedRecording();
+  IsolatedRecording(const IsolatedRecording&) = delete;
+  IsolatedRecording& operator=(const IsolatedRecording&) = delete;
+
+ private:
+  std::vector<Tape*> hidden_tapes_;
+  int hidden_pause_depth_;
 };
 
 // The same values (a copy on the same device) with no history: gradients do not flow through.

@@ -14,6 +14,7 @@
 #include "train/layers/flatten.h"
 #include "train/layers/global_avg_pool.h"
 #include "train/layers/max_pool.h"
+#include "train/layers/recompute.h"
 #include "train/layers/relu.h"
 #include "train/layers/residual_block.h"
 #include "train/layers/sequential.h"
@@ -61,7 +62,8 @@ std::unique_ptr<layers::Module> Cnn(const ModelShape& shape, uint64_t seed) {
   return model;
 }
 
-std::unique_ptr<layers::Module> ResNetSmall(const ModelShape& shape, uint64_t seed) {
+std::unique_ptr<layers::Module> ResNetSmall(const ModelShape& shape, uint64_t seed,
+                                            bool recompute) {
   auto model = std::make_unique<Sequential>();
   layers::Conv2DLayerOptions stem{.conv = {.padding = ops::Padding::kSame}, .use_bias = false};
   stem.kernel_initializer = layers::Initializer::kHeNormal;
@@ -72,8 +74,11 @@ std::unique_ptr<layers::Module> ResNetSmall(const ModelShape& shape, uint64_t se
   int64_t in = 32;
   uint64_t block_seed = seed + 100;
   for (auto [filters, stride] : {std::pair<int64_t, int64_t>{32, 1}, {64, 2}, {128, 2}}) {
-    model->Add(std::make_unique<layers::ResidualBlock>(
-        in, filters, layers::ResidualBlockOptions{.stride = stride, .seed = block_seed}));
+    std::unique_ptr<layers::Module> block = std::make_unique<layers::ResidualBlock>(
+        in, filters, layers::ResidualBlockOptions{.stride = stride, .seed = block_seed});
+    // Recompute keeps the block's variables (and their names), so checkpoints are the same.
+    if (recompute) block = std::make_unique<layers::Recompute>(std::move(block));
+    model->Add(std::move(block));
     block_seed += 100;
     in = filters;
   }
@@ -88,11 +93,16 @@ std::unique_ptr<layers::Module> ResNetSmall(const ModelShape& shape, uint64_t se
 std::vector<std::string> ModelNames() { return {"mlp", "cnn", "resnet-small"}; }
 
 absl::StatusOr<std::unique_ptr<layers::Module>> MakeModel(absl::string_view name,
-                                                          const ModelShape& shape, uint64_t seed) {
+                                                          const ModelShape& shape, uint64_t seed,
+                                                          const ModelOptions& options) {
   if (shape.height < 1 || shape.width < 1 || shape.channels < 1 || shape.classes < 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("model input must be at least 1x1x1 with 2 classes, not ", shape.height, "x",
                      shape.width, "x", shape.channels, " with ", shape.classes));
+  }
+  if (options.recompute && (name == "mlp" || name == "cnn")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "recompute wraps residual blocks, and only resnet-small has them, not '", name, "'"));
   }
   if (name == "mlp") return Mlp(shape, seed);
   if (name == "cnn") {
@@ -101,7 +111,7 @@ absl::StatusOr<std::unique_ptr<layers::Module>> MakeModel(absl::string_view name
     }
     return Cnn(shape, seed);
   }
-  if (name == "resnet-small") return ResNetSmall(shape, seed);
+  if (name == "resnet-small") return ResNetSmall(shape, seed, options.recompute);
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown model '", name, "'; known models: ", absl::StrJoin(ModelNames(), ", ")));
 }

@@ -20,6 +20,15 @@ struct ModelShape {
   int64_t classes = 10;
 };
 
+// How MakeModel builds a model beyond its architecture.
+struct ModelOptions {
+  // Wraps every residual block of "resnet-small" in layers::Recompute (`sluice train
+  // --recompute`): its activations are recomputed in the backward pass instead of kept, for
+  // less memory at the cost of a second forward pass of each block. The gradients, and so the
+  // training, are the same. InvalidArgument for a model without residual blocks.
+  bool recompute = false;
+};
+
 // The models `sluice train` knows, built with `seed` for their initializers and dropout:
 //  - "mlp": Flatten, Dense 256, 128, 100 (ReLU each), Dense classes.
 //  - "cnn": the model of TensorFlow's layers tutorial: Conv 5x5x32 same + ReLU, MaxPool 2,
@@ -30,7 +39,8 @@ struct ModelShape {
 // Unknown names are InvalidArgument listing the known ones.
 absl::StatusOr<std::unique_ptr<layers::Module>> MakeModel(absl::string_view name,
                                                           const ModelShape& shape,
-                                                          uint64_t seed = 0);
+                                                          uint64_t seed = 0,
+                                                          const ModelOptions& options = {});
 
 // The names MakeModel accepts.
 std::vector<std::string> ModelNames();

@@ -6,6 +6,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/train/gradient_check.h"
+#include "train/autodiff/tape.h"
+#include "train/layers/recompute.h"
+#include "train/layers/sequential.h"
 
 namespace sluice::train::models {
 namespace {
@@ -71,6 +75,56 @@ TEST(ModelsTest, UnknownNameListsTheKnownOnes) {
   ASSERT_FALSE(model.ok());
   EXPECT_THAT(model.status().message(), HasSubstr("unknown model 'vgg'"));
   EXPECT_THAT(model.status().message(), HasSubstr("mlp, cnn, resnet-small"));
+}
+
+TEST(ModelsTest, RecomputeWrapsEveryResidualBlockAndTrainsTheSame) {
+  const ModelShape shape{.height = 8, .width = 8, .channels = 1, .classes = 3};
+  auto plain = MakeModel("resnet-small", shape, 5);
+  auto recomputed = MakeModel("resnet-small", shape, 5, {.recompute = true});
+  ASSERT_TRUE(plain.ok() && recomputed.ok());
+  auto* seq = dynamic_cast<layers::Sequential*>(recomputed->get());
+  ASSERT_NE(seq, nullptr);
+  int wrapped = 0;
+  for (size_t i = 0; i < seq->size(); ++i) {
+    wrapped += dynamic_cast<layers::Recompute*>(&seq->module(i)) != nullptr;
+  }
+  EXPECT_EQ(wrapped, 3);
+  // The same variables under the same names: checkpoints are interchangeable.
+  std::vector<autodiff::Variable*> a = (*plain)->Variables(), b = (*recomputed)->Variables();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i]->name(), b[i]->name());
+    EXPECT_TRUE(a[i]->mutable_value().Equals(b[i]->mutable_value())) << a[i]->name();
+  }
+  // Two steps of the same gradients, bit for bit (the moving statistics move alike).
+  const Tensor images = testing::RandomTensor({4, 8, 8, 1}, 2);
+  for (int step = 0; step < 2; ++step) {
+    std::vector<std::vector<std::optional<Tensor>>> grads;
+    for (auto* model : {&*plain, &*recomputed}) {
+      autodiff::Tape tape;
+      absl::StatusOr<Tensor> logits = (*model)->Forward(images, /*training=*/true);
+      ASSERT_TRUE(logits.ok()) << logits.status();
+      auto g = tape.Gradient(*logits, (*model)->TrainableVariables());
+      ASSERT_TRUE(g.ok()) << g.status();
+      grads.push_back(*std::move(g));
+    }
+    ASSERT_EQ(grads[0].size(), grads[1].size());
+    for (size_t i = 0; i < grads[0].size(); ++i) {
+      ASSERT_TRUE(grads[0][i] && grads[1][i]) << i;
+      EXPECT_TRUE(grads[0][i]->Equals(*grads[1][i])) << step << ": " << a[i]->name();
+    }
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(a[i]->mutable_value().Equals(b[i]->mutable_value())) << a[i]->name();
+  }
+}
+
+TEST(ModelsTest, RecomputeNeedsResidualBlocks) {
+  for (const char* name : {"mlp", "cnn"}) {
+    auto model = MakeModel(name, {}, 0, {.recompute = true});
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument) << name;
+    EXPECT_THAT(model.status().message(), HasSubstr("resnet-small")) << name;
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "train/backend/cpu/cpu_allocator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <new>
@@ -15,6 +16,9 @@ struct Pool {
   std::map<size_t, std::vector<void*>> free ABSL_GUARDED_BY(mu);  // by rounded size
   size_t cached ABSL_GUARDED_BY(mu) = 0;
   int64_t reuses ABSL_GUARDED_BY(mu) = 0;
+  size_t live ABSL_GUARDED_BY(mu) = 0;
+  size_t peak_live ABSL_GUARDED_BY(mu) = 0;
+  size_t peak_held ABSL_GUARDED_BY(mu) = 0;
 };
 
 // Never destroyed: tensors may be released during static destruction.
@@ -29,6 +33,7 @@ void Release(void* p, size_t size) {
   Pool& pool = GetPool();
   {
     MutexLock lock(&pool.mu);
+    pool.live -= size;
     if (pool.cached + size <= CpuAllocator::kMaxCachedBytes) {
       pool.free[size].push_back(p);
       pool.cached += size;
@@ -55,10 +60,18 @@ Tensor CpuAllocator::Allocate(DType dtype, const Shape& shape) {
       pool.cached -= size;
       ++pool.reuses;
     }
+    // Counted under the lock held here; a failed system allocation below takes it back.
+    pool.live += size;
+    pool.peak_live = std::max(pool.peak_live, pool.live);
+    pool.peak_held = std::max(pool.peak_held, pool.live + pool.cached);
   }
   if (p == nullptr) {
     p = std::aligned_alloc(kPage, size);
-    if (p == nullptr) throw std::bad_alloc();
+    if (p == nullptr) {
+      MutexLock lock(&pool.mu);
+      pool.live -= size;
+      throw std::bad_alloc();
+    }
   }
   auto buffer = Buffer::Wrap(p, size, Device::Cpu(), [size](void* q) { Release(q, size); });
   return *Tensor::FromBuffer(dtype, shape, std::move(buffer));
@@ -72,6 +85,28 @@ size_t CpuAllocator::cached_bytes() {
 int64_t CpuAllocator::reuses() {
   MutexLock lock(&GetPool().mu);
   return GetPool().reuses;
+}
+
+size_t CpuAllocator::live_bytes() {
+  MutexLock lock(&GetPool().mu);
+  return GetPool().live;
+}
+
+size_t CpuAllocator::peak_live_bytes() {
+  MutexLock lock(&GetPool().mu);
+  return GetPool().peak_live;
+}
+
+size_t CpuAllocator::peak_held_bytes() {
+  MutexLock lock(&GetPool().mu);
+  return GetPool().peak_held;
+}
+
+void CpuAllocator::ResetPeak() {
+  Pool& pool = GetPool();
+  MutexLock lock(&pool.mu);
+  pool.peak_live = pool.live;
+  pool.peak_held = pool.live + pool.cached;
 }
 
 }  // namespace sluice::train::backend::cpu

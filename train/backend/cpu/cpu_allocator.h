@@ -25,6 +25,16 @@ class CpuAllocator {
   // Bytes idle in the cache now, and how many allocations it served.
   static size_t cached_bytes();
   static int64_t reuses();
+
+  // Bytes of the cached-size tensors alive now, and the most there have been since the start
+  // (or the last ResetPeak): a training step's activations and gradients, without the pipeline's
+  // buffers or the process's other memory that a max-RSS figure mixes in. Smaller tensors are
+  // not counted.
+  static size_t live_bytes();
+  static size_t peak_live_bytes();
+  // The most the allocator has held from the system (alive plus idle in the cache).
+  static size_t peak_held_bytes();
+  static void ResetPeak();
 };
 
 }  // namespace sluice::train::backend::cpu

@@ -1,0 +1,433 @@
+// Recompute (train/layers/recompute.h): the same outputs and gradients as the wrapped module
+// alone, bit for bit (a conv/batch-norm/dropout block), state moved once (BatchNorm's moving
+// statistics, Dropout's counter and masks), frozen variables without gradients, finite
+// differences, lazy layers, errors, activations not held, and the guarded device.
+#include "train/layers/recompute.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "tests/train/backend/guarded_backend.h"
+#include "tests/train/gradient_check.h"
+#include "tests/train/module_gradient_check.h"
+#include "train/autodiff/tape.h"
+#include "train/backend/cpu/cpu_allocator.h"
+#include "train/backend/transfer.h"
+#include "train/layers/batch_norm.h"
+#include "train/layers/conv2d.h"
+#include "train/layers/dropout.h"
+#include "train/layers/relu.h"
+#include "train/layers/sequential.h"
+#include "train/layers/summary.h"
+#include "train/ops/arithmetic.h"
+
+namespace sluice::train::layers {
+namespace {
+
+using ::sluice::train::testing::CheckModuleGradients;
+using ::sluice::train::testing::RandomTensor;
+using Grads = std::vector<std::optional<Tensor>>;
+
+Conv2DLayerOptions Same(uint64_t seed) {
+  return {.conv = {.padding = ops::Padding::kSame}, .seed = seed};
+}
+
+// conv -> batch norm -> relu -> dropout -> conv: every kind of state Recompute must handle.
+std::unique_ptr<Sequential> Block(int64_t channels = 3) {
+  auto block = std::make_unique<Sequential>();
+  block->Add(std::make_unique<Conv2D>(channels, 4, 3, 3, Same(11)));
+  block->Add(std::make_unique<BatchNorm>(4));
+  block->Add(std::make_unique<ReLU>());
+  block->Add(std::make_unique<Dropout>(0.4f, 7));
+  block->Add(std::make_unique<Conv2D>(4, 5, 3, 3, Same(12)));
+  return block;
+}
+
+std::unique_ptr<Recompute> Recomputed(std::unique_ptr<Module> m) {
+  return std::make_unique<Recompute>(std::move(m));
+}
+
+// Host copies (the CPU or the guarded device).
+Tensor Host(const Tensor& t) {
+  absl::StatusOr<Tensor> host = backend::CopyTo(t, Device::Cpu());
+  EXPECT_TRUE(host.ok()) << host.status();
+  return host.ok() ? *host : Tensor();
+}
+
+struct Step {
+  Tensor output;
+  Grads grads;  // the input's, then each of `vars`
+};
+
+// One forward and backward pass: the gradients of sum(w * module(x)) with respect to x and
+// `vars` (every trainable variable of the module when empty), with a fixed w.
+Step RunStep(Module& module, const Tensor& x, std::vector<autodiff::Variable*> vars = {}) {
+  if (vars.empty()) vars = module.TrainableVariables();
+  Step step;
+  autodiff::Tape tape;
+  tape.Watch(x);
+  absl::StatusOr<Tensor> y = module.Forward(x, /*training=*/true);
+  EXPECT_TRUE(y.ok()) << y.status();
+  if (!y.ok()) return step;
+  step.output = *y;
+  std::vector<Tensor> sources = {x};
+  for (autodiff::Variable* v : vars) sources.push_back(v->mutable_value());
+  absl::StatusOr<Tensor> w = backend::CopyTo(RandomTensor(y->shape(), 99, 0.5f, 1.5f), x.device());
+  EXPECT_TRUE(w.ok());
+  absl::StatusOr<Grads> grads = tape.Gradient(*y, sources, *w);
+  EXPECT_TRUE(grads.ok()) << grads.status();
+  if (grads.ok()) step.grads = *std::move(grads);
+  return step;
+}
+
+void ExpectIdentical(const Step& plain, const Step& recomputed) {
+  EXPECT_TRUE(Host(plain.output).Equals(Host(recomputed.output)));
+  ASSERT_EQ(plain.grads.size(), recomputed.grads.size());
+  for (size_t i = 0; i < plain.grads.size(); ++i) {
+    ASSERT_EQ(plain.grads[i].has_value(), recomputed.grads[i].has_value()) << "source " << i;
+    if (!plain.grads[i]) continue;
+    EXPECT_TRUE(Host(*plain.grads[i]).Equals(Host(*recomputed.grads[i])))
+        << "source " << i << ": " << Host(*plain.grads[i]).DebugString(4) << " vs "
+        << Host(*recomputed.grads[i]).DebugString(4);
+  }
+}
+
+void ExpectSameVariables(Module& a, Module& b) {
+  std::vector<autodiff::Variable*> va = a.Variables(), vb = b.Variables();
+  ASSERT_EQ(va.size(), vb.size());
+  for (size_t i = 0; i < va.size(); ++i) {
+    EXPECT_EQ(va[i]->name(), vb[i]->name());
+    EXPECT_TRUE(Host(va[i]->mutable_value()).Equals(Host(vb[i]->mutable_value()))) << va[i]->name();
+  }
+}
+
+TEST(RecomputeTest, ForwardsTheWrappedModule) {
+  auto block = Block();
+  Sequential* inner = block.get();
+  Recompute r(std::move(block));
+  EXPECT_EQ(&r.module(), inner);
+  EXPECT_EQ(r.name(), "sequential");
+  EXPECT_EQ(r.Variables(), inner->Variables());
+  EXPECT_EQ(r.TrainableVariables().size(), 6u);  // two kernels and biases, gamma, beta
+  ASSERT_EQ(r.Children().size(), 1u);
+  EXPECT_EQ(r.Children()[0], inner);
+  EXPECT_TRUE(r.built());
+  r.set_trainable(false);
+  EXPECT_FALSE(inner->trainable());
+  EXPECT_TRUE(r.TrainableVariables().empty());
+  r.set_trainable(true);
+  EXPECT_EQ(r.TrainableVariables().size(), 6u);
+}
+
+TEST(RecomputeTest, GradientsEqualNoRecomputeBitForBit) {
+  auto plain = Block();
+  auto recomputed = Recomputed(Block());
+  const Tensor x = RandomTensor({2, 6, 5, 3}, 1);
+  // Three steps: Dropout draws a new mask each, from a counter both must advance alike.
+  for (int step = 0; step < 3; ++step) {
+    SCOPED_TRACE(step);
+    ExpectIdentical(RunStep(*plain, x), RunStep(*recomputed, x));
+    ExpectSameVariables(*plain, *recomputed);
+  }
+}
+
+TEST(RecomputeTest, InsideALargerModelAndAPersistentTape) {
+  // The recorded op sits between others, and a persistent tape runs its backward twice.
+  Sequential plain, recomputed;
+  for (Sequential* model : {&plain, &recomputed}) {
+    model->Add(std::make_unique<Conv2D>(3, 3, 3, 3, Same(21)));
+    std::unique_ptr<Module> block = Block();
+    if (model == &recomputed) block = Recomputed(std::move(block));
+    model->Add(std::move(block));
+    model->Add(std::make_unique<ReLU>());
+  }
+  const Tensor x = RandomTensor({2, 5, 5, 3}, 2);
+  std::vector<Grads> results;
+  for (Sequential* model : {&plain, &recomputed}) {
+    autodiff::Tape tape({.persistent = true});
+    Tensor y = *model->Forward(x, true);
+    Tensor loss = *ops::Mul(y, y);
+    std::vector<autodiff::Variable*> vars = model->TrainableVariables();
+    Grads first = *tape.Gradient(loss, vars);
+    Grads second = *tape.Gradient(loss, vars);
+    ASSERT_EQ(first.size(), 8u);
+    for (size_t i = 0; i < first.size(); ++i) {
+      ASSERT_TRUE(first[i] && second[i]) << i;
+      EXPECT_TRUE(first[i]->Equals(*second[i])) << i;
+    }
+    results.push_back(std::move(first));
+  }
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    EXPECT_TRUE(results[0][i]->Equals(*results[1][i])) << i;
+  }
+  ExpectSameVariables(plain, recomputed);
+}
+
+TEST(RecomputeTest, BatchNormStatisticsMoveOnce) {
+  auto plain = std::make_unique<Sequential>();
+  plain->Add(std::make_unique<Conv2D>(3, 4, 3, 3, Same(5)));
+  plain->Add(std::make_unique<BatchNorm>(4, BatchNormOptions{.momentum = 0.5f}));
+  auto recomputed = std::make_unique<Sequential>();
+  recomputed->Add(std::make_unique<Conv2D>(3, 4, 3, 3, Same(5)));
+  auto* bn = new BatchNorm(4, BatchNormOptions{.momentum = 0.5f});
+  recomputed->Add(std::unique_ptr<Module>(bn));
+  Recompute r(std::move(recomputed));
+  const Tensor x = RandomTensor({3, 4, 4, 3}, 3);
+  const Tensor mean0 = bn->moving_mean().mutable_value().Clone();
+  RunStep(*plain, x);
+  RunStep(r, x);
+  // Moved (away from zeros), and by exactly one update: a second one, from the recomputation,
+  // would move them again by half the distance left.
+  EXPECT_FALSE(bn->moving_mean().mutable_value().Equals(mean0));
+  ExpectSameVariables(*plain, r);
+}
+
+TEST(RecomputeTest, CalledTwiceInOneStep) {
+  // Weights shared by two calls: each recomputation starts from the state its own call started
+  // from, and the state ends as both calls left it (moved twice, the counter at 2), not as the
+  // first call's recomputation, which runs last, would leave it.
+  auto plain = Block();
+  Recompute recomputed(Block());
+  const Tensor x = RandomTensor({2, 5, 5, 3}, 14);
+  std::vector<Grads> results;
+  for (Module* m : {static_cast<Module*>(plain.get()), static_cast<Module*>(&recomputed)}) {
+    autodiff::Tape tape;
+    tape.Watch(x);
+    Tensor first = *m->Forward(x, true);
+    Tensor second = *m->Forward(x, true);  // another dropout mask, batch norm moved again
+    Tensor y = *ops::Mul(first, second);
+    std::vector<Tensor> sources = {x};
+    for (autodiff::Variable* v : m->TrainableVariables()) sources.push_back(v->mutable_value());
+    results.push_back(*tape.Gradient(y, sources));
+  }
+  ASSERT_EQ(results[0].size(), results[1].size());
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    ASSERT_TRUE(results[0][i] && results[1][i]) << i;
+    EXPECT_TRUE(results[0][i]->Equals(*results[1][i])) << i;
+  }
+  ExpectSameVariables(*plain, recomputed);
+  EXPECT_EQ(dynamic_cast<Dropout*>(recomputed.Children()[0]->Children()[3])->calls(), 2);
+}
+
+TEST(RecomputeTest, DropoutMasksIdentical) {
+  auto* dropout = new Dropout(0.5f, 3);
+  Recompute r{std::unique_ptr<Module>(dropout)};
+  const Tensor x = RandomTensor({64, 16}, 4, 0.5f, 1.5f);  // no zeros of its own
+  for (int step = 0; step < 2; ++step) {
+    autodiff::Tape tape;
+    tape.Watch(x);
+    Tensor y = *r.Forward(x, true);
+    Tensor g = *(*tape.Gradient(y, {x}))[0];
+    EXPECT_EQ(dropout->calls(), step + 1);  // not advanced by the recomputation
+    int dropped = 0;
+    for (int64_t i = 0; i < y.num_elements(); ++i) {
+      // The gradient's mask is the forward's: 2 where kept, 0 where dropped.
+      const bool kept = y.data<float>()[i] != 0;
+      dropped += !kept;
+      EXPECT_EQ(g.data<float>()[i], kept ? 2.0f : 0.0f) << i;
+    }
+    EXPECT_GT(dropped, 300);
+    EXPECT_LT(dropped, 724);
+  }
+}
+
+TEST(RecomputeTest, FrozenVariablesGetNoGradient) {
+  auto plain = Block();
+  auto block = Block();
+  Module* first_conv = block->Children()[0];
+  auto recomputed = Recomputed(std::move(block));
+  plain->Children()[0]->set_trainable(false);
+  first_conv->set_trainable(false);
+  ASSERT_EQ(recomputed->TrainableVariables().size(), 4u);
+  const Tensor x = RandomTensor({2, 5, 5, 3}, 5);
+  // Every variable listed, frozen ones included: those get none.
+  Step a = RunStep(*plain, x, plain->Variables());
+  Step b = RunStep(*recomputed, x, recomputed->Variables());
+  ExpectIdentical(a, b);
+  EXPECT_FALSE(b.grads[1].has_value());  // the frozen kernel
+  EXPECT_FALSE(b.grads[2].has_value());  // and bias
+  EXPECT_TRUE(b.grads[3].has_value());   // batch norm's gamma
+
+  // A wholly frozen block: no variable gets a gradient, the input still does, and its batch
+  // norm runs as in inference (Keras), its statistics untouched.
+  recomputed->set_trainable(false);
+  std::vector<Tensor> before;
+  for (autodiff::Variable* v : recomputed->Variables())
+    before.push_back(v->mutable_value().Clone());
+  Step frozen = RunStep(*recomputed, x, recomputed->Variables());
+  ASSERT_TRUE(frozen.grads[0].has_value());
+  for (size_t i = 1; i < frozen.grads.size(); ++i) EXPECT_FALSE(frozen.grads[i]) << i;
+  const std::vector<autodiff::Variable*> vars = recomputed->Variables();
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (vars[i]->name().find("dropout") != std::string::npos) continue;  // counts calls
+    EXPECT_TRUE(vars[i]->mutable_value().Equals(before[i])) << vars[i]->name();
+  }
+}
+
+TEST(RecomputeTest, FiniteDifferences) {
+  // No dropout: the check runs the module many times and needs the same function each time.
+  auto block = std::make_unique<Sequential>();
+  block->Add(std::make_unique<Conv2D>(2, 3, 3, 3, Same(31)));
+  block->Add(std::make_unique<BatchNorm>(3));
+  block->Add(std::make_unique<ReLU>());
+  block->Add(std::make_unique<Conv2D>(3, 2, 3, 3, Same(32)));
+  Recompute r(std::move(block));
+  EXPECT_EQ(CheckModuleGradients(r, RandomTensor({2, 4, 4, 2}, 6), /*training=*/true), "");
+  EXPECT_EQ(CheckModuleGradients(r, RandomTensor({2, 4, 4, 2}, 7), /*training=*/false), "");
+}
+
+TEST(RecomputeTest, ActivationsAreNotHeld) {
+  // Five activations of 8 x 32 x 32 x 8 floats (256 KiB each, all from the CPU allocator): the
+  // plain block keeps them on the tape until the backward pass, Recompute its output only.
+  auto make = [] {
+    auto block = std::make_unique<Sequential>();
+    for (int i = 0; i < 3; ++i) {
+      block->Add(std::make_unique<Conv2D>(8, 8, 3, 3, Same(40 + i)));
+      if (i < 2) block->Add(std::make_unique<ReLU>());
+    }
+    return block;
+  };
+  const size_t kActivation = 8 * 32 * 32 * 8 * sizeof(float);
+  const Tensor x = RandomTensor({8, 32, 32, 8}, 8);
+  auto held_after_forward = [&](Module& m, Step& step) {
+    autodiff::Tape tape;
+    tape.Watch(x);
+    const size_t before = backend::cpu::CpuAllocator::live_bytes();
+    Tensor y = *m.Forward(x, true);
+    const size_t held = backend::cpu::CpuAllocator::live_bytes() - before;
+    step.output = y;
+    std::vector<Tensor> sources = {x};
+    for (autodiff::Variable* v : m.TrainableVariables()) sources.push_back(v->mutable_value());
+    step.grads = *tape.Gradient(y, sources);
+    return held;
+  };
+  auto plain = make();
+  Recompute recomputed(make());
+  Step a, b;
+  const size_t plain_held = held_after_forward(*plain, a);
+  const size_t recomputed_held = held_after_forward(recomputed, b);
+  EXPECT_GE(plain_held, 5 * kActivation);
+  EXPECT_LE(recomputed_held, kActivation + kActivation / 8);  // the output, and small things
+  ExpectIdentical(a, b);
+}
+
+TEST(RecomputeTest, NoTapeRunsTheModuleAlone) {
+  auto plain = Block();
+  Recompute r(Block());
+  const Tensor x = RandomTensor({2, 5, 5, 3}, 9);
+  EXPECT_TRUE(plain->Forward(x, true)->Equals(*r.Forward(x, true)));
+  EXPECT_TRUE(plain->Forward(x, false)->Equals(*r.Forward(x, false)));
+  ExpectSameVariables(*plain, r);
+}
+
+TEST(RecomputeTest, LazyLayers) {
+  auto make = [] {
+    auto block = std::make_unique<Sequential>();
+    block->Add(std::make_unique<Conv2D>(4, 3, Same(51)));
+    block->Add(std::make_unique<BatchNorm>());
+    block->Add(std::make_unique<ReLU>());
+    return block;
+  };
+  auto plain = make();
+  Recompute r(make());
+  EXPECT_FALSE(r.built());
+  EXPECT_TRUE(r.Variables().empty());
+  const Tensor x = RandomTensor({2, 5, 5, 3}, 10);
+  // The first call builds (recorded as without Recompute), the later ones recompute.
+  for (int step = 0; step < 2; ++step) {
+    SCOPED_TRACE(step);
+    ExpectIdentical(RunStep(*plain, x), RunStep(r, x));
+    EXPECT_TRUE(r.built());
+    ExpectSameVariables(*plain, r);
+  }
+  // Build() reaches the wrapped module too: the same weights as built by a first call.
+  Recompute built(make());
+  ASSERT_TRUE(built.Build(Shape{1, 5, 5, 3}).ok());
+  EXPECT_TRUE(built.built());
+  std::vector<autodiff::Variable*> want = plain->TrainableVariables();
+  std::vector<autodiff::Variable*> got = built.TrainableVariables();
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(want[i]->name(), got[i]->name());
+    EXPECT_TRUE(want[i]->mutable_value().Equals(got[i]->mutable_value())) << want[i]->name();
+  }
+}
+
+// Dropout that fails when called for the `fail_on`-th time (1-based), before drawing a mask.
+class Flaky : public Module {
+ public:
+  explicit Flaky(int fail_on) : fail_on_(fail_on) {}
+  absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override {
+    if (++calls_ == fail_on_) return absl::ResourceExhaustedError("flaky: out of memory");
+    return dropout_.Forward(input, training);
+  }
+  std::vector<autodiff::Variable*> Variables() override { return dropout_.Variables(); }
+  Dropout& dropout() { return dropout_; }
+
+ private:
+  int fail_on_;
+  int calls_ = 0;
+  Dropout dropout_{0.5f, 1};
+};
+
+TEST(RecomputeTest, ErrorsOfTheWrappedForward) {
+  const Tensor x = RandomTensor({4, 4}, 11);
+  {
+    Recompute r(std::make_unique<Flaky>(1));
+    autodiff::Tape tape;
+    tape.Watch(x);
+    absl::StatusOr<Tensor> y = r.Forward(x, true);
+    EXPECT_EQ(y.status().code(), absl::StatusCode::kResourceExhausted);
+  }
+  {
+    // The recomputation fails: Gradient says so, and the state is the forward pass's (the
+    // counter was set back to 0 for the recomputation).
+    auto* flaky = new Flaky(2);
+    Recompute r{std::unique_ptr<Module>(flaky)};
+    autodiff::Tape tape;
+    tape.Watch(x);
+    Tensor y = *r.Forward(x, true);
+    absl::StatusOr<Grads> grads = tape.Gradient(y, {x});
+    EXPECT_EQ(grads.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_NE(grads.status().message().find("recomputing the forward pass"), std::string::npos)
+        << grads.status();
+    EXPECT_EQ(flaky->dropout().calls(), 1);
+  }
+}
+
+TEST(RecomputeTest, SummaryShowsTheWrappedModule) {
+  Sequential model;
+  model.Add(Recomputed(Block()));
+  model.Add(std::make_unique<ReLU>());
+  Tensor x = RandomTensor({1, 4, 4, 3}, 12);
+  ASSERT_TRUE(model.Forward(x, false).ok());
+  const std::string summary = Summary(model);
+  EXPECT_NE(summary.find("0/sequential"), std::string::npos) << summary;
+  // The wrapped block's variables keep their container's prefix.
+  EXPECT_EQ(model.Variables()[0]->name(), "0/0/conv2d/kernel");
+}
+
+TEST(RecomputeTest, GuardedGradientsMatchCpu) {
+  testing::RegisterGuardedBackend();
+  auto cpu = Recomputed(Block());
+  auto guarded = Recomputed(Block());
+  ASSERT_TRUE(guarded->To(Device::Guarded()).ok());
+  const Tensor x = RandomTensor({2, 5, 5, 3}, 13);
+  const Tensor gx = *backend::CopyTo(x, Device::Guarded());
+  const int64_t kernels = testing::GuardedKernelCalls();
+  for (int step = 0; step < 2; ++step) {
+    SCOPED_TRACE(step);
+    ExpectIdentical(RunStep(*cpu, x), RunStep(*guarded, gx));
+    ExpectSameVariables(*cpu, *guarded);
+  }
+  EXPECT_GT(testing::GuardedKernelCalls() - kernels, 20);
+}
+
+}  // namespace
+}  // namespace sluice::train::layers
