@@ -20,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "core/device.h"
 #include "core/json_writer.h"
 #include "core/mutex.h"
@@ -30,6 +31,7 @@
 #include "io/record_index.h"
 #include "tools/command_line.h"
 #include "tools/device_option.h"
+#include "train/autodiff/check_numerics.h"
 #include "train/backend/compute_precision.h"
 #include "train/backend/cpu/cpu_allocator.h"
 #include "train/backend/cpu/cpu_threads.h"
@@ -39,6 +41,7 @@
 #include "train/callbacks/tensorboard.h"
 #include "train/data/image_dataset.h"
 #include "train/fit/trainer.h"
+#include "train/layers/summary.h"
 #include "train/models/model_zoo.h"
 #include "train/optimizers/adam.h"
 #include "train/optimizers/adamw.h"
@@ -73,6 +76,10 @@ struct TrainConfig {
   uint64_t seed = 0;
   bool augment = false;
   bool recompute = false;  // resnet-small's residual blocks recompute their activations
+  bool check_numerics = false;
+  bool summary = false;
+  std::string profile;  // the profiler's folder; empty: no profile
+  int64_t profile_from = 2, profile_to = 11;
   bool validate = false;
   int64_t early_stopping = 0;  // patience; 0: off
   std::string logdir;
@@ -331,8 +338,18 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config, distributed::Communicat
                                                .patience = config.early_stopping,
                                                .restore_best_weights = true}));
   }
+  if (config.summary && chief && !config.json) {
+    SLUICE_ASSIGN_OR_RETURN(std::string summary,
+                            train::layers::Summary(*model, Shape{1, shape[1], shape[2], shape[3]}));
+    std::printf("%s", summary.c_str());
+  }
+  if (config.check_numerics) train::autodiff::EnableCheckNumerics();
   train::fit::FitOptions fit;
   fit.epochs = config.epochs;
+  if (!config.profile.empty()) {
+    fit.profile_steps = {config.profile_from, config.profile_to};
+    fit.profile_dir = config.profile;
+  }
   // Known from the record count, so that progress shows a total and an ETA. Skipped records
   // would shorten a pass, so then each epoch is one pass, however long.
   if (!config.skip_errors) fit.steps_per_epoch = steps_per_epoch;
@@ -454,6 +471,16 @@ void AddTrainOptions(CommandLine& command_line) {
                        "resnet-small only: recompute each residual block's activations in the "
                        "backward pass instead of keeping them (tf.recompute_grad): less memory, "
                        "a slower step, the same training");
+  command_line.AddFlag("check-numerics",
+                       "stop at the first op that produces a NaN or an Inf, naming the op, the "
+                       "layer and the step (tf.debugging.enable_check_numerics; slow)");
+  command_line.AddFlag("summary", "print the model's layers, output shapes and parameter counts");
+  command_line.AddOption("profile", "DIR", "",
+                         "profile steps --profile-steps into DIR: a Chrome trace (Perfetto, "
+                         "chrome://tracing), the same for TensorBoard's profile plugin, and a "
+                         "summary printed at the end");
+  command_line.AddOption("profile-steps", "FROM:TO", "2:11",
+                         "the global steps (1-based, inclusive) that --profile records");
   command_line.AddFlag("validate", "evaluate on the test set after each epoch (val_* metrics)");
   command_line.AddOption("early-stopping", "P", "0",
                          "stop when val_loss has not improved for P epochs, restoring the best "
@@ -542,6 +569,19 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const CommandLine& command_line) {
   config.recompute = command_line.Flag("recompute");
   if (config.recompute && config.model != "resnet-small") {
     return absl::InvalidArgumentError("--recompute applies to --model resnet-small only");
+  }
+  config.check_numerics = command_line.Flag("check-numerics");
+  config.summary = command_line.Flag("summary");
+  config.profile = command_line.Value("profile");
+  {
+    const std::vector<std::string> parts = absl::StrSplit(command_line.Value("profile-steps"), ':');
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &config.profile_from) ||
+        !absl::SimpleAtoi(parts[1], &config.profile_to) || config.profile_from < 1 ||
+        config.profile_to < config.profile_from) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--profile-steps must be FROM:TO with 1 <= FROM <= TO, got '",
+                       command_line.Value("profile-steps"), "'"));
+    }
   }
   config.validate = command_line.Flag("validate");
   config.logdir = command_line.Value("logdir");

@@ -31,6 +31,10 @@ namespace {
 thread_local bool counting = false;
 thread_local int64_t allocations = 0;
 }  // namespace
+// GCC sees a malloc'd pointer reach a free through an inlined delete and warns; they match here.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 void* operator new(std::size_t n) {
   if (counting) ++allocations;
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;

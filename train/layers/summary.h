@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "train/layers/module.h"
 
 namespace sluice::train::layers {
@@ -14,6 +15,10 @@ namespace sluice::train::layers {
 // kept on the host (Dropout's call count) are state, not parameters, and are not counted.
 // A layer not built yet shows "unbuilt" and 0.
 std::string Summary(Module& model);
+// The same after building `model` for `input_shape` (batch dimension included) and calling it
+// once on zeros of that shape (batch 1, training = false, on the model's device), so that every
+// output shape is known, as Keras' summary() of a built model.
+absl::StatusOr<std::string> Summary(Module& model, const Shape& input_shape);
 
 }  // namespace sluice::train::layers
 
