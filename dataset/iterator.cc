@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/mutex.h"
 #include "core/status_macros.h"
+#include "core/trace_recorder.h"
 #include "dataset/dataset.h"
 
 namespace sluice {
@@ -54,9 +55,28 @@ Iterator::Iterator(std::shared_ptr<const DatasetBase> dataset) : dataset_(std::m
   ctx_.cancellation = std::make_shared<CancellationManager>();
   ctx_.stats = std::make_shared<StatsRegistry>();
   ctx_.seed = ctx_.options.seed ? *ctx_.options.seed : std::random_device{}();
+  // While a profile records, its counters show each node's buffer and AUTOTUNE's knobs over
+  // time ("Prefetch[7] buffered_elements", "Map[4] parallelism").
+  counter_source_ = profiler::RegisterCounterSource(
+      [stats = ctx_.stats](const profiler::CounterReporter& report) {
+        for (const NodeStatsSnapshot& n : stats->Snapshot()) {
+          if (n.buffered_elements > 0 || n.buffer_size >= 0) {
+            report(absl::StrCat(n.name, " buffered_elements"),
+                   static_cast<double>(n.buffered_elements));
+            report(absl::StrCat(n.name, " buffered_bytes"), static_cast<double>(n.buffered_bytes));
+          }
+          if (n.parallelism >= 0) {
+            report(absl::StrCat(n.name, " parallelism"), static_cast<double>(n.parallelism));
+          }
+          if (n.buffer_size >= 0) {
+            report(absl::StrCat(n.name, " buffer_size"), static_cast<double>(n.buffer_size));
+          }
+        }
+      });
 }
 
 Iterator::~Iterator() {
+  profiler::UnregisterCounterSource(counter_source_);
   // The tuner first: it must not turn knobs of nodes being torn down.
   tuner_view_.store(nullptr, std::memory_order_release);
   tuner_.reset();

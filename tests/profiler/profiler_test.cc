@@ -197,8 +197,9 @@ TEST(ProfilerTest, PipelineSpansNameTheNodes) {
           .Map([](Element e) -> absl::StatusOr<Element> { return e; }, {.num_parallel_calls = 2})
           .Batch(8)
           .Prefetch(2);
-  ASSERT_TRUE(Start(dir, {.counter_interval_ms = 0}).ok());
   std::unique_ptr<Iterator> it = d.MakeIterator();
+  ASSERT_TRUE(it->GetNext().ok());  // makes the nodes, which the counters then read
+  ASSERT_TRUE(Start(dir, {.counter_interval_ms = 1}).ok());
   while (true) {
     absl::StatusOr<std::optional<Element>> e = it->GetNext();
     ASSERT_TRUE(e.ok());
@@ -218,6 +219,11 @@ TEST(ProfilerTest, PipelineSpansNameTheNodes) {
     EXPECT_TRUE(names.count(want)) << want << " missing";
   }
   EXPECT_THAT(report->summary, HasSubstr("Slowest pipeline node: "));
+  // The sampler's first sample, taken as recording starts, has the pipeline's counters.
+  EXPECT_GT(trace.counters["Prefetch[3] buffer_size"], 0);
+  EXPECT_GT(trace.counters["Prefetch[3] buffered_elements"], 0);
+  EXPECT_GT(trace.counters["Map[1] parallelism"], 0);
+  EXPECT_GT(trace.counters["rss_bytes"], 0);
   std::filesystem::remove_all(dir);
 }
 

@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "absl/strings/match.h"
 #include "tests/tools/cli_test_util.h"
 
 namespace sluice {
@@ -95,6 +96,24 @@ TEST_F(TrainCommandTest, WritesTensorBoardEventFiles) {
   std::filesystem::remove_all(logdir);
 }
 
+TEST_F(TrainCommandTest, ProfileWritesATraceAndPrintsTheSummary) {
+  const std::string dir = TempPath("train_profile");
+  CliResult r = RunSluice("train --data " + Data() + " --model mlp --limit 512 --batch 64 " +
+                          "--profile " + ShellQuote(dir) + " --profile-steps 2:5 --summary");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Total params: "));
+  EXPECT_THAT(r.out, HasSubstr("Step time: 4 steps"));
+  EXPECT_THAT(r.out, HasSubstr("Verdict: "));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/trace.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/summary.txt"));
+  int tensorboard_traces = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir + "/plugins")) {
+    tensorboard_traces += absl::EndsWith(entry.path().string(), ".trace.json.gz");
+  }
+  EXPECT_EQ(tensorboard_traces, 1);
+  std::filesystem::remove_all(dir);
+}
+
 // --weight-decay reaches the optimizer: with lr * decay = 1, SGD zeroes every weight before
 // each gradient step: all logits equal, one class predicted (10%); without it the run learns
 // (51% here).
@@ -180,6 +199,9 @@ TEST(TrainCommandLineTest, BadArgumentsAreUsageErrors) {
   EXPECT_THAT(device.err, HasSubstr("--device: want cpu, cuda or cuda:N, got 'tpu'"));
   EXPECT_EQ(RunSluice("train --data x --resume").exit_code, 2);
   EXPECT_EQ(RunSluice("train --data x --momentum 0.9").exit_code, 2);  // adam has no momentum
+  CliResult steps = RunSluice("train --data x --profile p --profile-steps 5:2");
+  EXPECT_EQ(steps.exit_code, 2);
+  EXPECT_THAT(steps.err, HasSubstr("--profile-steps must be FROM:TO"));
   CliResult decay = RunSluice("train --data x --weight-decay -0.1");
   EXPECT_EQ(decay.exit_code, 2);
   EXPECT_THAT(decay.err, HasSubstr("--weight-decay takes a number >= 0, not '-0.1'"));

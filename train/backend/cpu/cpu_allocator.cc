@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/mutex.h"
+#include "core/trace_recorder.h"
 
 namespace sluice::train::backend::cpu {
 namespace {
@@ -108,5 +109,14 @@ void CpuAllocator::ResetPeak() {
   pool.peak_live = pool.live;
   pool.peak_held = pool.live + pool.cached;
 }
+
+namespace {
+// The profiler's counter tracks of this allocator: tensor bytes in use, and idle in its cache.
+[[maybe_unused]] const int profiler_counters =
+    profiler::RegisterCounterSource([](const profiler::CounterReporter& report) {
+      report("cpu_allocator live_bytes", static_cast<double>(CpuAllocator::live_bytes()));
+      report("cpu_allocator cached_bytes", static_cast<double>(CpuAllocator::cached_bytes()));
+    });
+}  // namespace
 
 }  // namespace sluice::train::backend::cpu
