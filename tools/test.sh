@@ -33,16 +33,18 @@ sanitizer_build() {  # DIR SANITIZERS MODULES TARGETS...
 
 echo "== every suite under ASan + UBSan (clang, thread-safety analysis on)"
 t=$SECONDS
-sanitizer_build build-asan "address;undefined" "core;io;dataset;ops;autotune;train;tools" \
-  sluice_cli core_tests io_tests dataset_tests ops_tests autotune_tests train_tests tools_tests
+sanitizer_build build-asan "address;undefined" "core;io;dataset;ops;autotune;profiler;train;tools" \
+  sluice_cli core_tests io_tests dataset_tests ops_tests autotune_tests profiler_tests train_tests \
+  tools_tests
 ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
   UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
 took "ASan + UBSan" "$t"
 
-echo "== dataset, autotune and train suites under TSan (clang)"
+echo "== dataset, autotune, profiler and train suites under TSan (clang)"
 t=$SECONDS
-sanitizer_build build-tsan thread "dataset;autotune;train" dataset_tests autotune_tests train_tests
+sanitizer_build build-tsan thread "dataset;autotune;profiler;train" dataset_tests autotune_tests \
+  profiler_tests train_tests
 # ReportFieldsAreFilled checks the model's input-ratio estimate after 0.6 s; under TSan's slowdown
 # the inputs a Map pulls ahead read as consumed (ratio ~1.5): a known defect of the estimate
 # (README, AUTOTUNE "Limits"), not a race, so it runs in the other two builds only.
