@@ -108,6 +108,11 @@ absl::StatusOr<std::optional<Element>> IteratorBase::GetNext() {
   return result;
 }
 
+const char* IteratorBase::WaitSpanName() {
+  if (wait_span_name_ == nullptr) wait_span_name_ = profiler::Intern(name_ + " wait");
+  return wait_span_name_;
+}
+
 absl::Status IteratorBase::Annotate(const absl::Status& status, int64_t element_index) const {
   if (status.ok() || status.GetPayload(kOriginPayload).has_value() ||
       status.code() == absl::StatusCode::kCancelled) {

@@ -123,6 +123,11 @@ class IteratorBase {
   // ("Map[2] at element 1234: ..."), once: an error already named by a
   // deeper node passes through unchanged.
   absl::Status Annotate(const absl::Status& status, int64_t element_index) const;
+  // "<name> wait", interned on first use: the profiler's span for a consumer waiting on this
+  // node's workers (Prefetch, parallel Map, Interleave and TFRecord), so that the wait is not
+  // counted as the node's own work.
+  const char* WaitSpanName();
+
   // Async nodes time their own work on their threads; GetNext then counts
   // the caller's time as waiting, not busy.
   bool async() const { return kind_ == NodeKind::kAsync || kind_ == NodeKind::kInterleave; }
@@ -150,6 +155,7 @@ class IteratorBase {
   std::shared_ptr<NodeStats> stats_;
   int64_t produced_ = 0;
   const char* span_name_ = nullptr;  // name_ interned for the profiler, on its first span
+  const char* wait_span_name_ = nullptr;
 };
 
 // Time spent in a scope, added to a counter (busy_ns).

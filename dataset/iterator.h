@@ -94,7 +94,7 @@ class Iterator {
   std::atomic<IteratorTuner*> tuner_view_{nullptr};
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);  // sticky
-  int counter_source_ = -1;  // the profiler's counters of this pipeline
+  int counter_source_ = -1;                  // the profiler's counters of this pipeline
 };
 
 }  // namespace sluice

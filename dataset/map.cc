@@ -153,7 +153,10 @@ class ParallelMapIterator : public IteratorBase {
       }
       StartWorkerIfIdle();
       shared_->consumer_waiting = true;
-      shared_->consumer_cv.Wait(&shared_->mu);
+      {
+        profiler::Span span("wait", profiler::Active() ? WaitSpanName() : nullptr);
+        shared_->consumer_cv.Wait(&shared_->mu);
+      }
       shared_->consumer_waiting = false;
     }
   }

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/mutex.h"
 #include "core/status_macros.h"
+#include "core/trace_recorder.h"
 #include "dataset/interleave_iterator.h"
 #include "dataset/knob.h"
 
@@ -76,7 +77,10 @@ class ParallelInterleaveIterator : public InterleaveIterator {
       const Step step = deterministic_ ? StepInOrder(&out) : StepAny(&out);
       if (step != Step::kWait) signal_->cv.SignalAll();  // Room in a buffer, or a slot closed.
       if (step == Step::kReturn) return out;
-      if (step == Step::kWait) signal_->cv.Wait(&signal_->mu);
+      if (step == Step::kWait) {
+        profiler::Span span("wait", profiler::Active() ? WaitSpanName() : nullptr);
+        signal_->cv.Wait(&signal_->mu);
+      }
     }
   }
 

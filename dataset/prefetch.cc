@@ -201,10 +201,6 @@ class PrefetchIterator : public IteratorBase {
     profiler::Span span("prefetch", profiler::Active() ? WaitSpanName() : nullptr);
     consumer_cv_.Wait(&mu_);
   }
-  const char* WaitSpanName() {
-    if (wait_span_ == nullptr) wait_span_ = profiler::Intern(name() + " wait");
-    return wait_span_;
-  }
 
   void ProducerLoop() {
     MutexLock l(&mu_);

@@ -56,9 +56,9 @@ class SampleFromDatasetsIterator : public MixingIterator {
       : MixingIterator(d, ctx, std::move(inputs)),
         weights_(d->weights()),
         stop_on_empty_(d->sample_options().stop_on_empty_dataset),
-        seed_(MixSeed(
-            MixSeed(d->sample_options().seed.value_or(ctx.seed), static_cast<uint64_t>(d->position())),
-            ctx.salt)) {}
+        seed_(MixSeed(MixSeed(d->sample_options().seed.value_or(ctx.seed),
+                              static_cast<uint64_t>(d->position())),
+                      ctx.salt)) {}
 
  protected:
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {

@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/mutex.h"
 #include "core/status_macros.h"
+#include "core/trace_recorder.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
 #include "dataset/knob.h"
@@ -229,6 +230,7 @@ class ParallelTFRecordIterator : public IteratorBase {
         }
       }
       if (ready == n) {
+        profiler::Span span("wait", profiler::Active() ? WaitSpanName() : nullptr);
         consumer_cv_.Wait(&mu_);  // Woken by a reader thread, or by cancellation.
         continue;
       }

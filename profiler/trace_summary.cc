@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -54,6 +55,7 @@ TraceStats ComputeStats(const std::vector<ThreadTrace>& threads) {
       open.pop_back();
     }
   }
+  std::map<std::string, int64_t> node_work;  // own work per pipeline node, wherever it ran
   for (auto& [key, op] : ops) {
     const auto& [category, name] = key;
     if (category == "step" && name == "step") {
@@ -64,11 +66,18 @@ TraceStats ComputeStats(const std::vector<ThreadTrace>& threads) {
       if (name == "forward") stats.forward_ns += op.total_ns;
       if (name == "backward") stats.backward_ns += op.total_ns;
       if (name == "optimizer") stats.optimizer_ns += op.total_ns;
-    } else if (category == "pipeline" && op.self_ns > stats.slowest_node_self_ns) {
-      stats.slowest_node = name;
-      stats.slowest_node_self_ns = op.self_ns;
+    } else if (category == "pipeline") {
+      node_work[name] += op.self_ns;  // waits on workers are child spans: not in self
+    } else if (category == "map" && absl::EndsWith(name, " call")) {
+      node_work[name.substr(0, name.size() - 5)] += op.total_ns;  // calls on worker threads
     }
     stats.ops.push_back(op);
+  }
+  for (const auto& [node, work] : node_work) {
+    if (work > stats.slowest_node_self_ns) {
+      stats.slowest_node = node;
+      stats.slowest_node_self_ns = work;
+    }
   }
   stats.other_ns = std::max<int64_t>(0, stats.step_ns - stats.input_ns - stats.forward_ns -
                                             stats.backward_ns - stats.optimizer_ns);

@@ -23,7 +23,9 @@ struct TraceStats {
   int64_t steps = 0;
   int64_t step_ns = 0;
   int64_t input_ns = 0, forward_ns = 0, backward_ns = 0, optimizer_ns = 0, other_ns = 0;
-  // The pipeline node (category "pipeline") with the most self time; empty when none.
+  // The pipeline node with the most work of its own: the self time of its GetNext spans
+  // (category "pipeline", without the waits on its workers, category "wait" or "prefetch"), plus
+  // its parallel calls on worker threads (category "map", "<node> call"); empty when none.
   std::string slowest_node;
   int64_t slowest_node_self_ns = 0;
 };

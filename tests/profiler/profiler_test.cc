@@ -240,6 +240,30 @@ TEST(ProfilerTest, PipelineSpansNameTheNodes) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(ProfilerTest, TheSlowestNodeCountsItsWorkersCallsNotItsWaits) {
+  // A parallel Map that spins 300 us an element: its calls run on worker threads, and the
+  // consumer's waits for them (and Prefetch's) are not work.
+  auto spin = [](Element e) -> absl::StatusOr<Element> {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(300);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    return e;
+  };
+  Dataset d = Dataset::Range(200).Map(spin, {.num_parallel_calls = 2}).Batch(10).Prefetch(2);
+  const std::string dir = TempDir("slowest");
+  ASSERT_TRUE(Start(dir, {.counter_interval_ms = 0}).ok());
+  std::unique_ptr<Iterator> it = d.MakeIterator();
+  while (true) {
+    absl::StatusOr<std::optional<Element>> e = it->GetNext();
+    ASSERT_TRUE(e.ok());
+    if (!e->has_value()) break;
+  }
+  absl::StatusOr<Report> report = Stop();
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(report->summary, HasSubstr("Slowest pipeline node: Map[1] ("));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ProfilerTest, FitStepPhasesPartitionEachStep) {
   auto model = train::testing::TinyModel(1);
   train::optimizers::Sgd sgd;
