@@ -130,7 +130,10 @@ const char* Intern(absl::string_view name) {
   static Mutex mu;
   static auto* names = new absl::node_hash_set<std::string>;  // never freed: events point here
   MutexLock lock(&mu);
-  return names->emplace(name).first->c_str();
+  // Counters are interned every sample: a name already there costs a lookup, not a string.
+  auto it = names->find(name);
+  if (it == names->end()) it = names->emplace(name).first;
+  return it->c_str();
 }
 
 void RecordSpan(const char* category, const char* name, int64_t start, int64_t end) {

@@ -18,12 +18,6 @@ constexpr char kOriginPayload[] = "sluice.dev/origin";
 // node's busy time excludes the time its inputs took.
 thread_local int64_t tls_nested_ns = 0;
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 IteratorContext IteratorContext::WithSalt(uint64_t extra) const {
@@ -87,9 +81,10 @@ void IteratorBase::ExcludeFromOwnTime(int64_t ns) { tls_nested_ns += ns; }
 absl::StatusOr<std::optional<Element>> IteratorBase::GetNext() {
   const int64_t outer_nested = tls_nested_ns;
   tls_nested_ns = 0;
-  const int64_t start = NowNs();
+  // The profiler's clock: a span below takes these times as they are.
+  const int64_t start = profiler::NowNs();
   absl::StatusOr<std::optional<Element>> result = GetNextInternal();
-  const int64_t elapsed = NowNs() - start;
+  const int64_t elapsed = profiler::NowNs() - start;
   const int64_t own = std::max<int64_t>(0, elapsed - tls_nested_ns);
   tls_nested_ns = outer_nested + elapsed;
   (async() ? stats_->wait_ns : stats_->busy_ns).fetch_add(own, std::memory_order_relaxed);

@@ -3,7 +3,6 @@
 // `parallelism` calls at a time (see ParallelMapIterator).
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <deque>
 
 #include "absl/strings/str_cat.h"
@@ -260,12 +259,10 @@ class ParallelMapIterator : public IteratorBase {
       Element input = std::move(slot->input);
       mu.Unlock();
       stats->active_workers.fetch_add(1, std::memory_order_relaxed);
-      const auto start = std::chrono::steady_clock::now();
+      const int64_t start = profiler::NowNs();
       absl::StatusOr<std::optional<Element>> out =
           dataset->Apply(ctx, std::move(input), slot->index);
-      const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::steady_clock::now() - start)
-                             .count();
+      const int64_t ns = profiler::NowNs() - start;
       if (profiler::Active()) {
         // Each call on the thread that ran it (a worker, or the consumer running one itself).
         const char* span = call_span.load(std::memory_order_relaxed);
@@ -273,9 +270,7 @@ class ParallelMapIterator : public IteratorBase {
           span = profiler::Intern(stats->name + " call");
           call_span.store(span, std::memory_order_relaxed);
         }
-        const int64_t start_ns =
-            std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count();
-        profiler::RecordSpan("map", span, start_ns, start_ns + ns);
+        profiler::RecordSpan("map", span, start, start + ns);
       }
       stats->busy_ns.fetch_add(ns, std::memory_order_relaxed);
       stats->active_workers.fetch_sub(1, std::memory_order_relaxed);

@@ -21,27 +21,19 @@ struct Context {
 thread_local Context context;
 thread_local const char* last_op_name = nullptr;
 
-// Where the first non-finite value of `t` is, or -1. Reads t back to the host: only after the
-// device's sum said something is wrong.
-absl::StatusOr<int64_t> FirstNonFinite(const Tensor& t) {
-  SLUICE_ASSIGN_OR_RETURN(Tensor host, backend::ToHost(t));
-  const float* p = host.data<float>();
-  for (int64_t i = 0; i < host.num_elements(); ++i) {
-    if (!std::isfinite(p[i])) return i;
-  }
-  return -1;
-}
-
 absl::Status Check(absl::string_view what, const Tensor& t) {
   if (t.dtype() != DType::kFloat32 || t.num_elements() == 0) return absl::OkStatus();
   // A NaN or an Inf anywhere makes the sum non-finite; a finite sum proves every element is.
   SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend::SumAll(t));
   SLUICE_ASSIGN_OR_RETURN(Tensor host_sum, backend::ToHost(sum));
   if (std::isfinite(host_sum.data<float>()[0])) return absl::OkStatus();
-  SLUICE_ASSIGN_OR_RETURN(const int64_t at, FirstNonFinite(t));
-  if (at < 0) return absl::OkStatus();  // finite values whose sum overflowed
+  // Only now is t read back, to find the first non-finite element.
   SLUICE_ASSIGN_OR_RETURN(Tensor host, backend::ToHost(t));
-  const float value = host.data<float>()[at];
+  const float* p = host.data<float>();
+  int64_t at = 0;
+  while (at < host.num_elements() && std::isfinite(p[at])) ++at;
+  if (at == host.num_elements()) return absl::OkStatus();  // finite values whose sum overflowed
+  const float value = p[at];
   return absl::InvalidArgumentError(
       absl::StrCat("check numerics: ", what, context.layer.empty() ? "" : " in ", context.layer,
                    context.step >= 0 ? absl::StrCat(" at step ", context.step) : "", " produced ",

@@ -205,12 +205,14 @@ absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<cons
 }
 
 absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target,
-                                           const std::vector<Variable*>& sources) {
+                                           const std::vector<Variable*>& sources,
+                                           const std::optional<Tensor>& output_gradient,
+                                           const GradientReadyFn& on_ready) {
   std::vector<Tensor> values;
   values.reserve(sources.size());
   // mutable_value(): reading value() here would watch a variable after the fact.
   for (Variable* v : sources) values.push_back(v->mutable_value());
-  return Gradient(target, values, std::nullopt, nullptr);
+  return Gradient(target, values, output_gradient, on_ready);
 }
 
 absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<const Tensor> sources,

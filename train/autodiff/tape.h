@@ -58,12 +58,6 @@ class Tape {
       const Tensor& target, absl::Span<const Tensor> sources,
       const std::optional<Tensor>& output_gradient = std::nullopt);
 
-  // The same with respect to variables (Module::TrainableVariables()), as
-  // tf.GradientTape.gradient(loss, model.trainable_variables): nullopt for one the target does
-  // not depend on, or that is frozen (a frozen variable is not watched).
-  absl::StatusOr<std::vector<std::optional<Tensor>>> Gradient(
-      const Tensor& target, const std::vector<Variable*>& sources);
-
   // Called with a source's index (its first listing) and gradient as soon as that gradient is
   // final, while the backward walk goes on with the ops before it: data-parallel training
   // starts all-reducing it there (PyTorch DDP's gradient hooks). `gradient` is the very tensor
@@ -73,6 +67,14 @@ class Tape {
   absl::StatusOr<std::vector<std::optional<Tensor>>> Gradient(
       const Tensor& target, absl::Span<const Tensor> sources,
       const std::optional<Tensor>& output_gradient, const GradientReadyFn& on_ready);
+
+  // The same with respect to variables (Module::TrainableVariables()), as
+  // tf.GradientTape.gradient(loss, model.trainable_variables): nullopt for one the target does
+  // not depend on, or that is frozen (a frozen variable is not watched).
+  absl::StatusOr<std::vector<std::optional<Tensor>>> Gradient(
+      const Tensor& target, const std::vector<Variable*>& sources,
+      const std::optional<Tensor>& output_gradient = std::nullopt,
+      const GradientReadyFn& on_ready = nullptr);
 
   // Adds an op whose `output` was computed from `inputs`, if any input is
   // tracked by this tape. Ops call RecordOperation() below instead.

@@ -358,11 +358,8 @@ absl::Status Trainer::TrainStep(const Tensor& x, const Tensor& y,
     if (ReducesEveryStep()) {
       // Each bucket's all-reduce starts while the backward pass goes on.
       dp_->BeginStep(vars, distributed::ReduceOp::kSum);  // the loss is divided by the ranks
-      std::vector<Tensor> sources;
-      sources.reserve(vars.size());
-      for (autodiff::Variable* v : vars) sources.push_back(v->mutable_value());
       SLUICE_ASSIGN_OR_RETURN(grads,
-                              tape.Gradient(scaled, sources, std::nullopt, dp_->OnGradientReady()));
+                              tape.Gradient(scaled, vars, std::nullopt, dp_->OnGradientReady()));
     } else {
       SLUICE_ASSIGN_OR_RETURN(grads, tape.Gradient(scaled, vars));
     }
@@ -759,9 +756,9 @@ absl::StatusOr<callbacks::Logs> Trainer::Evaluate(const Dataset& data, EvaluateO
     SLUICE_ASSIGN_OR_RETURN(Tensor y_pred, model_.Forward(e[0], /*training=*/false));
     ops::LabelRangeCheck label_check;
     absl::StatusOr<Tensor> loss = CompiledLoss(e[1], y_pred, label_check);
-    SLUICE_RETURN_IF_ERROR(
-        WithContext(loss.status(), absl::StrCat("Evaluate: batch ", steps + 1, ": ")));
-    label_checks.Add(absl::StrCat("Evaluate: batch ", steps + 1, ": "), std::move(label_check));
+    std::string where = absl::StrCat("Evaluate: batch ", steps + 1, ": ");
+    SLUICE_RETURN_IF_ERROR(WithContext(loss.status(), where));
+    label_checks.Add(std::move(where), std::move(label_check));
     SLUICE_RETURN_IF_ERROR(m->Update(*loss, e[1], y_pred));
     ++steps;
   }

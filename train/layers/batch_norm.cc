@@ -49,10 +49,7 @@ std::vector<autodiff::Variable*> BatchNorm::Variables() {
 }
 
 absl::StatusOr<Tensor> BatchNorm::Forward(const Tensor& input, bool training) {
-  if (!gamma_) {
-    SLUICE_RETURN_IF_ERROR(Build(input.shape()));
-    SLUICE_RETURN_IF_ERROR(To(input.device()));
-  }
+  SLUICE_RETURN_IF_ERROR(BuildFor(input));
   const int64_t channels = gamma_->shape().dim(0);
   if (input.rank() < 1 || input.dim(input.rank() - 1) != channels) {
     return absl::InvalidArgumentError(absl::StrCat(name(), ": built for inputs [..., ", channels,

@@ -32,13 +32,13 @@ absl::Status Conv2D::Build(const Shape& input_shape) {
     return absl::OkStatus();
   }
   in_channels_ = in;
-  return CreateVariables(Shape{kernel_size_.h, kernel_size_.w, in, filters_}, Device::Cpu());
+  CreateVariables(Shape{kernel_size_.h, kernel_size_.w, in, filters_});
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Tensor> Conv2D::Forward(const Tensor& input, bool) {
   if (!built()) {
-    SLUICE_RETURN_IF_ERROR(Build(input.shape()));
-    SLUICE_RETURN_IF_ERROR(To(input.device()));
+    SLUICE_RETURN_IF_ERROR(BuildFor(input));
   } else if (input.rank() != 4 || input.dim(3) != *in_channels_) {
     return absl::InvalidArgumentError(absl::StrCat(name(), ": built for ", *in_channels_,
                                                    " input channels, got input ",

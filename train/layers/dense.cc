@@ -37,13 +37,13 @@ absl::Status Dense::Build(const Shape& input_shape) {
         name(), ": expects inputs [batch, features], got ", input_shape.DebugString()));
   }
   in_features_ = in;
-  return CreateVariables(Shape{in, units_}, Device::Cpu());
+  CreateVariables(Shape{in, units_});
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Tensor> Dense::Forward(const Tensor& input, bool) {
   if (!built()) {
-    SLUICE_RETURN_IF_ERROR(Build(input.shape()));
-    SLUICE_RETURN_IF_ERROR(To(input.device()));
+    SLUICE_RETURN_IF_ERROR(BuildFor(input));
   } else if (input.rank() != 2 || input.dim(1) != *in_features_) {
     return absl::InvalidArgumentError(absl::StrCat(name(), ": built for inputs [batch, ",
                                                    *in_features_, "], got ",

@@ -22,7 +22,7 @@ absl::Status KernelLayer::AddLosses(std::vector<Tensor>& losses) {
   return absl::OkStatus();
 }
 
-absl::Status KernelLayer::CreateVariables(const Shape& kernel_shape, const Device& device) {
+void KernelLayer::CreateVariables(const Shape& kernel_shape) {
   kernel_.emplace(Initialize(config_.kernel_initializer, kernel_shape, config_.seed),
                   absl::StrCat(config_.name, "/kernel"));
   if (config_.use_bias) {
@@ -30,11 +30,7 @@ absl::Status KernelLayer::CreateVariables(const Shape& kernel_shape, const Devic
                              Shape{kernel_shape.dim(kernel_shape.rank() - 1)}, config_.seed + 1),
                   absl::StrCat(config_.name, "/bias"));
   }
-  for (autodiff::Variable* v : Variables()) {
-    v->set_frozen(!trainable_flag());
-    SLUICE_RETURN_IF_ERROR(v->MoveTo(device));
-  }
-  return absl::OkStatus();
+  for (autodiff::Variable* v : Variables()) v->set_frozen(!trainable_flag());
 }
 
 absl::StatusOr<Tensor> KernelLayer::Finish(const Tensor& y) {

@@ -51,9 +51,9 @@ class KernelLayer : public Module {
 
  protected:
   explicit KernelLayer(Config config) : config_(std::move(config)) {}
-  // Creates the kernel of `kernel_shape` (its last dimension is the bias size) on `device`,
-  // frozen when the layer is. Called once.
-  absl::Status CreateVariables(const Shape& kernel_shape, const Device& device);
+  // Creates the kernel of `kernel_shape` (its last dimension is the bias size) on the CPU, frozen
+  // when the layer is. Called once, by Build.
+  void CreateVariables(const Shape& kernel_shape);
   // y + bias, then the activation.
   absl::StatusOr<Tensor> Finish(const Tensor& y);
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/status_macros.h"
+#include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 
 namespace sluice::train::layers {
@@ -47,18 +48,29 @@ absl::Status Module::Build(const Shape& input_shape) {
         absl::StrCat(name(), ": Build needs an input shape with a batch dimension, got ",
                      input_shape.DebugString()));
   }
-  Shape one = input_shape;
-  one.set_dim(0, 1);
-  SLUICE_ASSIGN_OR_RETURN(backend::Backend * cpu, backend::BackendFor(Device::Cpu()));
-  SLUICE_ASSIGN_OR_RETURN(Tensor zeros, cpu->Allocate(DType::kFloat32, one));
-  SLUICE_RETURN_IF_ERROR(cpu->Fill(zeros, 0));
-  absl::StatusOr<Tensor> out = Forward(zeros, /*training=*/false);
-  if (!out.ok()) {
-    return absl::Status(out.status().code(),
+  const absl::Status called = CallOnZeros(*this, input_shape, Device::Cpu());
+  if (!called.ok()) {
+    return absl::Status(called.code(),
                         absl::StrCat(name(), ": building for input ", input_shape.DebugString(),
-                                     ": ", out.status().message()));
+                                     ": ", called.message()));
   }
   return absl::OkStatus();
+}
+
+absl::Status CallOnZeros(Module& module, const Shape& input_shape, const Device& device) {
+  Shape one = input_shape;
+  one.set_dim(0, 1);
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(device));
+  SLUICE_ASSIGN_OR_RETURN(Tensor zeros, backend->Allocate(DType::kFloat32, one));
+  SLUICE_RETURN_IF_ERROR(backend->Fill(zeros, 0));
+  autodiff::PauseRecording pause;  // a look at the shapes, not part of any gradient
+  return module.Forward(zeros, /*training=*/false).status();
+}
+
+absl::Status Module::BuildFor(const Tensor& input) {
+  if (built()) return absl::OkStatus();
+  SLUICE_RETURN_IF_ERROR(Build(input.shape()));
+  return To(input.device());
 }
 
 bool Module::built() {

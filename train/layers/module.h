@@ -58,6 +58,9 @@ class Module {
   virtual absl::Status Build(const Shape& input_shape);
   // Whether every variable exists. The default: every child is built.
   virtual bool built();
+  // What a lazy layer's Forward calls first: when not built, Build for `input`'s shape and move
+  // the new variables to `input`'s device.
+  absl::Status BuildFor(const Tensor& input);
 
   // Keras' model.losses: the regularisation penalties of this module and its children, as
   // float32 scalars on the variables' device, recorded by an active tape. Fit adds them to the
@@ -92,6 +95,10 @@ inline std::vector<autodiff::Variable*> TrainableFirst(std::vector<autodiff::Var
                         [](autodiff::Variable* v) { return v->trainable(); });
   return vars;
 }
+
+// Calls `module` once, unrecorded and with training = false, on zeros of `input_shape` with a
+// batch of 1 on `device`: Build's default, and how Summary learns every output shape.
+absl::Status CallOnZeros(Module& module, const Shape& input_shape, const Device& device);
 
 // For the explicit-size constructors (Dense(in, units), ...), which cannot return a status:
 // builds `module` for `input_shape` on the CPU, where creating a variable cannot fail, and dies

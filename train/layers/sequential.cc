@@ -34,17 +34,15 @@ absl::StatusOr<Tensor> Sequential::Forward(const Tensor& input, bool training) {
   Tensor x = input;
   for (size_t i = 0; i < modules_.size(); ++i) {
     std::optional<autodiff::NumericsLayerScope> scope;
-    if (autodiff::CheckNumericsEnabled()) {
-      scope.emplace(absl::StrCat("layer ", i, " (", modules_[i]->name(), ")"));
-    }
+    if (autodiff::CheckNumericsEnabled()) scope.emplace(LayerLabel(i));
     absl::StatusOr<Tensor> y;
     {
-      profiler::Span span("forward", profiler::Active() ? SpanName(i) : nullptr);
+      profiler::Span span("forward", profiler::Active() ? LayerLabel(i) : nullptr);
       y = modules_[i]->Forward(x, training);
     }
     if (!y.ok()) {
-      return absl::Status(y.status().code(), absl::StrCat("layer ", i, " (", modules_[i]->name(),
-                                                          "): ", y.status().message()));
+      return absl::Status(y.status().code(),
+                          absl::StrCat(LayerLabel(i), ": ", y.status().message()));
     }
     x = *std::move(y);
     output_shapes_[i] = x.shape();
@@ -60,12 +58,12 @@ absl::StatusOr<Tensor> Sequential::Forward(const Tensor& input, bool training) {
   return x;
 }
 
-const char* Sequential::SpanName(size_t i) {
-  if (span_names_.size() <= i) span_names_.resize(modules_.size(), nullptr);
-  if (span_names_[i] == nullptr) {
-    span_names_[i] = profiler::Intern(absl::StrCat("layer ", i, " (", modules_[i]->name(), ")"));
+const char* Sequential::LayerLabel(size_t i) {
+  if (layer_labels_.size() <= i) layer_labels_.resize(modules_.size(), nullptr);
+  if (layer_labels_[i] == nullptr) {
+    layer_labels_[i] = profiler::Intern(absl::StrCat("layer ", i, " (", modules_[i]->name(), ")"));
   }
-  return span_names_[i];
+  return layer_labels_[i];
 }
 
 std::vector<Module*> Sequential::Children() {

@@ -51,14 +51,15 @@ class Sequential : public Module {
  private:
   // Prefixes module i's variables that are not named yet (those created since the last call).
   void NameNewVariables(size_t i);
-  // "layer i (dense)", interned for the profiler's forward spans.
-  const char* SpanName(size_t i);
+  // "layer i (dense)", made once (interned, so that profiler spans may point at it): how errors,
+  // check-numerics messages and the profiler's forward spans name module i.
+  const char* LayerLabel(size_t i);
 
   std::vector<std::unique_ptr<Module>> modules_;
   std::vector<std::optional<Shape>> output_shapes_;
   absl::flat_hash_set<const autodiff::Variable*> named_;
   bool all_named_ = true;  // false while some module may still create variables
-  std::vector<const char*> span_names_;
+  std::vector<const char*> layer_labels_;
 };
 
 }  // namespace sluice::train::layers

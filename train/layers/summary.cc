@@ -8,8 +8,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
-#include "train/autodiff/tape.h"
-#include "train/backend/backend.h"
 #include "train/layers/sequential.h"
 
 namespace sluice::train::layers {
@@ -97,13 +95,7 @@ std::string Summary(Module& model) {
 
 absl::StatusOr<std::string> Summary(Module& model, const Shape& input_shape) {
   SLUICE_RETURN_IF_ERROR(model.Build(input_shape));
-  Shape one = input_shape;
-  one.set_dim(0, 1);
-  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(model.device()));
-  SLUICE_ASSIGN_OR_RETURN(Tensor zeros, backend->Allocate(DType::kFloat32, one));
-  SLUICE_RETURN_IF_ERROR(backend->Fill(zeros, 0));
-  autodiff::PauseRecording pause;  // a look at the shapes, not part of any gradient
-  SLUICE_RETURN_IF_ERROR(model.Forward(zeros, /*training=*/false).status());
+  SLUICE_RETURN_IF_ERROR(CallOnZeros(model, input_shape, model.device()));
   return Summary(model);
 }
 
