@@ -1,31 +1,23 @@
 #include "train/layers/regularizer.h"
 
 #include "core/status_macros.h"
-#include "train/backend/transfer.h"
 #include "train/ops/arithmetic.h"
 #include "train/ops/reduce.h"
+#include "train/ops/scalar.h"
 
 namespace sluice::train::layers {
-namespace {
-
-absl::StatusOr<Tensor> Times(float factor, const Tensor& x) {
-  SLUICE_ASSIGN_OR_RETURN(Tensor f, backend::CopyTo(Tensor::Scalar<float>(factor), x.device()));
-  return ops::Mul(x, f);
-}
-
-}  // namespace
 
 absl::StatusOr<Tensor> Regularizer::Penalty(const Tensor& weight) const {
   std::optional<Tensor> total;
   if (l2 != 0) {
     SLUICE_ASSIGN_OR_RETURN(Tensor sq, ops::Square(weight));
     SLUICE_ASSIGN_OR_RETURN(Tensor sum, ops::Sum(sq));
-    SLUICE_ASSIGN_OR_RETURN(total, Times(l2, sum));
+    SLUICE_ASSIGN_OR_RETURN(total, ops::Scale(sum, l2));
   }
   if (l1 != 0) {
     SLUICE_ASSIGN_OR_RETURN(Tensor abs, ops::Abs(weight));
     SLUICE_ASSIGN_OR_RETURN(Tensor sum, ops::Sum(abs));
-    SLUICE_ASSIGN_OR_RETURN(Tensor term, Times(l1, sum));
+    SLUICE_ASSIGN_OR_RETURN(Tensor term, ops::Scale(sum, l1));
     if (total) {
       SLUICE_ASSIGN_OR_RETURN(total, ops::Add(*total, term));
     } else {

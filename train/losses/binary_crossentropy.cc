@@ -7,6 +7,7 @@
 #include "train/losses/loss_util.h"
 #include "train/ops/activations.h"
 #include "train/ops/arithmetic.h"
+#include "train/ops/scalar.h"
 
 namespace sluice::train::losses {
 
@@ -24,8 +25,8 @@ absl::StatusOr<Tensor> BinaryCrossentropy::PerExample(const Tensor& y_true, cons
   }
   SLUICE_ASSIGN_OR_RETURN(Tensor z, internal::DenseLabels(name(), y_true, y_pred));
   if (label_smoothing_ > 0) {
-    SLUICE_ASSIGN_OR_RETURN(z, internal::Scale(z, 1.0f - label_smoothing_));
-    SLUICE_ASSIGN_OR_RETURN(z, internal::AddScalar(z, 0.5f * label_smoothing_));
+    SLUICE_ASSIGN_OR_RETURN(z, ops::Scale(z, 1.0f - label_smoothing_));
+    SLUICE_ASSIGN_OR_RETURN(z, ops::AddScalar(z, 0.5f * label_smoothing_));
   }
   Tensor loss;
   if (from_logits_) {
@@ -36,8 +37,8 @@ absl::StatusOr<Tensor> BinaryCrossentropy::PerExample(const Tensor& y_true, cons
     SLUICE_ASSIGN_OR_RETURN(Tensor p,
                             internal::Clip(y_pred, internal::kEpsilon, 1.0f - internal::kEpsilon));
     SLUICE_ASSIGN_OR_RETURN(Tensor log_p, ops::Log(p));
-    SLUICE_ASSIGN_OR_RETURN(Tensor one_minus_p, internal::Scale(p, -1.0f));
-    SLUICE_ASSIGN_OR_RETURN(one_minus_p, internal::AddScalar(one_minus_p, 1.0f));
+    SLUICE_ASSIGN_OR_RETURN(Tensor one_minus_p, ops::Scale(p, -1.0f));
+    SLUICE_ASSIGN_OR_RETURN(one_minus_p, ops::AddScalar(one_minus_p, 1.0f));
     SLUICE_ASSIGN_OR_RETURN(Tensor log_q, ops::Log(one_minus_p));
     // -(z log p + (1 - z) log q) = z (log q - log p) - log q
     SLUICE_ASSIGN_OR_RETURN(Tensor diff, ops::Sub(log_q, log_p));

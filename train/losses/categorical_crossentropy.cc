@@ -8,6 +8,7 @@
 #include "train/losses/loss_util.h"
 #include "train/ops/arithmetic.h"
 #include "train/ops/reduce.h"
+#include "train/ops/scalar.h"
 
 namespace sluice::train::losses {
 namespace {
@@ -49,9 +50,9 @@ absl::StatusOr<Tensor> CategoricalCrossentropy::PerExample(const Tensor& y_true,
   }
   SLUICE_ASSIGN_OR_RETURN(Tensor target, internal::DenseLabels(name(), y_true, y_pred));
   if (label_smoothing_ > 0) {
-    SLUICE_ASSIGN_OR_RETURN(target, internal::Scale(target, 1.0f - label_smoothing_));
-    SLUICE_ASSIGN_OR_RETURN(
-        target, internal::AddScalar(target, label_smoothing_ / static_cast<float>(classes)));
+    SLUICE_ASSIGN_OR_RETURN(target, ops::Scale(target, 1.0f - label_smoothing_));
+    SLUICE_ASSIGN_OR_RETURN(target,
+                            ops::AddScalar(target, label_smoothing_ / static_cast<float>(classes)));
   }
   Tensor log_p;
   if (from_logits_) {
@@ -64,7 +65,7 @@ absl::StatusOr<Tensor> CategoricalCrossentropy::PerExample(const Tensor& y_true,
   }
   SLUICE_ASSIGN_OR_RETURN(Tensor product, ops::Mul(target, log_p));
   SLUICE_ASSIGN_OR_RETURN(Tensor sum, ops::Sum(product, {-1}));
-  SLUICE_ASSIGN_OR_RETURN(Tensor loss, internal::Scale(sum, -1.0f));
+  SLUICE_ASSIGN_OR_RETURN(Tensor loss, ops::Scale(sum, -1.0f));
   return internal::MeanOverNonBatch(loss);
 }
 

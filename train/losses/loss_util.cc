@@ -9,6 +9,7 @@
 #include "train/ops/cast.h"
 #include "train/ops/reduce.h"
 #include "train/ops/reshape.h"
+#include "train/ops/scalar.h"
 
 namespace sluice::train::losses::internal {
 namespace {
@@ -75,26 +76,9 @@ absl::StatusOr<Tensor> DenseLabels(absl::string_view loss, const Tensor& y_true,
   return ops::Reshape(labels, std::move(dims));
 }
 
-absl::StatusOr<Tensor> Constant(float value, const Tensor& like) {
-  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(like.device()));
-  SLUICE_ASSIGN_OR_RETURN(Tensor c, backend->Allocate(DType::kFloat32, Shape()));
-  SLUICE_RETURN_IF_ERROR(backend->Fill(c, value));
-  return c;
-}
-
-absl::StatusOr<Tensor> Scale(const Tensor& x, float value) {
-  SLUICE_ASSIGN_OR_RETURN(Tensor c, Constant(value, x));
-  return ops::Mul(x, c);
-}
-
-absl::StatusOr<Tensor> AddScalar(const Tensor& x, float value) {
-  SLUICE_ASSIGN_OR_RETURN(Tensor c, Constant(value, x));
-  return ops::Add(x, c);
-}
-
 absl::StatusOr<Tensor> Clip(const Tensor& x, float lo, float hi) {
-  SLUICE_ASSIGN_OR_RETURN(Tensor low, Constant(lo, x));
-  SLUICE_ASSIGN_OR_RETURN(Tensor high, Constant(hi, x));
+  SLUICE_ASSIGN_OR_RETURN(Tensor low, ops::ScalarLike(lo, x));
+  SLUICE_ASSIGN_OR_RETURN(Tensor high, ops::ScalarLike(hi, x));
   SLUICE_ASSIGN_OR_RETURN(Tensor above, ops::Maximum(x, low));
   return ops::Minimum(above, high);
 }

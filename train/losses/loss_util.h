@@ -30,11 +30,6 @@ absl::Status CheckPredictions(absl::string_view loss, const Tensor& y_pred, cons
 absl::StatusOr<Tensor> DenseLabels(absl::string_view loss, const Tensor& y_true,
                                    const Tensor& y_pred);
 
-// A float32 scalar holding `value` on `like`'s device.
-absl::StatusOr<Tensor> Constant(float value, const Tensor& like);
-// x * value, x + value.
-absl::StatusOr<Tensor> Scale(const Tensor& x, float value);
-absl::StatusOr<Tensor> AddScalar(const Tensor& x, float value);
 // tf.clip_by_value: Minimum(Maximum(x, lo), hi), the gradient passing at the bounds.
 absl::StatusOr<Tensor> Clip(const Tensor& x, float lo, float hi);
 

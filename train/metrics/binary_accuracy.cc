@@ -7,6 +7,7 @@
 #include "train/backend/sum_all.h"
 #include "train/losses/loss_util.h"
 #include "train/ops/arithmetic.h"
+#include "train/ops/scalar.h"
 
 namespace sluice::train::metrics {
 
@@ -18,7 +19,7 @@ absl::Status BinaryAccuracy::Update(const Tensor& y_true, const Tensor& y_pred) 
   // The losses' label rules, so that any labels BinaryCrossentropy takes are scored alike.
   SLUICE_RETURN_IF_ERROR(losses::internal::CheckPredictions(name(), y_pred, y_true, 1));
   SLUICE_ASSIGN_OR_RETURN(Tensor labels, losses::internal::DenseLabels(name(), y_true, y_pred));
-  SLUICE_ASSIGN_OR_RETURN(Tensor threshold, losses::internal::Constant(threshold_, y_pred));
+  SLUICE_ASSIGN_OR_RETURN(Tensor threshold, ops::ScalarLike(threshold_, y_pred));
   SLUICE_ASSIGN_OR_RETURN(Tensor predicted, ops::Greater(y_pred, threshold));
   SLUICE_ASSIGN_OR_RETURN(Tensor hits, ops::Equal(predicted, labels));
   SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend::SumAll(hits));
