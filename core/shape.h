@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/container/inlined_vector.h"
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
 namespace sluice {
@@ -16,6 +17,14 @@ class Shape {
   Shape() = default;
   Shape(std::initializer_list<int64_t> dims) : dims_(dims) {}
   explicit Shape(absl::Span<const int64_t> dims) : dims_(dims.begin(), dims.end()) {}
+
+  // Dimensions read from bytes nobody vouches for (a checkpoint, a cache file): InvalidArgument
+  // for a negative dimension or more than kMaxElements elements, so that num_elements() and
+  // byte sizes cannot overflow. Callers then compare the count with the bytes actually present
+  // before allocating anything.
+  static absl::StatusOr<Shape> FromUntrustedDims(absl::Span<const int64_t> dims);
+  // 2^59: any tensor's byte size (at most 16 bytes per element) stays below 2^63.
+  static constexpr int64_t kMaxElements = int64_t{1} << 59;
 
   int rank() const { return static_cast<int>(dims_.size()); }
   int64_t dim(int i) const { return dims_[i]; }

@@ -184,25 +184,27 @@ absl::StatusOr<Element> ElementFromProto(const proto::ElementProto& proto) {
       return absl::DataLossError(absl::StrCat("bad dtype ", tp.dtype(), " in saved element"));
     }
     const DType dtype = static_cast<DType>(tp.dtype());
-    Shape shape;
-    for (int64_t d : tp.shape()) {
-      if (d < 0) return absl::DataLossError("negative dimension in saved element");
-      shape.AddDim(d);
+    const absl::StatusOr<Shape> shape = Shape::FromUntrustedDims(tp.shape());
+    if (!shape.ok()) {
+      return absl::DataLossError(absl::StrCat("saved element: ", shape.status().message()));
     }
-    Tensor t(dtype, shape);
+    // The values must be present before the tensor is allocated: a corrupt shape cannot make
+    // us allocate more than the saved bytes hold.
+    const int64_t n = shape->num_elements();
+    if (dtype == DType::kBytes ? tp.strings_size() != n
+                               : tp.data().size() != static_cast<size_t>(n) * DTypeSize(dtype)) {
+      return absl::DataLossError(
+          absl::StrCat("saved ", DTypeName(dtype), shape->DebugString(), " tensor holds ",
+                       dtype == DType::kBytes ? tp.strings_size() : tp.data().size(),
+                       dtype == DType::kBytes ? " strings" : " bytes", ", expected ",
+                       dtype == DType::kBytes ? n : n * static_cast<int64_t>(DTypeSize(dtype))));
+    }
+    Tensor t(dtype, *shape);
     if (dtype == DType::kBytes) {
-      if (tp.strings_size() != t.num_elements()) {
-        return absl::DataLossError("saved bytes tensor has the wrong number of strings");
-      }
       auto out = t.flat<std::string>();
       for (int i = 0; i < tp.strings_size(); ++i) out[i] = tp.strings(i);
-    } else {
-      if (tp.data().size() != t.byte_size()) {
-        return absl::DataLossError(absl::StrCat("saved ", DTypeName(dtype), shape.DebugString(),
-                                                " tensor has ", tp.data().size(),
-                                                " bytes, expected ", t.byte_size()));
-      }
-      if (!tp.data().empty()) std::memcpy(t.raw_data(), tp.data().data(), tp.data().size());
+    } else if (!tp.data().empty()) {
+      std::memcpy(t.raw_data(), tp.data().data(), tp.data().size());
     }
     element.push_back(std::move(t));
   }

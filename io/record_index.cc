@@ -212,13 +212,16 @@ absl::StatusOr<RecordIndex> RecordIndex::Load(const std::string& index_path,
   index.offsets_.resize(count);
   for (uint64_t i = 0; i < count; ++i) {
     index.offsets_[i] = tfrecord::DecodeFixed64(p + kFixedSize + 8 * i);
-    const uint64_t expected_min = i == 0 ? 0 : index.offsets_[i - 1] + kOverhead;
-    if ((i == 0 && index.offsets_[0] != 0) || index.offsets_[i] < expected_min) {
+    // Differences, not sums: an offset near 2^64 must not wrap past the check.
+    if ((i == 0 && index.offsets_[0] != 0) ||
+        (i > 0 && (index.offsets_[i] < index.offsets_[i - 1] ||
+                   index.offsets_[i] - index.offsets_[i - 1] < kOverhead))) {
       return corrupt(absl::StrCat("offset of record ", i, " is out of order"));
     }
   }
   if ((count == 0 && index.file_size_ != 0) ||
-      (count > 0 && index.file_size_ < index.offsets_.back() + kOverhead)) {
+      (count > 0 &&
+       (index.file_size_ < kOverhead || index.offsets_.back() > index.file_size_ - kOverhead))) {
     return corrupt("records do not end at the recorded file size");
   }
 

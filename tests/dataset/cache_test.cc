@@ -12,6 +12,8 @@
 #include "dataset/dataset_base.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "io/tfrecord_reader.h"
+#include "io/tfrecord_writer.h"
 #include "tests/dataset/test_util.h"
 
 namespace sluice {
@@ -594,6 +596,39 @@ TEST_F(FileCacheTest, CorruptRecordIsAnErrorAndTheFileIsRebuiltNextPass) {
   EXPECT_EQ(Ints(MustCollect(ds)), Iota(0, 10));
   EXPECT_EQ(*calls, 10);
   EXPECT_EQ(ReadCache(path_, 10).first, 0);
+}
+
+// Found by file_cache_fuzzer: an element record whose CRC is valid but whose tensor claims a
+// shape far larger than its bytes made ElementFromProto allocate the claimed 2^61 bytes first.
+TEST_F(FileCacheTest, ElementClaimingAHugeShapeIsAnErrorWithoutAllocatingIt) {
+  WriteCache(path_, 10);
+  std::vector<std::string> records;
+  {
+    auto reader = TFRecordReader::Open(path_);
+    ASSERT_TRUE(reader.ok());
+    std::string r;
+    while (*(*reader)->ReadRecord(&r)) records.push_back(r);
+  }
+  ASSERT_EQ(records.size(), 12u);  // header, 10 elements, end record
+  proto::ElementProto huge;
+  ASSERT_TRUE(huge.ParseFromString(records[6]));
+  huge.mutable_components(0)->add_shape(int64_t{1} << 58);  // int64 scalar -> [2^58], 8 bytes
+  records[6] = huge.SerializeAsString();
+  {
+    auto writer = TFRecordWriter::Open(path_, {.sync = false});
+    ASSERT_TRUE(writer.ok());
+    for (const std::string& r : records) ASSERT_TRUE((*writer)->Write(r).ok());
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  auto it = CountedRange(10, calls).Cache(path_).MakeIterator();
+  auto got = Drain(*it);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(got.status().message(),
+              HasSubstr(path_ + ": record 6: saved int64[288230376151711744] tensor holds 8 "
+                                "bytes, expected 2305843009213693952"));
+  EXPECT_EQ(*calls, 0);
 }
 
 TEST_F(FileCacheTest, CorruptRecordEndsTheInternalIterator) {

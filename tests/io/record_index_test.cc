@@ -14,6 +14,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "io/crc32c.h"
+#include "io/tfrecord_format.h"
 #include "io/tfrecord_reader.h"
 #include "io/tfrecord_writer.h"
 
@@ -214,6 +216,37 @@ TEST(RecordIndexTest, LoadRejectsCorruptIndexes) {
 
   EXPECT_EQ(RecordIndex::Load(dir.File("none.index"), path).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+// Found by record_index_fuzzer: offsets near 2^64 wrapped the order check (offset + 16) and the
+// file-size check, and a record's length then came out near 2^64 (std::length_error on Read).
+TEST(RecordIndexTest, LoadRejectsOffsetsThatWouldWrapAround) {
+  ScopedTempDir dir;
+  const std::string path = dir.Copy("small100.tfrecord");
+  const std::string index_path = path + ".index";
+  ASSERT_TRUE(RecordIndex::Build(path)->Save(index_path).ok());
+  const std::string good = ReadFile(index_path);
+  // The header up to the count (40 bytes) says the real file's size and mtime; then three
+  // offsets, the last two at 2^64 - 1, and a valid CRC.
+  std::string bad = good.substr(0, 40);
+  tfrecord::EncodeFixed64(bad.data() + 32, 3);
+  for (uint64_t offset : {uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}}) {
+    char b[8];
+    tfrecord::EncodeFixed64(b, offset);
+    bad.append(b, 8);
+  }
+  char crc[4];
+  tfrecord::EncodeFixed32(crc, MaskCrc32c(Crc32c(bad)));
+  bad.append(crc, 4);
+  WriteFile(index_path, bad);
+  absl::StatusOr<RecordIndex> loaded = RecordIndex::Load(index_path, path);
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(loaded.status().message(), HasSubstr("offset of record 2 is out of order"));
+  // Open rebuilds the index from the data instead.
+  auto file = IndexedTFRecordFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ((*file)->size(), 100);
+  EXPECT_TRUE((*file)->Read(99).ok());
 }
 
 TEST(RecordIndexTest, LoadOrBuildCreatesThenReusesTheIndexFile) {

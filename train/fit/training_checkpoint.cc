@@ -39,14 +39,12 @@ absl::Status ToProto(const std::string& name, const Tensor& t, proto::NamedTenso
 }
 
 absl::StatusOr<Tensor> FromProto(const proto::NamedTensorProto& p, absl::string_view where) {
-  std::vector<int64_t> dims(p.shape().begin(), p.shape().end());
-  for (int64_t d : dims) {
-    if (d < 0) {
-      return absl::DataLossError(
-          absl::StrCat(where, ": tensor '", p.name(), "' has a negative dimension"));
-    }
+  const absl::StatusOr<Shape> checked = Shape::FromUntrustedDims(p.shape());
+  if (!checked.ok()) {
+    return absl::DataLossError(
+        absl::StrCat(where, ": tensor '", p.name(), "': ", checked.status().message()));
   }
-  Shape shape(dims);
+  const Shape& shape = *checked;
   const size_t expected = static_cast<size_t>(shape.num_elements()) * sizeof(float);
   if (p.data().size() != expected) {
     return absl::DataLossError(absl::StrCat(where, ": tensor '", p.name(), "' of shape ",

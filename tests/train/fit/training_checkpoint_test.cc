@@ -10,7 +10,10 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "io/crc32c.h"
+#include "io/tfrecord_format.h"
 #include "tests/train/gradient_check.h"
+#include "train/proto/checkpoint.pb.h"
 
 namespace sluice::train::fit {
 namespace {
@@ -130,6 +133,61 @@ TEST(CheckpointTest, CorruptFileIsDataLossNamingTheFile) {
   EXPECT_EQ(c.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(c.status().message()), HasSubstr(path));
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("checksum mismatch"));
+  std::filesystem::remove(path);
+}
+
+// Rewrites the payload of the checkpoint at `path` through `edit`, with a valid length and CRC:
+// what a corrupt writer (or an attacker) could leave behind.
+template <typename Edit>
+void RewritePayload(const std::string& path, Edit edit) {
+  const std::string file = ReadAll(path);
+  const size_t header = std::string("sluice-checkpoint-1\n").size() + 12;
+  proto::TrainingCheckpointProto p;
+  ASSERT_TRUE(p.ParseFromString(file.substr(header)));
+  edit(p);
+  const std::string payload = p.SerializeAsString();
+  std::string out = file.substr(0, header - 12);
+  char fixed[12];
+  tfrecord::EncodeFixed64(fixed, payload.size());
+  tfrecord::EncodeFixed32(fixed + 8, MaskCrc32c(Crc32c(payload)));
+  out.append(fixed, 12);
+  WriteAll(path, out + payload);
+}
+
+// Found by training_checkpoint_fuzzer: a variable's shape whose element count overflows int64
+// (undefined behaviour in Shape::num_elements, then a byte count that wrapped to the data's).
+TEST(CheckpointTest, ShapeWhoseSizeOverflowsIsDataLoss) {
+  const std::string path = TempPath("overflow");
+  ASSERT_TRUE(WriteCheckpoint(path, Sample()).ok());
+  RewritePayload(path, [](proto::TrainingCheckpointProto& p) {
+    auto* shape = p.mutable_variables(0)->mutable_shape();
+    shape->Clear();
+    for (int i = 0; i < 4; ++i) shape->Add(int64_t{1} << 16);  // 2^64 elements
+  });
+  absl::StatusOr<TrainingCheckpoint> c = ReadCheckpoint(path);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(c.status().message()),
+              HasSubstr("tensor '0/dense/kernel': shape [65536, 65536, 65536, 65536] has more "
+                        "than 2^59 elements"));
+  std::filesystem::remove(path);
+}
+
+// Found by file_cache_fuzzer (through ElementFromProto, which the checkpoint's held-back element
+// shares): a saved element allocated its tensor from the claimed shape before checking the bytes,
+// 2^61 bytes here.
+TEST(CheckpointTest, ElementClaimingMoreThanItHoldsIsDataLossWithoutAllocating) {
+  const std::string path = TempPath("huge_element");
+  ASSERT_TRUE(WriteCheckpoint(path, Sample()).ok());
+  RewritePayload(path, [](proto::TrainingCheckpointProto& p) {
+    auto* t = p.mutable_pending_element()->mutable_components(1);
+    t->clear_shape();
+    t->add_shape(int64_t{1} << 58);
+  });
+  absl::StatusOr<TrainingCheckpoint> c = ReadCheckpoint(path);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(c.status().message()),
+              HasSubstr("saved float32[288230376151711744] tensor holds 8 bytes, expected "
+                        "1152921504606846976"));
   std::filesystem::remove(path);
 }
 
