@@ -74,6 +74,7 @@ class TFRecordDataset : public DatasetBase {
     ro.compression = options_.compression.value_or(GuessCompression(path));
     ro.skip_corrupt = options_.skip_corrupt;
     ro.buffer_size = options_.buffer_size;
+    ro.max_record_bytes = options_.max_record_bytes;
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TFRecordReader> reader, TFRecordReader::Open(path, ro));
     if (record_index == 0) return reader;
     if (ro.compression == Compression::kNone) {

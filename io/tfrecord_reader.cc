@@ -176,6 +176,13 @@ absl::StatusOr<bool> TFRecordReader::ReadRecordImpl(std::string* record) {
         continue;
       }
     }
+    if (length > options_.max_record_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(Where(start), "a record of ", length, " bytes exceeds max_record_bytes (",
+                       options_.max_record_bytes,
+                       "); raise it in TFRecordReaderOptions (TFRecordOptions for "
+                       "Dataset::TFRecord) to read this file"));
+    }
     if (length <= avail - kHeaderSize && kFooterSize <= avail - kHeaderSize - length) {
       // The whole record is buffered (the common case for small records): no stream calls.
       const char* data = header + kHeaderSize;

@@ -18,6 +18,11 @@ struct TFRecordReaderOptions {
   bool verify_crc = true;     // both the length CRC and the data CRC
   bool skip_corrupt = false;  // skip a corrupt/truncated record and count it instead of failing
   size_t buffer_size = 256 << 10;
+  // A record longer than this is ResourceExhausted before any of it is read: a length field
+  // (genuine, or corrupt with verify_crc off) or a GZIP stream that inflates without end cannot
+  // make the reader allocate more. Memory grows with the bytes actually read, never with the
+  // length claimed.
+  uint64_t max_record_bytes = uint64_t{1} << 30;
 };
 
 // Reads the records of a TFRecord file in order (see io/tfrecord_format.h for the framing).

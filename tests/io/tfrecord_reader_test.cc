@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/proto/example.pb.h"
+#include "io/tfrecord_format.h"
 
 namespace sluice {
 namespace {
@@ -354,6 +355,38 @@ TEST(TFRecordReaderTest, CorruptLargeRecordIsDetectedOnTheDirectReadPath) {
     EXPECT_EQ(skipped.records[0], good.records[0]);
     EXPECT_EQ(skipped.records[1], good.records[2]);
   }
+}
+
+TEST(TFRecordReaderTest, RecordOverMaxRecordBytesIsResourceExhaustedNamingTheLimit) {
+  const ReadResult good = ReadAll(kImages);
+  ASSERT_EQ(good.records.size(), 3u);
+  const ReadResult limited = ReadAll(kImages, {.max_record_bytes = 60'000});
+  // Records 0 and 1 fit (about 58 KB each); record 2 (68 KB) stops the read.
+  size_t fit = 0;
+  while (fit < 3 && good.records[fit].size() <= 60'000) ++fit;
+  ASSERT_EQ(fit, 2u);
+  EXPECT_EQ(limited.records.size(), fit);
+  EXPECT_EQ(limited.status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(limited.status.message(),
+              HasSubstr(absl::StrCat(kImages, ": record ", fit, " at offset ", good.offsets[fit],
+                                     ": a record of ", good.records[fit].size(),
+                                     " bytes exceeds max_record_bytes (60000)")));
+}
+
+TEST(TFRecordReaderTest, LengthClaimingATerabyteFailsWithoutAllocatingIt) {
+  ScopedTempDir dir;
+  // A header with a valid length CRC claiming 2^40 bytes, then a few bytes.
+  char header[12];
+  tfrecord::EncodeHeader(header, uint64_t{1} << 40);
+  const std::string path = dir.File("huge.tfrecord");
+  WriteFile(path, std::string(header, 12) + "tiny");
+  const ReadResult r = ReadAll(path);
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(r.status.message(), HasSubstr("a record of 1099511627776 bytes exceeds"));
+  // Under the limit, the claim meets the end of the file: truncated, read as far as it goes.
+  const ReadResult unlimited = ReadAll(path, {.max_record_bytes = uint64_t{1} << 41});
+  EXPECT_EQ(unlimited.status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(unlimited.status.message(), HasSubstr("truncated"));
 }
 
 TEST(TFRecordReaderTest, SeekAfterDirectReadsOfLargeRecords) {
