@@ -254,7 +254,6 @@ class PrefetchIterator : public IteratorBase {
   std::atomic<int64_t> shared_count_{0};           // shared_.size(), written under mu_
   std::atomic<bool> producer_waiting_{false};
   bool consumer_waiting_ ABSL_GUARDED_BY(mu_) = false;
-  const char* wait_span_ = nullptr;             // "<node> wait", interned for the profiler
   bool fetching_ ABSL_GUARDED_BY(mu_) = false;  // the producer is inside input_->GetNext
   bool paused_ ABSL_GUARDED_BY(mu_) = false;    // Save in progress
   bool input_ended_ ABSL_GUARDED_BY(mu_) = false;

@@ -25,9 +25,11 @@ struct DecodeJpegOptions {
   // 0: as encoded (1 for grayscale, 3 otherwise), 1: grayscale (the luma of a colour JPEG), 3: RGB.
   int channels = 0;
   // Decode only this window, in the coordinates of the (scaled) output image: the result equals
-  // decoding the whole image and cropping it. Rows above the window are skipped without colour
-  // conversion or upsampling, rows below are never decoded, and only the iMCU columns that cover
-  // the window (plus a few pixels of upsampling context) are inverse-transformed.
+  // decoding the whole image and cropping it. (Except for corrupt data libjpeg recovers from: the
+  // inter-block smoothing of an incomplete progressive JPEG can differ by a few levels.) Rows above
+  // the window are skipped without colour conversion or upsampling, rows below are never decoded,
+  // and only the iMCU columns that cover the window (plus a few pixels of upsampling context) are
+  // inverse-transformed.
   std::optional<CropWindow> crop;
   // 1, 2, 4 or 8: decode at 1/scale_denom of the size by scaling in the DCT domain (much less work
   // than decoding at full size and resizing). The scaled image is ceil(height / scale_denom) x

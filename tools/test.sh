@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds sluice and runs every test: the full suites; every suite again under
-# AddressSanitizer + UndefinedBehaviorSanitizer; the dataset, autotune and
-# train suites (the threaded ones) under ThreadSanitizer; then an install of the package
+# AddressSanitizer + UndefinedBehaviorSanitizer; each libFuzzer target for 30 s; the dataset,
+# autotune and train suites (the threaded ones) under ThreadSanitizer; then an install of the package
 # used by an out-of-tree example. Both sanitizer builds use clang, whose
 # -Wthread-safety -Werror=thread-safety (CMakeLists.txt) checks the lock
 # annotations of the whole library.
@@ -19,32 +19,27 @@ t=$SECONDS
 ctest --test-dir build --output-on-failure -j "$jobs"
 took "unit tests" "$t"
 
-# -O1 with line tables: readable reports, a fraction of -O2 -g's build time.
-sanitizer_build() {  # DIR SANITIZERS MODULES TARGETS...
-  local dir=$1 sanitize=$2 modules=$3
-  shift 3
-  CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize \
-    -DCMAKE_C_FLAGS_SANITIZE="-O1 -gline-tables-only" \
-    -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -gline-tables-only" \
-    -DSLUICE_SANITIZE="$sanitize" -DSLUICE_TEST_MODULES="$modules" \
-    -DSLUICE_BUILD_BENCH=OFF -DSLUICE_CUDA=OFF >/dev/null
-  cmake --build "$dir" --parallel "$jobs" --target "$@"
-}
-
 echo "== every suite under ASan + UBSan (clang, thread-safety analysis on)"
 t=$SECONDS
-sanitizer_build build-asan "address;undefined" "core;io;dataset;ops;autotune;profiler;train;tools" \
-  sluice_cli core_tests io_tests dataset_tests ops_tests autotune_tests profiler_tests train_tests \
-  tools_tests
+# The same build compiles the libFuzzer targets (tests/fuzz/), run below.
+bash tools/sanitizer_build.sh build-asan "address;undefined" \
+  "core;io;dataset;ops;autotune;profiler;train;tools" -DSLUICE_FUZZ=ON -- \
+  fuzzers sluice_cli core_tests io_tests dataset_tests ops_tests autotune_tests profiler_tests \
+  train_tests tools_tests
 ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
   UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
 took "ASan + UBSan" "$t"
 
+echo "== every fuzz target for 30 s on its committed corpus (tests/fuzz/, tools/fuzz.sh)"
+t=$SECONDS
+bash tools/fuzz.sh --ci 30
+took "fuzzing" "$t"
+
 echo "== dataset, autotune, profiler and train suites under TSan (clang)"
 t=$SECONDS
-sanitizer_build build-tsan thread "dataset;autotune;profiler;train" dataset_tests autotune_tests \
-  profiler_tests train_tests
+bash tools/sanitizer_build.sh build-tsan thread "dataset;autotune;profiler;train" \
+  dataset_tests autotune_tests profiler_tests train_tests
 # ReportFieldsAreFilled checks the model's input-ratio estimate after 0.6 s; under TSan's slowdown
 # the inputs a Map pulls ahead read as consumed (ratio ~1.5): a known defect of the estimate
 # (README, AUTOTUNE "Limits"), not a race, so it runs in the other two builds only.

@@ -1,0 +1,92 @@
+#ifndef SLUICE_TESTS_FUZZ_FUZZ_UTIL_H_
+#define SLUICE_TESTS_FUZZ_FUZZ_UTIL_H_
+
+// Shared by the libFuzzer targets (tests/fuzz/*_fuzzer.cc): a scratch directory for readers that
+// take a path, and TFRecord framing, so that a target can hand the fuzzer's bytes to the parser
+// behind a CRC instead of spending its time guessing checksums.
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "io/crc32c.h"
+#include "io/tfrecord_format.h"
+
+namespace sluice::fuzz {
+
+// A private directory, made once per process (under $TMPDIR, else /dev/shm when it exists: the
+// targets rewrite a file on every input) and removed at exit.
+inline const std::string& ScratchDir() {
+  static const std::string* dir = [] {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = tmp != nullptr && *tmp ? tmp : "/dev/shm";
+    if ((tmp == nullptr || !*tmp) && ::access("/dev/shm", W_OK) != 0) pattern = "/tmp";
+    pattern += "/sluice-fuzz-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) std::abort();
+    auto* d = new std::string(pattern);
+    std::atexit([] { (void)std::system(("rm -rf '" + ScratchDir() + "'").c_str()); });
+    return d;
+  }();
+  return *dir;
+}
+
+inline std::string ScratchPath(absl::string_view name) {
+  return ScratchDir() + "/" + std::string(name);
+}
+
+// Replaces `path` with `bytes`; aborts on failure (a broken harness, not a finding).
+inline void WriteFileOrDie(const std::string& path, absl::string_view bytes) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) std::abort();
+  if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size()) std::abort();
+  if (std::fclose(f) != 0) std::abort();
+}
+
+// One TFRecord record around `payload`, with valid CRCs.
+inline void AppendRecord(absl::string_view payload, std::string* out) {
+  char header[tfrecord::kHeaderSize];
+  tfrecord::EncodeHeader(header, payload.size());
+  out->append(header, sizeof(header));
+  out->append(payload.data(), payload.size());
+  char footer[tfrecord::kFooterSize];
+  tfrecord::EncodeFixed32(footer, MaskCrc32c(Crc32c(payload)));
+  out->append(footer, sizeof(footer));
+}
+
+// Splits `bytes` into pieces at a separator that fuzzers find easily (and that dictionaries name).
+inline std::vector<absl::string_view> SplitPieces(absl::string_view bytes) {
+  static constexpr absl::string_view kSep = "\xff\xfe\xfd\xfc";
+  std::vector<absl::string_view> pieces;
+  while (true) {
+    const size_t at = bytes.find(kSep);
+    pieces.push_back(bytes.substr(0, at));
+    if (at == absl::string_view::npos) break;
+    bytes.remove_prefix(at + kSep.size());
+  }
+  return pieces;
+}
+
+// `bytes` compressed as a whole, as TensorFlow writes GZIP and ZLIB TFRecord files.
+inline std::string CompressOrDie(absl::string_view bytes, int window_bits) {
+  z_stream s{};
+  if (deflateInit2(&s, 6, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY) != Z_OK) std::abort();
+  std::string out(deflateBound(&s, bytes.size()), '\0');
+  s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  s.avail_in = static_cast<uInt>(bytes.size());
+  s.next_out = reinterpret_cast<Bytef*>(out.data());
+  s.avail_out = static_cast<uInt>(out.size());
+  if (deflate(&s, Z_FINISH) != Z_STREAM_END) std::abort();
+  out.resize(s.total_out);
+  deflateEnd(&s);
+  return out;
+}
+
+}  // namespace sluice::fuzz
+
+#endif  // SLUICE_TESTS_FUZZ_FUZZ_UTIL_H_

@@ -1,0 +1,171 @@
+// libFuzzer target: Iterator::Restore from an arbitrary checkpoint, for a pipeline that uses
+// every op that keeps a position (sources, Map and Interleave both sequential and parallel,
+// Filter, FlatMap, Cache in memory and in a file, Shuffle, Batch, PaddedBatch, Unbatch, Prefetch,
+// Repeat, Take, Skip, Shard, Zip, Concatenate, Enumerate, Scan, IgnoreErrors, SampleFromDatasets,
+// ChooseFromDatasets, ListFiles and TFRecord).
+//
+// When a checkpoint restores, the iterator reads on; a checkpoint saved from there and restored
+// into a fresh iterator must then yield exactly what the first one yields next.
+//
+// With SLUICE_FUZZ_SEEDS=DIR set, the target first writes genuine checkpoints taken at a few
+// positions into DIR (the seed corpus, tests/fuzz/corpus/iterator_restore).
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/tensor.h"
+#include "dataset/dataset.h"
+#include "dataset/iterator.h"
+#include "google/protobuf/stubs/logging.h"
+#include "tests/fuzz/fuzz_util.h"
+
+namespace sluice {
+namespace {
+
+void Check(bool ok) {
+  if (!ok) std::abort();
+}
+
+int64_t Value(const Element& e) { return e[0].scalar<int64_t>(); }
+Element Int(int64_t v) { return {Tensor::Scalar<int64_t>(v)}; }
+
+// Two small TFRecord files of records "r<i>" of growing length.
+std::string MakeFiles() {
+  for (int f = 0; f < 2; ++f) {
+    std::string bytes;
+    for (int i = 0; i < 7 + 3 * f; ++i) fuzz::AppendRecord(std::string(1 + i + f, 'r'), &bytes);
+    fuzz::WriteFileOrDie(fuzz::ScratchPath(absl::StrCat("part-", f, ".tfrecord")), bytes);
+  }
+  return fuzz::ScratchPath("*.tfrecord");
+}
+
+Dataset Pipeline() {
+  const std::string pattern = MakeFiles();
+  Dataset a = Dataset::Range(0, 400).Shard(2, 1).Skip(2).Take(150).Filter(
+      [](const Element& e) -> absl::StatusOr<bool> { return Value(e) % 3 != 0; });
+  Dataset b = Dataset::ListFiles(pattern, {.shuffle = true, .seed = 3})
+                  .Interleave([](const std::string& f) { return Dataset::TFRecord(f); },
+                              {.cycle_length = 2, .block_length = 2, .num_parallel_calls = 2})
+                  .Map([](Element e) -> absl::StatusOr<Element> {
+                    return Int(static_cast<int64_t>(e[0].scalar<std::string>().size()));
+                  })
+                  .Cache(fuzz::ScratchPath("b.cache"))
+                  .Repeat();
+  std::vector<int64_t> slices(30);
+  for (int i = 0; i < 30; ++i) slices[i] = i * i;
+  Dataset c = Dataset::FromTensorSlices({Tensor::FromVector(slices)})
+                  .Repeat(3)
+                  .Enumerate()
+                  .Map([](Element e) -> absl::StatusOr<Element> {
+                    return Int(e[0].scalar<int64_t>() + Value({e[1]}));
+                  });
+  Dataset d = Dataset::SampleFromDatasets({a, b}, {0.6, 0.4}, {.seed = 1});
+  Dataset e =
+      Dataset::ChooseFromDatasets({c, Dataset::Range(20).Cache()},
+                                  Dataset::Range(300).Map([](Element x) -> absl::StatusOr<Element> {
+                                    return Int(Value(x) % 2);
+                                  }),
+                                  {.stop_on_empty_dataset = false});
+  return Dataset::Zip({d, e})
+      .Map([](Element x) -> absl::StatusOr<Element> { return Int(Value(x) + Value({x[1]})); },
+           {.num_parallel_calls = 2})
+      .FlatMap(
+          [](Element x) -> absl::StatusOr<Dataset> { return Dataset::Range(Value(x) % 3 + 1); })
+      .Scan(Int(0),
+            [](Element state, Element x) -> absl::StatusOr<std::pair<Element, Element>> {
+              const int64_t s = Value(state) + Value(x);
+              return std::make_pair(Int(s), Int(s % 1000));
+            })
+      .Concatenate(Dataset::Range(5))
+      .Shuffle(8, {.seed = 7})
+      .Batch(4)
+      .Unbatch()
+      .PaddedBatch(3)
+      .Prefetch(2)
+      .IgnoreErrors()
+      .Repeat(2);
+}
+
+using Results = std::vector<std::pair<absl::Status, std::optional<int64_t>>>;
+
+// The next n results: each a status and, for an element, its first value.
+Results Read(Iterator* it, int n) {
+  Results out;
+  for (int i = 0; i < n; ++i) {
+    absl::StatusOr<std::optional<Element>> next = it->GetNext();
+    if (!next.ok()) {
+      out.emplace_back(next.status(), std::nullopt);
+      break;
+    }
+    if (!next->has_value()) {
+      out.emplace_back(absl::OkStatus(), std::nullopt);
+      break;
+    }
+    const Element& e = **next;
+    out.emplace_back(absl::OkStatus(),
+                     e.empty() || e[0].num_elements() == 0 ? -1 : e[0].data<int64_t>()[0]);
+  }
+  return out;
+}
+
+const Dataset& TheDataset() {
+  static const Dataset* dataset = [] {
+    auto* d = new Dataset(Pipeline());
+    // One complete pass writes the file cache, so that every run below reads it.
+    std::unique_ptr<Iterator> it = d->MakeIterator();
+    while (true) {
+      absl::StatusOr<std::optional<Element>> next = it->GetNext();
+      if (!next.ok()) std::abort();
+      if (!next->has_value()) break;
+    }
+    return d;
+  }();
+  return *dataset;
+}
+
+void WriteSeeds(const std::string& dir) {
+  std::unique_ptr<Iterator> it = TheDataset().MakeIterator();
+  int at = 0;
+  for (int stop : {0, 1, 5, 17, 60, 200}) {
+    (void)Read(it.get(), stop - at);
+    at = stop;
+    absl::StatusOr<std::string> saved = it->Save();
+    if (!saved.ok()) std::abort();
+    fuzz::WriteFileOrDie(absl::StrCat(dir, "/at-", stop), *saved);
+  }
+}
+
+}  // namespace
+}  // namespace sluice
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // Parse failures are expected by the thousand; protobuf would log each one.
+  google::protobuf::SetLogHandler(nullptr);
+  (void)sluice::TheDataset();
+  if (const char* dir = std::getenv("SLUICE_FUZZ_SEEDS")) sluice::WriteSeeds(dir);
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace sluice;
+  const std::string checkpoint(reinterpret_cast<const char*>(data), size);
+  std::unique_ptr<Iterator> it = TheDataset().MakeIterator();
+  if (!it->Restore(checkpoint).ok()) return 0;
+  const Results first = Read(it.get(), 10);
+  for (const auto& r : first) {
+    if (!r.first.ok() || !r.second.has_value()) return 0;  // ended or failed: nothing to resume
+  }
+  absl::StatusOr<std::string> saved = it->Save();
+  if (!saved.ok()) return 0;
+  const Results expected = Read(it.get(), 8);
+  std::unique_ptr<Iterator> resumed = TheDataset().MakeIterator();
+  Check(resumed->Restore(*saved).ok());
+  Check(Read(resumed.get(), 8) == expected);
+  return 0;
+}
