@@ -45,8 +45,10 @@ run_one() {
   local dict=() art="$root/$build/fuzz/artifacts"
   [ -f "tests/fuzz/dict/$t.dict" ] && dict=(-dict="tests/fuzz/dict/$t.dict")
   mkdir -p "$work" "$art"
-  local rc=0
-  "$build/fuzz/${t}_fuzzer" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2048 \
+  local rc=0 seeds=()
+  # Targets that write genuine checkpoints add fresh ones to the working corpus first.
+  case "$t" in iterator_restore|training_checkpoint) seeds=(env SLUICE_FUZZ_SEEDS="$work") ;; esac
+  "${seeds[@]}" "$build/fuzz/${t}_fuzzer" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$art/$t-" "${dict[@]}" \
     "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
   local done_line execs rate

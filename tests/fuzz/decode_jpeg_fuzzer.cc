@@ -13,8 +13,6 @@
 // parsing rather than on filling a 768 MB image; the default's own check is a unit test
 // (tests/ops/decode_jpeg_test.cc).
 
-#include <jpeglib.h>
-
 #include <csetjmp>
 #include <cstddef>
 #include <cstdint>
@@ -24,17 +22,19 @@
 #include <string>
 #include <vector>
 
+// After <cstdio>: jpeglib.h uses size_t and FILE without including them.
+#include <jpeglib.h>
+
 #include "core/tensor.h"
 #include "ops/crop.h"
 #include "ops/decode_jpeg.h"
 #include "ops/random_resized_crop.h"
+#include "tests/fuzz/fuzz_util.h"
 
 namespace sluice {
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using fuzz::Check;
 
 constexpr int64_t kMaxPixels = int64_t{1} << 24;
 

@@ -11,13 +11,12 @@
 #include "core/tensor.h"
 #include "io/example_parser.h"
 #include "io/feature_spec.h"
+#include "tests/fuzz/fuzz_util.h"
 
 namespace sluice {
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using fuzz::Check;
 
 std::vector<FeatureSpec> Specs() {
   std::vector<FeatureSpec> specs(3);

@@ -22,9 +22,7 @@
 namespace sluice {
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using fuzz::Check;
 
 std::string Fixed64(uint64_t v) {
   char b[8];

@@ -5,9 +5,11 @@
 // take a path, and TFRecord framing, so that a target can hand the fuzzer's bytes to the parser
 // behind a CRC instead of spending its time guessing checksums.
 
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +22,19 @@
 
 namespace sluice::fuzz {
 
+// An invariant of a target broke: a finding, reported by libFuzzer as a crash.
+inline void Check(bool ok) {
+  if (!ok) std::abort();
+}
+
+// Most targets read their first byte as options (a mode) and the rest as their input: their
+// LLVMFuzzerTestOneInput returns WithMode(data, size, fn), which calls fn(mode, input).
+template <typename Fn>
+int WithMode(const uint8_t* data, size_t size, Fn fn) {
+  if (size < 1) return 0;
+  return fn(data[0], absl::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
+}
+
 // A private directory, made once per process (under $TMPDIR, else /dev/shm when it exists: the
 // targets rewrite a file on every input) and removed at exit.
 inline const std::string& ScratchDir() {
@@ -31,6 +46,21 @@ inline const std::string& ScratchDir() {
     if (::mkdtemp(pattern.data()) == nullptr) std::abort();
     auto* d = new std::string(pattern);
     std::atexit([] { (void)std::system(("rm -rf '" + ScratchDir() + "'").c_str()); });
+    return d;
+  }();
+  return *dir;
+}
+
+// A directory whose name is the same in every process of `target` (and kept): for a target whose
+// inputs name files in it, such as checkpoints of a pipeline that reads files there.
+inline const std::string& StableScratchDir(absl::string_view target) {
+  static const std::string* dir = [&] {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string base = tmp != nullptr && *tmp ? tmp : "/dev/shm";
+    if ((tmp == nullptr || !*tmp) && ::access("/dev/shm", W_OK) != 0) base = "/tmp";
+    auto* d = new std::string(base + "/sluice-fuzz-" + std::to_string(::getuid()) + "-" +
+                              std::string(target));
+    if (::mkdir(d->c_str(), 0700) != 0 && errno != EEXIST) std::abort();
     return d;
   }();
   return *dir;

@@ -14,23 +14,13 @@
 namespace sluice {
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using fuzz::Check;
 
 bool Same(const IdxFile& a, const IdxFile& b) {
   return a.type == b.type && a.dims == b.dims && a.data == b.data;
 }
 
-}  // namespace
-}  // namespace sluice
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace sluice;
-  if (size < 1) return 0;
-  const uint8_t mode = data[0];
-  const absl::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
-
+int TestOneInput(uint8_t mode, absl::string_view bytes) {
   absl::StatusOr<IdxFile> parsed = ParseIdx(bytes);
   if (parsed.ok()) {
     Check(parsed->num_elements() * IdxTypeSize(parsed->type) ==
@@ -50,4 +40,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(read.ok() == parsed.ok());
   if (read.ok()) Check(Same(*read, *parsed));
   return 0;
+}
+
+}  // namespace
+}  // namespace sluice
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return sluice::fuzz::WithMode(data, size, sluice::TestOneInput);
 }

@@ -8,7 +8,9 @@
 // into a fresh iterator must then yield exactly what the first one yields next.
 //
 // With SLUICE_FUZZ_SEEDS=DIR set, the target first writes genuine checkpoints taken at a few
-// positions into DIR (the seed corpus, tests/fuzz/corpus/iterator_restore).
+// positions into DIR (tools/fuzz.sh does so into each run's working corpus). Checkpoints taken
+// while the file Cache replays name its file's random id, so the committed ones restore only where
+// that file was written; the fresh ones always do.
 
 #include <cstddef>
 #include <cstdint>
@@ -28,8 +30,11 @@
 namespace sluice {
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
+using fuzz::Check;
+
+// The pipeline names its files, and a checkpoint names the pipeline: the same paths in every run.
+std::string InDir(absl::string_view name) {
+  return fuzz::StableScratchDir("iterator_restore") + "/" + std::string(name);
 }
 
 int64_t Value(const Element& e) { return e[0].scalar<int64_t>(); }
@@ -40,9 +45,9 @@ std::string MakeFiles() {
   for (int f = 0; f < 2; ++f) {
     std::string bytes;
     for (int i = 0; i < 7 + 3 * f; ++i) fuzz::AppendRecord(std::string(1 + i + f, 'r'), &bytes);
-    fuzz::WriteFileOrDie(fuzz::ScratchPath(absl::StrCat("part-", f, ".tfrecord")), bytes);
+    fuzz::WriteFileOrDie(InDir(absl::StrCat("part-", f, ".tfrecord")), bytes);
   }
-  return fuzz::ScratchPath("*.tfrecord");
+  return InDir("*.tfrecord");
 }
 
 Dataset Pipeline() {
@@ -55,7 +60,7 @@ Dataset Pipeline() {
                   .Map([](Element e) -> absl::StatusOr<Element> {
                     return Int(static_cast<int64_t>(e[0].scalar<std::string>().size()));
                   })
-                  .Cache(fuzz::ScratchPath("b.cache"))
+                  .Cache(InDir("b.cache"))
                   .Repeat();
   std::vector<int64_t> slices(30);
   for (int i = 0; i < 30; ++i) slices[i] = i * i;

@@ -18,9 +18,7 @@
 namespace sluice {
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using fuzz::Check;
 
 struct DataFile {
   std::string path;
@@ -60,15 +58,9 @@ std::string WellFormed(absl::string_view offsets, const DataFile& data) {
   return out;
 }
 
-}  // namespace
-}  // namespace sluice
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace sluice;
-  if (size < 1) return 0;
+int TestOneInput(uint8_t mode, absl::string_view rest) {
   const DataFile& file = Data();
-  const absl::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
-  const std::string index_bytes = (data[0] & 1) ? WellFormed(rest, file) : std::string(rest);
+  const std::string index_bytes = (mode & 1) ? WellFormed(rest, file) : std::string(rest);
   const std::string index_path = RecordIndex::IndexPathFor(file.path);
   fuzz::WriteFileOrDie(index_path, index_bytes);
 
@@ -76,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (index.ok()) Check(index->size() <= static_cast<int64_t>(file.size / tfrecord::kOverhead));
   // Open loads the index, or rebuilds it when it is bad: every record it returns with verified
   // CRCs is one of the file's records.
-  const bool verify = (data[0] & 2) == 0;
+  const bool verify = (mode & 2) == 0;
   absl::StatusOr<std::unique_ptr<IndexedTFRecordFile>> opened =
       IndexedTFRecordFile::Open(file.path, verify);
   if (!opened.ok()) return 0;
@@ -94,4 +86,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   return 0;
+}
+
+}  // namespace
+}  // namespace sluice
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return sluice::fuzz::WithMode(data, size, sluice::TestOneInput);
 }

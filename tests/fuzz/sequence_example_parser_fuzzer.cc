@@ -12,13 +12,12 @@
 #include "core/tensor.h"
 #include "io/feature_spec.h"
 #include "io/sequence_example_parser.h"
+#include "tests/fuzz/fuzz_util.h"
 
 namespace sluice {
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using fuzz::Check;
 
 bool SameTensors(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   if (a.size() != b.size()) return false;

@@ -17,9 +17,7 @@
 namespace sluice {
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();  // an invariant broke: a finding
-}
+using fuzz::Check;
 
 struct Outcome {
   std::vector<std::string> records;
@@ -50,14 +48,7 @@ Outcome ReadAll(TFRecordReader* reader) {
   return out;
 }
 
-}  // namespace
-}  // namespace sluice
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace sluice;
-  if (size < 1) return 0;
-  const uint8_t mode = data[0];
-  const absl::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
+int TestOneInput(uint8_t mode, absl::string_view rest) {
   TFRecordReaderOptions options;
   switch (mode & 3) {
     case 1:
@@ -104,4 +95,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           second.skipped == first.skipped);
   }
   return 0;
+}
+
+}  // namespace
+}  // namespace sluice
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return sluice::fuzz::WithMode(data, size, sluice::TestOneInput);
 }
