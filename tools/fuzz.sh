@@ -26,8 +26,8 @@ USAGE
 }
 
 ensure_built() {
-  local missing=0
-  for t in "${targets[@]}"; do [ -x "$build/fuzz/${t}_fuzzer" ] || missing=1; done
+  local missing=0 target
+  for target in "${targets[@]}"; do [ -x "$build/fuzz/${target}_fuzzer" ] || missing=1; done
   if [ "$missing" = 1 ]; then
     echo "== building the fuzz targets in $build/"
     bash tools/sanitizer_build.sh "$build" "address;undefined" \
