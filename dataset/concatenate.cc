@@ -131,6 +131,13 @@ class ConcatenateDataset : public DatasetBase {
       }
       SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* first, InputState(state, 0));
       SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* second, InputState(state, 1));
+      // The first input is saved exactly while it is being read: any other pairing would leave
+      // GetNext without the iterator it needs.
+      if ((stage_ == Stage::kFirst) != (first != nullptr)) {
+        return absl::DataLossError(absl::StrCat("checkpoint of ", state.node(), ": stage ", stage,
+                                                first != nullptr ? " with" : " without",
+                                                " the first input's state"));
+      }
       if (first != nullptr) {
         SLUICE_RETURN_IF_ERROR(first_->Restore(*first));
       } else {

@@ -1,3 +1,4 @@
+#include "dataset/proto/iterator_state.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/dataset/test_util.h"
@@ -124,6 +125,25 @@ TEST(ConcatenateTest, CheckpointKeepsTheDTypeCheck) {
   auto e = fresh->GetNext();
   ASSERT_FALSE(e.ok());
   EXPECT_THAT(e.status().message(), HasSubstr("has components (bytes), expected (int64)"));
+}
+
+// Found by iterator_restore_fuzzer: a checkpoint saying "reading the first input" without that
+// input's state restored, and the next GetNext called through a null iterator.
+TEST(ConcatenateTest, RestoreRefusesAStageThatDoesNotMatchTheSavedInputs) {
+  auto ds = Dataset::Range(4).Concatenate(Dataset::Range(10, 13));
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(Drain(*it, 2).ok());
+  auto saved = it->Save();
+  ASSERT_TRUE(saved.ok());
+  proto::IteratorCheckpoint checkpoint;
+  ASSERT_TRUE(checkpoint.ParseFromString(*saved));
+  proto::IteratorStateProto* concat = checkpoint.mutable_root();
+  ASSERT_EQ(concat->ints().at("stage"), 0);
+  concat->set_input_present(0, false);
+  auto fresh = ds.MakeIterator();
+  absl::Status s = fresh->Restore(checkpoint.SerializeAsString());
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(s.message(), HasSubstr("stage 0 without the first input's state"));
 }
 
 }  // namespace
