@@ -96,7 +96,8 @@ case "${1:-}" in
     for t in "${targets[@]}"; do cat "$tmp/$t.line"; done
     if [ -s "$tmp/failed" ]; then
       for t in $(cat "$tmp/failed"); do
-        echo "== $t found a failure:"; grep -E -A30 '^==[0-9]+==|deadly signal|ERROR' "$tmp/$t.log" | head -60
+        echo "== $t found a failure (the end of its log):"
+        grep -vE '^#[0-9]+ ' "$tmp/$t.log" | tail -60
       done
       exit 1
     fi
