@@ -13,6 +13,7 @@
 #include "core/element.h"
 #include "dataset/options.h"
 #include "io/compression.h"
+#include "io/tfrecord_reader.h"
 
 namespace sluice {
 
@@ -47,7 +48,7 @@ struct TFRecordOptions {
   size_t buffer_size = 256 << 10;
   int num_parallel_reads = 1;  // > 1 (or kAutotune) reads files in parallel, interleaved
   bool skip_corrupt = false;   // skip corrupt records, counting them
-  uint64_t max_record_bytes = uint64_t{1} << 30;  // see TFRecordReaderOptions
+  uint64_t max_record_bytes = kDefaultMaxRecordBytes;  // see TFRecordReaderOptions
 };
 
 struct MapOptions {

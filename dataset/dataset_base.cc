@@ -191,13 +191,17 @@ absl::StatusOr<Element> ElementFromProto(const proto::ElementProto& proto) {
     // The values must be present before the tensor is allocated: a corrupt shape cannot make
     // us allocate more than the saved bytes hold.
     const int64_t n = shape->num_elements();
-    if (dtype == DType::kBytes ? tp.strings_size() != n
-                               : tp.data().size() != static_cast<size_t>(n) * DTypeSize(dtype)) {
-      return absl::DataLossError(
-          absl::StrCat("saved ", DTypeName(dtype), shape->DebugString(), " tensor holds ",
-                       dtype == DType::kBytes ? tp.strings_size() : tp.data().size(),
-                       dtype == DType::kBytes ? " strings" : " bytes", ", expected ",
-                       dtype == DType::kBytes ? n : n * static_cast<int64_t>(DTypeSize(dtype))));
+    if (dtype == DType::kBytes) {
+      if (tp.strings_size() != n) {
+        return absl::DataLossError(absl::StrCat("saved bytes", shape->DebugString(),
+                                                " tensor holds ", tp.strings_size(),
+                                                " strings, expected ", n));
+      }
+    } else if (const int64_t bytes = n * static_cast<int64_t>(DTypeSize(dtype));
+               static_cast<int64_t>(tp.data().size()) != bytes) {
+      return absl::DataLossError(absl::StrCat("saved ", DTypeName(dtype), shape->DebugString(),
+                                              " tensor holds ", tp.data().size(),
+                                              " bytes, expected ", bytes));
     }
     Tensor t(dtype, *shape);
     if (dtype == DType::kBytes) {

@@ -13,6 +13,9 @@
 
 namespace sluice {
 
+// TFRecordReaderOptions::max_record_bytes (and TFRecordOptions') by default: 1 GiB.
+inline constexpr uint64_t kDefaultMaxRecordBytes = uint64_t{1} << 30;
+
 struct TFRecordReaderOptions {
   Compression compression = Compression::kNone;
   bool verify_crc = true;     // both the length CRC and the data CRC
@@ -22,7 +25,7 @@ struct TFRecordReaderOptions {
   // (genuine, or corrupt with verify_crc off) or a GZIP stream that inflates without end cannot
   // make the reader allocate more. Memory grows with the bytes actually read, never with the
   // length claimed.
-  uint64_t max_record_bytes = uint64_t{1} << 30;
+  uint64_t max_record_bytes = kDefaultMaxRecordBytes;
 };
 
 // Reads the records of a TFRecord file in order (see io/tfrecord_format.h for the framing).

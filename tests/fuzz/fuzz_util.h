@@ -35,14 +35,18 @@ int WithMode(const uint8_t* data, size_t size, Fn fn) {
   return fn(data[0], absl::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
 }
 
-// A private directory, made once per process (under $TMPDIR, else /dev/shm when it exists: the
-// targets rewrite a file on every input) and removed at exit.
+// Where scratch directories go: $TMPDIR, else /dev/shm when it is writable (the targets rewrite
+// a file on every input), else /tmp.
+inline std::string ScratchBase() {
+  const char* tmp = std::getenv("TMPDIR");
+  if (tmp != nullptr && *tmp) return tmp;
+  return ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+}
+
+// A private directory, made once per process under ScratchBase() and removed at exit.
 inline const std::string& ScratchDir() {
   static const std::string* dir = [] {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = tmp != nullptr && *tmp ? tmp : "/dev/shm";
-    if ((tmp == nullptr || !*tmp) && ::access("/dev/shm", W_OK) != 0) pattern = "/tmp";
-    pattern += "/sluice-fuzz-XXXXXX";
+    std::string pattern = ScratchBase() + "/sluice-fuzz-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr) std::abort();
     auto* d = new std::string(pattern);
     std::atexit([] { (void)std::system(("rm -rf '" + ScratchDir() + "'").c_str()); });
@@ -55,10 +59,7 @@ inline const std::string& ScratchDir() {
 // inputs name files in it, such as checkpoints of a pipeline that reads files there.
 inline const std::string& StableScratchDir(absl::string_view target) {
   static const std::string* dir = [&] {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string base = tmp != nullptr && *tmp ? tmp : "/dev/shm";
-    if ((tmp == nullptr || !*tmp) && ::access("/dev/shm", W_OK) != 0) base = "/tmp";
-    auto* d = new std::string(base + "/sluice-fuzz-" + std::to_string(::getuid()) + "-" +
+    auto* d = new std::string(ScratchBase() + "/sluice-fuzz-" + std::to_string(::getuid()) + "-" +
                               std::string(target));
     if (::mkdir(d->c_str(), 0700) != 0 && errno != EEXIST) std::abort();
     return d;
