@@ -44,6 +44,11 @@ int64_t Value(const Element& e, size_t i = 0) {
   if (i >= e.size() || e[i].dtype() != DType::kInt64 || e[i].num_elements() < 1) return 7;
   return e[i].data<int64_t>()[0];
 }
+// a + b, wrapping: a fuzzed checkpoint can buffer values near the int64 limits.
+int64_t Add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
 Element Int(int64_t v) { return {Tensor::Scalar<int64_t>(v)}; }
 
 // Two small TFRecord files of records "r<i>" of growing length.
@@ -73,11 +78,12 @@ Dataset Pipeline() {
                   .Repeat();
   std::vector<int64_t> slices(30);
   for (int i = 0; i < 30; ++i) slices[i] = i * i;
-  Dataset c =
-      Dataset::FromTensorSlices({Tensor::FromVector(slices)})
-          .Repeat(3)
-          .Enumerate()
-          .Map([](Element e) -> absl::StatusOr<Element> { return Int(Value(e) + Value(e, 1)); });
+  Dataset c = Dataset::FromTensorSlices({Tensor::FromVector(slices)})
+                  .Repeat(3)
+                  .Enumerate()
+                  .Map([](Element e) -> absl::StatusOr<Element> {
+                    return Int(Add(Value(e), Value(e, 1)));
+                  });
   Dataset d = Dataset::SampleFromDatasets({a, b}, {0.6, 0.4}, {.seed = 1});
   Dataset e =
       Dataset::ChooseFromDatasets({c, Dataset::Range(20).Cache()},
@@ -86,13 +92,13 @@ Dataset Pipeline() {
                                   }),
                                   {.stop_on_empty_dataset = false});
   return Dataset::Zip({d, e})
-      .Map([](Element x) -> absl::StatusOr<Element> { return Int(Value(x) + Value(x, 1)); },
+      .Map([](Element x) -> absl::StatusOr<Element> { return Int(Add(Value(x), Value(x, 1))); },
            {.num_parallel_calls = 2})
       .FlatMap(
           [](Element x) -> absl::StatusOr<Dataset> { return Dataset::Range(Value(x) % 3 + 1); })
       .Scan(Int(0),
             [](Element state, Element x) -> absl::StatusOr<std::pair<Element, Element>> {
-              const int64_t s = Value(state) + Value(x);
+              const int64_t s = Add(Value(state), Value(x));
               return std::make_pair(Int(s), Int(s % 1000));
             })
       .Concatenate(Dataset::Range(5))
