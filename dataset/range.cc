@@ -36,7 +36,8 @@ class RangeDataset : public DatasetBase {
     absl::StatusOr<std::optional<Element>> GetNextInternal() override {
       if (d_->step_ > 0 ? next_ >= d_->stop_ : next_ <= d_->stop_) return std::nullopt;
       Element e{Tensor::Scalar<int64_t>(next_)};
-      next_ += d_->step_;
+      // Past the int64 limits is past stop: end there instead of wrapping (undefined).
+      if (__builtin_add_overflow(next_, d_->step_, &next_)) next_ = d_->stop_;
       return e;
     }
     absl::Status SaveInternal(proto::IteratorStateProto* state) override {
@@ -44,7 +45,17 @@ class RangeDataset : public DatasetBase {
       return absl::OkStatus();
     }
     absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-      SLUICE_ASSIGN_OR_RETURN(next_, SavedInt(state, "next"));
+      SLUICE_ASSIGN_OR_RETURN(const int64_t next, SavedInt(state, "next"));
+      // A value the iterator can hold: start + k * step for k in [0, Cardinality()], or stop
+      // (where it ends at the int64 limits). Anything else could mean up to 2^63 elements.
+      const __int128 offset = static_cast<__int128>(next) - d_->start_;
+      const bool on_grid = offset % d_->step_ == 0 && offset / d_->step_ >= 0 &&
+                           offset / d_->step_ <= d_->Cardinality();
+      if (!on_grid && next != d_->stop_) {
+        return absl::DataLossError(
+            absl::StrCat("checkpoint of ", d_->Describe(), " is at ", next, ", not in the range"));
+      }
+      next_ = next;
       return absl::OkStatus();
     }
 

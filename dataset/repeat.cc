@@ -69,6 +69,11 @@ class RepeatIterator : public IteratorBase {
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
     SLUICE_ASSIGN_OR_RETURN(repetition_, SavedInt(state, "repetition"));
+    // A repetition past the count (or below 0) would repeat for up to 2^63 epochs.
+    if (repetition_ < 0 || (d_->count() >= 0 && repetition_ > d_->count())) {
+      return absl::DataLossError(
+          absl::StrCat("checkpoint of ", d_->Describe(), " is at repetition ", repetition_));
+    }
     SLUICE_ASSIGN_OR_RETURN(int64_t element_in_repetition,
                             SavedInt(state, "element_in_repetition"));
     SLUICE_ASSIGN_OR_RETURN(int64_t start_next, SavedInt(state, "start_next"));

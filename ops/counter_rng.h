@@ -43,6 +43,7 @@ class CounterRng {
 // Stream constants of the random ops (any distinct values).
 inline constexpr uint64_t kRandomResizedCropStream = 0x52524331;  // "RRC1"
 inline constexpr uint64_t kRandomFlipStream = 0x464c4950;         // "FLIP"
+inline constexpr uint64_t kFileOrderStream = 0x46494c45;          // "FILE"
 
 }  // namespace sluice
 

@@ -92,6 +92,20 @@ absl::StatusOr<NormalizeTable> NormalizeTable::Create(int channels, absl::Span<c
   return t;
 }
 
+NormalizeTable NormalizeTable::Rescaling(int channels, float scale, float offset) {
+  NormalizeTable t;
+  t.channels_ = channels;
+  t.values_.resize(static_cast<size_t>(channels) * 256);
+  for (int c = 0; c < channels; ++c) {
+    for (int v = 0; v < 256; ++v) {
+      // Two roundings, as Keras' multiply then add: volatile keeps the compiler from fusing them.
+      volatile float scaled = static_cast<float>(v) * scale;
+      t.values_[c * 256 + v] = scaled + offset;
+    }
+  }
+  return t;
+}
+
 absl::StatusOr<Tensor> Normalize(const Tensor& image, absl::Span<const float> mean,
                                  absl::Span<const float> stddev, const NormalizeOptions& options) {
   if (image.dtype() != DType::kUint8 || image.rank() != 3) {

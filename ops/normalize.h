@@ -31,6 +31,10 @@ class NormalizeTable {
   // not be 0.
   static absl::StatusOr<NormalizeTable> Create(int channels, absl::Span<const float> mean,
                                                absl::Span<const float> stddev);
+  // at(c)[v] = v * scale + offset in float32, as Keras' Rescaling layer computes it: scale 1 and
+  // offset 0 give the uint8 values as floats (what image_dataset_from_directory yields), 1/255
+  // gives [0, 1], 1/127.5 and offset -1 give [-1, 1].
+  static NormalizeTable Rescaling(int channels, float scale = 1.0f, float offset = 0.0f);
 
   int channels() const { return channels_; }
   // The 256 values of channel c.

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "ops/counter_rng.h"
+#include "ops/decode_and_resize.h"
 #include "ops/decode_jpeg.h"
 
 namespace sluice {
@@ -76,28 +77,13 @@ absl::StatusOr<Tensor> DecodeAndRandomResizedCrop(absl::string_view jpeg, int64_
   SLUICE_RETURN_IF_ERROR(CheckOptions("DecodeAndRandomResizedCrop", out_h, out_w, options));
   SLUICE_ASSIGN_OR_RETURN(const JpegHeader header, ReadJpegHeader(jpeg));
   const CropWindow window = SampleRandomResizedCrop(header.height, header.width, seed, options);
-  const int denom =
-      options.dct_scaling ? ChooseScaleDenom(window.height, window.width, out_h, out_w) : 1;
-  // The whole scaled pixels that cover the window (scaled pixel i covers original pixels
-  // [i * denom, (i + 1) * denom)), and the exact window inside them.
-  const int64_t y0 = window.y / denom, x0 = window.x / denom;
-  const int64_t y1 = JpegScaledSize(window.y + window.height, denom);
-  const int64_t x1 = JpegScaledSize(window.x + window.width, denom);
-  DecodeJpegOptions decode{
-      .channels = options.channels,
-      .crop = CropWindow{.y = y0, .x = x0, .height = y1 - y0, .width = x1 - x0},
-      .scale_denom = denom,
-      .max_pixels = options.max_pixels,
-      .fast_dct = options.fast_dct};
-  int64_t decoded_x = 0;  // where column x0 landed in `decoded`
-  SLUICE_ASSIGN_OR_RETURN(const Tensor decoded, DecodeJpegCovering(jpeg, decode, &decoded_x));
-  const double d = denom;
-  const ResizeRegion region{.y = static_cast<double>(window.y) / d - static_cast<double>(y0),
-                            .x = static_cast<double>(window.x) / d - static_cast<double>(x0) +
-                                 static_cast<double>(decoded_x),
-                            .height = static_cast<double>(window.height) / d,
-                            .width = static_cast<double>(window.width) / d};
-  return Resize(decoded, region, out_h, out_w, options.method, output);
+  return DecodeWindowAndResize(jpeg, window, out_h, out_w,
+                               {.channels = options.channels,
+                                .dct_scaling = options.dct_scaling,
+                                .method = options.method,
+                                .fast_dct = options.fast_dct,
+                                .max_pixels = options.max_pixels},
+                               output);
 }
 
 absl::StatusOr<Tensor> RandomResizedCrop(const Tensor& image, int64_t out_h, int64_t out_w,

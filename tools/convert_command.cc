@@ -31,6 +31,7 @@
 #include "io/tfrecord_writer.h"
 #include "ops/decode_jpeg.h"
 #include "ops/encode_jpeg.h"
+#include "ops/read_file.h"
 #include "tools/command_line.h"
 
 namespace sluice::tools {
@@ -373,14 +374,6 @@ void DeterministicShuffle(std::vector<ImageFile>& files, uint64_t seed) {
   }
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read failed"));
-  return bytes;
-}
-
 int RunImages(int argc, char** argv) {
   CommandLine command_line(
       "sluice convert images",
@@ -433,7 +426,8 @@ int RunImages(int argc, char** argv) {
     Progress progress("convert images");
     for (size_t i = 0; i < files.size(); ++i) {
       const ImageFile& file = files[i];
-      SLUICE_ASSIGN_OR_RETURN(std::string bytes, ReadFile(file.path));
+      SLUICE_ASSIGN_OR_RETURN(Tensor contents, ReadFile(file.path));
+      std::string bytes = std::move(*contents.data<std::string>());
       absl::StatusOr<JpegHeader> header = ReadJpegHeader(bytes);
       if (!header.ok()) {
         std::string message = absl::StrCat(file.path, ": not a valid JPEG (", bytes.size(),

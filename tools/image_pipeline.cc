@@ -2,6 +2,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "core/buffer_pool.h"
@@ -14,6 +15,8 @@
 #include "ops/flip.h"
 #include "ops/normalize.h"
 #include "ops/random_resized_crop.h"
+#include "ops/read_file.h"
+#include "train/data/image_dataset_from_directory.h"
 
 namespace sluice::tools {
 namespace {
@@ -75,26 +78,46 @@ class BatchRows {
 
 absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,
                                       std::shared_ptr<std::atomic<int64_t>> record_bytes) {
-  FeatureSpec spec;
-  spec.features.push_back({"image/encoded", FixedLenFeature{DType::kBytes, {}}});
-  spec.features.push_back({"image/class/label", FixedLenFeature{DType::kInt64, {}}});
-  SLUICE_ASSIGN_OR_RETURN(ExampleParser parser, ExampleParser::Create(std::move(spec)));
-
   Options options;
   options.seed = config.seed;
-  Dataset dataset =
-      Dataset::ListFiles(config.files)
-          .Interleave(
-              [](const std::string& file) { return Dataset::TFRecord(file); },
-              {.cycle_length = kAutotune, .block_length = 1, .num_parallel_calls = kAutotune})
-          .Map(
-              [parser](Element element) -> absl::StatusOr<Element> {
-                const std::string& record = element[0].scalar<std::string>();
-                SLUICE_ASSIGN_OR_RETURN(Element parsed, parser.Parse(record));
-                parsed.push_back(Tensor::Scalar<int64_t>(static_cast<int64_t>(record.size())));
-                return parsed;  // {encoded, label, record size}
-              },
-              {.num_parallel_calls = config.parallelism});
+  std::optional<Dataset> source;
+  if (!config.images_dir.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(const train::data::ImageDirectoryIndex index,
+                            train::data::IndexImageDirectory(config.images_dir, {}));
+    const int64_t n = static_cast<int64_t>(index.files.size());
+    Tensor paths(DType::kBytes, Shape{n});
+    for (int64_t i = 0; i < n; ++i) paths.data<std::string>()[i] = index.files[i];
+    SLUICE_ASSIGN_OR_RETURN(Tensor labels, Tensor::FromVector<int64_t>(index.labels, Shape{n}));
+    source =
+        Dataset::FromTensorSlices({std::move(paths), std::move(labels)})
+            .Map(
+                [](Element element) -> absl::StatusOr<Element> {
+                  SLUICE_ASSIGN_OR_RETURN(Tensor bytes, ReadFile(element[0].scalar<std::string>()));
+                  const int64_t size = static_cast<int64_t>(bytes.scalar<std::string>().size());
+                  return Element{std::move(bytes), std::move(element[1]),
+                                 Tensor::Scalar<int64_t>(size)};
+                },
+                {.num_parallel_calls = config.parallelism});
+  } else {
+    FeatureSpec spec;
+    spec.features.push_back({"image/encoded", FixedLenFeature{DType::kBytes, {}}});
+    spec.features.push_back({"image/class/label", FixedLenFeature{DType::kInt64, {}}});
+    SLUICE_ASSIGN_OR_RETURN(ExampleParser parser, ExampleParser::Create(std::move(spec)));
+    source =
+        Dataset::ListFiles(config.files)
+            .Interleave(
+                [](const std::string& file) { return Dataset::TFRecord(file); },
+                {.cycle_length = kAutotune, .block_length = 1, .num_parallel_calls = kAutotune})
+            .Map(
+                [parser](Element element) -> absl::StatusOr<Element> {
+                  const std::string& record = element[0].scalar<std::string>();
+                  SLUICE_ASSIGN_OR_RETURN(Element parsed, parser.Parse(record));
+                  parsed.push_back(Tensor::Scalar<int64_t>(static_cast<int64_t>(record.size())));
+                  return parsed;  // {encoded, label, record size}
+                },
+                {.num_parallel_calls = config.parallelism});
+  }
+  Dataset dataset = *std::move(source);
   // Caching the encoded records (not decoded images) keeps memory at the dataset's size.
   if (config.cache) dataset = dataset.Cache();
   dataset = dataset.Repeat(config.epochs > 0 ? config.epochs : -1);

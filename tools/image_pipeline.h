@@ -16,6 +16,9 @@ namespace sluice::tools {
 // The ImageNet-style input pipeline `sluice bench` measures.
 struct BenchConfig {
   std::string files;
+  // Instead of `files`: a directory of class folders of JPEGs (ImageDatasetFromDirectory's
+  // layout), read file by file with ReadFile.
+  std::string images_dir;
   int parallelism = kAutotune;
   int64_t batch = 64;
   int64_t image_size = 224;
@@ -30,7 +33,8 @@ struct BenchConfig {
 
 // ListFiles -> Interleave(TFRecord) -> Map(parse) [-> Cache] -> Repeat -> Map(decode + random
 // resized crop + flip + normalize) -> Batch -> Prefetch; with `decode_only`, a whole-image decode
-// and no batching. `record_bytes` counts the serialized records that reach the decode stage.
+// and no batching. With `images_dir`, FromTensorSlices(files, labels) -> Map(ReadFile) replaces
+// the first three stages. `record_bytes` counts the serialized records that reach the decode stage.
 absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,
                                       std::shared_ptr<std::atomic<int64_t>> record_bytes);
 

@@ -1,6 +1,7 @@
 #include <set>
 #include <string>
 
+#include "dataset/proto/iterator_state.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/dataset/test_util.h"
@@ -142,6 +143,26 @@ TEST(RepeatTest, CheckpointAcrossEpochBoundaries) {
                 })
                 .Repeat(3);
   testing::ExpectCheckpointsResumeExactly(ds, {0, 2, 4, 5, 6, 10, 14, 15});
+}
+
+// Found by iterator_restore_fuzzer (a 25-s timeout in CI): a checkpoint at a repetition below 0
+// (or past the count) repeated the input for up to 2^63 epochs.
+TEST(RepeatTest, RestoreRefusesARepetitionOutsideTheCount) {
+  auto ds = Dataset::Range(3).Repeat(2);
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(Drain(*it, 4).ok());
+  auto saved = it->Save();
+  ASSERT_TRUE(saved.ok());
+  proto::IteratorCheckpoint checkpoint;
+  ASSERT_TRUE(checkpoint.ParseFromString(*saved));
+  ASSERT_EQ(checkpoint.root().ints().at("repetition"), 1);
+  for (int64_t repetition : {int64_t{-1000000000000}, int64_t{-1}, int64_t{3}}) {
+    (*checkpoint.mutable_root()->mutable_ints())["repetition"] = repetition;
+    auto fresh = ds.MakeIterator();
+    absl::Status s = fresh->Restore(checkpoint.SerializeAsString());
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << repetition;
+    EXPECT_THAT(s.message(), ::testing::HasSubstr("is at repetition")) << repetition;
+  }
 }
 
 TEST(RepeatTest, CheckpointRestoresTheRepetitionsSalt) {

@@ -116,6 +116,17 @@ TEST(NormalizeTest, GrayscaleAndBroadcastStatistics) {
   EXPECT_EQ(out->data<float>()[1], 2.0f);
 }
 
+TEST(NormalizeTest, RescalingIsKerasMultiplyThenAdd) {
+  const NormalizeTable identity = NormalizeTable::Rescaling(3);
+  ASSERT_EQ(identity.channels(), 3);
+  for (int v = 0; v < 256; ++v) ASSERT_EQ(identity.at(2)[v], static_cast<float>(v));
+  // Keras' Rescaling(1/127.5, offset=-1): hand-checked ends and middle.
+  const NormalizeTable centred = NormalizeTable::Rescaling(1, 1.0f / 127.5f, -1.0f);
+  EXPECT_EQ(centred.at(0)[0], -1.0f);
+  EXPECT_EQ(centred.at(0)[255], 1.0f);
+  EXPECT_NEAR(centred.at(0)[128], 1.0f / 255.0f, 2e-7f);
+}
+
 TEST(NormalizeTest, Errors) {
   const Tensor rgb = ThreeGrays();
   const std::vector<float> two = {0.5f, 0.5f}, zero_std = {1, 0, 1}, ok = {0.5f, 0.5f, 0.5f};

@@ -356,7 +356,7 @@ int64_t JsonInt(const std::string& json, const std::string& key) {
 
 TEST(BenchTest, OneEpochCountsEveryImage) {
   std::string root = TempPath("tree_bench");
-  MakeImageTree(root);
+  const auto tree = MakeImageTree(root);
   std::string out = TempPath("bench_set");
   ASSERT_EQ(
       RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) + " --shards 2")
@@ -382,6 +382,15 @@ TEST(BenchTest, OneEpochCountsEveryImage) {
   // A fixed parallelism is not tuned: no AUTOTUNE report.
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("\"autotune\": ")));
 
+  // The same images as loose files: every one read once, its bytes counted.
+  r = RunSluice("bench --images " + ShellQuote(root) +
+                " --epochs 1 --json --batch 4 --image-size 32 --parallelism 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(JsonInt(r.out, "elements"), 6);
+  int64_t file_bytes = 0;
+  for (const auto& [name, content] : tree) file_bytes += content.first.size();
+  EXPECT_EQ(JsonInt(r.out, "bytes"), file_bytes);
+
   r = RunSluice("bench --files " + files +
                 " --epochs 3 --cache --json --batch 4 --image-size 16 --autotune");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -405,6 +414,10 @@ TEST(BenchTest, OneEpochCountsEveryImage) {
 
 TEST(BenchTest, Errors) {
   EXPECT_EQ(RunSluice("bench").exit_code, 2);  // No --files.
+  EXPECT_EQ(RunSluice("bench --files x --images y").exit_code, 2);
+  CliResult missing = RunSluice("bench --images /nonexistent/dir --epochs 1");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("/nonexistent/dir"));
   EXPECT_EQ(RunSluice("bench --files x --epochs 1 --seconds 2").exit_code, 2);
   EXPECT_EQ(RunSluice("bench --files x --parallelism 0").exit_code, 2);
   CliResult r =

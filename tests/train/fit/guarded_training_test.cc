@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "core/status_macros.h"
@@ -70,14 +71,23 @@ class GuardedTrainingTest : public ::testing::Test {
     RegisterGuardedBackend();
   }
 
-  // A fresh temporary directory per test.
+  void TearDown() override {
+    std::error_code ignored;
+    for (const std::string& dir : dirs_) std::filesystem::remove_all(dir, ignored);
+  }
+
+  // A fresh temporary directory, removed after the test.
   std::string TempDir(const std::string& name) {
     std::string dir = ::testing::TempDir() + "/guarded_" + name + "_" +
                       std::to_string(reinterpret_cast<uintptr_t>(this));
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
+    dirs_.push_back(dir);
     return dir;
   }
+
+ private:
+  std::vector<std::string> dirs_;
 };
 
 TEST_F(GuardedTrainingTest, GuardedModuleToMovesVariablesOffTheHost) {

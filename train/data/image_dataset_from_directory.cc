@@ -1,0 +1,295 @@
+#include "train/data/image_dataset_from_directory.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <set>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+#include "core/tensor.h"
+#include "ops/counter_rng.h"
+#include "ops/decode_and_resize.h"
+#include "ops/normalize.h"
+#include "ops/read_file.h"
+
+namespace sluice::train::data {
+namespace {
+
+namespace fs = std::filesystem;
+using Options = ImageDirectoryOptions;
+
+bool IsImageFile(const std::string& name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  for (const char* ext : {".jpg", ".jpeg", ".png", ".bmp", ".gif"}) {
+    if (absl::EndsWith(lower, ext)) return true;
+  }
+  return false;
+}
+
+absl::Status FsError(const std::error_code& error, const std::string& path) {
+  return absl::ErrnoToStatus(error.value(), absl::StrCat(path, ": ", error.message()));
+}
+
+// Appends the image files under `dir` in Keras' order (sorted(os.walk(dir)), then sorted names):
+// every directory's files come before those of the directories after it in path order.
+// `visited` holds (device, inode) of the directories entered, so a symlink loop ends.
+absl::Status Walk(const std::string& dir, bool follow_links,
+                  std::set<std::pair<dev_t, ino_t>>& visited, std::vector<std::string>& out) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !visited.insert({st.st_dev, st.st_ino}).second) {
+    return absl::OkStatus();
+  }
+  std::vector<std::string> files, subdirs;
+  std::error_code error;
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    const fs::directory_entry& entry = *it;
+    const std::string name = entry.path().filename().string();
+    std::error_code ignored;
+    const bool is_link = entry.is_symlink(ignored);
+    if (entry.is_directory(ignored)) {
+      if (!is_link || follow_links) subdirs.push_back(name);
+    } else if (IsImageFile(name)) {
+      files.push_back(name);
+    }
+  }
+  if (error) return FsError(error, dir);
+  std::sort(files.begin(), files.end());
+  std::sort(subdirs.begin(), subdirs.end());
+  for (const std::string& f : files) out.push_back(absl::StrCat(dir, "/", f));
+  for (const std::string& d : subdirs) {
+    SLUICE_RETURN_IF_ERROR(Walk(absl::StrCat(dir, "/", d), follow_links, visited, out));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckOptions(const Options& o) {
+  if (o.image_height <= 0 || o.image_width <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("image_size must be positive, got ", o.image_height, "x", o.image_width));
+  }
+  if (o.batch_size.has_value() && *o.batch_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch_size must be at least 1 (or unset: unbatched), got ", *o.batch_size));
+  }
+  if (!(o.validation_split >= 0 && o.validation_split < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("validation_split must be in [0, 1), got ", o.validation_split));
+  }
+  if ((o.validation_split > 0) != (o.subset != Options::Subset::kAll)) {
+    return absl::InvalidArgumentError(
+        "validation_split and subset go together: set both (subset training or validation) or "
+        "neither");
+  }
+  if (o.validation_split > 0 && o.shuffle && !o.seed.has_value()) {
+    return absl::InvalidArgumentError(
+        "validation_split with shuffle needs a seed, so that the training and validation "
+        "subsets (made by two calls) are disjoint");
+  }
+  if (!o.class_names.empty() && o.labels != Options::Labels::kInferred) {
+    return absl::InvalidArgumentError("class_names applies to inferred labels only");
+  }
+  if (o.labels != Options::Labels::kExplicit && !o.explicit_labels.empty()) {
+    return absl::InvalidArgumentError("explicit_labels needs labels = Labels::kExplicit");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ImageDirectoryIndex> IndexImageDirectory(const std::string& directory,
+                                                        const ImageDirectoryOptions& options) {
+  std::error_code error;
+  if (!fs::is_directory(directory, error)) {
+    if (error && error != std::errc::no_such_file_or_directory) return FsError(error, directory);
+    return absl::NotFoundError(absl::StrCat(directory, ": no such directory"));
+  }
+  ImageDirectoryIndex index;
+  if (options.labels != Options::Labels::kInferred) {
+    std::set<std::pair<dev_t, ino_t>> visited;
+    SLUICE_RETURN_IF_ERROR(Walk(directory, options.follow_links, visited, index.files));
+  } else {
+    std::vector<std::string> subdirs;
+    for (fs::directory_iterator it(directory, error), end; !error && it != end;
+         it.increment(error)) {
+      const std::string name = it->path().filename().string();
+      std::error_code ignored;
+      if (it->is_directory(ignored) && name[0] != '.') subdirs.push_back(name);
+    }
+    if (error) return FsError(error, directory);
+    std::sort(subdirs.begin(), subdirs.end());
+    if (!options.class_names.empty()) {
+      for (const std::string& name : options.class_names) {
+        if (!std::binary_search(subdirs.begin(), subdirs.end(), name)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("class_names has '", name, "', which is not a subdirectory of ",
+                           directory, " (it has: ", absl::StrJoin(subdirs, ", "), ")"));
+        }
+      }
+      subdirs = options.class_names;
+    }
+    for (size_t label = 0; label < subdirs.size(); ++label) {
+      // Per class: a folder linked into two classes is walked for each.
+      std::set<std::pair<dev_t, ino_t>> visited;
+      SLUICE_RETURN_IF_ERROR(Walk(absl::StrCat(directory, "/", subdirs[label]),
+                                  options.follow_links, visited, index.files));
+      index.labels.resize(index.files.size(), static_cast<int64_t>(label));
+    }
+    index.class_names = std::move(subdirs);
+  }
+  if (index.files.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no image files (.jpg, .jpeg, .png, .bmp, .gif) in ", directory,
+        options.labels == Options::Labels::kInferred ? "'s class subdirectories" : ""));
+  }
+  if (options.labels == Options::Labels::kExplicit) {
+    if (options.explicit_labels.size() != index.files.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "explicit_labels has ", options.explicit_labels.size(), " labels but ", directory,
+          " has ", index.files.size(), " image files (one label per file, in sorted path order)"));
+    }
+    std::set<int64_t> distinct;
+    for (int64_t label : options.explicit_labels) {
+      if (label < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("explicit_labels must be >= 0, got ", label));
+      }
+      distinct.insert(label);
+    }
+    index.labels = options.explicit_labels;
+    for (int64_t label : distinct) index.class_names.push_back(absl::StrCat(label));
+  }
+  return index;
+}
+
+absl::StatusOr<ImageDirectoryDataset> ImageDatasetFromDirectory(
+    const std::string& directory, const ImageDirectoryOptions& options) {
+  SLUICE_RETURN_IF_ERROR(CheckOptions(options));
+  SLUICE_ASSIGN_OR_RETURN(ImageDirectoryIndex index, IndexImageDirectory(directory, options));
+  const bool labeled =
+      options.labels != Options::Labels::kNone && options.label_mode != Options::LabelMode::kNone;
+  const int64_t num_classes = static_cast<int64_t>(index.class_names.size());
+  if (labeled && options.label_mode == Options::LabelMode::kBinary && num_classes != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("label_mode binary needs exactly 2 classes, but there are ", num_classes, " (",
+                     absl::StrJoin(index.class_names, ", "), ")"));
+  }
+  if (labeled && options.label_mode == Options::LabelMode::kCategorical) {
+    for (int64_t label : index.labels) {
+      if (label >= num_classes) {
+        return absl::InvalidArgumentError(absl::StrCat("label_mode categorical: label ", label,
+                                                       " is not below the number of "
+                                                       "distinct labels (",
+                                                       num_classes, ")"));
+      }
+    }
+  }
+  const size_t total = index.files.size();
+  if (options.verbose) {
+    if (options.labels == Options::Labels::kNone) {
+      std::fprintf(stderr, "Found %zu files.\n", total);
+    } else {
+      std::fprintf(stderr, "Found %zu files belonging to %lld classes.\n", total,
+                   static_cast<long long>(num_classes));
+    }
+  }
+
+  const uint64_t seed = options.seed.has_value() ? *options.seed : std::random_device{}();
+  std::vector<size_t> order(total);
+  for (size_t i = 0; i < total; ++i) order[i] = i;
+  if (options.shuffle) {  // Fisher-Yates, from a seeded counter-based generator.
+    CounterRng rng(seed, kFileOrderStream);
+    for (size_t i = total; i > 1; --i) std::swap(order[i - 1], order[rng.UniformInt(i)]);
+  }
+  const size_t num_validation = static_cast<size_t>(options.validation_split * total);
+  size_t begin = 0, end = total;
+  if (options.subset == Options::Subset::kTraining) end = total - num_validation;
+  if (options.subset == Options::Subset::kValidation) begin = total - num_validation;
+  if (begin == end) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "validation_split ", options.validation_split, " of ", total, " files leaves the ",
+        options.subset == Options::Subset::kTraining ? "training" : "validation", " subset empty"));
+  }
+  if (options.verbose && options.subset != Options::Subset::kAll) {
+    std::fprintf(stderr, "Using %zu files for %s.\n", end - begin,
+                 options.subset == Options::Subset::kTraining ? "training" : "validation");
+  }
+
+  const int64_t n = static_cast<int64_t>(end - begin);
+  Tensor paths(DType::kBytes, Shape{n});
+  Tensor labels(DType::kInt32, Shape{n});
+  std::vector<std::string> files;
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t file = order[begin + static_cast<size_t>(i)];
+    paths.data<std::string>()[i] = index.files[file];
+    labels.data<int32_t>()[i] = labeled ? static_cast<int32_t>(index.labels[file]) : 0;
+    files.push_back(index.files[file]);
+  }
+  Dataset dataset =
+      labeled ? Dataset::FromTensorSlices({paths, labels}) : Dataset::FromTensorSlices({paths});
+  if (options.shuffle) dataset = dataset.Shuffle(n, {.seed = seed});
+
+  const int channels = options.color_mode == Options::ColorMode::kGrayscale ? 1 : 3;
+  const NormalizeTable as_float = NormalizeTable::Rescaling(channels);
+  const DecodeAndResizeOptions decode{.channels = channels,
+                                      .crop_to_aspect_ratio = options.crop_to_aspect_ratio,
+                                      .dct_scaling = options.dct_scaling,
+                                      .method = options.interpolation};
+  const int64_t height = options.image_height, width = options.image_width;
+  const Options::LabelMode mode = options.label_mode;
+  dataset = dataset.Map(
+      [=](Element element) -> absl::StatusOr<Element> {
+        const std::string& path = element[0].scalar<std::string>();
+        absl::StatusOr<Tensor> image = [&]() -> absl::StatusOr<Tensor> {
+          SLUICE_ASSIGN_OR_RETURN(const Tensor bytes, ReadFile(path));
+          return DecodeAndResize(bytes.scalar<std::string>(), height, width, decode,
+                                 {.normalize = &as_float});
+        }();
+        if (!image.ok()) {
+          // ReadFile's errors name the path already; decode errors do not.
+          if (absl::StrContains(image.status().message(), path)) return image.status();
+          return absl::Status(image.status().code(),
+                              absl::StrCat(path, ": ", image.status().message()));
+        }
+        Element out{*std::move(image)};
+        if (!labeled) return out;
+        const int32_t label = element[1].scalar<int32_t>();
+        switch (mode) {
+          case Options::LabelMode::kInt:
+            out.push_back(Tensor::Scalar<int32_t>(label));
+            break;
+          case Options::LabelMode::kCategorical: {
+            Tensor one_hot = Tensor::Zeros(DType::kFloat32, Shape{num_classes});
+            one_hot.data<float>()[label] = 1.0f;
+            out.push_back(std::move(one_hot));
+            break;
+          }
+          case Options::LabelMode::kBinary:
+            out.push_back(Tensor::FromVector<float>({static_cast<float>(label)}));
+            break;
+          case Options::LabelMode::kNone:
+            break;
+        }
+        return out;
+      },
+      {.num_parallel_calls = options.num_parallel_calls});
+  if (options.skip_errors) dataset = dataset.IgnoreErrors(options.on_skipped);
+  if (options.batch_size.has_value()) dataset = dataset.Batch(*options.batch_size);
+  return ImageDirectoryDataset{.dataset = dataset.Prefetch(),
+                               .class_names = std::move(index.class_names),
+                               .files = std::move(files)};
+}
+
+}  // namespace sluice::train::data
