@@ -104,6 +104,16 @@ void Model::Update(const std::vector<NodeSample>& samples, int64_t now_ns) {
       if (p == nullptr || delta_elements[i] < 0) continue;
       const int64_t de = delta_elements[i];
       n.observed_rate = static_cast<double>(de) * 1e9 / dt_ns;
+      if (i > 0 && delta_elements[i - 1] >= 0) {
+        n.input_per_interval = Ema(n.input_per_interval, static_cast<double>(delta_elements[i - 1]),
+                                   alpha_, !n.counted);
+        n.output_per_interval =
+            Ema(n.output_per_interval, static_cast<double>(de), alpha_, !n.counted);
+        n.counted = true;
+        if (n.output_per_interval > 0) {
+          n.input_ratio = n.input_per_interval / n.output_per_interval;
+        }
+      }
       if (de == 0) continue;
       const double ded = static_cast<double>(de);
       const bool first = !n.measured;
@@ -111,10 +121,6 @@ void Model::Update(const std::vector<NodeSample>& samples, int64_t now_ns) {
       n.bytes_per_element =
           Ema(n.bytes_per_element,
               static_cast<double>(top[i]->stats.bytes_produced - p->bytes) / ded, alpha_, first);
-      if (i > 0 && delta_elements[i - 1] >= 0) {
-        n.input_ratio =
-            Ema(n.input_ratio, static_cast<double>(delta_elements[i - 1]) / ded, alpha_, first);
-      }
       n.measured = true;
     }
     // The caller's time per element: wall time per root element less what it

@@ -34,9 +34,15 @@ struct KnobState {
 struct NodeEstimate {
   std::string name;
   NodeKind kind = NodeKind::kSync;
-  bool measured = false;         // at least one interval with output
-  double self_ns = 0;            // own work per element (moving average)
-  double input_ratio = 1;        // input elements consumed per output element
+  bool measured = false;   // at least one interval with output
+  double self_ns = 0;      // own work per element (moving average)
+  double input_ratio = 1;  // input elements consumed per output element
+  // Moving averages of the input elements consumed and the elements produced per interval:
+  // input_ratio is their ratio. (A moving average of per-interval ratios would not do: a short
+  // interval that hands on 1 element while its input refills a buffer with 3 reads as 3.)
+  double input_per_interval = 0;
+  double output_per_interval = 0;
+  bool counted = false;          // the two averages above have a sample
   double bytes_per_element = 0;  // moving average
   double observed_rate = 0;      // elements/s over the last interval
   // Root node only: the caller's own time between GetNext calls, per element.

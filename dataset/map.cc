@@ -9,6 +9,7 @@
 #include "core/mutex.h"
 #include "core/status_macros.h"
 #include "core/trace_recorder.h"
+#include "dataset/buffered_entry.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
 #include "dataset/knob.h"
@@ -186,10 +187,11 @@ class ParallelMapIterator : public IteratorBase {
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
     MutexLock l(&shared_->mu);
     SLUICE_ASSIGN_OR_RETURN(next_index_, SavedInt(state, "next_index"));
-    SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "input_ended"));
-    input_ended_ = ended != 0;
-    for (const proto::BufferedResult& r : state.buffer()) {
-      SLUICE_ASSIGN_OR_RETURN(auto result, ResultFromProto(r));
+    // Checks that an ended input left its end marker last: without one, GetNext would wait for
+    // a call that nothing will start.
+    SLUICE_ASSIGN_OR_RETURN(SavedBuffer saved, ReadSavedBuffer(state));
+    input_ended_ = saved.input_ended;
+    for (auto& result : saved.results) {
       auto slot = std::make_shared<Slot>();
       slot->done = true;
       slot->result = std::move(result);

@@ -44,6 +44,12 @@ class CounterRng {
 inline constexpr uint64_t kRandomResizedCropStream = 0x52524331;  // "RRC1"
 inline constexpr uint64_t kRandomFlipStream = 0x464c4950;         // "FLIP"
 inline constexpr uint64_t kFileOrderStream = 0x46494c45;          // "FILE"
+inline constexpr uint64_t kRandomRotationStream = 0x524f5441;     // "ROTA"
+inline constexpr uint64_t kRandomZoomStream = 0x5a4f4f4d;         // "ZOOM"
+inline constexpr uint64_t kRandomTranslationStream = 0x5452414e;  // "TRAN"
+inline constexpr uint64_t kRandomFlipBatchStream = 0x464c4950 + 1;
+inline constexpr uint64_t kRandomContrastStream = 0x434f4e54;    // "CONT"
+inline constexpr uint64_t kRandomBrightnessStream = 0x42524954;  // "BRIT"
 
 }  // namespace sluice
 

@@ -1,5 +1,6 @@
 #include "autotune/model.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -210,6 +211,31 @@ NodeSample Sample(const std::string& name, NodeKind kind, int64_t elements, int6
   s.stats =
       NodeStatsSnapshot{name, kind, elements, bytes, busy_ns, wait_ns, 0, 0, 0, 0, -1, -1, -1};
   return s;
+}
+
+// Under load, intervals are uneven: a Map hands on 1 element in one while its input refills a
+// buffer with 3, then 3 against 1. The input ratio is the ratio of the averaged counts, 1, not an
+// average of the per-interval ratios (3 and 1/3), which came out near 1.67 and failed
+// AutotuneControllerTest.ReportFieldsAreFilled on a loaded machine.
+TEST(ModelTest, InputRatioIsARatioOfCountsNotAnAverageOfRatios) {
+  Model m;
+  int64_t in = 0, out = 0;
+  std::vector<double> ratios;
+  for (int interval = 0; interval <= 40; ++interval) {
+    m.Update({Sample("Range[0]", NodeKind::kSource, in, 8 * in, 100 * in),
+              Sample("Map[1]", NodeKind::kAsync, out, 8 * out, 1000 * out)},
+             1'000'000'000 + interval * 10'000'000);
+    if (m.ready()) ratios.push_back(m.nodes()[1].input_ratio);
+    in += interval % 2 == 0 ? 3 : 1;
+    out += interval % 2 == 0 ? 1 : 3;
+  }
+  ASSERT_GE(ratios.size(), 2u);
+  // The moving averages swing with the alternation (0.84 and 1.19 with alpha 0.3), but about 1:
+  // the two phases' geometric mean is 1. Averaging ratios gave 1.43 and 1.90.
+  const double a = ratios[ratios.size() - 2], b = ratios.back();
+  EXPECT_NEAR(a, 1.0, 0.25);
+  EXPECT_NEAR(b, 1.0, 0.25);
+  EXPECT_NEAR(std::sqrt(a * b), 1.0, 0.02);
 }
 
 TEST(ModelTest, UpdateEstimatesCostsRatiosAndRatesFromDeltas) {

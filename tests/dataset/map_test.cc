@@ -4,6 +4,7 @@
 #include <set>
 #include <thread>
 
+#include "dataset/proto/iterator_state.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/dataset/test_util.h"
@@ -211,6 +212,34 @@ TEST(MapTest, BufferedResultsCountTheirBytes) {
   EXPECT_EQ(it->Stats()[1].buffered_elements, 3);
   ASSERT_TRUE(Drain(*it).ok());
   EXPECT_EQ(it->Stats()[1].buffered_bytes, 0);
+}
+
+// Found by iterator_restore_fuzzer (a timeout in CI): a parallel Map's checkpoint saying its input
+// had ended, without the end marker in its buffer. Restored, GetNext waited for a call that nothing
+// would ever start: a hang, not an error.
+TEST(MapTest, ParallelRestoreRefusesAnEndedInputWithoutItsEndMarker) {
+  auto ds = Dataset::Range(3).Map([](Element e) { return e; }, {.num_parallel_calls = 2});
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(Drain(*it).ok());  // to the end: input ended, end marker buffered
+  auto saved = it->Save();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  proto::IteratorCheckpoint checkpoint;
+  ASSERT_TRUE(checkpoint.ParseFromString(*saved));
+  proto::IteratorStateProto* map = checkpoint.mutable_root();
+  ASSERT_EQ(map->ints().at("input_ended"), 1);
+  ASSERT_GT(map->buffer_size(), 0);
+  {  // As saved, it restores and ends.
+    auto fresh = ds.MakeIterator();
+    ASSERT_TRUE(fresh->Restore(checkpoint.SerializeAsString()).ok());
+    auto next = fresh->GetNext();
+    ASSERT_TRUE(next.ok());
+    EXPECT_FALSE(next->has_value());
+  }
+  map->clear_buffer();
+  auto fresh = ds.MakeIterator();
+  absl::Status s = fresh->Restore(checkpoint.SerializeAsString());
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(s.message(), HasSubstr("inconsistent end of input"));
 }
 
 }  // namespace
