@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -29,6 +30,10 @@
 #include "distributed/mpi_communicator.h"
 #include "io/glob.h"
 #include "io/record_index.h"
+#include "ops/random_flip.h"
+#include "ops/random_translation.h"
+#include "ops/random_zoom.h"
+#include "ops/rescaling.h"
 #include "tools/command_line.h"
 #include "tools/device_option.h"
 #include "train/autodiff/check_numerics.h"
@@ -40,6 +45,7 @@
 #include "train/callbacks/model_checkpoint.h"
 #include "train/callbacks/tensorboard.h"
 #include "train/data/image_dataset.h"
+#include "train/data/image_dataset_from_directory.h"
 #include "train/fit/trainer.h"
 #include "train/layers/summary.h"
 #include "train/models/model_zoo.h"
@@ -58,6 +64,11 @@ using train::fit::History;
 
 struct TrainConfig {
   std::string data;
+  // Instead of `data`: a folder of class folders of JPEGs (ImageDatasetFromDirectory), split
+  // into training and validation (the test set here) subsets.
+  std::string images;
+  int64_t image_size = 64;
+  double validation_split = 0.2;
   std::string model = "cnn";
   int64_t epochs = 1;
   int64_t batch = 64;
@@ -246,10 +257,18 @@ double MeanOf(const History& history, const std::string& key) {
   return sum / it->second.size();
 }
 
-// `comm`: the job's processes with --distributed, else nullptr.
-absl::StatusOr<Outcome> Train(const TrainConfig& config, distributed::Communicator* comm) {
-  const int ranks = comm != nullptr ? comm->size() : 1;
-  const bool chief = comm == nullptr || comm->rank() == 0;  // prints and writes files
+// The training and test pipelines, and what Train needs to know of them.
+struct Datasets {
+  Dataset train;
+  Dataset test;
+  int64_t train_records = 0;
+  int64_t classes = 10;
+  std::string test_source;  // for errors
+};
+
+// --data DIR: the TFRecords `sluice convert` writes, 10 classes of grayscale images.
+absl::StatusOr<Datasets> TFRecordDatasets(const TrainConfig& config,
+                                          std::function<void(const absl::Status&)> on_skipped) {
   const std::string train_files = (fs::path(config.data) / "train-*.tfrecord").string();
   const std::string test_files = (fs::path(config.data) / "test-*.tfrecord").string();
   SLUICE_ASSIGN_OR_RETURN(int64_t train_records,
@@ -258,9 +277,6 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config, distributed::Communicat
     return absl::NotFoundError(absl::StrCat("no training records in ", train_files,
                                             " (make them with `sluice convert fashion-mnist`)"));
   }
-  train::backend::cpu::SetCpuThreads(static_cast<int>(config.threads));
-  auto skipped = std::make_shared<SkippedRecords>();
-  auto on_skipped = [skipped](const absl::Status& status) { skipped->Add(status); };
   SLUICE_ASSIGN_OR_RETURN(Dataset train_data,
                           train::data::MakeImageDataset({.files = train_files,
                                                          .batch_size = config.batch,
@@ -278,15 +294,92 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config, distributed::Communicat
                                                          .skip_errors = config.skip_errors,
                                                          .on_skipped = on_skipped,
                                                          .seed = config.seed}));
+  return Datasets{.train = std::move(train_data),
+                  .test = std::move(test_data),
+                  .train_records = train_records,
+                  .classes = 10,
+                  .test_source = test_files};
+}
+
+// --images DIR: ImageDatasetFromDirectory's training and validation subsets, RGB, scaled to
+// [0, 1]; with --augment, Keras' RandomFlip("horizontal"), RandomTranslation(0.1, 0.1) and
+// RandomZoom(0.1) on each training batch.
+absl::StatusOr<Datasets> ImageFolderDatasets(const TrainConfig& config, bool chief,
+                                             std::function<void(const absl::Status&)> on_skipped) {
+  using Options = train::data::ImageDirectoryOptions;
+  Options options;
+  options.image_height = options.image_width = config.image_size;
+  options.seed = config.seed;
+  options.validation_split = config.validation_split;
+  options.subset = Options::Subset::kTraining;
+  options.batch_size = config.batch;
+  options.verbose = chief && !config.json;
+  options.skip_errors = config.skip_errors;
+  options.on_skipped = on_skipped;
+  SLUICE_ASSIGN_OR_RETURN(train::data::ImageDirectoryDataset train_set,
+                          train::data::ImageDatasetFromDirectory(config.images, options));
+  options.subset = Options::Subset::kValidation;
+  options.batch_size = 256;
+  SLUICE_ASSIGN_OR_RETURN(train::data::ImageDirectoryDataset test_set,
+                          train::data::ImageDatasetFromDirectory(config.images, options));
+  const Rescaling rescale(1.0f / 255);
+  const bool augment = config.augment;
+  const RandomFlip flip(RandomFlip::Mode::kHorizontal);
+  SLUICE_ASSIGN_OR_RETURN(const RandomTranslation translate, RandomTranslation::Create(0.1, 0.1));
+  SLUICE_ASSIGN_OR_RETURN(const RandomZoom zoom, RandomZoom::Create(0.1));
+  Dataset train_data = train_set.dataset
+                           .Map(
+                               [=](Element e, const ElementContext& c) -> absl::StatusOr<Element> {
+                                 if (augment) {
+                                   SLUICE_ASSIGN_OR_RETURN(e[0], flip.Apply(e[0], c.seed));
+                                   SLUICE_ASSIGN_OR_RETURN(e[0], translate.Apply(e[0], c.seed));
+                                   SLUICE_ASSIGN_OR_RETURN(e[0], zoom.Apply(e[0], c.seed));
+                                 }
+                                 SLUICE_ASSIGN_OR_RETURN(e[0], rescale.Apply(e[0]));
+                                 return e;
+                               },
+                               {.num_parallel_calls = kAutotune})
+                           .Prefetch();
+  Dataset test_data = test_set.dataset.Map([rescale](Element e) -> absl::StatusOr<Element> {
+    SLUICE_ASSIGN_OR_RETURN(e[0], rescale.Apply(e[0]));
+    return e;
+  });
+  int64_t train_records = static_cast<int64_t>(train_set.files.size());
+  if (config.limit >= 0) {
+    train_records = std::min(train_records, config.limit);
+    train_data = train_data.Take((config.limit + config.batch - 1) / config.batch);
+  }
+  return Datasets{.train = std::move(train_data),
+                  .test = std::move(test_data),
+                  .train_records = train_records,
+                  .classes = static_cast<int64_t>(train_set.class_names.size()),
+                  .test_source = absl::StrCat(config.images, " (validation subset)")};
+}
+
+// `comm`: the job's processes with --distributed, else nullptr.
+absl::StatusOr<Outcome> Train(const TrainConfig& config, distributed::Communicator* comm) {
+  const int ranks = comm != nullptr ? comm->size() : 1;
+  const bool chief = comm == nullptr || comm->rank() == 0;  // prints and writes files
+  train::backend::cpu::SetCpuThreads(static_cast<int>(config.threads));
+  auto skipped = std::make_shared<SkippedRecords>();
+  auto on_skipped = [skipped](const absl::Status& status) { skipped->Add(status); };
+  SLUICE_ASSIGN_OR_RETURN(Datasets data, config.images.empty()
+                                             ? TFRecordDatasets(config, on_skipped)
+                                             : ImageFolderDatasets(config, chief, on_skipped));
+  const int64_t train_records = data.train_records;
+  Dataset& train_data = data.train;
+  Dataset& test_data = data.test;
+  const std::string& test_source = data.test_source;
   // The model's input shape comes from the first test batch.
   SLUICE_ASSIGN_OR_RETURN(std::optional<Element> first, test_data.MakeIterator()->GetNext());
-  if (!first) return absl::NotFoundError(absl::StrCat("no test records in ", test_files));
+  if (!first) return absl::NotFoundError(absl::StrCat("no test records in ", test_source));
   const Shape& shape = (*first)[0].shape();
   SLUICE_ASSIGN_OR_RETURN(
       std::unique_ptr<train::layers::Module> model,
-      train::models::MakeModel(config.model,
-                               {.height = shape[1], .width = shape[2], .channels = shape[3]},
-                               config.seed, {.recompute = config.recompute}));
+      train::models::MakeModel(
+          config.model,
+          {.height = shape[1], .width = shape[2], .channels = shape[3], .classes = data.classes},
+          config.seed, {.recompute = config.recompute}));
   if (!config.device.is_cpu()) {
     SLUICE_RETURN_IF_ERROR(CheckDeviceAvailable(config.device));
     SLUICE_RETURN_IF_ERROR(model->To(config.device));
@@ -439,6 +532,13 @@ void PrintJson(const TrainConfig& config, const Outcome& outcome) {
 
 void AddTrainOptions(CommandLine& command_line) {
   command_line.AddOption("data", "DIR", "", "folder with train-*.tfrecord and test-*.tfrecord");
+  command_line.AddOption("images", "DIR", "",
+                         "instead of --data: a folder of class folders of JPEGs "
+                         "(ImageDatasetFromDirectory), RGB, split into training and validation "
+                         "subsets; the validation subset is the test set");
+  command_line.AddOption("image-size", "N", "64", "with --images: height and width of the images");
+  command_line.AddOption("validation-split", "X", "0.2",
+                         "with --images: the share of the images held out as the test set");
   command_line.AddOption("model", "NAME", "cnn",
                          absl::StrCat(absl::StrJoin(train::models::ModelNames(), ", "),
                                       " (see the README for their layers)"));
@@ -511,7 +611,27 @@ void AddTrainOptions(CommandLine& command_line) {
 absl::StatusOr<TrainConfig> ParseTrainConfig(const CommandLine& command_line) {
   TrainConfig config;
   config.data = command_line.Value("data");
-  if (config.data.empty()) return absl::InvalidArgumentError("--data DIR is required");
+  config.images = command_line.Value("images");
+  if (config.data.empty() == config.images.empty()) {
+    return absl::InvalidArgumentError("give --data DIR or --images DIR (one of them)");
+  }
+  if (config.images.empty()) {
+    for (const char* name : {"image-size", "validation-split"}) {
+      if (command_line.WasGiven(name)) {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " applies to --images"));
+      }
+    }
+  } else {
+    absl::StatusOr<int64_t> size = command_line.IntValue("image-size", 8);
+    if (!size.ok()) return size.status();
+    config.image_size = *size;
+    const std::string& split = command_line.Value("validation-split");
+    if (!absl::SimpleAtod(split, &config.validation_split) || !(config.validation_split > 0) ||
+        !(config.validation_split < 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--validation-split takes a number in (0, 1), not '", split, "'"));
+    }
+  }
   config.model = command_line.Value("model");
   config.optimizer = command_line.Value("optimizer");
   config.schedule = command_line.Value("schedule");

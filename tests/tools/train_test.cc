@@ -5,9 +5,11 @@
 #include <fstream>
 #include <string>
 
+#include "absl/strings/match.h"
+#include "core/tensor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "absl/strings/match.h"
+#include "ops/encode_jpeg.h"
 #include "tests/tools/cli_test_util.h"
 
 namespace sluice {
@@ -182,10 +184,40 @@ TEST_F(TrainCommandTest, Float16OnTheCpuFailsWithTheReason) {
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("Epoch 1/")));
 }
 
+// --images: two classes of 20 JPEGs each, dark and light with a texture, that an MLP tells
+// apart; 20% of them (8) are held out as the test set.
+TEST(TrainImagesTest, TrainsOnAFolderOfClassFolders) {
+  const std::string root = TempPath("train_images");
+  for (int label = 0; label < 2; ++label) {
+    std::filesystem::create_directories(root + (label == 0 ? "/dark" : "/light"));
+    for (int i = 0; i < 20; ++i) {
+      Tensor image(DType::kUint8, Shape{16, 16, 3});
+      for (int k = 0; k < 16 * 16 * 3; ++k) {
+        image.data<uint8_t>()[k] = static_cast<uint8_t>((label == 0 ? 40 : 200) + (k * 7 + i) % 30);
+      }
+      auto jpeg = EncodeJpeg(image);
+      ASSERT_TRUE(jpeg.ok());
+      std::ofstream(root + (label == 0 ? "/dark/" : "/light/") + std::to_string(i) + ".jpg",
+                    std::ios::binary)
+          << *jpeg;
+    }
+  }
+  CliResult r =
+      RunSluice("train --images " + ShellQuote(root) +
+                " --model mlp --image-size 8 --epochs 10 --batch 8 --lr 0.01 --augment --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(JsonNumber(r.out, "train_records"), 32);
+  EXPECT_GE(JsonNumber(r.out, "test_accuracy"), 0.99) << r.out;
+  std::filesystem::remove_all(root);
+}
+
 TEST(TrainCommandLineTest, BadArgumentsAreUsageErrors) {
   CliResult no_data = RunSluice("train");
   EXPECT_EQ(no_data.exit_code, 2);
-  EXPECT_THAT(no_data.err, HasSubstr("--data DIR is required"));
+  EXPECT_THAT(no_data.err, HasSubstr("give --data DIR or --images DIR"));
+  EXPECT_EQ(RunSluice("train --data x --images y").exit_code, 2);
+  EXPECT_EQ(RunSluice("train --data x --image-size 32").exit_code, 2);  // --images only
+  EXPECT_EQ(RunSluice("train --images x --validation-split 1").exit_code, 2);
   CliResult batch = RunSluice("train --data x --batch 0");
   EXPECT_EQ(batch.exit_code, 2);
   EXPECT_THAT(batch.err, HasSubstr("--batch takes an integer >= 1, not '0'"));
