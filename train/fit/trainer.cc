@@ -53,6 +53,17 @@ absl::Status CheckBatch(absl::string_view who, const Element& e, size_t first, b
 // iterator, and its position, across epochs. This names the parts of such an element.
 // Fit checks an element's images and labels (CheckBatch) before it makes an EnumeratedBatch.
 struct EnumeratedBatch {
+  // Enumerate makes the index, but a restored checkpoint may hold anything in the pipeline's
+  // buffers (their elements are not checked against the pipeline's types): Fit checks each
+  // element it reads with this first.
+  static absl::Status Check(const Element& e) {
+    if (e.empty() || e[0].dtype() != DType::kInt64 || e[0].rank() != 0) {
+      return absl::DataLossError(absl::StrCat(
+          "an element without its pass index (int64 scalar) first: ", ElementDebugString(e, 2),
+          "; was the input's position restored from a corrupt checkpoint?"));
+    }
+    return absl::OkStatus();
+  }
   static int64_t IndexOf(const Element& e) { return e[0].scalar<int64_t>(); }
   explicit EnumeratedBatch(const Element& e) : index(IndexOf(e)), images(e[1]), labels(e[2]) {}
   int64_t index;  // within the pass
@@ -219,6 +230,8 @@ absl::Status Trainer::SkipToNextPass() {
     absl::StatusOr<std::optional<Element>> next = iterator_->GetNext();
     SLUICE_RETURN_IF_ERROR(WithContext(next.status(), "Fit: reading the training data: "));
     if (!next->has_value()) return absl::OkStatus();
+    SLUICE_RETURN_IF_ERROR(
+        WithContext(EnumeratedBatch::Check(**next), "Fit: reading the training data: "));
     pending_ = std::move(*next);
   }
 }
@@ -280,7 +293,11 @@ absl::StatusOr<std::optional<Element>> Trainer::NextTrainingElement() {
     pending_.reset();
     return e;
   }
-  return iterator_->GetNext();
+  absl::StatusOr<std::optional<Element>> next = iterator_->GetNext();
+  if (next.ok() && next->has_value()) {
+    SLUICE_RETURN_IF_ERROR(EnumeratedBatch::Check(**next));
+  }
+  return next;
 }
 
 absl::Status Trainer::CheckLoss(absl::string_view who) const {
@@ -635,6 +652,11 @@ absl::Status Trainer::ResumeFromCheckpoint() {
     SLUICE_RETURN_IF_ERROR(
         WithContext(iterator_->Restore(*ckpt.iterator_state),
                     absl::StrCat(resume_path_, ": the input pipeline's position: ")));
+  }
+  if (ckpt.pending_element) {
+    SLUICE_RETURN_IF_ERROR(
+        WithContext(EnumeratedBatch::Check(*ckpt.pending_element),
+                    absl::StrCat(resume_path_, ": the element held for the next step: ")));
   }
   pending_ = std::move(ckpt.pending_element);
   if (step_in_epoch_ > 0) {

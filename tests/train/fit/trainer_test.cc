@@ -13,6 +13,7 @@
 
 #include "tests/train/fit_test_util.h"
 #include "train/callbacks/model_checkpoint.h"
+#include "train/fit/training_checkpoint.h"
 #include "train/optimizers/adam.h"
 #include "train/optimizers/sgd.h"
 
@@ -322,6 +323,39 @@ INSTANTIATE_TEST_SUITE_P(Positions, ResumeTest,
                          [](const ::testing::TestParamInfo<ResumeCase>& info) {
                            return info.param.name;
                          });
+
+// Found by training_checkpoint_fuzzer: a checkpoint whose element held for the next step lacked
+// the pass index Fit reads first (an empty element), and Fit indexed past its end. Now the
+// resume fails, naming the file and the element.
+TEST(TrainerTest, ResumingWithAHeldElementWithoutItsPassIndexIsDataLoss) {
+  const std::string path = TempPath("held_element");
+  auto dataset = [] { return Dataset::FromTensorSlices(Blobs(64, 3)).Batch(8); };
+  auto model_b = TinyModel(11);
+  optimizers::Sgd sgd_b;
+  Trainer b(*model_b, sgd_b);
+  RecordingCallback stop;
+  stop.on_batch_end = [&](int64_t, const callbacks::Logs&) -> absl::Status {
+    if (b.global_step() != 3) return absl::OkStatus();
+    b.StopTraining();
+    return b.SaveCheckpoint(path);
+  };
+  ASSERT_TRUE(b.Fit(dataset(), {.epochs = 1, .callbacks = {&stop}, .verbose = 0}).ok());
+  for (Element held : {Element{}, Element{Tensor::Scalar<std::string>("x"), Tensor()}}) {
+    absl::StatusOr<TrainingCheckpoint> ckpt = ReadCheckpoint(path);
+    ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+    ckpt->pending_element = held;
+    ASSERT_TRUE(WriteCheckpoint(path, *ckpt).ok());
+    auto model_c = TinyModel(11);
+    optimizers::Sgd sgd_c;
+    Trainer c(*model_c, sgd_c);
+    ASSERT_TRUE(c.LoadCheckpoint(path).ok());
+    absl::StatusOr<History> h = c.Fit(dataset(), {.epochs = 1, .verbose = 0});
+    ASSERT_EQ(h.status().code(), absl::StatusCode::kDataLoss) << h.status();
+    EXPECT_THAT(std::string(h.status().message()), HasSubstr(path));
+    EXPECT_THAT(std::string(h.status().message()), HasSubstr("without its pass index"));
+  }
+  std::filesystem::remove(path);
+}
 
 TEST(TrainerTest, LoadingAMismatchedCheckpointNamesTheVariable) {
   const std::string path = TempPath("mismatch");
