@@ -2,9 +2,12 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -84,13 +87,38 @@ absl::StatusOr<IdxFile> ParseIdx(absl::string_view bytes, absl::string_view name
   return file;
 }
 
-absl::StatusOr<IdxFile> ReadIdxFile(const std::string& path) {
+namespace {
+
+// The header's size and the whole file's size it declares, once `bytes` holds the header;
+// nullopt before. (Dimensions whose product overflows report the maximum: ParseIdx names them.)
+std::optional<std::pair<size_t, uint64_t>> DeclaredSize(const std::string& bytes) {
+  if (bytes.size() < 4) return std::nullopt;
+  const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
+  const size_t header = 4 + 4 * static_cast<size_t>(b[3]);
+  if (bytes.size() < header) return std::nullopt;
+  uint64_t total = static_cast<uint64_t>(std::max(IdxTypeSize(static_cast<IdxType>(b[2])), 1));
+  for (size_t i = 0; i < b[3]; ++i) {
+    const unsigned char* p = b + 4 + 4 * i;
+    const uint64_t d =
+        (uint64_t{p[0]} << 24) | (uint64_t{p[1]} << 16) | (uint64_t{p[2]} << 8) | p[3];
+    if (d != 0 && total > std::numeric_limits<uint64_t>::max() / 2 / d) {
+      return std::make_pair(header, std::numeric_limits<uint64_t>::max());
+    }
+    total *= d;
+  }
+  return std::make_pair(header, header + total);
+}
+
+}  // namespace
+
+absl::StatusOr<IdxFile> ReadIdxFile(const std::string& path, int64_t max_bytes) {
   gzFile in = gzopen(path.c_str(), "rb");
   if (in == nullptr) {
     return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   }
   std::string bytes;
   char buffer[1 << 16];
+  std::optional<std::pair<size_t, uint64_t>> declared;
   while (true) {
     int n = gzread(in, buffer, sizeof(buffer));
     if (n < 0) {
@@ -102,6 +130,20 @@ absl::StatusOr<IdxFile> ReadIdxFile(const std::string& path) {
     }
     if (n == 0) break;
     bytes.append(buffer, n);
+    // Stop as soon as the header says too much, or the data runs past what it says: a small
+    // .gz can inflate to any size (a "gzip bomb").
+    if (!declared) declared = DeclaredSize(bytes);
+    if (declared && declared->second > static_cast<uint64_t>(max_bytes)) {
+      gzclose(in);
+      return absl::ResourceExhaustedError(
+          absl::StrCat(path, ": the header declares ", declared->second,
+                       " bytes, more than ReadIdxFile's max_bytes (", max_bytes, ")"));
+    }
+    if (declared && bytes.size() > declared->second) {
+      gzclose(in);
+      return absl::DataLossError(
+          absl::StrCat(path, ": more than the ", declared->second, " bytes its header declares"));
+    }
   }
   gzclose(in);
   return ParseIdx(bytes, path);

@@ -41,8 +41,11 @@ struct IdxFile {
 absl::StatusOr<IdxFile> ParseIdx(absl::string_view bytes, absl::string_view name = "IDX data");
 
 // Reads an IDX file, gzip-compressed (`*.gz`, as distributed) or not: zlib
-// reads both.
-absl::StatusOr<IdxFile> ReadIdxFile(const std::string& path);
+// reads both. A header declaring more than `max_bytes` (4 GiB by default; Fashion-MNIST's
+// largest file is 47 MB) is ResourceExhausted naming the limit, and data longer than the header
+// declares is DataLoss, both found while inflating, so that a small corrupt .gz cannot inflate
+// into all of memory first.
+absl::StatusOr<IdxFile> ReadIdxFile(const std::string& path, int64_t max_bytes = int64_t{1} << 32);
 
 }  // namespace sluice
 

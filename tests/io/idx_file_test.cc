@@ -128,5 +128,33 @@ TEST(IdxFileTest, TruncatedGzipIsAnError) {
   std::remove(path.c_str());
 }
 
+// A small .gz that inflates far past what its header declares (a "gzip bomb"): the reader
+// stops at the first block beyond the declared size instead of inflating it all into memory.
+TEST(IdxFileTest, DataPastTheDeclaredSizeStopsTheInflateEarly) {
+  std::string bytes = Header(0x08, {10});
+  bytes.append(64 << 20, '\0');  // 64 MiB of zeros compress to ~64 KB
+  const std::string path = TempPath("bomb.gz");
+  WriteGzip(path, bytes);
+  absl::StatusOr<IdxFile> file = ReadIdxFile(path);
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(file.status().message().find("more than the 18 bytes its header declares"),
+            std::string::npos)
+      << file.status();
+  std::remove(path.c_str());
+}
+
+TEST(IdxFileTest, AHeaderDeclaringMoreThanMaxBytesIsResourceExhausted) {
+  const std::string path = TempPath("huge.gz");
+  WriteGzip(path, Header(0x0D, {60000, 60000, 3}) + std::string(100, '\1'));  // 43 GB of float32
+  absl::StatusOr<IdxFile> file = ReadIdxFile(path);
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(file.status().message().find("max_bytes (4294967296)"), std::string::npos)
+      << file.status();
+  // Within a raised limit, the same file is only short.
+  file = ReadIdxFile(path, int64_t{1} << 40);
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kDataLoss);
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace sluice
