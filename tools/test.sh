@@ -62,6 +62,8 @@ cmake --build build/example-consumer
 # The Keras-workflow examples (the README's snippets): a few seconds each on random data.
 ./build/example-consumer/keras_models
 ./build/example-consumer/custom_training
+# The seeds' section 4.1 on two small synthetic folder trees of JPEGs.
+./build/example-consumer/image_folders
 took "example" "$t"
 took "tools/test.sh" "$start"
-echo "4 passed, 0 failed: out-of-tree find_package(sluice) examples"
+echo "5 passed, 0 failed: out-of-tree find_package(sluice) examples"
