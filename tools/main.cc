@@ -15,6 +15,7 @@
 #include "tools/command_line.h"
 #include "tools/convert_command.h"
 #include "tools/inspect_command.h"
+#include "tools/predict_command.h"
 #include "tools/train_command.h"
 
 namespace sluice::tools {
@@ -26,8 +27,9 @@ constexpr Command kCommands[] = {
     {"inspect", "count, verify and print the records of TFRecord files", RunInspect},
     {"convert", "convert Fashion-MNIST or a folder of JPEGs into TFRecord shards", RunConvert},
     {"bench", "measure an image input pipeline: images/s, per-stage times, bottleneck", RunBench},
-    {"train", "train an image classifier on converted TFRecords; print accuracy and images/s",
+    {"train", "train an image classifier on TFRecords or class folders; print accuracy, images/s",
      RunTrain},
+    {"predict", "classify JPEG files or TFRecords with a saved model: top-k classes", RunPredict},
 };
 
 const Command* FindCommand(absl::string_view name) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -46,6 +47,7 @@
 #include "train/callbacks/tensorboard.h"
 #include "train/data/image_dataset.h"
 #include "train/data/image_dataset_from_directory.h"
+#include "train/fit/saved_model.h"
 #include "train/fit/trainer.h"
 #include "train/layers/summary.h"
 #include "train/models/model_zoo.h"
@@ -95,6 +97,7 @@ struct TrainConfig {
   int64_t early_stopping = 0;  // patience; 0: off
   std::string logdir;
   std::string checkpoint;
+  std::string save;  // SaveModel's directory after training; empty: none
   bool resume = false;
   bool skip_errors = false;
   bool json = false;
@@ -263,7 +266,8 @@ struct Datasets {
   Dataset test;
   int64_t train_records = 0;
   int64_t classes = 10;
-  std::string test_source;  // for errors
+  std::vector<std::string> class_names;  // saved with the model (--save)
+  std::string test_source;               // for errors
 };
 
 // --data DIR: the TFRecords `sluice convert` writes, 10 classes of grayscale images.
@@ -294,10 +298,21 @@ absl::StatusOr<Datasets> TFRecordDatasets(const TrainConfig& config,
                                                          .skip_errors = config.skip_errors,
                                                          .on_skipped = on_skipped,
                                                          .seed = config.seed}));
+  // `sluice convert` writes the class names beside the records.
+  std::vector<std::string> class_names;
+  {
+    std::ifstream labels(fs::path(config.data) / "labels.txt");
+    for (std::string line; std::getline(labels, line);) class_names.push_back(line);
+  }
+  if (class_names.size() != 10) {
+    class_names.clear();
+    for (int i = 0; i < 10; ++i) class_names.push_back(absl::StrCat(i));
+  }
   return Datasets{.train = std::move(train_data),
                   .test = std::move(test_data),
                   .train_records = train_records,
                   .classes = 10,
+                  .class_names = std::move(class_names),
                   .test_source = test_files};
 }
 
@@ -353,6 +368,7 @@ absl::StatusOr<Datasets> ImageFolderDatasets(const TrainConfig& config, bool chi
                   .test = std::move(test_data),
                   .train_records = train_records,
                   .classes = static_cast<int64_t>(train_set.class_names.size()),
+                  .class_names = train_set.class_names,
                   .test_source = absl::StrCat(config.images, " (validation subset)")};
 }
 
@@ -467,6 +483,11 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config, distributed::Communicat
   outcome.train_peak_tensor_mb = train::backend::cpu::CpuAllocator::peak_live_bytes() / kMiB;
   outcome.train_peak_tensor_held_mb = train::backend::cpu::CpuAllocator::peak_held_bytes() / kMiB;
   SLUICE_ASSIGN_OR_RETURN(outcome.test, trainer.Evaluate(test_data));
+  if (!config.save.empty() && chief) {
+    SLUICE_RETURN_IF_ERROR(train::fit::SaveModel(*model, Shape{1, shape[1], shape[2], shape[3]},
+                                                 config.save, {.class_names = data.class_names}));
+    if (!config.json) std::printf("saved the model to %s\n", config.save.c_str());
+  }
   outcome.skipped_records = skipped->count();
   outcome.first_skipped = skipped->first();
   return outcome;
@@ -589,6 +610,9 @@ void AddTrainOptions(CommandLine& command_line) {
   command_line.AddOption("checkpoint", "PATH", "",
                          "save a checkpoint (weights, optimizer, input position) after each epoch");
   command_line.AddFlag("resume", "continue from --checkpoint PATH when it exists");
+  command_line.AddOption("save", "DIR", "",
+                         "after training, save the model to DIR (architecture, weights, class "
+                         "names): what `sluice predict --model DIR` loads");
   command_line.AddOption("threads", "N", "all cores", "threads for the training kernels");
   command_line.AddOption("seed", "S", "0", "seed of initializers, shuffling and augmentation");
   command_line.AddFlag("skip-errors", "skip (and count) unreadable records instead of failing");
@@ -706,6 +730,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const CommandLine& command_line) {
   config.validate = command_line.Flag("validate");
   config.logdir = command_line.Value("logdir");
   config.checkpoint = command_line.Value("checkpoint");
+  config.save = command_line.Value("save");
   config.resume = command_line.Flag("resume");
   if (config.resume && config.checkpoint.empty()) {
     return absl::InvalidArgumentError("--resume needs --checkpoint PATH");
@@ -767,9 +792,11 @@ int RunTrain(int argc, char** argv) {
   CommandLine command_line(
       "sluice train",
       "Trains an image classifier on the TFRecords that `sluice convert fashion-mnist` writes\n"
-      "(DIR/train-*.tfrecord, DIR/test-*.tfrecord), fed by the input pipeline (shuffle, JPEG\n"
-      "decode, [flip + pad-crop], batch, prefetch), then prints the test accuracy and the\n"
-      "training throughput in images/s. The loss is sparse softmax cross-entropy.\n"
+      "(--data DIR: DIR/train-*.tfrecord, DIR/test-*.tfrecord), fed by the input pipeline\n"
+      "(shuffle, JPEG decode, [flip + pad-crop], batch, prefetch), or on a folder of class\n"
+      "folders of JPEGs (--images DIR, split into training and test subsets), then prints the\n"
+      "test accuracy and the training throughput in images/s; --save DIR keeps the model for\n"
+      "`sluice predict`. The loss is sparse softmax cross-entropy.\n"
       "Data-parallel over processes and machines: mpirun -np N sluice train --distributed ...");
   AddTrainOptions(command_line);
   if (std::optional<int> exit = command_line.ParseOrReport(argc, argv)) return *exit;

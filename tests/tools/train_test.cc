@@ -202,12 +202,32 @@ TEST(TrainImagesTest, TrainsOnAFolderOfClassFolders) {
           << *jpeg;
     }
   }
-  CliResult r =
-      RunSluice("train --images " + ShellQuote(root) +
-                " --model mlp --image-size 8 --epochs 10 --batch 8 --lr 0.01 --augment --json");
+  const std::string model = TempPath("train_images_model");
+  CliResult r = RunSluice("train --images " + ShellQuote(root) +
+                          " --model mlp --image-size 8 --epochs 10 --batch 8 --lr 0.01 --augment "
+                          "--json --save " +
+                          ShellQuote(model));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(JsonNumber(r.out, "train_records"), 32);
   EXPECT_GE(JsonNumber(r.out, "test_accuracy"), 0.99) << r.out;
+
+  // The saved model, loaded by `sluice predict` without the code that built it.
+  CliResult p =
+      RunSluice("predict --model " + ShellQuote(model) + " --top 1 " +
+                ShellQuote(root + "/dark/3.jpg") + " " + ShellQuote(root + "/light/7.jpg"));
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_THAT(p.out, HasSubstr(root + "/dark/3.jpg: dark "));
+  EXPECT_THAT(p.out, HasSubstr(root + "/light/7.jpg: light "));
+  p = RunSluice("predict --json --model " + ShellQuote(model) + " " +
+                ShellQuote(root + "/light/1.jpg") + " " + ShellQuote(root + "/missing.jpg"));
+  EXPECT_EQ(p.exit_code, 1);  // one file is missing; the other is still classified
+  EXPECT_THAT(p.out, HasSubstr("\"top\": [{\"class\": 1, \"name\": \"light\", \"probability\": "));
+  EXPECT_THAT(p.out, HasSubstr("\"error\": \"" + root + "/missing.jpg"));
+  EXPECT_EQ(RunSluice("predict " + ShellQuote(root + "/light/1.jpg")).exit_code, 2);  // no --model
+  CliResult none = RunSluice("predict --model " + ShellQuote(root) + " x.jpg");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_THAT(none.err, HasSubstr("model.pb"));
+  std::filesystem::remove_all(model);
   std::filesystem::remove_all(root);
 }
 

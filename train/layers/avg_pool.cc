@@ -5,4 +5,6 @@ absl::StatusOr<Tensor> AvgPool::Forward(const Tensor& input, bool) {
   return ops::AvgPool2D(input, options_);
 }
 
+absl::StatusOr<LayerConfig> AvgPool::GetConfig() { return PoolConfig("AvgPool", options_); }
+
 }  // namespace sluice::train::layers

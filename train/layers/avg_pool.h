@@ -14,6 +14,8 @@ class AvgPool : public Module {
   explicit AvgPool(ops::Pool2DOptions options = {}) : options_(options) {}
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
   std::string name() const override { return "avg_pool"; }
+  absl::StatusOr<LayerConfig> GetConfig() override;
+  const ops::Pool2DOptions& options() const { return options_; }
 
  private:
   ops::Pool2DOptions options_;

@@ -76,4 +76,11 @@ absl::StatusOr<Tensor> BatchNorm::Forward(const Tensor& input, bool training) {
   return result.output;
 }
 
+absl::StatusOr<LayerConfig> BatchNorm::GetConfig() {
+  LayerConfig config{.class_name = "BatchNorm",
+                     .floats = {{"momentum", options_.momentum}, {"epsilon", options_.epsilon}}};
+  if (gamma_) config.ints["channels"] = gamma_->value().num_elements();
+  return config;
+}
+
 }  // namespace sluice::train::layers

@@ -33,6 +33,7 @@ class BatchNorm : public Module {
   absl::Status Build(const Shape& input_shape) override;
   bool built() override { return gamma_.has_value(); }
   std::string name() const override { return "batch_norm"; }
+  absl::StatusOr<LayerConfig> GetConfig() override;
   std::vector<autodiff::Variable*> Variables() override;
 
   // Valid once built.

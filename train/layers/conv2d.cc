@@ -48,4 +48,19 @@ absl::StatusOr<Tensor> Conv2D::Forward(const Tensor& input, bool) {
   return Finish(y);
 }
 
+absl::StatusOr<LayerConfig> Conv2D::GetConfig() {
+  LayerConfig config{.class_name = "Conv2D",
+                     .ints = {{"filters", filters_},
+                              {"kernel_h", kernel_size_.h},
+                              {"kernel_w", kernel_size_.w},
+                              {"stride_h", conv_.stride_h},
+                              {"stride_w", conv_.stride_w},
+                              {"dilation_h", conv_.dilation_h},
+                              {"dilation_w", conv_.dilation_w}},
+                     .strings = {{"padding", std::string(PaddingName(conv_.padding))}}};
+  if (in_channels_) config.ints["in_channels"] = *in_channels_;
+  AddKernelConfig(config);
+  return config;
+}
+
 }  // namespace sluice::train::layers

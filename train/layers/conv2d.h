@@ -37,6 +37,7 @@ class Conv2D : public KernelLayer {
          Conv2DLayerOptions options = {});
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
   absl::Status Build(const Shape& input_shape) override;
+  absl::StatusOr<LayerConfig> GetConfig() override;
 
  private:
   ops::Conv2DOptions conv_;

@@ -53,4 +53,11 @@ absl::StatusOr<Tensor> Dense::Forward(const Tensor& input, bool) {
   return Finish(y);
 }
 
+absl::StatusOr<LayerConfig> Dense::GetConfig() {
+  LayerConfig config{.class_name = "Dense", .ints = {{"units", units_}}};
+  if (in_features_) config.ints["in_features"] = *in_features_;
+  AddKernelConfig(config);
+  return config;
+}
+
 }  // namespace sluice::train::layers

@@ -27,6 +27,7 @@ class Dense : public KernelLayer {
   Dense(int64_t in_features, int64_t units, DenseOptions options = {});
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
   absl::Status Build(const Shape& input_shape) override;
+  absl::StatusOr<LayerConfig> GetConfig() override;
   int64_t units() const { return units_; }
 
  private:

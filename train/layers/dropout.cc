@@ -39,4 +39,10 @@ absl::StatusOr<Tensor> Dropout::Forward(const Tensor& input, bool training) {
   return ops::Dropout(input, {.rate = rate_, .seed = seed});
 }
 
+absl::StatusOr<LayerConfig> Dropout::GetConfig() {
+  return LayerConfig{.class_name = "Dropout",
+                     .ints = {{"seed", static_cast<int64_t>(seed_)}},
+                     .floats = {{"rate", rate_}}};
+}
+
 }  // namespace sluice::train::layers

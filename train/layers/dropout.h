@@ -21,6 +21,7 @@ class Dropout : public Module {
   explicit Dropout(float rate, uint64_t seed = 0);
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
   std::string name() const override { return "dropout"; }
+  absl::StatusOr<LayerConfig> GetConfig() override;
   std::vector<autodiff::Variable*> Variables() override { return {&calls_}; }
   int64_t calls() const { return static_cast<int64_t>(calls_.value().scalar<float>()); }
 

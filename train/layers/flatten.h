@@ -12,6 +12,7 @@ class Flatten : public Module {
  public:
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
   std::string name() const override { return "flatten"; }
+  absl::StatusOr<LayerConfig> GetConfig() override { return LayerConfig{.class_name = "Flatten"}; }
 };
 
 }  // namespace sluice::train::layers

@@ -13,6 +13,9 @@ class GlobalAvgPool : public Module {
  public:
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
   std::string name() const override { return "global_avg_pool"; }
+  absl::StatusOr<LayerConfig> GetConfig() override {
+    return LayerConfig{.class_name = "GlobalAvgPool"};
+  }
 };
 
 }  // namespace sluice::train::layers

@@ -4,6 +4,8 @@
 #include <numbers>
 #include <random>
 
+#include "absl/strings/str_cat.h"
+
 namespace sluice::train::layers {
 namespace {
 
@@ -52,6 +54,26 @@ Tensor Initialize(Initializer initializer, const Shape& shape, uint64_t seed) {
     }
   }
   return t;
+}
+
+const char* InitializerName(Initializer initializer) {
+  switch (initializer) {
+    case Initializer::kZeros:
+      return "zeros";
+    case Initializer::kGlorotUniform:
+      return "glorot_uniform";
+    case Initializer::kHeNormal:
+      return "he_normal";
+  }
+  return "?";
+}
+
+absl::StatusOr<Initializer> ParseInitializer(const std::string& name) {
+  for (Initializer i : {Initializer::kZeros, Initializer::kGlorotUniform, Initializer::kHeNormal}) {
+    if (name == InitializerName(i)) return i;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "initializer must be \"zeros\", \"glorot_uniform\" or \"he_normal\", not \"", name, "\""));
 }
 
 }  // namespace sluice::train::layers

@@ -2,8 +2,10 @@
 #define SLUICE_TRAIN_LAYERS_INITIALIZERS_H_
 
 #include <cstdint>
+#include <string>
 #include <utility>
 
+#include "absl/status/statusor.h"
 #include "core/tensor.h"
 
 namespace sluice::train::layers {
@@ -21,6 +23,10 @@ enum class Initializer {
 std::pair<double, double> ComputeFans(const Shape& shape);
 
 Tensor Initialize(Initializer initializer, const Shape& shape, uint64_t seed = 0);
+
+// Keras' names, "zeros", "glorot_uniform" and "he_normal", and back (InvalidArgument for another).
+const char* InitializerName(Initializer initializer);
+absl::StatusOr<Initializer> ParseInitializer(const std::string& name);
 
 }  // namespace sluice::train::layers
 

@@ -41,4 +41,38 @@ absl::StatusOr<Tensor> KernelLayer::Finish(const Tensor& y) {
   return Activate(config_.activation, out);
 }
 
+void KernelLayer::AddKernelConfig(LayerConfig& config) const {
+  config.ints["use_bias"] = config_.use_bias;
+  config.ints["seed"] = static_cast<int64_t>(config_.seed);
+  config.strings["kernel_initializer"] = std::string(InitializerName(config_.kernel_initializer));
+  config.strings["bias_initializer"] = std::string(InitializerName(config_.bias_initializer));
+  config.strings["activation"] = std::string(ActivationName(config_.activation));
+  if (config_.kernel_regularizer) {
+    config.floats["kernel_regularizer_l1"] = config_.kernel_regularizer->l1;
+    config.floats["kernel_regularizer_l2"] = config_.kernel_regularizer->l2;
+  }
+}
+
+absl::Status KernelLayer::ParseKernelConfig(const LayerConfig& config, Config& out) {
+  out.use_bias = config.IntOr("use_bias", 1) != 0;
+  out.seed = static_cast<uint64_t>(config.IntOr("seed", 0));
+  for (auto [key, field] : {std::pair{"kernel_initializer", &out.kernel_initializer},
+                            std::pair{"bias_initializer", &out.bias_initializer}}) {
+    if (auto it = config.strings.find(key); it != config.strings.end()) {
+      SLUICE_ASSIGN_OR_RETURN(*field, ParseInitializer(it->second));
+    }
+  }
+  if (auto it = config.strings.find("activation"); it != config.strings.end()) {
+    SLUICE_ASSIGN_OR_RETURN(out.activation, ParseActivation(it->second));
+  }
+  auto l1 = config.floats.find("kernel_regularizer_l1");
+  auto l2 = config.floats.find("kernel_regularizer_l2");
+  if (l1 != config.floats.end() || l2 != config.floats.end()) {
+    out.kernel_regularizer =
+        Regularizer{.l1 = l1 == config.floats.end() ? 0.0f : static_cast<float>(l1->second),
+                    .l2 = l2 == config.floats.end() ? 0.0f : static_cast<float>(l2->second)};
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace sluice::train::layers

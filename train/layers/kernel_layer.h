@@ -48,12 +48,29 @@ class KernelLayer : public Module {
   autodiff::Variable& kernel() { return *kernel_; }
   autodiff::Variable* bias() { return bias_ ? &*bias_ : nullptr; }
   Activation activation() const { return config_.activation; }
+  // Adds the shared fields (use_bias, initializers, seed, activation, kernel_regularizer) to a
+  // saved config, and reads them back into Options (DenseOptions or Conv2DLayerOptions).
+  void AddKernelConfig(LayerConfig& config) const;
+  template <typename Options>
+  static absl::Status ReadKernelConfig(const LayerConfig& config, Options& options) {
+    Config c;
+    absl::Status s = ParseKernelConfig(config, c);
+    if (!s.ok()) return s;
+    options.use_bias = c.use_bias;
+    options.kernel_initializer = c.kernel_initializer;
+    options.bias_initializer = c.bias_initializer;
+    options.seed = c.seed;
+    options.activation = c.activation;
+    options.kernel_regularizer = c.kernel_regularizer;
+    return absl::OkStatus();
+  }
 
  protected:
   explicit KernelLayer(Config config) : config_(std::move(config)) {}
   // Creates the kernel of `kernel_shape` (its last dimension is the bias size) on the CPU, frozen
   // when the layer is. Called once, by Build.
   void CreateVariables(const Shape& kernel_shape);
+  static absl::Status ParseKernelConfig(const LayerConfig& config, Config& out);
   // y + bias, then the activation.
   absl::StatusOr<Tensor> Finish(const Tensor& y);
 

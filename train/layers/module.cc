@@ -119,4 +119,11 @@ std::vector<autodiff::Variable*> ChildVariables(Module& container) {
   return TrainableFirst(std::move(vars));
 }
 
+absl::StatusOr<LayerConfig> Module::GetConfig() {
+  return absl::FailedPreconditionError(
+      absl::StrCat("layer '", name(),
+                   "' has no config, so it cannot be saved: override GetConfig() and "
+                   "RegisterLayer() a factory for its class_name"));
+}
+
 }  // namespace sluice::train::layers

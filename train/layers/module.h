@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "core/tensor.h"
 #include "train/autodiff/variable.h"
+#include "train/layers/layer_config.h"
 
 namespace sluice::train::layers {
 
@@ -31,6 +32,11 @@ class Module {
   // the numbering, which containers add ("0/dense").
   virtual std::string name() const { return "layer"; }
 
+  // Keras' get_config(): the arguments that make this layer again (LayerFromConfig), for a saved
+  // model. Every built-in layer has one; a user's own layer overrides it and registers a factory
+  // (RegisterLayer) to be saved and loaded without its code. The default is FailedPrecondition
+  // naming the layer.
+  virtual absl::StatusOr<LayerConfig> GetConfig();
   // Every variable the module owns (trainable first, then e.g. BatchNorm's moving mean and
   // variance), in a stable order, with unique names: what a checkpoint saves. Empty until built.
   virtual std::vector<autodiff::Variable*> Variables() { return {}; }

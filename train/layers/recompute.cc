@@ -124,4 +124,9 @@ absl::StatusOr<Tensor> Recompute::Forward(const Tensor& input, bool training) {
   return output;
 }
 
+absl::StatusOr<LayerConfig> Recompute::GetConfig() {
+  SLUICE_ASSIGN_OR_RETURN(LayerConfig inner, module_->GetConfig());
+  return LayerConfig{.class_name = "Recompute", .layers = {std::move(inner)}};
+}
+
 }  // namespace sluice::train::layers

@@ -43,6 +43,7 @@ class Recompute : public Module {
   std::string name() const override { return module_->name(); }
   std::vector<autodiff::Variable*> Variables() override { return module_->Variables(); }
   std::vector<Module*> Children() override { return {module_.get()}; }
+  absl::StatusOr<LayerConfig> GetConfig() override;
   absl::Status Build(const Shape& input_shape) override { return module_->Build(input_shape); }
   bool built() override { return module_->built(); }
 

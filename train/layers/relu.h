@@ -12,6 +12,7 @@ class ReLU : public Module {
  public:
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
   std::string name() const override { return "relu"; }
+  absl::StatusOr<LayerConfig> GetConfig() override { return LayerConfig{.class_name = "ReLU"}; }
 };
 
 }  // namespace sluice::train::layers

@@ -18,7 +18,10 @@ Conv2DLayerOptions ConvOptions(int64_t stride, const ResidualBlockOptions& optio
 }  // namespace
 
 ResidualBlock::ResidualBlock(int64_t in_channels, int64_t filters, ResidualBlockOptions options)
-    : conv1_(in_channels, filters, 3, 3, ConvOptions(options.stride, options, 0)),
+    : in_channels_(in_channels),
+      filters_(filters),
+      options_(options),
+      conv1_(in_channels, filters, 3, 3, ConvOptions(options.stride, options, 0)),
       bn1_(filters, options.batch_norm),
       conv2_(filters, filters, 3, 3, ConvOptions(1, options, 1)),
       bn2_(filters, options.batch_norm) {
@@ -58,6 +61,18 @@ std::vector<Module*> ResidualBlock::Children() {
     children.push_back(&*shortcut_bn_);
   }
   return children;
+}
+
+absl::StatusOr<LayerConfig> ResidualBlock::GetConfig() {
+  return LayerConfig{.class_name = "ResidualBlock",
+                     .ints = {{"in_channels", in_channels_},
+                              {"filters", filters_},
+                              {"stride", options_.stride},
+                              {"seed", static_cast<int64_t>(options_.seed)}},
+                     .floats = {{"momentum", options_.batch_norm.momentum},
+                                {"epsilon", options_.batch_norm.epsilon}},
+                     .strings = {{"kernel_initializer",
+                                  std::string(InitializerName(options_.kernel_initializer))}}};
 }
 
 }  // namespace sluice::train::layers

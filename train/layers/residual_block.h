@@ -32,11 +32,14 @@ class ResidualBlock : public Module {
   ResidualBlock(int64_t in_channels, int64_t filters, ResidualBlockOptions options = {});
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
   std::string name() const override { return "residual_block"; }
+  absl::StatusOr<LayerConfig> GetConfig() override;
   std::vector<autodiff::Variable*> Variables() override { return ChildVariables(*this); }
   std::vector<Module*> Children() override;
   bool has_projection() const { return shortcut_conv_.has_value(); }
 
  private:
+  int64_t in_channels_, filters_;
+  ResidualBlockOptions options_;
   Conv2D conv1_;
   BatchNorm bn1_;
   Conv2D conv2_;

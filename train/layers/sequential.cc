@@ -73,4 +73,17 @@ std::vector<Module*> Sequential::Children() {
   return out;
 }
 
+absl::StatusOr<LayerConfig> Sequential::GetConfig() {
+  LayerConfig config{.class_name = "Sequential"};
+  for (size_t i = 0; i < modules_.size(); ++i) {
+    absl::StatusOr<LayerConfig> layer = modules_[i]->GetConfig();
+    if (!layer.ok()) {
+      return absl::Status(layer.status().code(),
+                          absl::StrCat("layer ", i, ": ", layer.status().message()));
+    }
+    config.layers.push_back(*std::move(layer));
+  }
+  return config;
+}
+
 }  // namespace sluice::train::layers

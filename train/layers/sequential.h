@@ -41,6 +41,7 @@ class Sequential : public Module {
   Sequential& Add(std::unique_ptr<Module> module);
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
   std::string name() const override { return "sequential"; }
+  absl::StatusOr<LayerConfig> GetConfig() override;
   std::vector<autodiff::Variable*> Variables() override { return ChildVariables(*this); }
   std::vector<Module*> Children() override;
   size_t size() const { return modules_.size(); }

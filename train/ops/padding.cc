@@ -31,4 +31,13 @@ absl::StatusOr<Window> ComputeWindow(int64_t in, int64_t kernel, int64_t stride,
   return w;
 }
 
+const char* PaddingName(Padding padding) { return padding == Padding::kSame ? "same" : "valid"; }
+
+absl::StatusOr<Padding> ParsePadding(const std::string& name) {
+  if (name == "valid") return Padding::kValid;
+  if (name == "same") return Padding::kSame;
+  return absl::InvalidArgumentError(
+      absl::StrCat("padding must be \"valid\" or \"same\", not \"", name, "\""));
+}
+
 }  // namespace sluice::train::ops

@@ -2,6 +2,7 @@
 #define SLUICE_TRAIN_OPS_PADDING_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/statusor.h"
 
@@ -12,6 +13,10 @@ enum class Padding {
   kValid,  // no padding: windows lie inside the input
   kSame,   // output size ceil(in / stride); the extra padding goes at the end
 };
+
+// Keras' names, "valid" and "same", and back (InvalidArgument for another name).
+const char* PaddingName(Padding padding);
+absl::StatusOr<Padding> ParsePadding(const std::string& name);
 
 // One spatial dim of a windowed op.
 struct Window {

@@ -1,0 +1,244 @@
+#include "train/fit/saved_model.h"
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/temp_dir.h"
+#include "train/layers/avg_pool.h"
+#include "train/layers/batch_norm.h"
+#include "train/layers/conv2d.h"
+#include "train/layers/dense.h"
+#include "train/layers/dropout.h"
+#include "train/layers/flatten.h"
+#include "train/layers/global_avg_pool.h"
+#include "train/layers/layer_config.h"
+#include "train/layers/max_pool.h"
+#include "train/layers/recompute.h"
+#include "train/layers/relu.h"
+#include "train/layers/residual_block.h"
+#include "train/layers/sequential.h"
+#include "train/models/model_zoo.h"
+
+namespace sluice::train::fit {
+namespace {
+
+using ::sluice::testing::ScopedTempDir;
+using ::testing::HasSubstr;
+
+Tensor RandomImages(const Shape& shape, uint32_t seed) {
+  Tensor t(DType::kFloat32, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0, 1);
+  for (float& v : t.flat<float>()) v = u(rng);
+  return t;
+}
+
+// The model's inference output on fixed inputs.
+std::vector<float> Outputs(layers::Module& model, const Shape& input) {
+  auto out = model.Forward(RandomImages(input, 5), /*training=*/false);
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok()) return {};
+  return std::vector<float>(out->flat<float>().begin(), out->flat<float>().end());
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(SavedModelTest, EveryBuiltInModelLoadsWithoutItsCodeAndPredictsTheSame) {
+  for (const std::string& name : models::ModelNames()) {
+    for (bool recompute : {false, true}) {
+      if (recompute && name != "resnet-small") continue;
+      SCOPED_TRACE(name + (recompute ? " with recompute" : ""));
+      auto model = models::MakeModel(name, {.height = 28, .width = 28, .channels = 1}, 17,
+                                     {.recompute = recompute});
+      ASSERT_TRUE(model.ok()) << model.status();
+      ASSERT_TRUE((*model)->Build(Shape{1, 28, 28, 1}).ok());
+      ScopedTempDir dir;
+      ASSERT_TRUE(SaveModel(**model, Shape{32, 28, 28, 1}, dir.path(),
+                            {.class_names = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}})
+                      .ok());
+      auto loaded = LoadModel(dir.path());
+      ASSERT_TRUE(loaded.ok()) << loaded.status();
+      EXPECT_EQ(loaded->input_shape, (Shape{32, 28, 28, 1}));
+      EXPECT_EQ(loaded->class_names.size(), 10u);
+      EXPECT_EQ(loaded->class_names[9], "j");
+      // The same architecture (config), the same variables, the same predictions.
+      auto original_config = (*model)->GetConfig();
+      auto loaded_config = loaded->model->GetConfig();
+      ASSERT_TRUE(original_config.ok() && loaded_config.ok());
+      ASSERT_EQ((*model)->Variables().size(), loaded->model->Variables().size());
+      for (size_t i = 0; i < (*model)->Variables().size(); ++i) {
+        EXPECT_EQ((*model)->Variables()[i]->name(), loaded->model->Variables()[i]->name());
+        EXPECT_TRUE(
+            (*model)->Variables()[i]->value().Equals(loaded->model->Variables()[i]->value()));
+      }
+      EXPECT_EQ(Outputs(**model, Shape{4, 28, 28, 1}),
+                Outputs(*loaded->model, Shape{4, 28, 28, 1}));
+    }
+  }
+}
+
+// Every built-in layer, with options off their defaults, round-trips its config.
+TEST(SavedModelTest, EveryBuiltInLayerRoundTripsItsConfig) {
+  layers::Sequential model{
+      layers::Conv2D(
+          6, {3, 2},
+          {.conv = {.stride_h = 2, .dilation_w = 2, .padding = train::ops::Padding::kSame},
+           .use_bias = false,
+           .kernel_initializer = layers::Initializer::kHeNormal,
+           .seed = 9,
+           .activation = layers::Activation::kTanh,
+           .kernel_regularizer = layers::Regularizer::L1L2(0.01f, 0.02f)}),
+      layers::BatchNorm({.momentum = 0.9f, .epsilon = 1e-5f}),
+      layers::ReLU(),
+      layers::MaxPool({.window_h = 3,
+                       .window_w = 2,
+                       .stride_h = 1,
+                       .stride_w = 2,
+                       .padding = train::ops::Padding::kSame}),
+      layers::ResidualBlock(6, 8, {.stride = 2, .seed = 4}),
+      layers::AvgPool(),
+      layers::GlobalAvgPool(),
+      layers::Dropout(0.25f, 77),
+      layers::Dense(5, layers::Activation::kGelu,
+                    {.bias_initializer = layers::Initializer::kZeros, .seed = 3}),
+      layers::Flatten()};
+  ASSERT_TRUE(model.Build(Shape{1, 16, 16, 3}).ok());
+  ScopedTempDir dir;
+  ASSERT_TRUE(SaveModel(model, Shape{1, 16, 16, 3}, dir.path()).ok());
+  auto loaded = LoadModel(dir.path());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto a = model.GetConfig();
+  auto b = loaded->model->GetConfig();
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->layers.size(), b->layers.size());
+  for (size_t i = 0; i < a->layers.size(); ++i) {
+    SCOPED_TRACE(a->layers[i].class_name);
+    EXPECT_EQ(a->layers[i].class_name, b->layers[i].class_name);
+    EXPECT_EQ(a->layers[i].ints, b->layers[i].ints);
+    EXPECT_EQ(a->layers[i].floats, b->layers[i].floats);
+    EXPECT_EQ(a->layers[i].strings, b->layers[i].strings);
+  }
+  EXPECT_EQ(a->layers[0].strings.at("activation"), "tanh");
+  EXPECT_EQ(a->layers[0].floats.at("kernel_regularizer_l2"), 0.02f);
+  EXPECT_EQ(Outputs(model, Shape{2, 16, 16, 3}), Outputs(*loaded->model, Shape{2, 16, 16, 3}));
+}
+
+TEST(SavedModelTest, FrozenVariablesStayFrozen) {
+  layers::Sequential model{layers::Dense(4), layers::Dense(2)};
+  ASSERT_TRUE(model.Build(Shape{1, 3}).ok());
+  model.module(0).set_trainable(false);
+  ScopedTempDir dir;
+  ASSERT_TRUE(SaveModel(model, Shape{1, 3}, dir.path()).ok());
+  auto loaded = LoadModel(dir.path());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  for (auto* v : loaded->model->Variables()) {
+    EXPECT_EQ(v->frozen(), v->name().starts_with("0/")) << v->name();
+  }
+  EXPECT_EQ(loaded->model->TrainableVariables().size(), 2u);
+}
+
+// A user's own layer: saved once it has a config and a registered factory.
+class Scale : public layers::Module {
+ public:
+  explicit Scale(float factor) : factor_(factor) {}
+  std::string name() const override { return "scale"; }
+  absl::StatusOr<Tensor> Forward(const Tensor& x, bool) override {
+    Tensor out(DType::kFloat32, x.shape());
+    for (int64_t i = 0; i < x.num_elements(); ++i)
+      out.data<float>()[i] = x.data<float>()[i] * factor_;
+    return out;
+  }
+  absl::StatusOr<layers::LayerConfig> GetConfig() override {
+    return layers::LayerConfig{.class_name = "TestScale", .floats = {{"factor", factor_}}};
+  }
+
+ private:
+  float factor_;
+};
+
+class Unsaveable : public layers::Module {
+ public:
+  std::string name() const override { return "unsaveable"; }
+  absl::StatusOr<Tensor> Forward(const Tensor& x, bool) override { return x; }
+};
+
+TEST(SavedModelTest, ACustomLayerNeedsAConfigAndARegisteredFactory) {
+  ScopedTempDir dir;
+  layers::Sequential without{Unsaveable(), layers::Dense(2)};
+  ASSERT_TRUE(without.Build(Shape{1, 3}).ok());
+  absl::Status s = SaveModel(without, Shape{1, 3}, dir.path());
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("layer 0: layer 'unsaveable' has no config"));
+
+  layers::Sequential with{Scale(2.5f), layers::Dense(2)};
+  ASSERT_TRUE(with.Build(Shape{1, 3}).ok());
+  ASSERT_TRUE(SaveModel(with, Shape{1, 3}, dir.path()).ok());
+  auto unknown = LoadModel(dir.path());
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(unknown.status().message(), HasSubstr("no layer factory for 'TestScale'"));
+  ASSERT_TRUE(
+      layers::RegisterLayer(
+          "TestScale",
+          [](const layers::LayerConfig& c) -> absl::StatusOr<std::unique_ptr<layers::Module>> {
+            auto factor = c.Float("factor");
+            if (!factor.ok()) return factor.status();
+            return std::make_unique<Scale>(static_cast<float>(*factor));
+          })
+          .ok());
+  EXPECT_EQ(layers::RegisterLayer("TestScale", nullptr).code(), absl::StatusCode::kAlreadyExists);
+  auto loaded = LoadModel(dir.path());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(Outputs(with, Shape{2, 3}), Outputs(*loaded->model, Shape{2, 3}));
+}
+
+TEST(SavedModelTest, MissingForeignCorruptAndMismatchedFilesAreClearErrors) {
+  ScopedTempDir dir;
+  EXPECT_EQ(LoadModel(dir.File("nothing")).status().code(), absl::StatusCode::kNotFound);
+
+  layers::Sequential model{layers::Dense(4), layers::Dense(2)};
+  ASSERT_TRUE(model.Build(Shape{1, 3}).ok());
+  ASSERT_TRUE(SaveModel(model, Shape{1, 3}, dir.path()).ok());
+  const std::string pb = dir.File("model.pb");
+  const std::string good = ReadFile(pb);
+  // A file of another kind.
+  dir.Write("model.pb", "{\"class_name\": \"Sequential\"}");
+  auto foreign = LoadModel(dir.path());
+  EXPECT_EQ(foreign.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(foreign.status().message(), HasSubstr("not a sluice saved model"));
+  // One flipped bit in the architecture.
+  std::string flipped = good;
+  flipped[flipped.size() / 2] ^= 0x10;
+  dir.Write("model.pb", flipped);
+  auto corrupt = LoadModel(dir.path());
+  EXPECT_EQ(corrupt.status().code(), absl::StatusCode::kDataLoss) << corrupt.status();
+  EXPECT_THAT(corrupt.status().message(), HasSubstr(pb));
+  // Weights of another architecture beside it.
+  dir.Write("model.pb", good);
+  layers::Sequential other{layers::Dense(5), layers::Dense(2)};
+  ASSERT_TRUE(other.Build(Shape{1, 3}).ok());
+  ScopedTempDir other_dir;
+  ASSERT_TRUE(SaveModel(other, Shape{1, 3}, other_dir.path()).ok());
+  std::filesystem::copy_file(other_dir.File("weights.ckpt"), dir.File("weights.ckpt"),
+                             std::filesystem::copy_options::overwrite_existing);
+  auto mismatched = LoadModel(dir.path());
+  EXPECT_EQ(mismatched.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(mismatched.status().message(), HasSubstr("0/dense/kernel"));
+  // Saving an unbuilt model says so.
+  layers::Sequential unbuilt{layers::Dense(2)};
+  EXPECT_EQ(SaveModel(unbuilt, Shape{1, 3}, dir.path()).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace sluice::train::fit

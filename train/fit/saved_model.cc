@@ -1,0 +1,155 @@
+#include "train/fit/saved_model.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "io/atomic_file.h"
+#include "io/crc32c.h"
+#include "train/autodiff/variable.h"
+#include "train/fit/training_checkpoint.h"
+#include "train/layers/layer_config.h"
+#include "train/proto/saved_model.pb.h"
+
+namespace sluice::train::fit {
+namespace {
+
+constexpr char kFormat[] = "sluice.SavedModel";
+constexpr int kVersion = 1;
+// Containers nest; a corrupt config must not recurse without end.
+constexpr int kMaxDepth = 64;
+
+std::string ModelPath(const std::string& dir) { return dir + "/model.pb"; }
+std::string WeightsPath(const std::string& dir) { return dir + "/weights.ckpt"; }
+
+void ToProto(const layers::LayerConfig& config, proto::LayerConfigProto* out) {
+  out->set_class_name(config.class_name);
+  for (const auto& [k, v] : config.ints) (*out->mutable_ints())[k] = v;
+  for (const auto& [k, v] : config.floats) (*out->mutable_floats())[k] = v;
+  for (const auto& [k, v] : config.strings) (*out->mutable_strings())[k] = v;
+  for (const layers::LayerConfig& layer : config.layers) ToProto(layer, out->add_layers());
+}
+
+absl::StatusOr<layers::LayerConfig> FromProto(const proto::LayerConfigProto& p, int depth,
+                                              const std::string& path) {
+  if (depth > kMaxDepth) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": layers nested more than ", kMaxDepth, " deep"));
+  }
+  layers::LayerConfig config{.class_name = p.class_name()};
+  config.ints.insert(p.ints().begin(), p.ints().end());
+  config.floats.insert(p.floats().begin(), p.floats().end());
+  config.strings.insert(p.strings().begin(), p.strings().end());
+  for (const proto::LayerConfigProto& layer : p.layers()) {
+    SLUICE_ASSIGN_OR_RETURN(layers::LayerConfig child, FromProto(layer, depth + 1, path));
+    config.layers.push_back(std::move(child));
+  }
+  return config;
+}
+
+std::vector<std::string> FrozenNames(layers::Module& model) {
+  std::vector<std::string> names;
+  for (autodiff::Variable* v : model.Variables()) {
+    if (v->frozen()) names.push_back(v->name());
+  }
+  return names;
+}
+
+}  // namespace
+
+absl::Status SaveModel(layers::Module& model, const Shape& input_shape, const std::string& dir,
+                       const SaveModelOptions& options) {
+  if (!model.built()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(dir, ": the model is not built: call Build(input_shape) (or train it) first"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(layers::LayerConfig config, model.GetConfig());
+  proto::LayerConfigProto config_proto;
+  ToProto(config, &config_proto);
+  proto::SavedModelProto saved;
+  saved.set_format(kFormat);
+  saved.set_version(kVersion);
+  for (int i = 0; i < input_shape.rank(); ++i) saved.add_input_shape(input_shape.dim(i));
+  saved.set_config(config_proto.SerializeAsString());
+  saved.set_config_crc32c(MaskCrc32c(Crc32c(saved.config())));
+  for (const std::string& name : options.class_names) saved.add_class_names(name);
+
+  TrainingCheckpoint weights;
+  weights.weights_only = true;
+  SLUICE_ASSIGN_OR_RETURN(weights.variables, autodiff::SnapshotVariables(model.Variables()));
+  weights.frozen_variables = FrozenNames(model);
+
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    return absl::ErrnoToStatus(error.value(),
+                               absl::StrCat(dir, ": cannot create: ", error.message()));
+  }
+  // The weights first: a model.pb always has weights beside it (if perhaps newer ones, which
+  // LoadModel then refuses by name and shape when they do not fit).
+  SLUICE_RETURN_IF_ERROR(WriteCheckpoint(WeightsPath(dir), weights));
+  return WriteFileAtomically(ModelPath(dir), saved.SerializeAsString());
+}
+
+absl::StatusOr<LoadedModel> LoadModel(const std::string& dir) {
+  const std::string path = ModelPath(dir);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot open (is ", dir, " a model saved by SaveModel?)"));
+  }
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  proto::SavedModelProto saved;
+  if (!saved.ParseFromString(bytes.str()) || saved.format() != kFormat) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": not a sluice saved model (expected format \"", kFormat, "\")"));
+  }
+  if (saved.version() != kVersion) {
+    return absl::DataLossError(absl::StrCat(path, ": saved model version ", saved.version(),
+                                            "; this build reads version ", kVersion));
+  }
+  if (MaskCrc32c(Crc32c(saved.config())) != saved.config_crc32c()) {
+    return absl::DataLossError(absl::StrCat(path, ": the architecture's CRC does not match"));
+  }
+  proto::LayerConfigProto config_proto;
+  if (!config_proto.ParseFromString(saved.config())) {
+    return absl::DataLossError(absl::StrCat(path, ": the architecture does not parse"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(layers::LayerConfig config, FromProto(config_proto, 0, path));
+  std::vector<int64_t> dims(saved.input_shape().begin(), saved.input_shape().end());
+  SLUICE_ASSIGN_OR_RETURN(Shape input_shape, Shape::FromUntrustedDims(dims));
+  if (input_shape.rank() < 1) {
+    return absl::DataLossError(absl::StrCat(path, ": no input shape"));
+  }
+  absl::StatusOr<std::unique_ptr<layers::Module>> model = layers::LayerFromConfig(config);
+  if (!model.ok()) {
+    return absl::Status(model.status().code(), absl::StrCat(path, ": ", model.status().message()));
+  }
+  // Build for one example of the saved shape.
+  std::vector<int64_t> one = dims;
+  one[0] = 1;
+  absl::Status built = (*model)->Build(Shape(one));
+  if (!built.ok()) {
+    return absl::Status(built.code(),
+                        absl::StrCat(path, ": building for input ", input_shape.DebugString(), ": ",
+                                     built.message()));
+  }
+  const std::string weights_path = WeightsPath(dir);
+  SLUICE_ASSIGN_OR_RETURN(TrainingCheckpoint weights, ReadCheckpoint(weights_path));
+  SLUICE_RETURN_IF_ERROR(
+      autodiff::AssignVariables(weights.variables, (*model)->Variables(), weights_path));
+  const absl::flat_hash_set<std::string> frozen(weights.frozen_variables.begin(),
+                                                weights.frozen_variables.end());
+  for (autodiff::Variable* v : (*model)->Variables()) v->set_frozen(frozen.contains(v->name()));
+  return LoadedModel{.model = *std::move(model),
+                     .input_shape = std::move(input_shape),
+                     .class_names = {saved.class_names().begin(), saved.class_names().end()}};
+}
+
+}  // namespace sluice::train::fit

@@ -1,0 +1,46 @@
+#ifndef SLUICE_TRAIN_FIT_SAVED_MODEL_H_
+#define SLUICE_TRAIN_FIT_SAVED_MODEL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/shape.h"
+#include "train/layers/module.h"
+
+namespace sluice::train::fit {
+
+// Keras' model.save(dir): a model that loads without the code that built it.
+//   DIR/model.pb      the architecture: each layer's config (Module::GetConfig), the input
+//                     shape, a format name and version, and a CRC of the config;
+//   DIR/weights.ckpt  the variables and which are frozen: a weights-only training checkpoint
+//                     (Trainer::SaveWeights' file, which Trainer::LoadCheckpoint also reads).
+// Each file is written to a temporary file and renamed into place. `input_shape` is what the
+// model takes (batch dimension included, any value): LoadModel builds the model for it. The
+// model must be built. Every built-in layer has a config; a user's own layer overrides
+// GetConfig and calls RegisterLayer. Variables are read through the backend, so a model on any
+// device saves.
+struct SaveModelOptions {
+  // The name of each output class, in order (a classifier's labels, for `sluice predict`).
+  std::vector<std::string> class_names;
+};
+absl::Status SaveModel(layers::Module& model, const Shape& input_shape, const std::string& dir,
+                       const SaveModelOptions& options = {});
+
+struct LoadedModel {
+  std::unique_ptr<layers::Module> model;  // built, on the CPU (Module::To moves it)
+  Shape input_shape;
+  std::vector<std::string> class_names;  // as saved (empty when none were given)
+};
+
+// Keras' keras.models.load_model(dir). A missing directory or file is NotFound; a file that is
+// not a sluice saved model, of another version, or corrupt is DataLoss naming the file and what
+// was wrong; a layer class with no registered factory is NotFound naming it; weights that do not
+// fit the architecture are InvalidArgument naming the variable.
+absl::StatusOr<LoadedModel> LoadModel(const std::string& dir);
+
+}  // namespace sluice::train::fit
+
+#endif  // SLUICE_TRAIN_FIT_SAVED_MODEL_H_
