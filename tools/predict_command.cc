@@ -24,17 +24,48 @@
 #include "ops/decode_and_resize.h"
 #include "ops/normalize.h"
 #include "ops/read_file.h"
+#include "ops/resize.h"
 #include "tools/command_line.h"
 #include "train/fit/saved_model.h"
 
 namespace sluice::tools {
 namespace {
 
-// One image to classify: where it came from, and its JPEG bytes (or why there are none).
+// One image to classify: where it came from, and its JPEG bytes (or why there are none), or
+// raw uint8 pixels of height x width (`sluice convert fashion-mnist --format raw`).
 struct Input {
   std::string source;  // "photo.jpg" or "train.tfrecord:17"
-  absl::StatusOr<std::string> jpeg;
+  absl::StatusOr<std::string> bytes;
+  bool raw = false;
+  int64_t height = 0, width = 0;
 };
+
+// The model's input image: float32 [1, height, width, channels] in [0, 1].
+absl::StatusOr<Tensor> Preprocess(const Input& input, int64_t height, int64_t width, int channels,
+                                  const NormalizeTable& scale) {
+  if (!input.bytes.ok()) return input.bytes.status();
+  const std::string& bytes = *input.bytes;
+  absl::StatusOr<Tensor> image;
+  if (!input.raw) {
+    image = DecodeAndResize(bytes, height, width, {.channels = channels}, {.normalize = &scale});
+  } else {
+    const int64_t pixels = input.height * input.width;
+    if (input.height <= 0 || input.width <= 0 ||
+        static_cast<int64_t>(bytes.size()) != pixels * channels) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("raw image of ", bytes.size(), " bytes is not ", input.height, "x",
+                       input.width, "x", channels, " (the model's channels)"));
+    }
+    Tensor pixels_in(DType::kUint8, Shape{input.height, input.width, channels});
+    std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(pixels_in.raw_data()));
+    image = Resize(pixels_in,
+                   ResizeRegion{.height = static_cast<double>(input.height),
+                                .width = static_cast<double>(input.width)},
+                   height, width, ResizeMethod::kBilinear, {.normalize = &scale});
+  }
+  if (!image.ok()) return image.status();
+  return image->Reshape(Shape{1, height, width, channels});
+}
 
 struct Prediction {
   std::string source;
@@ -47,14 +78,20 @@ absl::Status CollectInputs(const std::string& file, std::vector<Input>& out) {
   if (!absl::EndsWith(file, ".tfrecord") && !absl::EndsWith(file, ".tfrecords")) {
     absl::StatusOr<Tensor> bytes = ReadFile(file);
     if (!bytes.ok()) {
-      out.push_back({file, bytes.status()});
+      out.push_back({.source = file, .bytes = bytes.status()});
     } else {
-      out.push_back({file, std::move(*bytes->data<std::string>())});
+      out.push_back({.source = file, .bytes = std::move(*bytes->data<std::string>())});
     }
     return absl::OkStatus();
   }
   FeatureSpec spec;
   spec.features.push_back({"image/encoded", FixedLenFeature{DType::kBytes, {}}});
+  spec.features.push_back(
+      {"image/format", FixedLenFeature{DType::kBytes, {}, Tensor::Scalar<std::string>("jpeg")}});
+  spec.features.push_back(
+      {"image/height", FixedLenFeature{DType::kInt64, {}, Tensor::Scalar<int64_t>(0)}});
+  spec.features.push_back(
+      {"image/width", FixedLenFeature{DType::kInt64, {}, Tensor::Scalar<int64_t>(0)}});
   SLUICE_ASSIGN_OR_RETURN(ExampleParser parser, ExampleParser::Create(std::move(spec)));
   auto it = Dataset::TFRecord(file).MakeIterator();
   for (int64_t i = 0;; ++i) {
@@ -64,9 +101,13 @@ absl::Status CollectInputs(const std::string& file, std::vector<Input>& out) {
     absl::StatusOr<Element> parsed = parser.Parse((**next)[0].scalar<std::string>());
     const std::string source = absl::StrCat(file, ":", i);
     if (!parsed.ok()) {
-      out.push_back({source, parsed.status()});
+      out.push_back({.source = source, .bytes = parsed.status()});
     } else {
-      out.push_back({source, (*parsed)[0].scalar<std::string>()});
+      out.push_back({.source = source,
+                     .bytes = (*parsed)[0].scalar<std::string>(),
+                     .raw = (*parsed)[1].scalar<std::string>() == "raw",
+                     .height = (*parsed)[2].scalar<int64_t>(),
+                     .width = (*parsed)[3].scalar<int64_t>()});
     }
   }
   return absl::OkStatus();
@@ -124,12 +165,7 @@ int Run(const CommandLine& command_line) {
   std::vector<Prediction> predictions;
   for (const Input& input : inputs) {
     Prediction p{.source = input.source};
-    absl::StatusOr<Tensor> image =
-        input.jpeg.ok() ? DecodeAndResize(*input.jpeg, height, width, {.channels = channels},
-                                          {.normalize = &scale})
-                        : absl::StatusOr<Tensor>(input.jpeg.status());
-    absl::StatusOr<Tensor> logits =
-        image.ok() ? image->Reshape(Shape{1, height, width, channels}) : image;
+    absl::StatusOr<Tensor> logits = Preprocess(input, height, width, channels, scale);
     if (logits.ok()) logits = loaded->model->Forward(*logits, /*training=*/false);
     if (!logits.ok()) {
       p.status = logits.status();
@@ -202,8 +238,9 @@ int RunPredict(int argc, char** argv) {
       "sluice predict",
       "Loads a model saved by `sluice train --save DIR` (or train::fit::SaveModel) and prints\n"
       "the top-k classes of each image, with their names and probabilities (softmax of the\n"
-      "model's outputs): JPEG files, or every record (image/encoded) of files ending in\n"
-      ".tfrecord. Each image is decoded, resized to the model's input size and scaled to\n"
+      "model's outputs): JPEG files, or every record (image/encoded, JPEG or raw pixels) of\n"
+      "files ending in .tfrecord. Each image is decoded, resized to the model's input size and "
+      "scaled to\n"
       "[0, 1], as `sluice train` trains.");
   command_line.AddOption("model", "DIR", "", "the saved model's directory (required)");
   command_line.AddOption("top", "K", "5", "how many classes to print per image");

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -119,6 +120,48 @@ TEST_F(TrainCommandTest, ProfileWritesATraceAndPrintsTheSummary) {
 // --weight-decay reaches the optimizer: with lr * decay = 1, SGD zeroes every weight before
 // each gradient step: all logits equal, one class predicted (10%); without it the run learns
 // (51% here).
+// --save, then `sluice predict` over a TFRecord of raw pixels (`convert --format raw`): its top-1
+// names agree with the records' labels about as often as the test accuracy says.
+TEST_F(TrainCommandTest, PredictWithASavedModelMatchesTheLabels) {
+  const std::string raw = TempPath("predict_raw");
+  ASSERT_EQ(RunSluice("convert fashion-mnist --source " + std::string(kSource) + " --out " +
+                      ShellQuote(raw) + " --shards 1 --format raw")
+                .exit_code,
+            0);
+  const std::string model = TempPath("predict_model");
+  CliResult r = RunSluice("train --data " + ShellQuote(raw) +
+                          " --model mlp --limit 2000 --json --save " + ShellQuote(model));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const double accuracy = JsonNumber(r.out, "test_accuracy");
+  const std::string test = ShellQuote(raw + "/test-00000-of-00001.tfrecord");
+  CliResult p = RunSluice("predict --top 1 --model " + ShellQuote(model) + " " + test);
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  CliResult labels = RunSluice("inspect --json --records all " + test);
+  ASSERT_EQ(labels.exit_code, 0) << labels.err;
+  std::vector<std::string> names;
+  {
+    std::ifstream in(raw + "/labels.txt");
+    for (std::string line; std::getline(in, line);) names.push_back(line);
+  }
+  ASSERT_EQ(names.size(), 10u);
+  // Line i of each: "FILE:i: NAME 0.xxx" and {"image/class/label": {..., "values": [L]}, ...}.
+  std::istringstream predictions(p.out), records(labels.out);
+  int64_t total = 0, agree = 0;
+  for (std::string prediction, record;
+       std::getline(predictions, prediction) && std::getline(records, record);) {
+    const size_t values = record.find("\"values\": [");
+    ASSERT_NE(values, std::string::npos) << record;
+    const int label = std::stoi(record.substr(values + 11));
+    ++total;
+    agree += absl::StrContains(prediction, ": " + names[label] + " 0.") ||
+             absl::StrContains(prediction, ": " + names[label] + " 1.");
+  }
+  EXPECT_EQ(total, 10000);
+  EXPECT_NEAR(static_cast<double>(agree) / static_cast<double>(total), accuracy, 0.01);
+  std::filesystem::remove_all(raw);
+  std::filesystem::remove_all(model);
+}
+
 TEST_F(TrainCommandTest, WeightDecayReachesTheOptimizer) {
   const std::string common =
       "train --data " + Data() + " --model mlp --limit 1280 --optimizer sgd --lr 0.1 --json";
