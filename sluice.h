@@ -55,6 +55,7 @@
 #include "train/data/image_dataset.h"
 #include "train/data/image_dataset_from_directory.h"
 #include "train/data/prefetch_to_device.h"
+#include "train/export/onnx_export.h"
 #include "train/fit/saved_model.h"
 #include "train/fit/train_step.h"
 #include "train/fit/trainer.h"

@@ -14,6 +14,7 @@
 #include "tools/bench_command.h"
 #include "tools/command_line.h"
 #include "tools/convert_command.h"
+#include "tools/export_command.h"
 #include "tools/inspect_command.h"
 #include "tools/predict_command.h"
 #include "tools/train_command.h"
@@ -30,6 +31,7 @@ constexpr Command kCommands[] = {
     {"train", "train an image classifier on TFRecords or class folders; print accuracy, images/s",
      RunTrain},
     {"predict", "classify JPEG files or TFRecords with a saved model: top-k classes", RunPredict},
+    {"export", "write a saved model as ONNX (ONNX Runtime, TensorRT, OpenVINO)", RunExport},
 };
 
 const Command* FindCommand(absl::string_view name) {

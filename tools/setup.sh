@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages sluice needs, only those that are missing.
+# Installs the Debian packages sluice needs, only those that are missing, and
+# ONNX Runtime's Node.js package for the ONNX export tests (tests/onnx/).
 # Safe to run any number of times. On a minimal Debian 12 (debootstrap
 # --variant=minbase) this is everything tools/build.sh, tools/test.sh and
 # tools/demo.sh need; tools/fresh_root.sh checks that.
@@ -20,24 +21,38 @@ packages=(
   # Open MPI: data-parallel training (distributed/) and mpirun for its tests.
   libopenmpi-dev openmpi-bin
   dataset-fashion-mnist
+  # ONNX export (train/export/): the ONNX protos, and ONNX's own checker for the tests.
+  libonnx-dev python3-onnx
 )
+cd "$(dirname "$0")/.."
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
+# Node.js and npm run ONNX Runtime in the export tests. Any node of 18 or later will do (a
+# machine may have its own, with npm inside it), so Debian's are installed only when there is none.
+command -v npm >/dev/null || missing+=(nodejs npm)
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "setup: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+    SUDO=sudo
+  fi
+  # Through env: sudo would drop an exported DEBIAN_FRONTEND.
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "setup: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "setup: need root or sudo to install ${missing[*]}" >&2; exit 1; }
-  SUDO=sudo
+# ONNX Runtime from the npm registry, at the version package-lock.json pins. Its CPU build is
+# inside the package; --ignore-scripts skips its install script, which fetches only the CUDA
+# provider, from a host these machines cannot reach.
+if [ ! -f tests/onnx/node_modules/onnxruntime-node/package.json ]; then
+  echo "setup: installing onnxruntime-node into tests/onnx/node_modules"
+  (cd tests/onnx && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 fi
-# Through env: sudo would drop an exported DEBIAN_FRONTEND.
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"

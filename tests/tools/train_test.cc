@@ -1,6 +1,7 @@
 // Tests `sluice train` end to end on Debian's Fashion-MNIST (dataset-fashion-mnist, which
 // tools/setup.sh installs), converted once for the suite.
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -158,8 +159,37 @@ TEST_F(TrainCommandTest, PredictWithASavedModelMatchesTheLabels) {
   }
   EXPECT_EQ(total, 10000);
   EXPECT_NEAR(static_cast<double>(agree) / static_cast<double>(total), accuracy, 0.01);
+
+  // `sluice export` writes it as ONNX that ONNX's own checker (Debian's python3-onnx) accepts;
+  // tests/train/export/onnx_export_test.cc runs such files in ONNX Runtime.
+  const std::string onnx = model + "/model.onnx";
+  CliResult e =
+      RunSluice("export --json --model " + ShellQuote(model) + " --out " + ShellQuote(onnx));
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_THAT(e.out, HasSubstr("\"opset\": 13"));
+  EXPECT_THAT(e.out, HasSubstr("\"input\": \"input\""));
+  EXPECT_GT(JsonNumber(e.out, "bytes"), 4 * (784 * 256 + 256 * 128));  // the mlp's weights
+  const std::string check =
+      "/usr/bin/python3 -c 'import sys, onnx; "
+      "onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)' " +
+      ShellQuote(onnx) + " 2>&1";
+  EXPECT_EQ(std::system(check.c_str()), 0) << check;
   std::filesystem::remove_all(raw);
   std::filesystem::remove_all(model);
+}
+
+TEST(ExportCommandLineTest, BadArgumentsAreUsageErrorsAndAMissingModelIsNamed) {
+  EXPECT_EQ(RunSluice("export --out x.onnx").exit_code, 2);
+  EXPECT_EQ(RunSluice("export --model m").exit_code, 2);
+  EXPECT_EQ(RunSluice("export --model m --out x.onnx --opset 9").exit_code, 2);
+  const std::string missing = TempPath("no_such_model");
+  CliResult r = RunSluice("export --model " + ShellQuote(missing) + " --out " +
+                          ShellQuote(TempPath("x.onnx")));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr(missing));
+  CliResult help = RunSluice("export --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_THAT(help.out, HasSubstr("--opset"));
 }
 
 TEST_F(TrainCommandTest, WeightDecayReachesTheOptimizer) {

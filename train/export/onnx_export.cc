@@ -1,0 +1,442 @@
+#include "train/export/onnx_export.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numbers>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "io/atomic_file.h"
+#include "onnx/onnx_pb.h"  // defines ONNX_API, then includes onnx-ml.pb.h (ONNX_ML)
+#include "train/autodiff/variable.h"
+#include "train/backend/transfer.h"
+#include "train/layers/activation.h"
+#include "train/layers/avg_pool.h"
+#include "train/layers/batch_norm.h"
+#include "train/layers/conv2d.h"
+#include "train/layers/dense.h"
+#include "train/layers/dropout.h"
+#include "train/layers/flatten.h"
+#include "train/layers/global_avg_pool.h"
+#include "train/layers/kernel_layer.h"
+#include "train/layers/max_pool.h"
+#include "train/layers/recompute.h"
+#include "train/layers/relu.h"
+#include "train/layers/residual_block.h"
+#include "train/layers/sequential.h"
+#include "train/ops/padding.h"
+#include "train/ops/pool.h"
+#include "train/ops/transpose.h"
+
+namespace sluice::train::exporting {
+namespace {
+
+// ONNX IR version 8 goes with opsets up to 17 (ONNX 1.12, Debian's).
+constexpr int64_t kIrVersion = 8;
+
+// A tensor of the graph: its name, its shape in sluice's terms (NHWC for images, dim 0 the batch,
+// which is dynamic) and whether the graph holds it as NCHW.
+struct Value {
+  std::string name;
+  std::vector<int64_t> dims;  // dims[0] is the batch: unused
+  bool nchw = false;
+};
+
+std::string Join(const std::string& path, const std::string& name) {
+  return path.empty() ? name : absl::StrCat(path, "/", name);
+}
+
+class GraphBuilder {
+ public:
+  GraphBuilder(onnx::GraphProto* graph, const OnnxExportOptions& options)
+      : graph_(graph), options_(options) {}
+
+  // Emits `layer` (at `path`, for names and errors) on `in`; returns its output.
+  absl::StatusOr<Value> Layer(layers::Module& layer, const Value& in, const std::string& path);
+
+  // A float initializer from a variable, read through the backend; `perm` transposes it first.
+  absl::StatusOr<std::string> Initializer(autodiff::Variable& v, const std::vector<int>& perm = {});
+  // Appends Initializer(v, perm)'s name to `inputs`.
+  absl::Status AddInput(std::vector<std::string>& inputs, autodiff::Variable& v,
+                        const std::vector<int>& perm = {});
+  std::string Constant(const std::string& name, float value);
+
+  onnx::NodeProto* Node(const std::string& op, const std::string& path,
+                        std::vector<std::string> inputs, std::string output = "");
+  Value ToNchw(const Value& v, const std::string& path);
+  Value ToNhwc(const Value& v, const std::string& path);
+
+ private:
+  absl::StatusOr<Value> Dense(layers::Dense& layer, const Value& in, const std::string& path);
+  absl::StatusOr<Value> Conv(layers::Conv2D& layer, const Value& in, const std::string& path);
+  absl::StatusOr<Value> BatchNorm(layers::BatchNorm& layer, const Value& in,
+                                  const std::string& path);
+  absl::StatusOr<Value> Pool(const char* op, const ops::Pool2DOptions& options, const Value& in,
+                             const std::string& path);
+  absl::StatusOr<Value> Residual(layers::ResidualBlock& block, const Value& in,
+                                 const std::string& path);
+  absl::StatusOr<Value> Activate(layers::Activation activation, Value v, const std::string& path);
+
+  // Emits `children` one after another, each at path/i/name.
+  absl::StatusOr<Value> Chain(const std::vector<layers::Module*>& children, const Value& in,
+                              const std::string& path);
+
+  onnx::GraphProto* graph_;
+  const OnnxExportOptions& options_;
+  int64_t next_ = 0;
+};
+
+onnx::NodeProto* GraphBuilder::Node(const std::string& op, const std::string& path,
+                                    std::vector<std::string> inputs, std::string output) {
+  onnx::NodeProto* node = graph_->add_node();
+  const std::string name = absl::StrCat(Join(path, op), "_", next_++);
+  node->set_name(name);
+  node->set_op_type(op);
+  for (std::string& input : inputs) node->add_input(std::move(input));
+  node->add_output(output.empty() ? name : std::move(output));
+  return node;
+}
+
+void SetInts(onnx::NodeProto* node, const std::string& name, const std::vector<int64_t>& values) {
+  onnx::AttributeProto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
+void SetInt(onnx::NodeProto* node, const std::string& name, int64_t value) {
+  onnx::AttributeProto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
+void SetFloat(onnx::NodeProto* node, const std::string& name, float value) {
+  onnx::AttributeProto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(value);
+}
+
+absl::StatusOr<std::string> GraphBuilder::Initializer(autodiff::Variable& v,
+                                                      const std::vector<int>& perm) {
+  Tensor value = v.value();
+  if (value.dtype() != DType::kFloat32) {
+    return absl::InvalidArgumentError(absl::StrCat("ONNX export: variable '", v.name(), "' is ",
+                                                   DTypeName(value.dtype()), ", not float32"));
+  }
+  if (!perm.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(value, ops::Transpose(value, perm));
+  }
+  SLUICE_ASSIGN_OR_RETURN(const Tensor host, backend::ToHost(value));
+  onnx::TensorProto* t = graph_->add_initializer();
+  t->set_name(v.name());
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int i = 0; i < host.rank(); ++i) t->add_dims(host.dim(i));
+  // ONNX's raw_data is little-endian, as the host is.
+  t->set_raw_data(static_cast<const char*>(host.raw_data()), host.num_elements() * sizeof(float));
+  return v.name();
+}
+
+absl::Status GraphBuilder::AddInput(std::vector<std::string>& inputs, autodiff::Variable& v,
+                                    const std::vector<int>& perm) {
+  SLUICE_ASSIGN_OR_RETURN(std::string name, Initializer(v, perm));
+  inputs.push_back(std::move(name));
+  return absl::OkStatus();
+}
+
+std::string GraphBuilder::Constant(const std::string& name, float value) {
+  for (const onnx::TensorProto& t : graph_->initializer()) {
+    if (t.name() == name) return name;
+  }
+  onnx::TensorProto* t = graph_->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_float_data(value);
+  return name;
+}
+
+Value GraphBuilder::ToNchw(const Value& v, const std::string& path) {
+  if (v.dims.size() != 4 || v.nchw) return v;
+  onnx::NodeProto* node = Node("Transpose", path, {v.name});
+  SetInts(node, "perm", {0, 3, 1, 2});
+  return Value{node->output(0), v.dims, true};
+}
+
+Value GraphBuilder::ToNhwc(const Value& v, const std::string& path) {
+  if (!v.nchw) return v;
+  onnx::NodeProto* node = Node("Transpose", path, {v.name});
+  SetInts(node, "perm", {0, 2, 3, 1});
+  return Value{node->output(0), v.dims, false};
+}
+
+absl::StatusOr<Value> GraphBuilder::Activate(layers::Activation activation, Value v,
+                                             const std::string& path) {
+  switch (activation) {
+    case layers::Activation::kLinear:
+      return v;
+    case layers::Activation::kRelu:
+      v.name = Node("Relu", path, {v.name})->output(0);
+      return v;
+    case layers::Activation::kSigmoid:
+      v.name = Node("Sigmoid", path, {v.name})->output(0);
+      return v;
+    case layers::Activation::kTanh:
+      v.name = Node("Tanh", path, {v.name})->output(0);
+      return v;
+    case layers::Activation::kSoftmax: {
+      // Over the channels, the last dim in sluice's layout.
+      onnx::NodeProto* node = Node("Softmax", path, {v.name});
+      SetInt(node, "axis", v.nchw ? 1 : -1);
+      v.name = node->output(0);
+      return v;
+    }
+    case layers::Activation::kGelu: {
+      // The exact GELU, as the backends compute it: 0.5 x (1 + erf(x / sqrt 2)). Gelu itself is
+      // opset 20.
+      const std::string scaled =
+          Node("Mul", path,
+               {v.name, Constant("sluice/inv_sqrt2", static_cast<float>(1 / std::numbers::sqrt2))})
+              ->output(0);
+      const std::string erf = Node("Erf", path, {scaled})->output(0);
+      const std::string one_plus = Node("Add", path, {erf, Constant("sluice/one", 1)})->output(0);
+      const std::string half_x =
+          Node("Mul", path, {v.name, Constant("sluice/half", 0.5f)})->output(0);
+      v.name = Node("Mul", path, {half_x, one_plus})->output(0);
+      return v;
+    }
+  }
+  return absl::InternalError("ONNX export: unknown activation");
+}
+
+absl::StatusOr<Value> GraphBuilder::Dense(layers::Dense& layer, const Value& in,
+                                          const std::string& path) {
+  if (in.dims.size() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat("ONNX export: ", path, ": Dense takes [batch, ",
+                                                   "features], got rank ", in.dims.size()));
+  }
+  std::vector<std::string> inputs = {in.name};
+  SLUICE_RETURN_IF_ERROR(AddInput(inputs, layer.kernel()));
+  if (layer.bias() != nullptr) SLUICE_RETURN_IF_ERROR(AddInput(inputs, *layer.bias()));
+  Value out{Node("Gemm", path, std::move(inputs))->output(0), {in.dims[0], layer.units()}, false};
+  return Activate(layer.activation(), std::move(out), path);
+}
+
+absl::StatusOr<Value> GraphBuilder::Conv(layers::Conv2D& layer, const Value& in,
+                                         const std::string& path) {
+  if (in.dims.size() != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ONNX export: ", path, ": Conv2D takes NHWC, got rank ", in.dims.size()));
+  }
+  SLUICE_ASSIGN_OR_RETURN(const layers::LayerConfig config, layer.GetConfig());
+  SLUICE_ASSIGN_OR_RETURN(const int64_t kh, config.Int("kernel_h"));
+  SLUICE_ASSIGN_OR_RETURN(const int64_t kw, config.Int("kernel_w"));
+  SLUICE_ASSIGN_OR_RETURN(const int64_t sh, config.Int("stride_h"));
+  SLUICE_ASSIGN_OR_RETURN(const int64_t sw, config.Int("stride_w"));
+  const int64_t dh = config.IntOr("dilation_h", 1), dw = config.IntOr("dilation_w", 1);
+  SLUICE_ASSIGN_OR_RETURN(const std::string padding_name, config.String("padding"));
+  SLUICE_ASSIGN_OR_RETURN(const ops::Padding padding, ops::ParsePadding(padding_name));
+  SLUICE_ASSIGN_OR_RETURN(const ops::Window h, ops::ComputeWindow(in.dims[1], kh, sh, dh, padding));
+  SLUICE_ASSIGN_OR_RETURN(const ops::Window w, ops::ComputeWindow(in.dims[2], kw, sw, dw, padding));
+
+  const Value x = ToNchw(in, path);
+  std::vector<std::string> inputs = {x.name};
+  // HWIO (Keras) to OIHW (ONNX).
+  SLUICE_RETURN_IF_ERROR(AddInput(inputs, layer.kernel(), {3, 2, 0, 1}));
+  if (layer.bias() != nullptr) SLUICE_RETURN_IF_ERROR(AddInput(inputs, *layer.bias()));
+  onnx::NodeProto* node = Node("Conv", path, std::move(inputs));
+  SetInts(node, "kernel_shape", {kh, kw});
+  SetInts(node, "strides", {sh, sw});
+  SetInts(node, "dilations", {dh, dw});
+  SetInts(node, "pads", {h.pad_before, w.pad_before, h.pad_after, w.pad_after});
+  const int64_t filters = layer.kernel().value().dim(3);
+  Value out{node->output(0), {in.dims[0], h.out, w.out, filters}, true};
+  return Activate(layer.activation(), std::move(out), path);
+}
+
+absl::StatusOr<Value> GraphBuilder::BatchNorm(layers::BatchNorm& layer, const Value& in,
+                                              const std::string& path) {
+  if (in.dims.size() != 4 && in.dims.size() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ONNX export: ", path, ": BatchNorm takes NHWC or [batch, C], got rank ", in.dims.size()));
+  }
+  SLUICE_ASSIGN_OR_RETURN(const layers::LayerConfig config, layer.GetConfig());
+  SLUICE_ASSIGN_OR_RETURN(const double epsilon, config.Float("epsilon"));
+  const Value x = ToNchw(in, path);
+  std::vector<std::string> inputs = {x.name};
+  for (autodiff::Variable* v :
+       {&layer.gamma(), &layer.beta(), &layer.moving_mean(), &layer.moving_variance()}) {
+    SLUICE_RETURN_IF_ERROR(AddInput(inputs, *v));
+  }
+  onnx::NodeProto* node = Node("BatchNormalization", path, std::move(inputs));
+  SetFloat(node, "epsilon", static_cast<float>(epsilon));
+  return Value{node->output(0), x.dims, x.nchw};
+}
+
+absl::StatusOr<Value> GraphBuilder::Pool(const char* op, const ops::Pool2DOptions& options,
+                                         const Value& in, const std::string& path) {
+  if (in.dims.size() != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ONNX export: ", path, ": ", op, " takes NHWC, got rank ", in.dims.size()));
+  }
+  SLUICE_ASSIGN_OR_RETURN(
+      const ops::Window h,
+      ops::ComputeWindow(in.dims[1], options.window_h, options.stride_h, 1, options.padding));
+  SLUICE_ASSIGN_OR_RETURN(
+      const ops::Window w,
+      ops::ComputeWindow(in.dims[2], options.window_w, options.stride_w, 1, options.padding));
+  const Value x = ToNchw(in, path);
+  onnx::NodeProto* node = Node(op, path, {x.name});
+  SetInts(node, "kernel_shape", {options.window_h, options.window_w});
+  SetInts(node, "strides", {options.stride_h, options.stride_w});
+  SetInts(node, "pads", {h.pad_before, w.pad_before, h.pad_after, w.pad_after});
+  // TensorFlow's average leaves the padding out, which is ONNX's default (count_include_pad 0).
+  return Value{node->output(0), {in.dims[0], h.out, w.out, in.dims[3]}, true};
+}
+
+absl::StatusOr<Value> GraphBuilder::Residual(layers::ResidualBlock& block, const Value& in,
+                                             const std::string& path) {
+  const std::vector<layers::Module*> children = block.Children();
+  const std::vector<std::string> names = {"conv1", "bn1",           "conv2",
+                                          "bn2",   "shortcut_conv", "shortcut_bn"};
+  const Value x = ToNchw(in, path);
+  Value y = x;
+  for (size_t i = 0; i < 4; ++i) {
+    SLUICE_ASSIGN_OR_RETURN(y, Layer(*children[i], y, Join(path, names[i])));
+    if (i == 1) y.name = Node("Relu", path, {y.name})->output(0);
+  }
+  Value shortcut = x;
+  if (block.has_projection()) {
+    SLUICE_ASSIGN_OR_RETURN(shortcut, Layer(*children[4], shortcut, Join(path, names[4])));
+    SLUICE_ASSIGN_OR_RETURN(shortcut, Layer(*children[5], shortcut, Join(path, names[5])));
+  }
+  y.name = Node("Add", path, {y.name, shortcut.name})->output(0);
+  y.name = Node("Relu", path, {y.name})->output(0);
+  return y;
+}
+
+absl::StatusOr<Value> GraphBuilder::Layer(layers::Module& layer, const Value& in,
+                                          const std::string& path) {
+  if (!layer.built()) {
+    return absl::FailedPreconditionError(absl::StrCat("ONNX export: ", Join(path, layer.name()),
+                                                      " is not built: Build the model first"));
+  }
+  if (auto* sequential = dynamic_cast<layers::Sequential*>(&layer)) {
+    return Chain(sequential->Children(), in, path);
+  }
+  if (auto* recompute = dynamic_cast<layers::Recompute*>(&layer)) {
+    // Recomputation only changes the backward pass.
+    return Layer(*recompute->Children()[0], in, path);
+  }
+  if (auto* dense = dynamic_cast<layers::Dense*>(&layer)) return Dense(*dense, in, path);
+  if (auto* conv = dynamic_cast<layers::Conv2D*>(&layer)) return Conv(*conv, in, path);
+  if (auto* bn = dynamic_cast<layers::BatchNorm*>(&layer)) return BatchNorm(*bn, in, path);
+  if (auto* block = dynamic_cast<layers::ResidualBlock*>(&layer)) return Residual(*block, in, path);
+  if (auto* pool = dynamic_cast<layers::MaxPool*>(&layer)) {
+    return Pool("MaxPool", pool->options(), in, path);
+  }
+  if (auto* pool = dynamic_cast<layers::AvgPool*>(&layer)) {
+    return Pool("AveragePool", pool->options(), in, path);
+  }
+  if (dynamic_cast<layers::ReLU*>(&layer) != nullptr) {
+    return Value{Node("Relu", path, {in.name})->output(0), in.dims, in.nchw};
+  }
+  if (dynamic_cast<layers::Dropout*>(&layer) != nullptr) return in;  // identity in inference
+  if (dynamic_cast<layers::Flatten*>(&layer) != nullptr) {
+    // Keras flattens NHWC: the Dense after it was trained on that order.
+    const Value x = ToNhwc(in, path);
+    onnx::NodeProto* node = Node("Flatten", path, {x.name});
+    SetInt(node, "axis", 1);
+    int64_t features = 1;
+    for (size_t i = 1; i < in.dims.size(); ++i) features *= in.dims[i];
+    return Value{node->output(0), {in.dims[0], features}, false};
+  }
+  if (dynamic_cast<layers::GlobalAvgPool*>(&layer) != nullptr) {
+    if (in.dims.size() != 4) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ONNX export: ", path, ": GlobalAvgPool takes NHWC, got rank ", in.dims.size()));
+    }
+    const Value x = ToNchw(in, path);
+    const std::string pooled = Node("GlobalAveragePool", path, {x.name})->output(0);
+    onnx::NodeProto* node = Node("Flatten", path, {pooled});
+    SetInt(node, "axis", 1);
+    return Value{node->output(0), {in.dims[0], in.dims[3]}, false};
+  }
+  if (std::find(options_.sequential_layers.begin(), options_.sequential_layers.end(),
+                layer.name()) != options_.sequential_layers.end()) {
+    return Chain(layer.Children(), in, path);
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      "ONNX export: layer '", path, "' (", layer.name(),
+      ") has no ONNX form; the built-in layers export, and a user's own container whose layers "
+      "run one after another when OnnxExportOptions::sequential_layers names it"));
+}
+
+absl::StatusOr<Value> GraphBuilder::Chain(const std::vector<layers::Module*>& children,
+                                          const Value& in, const std::string& path) {
+  Value v = in;
+  for (size_t i = 0; i < children.size(); ++i) {
+    SLUICE_ASSIGN_OR_RETURN(
+        v, Layer(*children[i], v, Join(path, absl::StrCat(i, "/", children[i]->name()))));
+  }
+  return v;
+}
+
+void SetShape(onnx::ValueInfoProto* info, const std::string& name,
+              const std::vector<int64_t>& dims) {
+  info->set_name(name);
+  onnx::TypeProto::Tensor* t = info->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  onnx::TensorShapeProto* shape = t->mutable_shape();
+  shape->add_dim()->set_dim_param("batch");
+  for (size_t i = 1; i < dims.size(); ++i) shape->add_dim()->set_dim_value(dims[i]);
+}
+
+}  // namespace
+
+absl::StatusOr<onnx::ModelProto> ToOnnx(layers::Module& model, const Shape& input_shape,
+                                        const OnnxExportOptions& options) {
+  if (input_shape.rank() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ONNX export: the input shape ", input_shape.DebugString(), " has no batch dimension"));
+  }
+  if (options.input_name.empty() || options.output_name.empty() ||
+      options.input_name == options.output_name) {
+    return absl::InvalidArgumentError("ONNX export: the input and output need distinct names");
+  }
+  onnx::ModelProto proto;
+  proto.set_ir_version(kIrVersion);
+  proto.set_producer_name("sluice");
+  proto.set_producer_version(options.producer_version);
+  onnx::OperatorSetIdProto* opset = proto.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(options.opset);
+  onnx::GraphProto* graph = proto.mutable_graph();
+  graph->set_name(options.graph_name);
+
+  Value in{options.input_name, {}, false};
+  for (int i = 0; i < input_shape.rank(); ++i) in.dims.push_back(input_shape.dim(i));
+  SetShape(graph->add_input(), options.input_name, in.dims);
+
+  GraphBuilder builder(graph, options);
+  SLUICE_ASSIGN_OR_RETURN(Value out, builder.Layer(model, in, ""));
+  out = builder.ToNhwc(out, "output");
+  builder.Node("Identity", "output", {out.name}, options.output_name);
+  SetShape(graph->add_output(), options.output_name, out.dims);
+  return proto;
+}
+
+absl::Status ExportOnnx(layers::Module& model, const Shape& input_shape, const std::string& path,
+                        const OnnxExportOptions& options) {
+  SLUICE_ASSIGN_OR_RETURN(const onnx::ModelProto proto, ToOnnx(model, input_shape, options));
+  std::string bytes;
+  if (!proto.SerializeToString(&bytes)) {
+    return absl::InternalError(
+        absl::StrCat("ONNX export: could not serialise the model for ", path));
+  }
+  return WriteFileAtomically(path, bytes);
+}
+
+}  // namespace sluice::train::exporting
