@@ -19,7 +19,9 @@ clone of this repository at /src: what a new Debian machine that has only
      rebuilt when older than 7 days); nothing installed by CMD ever reaches it.
   2. Each run unpacks it into a new temporary directory, mounts /proc, /sys
      (read-only), a minimal /dev, /dev/pts (a new instance) and /dev/shm (tmpfs)
-     inside it, copies /etc/resolv.conf, and clones the repository into /src.
+     inside it, copies /etc/resolv.conf and this machine's CA bundle (for a
+     TLS-inspecting proxy; NODE_EXTRA_CA_CERTS names it), and clones the
+     repository into /src.
   3. CMD runs under chroot in /src, with a clean environment: PATH, HOME=/root,
      LANG=C.UTF-8, plus TERM, CI, http(s)_proxy/no_proxy and
      every SLUICE_* variable passed through from the caller.
@@ -91,6 +93,8 @@ if [ "${1-}" = "--in-namespace" ]; then
   mount -t tmpfs -o nosuid,nodev,mode=1777 shm "$root/dev/shm"
 
   env_args=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)
+  [ -f "$root/etc/fresh-root/host-ca-certificates.crt" ] &&
+    env_args+=(NODE_EXTRA_CA_CERTS=/etc/fresh-root/host-ca-certificates.crt)
   while IFS= read -r name; do
     case $name in
       SLUICE_FRESH_ROOT_*) ;;
@@ -290,6 +294,14 @@ apt-config dump 2>/dev/null |
   grep -E '^Acquire::(https?::Proxy|ftp::Proxy|Check-Valid-Until|Check-Date|Max-FutureTime) ' \
   >"$root/etc/apt/apt.conf.d/00fresh-root-host" || rm -f "$root/etc/apt/apt.conf.d/00fresh-root-host"
 cat -- /etc/resolv.conf >"$root/etc/resolv.conf" 2>/dev/null || true
+# The network's trust anchors too: where HTTPS goes through a TLS-inspecting proxy (as on these
+# machines, whose package registries are reached so), a new root's own CA list does not know its
+# CA. Kept apart from the root's CA files, and named by NODE_EXTRA_CA_CERTS (npm).
+host_ca=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
+if [ -r "$host_ca" ]; then
+  mkdir -p "$root/etc/fresh-root"
+  cat -- "$host_ca" >"$root/etc/fresh-root/host-ca-certificates.crt"
+fi
 git -c safe.directory='*' clone --quiet --no-checkout --no-hardlinks "$from" "$root/src"
 git -C "$root/src" -c advice.detachedHead=false checkout --quiet --detach "$commit"
 if [ "$worktree" = 1 ]; then

@@ -88,6 +88,9 @@ struct TrainConfig {
   int64_t threads = 0;
   uint64_t seed = 0;
   bool augment = false;
+  // With augment: "pad-crop" (flip + 4-pixel pad-crop, fused into the decode) or "keras"
+  // (RandomFlip("horizontal"), RandomTranslation(0.1, 0.1), RandomZoom(0.1) on each batch).
+  std::string augmentation = "pad-crop";
   bool recompute = false;  // resnet-small's residual blocks recompute their activations
   bool check_numerics = false;
   bool summary = false;
@@ -270,6 +273,30 @@ struct Datasets {
   std::string test_source;               // for errors
 };
 
+// Keras' RandomFlip("horizontal"), RandomTranslation(0.1, 0.1) and RandomZoom(0.1) on each
+// batch of `batches` when `augment`, then Rescaling(`rescale`) (1: none), in parallel.
+absl::StatusOr<Dataset> KerasAugmentation(Dataset batches, float rescale, bool augment = true) {
+  const Rescaling rescaling(rescale);
+  const RandomFlip flip(RandomFlip::Mode::kHorizontal);
+  SLUICE_ASSIGN_OR_RETURN(const RandomTranslation translate, RandomTranslation::Create(0.1, 0.1));
+  SLUICE_ASSIGN_OR_RETURN(const RandomZoom zoom, RandomZoom::Create(0.1));
+  return batches
+      .Map(
+          [=](Element e, const ElementContext& c) -> absl::StatusOr<Element> {
+            if (augment) {
+              SLUICE_ASSIGN_OR_RETURN(e[0], flip.Apply(e[0], c.seed));
+              SLUICE_ASSIGN_OR_RETURN(e[0], translate.Apply(e[0], c.seed));
+              SLUICE_ASSIGN_OR_RETURN(e[0], zoom.Apply(e[0], c.seed));
+            }
+            if (rescale != 1) {
+              SLUICE_ASSIGN_OR_RETURN(e[0], rescaling.Apply(e[0]));
+            }
+            return e;
+          },
+          {.num_parallel_calls = kAutotune})
+      .Prefetch();
+}
+
 // --data DIR: the TFRecords `sluice convert` writes, 10 classes of grayscale images.
 absl::StatusOr<Datasets> TFRecordDatasets(const TrainConfig& config,
                                           std::function<void(const absl::Status&)> on_skipped) {
@@ -281,16 +308,20 @@ absl::StatusOr<Datasets> TFRecordDatasets(const TrainConfig& config,
     return absl::NotFoundError(absl::StrCat("no training records in ", train_files,
                                             " (make them with `sluice convert fashion-mnist`)"));
   }
+  const bool keras = config.augment && config.augmentation == "keras";
   SLUICE_ASSIGN_OR_RETURN(Dataset train_data,
                           train::data::MakeImageDataset({.files = train_files,
                                                          .batch_size = config.batch,
                                                          .channels = 1,
                                                          .shuffle_buffer = 10000,
-                                                         .augment = config.augment,
+                                                         .augment = config.augment && !keras,
                                                          .limit = config.limit,
                                                          .skip_errors = config.skip_errors,
                                                          .on_skipped = on_skipped,
                                                          .seed = config.seed}));
+  if (keras) {
+    SLUICE_ASSIGN_OR_RETURN(train_data, KerasAugmentation(std::move(train_data), /*rescale=*/1));
+  }
   SLUICE_ASSIGN_OR_RETURN(Dataset test_data,
                           train::data::MakeImageDataset({.files = test_files,
                                                          .batch_size = 256,
@@ -338,23 +369,8 @@ absl::StatusOr<Datasets> ImageFolderDatasets(const TrainConfig& config, bool chi
   SLUICE_ASSIGN_OR_RETURN(train::data::ImageDirectoryDataset test_set,
                           train::data::ImageDatasetFromDirectory(config.images, options));
   const Rescaling rescale(1.0f / 255);
-  const bool augment = config.augment;
-  const RandomFlip flip(RandomFlip::Mode::kHorizontal);
-  SLUICE_ASSIGN_OR_RETURN(const RandomTranslation translate, RandomTranslation::Create(0.1, 0.1));
-  SLUICE_ASSIGN_OR_RETURN(const RandomZoom zoom, RandomZoom::Create(0.1));
-  Dataset train_data = train_set.dataset
-                           .Map(
-                               [=](Element e, const ElementContext& c) -> absl::StatusOr<Element> {
-                                 if (augment) {
-                                   SLUICE_ASSIGN_OR_RETURN(e[0], flip.Apply(e[0], c.seed));
-                                   SLUICE_ASSIGN_OR_RETURN(e[0], translate.Apply(e[0], c.seed));
-                                   SLUICE_ASSIGN_OR_RETURN(e[0], zoom.Apply(e[0], c.seed));
-                                 }
-                                 SLUICE_ASSIGN_OR_RETURN(e[0], rescale.Apply(e[0]));
-                                 return e;
-                               },
-                               {.num_parallel_calls = kAutotune})
-                           .Prefetch();
+  SLUICE_ASSIGN_OR_RETURN(Dataset train_data,
+                          KerasAugmentation(train_set.dataset, 1.0f / 255, config.augment));
   Dataset test_data = test_set.dataset.Map([rescale](Element e) -> absl::StatusOr<Element> {
     SLUICE_ASSIGN_OR_RETURN(e[0], rescale.Apply(e[0]));
     return e;
@@ -586,8 +602,13 @@ void AddTrainOptions(CommandLine& command_line) {
   command_line.AddOption("accumulate", "N", "1", "apply the mean gradient of N batches");
   command_line.AddOption("limit", "N", "all", "train on the first N training records only");
   command_line.AddFlag("augment",
-                       "random flip and 4-pixel pad-crop of training images (default for "
+                       "augment the training images, as --augmentation says (default for "
                        "resnet-small; --augment=false turns it off)");
+  command_line.AddOption(
+      "augmentation", "NAME", "pad-crop with --data, keras with --images",
+      "with --augment: pad-crop (random flip and 4-pixel pad-crop, fused into the decode) or "
+      "keras (Keras' RandomFlip(\"horizontal\"), RandomTranslation(0.1, 0.1) and "
+      "RandomZoom(0.1) on each batch)");
   command_line.AddFlag("recompute",
                        "resnet-small only: recompute each residual block's activations in the "
                        "backward pass instead of keeping them (tf.recompute_grad): less memory, "
@@ -710,6 +731,19 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const CommandLine& command_line) {
   }
   config.augment = command_line.WasGiven("augment") ? command_line.Flag("augment")
                                                     : config.model == "resnet-small";
+  config.augmentation = command_line.WasGiven("augmentation")
+                            ? command_line.Value("augmentation")
+                            : (config.images.empty() ? "pad-crop" : "keras");
+  if (config.augmentation != "pad-crop" && config.augmentation != "keras") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--augmentation takes pad-crop or keras, not '", config.augmentation, "'"));
+  }
+  if (!config.images.empty() && config.augmentation != "keras") {
+    return absl::InvalidArgumentError("--images augments with --augmentation keras only");
+  }
+  if (command_line.WasGiven("augmentation") && !config.augment) {
+    return absl::InvalidArgumentError("--augmentation needs augmentation on (--augment)");
+  }
   config.recompute = command_line.Flag("recompute");
   if (config.recompute && config.model != "resnet-small") {
     return absl::InvalidArgumentError("--recompute applies to --model resnet-small only");

@@ -192,6 +192,27 @@ TEST(ExportCommandLineTest, BadArgumentsAreUsageErrorsAndAMissingModelIsNamed) {
   EXPECT_THAT(help.out, HasSubstr("--opset"));
 }
 
+// --augmentation keras reaches the pipeline: the same seed without augmentation, with pad-crop and
+// with Keras' flip, translation and zoom trains three different runs (the training loss), each
+// still learning.
+TEST_F(TrainCommandTest, EachAugmentationChangesTheTraining) {
+  std::vector<double> losses;
+  for (const char* augmentation :
+       {"--augment=false", "--augment --augmentation pad-crop", "--augment --augmentation keras"}) {
+    SCOPED_TRACE(augmentation);
+    CliResult r = RunSluice("train --data " + ShellQuote(*data_) +
+                            " --model mlp --limit 2000 --json --seed 3 " + augmentation);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_GE(JsonNumber(r.out, "test_accuracy"), 0.3) << r.out;  // chance is 0.1
+    const size_t loss = r.out.find("\"loss\": [");
+    ASSERT_NE(loss, std::string::npos) << r.out;
+    losses.push_back(std::stod(r.out.substr(loss + 9)));
+  }
+  EXPECT_NE(losses[0], losses[1]);
+  EXPECT_NE(losses[0], losses[2]);
+  EXPECT_NE(losses[1], losses[2]);
+}
+
 TEST_F(TrainCommandTest, WeightDecayReachesTheOptimizer) {
   const std::string common =
       "train --data " + Data() + " --model mlp --limit 1280 --optimizer sgd --lr 0.1 --json";
@@ -327,6 +348,11 @@ TEST(TrainCommandLineTest, BadArgumentsAreUsageErrors) {
   CliResult steps = RunSluice("train --data x --profile p --profile-steps 5:2");
   EXPECT_EQ(steps.exit_code, 2);
   EXPECT_THAT(steps.err, HasSubstr("--profile-steps must be FROM:TO"));
+  CliResult augmentation = RunSluice("train --data x --augment --augmentation mixup");
+  EXPECT_EQ(augmentation.exit_code, 2);
+  EXPECT_THAT(augmentation.err, HasSubstr("--augmentation takes pad-crop or keras, not 'mixup'"));
+  EXPECT_EQ(RunSluice("train --images x --augment --augmentation pad-crop").exit_code, 2);
+  EXPECT_EQ(RunSluice("train --data x --augment=false --augmentation keras").exit_code, 2);
   CliResult decay = RunSluice("train --data x --weight-decay -0.1");
   EXPECT_EQ(decay.exit_code, 2);
   EXPECT_THAT(decay.err, HasSubstr("--weight-decay takes a number >= 0, not '-0.1'"));
