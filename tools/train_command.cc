@@ -500,8 +500,9 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config, distributed::Communicat
   outcome.train_peak_tensor_held_mb = train::backend::cpu::CpuAllocator::peak_held_bytes() / kMiB;
   SLUICE_ASSIGN_OR_RETURN(outcome.test, trainer.Evaluate(test_data));
   if (!config.save.empty() && chief) {
-    SLUICE_RETURN_IF_ERROR(train::fit::SaveModel(*model, Shape{1, shape[1], shape[2], shape[3]},
-                                                 config.save, {.class_names = data.class_names}));
+    SLUICE_RETURN_IF_ERROR(
+        train::fit::SaveModel(*model, Shape{1, shape[1], shape[2], shape[3]}, config.save,
+                              {.class_names = data.class_names, .optimizer = optimizer.get()}));
     if (!config.json) std::printf("saved the model to %s\n", config.save.c_str());
   }
   outcome.skipped_records = skipped->count();
@@ -633,7 +634,8 @@ void AddTrainOptions(CommandLine& command_line) {
   command_line.AddFlag("resume", "continue from --checkpoint PATH when it exists");
   command_line.AddOption("save", "DIR", "",
                          "after training, save the model to DIR (architecture, weights, class "
-                         "names): what `sluice predict --model DIR` loads");
+                         "names, the optimizer's state): what `sluice predict --model DIR` and "
+                         "`sluice export` load");
   command_line.AddOption("threads", "N", "all cores", "threads for the training kernels");
   command_line.AddOption("seed", "S", "0", "seed of initializers, shuffling and augmentation");
   command_line.AddFlag("skip-errors", "skip (and count) unreadable records instead of failing");

@@ -83,6 +83,11 @@ absl::Status SaveModel(layers::Module& model, const Shape& input_shape, const st
   weights.weights_only = true;
   SLUICE_ASSIGN_OR_RETURN(weights.variables, autodiff::SnapshotVariables(model.Variables()));
   weights.frozen_variables = FrozenNames(model);
+  if (options.optimizer != nullptr) {
+    SLUICE_ASSIGN_OR_RETURN(weights.optimizer,
+                            options.optimizer->SaveState(model.TrainableVariables()));
+    saved.set_has_optimizer(true);
+  }
 
   std::error_code error;
   std::filesystem::create_directories(dir, error);
@@ -147,9 +152,11 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& dir) {
   const absl::flat_hash_set<std::string> frozen(weights.frozen_variables.begin(),
                                                 weights.frozen_variables.end());
   for (autodiff::Variable* v : (*model)->Variables()) v->set_frozen(frozen.contains(v->name()));
-  return LoadedModel{.model = *std::move(model),
+  LoadedModel loaded{.model = *std::move(model),
                      .input_shape = std::move(input_shape),
                      .class_names = {saved.class_names().begin(), saved.class_names().end()}};
+  if (saved.has_optimizer()) loaded.optimizer_state = std::move(weights.optimizer);
+  return loaded;
 }
 
 }  // namespace sluice::train::fit

@@ -2,6 +2,7 @@
 #define SLUICE_TRAIN_FIT_SAVED_MODEL_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "core/shape.h"
 #include "train/layers/module.h"
+#include "train/optimizers/optimizer.h"
 
 namespace sluice::train::fit {
 
@@ -25,6 +27,10 @@ namespace sluice::train::fit {
 struct SaveModelOptions {
   // The name of each output class, in order (a classifier's labels, for `sluice predict`).
   std::vector<std::string> class_names;
+  // Keras' include_optimizer: when set, the optimizer's state (iterations, base learning rate,
+  // slots such as Adam's m and v, for the model's TrainableVariables()) is saved beside the
+  // weights, so that training can go on where it stopped (LoadedModel::optimizer_state).
+  const optimizers::Optimizer* optimizer = nullptr;
 };
 absl::Status SaveModel(layers::Module& model, const Shape& input_shape, const std::string& dir,
                        const SaveModelOptions& options = {});
@@ -33,6 +39,10 @@ struct LoadedModel {
   std::unique_ptr<layers::Module> model;  // built, on the CPU (Module::To moves it)
   Shape input_shape;
   std::vector<std::string> class_names;  // as saved (empty when none were given)
+  // The optimizer's state when one was saved: an optimizer of the same kind takes it with
+  // optimizer.RestoreState(*optimizer_state, model->TrainableVariables()), which names what does
+  // not fit (a slot another kind of optimizer does not have, a shape).
+  std::optional<optimizers::OptimizerState> optimizer_state;
 };
 
 // Keras' keras.models.load_model(dir). A missing directory or file is NotFound; a file that is

@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/temp_dir.h"
+#include "tests/train/fit_test_util.h"
 #include "train/layers/avg_pool.h"
 #include "train/layers/batch_norm.h"
 #include "train/layers/conv2d.h"
@@ -24,6 +25,8 @@
 #include "train/layers/residual_block.h"
 #include "train/layers/sequential.h"
 #include "train/models/model_zoo.h"
+#include "train/optimizers/adam.h"
+#include "train/optimizers/sgd.h"
 
 namespace sluice::train::fit {
 namespace {
@@ -132,6 +135,62 @@ TEST(SavedModelTest, EveryBuiltInLayerRoundTripsItsConfig) {
   EXPECT_EQ(a->layers[0].strings.at("activation"), "tanh");
   EXPECT_EQ(a->layers[0].floats.at("kernel_regularizer_l2"), 0.02f);
   EXPECT_EQ(Outputs(model, Shape{2, 16, 16, 3}), Outputs(*loaded->model, Shape{2, 16, 16, 3}));
+}
+
+// Keras' include_optimizer: Adam's iterations and slots saved with the model continue training
+// exactly where it stopped; a fresh Adam (no state) trains differently, and an optimizer of
+// another kind cannot take the state.
+TEST(SavedModelTest, TheOptimizerStateContinuesTrainingExactly) {
+  const Dataset data = testing::BlobsDataset(48, 3, 8);
+  auto model = testing::TinyModel(9);
+  optimizers::Adam adam(optimizers::AdamOptions{.learning_rate = 0.05f});
+  {
+    Trainer trainer(*model, adam);
+    ASSERT_TRUE(trainer.Fit(data, {.epochs = 1, .verbose = 0}).ok());
+  }
+  ScopedTempDir dir;
+  ASSERT_TRUE(
+      SaveModel(*model, Shape{1, testing::kFeatures}, dir.path(), {.optimizer = &adam}).ok());
+  auto loaded = LoadModel(dir.path());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_TRUE(loaded->optimizer_state.has_value());
+  EXPECT_EQ(loaded->optimizer_state->iterations, 6);
+
+  // Two more steps each: the original, the loaded model with the restored state, and the loaded
+  // model with a fresh optimizer.
+  auto fresh = LoadModel(dir.path());
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  optimizers::Adam restored(optimizers::AdamOptions{.learning_rate = 0.05f});
+  ASSERT_TRUE(
+      restored.RestoreState(*loaded->optimizer_state, loaded->model->TrainableVariables()).ok());
+  optimizers::Adam stateless(optimizers::AdamOptions{.learning_rate = 0.05f});
+  for (auto [m, opt] : std::vector<std::pair<layers::Module*, optimizers::Optimizer*>>{
+           {model.get(), &adam},
+           {loaded->model.get(), &restored},
+           {fresh->model.get(), &stateless}}) {
+    Trainer trainer(*m, *opt);
+    ASSERT_TRUE(trainer.Fit(data, {.epochs = 1, .steps_per_epoch = 2, .verbose = 0}).ok());
+  }
+  const std::vector<autodiff::Variable*> a = model->Variables(), b = loaded->model->Variables(),
+                                         c = fresh->model->Variables();
+  ASSERT_EQ(a.size(), b.size());
+  bool any_differs_without_state = false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(a[i]->value().Equals(b[i]->value())) << a[i]->name();
+    any_differs_without_state |= !a[i]->value().Equals(c[i]->value());
+  }
+  EXPECT_TRUE(any_differs_without_state);
+
+  // Sgd keeps no m and v.
+  optimizers::Sgd sgd(optimizers::SgdOptions{.learning_rate = 0.1f});
+  EXPECT_FALSE(
+      sgd.RestoreState(*loaded->optimizer_state, loaded->model->TrainableVariables()).ok());
+  // Saved without an optimizer: no state.
+  ScopedTempDir plain;
+  ASSERT_TRUE(SaveModel(*model, Shape{1, testing::kFeatures}, plain.path()).ok());
+  auto without = LoadModel(plain.path());
+  ASSERT_TRUE(without.ok()) << without.status();
+  EXPECT_FALSE(without->optimizer_state.has_value());
 }
 
 TEST(SavedModelTest, FrozenVariablesStayFrozen) {
