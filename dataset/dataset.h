@@ -51,6 +51,14 @@ struct TFRecordOptions {
   uint64_t max_record_bytes = kDefaultMaxRecordBytes;  // see TFRecordReaderOptions
 };
 
+// TextLine(files, options), like tf.data.TextLineDataset.
+struct TextLineOptions {
+  std::optional<Compression> compression;  // unset: guessed from each file's suffix
+  int64_t skip_header_lines = 0;           // lines dropped at the start of every file
+  uint64_t max_line_bytes = 64 << 20;      // a longer line is DataLoss naming the file and line
+  size_t buffer_size = 256 << 10;
+};
+
 struct MapOptions {
   int num_parallel_calls = 1;         // or kAutotune
   std::optional<bool> deterministic;  // unset: the pipeline's option
@@ -112,6 +120,14 @@ class Dataset {
   // Records of the files in order, each a scalar bytes tensor.
   static Dataset TFRecord(std::vector<std::string> files, TFRecordOptions options = {});
   static Dataset TFRecord(std::string file, TFRecordOptions options = {});
+  // tf.data.TextLineDataset: each line of the files in order as a scalar string, without its
+  // "\n" or "\r\n" (the last line needs none; an empty line is an empty string). The files are
+  // read one after the other; GZIP and ZLIB ones are inflated as they are read. An error (a missing
+  // file, a line longer than max_line_bytes) comes in the file's turn and ends that file, so that
+  // IgnoreErrors can go on with the next. A checkpoint holds the file, line and byte offset: an
+  // uncompressed file seeks back to it, a compressed one is read forward and checked.
+  static Dataset TextLine(std::vector<std::string> files, TextLineOptions options = {});
+  static Dataset TextLine(std::string file, TextLineOptions options = {});
   static Dataset Zip(std::vector<Dataset> datasets);
   // tf.data.Dataset.sample_from_datasets: each element from input i with probability
   // weights[i] / sum(weights), drawn from the seed and the element's index (reproducible, and

@@ -7,6 +7,9 @@
 namespace sluice {
 namespace {
 
+// Wide enough for any difference of two int64s (__extension__: not ISO C++, so -Wpedantic).
+__extension__ typedef __int128 Int128;
+
 class RangeDataset : public DatasetBase {
  public:
   RangeDataset(int64_t start, int64_t stop, int64_t step)
@@ -48,7 +51,7 @@ class RangeDataset : public DatasetBase {
       SLUICE_ASSIGN_OR_RETURN(const int64_t next, SavedInt(state, "next"));
       // A value the iterator can hold: start + k * step for k in [0, Cardinality()], or stop
       // (where it ends at the int64 limits). Anything else could mean up to 2^63 elements.
-      const __int128 offset = static_cast<__int128>(next) - d_->start_;
+      const Int128 offset = static_cast<Int128>(next) - d_->start_;
       const bool on_grid = offset % d_->step_ == 0 && offset / d_->step_ >= 0 &&
                            offset / d_->step_ <= d_->Cardinality();
       if (!on_grid && next != d_->stop_) {

@@ -1,0 +1,148 @@
+#include <zlib.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/dataset/test_util.h"
+#include "tests/temp_dir.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::testing::Collect;
+using ::sluice::testing::Drain;
+using ::sluice::testing::ExpectCheckpointsResumeExactly;
+using ::sluice::testing::ScopedTempDir;
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+void WriteGzip(const std::string& path, const std::string& text) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())),
+            static_cast<int>(text.size()));
+  ASSERT_EQ(gzclose(f), Z_OK);
+}
+
+std::vector<std::string> Lines(const Dataset& ds) {
+  auto elements = Collect(ds);
+  EXPECT_TRUE(elements.ok()) << elements.status();
+  std::vector<std::string> lines;
+  if (!elements.ok()) return lines;
+  for (const Element& e : *elements) lines.push_back(e[0].scalar<std::string>());
+  return lines;
+}
+
+TEST(TextLineTest, LinesWithoutTheirNewlines) {
+  ScopedTempDir dir;
+  const std::string a = dir.path() + "/a.txt", b = dir.path() + "/b.txt";
+  // CRLF and LF, an empty line in the middle, no newline at the very end.
+  WriteText(a, "first\r\nsecond\n\nfourth\n");
+  WriteText(b, "x,1\ny,2");
+  EXPECT_THAT(Lines(Dataset::TextLine({a, b})),
+              ElementsAre("first", "second", "", "fourth", "x,1", "y,2"));
+  // A lone "\r" inside a line stays; an empty file has no lines; a file of one "\n" has one.
+  const std::string c = dir.path() + "/c.txt", d = dir.path() + "/d.txt", e = dir.path() + "/e";
+  WriteText(c, "a\rb\n");
+  WriteText(d, "");
+  WriteText(e, "\n");
+  EXPECT_THAT(Lines(Dataset::TextLine({c, d, e})), ElementsAre("a\rb", ""));
+}
+
+TEST(TextLineTest, SkipsHeaderLinesInEveryFile) {
+  ScopedTempDir dir;
+  const std::string a = dir.path() + "/a.csv", b = dir.path() + "/b.csv", c = dir.path() + "/c.csv";
+  WriteText(a, "name,value\nx,1\ny,2\n");
+  WriteText(b, "name,value\nz,3\n");
+  WriteText(c, "name,value\n");  // a header only
+  EXPECT_THAT(Lines(Dataset::TextLine({a, b, c}, {.skip_header_lines = 1})),
+              ElementsAre("x,1", "y,2", "z,3"));
+}
+
+TEST(TextLineTest, ReadsGzipAndZlibFiles) {
+  ScopedTempDir dir;
+  std::string text;
+  std::vector<std::string> want;
+  for (int i = 0; i < 5000; ++i) {
+    want.push_back("line " + std::to_string(i) + std::string(i % 37, 'x'));
+    text += want.back() + "\n";
+  }
+  const std::string gz = dir.path() + "/big.txt.gz";
+  WriteGzip(gz, text);
+  // A small buffer, so that lines cross buffer refills.
+  EXPECT_THAT(Lines(Dataset::TextLine(gz, {.buffer_size = 100})), ElementsAreArray(want));
+
+  uLongf size = compressBound(text.size());
+  std::string deflated(size, '\0');
+  ASSERT_EQ(compress2(reinterpret_cast<Bytef*>(deflated.data()), &size,
+                      reinterpret_cast<const Bytef*>(text.data()), text.size(), 6),
+            Z_OK);
+  deflated.resize(size);
+  const std::string zlib = dir.path() + "/big.zz";
+  WriteText(zlib, deflated);
+  EXPECT_THAT(Lines(Dataset::TextLine(zlib, {.compression = Compression::kZlib})),
+              ElementsAreArray(want));
+}
+
+TEST(TextLineTest, CheckpointsResumeExactlyPlainAndCompressed) {
+  ScopedTempDir dir;
+  const std::string a = dir.path() + "/a.txt", b = dir.path() + "/b.txt.gz";
+  std::string text;
+  for (int i = 0; i < 30; ++i) text += "row " + std::to_string(i) + (i % 3 ? "\n" : "\r\n");
+  WriteText(a, "header\n" + text);
+  WriteGzip(b, "header\n" + text + "last without newline");
+  const Dataset ds = Dataset::TextLine({a, b}, {.skip_header_lines = 1, .buffer_size = 16});
+  ExpectCheckpointsResumeExactly(ds, {0, 1, 15, 29, 30, 31, 45, 60, 61});
+}
+
+TEST(TextLineTest, AChangedFileIsDataLossOnRestore) {
+  ScopedTempDir dir;
+  const std::string gz = dir.path() + "/a.txt.gz";
+  WriteGzip(gz, "1\n2\n3\n4\n");
+  const Dataset ds = Dataset::TextLine(gz);
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(Drain(*it, 3).ok());
+  auto saved = it->Save();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  WriteGzip(gz, "1\n");  // shorter now
+  auto fresh = ds.MakeIterator();
+  ASSERT_TRUE(fresh->Restore(*saved).ok());
+  auto next = fresh->GetNext();
+  EXPECT_EQ(next.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(next.status().message(), HasSubstr("has the file changed?"));
+}
+
+TEST(TextLineTest, ErrorsNameTheFileAndLineAndEndOnlyThatFile) {
+  ScopedTempDir dir;
+  const std::string missing = dir.path() + "/missing.txt", long_lines = dir.path() + "/long.txt",
+                    good = dir.path() + "/good.txt";
+  WriteText(long_lines, "short\n" + std::string(100, 'y') + "\nnever read\n");
+  WriteText(good, "ok\n");
+  const Dataset ds = Dataset::TextLine({missing, long_lines, good}, {.max_line_bytes = 64});
+  auto it = ds.MakeIterator();
+  auto first = it->GetNext();
+  EXPECT_EQ(first.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(first.status().message(), HasSubstr("missing.txt"));
+  // Sticky: the iterator's contract keeps the first error; IgnoreErrors goes on past it.
+  const Dataset skipping = ds.IgnoreErrors();
+  EXPECT_THAT(Lines(skipping), ElementsAre("short", "ok"));
+  auto plain = Dataset::TextLine({long_lines}, {.max_line_bytes = 64}).MakeIterator();
+  ASSERT_TRUE(plain->GetNext().ok());
+  auto too_long = plain->GetNext();
+  EXPECT_EQ(too_long.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(too_long.status().message(), HasSubstr("long.txt: line 2 (at offset 6)"));
+  EXPECT_EQ(
+      Dataset::TextLine(good, {.skip_header_lines = -1}).MakeIterator()->GetNext().status().code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace sluice
