@@ -59,6 +59,22 @@ struct TextLineOptions {
   size_t buffer_size = 256 << 10;
 };
 
+// Csv(files, record_defaults, options), like tf.data.experimental.CsvDataset.
+struct CsvOptions {
+  std::optional<Compression> compression;  // unset: guessed from each file's suffix
+  bool header = false;                     // the first line of every file names the columns
+  char field_delim = ',';
+  bool use_quote_delim = true;       // a field in "..." may hold the delimiter; "" in it is a quote
+  std::string na_value;              // a field equal to it is missing (non-empty to apply)
+  std::vector<int64_t> select_cols;  // the columns to keep, ascending; empty: every column
+  // 0: one element per record, a scalar per column (CsvDataset). N > 0: up to N records per
+  // element, a [n] tensor per column, as Csv(...).Batch(N) but parsed straight into the columns
+  // (tf.data's make_csv_dataset batches so too); several times faster.
+  int64_t batch_size = 0;
+  uint64_t max_line_bytes = 64 << 20;
+  size_t buffer_size = 256 << 10;
+};
+
 struct MapOptions {
   int num_parallel_calls = 1;         // or kAutotune
   std::optional<bool> deterministic;  // unset: the pipeline's option
@@ -128,6 +144,15 @@ class Dataset {
   // uncompressed file seeks back to it, a compressed one is read forward and checked.
   static Dataset TextLine(std::vector<std::string> files, TextLineOptions options = {});
   static Dataset TextLine(std::string file, TextLineOptions options = {});
+  // tf.data.experimental.CsvDataset: each line of the files is a record, one scalar per column
+  // (per select_cols entry when given) of the dtype of its record_defaults entry: int32, int64,
+  // float32 or bytes. That entry is a scalar, the value of an empty (or na_value) field, or an
+  // empty tensor, which makes the column required. A record with the wrong number of fields, a
+  // value that does not parse, a missing required field or an unclosed quote is InvalidArgument
+  // naming the file, line and column, in that record's place (the file goes on, so IgnoreErrors
+  // skips just the record). Quoted fields cannot span lines. Checkpoints as TextLine's.
+  static Dataset Csv(std::vector<std::string> files, std::vector<Tensor> record_defaults,
+                     CsvOptions options = {});
   static Dataset Zip(std::vector<Dataset> datasets);
   // tf.data.Dataset.sample_from_datasets: each element from input i with probability
   // weights[i] / sum(weights), drawn from the seed and the element's index (reproducible, and

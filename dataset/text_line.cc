@@ -1,13 +1,11 @@
 // TextLine(files, {compression, skip_header_lines, ...}): the lines of text files as scalar
 // strings, like tf.data.TextLineDataset.
-#include <algorithm>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
-#include "io/input_stream.h"
+#include "io/line_reader.h"
 
 namespace sluice {
 namespace {
@@ -38,13 +36,6 @@ class TextLineDataset : public DatasetBase {
   }
 
  private:
-  // One open file: its lines read through a buffer, counted with their byte offsets.
-  struct OpenFile {
-    std::string path;
-    std::unique_ptr<BufferedInputStream> in;
-    int64_t line = 0;  // lines read so far (the next line's 0-based number)
-  };
-
   class TextLineIterator : public IteratorBase {
    public:
     TextLineIterator(const TextLineDataset* d, const IteratorContext& ctx)
@@ -54,17 +45,25 @@ class TextLineDataset : public DatasetBase {
     absl::StatusOr<std::optional<Element>> GetNextInternal() override {
       while (file_ < d_->files_.size()) {
         if (!open_) {
-          absl::Status s = Open(start_line_, start_offset_);
+          const std::string& path = d_->files_[file_];
+          const TextLineOptions& o = d_->options_;
+          absl::StatusOr<std::unique_ptr<LineReader>> opened =
+              LineReader::Open(path,
+                               {.compression = o.compression.value_or(GuessCompression(path)),
+                                .max_line_bytes = o.max_line_bytes,
+                                .buffer_size = o.buffer_size},
+                               start_line_, start_offset_, o.skip_header_lines);
           start_line_ = 0;
           start_offset_ = 0;
-          if (!s.ok()) {
+          if (!opened.ok()) {
             // The error in the file's turn; the next call goes on with the next file.
             ++file_;
-            return s;
+            return opened.status();
           }
+          open_ = *std::move(opened);
         }
         std::string line;
-        absl::StatusOr<bool> more = ReadLine(&line);
+        absl::StatusOr<bool> more = open_->ReadLine(&line);
         if (more.ok() && *more) return Element{Tensor::Scalar<std::string>(std::move(line))};
         open_.reset();
         ++file_;
@@ -76,8 +75,8 @@ class TextLineDataset : public DatasetBase {
     absl::Status SaveInternal(proto::IteratorStateProto* state) override {
       auto& ints = *state->mutable_ints();
       ints["file"] = static_cast<int64_t>(file_);
-      ints["line"] = open_ ? open_->line : start_line_;
-      ints["offset"] = static_cast<int64_t>(open_ ? open_->in->position() : start_offset_);
+      ints["line"] = open_ ? open_->line() : start_line_;
+      ints["offset"] = static_cast<int64_t>(open_ ? open_->offset() : start_offset_);
       return absl::OkStatus();
     }
 
@@ -99,80 +98,9 @@ class TextLineDataset : public DatasetBase {
     }
 
    private:
-    // Opens files_[file_] at line `line`, which starts at uncompressed offset `offset` (0, 0: the
-    // start, past the header lines). An uncompressed file seeks; a compressed one is read forward.
-    absl::Status Open(int64_t line, uint64_t offset) {
-      const std::string& path = d_->files_[file_];
-      const TextLineOptions& o = d_->options_;
-      const Compression compression = o.compression.value_or(GuessCompression(path));
-      auto file = std::make_unique<OpenFile>();
-      file->path = path;
-      if (compression == Compression::kNone) {
-        SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<FileInputStream> stream,
-                                FileInputStream::Open(path));
-        if (offset > 0) SLUICE_RETURN_IF_ERROR(stream->Seek(offset));
-        file->in = std::make_unique<BufferedInputStream>(std::move(stream), o.buffer_size);
-        if (offset > 0) file->in->Reset(offset);
-        file->line = line;
-      } else {
-        SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> stream,
-                                OpenInputStream(path, compression, o.buffer_size));
-        file->in = std::make_unique<BufferedInputStream>(std::move(stream), o.buffer_size);
-      }
-      open_ = std::move(file);
-      // Forward to the restored line (compressed files), or past the header lines.
-      const int64_t target = std::max(line, o.skip_header_lines);
-      std::string skipped;
-      while (open_->line < target) {
-        SLUICE_ASSIGN_OR_RETURN(const bool more, ReadLine(&skipped));
-        if (!more) {
-          if (line == 0) return absl::OkStatus();  // fewer lines than the header: no lines
-          return absl::DataLossError(absl::StrCat(path, ": ends after ", open_->line,
-                                                  " lines, but the checkpoint is at line ", line,
-                                                  " (has the file changed?)"));
-        }
-      }
-      if (line > 0 && open_->in->position() != offset) {
-        return absl::DataLossError(
-            absl::StrCat(path, ": line ", line, " starts at offset ", open_->in->position(),
-                         ", but the checkpoint has offset ", offset, " (has the file changed?)"));
-      }
-      return absl::OkStatus();
-    }
-
-    // The next line of the open file without its "\n" (or "\r\n"); false at the end. The last
-    // line needs no newline; a line longer than max_line_bytes is DataLoss with its place.
-    absl::StatusOr<bool> ReadLine(std::string* line) {
-      line->clear();
-      BufferedInputStream& in = *open_->in;
-      const uint64_t start = in.position();
-      bool any = false;
-      while (true) {
-        SLUICE_ASSIGN_OR_RETURN(const size_t available, in.Ensure(1));
-        if (available == 0) break;  // the end: a last line without "\n", or nothing
-        any = true;
-        const char* data = in.data();
-        const void* newline = std::memchr(data, '\n', available);
-        const size_t take =
-            newline ? static_cast<size_t>(static_cast<const char*>(newline) - data) : available;
-        if (line->size() + take > d_->options_.max_line_bytes) {
-          return absl::DataLossError(absl::StrCat(
-              open_->path, ": line ", open_->line + 1, " (at offset ", start, ") is longer than ",
-              d_->options_.max_line_bytes, " bytes (TextLineOptions::max_line_bytes)"));
-        }
-        line->append(data, take);
-        in.Consume(take + (newline ? 1 : 0));
-        if (newline) break;
-      }
-      if (!any) return false;
-      if (!line->empty() && line->back() == '\r') line->pop_back();
-      ++open_->line;
-      return true;
-    }
-
     const TextLineDataset* d_;
     size_t file_ = 0;
-    std::unique_ptr<OpenFile> open_;  // files_[file_], once opened
+    std::unique_ptr<LineReader> open_;  // files_[file_]'s, once opened
     // Where files_[file_] is to be opened (a restored position).
     int64_t start_line_ = 0;
     uint64_t start_offset_ = 0;

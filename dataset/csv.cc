@@ -1,0 +1,378 @@
+// Csv(files, record_defaults, options): the records of CSV files as one scalar per column, like
+// tf.data.experimental.CsvDataset.
+#include <algorithm>
+#include <charconv>
+#include <deque>
+#include <type_traits>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "dataset/dataset.h"
+#include "dataset/dataset_base.h"
+#include "io/line_reader.h"
+
+namespace sluice {
+namespace {
+
+// Splits `line` into fields at `delim`, as views into `line` (or, for a quoted field with ""
+// in it, into `unquoted`, whose strings must not move: it is a deque). With `quotes`, a field that
+// starts with '"' runs to the matching '"' ("" inside is one quote) and may hold the delimiter.
+// Returns an error message, or "" when the line is well formed.
+std::string SplitFields(absl::string_view line, char delim, bool quotes,
+                        std::vector<absl::string_view>& fields, std::deque<std::string>& unquoted) {
+  fields.clear();
+  unquoted.clear();
+  size_t i = 0;
+  while (true) {
+    if (quotes && i < line.size() && line[i] == '"') {
+      const size_t open = i++;
+      const size_t close = line.find('"', i);
+      if (close == absl::string_view::npos) {
+        return absl::StrCat("the quote at column ", open + 1, " is not closed");
+      }
+      if (close + 1 < line.size() && line[close + 1] == '"') {
+        // Escaped quotes: unescape into a string of its own.
+        std::string& field = unquoted.emplace_back();
+        while (true) {
+          if (i >= line.size()) {
+            return absl::StrCat("the quote at column ", open + 1, " is not closed");
+          }
+          if (line[i] == '"') {
+            if (i + 1 < line.size() && line[i + 1] == '"') {
+              field.push_back('"');
+              i += 2;
+              continue;
+            }
+            ++i;
+            break;
+          }
+          field.push_back(line[i++]);
+        }
+        fields.push_back(field);
+      } else {
+        fields.push_back(line.substr(i, close - i));
+        i = close + 1;
+      }
+      if (i < line.size() && line[i] != delim) {
+        return absl::StrCat("a quoted field ends at column ", i,
+                            " but the delimiter does not follow");
+      }
+    } else {
+      const size_t end = std::min(line.find(delim, i), line.size());
+      fields.push_back(line.substr(i, end - i));
+      i = end;
+    }
+    if (i >= line.size()) return "";
+    ++i;  // the delimiter
+  }
+}
+
+// A number in `field`: std::from_chars (exact, and fast), and absl's Simple* for what it leaves
+// (a leading '+', surrounding whitespace), as tf.data's CsvDataset accepts them.
+template <typename T>
+bool ParseNumber(absl::string_view field, T* out) {
+  const char* end = field.data() + field.size();
+  const auto [ptr, ec] = std::from_chars(field.data(), end, *out);
+  if (ec == std::errc() && ptr == end) return true;
+  if constexpr (std::is_floating_point_v<T>) {
+    return absl::SimpleAtof(field, out);
+  } else {
+    return absl::SimpleAtoi(field, out);
+  }
+}
+
+class CsvDataset : public DatasetBase {
+ public:
+  CsvDataset(std::vector<std::string> files, std::vector<Tensor> defaults, CsvOptions options)
+      : DatasetBase("Csv", {}),
+        files_(std::move(files)),
+        defaults_(std::move(defaults)),
+        options_(std::move(options)) {}
+
+  absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
+      const IteratorContext& ctx) const override {
+    SLUICE_RETURN_IF_ERROR(CheckOptions());
+    return std::unique_ptr<IteratorBase>(new CsvIterator(this, ctx));
+  }
+  std::string Describe() const override {
+    return absl::StrCat("Csv(", files_.size(), files_.size() == 1 ? " file, " : " files, ",
+                        defaults_.size(), " columns)");
+  }
+
+ private:
+  absl::Status CheckOptions() const {
+    if (defaults_.empty()) return absl::InvalidArgumentError("Csv: no record_defaults");
+    if (options_.batch_size < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Csv: batch_size ", options_.batch_size, " must be >= 0"));
+    }
+    for (size_t i = 0; i < defaults_.size(); ++i) {
+      const Tensor& d = defaults_[i];
+      const DType t = d.dtype();
+      if (t != DType::kInt32 && t != DType::kInt64 && t != DType::kFloat32 && t != DType::kBytes) {
+        return absl::InvalidArgumentError(absl::StrCat("Csv: record_defaults[", i, "] is ",
+                                                       DTypeName(t),
+                                                       "; columns are int32, int64, float32 or "
+                                                       "bytes"));
+      }
+      if (d.num_elements() > 1 || (d.rank() != 0 && d.num_elements() != 0)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Csv: record_defaults[", i,
+            "] must be a scalar (the default) or empty (required), not ", d.shape().DebugString()));
+      }
+    }
+    const std::vector<int64_t>& cols = options_.select_cols;
+    if (!cols.empty()) {
+      if (cols.size() != defaults_.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("Csv: ", cols.size(), " select_cols but ",
+                                                       defaults_.size(), " record_defaults"));
+      }
+      for (size_t i = 0; i < cols.size(); ++i) {
+        if (cols[i] < 0 || (i > 0 && cols[i] <= cols[i - 1])) {
+          return absl::InvalidArgumentError(
+              "Csv: select_cols must be distinct column indices >= 0 in ascending order");
+        }
+      }
+    }
+    if (options_.field_delim == '"' || options_.field_delim == '\n' ||
+        options_.field_delim == '\r') {
+      return absl::InvalidArgumentError("Csv: field_delim cannot be a quote or a newline");
+    }
+    return absl::OkStatus();
+  }
+
+  // Writes the column's value from `field` into row `row` of `out` (of the column's dtype): the
+  // default when the field is empty or na_value.
+  absl::Status ParseInto(size_t column, int64_t file_column, absl::string_view field,
+                         const LineReader& reader, Tensor& out, int64_t row) const {
+    const Tensor& d = defaults_[column];
+    auto where = [&] {
+      return absl::StrCat(reader.path(), ": line ", reader.line(), ", column ", file_column + 1);
+    };
+    const bool missing =
+        field.empty() || (!options_.na_value.empty() && field == options_.na_value);
+    if (missing && d.num_elements() == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(), ": the field is missing and the column has no default"));
+    }
+    const auto bad = [&](const char* type) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(), ": '", field.substr(0, 64), "' is not a valid ", type));
+    };
+    switch (d.dtype()) {
+      case DType::kInt32:
+        if (missing) {
+          out.data<int32_t>()[row] = d.scalar<int32_t>();
+        } else if (!ParseNumber(field, &out.data<int32_t>()[row])) {
+          return bad("int32");
+        }
+        return absl::OkStatus();
+      case DType::kInt64:
+        if (missing) {
+          out.data<int64_t>()[row] = d.scalar<int64_t>();
+        } else if (!ParseNumber(field, &out.data<int64_t>()[row])) {
+          return bad("int64");
+        }
+        return absl::OkStatus();
+      case DType::kFloat32:
+        if (missing) {
+          out.data<float>()[row] = d.scalar<float>();
+        } else if (!ParseNumber(field, &out.data<float>()[row])) {
+          return bad("float32");
+        }
+        return absl::OkStatus();
+      default:
+        out.data<std::string>()[row] = missing ? d.scalar<std::string>() : std::string(field);
+        return absl::OkStatus();
+    }
+  }
+
+  class CsvIterator : public IteratorBase {
+   public:
+    CsvIterator(const CsvDataset* d, const IteratorContext& ctx)
+        : IteratorBase(d, ctx, NodeKind::kSource), d_(d) {}
+
+   protected:
+    absl::StatusOr<std::optional<Element>> GetNextInternal() override {
+      const int64_t batch = d_->options_.batch_size;
+      if (batch == 0) {
+        SLUICE_ASSIGN_OR_RETURN(const bool more, NextLine());
+        if (!more) return std::nullopt;
+        Element element = NewColumns(Shape{});
+        SLUICE_RETURN_IF_ERROR(ParseRecordInto(element, 0));
+        return element;
+      }
+      if (!pending_.ok()) return std::exchange(pending_, absl::OkStatus());
+      Element columns = NewColumns(Shape{batch});
+      int64_t rows = 0;
+      while (rows < batch) {
+        absl::Status s;
+        absl::StatusOr<bool> more = NextLine();
+        if (more.ok() && !*more) break;
+        s = more.ok() ? ParseRecordInto(columns, rows) : more.status();
+        if (s.ok()) {
+          ++rows;
+          continue;
+        }
+        // The records before it come first; the error follows in the next call.
+        if (rows == 0) return s;
+        pending_ = std::move(s);
+        break;
+      }
+      if (rows == 0) return std::nullopt;
+      if (rows < batch) {
+        for (Tensor& column : columns) {
+          Tensor shorter(column.dtype(), Shape{rows});
+          for (int64_t r = 0; r < rows; ++r) CopyRow(column, r, shorter);
+          column = std::move(shorter);
+        }
+      }
+      return columns;
+    }
+
+    absl::Status SaveInternal(proto::IteratorStateProto* state) override {
+      auto& ints = *state->mutable_ints();
+      ints["file"] = static_cast<int64_t>(file_);
+      ints["line"] = open_ ? open_->line() : start_line_;
+      ints["offset"] = static_cast<int64_t>(open_ ? open_->offset() : start_offset_);
+      if (!pending_.ok()) {
+        ints["pending_code"] = static_cast<int64_t>(pending_.code());
+        (*state->mutable_blobs())["pending_message"] = std::string(pending_.message());
+      }
+      return absl::OkStatus();
+    }
+
+    absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
+      SLUICE_ASSIGN_OR_RETURN(const int64_t file, SavedInt(state, "file"));
+      SLUICE_ASSIGN_OR_RETURN(const int64_t line, SavedInt(state, "line"));
+      SLUICE_ASSIGN_OR_RETURN(const int64_t offset, SavedInt(state, "offset"));
+      if (file < 0 || file > static_cast<int64_t>(d_->files_.size()) || line < 0 || offset < line) {
+        return absl::DataLossError(absl::StrCat("checkpoint of ", state.node(), " is at file ",
+                                                file, " of ", d_->files_.size(), ", line ", line,
+                                                ", offset ", offset));
+      }
+      pending_ = absl::OkStatus();
+      if (auto code = state.ints().find("pending_code"); code != state.ints().end()) {
+        const auto message = state.blobs().find("pending_message");
+        pending_ = absl::Status(code->second > 0 && code->second <= 16
+                                    ? static_cast<absl::StatusCode>(code->second)
+                                    : absl::StatusCode::kUnknown,
+                                message == state.blobs().end() ? "" : message->second);
+        if (pending_.ok()) pending_ = absl::UnknownError("restored error");
+      }
+      open_.reset();
+      file_ = static_cast<size_t>(file);
+      start_line_ = line;
+      start_offset_ = static_cast<uint64_t>(offset);
+      return absl::OkStatus();
+    }
+
+   private:
+    // The next line into line_, opening files as they come; false after the last file. An error
+    // (a file that cannot be opened, a line too long) ends that file.
+    absl::StatusOr<bool> NextLine() {
+      const CsvOptions& o = d_->options_;
+      while (file_ < d_->files_.size()) {
+        if (!open_) {
+          const std::string& path = d_->files_[file_];
+          absl::StatusOr<std::unique_ptr<LineReader>> opened =
+              LineReader::Open(path,
+                               {.compression = o.compression.value_or(GuessCompression(path)),
+                                .max_line_bytes = o.max_line_bytes,
+                                .buffer_size = o.buffer_size},
+                               start_line_, start_offset_, o.header ? 1 : 0);
+          start_line_ = 0;
+          start_offset_ = 0;
+          if (!opened.ok()) {
+            ++file_;  // the error in the file's turn, then the next file
+            return opened.status();
+          }
+          open_ = *std::move(opened);
+        }
+        absl::StatusOr<bool> more = open_->ReadLine(&line_);
+        if (more.ok() && *more) return true;
+        open_.reset();
+        ++file_;
+        if (!more.ok()) return more.status();
+      }
+      return false;
+    }
+
+    // One tensor of `shape` per column, of the column's dtype.
+    Element NewColumns(const Shape& shape) const {
+      Element columns;
+      columns.reserve(d_->defaults_.size());
+      for (const Tensor& d : d_->defaults_) columns.emplace_back(d.dtype(), shape);
+      return columns;
+    }
+
+    static void CopyRow(Tensor& from, int64_t row, Tensor& to) {
+      switch (from.dtype()) {
+        case DType::kInt32:
+          to.data<int32_t>()[row] = from.data<int32_t>()[row];
+          break;
+        case DType::kInt64:
+          to.data<int64_t>()[row] = from.data<int64_t>()[row];
+          break;
+        case DType::kFloat32:
+          to.data<float>()[row] = from.data<float>()[row];
+          break;
+        default:
+          to.data<std::string>()[row] = std::move(from.data<std::string>()[row]);
+      }
+    }
+
+    // The record in line_ into row `row` of `columns`. A malformed record is InvalidArgument
+    // naming the file, line and column; the file goes on.
+    absl::Status ParseRecordInto(Element& columns, int64_t row) {
+      const CsvOptions& o = d_->options_;
+      const std::string problem =
+          SplitFields(line_, o.field_delim, o.use_quote_delim, fields_, unquoted_);
+      if (!problem.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(open_->path(), ": line ", open_->line(), ": ", problem));
+      }
+      const size_t n = d_->defaults_.size();
+      const std::vector<int64_t>& cols = o.select_cols;
+      const bool count_ok =
+          cols.empty() ? fields_.size() == n : static_cast<int64_t>(fields_.size()) > cols.back();
+      if (!count_ok) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            open_->path(), ": line ", open_->line(), ": ", fields_.size(), " fields, expected ",
+            cols.empty() ? absl::StrCat(n) : absl::StrCat("at least ", cols.back() + 1)));
+      }
+      for (size_t c = 0; c < n; ++c) {
+        const int64_t file_column = cols.empty() ? static_cast<int64_t>(c) : cols[c];
+        SLUICE_RETURN_IF_ERROR(
+            d_->ParseInto(c, file_column, fields_[file_column], *open_, columns[c], row));
+      }
+      return absl::OkStatus();
+    }
+
+    const CsvDataset* d_;
+    size_t file_ = 0;
+    std::unique_ptr<LineReader> open_;  // files_[file_]'s, once opened
+    int64_t start_line_ = 0;            // where files_[file_] is to be opened (restored)
+    uint64_t start_offset_ = 0;
+    std::string line_;                       // reused between records
+    std::vector<absl::string_view> fields_;  // into line_ or unquoted_
+    std::deque<std::string> unquoted_;
+    absl::Status pending_;  // batched: an error that follows the records read before it
+  };
+
+  std::vector<std::string> files_;
+  std::vector<Tensor> defaults_;
+  CsvOptions options_;
+};
+
+}  // namespace
+
+Dataset Dataset::Csv(std::vector<std::string> files, std::vector<Tensor> record_defaults,
+                     CsvOptions options) {
+  return Dataset(std::make_shared<CsvDataset>(std::move(files), std::move(record_defaults),
+                                              std::move(options)));
+}
+
+}  // namespace sluice
