@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 targets=(tfrecord_reader record_index example_parser sequence_example_parser idx_file decode_jpeg
-         file_cache iterator_restore training_checkpoint)
+         file_cache iterator_restore training_checkpoint csv)
 build=${SLUICE_FUZZ_BUILD:-build-asan}
 
 usage() {
