@@ -75,6 +75,13 @@ struct CsvOptions {
   size_t buffer_size = 256 << 10;
 };
 
+// Window(size, options), like tf.data's window.
+struct WindowOptions {
+  std::optional<int64_t> shift;  // input elements between window starts; unset: size
+  int64_t stride = 1;            // input elements between a window's elements
+  bool drop_remainder = false;   // drop the last windows when shorter than size
+};
+
 struct MapOptions {
   int num_parallel_calls = 1;         // or kAutotune
   std::optional<bool> deterministic;  // unset: the pipeline's option
@@ -179,6 +186,15 @@ class Dataset {
   Dataset Batch(int64_t batch_size, BatchOptions options = {}) const;
   Dataset PaddedBatch(int64_t batch_size, PaddedBatchOptions options = {}) const;
   Dataset Unbatch() const;
+  // tf.data's rebatch: the rows of the input batches in batches of `batch_size` (the last one
+  // shorter unless drop_remainder), every component split along its first dimension.
+  Dataset Rebatch(int64_t batch_size, bool drop_remainder = false) const;
+  // tf.data's window(size, shift, stride, drop_remainder), each window's elements stacked along a
+  // new first dimension: what window(...).flat_map(lambda w: w.batch(size)) gives in tf.data,
+  // whose windows are datasets. Window k holds input elements k*shift + i*stride, i < size; the
+  // windows near the end are shorter (dropped with drop_remainder). Elements of one window must
+  // agree in dtypes and shapes. A checkpoint holds the elements a later window still needs.
+  Dataset Window(int64_t size, WindowOptions options = {}) const;
   Dataset Prefetch(int64_t buffer_size = kAutotune) const;
   // count < 0: forever.
   Dataset Repeat(int64_t count = -1) const;

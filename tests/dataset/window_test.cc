@@ -1,0 +1,99 @@
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/dataset/test_util.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::testing::Collect;
+using ::sluice::testing::ExpectCheckpointsResumeExactly;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Each window's first component as a list of ints.
+std::vector<std::vector<int64_t>> Windows(const Dataset& ds) {
+  auto elements = Collect(ds);
+  EXPECT_TRUE(elements.ok()) << elements.status();
+  std::vector<std::vector<int64_t>> out;
+  if (!elements.ok()) return out;
+  for (const Element& e : *elements) {
+    EXPECT_EQ(e[0].rank(), 1);
+    out.emplace_back(e[0].data<int64_t>(), e[0].data<int64_t>() + e[0].num_elements());
+  }
+  return out;
+}
+
+using W = std::vector<int64_t>;
+
+TEST(WindowTest, TumblingWindowsByDefault) {
+  EXPECT_THAT(Windows(Dataset::Range(7).Window(3)), ElementsAre(W{0, 1, 2}, W{3, 4, 5}, W{6}));
+  EXPECT_THAT(Windows(Dataset::Range(7).Window(3, {.drop_remainder = true})),
+              ElementsAre(W{0, 1, 2}, W{3, 4, 5}));
+  EXPECT_THAT(Windows(Dataset::Range(0).Window(3)), ElementsAre());
+}
+
+// As tf.data: range(7).window(3, shift=1) and window(2, shift=1, stride=2), every window (the
+// last ones shorter), and a shift past the span skipping elements.
+TEST(WindowTest, ShiftAndStrideAsTfData) {
+  EXPECT_THAT(
+      Windows(Dataset::Range(7).Window(3, {.shift = 1})),
+      ElementsAre(W{0, 1, 2}, W{1, 2, 3}, W{2, 3, 4}, W{3, 4, 5}, W{4, 5, 6}, W{5, 6}, W{6}));
+  EXPECT_THAT(Windows(Dataset::Range(7).Window(2, {.shift = 1, .stride = 2})),
+              ElementsAre(W{0, 2}, W{1, 3}, W{2, 4}, W{3, 5}, W{4, 6}, W{5}, W{6}));
+  EXPECT_THAT(
+      Windows(Dataset::Range(7).Window(2, {.shift = 1, .stride = 2, .drop_remainder = true})),
+      ElementsAre(W{0, 2}, W{1, 3}, W{2, 4}, W{3, 5}, W{4, 6}));
+  EXPECT_THAT(Windows(Dataset::Range(10).Window(2, {.shift = 4})),
+              ElementsAre(W{0, 1}, W{4, 5}, W{8, 9}));
+}
+
+TEST(WindowTest, StacksEveryComponentAndNamesAMismatch) {
+  const Dataset pairs = Dataset::Zip(
+      {Dataset::Range(5), Dataset::Range(5).Map([](Element e) -> absl::StatusOr<Element> {
+         return Element{Tensor::FromVector<float>({static_cast<float>(e[0].scalar<int64_t>()), 1})};
+       })});
+  auto windows = Collect(pairs.Window(2));
+  ASSERT_TRUE(windows.ok()) << windows.status();
+  ASSERT_EQ(windows->size(), 3u);
+  EXPECT_EQ((*windows)[1][1].shape(), Shape({2, 2}));
+  EXPECT_EQ((*windows)[1][1].data<float>()[2], 3.0f);
+  // Elements of growing length cannot be stacked.
+  const Dataset ragged = Dataset::Range(4).Map([](Element e) -> absl::StatusOr<Element> {
+    return Element{Tensor(DType::kInt64, Shape{e[0].scalar<int64_t>()})};
+  });
+  auto it = ragged.Window(2).MakeIterator();
+  auto bad = it->GetNext();
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("Window: the elements of window 0 differ"));
+}
+
+TEST(WindowTest, BadArgumentsAreInvalidArgument) {
+  for (const Dataset& ds : {Dataset::Range(3).Window(0), Dataset::Range(3).Window(2, {.shift = 0}),
+                            Dataset::Range(3).Window(2, {.stride = 0})}) {
+    EXPECT_EQ(ds.MakeIterator()->GetNext().status().code(), absl::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(WindowTest, CheckpointsResumeExactly) {
+  ExpectCheckpointsResumeExactly(Dataset::Range(20).Window(4, {.shift = 1, .stride = 2}),
+                                 {0, 1, 5, 13, 15, 16, 17, 20});
+  ExpectCheckpointsResumeExactly(Dataset::Range(20).Window(3, {.shift = 5}), {0, 1, 2, 3, 4});
+  ExpectCheckpointsResumeExactly(Dataset::Range(20).Window(5, {.drop_remainder = true}),
+                                 {0, 1, 3, 4});
+}
+
+TEST(RebatchTest, RowsInNewBatches) {
+  EXPECT_THAT(Windows(Dataset::Range(10).Batch(4).Rebatch(3)),
+              ElementsAre(W{0, 1, 2}, W{3, 4, 5}, W{6, 7, 8}, W{9}));
+  EXPECT_THAT(Windows(Dataset::Range(10).Batch(4).Rebatch(3, /*drop_remainder=*/true)),
+              ElementsAre(W{0, 1, 2}, W{3, 4, 5}, W{6, 7, 8}));
+  EXPECT_THAT(Windows(Dataset::Range(10).Batch(3).Rebatch(5)),
+              ElementsAre(W{0, 1, 2, 3, 4}, W{5, 6, 7, 8, 9}));
+  ExpectCheckpointsResumeExactly(Dataset::Range(10).Batch(4).Rebatch(3), {0, 1, 2, 3, 4});
+}
+
+}  // namespace
+}  // namespace sluice
