@@ -11,7 +11,7 @@
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
-#include "io/line_reader.h"
+#include "dataset/line_files.h"
 
 namespace sluice {
 namespace {
@@ -192,13 +192,18 @@ class CsvDataset : public DatasetBase {
   class CsvIterator : public IteratorBase {
    public:
     CsvIterator(const CsvDataset* d, const IteratorContext& ctx)
-        : IteratorBase(d, ctx, NodeKind::kSource), d_(d) {}
+        : IteratorBase(d, ctx, NodeKind::kSource),
+          d_(d),
+          lines_(d->files_, {.compression = d->options_.compression,
+                             .skip_lines = d->options_.header ? 1 : 0,
+                             .max_line_bytes = d->options_.max_line_bytes,
+                             .buffer_size = d->options_.buffer_size}) {}
 
    protected:
     absl::StatusOr<std::optional<Element>> GetNextInternal() override {
       const int64_t batch = d_->options_.batch_size;
       if (batch == 0) {
-        SLUICE_ASSIGN_OR_RETURN(const bool more, NextLine());
+        SLUICE_ASSIGN_OR_RETURN(const bool more, lines_.Next(&line_));
         if (!more) return std::nullopt;
         Element element = NewColumns(Shape{});
         SLUICE_RETURN_IF_ERROR(ParseRecordInto(element, 0));
@@ -209,7 +214,7 @@ class CsvDataset : public DatasetBase {
       int64_t rows = 0;
       while (rows < batch) {
         absl::Status s;
-        absl::StatusOr<bool> more = NextLine();
+        absl::StatusOr<bool> more = lines_.Next(&line_);
         if (more.ok() && !*more) break;
         s = more.ok() ? ParseRecordInto(columns, rows) : more.status();
         if (s.ok()) {
@@ -233,26 +238,16 @@ class CsvDataset : public DatasetBase {
     }
 
     absl::Status SaveInternal(proto::IteratorStateProto* state) override {
-      auto& ints = *state->mutable_ints();
-      ints["file"] = static_cast<int64_t>(file_);
-      ints["line"] = open_ ? open_->line() : start_line_;
-      ints["offset"] = static_cast<int64_t>(open_ ? open_->offset() : start_offset_);
+      lines_.Save(state);
       if (!pending_.ok()) {
-        ints["pending_code"] = static_cast<int64_t>(pending_.code());
+        (*state->mutable_ints())["pending_code"] = static_cast<int64_t>(pending_.code());
         (*state->mutable_blobs())["pending_message"] = std::string(pending_.message());
       }
       return absl::OkStatus();
     }
 
     absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-      SLUICE_ASSIGN_OR_RETURN(const int64_t file, SavedInt(state, "file"));
-      SLUICE_ASSIGN_OR_RETURN(const int64_t line, SavedInt(state, "line"));
-      SLUICE_ASSIGN_OR_RETURN(const int64_t offset, SavedInt(state, "offset"));
-      if (file < 0 || file > static_cast<int64_t>(d_->files_.size()) || line < 0 || offset < line) {
-        return absl::DataLossError(absl::StrCat("checkpoint of ", state.node(), " is at file ",
-                                                file, " of ", d_->files_.size(), ", line ", line,
-                                                ", offset ", offset));
-      }
+      SLUICE_RETURN_IF_ERROR(lines_.Restore(state));
       pending_ = absl::OkStatus();
       if (auto code = state.ints().find("pending_code"); code != state.ints().end()) {
         const auto message = state.blobs().find("pending_message");
@@ -262,44 +257,10 @@ class CsvDataset : public DatasetBase {
                                 message == state.blobs().end() ? "" : message->second);
         if (pending_.ok()) pending_ = absl::UnknownError("restored error");
       }
-      open_.reset();
-      file_ = static_cast<size_t>(file);
-      start_line_ = line;
-      start_offset_ = static_cast<uint64_t>(offset);
       return absl::OkStatus();
     }
 
    private:
-    // The next line into line_, opening files as they come; false after the last file. An error
-    // (a file that cannot be opened, a line too long) ends that file.
-    absl::StatusOr<bool> NextLine() {
-      const CsvOptions& o = d_->options_;
-      while (file_ < d_->files_.size()) {
-        if (!open_) {
-          const std::string& path = d_->files_[file_];
-          absl::StatusOr<std::unique_ptr<LineReader>> opened =
-              LineReader::Open(path,
-                               {.compression = o.compression.value_or(GuessCompression(path)),
-                                .max_line_bytes = o.max_line_bytes,
-                                .buffer_size = o.buffer_size},
-                               start_line_, start_offset_, o.header ? 1 : 0);
-          start_line_ = 0;
-          start_offset_ = 0;
-          if (!opened.ok()) {
-            ++file_;  // the error in the file's turn, then the next file
-            return opened.status();
-          }
-          open_ = *std::move(opened);
-        }
-        absl::StatusOr<bool> more = open_->ReadLine(&line_);
-        if (more.ok() && *more) return true;
-        open_.reset();
-        ++file_;
-        if (!more.ok()) return more.status();
-      }
-      return false;
-    }
-
     // One tensor of `shape` per column, of the column's dtype.
     Element NewColumns(const Shape& shape) const {
       Element columns;
@@ -332,7 +293,7 @@ class CsvDataset : public DatasetBase {
           SplitFields(line_, o.field_delim, o.use_quote_delim, fields_, unquoted_);
       if (!problem.empty()) {
         return absl::InvalidArgumentError(
-            absl::StrCat(open_->path(), ": line ", open_->line(), ": ", problem));
+            absl::StrCat(lines_.reader().path(), ": line ", lines_.reader().line(), ": ", problem));
       }
       const size_t n = d_->defaults_.size();
       const std::vector<int64_t>& cols = o.select_cols;
@@ -340,22 +301,20 @@ class CsvDataset : public DatasetBase {
           cols.empty() ? fields_.size() == n : static_cast<int64_t>(fields_.size()) > cols.back();
       if (!count_ok) {
         return absl::InvalidArgumentError(absl::StrCat(
-            open_->path(), ": line ", open_->line(), ": ", fields_.size(), " fields, expected ",
+            lines_.reader().path(), ": line ", lines_.reader().line(), ": ", fields_.size(),
+            " fields, expected ",
             cols.empty() ? absl::StrCat(n) : absl::StrCat("at least ", cols.back() + 1)));
       }
       for (size_t c = 0; c < n; ++c) {
         const int64_t file_column = cols.empty() ? static_cast<int64_t>(c) : cols[c];
         SLUICE_RETURN_IF_ERROR(
-            d_->ParseInto(c, file_column, fields_[file_column], *open_, columns[c], row));
+            d_->ParseInto(c, file_column, fields_[file_column], lines_.reader(), columns[c], row));
       }
       return absl::OkStatus();
     }
 
     const CsvDataset* d_;
-    size_t file_ = 0;
-    std::unique_ptr<LineReader> open_;  // files_[file_]'s, once opened
-    int64_t start_line_ = 0;            // where files_[file_] is to be opened (restored)
-    uint64_t start_offset_ = 0;
+    LineFiles lines_;
     std::string line_;                       // reused between records
     std::vector<absl::string_view> fields_;  // into line_ or unquoted_
     std::deque<std::string> unquoted_;
