@@ -157,32 +157,23 @@ class CsvDataset : public DatasetBase {
       return absl::InvalidArgumentError(
           absl::StrCat(where(), ": the field is missing and the column has no default"));
     }
-    const auto bad = [&](const char* type) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where(), ": '", field.substr(0, 64), "' is not a valid ", type));
+    // A number column: the default, or the field parsed, named by the column's dtype when bad.
+    const auto number = [&]<typename T>(T* value) -> absl::Status {
+      if (missing) {
+        *value = d.scalar<T>();
+      } else if (!ParseNumber(field, value)) {
+        return absl::InvalidArgumentError(absl::StrCat(where(), ": '", field.substr(0, 64),
+                                                       "' is not a valid ", DTypeName(d.dtype())));
+      }
+      return absl::OkStatus();
     };
     switch (d.dtype()) {
       case DType::kInt32:
-        if (missing) {
-          out.data<int32_t>()[row] = d.scalar<int32_t>();
-        } else if (!ParseNumber(field, &out.data<int32_t>()[row])) {
-          return bad("int32");
-        }
-        return absl::OkStatus();
+        return number(&out.data<int32_t>()[row]);
       case DType::kInt64:
-        if (missing) {
-          out.data<int64_t>()[row] = d.scalar<int64_t>();
-        } else if (!ParseNumber(field, &out.data<int64_t>()[row])) {
-          return bad("int64");
-        }
-        return absl::OkStatus();
+        return number(&out.data<int64_t>()[row]);
       case DType::kFloat32:
-        if (missing) {
-          out.data<float>()[row] = d.scalar<float>();
-        } else if (!ParseNumber(field, &out.data<float>()[row])) {
-          return bad("float32");
-        }
-        return absl::OkStatus();
+        return number(&out.data<float>()[row]);
       default:
         out.data<std::string>()[row] = missing ? d.scalar<std::string>() : std::string(field);
         return absl::OkStatus();
