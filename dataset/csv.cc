@@ -96,6 +96,10 @@ class CsvDataset : public DatasetBase {
     SLUICE_RETURN_IF_ERROR(CheckOptions());
     return std::unique_ptr<IteratorBase>(new CsvIterator(this, ctx));
   }
+  absl::Status AppendSourceFiles(std::vector<std::string>* files) const override {
+    files->insert(files->end(), files_.begin(), files_.end());
+    return absl::OkStatus();
+  }
   std::string Describe() const override {
     return absl::StrCat("Csv(", files_.size(), files_.size() == 1 ? " file, " : " files, ",
                         defaults_.size(), " columns)");

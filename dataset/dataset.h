@@ -35,11 +35,21 @@ using PredicateFn = std::function<absl::StatusOr<bool>(const Element&)>;
 // Scan's function: (state, element) -> (new state, output element).
 using ScanFn = std::function<absl::StatusOr<std::pair<Element, Element>>(Element, Element)>;
 using DatasetFn = std::function<absl::StatusOr<Dataset>(Element)>;
+// GroupByWindow's functions: an element's group, a group's window size, and what a full window
+// (a dataset of its elements, in input order) becomes.
+using KeyFn = std::function<absl::StatusOr<int64_t>(const Element&)>;
+using WindowSizeFn = std::function<absl::StatusOr<int64_t>(int64_t key)>;
+using ReduceFn = std::function<absl::StatusOr<Dataset>(int64_t key, Dataset window)>;
+// Save and Snapshot: an element's shard id (>= 0); Load and Snapshot: the shards (each a
+// dataset of its elements, in shard order) combined into one.
+using ShardFn = KeyFn;
+using ReaderFn = std::function<absl::StatusOr<Dataset>(std::vector<Dataset> shards)>;
 // Yields the next element, or std::nullopt at the end.
 using Generator = std::function<absl::StatusOr<std::optional<Element>>()>;
 
+// ListFiles(patterns, options), like tf.data.Dataset.list_files: shuffled by default, as there.
 struct ListFilesOptions {
-  bool shuffle = false;
+  bool shuffle = true;           // false: sorted bytewise
   std::optional<uint64_t> seed;  // unset: the pipeline seed
 };
 
@@ -80,6 +90,48 @@ struct WindowOptions {
   std::optional<int64_t> shift;  // input elements between window starts; unset: size
   int64_t stride = 1;            // input elements between a window's elements
   bool drop_remainder = false;   // drop the last windows when shorter than size
+};
+
+// BucketBySequenceLength(length_fn, boundaries, batch_sizes, options), like
+// tf.data.experimental.bucket_by_sequence_length.
+struct BucketOptions {
+  // One shape per component; -1 pads that dimension to the batch's longest, or to the bucket's
+  // boundary - 1 with pad_to_bucket_boundary. Empty: every dimension pads to the longest, except
+  // that pad_to_bucket_boundary pads the first dimension of every non-scalar component.
+  std::vector<std::vector<int64_t>> padded_shapes;
+  std::vector<Tensor> padding_values;  // one scalar per component; empty: zeros
+  // Pads to the bucket's boundary - 1 instead of the batch's longest, so every batch of a bucket
+  // has one shape; an element as long as the last boundary or longer is then an error.
+  bool pad_to_bucket_boundary = false;
+  bool no_padding = false;  // Batch instead of PaddedBatch: a bucket's elements agree in shape
+  bool drop_remainder = false;
+};
+
+// Dataset::Save(path, options), like tf.data's save.
+struct SaveOptions {
+  Compression compression = Compression::kNone;
+  // 0: the machine's cores. Elements go to the shards round-robin, and Load's default reader
+  // reads them round-robin: Load gives the elements back in their order.
+  int num_shards = 0;
+  ShardFn shard_fn;  // set: element -> shard id, instead of round-robin
+};
+
+// Dataset::Load(path, options), like tf.data's load.
+struct LoadOptions {
+  ReaderFn reader_fn;  // unset: the shards round-robin, read in parallel
+};
+
+// Snapshot(path, options), like tf.data's snapshot.
+struct SnapshotOptions {
+  Compression compression = Compression::kNone;
+  int num_shards = 0;  // as SaveOptions
+  ShardFn shard_fn;
+  ReaderFn reader_fn;
+  // Non-empty: the snapshot is reused exactly when it was written with this fingerprint. Empty:
+  // when the pipeline's description and its input files (paths, sizes, modification times)
+  // are unchanged. A change inside a function (a Map's code) is invisible to the latter: bump
+  // a fingerprint of one's own for those.
+  std::string fingerprint;
 };
 
 struct MapOptions {
@@ -195,6 +247,31 @@ class Dataset {
   // windows near the end are shorter (dropped with drop_remainder). Elements of one window must
   // agree in dtypes and shapes. A checkpoint holds the elements a later window still needs.
   Dataset Window(int64_t size, WindowOptions options = {}) const;
+  // tf.data's group_by_window: elements gathered by key_fn(element) into groups; a group that
+  // reaches window_size elements is handed to reduce_fn(key, window) and the elements of the
+  // dataset it returns are emitted. At the end of the input the remaining groups are reduced in
+  // ascending key order. Memory: up to window_size - 1 elements per key seen. A checkpoint holds
+  // the groups' elements and the open window; reduce_fn is called again at restore, so it must
+  // be deterministic.
+  Dataset GroupByWindow(KeyFn key_fn, ReduceFn reduce_fn, int64_t window_size) const;
+  Dataset GroupByWindow(KeyFn key_fn, ReduceFn reduce_fn, WindowSizeFn window_size_fn) const;
+  // tf.data.experimental.bucket_by_sequence_length: element e goes to bucket i, the first with
+  // length_fn(e) < bucket_boundaries[i] (the last bucket: at least the last boundary), and
+  // bucket i is padded-batched by bucket_batch_sizes[i] (which has one more entry than the
+  // boundaries). A GroupByWindow keyed by bucket.
+  Dataset BucketBySequenceLength(KeyFn length_fn, std::vector<int64_t> bucket_boundaries,
+                                 std::vector<int64_t> bucket_batch_sizes,
+                                 BucketOptions options = {}) const;
+  // tf.data's snapshot: the first pass writes the input's elements to `path` as it yields them;
+  // later passes (this run or the next) read them back instead of computing the input. A
+  // snapshot of another pipeline, or of changed input files, is rewritten, saying why on
+  // stderr; a half-written one (an interrupted pass) is never read. Layout as Save's.
+  Dataset Snapshot(std::string path, SnapshotOptions options = {}) const;
+  // tf.data's save: writes every element to the directory `path` (shard files, then a manifest
+  // last, atomically): an error or a crash part-way leaves what was there before.
+  absl::Status Save(const std::string& path, SaveOptions options = {}) const;
+  // tf.data's load: the elements Save wrote to `path`.
+  static Dataset Load(std::string path, LoadOptions options = {});
   Dataset Prefetch(int64_t buffer_size = kAutotune) const;
   // count < 0: forever.
   Dataset Repeat(int64_t count = -1) const;

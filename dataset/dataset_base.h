@@ -73,6 +73,12 @@ class DatasetBase : public std::enable_shared_from_this<DatasetBase> {
   virtual int64_t Cardinality() const { return kUnknownCardinality; }
   // Options this node sets (WithOptions), if any.
   virtual const Options* options() const { return nullptr; }
+  // Appends the files this node reads (sources: ListFiles, TFRecord, TextLine, Csv), for
+  // Snapshot's check that its input is unchanged.
+  virtual absl::Status AppendSourceFiles(std::vector<std::string>* files) const {
+    (void)files;
+    return absl::OkStatus();
+  }
   // The node and its parameters, e.g. "Batch(64, drop_remainder)".
   virtual std::string Describe() const { return kind_; }
   // The whole pipeline up to this node, e.g. "Range(10) -> Map -> Batch(4)".
@@ -114,6 +120,17 @@ class IteratorBase {
   // Elements this node has returned (its output index).
   int64_t produced() const { return produced_; }
 
+  // For nodes and their helpers (SavedDatasetReader) saving the iterators they read from.
+  // Saves or restores an input iterator into state->inputs (absent inputs,
+  // e.g. an exhausted Repeat input, are recorded as such).
+  static absl::Status SaveInput(IteratorBase* input, proto::IteratorStateProto* state);
+  // Returns the saved state of input `i`, or nullptr if it was absent.
+  static absl::StatusOr<const proto::IteratorStateProto*> InputState(
+      const proto::IteratorStateProto& state, int i);
+  // Restores `input` from the state of input `i`; one saved as absent leaves it as it is.
+  static absl::Status RestoreInput(IteratorBase* input, const proto::IteratorStateProto& state,
+                                   int i = 0);
+
  protected:
   virtual absl::StatusOr<std::optional<Element>> GetNextInternal() = 0;
   virtual absl::Status SaveInternal(proto::IteratorStateProto* state) = 0;
@@ -136,16 +153,6 @@ class IteratorBase {
   // time: work counted elsewhere, such as a parallel Map's call that its consumer ran
   // itself (busy time, not waiting).
   static void ExcludeFromOwnTime(int64_t ns);
-
-  // Saves or restores an input iterator into state->inputs (absent inputs,
-  // e.g. an exhausted Repeat input, are recorded as such).
-  static absl::Status SaveInput(IteratorBase* input, proto::IteratorStateProto* state);
-  // Returns the saved state of input `i`, or nullptr if it was absent.
-  static absl::StatusOr<const proto::IteratorStateProto*> InputState(
-      const proto::IteratorStateProto& state, int i);
-  // Restores `input` from the state of input `i`; one saved as absent leaves it as it is.
-  static absl::Status RestoreInput(IteratorBase* input, const proto::IteratorStateProto& state,
-                                   int i = 0);
 
  private:
   const DatasetBase* dataset_;

@@ -2,10 +2,10 @@
 // patterns, as scalar bytes tensors, like tf.data.Dataset.list_files. The
 // patterns are expanded when an iterator is made (io/glob.h: sorted bytewise,
 // without duplicates; a pattern that matches nothing is NotFound). With
-// shuffle, the names come in a seeded permutation: the seed option (else the
-// pipeline seed) mixed with the iterator's salt, so that each repetition under
-// Repeat gets its own order, reproducibly. Options::file_shard keeps one shard
-// of the sorted list, before the shuffle.
+// shuffle (the default, as in tf.data), the names come in a seeded permutation: the seed option
+// (else the pipeline seed) mixed with the iterator's salt, so that each repetition under Repeat
+// gets its own order, reproducibly. Options::file_shard keeps one shard of the sorted list, before
+// the shuffle.
 #include "dataset/list_files.h"
 
 #include <limits>
@@ -75,12 +75,15 @@ class ListFilesDataset : public DatasetBase {
     return std::unique_ptr<IteratorBase>(new ListFilesIterator(this, ctx, std::move(*files)));
   }
   const std::vector<std::string>& patterns() const { return patterns_; }
+  absl::Status AppendSourceFiles(std::vector<std::string>* files) const override {
+    SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> matched, Glob(patterns_));
+    files->insert(files->end(), matched.begin(), matched.end());
+    return absl::OkStatus();
+  }
   std::string Describe() const override {
     std::string s = absl::StrCat("ListFiles(", absl::StrJoin(patterns_, ", "));
-    if (options_.shuffle) {
-      absl::StrAppend(&s, ", shuffle");
-      if (options_.seed) absl::StrAppend(&s, ", seed=", *options_.seed);
-    }
+    if (!options_.shuffle) absl::StrAppend(&s, ", sorted");
+    if (options_.shuffle && options_.seed) absl::StrAppend(&s, ", seed=", *options_.seed);
     return s + ")";
   }
 

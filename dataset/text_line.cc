@@ -25,6 +25,10 @@ class TextLineDataset : public DatasetBase {
     }
     return std::unique_ptr<IteratorBase>(new TextLineIterator(this, ctx));
   }
+  absl::Status AppendSourceFiles(std::vector<std::string>* files) const override {
+    files->insert(files->end(), files_.begin(), files_.end());
+    return absl::OkStatus();
+  }
   std::string Describe() const override {
     std::string s =
         absl::StrCat("TextLine(", files_.size(), files_.size() == 1 ? " file" : " files");

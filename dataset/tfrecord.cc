@@ -61,6 +61,10 @@ class TFRecordDataset : public DatasetBase {
   }
 
   const std::vector<std::string>& files() const { return files_; }
+  absl::Status AppendSourceFiles(std::vector<std::string>* files) const override {
+    files->insert(files->end(), files_.begin(), files_.end());
+    return absl::OkStatus();
+  }
   const TFRecordOptions& tfrecord_options() const { return options_; }
 
   // Opens file `i` at the start of record `record_index`, which begins at

@@ -490,6 +490,9 @@ void AddBenchOptions(CommandLine& command_line) {
   command_line.AddOption("batch", "N", "64", "batch size");
   command_line.AddOption("image-size", "N", "224", "output height and width of the crop");
   command_line.AddFlag("cache", "cache the parsed records in memory after the first epoch");
+  command_line.AddOption("snapshot", "DIR", "",
+                         "decode whole images and Snapshot them into DIR, cropping after it: "
+                         "the first run writes DIR, later epochs and runs read it");
   command_line.AddOption("seconds", "S", "10", "run this long (over a repeated dataset)");
   command_line.AddOption("epochs", "E", "", "run E epochs instead of --seconds");
   command_line.AddFlag("decode-only", "the ceiling: full JPEG decode only, no crop/resize/batch");
@@ -572,9 +575,14 @@ absl::StatusOr<BenchArgs> ParseBenchArgs(const CommandLine& command_line) {
   }
   config.cache = command_line.Flag("cache");
   config.decode_only = command_line.Flag("decode-only");
-  if (skewed && (config.cache || config.decode_only || command_line.WasGiven("image-size"))) {
+  config.snapshot = command_line.Value("snapshot");
+  if (skewed && (config.cache || config.decode_only || !config.snapshot.empty() ||
+                 command_line.WasGiven("image-size"))) {
     return absl::InvalidArgumentError(
-        "--cache, --decode-only and --image-size apply to --pipeline images");
+        "--cache, --decode-only, --snapshot and --image-size apply to --pipeline images");
+  }
+  if (!config.snapshot.empty() && (config.cache || config.decode_only)) {
+    return absl::InvalidArgumentError("--snapshot goes with neither --cache nor --decode-only");
   }
   SLUICE_ASSIGN_OR_RETURN(config.device, ParseDevice(command_line.Value("device")));
   args.json = command_line.Flag("json");

@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "core/buffer_pool.h"
 #include "core/mutex.h"
 #include "core/status_macros.h"
@@ -16,6 +17,7 @@
 #include "ops/normalize.h"
 #include "ops/random_resized_crop.h"
 #include "ops/read_file.h"
+#include "ops/resize.h"
 #include "train/data/image_dataset_from_directory.h"
 
 namespace sluice::tools {
@@ -74,6 +76,58 @@ class BatchRows {
   std::map<int64_t, Open> open_ ABSL_GUARDED_BY(mu_);  // by batch number
 };
 
+// The decoded images are snapshotted; the random crop, flip and normalize run after the snapshot,
+// on each epoch's own seeds.
+absl::StatusOr<Dataset> SnapshotPipeline(const BenchConfig& config, Dataset records,
+                                         std::shared_ptr<std::atomic<int64_t>> record_bytes) {
+  const int64_t size = config.image_size;
+  Options options;
+  options.seed = config.seed;
+  SLUICE_ASSIGN_OR_RETURN(const NormalizeTable table,
+                          NormalizeTable::Create(3, kImageNetMean, kImageNetStd));
+  auto rows = std::make_shared<BatchRows>(config.batch, DType::kFloat32, Shape{size, size, 3});
+  Dataset dataset =
+      records
+          .Map(
+              [record_bytes](Element element) -> absl::StatusOr<Element> {
+                record_bytes->fetch_add(element[2].scalar<int64_t>(), std::memory_order_relaxed);
+                SLUICE_ASSIGN_OR_RETURN(
+                    Tensor image, DecodeJpeg(element[0].scalar<std::string>(), {.channels = 3}));
+                return Element{std::move(image), std::move(element[1])};
+              },
+              {.num_parallel_calls = config.parallelism})
+          .Snapshot(config.snapshot)
+          .Repeat(config.epochs > 0 ? config.epochs : -1)
+          .Map(
+              // The crop, flip and normalize fused into one resize, into the batch's row, as the
+              // default pipeline does after its decode.
+              [size, table, rows](Element element,
+                                  const ElementContext& context) -> absl::StatusOr<Element> {
+                const Tensor& decoded = element[0];
+                if (decoded.rank() != 3) {
+                  return absl::InvalidArgumentError(absl::StrCat("expected a decoded image, got ",
+                                                                 decoded.shape().DebugString()));
+                }
+                const CropWindow w =
+                    SampleRandomResizedCrop(decoded.dim(0), decoded.dim(1), context.seed);
+                SLUICE_ASSIGN_OR_RETURN(Tensor out, rows->Row(context.index));
+                SLUICE_ASSIGN_OR_RETURN(Tensor image,
+                                        Resize(decoded,
+                                               ResizeRegion{.y = static_cast<double>(w.y),
+                                                            .x = static_cast<double>(w.x),
+                                                            .height = static_cast<double>(w.height),
+                                                            .width = static_cast<double>(w.width)},
+                                               size, size, ResizeMethod::kBilinear,
+                                               {.flip_left_right = RandomFlipDecision(context.seed),
+                                                .normalize = &table,
+                                                .destination = &out,
+                                                .streaming_stores = true}));
+                return Element{std::move(image), std::move(element[1])};
+              },
+              {.num_parallel_calls = config.parallelism});
+  return dataset.Batch(config.batch).Prefetch().WithOptions(options);
+}
+
 }  // namespace
 
 absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,
@@ -118,6 +172,12 @@ absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,
                 {.num_parallel_calls = config.parallelism});
   }
   Dataset dataset = *std::move(source);
+  if (!config.snapshot.empty()) {
+    if (config.cache || config.decode_only) {
+      return absl::InvalidArgumentError("--snapshot goes with neither --cache nor --decode-only");
+    }
+    return SnapshotPipeline(config, std::move(dataset), record_bytes);
+  }
   // Caching the encoded records (not decoded images) keeps memory at the dataset's size.
   if (config.cache) dataset = dataset.Cache();
   dataset = dataset.Repeat(config.epochs > 0 ? config.epochs : -1);

@@ -23,6 +23,9 @@ struct BenchConfig {
   int64_t batch = 64;
   int64_t image_size = 224;
   bool cache = false;
+  // Non-empty: decode whole images, Snapshot them into this directory, and augment after it,
+  // so that later epochs (and runs) read decoded images instead of decoding again.
+  std::string snapshot;
   bool decode_only = false;
   double seconds = 10;
   int64_t epochs = 0;  // 0: run for `seconds` over a repeated dataset.
@@ -33,8 +36,10 @@ struct BenchConfig {
 
 // ListFiles -> Interleave(TFRecord) -> Map(parse) [-> Cache] -> Repeat -> Map(decode + random
 // resized crop + flip + normalize) -> Batch -> Prefetch; with `decode_only`, a whole-image decode
-// and no batching. With `images_dir`, FromTensorSlices(files, labels) -> Map(ReadFile) replaces
-// the first three stages. `record_bytes` counts the serialized records that reach the decode stage.
+// and no batching. With `snapshot`: ... -> Map(parse) -> Map(decode) -> Snapshot -> Repeat ->
+// Map(random resized crop + flip + normalize) -> Batch -> Prefetch. With `images_dir`,
+// FromTensorSlices(files, labels) -> Map(ReadFile) replaces the first three stages. `record_bytes`
+// counts the serialized records that reach the decode stage.
 absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,
                                       std::shared_ptr<std::atomic<int64_t>> record_bytes);
 

@@ -75,7 +75,7 @@ TEST_F(AutoShardTest, ByFileDescribesWhatItKept) {
 
 // Fewer files than shards: auto falls back to elements; file refuses, saying why.
 TEST_F(AutoShardTest, TooFewFilesFallBackToElementsOrFail) {
-  const Dataset files = Dataset::ListFiles(Pattern());
+  const Dataset files = Dataset::ListFiles(Pattern(), {.shuffle = false});
   absl::StatusOr<ShardedDataset> auto_shard = AutoShard(files, 8, 3);
   ASSERT_TRUE(auto_shard.ok());
   EXPECT_EQ(auto_shard->policy, AutoShardPolicy::kData);

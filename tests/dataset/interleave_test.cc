@@ -488,7 +488,7 @@ std::string Bytes(const Element& e) { return e[0].flat<std::string>()[0]; }
 
 // The DESIGN's use: file names from ListFiles, one TFRecord reader each.
 Dataset InterleavedFiles(std::vector<std::string> patterns, int parallel) {
-  return Dataset::ListFiles(std::move(patterns))
+  return Dataset::ListFiles(std::move(patterns), {.shuffle = false})
       .Interleave([](const std::string& file) { return Dataset::TFRecord(file); },
                   {.cycle_length = 3, .block_length = 1, .num_parallel_calls = parallel});
 }

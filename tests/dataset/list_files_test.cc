@@ -50,14 +50,15 @@ class ListFilesTest : public ::testing::Test {
 };
 
 TEST_F(ListFilesTest, SortedMatchesOfAllPatterns) {
-  auto out = Collect(Dataset::ListFiles({Path("b-*.rec"), Path("a-*.rec")}));
+  auto out = Collect(Dataset::ListFiles({Path("b-*.rec"), Path("a-*.rec")}, {.shuffle = false}));
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(Names(*out),
               ElementsAre(Path("a-00.rec"), Path("a-01.rec"), Path("a-02.rec"), Path("b-01.rec")));
 }
 
 TEST_F(ListFilesTest, SinglePatternAndDuplicatesAcrossPatterns) {
-  auto out = Collect(Dataset::ListFiles({Path("a-0[01].rec"), Path("a-00.rec")}));
+  auto out =
+      Collect(Dataset::ListFiles({Path("a-0[01].rec"), Path("a-00.rec")}, {.shuffle = false}));
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(Names(*out), ElementsAre(Path("a-00.rec"), Path("a-01.rec")));
   auto one = Collect(Dataset::ListFiles(Path("*.txt")));
@@ -97,7 +98,7 @@ TEST_F(ListFilesTest, EndOfSequenceRepeats) {
 
 TEST_F(ListFilesTest, ShuffleIsASeededPermutation) {
   for (int i = 0; i < 20; ++i) std::ofstream(Path("s-" + std::to_string(100 + i)));
-  auto sorted = Collect(Dataset::ListFiles(Path("s-*")));
+  auto sorted = Collect(Dataset::ListFiles(Path("s-*"), {.shuffle = false}));
   ASSERT_TRUE(sorted.ok());
   auto a = Collect(Dataset::ListFiles(Path("s-*"), {.shuffle = true, .seed = 7}));
   auto b = Collect(Dataset::ListFiles(Path("s-*"), {.shuffle = true, .seed = 7}));
@@ -109,6 +110,20 @@ TEST_F(ListFilesTest, ShuffleIsASeededPermutation) {
   std::vector<std::string> perm = Names(*a);
   std::sort(perm.begin(), perm.end());
   EXPECT_EQ(perm, Names(*sorted));  // A permutation: nothing lost or repeated.
+}
+
+// tf.data's list_files shuffles unless told not to; so does ListFiles.
+TEST_F(ListFilesTest, ShufflesByDefaultAsTfData) {
+  for (int i = 0; i < 20; ++i) std::ofstream(Path("s-" + std::to_string(100 + i)));
+  auto by_default = Collect(Dataset::ListFiles(Path("s-*")).WithOptions({.seed = 5}));
+  auto shuffled =
+      Collect(Dataset::ListFiles(Path("s-*"), {.shuffle = true}).WithOptions({.seed = 5}));
+  auto sorted = Collect(Dataset::ListFiles(Path("s-*"), {.shuffle = false}));
+  ASSERT_TRUE(by_default.ok() && shuffled.ok() && sorted.ok());
+  EXPECT_EQ(Names(*by_default), Names(*shuffled));
+  EXPECT_NE(Names(*by_default), Names(*sorted));
+  EXPECT_THAT(Dataset::ListFiles(Path("s-*"), {.shuffle = false}).DebugString(),
+              HasSubstr(", sorted)"));
 }
 
 TEST_F(ListFilesTest, ShuffleWithoutSeedUsesThePipelineSeed) {
@@ -141,13 +156,14 @@ TEST_F(ListFilesTest, ShuffleDiffersAcrossRepetitionsReproducibly) {
 }
 
 TEST_F(ListFilesTest, CheckpointResumesExactly) {
-  testing::ExpectCheckpointsResumeExactly(Dataset::ListFiles(Path("*")), {0, 1, 3, 5});
+  testing::ExpectCheckpointsResumeExactly(Dataset::ListFiles(Path("*"), {.shuffle = false}),
+                                          {0, 1, 3, 5});
   testing::ExpectCheckpointsResumeExactly(
       Dataset::ListFiles(Path("*"), {.shuffle = true, .seed = 3}), {0, 2, 5});
 }
 
 TEST_F(ListFilesTest, CheckpointKeepsTheListWhenFilesChange) {
-  auto ds = Dataset::ListFiles(Path("a-*"));
+  auto ds = Dataset::ListFiles(Path("a-*"), {.shuffle = false});
   auto it = ds.MakeIterator();
   auto first = Drain(*it, 1);
   ASSERT_TRUE(first.ok());

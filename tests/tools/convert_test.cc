@@ -391,6 +391,22 @@ TEST(BenchTest, OneEpochCountsEveryImage) {
   for (const auto& [name, content] : tree) file_bytes += content.first.size();
   EXPECT_EQ(JsonInt(r.out, "bytes"), file_bytes);
 
+  // --snapshot: the first run decodes each record once (the second epoch reads the snapshot);
+  // the next run decodes none.
+  const std::string snapshot = TempPath("bench_snapshot");
+  const std::string with_snapshot = "bench --files " + files +
+                                    " --epochs 2 --json --batch 4 --image-size 16 --snapshot " +
+                                    ShellQuote(snapshot);
+  r = RunSluice(with_snapshot);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(JsonInt(r.out, "elements"), 12);
+  EXPECT_EQ(JsonInt(r.out, "bytes"), record_bytes);
+  EXPECT_TRUE(std::filesystem::exists(snapshot + "/manifest.pb"));
+  r = RunSluice(with_snapshot);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(JsonInt(r.out, "elements"), 12);
+  EXPECT_EQ(JsonInt(r.out, "bytes"), 0);
+
   r = RunSluice("bench --files " + files +
                 " --epochs 3 --cache --json --batch 4 --image-size 16 --autotune");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -420,6 +436,8 @@ TEST(BenchTest, Errors) {
   EXPECT_THAT(missing.err, HasSubstr("/nonexistent/dir"));
   EXPECT_EQ(RunSluice("bench --files x --epochs 1 --seconds 2").exit_code, 2);
   EXPECT_EQ(RunSluice("bench --files x --parallelism 0").exit_code, 2);
+  EXPECT_EQ(RunSluice("bench --files x --snapshot d --cache").exit_code, 2);
+  EXPECT_EQ(RunSluice("bench --pipeline skewed --snapshot d").exit_code, 2);
   CliResult r =
       RunSluice("bench --files " + ShellQuote(TestData("small100.tfrecord")) + " --epochs 1");
   EXPECT_EQ(r.exit_code, 1);  // Records without image/encoded.

@@ -90,7 +90,8 @@ absl::StatusOr<Dataset> MakeImageDataset(const ImageDatasetOptions& options) {
 
   // Each record carries its file and index so that a bad one is named exactly.
   Dataset dataset =
-      Dataset::ListFiles(options.files)
+      // Files in a seeded order for training, as tf.data; sorted for evaluation.
+      Dataset::ListFiles(options.files, {.shuffle = options.shuffle_buffer > 0})
           .Interleave(
               [](const std::string& file) {
                 return Dataset::TFRecord(file).Enumerate().Map([file](Element element) {

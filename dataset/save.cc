@@ -1,0 +1,36 @@
+// Dataset::Save(path, options), as tf.data's save: one pass over the dataset into a saved
+// dataset directory (dataset/saved_dataset.h). The manifest goes in last, so an error part-way
+// leaves the directory as it was.
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "dataset/dataset.h"
+#include "dataset/iterator.h"
+#include "dataset/saved_dataset.h"
+
+namespace sluice {
+
+absl::Status Dataset::Save(const std::string& path, SaveOptions options) const {
+  auto in_save = [&path](const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat("Save to ", path, ": ", s.message()));
+  };
+  absl::StatusOr<proto::SavedDatasetManifest> identity = internal::DescribeSavedInput(*base_, "");
+  if (!identity.ok()) return in_save(identity.status());
+  absl::StatusOr<std::unique_ptr<internal::SavedDatasetWriter>> writer =
+      internal::SavedDatasetWriter::Create(path, std::move(*identity),
+                                           {.compression = options.compression,
+                                            .num_shards = options.num_shards,
+                                            .shard_fn = std::move(options.shard_fn)});
+  if (!writer.ok()) return in_save(writer.status());
+  std::unique_ptr<Iterator> it = MakeIterator();
+  while (true) {
+    absl::StatusOr<std::optional<Element>> e = it->GetNext();
+    if (!e.ok()) return in_save(e.status());
+    if (!e->has_value()) break;
+    absl::Status appended = (*writer)->Append(**e);
+    if (!appended.ok()) return in_save(appended);
+  }
+  absl::StatusOr<proto::SavedDatasetManifest> done = (*writer)->Finish();
+  return done.ok() ? absl::OkStatus() : in_save(done.status());
+}
+
+}  // namespace sluice

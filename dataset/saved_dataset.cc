@@ -1,0 +1,329 @@
+#include "dataset/saved_dataset.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/runtime.h"
+#include "core/status_macros.h"
+#include "io/atomic_file.h"
+#include "io/input_stream.h"
+
+namespace sluice::internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kManifestVersion = 1;
+constexpr int64_t kMaxShardId = 1 << 16;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// FNV-1a: stable across runs and builds, unlike absl::Hash. Only for display and a quick check.
+uint64_t Fnv1a(absl::string_view s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+absl::Status CollectSourceFiles(const DatasetBase& node, std::vector<std::string>* files) {
+  SLUICE_RETURN_IF_ERROR(node.AppendSourceFiles(files));
+  for (const auto& input : node.inputs()) SLUICE_RETURN_IF_ERROR(CollectSourceFiles(*input, files));
+  return absl::OkStatus();
+}
+
+std::string ShardName(const std::string& run, int64_t id, Compression c) {
+  const char* suffix = c == Compression::kGzip ? ".gz" : c == Compression::kZlib ? ".zlib" : "";
+  return absl::StrFormat("shard-%s-%05d.tfrecord%s", run, id, suffix);
+}
+
+std::string NewRunId() {
+  std::random_device rd;
+  return absl::StrFormat("%08x%08x", rd(), rd());
+}
+
+}  // namespace
+
+absl::StatusOr<proto::SavedDatasetManifest> DescribeSavedInput(
+    const DatasetBase& input, const std::string& user_fingerprint) {
+  proto::SavedDatasetManifest m;
+  m.set_pipeline(input.DebugString());
+  m.set_user_fingerprint(user_fingerprint);
+  // A fingerprint of the user's own stands for the input: its files need not even exist.
+  std::vector<std::string> files;
+  if (user_fingerprint.empty()) SLUICE_RETURN_IF_ERROR(CollectSourceFiles(input, &files));
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  uint64_t h = Fnv1a(m.pipeline());
+  h = Fnv1a(user_fingerprint, h);
+  for (const std::string& f : files) {
+    struct stat st;
+    proto::SavedSourceFile* s = m.add_sources();
+    s->set_path(f);
+    // A file that cannot be read now is the source's error to report, when it reads it.
+    if (::stat(f.c_str(), &st) == 0) {
+      s->set_size(st.st_size);
+      s->set_mtime_ns(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
+    } else {
+      s->set_size(-1);
+    }
+    h = Fnv1a(absl::StrCat(f, ":", s->size(), ":", s->mtime_ns()), h);
+  }
+  m.set_fingerprint(absl::StrFormat("%016x", h));
+  return m;
+}
+
+std::string StaleReason(const proto::SavedDatasetManifest& saved,
+                        const proto::SavedDatasetManifest& now) {
+  if (!now.user_fingerprint().empty() || !saved.user_fingerprint().empty()) {
+    if (now.user_fingerprint() == saved.user_fingerprint()) return "";
+    return absl::StrCat("it was written with fingerprint \"", saved.user_fingerprint(),
+                        "\", this pipeline's is \"", now.user_fingerprint(), "\"");
+  }
+  if (saved.pipeline() != now.pipeline()) {
+    return absl::StrCat("it was written by pipeline \"", saved.pipeline(), "\", this one is \"",
+                        now.pipeline(), "\"");
+  }
+  std::map<std::string, const proto::SavedSourceFile*> before;
+  for (const auto& s : saved.sources()) before[s.path()] = &s;
+  for (const auto& s : now.sources()) {
+    auto it = before.find(s.path());
+    if (it == before.end()) return absl::StrCat("input file ", s.path(), " is new");
+    if (it->second->size() != s.size() || it->second->mtime_ns() != s.mtime_ns()) {
+      return absl::StrCat("input file ", s.path(), " changed (", it->second->size(), " -> ",
+                          s.size(), " bytes, modified since)");
+    }
+    before.erase(it);
+  }
+  if (!before.empty()) return absl::StrCat("input file ", before.begin()->first, " is gone");
+  return "";
+}
+
+SavedDatasetWriter::SavedDatasetWriter(std::string dir, proto::SavedDatasetManifest manifest,
+                                       SavedWriteOptions options)
+    : dir_(std::move(dir)), manifest_(std::move(manifest)), options_(std::move(options)) {}
+
+SavedDatasetWriter::~SavedDatasetWriter() = default;  // each unclosed shard removes its temp file
+
+absl::StatusOr<std::unique_ptr<SavedDatasetWriter>> SavedDatasetWriter::Create(
+    std::string dir, proto::SavedDatasetManifest identity, SavedWriteOptions options) {
+  if (dir.empty()) return absl::InvalidArgumentError("no directory to save the dataset to");
+  if (options.num_shards < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_shards is ", options.num_shards, "; it must be >= 0"));
+  }
+  if (options.num_shards == 0) options.num_shards = AvailableCores();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create directory ", dir, ": ", ec ? ec.message() : "not a directory"));
+  }
+  identity.set_version(kManifestVersion);
+  identity.set_run_id(NewRunId());
+  identity.set_compression(static_cast<int>(options.compression));
+  auto writer = std::unique_ptr<SavedDatasetWriter>(
+      new SavedDatasetWriter(std::move(dir), std::move(identity), std::move(options)));
+  writer->started_ns_ = NowNs();
+  return writer;
+}
+
+absl::Status SavedDatasetWriter::Append(const Element& element) {
+  int64_t id = elements_ % options_.num_shards;
+  if (options_.shard_fn) {
+    absl::StatusOr<int64_t> chosen = options_.shard_fn(element);
+    if (!chosen.ok()) {
+      return absl::Status(chosen.status().code(), absl::StrCat("shard_fn at element ", elements_,
+                                                               ": ", chosen.status().message()));
+    }
+    if (*chosen < 0 || *chosen >= kMaxShardId) {
+      return absl::InvalidArgumentError(absl::StrCat("shard_fn gave element ", elements_, " shard ",
+                                                     *chosen, "; shards are 0 to ",
+                                                     kMaxShardId - 1));
+    }
+    id = *chosen;
+  }
+  std::unique_ptr<TFRecordWriter>& shard = shards_[id];
+  if (shard == nullptr) {
+    SLUICE_ASSIGN_OR_RETURN(
+        shard,
+        TFRecordWriter::Open(
+            (fs::path(dir_) / ShardName(manifest_.run_id(), id, options_.compression)).string(),
+            {.compression = options_.compression}));
+  }
+  proto::ElementProto p;
+  ElementToProto(element, &p);
+  p.SerializeToString(&record_);
+  SLUICE_RETURN_IF_ERROR(shard->Write(record_));
+  ++shard_elements_[id];
+  ++elements_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<proto::SavedDatasetManifest> SavedDatasetWriter::Finish() {
+  int64_t bytes = 0;
+  for (auto& [id, shard] : shards_) {
+    SLUICE_RETURN_IF_ERROR(shard->Close());
+    std::error_code ec;
+    const uintmax_t size = fs::file_size(shard->path(), ec);
+    if (ec) return absl::InternalError(absl::StrCat(shard->path(), ": ", ec.message()));
+    proto::SavedShard* s = manifest_.add_shards();
+    s->set_file(fs::path(shard->path()).filename().string());
+    s->set_elements(shard_elements_[id]);
+    s->set_bytes(static_cast<int64_t>(size));
+    bytes += static_cast<int64_t>(size);
+  }
+  manifest_.set_elements(elements_);
+  manifest_.set_bytes(bytes);
+  manifest_.set_created_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count());
+  manifest_.set_write_seconds(static_cast<double>(NowNs() - started_ns_) * 1e-9);
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file,
+                          AtomicFile::Create((fs::path(dir_) / kManifestName).string()));
+  SLUICE_RETURN_IF_ERROR(file->Append(manifest_.SerializeAsString()));
+  SLUICE_RETURN_IF_ERROR(file->Commit());
+  // Other runs' shards (and their writers' temporary files) are no longer named by the manifest.
+  const std::string mine = absl::StrCat("shard-", manifest_.run_id(), "-");
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (absl::StartsWith(name, "shard-") && !absl::StartsWith(name, mine)) {
+      std::error_code ignored;
+      fs::remove(it->path(), ignored);
+    }
+  }
+  return manifest_;
+}
+
+absl::StatusOr<OpenedSaved> OpenSaved(const std::string& dir) {
+  OpenedSaved out;
+  const std::string path = (fs::path(dir) / kManifestName).string();
+  absl::StatusOr<std::unique_ptr<FileInputStream>> in = FileInputStream::Open(path, false);
+  if (!in.ok()) {
+    if (absl::IsNotFound(in.status())) return out;
+    return in.status();
+  }
+  std::string bytes;
+  char buffer[64 << 10];
+  while (true) {
+    SLUICE_ASSIGN_OR_RETURN(size_t n, (*in)->Read(buffer, sizeof(buffer)));
+    if (n == 0) break;
+    bytes.append(buffer, n);
+  }
+  proto::SavedDatasetManifest m;
+  if (!m.ParseFromString(bytes) || m.version() != kManifestVersion) {
+    out.invalid = absl::StrCat(path, " is not a manifest of version ", kManifestVersion);
+    return out;
+  }
+  int64_t elements = 0;
+  for (const proto::SavedShard& s : m.shards()) {
+    const fs::path shard = fs::path(dir) / s.file();
+    std::error_code ec;
+    const uintmax_t size = fs::file_size(shard, ec);
+    if (s.file().find('/') != std::string::npos || s.elements() < 0) {
+      out.invalid =
+          absl::StrCat(path, " names shard \"", s.file(), "\" with ", s.elements(), " elements");
+      return out;
+    }
+    if (ec) {
+      out.invalid = absl::StrCat("shard ", shard.string(), " is missing (", ec.message(), ")");
+      return out;
+    }
+    if (static_cast<int64_t>(size) != s.bytes()) {
+      out.invalid = absl::StrCat("shard ", shard.string(), " holds ", size, " bytes, the manifest ",
+                                 s.bytes());
+      return out;
+    }
+    elements += s.elements();
+  }
+  if (elements != m.elements()) {
+    out.invalid = absl::StrCat(path, " counts ", m.elements(), " elements, its shards ", elements);
+    return out;
+  }
+  out.manifest = std::move(m);
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<SavedDatasetReader>> SavedDatasetReader::Create(
+    const DatasetBase* owner, const IteratorContext& ctx, std::string dir,
+    proto::SavedDatasetManifest manifest, const ReaderFn& reader_fn) {
+  const Compression compression = static_cast<Compression>(manifest.compression());
+  if (compression != Compression::kNone && compression != Compression::kGzip &&
+      compression != Compression::kZlib) {
+    return absl::DataLossError(
+        absl::StrCat(dir, "/", kManifestName, ": unknown compression ", manifest.compression()));
+  }
+  std::vector<Dataset> shards;
+  for (const proto::SavedShard& s : manifest.shards()) {
+    const std::string file = (fs::path(dir) / s.file()).string();
+    shards.push_back(Dataset::TFRecord(file, {.compression = compression})
+                         .Map([file](Element record) -> absl::StatusOr<Element> {
+                           proto::ElementProto p;
+                           if (!p.ParseFromString(record[0].scalar<std::string>())) {
+                             return absl::DataLossError(
+                                 absl::StrCat(file, ": a record is not a saved element"));
+                           }
+                           return ElementFromProto(p);
+                         }));
+  }
+  Dataset pipeline = Dataset::Range(0);
+  if (reader_fn) {
+    SLUICE_ASSIGN_OR_RETURN(pipeline, reader_fn(std::move(shards)));
+  } else if (shards.size() == 1) {
+    pipeline = shards[0];
+  } else if (!shards.empty()) {
+    const int n = static_cast<int>(shards.size());
+    pipeline = Dataset::Range(n).Interleave(
+        [shards](Element i) -> absl::StatusOr<Dataset> {
+          return shards[static_cast<size_t>(i[0].scalar<int64_t>())];
+        },
+        {.cycle_length = n,
+         .block_length = 1,
+         .num_parallel_calls = std::min(n, AvailableCores()),
+         .deterministic = true});
+  }
+  auto reader = std::unique_ptr<SavedDatasetReader>(
+      new SavedDatasetReader(owner, std::move(dir), std::move(manifest)));
+  reader->pipeline_ = pipeline.base();
+  SLUICE_ASSIGN_OR_RETURN(reader->input_,
+                          pipeline.base()->MakeIterator(ctx.ForInner(owner->name(), 0)));
+  return reader;
+}
+
+absl::Status SavedDatasetReader::Save(proto::IteratorStateProto* state) {
+  (*state->mutable_blobs())["run_id"] = manifest_.run_id();
+  return IteratorBase::SaveInput(input_.get(), state);
+}
+
+absl::Status SavedDatasetReader::Restore(const proto::IteratorStateProto& state) {
+  auto run = state.blobs().find("run_id");
+  if (run == state.blobs().end()) {
+    return absl::DataLossError(absl::StrCat("checkpoint of ", state.node(), " lacks its run id"));
+  }
+  if (run->second != manifest_.run_id()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(owner_->name(), ": the checkpoint was reading run ", run->second, " of ", dir_,
+                     ", which now holds run ", manifest_.run_id(), " (rewritten since)"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, IteratorBase::InputState(state, 0));
+  if (in == nullptr) {
+    return absl::DataLossError(absl::StrCat("checkpoint of ", state.node(), " lacks its reader"));
+  }
+  return input_->Restore(*in);
+}
+
+}  // namespace sluice::internal

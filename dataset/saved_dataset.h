@@ -1,0 +1,111 @@
+#ifndef SLUICE_DATASET_SAVED_DATASET_H_
+#define SLUICE_DATASET_SAVED_DATASET_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "dataset/dataset.h"
+#include "dataset/dataset_base.h"
+#include "dataset/proto/saved_dataset.pb.h"
+#include "io/tfrecord_writer.h"
+
+// A dataset saved to a directory, shared by Dataset::Save / Load and Snapshot.
+//
+// The directory holds shard files "shard-<run>-<id>.tfrecord" (TFRecord-framed ElementProto
+// records, optionally GZIP/ZLIB-compressed) and "manifest.pb", a SavedDatasetManifest. Each
+// shard is written under a temporary name and renamed into place when complete; the manifest is
+// written last, the same way. A reader trusts only the manifest: a directory without one, or
+// whose shards are missing or of another size than it records, is not read. Once a new manifest
+// is in place, the shards of other runs are removed.
+namespace sluice::internal {
+
+inline constexpr char kManifestName[] = "manifest.pb";
+
+// The pipeline a saved dataset came from: its description, the files it reads (size and
+// modification time) and the user's fingerprint. Only the identity fields are set.
+absl::StatusOr<proto::SavedDatasetManifest> DescribeSavedInput(const DatasetBase& input,
+                                                               const std::string& user_fingerprint);
+
+// Why a saved dataset does not hold what `now` (DescribeSavedInput's) describes; empty when it
+// does. With a user fingerprint, only the fingerprints are compared.
+std::string StaleReason(const proto::SavedDatasetManifest& saved,
+                        const proto::SavedDatasetManifest& now);
+
+struct SavedWriteOptions {
+  Compression compression = Compression::kNone;
+  int num_shards = 0;  // 0: the machine's cores
+  ShardFn shard_fn;    // unset: round-robin
+};
+
+class SavedDatasetWriter {
+ public:
+  // `identity` comes from DescribeSavedInput.
+  static absl::StatusOr<std::unique_ptr<SavedDatasetWriter>> Create(
+      std::string dir, proto::SavedDatasetManifest identity, SavedWriteOptions options);
+  // Abandons an unfinished write: its temporary shard files go, the directory is unchanged.
+  ~SavedDatasetWriter();
+
+  absl::Status Append(const Element& element);
+  // Completes the shards, then the manifest, then removes other runs' shards.
+  absl::StatusOr<proto::SavedDatasetManifest> Finish();
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  SavedDatasetWriter(std::string dir, proto::SavedDatasetManifest manifest,
+                     SavedWriteOptions options);
+
+  std::string dir_;
+  proto::SavedDatasetManifest manifest_;
+  SavedWriteOptions options_;
+  std::map<int64_t, std::unique_ptr<TFRecordWriter>> shards_;  // by shard id
+  std::map<int64_t, int64_t> shard_elements_;
+  int64_t elements_ = 0;
+  int64_t started_ns_ = 0;
+  std::string record_;
+};
+
+// What is saved in `dir`: no manifest (nullopt, invalid empty), a usable one, or one that is no
+// good (invalid says why: unreadable, or its shards disagree with it).
+struct OpenedSaved {
+  std::optional<proto::SavedDatasetManifest> manifest;
+  std::string invalid;
+};
+absl::StatusOr<OpenedSaved> OpenSaved(const std::string& dir);
+
+// Reads a saved dataset: each shard a TFRecord of its elements, combined by `reader_fn`, or
+// round-robin in the manifest's order (which gives a round-robin write back in its order). The
+// reading pipeline is an inner pipeline of the Load or Snapshot node that owns this reader.
+class SavedDatasetReader {
+ public:
+  static absl::StatusOr<std::unique_ptr<SavedDatasetReader>> Create(
+      const DatasetBase* owner, const IteratorContext& ctx, std::string dir,
+      proto::SavedDatasetManifest manifest, const ReaderFn& reader_fn);
+
+  absl::StatusOr<std::optional<Element>> GetNext() { return input_->GetNext(); }
+  // The run id beside the reading pipeline's state, in the owner's `state` (as its input 0): a
+  // checkpoint restores only into the same saved files.
+  absl::Status Save(proto::IteratorStateProto* state);
+  absl::Status Restore(const proto::IteratorStateProto& state);
+
+  const proto::SavedDatasetManifest& manifest() const { return manifest_; }
+
+ private:
+  SavedDatasetReader(const DatasetBase* owner, std::string dir,
+                     proto::SavedDatasetManifest manifest)
+      : owner_(owner), dir_(std::move(dir)), manifest_(std::move(manifest)) {}
+
+  const DatasetBase* owner_;
+  std::string dir_;
+  proto::SavedDatasetManifest manifest_;
+  std::shared_ptr<const DatasetBase> pipeline_;  // declared first: outlives its iterator
+  std::unique_ptr<IteratorBase> input_;
+};
+
+}  // namespace sluice::internal
+
+#endif  // SLUICE_DATASET_SAVED_DATASET_H_

@@ -1,0 +1,202 @@
+// Snapshot(path, options), as tf.data's snapshot. When the iterator is made, `path` is looked at:
+// a complete snapshot of this pipeline (same description and input files, or the user's
+// fingerprint) is read; anything else (no snapshot, a stale or damaged one) means reading the
+// input and writing a new snapshot as the elements pass. The old snapshot stays readable until
+// the new one's manifest replaces it (dataset/saved_dataset.h), and a pass that fails or stops
+// early writes nothing: a half-written snapshot is never read.
+//
+// As Cache, failing to write is a warning, not an error. Checkpoints: reading, the reader's
+// position and the snapshot's run; writing, the input's position. A pass restored part-way does
+// not write (elements before the restore are in no file); one restored at its start does.
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "dataset/dataset.h"
+#include "dataset/dataset_base.h"
+#include "dataset/saved_dataset.h"
+
+namespace sluice {
+namespace {
+
+void Warn(const std::string& message) {
+  std::fprintf(stderr, "sluice: warning: %s\n", message.c_str());
+}
+
+class SnapshotDataset : public DatasetBase {
+ public:
+  SnapshotDataset(std::shared_ptr<const DatasetBase> input, std::string path,
+                  SnapshotOptions options)
+      : DatasetBase("Snapshot", {std::move(input)}),
+        path_(std::move(path)),
+        options_(std::move(options)) {}
+
+  absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
+      const IteratorContext& ctx) const override;
+  int64_t Cardinality() const override { return inputs()[0]->Cardinality(); }
+  std::string Describe() const override { return absl::StrCat("Snapshot(", path_, ")"); }
+
+  const std::string& path() const { return path_; }
+  const SnapshotOptions& snapshot_options() const { return options_; }
+
+ private:
+  std::string path_;
+  SnapshotOptions options_;
+};
+
+class SnapshotIterator : public IteratorBase {
+ public:
+  // Reads `reader` when given, else reads `input`, writing a snapshot described by `identity`.
+  SnapshotIterator(const SnapshotDataset* d, const IteratorContext& ctx,
+                   proto::SavedDatasetManifest identity,
+                   std::unique_ptr<internal::SavedDatasetReader> reader,
+                   std::unique_ptr<IteratorBase> input)
+      : IteratorBase(d, ctx, NodeKind::kSync),
+        d_(d),
+        identity_(std::move(identity)),
+        reader_(std::move(reader)),
+        input_(std::move(input)) {
+    write_ = reader_ ? Write::kOff : Write::kNotStarted;
+  }
+
+ protected:
+  absl::StatusOr<std::optional<Element>> GetNextInternal() override {
+    if (reader_ != nullptr) {
+      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, reader_->GetNext());
+      if (e) ++position_;
+      return e;
+    }
+    if (input_ == nullptr) return std::nullopt;
+    if (write_ == Write::kNotStarted) {
+      auto writer =
+          internal::SavedDatasetWriter::Create(d_->path(), identity_,
+                                               {.compression = d_->snapshot_options().compression,
+                                                .num_shards = d_->snapshot_options().num_shards,
+                                                .shard_fn = d_->snapshot_options().shard_fn});
+      if (writer.ok()) {
+        writer_ = std::move(*writer);
+        write_ = Write::kWriting;
+      } else {
+        StopWriting(writer.status());
+      }
+    }
+    absl::StatusOr<std::optional<Element>> in = input_->GetNext();
+    if (!in.ok()) {
+      // A pass with an error is no faithful copy of the input: it writes nothing.
+      writer_.reset();
+      write_ = Write::kOff;
+      return in.status();
+    }
+    if (!in->has_value()) {
+      input_.reset();
+      if (writer_ != nullptr) {
+        absl::StatusOr<proto::SavedDatasetManifest> done = writer_->Finish();
+        if (!done.ok()) StopWriting(done.status());
+        writer_.reset();
+      }
+      return std::nullopt;
+    }
+    ++position_;
+    if (writer_ != nullptr) {
+      absl::Status s = writer_->Append(**in);
+      if (!s.ok()) StopWriting(s);
+    }
+    return in;
+  }
+
+  absl::Status SaveInternal(proto::IteratorStateProto* state) override {
+    auto& ints = *state->mutable_ints();
+    ints["reading"] = reader_ != nullptr;
+    ints["position"] = position_;
+    if (reader_ != nullptr) return reader_->Save(state);
+    return SaveInput(input_.get(), state);
+  }
+
+  absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
+    SLUICE_ASSIGN_OR_RETURN(const int64_t reading, SavedInt(state, "reading"));
+    SLUICE_ASSIGN_OR_RETURN(const int64_t position, SavedInt(state, "position"));
+    if (position < 0) {
+      return absl::DataLossError(
+          absl::StrCat("checkpoint of ", state.node(), " is at element ", position));
+    }
+    if (reading != 0) {
+      if (reader_ == nullptr) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(name(), ": the checkpoint was reading snapshot ", d_->path(),
+                         " at element ", position, ", but the snapshot is gone or stale now"));
+      }
+      position_ = position;
+      return reader_->Restore(state);
+    }
+    SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
+    // Nothing read yet: a complete snapshot made since serves as well as the input.
+    if (position == 0 && reader_ != nullptr) return absl::OkStatus();
+    writer_.reset();
+    position_ = position;
+    reader_.reset();
+    if (in == nullptr) {  // The pass had ended.
+      input_.reset();
+      write_ = Write::kOff;
+      return absl::OkStatus();
+    }
+    // Elements before the restore are in no file: only a pass restored at its start writes.
+    write_ = position == 0 ? Write::kNotStarted : Write::kOff;
+    if (input_ == nullptr) {
+      SLUICE_ASSIGN_OR_RETURN(input_, d_->inputs()[0]->MakeIterator(ctx()));
+    }
+    return input_->Restore(*in);
+  }
+
+ private:
+  enum class Write { kNotStarted, kWriting, kOff };
+
+  // The snapshot is an optimisation: failing to write it is worth a warning, not the pipeline.
+  void StopWriting(const absl::Status& why) {
+    Warn(absl::StrCat(name(), ": cannot write snapshot ", d_->path(), " (", why.message(),
+                      "); going on without it"));
+    writer_.reset();
+    write_ = Write::kOff;
+  }
+
+  const SnapshotDataset* d_;
+  proto::SavedDatasetManifest identity_;
+  std::unique_ptr<internal::SavedDatasetReader> reader_;  // reading when set
+  std::unique_ptr<IteratorBase> input_;                   // writing; null when reading or ended
+  std::unique_ptr<internal::SavedDatasetWriter> writer_;
+  Write write_ = Write::kNotStarted;
+  int64_t position_ = 0;  // elements returned
+};
+
+absl::StatusOr<std::unique_ptr<IteratorBase>> SnapshotDataset::MakeIterator(
+    const IteratorContext& ctx) const {
+  if (path_.empty()) return absl::InvalidArgumentError(absl::StrCat(name(), ": no path"));
+  SLUICE_ASSIGN_OR_RETURN(proto::SavedDatasetManifest identity,
+                          internal::DescribeSavedInput(*inputs()[0], options_.fingerprint));
+  SLUICE_ASSIGN_OR_RETURN(internal::OpenedSaved opened, internal::OpenSaved(path_));
+  std::string why = opened.invalid;
+  if (opened.manifest) {
+    why = internal::StaleReason(*opened.manifest, identity);
+    if (why.empty()) {
+      SLUICE_ASSIGN_OR_RETURN(
+          std::unique_ptr<internal::SavedDatasetReader> reader,
+          internal::SavedDatasetReader::Create(this, ctx, path_, std::move(*opened.manifest),
+                                               options_.reader_fn));
+      return std::unique_ptr<IteratorBase>(
+          new SnapshotIterator(this, ctx, std::move(identity), std::move(reader), nullptr));
+    }
+  }
+  if (!why.empty()) {
+    Warn(absl::StrCat(name(), ": rewriting snapshot ", path_, ": ", why));
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
+  return std::unique_ptr<IteratorBase>(
+      new SnapshotIterator(this, ctx, std::move(identity), nullptr, std::move(input)));
+}
+
+}  // namespace
+
+Dataset Dataset::Snapshot(std::string path, SnapshotOptions options) const {
+  return Dataset(std::make_shared<SnapshotDataset>(base(), std::move(path), std::move(options)));
+}
+
+}  // namespace sluice

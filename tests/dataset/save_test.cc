@@ -1,0 +1,206 @@
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "dataset/proto/saved_dataset.pb.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/dataset/test_util.h"
+#include "tests/temp_dir.h"
+
+namespace sluice {
+namespace {
+
+namespace fs = std::filesystem;
+using ::sluice::testing::Collect;
+using ::sluice::testing::ExpectCheckpointsResumeExactly;
+using ::sluice::testing::Ints;
+using ::sluice::testing::Iota;
+using ::sluice::testing::ScopedTempDir;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Elements of three components of different dtypes and shapes: (i, [i, i/2, 1], "e<i>").
+Dataset Mixed(int64_t n) {
+  return Dataset::Range(n).Map([](Element e) -> absl::StatusOr<Element> {
+    const int64_t i = e[0].scalar<int64_t>();
+    return Element{e[0], Tensor::FromVector<float>({float(i), i / 2.0f, 1.0f}),
+                   Tensor::Scalar<std::string>(absl::StrCat("e", i))};
+  });
+}
+
+std::set<std::string> Files(const std::string& dir) {
+  std::set<std::string> out;
+  for (const auto& f : fs::directory_iterator(dir)) out.insert(f.path().filename().string());
+  return out;
+}
+
+proto::SavedDatasetManifest Manifest(const std::string& dir) {
+  proto::SavedDatasetManifest m;
+  std::ifstream in(dir + "/manifest.pb", std::ios::binary);
+  EXPECT_TRUE(m.ParseFromIstream(&in));
+  return m;
+}
+
+void ExpectSame(const std::vector<Element>& a, const std::vector<Element>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(ElementsEqual(a[i], b[i]))
+        << i << ": " << ElementDebugString(a[i]) << " vs " << ElementDebugString(b[i]);
+  }
+}
+
+TEST(SaveTest, LoadGivesTheElementsBackInOrder) {
+  ScopedTempDir dir;
+  ASSERT_TRUE(Mixed(100).Save(dir.path(), {.num_shards = 3}).ok());
+  auto want = Collect(Mixed(100));
+  auto got = Collect(Dataset::Load(dir.path()));
+  ASSERT_TRUE(want.ok() && got.ok()) << got.status();
+  ExpectSame(*got, *want);
+  // Three shards of 34, 33 and 33 elements, and the manifest that names them.
+  const proto::SavedDatasetManifest m = Manifest(dir.path());
+  EXPECT_EQ(m.elements(), 100);
+  ASSERT_EQ(m.shards_size(), 3);
+  EXPECT_EQ(m.shards(0).elements(), 34);
+  EXPECT_EQ(m.shards(2).elements(), 33);
+  EXPECT_EQ(Files(dir.path()).size(), 4u);
+  EXPECT_EQ(m.pipeline(), Mixed(100).DebugString());
+}
+
+TEST(SaveTest, CompressedShardsRoundTrip) {
+  for (Compression c : {Compression::kGzip, Compression::kZlib}) {
+    ScopedTempDir dir;
+    ASSERT_TRUE(Mixed(50).Save(dir.path(), {.compression = c, .num_shards = 2}).ok());
+    for (const std::string& f : Files(dir.path())) {
+      if (f != "manifest.pb") {
+        EXPECT_THAT(
+            f, ::testing::EndsWith(c == Compression::kGzip ? ".tfrecord.gz" : ".tfrecord.zlib"));
+      }
+    }
+    auto want = Collect(Mixed(50));
+    auto got = Collect(Dataset::Load(dir.path()));
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectSame(*got, *want);
+  }
+}
+
+TEST(SaveTest, ShardFnAndReaderFn) {
+  ScopedTempDir dir;
+  const ShardFn parity = [](const Element& e) -> absl::StatusOr<int64_t> {
+    return e[0].scalar<int64_t>() % 2;
+  };
+  ASSERT_TRUE(Dataset::Range(10).Save(dir.path(), {.shard_fn = parity}).ok());
+  ASSERT_EQ(Manifest(dir.path()).shards_size(), 2);
+  // The default reader takes the shards in turn; a reader of one's own may concatenate them.
+  auto round_robin = Collect(Dataset::Load(dir.path()));
+  ASSERT_TRUE(round_robin.ok());
+  EXPECT_EQ(Ints(*round_robin), Iota(0, 10));
+  const ReaderFn concatenate = [](std::vector<Dataset> shards) -> absl::StatusOr<Dataset> {
+    return shards[0].Concatenate(shards[1]);
+  };
+  auto concatenated = Collect(Dataset::Load(dir.path(), {.reader_fn = concatenate}));
+  ASSERT_TRUE(concatenated.ok());
+  EXPECT_THAT(Ints(*concatenated), ElementsAre(0, 2, 4, 6, 8, 1, 3, 5, 7, 9));
+  // A shard id out of range is an error naming the element.
+  const ShardFn negative = [](const Element&) -> absl::StatusOr<int64_t> { return -1; };
+  absl::Status bad = Dataset::Range(3).Save(dir.File("other"), {.shard_fn = negative});
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.message(), HasSubstr("shard_fn gave element 0 shard -1"));
+}
+
+// An error part-way leaves the earlier save whole and no temporary files behind; a new save
+// replaces the old shards.
+TEST(SaveTest, AFailedSaveLosesNothingAndANewOneReplacesTheOld) {
+  ScopedTempDir dir;
+  ASSERT_TRUE(Dataset::Range(10).Save(dir.path(), {.num_shards = 2}).ok());
+  const std::set<std::string> before = Files(dir.path());
+  const Dataset failing = Dataset::Range(10).Map([](Element e) -> absl::StatusOr<Element> {
+    if (e[0].scalar<int64_t>() == 6) return absl::InternalError("bad element 6");
+    return e;
+  });
+  absl::Status failed = failing.Save(dir.path(), {.num_shards = 2});
+  EXPECT_EQ(failed.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(failed.message(), HasSubstr("Save to " + dir.path()));
+  EXPECT_THAT(failed.message(), HasSubstr("bad element 6"));
+  EXPECT_EQ(Files(dir.path()), before);
+  auto kept = Collect(Dataset::Load(dir.path()));
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(Ints(*kept), Iota(0, 10));
+
+  ASSERT_TRUE(Dataset::Range(20, 25).Save(dir.path(), {.num_shards = 2}).ok());
+  const std::set<std::string> after = Files(dir.path());
+  EXPECT_EQ(after.size(), 3u);  // the old run's two shards are gone
+  for (const std::string& f : before) {
+    if (f != "manifest.pb") {
+      EXPECT_EQ(after.count(f), 0u) << f;
+    }
+  }
+  auto replaced = Collect(Dataset::Load(dir.path()));
+  ASSERT_TRUE(replaced.ok());
+  EXPECT_EQ(Ints(*replaced), Iota(20, 25));
+}
+
+TEST(SaveTest, EmptyDatasetSavesAndLoadsEmpty) {
+  ScopedTempDir dir;
+  ASSERT_TRUE(Dataset::Range(0).Save(dir.path()).ok());
+  auto got = Collect(Dataset::Load(dir.path()));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(got->empty());
+}
+
+TEST(LoadTest, MissingOrDamagedSavesAreClearErrors) {
+  ScopedTempDir dir;
+  auto missing = Collect(Dataset::Load(dir.File("nothing")));
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("no saved dataset in " + dir.File("nothing")));
+
+  ASSERT_TRUE(Mixed(20).Save(dir.path(), {.num_shards = 2}).ok());
+  const proto::SavedDatasetManifest m = Manifest(dir.path());
+  const std::string shard = dir.File(m.shards(1).file());
+  // A truncated shard is refused before anything is read.
+  fs::resize_file(shard, m.shards(1).bytes() - 5);
+  auto truncated = Collect(Dataset::Load(dir.path()));
+  EXPECT_EQ(truncated.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(truncated.status().message(), HasSubstr(shard));
+  EXPECT_THAT(truncated.status().message(),
+              HasSubstr(absl::StrCat("holds ", m.shards(1).bytes() - 5)));
+  // A flipped byte is found by the record's checksum, naming the file and offset.
+  fs::resize_file(shard, 0);
+  ASSERT_TRUE(Mixed(20).Save(dir.path(), {.num_shards = 2}).ok());
+  const proto::SavedDatasetManifest m2 = Manifest(dir.path());
+  {
+    std::fstream f(dir.File(m2.shards(0).file()), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);
+    f.put('\x7f');
+  }
+  auto flipped = Collect(Dataset::Load(dir.path()));
+  EXPECT_EQ(flipped.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(flipped.status().message(), HasSubstr(dir.File(m2.shards(0).file())));
+  EXPECT_THAT(flipped.status().message(), HasSubstr("offset"));
+  // A manifest that is not one.
+  std::ofstream(dir.File("manifest.pb"), std::ios::binary) << "garbage";
+  auto garbage = Collect(Dataset::Load(dir.path()));
+  EXPECT_EQ(garbage.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(garbage.status().message(), HasSubstr("is not a manifest"));
+}
+
+TEST(LoadTest, CheckpointsResumeExactly) {
+  ScopedTempDir dir;
+  ASSERT_TRUE(Mixed(30).Save(dir.path(), {.num_shards = 3}).ok());
+  ExpectCheckpointsResumeExactly(Dataset::Load(dir.path()), {0, 1, 2, 3, 14, 29, 30});
+  // A checkpoint of another run of the directory does not restore.
+  auto it = Dataset::Load(dir.path()).MakeIterator();
+  ASSERT_TRUE(it->GetNext().ok());
+  auto saved = it->Save();
+  ASSERT_TRUE(saved.ok());
+  ASSERT_TRUE(Mixed(30).Save(dir.path(), {.num_shards = 3}).ok());
+  absl::Status restored = Dataset::Load(dir.path()).MakeIterator()->Restore(*saved);
+  EXPECT_EQ(restored.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(restored.message(), HasSubstr("rewritten since"));
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,168 @@
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "io/tfrecord_writer.h"
+#include "tests/dataset/test_util.h"
+#include "tests/temp_dir.h"
+
+namespace sluice {
+namespace {
+
+namespace fs = std::filesystem;
+using ::sluice::testing::Collect;
+using ::sluice::testing::Drain;
+using ::sluice::testing::ExpectCheckpointsResumeExactly;
+using ::sluice::testing::Ints;
+using ::sluice::testing::Iota;
+using ::sluice::testing::ScopedTempDir;
+using ::testing::HasSubstr;
+
+// Range(n) through a Map that counts its calls: how often the input was computed.
+Dataset Counted(int64_t n, std::shared_ptr<std::atomic<int>> calls) {
+  return Dataset::Range(n).Map([calls](Element e) -> absl::StatusOr<Element> {
+    ++*calls;
+    return e;
+  });
+}
+
+TEST(SnapshotTest, TheFirstPassWritesAndLaterOnesRead) {
+  ScopedTempDir dir;
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  const Dataset ds = Counted(50, calls).Snapshot(dir.path(), {.num_shards = 2});
+  auto first = Collect(ds);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(Ints(*first), Iota(0, 50));
+  EXPECT_EQ(calls->load(), 50);
+  EXPECT_TRUE(fs::exists(dir.File("manifest.pb")));
+  // Another pass, and another pipeline object of the same description (the next run), read it.
+  auto second = Collect(ds);
+  auto next_run = Collect(Counted(50, calls).Snapshot(dir.path(), {.num_shards = 2}));
+  ASSERT_TRUE(second.ok() && next_run.ok());
+  EXPECT_EQ(Ints(*second), Iota(0, 50));
+  EXPECT_EQ(Ints(*next_run), Iota(0, 50));
+  EXPECT_EQ(calls->load(), 50);
+  // Under Repeat: written once, then read.
+  ScopedTempDir other;
+  auto repeated = Collect(Counted(5, calls).Snapshot(other.path()).Repeat(3));
+  ASSERT_TRUE(repeated.ok());
+  EXPECT_EQ(repeated->size(), 15u);
+  EXPECT_EQ(calls->load(), 55);
+}
+
+TEST(SnapshotTest, AnInterruptedOrFailedPassIsNeverRead) {
+  ScopedTempDir dir;
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  const Dataset ds = Counted(10, calls).Snapshot(dir.path());
+  {
+    auto it = ds.MakeIterator();
+    ASSERT_TRUE(Drain(*it, 4).ok());
+  }  // destroyed part-way
+  EXPECT_FALSE(fs::exists(dir.File("manifest.pb")));
+  auto whole = Collect(ds);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(Ints(*whole), Iota(0, 10));
+  EXPECT_EQ(calls->load(), 14);  // computed again, then written
+
+  // An input error: passed through, nothing written.
+  ScopedTempDir failed_dir;
+  const Dataset failing = Dataset::Range(5)
+                              .Map([](Element e) -> absl::StatusOr<Element> {
+                                if (e[0].scalar<int64_t>() == 3) return absl::InternalError("no 3");
+                                return e;
+                              })
+                              .Snapshot(failed_dir.path());
+  auto failed = Collect(failing);
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kInternal);
+  EXPECT_FALSE(fs::exists(failed_dir.File("manifest.pb")));
+  // Nor is one that left only temporary files.
+  for (const auto& f : fs::directory_iterator(failed_dir.path())) {
+    ADD_FAILURE() << "left behind: " << f.path();
+  }
+}
+
+TEST(SnapshotTest, AStaleSnapshotIsRewrittenSayingWhy) {
+  ScopedTempDir dir;
+  ASSERT_TRUE(Collect(Dataset::Range(5).Snapshot(dir.path())).ok());
+  // Another pipeline at the same path.
+  ::testing::internal::CaptureStderr();
+  auto changed = Collect(Dataset::Range(7).Snapshot(dir.path()));
+  std::string warning = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(changed.ok());
+  EXPECT_EQ(Ints(*changed), Iota(0, 7));
+  EXPECT_THAT(warning, HasSubstr("rewriting snapshot " + dir.path()));
+  EXPECT_THAT(warning,
+              HasSubstr("written by pipeline \"Range(0, 5, 1)\", this one is \"Range(0, 7, 1)\""));
+  auto reread = Collect(Dataset::Range(7).Snapshot(dir.path()));
+  ASSERT_TRUE(reread.ok());
+  EXPECT_EQ(Ints(*reread), Iota(0, 7));
+
+  // A changed input file.
+  const std::string file = dir.File("in/data.tfrecord");
+  fs::create_directories(dir.File("in"));
+  auto write = [&](int records) {
+    auto w = TFRecordWriter::Open(file, {.sync = false});
+    ASSERT_TRUE(w.ok());
+    for (int i = 0; i < records; ++i) ASSERT_TRUE((*w)->Write("record").ok());
+    ASSERT_TRUE((*w)->Close().ok());
+  };
+  write(3);
+  const Dataset records = Dataset::ListFiles(dir.File("in/*.tfrecord"))
+                              .Interleave([](const std::string& f) { return Dataset::TFRecord(f); })
+                              .Snapshot(dir.File("snap"));
+  auto three = Collect(records);
+  ASSERT_TRUE(three.ok());
+  EXPECT_EQ(three->size(), 3u);
+  write(4);
+  ::testing::internal::CaptureStderr();
+  auto four = Collect(records);
+  warning = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(four.ok());
+  EXPECT_EQ(four->size(), 4u);
+  EXPECT_THAT(warning, HasSubstr("input file " + file + " changed"));
+}
+
+TEST(SnapshotTest, AFingerprintOfOnesOwnDecidesAlone) {
+  ScopedTempDir dir;
+  ASSERT_TRUE(Collect(Dataset::Range(5).Snapshot(dir.path(), {.fingerprint = "v1"})).ok());
+  // Same fingerprint: reused even though the pipeline differs (the user vouches for it).
+  auto reused = Collect(Dataset::Range(9).Snapshot(dir.path(), {.fingerprint = "v1"}));
+  ASSERT_TRUE(reused.ok());
+  EXPECT_EQ(Ints(*reused), Iota(0, 5));
+  ::testing::internal::CaptureStderr();
+  auto bumped = Collect(Dataset::Range(9).Snapshot(dir.path(), {.fingerprint = "v2"}));
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(bumped.ok());
+  EXPECT_EQ(Ints(*bumped), Iota(0, 9));
+  EXPECT_THAT(warning, HasSubstr("written with fingerprint \"v1\", this pipeline's is \"v2\""));
+}
+
+TEST(SnapshotTest, CheckpointsResumeExactlyWritingAndReading) {
+  ScopedTempDir dir;
+  const Dataset ds = Dataset::Range(30).Snapshot(dir.path(), {.num_shards = 3});
+  // Writing: each iterator below finds no snapshot until a pass completes; a restored pass
+  // part-way writes nothing, so the first full pass (Collect) writes it.
+  ExpectCheckpointsResumeExactly(ds, {0, 1, 7, 29, 30});
+  ASSERT_TRUE(fs::exists(dir.File("manifest.pb")));
+  // Reading.
+  ExpectCheckpointsResumeExactly(ds, {0, 1, 2, 3, 16, 30});
+  // A reading checkpoint cannot restore once the snapshot is rewritten.
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(it->GetNext().ok());
+  auto saved = it->Save();
+  ASSERT_TRUE(saved.ok());
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(Collect(Dataset::Range(30).Snapshot(dir.path(), {.fingerprint = "x"})).ok());
+  ASSERT_TRUE(Collect(Dataset::Range(30).Snapshot(dir.path())).ok());  // rewritten again
+  ::testing::internal::GetCapturedStderr();
+  absl::Status restored = ds.MakeIterator()->Restore(*saved);
+  EXPECT_EQ(restored.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(restored.message(), HasSubstr("rewritten since"));
+}
+
+}  // namespace
+}  // namespace sluice
