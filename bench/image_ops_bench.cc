@@ -162,13 +162,22 @@ void BM_TrainTransformFloat224(benchmark::State& state) {
 BENCHMARK(BM_TrainTransformFloat224)->ArgName("fused")->Arg(0)->Arg(1);
 
 // Resize to 224x224 from a full 500x375 photo and from a typical crop (the centred 300x300).
+// The whole image resized to 224x224 and rounded back to uint8, as the pipeline's decode ops do.
+absl::StatusOr<Tensor> Rounded224(const Tensor& image,
+                                  ResizeMethod method = ResizeMethod::kBilinear) {
+  return Resize(image,
+                ResizeRegion{.height = static_cast<double>(image.dim(0)),
+                             .width = static_cast<double>(image.dim(1))},
+                224, 224, method, ResizeOutput{});
+}
+
 void BM_Resize224(benchmark::State& state) {
   auto full = DecodeJpeg(Photos()[0]);
   Tensor input = *full;
   if (state.range(1) != 0) input = *CenterCrop(*full, 300, 300);
   const auto method = state.range(0) == 0 ? ResizeMethod::kBilinear : ResizeMethod::kArea;
   for (auto _ : state) {
-    auto out = Resize(input, 224, 224, method);
+    auto out = Rounded224(input, method);
     Check(out, state);
     benchmark::DoNotOptimize(out);
   }
@@ -180,7 +189,7 @@ BENCHMARK(BM_Resize224)->ArgNames({"area", "crop"})->Args({0, 0})->Args({0, 1})-
 
 void BM_Normalize224(benchmark::State& state) {
   auto full = DecodeJpeg(Photos()[0]);
-  const Tensor image = *Resize(*full, 224, 224);
+  const Tensor image = *Rounded224(*full);
   const DType dtype = state.range(0) == 0 ? DType::kFloat32 : DType::kBFloat16;
   const bool chw = state.range(1) != 0;
   for (auto _ : state) {
@@ -195,7 +204,7 @@ BENCHMARK(BM_Normalize224)->ArgNames({"bf16", "chw"})->Args({0, 0})->Args({0, 1}
 
 void BM_FlipLeftRight224(benchmark::State& state) {
   auto full = DecodeJpeg(Photos()[0]);
-  const Tensor image = *Resize(*full, 224, 224);
+  const Tensor image = *Rounded224(*full);
   for (auto _ : state) {
     auto out = FlipLeftRight(image);
     benchmark::DoNotOptimize(out);

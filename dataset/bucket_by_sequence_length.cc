@@ -86,17 +86,31 @@ Dataset Dataset::BucketBySequenceLength(KeyFn length_fn, std::vector<int64_t> bu
     }
     return bucket;
   };
-  auto size_fn = [bucket_batch_sizes](int64_t bucket) -> absl::StatusOr<int64_t> {
+  // Keys come from key_fn, or from a restored checkpoint: checked before use.
+  auto check_bucket = [n = static_cast<int64_t>(bucket_batch_sizes.size())](int64_t bucket) {
+    return bucket >= 0 && bucket < n
+               ? absl::OkStatus()
+               : absl::DataLossError(
+                     absl::StrCat("BucketBySequenceLength: no bucket ", bucket, " of ", n));
+  };
+  auto size_fn = [bucket_batch_sizes, check_bucket](int64_t bucket) -> absl::StatusOr<int64_t> {
+    SLUICE_RETURN_IF_ERROR(check_bucket(bucket));
     return bucket_batch_sizes[static_cast<size_t>(bucket)];
   };
-  auto reduce_fn = [bucket_boundaries, bucket_batch_sizes, options](
+  auto reduce_fn = [bucket_boundaries, bucket_batch_sizes, options, check_bucket](
                        int64_t bucket, Dataset window) -> absl::StatusOr<Dataset> {
+    SLUICE_RETURN_IF_ERROR(check_bucket(bucket));
     const int64_t batch_size = bucket_batch_sizes[static_cast<size_t>(bucket)];
     if (options.no_padding) {
       return window.Batch(batch_size, {.drop_remainder = options.drop_remainder});
     }
     std::vector<std::vector<int64_t>> shapes = options.padded_shapes;
     if (options.pad_to_bucket_boundary) {
+      // The last bucket has no boundary (key_fn keeps elements out of it; a checkpoint may not).
+      if (bucket >= static_cast<int64_t>(bucket_boundaries.size())) {
+        return absl::DataLossError(
+            absl::StrCat("BucketBySequenceLength: bucket ", bucket, " has no boundary to pad to"));
+      }
       // The first element's components tell the ranks to pad when no shapes are given.
       const auto* group = dynamic_cast<const GroupWindowDataset*>(window.base().get());
       shapes = BucketShapes(

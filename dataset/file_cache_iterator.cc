@@ -38,6 +38,7 @@
 #include "core/mutex.h"
 #include "core/status_macros.h"
 #include "dataset/dataset_base.h"
+#include "dataset/write_through.h"
 #include "io/atomic_file.h"
 #include "io/crc32c.h"
 #include "io/input_stream.h"
@@ -260,9 +261,17 @@ class FileCacheIterator : public IteratorBase {
   // Reads `file` when given, else writes what `input` yields.
   FileCacheIterator(const CacheDataset* d, const IteratorContext& ctx,
                     std::optional<CacheFile> file, std::unique_ptr<IteratorBase> input)
-      : IteratorBase(d, ctx, NodeKind::kSync), d_(d), input_(std::move(input)) {
+      : IteratorBase(d, ctx, NodeKind::kSync),
+        d_(d),
+        input_(std::move(input)),
+        write_([d] { return CacheFileWriter::Create(d->path(), d->InputPipeline()); },
+               // The cache is an optimisation: failing to write it is worth a warning.
+               [d](const absl::Status& why) {
+                 Warn(absl::StrCat(d->name(), ": cannot write cache file ", d->path(), " (",
+                                   why.message(), "); going on without caching"));
+               },
+               /*may_write=*/!file.has_value()) {
     if (file) file_ = std::move(*file);
-    write_ = file ? Write::kOff : Write::kNotStarted;
   }
 
  protected:
@@ -288,22 +297,20 @@ class FileCacheIterator : public IteratorBase {
     SLUICE_ASSIGN_OR_RETURN(position_, SavedInt(state, "position"));
     SLUICE_ASSIGN_OR_RETURN(int64_t failed, SavedInt(state, "failed"));
     failed_ = failed != 0;
-    writer_.reset();
     if (reading != 0) {
       input_.reset();
-      write_ = Write::kOff;
+      write_.Reset(false);
       return RestoreReading(state);
     }
     file_ = CacheFile{};
     SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
-    if (in == nullptr) {
-      input_.reset();  // The pass had ended.
-      write_ = Write::kOff;
-      return absl::OkStatus();
-    }
     // Elements before `position_` are not in any file we could append to: only a pass restored
     // at its start can still write the cache.
-    write_ = position_ == 0 && !failed_ ? Write::kNotStarted : Write::kOff;
+    write_.Reset(/*may_write=*/in != nullptr && position_ == 0 && !failed_);
+    if (in == nullptr) {
+      input_.reset();  // The pass had ended.
+      return absl::OkStatus();
+    }
     if (input_ == nullptr) {  // This iterator was made to read: it needs its input after all.
       SLUICE_ASSIGN_OR_RETURN(input_, d_->inputs()[0]->MakeIterator(ctx()));
     }
@@ -311,8 +318,6 @@ class FileCacheIterator : public IteratorBase {
   }
 
  private:
-  enum class Write { kNotStarted, kWriting, kOff };
-
   bool reading() const { return file_.reader != nullptr; }
 
   absl::StatusOr<std::optional<Element>> ReadNext() {
@@ -360,46 +365,11 @@ class FileCacheIterator : public IteratorBase {
 
   absl::StatusOr<std::optional<Element>> WriteNext() {
     if (input_ == nullptr) return std::nullopt;
-    if (write_ == Write::kNotStarted) {
-      auto writer = CacheFileWriter::Create(d_->path(), d_->InputPipeline());
-      if (writer.ok()) {
-        writer_ = std::move(*writer);
-        write_ = Write::kWriting;
-      } else {
-        StopWriting(writer.status());
-      }
-    }
-    absl::StatusOr<std::optional<Element>> in = input_->GetNext();
-    if (!in.ok()) {
-      // A pass with an error is no faithful copy of the input: it writes nothing.
-      failed_ = true;
-      writer_.reset();
-      write_ = Write::kOff;
-      return in.status();
-    }
-    if (!in->has_value()) {
-      input_.reset();
-      if (writer_ != nullptr) {
-        absl::Status s = writer_->Finish();
-        if (!s.ok()) StopWriting(s);
-        writer_.reset();
-      }
-      return std::nullopt;
-    }
-    ++position_;
-    if (writer_ != nullptr) {
-      absl::Status s = writer_->Append(**in);
-      if (!s.ok()) StopWriting(s);
-    }
+    absl::StatusOr<std::optional<Element>> in = write_.Pass(*input_);
+    if (!in.ok()) failed_ = true;
+    if (in.ok() && !in->has_value()) input_.reset();
+    if (in.ok() && in->has_value()) ++position_;
     return in;
-  }
-
-  // The cache is an optimisation: failing to write it is worth a warning, not the pipeline.
-  void StopWriting(const absl::Status& why) {
-    Warn(absl::StrCat(d_->name(), ": cannot write cache file ", d_->path(), " (", why.message(),
-                      "); going on without caching"));
-    writer_.reset();
-    write_ = Write::kOff;
   }
 
   absl::Status RestoreReading(const proto::IteratorStateProto& state) {
@@ -431,8 +401,7 @@ class FileCacheIterator : public IteratorBase {
   const CacheDataset* d_;
   std::unique_ptr<IteratorBase> input_;  // writing; null when reading or ended
   CacheFile file_;                       // reading when file_.reader is set
-  std::unique_ptr<CacheFileWriter> writer_;
-  Write write_ = Write::kNotStarted;
+  WriteThrough<CacheFileWriter> write_;
   int64_t position_ = 0;  // elements returned
   bool failed_ = false;   // writing: the input returned an error; reading: the file is corrupt
   std::string record_;

@@ -81,9 +81,13 @@ class GroupByWindowIterator : public IteratorBase {
       }
       if (input_ended_) {
         if (groups_.empty()) return std::nullopt;
+        // Taken out before it is reduced: a failed reduction passes the group, its error in
+        // the group's place, instead of failing on it for ever.
         auto first = groups_.begin();
-        SLUICE_RETURN_IF_ERROR(OpenWindow(first->first, std::move(first->second)));
+        const int64_t key = first->first;
+        std::vector<Element> group = std::move(first->second);
         groups_.erase(first);
+        SLUICE_RETURN_IF_ERROR(OpenWindow(key, std::move(group)));
         continue;
       }
       SLUICE_ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());

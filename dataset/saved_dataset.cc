@@ -289,7 +289,14 @@ absl::StatusOr<std::unique_ptr<SavedDatasetReader>> SavedDatasetReader::Create(
     const int n = static_cast<int>(shards.size());
     pipeline = Dataset::Range(n).Interleave(
         [shards](Element i) -> absl::StatusOr<Dataset> {
-          return shards[static_cast<size_t>(i[0].scalar<int64_t>())];
+          // A restored checkpoint hands this its saved elements: check them.
+          if (i.size() != 1 || i[0].dtype() != DType::kInt64 || i[0].num_elements() != 1 ||
+              i[0].data<int64_t>()[0] < 0 ||
+              i[0].data<int64_t>()[0] >= static_cast<int64_t>(shards.size())) {
+            return absl::DataLossError(
+                absl::StrCat("no shard ", ElementDebugString(i), " of ", shards.size()));
+          }
+          return shards[static_cast<size_t>(i[0].data<int64_t>()[0])];
         },
         {.cycle_length = n,
          .block_length = 1,

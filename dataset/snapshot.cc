@@ -15,6 +15,7 @@
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
 #include "dataset/saved_dataset.h"
+#include "dataset/write_through.h"
 
 namespace sluice {
 namespace {
@@ -55,9 +56,21 @@ class SnapshotIterator : public IteratorBase {
         d_(d),
         identity_(std::move(identity)),
         reader_(std::move(reader)),
-        input_(std::move(input)) {
-    write_ = reader_ ? Write::kOff : Write::kNotStarted;
-  }
+        input_(std::move(input)),
+        write_(
+            [this] {
+              const SnapshotOptions& o = d_->snapshot_options();
+              return internal::SavedDatasetWriter::Create(d_->path(), identity_,
+                                                          {.compression = o.compression,
+                                                           .num_shards = o.num_shards,
+                                                           .shard_fn = o.shard_fn});
+            },
+            // The snapshot is an optimisation: failing to write it is worth a warning.
+            [this](const absl::Status& why) {
+              Warn(absl::StrCat(name(), ": cannot write snapshot ", d_->path(), " (", why.message(),
+                                "); going on without it"));
+            },
+            /*may_write=*/reader_ == nullptr) {}
 
  protected:
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {
@@ -67,40 +80,9 @@ class SnapshotIterator : public IteratorBase {
       return e;
     }
     if (input_ == nullptr) return std::nullopt;
-    if (write_ == Write::kNotStarted) {
-      auto writer =
-          internal::SavedDatasetWriter::Create(d_->path(), identity_,
-                                               {.compression = d_->snapshot_options().compression,
-                                                .num_shards = d_->snapshot_options().num_shards,
-                                                .shard_fn = d_->snapshot_options().shard_fn});
-      if (writer.ok()) {
-        writer_ = std::move(*writer);
-        write_ = Write::kWriting;
-      } else {
-        StopWriting(writer.status());
-      }
-    }
-    absl::StatusOr<std::optional<Element>> in = input_->GetNext();
-    if (!in.ok()) {
-      // A pass with an error is no faithful copy of the input: it writes nothing.
-      writer_.reset();
-      write_ = Write::kOff;
-      return in.status();
-    }
-    if (!in->has_value()) {
-      input_.reset();
-      if (writer_ != nullptr) {
-        absl::StatusOr<proto::SavedDatasetManifest> done = writer_->Finish();
-        if (!done.ok()) StopWriting(done.status());
-        writer_.reset();
-      }
-      return std::nullopt;
-    }
-    ++position_;
-    if (writer_ != nullptr) {
-      absl::Status s = writer_->Append(**in);
-      if (!s.ok()) StopWriting(s);
-    }
+    absl::StatusOr<std::optional<Element>> in = write_.Pass(*input_);
+    if (in.ok() && !in->has_value()) input_.reset();
+    if (in.ok() && in->has_value()) ++position_;
     return in;
   }
 
@@ -131,16 +113,14 @@ class SnapshotIterator : public IteratorBase {
     SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
     // Nothing read yet: a complete snapshot made since serves as well as the input.
     if (position == 0 && reader_ != nullptr) return absl::OkStatus();
-    writer_.reset();
     position_ = position;
     reader_.reset();
+    // Elements before the restore are in no file: only a pass restored at its start writes.
+    write_.Reset(/*may_write=*/in != nullptr && position == 0);
     if (in == nullptr) {  // The pass had ended.
       input_.reset();
-      write_ = Write::kOff;
       return absl::OkStatus();
     }
-    // Elements before the restore are in no file: only a pass restored at its start writes.
-    write_ = position == 0 ? Write::kNotStarted : Write::kOff;
     if (input_ == nullptr) {
       SLUICE_ASSIGN_OR_RETURN(input_, d_->inputs()[0]->MakeIterator(ctx()));
     }
@@ -148,22 +128,11 @@ class SnapshotIterator : public IteratorBase {
   }
 
  private:
-  enum class Write { kNotStarted, kWriting, kOff };
-
-  // The snapshot is an optimisation: failing to write it is worth a warning, not the pipeline.
-  void StopWriting(const absl::Status& why) {
-    Warn(absl::StrCat(name(), ": cannot write snapshot ", d_->path(), " (", why.message(),
-                      "); going on without it"));
-    writer_.reset();
-    write_ = Write::kOff;
-  }
-
   const SnapshotDataset* d_;
   proto::SavedDatasetManifest identity_;
   std::unique_ptr<internal::SavedDatasetReader> reader_;  // reading when set
   std::unique_ptr<IteratorBase> input_;                   // writing; null when reading or ended
-  std::unique_ptr<internal::SavedDatasetWriter> writer_;
-  Write write_ = Write::kNotStarted;
+  internal::WriteThrough<internal::SavedDatasetWriter> write_;
   int64_t position_ = 0;  // elements returned
 };
 

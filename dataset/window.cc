@@ -70,9 +70,12 @@ class WindowIterator : public IteratorBase {
     if (count < d_->size() && d_->drop_remainder()) return std::nullopt;
     std::vector<const Element*> rows;
     for (int64_t i = 0; i < count; ++i) rows.push_back(&kept_[start_ + i * d_->stride() - base_]);
-    SLUICE_ASSIGN_OR_RETURN(Element window, Stack(rows));
+    // The window is done with, stacked or not: an error takes its place (so IgnoreErrors skips
+    // it) and the next call goes on to the next window.
+    absl::StatusOr<Element> window = Stack(rows);
     start_ += d_->shift();
-    return window;
+    if (!window.ok()) return window.status();
+    return *std::move(window);
   }
 
   absl::Status SaveInternal(proto::IteratorStateProto* state) override {
@@ -96,10 +99,12 @@ class WindowIterator : public IteratorBase {
     SLUICE_ASSIGN_OR_RETURN(const int64_t ended, SavedInt(state, "ended"));
     SLUICE_ASSIGN_OR_RETURN(const int64_t base, SavedInt(state, "base"));
     const int64_t kept = state.buffer_size();
-    // The kept elements are exactly those read from max(start, base) on, and never more than a
-    // window spans.
-    if (start < 0 || base < 0 || read < 0 || kept > d_->span() || base + kept != read ||
-        (kept > 0 && base < start)) {
+    // The kept elements are exactly those read from the next window's start on (every element
+    // read at or after a window's start is kept), and never more than a window spans: with
+    // elements kept, base is the start; without, nothing was read from the start on.
+    const bool consistent =
+        kept > 0 ? base == start && read == start + kept : base == read && read <= start;
+    if (start < 0 || base < 0 || read < 0 || kept > d_->span() || !consistent) {
       return absl::DataLossError(absl::StrCat("checkpoint of ", state.node(),
                                               " is at window start ", start, " with ", kept,
                                               " elements kept from ", base, " of ", read, " read"));

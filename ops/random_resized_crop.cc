@@ -100,7 +100,7 @@ absl::StatusOr<Tensor> RandomResizedCrop(const Tensor& image, int64_t out_h, int
                              .x = static_cast<double>(w.x),
                              .height = static_cast<double>(w.height),
                              .width = static_cast<double>(w.width)},
-                out_h, out_w, options.method);
+                out_h, out_w, options.method, ResizeOutput{});  // uint8 stays uint8, as torchvision
 }
 
 }  // namespace sluice

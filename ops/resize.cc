@@ -236,9 +236,9 @@ inline Float4 Load4(const float* p) {
 // horizontal taps read (contiguous: the compiler vectorises it), then lerps each output pixel
 // from that float row, all its channels at once (a 3-channel pixel is lerped as 4 floats whose
 // 4th lane the next pixel overwrites), and finally rounds the row to the output type.
-template <typename T, int kC>
+template <typename T, int kC, typename Writer>
 void ResizeLinear(const T* in, int64_t in_h, int64_t in_w, int channels, const ResizeRegion& r,
-                  int64_t out_h, int64_t out_w, const RowWriter<T>& write) {
+                  int64_t out_h, int64_t out_w, const Writer& write) {
   const int c_count = kC > 0 ? kC : channels;
   const LinearTaps ty = MakeLinearTaps(r.y, r.height, in_h, out_h);
   const LinearTaps tx = MakeLinearTaps(r.x, r.width, in_w, out_w);
@@ -292,9 +292,9 @@ void ResizeLinear(const T* in, int64_t in_h, int64_t in_w, int channels, const R
   }
 }
 
-template <typename T>
+template <typename T, typename Writer>
 void ResizeArea(const T* in, int64_t in_h, int64_t in_w, int channels, const ResizeRegion& r,
-                int64_t out_h, int64_t out_w, const RowWriter<T>& write) {
+                int64_t out_h, int64_t out_w, const Writer& write) {
   const AreaTaps ty = MakeAreaTaps(r.y, r.height, in_h, out_h);
   const AreaTaps tx = MakeAreaTaps(r.x, r.width, in_w, out_w);
   const size_t stride = static_cast<size_t>(in_w) * channels;
@@ -328,21 +328,23 @@ void ResizeArea(const T* in, int64_t in_h, int64_t in_w, int channels, const Res
   }
 }
 
-template <typename T>
-void Dispatch(const Tensor& image, const ResizeRegion& r, int64_t out_h, int64_t out_w,
-              ResizeMethod method, const ResizeOutput& output, Tensor& out) {
+// Resizes into `out`, whose values are TOut: T itself, or float32 for a uint8 image resized as
+// tf.image.resize does (unrounded).
+template <typename T, typename TOut>
+void DispatchTo(const Tensor& image, const ResizeRegion& r, int64_t out_h, int64_t out_w,
+                ResizeMethod method, const ResizeOutput& output, Tensor& out) {
   const T* in = image.data<T>();
   const int64_t h = image.dim(0), w = image.dim(1);
   const int c = static_cast<int>(image.dim(2));
   std::vector<uint8_t> rounded(output.normalize != nullptr ? static_cast<size_t>(out_w) * c : 0);
   std::vector<char> staging(output.streaming_stores ? out.byte_size() / out_h : 0);
-  const RowWriter<T> dst{out.raw_data(),
-                         out_w,
-                         c,
-                         output.flip_left_right,
-                         output.normalize,
-                         rounded,
-                         output.streaming_stores ? &staging : nullptr};
+  const RowWriter<TOut> dst{out.raw_data(),
+                            out_w,
+                            c,
+                            output.flip_left_right,
+                            output.normalize,
+                            rounded,
+                            output.streaming_stores ? &staging : nullptr};
   if (method == ResizeMethod::kArea) return ResizeArea<T>(in, h, w, c, r, out_h, out_w, dst);
   switch (c) {
     case 1:
@@ -379,7 +381,7 @@ absl::StatusOr<Tensor> Resize(const Tensor& image, int64_t out_h, int64_t out_w,
 
 absl::StatusOr<Tensor> Resize(const Tensor& image, const ResizeRegion& region, int64_t out_h,
                               int64_t out_w, ResizeMethod method) {
-  return Resize(image, region, out_h, out_w, method, ResizeOutput{});
+  return Resize(image, region, out_h, out_w, method, ResizeOutput{.round_to_uint8 = false});
 }
 
 absl::StatusOr<Tensor> Resize(const Tensor& image, const ResizeRegion& region, int64_t out_h,
@@ -413,7 +415,9 @@ absl::StatusOr<Tensor> Resize(const Tensor& image, const ResizeRegion& region, i
         "Resize: normalizing needs a uint8 image with the table's ", output.normalize->channels(),
         " channels, got ", DTypeName(image.dtype()), image.shape().DebugString()));
   }
-  const DType out_dtype = output.normalize != nullptr ? DType::kFloat32 : image.dtype();
+  const bool to_uint8 =
+      image.dtype() == DType::kUint8 && output.round_to_uint8 && output.normalize == nullptr;
+  const DType out_dtype = to_uint8 ? DType::kUint8 : DType::kFloat32;
   Shape out_shape{out_h, out_w, c};
   if (output.destination != nullptr &&
       (output.destination->dtype() != out_dtype || output.destination->shape() != out_shape)) {
@@ -424,10 +428,13 @@ absl::StatusOr<Tensor> Resize(const Tensor& image, const ResizeRegion& region, i
   }
   Tensor out =
       output.destination != nullptr ? *output.destination : Tensor(out_dtype, std::move(out_shape));
-  if (image.dtype() == DType::kUint8) {
-    Dispatch<uint8_t>(image, r, out_h, out_w, method, output, out);
+  if (image.dtype() == DType::kFloat32) {
+    DispatchTo<float, float>(image, r, out_h, out_w, method, output, out);
+  } else if (to_uint8 || output.normalize != nullptr) {
+    // Normalizing looks the rounded uint8 values up in its table (RowWriter<uint8_t>).
+    DispatchTo<uint8_t, uint8_t>(image, r, out_h, out_w, method, output, out);
   } else {
-    Dispatch<float>(image, r, out_h, out_w, method, output, out);
+    DispatchTo<uint8_t, float>(image, r, out_h, out_w, method, output, out);
   }
   if (output.streaming_stores) StreamFence();
   return out;

@@ -33,24 +33,29 @@ struct ResizeRegion {
   std::string DebugString() const;
 };
 
-// Resizes a [height, width, channels] image (HWC) to [out_h, out_w, channels]. uint8 in gives uint8
-// out, rounded to nearest (halves up); float32 in gives float32 out.
+// Resizes a [height, width, channels] image (HWC) to [out_h, out_w, channels], as tf.image.resize
+// does: the result is float32, unrounded, for a uint8 or float32 image. (torchvision's resize of
+// a uint8 image rounds back to uint8: the overload with a ResizeOutput does that by default.)
 absl::StatusOr<Tensor> Resize(const Tensor& image, int64_t out_h, int64_t out_w,
                               ResizeMethod method = ResizeMethod::kBilinear);
 
-// Resizes the part of `image` inside `region` to [out_h, out_w, channels]: the same as cropping
-// `region` and resizing the crop when the region is whole pixels, and its continuous extension
-// when it is not (bilinear samples are clamped to the centres of the pixels the region touches,
-// area averages are weighted by coverage). A JPEG decoded at a DCT scale of 1/k keeps a crop's
-// exact geometry this way: its window in the scaled image is the original window divided by k.
-// The region must lie inside the image and be non-empty.
+// Resizes the part of `image` inside `region` to float32 [out_h, out_w, channels]: the same as
+// cropping `region` and resizing the crop when the region is whole pixels, and its continuous
+// extension when it is not (bilinear samples are clamped to the centres of the pixels the region
+// touches, area averages are weighted by coverage). A JPEG decoded at a DCT scale of 1/k keeps a
+// crop's exact geometry this way: its window in the scaled image is the original window divided by
+// k. The region must lie inside the image and be non-empty.
 absl::StatusOr<Tensor> Resize(const Tensor& image, const ResizeRegion& region, int64_t out_h,
                               int64_t out_w, ResizeMethod method = ResizeMethod::kBilinear);
 
-// Work fused into Resize's output loop: the result is bitwise what FlipLeftRight and then
-// Normalize (float32, channels last) would make of the plain Resize's, without their passes over
-// the image and their intermediate tensors.
+// What the result is, and work fused into Resize's output loop: the result is bitwise what
+// FlipLeftRight and then Normalize (float32, channels last) would make of the rounded uint8 resize,
+// without their passes over the image and their intermediate tensors.
 struct ResizeOutput {
+  // A uint8 image without `normalize`: true gives a uint8 result rounded to nearest, halves up
+  // (torchvision's resize of a uint8 image, and a quarter of the memory); false float32, unrounded
+  // (tf.image.resize). A float32 image always gives float32.
+  bool round_to_uint8 = true;
   bool flip_left_right = false;
   // For a uint8 image: each resized value, rounded to uint8 as Resize rounds it, is written as
   // float32 through this table (which must have the image's channel count). Not owned; only read

@@ -33,6 +33,7 @@
 #include "ops/encode_jpeg.h"
 #include "ops/read_file.h"
 #include "tools/command_line.h"
+#include "train/data/image_dataset_from_directory.h"
 
 namespace sluice::tools {
 namespace {
@@ -326,40 +327,16 @@ struct ImageFile {
   int64_t label;
 };
 
-// The class folders (sorted by name) and every regular, non-hidden file below each.
+// The class folders and their image files, listed exactly as ImageDatasetFromDirectory lists
+// them (Keras' index_directory: classes sorted, .jpg/.jpeg/.png/.bmp/.gif files), so that a
+// converted tree and the folder itself give the same labels.
 absl::Status ListImageTree(const std::string& root, std::vector<std::string>* classes,
                            std::vector<ImageFile>* files) {
-  std::error_code error;
-  if (!fs::is_directory(root, error)) {
-    return absl::NotFoundError(absl::StrCat(root, ": not a directory"));
-  }
-  for (const fs::directory_entry& entry : fs::directory_iterator(root, error)) {
-    const std::string name = entry.path().filename().string();
-    if (entry.is_directory() && !name.starts_with(".")) classes->push_back(name);
-  }
-  if (error) return absl::InternalError(absl::StrCat(root, ": ", error.message()));
-  std::sort(classes->begin(), classes->end());
-  if (classes->empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(root, ": no class folders (expected ROOT/CLASS/IMAGE.jpg)"));
-  }
-  for (size_t label = 0; label < classes->size(); ++label) {
-    std::vector<std::string> paths;
-    const fs::path dir = fs::path(root) / (*classes)[label];
-    for (auto it = fs::recursive_directory_iterator(dir, error);
-         !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
-      const std::string name = it->path().filename().string();
-      if (name.starts_with(".")) {
-        if (it->is_directory()) it.disable_recursion_pending();
-        continue;
-      }
-      if (it->is_regular_file()) paths.push_back(it->path().string());
-    }
-    if (error) return absl::InternalError(absl::StrCat(dir.string(), ": ", error.message()));
-    std::sort(paths.begin(), paths.end());
-    for (std::string& path : paths) {
-      files->push_back({std::move(path), static_cast<int64_t>(label)});
-    }
+  SLUICE_ASSIGN_OR_RETURN(train::data::ImageDirectoryIndex index,
+                          train::data::IndexImageDirectory(root, {}));
+  *classes = std::move(index.class_names);
+  for (size_t i = 0; i < index.files.size(); ++i) {
+    files->push_back({std::move(index.files[i]), index.labels[i]});
   }
   return absl::OkStatus();
 }

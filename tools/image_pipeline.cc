@@ -76,6 +76,15 @@ class BatchRows {
   std::map<int64_t, Open> open_ ABSL_GUARDED_BY(mu_);  // by batch number
 };
 
+// The training transform's output, fused into its resize: flipped by the element's seed,
+// normalized, written into the batch's row around the caches.
+ResizeOutput IntoBatchRow(uint64_t seed, const NormalizeTable& table, Tensor* row) {
+  return {.flip_left_right = RandomFlipDecision(seed),
+          .normalize = &table,
+          .destination = row,
+          .streaming_stores = true};
+}
+
 // The decoded images are snapshotted; the random crop, flip and normalize run after the snapshot,
 // on each epoch's own seeds.
 absl::StatusOr<Dataset> SnapshotPipeline(const BenchConfig& config, Dataset records,
@@ -118,10 +127,7 @@ absl::StatusOr<Dataset> SnapshotPipeline(const BenchConfig& config, Dataset reco
                                                             .height = static_cast<double>(w.height),
                                                             .width = static_cast<double>(w.width)},
                                                size, size, ResizeMethod::kBilinear,
-                                               {.flip_left_right = RandomFlipDecision(context.seed),
-                                                .normalize = &table,
-                                                .destination = &out,
-                                                .streaming_stores = true}));
+                                               IntoBatchRow(context.seed, table, &out)));
                 return Element{std::move(image), std::move(element[1])};
               },
               {.num_parallel_calls = config.parallelism});
@@ -207,13 +213,10 @@ absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,
         // The crop and the flip draw from distinct streams of the same seed (ops/counter_rng.h);
         // flip and normalize are fused into the resize: bitwise RandomFlipLeftRight then
         // Normalize, one pass over the output.
-        SLUICE_ASSIGN_OR_RETURN(Tensor image,
-                                DecodeAndRandomResizedCrop(
-                                    element[0].scalar<std::string>(), size, size, context.seed, {},
-                                    {.flip_left_right = RandomFlipDecision(context.seed),
-                                     .normalize = &table,
-                                     .destination = &out,
-                                     .streaming_stores = true}));
+        SLUICE_ASSIGN_OR_RETURN(
+            Tensor image,
+            DecodeAndRandomResizedCrop(element[0].scalar<std::string>(), size, size, context.seed,
+                                       {}, IntoBatchRow(context.seed, table, &out)));
         return Element{std::move(image), std::move(element[1])};
       },
       {.num_parallel_calls = config.parallelism});

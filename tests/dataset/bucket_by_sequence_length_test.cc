@@ -1,5 +1,6 @@
 #include <vector>
 
+#include "dataset/proto/iterator_state.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/dataset/test_util.h"
@@ -122,6 +123,33 @@ TEST(BucketBySequenceLengthTest, CheckpointsResumeExactly) {
   ExpectCheckpointsResumeExactly(Sequences({1, 4, 2, 6, 3, 5, 7, 1, 2, 8, 3})
                                      .BucketBySequenceLength(Length, {3, 5}, {2, 2, 3}),
                                  {0, 1, 2, 3, 4, 5});
+}
+
+// Restored groups carry keys from the checkpoint: a bucket that does not exist is DataLoss when
+// its window is reduced, not a read past the batch sizes.
+TEST(BucketBySequenceLengthTest, RestoreRefusesABucketThatDoesNotExist) {
+  for (const BucketOptions& options :
+       {BucketOptions{}, BucketOptions{.pad_to_bucket_boundary = true}}) {
+    const Dataset ds =
+        Sequences({1, 4, 1, 2}).BucketBySequenceLength(Length, {3, 5}, {3, 3, 3}, options);
+    auto it = ds.MakeIterator();
+    ASSERT_TRUE(it->GetNext().ok());  // [1 1 2]; the length-4 element waits in bucket 1
+    auto saved = it->Save();
+    ASSERT_TRUE(saved.ok());
+    proto::IteratorCheckpoint checkpoint;
+    ASSERT_TRUE(checkpoint.ParseFromString(*saved));
+    auto& ints = *checkpoint.mutable_root()->mutable_ints();
+    ASSERT_EQ(ints.at("groups"), 1);
+    for (int64_t bucket : {int64_t{2}, int64_t{7}, int64_t{-1}}) {
+      if (bucket == 2 && !options.pad_to_bucket_boundary) continue;  // a real bucket there
+      ints["group_key_0"] = bucket;
+      auto fresh = ds.MakeIterator();
+      ASSERT_TRUE(fresh->Restore(checkpoint.SerializeAsString()).ok());
+      auto next = fresh->GetNext();
+      EXPECT_EQ(next.status().code(), absl::StatusCode::kDataLoss)
+          << bucket << ": " << next.status();
+    }
+  }
 }
 
 }  // namespace

@@ -94,6 +94,14 @@ TEST(GroupByWindowTest, ErrorsNameTheElementAndIgnoreErrorsSkipsIt) {
   auto reduced = Dataset::Range(3).GroupByWindow(Parity, refuses, 2).MakeIterator()->GetNext();
   EXPECT_EQ(reduced.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(reduced.status().message(), HasSubstr("reducing window 0 (key 0): no reduction"));
+  // A group whose reduction fails at the end of the input is passed, its error in its place:
+  // IgnoreErrors skips it and the pipeline ends (it used to retry the group for ever).
+  const ReduceFn refuses_odd = [](int64_t key, Dataset window) -> absl::StatusOr<Dataset> {
+    if (key == 1) return absl::FailedPreconditionError("no odd windows");
+    return window.Batch(10);
+  };
+  EXPECT_THAT(Rows(Dataset::Range(5).GroupByWindow(Parity, refuses_odd, 10).IgnoreErrors()),
+              ElementsAre(W{0, 2, 4}));
 }
 
 TEST(GroupByWindowTest, CheckpointsResumeExactly) {

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "dataset/dataset_base.h"
+#include "dataset/proto/iterator_state.pb.h"
 #include "dataset/proto/saved_dataset.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -200,6 +202,38 @@ TEST(LoadTest, CheckpointsResumeExactly) {
   absl::Status restored = Dataset::Load(dir.path()).MakeIterator()->Restore(*saved);
   EXPECT_EQ(restored.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(restored.message(), HasSubstr("rewritten since"));
+}
+
+// Sets every Interleave slot's saved input element (a shard number) to `shard`.
+int SetSlotInputs(proto::IteratorStateProto* state, int64_t shard) {
+  int changed = 0;
+  auto blob = state->mutable_blobs()->find("input_element");
+  if (blob != state->mutable_blobs()->end()) {
+    proto::ElementProto e;
+    ElementToProto({Tensor::Scalar<int64_t>(shard)}, &e);
+    blob->second = e.SerializeAsString();
+    ++changed;
+  }
+  for (auto& input : *state->mutable_inputs()) changed += SetSlotInputs(&input, shard);
+  return changed;
+}
+
+// A checkpoint naming a shard the saved dataset does not have is refused, not followed (the
+// iterator_restore fuzzer found the read past the shard list).
+TEST(LoadTest, RestoreRefusesAShardThatDoesNotExist) {
+  ScopedTempDir dir;
+  ASSERT_TRUE(Mixed(30).Save(dir.path(), {.num_shards = 3}).ok());
+  const Dataset loaded = Dataset::Load(dir.path());
+  auto it = loaded.MakeIterator();
+  ASSERT_TRUE(it->GetNext().ok());
+  auto saved = it->Save();
+  ASSERT_TRUE(saved.ok());
+  proto::IteratorCheckpoint checkpoint;
+  ASSERT_TRUE(checkpoint.ParseFromString(*saved));
+  ASSERT_GT(SetSlotInputs(checkpoint.mutable_root(), 1000), 0);
+  absl::Status restored = loaded.MakeIterator()->Restore(checkpoint.SerializeAsString());
+  EXPECT_EQ(restored.code(), absl::StatusCode::kDataLoss) << restored;
+  EXPECT_THAT(restored.message(), HasSubstr("no shard"));
 }
 
 }  // namespace

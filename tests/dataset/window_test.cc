@@ -1,6 +1,7 @@
 #include <string>
 #include <vector>
 
+#include "dataset/proto/iterator_state.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/dataset/test_util.h"
@@ -68,6 +69,14 @@ TEST(WindowTest, StacksEveryComponentAndNamesAMismatch) {
   auto bad = it->GetNext();
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("Window: the elements of window 0 differ"));
+  // The bad window is passed: IgnoreErrors drops it and the pipeline ends (it used to fail on the
+  // same window for ever, a hang the iterator_restore fuzzer found).
+  const Dataset mixed = Dataset::Range(6).Map([](Element e) -> absl::StatusOr<Element> {
+    return Element{Tensor(DType::kInt64, Shape{e[0].scalar<int64_t>() == 2 ? 2 : 1})};
+  });
+  auto kept = Collect(mixed.Window(2).IgnoreErrors());
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->size(), 2u);  // [0 1] and [4 5]; [2 3] differ
 }
 
 TEST(WindowTest, BadArgumentsAreInvalidArgument) {
@@ -83,6 +92,32 @@ TEST(WindowTest, CheckpointsResumeExactly) {
   ExpectCheckpointsResumeExactly(Dataset::Range(20).Window(3, {.shift = 5}), {0, 1, 2, 3, 4});
   ExpectCheckpointsResumeExactly(Dataset::Range(20).Window(5, {.drop_remainder = true}),
                                  {0, 1, 3, 4});
+}
+
+// A checkpoint whose kept elements do not start at the next window is refused (the
+// iterator_restore fuzzer found one that made the next window index before its kept elements).
+TEST(WindowTest, RestoreRefusesKeptElementsThatAreNotTheNextWindows) {
+  const Dataset ds = Dataset::Range(10).Window(3, {.shift = 1});
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(it->GetNext().ok());
+  auto saved = it->Save();
+  ASSERT_TRUE(saved.ok());
+  proto::IteratorCheckpoint checkpoint;
+  ASSERT_TRUE(checkpoint.ParseFromString(*saved));
+  ASSERT_TRUE(ds.MakeIterator()->Restore(*saved).ok());
+  auto& ints = *checkpoint.mutable_root()->mutable_ints();
+  EXPECT_EQ(ints.at("start"), 1);
+  // Nothing kept, yet elements read past the window's start; or kept from after the start.
+  proto::IteratorCheckpoint empty = checkpoint;
+  empty.mutable_root()->clear_buffer();
+  (*empty.mutable_root()->mutable_ints())["base"] = ints.at("read");
+  proto::IteratorCheckpoint later = checkpoint;
+  later.mutable_root()->mutable_buffer()->RemoveLast();
+  (*later.mutable_root()->mutable_ints())["base"] = 2;
+  for (const proto::IteratorCheckpoint& bad : {empty, later}) {
+    absl::Status restored = ds.MakeIterator()->Restore(bad.SerializeAsString());
+    EXPECT_EQ(restored.code(), absl::StatusCode::kDataLoss) << restored;
+  }
 }
 
 TEST(RebatchTest, RowsInNewBatches) {

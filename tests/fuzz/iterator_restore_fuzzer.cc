@@ -1,8 +1,8 @@
 // libFuzzer target: Iterator::Restore from an arbitrary checkpoint, for a pipeline that uses
 // every op that keeps a position (sources, Map and Interleave both sequential and parallel,
 // Filter, FlatMap, Cache in memory and in a file, Shuffle, Batch, PaddedBatch, Unbatch, Prefetch,
-// Repeat, Take, Skip, Shard, Zip, Concatenate, Enumerate, Scan, IgnoreErrors, SampleFromDatasets,
-// ChooseFromDatasets, ListFiles and TFRecord).
+// Repeat, Take, Skip, Shard, Zip, Concatenate, Enumerate, Scan, GroupByWindow, Window, Snapshot,
+// IgnoreErrors, SampleFromDatasets, ChooseFromDatasets, ListFiles and TFRecord).
 //
 // When a checkpoint restores, the iterator reads on; a checkpoint saved from there and restored
 // into a fresh iterator must then yield exactly what the first one yields next.
@@ -82,6 +82,7 @@ Dataset Pipeline() {
   for (int i = 0; i < 30; ++i) slices[i] = i * i;
   Dataset c = Dataset::FromTensorSlices({Tensor::FromVector(slices)})
                   .Repeat(3)
+                  .Snapshot(InDir("c.snapshot"), {.num_shards = 2})
                   .Enumerate()
                   .Map([](Element e) -> absl::StatusOr<Element> {
                     return Int(Add(Value(e), Value(e, 1)));
@@ -103,8 +104,12 @@ Dataset Pipeline() {
               const int64_t s = Add(Value(state), Value(x));
               return std::make_pair(Int(s), Int(s % 1000));
             })
+      .GroupByWindow([](const Element& x) -> absl::StatusOr<int64_t> { return Value(x) % 3; },
+                     [](int64_t, Dataset window) -> absl::StatusOr<Dataset> { return window; }, 2)
       .Concatenate(Dataset::Range(5))
       .Shuffle(8, {.seed = 7})
+      .Window(3, {.shift = 2})
+      .Unbatch()
       .Batch(4)
       .Unbatch()
       .PaddedBatch(3)

@@ -15,6 +15,7 @@
 #include "core/tensor.h"
 #include "gtest/gtest.h"
 #include "io/proto/example.pb.h"
+#include "ops/resize.h"
 
 namespace sluice::testing {
 
@@ -74,6 +75,21 @@ inline Tensor TurboDecode(const std::string& jpeg, int pixel_format, int scale_d
 
 // Largest absolute difference between two uint8 tensors of the same shape (256 if the shapes
 // differ).
+// Resize that rounds a uint8 image back to uint8 (torchvision's semantics, what the decode ops
+// return), over the whole image or a region; plain Resize gives float32 as tf.image.resize.
+inline absl::StatusOr<Tensor> ResizeRounded(const Tensor& image, const ResizeRegion& region,
+                                            int64_t out_h, int64_t out_w,
+                                            ResizeMethod method = ResizeMethod::kBilinear) {
+  return Resize(image, region, out_h, out_w, method, ResizeOutput{});
+}
+inline absl::StatusOr<Tensor> ResizeRounded(const Tensor& image, int64_t out_h, int64_t out_w,
+                                            ResizeMethod method = ResizeMethod::kBilinear) {
+  return ResizeRounded(image,
+                       ResizeRegion{.height = static_cast<double>(image.dim(0)),
+                                    .width = static_cast<double>(image.dim(1))},
+                       out_h, out_w, method);
+}
+
 inline int MaxAbsDiff(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape() || a.dtype() != DType::kUint8 || b.dtype() != DType::kUint8) {
     return 256;

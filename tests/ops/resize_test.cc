@@ -18,6 +18,7 @@ namespace {
 using ::sluice::testing::At;
 using ::sluice::testing::MakeImage;
 using ::sluice::testing::MaxAbsDiff;
+using ::sluice::testing::ResizeRounded;
 
 Tensor FloatImage(int64_t h, int64_t w, int64_t c, const std::vector<float>& values) {
   auto t = Tensor::FromVector(values, Shape{h, w, c});
@@ -36,7 +37,7 @@ TEST(ResizeTest, ConstantImageStaysConstant) {
                {1, 1}, {5, 3}, {37, 53}, {224, 224}, {80, 7}}) {
         const Tensor u8 =
             MakeImage(h, w, 3, [](int64_t, int64_t, int64_t c) { return 17 + 100 * c; });
-        auto out = Resize(u8, oh, ow, method);
+        auto out = ResizeRounded(u8, oh, ow, method);
         ASSERT_TRUE(out.ok()) << out.status();
         ASSERT_EQ(out->shape(), (Shape{oh, ow, 3}));
         for (int64_t y = 0; y < oh; ++y) {
@@ -65,12 +66,20 @@ TEST(ResizeTest, Bilinear2x2To4x4HandComputed) {
   for (int y = 0; y < 4; ++y) {
     for (int x = 0; x < 4; ++x) EXPECT_FLOAT_EQ(FAt(*out, y, x, 0), want[y][x]) << y << "," << x;
   }
-  // uint8: the same values rounded to nearest, halves up.
+  // uint8 in: float32 out with the same values, as tf.image.resize gives.
   const Tensor in8 = MakeImage(2, 2, 1, [](int64_t y, int64_t x, int64_t) {
     return std::vector<int>{0, 40, 80, 202}[y * 2 + x];
   });
-  auto out8 = Resize(in8, 4, 4);
+  auto as_tf = Resize(in8, 4, 4);
+  ASSERT_TRUE(as_tf.ok());
+  ASSERT_EQ(as_tf->dtype(), DType::kFloat32);
+  for (int y = 0; y < 4; ++y) {
+    for (int x = 0; x < 4; ++x) EXPECT_FLOAT_EQ(FAt(*as_tf, y, x, 0), want[y][x]) << y << "," << x;
+  }
+  // Rounded to uint8 (ResizeOutput's default): to nearest, halves up.
+  auto out8 = ResizeRounded(in8, 4, 4);
   ASSERT_TRUE(out8.ok());
+  ASSERT_EQ(out8->dtype(), DType::kUint8);
   const int want8[4][4] = {
       {0, 10, 30, 40}, {20, 35, 65, 81}, {60, 85, 136, 162}, {80, 111, 172, 202}};
   for (int y = 0; y < 4; ++y) {
@@ -82,7 +91,7 @@ TEST(ResizeTest, SameSizeIsIdentity) {
   const Tensor in = MakeImage(
       13, 29, 3, [](int64_t y, int64_t x, int64_t c) { return (y * 31 + x * 7 + c * 50) % 256; });
   for (ResizeMethod method : {ResizeMethod::kBilinear, ResizeMethod::kArea}) {
-    auto out = Resize(in, 13, 29, method);
+    auto out = ResizeRounded(in, 13, 29, method);
     ASSERT_TRUE(out.ok());
     EXPECT_TRUE(out->Equals(in));
   }
@@ -91,7 +100,7 @@ TEST(ResizeTest, SameSizeIsIdentity) {
 TEST(ResizeTest, AreaDownscaleByTwoIsTwoByTwoMeans) {
   std::mt19937 rng(3);
   const Tensor in = MakeImage(10, 14, 3, [&](int64_t, int64_t, int64_t) { return rng() % 256; });
-  auto out = Resize(in, 5, 7, ResizeMethod::kArea);
+  auto out = ResizeRounded(in, 5, 7, ResizeMethod::kArea);
   ASSERT_TRUE(out.ok());
   for (int y = 0; y < 5; ++y) {
     for (int x = 0; x < 7; ++x) {
@@ -138,15 +147,19 @@ TEST(ResizeTest, BilinearMatchesTensorFlowFormula) {
     const int64_t h = 1 + rng() % 60, w = 1 + rng() % 60, oh = 1 + rng() % 90, ow = 1 + rng() % 90;
     const int64_t c = trial % 3 == 0 ? 1 : (trial % 3 == 1 ? 3 : 2);
     const Tensor in = MakeImage(h, w, c, [&](int64_t, int64_t, int64_t) { return rng() % 256; });
-    auto out = Resize(in, oh, ow);
-    ASSERT_TRUE(out.ok());
+    auto out = Resize(in, oh, ow);  // float32, unrounded, as tf.image.resize
+    auto rounded = ResizeRounded(in, oh, ow);
+    ASSERT_TRUE(out.ok() && rounded.ok());
+    ASSERT_EQ(out->dtype(), DType::kFloat32);
     for (int64_t y = 0; y < oh; ++y) {
       for (int64_t x = 0; x < ow; ++x) {
         for (int64_t k = 0; k < c; ++k) {
           const double sy = (y + 0.5) * h / oh - 0.5, sx = (x + 0.5) * w / ow - 0.5;
           const double want = ReferenceBilinear(in, sy, sx, k);
-          // Rounded from float arithmetic: within half a level, plus float error.
-          ASSERT_LE(std::abs(At(*out, y, x, k) - want), 0.5 + 1e-3)
+          // Float arithmetic; rounded to uint8, within half a level more.
+          ASSERT_LE(std::abs(FAt(*out, y, x, k) - want), 1e-3)
+              << h << "x" << w << " -> " << oh << "x" << ow << " at " << y << "," << x;
+          ASSERT_LE(std::abs(At(*rounded, y, x, k) - want), 0.5 + 1e-3)
               << h << "x" << w << " -> " << oh << "x" << ow << " at " << y << "," << x;
         }
       }
@@ -163,8 +176,9 @@ TEST(ResizeTest, WholePixelRegionEqualsCropThenResize) {
       auto cropped = Crop(in, w);
       ASSERT_TRUE(cropped.ok());
       for (auto [oh, ow] : std::vector<std::pair<int64_t, int64_t>>{{8, 9}, {33, 47}}) {
-        auto want = Resize(*cropped, oh, ow, method);
-        auto got = Resize(in,
+        auto want = ResizeRounded(*cropped, oh, ow, method);
+        auto got =
+            ResizeRounded(in,
                           ResizeRegion{static_cast<double>(w.y), static_cast<double>(w.x),
                                        static_cast<double>(w.height), static_cast<double>(w.width)},
                           oh, ow, method);
@@ -232,7 +246,7 @@ TEST(ResizeTest, FusedFlipAndNormalizeEqualSeparateOps) {
       for (const ResizeRegion& r : {ResizeRegion{0, 0, 37, 53}, ResizeRegion{3, 5, 20.5, 31.25},
                                     ResizeRegion{36, 52, 1, 1}}) {
         for (auto [oh, ow] : {std::pair<int64_t, int64_t>{24, 24}, {50, 11}, {1, 1}}) {
-          auto plain = Resize(in, r, oh, ow, method);
+          auto plain = ResizeRounded(in, r, oh, ow, method);
           ASSERT_TRUE(plain.ok()) << plain.status();
           auto flipped = FlipLeftRight(*plain);
           ASSERT_TRUE(flipped.ok());

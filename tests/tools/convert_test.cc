@@ -281,6 +281,8 @@ TEST(ConvertImagesTest, CopiesJpegsWithLabelsAndSizes) {
   std::string root = TempPath("tree");
   auto files = MakeImageTree(root);
   WriteFile(root + "/.hidden/x.jpg", "not a jpeg, and not a class");
+  // Not an image file: left out, as ImageDatasetFromDirectory leaves it out (the same listing).
+  WriteFile(root + "/cat/notes.txt", "about the cats");
   std::string out = TempPath("images_out");
   CliResult r = RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) +
                           " --shards 4 --json");

@@ -242,7 +242,6 @@ absl::StatusOr<ImageDirectoryDataset> ImageDatasetFromDirectory(
   if (options.shuffle) dataset = dataset.Shuffle(n, {.seed = seed});
 
   const int channels = options.color_mode == Options::ColorMode::kGrayscale ? 1 : 3;
-  const NormalizeTable as_float = NormalizeTable::Rescaling(channels);
   const DecodeAndResizeOptions decode{.channels = channels,
                                       .crop_to_aspect_ratio = options.crop_to_aspect_ratio,
                                       .dct_scaling = options.dct_scaling,
@@ -254,8 +253,9 @@ absl::StatusOr<ImageDirectoryDataset> ImageDatasetFromDirectory(
         const std::string& path = element[0].scalar<std::string>();
         absl::StatusOr<Tensor> image = [&]() -> absl::StatusOr<Tensor> {
           SLUICE_ASSIGN_OR_RETURN(const Tensor bytes, ReadFile(path));
+          // float32 and unrounded, as Keras' (tf.image.resize's) result.
           return DecodeAndResize(bytes.scalar<std::string>(), height, width, decode,
-                                 {.normalize = &as_float});
+                                 {.round_to_uint8 = false});
         }();
         if (!image.ok()) {
           // ReadFile's errors name the path already; decode errors do not.

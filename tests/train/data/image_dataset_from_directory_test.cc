@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -274,14 +275,23 @@ TEST_F(ImageDatasetFromDirectoryTest, PhotosMatchDecodeAndResize) {
     ASSERT_TRUE(elements.ok()) << elements.status();
     ASSERT_EQ(elements->size(), 3u);
     for (size_t i = 0; i < 3; ++i) {
-      auto expected = DecodeAndResize(jpegs[i], 64, 96, {.crop_to_aspect_ratio = crop});
-      ASSERT_TRUE(expected.ok()) << expected.status();
+      // float32, unrounded (Keras' values); the rounded uint8 decode within half a level.
+      auto expected = DecodeAndResize(jpegs[i], 64, 96, {.crop_to_aspect_ratio = crop},
+                                      {.round_to_uint8 = false});
+      auto rounded = DecodeAndResize(jpegs[i], 64, 96, {.crop_to_aspect_ratio = crop});
+      ASSERT_TRUE(expected.ok() && rounded.ok()) << expected.status();
       const Tensor& got = (*elements)[i][0];
       ASSERT_EQ(got.shape(), (Shape{64, 96, 3}));
+      ASSERT_EQ(got.dtype(), DType::kFloat32);
+      bool fractional = false;
       for (int64_t k = 0; k < got.num_elements(); ++k) {
-        ASSERT_EQ(got.data<float>()[k], static_cast<float>(expected->data<uint8_t>()[k]))
+        const float v = got.data<float>()[k];
+        ASSERT_EQ(v, expected->data<float>()[k]) << "photo " << i << " value " << k;
+        ASSERT_LE(std::abs(v - rounded->data<uint8_t>()[k]), 0.5f + 1e-4f)
             << "photo " << i << " value " << k << " crop " << crop;
+        fractional |= v != std::round(v);
       }
+      EXPECT_TRUE(fractional) << "photo " << i << ": no value between two levels";
       EXPECT_EQ((*elements)[i][1].scalar<int32_t>(), static_cast<int32_t>(i));
     }
   }
