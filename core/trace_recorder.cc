@@ -108,11 +108,12 @@ void SamplerLoop(int64_t interval_ms) {
   Sampler& s = GetSampler();
   pthread_setname_np(pthread_self(), "profiler");
   std::unique_lock<std::mutex> lock(s.stop_mu);
-  while (!s.stop) {
+  // BeginRecording took the first sample; one more every interval until stopped.
+  while (
+      !s.stop_cv.wait_for(lock, std::chrono::milliseconds(interval_ms), [&] { return s.stop; })) {
     lock.unlock();
     SampleOnce();
     lock.lock();
-    s.stop_cv.wait_for(lock, std::chrono::milliseconds(interval_ms), [&] { return s.stop; });
   }
 }
 
@@ -159,6 +160,9 @@ void BeginRecording(int64_t per_thread, int64_t counter_interval_ms) {
     active.store(true, std::memory_order_release);
   }
   if (counter_interval_ms > 0) {
+    // The first sample here, not on the sampler thread: a recording stopped before that thread
+    // ran (a short one on a loaded machine) still has every counter once.
+    SampleOnce();
     Sampler& s = GetSampler();
     {
       std::lock_guard<std::mutex> lock(s.stop_mu);
