@@ -94,9 +94,13 @@ class InterleaveIterator : public IteratorBase {
     SLUICE_ASSIGN_OR_RETURN(int64_t num_futures, SavedInt(state, "num_futures"));
     end_of_input_ = end_of_input != 0;
     input_ended_ = input_ended != 0;
+    // A checkpoint the code would never write can leave the loop waiting for a slot or a count
+    // that nothing will ever change: refuse it (found by iterator_restore_fuzzer).
     if (cycle_length_ < 1 || cycle_index_ < 0 || cycle_index_ >= cycle_length_ || num_futures < 0 ||
         (num_futures > 0 && futures == nullptr) ||
-        state.inputs_size() != 1 + cycle_length_ + num_futures) {
+        state.inputs_size() != 1 + cycle_length_ + num_futures || block_index_ < 0 ||
+        block_index_ >= block_length_ || next_index_ < 0 || num_open_ < 0 ||
+        num_open_ > cycle_length_ || (end_of_input_ && (!input_ended_ || num_futures > 0))) {
       return absl::DataLossError(
           absl::StrCat("checkpoint of ", state.node(), " has an inconsistent cycle"));
     }
@@ -104,19 +108,27 @@ class InterleaveIterator : public IteratorBase {
     if (in != nullptr) SLUICE_RETURN_IF_ERROR(input_->Restore(*in));
     cycle_.clear();
     cycle_.resize(static_cast<size_t>(cycle_length_));
+    int64_t open = 0;
     for (int64_t s = 0; s < cycle_length_; ++s) {
       SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* slot,
                               InputState(state, static_cast<int>(1 + s)));
       if (slot != nullptr) {
-        SLUICE_ASSIGN_OR_RETURN(cycle_[s], RestoreInner(*slot, inner_ctx));
+        SLUICE_ASSIGN_OR_RETURN(
+            cycle_[s], RestoreInner(*slot, inner_ctx,
+                                    futures == nullptr ? Role::kSequentialSlot : Role::kSlot));
+        ++open;
       }
+    }
+    if (open != num_open_) {
+      return absl::DataLossError(absl::StrCat("checkpoint of ", state.node(), " counts ", num_open_,
+                                              " open slots, and holds ", open));
     }
     for (int64_t f = 0; f < num_futures; ++f) {
       SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* future,
                               InputState(state, static_cast<int>(1 + cycle_length_ + f)));
       if (future == nullptr) return absl::DataLossError("interleave checkpoint lacks a future");
       SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<InnerPipeline> inner,
-                              RestoreInner(*future, inner_ctx));
+                              RestoreInner(*future, inner_ctx, Role::kFuture));
       futures->push_back(std::move(inner));
     }
     return absl::OkStatus();
@@ -150,19 +162,46 @@ class InterleaveIterator : public IteratorBase {
     return SaveInput(inner.iterator.get(), out);
   }
 
+  // Where an inner pipeline was saved: what it may hold differs.
+  enum class Role {
+    kSequentialSlot,  // an iterator, nothing buffered
+    kSlot,            // a parallel slot: its iterator, or its end (still buffered)
+    kFuture,          // as a parallel slot, or a failure to make it (its one error)
+  };
+
   absl::StatusOr<std::unique_ptr<InnerPipeline>> RestoreInner(const proto::IteratorStateProto& p,
-                                                              const IteratorContext& inner_ctx) {
+                                                              const IteratorContext& inner_ctx,
+                                                              Role role) {
     auto inner = std::make_unique<InnerPipeline>();
     SLUICE_ASSIGN_OR_RETURN(inner->index, SavedInt(p, "index"));
     SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(p, "ended"));
     SLUICE_ASSIGN_OR_RETURN(int64_t failed, SavedInt(p, "failed"));
     inner->ended = ended != 0;
     inner->failed = failed != 0;
+    int64_t ends = 0;
     for (const proto::BufferedResult& b : p.buffer()) {
       SLUICE_ASSIGN_OR_RETURN(Result r, ResultFromProto(b));
+      ends += IsEndOfSequence(r);
       inner->buffer.push_back(std::move(r));
     }
     SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* it_state, InputState(p, 0));
+    // What the loops rely on: an iterator exactly while the pipeline can still be read; its end
+    // buffered last, once, exactly when it ended; a failure only in a future, as its one error
+    // (index -1 when the input itself failed).
+    const bool end_last = !inner->buffer.empty() && IsEndOfSequence(inner->buffer.back());
+    const bool consistent =
+        inner->index >= (inner->failed ? -1 : 0) &&
+        (it_state != nullptr) == (!inner->ended && !inner->failed) &&
+        ends == (inner->ended ? 1 : 0) && inner->ended == end_last &&
+        (!inner->failed || (role == Role::kFuture && !inner->ended && inner->buffer.size() == 1 &&
+                            !inner->buffer.front().ok())) &&
+        (role != Role::kSequentialSlot || (inner->buffer.empty() && it_state != nullptr));
+    if (!consistent) {
+      return absl::DataLossError(
+          absl::StrCat("checkpoint of ", p.node(), " is inconsistent: ", p.buffer_size(),
+                       " buffered with ", ends, " end(s), ended ", ended, ", failed ", failed,
+                       it_state != nullptr ? ", with" : ", without", " an iterator"));
+    }
     if (it_state == nullptr) return inner;
     auto blob = p.blobs().find("input_element");
     proto::ElementProto element;

@@ -1,10 +1,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -251,6 +254,63 @@ TEST_P(InterleaveTest, StatsAndTunables) {
   EXPECT_EQ(node->parallelism, GetParam() == 1 ? -1 : (GetParam() == kAutotune ? 2 : GetParam()));
   EXPECT_EQ(node->buffered_elements, 0);
   EXPECT_GT(node->busy_ns, 0);
+}
+
+// Found by iterator_restore_fuzzer (a timeout): a checkpoint whose open slot had neither an
+// iterator nor its end buffered. Restored, the parallel loop waited for a worker that could never
+// read that slot (a hang with idle threads), and the sequential loop called a null iterator. Each
+// such checkpoint, and a miscounted cycle, is DataLoss now.
+TEST_P(InterleaveTest, RestoreRefusesSlotsAndCountsTheLoopCannotServe) {
+  auto ds = Dataset::Range(1, 6).Interleave(Tens, Opts(2, 2));
+  auto it = ds.MakeIterator();
+  // 10, 20, 21, 30: slot 0 reads [30 31 32], slot 1 has [20 21] (its end not yet taken).
+  ASSERT_TRUE(Drain(*it, 4).ok());
+  auto saved = it->Save();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  proto::IteratorCheckpoint genuine;
+  ASSERT_TRUE(genuine.ParseFromString(*saved));
+  const proto::IteratorStateProto& root = genuine.root();
+  ASSERT_EQ(root.ints().at("num_open"), 2);
+  ASSERT_TRUE(root.input_present(1));  // slot 0, with its iterator (2 left, at most 2 buffered)
+  ASSERT_TRUE(root.inputs(1).input_present(0));
+  {  // As saved, it restores and reads on.
+    auto fresh = ds.MakeIterator();
+    ASSERT_TRUE(fresh->Restore(*saved).ok());
+    auto rest = Drain(*fresh);
+    ASSERT_TRUE(rest.ok()) << rest.status();
+    EXPECT_EQ(rest->size(), 11u);
+  }
+  const std::vector<std::pair<std::string, std::function<void(proto::IteratorStateProto*)>>>
+      damages = {
+          {"a slot without its iterator",
+           [](proto::IteratorStateProto* r) { r->mutable_inputs(1)->set_input_present(0, false); }},
+          {"a slot said to have ended, with its iterator",
+           [](proto::IteratorStateProto* r) {
+             (*r->mutable_inputs(1)->mutable_ints())["ended"] = 1;
+           }},
+          {"a failed slot",
+           [](proto::IteratorStateProto* r) {
+             (*r->mutable_inputs(1)->mutable_ints())["failed"] = 1;
+           }},
+          {"one more open slot than present",
+           [](proto::IteratorStateProto* r) { (*r->mutable_ints())["num_open"] = 3; }},
+          {"the end of input before the input ended",
+           [](proto::IteratorStateProto* r) {
+             (*r->mutable_ints())["end_of_input"] = 1;
+             (*r->mutable_ints())["input_ended"] = 0;
+           }},
+          {"a block index past the block",
+           [](proto::IteratorStateProto* r) { (*r->mutable_ints())["block_index"] = 2; }},
+      };
+  for (const auto& [what, damage] : damages) {
+    SCOPED_TRACE(what);
+    proto::IteratorCheckpoint bad = genuine;
+    damage(bad.mutable_root());
+    auto fresh = ds.MakeIterator();
+    const absl::Status s = fresh->Restore(bad.SerializeAsString());
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+    EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("Interleave"));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Parallelism, InterleaveTest, ::testing::Values(1, 2, 8, kAutotune));
