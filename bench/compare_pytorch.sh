@@ -2,7 +2,7 @@
 # Runs `sluice bench` and the PyTorch DataLoader baseline (bench/pytorch_compare.py) on the same
 # TFRecord files of real photos and prints both rates and their ratio.
 #   bench/compare_pytorch.sh [SLUICE_BINARY] [SECONDS]
-# Needs python3-torch, python3-torchvision, python3-pil (Debian packages).
+# Needs python3-torch, python3-torchvision, python3-pil (Debian packages; tools/setup.sh --bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sluice=${1:-build/sluice}

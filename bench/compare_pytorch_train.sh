@@ -4,9 +4,24 @@
 # 2 threads each, medians of REPEATS measurements. Prints images/s side by side and the ratio.
 #   bench/compare_pytorch_train.sh [TRAIN_STEP_BENCH] [sgd|adam]
 # TRAIN_STEP_BENCH defaults to build/bench/train_step_bench (configure with
-# -DSLUICE_BUILD_BENCH=ON). Needs Debian's python3-torch (/usr/bin/python3).
+# -DSLUICE_BUILD_BENCH=ON). Needs Debian's python3-torch (/usr/bin/python3) on an optimised BLAS:
+# tools/setup.sh --bench installs both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Debian's PyTorch does its matrix products through libblas.so.3. The reference BLAS there makes
+# PyTorch 5-16x slower than any user runs it, so refuse that anchor unless asked for it.
+blas_link=$(ldconfig -p | awk '/libblas\.so\.3 .*x86-64/ {print $NF; exit}')
+blas=$(readlink -f "${blas_link:-/nonexistent}" 2>/dev/null || true)
+case "$blas" in
+  */openblas*/* | */blis*/* | */mkl*/* | */atlas/*) ;;
+  *)
+    if [ "${ALLOW_REFERENCE_BLAS:-0}" != 1 ]; then
+      echo "compare_pytorch_train: PyTorch would use the BLAS at '${blas:-none}', not an optimised" \
+        "one; run tools/setup.sh --bench (OpenBLAS), or set ALLOW_REFERENCE_BLAS=1 to measure it" >&2
+      exit 1
+    fi
+    ;;
+esac
 bench=${1:-build/bench/train_step_bench}
 optimizer=${2:-sgd}
 threads=${THREADS:-2}
@@ -21,7 +36,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')," \
-  "load average $(cut -d' ' -f1-3 /proc/loadavg), OMP_WAIT_POLICY=$OMP_WAIT_POLICY"
+  "load average $(cut -d' ' -f1-3 /proc/loadavg), OMP_WAIT_POLICY=$OMP_WAIT_POLICY, BLAS $blas"
 echo "sluice: SLUICE_THREADS=$threads $bench --benchmark_filter='/$optimizer/'" \
   "--benchmark_repetitions=$repeats"
 SLUICE_THREADS=$threads "$bench" --benchmark_filter="/${optimizer}/" \

@@ -4,7 +4,24 @@
 # Safe to run any number of times. On a minimal Debian 12 (debootstrap
 # --variant=minbase) this is everything tools/build.sh, tools/test.sh and
 # tools/demo.sh need; tools/fresh_root.sh checks that.
+#
+# tools/setup.sh --bench also installs what the side-by-side PyTorch comparisons
+# in bench/ run (PyTorch, torchvision, PIL) and OpenBLAS: Debian's python3-torch
+# otherwise runs on the reference BLAS, a baseline no PyTorch user has.
 set -euo pipefail
+bench=0
+case "${1:-}" in
+  --bench) bench=1 ;;
+  "") ;;
+  -h | --help)
+    echo "Usage: tools/setup.sh [--bench]  (see the comment at the top of this script)"
+    exit 0
+    ;;
+  *)
+    echo "setup: unknown option $1 (try --help)" >&2
+    exit 2
+    ;;
+esac
 
 packages=(
   # Compilers and build tools. g++, not build-essential: make and dpkg-dev are
@@ -24,6 +41,10 @@ packages=(
   # ONNX export (train/export/): the ONNX protos, and ONNX's own checker for the tests.
   libonnx-dev python3-onnx
 )
+if [ "$bench" = 1 ]; then
+  # libopenblas0-pthread becomes the libblas.so.3 alternative that PyTorch's CPU kernels load.
+  packages+=(python3-torch python3-torchvision python3-pil libopenblas0-pthread)
+fi
 cd "$(dirname "$0")/.."
 
 missing=()
