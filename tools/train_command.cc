@@ -29,6 +29,9 @@
 #include "core/status_macros.h"
 #include "dataset/auto_shard.h"
 #include "distributed/mpi_communicator.h"
+#ifdef SLUICE_HAVE_NCCL
+#include "distributed/nccl/nccl_communicator.h"
+#endif
 #include "io/glob.h"
 #include "io/record_index.h"
 #include "ops/random_flip.h"
@@ -850,7 +853,28 @@ int RunTrain(int argc, char** argv) {
     }
     comm = *std::move(created);
   }
-  absl::StatusOr<Outcome> outcome = Train(*config, comm.get());
+  distributed::Communicator* collectives = comm.get();
+#ifdef SLUICE_HAVE_NCCL
+  // On GPUs the gradients are all-reduced in device memory by NCCL, bootstrapped through MPI;
+  // rank r takes GPU r % (the GPUs it sees).
+  std::unique_ptr<distributed::NcclCommunicator> nccl;
+  if (comm != nullptr && config->device.type == DeviceType::kCuda) {
+    absl::StatusOr<std::unique_ptr<distributed::NcclCommunicator>> created =
+        distributed::NcclCommunicator::Create(
+            *comm, {.timeout = absl::Seconds(config->collective_timeout)});
+    if (!created.ok()) {
+      std::fprintf(stderr, "sluice train: --distributed on %s: %s\n",
+                   config->device.DebugString().c_str(),
+                   std::string(created.status().message()).c_str());
+      if (comm->size() > 1) comm->Abort(kExitFailure);
+      return kExitFailure;
+    }
+    nccl = *std::move(created);
+    config->device = Device::Cuda(nccl->device());
+    collectives = nccl.get();
+  }
+#endif
+  absl::StatusOr<Outcome> outcome = Train(*config, collectives);
   if (!outcome.ok()) {
     if (comm != nullptr) {
       std::fprintf(stderr, "sluice train: rank %d: %s\n", comm->rank(),
