@@ -37,6 +37,17 @@ class PendingCollective {
   std::function<absl::Status()> wait_;
 };
 
+// What an all-reduce's tensors hold, once CheckAllReduceTensors accepts them.
+struct AllReduceShape {
+  DType dtype = DType::kFloat32;
+  int64_t elements = 0;
+  int64_t bytes = 0;
+};
+// The checks every implementation makes of StartAllReduce's tensors: one dtype for all, float32,
+// int32 or int64, and float32 for kMean (InvalidArgument naming what is wrong otherwise).
+absl::StatusOr<AllReduceShape> CheckAllReduceTensors(const std::vector<Tensor>& tensors,
+                                                     ReduceOp op);
+
 // The element types host-value collectives take (Communicator::AllReduceValues).
 enum class ValueType { kInt64, kFloat64 };
 

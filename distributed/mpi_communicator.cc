@@ -352,22 +352,10 @@ absl::Status MpiCommunicator::Execute(Job& job) {
 absl::StatusOr<PendingCollective> MpiCommunicator::StartAllReduce(std::vector<Tensor> tensors,
                                                                   ReduceOp op) {
   if (tensors.empty()) return PendingCollective();
-  const DType dtype = tensors[0].dtype();
+  SLUICE_ASSIGN_OR_RETURN(const AllReduceShape shape, CheckAllReduceTensors(tensors, op));
+  const DType dtype = shape.dtype;
   SLUICE_ASSIGN_OR_RETURN(const MPI_Datatype type, ReduceType(dtype));
-  if (op == ReduceOp::kMean && dtype != DType::kFloat32) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("all-reduce (mean) takes float32 tensors, got ", DTypeName(dtype)));
-  }
-  int64_t count = 0;
-  for (const Tensor& t : tensors) {
-    if (t.dtype() != dtype) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("all-reduce: the tensors of one call share a dtype, got ", DTypeName(dtype),
-                       " and ", DTypeName(t.dtype())));
-    }
-    count += t.num_elements();
-  }
-  SLUICE_RETURN_IF_ERROR(CheckCount(count, "all-reduce"));
+  SLUICE_RETURN_IF_ERROR(CheckCount(shape.elements, "all-reduce"));
   auto host = std::make_shared<HostTensors>();
   SLUICE_ASSIGN_OR_RETURN(*host, OnHost(std::move(tensors)));
 

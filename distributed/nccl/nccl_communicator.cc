@@ -250,23 +250,11 @@ absl::StatusOr<PendingCollective> NcclCommunicator::Start(
 absl::StatusOr<PendingCollective> NcclCommunicator::StartAllReduce(std::vector<Tensor> tensors,
                                                                    ReduceOp op) {
   if (tensors.empty()) return PendingCollective();
-  const DType dtype = tensors[0].dtype();
-  SLUICE_ASSIGN_OR_RETURN(const ncclDataType_t type, ReduceType(dtype));
-  if (op == ReduceOp::kMean && dtype != DType::kFloat32) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("all-reduce (mean) takes float32 tensors, got ", DTypeName(dtype)));
-  }
-  int64_t bytes = 0;
-  for (const Tensor& t : tensors) {
-    if (t.dtype() != dtype) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("all-reduce: the tensors of one call share a dtype, got ", DTypeName(dtype),
-                       " and ", DTypeName(t.dtype())));
-    }
-    bytes += Bytes(t);
-  }
-  const std::string what = absl::StrCat("AllReduce(", ReduceOpName(op), ") of ", tensors.size(),
-                                        " ", DTypeName(dtype), " tensors, ", bytes, " bytes");
+  SLUICE_ASSIGN_OR_RETURN(const AllReduceShape shape, CheckAllReduceTensors(tensors, op));
+  SLUICE_ASSIGN_OR_RETURN(const ncclDataType_t type, ReduceType(shape.dtype));
+  const std::string what =
+      absl::StrCat("AllReduce(", ReduceOpName(op), ") of ", tensors.size(), " ",
+                   DTypeName(shape.dtype), " tensors, ", shape.bytes, " bytes");
   SLUICE_RETURN_IF_ERROR(CheckTensors(tensors, what));
   // The tensors stay referenced until the collective is waited for.
   auto held = std::make_shared<std::vector<Tensor>>(std::move(tensors));

@@ -18,6 +18,7 @@
 #include "dataset/proto/iterator_state.pb.h"
 #include "google/protobuf/stubs/logging.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "tests/fuzz/saved_elements.h"
 
 namespace sluice {
 namespace {
@@ -62,10 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::WriteFileOrDie(*path, CacheFile(payloads, input->DebugString()));
     expected.emplace();
     for (absl::string_view p : payloads) {
-      proto::ElementProto element;
-      absl::StatusOr<Element> e = element.ParseFromArray(p.data(), static_cast<int>(p.size()))
-                                      ? ElementFromProto(element)
-                                      : absl::DataLossError("");
+      absl::StatusOr<Element> e = fuzz::ElementFromPayload(p);
       if (!e.ok()) {
         expected.reset();
         break;
@@ -77,23 +75,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   std::unique_ptr<Iterator> it = cached->MakeIterator();
-  std::vector<Element> got;
-  absl::Status status;
-  for (int i = 0; i < 10000; ++i) {
-    absl::StatusOr<std::optional<Element>> next = it->GetNext();
-    if (!next.ok()) {
-      status = next.status();
-      break;
-    }
-    if (!next->has_value()) break;
-    got.push_back(**std::move(next));
-  }
+  const fuzz::ReadOut got = fuzz::ReadAll(*it);
   if (expected) {
-    Check(status.ok() && got.size() == expected->size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      Check(got[i].size() == (*expected)[i].size());
-      for (size_t j = 0; j < got[i].size(); ++j) Check(got[i][j].Equals((*expected)[i][j]));
-    }
+    fuzz::CheckReadExactly(got, *expected);
   }
   return 0;
 }

@@ -23,6 +23,7 @@
 #include "dataset/proto/saved_dataset.pb.h"
 #include "google/protobuf/stubs/logging.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "tests/fuzz/saved_elements.h"
 
 namespace sluice {
 namespace {
@@ -98,10 +99,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     expected.emplace();
     for (absl::string_view p : fuzz::SplitPieces(rest)) {
       fuzz::AppendRecord(p, &shard);
-      proto::ElementProto element;
-      absl::StatusOr<Element> e = element.ParseFromArray(p.data(), static_cast<int>(p.size()))
-                                      ? ElementFromProto(element)
-                                      : absl::DataLossError("");
+      absl::StatusOr<Element> e = fuzz::ElementFromPayload(p);
       if (!e.ok()) expected.reset();
       if (expected) expected->push_back(*std::move(e));
     }
@@ -115,25 +113,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   std::unique_ptr<Iterator> it = loaded->MakeIterator();
-  std::vector<Element> got;
-  absl::Status status;
-  for (int i = 0; i < 10000; ++i) {
-    absl::StatusOr<std::optional<Element>> next = it->GetNext();
-    if (!next.ok()) {
-      status = next.status();
-      break;
-    }
-    if (!next->has_value()) break;
-    got.push_back(**std::move(next));
-  }
+  const fuzz::ReadOut got = fuzz::ReadAll(*it);
   if (expected) {
-    Check(status.ok() && got.size() == expected->size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      Check(got[i].size() == (*expected)[i].size());
-      for (size_t j = 0; j < got[i].size(); ++j) Check(got[i][j].Equals((*expected)[i][j]));
-    }
+    fuzz::CheckReadExactly(got, *expected);
   } else if (data[0] & 1) {
-    Check(!status.ok());  // a bad element is an error, not silently dropped
+    Check(!got.status.ok());  // a bad element is an error, not silently dropped
   }
   return 0;
 }
