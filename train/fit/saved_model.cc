@@ -14,6 +14,7 @@
 #include "train/autodiff/variable.h"
 #include "train/fit/training_checkpoint.h"
 #include "train/layers/layer_config.h"
+#include "train/layers/parameter_limit.h"
 #include "train/proto/saved_model.pb.h"
 
 namespace sluice::train::fit {
@@ -132,6 +133,15 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& dir) {
   if (input_shape.rank() < 1) {
     return absl::DataLossError(absl::StrCat(path, ": no input shape"));
   }
+  // The weights first: the architecture may create only as many variable elements as they hold
+  // (a crafted model.pb must not allocate before anything checks it).
+  const std::string weights_path = WeightsPath(dir);
+  SLUICE_ASSIGN_OR_RETURN(TrainingCheckpoint weights, ReadCheckpoint(weights_path));
+  int64_t saved_elements = 0;
+  for (const auto& [name, value] : weights.variables) {
+    saved_elements = layers::SaturatingAdd(saved_elements, value.num_elements());
+  }
+  layers::ParameterLimit limit(saved_elements);
   absl::StatusOr<std::unique_ptr<layers::Module>> model = layers::LayerFromConfig(config);
   if (!model.ok()) {
     return absl::Status(model.status().code(), absl::StrCat(path, ": ", model.status().message()));
@@ -145,8 +155,6 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& dir) {
                         absl::StrCat(path, ": building for input ", input_shape.DebugString(), ": ",
                                      built.message()));
   }
-  const std::string weights_path = WeightsPath(dir);
-  SLUICE_ASSIGN_OR_RETURN(TrainingCheckpoint weights, ReadCheckpoint(weights_path));
   SLUICE_RETURN_IF_ERROR(
       autodiff::AssignVariables(weights.variables, (*model)->Variables(), weights_path));
   const absl::flat_hash_set<std::string> frozen(weights.frozen_variables.begin(),

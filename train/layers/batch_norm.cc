@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/backend/backend.h"
+#include "train/layers/parameter_limit.h"
 #include "train/ops/batch_norm.h"
 
 namespace sluice::train::layers {
@@ -34,6 +35,7 @@ absl::Status BatchNorm::Build(const Shape& input_shape) {
     return absl::InvalidArgumentError(
         absl::StrCat(name(), ": expects inputs [..., channels], got ", input_shape.DebugString()));
   }
+  SLUICE_RETURN_IF_ERROR(ReserveParameters(name(), SaturatingProduct({4, channels})));
   gamma_.emplace(Filled(channels, 1), "batch_norm/gamma");
   beta_.emplace(Filled(channels, 0), "batch_norm/beta");
   moving_mean_.emplace(Filled(channels, 0), "batch_norm/moving_mean", /*trainable=*/false);

@@ -31,8 +31,8 @@ absl::Status Conv2D::Build(const Shape& input_shape) {
     }
     return absl::OkStatus();
   }
+  SLUICE_RETURN_IF_ERROR(CreateVariables(Shape{kernel_size_.h, kernel_size_.w, in, filters_}));
   in_channels_ = in;
-  CreateVariables(Shape{kernel_size_.h, kernel_size_.w, in, filters_});
   return absl::OkStatus();
 }
 

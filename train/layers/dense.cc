@@ -36,8 +36,8 @@ absl::Status Dense::Build(const Shape& input_shape) {
     return absl::InvalidArgumentError(absl::StrCat(
         name(), ": expects inputs [batch, features], got ", input_shape.DebugString()));
   }
+  SLUICE_RETURN_IF_ERROR(CreateVariables(Shape{in, units_}));
   in_features_ = in;
-  CreateVariables(Shape{in, units_});
   return absl::OkStatus();
 }
 

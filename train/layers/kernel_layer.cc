@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/layers/parameter_limit.h"
 #include "train/ops/arithmetic.h"
 
 namespace sluice::train::layers {
@@ -22,7 +23,10 @@ absl::Status KernelLayer::AddLosses(std::vector<Tensor>& losses) {
   return absl::OkStatus();
 }
 
-void KernelLayer::CreateVariables(const Shape& kernel_shape) {
+absl::Status KernelLayer::CreateVariables(const Shape& kernel_shape) {
+  const int64_t bias = config_.use_bias ? kernel_shape.dim(kernel_shape.rank() - 1) : 0;
+  SLUICE_RETURN_IF_ERROR(
+      ReserveParameters(name(), SaturatingAdd(SaturatingProduct(kernel_shape.dims()), bias)));
   kernel_.emplace(Initialize(config_.kernel_initializer, kernel_shape, config_.seed),
                   absl::StrCat(config_.name, "/kernel"));
   if (config_.use_bias) {
@@ -31,6 +35,7 @@ void KernelLayer::CreateVariables(const Shape& kernel_shape) {
                   absl::StrCat(config_.name, "/bias"));
   }
   for (autodiff::Variable* v : Variables()) v->set_frozen(!trainable_flag());
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Tensor> KernelLayer::Finish(const Tensor& y) {

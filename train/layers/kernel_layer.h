@@ -68,8 +68,9 @@ class KernelLayer : public Module {
  protected:
   explicit KernelLayer(Config config) : config_(std::move(config)) {}
   // Creates the kernel of `kernel_shape` (its last dimension is the bias size) on the CPU, frozen
-  // when the layer is. Called once, by Build.
-  void CreateVariables(const Shape& kernel_shape);
+  // when the layer is. Called once, by Build; fails, allocating nothing, over the thread's
+  // ParameterLimit.
+  absl::Status CreateVariables(const Shape& kernel_shape);
   static absl::Status ParseKernelConfig(const LayerConfig& config, Config& out);
   // y + bias, then the activation.
   absl::StatusOr<Tensor> Finish(const Tensor& y);

@@ -20,6 +20,7 @@
 #include "train/layers/initializers.h"
 #include "train/layers/max_pool.h"
 #include "train/layers/module.h"
+#include "train/layers/parameter_limit.h"
 #include "train/layers/recompute.h"
 #include "train/layers/relu.h"
 #include "train/layers/residual_block.h"
@@ -116,6 +117,13 @@ Made MakeResidualBlock(const LayerConfig& config) {
                                                    ", filters ", filters, ", stride ",
                                                    options.stride));
   }
+  // The block builds its convolutions and batch norms as it is made: check their size first.
+  const bool shortcut = options.stride != 1 || in_channels != filters;
+  int64_t elements = SaturatingProduct({9, in_channels, filters});
+  elements = SaturatingAdd(elements, SaturatingProduct({9, filters, filters}));
+  elements = SaturatingAdd(elements, SaturatingProduct({shortcut ? 3 : 2, 4, filters}));
+  if (shortcut) elements = SaturatingAdd(elements, SaturatingProduct({in_channels, filters}));
+  SLUICE_RETURN_IF_ERROR(CheckParameters("ResidualBlock", elements));
   return std::unique_ptr<Module>(std::make_unique<ResidualBlock>(in_channels, filters, options));
 }
 

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "io/crc32c.h"
 #include "tests/temp_dir.h"
 #include "tests/train/fit_test_util.h"
 #include "train/layers/avg_pool.h"
@@ -27,6 +29,7 @@
 #include "train/models/model_zoo.h"
 #include "train/optimizers/adam.h"
 #include "train/optimizers/sgd.h"
+#include "train/proto/saved_model.pb.h"
 
 namespace sluice::train::fit {
 namespace {
@@ -297,6 +300,62 @@ TEST(SavedModelTest, MissingForeignCorruptAndMismatchedFilesAreClearErrors) {
   layers::Sequential unbuilt{layers::Dense(2)};
   EXPECT_EQ(SaveModel(unbuilt, Shape{1, 3}, dir.path()).code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+// Rewrites DIR/model.pb with its architecture changed by `edit` (and a valid CRC), as a crafted
+// file would be.
+void EditArchitecture(ScopedTempDir& dir,
+                      const std::function<void(proto::LayerConfigProto&)>& edit) {
+  proto::SavedModelProto saved;
+  ASSERT_TRUE(saved.ParseFromString(ReadFile(dir.File("model.pb"))));
+  proto::LayerConfigProto config;
+  ASSERT_TRUE(config.ParseFromString(saved.config()));
+  edit(config);
+  saved.set_config(config.SerializeAsString());
+  saved.set_config_crc32c(MaskCrc32c(Crc32c(saved.config())));
+  dir.Write("model.pb", saved.SerializeAsString());
+}
+
+// Noticed in review (there is no saved-model fuzz target for this reason): LoadModel built the
+// architecture model.pb describes before it read the weights, so a file asking for a Dense of
+// 2^40 units, or a ResidualBlock of 2^20 channels (which builds as it is made), allocated
+// terabytes before any check. The weights are read first now and bound what may be built.
+TEST(SavedModelTest, AnArchitectureLargerThanItsWeightsIsRefusedBeforeAllocating) {
+  ScopedTempDir dir;
+  layers::Sequential model{layers::Dense(4), layers::Dense(2)};
+  ASSERT_TRUE(model.Build(Shape{1, 3}).ok());
+  ASSERT_TRUE(SaveModel(model, Shape{1, 3}, dir.path()).ok());
+  ASSERT_TRUE(LoadModel(dir.path()).ok());  // as saved
+  EditArchitecture(dir, [](proto::LayerConfigProto& c) {
+    ASSERT_EQ(c.layers(0).class_name(), "Dense");
+    (*c.mutable_layers(0)->mutable_ints())["units"] = int64_t{1} << 40;
+  });
+  auto huge = LoadModel(dir.path());
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted) << huge.status();
+  EXPECT_THAT(huge.status().message(), HasSubstr("asks for 4398046511104 more variable elements"));
+  EXPECT_THAT(huge.status().message(), HasSubstr("over the limit of 26"));  // 3*4+4 + 4*2+2
+  // One unit more than saved is refused too; a smaller layer passes the limit and then fails
+  // the weights' shape check, as before.
+  EditArchitecture(
+      dir, [](proto::LayerConfigProto& c) { (*c.mutable_layers(0)->mutable_ints())["units"] = 5; });
+  EXPECT_EQ(LoadModel(dir.path()).status().code(), absl::StatusCode::kResourceExhausted);
+  EditArchitecture(
+      dir, [](proto::LayerConfigProto& c) { (*c.mutable_layers(0)->mutable_ints())["units"] = 3; });
+  EXPECT_EQ(LoadModel(dir.path()).status().code(), absl::StatusCode::kInvalidArgument);
+
+  ScopedTempDir res_dir;
+  layers::Sequential res{layers::ResidualBlock(3, 4), layers::GlobalAvgPool(), layers::Dense(2)};
+  ASSERT_TRUE(res.Build(Shape{1, 8, 8, 3}).ok());
+  ASSERT_TRUE(SaveModel(res, Shape{1, 8, 8, 3}, res_dir.path()).ok());
+  ASSERT_TRUE(LoadModel(res_dir.path()).ok());
+  EditArchitecture(res_dir, [](proto::LayerConfigProto& c) {
+    ASSERT_EQ(c.layers(0).class_name(), "ResidualBlock");
+    (*c.mutable_layers(0)->mutable_ints())["in_channels"] = int64_t{1} << 20;
+    (*c.mutable_layers(0)->mutable_ints())["filters"] = int64_t{1} << 20;
+  });
+  auto block = LoadModel(res_dir.path());
+  EXPECT_EQ(block.status().code(), absl::StatusCode::kResourceExhausted) << block.status();
+  EXPECT_THAT(block.status().message(), HasSubstr("ResidualBlock asks for"));
 }
 
 }  // namespace
