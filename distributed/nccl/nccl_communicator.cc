@@ -22,17 +22,15 @@ absl::Status NcclStatus(ncclResult_t rc, absl::string_view call) {
   return absl::InternalError(absl::StrCat(call, ": ", ncclGetErrorString(rc)));
 }
 
-absl::StatusOr<ncclDataType_t> ReduceType(DType dtype) {
+// The library's type for a dtype CheckAllReduceTensors accepted (float32, int32 or int64).
+ncclDataType_t ReduceType(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32:
-      return ncclFloat32;
     case DType::kInt32:
       return ncclInt32;
     case DType::kInt64:
       return ncclInt64;
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("all-reduce takes float32, int32 or int64 tensors, got ", DTypeName(dtype)));
+      return ncclFloat32;
   }
 }
 
@@ -209,7 +207,8 @@ absl::Status NcclCommunicator::CheckTensors(const std::vector<Tensor>& tensors,
 }
 
 absl::StatusOr<PendingCollective> NcclCommunicator::Start(
-    const std::string& description, absl::FunctionRef<absl::Status(Nccl&)> enqueue) {
+    const std::string& description, absl::FunctionRef<absl::Status(Nccl&)> enqueue,
+    std::shared_ptr<const void> keep) {
   SLUICE_RETURN_IF_ERROR(Broken(description));
   int64_t seq;
   {
@@ -239,7 +238,7 @@ absl::StatusOr<PendingCollective> NcclCommunicator::Start(
   auto done = std::make_shared<gpu::Event>(std::move(done_event));
   CUDA_RETURN_IF_ERROR(cudaEventRecord(done->get(), nccl_->stream.get()));
   CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(nccl_->backend->stream(), done->get(), 0));
-  return PendingCollective([this, what, done, start, deadline]() -> absl::Status {
+  return PendingCollective([this, what, done, start, deadline, keep]() -> absl::Status {
     const absl::Status s = WaitUntilDone(what, *nccl_, done->get(), deadline);
     absl::MutexLock lock(&mu_);
     busy_seconds_ += absl::ToDoubleSeconds(absl::Now() - start);
@@ -251,15 +250,16 @@ absl::StatusOr<PendingCollective> NcclCommunicator::StartAllReduce(std::vector<T
                                                                    ReduceOp op) {
   if (tensors.empty()) return PendingCollective();
   SLUICE_ASSIGN_OR_RETURN(const AllReduceShape shape, CheckAllReduceTensors(tensors, op));
-  SLUICE_ASSIGN_OR_RETURN(const ncclDataType_t type, ReduceType(shape.dtype));
+  const ncclDataType_t type = ReduceType(shape.dtype);
   const std::string what =
       absl::StrCat("AllReduce(", ReduceOpName(op), ") of ", tensors.size(), " ",
                    DTypeName(shape.dtype), " tensors, ", shape.bytes, " bytes");
   SLUICE_RETURN_IF_ERROR(CheckTensors(tensors, what));
   // The tensors stay referenced until the collective is waited for.
   auto held = std::make_shared<std::vector<Tensor>>(std::move(tensors));
-  SLUICE_ASSIGN_OR_RETURN(
-      PendingCollective pending, Start(what, [&](Nccl& nccl) {
+  return Start(
+      what,
+      [&](Nccl& nccl) {
         for (Tensor& t : *held) {
           SLUICE_RETURN_IF_ERROR(NcclStatus(
               ncclAllReduce(t.raw_data(), t.raw_data(), static_cast<size_t>(t.num_elements()), type,
@@ -267,9 +267,8 @@ absl::StatusOr<PendingCollective> NcclCommunicator::StartAllReduce(std::vector<T
               "ncclAllReduce"));
         }
         return absl::OkStatus();
-      }));
-  return PendingCollective([pending = std::make_shared<PendingCollective>(std::move(pending)),
-                            held]() mutable { return pending->Wait(); });
+      },
+      held);
 }
 
 absl::Status NcclCommunicator::Broadcast(std::vector<Tensor> tensors, int root) {

@@ -74,9 +74,11 @@ class NcclCommunicator final : public Communicator {
   // Checks the tensors: on this rank's device, not bytes.
   absl::Status CheckTensors(const std::vector<Tensor>& tensors, absl::string_view what) const;
   // Queues `enqueue` (the NCCL calls of one collective, grouped) on the communicator's stream
-  // after the backend's queued work; the result waits for them (against the timeout).
+  // after the backend's queued work; the result waits for them (against the timeout) and holds
+  // `keep` (the tensors) until then.
   absl::StatusOr<PendingCollective> Start(const std::string& what,
-                                          absl::FunctionRef<absl::Status(Nccl&)> enqueue);
+                                          absl::FunctionRef<absl::Status(Nccl&)> enqueue,
+                                          std::shared_ptr<const void> keep = nullptr);
   // Polls NCCL's state, and the event `done` when given, until both are complete or the deadline
   // passes (then the group breaks).
   absl::Status WaitUntilDone(const std::string& what, Nccl& nccl, void* done, absl::Time deadline);
