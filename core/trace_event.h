@@ -17,7 +17,11 @@ struct TraceEvent {
   bool counter;
 };
 
-// The events one thread recorded, oldest first.
+// Tracks (RecordTrackSpan: a GPU stream's kernels) carry this tid and up, above any Linux
+// thread id.
+inline constexpr int64_t kFirstTrackTid = int64_t{1} << 40;
+
+// The events one thread (or track) recorded, oldest first.
 struct ThreadTrace {
   int64_t tid = 0;
   std::string name;  // the thread's name, when it has one

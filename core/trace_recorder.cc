@@ -42,33 +42,64 @@ std::atomic<int64_t> events_per_thread{1 << 16};  // set by BeginRecording
 
 thread_local std::shared_ptr<ThreadBuffer> tls_buffer;
 
-// This thread's buffer for the current profile; made (or reset) on its first event in it.
-ThreadBuffer* BufferForThisThread() {
-  const int64_t g = generation.load(std::memory_order_acquire);
-  ThreadBuffer* b = tls_buffer.get();
-  if (b != nullptr && b->generation == g) return b;
-  if (b == nullptr) {
-    tls_buffer = std::make_shared<ThreadBuffer>();
-    b = tls_buffer.get();
-    b->tid = static_cast<int64_t>(syscall(SYS_gettid));
-    char name[64] = {0};
-    if (pthread_getname_np(pthread_self(), name, sizeof(name)) == 0) b->name = name;
-    MutexLock lock(&registry_mu);
-    buffers.push_back(tls_buffer);
-  }
-  std::lock_guard<std::mutex> lock(b->mu);
+// Makes `b` ready for the current profile (empty, sized) on its first event in it. Call with
+// b->mu held.
+void ResetForThisProfile(ThreadBuffer* b, int64_t g) {
+  if (b->generation == g) return;
   b->events.resize(static_cast<size_t>(events_per_thread.load(std::memory_order_relaxed)));
   b->written = 0;
   b->generation = g;
+}
+
+// This thread's buffer, made on its first event.
+ThreadBuffer* BufferForThisThread() {
+  ThreadBuffer* b = tls_buffer.get();
+  if (b != nullptr) return b;
+  tls_buffer = std::make_shared<ThreadBuffer>();
+  b = tls_buffer.get();
+  b->tid = static_cast<int64_t>(syscall(SYS_gettid));
+  char name[64] = {0};
+  if (pthread_getname_np(pthread_self(), name, sizeof(name)) == 0) b->name = name;
+  MutexLock lock(&registry_mu);
+  buffers.push_back(tls_buffer);
   return b;
 }
 
-void Append(const TraceEvent& e) {
-  ThreadBuffer* b = BufferForThisThread();
+// The buffer of the track named `track`, made on its first event. Tracks live as long as the
+// process: the registry's count of them keeps BeginRecording from dropping them.
+ThreadBuffer* BufferForTrack(const char* track) {
+  static Mutex tracks_mu;
+  static auto* tracks = new std::map<std::string, std::shared_ptr<ThreadBuffer>>;
+  MutexLock lock(&tracks_mu);
+  std::shared_ptr<ThreadBuffer>& b = (*tracks)[track];
+  if (b == nullptr) {
+    b = std::make_shared<ThreadBuffer>();
+    b->tid = kFirstTrackTid + static_cast<int64_t>(tracks->size()) - 1;
+    b->name = track;
+    MutexLock registry_lock(&registry_mu);
+    buffers.push_back(b);
+  }
+  return b.get();
+}
+
+void Append(ThreadBuffer* b, const TraceEvent& e) {
+  const int64_t g = generation.load(std::memory_order_acquire);
   std::lock_guard<std::mutex> lock(b->mu);
+  ResetForThisProfile(b, g);
   if (b->events.empty()) return;
   b->events[static_cast<size_t>(b->written % static_cast<int64_t>(b->events.size()))] = e;
   ++b->written;
+}
+
+// Flush hooks, called by EndRecording.
+struct FlushHooks {
+  Mutex mu;
+  std::map<int, std::function<void()>> hooks ABSL_GUARDED_BY(mu);
+  int next_id ABSL_GUARDED_BY(mu) = 0;
+};
+FlushHooks& GetFlushHooks() {
+  static FlushHooks* h = new FlushHooks;  // never destroyed, as the sampler
+  return *h;
 }
 
 // Counter sources and the sampling thread.
@@ -140,12 +171,20 @@ const char* Intern(absl::string_view name) {
 void RecordSpan(const char* category, const char* name, int64_t start, int64_t end) {
   if (!Active()) return;
   const int64_t origin = start_ns.load(std::memory_order_relaxed);
-  Append({category, name, start - origin, end - start, 0, false});
+  Append(BufferForThisThread(), {category, name, start - origin, end - start, 0, false});
+}
+
+void RecordTrackSpan(const char* track, const char* category, const char* name, int64_t start,
+                     int64_t end) {
+  if (!Active()) return;
+  const int64_t origin = start_ns.load(std::memory_order_relaxed);
+  Append(BufferForTrack(track), {category, name, start - origin, end - start, 0, false});
 }
 
 void RecordCounter(const char* name, double value) {
   if (!Active()) return;
-  Append({"counter", name, NowNs() - start_ns.load(std::memory_order_relaxed), 0, value, true});
+  Append(BufferForThisThread(),
+         {"counter", name, NowNs() - start_ns.load(std::memory_order_relaxed), 0, value, true});
 }
 
 void BeginRecording(int64_t per_thread, int64_t counter_interval_ms) {
@@ -173,6 +212,11 @@ void BeginRecording(int64_t per_thread, int64_t counter_interval_ms) {
 }
 
 std::vector<ThreadTrace> EndRecording(int64_t* dropped) {
+  {
+    FlushHooks& h = GetFlushHooks();
+    MutexLock lock(&h.mu);
+    for (auto& [id, hook] : h.hooks) hook();
+  }
   Sampler& s = GetSampler();
   if (s.thread.joinable()) {
     {
@@ -214,6 +258,20 @@ void UnregisterCounterSource(int id) {
   Sampler& s = GetSampler();
   MutexLock lock(&s.mu);
   s.sources.erase(id);
+}
+
+int RegisterFlushHook(std::function<void()> hook) {
+  FlushHooks& h = GetFlushHooks();
+  MutexLock lock(&h.mu);
+  const int id = h.next_id++;
+  h.hooks.emplace(id, std::move(hook));
+  return id;
+}
+
+void UnregisterFlushHook(int id) {
+  FlushHooks& h = GetFlushHooks();
+  MutexLock lock(&h.mu);
+  h.hooks.erase(id);
 }
 
 }  // namespace sluice::profiler

@@ -31,6 +31,13 @@ void RecordSpan(const char* category, const char* name, int64_t start_ns, int64_
 // Records a counter's value now (Perfetto draws counters as tracks).
 void RecordCounter(const char* name, double value);
 
+// Records a complete span on the track named `track` (made on first use, shown in the trace as
+// a thread of that name), for work timed somewhere other than on the calling thread: a GPU
+// stream's kernels, timed by CUDA events and recorded when they are known to have finished.
+// `track`, `category` and `name` must outlive the profile; the times are on NowNs()'s clock.
+void RecordTrackSpan(const char* track, const char* category, const char* name, int64_t start_ns,
+                     int64_t end_ns);
+
 // A span from construction to destruction, when the profiler was active at construction.
 class Span {
  public:
@@ -54,6 +61,12 @@ class Span {
 using CounterReporter = std::function<void(absl::string_view name, double value)>;
 int RegisterCounterSource(std::function<void(const CounterReporter&)> source);
 void UnregisterCounterSource(int id);
+
+// Recorders that hold events back until they are known (a GPU's kernel times, read once the
+// kernels have run) register a hook that EndRecording calls first, while still recording, to
+// record them. Returns an id for UnregisterFlushHook, which waits for a flush in progress.
+int RegisterFlushHook(std::function<void()> hook);
+void UnregisterFlushHook(int id);
 
 // For profiler::Start and Stop. BeginRecording starts a new recording (each thread's buffer
 // holds `events_per_thread` events) and the counter sampling every `counter_interval_ms` (0:

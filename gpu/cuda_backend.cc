@@ -136,7 +136,8 @@ CudaBackend::CudaBackend(int device, Options options, Stream stream, Stream copy
       stream_(std::move(stream)),
       copy_stream_(std::move(copy_stream)),
       cublas_(cublas),
-      cudnn_(cudnn) {}
+      cudnn_(cudnn),
+      timer_(device) {}
 
 CudaBackend::~CudaBackend() {
   conv_plans_.clear();
@@ -197,8 +198,8 @@ bool RegisterCudaBackend() {
   return true;
 }
 
-absl::Status CudaBackend::Enter(absl::string_view op,
-                                std::initializer_list<const Tensor*> tensors) const {
+absl::Status CudaBackend::CheckTensors(const char* op,
+                                       std::initializer_list<const Tensor*> tensors) const {
   for (const Tensor* t : tensors) {
     if (!(t->device() == Device::Cuda(device_))) {
       return absl::InvalidArgumentError(absl::StrCat("CudaBackend::", op, ": a tensor is on ",
@@ -206,8 +207,14 @@ absl::Status CudaBackend::Enter(absl::string_view op,
                                                      ", not cuda:", device_));
     }
   }
-  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   return absl::OkStatus();
+}
+
+absl::StatusOr<KernelTimer::Scope> CudaBackend::Enter(
+    const char* op, std::initializer_list<const Tensor*> tensors) const {
+  SLUICE_RETURN_IF_ERROR(CheckTensors(op, tensors));
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  return timer_.Time(op, stream_);
 }
 
 // --- memory -----------------------------------------------------------------------
@@ -235,6 +242,7 @@ absl::Status CudaBackend::Copy(const Tensor& src, Tensor& dst) {
   const cudaMemcpyKind kind = src_host
                                   ? (dst_host ? cudaMemcpyHostToHost : cudaMemcpyHostToDevice)
                                   : (dst_host ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice);
+  const KernelTimer::Scope timed = timer_.Time("Copy", stream_);
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), bytes, kind, stream()));
   // The host side is the caller's again once Copy returns: wait for the copy.
   if (src_host || dst_host) CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
@@ -242,14 +250,14 @@ absl::Status CudaBackend::Copy(const Tensor& src, Tensor& dst) {
 }
 
 absl::Status CudaBackend::Fill(Tensor& t, float value) {
-  SLUICE_RETURN_IF_ERROR(Enter("Fill", {&t}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("Fill", {&t}));
   SLUICE_RETURN_IF_ERROR(train::backend::RequireFloat32(t, "CudaBackend::Fill", "the tensor"));
   CUDA_RETURN_IF_ERROR(kernels::Fill(F(t), t.num_elements(), value, stream()));
   return absl::OkStatus();
 }
 
 absl::Status CudaBackend::Axpby(float alpha, const Tensor& x, float beta, Tensor& y) {
-  SLUICE_RETURN_IF_ERROR(Enter("Axpby", {&x, &y}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("Axpby", {&x, &y}));
   if (x.dtype() != DType::kFloat32 || y.dtype() != DType::kFloat32 || x.shape() != y.shape()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "CudaBackend::Axpby: want two float32 tensors of one shape, got ", DTypeName(x.dtype()),
@@ -355,7 +363,7 @@ cublasComputeType_t CudaBackend::MatMulComputeType() const {
 
 absl::Status CudaBackend::MatMul(const Tensor& a, bool transpose_a, const Tensor& b,
                                  bool transpose_b, Tensor& out) {
-  SLUICE_RETURN_IF_ERROR(Enter("MatMul", {&a, &b, &out}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("MatMul", {&a, &b, &out}));
   const int64_t m = out.dim(0), n = out.dim(1);
   const int64_t k = transpose_a ? a.dim(0) : a.dim(1);
   if (m * n == 0) return absl::OkStatus();
@@ -401,7 +409,8 @@ kernels::PoolParams ToParams(const train::backend::PoolGeometry& g) {
 
 absl::StatusOr<Tensor> CudaBackend::Pool2DForward(const train::backend::PoolGeometry& geo,
                                                   const Tensor& input, Tensor& output) {
-  SLUICE_RETURN_IF_ERROR(Enter("Pool2DForward", {&input, &output}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("Pool2DForward", {&input, &output}));
   const kernels::PoolParams p = ToParams(geo);
   Tensor workspace;
   if (p.max) {
@@ -418,7 +427,8 @@ absl::Status CudaBackend::Pool2DBackward(const train::backend::PoolGeometry& geo
                                          const Tensor& input, const Tensor& output,
                                          const Tensor& workspace, const Tensor& grad_output,
                                          Tensor& grad_input) {
-  SLUICE_RETURN_IF_ERROR(Enter("Pool2DBackward", {&grad_output, &grad_input}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("Pool2DBackward", {&grad_output, &grad_input}));
   const kernels::PoolParams p = ToParams(geo);
   const int32_t* argmax = nullptr;
   if (p.max) {
@@ -440,7 +450,7 @@ absl::Status CudaBackend::Pool2DBackward(const train::backend::PoolGeometry& geo
 // --- elementwise ------------------------------------------------------------------------
 
 absl::Status CudaBackend::Binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
-  SLUICE_RETURN_IF_ERROR(Enter("Binary", {&a, &b, &out}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("Binary", {&a, &b, &out}));
   if (out.num_elements() == 0) return absl::OkStatus();
   const bool contiguous = a.shape() == out.shape() && b.shape() == out.shape();
   kernels::StridedIndex index;
@@ -467,7 +477,8 @@ absl::Status CudaBackend::SumInto(const Tensor& full, float scale, Tensor& grad)
 
 absl::Status CudaBackend::BinaryBackward(BinaryOp op, const Tensor& a, const Tensor& b,
                                          const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b) {
-  SLUICE_RETURN_IF_ERROR(Enter("BinaryBackward", {&a, &b, &grad_out}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("BinaryBackward", {&a, &b, &grad_out}));
   const Shape& shape = grad_out.shape();
   if (op == BinaryOp::kEqual || op == BinaryOp::kGreater) {  // no gradient
     if (grad_a != nullptr) SLUICE_RETURN_IF_ERROR(Fill(*grad_a, 0.0f));
@@ -565,7 +576,7 @@ absl::Status CudaBackend::SelectBackward(bool maximum, const Tensor& a, const Te
 }
 
 absl::Status CudaBackend::Cast(const Tensor& x, Tensor& y) {
-  SLUICE_RETURN_IF_ERROR(Enter("Cast", {&x, &y}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("Cast", {&x, &y}));
   if (x.num_elements() != y.num_elements()) {
     return absl::InvalidArgumentError(absl::StrCat("CudaBackend::Cast: ", x.shape().DebugString(),
                                                    " into ", y.shape().DebugString()));
@@ -578,14 +589,15 @@ absl::Status CudaBackend::Cast(const Tensor& x, Tensor& y) {
 }
 
 absl::Status CudaBackend::Unary(UnaryOp op, const Tensor& x, Tensor& y) {
-  SLUICE_RETURN_IF_ERROR(Enter("Unary", {&x, &y}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("Unary", {&x, &y}));
   CUDA_RETURN_IF_ERROR(kernels::Unary(KindOf(op), F(x), F(y), x.num_elements(), stream()));
   return absl::OkStatus();
 }
 
 absl::Status CudaBackend::UnaryBackward(UnaryOp op, const Tensor& x, const Tensor& y,
                                         const Tensor& grad_y, Tensor& grad_x) {
-  SLUICE_RETURN_IF_ERROR(Enter("UnaryBackward", {&x, &y, &grad_y, &grad_x}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("UnaryBackward", {&x, &y, &grad_y, &grad_x}));
   CUDA_RETURN_IF_ERROR(kernels::UnaryBackward(KindOf(op), F(x), F(y), F(grad_y), F(grad_x),
                                               x.num_elements(), stream()));
   return absl::OkStatus();
@@ -593,7 +605,7 @@ absl::Status CudaBackend::UnaryBackward(UnaryOp op, const Tensor& x, const Tenso
 
 absl::Status CudaBackend::Dropout(const Tensor& x, float rate, uint64_t seed, Tensor& mask,
                                   Tensor& out) {
-  SLUICE_RETURN_IF_ERROR(Enter("Dropout", {&x, &mask, &out}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("Dropout", {&x, &mask, &out}));
   CUDA_RETURN_IF_ERROR(
       kernels::Dropout(F(x), F(mask), F(out), x.num_elements(), rate, seed, stream()));
   return absl::OkStatus();
@@ -603,7 +615,7 @@ absl::Status CudaBackend::Dropout(const Tensor& x, float rate, uint64_t seed, Te
 
 absl::Status CudaBackend::Reduce(ReduceOp op, const Tensor& x, const std::vector<bool>& reduced,
                                  float scale, Tensor& out) {
-  SLUICE_RETURN_IF_ERROR(Enter("Reduce", {&x, &out}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("Reduce", {&x, &out}));
   if (out.num_elements() == 0) return absl::OkStatus();
   if (x.num_elements() == 0) return Fill(out, 0.0f);  // an empty sum (max is refused earlier)
   const kernels::ReduceKind kind =
@@ -663,7 +675,7 @@ absl::Status CudaBackend::Reduce(ReduceOp op, const Tensor& x, const std::vector
 }
 
 absl::Status CudaBackend::BroadcastTo(const Tensor& in, float scale, Tensor& out) {
-  SLUICE_RETURN_IF_ERROR(Enter("BroadcastTo", {&in, &out}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("BroadcastTo", {&in, &out}));
   if (out.num_elements() == 0) return absl::OkStatus();
   SLUICE_ASSIGN_OR_RETURN(
       kernels::StridedIndex index,
@@ -676,7 +688,8 @@ absl::Status CudaBackend::BroadcastTo(const Tensor& in, float scale, Tensor& out
 
 absl::Status CudaBackend::ReduceMaxBackward(const Tensor& x, const Tensor& max,
                                             const Tensor& grad_max, Tensor& grad_x) {
-  SLUICE_RETURN_IF_ERROR(Enter("ReduceMaxBackward", {&x, &max, &grad_max, &grad_x}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("ReduceMaxBackward", {&x, &max, &grad_max, &grad_x}));
   if (x.num_elements() == 0) return absl::OkStatus();
   // mask = (x == max), ties = mask summed per maximum, then the gradient of
   // each maximum split evenly between its ties.
@@ -699,7 +712,7 @@ absl::Status CudaBackend::ReduceMaxBackward(const Tensor& x, const Tensor& max,
 }
 
 absl::Status CudaBackend::Transpose(const Tensor& x, const std::vector<int>& perm, Tensor& out) {
-  SLUICE_RETURN_IF_ERROR(Enter("Transpose", {&x, &out}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("Transpose", {&x, &out}));
   if (out.num_elements() == 0) return absl::OkStatus();
   const std::vector<int64_t> in_strides = ContiguousStrides(x.shape());
   std::vector<int64_t> read(x.rank());
@@ -740,20 +753,20 @@ absl::Status CopyBlocks(const Shape& whole_shape, int axis, const std::vector<co
 }  // namespace
 
 absl::Status CudaBackend::Concat(const std::vector<Tensor>& inputs, int axis, Tensor& out) {
-  SLUICE_RETURN_IF_ERROR(Enter("Concat", {&out}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("Concat", {&out}));
   std::vector<const Tensor*> parts;
   for (const Tensor& t : inputs) {
-    SLUICE_RETURN_IF_ERROR(Enter("Concat", {&t}));
+    SLUICE_RETURN_IF_ERROR(CheckTensors("Concat", {&t}));
     parts.push_back(&t);
   }
   return CopyBlocks(out.shape(), axis, parts, /*into_parts=*/false, F(out), stream());
 }
 
 absl::Status CudaBackend::Split(const Tensor& x, int axis, std::vector<Tensor>& outputs) {
-  SLUICE_RETURN_IF_ERROR(Enter("Split", {&x}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("Split", {&x}));
   std::vector<const Tensor*> parts;
   for (const Tensor& t : outputs) {
-    SLUICE_RETURN_IF_ERROR(Enter("Split", {&t}));
+    SLUICE_RETURN_IF_ERROR(CheckTensors("Split", {&t}));
     parts.push_back(&t);
   }
   return CopyBlocks(x.shape(), axis, parts, /*into_parts=*/true, F(x), stream());
@@ -762,14 +775,15 @@ absl::Status CudaBackend::Split(const Tensor& x, int axis, std::vector<Tensor>& 
 // --- softmax and loss --------------------------------------------------------------------
 
 absl::Status CudaBackend::Softmax(const Tensor& logits, Tensor& y) {
-  SLUICE_RETURN_IF_ERROR(Enter("Softmax", {&logits, &y}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("Softmax", {&logits, &y}));
   const int64_t c = logits.dim(logits.rank() - 1);
   CUDA_RETURN_IF_ERROR(kernels::Softmax(F(logits), F(y), Rows(logits), c, stream()));
   return absl::OkStatus();
 }
 
 absl::Status CudaBackend::SoftmaxBackward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) {
-  SLUICE_RETURN_IF_ERROR(Enter("SoftmaxBackward", {&y, &grad_y, &grad_x}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("SoftmaxBackward", {&y, &grad_y, &grad_x}));
   const int64_t c = y.dim(y.rank() - 1);
   CUDA_RETURN_IF_ERROR(kernels::SoftmaxBackward(F(y), F(grad_y), F(grad_x), Rows(y), c, stream()));
   return absl::OkStatus();
@@ -777,7 +791,8 @@ absl::Status CudaBackend::SoftmaxBackward(const Tensor& y, const Tensor& grad_y,
 
 absl::Status CudaBackend::SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels,
                                                     Tensor& loss, Tensor& probs) {
-  SLUICE_RETURN_IF_ERROR(Enter("SparseSoftmaxCrossEntropy", {&logits, &labels, &loss, &probs}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("SparseSoftmaxCrossEntropy", {&logits, &labels, &loss, &probs}));
   if (labels.dtype() != DType::kInt64) {
     return absl::InvalidArgumentError(
         absl::StrCat("CudaBackend::SparseSoftmaxCrossEntropy: labels must be int64, got ",
@@ -793,7 +808,8 @@ absl::Status CudaBackend::SparseSoftmaxCrossEntropyBackward(const Tensor& probs,
                                                             const Tensor& labels,
                                                             const Tensor& grad_loss,
                                                             Tensor& grad_logits) {
-  SLUICE_RETURN_IF_ERROR(
+  SLUICE_ASSIGN_OR_RETURN(
+      const KernelTimer::Scope timed,
       Enter("SparseSoftmaxCrossEntropyBackward", {&probs, &labels, &grad_loss, &grad_logits}));
   if (labels.dtype() != DType::kInt64) {
     return absl::InvalidArgumentError(
@@ -810,7 +826,8 @@ absl::Status CudaBackend::SparseSoftmaxCrossEntropyBackward(const Tensor& probs,
 
 absl::Status CudaBackend::CastLabels(const Tensor& labels, int64_t num_classes, Tensor& labels64,
                                      Tensor& invalid) {
-  SLUICE_RETURN_IF_ERROR(Enter("CastLabels", {&labels, &labels64, &invalid}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("CastLabels", {&labels, &labels64, &invalid}));
   const bool int32 = labels.dtype() == DType::kInt32;
   if ((!int32 && labels.dtype() != DType::kInt64) || labels64.dtype() != DType::kInt64 ||
       labels.num_elements() != labels64.num_elements() || invalid.dtype() != DType::kFloat32 ||
@@ -827,7 +844,7 @@ absl::Status CudaBackend::CastLabels(const Tensor& labels, int64_t num_classes, 
 }
 
 absl::Status CudaBackend::ArgMax(const Tensor& x, Tensor& out) {
-  SLUICE_RETURN_IF_ERROR(Enter("ArgMax", {&x, &out}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("ArgMax", {&x, &out}));
   const int64_t c = x.rank() == 0 ? 1 : x.dim(x.rank() - 1);
   const int64_t rows = out.num_elements();
   if (x.dtype() != DType::kFloat32 || out.dtype() != DType::kInt64 || c < 1 ||
@@ -843,7 +860,8 @@ absl::Status CudaBackend::ArgMax(const Tensor& x, Tensor& out) {
 
 absl::Status CudaBackend::InTopK(const Tensor& predictions, const Tensor& labels, int k,
                                  bool first_max_only, Tensor& out) {
-  SLUICE_RETURN_IF_ERROR(Enter("InTopK", {&predictions, &labels, &out}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("InTopK", {&predictions, &labels, &out}));
   const bool int32 = labels.dtype() == DType::kInt32;
   if ((!int32 && labels.dtype() != DType::kInt64) || labels.num_elements() != predictions.dim(0)) {
     return absl::InvalidArgumentError(
@@ -859,13 +877,13 @@ absl::Status CudaBackend::InTopK(const Tensor& predictions, const Tensor& labels
 
 absl::Status CudaBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr,
                                     float momentum, bool nesterov, float weight_decay) {
-  SLUICE_RETURN_IF_ERROR(Enter("SgdUpdate", {&w, &g}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("SgdUpdate", {&w, &g}));
   float* v = nullptr;
   if (momentum != 0) {
     if (velocity == nullptr) {
       return absl::InvalidArgumentError("CudaBackend::SgdUpdate: momentum needs a velocity tensor");
     }
-    SLUICE_RETURN_IF_ERROR(Enter("SgdUpdate", {velocity}));
+    SLUICE_RETURN_IF_ERROR(CheckTensors("SgdUpdate", {velocity}));
     v = F(*velocity);
   }
   CUDA_RETURN_IF_ERROR(kernels::SgdUpdate(F(w), F(g), v, w.num_elements(), lr, momentum, nesterov,
@@ -875,7 +893,7 @@ absl::Status CudaBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity
 
 absl::Status CudaBackend::AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
                                      float beta_1, float beta_2, float epsilon, float decay) {
-  SLUICE_RETURN_IF_ERROR(Enter("AdamUpdate", {&w, &g, &m, &v}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("AdamUpdate", {&w, &g, &m, &v}));
   CUDA_RETURN_IF_ERROR(kernels::AdamUpdate(F(w), F(g), F(m), F(v), w.num_elements(), alpha, beta_1,
                                            beta_2, epsilon, decay, stream()));
   return absl::OkStatus();

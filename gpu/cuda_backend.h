@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "core/mutex.h"
 #include "gpu/device_allocator.h"
+#include "gpu/kernel_timer.h"
 #include "gpu/stream.h"
 #include "train/backend/backend.h"
 
@@ -156,9 +157,13 @@ class CudaBackend final : public train::backend::Backend {
   CudaBackend(int device, Options options, Stream stream, Stream copy_stream, cublasContext* cublas,
               cudnnContext* cudnn);
 
-  // Makes this backend's device current on the calling thread and checks that
-  // every tensor lives there.
-  absl::Status Enter(absl::string_view op, std::initializer_list<const Tensor*> tensors) const;
+  // Checks that every tensor lives on this backend's device.
+  absl::Status CheckTensors(const char* op, std::initializer_list<const Tensor*> tensors) const;
+  // CheckTensors, then makes this backend's device current on the calling
+  // thread; the op's work on the stream is timed while the Scope lives, when
+  // the profiler records. `op` is a literal.
+  absl::StatusOr<KernelTimer::Scope> Enter(const char* op,
+                                           std::initializer_list<const Tensor*> tensors) const;
   // sum of `full` over the dims `grad` repeats along, times `scale`, into grad.
   absl::Status SumInto(const Tensor& full, float scale, Tensor& grad);
   // The gradients of BinaryOp::kMaximum (kMinimum).
@@ -183,6 +188,8 @@ class CudaBackend final : public train::backend::Backend {
   cudnnContext* cudnn_;
   // cuBLAS and cuDNN handles are not to be used by two threads at once.
   mutable Mutex library_mu_;
+  // Device spans for the profiler (gpu/kernel_timer.h).
+  mutable KernelTimer timer_;
   std::unordered_map<std::string, std::unique_ptr<ConvPlan>> conv_plans_
       ABSL_GUARDED_BY(library_mu_);
 };

@@ -257,7 +257,8 @@ absl::StatusOr<Tensor> CudaBackend::FilterToOhwi(const Tensor& filter) {
 
 absl::Status CudaBackend::Conv2DForward(const train::backend::ConvGeometry& geo,
                                         const Tensor& input, const Tensor& filter, Tensor& output) {
-  SLUICE_RETURN_IF_ERROR(Enter("Conv2DForward", {&input, &filter, &output}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("Conv2DForward", {&input, &filter, &output}));
   if (output.num_elements() == 0) return absl::OkStatus();
   SLUICE_ASSIGN_OR_RETURN(Tensor w, FilterToOhwi(filter));
   MutexLock lock(&library_mu_);
@@ -276,7 +277,8 @@ absl::Status CudaBackend::Conv2DForward(const train::backend::ConvGeometry& geo,
 absl::Status CudaBackend::Conv2DBackwardData(const train::backend::ConvGeometry& geo,
                                              const Tensor& grad_output, const Tensor& filter,
                                              Tensor& grad_input) {
-  SLUICE_RETURN_IF_ERROR(Enter("Conv2DBackwardData", {&grad_output, &filter, &grad_input}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("Conv2DBackwardData", {&grad_output, &filter, &grad_input}));
   if (grad_input.num_elements() == 0) return absl::OkStatus();
   if (grad_output.num_elements() == 0) return Fill(grad_input, 0.0f);
   SLUICE_ASSIGN_OR_RETURN(Tensor w, FilterToOhwi(filter));
@@ -313,7 +315,8 @@ absl::Status CudaBackend::Conv2DBackwardData(const train::backend::ConvGeometry&
 absl::Status CudaBackend::Conv2DBackwardFilter(const train::backend::ConvGeometry& geo,
                                                const Tensor& input, const Tensor& grad_output,
                                                Tensor& grad_filter) {
-  SLUICE_RETURN_IF_ERROR(Enter("Conv2DBackwardFilter", {&input, &grad_output, &grad_filter}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("Conv2DBackwardFilter", {&input, &grad_output, &grad_filter}));
   if (grad_filter.num_elements() == 0) return absl::OkStatus();
   if (grad_output.num_elements() == 0) return Fill(grad_filter, 0.0f);
   SLUICE_ASSIGN_OR_RETURN(Tensor dw,
@@ -338,7 +341,8 @@ absl::Status CudaBackend::Conv2DBackwardFilter(const train::backend::ConvGeometr
 absl::Status CudaBackend::BatchNormForwardTraining(const Tensor& x, const Tensor& gamma,
                                                    const Tensor& beta, float epsilon, Tensor& y,
                                                    Tensor& mean, Tensor& variance) {
-  SLUICE_RETURN_IF_ERROR(
+  SLUICE_ASSIGN_OR_RETURN(
+      const KernelTimer::Scope timed,
       Enter("BatchNormForwardTraining", {&x, &gamma, &beta, &y, &mean, &variance}));
   const BnShape s = BnShapeOf(x);
   if (s.c == 0) return absl::OkStatus();
@@ -376,7 +380,8 @@ absl::Status CudaBackend::BatchNormForwardInference(const Tensor& x, const Tenso
                                                     const Tensor& beta, const Tensor& mean,
                                                     const Tensor& variance, float epsilon,
                                                     Tensor& y) {
-  SLUICE_RETURN_IF_ERROR(
+  SLUICE_ASSIGN_OR_RETURN(
+      const KernelTimer::Scope timed,
       Enter("BatchNormForwardInference", {&x, &gamma, &beta, &mean, &variance, &y}));
   const BnShape s = BnShapeOf(x);
   if (s.c == 0 || s.rows() == 0) return absl::OkStatus();
@@ -396,8 +401,9 @@ absl::Status CudaBackend::BatchNormBackward(const Tensor& x, const Tensor& gamma
                                             const Tensor& grad_y, float epsilon,
                                             bool statistics_are_constant, Tensor& grad_x,
                                             Tensor& grad_gamma, Tensor& grad_beta) {
-  SLUICE_RETURN_IF_ERROR(Enter("BatchNormBackward", {&x, &gamma, &mean, &variance, &grad_y, &grad_x,
-                                                     &grad_gamma, &grad_beta}));
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("BatchNormBackward", {&x, &gamma, &mean, &variance, &grad_y,
+                                                      &grad_x, &grad_gamma, &grad_beta}));
   const BnShape s = BnShapeOf(x);
   if (s.c == 0) return absl::OkStatus();
   if (s.rows() == 0) {

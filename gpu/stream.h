@@ -41,6 +41,8 @@ class Event {
  public:
   // `timing` events can measure elapsed time; others are cheaper to record.
   static absl::StatusOr<Event> Create(int device, bool timing = false);
+  // No event (get() is null), until one is moved in.
+  Event() = default;
 
   Event(Event&& other) noexcept;
   Event& operator=(Event&& other) noexcept;

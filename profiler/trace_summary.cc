@@ -1,7 +1,10 @@
 #include "profiler/trace_summary.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -23,8 +26,10 @@ double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 TraceStats ComputeStats(const std::vector<ThreadTrace>& threads) {
   TraceStats stats;
-  std::map<std::pair<std::string, std::string>, TraceStats::Op> ops;
+  std::map<std::tuple<std::string, std::string, std::string>, TraceStats::Op> ops;
   for (const ThreadTrace& t : threads) {
+    // Host threads' ops add up across threads; a device track's are its own.
+    const std::string track = t.tid >= kFirstTrackTid ? t.name : "";
     std::vector<const TraceEvent*> spans;
     for (const TraceEvent& e : t.events) {
       if (!e.counter) spans.push_back(&e);
@@ -35,8 +40,9 @@ TraceStats ComputeStats(const std::vector<ThreadTrace>& threads) {
     });
     std::vector<Span> open;
     auto close = [&](const Span& s) {
-      TraceStats::Op& op = ops[{s.event->category, s.event->name}];
+      TraceStats::Op& op = ops[{s.event->category, s.event->name, track}];
       op.category = s.event->category;
+      op.track = track;
       op.name = s.event->name;
       ++op.count;
       op.total_ns += s.event->dur_ns;
@@ -55,9 +61,48 @@ TraceStats ComputeStats(const std::vector<ThreadTrace>& threads) {
       open.pop_back();
     }
   }
+  // The steps' window, for the devices' utilisation.
+  int64_t steps_begin = std::numeric_limits<int64_t>::max(), steps_end = 0;
+  for (const ThreadTrace& t : threads) {
+    for (const TraceEvent& e : t.events) {
+      if (e.counter || std::string_view(e.category) != "step" || std::string_view(e.name) != "step")
+        continue;
+      steps_begin = std::min(steps_begin, e.start_ns);
+      steps_end = std::max(steps_end, e.start_ns + e.dur_ns);
+    }
+  }
+  for (const ThreadTrace& t : threads) {
+    if (t.tid < kFirstTrackTid) continue;
+    const bool has_steps = steps_end > steps_begin;
+    std::vector<std::pair<int64_t, int64_t>> spans;  // [start, end), clipped to the window
+    int64_t first = std::numeric_limits<int64_t>::max(), last = 0;
+    for (const TraceEvent& e : t.events) {
+      if (e.counter) continue;
+      int64_t begin = e.start_ns, end = e.start_ns + e.dur_ns;
+      first = std::min(first, begin);
+      last = std::max(last, end);
+      if (has_steps) {
+        begin = std::max(begin, steps_begin);
+        end = std::min(end, steps_end);
+      }
+      if (end > begin) spans.emplace_back(begin, end);
+    }
+    if (first > last) continue;
+    TraceStats::Device d{.track = t.name,
+                         .spans = static_cast<int64_t>(t.events.size()),
+                         .window_ns = has_steps ? steps_end - steps_begin : last - first};
+    std::sort(spans.begin(), spans.end());
+    int64_t covered_to = std::numeric_limits<int64_t>::min();
+    for (const auto& [begin, end] : spans) {
+      const int64_t from = std::max(begin, covered_to);
+      if (end > from) d.busy_ns += end - from;
+      covered_to = std::max(covered_to, end);
+    }
+    stats.devices.push_back(std::move(d));
+  }
   std::map<std::string, int64_t> node_work;  // own work per pipeline node, wherever it ran
   for (auto& [key, op] : ops) {
-    const auto& [category, name] = key;
+    const auto& [category, name, track] = key;
     if (category == "step" && name == "step") {
       stats.steps += op.count;
       stats.step_ns += op.total_ns;
@@ -101,7 +146,7 @@ std::string Summarize(const std::vector<ThreadTrace>& threads, int64_t dropped) 
   int shown = 0;
   for (const TraceStats::Op& op : s.ops) {
     if (op.category == "step" || op.category == "phase" || op.category == "pipeline" ||
-        op.category == "counter" || shown >= 10) {
+        op.category == "counter" || op.category == "kernel" || shown >= 10) {
       continue;
     }
     absl::StrAppendFormat(&out, "  %-10s %-36s %8d calls %10.2f ms total %10.2f ms self\n",
@@ -118,6 +163,24 @@ std::string Summarize(const std::vector<ThreadTrace>& threads, int64_t dropped) 
         s.steps, Ms(s.step_ns) / static_cast<double>(s.steps), 100 * s.input_ns / step,
         100 * s.forward_ns / step, 100 * s.backward_ns / step, 100 * s.optimizer_ns / step,
         100 * s.other_ns / step);
+  }
+  for (const TraceStats::Device& d : s.devices) {
+    absl::StrAppendFormat(
+        &out,
+        "Device %s: busy %.1f%% of the %s (%.2f of %.2f ms, %d kernel spans "
+        "timed by CUDA events); top ops by device time:\n",
+        d.track,
+        d.window_ns > 0 ? 100.0 * static_cast<double>(d.busy_ns) / static_cast<double>(d.window_ns)
+                        : 0.0,
+        s.steps > 0 ? "steps' time" : "time its kernels span", Ms(d.busy_ns), Ms(d.window_ns),
+        d.spans);
+    int kernels_shown = 0;
+    for (const TraceStats::Op& op : s.ops) {
+      if (op.category != "kernel" || op.track != d.track || kernels_shown >= 10) continue;
+      absl::StrAppendFormat(&out, "  %-47s %8d calls %10.2f ms\n", op.name, op.count,
+                            Ms(op.total_ns));
+      ++kernels_shown;
+    }
   }
   if (!s.slowest_node.empty()) {
     absl::StrAppendFormat(&out, "Slowest pipeline node: %s (%.2f ms of its own work)\n",

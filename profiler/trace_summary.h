@@ -13,6 +13,7 @@ namespace sluice::profiler {
 struct TraceStats {
   struct Op {
     std::string category, name;
+    std::string track;  // a device track's name (its ops are kept apart); empty on the host
     int64_t count = 0;
     int64_t total_ns = 0;  // inclusive
     int64_t self_ns = 0;   // without the spans nested in it on the same thread
@@ -28,12 +29,23 @@ struct TraceStats {
   // its parallel calls on worker threads (category "map", "<node> call"); empty when none.
   std::string slowest_node;
   int64_t slowest_node_self_ns = 0;
+  // Device tracks (a GPU stream's kernels, timed by CUDA events): how long the device was busy
+  // (the union of its spans) within the window the steps span (or, without steps, its own
+  // spans' first start to last end). busy / window is the device's utilisation.
+  struct Device {
+    std::string track;
+    int64_t spans = 0;
+    int64_t busy_ns = 0;
+    int64_t window_ns = 0;
+  };
+  std::vector<Device> devices;
 };
 
 TraceStats ComputeStats(const std::vector<ThreadTrace>& threads);
 
 // The text summary: the top ops by total time (as the TF profiler's overview page), the step-time
-// breakdown as shares, the slowest pipeline node, and a one-line verdict (input-bound or
+// breakdown as shares, the slowest pipeline node, each device's utilisation and its top kernels,
+// and a one-line verdict (input-bound or
 // compute-bound, with the input share that says so).
 std::string Summarize(const std::vector<ThreadTrace>& threads, int64_t dropped);
 

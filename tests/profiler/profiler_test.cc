@@ -77,6 +77,7 @@ struct Parsed {
   };
   std::map<int64_t, std::vector<Event>> spans;
   std::map<std::string, int> counters;
+  std::map<int64_t, std::string> thread_names;
 };
 
 Parsed ParseTrace(const std::string& json) {
@@ -92,6 +93,9 @@ Parsed ParseTrace(const std::string& json) {
            f.at("dur").number_value()});
     } else if (ph == "C") {
       ++out.counters[f.at("name").string_value()];
+    } else if (ph == "M" && f.at("name").string_value() == "thread_name") {
+      out.thread_names[static_cast<int64_t>(f.at("tid").number_value())] =
+          f.at("args").struct_value().fields().at("name").string_value();
     }
   }
   return out;
@@ -314,6 +318,80 @@ TEST(ProfilerTest, FitStepPhasesPartitionEachStep) {
   EXPECT_TRUE(layers.count("layer 0 (dense)"));
   EXPECT_TRUE(layers.count("layer 2 (dense)"));
   std::filesystem::remove_all(dir);
+}
+
+// What the CUDA backend's KernelTimer (gpu/kernel_timer.h) does, without a GPU: spans timed
+// elsewhere, held back, and recorded by Stop's flush hook on a track of their own.
+TEST(ProfilerTest, FlushHooksRecordDeviceSpansOnTheirOwnTrack) {
+  const std::string dir = TempDir("track");
+  int flushes = 0;
+  int64_t t0 = 0;
+  const int hook = RegisterFlushHook([&] {
+    ++flushes;
+    EXPECT_TRUE(Active()) << "a flush hook runs while the profile still records";
+    RecordTrackSpan("cuda:7", "kernel", "MatMul", t0 + 1'000'000, t0 + 3'000'000);
+    RecordTrackSpan("cuda:7", "kernel", "Relu", t0 + 2'500'000, t0 + 3'500'000);
+  });
+  ASSERT_TRUE(Start(dir, {.counter_interval_ms = 0}).ok());
+  t0 = NowNs();
+  RecordSpan("step", "step", t0, t0 + 5'000'000);
+  absl::StatusOr<Report> report = Stop();
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(flushes, 1);
+  Parsed trace = ParseTrace(ReadFile(report->trace_path));
+  int64_t track = -1;
+  for (const auto& [tid, name] : trace.thread_names) {
+    if (name == "cuda:7") track = tid;
+  }
+  ASSERT_GE(track, kFirstTrackTid) << "the track's tid is above any thread's";
+  ASSERT_EQ(trace.spans[track].size(), 2u);
+  const Parsed::Event& matmul = trace.spans[track][0];
+  const Parsed::Event& step = trace.spans.begin()->second[0];
+  EXPECT_EQ(matmul.name, "MatMul");
+  EXPECT_EQ(matmul.cat, "kernel");
+  EXPECT_NEAR(matmul.ts - step.ts, 1000, 1e-3);  // us, on the host spans' clock
+  EXPECT_NEAR(matmul.dur, 2000, 1e-3);
+  // Busy 2.5 ms (the two overlap by 0.5) of the 5 ms step; kernels are not host ops.
+  EXPECT_THAT(report->summary, HasSubstr("Device cuda:7: busy 50.0% of the steps' time"));
+  EXPECT_THAT(report->summary, testing::ContainsRegex("MatMul +1 calls +2.00 ms"));
+  const std::string host_ops = report->summary.substr(0, report->summary.find("Device"));
+  EXPECT_THAT(host_ops, testing::Not(HasSubstr("MatMul")));
+
+  UnregisterFlushHook(hook);
+  ASSERT_TRUE(Start(dir, {.counter_interval_ms = 0}).ok());
+  report = Stop();
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(flushes, 1) << "an unregistered hook is not called";
+  EXPECT_THAT(report->summary, testing::Not(HasSubstr("cuda:7")))
+      << "a track with nothing in this profile is left out";
+  std::filesystem::remove_all(dir);
+}
+
+// A device's utilisation is the union of its spans within the steps' window.
+TEST(ProfilerTest, DeviceBusyTimeIsTheUnionOfItsSpansWithinTheSteps) {
+  const auto span = [](const char* name, int64_t start, int64_t end) {
+    return TraceEvent{"kernel", name, start, end - start, 0, false};
+  };
+  std::vector<ThreadTrace> threads = {
+      {.tid = 1, .name = "main", .events = {{"step", "step", 0, 50, 0, false}}},
+      {.tid = kFirstTrackTid,
+       .name = "cuda:0",
+       // [0, 10) and [5, 20) overlap: 20; [30, 40): 10; [45, 60) counts up to the steps' end: 5.
+       .events = {span("a", 0, 10), span("b", 5, 20), span("a", 30, 40), span("c", 45, 60)}},
+  };
+  const TraceStats stats = ComputeStats(threads);
+  ASSERT_EQ(stats.devices.size(), 1u);
+  EXPECT_EQ(stats.devices[0].track, "cuda:0");
+  EXPECT_EQ(stats.devices[0].spans, 4);
+  EXPECT_EQ(stats.devices[0].busy_ns, 35);
+  EXPECT_EQ(stats.devices[0].window_ns, 50);
+
+  // Without steps, the window is the kernels' own: 0 to 60, busy 20 + 10 + 15.
+  threads.erase(threads.begin());
+  const TraceStats alone = ComputeStats(threads);
+  ASSERT_EQ(alone.devices.size(), 1u);
+  EXPECT_EQ(alone.devices[0].busy_ns, 45);
+  EXPECT_EQ(alone.devices[0].window_ns, 60);
 }
 
 }  // namespace
