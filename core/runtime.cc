@@ -1,5 +1,6 @@
 #include "core/runtime.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -35,6 +36,21 @@ namespace {
 // is one worker. Our arenas reserve no slot for callers (the consumer thread
 // only waits), so allow enough workers for every arena's budget; each arena's
 // own concurrency still bounds what runs at once.
+// Names oneTBB's workers as they join an arena (`arena`, or without one the default arena,
+// where the CPU backend's parallel loops run): a profile or a debugger shows "worker" rather than
+// the program's name, which threads inherit.
+class WorkerNamer : public tbb::task_scheduler_observer {
+ public:
+  WorkerNamer() { observe(true); }
+  explicit WorkerNamer(tbb::task_arena& arena) : tbb::task_scheduler_observer(arena) {
+    observe(true);
+  }
+  ~WorkerNamer() override { observe(false); }
+  void on_scheduler_entry(bool worker) override {
+    if (worker) pthread_setname_np(pthread_self(), "worker");
+  }
+};
+
 void AllowWorkers() {
   static std::once_flag once;
   static std::unique_ptr<tbb::global_control> control;
@@ -42,6 +58,8 @@ void AllowWorkers() {
     control = std::make_unique<tbb::global_control>(
         tbb::global_control::max_allowed_parallelism,
         static_cast<size_t>(std::max(256, 4 * AvailableCores())));
+    static auto* namer = new WorkerNamer;  // never destroyed: workers may join until exit
+    (void)namer;
   });
 }
 
@@ -50,7 +68,11 @@ void AllowWorkers() {
 // No slot is reserved for the calling thread: `threads` workers run the tasks
 // and callers never join the arena.
 Runtime::Runtime(int threads)
-    : threads_(threads > 0 ? threads : AvailableCores()), arena_((AllowWorkers(), threads_), 0) {}
+    : threads_(threads > 0 ? threads : AvailableCores()),
+      arena_((AllowWorkers(), threads_), 0),
+      namer_(std::make_unique<WorkerNamer>(arena_)) {}
+
+Runtime::~Runtime() = default;  // namer_, declared after arena_, stops observing first
 
 void Runtime::Schedule(std::function<void()> fn) {
 #ifdef ABSL_HAVE_THREAD_SANITIZER

@@ -59,7 +59,11 @@ ThreadBuffer* BufferForThisThread() {
   b = tls_buffer.get();
   b->tid = static_cast<int64_t>(syscall(SYS_gettid));
   char name[64] = {0};
-  if (pthread_getname_np(pthread_self(), name, sizeof(name)) == 0) b->name = name;
+  if (b->tid == static_cast<int64_t>(getpid())) {
+    b->name = "main";  // its system name is the program's, which every thread inherits
+  } else if (pthread_getname_np(pthread_self(), name, sizeof(name)) == 0) {
+    b->name = name;
+  }
   MutexLock lock(&registry_mu);
   buffers.push_back(tls_buffer);
   return b;

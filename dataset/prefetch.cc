@@ -15,6 +15,8 @@
 // wakes and joins the producer; a producer blocked inside a synchronous user
 // function of its input finishes that call first (a parallel input, woken by
 // the pipeline's cancellation, returns at once).
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <deque>
@@ -203,6 +205,7 @@ class PrefetchIterator : public IteratorBase {
   }
 
   void ProducerLoop() {
+    pthread_setname_np(pthread_self(), "prefetch");  // how profiles and debuggers show it
     MutexLock l(&mu_);
     while (true) {
       if (!cancelled_ && !CanFetch()) {

@@ -96,11 +96,14 @@ void KernelTimer::Drain(bool wait) {
       const absl::StatusOr<bool> done = p.end.Done();
       if (!done.ok() || !*done) break;
     }
+    // The duration from the op's own events: a float of milliseconds since the anchor loses
+    // microseconds after minutes, its difference to the start would lose them every time.
     const absl::StatusOr<float> start = p.start.MillisecondsSince(anchor_);
-    const absl::StatusOr<float> end = p.end.MillisecondsSince(anchor_);
-    if (start.ok() && end.ok()) {
-      profiler::RecordTrackSpan(track_.c_str(), "kernel", p.name, anchor_ns_ + Ns(*start),
-                                anchor_ns_ + Ns(*end));
+    const absl::StatusOr<float> duration = p.end.MillisecondsSince(p.start);
+    if (start.ok() && duration.ok()) {
+      const int64_t begin_ns = anchor_ns_ + Ns(*start);
+      profiler::RecordTrackSpan(track_.c_str(), "kernel", p.name, begin_ns,
+                                begin_ns + Ns(*duration));
       ++recorded_;
     } else {
       ++failed_;

@@ -7,7 +7,9 @@
 #
 # tools/setup.sh --bench also installs what the side-by-side PyTorch comparisons
 # in bench/ run (PyTorch, torchvision, PIL) and OpenBLAS: Debian's python3-torch
-# otherwise runs on the reference BLAS, a baseline no PyTorch user has.
+# otherwise runs on the reference BLAS, a baseline no PyTorch user has; and
+# Chromium with python3-websocket, which tools/trace_screenshot.py drives to
+# picture a profile in Chromium's trace viewer (the README's figure).
 set -euo pipefail
 bench=0
 case "${1:-}" in
@@ -44,6 +46,7 @@ packages=(
 if [ "$bench" = 1 ]; then
   # libopenblas0-pthread becomes the libblas.so.3 alternative that PyTorch's CPU kernels load.
   packages+=(python3-torch python3-torchvision python3-pil libopenblas0-pthread)
+  packages+=(chromium python3-websocket)
 fi
 cd "$(dirname "$0")/.."
 

@@ -1,5 +1,7 @@
 #include "train/data/prefetch_to_device.h"
 
+#include <pthread.h>
+
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -237,6 +239,7 @@ class PrefetchToDeviceIterator : public IteratorBase {
   void Uncount(const Entry& e) { UncountBuffered(stats(), e); }
 
   void ProducerLoop() {
+    pthread_setname_np(pthread_self(), "to device");  // how profiles and debuggers show it
     MutexLock l(&mu_);
     while (true) {
       while (!cancelled_ && (paused_ || static_cast<int64_t>(buffer_.size()) >= buffer_size_)) {
