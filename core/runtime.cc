@@ -11,6 +11,7 @@
 #include "absl/base/config.h"
 #include "core/tsan_annotations.h"
 #include "oneapi/tbb/global_control.h"
+#include "oneapi/tbb/task_scheduler_observer.h"
 
 #ifdef ABSL_HAVE_THREAD_SANITIZER
 extern "C" void AnnotateIgnoreReadsBegin(const char* file, int line);
@@ -31,26 +32,32 @@ int AvailableCores() {
 
 namespace {
 
+// A worker's first task or arena entry names its thread (a system call, once per thread).
+void NameThisWorker() {
+  thread_local bool named = false;
+  if (!named) {
+    pthread_setname_np(pthread_self(), "worker");
+    named = true;
+  }
+}
+
+// Names oneTBB's workers that join the default arena (where the CPU backend's parallel loops
+// run): a profile or a debugger shows "worker" rather than the program's name, which threads
+// inherit. Runtime's own arenas name theirs in Schedule (an observer of an arena leaves a block
+// of oneTBB's behind when the arena goes).
+class WorkerNamer : public tbb::task_scheduler_observer {
+ public:
+  WorkerNamer() { observe(true); }
+  void on_scheduler_entry(bool worker) override {
+    if (worker) NameThisWorker();
+  }
+};
+
 // oneTBB starts at most (max_allowed_parallelism - 1) workers in the whole
 // process, and the default assumes the main thread works too: on 2 cores that
 // is one worker. Our arenas reserve no slot for callers (the consumer thread
 // only waits), so allow enough workers for every arena's budget; each arena's
 // own concurrency still bounds what runs at once.
-// Names oneTBB's workers as they join an arena (`arena`, or without one the default arena,
-// where the CPU backend's parallel loops run): a profile or a debugger shows "worker" rather than
-// the program's name, which threads inherit.
-class WorkerNamer : public tbb::task_scheduler_observer {
- public:
-  WorkerNamer() { observe(true); }
-  explicit WorkerNamer(tbb::task_arena& arena) : tbb::task_scheduler_observer(arena) {
-    observe(true);
-  }
-  ~WorkerNamer() override { observe(false); }
-  void on_scheduler_entry(bool worker) override {
-    if (worker) pthread_setname_np(pthread_self(), "worker");
-  }
-};
-
 void AllowWorkers() {
   static std::once_flag once;
   static std::unique_ptr<tbb::global_control> control;
@@ -68,11 +75,7 @@ void AllowWorkers() {
 // No slot is reserved for the calling thread: `threads` workers run the tasks
 // and callers never join the arena.
 Runtime::Runtime(int threads)
-    : threads_(threads > 0 ? threads : AvailableCores()),
-      arena_((AllowWorkers(), threads_), 0),
-      namer_(std::make_unique<WorkerNamer>(arena_)) {}
-
-Runtime::~Runtime() = default;  // namer_, declared after arena_, stops observing first
+    : threads_(threads > 0 ? threads : AvailableCores()), arena_((AllowWorkers(), threads_), 0) {}
 
 void Runtime::Schedule(std::function<void()> fn) {
 #ifdef ABSL_HAVE_THREAD_SANITIZER
@@ -86,11 +89,15 @@ void Runtime::Schedule(std::function<void()> fn) {
     std::function<void()>* t = task;
     AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
     TsanAcquire(t);
+    NameThisWorker();
     (*t)();
     delete t;
   });
 #else
-  arena_.enqueue(std::move(fn));
+  arena_.enqueue([fn = std::move(fn)] {
+    NameThisWorker();
+    fn();
+  });
 #endif
 }
 

@@ -5,7 +5,6 @@
 #include <memory>
 
 #include "oneapi/tbb/task_arena.h"
-#include "oneapi/tbb/task_scheduler_observer.h"
 
 namespace sluice {
 
@@ -16,7 +15,6 @@ class Runtime {
  public:
   // `threads` <= 0 means all cores.
   explicit Runtime(int threads = 0);
-  ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
@@ -28,8 +26,6 @@ class Runtime {
  private:
   int threads_;
   tbb::task_arena arena_;
-  // Names the arena's workers "worker" as they join it (profiles, debuggers).
-  std::unique_ptr<tbb::task_scheduler_observer> namer_;
 };
 
 // Cores available to this process (affinity mask aware).

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <set>
 
@@ -192,21 +193,50 @@ absl::StatusOr<proto::SavedDatasetManifest> SavedDatasetWriter::Finish() {
                                     std::chrono::system_clock::now().time_since_epoch())
                                     .count());
   manifest_.set_write_seconds(static_cast<double>(NowNs() - started_ns_) * 1e-9);
+  // The run this manifest replaces, whose shards go once it is in place.
+  std::string replaced;
+  if (absl::StatusOr<OpenedSaved> old = OpenSaved(dir_); old.ok()) replaced = old->run_id;
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file,
                           AtomicFile::Create((fs::path(dir_) / kManifestName).string()));
   SLUICE_RETURN_IF_ERROR(file->Append(manifest_.SerializeAsString()));
   SLUICE_RETURN_IF_ERROR(file->Commit());
-  // Other runs' shards (and their writers' temporary files) are no longer named by the manifest.
-  const std::string mine = absl::StrCat("shard-", manifest_.run_id(), "-");
+  RemoveOtherRuns(replaced);
+  return manifest_;
+}
+
+// Shards are named shard-<run>-<id>...: the replaced run goes whole. Another run may be a writer
+// still at work on the same directory (two jobs saving one dataset), whose manifest will replace
+// this one: its files stay unless none of them has changed for kStaleRunAge, which only a writer
+// that died leaves behind.
+void SavedDatasetWriter::RemoveOtherRuns(const std::string& replaced) const {
+  struct Run {
+    std::vector<fs::path> files;
+    fs::file_time_type newest = fs::file_time_type::min();
+  };
+  std::map<std::string, Run> runs;
   std::error_code ec;
   for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (absl::StartsWith(name, "shard-") && !absl::StartsWith(name, mine)) {
+    if (!absl::StartsWith(name, "shard-")) continue;
+    const size_t dash = name.find('-', 6);
+    if (dash == std::string::npos) continue;
+    const std::string run = name.substr(6, dash - 6);
+    if (run == manifest_.run_id()) continue;
+    Run& r = runs[run];
+    r.files.push_back(it->path());
+    std::error_code time_error;
+    const fs::file_time_type modified = fs::last_write_time(it->path(), time_error);
+    // A file that cannot be dated counts as new: better kept than removed under a live writer.
+    r.newest = std::max(r.newest, time_error ? fs::file_time_type::max() : modified);
+  }
+  const fs::file_time_type stale_before = fs::file_time_type::clock::now() - kStaleRunAge;
+  for (const auto& [run, r] : runs) {
+    if (run != replaced && r.newest >= stale_before) continue;
+    for (const fs::path& f : r.files) {
       std::error_code ignored;
-      fs::remove(it->path(), ignored);
+      fs::remove(f, ignored);
     }
   }
-  return manifest_;
 }
 
 absl::StatusOr<OpenedSaved> OpenSaved(const std::string& dir) {
@@ -229,6 +259,7 @@ absl::StatusOr<OpenedSaved> OpenSaved(const std::string& dir) {
     out.invalid = absl::StrCat(path, " is not a manifest of version ", kManifestVersion);
     return out;
   }
+  out.run_id = m.run_id();
   int64_t elements = 0;
   for (const proto::SavedShard& s : m.shards()) {
     const fs::path shard = fs::path(dir) / s.file();

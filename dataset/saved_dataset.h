@@ -1,6 +1,7 @@
 #ifndef SLUICE_DATASET_SAVED_DATASET_H_
 #define SLUICE_DATASET_SAVED_DATASET_H_
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -50,14 +51,19 @@ class SavedDatasetWriter {
   ~SavedDatasetWriter();
 
   absl::Status Append(const Element& element);
-  // Completes the shards, then the manifest, then removes other runs' shards.
+  // Completes the shards, then the manifest, then removes the shards of the run that manifest
+  // replaced, and of any other run none of whose files has changed for kStaleRunAge (a writer
+  // that died); another writer's run still at work on the directory is left alone.
   absl::StatusOr<proto::SavedDatasetManifest> Finish();
+
+  static constexpr std::chrono::minutes kStaleRunAge{60};
 
   const std::string& dir() const { return dir_; }
 
  private:
   SavedDatasetWriter(std::string dir, proto::SavedDatasetManifest manifest,
                      SavedWriteOptions options);
+  void RemoveOtherRuns(const std::string& replaced) const;
 
   std::string dir_;
   proto::SavedDatasetManifest manifest_;
@@ -74,6 +80,7 @@ class SavedDatasetWriter {
 struct OpenedSaved {
   std::optional<proto::SavedDatasetManifest> manifest;
   std::string invalid;
+  std::string run_id;  // the run a manifest of this version names, even an invalid one
 };
 absl::StatusOr<OpenedSaved> OpenSaved(const std::string& dir);
 

@@ -1,13 +1,16 @@
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "dataset/dataset_base.h"
 #include "dataset/proto/iterator_state.pb.h"
 #include "dataset/proto/saved_dataset.pb.h"
+#include "dataset/saved_dataset.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/dataset/test_util.h"
@@ -143,6 +146,57 @@ TEST(SaveTest, AFailedSaveLosesNothingAndANewOneReplacesTheOld) {
   auto replaced = Collect(Dataset::Load(dir.path()));
   ASSERT_TRUE(replaced.ok());
   EXPECT_EQ(Ints(*replaced), Iota(20, 25));
+}
+
+// Two writers of one directory at once (two jobs saving the same dataset): the first to finish
+// removes the run its manifest replaced, never the other writer's files, and the other then
+// replaces it. A run none of whose files changed for an hour (a writer that died) goes too.
+TEST(SaveTest, AWriterKeepsAnotherWritersShardsAndRemovesStaleRuns) {
+  ScopedTempDir dir;
+  ASSERT_TRUE(Dataset::Range(3).Save(dir.path(), {.num_shards = 1}).ok());
+  const std::string first_run = Manifest(dir.path()).run_id();
+  const std::string stale = dir.path() + "/shard-00000000deadbeef-00000.tfrecord.tmp.1.0";
+  std::ofstream(stale) << "left by a writer that died";
+  fs::last_write_time(stale, fs::file_time_type::clock::now() -
+                                 internal::SavedDatasetWriter::kStaleRunAge -
+                                 std::chrono::minutes(1));
+  const std::string fresh = dir.path() + "/shard-00000000cafecafe-00000.tfrecord.tmp.1.0";
+  std::ofstream(fresh) << "a writer still at work";
+
+  const Dataset input = Dataset::Range(5);
+  absl::StatusOr<proto::SavedDatasetManifest> identity =
+      internal::DescribeSavedInput(*input.base(), "");
+  ASSERT_TRUE(identity.ok()) << identity.status();
+  auto a = internal::SavedDatasetWriter::Create(dir.path(), *identity, {.num_shards = 2});
+  auto b = internal::SavedDatasetWriter::Create(dir.path(), *identity, {.num_shards = 2});
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (int64_t i = 0; i < 5; ++i) {
+    ASSERT_TRUE((*a)->Append(Element{Tensor::Scalar<int64_t>(i)}).ok());
+    ASSERT_TRUE((*b)->Append(Element{Tensor::Scalar<int64_t>(100 + i)}).ok());
+  }
+  absl::StatusOr<proto::SavedDatasetManifest> b_done = (*b)->Finish();
+  ASSERT_TRUE(b_done.ok()) << b_done.status();
+  std::set<std::string> files = Files(dir.path());
+  int unfinished = 0;  // a's two shards, under their temporary names
+  for (const std::string& f : files) {
+    EXPECT_FALSE(absl::StrContains(f, first_run)) << f << ": the replaced run's shard stays";
+    unfinished += absl::StrContains(f, ".tmp.") && !absl::StrContains(f, "cafecafe");
+  }
+  EXPECT_EQ(unfinished, 2);
+  EXPECT_EQ(files.count(fs::path(stale).filename().string()), 0u) << "the stale run stays";
+  EXPECT_EQ(files.count(fs::path(fresh).filename().string()), 1u) << "a live run was removed";
+  auto from_b = Collect(Dataset::Load(dir.path()));
+  ASSERT_TRUE(from_b.ok()) << from_b.status();
+  EXPECT_EQ(Ints(*from_b), Iota(100, 105));
+
+  absl::StatusOr<proto::SavedDatasetManifest> a_done = (*a)->Finish();
+  ASSERT_TRUE(a_done.ok()) << a_done.status();
+  auto from_a = Collect(Dataset::Load(dir.path()));
+  ASSERT_TRUE(from_a.ok()) << from_a.status();
+  EXPECT_EQ(Ints(*from_a), Iota(0, 5));
+  for (const std::string& f : Files(dir.path())) {
+    EXPECT_FALSE(absl::StrContains(f, b_done->run_id())) << f << ": b's replaced run stays";
+  }
 }
 
 TEST(SaveTest, EmptyDatasetSavesAndLoadsEmpty) {
