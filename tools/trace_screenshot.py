@@ -20,7 +20,11 @@ import tempfile
 import time
 import urllib.request
 
-import websocket
+try:
+    import websocket
+except ImportError:
+    sys.exit("trace_screenshot: needs python3-websocket (tools/setup.sh --bench); run it with "
+             "Debian's /usr/bin/python3")
 
 
 def free_port():
@@ -98,8 +102,12 @@ def main():
     parser.add_argument("--wait", type=float, default=6, help="seconds for the panel to draw")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.split("x"))
-    trace = open(args.trace).read()
-    json.loads(trace)  # a clear error here rather than an empty panel
+    try:
+        with open(args.trace) as f:
+            trace = f.read()
+        json.loads(trace)  # a clear error here rather than an empty panel
+    except (OSError, ValueError) as e:
+        sys.exit(f"trace_screenshot: {args.trace}: {e}")
 
     port = free_port()
     profile = tempfile.mkdtemp(prefix="trace_screenshot_")
