@@ -35,7 +35,6 @@ KernelTimer::Scope::~Scope() {
   timing_on_this_thread = nullptr;
   Event end = timer_->TakeEvent();
   if (end.get() == nullptr || !end.Record(*stream_).ok()) {
-    ++timer_->failed_;
     if (start_.get() != nullptr) timer_->pool_.push_back(std::move(start_));
     if (end.get() != nullptr) timer_->pool_.push_back(std::move(end));
     return;
@@ -58,7 +57,6 @@ KernelTimer::Scope KernelTimer::Time(const char* op, const Stream& stream) {
     pending_.clear();
     if (anchor_.get() == nullptr) anchor_ = TakeEvent();
     if (anchor_.get() == nullptr || !anchor_.Record(stream).ok() || !anchor_.Synchronize().ok()) {
-      ++failed_;
       return Scope();
     }
     anchor_ns_ = profiler::NowNs();
@@ -66,7 +64,6 @@ KernelTimer::Scope KernelTimer::Time(const char* op, const Stream& stream) {
   }
   scope.start_ = TakeEvent();
   if (scope.start_.get() == nullptr || !scope.start_.Record(stream).ok()) {
-    ++failed_;
     if (scope.start_.get() != nullptr) pool_.push_back(std::move(scope.start_));
     return Scope();
   }
@@ -104,9 +101,6 @@ void KernelTimer::Drain(bool wait) {
       const int64_t begin_ns = anchor_ns_ + Ns(*start);
       profiler::RecordTrackSpan(track_.c_str(), "kernel", p.name, begin_ns,
                                 begin_ns + Ns(*duration));
-      ++recorded_;
-    } else {
-      ++failed_;
     }
     pool_.push_back(std::move(p.start));
     pool_.push_back(std::move(p.end));
@@ -117,19 +111,8 @@ void KernelTimer::Drain(bool wait) {
 void KernelTimer::Flush() {
   std::lock_guard<std::mutex> lock(mu_);
   Drain(/*wait=*/true);
-  failed_ += static_cast<int64_t>(pending_.size());  // their events failed to complete
-  pending_.clear();
+  pending_.clear();   // what is left failed to complete
   anchored_ = false;  // the next profile takes its own anchor
-}
-
-int64_t KernelTimer::recorded() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return recorded_;
-}
-
-int64_t KernelTimer::failed() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return failed_;
 }
 
 }  // namespace sluice::gpu

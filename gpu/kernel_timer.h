@@ -55,13 +55,9 @@ class KernelTimer {
     std::unique_lock<std::mutex> lock_;
     Event start_;
   };
-  // `op` must outlive the profile (a literal).
+  // `op` must outlive the profile (a literal). A CUDA error while timing leaves the op's span
+  // out; the op itself is unaffected.
   Scope Time(const char* op, const Stream& stream);
-
-  // Device spans recorded, and ops whose timing failed (a CUDA error while timing: the op itself
-  // is unaffected, its span is left out), since construction.
-  int64_t recorded() const;
-  int64_t failed() const;
 
  private:
   struct Pending {
@@ -78,14 +74,12 @@ class KernelTimer {
   const int device_;
   const std::string track_;  // "cuda:N"
   int flush_hook_ = -1;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::deque<Pending> pending_;
   std::vector<Event> pool_;
   bool anchored_ = false;  // for the profile now recording
   Event anchor_;
   int64_t anchor_ns_ = 0;
-  int64_t recorded_ = 0;
-  int64_t failed_ = 0;
 };
 
 }  // namespace sluice::gpu

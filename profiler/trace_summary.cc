@@ -27,12 +27,19 @@ double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 TraceStats ComputeStats(const std::vector<ThreadTrace>& threads) {
   TraceStats stats;
   std::map<std::tuple<std::string, std::string, std::string>, TraceStats::Op> ops;
+  // The steps' window, for the devices' utilisation.
+  int64_t steps_begin = std::numeric_limits<int64_t>::max(), steps_end = 0;
   for (const ThreadTrace& t : threads) {
     // Host threads' ops add up across threads; a device track's are its own.
     const std::string track = t.tid >= kFirstTrackTid ? t.name : "";
     std::vector<const TraceEvent*> spans;
     for (const TraceEvent& e : t.events) {
-      if (!e.counter) spans.push_back(&e);
+      if (e.counter) continue;
+      spans.push_back(&e);
+      if (std::string_view(e.category) == "step" && std::string_view(e.name) == "step") {
+        steps_begin = std::min(steps_begin, e.start_ns);
+        steps_end = std::max(steps_end, e.start_ns + e.dur_ns);
+      }
     }
     // Parents before their children: earlier start first, longer first at the same start.
     std::sort(spans.begin(), spans.end(), [](const TraceEvent* a, const TraceEvent* b) {
@@ -61,19 +68,9 @@ TraceStats ComputeStats(const std::vector<ThreadTrace>& threads) {
       open.pop_back();
     }
   }
-  // The steps' window, for the devices' utilisation.
-  int64_t steps_begin = std::numeric_limits<int64_t>::max(), steps_end = 0;
-  for (const ThreadTrace& t : threads) {
-    for (const TraceEvent& e : t.events) {
-      if (e.counter || std::string_view(e.category) != "step" || std::string_view(e.name) != "step")
-        continue;
-      steps_begin = std::min(steps_begin, e.start_ns);
-      steps_end = std::max(steps_end, e.start_ns + e.dur_ns);
-    }
-  }
+  const bool has_steps = steps_end > steps_begin;
   for (const ThreadTrace& t : threads) {
     if (t.tid < kFirstTrackTid) continue;
-    const bool has_steps = steps_end > steps_begin;
     std::vector<std::pair<int64_t, int64_t>> spans;  // [start, end), clipped to the window
     int64_t first = std::numeric_limits<int64_t>::max(), last = 0;
     for (const TraceEvent& e : t.events) {

@@ -45,8 +45,7 @@ TraceStats ComputeStats(const std::vector<ThreadTrace>& threads);
 
 // The text summary: the top ops by total time (as the TF profiler's overview page), the step-time
 // breakdown as shares, the slowest pipeline node, each device's utilisation and its top kernels,
-// and a one-line verdict (input-bound or
-// compute-bound, with the input share that says so).
+// and a one-line verdict (input-bound or compute-bound, with the input share that says so).
 std::string Summarize(const std::vector<ThreadTrace>& threads, int64_t dropped);
 
 }  // namespace sluice::profiler
