@@ -19,6 +19,9 @@ absl::StatusOr<std::optional<Element>> BatchingIterator::GetNextInternal() {
   if (ended_) return std::nullopt;
   // A huge batch_size (to batch everything) must not reserve that much.
   rows_.reserve(static_cast<size_t>(std::min<int64_t>(batch_size_, 1024)));
+  // The batch's source: its row count, then each row's.
+  last_source_.assign(1, 0);
+  bool described = SavesSources();
   while (static_cast<int64_t>(rows_.size()) < batch_size_) {
     absl::StatusOr<std::optional<Element>> e = input_->GetNext();
     if (!e.ok()) {
@@ -30,16 +33,41 @@ absl::StatusOr<std::optional<Element>> BatchingIterator::GetNextInternal() {
       break;
     }
     rows_.push_back(std::move(**e));
+    described = described && input_->DescribeLast(&last_source_);
   }
+  if (!described) last_source_.clear();
   const int64_t n = static_cast<int64_t>(rows_.size());
   if (n == 0 || (n < batch_size_ && drop_remainder_)) {
     rows_.clear();
     return std::nullopt;
   }
+  if (!last_source_.empty()) last_source_[0] = n;
   absl::StatusOr<Element> batch = MakeBatch();
   rows_.clear();
   if (!batch.ok()) return batch.status();
   return std::optional<Element>(std::move(*batch));
+}
+
+bool BatchingIterator::DescribeLastInternal(ElementSource* out) {
+  if (last_source_.empty()) return false;
+  out->insert(out->end(), last_source_.begin(), last_source_.end());
+  return true;
+}
+
+absl::StatusOr<Element> BatchingIterator::RecomputeInternal(SourceCursor& source) {
+  SLUICE_ASSIGN_OR_RETURN(int64_t n, source.NextIn(name(), 1, batch_size_ + 1));
+  rows_.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    absl::StatusOr<Element> row = input_->Recompute(source);
+    if (!row.ok()) {
+      rows_.clear();
+      return row.status();
+    }
+    rows_.push_back(*std::move(row));
+  }
+  absl::StatusOr<Element> batch = MakeBatch();
+  rows_.clear();
+  return batch;
 }
 
 absl::Status BatchingIterator::SaveInternal(proto::IteratorStateProto* state) {

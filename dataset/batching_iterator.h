@@ -24,6 +24,8 @@ class BatchingIterator : public IteratorBase {
   absl::StatusOr<std::optional<Element>> GetNextInternal() final;
   absl::Status SaveInternal(proto::IteratorStateProto* state) final;
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) final;
+  bool DescribeLastInternal(ElementSource* out) final;
+  absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) final;
 
   // One batch of `rows_` (at least one row). May move `rows_` away; it is
   // cleared after the call either way.
@@ -36,6 +38,7 @@ class BatchingIterator : public IteratorBase {
   const int64_t batch_size_;
   const bool drop_remainder_;
   bool ended_ = false;
+  ElementSource last_source_;  // of the last batch; empty when its rows had none
 };
 
 }  // namespace sluice

@@ -22,13 +22,17 @@ void UncountBuffered(NodeStats& stats, const BufferedEntry& e) {
   stats.buffered_bytes.fetch_sub(e.bytes, std::memory_order_relaxed);
 }
 
-absl::StatusOr<SavedBuffer> ReadSavedBuffer(const proto::IteratorStateProto& state) {
+absl::StatusOr<SavedBuffer> ReadSavedBuffer(const proto::IteratorStateProto& state,
+                                            IteratorBase* recompute) {
   SavedBuffer saved;
   SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "input_ended"));
   saved.input_ended = ended != 0;
   for (const proto::BufferedResult& r : state.buffer()) {
-    SLUICE_ASSIGN_OR_RETURN(auto result, ResultFromProto(r));
+    ElementSource source;
+    SLUICE_ASSIGN_OR_RETURN(auto result,
+                            IteratorBase::BufferedFromProto(r, recompute, &source));
     saved.results.push_back(std::move(result));
+    saved.sources.push_back(std::move(source));
   }
   const bool ends = !saved.results.empty() && IsEndOfSequence(saved.results.back());
   if (saved.input_ended != ends) {

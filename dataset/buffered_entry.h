@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/element.h"
+#include "dataset/element_source.h"
 #include "dataset/node_stats.h"
 #include "dataset/proto/iterator_state.pb.h"
 
@@ -18,6 +19,7 @@ namespace sluice {
 // an error in its place, or the end marker, with what it adds to the node's stats.
 struct BufferedEntry {
   absl::StatusOr<std::optional<Element>> result;
+  ElementSource source;  // the element's, when its input described it (element_source.h)
   int64_t bytes = 0;
   bool counted = false;  // an element or error, not the end marker
 };
@@ -29,12 +31,17 @@ void UncountBuffered(NodeStats& stats, const BufferedEntry& e);
 
 // What a prefetching node saved: whether its input had ended (the "input_ended" int) and its
 // buffer in order. The buffer ends with the end marker exactly when the input had ended, or the
-// consumer would wait forever (or stop early): DataLoss naming the node otherwise.
+// consumer would wait forever (or stop early): DataLoss naming the node otherwise. Elements saved
+// as sources are recomputed by `recompute` (the node's restored input, or the node itself), and
+// their sources returned beside them (empty for the others).
 struct SavedBuffer {
   bool input_ended = false;
   std::vector<absl::StatusOr<std::optional<Element>>> results;
+  std::vector<ElementSource> sources;  // parallel to results
 };
-absl::StatusOr<SavedBuffer> ReadSavedBuffer(const proto::IteratorStateProto& state);
+class IteratorBase;
+absl::StatusOr<SavedBuffer> ReadSavedBuffer(const proto::IteratorStateProto& state,
+                                            IteratorBase* recompute = nullptr);
 
 }  // namespace sluice
 

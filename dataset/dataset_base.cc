@@ -135,6 +135,49 @@ absl::Status IteratorBase::Restore(const proto::IteratorStateProto& state) {
   return RestoreInternal(state);
 }
 
+absl::StatusOr<Element> IteratorBase::Recompute(SourceCursor& source) {
+  absl::StatusOr<Element> e = RecomputeInternal(source);
+  if (e.ok() || e.status().GetPayload(kOriginPayload).has_value()) return e;
+  absl::Status named(e.status().code(), absl::StrCat(name_, " recomputing a checkpointed element: ",
+                                                     e.status().message()));
+  named.SetPayload(kOriginPayload, absl::Cord(name_));
+  return named;
+}
+
+absl::StatusOr<Element> IteratorBase::RecomputeInternal(SourceCursor& source) {
+  (void)source;
+  // Only a checkpoint this node never wrote holds a source for it.
+  return absl::DataLossError("the checkpoint holds a source for this node, which cannot "
+                             "recompute elements");
+}
+
+void IteratorBase::BufferedToProto(const absl::StatusOr<std::optional<Element>>& result,
+                                   const ElementSource& source,
+                                   proto::BufferedResult* out) const {
+  if (result.ok() && result->has_value() && !source.empty() && SavesSources()) {
+    out->mutable_source()->Add(source.begin(), source.end());
+    return;
+  }
+  ResultToProto(result, out);
+}
+
+absl::StatusOr<absl::StatusOr<std::optional<Element>>> IteratorBase::BufferedFromProto(
+    const proto::BufferedResult& proto, IteratorBase* input, ElementSource* source) {
+  source->clear();
+  if (proto.source_size() == 0) return ResultFromProto(proto);
+  if (input == nullptr) {
+    return absl::DataLossError("checkpoint: a buffered element saved as a source has no input");
+  }
+  source->assign(proto.source().begin(), proto.source().end());
+  SourceCursor cursor(*source);
+  SLUICE_ASSIGN_OR_RETURN(Element e, input->Recompute(cursor));
+  if (!cursor.done()) {
+    return absl::DataLossError(absl::StrCat("checkpoint: the saved source of an element of ",
+                                            input->name(), " has integers left over"));
+  }
+  return absl::StatusOr<std::optional<Element>>(std::move(e));
+}
+
 absl::Status IteratorBase::SaveInput(IteratorBase* input, proto::IteratorStateProto* state) {
   state->add_input_present(input != nullptr);
   proto::IteratorStateProto* in = state->add_inputs();

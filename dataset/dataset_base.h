@@ -13,6 +13,7 @@
 #include "core/element.h"
 #include "core/runtime.h"
 #include "dataset/cancellation.h"
+#include "dataset/element_source.h"
 #include "dataset/node_stats.h"
 #include "dataset/options.h"
 #include "dataset/proto/iterator_state.pb.h"
@@ -112,6 +113,15 @@ class IteratorBase {
   // Called on a fresh iterator, before any GetNext.
   absl::Status Restore(const proto::IteratorStateProto& state);
 
+  // Appends the source of the element the last GetNext returned (dataset/element_source.h): the
+  // integers that recompute it. False when this node, or one below it, cannot recompute its
+  // elements; what it appended is then to be dropped. Call it right after that GetNext.
+  bool DescribeLast(ElementSource* out) { return DescribeLastInternal(out); }
+  // The element `source` describes, exactly as GetNext returned it then. Called only while
+  // restoring, before this iterator's first GetNext (no worker of it runs yet); the position does
+  // not move. Errors name this node; a file changed since is DataLoss naming it.
+  absl::StatusOr<Element> Recompute(SourceCursor& source);
+
   const DatasetBase* dataset() const { return dataset_; }
   const IteratorContext& ctx() const { return ctx_; }
   // The node's name with the context's prefix: "Interleave[1]/Map[1]".
@@ -130,11 +140,32 @@ class IteratorBase {
   // Restores `input` from the state of input `i`; one saved as absent leaves it as it is.
   static absl::Status RestoreInput(IteratorBase* input, const proto::IteratorStateProto& state,
                                    int i = 0);
+  // Reads back a buffered result that BufferedToProto saved; an element saved as a source is
+  // recomputed by `input` (restored but not started), and the source is returned in `source`
+  // (cleared otherwise).
+  static absl::StatusOr<absl::StatusOr<std::optional<Element>>> BufferedFromProto(
+      const proto::BufferedResult& proto, IteratorBase* input, ElementSource* source);
 
  protected:
   virtual absl::StatusOr<std::optional<Element>> GetNextInternal() = 0;
   virtual absl::Status SaveInternal(proto::IteratorStateProto* state) = 0;
   virtual absl::Status RestoreInternal(const proto::IteratorStateProto& state) = 0;
+  // Nodes whose elements a source can recompute override both: the ones that read files or
+  // tensors by position, the ones that compute each element from one input element and an index
+  // (Map), and the ones that pass their input's elements on (Shuffle, Prefetch, Repeat, Batch).
+  virtual bool DescribeLastInternal(ElementSource* out) {
+    (void)out;
+    return false;
+  }
+  virtual absl::StatusOr<Element> RecomputeInternal(SourceCursor& source);
+
+  // Whether this node's buffers save elements as their sources where the input can describe
+  // them (Options::checkpoint_sources, true unless set to false).
+  bool SavesSources() const { return ctx_.options.checkpoint_sources.value_or(true); }
+  // A buffered result for a checkpoint: as `source` when it is an element with a non-empty
+  // source (and SavesSources()), whole otherwise.
+  void BufferedToProto(const absl::StatusOr<std::optional<Element>>& result,
+                       const ElementSource& source, proto::BufferedResult* out) const;
 
   // Prefixes `status` with this node's name and `element_index`
   // ("Map[2] at element 1234: ..."), once: an error already named by a

@@ -58,14 +58,17 @@ class FromTensorSlicesDataset : public DatasetBase {
    protected:
     absl::StatusOr<std::optional<Element>> GetNextInternal() override {
       if (next_ >= d_->rows_) return std::nullopt;
-      Element out;
-      out.reserve(d_->element_.size());
-      for (const Tensor& t : d_->element_) {
-        SLUICE_ASSIGN_OR_RETURN(Tensor row, t.SubTensor(next_));
-        out.push_back(std::move(row));
-      }
+      SLUICE_ASSIGN_OR_RETURN(Element out, Row(next_));
       ++next_;
       return out;
+    }
+    bool DescribeLastInternal(ElementSource* out) override {
+      out->push_back(next_ - 1);
+      return true;
+    }
+    absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) override {
+      SLUICE_ASSIGN_OR_RETURN(int64_t row, source.NextIn(name(), 0, d_->rows_));
+      return Row(row);
     }
     absl::Status SaveInternal(proto::IteratorStateProto* state) override {
       (*state->mutable_ints())["next"] = next_;
@@ -81,6 +84,16 @@ class FromTensorSlicesDataset : public DatasetBase {
     }
 
    private:
+    absl::StatusOr<Element> Row(int64_t i) const {
+      Element out;
+      out.reserve(d_->element_.size());
+      for (const Tensor& t : d_->element_) {
+        SLUICE_ASSIGN_OR_RETURN(Tensor row, t.SubTensor(i));
+        out.push_back(std::move(row));
+      }
+      return out;
+    }
+
     const FromTensorSlicesDataset* d_;
     int64_t next_ = 0;
   };

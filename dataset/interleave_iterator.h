@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,10 @@ struct InnerPipeline {
   std::shared_ptr<const DatasetBase> dataset;  // declared first: outlives `iterator`
   std::unique_ptr<IteratorBase> iterator;      // null once ended, or when making it failed
   std::deque<Result> buffer;
+  // Parallel to `buffer` (parallel mode): each element's source in the inner pipeline, or empty.
+  std::deque<ElementSource> sources;
+  // The input element's source (element_source.h); empty when the input cannot describe it.
+  ElementSource input_source;
   bool opening = false;  // a worker is making its iterator (a future only)
   bool busy = false;     // a worker is opening it or in its GetNext
   bool ended = false;    // its end is in `buffer` (or was taken from it)
@@ -50,6 +55,49 @@ class InterleaveIterator : public IteratorBase {
   }
 
  protected:
+  // The source of an element of `inner` whose source there is `inner_source`: the input
+  // element's index and source, then `inner_source`; empty when either is.
+  void SetLastSource(const InnerPipeline& inner, const ElementSource& inner_source) {
+    last_source_.clear();
+    if (inner.input_source.empty() || inner_source.empty()) return;
+    last_source_.push_back(inner.index);
+    last_source_.insert(last_source_.end(), inner.input_source.begin(), inner.input_source.end());
+    last_source_.insert(last_source_.end(), inner_source.begin(), inner_source.end());
+  }
+  // The input element's source, right after input_->GetNext returned it (empty if none).
+  ElementSource DescribeInput() {
+    ElementSource source;
+    if (SavesSources() && !input_->DescribeLast(&source)) source.clear();
+    return source;
+  }
+
+  bool DescribeLastInternal(ElementSource* out) override {
+    if (last_source_.empty()) return false;
+    out->insert(out->end(), last_source_.begin(), last_source_.end());
+    return true;
+  }
+  // Recomputes the input element, makes its inner pipeline again (as it was made: same index,
+  // same salt) and has it recompute the element.
+  absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) override {
+    SLUICE_ASSIGN_OR_RETURN(int64_t index, source.NextIn(name(), 0, INT64_MAX));
+    SLUICE_ASSIGN_OR_RETURN(Element in, input_->Recompute(source));
+    // Consecutive elements of a buffer mostly come from the few files open at the time.
+    auto it = recompute_inners_.find(index);
+    if (it == recompute_inners_.end()) {
+      if (recompute_inners_.size() >= kRecomputeInnersKept) {
+        recompute_inners_.erase(recompute_inners_.begin());
+      }
+      InnerPipeline inner;
+      absl::Status made =
+          d_->MakeInner(InnerContext(), std::move(in), index, &inner.dataset, &inner.iterator);
+      if (!made.ok()) return Annotate(made, index);
+      it = recompute_inners_.emplace(index, std::move(inner)).first;
+    }
+    return it->second.iterator->Recompute(source);
+  }
+  // The context inner pipelines are made in.
+  virtual const IteratorContext& InnerContext() const { return ctx(); }
+
   void AdvanceToNextInCycle() {
     block_index_ = 0;
     cycle_index_ = (cycle_index_ + 1) % cycle_length_;
@@ -145,8 +193,12 @@ class InterleaveIterator : public IteratorBase {
   int64_t next_index_ = 0;     // index of the next input element
   bool end_of_input_ = false;  // the cycle has seen the end of the input
   bool input_ended_ = false;   // the input returned its end (parallel: maybe earlier)
+  ElementSource last_source_;  // of the element GetNext returned last
 
  private:
+  static constexpr size_t kRecomputeInnersKept = 16;
+  std::map<int64_t, InnerPipeline> recompute_inners_;  // by input element index
+
   absl::Status SaveInner(const InnerPipeline& inner, proto::IteratorStateProto* out) {
     out->set_node(absl::StrCat(dataset()->name(), " slot"));
     auto& ints = *out->mutable_ints();
@@ -158,7 +210,13 @@ class InterleaveIterator : public IteratorBase {
       ElementToProto(inner.input, &element);
       (*out->mutable_blobs())["input_element"] = element.SerializeAsString();
     }
-    for (const Result& r : inner.buffer) ResultToProto(r, out->add_buffer());
+    out->mutable_input_source()->Add(inner.input_source.begin(), inner.input_source.end());
+    // Elements go as their sources while the iterator that recomputes them lives.
+    const bool sources = inner.iterator != nullptr && inner.sources.size() == inner.buffer.size();
+    for (size_t i = 0; i < inner.buffer.size(); ++i) {
+      BufferedToProto(inner.buffer[i], sources ? inner.sources[i] : ElementSource(),
+                      out->add_buffer());
+    }
     return SaveInput(inner.iterator.get(), out);
   }
 
@@ -179,11 +237,19 @@ class InterleaveIterator : public IteratorBase {
     inner->ended = ended != 0;
     inner->failed = failed != 0;
     int64_t ends = 0;
+    bool recompute = false;
     for (const proto::BufferedResult& b : p.buffer()) {
-      SLUICE_ASSIGN_OR_RETURN(Result r, ResultFromProto(b));
+      // An element saved as a source stands as an empty one until its iterator recomputes it.
+      Result r = Element();
+      if (b.source_size() == 0) {
+        SLUICE_ASSIGN_OR_RETURN(r, ResultFromProto(b));
+      }
+      recompute = recompute || b.source_size() > 0;
       ends += IsEndOfSequence(r);
       inner->buffer.push_back(std::move(r));
+      inner->sources.emplace_back(b.source().begin(), b.source().end());
     }
+    inner->input_source.assign(p.input_source().begin(), p.input_source().end());
     SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* it_state, InputState(p, 0));
     // What the loops rely on: an iterator exactly while the pipeline can still be read; its end
     // buffered last, once, exactly when it ended; a failure only in a future, as its one error
@@ -202,7 +268,13 @@ class InterleaveIterator : public IteratorBase {
                        " buffered with ", ends, " end(s), ended ", ended, ", failed ", failed,
                        it_state != nullptr ? ", with" : ", without", " an iterator"));
     }
-    if (it_state == nullptr) return inner;
+    if (it_state == nullptr) {
+      if (recompute) {
+        return absl::DataLossError(absl::StrCat("checkpoint of ", p.node(),
+                                                " holds sources without an iterator"));
+      }
+      return inner;
+    }
     auto blob = p.blobs().find("input_element");
     proto::ElementProto element;
     if (blob == p.blobs().end() || !element.ParseFromString(blob->second)) {
@@ -214,6 +286,12 @@ class InterleaveIterator : public IteratorBase {
         d_->MakeInner(inner_ctx, inner->input, inner->index, &inner->dataset, &inner->iterator);
     if (!made.ok()) return Annotate(made, inner->index);
     SLUICE_RETURN_IF_ERROR(inner->iterator->Restore(*it_state));
+    for (size_t i = 0; i < inner->buffer.size(); ++i) {
+      if (inner->sources[i].empty()) continue;
+      ElementSource source;
+      SLUICE_ASSIGN_OR_RETURN(inner->buffer[i], BufferedFromProto(p.buffer(static_cast<int>(i)),
+                                                                  inner->iterator.get(), &source));
+    }
     return inner;
   }
 };

@@ -125,6 +125,16 @@ class ListFilesDataset : public DatasetBase {
       next_ = next;
       return absl::OkStatus();
     }
+    // The file's place in this iterator's (shuffled) list.
+    bool DescribeLastInternal(ElementSource* out) override {
+      out->push_back(next_ - 1);
+      return true;
+    }
+    absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) override {
+      SLUICE_ASSIGN_OR_RETURN(int64_t i,
+                              source.NextIn(name(), 0, static_cast<int64_t>(files_.size())));
+      return Element{Tensor::Scalar<std::string>(files_[i])};
+    }
 
    private:
     std::vector<std::string> files_;

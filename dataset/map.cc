@@ -47,6 +47,16 @@ class MapDataset : public DatasetBase {
     return std::optional<Element>(std::move(*out));
   }
 
+  // The element that fn made from the input element `source` describes, at the index it gives
+  // (the element's seed follows from it): fn must be a function of its input and seed, as
+  // Options::checkpoint_sources says.
+  absl::StatusOr<Element> Recompute(const IteratorContext& ctx, IteratorBase& input,
+                                    SourceCursor& source) const {
+    SLUICE_ASSIGN_OR_RETURN(int64_t index, source.NextIn(name(), 0, INT64_MAX));
+    SLUICE_ASSIGN_OR_RETURN(Element in, input.Recompute(source));
+    return fn_(std::move(in), ElementContext{index, ElementSeed(ctx, position(), index)});
+  }
+
  private:
   MapFn fn_;
   MapOptions options_;
@@ -74,6 +84,13 @@ class SequentialMapIterator : public IteratorBase {
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
     SLUICE_ASSIGN_OR_RETURN(next_index_, SavedInt(state, "next_index"));
     return RestoreInput(input_.get(), state);
+  }
+  bool DescribeLastInternal(ElementSource* out) override {
+    out->push_back(next_index_ - 1);
+    return input_->DescribeLast(out);
+  }
+  absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) override {
+    return d_->Recompute(ctx(), *input_, source);
   }
 
  private:
@@ -137,6 +154,7 @@ class ParallelMapIterator : public IteratorBase {
         shared_->Uncount(*slot);
         UpdateBuffered();
         l.Release();
+        last_source_ = std::move(slot->source);
         if (!slot->result.ok() && slot->from_fn)
           return Annotate(slot->result.status(), slot->index);
         return std::move(slot->result);
@@ -178,7 +196,7 @@ class ParallelMapIterator : public IteratorBase {
       if (!slot->result.ok() && slot->from_fn) {
         ResultToProto(Annotate(slot->result.status(), slot->index), state->add_buffer());
       } else {
-        ResultToProto(slot->result, state->add_buffer());
+        BufferedToProto(slot->result, slot->source, state->add_buffer());
       }
     }
     return SaveInput(input_.get(), state);
@@ -187,19 +205,31 @@ class ParallelMapIterator : public IteratorBase {
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
     MutexLock l(&shared_->mu);
     SLUICE_ASSIGN_OR_RETURN(next_index_, SavedInt(state, "next_index"));
+    // The input first: results saved as sources are recomputed through it.
+    SLUICE_RETURN_IF_ERROR(RestoreInput(input_.get(), state));
     // Checks that an ended input left its end marker last: without one, GetNext would wait for
     // a call that nothing will start.
-    SLUICE_ASSIGN_OR_RETURN(SavedBuffer saved, ReadSavedBuffer(state));
+    SLUICE_ASSIGN_OR_RETURN(SavedBuffer saved, ReadSavedBuffer(state, this));
     input_ended_ = saved.input_ended;
-    for (auto& result : saved.results) {
+    for (size_t i = 0; i < saved.results.size(); ++i) {
       auto slot = std::make_shared<Slot>();
       slot->done = true;
-      slot->result = std::move(result);
+      slot->result = std::move(saved.results[i]);
+      slot->source = std::move(saved.sources[i]);
       shared_->Count(*slot);
       shared_->results.push_back(std::move(slot));
     }
     UpdateBuffered();
-    return RestoreInput(input_.get(), state);
+    return absl::OkStatus();
+  }
+
+  bool DescribeLastInternal(ElementSource* out) override {
+    if (last_source_.empty()) return false;
+    out->insert(out->end(), last_source_.begin(), last_source_.end());
+    return true;
+  }
+  absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) override {
+    return shared_->dataset->Recompute(ctx(), *input_, source);
   }
 
  private:
@@ -210,6 +240,7 @@ class ParallelMapIterator : public IteratorBase {
     int64_t bytes = 0;  // counted in buffered_bytes once done
     Element input;      // until a worker takes it
     absl::StatusOr<std::optional<Element>> result;
+    ElementSource source;  // the result's: its index, then its input's; empty if none
   };
 
   // What the workers touch; they may outlive the iterator.
@@ -311,6 +342,11 @@ class ParallelMapIterator : public IteratorBase {
     shared_->results.push_back(slot);  // Reserves its place while the lock is released.
     shared_->mu.Unlock();
     auto in = input_->GetNext();
+    ElementSource source;
+    if (in.ok() && in->has_value() && SavesSources()) {
+      source.push_back(next_index_);  // the index it gets below: only the consumer changes it
+      if (!input_->DescribeLast(&source)) source.clear();
+    }
     shared_->mu.Lock();
     if (!in.ok() || !in->has_value()) {
       if (in.ok()) input_ended_ = true;
@@ -322,6 +358,7 @@ class ParallelMapIterator : public IteratorBase {
       return;
     }
     slot->index = next_index_++;
+    slot->source = std::move(source);
     slot->from_fn = true;
     slot->input = std::move(**in);
     if (shared_->cancelled) return;  // GetNext reports it.
@@ -365,6 +402,7 @@ class ParallelMapIterator : public IteratorBase {
   bool input_ended_ = false;  // the consumer's, like next_index_
   int64_t next_index_ = 0;
   int64_t cancel_token_ = -1;
+  ElementSource last_source_;  // of the element GetNext returned last
 };
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> MapDataset::MakeIterator(

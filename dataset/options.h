@@ -43,6 +43,12 @@ struct Options {
   std::optional<bool> autotune;
   // Read only this shard of every ListFiles in the pipeline.
   std::optional<FileShard> file_shard;
+  // Whether checkpoints save buffered elements (Shuffle's, Prefetch's, a parallel Map's or
+  // Interleave's) as their sources, positions and indices that recompute them on restore, where
+  // every op below the buffer can (dataset/element_source.h). Unset means true; false saves the
+  // elements themselves, for Map functions that are not deterministic functions of their input
+  // and seed.
+  std::optional<bool> checkpoint_sources;
 
   // Fields set in `outer` override this one's.
   Options MergedWith(const Options& outer) const {
@@ -54,6 +60,7 @@ struct Options {
     if (outer.ram_budget) o.ram_budget = outer.ram_budget;
     if (outer.autotune) o.autotune = outer.autotune;
     if (outer.file_shard) o.file_shard = outer.file_shard;
+    if (outer.checkpoint_sources) o.checkpoint_sources = outer.checkpoint_sources;
     return o;
   }
 };

@@ -207,9 +207,19 @@ class ParallelInterleaveIterator : public InterleaveIterator {
   Result Pop(InnerPipeline* inner) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
     Result r = std::move(inner->buffer.front());
     inner->buffer.pop_front();
+    SetLastSource(*inner, inner->sources.front());
+    inner->sources.pop_front();
     CountResult(r, -1);
     return r;
   }
+  // Appends to an inner pipeline's buffer, with the result's source there (or none).
+  void Push(InnerPipeline* inner, Result r, ElementSource source = {})
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+    inner->buffer.push_back(std::move(r));
+    inner->sources.push_back(std::move(source));
+    CountResult(inner->buffer.back(), +1);
+  }
+  const IteratorContext& InnerContext() const override { return inner_ctx_; }
 
   // Only ended slots close, so no worker is using the pipeline.
   void CloseSlot(int64_t s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
@@ -289,6 +299,9 @@ class ParallelInterleaveIterator : public InterleaveIterator {
       ScopedTimer t(&stats().busy_ns);
       in = input_->GetNext();
     }
+    // Still the input's only reader (input_busy_).
+    ElementSource input_source;
+    if (in.ok() && in->has_value()) input_source = DescribeInput();
     signal_->mu.Lock();
     input_busy_ = false;
     if (IsEndOfSequence(in)) {
@@ -299,11 +312,11 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     InnerPipeline* future = entry.get();
     if (!in.ok()) {  // Named by the input; takes its place in order.
       future->failed = true;
-      future->buffer.push_back(in.status());
-      CountResult(future->buffer.back(), +1);
+      Push(future, in.status());
       futures_.push_back(std::move(entry));
       return;
     }
+    future->input_source = std::move(input_source);
     future->index = next_index_++;
     future->input = std::move(**in);
     future->busy = future->opening = true;
@@ -324,8 +337,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
       future->iterator = std::move(iterator);
     } else {
       future->failed = true;
-      future->buffer.push_back(made);
-      CountResult(future->buffer.back(), +1);
+      Push(future, made);
     }
   }
 
@@ -338,6 +350,12 @@ class ParallelInterleaveIterator : public InterleaveIterator {
       ScopedTimer t(&stats().busy_ns);
       r = inner->iterator->GetNext();
     }
+    // Only while it recomputes (its input's source known) and is ours (busy).
+    ElementSource source;
+    if (r.ok() && r->has_value() && !inner->input_source.empty() &&
+        !inner->iterator->DescribeLast(&source)) {
+      source.clear();
+    }
     signal_->mu.Lock();
     inner->busy = false;
     std::unique_ptr<IteratorBase> finished;
@@ -347,8 +365,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
       finished = std::move(inner->iterator);
       finished_dataset = std::move(inner->dataset);
     }
-    inner->buffer.push_back(std::move(r));
-    CountResult(inner->buffer.back(), +1);
+    Push(inner, std::move(r), std::move(source));
     if (finished != nullptr) {
       // Destroyed without the lock: its destructor may wait on its threads.
       signal_->mu.Unlock();

@@ -109,6 +109,7 @@ class PrefetchIterator : public IteratorBase {
     // StatusOr<optional<vector>> as a use of uninitialised memory.
     absl::Status status = front.result.status();
     Element element = status.ok() ? std::move(**front.result) : Element();
+    last_source_ = std::move(front.source);
     Uncount(front);
     ready_.pop_front();
     // Sequentially consistent with the producer's producer_waiting_ store
@@ -131,7 +132,7 @@ class PrefetchIterator : public IteratorBase {
     } else {
       (*state->mutable_ints())["input_ended"] = input_ended_;
       for (const auto* q : {&ready_, &shared_}) {
-        for (const Entry& e : *q) ResultToProto(e.result, state->add_buffer());
+        for (const Entry& e : *q) BufferedToProto(e.result, e.source, state->add_buffer());
       }
       // The paused producer does not touch the input: save it unlocked, so
       // that a cancellation callback never waits for the input's Save.
@@ -148,10 +149,23 @@ class PrefetchIterator : public IteratorBase {
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
     MutexLock l(&mu_);
-    SLUICE_ASSIGN_OR_RETURN(SavedBuffer saved, ReadSavedBuffer(state));
+    // The input first: elements saved as sources are recomputed through it.
+    SLUICE_RETURN_IF_ERROR(RestoreInput(input_.get(), state));
+    SLUICE_ASSIGN_OR_RETURN(SavedBuffer saved, ReadSavedBuffer(state, input_.get()));
     input_ended_ = saved.input_ended;
-    for (auto& result : saved.results) Push(std::move(result));
-    return RestoreInput(input_.get(), state);
+    for (size_t i = 0; i < saved.results.size(); ++i) {
+      Push(std::move(saved.results[i]), std::move(saved.sources[i]));
+    }
+    return absl::OkStatus();
+  }
+
+  bool DescribeLastInternal(ElementSource* out) override {
+    if (last_source_.empty()) return false;
+    out->insert(out->end(), last_source_.begin(), last_source_.end());
+    return true;
+  }
+  absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) override {
+    return input_->Recompute(source);  // The producer has not started: the input is free.
   }
 
  private:
@@ -185,9 +199,11 @@ class PrefetchIterator : public IteratorBase {
   }
 
   // Appends to the shared buffer.
-  void Push(absl::StatusOr<std::optional<Element>> result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  void Push(absl::StatusOr<std::optional<Element>> result, ElementSource source)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Entry e;
     e.result = std::move(result);
+    e.source = std::move(source);
     CountBuffered(stats(), e);
     shared_.push_back(std::move(e));
     shared_count_.store(static_cast<int64_t>(shared_.size()));
@@ -225,11 +241,13 @@ class PrefetchIterator : public IteratorBase {
       stats().active_workers.store(0, std::memory_order_relaxed);
       ScopedTimer busy(&stats().busy_ns);
       const bool end = IsEndOfSequence(result);
+      ElementSource source;
+      if (result.ok() && !end && SavesSources() && !input_->DescribeLast(&source)) source.clear();
       mu_.Lock();
       fetching_ = false;
       if (cancelled_) return;  // Nobody will read it.
       if (end) input_ended_ = true;
-      Push(std::move(result));
+      Push(std::move(result), std::move(source));
       if (consumer_waiting_) {
         consumer_waiting_ = false;  // GetNext or Save, never both at once
         mu_.Unlock();
@@ -249,6 +267,7 @@ class PrefetchIterator : public IteratorBase {
   // Only GetNext and Save (the consumer) touch it.
   std::deque<Entry> ready_;
   std::atomic<int64_t> ready_count_{0};  // ready_.size(), read by the producer
+  ElementSource last_source_;            // of the element GetNext returned last
 
   Mutex mu_;
   CondVar consumer_cv_;                            // an entry arrived, or a pull ended (for Save)

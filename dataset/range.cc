@@ -61,6 +61,15 @@ class RangeDataset : public DatasetBase {
       next_ = next;
       return absl::OkStatus();
     }
+    // The element's index k: its value is start + k * step.
+    bool DescribeLastInternal(ElementSource* out) override {
+      out->push_back(produced() - 1);
+      return true;
+    }
+    absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) override {
+      SLUICE_ASSIGN_OR_RETURN(int64_t k, source.NextIn(name(), 0, d_->Cardinality()));
+      return Element{Tensor::Scalar<int64_t>(d_->start_ + k * d_->step_)};
+    }
 
    private:
     const RangeDataset* d_;

@@ -3,6 +3,7 @@
 // so per-element seeds differ between epochs yet are reproducible. Repeating
 // forever stops after a repetition that yields no element, as tf.data does,
 // instead of spinning on an empty input.
+#include <map>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -90,6 +91,33 @@ class RepeatIterator : public IteratorBase {
     return input_->Restore(*in);
   }
 
+  // The repetition, then the element's source within it.
+  bool DescribeLastInternal(ElementSource* out) override {
+    if (input_ == nullptr) return false;
+    out->push_back(repetition_);
+    return input_->DescribeLast(out);
+  }
+  absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) override {
+    const int64_t bound = d_->count() >= 0 ? d_->count() : INT64_MAX;
+    SLUICE_ASSIGN_OR_RETURN(int64_t repetition, source.NextIn(name(), 0, bound));
+    if (repetition == repetition_ && input_ != nullptr) return input_->Recompute(source);
+    // An earlier repetition (a Shuffle after the Repeat holds elements of two epochs): an
+    // iterator of its own, salted as that repetition's was.
+    // A few are kept: a shuffle buffer's elements come from two or three repetitions, in any
+    // order.
+    std::unique_ptr<IteratorBase>& in = recompute_inputs_[repetition];
+    if (in == nullptr) {
+      SLUICE_ASSIGN_OR_RETURN(in, d_->inputs()[0]->MakeIterator(ctx().WithSalt(repetition)));
+    }
+    IteratorBase* const input = in.get();
+    if (recompute_inputs_.size() > kRecomputeInputsKept) {
+      auto oldest = recompute_inputs_.begin();
+      if (oldest->first == repetition) ++oldest;
+      recompute_inputs_.erase(oldest);
+    }
+    return input->Recompute(source);
+  }
+
  private:
   // Ends the current repetition and starts the next one, if any. A failure to
   // make the next input iterator is returned once; the call after it moves on
@@ -116,6 +144,8 @@ class RepeatIterator : public IteratorBase {
   int64_t repetition_ = 0;
   bool element_in_repetition_ = false;
   bool start_next_ = false;
+  static constexpr size_t kRecomputeInputsKept = 4;
+  std::map<int64_t, std::unique_ptr<IteratorBase>> recompute_inputs_;  // by repetition
 };
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> RepeatDataset::MakeIterator(

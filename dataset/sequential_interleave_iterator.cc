@@ -37,6 +37,11 @@ class SequentialInterleaveIterator : public InterleaveIterator {
       if (current != nullptr) {
         SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, current->iterator->GetNext());
         if (e) {
+          ElementSource source;
+          if (current->input_source.empty() || !current->iterator->DescribeLast(&source)) {
+            source.clear();
+          }
+          SetLastSource(*current, source);
           AdvancePosition();
           return e;
         }
@@ -50,6 +55,7 @@ class SequentialInterleaveIterator : public InterleaveIterator {
           continue;
         }
         auto inner = std::make_unique<InnerPipeline>();
+        inner->input_source = DescribeInput();
         inner->index = next_index_++;
         absl::Status made =
             d_->MakeInner(ctx(), *in, inner->index, &inner->dataset, &inner->iterator);

@@ -70,14 +70,21 @@ class ShuffleIterator : public IteratorBase {
       }
       buffered_bytes_ += static_cast<int64_t>(ElementByteSize(*in));
       buffer_.push_back(std::move(*in));
+      ElementSource& source = sources_.emplace_back();
+      if (SavesSources() && !input_->DescribeLast(&source)) source.clear();
       UpdateStats();
     }
     if (buffer_.empty()) return std::nullopt;
     const size_t slot = Uniform(buffer_.size());
     Element out = std::move(buffer_[slot]);
+    last_source_ = std::move(sources_[slot]);
     // The last element fills the hole; the next call appends the refill.
-    if (slot + 1 != buffer_.size()) buffer_[slot] = std::move(buffer_.back());
+    if (slot + 1 != buffer_.size()) {
+      buffer_[slot] = std::move(buffer_.back());
+      sources_[slot] = std::move(sources_.back());
+    }
     buffer_.pop_back();
+    sources_.pop_back();
     buffered_bytes_ -= static_cast<int64_t>(ElementByteSize(out));
     UpdateStats();
     return out;
@@ -88,7 +95,9 @@ class ShuffleIterator : public IteratorBase {
     ints["seed"] = std::bit_cast<int64_t>(seed_);
     ints["counter"] = std::bit_cast<int64_t>(counter_);
     ints["input_ended"] = input_ == nullptr;
-    for (const Element& e : buffer_) ElementToProto(e, state->add_buffer()->mutable_element());
+    for (size_t i = 0; i < buffer_.size(); ++i) {
+      BufferedToProto(buffer_[i], sources_[i], state->add_buffer());
+    }
     return SaveInput(input_.get(), state);
   }
 
@@ -103,20 +112,43 @@ class ShuffleIterator : public IteratorBase {
                                               state.buffer_size(), " buffered elements, more than ",
                                               "the buffer_size ", d_->buffer_size()));
     }
+    SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
+    const bool input_ended = ended != 0 || in == nullptr;
+    // The input first (unless it ended): elements saved as sources are recomputed through it.
+    if (!input_ended) SLUICE_RETURN_IF_ERROR(input_->Restore(*in));
     buffer_.clear();
+    sources_.clear();
     buffered_bytes_ = 0;
     for (const proto::BufferedResult& r : state.buffer()) {
-      SLUICE_ASSIGN_OR_RETURN(Element e, ElementFromProto(r.element()));
-      buffered_bytes_ += static_cast<int64_t>(ElementByteSize(e));
-      buffer_.push_back(std::move(e));
+      ElementSource source;
+      SLUICE_ASSIGN_OR_RETURN(auto result, BufferedFromProto(r, input_.get(), &source));
+      if (!result.ok() || !result->has_value()) {
+        return absl::DataLossError(absl::StrCat("checkpoint of ", d_->name(),
+                                                " holds an error or an end in its buffer"));
+      }
+      buffered_bytes_ += static_cast<int64_t>(ElementByteSize(**result));
+      buffer_.push_back(*std::move(*result));
+      sources_.push_back(std::move(source));
     }
     UpdateStats();
-    SLUICE_ASSIGN_OR_RETURN(const proto::IteratorStateProto* in, InputState(state, 0));
-    if (ended != 0 || in == nullptr) {
-      input_.reset();
-      return absl::OkStatus();
+    if (input_ended) input_.reset();
+    return absl::OkStatus();
+  }
+
+  bool DescribeLastInternal(ElementSource* out) override {
+    if (last_source_.empty()) return false;
+    out->insert(out->end(), last_source_.begin(), last_source_.end());
+    return true;
+  }
+  absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) override {
+    if (input_ == nullptr) {
+      // The input ended: a fresh one recomputes (it reads nothing until asked).
+      if (input_for_recompute_ == nullptr) {
+        SLUICE_ASSIGN_OR_RETURN(input_for_recompute_, d_->inputs()[0]->MakeIterator(ctx()));
+      }
+      return input_for_recompute_->Recompute(source);
     }
-    return input_->Restore(*in);
+    return input_->Recompute(source);
   }
 
  private:
@@ -139,6 +171,9 @@ class ShuffleIterator : public IteratorBase {
   const ShuffleDataset* d_;
   std::unique_ptr<IteratorBase> input_;  // null once the input ended
   std::vector<Element> buffer_;
+  std::vector<ElementSource> sources_;  // parallel to buffer_; empty: saved whole
+  ElementSource last_source_;           // of the element GetNext returned last
+  std::unique_ptr<IteratorBase> input_for_recompute_;  // after the input ended
   int64_t buffered_bytes_ = 0;
   uint64_t seed_;
   uint64_t counter_ = 0;

@@ -133,6 +133,8 @@ class SequentialTFRecordIterator : public IteratorBase {
         skipped_seen_ = reader_->records_skipped();  // Not those passed while restoring.
       }
       std::string record;
+      last_offset_ = reader_->offset();
+      last_record_ = reader_->records_read();
       absl::StatusOr<bool> more = reader_->ReadRecord(&record);
       const int64_t skipped = reader_->records_skipped();
       stats().skipped.fetch_add(skipped - skipped_seen_, std::memory_order_relaxed);
@@ -168,6 +170,38 @@ class SequentialTFRecordIterator : public IteratorBase {
     return absl::OkStatus();  // The file is opened at the next GetNext.
   }
 
+  // The file, and the offset and number of the record read (a seek away in an uncompressed file;
+  // a compressed one would be read from its start for each element, so it describes nothing).
+  bool DescribeLastInternal(ElementSource* out) override {
+    if (reader_ == nullptr || reader_->options().compression != Compression::kNone) return false;
+    out->insert(out->end(),
+                {static_cast<int64_t>(file_), static_cast<int64_t>(last_offset_), last_record_});
+    return true;
+  }
+  absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) override {
+    SLUICE_ASSIGN_OR_RETURN(int64_t file,
+                            source.NextIn(name(), 0, static_cast<int64_t>(d_->files().size())));
+    SLUICE_ASSIGN_OR_RETURN(int64_t offset, source.NextIn(name(), 0, INT64_MAX));
+    SLUICE_ASSIGN_OR_RETURN(int64_t record, source.NextIn(name(), 0, INT64_MAX));
+    // A restore recomputes many records of few files: one reader, seeking.
+    if (recompute_reader_ != nullptr && recompute_file_ == file) {
+      SLUICE_RETURN_IF_ERROR(recompute_reader_->Seek(static_cast<uint64_t>(offset), record));
+    } else {
+      recompute_reader_.reset();
+      SLUICE_ASSIGN_OR_RETURN(recompute_reader_,
+                              d_->OpenAt(static_cast<size_t>(file), offset, record));
+      recompute_file_ = file;
+    }
+    std::string bytes;
+    SLUICE_ASSIGN_OR_RETURN(bool more, recompute_reader_->ReadRecord(&bytes));
+    if (!more) {
+      return absl::DataLossError(absl::StrCat(d_->files()[file], ": no record at offset ", offset,
+                                              " (record ", record, "), where the checkpoint has "
+                                              "one (has the file changed?)"));
+    }
+    return Element{Tensor::Scalar<std::string>(std::move(bytes))};
+  }
+
  private:
   const TFRecordDataset* d_;
   size_t file_ = 0;
@@ -176,6 +210,11 @@ class SequentialTFRecordIterator : public IteratorBase {
   uint64_t start_offset_ = 0;
   int64_t start_record_ = 0;
   int64_t skipped_seen_ = 0;
+  // Where the last record read began.
+  uint64_t last_offset_ = 0;
+  int64_t last_record_ = 0;
+  std::unique_ptr<TFRecordReader> recompute_reader_;  // Recompute's, of file recompute_file_
+  int64_t recompute_file_ = -1;
 };
 
 // Reads `cycle` files at once on reader threads, interleaving their records.

@@ -461,6 +461,8 @@ struct BenchArgs {
   bool json = false;
   bool autotune_report = false;  // --autotune
   std::string profile;           // --profile DIR
+  int64_t checkpoint_after = -1;  // --checkpoint-after N; -1: not given
+  int64_t compare = 64;          // --compare K
 };
 
 void AddBenchOptions(CommandLine& command_line) {
@@ -496,6 +498,18 @@ void AddBenchOptions(CommandLine& command_line) {
   command_line.AddOption("seconds", "S", "10", "run this long (over a repeated dataset)");
   command_line.AddOption("epochs", "E", "", "run E epochs instead of --seconds");
   command_line.AddFlag("decode-only", "the ceiling: full JPEG decode only, no crop/resize/batch");
+  command_line.AddOption("shuffle", "N", "",
+                         "Shuffle(N) right after the decode (of whole images with --decode-only, "
+                         "of the crops otherwise); N decoded images stay in memory");
+  command_line.AddOption("checkpoint-after", "N", "",
+                         "instead of measuring throughput: read N elements, save the iterator's "
+                         "checkpoint, restore it into a fresh iterator, and report the "
+                         "checkpoint's size, the save and restore times, and whether the next "
+                         "--compare elements of both are identical");
+  command_line.AddOption("compare", "K", "64", "--checkpoint-after: elements compared");
+  command_line.AddFlag("checkpoint-elements",
+                       "--checkpoint-after: save buffered elements whole "
+                       "(Options::checkpoint_sources = false), to compare");
   command_line.AddOption("seed", "S", "0", "pipeline seed");
   command_line.AddOption("device", "DEV", "cpu",
                          "cpu, or cuda / cuda:N: end the pipeline with PrefetchToDevice, so that "
@@ -584,11 +598,112 @@ absl::StatusOr<BenchArgs> ParseBenchArgs(const CommandLine& command_line) {
   if (!config.snapshot.empty() && (config.cache || config.decode_only)) {
     return absl::InvalidArgumentError("--snapshot goes with neither --cache nor --decode-only");
   }
+  if (command_line.WasGiven("shuffle")) {
+    if (skewed || !config.snapshot.empty()) {
+      return absl::InvalidArgumentError("--shuffle applies to --pipeline images without --snapshot");
+    }
+    SLUICE_ASSIGN_OR_RETURN(config.shuffle, command_line.IntValue("shuffle", 1));
+  }
+  if (command_line.WasGiven("checkpoint-after")) {
+    if (skewed || grid || command_line.WasGiven("profile") || config.epochs > 0) {
+      return absl::InvalidArgumentError(
+          "--checkpoint-after applies to --pipeline images, without --grid, --profile or "
+          "--epochs");
+    }
+    SLUICE_ASSIGN_OR_RETURN(args.checkpoint_after, command_line.IntValue("checkpoint-after", 0));
+    SLUICE_ASSIGN_OR_RETURN(args.compare, command_line.IntValue("compare", 1));
+    config.checkpoint_sources = !command_line.Flag("checkpoint-elements");
+  } else if (command_line.WasGiven("compare") || command_line.Flag("checkpoint-elements")) {
+    return absl::InvalidArgumentError(
+        "--compare and --checkpoint-elements apply to --checkpoint-after");
+  }
   SLUICE_ASSIGN_OR_RETURN(config.device, ParseDevice(command_line.Value("device")));
   args.json = command_line.Flag("json");
   args.profile = command_line.Value("profile");
   args.autotune_report = command_line.Flag("autotune");
   return args;
+}
+
+// --checkpoint-after: what a checkpoint of the pipeline costs mid-stream, and whether a fresh
+// iterator restored from it goes on exactly as the original does.
+int RunCheckpoint(const Dataset& dataset, const BenchArgs& args, bool terminal) {
+  using Clock = std::chrono::steady_clock;
+  auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  auto fail = [](const std::string& what, const absl::Status& status) {
+    std::fprintf(stderr, "sluice bench: %s: %s\n", what.c_str(),
+                 std::string(status.message()).c_str());
+    return kExitFailure;
+  };
+  std::unique_ptr<Iterator> it = dataset.MakeIterator();
+  const Clock::time_point start = Clock::now();
+  double next_display = 0.5;
+  for (int64_t i = 0; i < args.checkpoint_after; ++i) {
+    absl::StatusOr<std::optional<Element>> e = it->GetNext();
+    if (!e.ok()) return fail("reading", e.status());
+    if (!e->has_value()) return fail("reading", absl::OutOfRangeError("the pipeline ended"));
+    if (terminal && seconds_since(start) >= next_display) {
+      std::fprintf(stderr, "\r%6.1f s  %10lld / %lld elements", seconds_since(start),
+                   static_cast<long long>(i + 1), static_cast<long long>(args.checkpoint_after));
+      next_display += 0.5;
+    }
+  }
+  if (terminal) std::fprintf(stderr, "\r%60s\r", "");
+  const double read_s = seconds_since(start);
+
+  Clock::time_point t = Clock::now();
+  absl::StatusOr<std::string> saved = it->Save();
+  const double save_s = seconds_since(t);
+  if (!saved.ok()) return fail("Save", saved.status());
+  std::unique_ptr<Iterator> fresh = dataset.MakeIterator();
+  t = Clock::now();
+  absl::Status restored = fresh->Restore(*saved);
+  const double restore_s = seconds_since(t);
+  if (!restored.ok()) return fail("Restore", restored);
+
+  int64_t compared = 0;
+  bool identical = true;
+  for (; compared < args.compare && identical; ++compared) {
+    absl::StatusOr<std::optional<Element>> a = it->GetNext();
+    absl::StatusOr<std::optional<Element>> b = fresh->GetNext();
+    if (!a.ok()) return fail("reading on", a.status());
+    if (!b.ok()) return fail("reading on after the restore", b.status());
+    identical = a->has_value() == b->has_value() && (!a->has_value() || ElementsEqual(**a, **b));
+  }
+  if (args.json) {
+    JsonWriter json;
+    json.BeginObject();
+    json.Key("pipeline");
+    json.String(dataset.DebugString());
+    json.Key("elements_before");
+    json.Int(args.checkpoint_after);
+    json.Key("read_seconds");
+    json.Double(read_s);
+    json.Key("checkpoint_bytes");
+    json.Int(static_cast<int64_t>(saved->size()));
+    json.Key("save_seconds");
+    json.Double(save_s);
+    json.Key("restore_seconds");
+    json.Double(restore_s);
+    json.Key("compared");
+    json.Int(compared);
+    json.Key("identical");
+    json.RawValue(identical ? "true" : "false");
+    json.EndObject();
+    std::printf("%s\n", json.str().c_str());
+  } else {
+    std::printf("pipeline: %s\n", dataset.DebugString().c_str());
+    std::printf("checkpoint after %lld elements (read in %.1f s): %lld bytes (%.2f MB)\n",
+                static_cast<long long>(args.checkpoint_after), read_s,
+                static_cast<long long>(saved->size()), saved->size() / 1e6);
+    std::printf("save %.1f ms, restore %.1f ms\n", save_s * 1e3, restore_s * 1e3);
+    std::printf("next %lld elements of the restored iterator: %s\n",
+                static_cast<long long>(compared),
+                identical ? "identical to the original's" : "DIFFERENT from the original's");
+  }
+  std::fflush(stdout);
+  return identical ? kExitOk : kExitFailure;
 }
 
 // Builds the pipeline and runs it once (or the grid), printing the results.
@@ -616,6 +731,9 @@ int RunBenchWith(const BenchArgs& args) {
   // Unbatched, an element is one image (whose first dimension is its height).
   if (config.decode_only) options.count_examples = [](const Element&) { return int64_t{1}; };
   const bool terminal = isatty(2) == 1;
+  if (args.checkpoint_after >= 0) {
+    return RunCheckpoint(*dataset, args, terminal);
+  }
   if (args.grid) return RunGrid(*dataset, options, args.grid_seconds, args.json, terminal);
 
   // A fixed parallelism is built into the pipeline and AUTOTUNE is off;

@@ -140,6 +140,7 @@ absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,
                                       std::shared_ptr<std::atomic<int64_t>> record_bytes) {
   Options options;
   options.seed = config.seed;
+  options.checkpoint_sources = config.checkpoint_sources;
   std::optional<Dataset> source;
   if (!config.images_dir.empty()) {
     SLUICE_ASSIGN_OR_RETURN(const train::data::ImageDirectoryIndex index,
@@ -179,6 +180,7 @@ absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,
   }
   Dataset dataset = *std::move(source);
   if (!config.snapshot.empty()) {
+    if (config.shuffle > 0) return absl::InvalidArgumentError("--shuffle goes without --snapshot");
     if (config.cache || config.decode_only) {
       return absl::InvalidArgumentError("--snapshot goes with neither --cache nor --decode-only");
     }
@@ -199,6 +201,7 @@ absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,
           return Element{std::move(image), std::move(element[1])};
         },
         {.num_parallel_calls = config.parallelism});
+    if (config.shuffle > 0) dataset = dataset.Shuffle(config.shuffle);
     // Decoded images differ in size and cannot be batched: elements are images.
     return dataset.Prefetch().WithOptions(options);
   }
@@ -220,6 +223,7 @@ absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,
         return Element{std::move(image), std::move(element[1])};
       },
       {.num_parallel_calls = config.parallelism});
+  if (config.shuffle > 0) dataset = dataset.Shuffle(config.shuffle);
   return dataset.Batch(config.batch).Prefetch().WithOptions(options);
 }
 

@@ -27,6 +27,11 @@ struct BenchConfig {
   // so that later epochs (and runs) read decoded images instead of decoding again.
   std::string snapshot;
   bool decode_only = false;
+  // > 0: Shuffle(shuffle) right after the decode (whole decoded images with decode_only, the
+  // cropped float images otherwise): the buffer that iterator checkpoints must not save whole.
+  int64_t shuffle = 0;
+  // Options::checkpoint_sources: false saves buffered elements whole in checkpoints.
+  bool checkpoint_sources = true;
   double seconds = 10;
   int64_t epochs = 0;  // 0: run for `seconds` over a repeated dataset.
   uint64_t seed = 0;
@@ -35,7 +40,7 @@ struct BenchConfig {
 };
 
 // ListFiles -> Interleave(TFRecord) -> Map(parse) [-> Cache] -> Repeat -> Map(decode + random
-// resized crop + flip + normalize) -> Batch -> Prefetch; with `decode_only`, a whole-image decode
+// resized crop + flip + normalize) [-> Shuffle] -> Batch -> Prefetch; with `decode_only`, a whole-image decode
 // and no batching. With `snapshot`: ... -> Map(parse) -> Map(decode) -> Snapshot -> Repeat ->
 // Map(random resized crop + flip + normalize) -> Batch -> Prefetch. With `images_dir`,
 // FromTensorSlices(files, labels) -> Map(ReadFile) replaces the first three stages. `record_bytes`
