@@ -29,8 +29,7 @@ absl::StatusOr<SavedBuffer> ReadSavedBuffer(const proto::IteratorStateProto& sta
   saved.input_ended = ended != 0;
   for (const proto::BufferedResult& r : state.buffer()) {
     ElementSource source;
-    SLUICE_ASSIGN_OR_RETURN(auto result,
-                            IteratorBase::BufferedFromProto(r, recompute, &source));
+    SLUICE_ASSIGN_OR_RETURN(auto result, IteratorBase::BufferedFromProto(r, recompute, &source));
     saved.results.push_back(std::move(result));
     saved.sources.push_back(std::move(source));
   }

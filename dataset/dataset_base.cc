@@ -138,8 +138,9 @@ absl::Status IteratorBase::Restore(const proto::IteratorStateProto& state) {
 absl::StatusOr<Element> IteratorBase::Recompute(SourceCursor& source) {
   absl::StatusOr<Element> e = RecomputeInternal(source);
   if (e.ok() || e.status().GetPayload(kOriginPayload).has_value()) return e;
-  absl::Status named(e.status().code(), absl::StrCat(name_, " recomputing a checkpointed element: ",
-                                                     e.status().message()));
+  absl::Status named(
+      e.status().code(),
+      absl::StrCat(name_, " recomputing a checkpointed element: ", e.status().message()));
   named.SetPayload(kOriginPayload, absl::Cord(name_));
   return named;
 }
@@ -147,13 +148,13 @@ absl::StatusOr<Element> IteratorBase::Recompute(SourceCursor& source) {
 absl::StatusOr<Element> IteratorBase::RecomputeInternal(SourceCursor& source) {
   (void)source;
   // Only a checkpoint this node never wrote holds a source for it.
-  return absl::DataLossError("the checkpoint holds a source for this node, which cannot "
-                             "recompute elements");
+  return absl::DataLossError(
+      "the checkpoint holds a source for this node, which cannot "
+      "recompute elements");
 }
 
 void IteratorBase::BufferedToProto(const absl::StatusOr<std::optional<Element>>& result,
-                                   const ElementSource& source,
-                                   proto::BufferedResult* out) const {
+                                   const ElementSource& source, proto::BufferedResult* out) const {
   if (result.ok() && result->has_value() && !source.empty() && SavesSources()) {
     out->mutable_source()->Add(source.begin(), source.end());
     return;

@@ -270,8 +270,8 @@ class InterleaveIterator : public IteratorBase {
     }
     if (it_state == nullptr) {
       if (recompute) {
-        return absl::DataLossError(absl::StrCat("checkpoint of ", p.node(),
-                                                " holds sources without an iterator"));
+        return absl::DataLossError(
+            absl::StrCat("checkpoint of ", p.node(), " holds sources without an iterator"));
       }
       return inner;
     }

@@ -129,7 +129,17 @@ absl::StatusOr<std::string> Iterator::Save() {
   ckpt.set_pipeline(dataset_->DebugString());
   ckpt.set_seed(ctx_.seed);
   SLUICE_RETURN_IF_ERROR(root_->Save(ckpt.mutable_root()));
-  return ckpt.SerializeAsString();
+  // Protobuf serializes at most 2 GiB; past that SerializeAsString returns an empty string,
+  // which would restore as nothing. Buffers saved whole (elements without sources) get there.
+  const size_t bytes = ckpt.ByteSizeLong();
+  std::string out;
+  if (bytes > static_cast<size_t>(INT32_MAX) || !ckpt.SerializeToString(&out)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the iterator checkpoint would be ", bytes,
+        " bytes, over protobuf's 2 GiB: buffers of elements that no source describes are "
+        "saved whole (see Options::checkpoint_sources); make them smaller"));
+  }
+  return out;
 }
 
 absl::Status Iterator::Restore(const std::string& checkpoint) {

@@ -3,8 +3,8 @@
 // so per-element seeds differ between epochs yet are reproducible. Repeating
 // forever stops after a repetition that yields no element, as tf.data does,
 // instead of spinning on an empty input.
-#include <map>
 #include <limits>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"

@@ -123,8 +123,8 @@ class ShuffleIterator : public IteratorBase {
       ElementSource source;
       SLUICE_ASSIGN_OR_RETURN(auto result, BufferedFromProto(r, input_.get(), &source));
       if (!result.ok() || !result->has_value()) {
-        return absl::DataLossError(absl::StrCat("checkpoint of ", d_->name(),
-                                                " holds an error or an end in its buffer"));
+        return absl::DataLossError(
+            absl::StrCat("checkpoint of ", d_->name(), " holds an error or an end in its buffer"));
       }
       buffered_bytes_ += static_cast<int64_t>(ElementByteSize(**result));
       buffer_.push_back(*std::move(*result));
@@ -171,8 +171,8 @@ class ShuffleIterator : public IteratorBase {
   const ShuffleDataset* d_;
   std::unique_ptr<IteratorBase> input_;  // null once the input ended
   std::vector<Element> buffer_;
-  std::vector<ElementSource> sources_;  // parallel to buffer_; empty: saved whole
-  ElementSource last_source_;           // of the element GetNext returned last
+  std::vector<ElementSource> sources_;                 // parallel to buffer_; empty: saved whole
+  ElementSource last_source_;                          // of the element GetNext returned last
   std::unique_ptr<IteratorBase> input_for_recompute_;  // after the input ended
   int64_t buffered_bytes_ = 0;
   uint64_t seed_;

@@ -196,7 +196,8 @@ class SequentialTFRecordIterator : public IteratorBase {
     SLUICE_ASSIGN_OR_RETURN(bool more, recompute_reader_->ReadRecord(&bytes));
     if (!more) {
       return absl::DataLossError(absl::StrCat(d_->files()[file], ": no record at offset ", offset,
-                                              " (record ", record, "), where the checkpoint has "
+                                              " (record ", record,
+                                              "), where the checkpoint has "
                                               "one (has the file changed?)"));
     }
     return Element{Tensor::Scalar<std::string>(std::move(bytes))};

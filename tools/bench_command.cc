@@ -459,10 +459,10 @@ struct BenchArgs {
   bool grid = false;
   double grid_seconds = 0;
   bool json = false;
-  bool autotune_report = false;  // --autotune
-  std::string profile;           // --profile DIR
+  bool autotune_report = false;   // --autotune
+  std::string profile;            // --profile DIR
   int64_t checkpoint_after = -1;  // --checkpoint-after N; -1: not given
-  int64_t compare = 64;          // --compare K
+  int64_t compare = 64;           // --compare K
 };
 
 void AddBenchOptions(CommandLine& command_line) {
@@ -600,7 +600,8 @@ absl::StatusOr<BenchArgs> ParseBenchArgs(const CommandLine& command_line) {
   }
   if (command_line.WasGiven("shuffle")) {
     if (skewed || !config.snapshot.empty()) {
-      return absl::InvalidArgumentError("--shuffle applies to --pipeline images without --snapshot");
+      return absl::InvalidArgumentError(
+          "--shuffle applies to --pipeline images without --snapshot");
     }
     SLUICE_ASSIGN_OR_RETURN(config.shuffle, command_line.IntValue("shuffle", 1));
   }

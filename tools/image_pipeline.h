@@ -40,9 +40,9 @@ struct BenchConfig {
 };
 
 // ListFiles -> Interleave(TFRecord) -> Map(parse) [-> Cache] -> Repeat -> Map(decode + random
-// resized crop + flip + normalize) [-> Shuffle] -> Batch -> Prefetch; with `decode_only`, a whole-image decode
-// and no batching. With `snapshot`: ... -> Map(parse) -> Map(decode) -> Snapshot -> Repeat ->
-// Map(random resized crop + flip + normalize) -> Batch -> Prefetch. With `images_dir`,
+// resized crop + flip + normalize) [-> Shuffle] -> Batch -> Prefetch; with `decode_only`, a
+// whole-image decode and no batching. With `snapshot`: ... -> Map(parse) -> Map(decode) -> Snapshot
+// -> Repeat -> Map(random resized crop + flip + normalize) -> Batch -> Prefetch. With `images_dir`,
 // FromTensorSlices(files, labels) -> Map(ReadFile) replaces the first three stages. `record_bytes`
 // counts the serialized records that reach the decode stage.
 absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,

@@ -123,8 +123,7 @@ TEST(ElementSourceTest, AnInputThatCannotRecomputeIsSavedWhole) {
                          if (*next == 50) return std::nullopt;
                          return Element{Tensor::Scalar<int64_t>((*next)++)};
                        });
-                     })
-                         .Shuffle(10, {.seed = 3});
+                     }).Shuffle(10, {.seed = 3});
   ExpectCheckpointsResumeExactly(ds, {0, 5, 45});
   const Counts counts = CountCheckpoint(SaveAfter(ds, 5));
   EXPECT_EQ(counts.sources, 0);

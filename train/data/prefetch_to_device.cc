@@ -133,6 +133,7 @@ class PrefetchToDeviceIterator : public IteratorBase {
       e = std::move(buffer_.front());
       buffer_.pop_front();
       Uncount(e);
+      last_source_ = std::move(e.source);
       producer_cv_.Signal();
     }
     // The device's kernels start after the copies; the host goes on at once.
@@ -152,6 +153,11 @@ class PrefetchToDeviceIterator : public IteratorBase {
     if (cancelled_) return absl::CancelledError("iterator destroyed");
     (*state->mutable_ints())["input_ended"] = input_ended_;
     for (const Entry& e : buffer_) {
+      // An element with a source is saved as it: no copy back from the device.
+      if (e.result.ok() && e.result->has_value() && !e.source.empty() && SavesSources()) {
+        BufferedToProto(e.result, e.source, state->add_buffer());
+        continue;
+      }
       SLUICE_ASSIGN_OR_RETURN(Result host, OnHost(e));
       ResultToProto(host, state->add_buffer());
     }
@@ -165,9 +171,12 @@ class PrefetchToDeviceIterator : public IteratorBase {
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
     MutexLock l(&mu_);
-    SLUICE_ASSIGN_OR_RETURN(SavedBuffer saved, ReadSavedBuffer(state));
+    // The input first: elements saved as sources are recomputed through it.
+    SLUICE_RETURN_IF_ERROR(RestoreInput(input_.get(), state));
+    SLUICE_ASSIGN_OR_RETURN(SavedBuffer saved, ReadSavedBuffer(state, input_.get()));
     input_ended_ = saved.input_ended;
-    for (Result& result : saved.results) {
+    for (size_t i = 0; i < saved.results.size(); ++i) {
+      Result& result = saved.results[i];
       if (result.ok() && result->has_value()) {
         // Synchronous copies: a restore happens once, before the first step.
         SLUICE_ASSIGN_OR_RETURN(**result,
@@ -175,9 +184,21 @@ class PrefetchToDeviceIterator : public IteratorBase {
       }
       Entry e;
       e.result = std::move(result);
+      e.source = std::move(saved.sources[i]);
       Push(std::move(e));
     }
-    return RestoreInput(input_.get(), state);
+    return absl::OkStatus();
+  }
+
+  bool DescribeLastInternal(ElementSource* out) override {
+    if (last_source_.empty()) return false;
+    out->insert(out->end(), last_source_.begin(), last_source_.end());
+    return true;
+  }
+  absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) override {
+    // The producer has not started: the input is free. On the device, as GetNext returns it.
+    SLUICE_ASSIGN_OR_RETURN(Element host, input_->Recompute(source));
+    return backend::ElementToDevice(std::move(host), backend_->device());
   }
 
  private:
@@ -251,11 +272,16 @@ class PrefetchToDeviceIterator : public IteratorBase {
       stats().active_workers.store(1, std::memory_order_relaxed);
       Result result = input_->GetNext();
       stats().active_workers.store(0, std::memory_order_relaxed);
+      ElementSource source;
+      if (result.ok() && result->has_value() && SavesSources() && !input_->DescribeLast(&source)) {
+        source.clear();
+      }
       Entry e;
       {
         ScopedTimer busy(&stats().busy_ns);
         e = Stage(std::move(result));
       }
+      e.source = std::move(source);
       mu_.Lock();
       fetching_ = false;
       consumer_cv_.SignalAll();  // GetNext, or a Save waiting for this pull
@@ -275,7 +301,8 @@ class PrefetchToDeviceIterator : public IteratorBase {
   const int64_t buffer_size_;
   int64_t cancel_token_ = -1;
   std::thread producer_;
-  StagingPool staging_;  // the producer's
+  StagingPool staging_;        // the producer's
+  ElementSource last_source_;  // of the element GetNext returned last (the consumer's)
 
   Mutex mu_;
   CondVar consumer_cv_;                            // an entry arrived, or a pull ended (for Save)

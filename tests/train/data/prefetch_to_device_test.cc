@@ -38,6 +38,9 @@ class PrefetchToDeviceTest : public ::testing::Test {
  protected:
   void SetUp() override { train::testing::RegisterGuardedBackend(); }
 
+  // Reads 7 elements, saves, restores into a fresh iterator; both go on with elements 7..19.
+  void ExpectResumesExactly(const Dataset& ds);
+
   // Checks that `e` is element i of Source, its numeric tensors on `device`.
   void ExpectElement(const Element& e, int64_t i, const Device& device) {
     ASSERT_EQ(e.size(), 3u);
@@ -75,13 +78,22 @@ TEST_F(PrefetchToDeviceTest, GuardedPrefetchToDeviceKeepsOrderAndValues) {
 }
 
 TEST_F(PrefetchToDeviceTest, GuardedPrefetchToDeviceSaveRestoreResumesExactly) {
-  Dataset ds = PrefetchToDevice(Source(20).Prefetch(2), Device::Guarded(), 4);
+  // Buffered elements saved as their sources (recomputed and copied to the device again on
+  // restore), and saved whole as host copies.
+  for (std::optional<bool> sources : {std::optional<bool>(), std::optional<bool>(false)}) {
+    SCOPED_TRACE(sources ? "elements saved whole" : "elements saved as sources");
+    ExpectResumesExactly(PrefetchToDevice(
+        Source(20).Prefetch(2).WithOptions({.checkpoint_sources = sources}), Device::Guarded(), 4));
+  }
+}
+
+void PrefetchToDeviceTest::ExpectResumesExactly(const Dataset& ds) {
   std::unique_ptr<Iterator> it = ds.MakeIterator();
   for (int64_t i = 0; i < 7; ++i) {
     absl::StatusOr<std::optional<Element>> e = it->GetNext();
     ASSERT_TRUE(e.ok() && e->has_value());
   }
-  // Up to four elements are buffered on the device now: the checkpoint holds host copies.
+  // Up to four elements are buffered on the device now.
   absl::StatusOr<std::string> saved = it->Save();
   ASSERT_TRUE(saved.ok()) << saved.status();
   std::unique_ptr<Iterator> resumed = ds.MakeIterator();
