@@ -49,9 +49,7 @@ absl::StatusOr<std::optional<Element>> BatchingIterator::GetNextInternal() {
 }
 
 bool BatchingIterator::DescribeLastInternal(ElementSource* out) {
-  if (last_source_.empty()) return false;
-  out->insert(out->end(), last_source_.begin(), last_source_.end());
-  return true;
+  return AppendSource(last_source_, out);
 }
 
 absl::StatusOr<Element> BatchingIterator::RecomputeInternal(SourceCursor& source) {

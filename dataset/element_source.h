@@ -18,6 +18,14 @@ namespace sluice {
 // recomputes it; see IteratorBase::DescribeLast and Recompute.
 using ElementSource = std::vector<int64_t>;
 
+// Appends `source` to `out` and returns true; false, appending nothing, when it is empty (an
+// element without a source). What buffering nodes answer DescribeLast with.
+inline bool AppendSource(const ElementSource& source, ElementSource* out) {
+  if (source.empty()) return false;
+  out->insert(out->end(), source.begin(), source.end());
+  return true;
+}
+
 // Reads a saved source front to back, each node taking its own integers. A checkpoint is
 // untrusted: running past the end is DataLoss, never a read out of bounds.
 class SourceCursor {

@@ -71,11 +71,7 @@ class InterleaveIterator : public IteratorBase {
     return source;
   }
 
-  bool DescribeLastInternal(ElementSource* out) override {
-    if (last_source_.empty()) return false;
-    out->insert(out->end(), last_source_.begin(), last_source_.end());
-    return true;
-  }
+  bool DescribeLastInternal(ElementSource* out) override { return AppendSource(last_source_, out); }
   // Recomputes the input element, makes its inner pipeline again (as it was made: same index,
   // same salt) and has it recompute the element.
   absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) override {

@@ -223,11 +223,7 @@ class ParallelMapIterator : public IteratorBase {
     return absl::OkStatus();
   }
 
-  bool DescribeLastInternal(ElementSource* out) override {
-    if (last_source_.empty()) return false;
-    out->insert(out->end(), last_source_.begin(), last_source_.end());
-    return true;
-  }
+  bool DescribeLastInternal(ElementSource* out) override { return AppendSource(last_source_, out); }
   absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) override {
     return shared_->dataset->Recompute(ctx(), *input_, source);
   }

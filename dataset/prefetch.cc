@@ -159,11 +159,7 @@ class PrefetchIterator : public IteratorBase {
     return absl::OkStatus();
   }
 
-  bool DescribeLastInternal(ElementSource* out) override {
-    if (last_source_.empty()) return false;
-    out->insert(out->end(), last_source_.begin(), last_source_.end());
-    return true;
-  }
+  bool DescribeLastInternal(ElementSource* out) override { return AppendSource(last_source_, out); }
   absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) override {
     return input_->Recompute(source);  // The producer has not started: the input is free.
   }

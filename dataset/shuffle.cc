@@ -135,11 +135,7 @@ class ShuffleIterator : public IteratorBase {
     return absl::OkStatus();
   }
 
-  bool DescribeLastInternal(ElementSource* out) override {
-    if (last_source_.empty()) return false;
-    out->insert(out->end(), last_source_.begin(), last_source_.end());
-    return true;
-  }
+  bool DescribeLastInternal(ElementSource* out) override { return AppendSource(last_source_, out); }
   absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) override {
     if (input_ == nullptr) {
       // The input ended: a fresh one recomputes (it reads nothing until asked).

@@ -190,11 +190,7 @@ class PrefetchToDeviceIterator : public IteratorBase {
     return absl::OkStatus();
   }
 
-  bool DescribeLastInternal(ElementSource* out) override {
-    if (last_source_.empty()) return false;
-    out->insert(out->end(), last_source_.begin(), last_source_.end());
-    return true;
-  }
+  bool DescribeLastInternal(ElementSource* out) override { return AppendSource(last_source_, out); }
   absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) override {
     // The producer has not started: the input is free. On the device, as GetNext returns it.
     SLUICE_ASSIGN_OR_RETURN(Element host, input_->Recompute(source));
