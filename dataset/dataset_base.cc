@@ -155,7 +155,7 @@ absl::StatusOr<Element> IteratorBase::RecomputeInternal(SourceCursor& source) {
 
 void IteratorBase::BufferedToProto(const absl::StatusOr<std::optional<Element>>& result,
                                    const ElementSource& source, proto::BufferedResult* out) const {
-  if (result.ok() && result->has_value() && !source.empty() && SavesSources()) {
+  if (SavesAsSource(result, source)) {
     out->mutable_source()->Add(source.begin(), source.end());
     return;
   }

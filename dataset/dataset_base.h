@@ -162,6 +162,18 @@ class IteratorBase {
   // Whether this node's buffers save elements as their sources where the input can describe
   // them (Options::checkpoint_sources, true unless set to false).
   bool SavesSources() const { return ctx_.options.checkpoint_sources.value_or(true); }
+  // The source of the element `input`'s GetNext just returned; empty when it has none or
+  // SavesSources() is false. What a buffering node keeps beside each element it buffers.
+  ElementSource SourceOfLast(IteratorBase& input) const {
+    ElementSource source;
+    if (SavesSources() && !input.DescribeLast(&source)) source.clear();
+    return source;
+  }
+  // Whether BufferedToProto saves `result` as `source` (not whole).
+  bool SavesAsSource(const absl::StatusOr<std::optional<Element>>& result,
+                     const ElementSource& source) const {
+    return result.ok() && result->has_value() && !source.empty() && SavesSources();
+  }
   // A buffered result for a checkpoint: as `source` when it is an element with a non-empty
   // source (and SavesSources()), whole otherwise.
   void BufferedToProto(const absl::StatusOr<std::optional<Element>>& result,

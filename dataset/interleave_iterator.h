@@ -64,13 +64,6 @@ class InterleaveIterator : public IteratorBase {
     last_source_.insert(last_source_.end(), inner.input_source.begin(), inner.input_source.end());
     last_source_.insert(last_source_.end(), inner_source.begin(), inner_source.end());
   }
-  // The input element's source, right after input_->GetNext returned it (empty if none).
-  ElementSource DescribeInput() {
-    ElementSource source;
-    if (SavesSources() && !input_->DescribeLast(&source)) source.clear();
-    return source;
-  }
-
   bool DescribeLastInternal(ElementSource* out) override { return AppendSource(last_source_, out); }
   // Recomputes the input element, makes its inner pipeline again (as it was made: same index,
   // same salt) and has it recompute the element.
@@ -284,9 +277,9 @@ class InterleaveIterator : public IteratorBase {
     SLUICE_RETURN_IF_ERROR(inner->iterator->Restore(*it_state));
     for (size_t i = 0; i < inner->buffer.size(); ++i) {
       if (inner->sources[i].empty()) continue;
-      ElementSource source;
-      SLUICE_ASSIGN_OR_RETURN(inner->buffer[i], BufferedFromProto(p.buffer(static_cast<int>(i)),
-                                                                  inner->iterator.get(), &source));
+      SLUICE_ASSIGN_OR_RETURN(
+          inner->buffer[i], BufferedFromProto(p.buffer(static_cast<int>(i)), inner->iterator.get(),
+                                              &inner->sources[i]));
     }
     return inner;
   }

@@ -301,7 +301,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     }
     // Still the input's only reader (input_busy_).
     ElementSource input_source;
-    if (in.ok() && in->has_value()) input_source = DescribeInput();
+    if (in.ok() && in->has_value()) input_source = SourceOfLast(*input_);
     signal_->mu.Lock();
     input_busy_ = false;
     if (IsEndOfSequence(in)) {
@@ -352,9 +352,8 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     }
     // Only while it recomputes (its input's source known) and is ours (busy).
     ElementSource source;
-    if (r.ok() && r->has_value() && !inner->input_source.empty() &&
-        !inner->iterator->DescribeLast(&source)) {
-      source.clear();
+    if (r.ok() && r->has_value() && !inner->input_source.empty()) {
+      source = SourceOfLast(*inner->iterator);
     }
     signal_->mu.Lock();
     inner->busy = false;

@@ -238,7 +238,7 @@ class PrefetchIterator : public IteratorBase {
       ScopedTimer busy(&stats().busy_ns);
       const bool end = IsEndOfSequence(result);
       ElementSource source;
-      if (result.ok() && !end && SavesSources() && !input_->DescribeLast(&source)) source.clear();
+      if (result.ok() && !end) source = SourceOfLast(*input_);
       mu_.Lock();
       fetching_ = false;
       if (cancelled_) return;  // Nobody will read it.

@@ -37,11 +37,9 @@ class SequentialInterleaveIterator : public InterleaveIterator {
       if (current != nullptr) {
         SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, current->iterator->GetNext());
         if (e) {
-          ElementSource source;
-          if (current->input_source.empty() || !current->iterator->DescribeLast(&source)) {
-            source.clear();
-          }
-          SetLastSource(*current, source);
+          // Only while the input element has a source: SetLastSource needs both.
+          SetLastSource(*current, current->input_source.empty() ? ElementSource()
+                                                                : SourceOfLast(*current->iterator));
           AdvancePosition();
           return e;
         }
@@ -55,7 +53,7 @@ class SequentialInterleaveIterator : public InterleaveIterator {
           continue;
         }
         auto inner = std::make_unique<InnerPipeline>();
-        inner->input_source = DescribeInput();
+        inner->input_source = SourceOfLast(*input_);
         inner->index = next_index_++;
         absl::Status made =
             d_->MakeInner(ctx(), *in, inner->index, &inner->dataset, &inner->iterator);

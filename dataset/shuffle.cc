@@ -70,8 +70,7 @@ class ShuffleIterator : public IteratorBase {
       }
       buffered_bytes_ += static_cast<int64_t>(ElementByteSize(*in));
       buffer_.push_back(std::move(*in));
-      ElementSource& source = sources_.emplace_back();
-      if (SavesSources() && !input_->DescribeLast(&source)) source.clear();
+      sources_.push_back(SourceOfLast(*input_));
       UpdateStats();
     }
     if (buffer_.empty()) return std::nullopt;

@@ -154,7 +154,7 @@ class PrefetchToDeviceIterator : public IteratorBase {
     (*state->mutable_ints())["input_ended"] = input_ended_;
     for (const Entry& e : buffer_) {
       // An element with a source is saved as it: no copy back from the device.
-      if (e.result.ok() && e.result->has_value() && !e.source.empty() && SavesSources()) {
+      if (SavesAsSource(e.result, e.source)) {
         BufferedToProto(e.result, e.source, state->add_buffer());
         continue;
       }
@@ -269,9 +269,7 @@ class PrefetchToDeviceIterator : public IteratorBase {
       Result result = input_->GetNext();
       stats().active_workers.store(0, std::memory_order_relaxed);
       ElementSource source;
-      if (result.ok() && result->has_value() && SavesSources() && !input_->DescribeLast(&source)) {
-        source.clear();
-      }
+      if (result.ok() && result->has_value()) source = SourceOfLast(*input_);
       Entry e;
       {
         ScopedTimer busy(&stats().busy_ns);
