@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "core/buffer_pool.h"
 #include "core/status_macros.h"
 #include "core/trace_recorder.h"
+#include "io/feature_wire.h"
 
 namespace sluice {
 namespace {
@@ -221,39 +224,121 @@ void ElementToProto(const Element& element, proto::ElementProto* out) {
   }
 }
 
+namespace {
+
+// Smaller values come from malloc: pooling them would only fill the pool.
+constexpr size_t kPooledBytes = 64 << 10;
+
+// One saved component as a tensor: the checks and the one copy that ElementFromProto and
+// ElementFromSerialized share. `strings` is a container of kBytes values (protobuf's repeated
+// field or string_views into serialized bytes). Values of kPooledBytes and more take their memory
+// from `pool` when there is one.
+template <typename Strings>
+absl::StatusOr<Tensor> TensorFromSaved(int32_t dtype_value, absl::Span<const int64_t> dims,
+                                       absl::string_view data, const Strings& strings,
+                                       BufferPool* pool = nullptr) {
+  if (dtype_value < 0 || dtype_value > static_cast<int>(DType::kBytes)) {
+    return absl::DataLossError(absl::StrCat("bad dtype ", dtype_value, " in saved element"));
+  }
+  const DType dtype = static_cast<DType>(dtype_value);
+  const absl::StatusOr<Shape> shape = Shape::FromUntrustedDims(dims);
+  if (!shape.ok()) {
+    return absl::DataLossError(absl::StrCat("saved element: ", shape.status().message()));
+  }
+  // The values must be present before the tensor is allocated: a corrupt shape cannot make
+  // us allocate more than the saved bytes hold.
+  const int64_t n = shape->num_elements();
+  const int64_t count = static_cast<int64_t>(strings.size());
+  if (dtype == DType::kBytes) {
+    if (count != n) {
+      return absl::DataLossError(absl::StrCat("saved bytes", shape->DebugString(), " tensor holds ",
+                                              count, " strings, expected ", n));
+    }
+  } else if (const int64_t bytes = n * static_cast<int64_t>(DTypeSize(dtype));
+             static_cast<int64_t>(data.size()) != bytes) {
+    return absl::DataLossError(absl::StrCat("saved ", DTypeName(dtype), shape->DebugString(),
+                                            " tensor holds ", data.size(), " bytes, expected ",
+                                            bytes));
+  }
+  Tensor t = pool != nullptr && dtype != DType::kBytes && data.size() >= kPooledBytes
+                 ? Tensor::FromBuffer(dtype, *shape, pool->Get(data.size())).value()
+                 : Tensor(dtype, *shape);
+  if (dtype == DType::kBytes) {
+    auto out = t.flat<std::string>();
+    for (int64_t i = 0; i < count; ++i) out[i] = std::string(strings[static_cast<int>(i)]);
+  } else if (!data.empty()) {
+    std::memcpy(t.raw_data(), data.data(), data.size());
+  }
+  return t;
+}
+
+// TensorProto's fields (dataset/proto/iterator_state.proto).
+constexpr uint32_t kComponentsField = 1;  // ElementProto.components
+constexpr uint32_t kDTypeField = 1;
+constexpr uint32_t kShapeField = 2;
+constexpr uint32_t kDataField = 3;
+constexpr uint32_t kStringsField = 4;
+
+// One serialized TensorProto, read as protobuf's parser reads it: the last dtype and data win,
+// shape values and strings accumulate (shape packed, unpacked or both), fields of an unexpected
+// wire type and unknown fields are skipped.
+absl::StatusOr<Tensor> TensorFromSerialized(absl::string_view bytes, const char* origin,
+                                            BufferPool* pool) {
+  int32_t dtype = 0;
+  absl::InlinedVector<int64_t, 4> dims;
+  absl::string_view data;
+  std::vector<absl::string_view> strings;
+  internal::WireReader reader(bytes, origin);
+  internal::WireField field;
+  while (!reader.done()) {
+    SLUICE_RETURN_IF_ERROR(reader.Next(&field));
+    const bool len = field.type == internal::WireType::kLen;
+    const bool varint = field.type == internal::WireType::kVarint;
+    if (field.number == kDTypeField && varint) {
+      dtype = static_cast<int32_t>(field.value);  // int32 fields keep the low 32 bits
+    } else if (field.number == kShapeField && varint) {
+      dims.push_back(static_cast<int64_t>(field.value));
+    } else if (field.number == kShapeField && len) {
+      const char* p = field.bytes.data();
+      const char* end = p + field.bytes.size();
+      while (p < end) {
+        uint64_t v;
+        p = internal::ParseVarint(p, end, &v);
+        if (p == nullptr) {
+          return absl::DataLossError(absl::StrCat("saved element: a truncated shape at byte ",
+                                                  field.bytes.data() - origin));
+        }
+        dims.push_back(static_cast<int64_t>(v));
+      }
+    } else if (field.number == kDataField && len) {
+      data = field.bytes;
+    } else if (field.number == kStringsField && len) {
+      strings.push_back(field.bytes);
+    }
+  }
+  return TensorFromSaved(dtype, dims, data, strings, pool);
+}
+
+}  // namespace
+
 absl::StatusOr<Element> ElementFromProto(const proto::ElementProto& proto) {
   Element element;
   for (const proto::TensorProto& tp : proto.components()) {
-    if (tp.dtype() < 0 || tp.dtype() > static_cast<int>(DType::kBytes)) {
-      return absl::DataLossError(absl::StrCat("bad dtype ", tp.dtype(), " in saved element"));
-    }
-    const DType dtype = static_cast<DType>(tp.dtype());
-    const absl::StatusOr<Shape> shape = Shape::FromUntrustedDims(tp.shape());
-    if (!shape.ok()) {
-      return absl::DataLossError(absl::StrCat("saved element: ", shape.status().message()));
-    }
-    // The values must be present before the tensor is allocated: a corrupt shape cannot make
-    // us allocate more than the saved bytes hold.
-    const int64_t n = shape->num_elements();
-    if (dtype == DType::kBytes) {
-      if (tp.strings_size() != n) {
-        return absl::DataLossError(absl::StrCat("saved bytes", shape->DebugString(),
-                                                " tensor holds ", tp.strings_size(),
-                                                " strings, expected ", n));
-      }
-    } else if (const int64_t bytes = n * static_cast<int64_t>(DTypeSize(dtype));
-               static_cast<int64_t>(tp.data().size()) != bytes) {
-      return absl::DataLossError(absl::StrCat("saved ", DTypeName(dtype), shape->DebugString(),
-                                              " tensor holds ", tp.data().size(),
-                                              " bytes, expected ", bytes));
-    }
-    Tensor t(dtype, *shape);
-    if (dtype == DType::kBytes) {
-      auto out = t.flat<std::string>();
-      for (int i = 0; i < tp.strings_size(); ++i) out[i] = tp.strings(i);
-    } else if (!tp.data().empty()) {
-      std::memcpy(t.raw_data(), tp.data().data(), tp.data().size());
-    }
+    SLUICE_ASSIGN_OR_RETURN(Tensor t,
+                            TensorFromSaved(tp.dtype(), tp.shape(), tp.data(), tp.strings()));
+    element.push_back(std::move(t));
+  }
+  return element;
+}
+
+absl::StatusOr<Element> ElementFromSerialized(absl::string_view bytes, BufferPool* pool) {
+  Element element;
+  internal::WireReader reader(bytes, bytes.data());
+  internal::WireField field;
+  while (!reader.done()) {
+    SLUICE_RETURN_IF_ERROR(reader.Next(&field));
+    if (field.number != kComponentsField || field.type != internal::WireType::kLen) continue;
+    SLUICE_ASSIGN_OR_RETURN(Tensor t, TensorFromSerialized(field.bytes, bytes.data(), pool));
     element.push_back(std::move(t));
   }
   return element;

@@ -10,6 +10,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/buffer_pool.h"
 #include "core/element.h"
 #include "core/runtime.h"
 #include "dataset/cancellation.h"
@@ -236,6 +238,11 @@ inline bool IsEndOfSequence(const absl::StatusOr<std::optional<Element>>& result
 // Element <-> protobuf, for checkpoints of buffered elements and file caches.
 void ElementToProto(const Element& element, proto::ElementProto* out);
 absl::StatusOr<Element> ElementFromProto(const proto::ElementProto& proto);
+// ElementFromProto of a serialized ElementProto, without building the message: each value is
+// copied once, from `bytes` into its tensor (a Snapshot reads decoded images this way), whose
+// memory comes from `pool` for values of 64 KB and more when there is one. Malformed bytes are a
+// DataLoss error naming the byte offset.
+absl::StatusOr<Element> ElementFromSerialized(absl::string_view bytes, BufferPool* pool = nullptr);
 // A buffered element or error, as saved in checkpoints.
 void ResultToProto(const absl::StatusOr<std::optional<Element>>& result,
                    proto::BufferedResult* out);

@@ -35,6 +35,37 @@ TEST(BufferPoolTest, KeepsAtMostMaxFreeBlocks) {
   EXPECT_EQ(pool->free_blocks(), 2u);
 }
 
+TEST(BufferPoolTest, ReusesTheSmallestBlockWithAtMostAQuarterToSpare) {
+  auto pool = BufferPool::Create(4);
+  auto big = pool->Get(1280), fits = pool->Get(1088), small = pool->Get(512);
+  void* fits_memory = fits->data();
+  void* big_memory = big->data();
+  big.reset();
+  fits.reset();
+  small.reset();
+  auto c = pool->Get(1024);  // 1088 and 1280 hold it; 1088 is the tighter fit
+  EXPECT_EQ(c->data(), fits_memory);
+  EXPECT_EQ(c->size(), 1024u);
+  std::memset(c->data(), 3, c->size());
+  auto d = pool->Get(1024);  // 1280 is a quarter more than 1024: still taken
+  EXPECT_EQ(d->data(), big_memory);
+  auto e = pool->Get(256);  // 512 is twice as large: a new block
+  EXPECT_EQ(pool->free_blocks(), 1u);
+  c.reset();  // returns as the 1088-byte block it is
+  auto f = pool->Get(1088);
+  EXPECT_EQ(f->data(), fits_memory);
+}
+
+TEST(BufferPoolTest, KeepsAtMostMaxFreeBytes) {
+  auto pool = BufferPool::Create(8, 1000);
+  auto a = pool->Get(512), b = pool->Get(512), c = pool->Get(384);
+  a.reset();
+  b.reset();  // 1024 bytes would pass the bound
+  EXPECT_EQ(pool->free_blocks(), 1u);
+  c.reset();
+  EXPECT_EQ(pool->free_blocks(), 2u);
+}
+
 TEST(BufferPoolTest, BuffersOutliveThePool) {
   auto pool = BufferPool::Create(2);
   auto a = pool->Get(256);
