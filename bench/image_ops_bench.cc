@@ -187,6 +187,37 @@ void BM_Resize224(benchmark::State& state) {
 }
 BENCHMARK(BM_Resize224)->ArgNames({"area", "crop"})->Args({0, 0})->Args({0, 1})->Args({1, 0});
 
+// The per-image work after a Snapshot of decoded images (`sluice bench --snapshot`): a random
+// resized crop window of a decoded 500x375 photo, flipped and normalized by the resize, written
+// with streaming stores into a batch-sized ring of rows as the pipeline writes its batches.
+void BM_CropFlipNormalizeDecoded224(benchmark::State& state) {
+  std::vector<Tensor> decoded;
+  for (const std::string& jpeg : Photos()) decoded.push_back(*DecodeJpeg(jpeg, {.channels = 3}));
+  auto table = NormalizeTable::Create(3, kImageNetMean, kImageNetStd);
+  constexpr int64_t kRows = 64;
+  Tensor batch(DType::kFloat32, Shape{kRows, 224, 224, 3});
+  uint64_t seed = 0;
+  for (auto _ : state) {
+    const Tensor& image = decoded[seed % decoded.size()];
+    const CropWindow w = SampleRandomResizedCrop(image.dim(0), image.dim(1), seed);
+    Tensor row = *batch.SubTensor(static_cast<int64_t>(seed % kRows));
+    auto out = Resize(image,
+                      ResizeRegion{.y = static_cast<double>(w.y),
+                                   .x = static_cast<double>(w.x),
+                                   .height = static_cast<double>(w.height),
+                                   .width = static_cast<double>(w.width)},
+                      224, 224, ResizeMethod::kBilinear,
+                      {.flip_left_right = RandomFlipDecision(seed),
+                       .normalize = &*table,
+                       .destination = &row,
+                       .streaming_stores = true});
+    Check(out, state);
+    ++seed;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_CropFlipNormalizeDecoded224);
+
 void BM_Normalize224(benchmark::State& state) {
   auto full = DecodeJpeg(Photos()[0]);
   const Tensor image = *Rounded224(*full);
