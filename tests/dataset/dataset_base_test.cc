@@ -14,25 +14,15 @@
 #include "dataset/proto/iterator_state.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/wire_encoding.h"
 
 namespace sluice {
 namespace {
 
+using ::sluice::testing::LenField;
+using ::sluice::testing::Varint;
+using ::sluice::testing::VarintField;
 using ::testing::HasSubstr;
-
-std::string Varint(uint64_t v) {
-  std::string out;
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-  return out;
-}
-std::string VarintField(uint32_t number, uint64_t v) { return Varint(number << 3) + Varint(v); }
-std::string LenField(uint32_t number, const std::string& bytes) {
-  return Varint((number << 3) | 2) + Varint(bytes.size()) + bytes;
-}
 
 // What protobuf's parser and ElementFromProto make of `bytes`.
 absl::StatusOr<Element> ViaProtobuf(const std::string& bytes) {

@@ -16,36 +16,21 @@
 #include "gtest/gtest.h"
 #include "io/example_builder.h"
 #include "io/proto/example.pb.h"
+#include "tests/wire_encoding.h"
 
 namespace sluice {
 namespace {
 
+using ::sluice::testing::Fixed32Field;
+using ::sluice::testing::LenField;
+using ::sluice::testing::Tag;
+using ::sluice::testing::Varint;
+using ::sluice::testing::VarintField;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // ---- Hand encoding of the wire format, independent of the code under test.
 
-std::string Varint(uint64_t v) {
-  std::string s;
-  while (v >= 0x80) {
-    s.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  s.push_back(static_cast<char>(v));
-  return s;
-}
-std::string Tag(uint32_t field, int wire_type) { return Varint(uint64_t{field} << 3 | wire_type); }
-std::string LenField(uint32_t field, const std::string& payload) {
-  return Tag(field, 2) + Varint(payload.size()) + payload;
-}
-std::string VarintField(uint32_t field, uint64_t v) { return Tag(field, 0) + Varint(v); }
-std::string Fixed32Field(uint32_t field, float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  std::string s = Tag(field, 5);
-  for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>(bits >> (8 * i)));
-  return s;
-}
 std::string PackedFloats(const std::vector<float>& v) {
   std::string s;
   for (float f : v) s += Fixed32Field(1, f).substr(1);  // Drop the one-byte tag.

@@ -9,10 +9,14 @@
 #include "google/protobuf/stubs/logging.h"
 #include "gtest/gtest.h"
 #include "io/proto/example.pb.h"
+#include "tests/wire_encoding.h"
 
 namespace sluice {
 namespace {
 
+using ::sluice::testing::LenField;
+using ::sluice::testing::Varint;
+using ::sluice::testing::VarintField;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -50,21 +54,6 @@ std::string Serialize(const proto::SequenceExample& ex) {
 
 // ---- Hand encoding.
 
-std::string Varint(uint64_t v) {
-  std::string s;
-  while (v >= 0x80) {
-    s.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  s.push_back(static_cast<char>(v));
-  return s;
-}
-std::string LenField(uint32_t field, const std::string& payload) {
-  return Varint(uint64_t{field} << 3 | 2) + Varint(payload.size()) + payload;
-}
-std::string VarintField(uint32_t field, uint64_t v) {
-  return Varint(uint64_t{field} << 3) + Varint(v);
-}
 std::string Entry(const std::string& key, const std::string& value) {
   return LenField(1, LenField(1, key) + LenField(2, value));
 }
