@@ -93,9 +93,8 @@ class WireReader {
     uint32_t tag;
     const char* q = ParseTag(p_, end_, &tag);
     if (q == nullptr) return Error(start, "truncated or overlong field tag");
-    // Tag 0 is never valid; field number 0 with another wire type protobuf
-    // skips as an unknown field, and so do we.
-    if (tag == 0) return Error(start, "invalid field tag");
+    // Field number 0 is never valid, whatever the wire type: protobuf refuses the message.
+    if ((tag >> 3) == 0) return Error(start, "invalid field number 0");
     field->number = tag >> 3;
     field->type = static_cast<WireType>(tag & 7);
     p_ = q;

@@ -80,9 +80,10 @@ TEST(ElementFromSerializedTest, ReadsEveryEncodingProtobufAccepts) {
           VarintField(1, 0) + LenField(3, data),
       // Unknown fields of every wire type, a group among them, and known fields of the wrong
       // wire type (skipped, as protobuf keeps them as unknown fields).
-      VarintField(1, 0) + VarintField(9, 1) + "\x45\x01\x02\x03\x04" +      // 8: fixed32
-          "\x49\x01\x02\x03\x04\x05\x06\x07\x08" +                          // 9: fixed64
-          "\x53\x08\x01\x54" + LenField(1, "?") + "\x1d\x00\x00\x00\x00" +  // 10: group; 1, 3
+      VarintField(1, 0) + VarintField(9, 1) + "\x45\x01\x02\x03\x04" +  // 8: fixed32
+          "\x49\x01\x02\x03\x04\x05\x06\x07\x08" +                      // 9: fixed64
+          "\x53\x08\x01\x54" + LenField(1, "?") +
+          std::string("\x1d\x00\x00\x00\x00", 5) +  // 10: group; 1, 3
           LenField(2, Varint(6)) + LenField(3, data),
       // A bytes tensor: strings accumulate; its dtype with high bits set (an int32 field keeps
       // the low 32).
@@ -93,6 +94,11 @@ TEST(ElementFromSerializedTest, ReadsEveryEncodingProtobufAccepts) {
       VarintField(1, 0) + LenField(2, Varint(uint64_t{1} << 62)),
       VarintField(1, 0) + LenField(2, Varint(7)) + LenField(3, data),
       VarintField(1, 6) + LenField(2, Varint(3)) + LenField(4, "p"),
+      // Field number 0 (a fuzzed saved element, base64 AQoMAggSCPrf/0FAABAA): protobuf refuses
+      // it with every wire type.
+      std::string("\x02\x08\x12\x08\xfa\xdf\xff\x41\x40\x00\x10\x00", 12),
+      VarintField(1, 0) + std::string("\x00\x01", 2),
+      VarintField(1, 0) + std::string("\x05\x00\x00\x00\x00", 5),
       // Negative dims (ten-byte varints) and a negative dtype.
       VarintField(1, 0) + VarintField(2, static_cast<uint64_t>(-1)),
       VarintField(1, static_cast<uint64_t>(-2)),
@@ -101,6 +107,9 @@ TEST(ElementFromSerializedTest, ReadsEveryEncodingProtobufAccepts) {
     SCOPED_TRACE(::testing::PrintToString(t));
     ExpectAgree(LenField(1, t));
     ExpectAgree(LenField(1, t) + VarintField(1, 5) + LenField(2, "skipped") + LenField(1, t));
+  }
+  for (size_t i = 0; i < 4; ++i) {  // the valid encodings above
+    EXPECT_TRUE(ElementFromSerialized(LenField(1, tensors[i])).ok()) << i;
   }
   const absl::StatusOr<Element> mixed = ElementFromSerialized(LenField(1, tensors[0]));
   ASSERT_TRUE(mixed.ok()) << mixed.status();
