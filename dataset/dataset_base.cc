@@ -293,23 +293,14 @@ absl::StatusOr<Tensor> TensorFromSerialized(absl::string_view bytes, const char*
   while (!reader.done()) {
     SLUICE_RETURN_IF_ERROR(reader.Next(&field));
     const bool len = field.type == internal::WireType::kLen;
-    const bool varint = field.type == internal::WireType::kVarint;
-    if (field.number == kDTypeField && varint) {
+    if (field.number == kDTypeField && field.type == internal::WireType::kVarint) {
       dtype = static_cast<int32_t>(field.value);  // int32 fields keep the low 32 bits
-    } else if (field.number == kShapeField && varint) {
-      dims.push_back(static_cast<int64_t>(field.value));
-    } else if (field.number == kShapeField && len) {
-      const char* p = field.bytes.data();
-      const char* end = p + field.bytes.size();
-      while (p < end) {
-        uint64_t v;
-        p = internal::ParseVarint(p, end, &v);
-        if (p == nullptr) {
-          return absl::DataLossError(absl::StrCat("saved element: a truncated shape at byte ",
-                                                  field.bytes.data() - origin));
-        }
-        dims.push_back(static_cast<int64_t>(v));
-      }
+    } else if (field.number == kShapeField) {
+      SLUICE_RETURN_IF_ERROR(
+          internal::ForEachVarint(field, origin, "shape", [&](uint64_t v) -> absl::Status {
+            dims.push_back(static_cast<int64_t>(v));
+            return absl::OkStatus();
+          }));
     } else if (field.number == kDataField && len) {
       data = field.bytes;
     } else if (field.number == kStringsField && len) {

@@ -128,25 +128,13 @@ absl::Status DecodeInt64s(const FeatureView& view, const char* origin, int64_t n
   int64_t i = 0;
   SLUICE_RETURN_IF_ERROR(ForEachValueField(
       view, origin, [&](const WireField& field, absl::string_view list) -> absl::Status {
-        if (field.type == WireType::kVarint) {
-          if (i >= n) return TooManyValues(list, origin);
-          out[i++] = static_cast<int64_t>(field.value);
-        } else if (field.type == WireType::kLen) {
-          const char* p = field.bytes.data();
-          const char* end = p + field.bytes.size();
-          while (p < end) {
-            uint64_t v;
-            const char* q = ParseVarint(p, end, &v);
-            if (q == nullptr) {
-              return DataLossAt(absl::string_view(p, 0), origin,
-                                "truncated or overlong varint in packed int64_list");
-            }
-            if (i >= n) return TooManyValues(field.bytes, origin);
-            out[i++] = static_cast<int64_t>(v);
-            p = q;
+        return ForEachVarint(field, origin, "int64_list", [&](uint64_t v) -> absl::Status {
+          if (i >= n) {
+            return TooManyValues(field.type == WireType::kVarint ? list : field.bytes, origin);
           }
-        }
-        return absl::OkStatus();
+          out[i++] = static_cast<int64_t>(v);
+          return absl::OkStatus();
+        });
       }));
   return i == n ? absl::OkStatus() : FewerValues();
 }

@@ -11,8 +11,10 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "core/status_macros.h"
 #include "core/tensor.h"
 #include "io/feature_spec.h"
 
@@ -142,6 +144,30 @@ class WireReader {
   const char* end_;
   const char* origin_;
 };
+
+// Calls fn(value) for each value that one occurrence of a repeated varint field holds: its value
+// when unpacked (kVarint), each value of the run when packed (kLen); other wire types hold none.
+// fn returns a Status, and its first error stops the walk. A truncated packed value is a DataLoss
+// error naming its byte offset from `origin` and `what` (the field).
+template <typename Fn>
+absl::Status ForEachVarint(const WireField& field, const char* origin, absl::string_view what,
+                           Fn&& fn) {
+  if (field.type == WireType::kVarint) return fn(field.value);
+  if (field.type != WireType::kLen) return absl::OkStatus();
+  const char* p = field.bytes.data();
+  const char* end = p + field.bytes.size();
+  while (p < end) {
+    uint64_t v;
+    const char* q = ParseVarint(p, end, &v);
+    if (q == nullptr) {
+      return absl::DataLossError(absl::StrCat("malformed protobuf at byte ", p - origin,
+                                              ": truncated or overlong varint in packed ", what));
+    }
+    SLUICE_RETURN_IF_ERROR(fn(v));
+    p = q;
+  }
+  return absl::OkStatus();
+}
 
 // Which list a tf.train.Feature holds (its oneof case; the values are the
 // field numbers).

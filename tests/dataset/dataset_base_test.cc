@@ -158,7 +158,9 @@ TEST(ElementFromSerializedTest, ErrorsNameTheByteAndWhatIsWrong) {
   absl::StatusOr<Element> packed =
       ElementFromSerialized(LenField(1, VarintField(1, 0) + LenField(2, "\x80")));
   EXPECT_EQ(packed.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(packed.status().message(), HasSubstr("truncated shape at byte 6"));
+  EXPECT_THAT(
+      packed.status().message(),
+      HasSubstr("malformed protobuf at byte 6: truncated or overlong varint in packed shape"));
 }
 
 }  // namespace
