@@ -73,6 +73,7 @@ void Model::Update(const std::vector<NodeSample>& samples, int64_t now_ns) {
     NodeEstimate& n = next[i];
     n.name = s.stats.name;
     n.kind = s.stats.kind;
+    n.min_window = s.stats.min_window;
     n.buffered_elements = s.stats.buffered_elements;
     n.buffered_bytes = s.stats.buffered_bytes;
     n.active_workers = s.stats.active_workers;
@@ -199,8 +200,8 @@ Prediction Model::Predict(const Assignment& a, double cpu_budget) const {
     input_bound[i] = serial > own;
     serial = 0;
 
-    // Bytes held: Map keeps up to 2 x `parallelism` results (queued, running
-    // or done: map.cc's bound), Prefetch its buffer,
+    // Bytes held: Map keeps up to MapWindow results (queued, running or done:
+    // map.cc's bound), Prefetch its buffer,
     // TFRecord `buffer_size` records per open file, Interleave what its open
     // slots hold (scaled from what it holds now).
     int64_t capacity = 0;
@@ -210,7 +211,7 @@ Prediction Model::Predict(const Assignment& a, double cpu_budget) const {
       const int64_t cur = std::max<int64_t>(1, node.cycle_length.value);
       capacity = std::max(a.cycle_length[i], node.buffered_elements * a.cycle_length[i] / cur);
     } else if (node.kind == NodeKind::kAsync && node.parallelism.present) {
-      capacity = 2 * par;
+      capacity = MapWindow(par, node.min_window, node.bytes_per_element);
     } else {
       capacity = par;
     }

@@ -50,6 +50,7 @@ struct NodeEstimate {
   int64_t buffered_elements = 0;  // last sample
   int64_t buffered_bytes = 0;     // last sample (0 where the node does not count bytes)
   int64_t active_workers = 0;     // last sample
+  int64_t min_window = 0;         // last sample (an ordered parallel Map's; see MapWindow)
   KnobState parallelism, buffer_size, cycle_length;
 };
 

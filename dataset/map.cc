@@ -120,6 +120,8 @@ class ParallelMapIterator : public IteratorBase {
     shared_->stats = &stats();
     shared_->parallelism = &stats().parallelism;
     deterministic_ = d->map_options().deterministic.value_or(ctx.deterministic());
+    // Out of order, a slow call holds back nothing: the window stays 2 x parallelism.
+    stats().min_window.store(deterministic_ ? kMinOrderedWindow : 0, std::memory_order_relaxed);
     stats().parallelism.Declare(d->map_options().num_parallel_calls, ctx.runtime->num_threads());
     cancel_token_ = ctx.cancellation->Register([s = shared_] { s->Cancel(); });
   }
@@ -327,9 +329,18 @@ class ParallelMapIterator : public IteratorBase {
     }
   };
 
-  // Calls queued, running or finished ahead of the consumer: enough for every
-  // worker to find its next input queued when it finishes a call.
-  int64_t Bound() const { return 2 * shared_->Parallelism(); }
+  // Calls queued, running or finished ahead of the consumer (MapWindow), sized by the results
+  // produced so far.
+  int64_t Bound() const {
+    const NodeStats& stats = *shared_->stats;
+    const int64_t produced = stats.elements_produced.load(std::memory_order_relaxed);
+    const double per_result =
+        produced > 0 ? static_cast<double>(stats.bytes_produced.load(std::memory_order_relaxed)) /
+                           static_cast<double>(produced)
+                     : 0;
+    return MapWindow(shared_->Parallelism(), stats.min_window.load(std::memory_order_relaxed),
+                     per_result);
+  }
 
   // Pulls one input (the lock released meanwhile) and queues its call; an
   // input error or the end takes its place among the results, in order.

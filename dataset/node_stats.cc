@@ -1,5 +1,7 @@
 #include "dataset/node_stats.h"
 
+#include <algorithm>
+
 #include "core/mutex.h"
 #include "dataset/options.h"
 
@@ -18,6 +20,13 @@ void Tunable::Declare(int64_t requested, int64_t autotune_max) {
   const bool tuned = requested == kAutotune;
   const int64_t hi = tuned ? autotune_max : requested;
   Declare(tuned, 1, hi, hi);
+}
+
+int64_t MapWindow(int64_t parallelism, int64_t min_window, double bytes_per_result) {
+  const int64_t base = 2 * std::max<int64_t>(1, parallelism);
+  if (base >= min_window || bytes_per_result <= 0) return base;
+  const double fits = static_cast<double>(kMaxExtraWindowBytes) / std::max(1.0, bytes_per_result);
+  return base + static_cast<int64_t>(std::min(static_cast<double>(min_window - base), fits));
 }
 
 const char* NodeKindName(NodeKind kind) {
@@ -57,15 +66,15 @@ std::vector<NodeStatsSnapshot> StatsRegistry::Snapshot() const {
     auto knob = [](const Tunable& t) {
       return t.present ? t.value.load(std::memory_order_relaxed) : int64_t{-1};
     };
-    out.push_back({n->name, n->kind, n->elements_produced.load(std::memory_order_relaxed),
-                   n->bytes_produced.load(std::memory_order_relaxed),
-                   n->busy_ns.load(std::memory_order_relaxed),
-                   n->wait_ns.load(std::memory_order_relaxed),
-                   n->buffered_elements.load(std::memory_order_relaxed),
-                   n->buffered_bytes.load(std::memory_order_relaxed),
-                   n->active_workers.load(std::memory_order_relaxed),
-                   n->skipped.load(std::memory_order_relaxed), knob(n->parallelism),
-                   knob(n->buffer_size), knob(n->cycle_length)});
+    out.push_back(
+        {n->name, n->kind, n->elements_produced.load(std::memory_order_relaxed),
+         n->bytes_produced.load(std::memory_order_relaxed),
+         n->busy_ns.load(std::memory_order_relaxed), n->wait_ns.load(std::memory_order_relaxed),
+         n->buffered_elements.load(std::memory_order_relaxed),
+         n->buffered_bytes.load(std::memory_order_relaxed),
+         n->active_workers.load(std::memory_order_relaxed),
+         n->skipped.load(std::memory_order_relaxed), knob(n->parallelism), knob(n->buffer_size),
+         knob(n->cycle_length), n->min_window.load(std::memory_order_relaxed)});
   }
   return out;
 }

@@ -54,10 +54,27 @@ struct NodeStats {
   std::atomic<int64_t> buffered_bytes{0};
   std::atomic<int64_t> active_workers{0};  // workers busy right now
   std::atomic<int64_t> skipped{0};         // errors ignored, corrupt records skipped
+  // A parallel Map in input order: the window of results it keeps at least (see MapWindow);
+  // 0 for every other node.
+  std::atomic<int64_t> min_window{0};
   Tunable parallelism;
   Tunable buffer_size;
   Tunable cycle_length;
 };
+
+// In input order, a slow call of a parallel Map holds back every result after it, and once its
+// window (results queued, running or done) is full the workers idle until that call ends. Photos
+// whose decode cost varies several-fold (sluice bench) left 2 cores' workers idle 4% of the time
+// with a window of 2 x parallelism. An ordered Map therefore keeps at least this many results, as
+// far as kMaxExtraWindowBytes of them allow.
+inline constexpr int64_t kMinOrderedWindow = 16;
+inline constexpr int64_t kMaxExtraWindowBytes = int64_t{16} << 20;
+
+// The results a parallel Map keeps ahead of its consumer: 2 x `parallelism` (every worker finds
+// its next input queued when it finishes a call), widened towards `min_window` (0: none) by as
+// many results of `bytes_per_result` (0: not measured yet, no widening) as kMaxExtraWindowBytes
+// holds. Map's bound and the AUTOTUNE model's memory estimate both.
+int64_t MapWindow(int64_t parallelism, int64_t min_window, double bytes_per_result);
 
 // A copy of NodeStats at one moment.
 struct NodeStatsSnapshot {
@@ -66,6 +83,7 @@ struct NodeStatsSnapshot {
   int64_t elements_produced, bytes_produced, busy_ns, wait_ns;
   int64_t buffered_elements, buffered_bytes, active_workers, skipped;
   int64_t parallelism, buffer_size, cycle_length;  // -1 where the node has no such knob
+  int64_t min_window;
 };
 
 // Every node of one pipeline, in creation order (inputs before the nodes

@@ -21,18 +21,16 @@ Each run prints: target, seconds, executions, executions/s, coverage (edges) and
 size, and "ok" or the crashing input's path (under $build/fuzz/artifacts/). Reproduce a finding
 with: $build/fuzz/TARGET_fuzzer FILE
 Environment: SLUICE_FUZZ_BUILD, the build with the targets (default build-asan, where
-tools/test.sh builds them); built here when missing.
+tools/test.sh builds them); brought up to date here before every run.
 USAGE
 }
 
+# Always the incremental build (a no-op when current): a target that merely exists may predate the
+# code it should fuzz, and a run of it proves nothing about that code.
 ensure_built() {
-  local missing=0 target
-  for target in "${targets[@]}"; do [ -x "$build/fuzz/${target}_fuzzer" ] || missing=1; done
-  if [ "$missing" = 1 ]; then
-    echo "== building the fuzz targets in $build/"
-    bash tools/sanitizer_build.sh "$build" "address;undefined" \
-      "core;io;dataset;ops;autotune;profiler;train;tools" -DSLUICE_FUZZ=ON -- fuzzers
-  fi
+  echo "== building the fuzz targets in $build/ (incremental)"
+  bash tools/sanitizer_build.sh "$build" "address;undefined" \
+    "core;io;dataset;ops;autotune;profiler;train;tools" -DSLUICE_FUZZ=ON -- fuzzers
 }
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}

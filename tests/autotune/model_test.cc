@@ -187,6 +187,23 @@ TEST(ModelTest, ParallelismCappedByRamBudget) {
   EXPECT_EQ(plan.bottleneck_kind, BottleneckKind::kRamBudget);
 }
 
+TEST(ModelTest, AnOrderedMapsWiderWindowIsInTheMemoryEstimate) {
+  // 1 MiB results at parallelism 2: 4 results in a Map out of order, 16 in order (MapWindow),
+  // plus the Prefetch's 2.
+  Model m = MapPipeline(1000, 2 * kMs, 8, 1 * kMiB);
+  Assignment a = m.Current();
+  a.parallelism[1] = 2;
+  EXPECT_EQ(m.Predict(a, 2).buffered_bytes, (4 + 2) * kMiB);
+  std::vector<NodeEstimate> nodes = m.nodes();
+  nodes[1].min_window = kMinOrderedWindow;
+  m.SetEstimates(nodes);
+  EXPECT_EQ(m.Predict(a, 2).buffered_bytes, (16 + 2) * kMiB);
+  // Plans keep it within the RAM budget.
+  Plan plan = m.Optimize({2, 20 * kMiB});
+  EXPECT_LE(plan.prediction.buffered_bytes, 20 * kMiB);
+  EXPECT_GT(plan.prediction.buffered_bytes, 16 * kMiB);
+}
+
 TEST(ModelTest, FixedKnobsAreLeftAlone) {
   Model m = MapPipeline(1000, 2 * kMs, 8);
   std::vector<NodeEstimate> nodes = m.nodes();
@@ -209,7 +226,7 @@ NodeSample Sample(const std::string& name, NodeKind kind, int64_t elements, int6
                   int64_t busy_ns, int64_t wait_ns = 0) {
   NodeSample s;
   s.stats =
-      NodeStatsSnapshot{name, kind, elements, bytes, busy_ns, wait_ns, 0, 0, 0, 0, -1, -1, -1};
+      NodeStatsSnapshot{name, kind, elements, bytes, busy_ns, wait_ns, 0, 0, 0, 0, -1, -1, -1, 0};
   return s;
 }
 

@@ -4,6 +4,8 @@
 #include <set>
 #include <thread>
 
+#include "absl/synchronization/notification.h"
+#include "dataset/node_stats.h"
 #include "dataset/proto/iterator_state.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -212,6 +214,58 @@ TEST(MapTest, BufferedResultsCountTheirBytes) {
   EXPECT_EQ(it->Stats()[1].buffered_elements, 3);
   ASSERT_TRUE(Drain(*it).ok());
   EXPECT_EQ(it->Stats()[1].buffered_bytes, 0);
+}
+
+// In input order, a slow call must not stall the workers: once the results' size is known the
+// window is kMinOrderedWindow (16) results, not 2 x parallelism (4), so the calls after a slow
+// one run while it does. (With the narrow window, 8's call held back everything after 11.)
+TEST(MapTest, OrderedWorkersRunPastASlowCallWithinTheWindow) {
+  absl::Notification release;
+  std::atomic<int64_t> highest_started{-1};
+  auto it = Dataset::Range(100)
+                .Map(
+                    [&](Element e) -> absl::StatusOr<Element> {
+                      const int64_t i = e[0].scalar<int64_t>();
+                      int64_t seen = highest_started.load();
+                      while (i > seen && !highest_started.compare_exchange_weak(seen, i)) {
+                      }
+                      if (i == 8) release.WaitForNotificationWithTimeout(absl::Seconds(10));
+                      return e;
+                    },
+                    {.num_parallel_calls = 2, .deterministic = true})
+                .MakeIterator();
+  for (int64_t i = 0; i < 8; ++i) {
+    auto e = it->GetNext();
+    ASSERT_TRUE(e.ok() && e->has_value());
+    ASSERT_EQ((**e)[0].scalar<int64_t>(), i);
+  }
+  std::thread consumer([&] {
+    auto e = it->GetNext();  // 8, held until `release`
+    EXPECT_TRUE(e.ok() && e->has_value() && (**e)[0].scalar<int64_t>() == 8);
+  });
+  // Results 8 to 23 fill the window; the calls of 9 to 23 start while 8's is held.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (highest_started.load() < 8 + kMinOrderedWindow - 1 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(highest_started.load(), 8 + kMinOrderedWindow - 1);  // and not past the window
+  release.Notify();
+  consumer.join();
+  auto rest = Drain(*it);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_EQ(Ints(*rest), Iota(9, 100));
+}
+
+// Out of order nothing is held back, and the window stays 2 x parallelism.
+TEST(MapTest, UnorderedWindowIsTwiceTheParallelism) {
+  auto it = Dataset::Range(100)
+                .Map([](Element e) { return Times(e, 2); },
+                     {.num_parallel_calls = 2, .deterministic = false})
+                .MakeIterator();
+  ASSERT_TRUE(it->GetNext().ok());
+  EXPECT_EQ(it->stats_registry()->Nodes()[1]->min_window.load(), 0);
 }
 
 // Found by iterator_restore_fuzzer (a timeout in CI): a parallel Map's checkpoint saying its input

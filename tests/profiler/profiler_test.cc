@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -209,11 +210,19 @@ TEST(ProfilerTest, OffRecordsAndAllocatesNothing) {
 
 TEST(ProfilerTest, PipelineSpansNameTheNodes) {
   const std::string dir = TempDir("pipeline");
-  Dataset d =
-      Dataset::Range(64)
-          .Map([](Element e) -> absl::StatusOr<Element> { return e; }, {.num_parallel_calls = 2})
-          .Batch(8)
-          .Prefetch(2);
+  // Calls of 200 us: before recording starts the pipeline runs at most about 40 elements ahead (2
+  // prefetched batches, one being filled, the Map's window of 16), so the rest are made while
+  // recording, slower than the loop below takes them, and the consumer waits on the Prefetch.
+  // (With instant calls a Map's wider window could fill the Prefetch ahead of every take.)
+  Dataset d = Dataset::Range(64)
+                  .Map(
+                      [](Element e) -> absl::StatusOr<Element> {
+                        std::this_thread::sleep_for(std::chrono::microseconds(200));
+                        return e;
+                      },
+                      {.num_parallel_calls = 2})
+                  .Batch(8)
+                  .Prefetch(2);
   std::unique_ptr<Iterator> it = d.MakeIterator();
   ASSERT_TRUE(it->GetNext().ok());  // makes the nodes, which the counters then read
   ASSERT_TRUE(Start(dir, {.counter_interval_ms = 1}).ok());

@@ -170,7 +170,7 @@ TEST_F(TrainCommandTest, PredictWithASavedModelMatchesTheLabels) {
   EXPECT_THAT(e.out, HasSubstr("\"input\": \"input\""));
   EXPECT_GT(JsonNumber(e.out, "bytes"), 4 * (784 * 256 + 256 * 128));  // the mlp's weights
   const std::string check =
-      "/usr/bin/python3 -c 'import sys, onnx; "
+      "timeout 120 /usr/bin/python3 -c 'import sys, onnx; "
       "onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)' " +
       ShellQuote(onnx) + " 2>&1";
   EXPECT_EQ(std::system(check.c_str()), 0) << check;

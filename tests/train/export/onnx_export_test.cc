@@ -57,9 +57,11 @@ Tensor Uniform(const Shape& shape, uint32_t seed, float lo, float hi) {
   return t;
 }
 
-// Runs a shell command; its exit status, its stdout and stderr in `output`.
+// Runs a shell command; its exit status, its stdout and stderr in `output`. A child that hangs
+// (ONNX Runtime, the checker) is killed after 120 s and fails its test, rather than holding the
+// whole suite.
 int Shell(const std::string& command, std::string* output) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  FILE* pipe = popen(("timeout 120 " + command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) return -1;
   char buffer[4096];
   size_t n;
