@@ -100,14 +100,13 @@ class SequentialMapIterator : public IteratorBase {
 };
 
 // Parallel Map without a thread of its own: the consumer's GetNext pulls inputs
-// (keeping up to twice the parallelism of calls queued, running or finished
-// ahead of it), and oneTBB tasks, at most `parallelism` at a time, each take
-// queued inputs one after the other until none is left. A hand-off therefore
-// costs a task start only when the workers had run dry, and a wake-up only
-// when the consumer sleeps; a consumer that would sleep while a short call is
-// still queued runs it itself (at most `parallelism` calls run at once in
-// all). With the former runner thread, one task and three wake-ups per
-// element cost ~40 µs, more than a small element's work.
+// (keeping up to MapWindow calls queued, running or finished ahead of it:
+// twice the parallelism, or more in input order), and oneTBB tasks, at most `parallelism` at a
+// time, each take queued inputs one after the other until none is left. A hand-off therefore costs
+// a task start only when the workers had run dry, and a wake-up only when the consumer sleeps; a
+// consumer that would sleep while a short call is still queued runs it itself (at most
+// `parallelism` calls run at once in all). With the former runner thread, one task and three
+// wake-ups per element cost ~40 µs, more than a small element's work.
 class ParallelMapIterator : public IteratorBase {
  public:
   ParallelMapIterator(const MapDataset* d, const IteratorContext& ctx,
