@@ -124,8 +124,8 @@ __global__ void UnaryBackwardKernel(UnaryKind op, const float* x, const float* y
                                     float* gx, int64_t n) {
   SLUICE_GRID_LOOP(i, n) {
     switch (op) {
-      case UnaryKind::kRelu:  // gradient 0 at x == 0, as on the CPU
-        gx[i] = x[i] > 0.0f ? g[i] : 0.0f;
+      case UnaryKind::kRelu:  // gradient 0 at x == 0, as on the CPU; from y (> 0 where x is)
+        gx[i] = y[i] > 0.0f ? g[i] : 0.0f;
         break;
       case UnaryKind::kSigmoid:
         gx[i] = g[i] * y[i] * (1.0f - y[i]);

@@ -48,13 +48,19 @@ Tape::Key Tape::KeyOf(const Tensor& tensor) {
 
 int Tape::Find(const Tensor& tensor) const {
   auto it = ids_.find(KeyOf(tensor));
-  return it == ids_.end() ? -1 : it->second;
+  if (it == ids_.end()) return -1;
+  // The same Buffer (even if freed since, its control block stays while the entry refers to it),
+  // not another one at the address a freed one had.
+  const std::weak_ptr<Buffer>& recorded = entries_[it->second].buffer;
+  const std::shared_ptr<Buffer>& buffer = tensor.buffer();
+  const bool same = !recorded.owner_before(buffer) && !buffer.owner_before(recorded);
+  return same ? it->second : -1;
 }
 
 void Tape::Watch(const Tensor& tensor) {
   if (Find(tensor) >= 0) return;
   ids_[KeyOf(tensor)] = static_cast<int>(entries_.size());
-  entries_.push_back({tensor, {}, nullptr, std::string(), nullptr});
+  entries_.push_back({tensor.buffer(), tensor.shape(), {}, nullptr, std::string(), nullptr});
 }
 
 bool Tape::IsTracked(const Tensor& tensor) const { return Find(tensor) >= 0; }
@@ -69,7 +75,7 @@ void Tape::Record(absl::Span<const Tensor> inputs, const Tensor& output,
   }
   if (!any) return;
   ids_[KeyOf(output)] = static_cast<int>(entries_.size());
-  entries_.push_back({output, std::move(ids), backward,
+  entries_.push_back({output.buffer(), output.shape(), std::move(ids), backward,
                       CheckNumericsEnabled() ? LastCheckedOp() : std::string(), LastOpName()});
 }
 
@@ -110,38 +116,40 @@ std::vector<char> Tape::MarkNeeded(const std::vector<int>& source_ids) const {
 
 absl::Status Tape::Backprop(int target_id, const std::vector<char>& needed,
                             const std::vector<char>& is_source, Grads& grads,
-                            const std::function<void(int)>& after_entry) {
+                            const std::function<absl::Status(int)>& after_entry) {
   PauseRecording pause;
   // Entry k is done once the walk is past it: every op that read its output came later and has
   // run its backward function, and its gradient has been handed on.
-  auto done = [&](int k) {
-    if (after_entry) after_entry(k);
-    // A non-persistent tape never walks again: dropping the entry's output and backward closure
-    // (with the tensors it captured) now frees the activations progressively instead of at the
+  auto done = [&](int k) -> absl::Status {
+    if (after_entry) SLUICE_RETURN_IF_ERROR(after_entry(k));
+    // A non-persistent tape never walks again: dropping the entry's backward closure (with the
+    // tensors it captured) now frees the activations progressively instead of at the
     // end of the walk. Recompute's blocks rerun their forward pass during the walk, and that
     // memory is then free for them. Only entries before k are read from here on (an op's inputs
     // were recorded before it), so the released ones are never touched again.
     if (!options_.persistent) {
-      entries_[k].value = Tensor();
       entries_[k].backward = nullptr;
     }
+    return absl::OkStatus();
   };
   for (int i = target_id; i >= 0; --i) {
-    if (i < target_id) done(i + 1);
+    if (i < target_id) SLUICE_RETURN_IF_ERROR(done(i + 1));
     Entry& e = entries_[i];
     if (!grads[i] || !e.backward) continue;
     bool any_needed = false;
     for (int in : e.inputs) any_needed = any_needed || (in >= 0 && needed[in]);
     if (!any_needed) continue;
+    // Entry i's gradient is spent unless a source wants it: handed over, it is freed as soon as
+    // the backward function lets go of it, and a gradient passed straight through (Add,
+    // Reshape) is owned by in_grads alone.
+    Tensor grad = is_source[i] ? *grads[i] : *std::move(grads[i]);
+    if (!is_source[i]) grads[i].reset();
     absl::StatusOr<Grads> computed;
     {
       profiler::Span span("backward", e.op_name != nullptr ? e.op_name : "op");
-      computed = e.backward(*grads[i]);
+      computed = e.backward(std::move(grad));
     }
     SLUICE_ASSIGN_OR_RETURN(Grads in_grads, std::move(computed));
-    // Entry i's gradient is spent unless a source wants it: dropping it now frees the memory
-    // and leaves a gradient passed straight through (Add, Reshape) owned by in_grads alone.
-    if (!is_source[i]) grads[i].reset();
     if (in_grads.size() != e.inputs.size()) {
       return absl::InternalError(absl::StrCat("Tape::Gradient: a backward function returned ",
                                               in_grads.size(), " gradients for ", e.inputs.size(),
@@ -154,30 +162,44 @@ absl::Status Tape::Backprop(int target_id, const std::vector<char>& needed,
       SLUICE_RETURN_IF_ERROR(Accumulate(in, std::move(*in_grads[k]), grads));
     }
   }
-  if (target_id >= 0) done(0);
+  if (target_id >= 0) SLUICE_RETURN_IF_ERROR(done(0));
   return absl::OkStatus();
 }
 
 absl::Status Tape::Accumulate(int id, Tensor grad, Grads& grads) const {
-  if (grad.shape() != entries_[id].value.shape()) {
+  if (grad.shape() != entries_[id].shape) {
     return absl::InternalError(
         absl::StrCat("Tape::Gradient: gradient shape ", grad.shape().DebugString(),
-                     " differs from its input's ", entries_[id].value.shape().DebugString()));
+                     " differs from its input's ", entries_[id].shape.DebugString()));
   }
-  if (grads[id]) {
+  if (!grads[id]) {
+    // Kept as it is, even when shared (an Add hands the same gradient to both operands): a copy
+    // is made only if another gradient must be added to it (copy on write).
+    grads[id] = std::move(grad);
+  } else if (grads[id]->buffer().use_count() == 1) {
     SLUICE_RETURN_IF_ERROR(AccumulateInto(*grads[id], grad));
   } else if (grad.buffer().use_count() == 1) {
-    // A fresh tensor nobody else holds becomes the accumulator as it is.
+    // The accumulator is shared, the new gradient is not: add into the new one instead (the same
+    // sum, bit for bit: float addition of two terms commutes).
+    SLUICE_RETURN_IF_ERROR(AccumulateInto(grad, *grads[id]));
     grads[id] = std::move(grad);
   } else {
-    // Shared (passed through to several inputs, or kept by the op): accumulating into it would
-    // change the other holders, so the accumulator is a copy.
-    SLUICE_ASSIGN_OR_RETURN(grads[id], backend::Clone(grad));
+    SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend::Clone(*grads[id]));
+    SLUICE_RETURN_IF_ERROR(AccumulateInto(sum, grad));
+    grads[id] = std::move(sum);
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<Tape::Grads> Tape::CollectResults(const std::vector<int>& source_ids, Grads& grads) {
+absl::Status Tape::Own(std::optional<Tensor>& grad) {
+  if (grad && grad->buffer().use_count() > 1) {
+    SLUICE_ASSIGN_OR_RETURN(grad, backend::Clone(*grad));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tape::Grads> Tape::CollectResults(const std::vector<int>& source_ids, Grads& grads,
+                                                 bool reported) {
   // The gradient moves to the first listing of its source; a source listed again gets a copy.
   Grads result(source_ids.size());
   std::vector<int> first_listing(entries_.size(), -1);
@@ -192,6 +214,9 @@ absl::StatusOr<Tape::Grads> Tape::CollectResults(const std::vector<int>& source_
     } else if (grads[id]) {
       first_listing[id] = static_cast<int>(s);
       result[s] = std::move(grads[id]);
+      // Reported ones were made owned then, and the hook may hold them: they must come back as
+      // they are.
+      if (!reported) SLUICE_RETURN_IF_ERROR(Own(result[s]));
     }
   }
   return result;
@@ -199,24 +224,23 @@ absl::StatusOr<Tape::Grads> Tape::CollectResults(const std::vector<int>& source_
 
 // The micrograd core: seed the target, walk the tape backwards through what the sources reach,
 // hand each source its accumulated gradient.
-absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<const Tensor> sources,
-                                           const std::optional<Tensor>& output_gradient) {
-  return Gradient(target, sources, output_gradient, nullptr);
+absl::StatusOr<Tape::Grads> Tape::Gradient(Tensor target, absl::Span<const Tensor> sources,
+                                           std::optional<Tensor> output_gradient) {
+  return Gradient(std::move(target), sources, std::move(output_gradient), nullptr);
 }
 
-absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target,
-                                           const std::vector<Variable*>& sources,
-                                           const std::optional<Tensor>& output_gradient,
+absl::StatusOr<Tape::Grads> Tape::Gradient(Tensor target, const std::vector<Variable*>& sources,
+                                           std::optional<Tensor> output_gradient,
                                            const GradientReadyFn& on_ready) {
   std::vector<Tensor> values;
   values.reserve(sources.size());
   // mutable_value(): reading value() here would watch a variable after the fact.
   for (Variable* v : sources) values.push_back(v->mutable_value());
-  return Gradient(target, values, output_gradient, on_ready);
+  return Gradient(std::move(target), values, std::move(output_gradient), on_ready);
 }
 
-absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<const Tensor> sources,
-                                           const std::optional<Tensor>& output_gradient,
+absl::StatusOr<Tape::Grads> Tape::Gradient(Tensor target, absl::Span<const Tensor> sources,
+                                           std::optional<Tensor> output_gradient,
                                            const GradientReadyFn& on_ready) {
   SLUICE_RETURN_IF_ERROR(CheckGradientArgs(target, output_gradient));
   Grads result(sources.size());
@@ -235,19 +259,23 @@ absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<cons
       // Handed back as the target's own gradient: the caller's seed must not come back.
       SLUICE_ASSIGN_OR_RETURN(grads[target_id], backend::Clone(*output_gradient));
     } else {
-      // Only read: backward functions take their gradient as const, and Accumulate copies a
+      // Only read: backward functions never write into their gradient, and Accumulate copies a
       // gradient it shares with anyone (the caller, here) before adding into it. No copy saves
-      // a tensor the size of the target (Recompute seeds each block's backward so).
-      grads[target_id] = *output_gradient;
+      // a tensor the size of the target (Recompute seeds each segment's backward so).
+      grads[target_id] = *std::move(output_gradient);
+      output_gradient.reset();
     }
+    target = Tensor();  // not read again: the ops that captured it decide how long it lives
     const std::vector<char> needed = MarkNeeded(source_ids);
-    std::function<void(int)> after_entry;
+    std::function<absl::Status(int)> after_entry;
     std::vector<char> reported(sources.size(), 0);
-    auto report = [&](size_t s) {
+    auto report = [&](size_t s) -> absl::Status {
       const int id = source_ids[s];
-      if (reported[s] || id < 0 || !grads[id]) return;
+      if (reported[s] || id < 0 || !grads[id]) return absl::OkStatus();
       reported[s] = 1;
+      SLUICE_RETURN_IF_ERROR(Own(grads[id]));
       on_ready(s, *grads[id]);
+      return absl::OkStatus();
     };
     if (on_ready) {
       // A source's gradient is final once the walk has passed the first op that read it (the
@@ -270,8 +298,9 @@ absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<cons
           final_after[first_reader[id]].push_back(s);
         }
       }
-      after_entry = [&, final_after = std::move(final_after)](int i) {
-        for (size_t s : final_after[i]) report(s);
+      after_entry = [&, final_after = std::move(final_after)](int i) -> absl::Status {
+        for (size_t s : final_after[i]) SLUICE_RETURN_IF_ERROR(report(s));
+        return absl::OkStatus();
       };
     }
     const absl::Status walked = Backprop(target_id, needed, is_source, grads, after_entry);
@@ -290,10 +319,10 @@ absl::StatusOr<Tape::Grads> Tape::Gradient(const Tensor& target, absl::Span<cons
       for (size_t s = 0; s < source_ids.size(); ++s) {
         if (source_ids[s] < 0 || listed[source_ids[s]]) continue;
         listed[source_ids[s]] = 1;
-        report(s);
+        SLUICE_RETURN_IF_ERROR(report(s));
       }
     }
-    SLUICE_ASSIGN_OR_RETURN(result, CollectResults(source_ids, grads));
+    SLUICE_ASSIGN_OR_RETURN(result, CollectResults(source_ids, grads, on_ready != nullptr));
   }
   if (!options_.persistent) {
     used_ = true;

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -17,9 +18,11 @@ namespace sluice::train::autodiff {
 class Variable;
 
 // Gradients of an op's inputs given the gradient of its output; nullopt for an
-// input with no gradient (labels, indices). One entry per recorded input.
+// input with no gradient (labels, indices). One entry per recorded input. The gradient is handed
+// over: a function taking it by value (Recompute's) can let it go before it returns; one taking
+// `const Tensor&` holds it until then.
 using BackwardFn =
-    std::function<absl::StatusOr<std::vector<std::optional<Tensor>>>(const Tensor& grad_output)>;
+    std::function<absl::StatusOr<std::vector<std::optional<Tensor>>>(Tensor grad_output)>;
 
 struct TapeOptions {
   // A persistent tape allows several Gradient() calls; otherwise the first
@@ -53,10 +56,13 @@ class Tape {
 
   // d(target)/d(source) for each source, nullopt where the target does not
   // depend on the source. `output_gradient` (default: ones) seeds the
-  // backward pass, so a non-scalar target gives the gradient of its sum.
+  // backward pass, so a non-scalar target gives the gradient of its sum. The tape lets go of
+  // `target` before the walk, and of `output_gradient` once the first op is past: moved in, each
+  // is freed as soon as nothing needs it (Recompute hands over each segment's recomputed output
+  // and incoming gradient so).
   absl::StatusOr<std::vector<std::optional<Tensor>>> Gradient(
-      const Tensor& target, absl::Span<const Tensor> sources,
-      const std::optional<Tensor>& output_gradient = std::nullopt);
+      Tensor target, absl::Span<const Tensor> sources,
+      std::optional<Tensor> output_gradient = std::nullopt);
 
   // Called with a source's index (its first listing) and gradient as soon as that gradient is
   // final, while the backward walk goes on with the ops before it: data-parallel training
@@ -64,16 +70,17 @@ class Tape {
   // Gradient() returns for the source; the walk never reads or writes it again.
   using GradientReadyFn = std::function<void(size_t source, const Tensor& gradient)>;
   // As above, calling `on_ready` once for every source that gets a gradient.
-  absl::StatusOr<std::vector<std::optional<Tensor>>> Gradient(
-      const Tensor& target, absl::Span<const Tensor> sources,
-      const std::optional<Tensor>& output_gradient, const GradientReadyFn& on_ready);
+  absl::StatusOr<std::vector<std::optional<Tensor>>> Gradient(Tensor target,
+                                                              absl::Span<const Tensor> sources,
+                                                              std::optional<Tensor> output_gradient,
+                                                              const GradientReadyFn& on_ready);
 
   // The same with respect to variables (Module::TrainableVariables()), as
   // tf.GradientTape.gradient(loss, model.trainable_variables): nullopt for one the target does
   // not depend on, or that is frozen (a frozen variable is not watched).
   absl::StatusOr<std::vector<std::optional<Tensor>>> Gradient(
-      const Tensor& target, const std::vector<Variable*>& sources,
-      const std::optional<Tensor>& output_gradient = std::nullopt,
+      Tensor target, const std::vector<Variable*>& sources,
+      std::optional<Tensor> output_gradient = std::nullopt,
       const GradientReadyFn& on_ready = nullptr);
 
   // Adds an op whose `output` was computed from `inputs`, if any input is
@@ -85,8 +92,13 @@ class Tape {
  private:
   using Grads = std::vector<std::optional<Tensor>>;
   using Key = std::pair<const void*, std::vector<int64_t>>;
+  // An entry does not keep its tensor alive: an activation no backward function captured (an
+  // Add's operands, a segment Recompute will rebuild) is freed as soon as the forward pass is
+  // done with it, as in PyTorch. `buffer` tells a live tensor from a later one that got the freed
+  // address (a different Buffer).
   struct Entry {
-    Tensor value;             // keeps the buffer (and so the key) alive
+    std::weak_ptr<Buffer> buffer;
+    Shape shape;              // what a gradient of it must have
     std::vector<int> inputs;  // entry ids; -1 for an input the tape does not track
     BackwardFn backward;      // empty for a watched source
     std::string op;           // with check_numerics on: the op and layer, for its gradients
@@ -104,11 +116,16 @@ class Tape {
   // `after_entry(i)`, when set, is called once entry i's backward function has run.
   absl::Status Backprop(int target_id, const std::vector<char>& needed,
                         const std::vector<char>& is_source, Grads& grads,
-                        const std::function<void(int)>& after_entry);
+                        const std::function<absl::Status(int)>& after_entry);
   // Adds `grad` to entry `id`'s gradient.
   absl::Status Accumulate(int id, Tensor grad, Grads& grads) const;
-  // Moves each source's gradient out of `grads`, in the order the sources were listed.
-  absl::StatusOr<Grads> CollectResults(const std::vector<int>& source_ids, Grads& grads);
+  // A copy of `grad` in its place when anyone else holds it too: what a source's gradient must
+  // be before it is handed out (the caller may change it in place).
+  static absl::Status Own(std::optional<Tensor>& grad);
+  // Moves each source's gradient out of `grads`, in the order the sources were listed, each owned
+  // by the result alone unless `reported` (a GradientReadyFn had each, made owned, already).
+  absl::StatusOr<Grads> CollectResults(const std::vector<int>& source_ids, Grads& grads,
+                                       bool reported);
 
   TapeOptions options_;
   std::vector<Entry> entries_;

@@ -39,6 +39,11 @@ enum class BinaryOp { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kEqual, kGreat
 // kAbs' gradient is sign(x), 0 at 0; kSoftplus is log1p(exp(-|x|)) + max(x, 0), which neither
 // overflows nor loses the small values.
 enum class UnaryOp { kRelu, kSigmoid, kTanh, kGelu, kExp, kLog, kAbs, kSoftplus, kSquare };
+// Whether f'(x) follows from y = f(x) alone, so that the backward pass needs the output only.
+constexpr bool UnaryGradientFromOutput(UnaryOp op) {
+  return op == UnaryOp::kRelu || op == UnaryOp::kSigmoid || op == UnaryOp::kTanh ||
+         op == UnaryOp::kExp;
+}
 enum class ReduceOp { kSum, kMax };
 enum class PoolAlgorithm { kMax, kAvgExcludePadding };
 
@@ -156,7 +161,8 @@ class Backend {
   virtual absl::Status BinaryBackward(BinaryOp op, const Tensor& a, const Tensor& b,
                                       const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b) = 0;
   virtual absl::Status Unary(UnaryOp op, const Tensor& x, Tensor& y) = 0;
-  // grad_x = grad_y * f'(x), given x and y = f(x).
+  // grad_x = grad_y * f'(x), given x and y = f(x). For the ops of UnaryGradientFromOutput (relu,
+  // sigmoid, tanh, exp) it must read y only: the tape keeps y alone and passes it as x too.
   virtual absl::Status UnaryBackward(UnaryOp op, const Tensor& x, const Tensor& y,
                                      const Tensor& grad_y, Tensor& grad_x) = 0;
   // y = x converted to y's dtype, each of float32, int32 and int64 (same element count). Float

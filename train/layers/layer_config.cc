@@ -106,6 +106,7 @@ Made MakeResidualBlock(const LayerConfig& config) {
   SLUICE_ASSIGN_OR_RETURN(const int64_t filters, config.Int("filters"));
   SLUICE_ASSIGN_OR_RETURN(options.stride, config.Int("stride"));
   options.seed = static_cast<uint64_t>(config.IntOr("seed", 0));
+  options.recompute = config.IntOr("recompute", 0) != 0;
   SLUICE_ASSIGN_OR_RETURN(const double momentum, config.Float("momentum"));
   SLUICE_ASSIGN_OR_RETURN(const double epsilon, config.Float("epsilon"));
   options.batch_norm = {.momentum = static_cast<float>(momentum),
@@ -136,6 +137,17 @@ Made MakeSequential(const LayerConfig& config) {
                           absl::StrCat("layer ", i, ": ", layer.status().message()));
     }
     sequential->Add(*std::move(layer));
+  }
+  for (int k = 0; config.ints.contains(absl::StrCat("recompute_", k, "_begin")); ++k) {
+    SLUICE_ASSIGN_OR_RETURN(const int64_t begin,
+                            config.Int(absl::StrCat("recompute_", k, "_begin")));
+    SLUICE_ASSIGN_OR_RETURN(const int64_t end, config.Int(absl::StrCat("recompute_", k, "_end")));
+    if (begin < 0 || end < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Sequential: recompute segment [", begin, ", ", end, ")"));
+    }
+    SLUICE_RETURN_IF_ERROR(
+        sequential->RecomputeLayers(static_cast<size_t>(begin), static_cast<size_t>(end)));
   }
   return std::unique_ptr<Module>(std::move(sequential));
 }

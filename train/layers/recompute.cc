@@ -1,5 +1,6 @@
 #include "train/layers/recompute.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -18,10 +19,12 @@ using Grads = std::vector<std::optional<Tensor>>;
 
 // The variables a forward pass may change: Dropout's call counter, BatchNorm's moving statistics.
 // Weights (trainable, frozen or not) are only read.
-std::vector<autodiff::Variable*> StateVariables(Module& module) {
+std::vector<autodiff::Variable*> StateVariables(const std::vector<Module*>& modules) {
   std::vector<autodiff::Variable*> state;
-  for (autodiff::Variable* v : module.Variables()) {
-    if (!v->trainable()) state.push_back(v);
+  for (Module* module : modules) {
+    for (autodiff::Variable* v : module->Variables()) {
+      if (!v->trainable()) state.push_back(v);
+    }
   }
   return state;
 }
@@ -45,15 +48,15 @@ absl::Status Restore(const std::vector<autodiff::Variable*>& vars,
 // The wrapped forward pass again, on a tape of its own that sees nothing of the outer one, under
 // the forward pass's precision: the gradients of its output, seeded with `grad_output`, with
 // respect to `input` and `weights` (in that order).
-absl::StatusOr<Grads> Recomputed(Module& module, const Tensor& input, bool training,
+absl::StatusOr<Grads> Recomputed(const RecomputeFn& forward, const Tensor& input, bool training,
                                  backend::Precision precision,
                                  const std::vector<autodiff::Variable*>& weights,
-                                 const Shape& output_shape, const Tensor& grad_output) {
+                                 const Shape& output_shape, Tensor grad_output) {
   autodiff::IsolatedRecording isolated;  // before the tape: the tape must live inside it
   backend::ScopedPrecision scoped_precision(precision);
   autodiff::Tape tape;
   tape.Watch(input);
-  SLUICE_ASSIGN_OR_RETURN(Tensor output, module.Forward(input, training));
+  SLUICE_ASSIGN_OR_RETURN(Tensor output, forward(input, training));
   if (output.shape() != output_shape) {
     // A module whose output depends on more than its input, variables and state.
     return absl::InternalError(absl::StrCat("the recomputed output is ",
@@ -64,64 +67,76 @@ absl::StatusOr<Grads> Recomputed(Module& module, const Tensor& input, bool train
   sources.reserve(1 + weights.size());
   // The very tensors the recomputation read (and the tape watched), not a watching value() read.
   for (autodiff::Variable* w : weights) sources.push_back(w->mutable_value());
-  return tape.Gradient(output, sources, grad_output);
+  // Moved: the output and the incoming gradient are freed once the ops that read them are past,
+  // not at the end of the walk.
+  return tape.Gradient(std::move(output), sources, std::move(grad_output));
 }
 
 }  // namespace
 
-Recompute::Recompute(std::unique_ptr<Module> module) : module_(std::move(module)) {}
-
-absl::StatusOr<Tensor> Recompute::Forward(const Tensor& input, bool training) {
+absl::StatusOr<Tensor> RecomputeGrad(std::string name, std::vector<Module*> modules,
+                                     const Tensor& input, bool training, RecomputeFn forward) {
   // Nothing would be kept anyway (inference, evaluation); and a lazy module's first call creates
   // its state during the forward pass, so there is no earlier state to recompute from: that one
-  // call is recorded as without Recompute.
-  if (!autodiff::RecordingActive() || !module_->built()) {
-    return module_->Forward(input, training);
+  // call is recorded as without recomputation.
+  if (!autodiff::RecordingActive() ||
+      !std::all_of(modules.begin(), modules.end(), [](Module* m) { return m->built(); })) {
+    return forward(input, training);
   }
-  const std::vector<autodiff::Variable*> state = StateVariables(*module_);
+  const std::vector<autodiff::Variable*> state = StateVariables(modules);
   SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> state_before, Snapshot(state));
   const backend::Precision precision = backend::CurrentPrecision();
   Tensor output;
   {
     autodiff::PauseRecording pause;
-    SLUICE_ASSIGN_OR_RETURN(output, module_->Forward(input, training));
+    SLUICE_ASSIGN_OR_RETURN(output, forward(input, training));
   }
   if (output.raw_data() == input.raw_data()) {
     // The tape knows a tensor by its buffer: an output that is its input needs its own.
     SLUICE_ASSIGN_OR_RETURN(output, backend::Clone(output));
   }
   // After the forward pass: a frozen weight is not one (no gradient), and the set is fixed now.
-  std::vector<autodiff::Variable*> weights = module_->TrainableVariables();
+  std::vector<autodiff::Variable*> weights;
+  for (Module* module : modules) {
+    for (autodiff::Variable* w : module->TrainableVariables()) weights.push_back(w);
+  }
   std::vector<Tensor> inputs = {input};
   inputs.reserve(1 + weights.size());
   // Reading value() outside the pause watches each weight, as the unpaused forward's reads would.
   for (autodiff::Variable* w : weights) inputs.push_back(w->value());
   if (!autodiff::ShouldRecord(inputs)) return output;
 
-  Module* module = module_.get();
   autodiff::BackwardFn backward =
-      [module, input, training, precision, weights = std::move(weights), state,
-       state_before = std::move(state_before),
-       output_shape = output.shape()](const Tensor& grad_output) -> absl::StatusOr<Grads> {
+      [name = std::move(name), forward = std::move(forward), input, training, precision,
+       weights = std::move(weights), state, state_before = std::move(state_before),
+       output_shape = output.shape()](Tensor grad_output) -> absl::StatusOr<Grads> {
     // The recomputation starts where the forward pass started (the same Dropout masks, BatchNorm
     // moving from the same statistics), and what it changes is then undone: the state stays as
     // the forward pass left it, moved once.
     SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> state_after, Snapshot(state));
     SLUICE_RETURN_IF_ERROR(Restore(state, state_before));
-    absl::StatusOr<Grads> grads =
-        Recomputed(*module, input, training, precision, weights, output_shape, grad_output);
+    absl::StatusOr<Grads> grads = Recomputed(forward, input, training, precision, weights,
+                                             output_shape, std::move(grad_output));
     const absl::Status restored = Restore(state, state_after);
     if (!grads.ok()) {
-      return absl::Status(grads.status().code(),
-                          absl::StrCat("recompute (", module->name(),
-                                       "): recomputing the forward pass for its gradient: ",
-                                       grads.status().message()));
+      return absl::Status(
+          grads.status().code(),
+          absl::StrCat("recompute (", name, "): recomputing the forward pass for its gradient: ",
+                       grads.status().message()));
     }
     SLUICE_RETURN_IF_ERROR(restored);
     return grads;
   };
   autodiff::RecordOperation(inputs, output, backward);
   return output;
+}
+
+Recompute::Recompute(std::unique_ptr<Module> module) : module_(std::move(module)) {}
+
+absl::StatusOr<Tensor> Recompute::Forward(const Tensor& input, bool training) {
+  Module* module = module_.get();
+  return RecomputeGrad(module->name(), {module}, input, training,
+                       [module](const Tensor& x, bool t) { return module->Forward(x, t); });
 }
 
 absl::StatusOr<LayerConfig> Recompute::GetConfig() {

@@ -1,6 +1,7 @@
 #ifndef SLUICE_TRAIN_LAYERS_RECOMPUTE_H_
 #define SLUICE_TRAIN_LAYERS_RECOMPUTE_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,10 @@ namespace sluice::train::layers {
 // wrapped module, so set_trainable, regularisation losses and Summary reach it. A lazy module is
 // built by the first call, unrecorded, and its new variables then join the recorded op.
 //
+// A module whose forward pass is more than one chain recomputes pieces of it with
+// RecomputeGrad below: ResidualBlock's `recompute` option recomputes each half of its main branch
+// and its projection, a finer granularity than wrapping the whole block.
+//
 // Limits: gradients flow to the input and to the wrapped module's own variables, not to a
 // variable it reads but does not own (tf.recompute_grad's `variables` argument). The wrapped
 // Forward must be deterministic given the input, its variables and its non-trainable state. The
@@ -52,6 +57,17 @@ class Recompute : public Module {
  private:
   std::unique_ptr<Module> module_;
 };
+
+// The function form of tf.recompute_grad, under the rules above: `forward(input, training)`,
+// whose activations are recomputed in the backward pass instead of kept. `modules` are the
+// modules whose variables `forward` reads (their trainable variables get gradients, their
+// non-trainable ones are its state, saved and restored); `forward` must read no other variable.
+// `name` labels errors of the recomputation. Without an active tape, or while a module is not
+// yet built, it simply calls `forward`. `forward` is called again from the tape's Gradient(), so
+// what it refers to must live until then. Recompute::Forward is RecomputeGrad on its module.
+using RecomputeFn = std::function<absl::StatusOr<Tensor>(const Tensor& input, bool training)>;
+absl::StatusOr<Tensor> RecomputeGrad(std::string name, std::vector<Module*> modules,
+                                     const Tensor& input, bool training, RecomputeFn forward);
 
 }  // namespace sluice::train::layers
 

@@ -1,6 +1,8 @@
 #include "train/layers/residual_block.h"
 
+#include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/layers/recompute.h"
 #include "train/ops/activations.h"
 #include "train/ops/arithmetic.h"
 
@@ -39,17 +41,33 @@ ResidualBlock::ResidualBlock(int64_t in_channels, int64_t filters, ResidualBlock
   }
 }
 
+absl::StatusOr<Tensor> ResidualBlock::ConvBatchNorm(const char* label, Conv2D& conv, BatchNorm& bn,
+                                                    const Tensor& input, bool training) {
+  if (!options_.recompute) {
+    SLUICE_ASSIGN_OR_RETURN(Tensor y, conv.Forward(input, training));
+    return bn.Forward(y, training);
+  }
+  // The relu after it stays outside: it keeps its output only, which the next conv keeps anyway,
+  // and the segment's own output (batch norm's, read by nothing in the backward) is freed at once.
+  return RecomputeGrad(absl::StrCat("residual_block ", label), {&conv, &bn}, input, training,
+                       [&conv, &bn](const Tensor& x, bool t) -> absl::StatusOr<Tensor> {
+                         SLUICE_ASSIGN_OR_RETURN(Tensor y, conv.Forward(x, t));
+                         return bn.Forward(y, t);
+                       });
+}
+
 absl::StatusOr<Tensor> ResidualBlock::Forward(const Tensor& input, bool training) {
-  SLUICE_ASSIGN_OR_RETURN(Tensor y, conv1_.Forward(input, training));
-  SLUICE_ASSIGN_OR_RETURN(y, bn1_.Forward(y, training));
-  SLUICE_ASSIGN_OR_RETURN(y, ops::Relu(y));
-  SLUICE_ASSIGN_OR_RETURN(y, conv2_.Forward(y, training));
-  SLUICE_ASSIGN_OR_RETURN(y, bn2_.Forward(y, training));
+  // The projection first, so that its backward runs last: the input's gradient from it is made
+  // after the main branch's backward instead of being held through it (with `recompute`, a
+  // tensor of the input's size less at the peak of the block's backward). Same result.
   Tensor shortcut = input;
   if (shortcut_conv_) {
-    SLUICE_ASSIGN_OR_RETURN(shortcut, shortcut_conv_->Forward(input, training));
-    SLUICE_ASSIGN_OR_RETURN(shortcut, shortcut_bn_->Forward(shortcut, training));
+    SLUICE_ASSIGN_OR_RETURN(
+        shortcut, ConvBatchNorm("shortcut", *shortcut_conv_, *shortcut_bn_, input, training));
   }
+  SLUICE_ASSIGN_OR_RETURN(Tensor y, ConvBatchNorm("conv1/bn1", conv1_, bn1_, input, training));
+  SLUICE_ASSIGN_OR_RETURN(y, ops::Relu(y));
+  SLUICE_ASSIGN_OR_RETURN(y, ConvBatchNorm("conv2/bn2", conv2_, bn2_, y, training));
   SLUICE_ASSIGN_OR_RETURN(y, ops::Add(y, shortcut));
   return ops::Relu(y);
 }
@@ -68,6 +86,7 @@ absl::StatusOr<LayerConfig> ResidualBlock::GetConfig() {
                      .ints = {{"in_channels", in_channels_},
                               {"filters", filters_},
                               {"stride", options_.stride},
+                              {"recompute", options_.recompute ? 1 : 0},
                               {"seed", static_cast<int64_t>(options_.seed)}},
                      .floats = {{"momentum", options_.batch_norm.momentum},
                                 {"epsilon", options_.batch_norm.epsilon}},

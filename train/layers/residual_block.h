@@ -18,6 +18,12 @@ struct ResidualBlockOptions {
   // He normal, as ResNets are usually initialised (He et al. 2015).
   Initializer kernel_initializer = Initializer::kHeNormal;
   uint64_t seed = 0;  // each conv gets its own seed from it
+  // Gradient checkpointing inside the block (RecomputeGrad): conv1 -> bn1, conv2 -> bn2 and the
+  // projection (conv -> batch norm) each keep only their input for the backward pass and run
+  // again there; the relus and the add are recorded as usual. The block then holds the first
+  // relu's output and its own output: finer than Recompute around the whole block, whose
+  // backward rebuilds all its activations at once.
+  bool recompute = false;
 };
 
 // The ResNet v1 basic block (He et al. 2016) on NHWC input:
@@ -36,8 +42,14 @@ class ResidualBlock : public Module {
   std::vector<autodiff::Variable*> Variables() override { return ChildVariables(*this); }
   std::vector<Module*> Children() override;
   bool has_projection() const { return shortcut_conv_.has_value(); }
+  bool recompute() const { return options_.recompute; }
 
  private:
+  // conv then batch norm: one recomputed segment ("residual_block <label>" in its errors) when
+  // options_.recompute.
+  absl::StatusOr<Tensor> ConvBatchNorm(const char* label, Conv2D& conv, BatchNorm& bn,
+                                       const Tensor& input, bool training);
+
   int64_t in_channels_, filters_;
   ResidualBlockOptions options_;
   Conv2D conv1_;

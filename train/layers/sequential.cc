@@ -1,9 +1,13 @@
 #include "train/layers/sequential.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "core/trace_recorder.h"
 #include "train/autodiff/check_numerics.h"
+#include "train/layers/recompute.h"
 
 namespace sluice::train::layers {
 
@@ -30,9 +34,25 @@ void Sequential::NameNewVariables(size_t i) {
   }
 }
 
-absl::StatusOr<Tensor> Sequential::Forward(const Tensor& input, bool training) {
-  Tensor x = input;
-  for (size_t i = 0; i < modules_.size(); ++i) {
+absl::Status Sequential::RecomputeLayers(size_t begin, size_t end) {
+  if (begin >= end || end > modules_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("RecomputeLayers: [", begin, ", ", end,
+                                                   ") is not a range of the ", modules_.size(),
+                                                   " layers"));
+  }
+  for (const auto& [b, e] : segments_) {
+    if (begin < e && b < end) {
+      return absl::InvalidArgumentError(absl::StrCat("RecomputeLayers: [", begin, ", ", end,
+                                                     ") overlaps the segment [", b, ", ", e, ")"));
+    }
+  }
+  segments_.emplace_back(begin, end);
+  std::sort(segments_.begin(), segments_.end());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> Sequential::RunLayers(size_t begin, size_t end, Tensor x, bool training) {
+  for (size_t i = begin; i < end; ++i) {
     std::optional<autodiff::NumericsLayerScope> scope;
     if (autodiff::CheckNumericsEnabled()) scope.emplace(LayerLabel(i));
     absl::StatusOr<Tensor> y;
@@ -47,12 +67,30 @@ absl::StatusOr<Tensor> Sequential::Forward(const Tensor& input, bool training) {
     x = *std::move(y);
     output_shapes_[i] = x.shape();
   }
+  return x;
+}
+
+absl::StatusOr<Tensor> Sequential::Forward(const Tensor& input, bool training) {
+  Tensor x = input;
+  size_t i = 0;
+  for (const auto& [begin, end] : segments_) {
+    SLUICE_ASSIGN_OR_RETURN(x, RunLayers(i, begin, std::move(x), training));
+    std::vector<Module*> modules;
+    for (size_t j = begin; j < end; ++j) modules.push_back(modules_[j].get());
+    SLUICE_ASSIGN_OR_RETURN(
+        x, RecomputeGrad(absl::StrCat("layers ", begin, " to ", end - 1), std::move(modules), x,
+                         training, [this, begin, end](const Tensor& in, bool t) {
+                           return RunLayers(begin, end, in, t);
+                         }));
+    i = end;
+  }
+  SLUICE_ASSIGN_OR_RETURN(x, RunLayers(i, modules_.size(), std::move(x), training));
   if (!all_named_) {
     // Lazy layers built in this call: name their new variables once.
     all_named_ = true;
-    for (size_t i = 0; i < modules_.size(); ++i) {
-      NameNewVariables(i);
-      if (!modules_[i]->built()) all_named_ = false;
+    for (size_t j = 0; j < modules_.size(); ++j) {
+      NameNewVariables(j);
+      if (!modules_[j]->built()) all_named_ = false;
     }
   }
   return x;
@@ -82,6 +120,10 @@ absl::StatusOr<LayerConfig> Sequential::GetConfig() {
                           absl::StrCat("layer ", i, ": ", layer.status().message()));
     }
     config.layers.push_back(*std::move(layer));
+  }
+  for (size_t k = 0; k < segments_.size(); ++k) {
+    config.ints[absl::StrCat("recompute_", k, "_begin")] = static_cast<int64_t>(segments_[k].first);
+    config.ints[absl::StrCat("recompute_", k, "_end")] = static_cast<int64_t>(segments_[k].second);
   }
   return config;
 }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -32,6 +33,11 @@ struct LayerEntry {
 // ones first in Variables()). Module i's variables are named "i/<name>" ("0/dense/kernel",
 // "2/dense/kernel"), so that they stay unique, also those a lazy layer creates on its first
 // call. An error inside module i names it: "layer 1 (dense): ...".
+//
+// RecomputeLayers(begin, end) makes modules [begin, end) one recomputed segment (RecomputeGrad,
+// tf.recompute_grad; PyTorch's checkpoint_sequential): under a tape only the segment's input and
+// output are kept, and its activations are computed again in the backward pass. The modules,
+// their variables and names stay where they are, so a checkpoint loads with or without it.
 class Sequential : public Module {
  public:
   Sequential() = default;
@@ -39,6 +45,10 @@ class Sequential : public Module {
   Sequential(std::initializer_list<LayerEntry> layers);
 
   Sequential& Add(std::unique_ptr<Module> module);
+  // InvalidArgument for an empty range, one past size(), or one that overlaps another segment.
+  absl::Status RecomputeLayers(size_t begin, size_t end);
+  // The recomputed segments, [begin, end) each, in order.
+  const std::vector<std::pair<size_t, size_t>>& recomputed_segments() const { return segments_; }
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
   std::string name() const override { return "sequential"; }
   absl::StatusOr<LayerConfig> GetConfig() override;
@@ -50,6 +60,8 @@ class Sequential : public Module {
   const std::optional<Shape>& output_shape(size_t i) const { return output_shapes_[i]; }
 
  private:
+  // Modules [begin, end) in order, each error named by its layer.
+  absl::StatusOr<Tensor> RunLayers(size_t begin, size_t end, Tensor x, bool training);
   // Prefixes module i's variables that are not named yet (those created since the last call).
   void NameNewVariables(size_t i);
   // "layer i (dense)", made once (interned, so that profiler spans may point at it): how errors,
@@ -61,6 +73,7 @@ class Sequential : public Module {
   absl::flat_hash_set<const autodiff::Variable*> named_;
   bool all_named_ = true;  // false while some module may still create variables
   std::vector<const char*> layer_labels_;
+  std::vector<std::pair<size_t, size_t>> segments_;  // sorted by begin, disjoint
 };
 
 }  // namespace sluice::train::layers

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/status_macros.h"
 #include "train/layers/avg_pool.h"
 #include "train/layers/batch_norm.h"
 #include "train/layers/conv2d.h"
@@ -14,7 +15,6 @@
 #include "train/layers/flatten.h"
 #include "train/layers/global_avg_pool.h"
 #include "train/layers/max_pool.h"
-#include "train/layers/recompute.h"
 #include "train/layers/relu.h"
 #include "train/layers/residual_block.h"
 #include "train/layers/sequential.h"
@@ -62,8 +62,8 @@ std::unique_ptr<layers::Module> Cnn(const ModelShape& shape, uint64_t seed) {
   return model;
 }
 
-std::unique_ptr<layers::Module> ResNetSmall(const ModelShape& shape, uint64_t seed,
-                                            bool recompute) {
+absl::StatusOr<std::unique_ptr<layers::Module>> ResNetSmall(const ModelShape& shape, uint64_t seed,
+                                                            bool recompute) {
   auto model = std::make_unique<Sequential>();
   layers::Conv2DLayerOptions stem{.conv = {.padding = ops::Padding::kSame}, .use_bias = false};
   stem.kernel_initializer = layers::Initializer::kHeNormal;
@@ -71,21 +71,25 @@ std::unique_ptr<layers::Module> ResNetSmall(const ModelShape& shape, uint64_t se
   model->Add(std::make_unique<layers::Conv2D>(shape.channels, 32, 3, 3, stem));
   model->Add(std::make_unique<layers::BatchNorm>(32));
   model->Add(std::make_unique<layers::ReLU>());
+  // The stem's conv and batch norm, recomputed as one segment (their variables keep their names):
+  // its input, the image, is small, and the relu keeps only its output, the first block's input.
+  if (recompute) SLUICE_RETURN_IF_ERROR(model->RecomputeLayers(0, 2));
   int64_t in = 32;
   uint64_t block_seed = seed + 100;
   for (auto [filters, stride] : {std::pair<int64_t, int64_t>{32, 1}, {64, 2}, {128, 2}}) {
-    std::unique_ptr<layers::Module> block = std::make_unique<layers::ResidualBlock>(
-        in, filters, layers::ResidualBlockOptions{.stride = stride, .seed = block_seed});
-    // Recompute keeps the block's variables (and their names), so checkpoints are the same.
-    if (recompute) block = std::make_unique<layers::Recompute>(std::move(block));
-    model->Add(std::move(block));
+    // Recomputing inside the block keeps its variables (and their names): checkpoints are the
+    // same with and without.
+    model->Add(std::make_unique<layers::ResidualBlock>(
+        in, filters,
+        layers::ResidualBlockOptions{
+            .stride = stride, .seed = block_seed, .recompute = recompute}));
     block_seed += 100;
     in = filters;
   }
   model->Add(std::make_unique<layers::GlobalAvgPool>());
   model->Add(
       std::make_unique<layers::Dense>(in, shape.classes, layers::DenseOptions{.seed = seed + 2}));
-  return model;
+  return std::unique_ptr<layers::Module>(std::move(model));
 }
 
 }  // namespace

@@ -45,25 +45,30 @@ absl::StatusOr<Tensor> Binary(backend::BinaryOp op, const Tensor& a, const Tenso
   SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics(Name(op), out));
   if (!comparison && autodiff::ShouldRecord({a, b})) {
     const bool need_a = autodiff::ShouldRecord({a}), need_b = autodiff::ShouldRecord({b});
+    // a + b of the output's shape hands g to both and reads neither operand: the tape need not
+    // keep them (a residual branch's last activation would otherwise live until the backward).
+    const bool keep_operands =
+        !(op == backend::BinaryOp::kAdd && a.shape() == shape && b.shape() == shape);
     autodiff::RecordOperation(
         {a, b}, out,
-        [backend, op, a, b, need_a,
+        [backend, op, a = keep_operands ? a : Tensor(), b = keep_operands ? b : Tensor(),
+         a_shape = a.shape(), b_shape = b.shape(), need_a,
          need_b](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
           std::vector<std::optional<Tensor>> grads(2);
           // The gradient of a + b (or a - b) for an operand of the output's
           // shape is g itself: no copy (the tape makes its own when it must).
           const bool pass_a = need_a &&
                               (op == backend::BinaryOp::kAdd || op == backend::BinaryOp::kSub) &&
-                              a.shape() == g.shape();
-          const bool pass_b = need_b && op == backend::BinaryOp::kAdd && b.shape() == g.shape();
+                              a_shape == g.shape();
+          const bool pass_b = need_b && op == backend::BinaryOp::kAdd && b_shape == g.shape();
           if (pass_a) grads[0] = g;
           if (pass_b) grads[1] = g;
           const bool compute_a = need_a && !pass_a, compute_b = need_b && !pass_b;
           if (compute_a) {
-            SLUICE_ASSIGN_OR_RETURN(grads[0], backend->Allocate(DType::kFloat32, a.shape()));
+            SLUICE_ASSIGN_OR_RETURN(grads[0], backend->Allocate(DType::kFloat32, a_shape));
           }
           if (compute_b) {
-            SLUICE_ASSIGN_OR_RETURN(grads[1], backend->Allocate(DType::kFloat32, b.shape()));
+            SLUICE_ASSIGN_OR_RETURN(grads[1], backend->Allocate(DType::kFloat32, b_shape));
           }
           if (compute_a || compute_b) {
             SLUICE_RETURN_IF_ERROR(backend->BinaryBackward(

@@ -14,9 +14,12 @@ absl::StatusOr<Tensor> UnaryOp(backend::UnaryOp op, const char* name, const Tens
   SLUICE_RETURN_IF_ERROR(backend->Unary(op, x, y));
   SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics(name, y));
   if (autodiff::ShouldRecord({x})) {
+    // Relu, sigmoid, tanh and exp differentiate from y: keeping x too would hold the layer
+    // before's output (a batch norm's, say) until the backward pass for nothing.
     autodiff::RecordOperation(
         {x}, y,
-        [backend, op, x, y](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+        [backend, op, x = backend::UnaryGradientFromOutput(op) ? y : x,
+         y](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
           SLUICE_ASSIGN_OR_RETURN(Tensor gx, backend->Allocate(DType::kFloat32, x.shape()));
           SLUICE_RETURN_IF_ERROR(backend->UnaryBackward(op, x, y, g, gx));
           return std::vector<std::optional<Tensor>>{gx};

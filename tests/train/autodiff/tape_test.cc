@@ -5,6 +5,8 @@
 
 #include "tests/train/gradient_check.h"
 #include "train/autodiff/variable.h"
+#include "train/backend/cpu/cpu_allocator.h"
+#include "train/ops/activations.h"
 #include "train/ops/arithmetic.h"
 
 namespace sluice::train::autodiff {
@@ -225,6 +227,88 @@ TEST(TapeTest, GradientReadyHookReportsEachSourceOnceWhenFinal) {
   EXPECT_FALSE((*grads)[3].has_value());
   EXPECT_THAT(Values(*(*grads)[0]), ElementsAre(1 * 5 * 7, 2 * 6 * 8));  // x * b * c
   EXPECT_THAT(Values(*(*grads)[2]), ElementsAre(3 * 5, 4 * 6 * 2));      // h2 = b * a * x
+}
+
+// What the tape keeps: an op's output lives only as long as someone holds it (a backward function
+// that captured it, the caller), not because the tape recorded it.
+TEST(TapeTest, AnOutputNoBackwardCapturedIsFreed) {
+  Tensor a = T({1, 2}, {2}), b = T({3, 4}, {2});
+  Tape tape;
+  tape.Watch(a);
+  tape.Watch(b);
+  Tensor sum = *ops::Add(a, b);  // a + b of one shape reads neither operand backward
+  std::weak_ptr<Buffer> sum_buffer = sum.buffer();
+  Tensor y = *ops::Relu(sum);  // relu differentiates from its output: it keeps y, not sum
+  sum = Tensor();
+  EXPECT_TRUE(sum_buffer.expired());
+  auto grads = *tape.Gradient(y, {a, b});
+  ASSERT_TRUE(grads[0] && grads[1]);
+  EXPECT_THAT(Values(*grads[0]), ElementsAre(1, 1));
+  EXPECT_THAT(Values(*grads[1]), ElementsAre(1, 1));
+}
+
+TEST(TapeTest, ANewTensorAtAFreedOutputsAddressIsNotTracked) {
+  // 64 KiB: the CPU allocator's cache hands the freed block straight back.
+  const Shape shape{128, 128};
+  Tensor a = Tensor::Zeros(DType::kFloat32, shape), b = Tensor::Zeros(DType::kFloat32, shape);
+  Tape tape;
+  tape.Watch(a);
+  Tensor sum = *ops::Add(a, b);
+  EXPECT_TRUE(tape.IsTracked(sum));
+  const void* address = sum.raw_data();
+  sum = Tensor();
+  Tensor later = backend::cpu::CpuAllocator::Allocate(DType::kFloat32, shape);
+  ASSERT_EQ(later.raw_data(), address) << "the allocator did not reuse the block";
+  EXPECT_FALSE(tape.IsTracked(later));
+}
+
+TEST(TapeTest, GradientLetsGoOfAMovedTarget) {
+  Tensor a = T({1, -2}, {2}), b = T({3, 4}, {2});
+  Tape tape;
+  tape.Watch(a);
+  Tensor target = *ops::Add(a, b);
+  std::weak_ptr<Buffer> target_buffer = target.buffer();
+  bool expired_during_walk = false;
+  auto grads =
+      tape.Gradient(std::move(target), std::vector<Tensor>{a}, T({5, 6}, {2}),
+                    [&](size_t, const Tensor&) { expired_during_walk = target_buffer.expired(); });
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  EXPECT_TRUE(expired_during_walk);
+  EXPECT_THAT(Values(*(*grads)[0]), ElementsAre(5, 6));
+}
+
+TEST(TapeTest, AGradientPassedToTwoSourcesIsHandedOutTwiceOwned) {
+  // a + b hands the one seed gradient to both: each source gets a tensor of its own, and the
+  // caller's seed is not among them.
+  Tensor a = T({1, 2}, {2}), b = T({3, 4}, {2});
+  Tensor seed = T({7, 8}, {2});
+  Tape tape;
+  tape.Watch(a);
+  tape.Watch(b);
+  Tensor z = *ops::Add(a, b);
+  auto grads = *tape.Gradient(z, {a, b}, seed);
+  ASSERT_TRUE(grads[0] && grads[1]);
+  EXPECT_NE(grads[0]->buffer(), grads[1]->buffer());
+  EXPECT_NE(grads[0]->buffer(), seed.buffer());
+  EXPECT_NE(grads[1]->buffer(), seed.buffer());
+  EXPECT_THAT(Values(*grads[0]), ElementsAre(7, 8));
+  EXPECT_THAT(Values(*grads[1]), ElementsAre(7, 8));
+}
+
+TEST(TapeTest, ASharedGradientIsCopiedBeforeAnotherIsAddedToIt) {
+  // x reaches z twice: through a + x (handed the seed itself) and through x * c. Adding the
+  // second gradient must not write into the seed, which the caller and `a` share.
+  Tensor x = T({1, 2}, {2}), a = T({3, 4}, {2}), c = T({10, 100}, {2});
+  Tensor seed = T({1, 1}, {2});
+  Tape tape;
+  tape.Watch(x);
+  tape.Watch(a);
+  Tensor z = *ops::Add(*ops::Mul(x, c), *ops::Add(a, x));
+  auto grads = *tape.Gradient(z, {x, a}, seed);
+  ASSERT_TRUE(grads[0] && grads[1]);
+  EXPECT_THAT(Values(*grads[0]), ElementsAre(11, 101));
+  EXPECT_THAT(Values(*grads[1]), ElementsAre(1, 1));
+  EXPECT_THAT(Values(seed), ElementsAre(1, 1));
 }
 
 }  // namespace

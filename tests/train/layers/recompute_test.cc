@@ -1,9 +1,12 @@
 // Recompute (train/layers/recompute.h): the same outputs and gradients as the wrapped module
 // alone, bit for bit (a conv/batch-norm/dropout block), state moved once (BatchNorm's moving
 // statistics, Dropout's counter and masks), frozen variables without gradients, finite
-// differences, lazy layers, errors, activations not held, and the guarded device.
+// differences, lazy layers, errors, activations not held, and the guarded device. Then the two
+// users of RecomputeGrad, the function form: Sequential::RecomputeLayers and ResidualBlock's
+// `recompute` option, each against the same module without it.
 #include "train/layers/recompute.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -22,7 +25,9 @@
 #include "train/layers/batch_norm.h"
 #include "train/layers/conv2d.h"
 #include "train/layers/dropout.h"
+#include "train/layers/layer_config.h"
 #include "train/layers/relu.h"
+#include "train/layers/residual_block.h"
 #include "train/layers/sequential.h"
 #include "train/layers/summary.h"
 #include "train/ops/arithmetic.h"
@@ -427,6 +432,181 @@ TEST(RecomputeTest, GuardedGradientsMatchCpu) {
     ExpectSameVariables(*cpu, *guarded);
   }
   EXPECT_GT(testing::GuardedKernelCalls() - kernels, 20);
+}
+
+// The stem of resnet-small and another layer, [0, 3) recomputed when `recompute`.
+std::unique_ptr<Sequential> Stem(bool recompute) {
+  auto model = std::make_unique<Sequential>();
+  model->Add(std::make_unique<Conv2D>(3, 4, 3, 3, Same(61)));
+  model->Add(std::make_unique<BatchNorm>(4));
+  model->Add(std::make_unique<ReLU>());
+  model->Add(std::make_unique<Dropout>(0.3f, 62));
+  model->Add(std::make_unique<Conv2D>(4, 2, 3, 3, Same(63)));
+  if (recompute) {
+    EXPECT_TRUE(model->RecomputeLayers(0, 3).ok());
+  }
+  return model;
+}
+
+TEST(RecomputeLayersTest, GradientsEqualNoRecomputeBitForBit) {
+  auto plain = Stem(false);
+  auto recomputed = Stem(true);
+  // A second segment around the Dropout (layer 3): its mask drawn again in the recomputation.
+  ASSERT_TRUE(recomputed->RecomputeLayers(3, 4).ok());
+  EXPECT_THAT(
+      recomputed->recomputed_segments(),
+      ::testing::ElementsAre(std::pair<size_t, size_t>{0, 3}, std::pair<size_t, size_t>{3, 4}));
+  const Tensor x = RandomTensor({2, 6, 5, 3}, 64);
+  for (int step = 0; step < 3; ++step) {
+    SCOPED_TRACE(step);
+    ExpectIdentical(RunStep(*plain, x), RunStep(*recomputed, x));
+    ExpectSameVariables(*plain, *recomputed);  // names too: "0/conv2d/kernel", ...
+  }
+  EXPECT_EQ(recomputed->Variables()[0]->name(), "0/conv2d/kernel");
+}
+
+TEST(RecomputeLayersTest, ActivationsAreNotHeld) {
+  // conv -> batch norm -> relu: the plain layers keep the conv's output (batch norm's input) and
+  // relu's (8 x 32 x 32 x 8 floats, 256 KiB each); with conv and batch norm one segment, relu's
+  // output only.
+  auto make = [](bool recompute) {
+    auto model = std::make_unique<Sequential>();
+    model->Add(std::make_unique<Conv2D>(8, 8, 3, 3, Same(65)));
+    model->Add(std::make_unique<BatchNorm>(8));
+    model->Add(std::make_unique<ReLU>());
+    if (recompute) {
+      EXPECT_TRUE(model->RecomputeLayers(0, 2).ok());
+    }
+    return model;
+  };
+  const size_t kActivation = 8 * 32 * 32 * 8 * sizeof(float);
+  const Tensor x = RandomTensor({8, 32, 32, 8}, 66);
+  auto held_after_forward = [&](Module& m) {
+    autodiff::Tape tape;
+    tape.Watch(x);
+    const size_t before = backend::cpu::CpuAllocator::live_bytes();
+    Tensor y = *m.Forward(x, true);
+    return backend::cpu::CpuAllocator::live_bytes() - before;
+  };
+  auto plain = make(false);
+  auto recomputed = make(true);
+  EXPECT_GE(held_after_forward(*plain), 2 * kActivation);
+  EXPECT_LE(held_after_forward(*recomputed), kActivation + kActivation / 8);
+}
+
+TEST(RecomputeLayersTest, RejectsBadRanges) {
+  auto model = Stem(false);
+  EXPECT_EQ(model->RecomputeLayers(2, 2).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model->RecomputeLayers(3, 6).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(model->RecomputeLayers(1, 3).ok());
+  const absl::Status overlap = model->RecomputeLayers(2, 4);
+  EXPECT_EQ(overlap.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(overlap.message(), ::testing::HasSubstr("overlaps the segment [1, 3)"));
+  EXPECT_EQ(model->recomputed_segments().size(), 1u);
+}
+
+TEST(RecomputeLayersTest, ErrorsNameTheSegmentAndTheLayer) {
+  auto model = std::make_unique<Sequential>();
+  auto* flaky = new Flaky(2);  // fails in the recomputation
+  model->Add(std::make_unique<ReLU>());
+  model->Add(std::unique_ptr<Module>(flaky));
+  ASSERT_TRUE(model->RecomputeLayers(0, 2).ok());
+  const Tensor x = RandomTensor({4, 4}, 67);
+  autodiff::Tape tape;
+  tape.Watch(x);
+  Tensor y = *model->Forward(x, true);
+  absl::StatusOr<Grads> grads = tape.Gradient(y, {x});
+  EXPECT_EQ(grads.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(grads.status().message(),
+              ::testing::HasSubstr("recompute (layers 0 to 1): recomputing the forward pass for "
+                                   "its gradient: layer 1 (layer): flaky"));
+}
+
+TEST(RecomputeLayersTest, SavedInTheConfig) {
+  auto model = Stem(true);
+  absl::StatusOr<LayerConfig> config = model->GetConfig();
+  ASSERT_TRUE(config.ok()) << config.status();
+  absl::StatusOr<std::unique_ptr<Module>> loaded = LayerFromConfig(*config);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto* seq = dynamic_cast<Sequential*>(loaded->get());
+  ASSERT_NE(seq, nullptr);
+  EXPECT_THAT(seq->recomputed_segments(), ::testing::ElementsAre(std::pair<size_t, size_t>{0, 3}));
+  // A segment past the layers is refused, naming it.
+  config->ints["recompute_1_begin"] = 4;
+  config->ints["recompute_1_end"] = 9;
+  loaded = LayerFromConfig(*config);
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(loaded.status().message(), ::testing::HasSubstr("[4, 9)"));
+}
+
+// Identity and projection blocks, with and without `recompute`, the same seed.
+TEST(ResidualBlockRecomputeTest, GradientsAndStatisticsEqualNoRecomputeBitForBit) {
+  for (int64_t stride : {1, 2}) {
+    SCOPED_TRACE(stride);
+    ResidualBlock plain(3, stride == 1 ? 3 : 4, {.stride = stride, .seed = 70});
+    ResidualBlock recomputed(3, stride == 1 ? 3 : 4,
+                             {.stride = stride, .seed = 70, .recompute = true});
+    EXPECT_TRUE(recomputed.recompute());
+    EXPECT_EQ(plain.has_projection(), stride == 2);
+    const Tensor x = RandomTensor({2, 6, 6, 3}, 71);
+    for (int step = 0; step < 2; ++step) {
+      SCOPED_TRACE(step);
+      ExpectIdentical(RunStep(plain, x), RunStep(recomputed, x));
+      ExpectSameVariables(plain, recomputed);  // batch norm's moving statistics moved once
+    }
+  }
+}
+
+TEST(ResidualBlockRecomputeTest, HoldsTwoActivations) {
+  // Plain, an identity block keeps conv1's output (bn1's input), the first relu's (conv2's
+  // input), conv2's (bn2's input) and the last relu's, 8 x 32 x 32 x 8 floats each, for its
+  // backward pass; recomputed, the two relus' outputs only.
+  const size_t kActivation = 8 * 32 * 32 * 8 * sizeof(float);
+  const Tensor x = RandomTensor({8, 32, 32, 8}, 72);
+  auto held_after_forward = [&](Module& m) {
+    autodiff::Tape tape;
+    tape.Watch(x);
+    const size_t before = backend::cpu::CpuAllocator::live_bytes();
+    Tensor y = *m.Forward(x, true);
+    return backend::cpu::CpuAllocator::live_bytes() - before;
+  };
+  ResidualBlock plain(8, 8, {.seed = 73});
+  ResidualBlock recomputed(8, 8, {.seed = 73, .recompute = true});
+  EXPECT_GE(held_after_forward(plain), 4 * kActivation);
+  EXPECT_LE(held_after_forward(recomputed), 2 * kActivation + kActivation / 8);
+}
+
+TEST(ResidualBlockRecomputeTest, FiniteDifferences) {
+  ResidualBlock block(2, 3, {.stride = 2, .seed = 74, .recompute = true});
+  EXPECT_EQ(CheckModuleGradients(block, RandomTensor({2, 4, 4, 2}, 75), /*training=*/true), "");
+}
+
+TEST(ResidualBlockRecomputeTest, SavedInTheConfig) {
+  ResidualBlock block(2, 3, {.recompute = true});
+  absl::StatusOr<LayerConfig> config = block.GetConfig();
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->ints.at("recompute"), 1);
+  absl::StatusOr<std::unique_ptr<Module>> loaded = LayerFromConfig(*config);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE(dynamic_cast<ResidualBlock&>(**loaded).recompute());
+  config->ints.erase("recompute");  // a model saved before the option: off
+  loaded = LayerFromConfig(*config);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_FALSE(dynamic_cast<ResidualBlock&>(**loaded).recompute());
+}
+
+TEST(ResidualBlockRecomputeTest, GuardedGradientsMatchCpu) {
+  testing::RegisterGuardedBackend();
+  ResidualBlock cpu(3, 4, {.stride = 2, .seed = 76, .recompute = true});
+  ResidualBlock guarded(3, 4, {.stride = 2, .seed = 76, .recompute = true});
+  ASSERT_TRUE(guarded.To(Device::Guarded()).ok());
+  const Tensor x = RandomTensor({2, 5, 5, 3}, 77);
+  const Tensor gx = *backend::CopyTo(x, Device::Guarded());
+  for (int step = 0; step < 2; ++step) {
+    SCOPED_TRACE(step);
+    ExpectIdentical(RunStep(cpu, x), RunStep(guarded, gx));
+    ExpectSameVariables(cpu, guarded);
+  }
 }
 
 }  // namespace

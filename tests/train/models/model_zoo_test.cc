@@ -3,17 +3,19 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/train/gradient_check.h"
 #include "train/autodiff/tape.h"
-#include "train/layers/recompute.h"
+#include "train/layers/residual_block.h"
 #include "train/layers/sequential.h"
 
 namespace sluice::train::models {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 int64_t CountParameters(layers::Module& model) {
@@ -77,18 +79,21 @@ TEST(ModelsTest, UnknownNameListsTheKnownOnes) {
   EXPECT_THAT(model.status().message(), HasSubstr("mlp, cnn, resnet-small"));
 }
 
-TEST(ModelsTest, RecomputeWrapsEveryResidualBlockAndTrainsTheSame) {
+TEST(ModelsTest, RecomputeCoversTheStemAndEveryResidualBlockAndTrainsTheSame) {
   const ModelShape shape{.height = 8, .width = 8, .channels = 1, .classes = 3};
   auto plain = MakeModel("resnet-small", shape, 5);
   auto recomputed = MakeModel("resnet-small", shape, 5, {.recompute = true});
   ASSERT_TRUE(plain.ok() && recomputed.ok());
   auto* seq = dynamic_cast<layers::Sequential*>(recomputed->get());
   ASSERT_NE(seq, nullptr);
-  int wrapped = 0;
+  // The stem's conv and batch norm are one recomputed segment; each block recomputes inside.
+  EXPECT_THAT(seq->recomputed_segments(), ElementsAre(std::pair<size_t, size_t>{0, 2}));
+  int blocks = 0;
   for (size_t i = 0; i < seq->size(); ++i) {
-    wrapped += dynamic_cast<layers::Recompute*>(&seq->module(i)) != nullptr;
+    auto* block = dynamic_cast<layers::ResidualBlock*>(&seq->module(i));
+    if (block != nullptr) blocks += block->recompute();
   }
-  EXPECT_EQ(wrapped, 3);
+  EXPECT_EQ(blocks, 3);
   // The same variables under the same names: checkpoints are interchangeable.
   std::vector<autodiff::Variable*> a = (*plain)->Variables(), b = (*recomputed)->Variables();
   ASSERT_EQ(a.size(), b.size());

@@ -284,8 +284,9 @@ inline float Softplus(float x) { return std::log1p(std::exp(-std::fabs(x))) + st
 SLUICE_KERNEL_CLONES void ReluRun(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;
 }
-SLUICE_KERNEL_CLONES void ReluGradRun(const float* x, const float* g, float* gx, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) gx[i] = x[i] > 0 ? g[i] : 0.0f;
+// From relu's output: y > 0 exactly where x > 0.
+SLUICE_KERNEL_CLONES void ReluGradRun(const float* y, const float* g, float* gx, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) gx[i] = y[i] > 0 ? g[i] : 0.0f;
 }
 
 template <typename Fn>
@@ -538,7 +539,7 @@ absl::Status CpuBackend::UnaryBackward(UnaryOp op, const Tensor& x, const Tensor
   Elementwise(x.num_elements(), [&](int64_t b, int64_t e) {
     switch (op) {
       case UnaryOp::kRelu:  // gradient 0 at x == 0, as in TF
-        ReluGradRun(in + b, g + b, gx + b, e - b);
+        ReluGradRun(out + b, g + b, gx + b, e - b);
         break;
       case UnaryOp::kSigmoid:
         for (int64_t i = b; i < e; ++i) gx[i] = g[i] * out[i] * (1.0f - out[i]);
