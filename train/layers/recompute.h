@@ -31,9 +31,9 @@ namespace sluice::train::layers {
 // wrapped module, so set_trainable, regularisation losses and Summary reach it. A lazy module is
 // built by the first call, unrecorded, and its new variables then join the recorded op.
 //
-// A module whose forward pass is more than one chain recomputes pieces of it with
-// RecomputeGrad below: ResidualBlock's `recompute` option recomputes each half of its main branch
-// and its projection, a finer granularity than wrapping the whole block.
+// Pieces of a forward pass are recomputed with RecomputeGrad below, at a finer grain than a whole
+// module: Sequential::RecomputeLayers (a range of layers) and ResidualBlock's `recompute` option
+// (each conv -> batch norm pair) use it.
 //
 // Limits: gradients flow to the input and to the wrapped module's own variables, not to a
 // variable it reads but does not own (tf.recompute_grad's `variables` argument). The wrapped

@@ -73,7 +73,9 @@ absl::StatusOr<Tensor> Sequential::RunLayers(size_t begin, size_t end, Tensor x,
 absl::StatusOr<Tensor> Sequential::Forward(const Tensor& input, bool training) {
   Tensor x = input;
   size_t i = 0;
-  for (const auto& [begin, end] : segments_) {
+  for (const std::pair<size_t, size_t>& segment : segments_) {
+    // Copies, not structured bindings: clang 14 cannot capture those.
+    const size_t begin = segment.first, end = segment.second;
     SLUICE_ASSIGN_OR_RETURN(x, RunLayers(i, begin, std::move(x), training));
     std::vector<Module*> modules;
     for (size_t j = begin; j < end; ++j) modules.push_back(modules_[j].get());
