@@ -142,7 +142,7 @@ absl::Status Tape::Backprop(int target_id, const std::vector<char>& needed,
     // Entry i's gradient is spent unless a source wants it: handed over, it is freed as soon as
     // the backward function lets go of it, and a gradient passed straight through (Add,
     // Reshape) is owned by in_grads alone.
-    Tensor grad = is_source[i] ? *grads[i] : *std::move(grads[i]);
+    Tensor grad = *grads[i];
     if (!is_source[i]) grads[i].reset();
     absl::StatusOr<Grads> computed;
     {

@@ -74,7 +74,7 @@ absl::StatusOr<Grads> Recomputed(const RecomputeFn& forward, const Tensor& input
 
 }  // namespace
 
-absl::StatusOr<Tensor> RecomputeGrad(std::string name, std::vector<Module*> modules,
+absl::StatusOr<Tensor> RecomputeGrad(absl::string_view name, std::vector<Module*> modules,
                                      const Tensor& input, bool training, RecomputeFn forward) {
   // Nothing would be kept anyway (inference, evaluation); and a lazy module's first call creates
   // its state during the forward pass, so there is no earlier state to recompute from: that one
@@ -107,7 +107,7 @@ absl::StatusOr<Tensor> RecomputeGrad(std::string name, std::vector<Module*> modu
   if (!autodiff::ShouldRecord(inputs)) return output;
 
   autodiff::BackwardFn backward =
-      [name = std::move(name), forward = std::move(forward), input, training, precision,
+      [name = std::string(name), forward = std::move(forward), input, training, precision,
        weights = std::move(weights), state, state_before = std::move(state_before),
        output_shape = output.shape()](Tensor grad_output) -> absl::StatusOr<Grads> {
     // The recomputation starts where the forward pass started (the same Dropout masks, BatchNorm

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "train/layers/module.h"
 
 namespace sluice::train::layers {
@@ -62,11 +63,12 @@ class Recompute : public Module {
 // whose activations are recomputed in the backward pass instead of kept. `modules` are the
 // modules whose variables `forward` reads (their trainable variables get gradients, their
 // non-trainable ones are its state, saved and restored); `forward` must read no other variable.
-// `name` labels errors of the recomputation. Without an active tape, or while a module is not
-// yet built, it simply calls `forward`. `forward` is called again from the tape's Gradient(), so
-// what it refers to must live until then. Recompute::Forward is RecomputeGrad on its module.
+// `name` labels errors of the recomputation (copied only when the call is recorded). Without an
+// active tape, or while a module is not yet built, it simply calls `forward`. `forward` is called
+// again from the tape's Gradient(), so what it refers to must live until then. Recompute::Forward
+// is RecomputeGrad on its module.
 using RecomputeFn = std::function<absl::StatusOr<Tensor>(const Tensor& input, bool training)>;
-absl::StatusOr<Tensor> RecomputeGrad(std::string name, std::vector<Module*> modules,
+absl::StatusOr<Tensor> RecomputeGrad(absl::string_view name, std::vector<Module*> modules,
                                      const Tensor& input, bool training, RecomputeFn forward);
 
 }  // namespace sluice::train::layers

@@ -1,6 +1,5 @@
 #include "train/layers/residual_block.h"
 
-#include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/layers/recompute.h"
 #include "train/ops/activations.h"
@@ -41,19 +40,16 @@ ResidualBlock::ResidualBlock(int64_t in_channels, int64_t filters, ResidualBlock
   }
 }
 
-absl::StatusOr<Tensor> ResidualBlock::ConvBatchNorm(const char* label, Conv2D& conv, BatchNorm& bn,
+absl::StatusOr<Tensor> ResidualBlock::ConvBatchNorm(const char* name, Conv2D& conv, BatchNorm& bn,
                                                     const Tensor& input, bool training) {
-  if (!options_.recompute) {
-    SLUICE_ASSIGN_OR_RETURN(Tensor y, conv.Forward(input, training));
-    return bn.Forward(y, training);
-  }
+  auto conv_bn = [&conv, &bn](const Tensor& x, bool t) -> absl::StatusOr<Tensor> {
+    SLUICE_ASSIGN_OR_RETURN(Tensor y, conv.Forward(x, t));
+    return bn.Forward(y, t);
+  };
+  if (!options_.recompute) return conv_bn(input, training);
   // The relu after it stays outside: it keeps its output only, which the next conv keeps anyway,
   // and the segment's own output (batch norm's, read by nothing in the backward) is freed at once.
-  return RecomputeGrad(absl::StrCat("residual_block ", label), {&conv, &bn}, input, training,
-                       [&conv, &bn](const Tensor& x, bool t) -> absl::StatusOr<Tensor> {
-                         SLUICE_ASSIGN_OR_RETURN(Tensor y, conv.Forward(x, t));
-                         return bn.Forward(y, t);
-                       });
+  return RecomputeGrad(name, {&conv, &bn}, input, training, conv_bn);
 }
 
 absl::StatusOr<Tensor> ResidualBlock::Forward(const Tensor& input, bool training) {
@@ -62,12 +58,13 @@ absl::StatusOr<Tensor> ResidualBlock::Forward(const Tensor& input, bool training
   // tensor of the input's size less at the peak of the block's backward). Same result.
   Tensor shortcut = input;
   if (shortcut_conv_) {
-    SLUICE_ASSIGN_OR_RETURN(
-        shortcut, ConvBatchNorm("shortcut", *shortcut_conv_, *shortcut_bn_, input, training));
+    SLUICE_ASSIGN_OR_RETURN(shortcut, ConvBatchNorm("residual_block shortcut", *shortcut_conv_,
+                                                    *shortcut_bn_, input, training));
   }
-  SLUICE_ASSIGN_OR_RETURN(Tensor y, ConvBatchNorm("conv1/bn1", conv1_, bn1_, input, training));
+  SLUICE_ASSIGN_OR_RETURN(Tensor y,
+                          ConvBatchNorm("residual_block conv1/bn1", conv1_, bn1_, input, training));
   SLUICE_ASSIGN_OR_RETURN(y, ops::Relu(y));
-  SLUICE_ASSIGN_OR_RETURN(y, ConvBatchNorm("conv2/bn2", conv2_, bn2_, y, training));
+  SLUICE_ASSIGN_OR_RETURN(y, ConvBatchNorm("residual_block conv2/bn2", conv2_, bn2_, y, training));
   SLUICE_ASSIGN_OR_RETURN(y, ops::Add(y, shortcut));
   return ops::Relu(y);
 }

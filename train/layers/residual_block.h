@@ -45,9 +45,8 @@ class ResidualBlock : public Module {
   bool recompute() const { return options_.recompute; }
 
  private:
-  // conv then batch norm: one recomputed segment ("residual_block <label>" in its errors) when
-  // options_.recompute.
-  absl::StatusOr<Tensor> ConvBatchNorm(const char* label, Conv2D& conv, BatchNorm& bn,
+  // conv then batch norm: one recomputed segment, `name` in its errors, when options_.recompute.
+  absl::StatusOr<Tensor> ConvBatchNorm(const char* name, Conv2D& conv, BatchNorm& bn,
                                        const Tensor& input, bool training);
 
   int64_t in_channels_, filters_;
