@@ -39,6 +39,13 @@ absl::StatusOr<std::shared_ptr<Event>> Backend::CopyAsync(const Tensor& src, Ten
 
 absl::Status Backend::WaitEvent(Event& event) { return event.Synchronize(); }
 
+absl::StatusOr<Tensor> Backend::ComputeOperand(const Tensor& t) {
+  if (t.dtype() != DType::kFloat32 || !ReadsBFloat16Operands()) return t;
+  SLUICE_ASSIGN_OR_RETURN(Tensor copy, Allocate(DType::kBFloat16, t.shape()));
+  SLUICE_RETURN_IF_ERROR(Cast(t, copy));
+  return copy;
+}
+
 void RegisterBackend(DeviceType type, BackendFactory factory) {
   Registry& r = GetRegistry();
   MutexLock lock(&r.mu);

@@ -116,6 +116,15 @@ class Backend {
   virtual absl::Status WaitEvent(Event& event);
 
   // --- dense linear algebra and convolution -------------------------------
+  // Whether MatMul and the Conv2D kernels compute from bfloat16 operands under the current
+  // precision policy (compute_precision.h): the CPU's under mixed_bfloat16.
+  virtual bool ReadsBFloat16Operands() const { return false; }
+  // Float32 `t` as those kernels read it: a bfloat16 copy where ReadsBFloat16Operands(), else `t`
+  // itself. They accept either form. An op that feeds one tensor to several kernels (a
+  // convolution's input to the forward and the filter gradient, the output gradient to both
+  // gradients) converts it once, and keeps the half-size copy for its backward pass instead of
+  // the float32 tensor.
+  absl::StatusOr<Tensor> ComputeOperand(const Tensor& t);
   // out [m, n] = op(a) op(b), op() transposing when asked (read through
   // strides, never copied).
   virtual absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
@@ -167,7 +176,8 @@ class Backend {
                                      const Tensor& grad_y, Tensor& grad_x) = 0;
   // y = x converted to y's dtype, each of float32, int32 and int64 (same element count). Float
   // to integer truncates toward zero and saturates at the integer's range, NaN giving 0 (as
-  // CUDA's conversions do); int64 to int32 keeps the low 32 bits.
+  // CUDA's conversions do); int64 to int32 keeps the low 32 bits. A backend whose kernels read
+  // bfloat16 operands also casts float32 to bfloat16 (rounding to nearest even) and back.
   virtual absl::Status Cast(const Tensor& x, Tensor& y) = 0;
   // Inverted dropout: mask = (u >= rate) / (1 - rate) with u uniform from
   // `seed`; out = x * mask. The same seed and shape give the same mask on one

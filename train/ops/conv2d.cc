@@ -35,24 +35,29 @@ absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter, Conv2DO
   SLUICE_ASSIGN_OR_RETURN(Tensor out,
                           backend->Allocate(DType::kFloat32, Shape{geo.n, geo.oh, geo.ow, geo.o}));
   if (out.num_elements() == 0) return out;
-  SLUICE_RETURN_IF_ERROR(backend->Conv2DForward(geo, input, filter, out));
+  // Under mixed_bfloat16 the input is converted once: the forward and the filter gradient read
+  // the copy, and the backward keeps it instead of the float32 input.
+  SLUICE_ASSIGN_OR_RETURN(Tensor x, backend->ComputeOperand(input));
+  SLUICE_RETURN_IF_ERROR(backend->Conv2DForward(geo, x, filter, out));
   SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics("Conv2D", out));
   if (autodiff::ShouldRecord({input, filter})) {
     // The first layer's input (the images) needs no gradient: skip that pass.
     const bool input_grad = autodiff::ShouldRecord({input});
     autodiff::RecordOperation(
         {input, filter}, out,
-        [backend, input, filter, geo, input_grad, precision = backend::CurrentPrecision()](
+        [backend, x, filter, geo, input_grad, precision = backend::CurrentPrecision()](
             const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
-          // The gradients' kernels run under the forward pass's precision policy.
+          // The gradients' kernels run under the forward pass's precision policy, and both read
+          // one converted copy of the output gradient.
           backend::ScopedPrecision scope(precision);
+          SLUICE_ASSIGN_OR_RETURN(const Tensor gc, backend->ComputeOperand(g));
           std::vector<std::optional<Tensor>> grads(2);
           if (input_grad) {
-            SLUICE_ASSIGN_OR_RETURN(grads[0], backend->Allocate(DType::kFloat32, input.shape()));
-            SLUICE_RETURN_IF_ERROR(backend->Conv2DBackwardData(geo, g, filter, *grads[0]));
+            SLUICE_ASSIGN_OR_RETURN(grads[0], backend->Allocate(DType::kFloat32, x.shape()));
+            SLUICE_RETURN_IF_ERROR(backend->Conv2DBackwardData(geo, gc, filter, *grads[0]));
           }
           SLUICE_ASSIGN_OR_RETURN(grads[1], backend->Allocate(DType::kFloat32, filter.shape()));
-          SLUICE_RETURN_IF_ERROR(backend->Conv2DBackwardFilter(geo, input, g, *grads[1]));
+          SLUICE_RETURN_IF_ERROR(backend->Conv2DBackwardFilter(geo, x, gc, *grads[1]));
           return grads;
         });
   }

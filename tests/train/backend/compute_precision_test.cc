@@ -1,6 +1,7 @@
 // Mixed precision (train/backend/compute_precision.h): the policy names, the device checks, and
 // on a processor with AVX512-BF16 the CPU's bf16 matmul and convolution: close to float32 but
-// not equal to it (so bf16 really ran), and the backward pass under the forward's policy.
+// not equal to it (so bf16 really ran), the backward pass under the forward's policy, and the
+// operands converted once (Backend::ComputeOperand) giving the kernels' own results bit for bit.
 
 #include "train/backend/compute_precision.h"
 
@@ -8,12 +9,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <vector>
 
+#include "core/float16.h"
 #include "tests/train/gradient_check.h"
 #include "train/autodiff/tape.h"
 #include "train/autodiff/variable.h"
+#include "train/backend/backend.h"
+#include "train/backend/cpu/cpu_backend.h"
 #include "train/ops/conv2d.h"
 #include "train/ops/matmul.h"
 #include "train/ops/reduce.h"
@@ -126,6 +131,98 @@ TEST_F(MixedBFloat16Test, ConvolutionAndItsGradientsRunInBf16) {
   ExpectBf16Close(bf16[0], f32[0], "forward");
   ExpectBf16Close(bf16[1], f32[1], "grad input");
   ExpectBf16Close(bf16[2], f32[2], "grad filter");
+}
+
+// Outside mixed_bfloat16 the operand is the tensor itself; under it, a bfloat16 copy rounded to
+// nearest even (core/float16.h's rule), and a cast back gives those values exactly.
+TEST_F(MixedBFloat16Test, ComputeOperandIsARoundedBFloat16CopyOnlyUnderTheMixedPolicy) {
+  Backend& cpu = cpu::CpuBackend::Get();
+  Tensor x = RandomTensor({3, 70001}, 5);
+  x.data<float>()[0] = 1.0f + 1.0f / 256;                   // a tie: rounds to even, 1.0
+  x.data<float>()[1] = 1.0f + 3.0f / 256;                   // a tie: rounds to even, 1 + 4/256
+  x.data<float>()[2] = -(1.0f + 1.0f / 256 + 1.0f / 4096);  // past the tie: away from 1
+  absl::StatusOr<Tensor> same = cpu.ComputeOperand(x);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->raw_data(), x.raw_data());
+  EXPECT_FALSE(cpu.ReadsBFloat16Operands());
+
+  ScopedPrecision scope(Precision::kMixedBFloat16);
+  EXPECT_TRUE(cpu.ReadsBFloat16Operands());
+  absl::StatusOr<Tensor> copy = cpu.ComputeOperand(x);
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  ASSERT_EQ(copy->dtype(), DType::kBFloat16);
+  EXPECT_EQ(copy->shape(), x.shape());
+  const uint16_t* bits = static_cast<const uint16_t*>(copy->raw_data());
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    wrong += bits[i] != BFloat16::FromFloat(x.data<float>()[i]);
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(BFloat16::ToFloat(bits[0]), 1.0f);
+  EXPECT_EQ(BFloat16::ToFloat(bits[1]), 1.0f + 4.0f / 256);
+  EXPECT_EQ(BFloat16::ToFloat(bits[2]), -(1.0f + 2.0f / 256));
+  Tensor back(DType::kFloat32, x.shape());
+  ASSERT_TRUE(cpu.Cast(*copy, back).ok());
+  for (int64_t i = 0; i < x.num_elements(); i += 997) {
+    EXPECT_EQ(back.data<float>()[i], BFloat16::ToFloat(bits[i])) << i;
+  }
+  // Another type is refused with a message, not converted.
+  Tensor ints(DType::kInt32, x.shape());
+  absl::Status refused = cpu.Cast(*copy, ints);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("bfloat16"), std::string::npos) << refused;
+}
+
+void ExpectSameBits(const Tensor& a, const Tensor& b, const char* what) {
+  ASSERT_EQ(a.byte_size(), b.byte_size()) << what;
+  EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.byte_size()), 0) << what;
+}
+
+// The kernels given bfloat16 operands (converted once by the op) compute exactly what they
+// compute when they convert float32 operands themselves, whatever the policy around them; a
+// transposed operand stays a view after conversion.
+TEST_F(MixedBFloat16Test, KernelsGivenConvertedOperandsMatchTheirOwnConversionBitForBit) {
+  Backend& cpu = cpu::CpuBackend::Get();
+  auto converted = [&](const Tensor& t) {
+    ScopedPrecision scope(Precision::kMixedBFloat16);
+    absl::StatusOr<Tensor> c = cpu.ComputeOperand(t);
+    EXPECT_TRUE(c.ok() && c->dtype() == DType::kBFloat16);
+    return *c;
+  };
+  const Tensor a = RandomTensor({300, 32}, 6), b = RandomTensor({40, 300}, 7);
+  Tensor own(DType::kFloat32, Shape{32, 40}), given(DType::kFloat32, Shape{32, 40});
+  {
+    ScopedPrecision scope(Precision::kMixedBFloat16);
+    ASSERT_TRUE(cpu.MatMul(a, true, b, true, own).ok());
+  }
+  ASSERT_TRUE(cpu.MatMul(converted(a), true, converted(b), true, given).ok());
+  ExpectSameBits(own, given, "matmul");
+
+  ConvGeometry geo;
+  geo.n = 4, geo.h = 12, geo.w = 12, geo.c = 8, geo.kh = 3, geo.kw = 3, geo.o = 16;
+  geo.oh = 6, geo.ow = 6, geo.stride_h = 2, geo.stride_w = 2, geo.pad_bottom = 1, geo.pad_right = 1;
+  const Tensor x = RandomTensor({4, 12, 12, 8}, 8), w = RandomTensor({3, 3, 8, 16}, 9),
+               dy = RandomTensor({4, 6, 6, 16}, 10);
+  Tensor y_own(DType::kFloat32, Shape{4, 6, 6, 16}), y_given(DType::kFloat32, Shape{4, 6, 6, 16});
+  Tensor dx_own(DType::kFloat32, x.shape()), dx_given(DType::kFloat32, x.shape());
+  Tensor dw_own(DType::kFloat32, w.shape()), dw_given(DType::kFloat32, w.shape());
+  {
+    ScopedPrecision scope(Precision::kMixedBFloat16);
+    ASSERT_TRUE(cpu.Conv2DForward(geo, x, w, y_own).ok());
+    ASSERT_TRUE(cpu.Conv2DBackwardData(geo, dy, w, dx_own).ok());
+    ASSERT_TRUE(cpu.Conv2DBackwardFilter(geo, x, dy, dw_own).ok());
+  }
+  const Tensor xc = converted(x), dyc = converted(dy);
+  ASSERT_TRUE(cpu.Conv2DForward(geo, xc, w, y_given).ok());
+  ASSERT_TRUE(cpu.Conv2DBackwardData(geo, dyc, w, dx_given).ok());
+  ASSERT_TRUE(cpu.Conv2DBackwardFilter(geo, xc, dyc, dw_given).ok());
+  ExpectSameBits(y_own, y_given, "conv forward");
+  ExpectSameBits(dx_own, dx_given, "conv backward data");
+  ExpectSameBits(dw_own, dw_given, "conv backward filter");
+  // And they are bf16 results: float32 kernels give others.
+  Tensor y_f32(DType::kFloat32, y_own.shape());
+  ASSERT_TRUE(cpu.Conv2DForward(geo, x, w, y_f32).ok());
+  EXPECT_GT(RelativeDifference(y_own, y_f32), 0.0f);
 }
 
 }  // namespace

@@ -265,6 +265,9 @@ class GuardedBackend final : public Backend {
     return event.Synchronize();
   }
 
+  // The CPU's kernels run here, so their operands take the CPU's form (made by this backend's
+  // Allocate and Cast, so they stay guarded).
+  bool ReadsBFloat16Operands() const override { return cpu().ReadsBFloat16Operands(); }
   absl::Status MatMul(const Tensor& x, bool tx, const Tensor& y, bool ty, Tensor& out) override {
     Access a(mu_, device_);
     SLUICE_RETURN_IF_ERROR(a.Require("MatMul", {&x, &y, &out}));

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -22,11 +23,19 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 constexpr auto kF32 = memory::data_type::f32;
 
-// mixed_bfloat16 (compute_precision.h): matmul and convolution read bfloat16 copies of their
-// float32 inputs and write float32, oneDNN's bf16 kernels summing in float32. oneDNN 2.6's
-// fpmath_mode attribute is accepted but ignored on AVX512-BF16 (measured: the same f32 kernel,
-// bit-identical results), so the copies are explicit.
-bool Bf16() { return CurrentPrecision() == Precision::kMixedBFloat16; }
+// mixed_bfloat16 (compute_precision.h): matmul and convolution read bfloat16 operands and write
+// float32, oneDNN's bf16 kernels summing in float32. oneDNN 2.6's fpmath_mode attribute is
+// accepted but ignored on AVX512-BF16 (measured: the same f32 kernel, bit-identical results), so
+// the copies are explicit: made here from float32 operands, or once by the op
+// (Backend::ComputeOperand) and passed in as bfloat16. A bfloat16 operand selects the bf16 kernels
+// whatever the policy.
+bool Bf16(std::initializer_list<const Tensor*> operands) {
+  if (CurrentPrecision() == Precision::kMixedBFloat16) return true;
+  for (const Tensor* t : operands) {
+    if (t->dtype() == DType::kBFloat16) return true;
+  }
+  return false;
+}
 
 // `md` with its element type changed (same dims and strides or format).
 memory::desc AsBf16(const memory::desc& md) {
@@ -211,16 +220,27 @@ std::shared_ptr<const BnForwardEntry> BnForward(BatchNormDims d, float epsilon, 
       });
 }
 
-// What a primitive reads for float32 `t` (laid out as `user`): `t` itself when the primitive
-// wants that layout and type, else a converted copy (oneDNN's reorder, cached by oneDNN).
-memory Input(const memory::desc& want, const memory::desc& user, const Tensor& t) {
-  memory user_mem(user, CpuEngine(), Ptr(t));
-  if (want == user) return user_mem;
-  memory converted(want, CpuEngine());
-  Execute(dnnl::reorder(user_mem, converted),
-          {{DNNL_ARG_FROM, user_mem}, {DNNL_ARG_TO, converted}});
-  return converted;
-}
+// What a primitive reads for `t` (float32 or bfloat16, laid out as `user`): `t` itself when the
+// primitive wants that layout and type, else a converted copy (oneDNN's reorder, cached by oneDNN).
+// The copies come from the caching allocator, not oneDNN's own: fresh megabyte-sized blocks are
+// paid for again in page faults on every call. They live as long as the Operands.
+class Operands {
+ public:
+  memory Input(const memory::desc& want, const memory::desc& user, const Tensor& t) {
+    const memory::desc have = t.dtype() == DType::kBFloat16 ? AsBf16(user) : user;
+    memory user_mem(have, CpuEngine(), Ptr(t));
+    if (want == have) return user_mem;
+    held_.push_back(
+        CpuAllocator::Allocate(DType::kUint8, Shape{static_cast<int64_t>(want.get_size())}));
+    memory converted(want, CpuEngine(), held_.back().raw_data());
+    Execute(dnnl::reorder(user_mem, converted),
+            {{DNNL_ARG_FROM, user_mem}, {DNNL_ARG_TO, converted}});
+    return converted;
+  }
+
+ private:
+  std::vector<Tensor> held_;
+};
 
 // The bf16 convolution primitives of one geometry: bf16 activations and filters in, float32
 // out; filters and their gradients in the layouts oneDNN picks.
@@ -269,6 +289,29 @@ memory PrimitiveWeights(const Entry& entry, const ConvDescs& d, const Tensor& fi
 
 }  // namespace
 
+bool CpuBackend::ReadsBFloat16Operands() const {
+  return CurrentPrecision() == Precision::kMixedBFloat16;
+}
+
+absl::Status CpuBackend::CastBFloat16(const Tensor& x, Tensor& y) {
+  const auto type = [](DType t) {
+    return t == DType::kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
+  };
+  for (const Tensor* t : {&x, static_cast<const Tensor*>(&y)}) {
+    if (t->dtype() != DType::kFloat32 && t->dtype() != DType::kBFloat16) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Cast: bfloat16 converts to and from float32 only, not ", DTypeName(t->dtype())));
+    }
+  }
+  const int64_t n = x.num_elements();
+  if (n == 0) return absl::OkStatus();
+  return Guard("Cast", [&] {
+    const memory::desc from({n}, type(x.dtype()), Tag::a), to({n}, type(y.dtype()), Tag::a);
+    memory from_mem(from, CpuEngine(), Ptr(x)), to_mem(to, CpuEngine(), y.raw_data());
+    Execute(dnnl::reorder(from_mem, to_mem), {{DNNL_ARG_FROM, from_mem}, {DNNL_ARG_TO, to_mem}});
+  });
+}
+
 CpuBackend& CpuBackend::Get() {
   static CpuBackend* backend = new CpuBackend();
   return *backend;
@@ -297,7 +340,7 @@ absl::Status CpuBackend::MatMul(const Tensor& a, bool transpose_a, const Tensor&
   const int64_t k = transpose_a ? a.dim(0) : a.dim(1);
   if (m * n == 0) return absl::OkStatus();
   if (k == 0) return Fill(out, 0.0f);
-  const bool bf16 = Bf16();
+  const bool bf16 = Bf16({&a, &b});
   return Guard("MatMul", [&] {
     const memory::desc a_user = MatrixDesc(m, k, transpose_a),
                        b_user = MatrixDesc(k, n, transpose_b);
@@ -313,21 +356,24 @@ absl::Status CpuBackend::MatMul(const Tensor& a, bool transpose_a, const Tensor&
           return std::make_shared<MatMulEntry>(MatMulEntry{a_md, b_md, c_md, dnnl::matmul(pd)});
         });
     const dnnl::engine& engine = CpuEngine();
-    Execute(entry->primitive, {{DNNL_ARG_SRC, Input(entry->a, a_user, a)},
-                               {DNNL_ARG_WEIGHTS, Input(entry->b, b_user, b)},
+    Operands operands;
+    Execute(entry->primitive, {{DNNL_ARG_SRC, operands.Input(entry->a, a_user, a)},
+                               {DNNL_ARG_WEIGHTS, operands.Input(entry->b, b_user, b)},
                                {DNNL_ARG_DST, memory(entry->c, engine, out.raw_data())}});
   });
 }
 
 absl::Status CpuBackend::Conv2DForward(const ConvGeometry& geo, const Tensor& input,
                                        const Tensor& filter, Tensor& output) {
-  if (Bf16()) {
+  if (Bf16({&input, &filter})) {
     return Guard("Conv2D (mixed_bfloat16)", [&] {
       const ConvDescs d = MakeConvDescs(geo);
       auto entry = ConvBf16(geo, d);
-      Execute(entry->forward, {{DNNL_ARG_SRC, Input(entry->src, d.src, input)},
-                               {DNNL_ARG_WEIGHTS, Input(entry->weights, d.user_weights, filter)},
-                               {DNNL_ARG_DST, memory(d.dst, CpuEngine(), output.raw_data())}});
+      Operands operands;
+      Execute(entry->forward,
+              {{DNNL_ARG_SRC, operands.Input(entry->src, d.src, input)},
+               {DNNL_ARG_WEIGHTS, operands.Input(entry->weights, d.user_weights, filter)},
+               {DNNL_ARG_DST, memory(d.dst, CpuEngine(), output.raw_data())}});
     });
   }
   return Guard("Conv2D", [&] {
@@ -353,14 +399,16 @@ absl::Status CpuBackend::Conv2DForward(const ConvGeometry& geo, const Tensor& in
 
 absl::Status CpuBackend::Conv2DBackwardData(const ConvGeometry& geo, const Tensor& grad_output,
                                             const Tensor& filter, Tensor& grad_input) {
-  if (Bf16()) {
+  if (Bf16({&grad_output, &filter})) {
     return Guard("Conv2D backward data (mixed_bfloat16)", [&] {
       const ConvDescs d = MakeConvDescs(geo);
       auto entry = ConvBf16(geo, d);
-      Execute(entry->backward_data,
-              {{DNNL_ARG_DIFF_DST, Input(entry->diff_dst, d.dst, grad_output)},
-               {DNNL_ARG_WEIGHTS, Input(entry->backward_data_weights, d.user_weights, filter)},
-               {DNNL_ARG_DIFF_SRC, memory(d.src, CpuEngine(), grad_input.raw_data())}});
+      Operands operands;
+      Execute(
+          entry->backward_data,
+          {{DNNL_ARG_DIFF_DST, operands.Input(entry->diff_dst, d.dst, grad_output)},
+           {DNNL_ARG_WEIGHTS, operands.Input(entry->backward_data_weights, d.user_weights, filter)},
+           {DNNL_ARG_DIFF_SRC, memory(d.src, CpuEngine(), grad_input.raw_data())}});
     });
   }
   return Guard("Conv2D backward data", [&] {
@@ -389,7 +437,7 @@ absl::Status CpuBackend::Conv2DBackwardData(const ConvGeometry& geo, const Tenso
 
 absl::Status CpuBackend::Conv2DBackwardFilter(const ConvGeometry& geo, const Tensor& input,
                                               const Tensor& grad_output, Tensor& grad_filter) {
-  if (Bf16()) {
+  if (Bf16({&input, &grad_output})) {
     return Guard("Conv2D backward filter (mixed_bfloat16)", [&] {
       const ConvDescs d = MakeConvDescs(geo);
       auto entry = ConvBf16(geo, d);
@@ -397,9 +445,10 @@ absl::Status CpuBackend::Conv2DBackwardFilter(const ConvGeometry& geo, const Ten
       memory user_weights(d.user_weights, engine, grad_filter.raw_data());
       const bool reorder = entry->diff_weights != d.user_weights;
       memory diff_weights = reorder ? memory(entry->diff_weights, engine) : user_weights;
+      Operands operands;
       Execute(entry->backward_weights,
-              {{DNNL_ARG_SRC, Input(entry->src, d.src, input)},
-               {DNNL_ARG_DIFF_DST, Input(entry->diff_dst, d.dst, grad_output)},
+              {{DNNL_ARG_SRC, operands.Input(entry->src, d.src, input)},
+               {DNNL_ARG_DIFF_DST, operands.Input(entry->diff_dst, d.dst, grad_output)},
                {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
       if (reorder) {
         Execute(dnnl::reorder(diff_weights, user_weights),

@@ -26,6 +26,8 @@ class CpuBackend final : public Backend {
   absl::Status Axpby(float alpha, const Tensor& x, float beta, Tensor& y) override;
   absl::Status Synchronize() override { return absl::OkStatus(); }
 
+  // Under mixed_bfloat16 (oneDNN's bf16 kernels).
+  bool ReadsBFloat16Operands() const override;
   absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
                       Tensor& out) override;
   absl::Status Conv2DForward(const ConvGeometry& geo, const Tensor& input, const Tensor& filter,
@@ -86,6 +88,8 @@ class CpuBackend final : public Backend {
 
  private:
   CpuBackend() = default;
+  // Cast between float32 and bfloat16 (oneDNN's reorder).
+  absl::Status CastBFloat16(const Tensor& x, Tensor& y);
 };
 
 }  // namespace sluice::train::backend::cpu

@@ -649,6 +649,7 @@ absl::Status CpuBackend::Cast(const Tensor& x, Tensor& y) {
     return absl::InvalidArgumentError(
         absl::StrCat("Cast: ", x.shape().DebugString(), " into ", y.shape().DebugString()));
   }
+  if (x.dtype() == DType::kBFloat16 || y.dtype() == DType::kBFloat16) return CastBFloat16(x, y);
   const int64_t n = x.num_elements();
   switch (x.dtype()) {
     case DType::kFloat32:
