@@ -117,6 +117,32 @@ TEST(DataParallelFitTest, SmallBucketsGiveTheSameResult) {
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(results[i], results[i + 4]) << i;
 }
 
+// The ranks agree after each step on whether to read its logs only where some rank has a
+// callback or a live progress bar: without any, a step costs one collective less. A callback on
+// one rank alone brings the agreement back on every rank, and it gets the logs of every step
+// (each read sums the metrics over the ranks: a second collective).
+TEST(DataParallelFitTest, StepsAgreeOnReadingLogsOnlyWhereSomethingMayReadThem) {
+  SLUICE_REQUIRE_RANKS(2);
+  distributed::MpiCommunicator& comm = TestComm();
+  const Element data = Blobs(96, 3);
+  int64_t per_fit[2] = {0, 0};
+  for (int with_callback = 0; with_callback < 2; ++with_callback) {
+    std::unique_ptr<layers::Sequential> model = TinyModel(5);
+    optimizers::Sgd sgd({.learning_rate = 0.1f});
+    Trainer t(*model, sgd, {.communicator = &comm});
+    RecordingCallback recorder;
+    FitOptions options{.epochs = 2, .verbose = 0};
+    if (with_callback == 1 && comm.rank() == comm.size() - 1) options.callbacks = {&recorder};
+    const int64_t before = comm.collectives();
+    ASSERT_TRUE(t.Fit(Dataset::FromTensorSlices(data).Batch(6), options).ok());
+    per_fit[with_callback] = comm.collectives() - before;
+    if (!options.callbacks.empty()) {
+      EXPECT_EQ(static_cast<int64_t>(recorder.batch_losses.size()), t.global_step());
+    }
+    if (with_callback == 1) EXPECT_EQ(per_fit[1] - per_fit[0], 2 * t.global_step());
+  }
+}
+
 // Ranks whose shards differ in length take the same number of steps: the shortest shard's.
 TEST(DataParallelFitTest, EveryRankTakesTheSameStepsWhenShardsDiffer) {
   SLUICE_REQUIRE_RANKS(2);

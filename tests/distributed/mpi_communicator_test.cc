@@ -1,5 +1,6 @@
 #include "distributed/mpi_communicator.h"
 
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -79,6 +80,29 @@ TEST(MpiCommunicatorTest, SeveralTensorsArePackedAndUnpacked) {
     EXPECT_EQ(b.flat<float>()[i], 4.0f * n * (n - 1) / 2 + i * n) << i;
   }
   EXPECT_EQ(c.flat<float>()[0], n * (n - 1) / 2.0f);
+}
+
+// A job of 2 ranks runs libnbc's ring all-reduce (set before MPI_Init when the
+// user did not set it), and a large in-place all-reduce sums exactly, every segment of the ring
+// included: a count that does not divide by the ranks leaves a short one.
+TEST(MpiCommunicatorTest, TwoRanksUseTheRingAndItSumsEverySegment) {
+  MpiCommunicator& comm = TestComm();
+  const int n = comm.size();
+  const char* algorithm = std::getenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm");
+  if (n == 2) {
+    ASSERT_NE(algorithm, nullptr);
+    EXPECT_STREQ(algorithm, "1");
+  }
+  const int64_t count = 3 * 1000003 + 1;
+  std::vector<float> values(count);
+  for (int64_t i = 0; i < count; ++i) values[i] = static_cast<float>(i % 1000 + comm.rank());
+  Tensor t = Tensor::FromVector<float>(values);
+  ASSERT_TRUE(comm.AllReduce({t}, ReduceOp::kSum).ok());
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    wrong += t.flat<float>()[i] != static_cast<float>(n * (i % 1000) + n * (n - 1) / 2);
+  }
+  EXPECT_EQ(wrong, 0);
 }
 
 TEST(MpiCommunicatorTest, StartedCollectivesFinishInOrderWhileTheCallerGoesOn) {
