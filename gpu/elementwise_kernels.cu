@@ -7,6 +7,7 @@
 
 #include "gpu/kernels.h"
 #include "gpu/launch_util.cuh"
+#include "train/backend/dropout_draw.h"
 
 namespace sluice::gpu::kernels {
 namespace {
@@ -195,22 +196,12 @@ cudaError_t LaunchCast(const From* x, void* y, CastType to, int64_t n, cudaStrea
   return cudaGetLastError();
 }
 
-// SplitMix64's finaliser: a counter-based generator, so that every element's
-// draw depends only on (seed, index) and threads need no shared state.
-__device__ inline uint64_t Mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 __global__ void DropoutKernel(const float* x, float* mask, float* out, int64_t n, float rate,
                               float scale, uint64_t seed) {
-  const uint64_t key = Mix(seed + 0x9e3779b97f4a7c15ull);
+  // The CPU's draw (train/backend/dropout_draw.h): a seed drops the same elements on both.
+  const uint64_t key = train::backend::DropoutKey(seed);
   SLUICE_GRID_LOOP(i, n) {
-    const uint64_t bits = Mix(key ^ (static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull));
-    // 24 bits, as on the CPU: u is a multiple of 2^-24 in [0, 1).
-    const float u = static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);
-    const float m = u >= rate ? scale : 0.0f;
+    const float m = train::backend::DropoutUniform(key, i) >= rate ? scale : 0.0f;
     mask[i] = m;
     out[i] = x[i] * m;
   }

@@ -318,7 +318,7 @@ TEST_F(CudaBackendTest, UnaryAndItsBackwardMatchCpu) {
   }
 }
 
-TEST_F(CudaBackendTest, DropoutIsInvertedAndSeeded) {
+TEST_F(CudaBackendTest, DropoutIsInvertedSeededAndDrawsTheCpusMask) {
   const int64_t n = 200000;
   const float rate = 0.3f;
   Tensor x = Random({n}, 80);
@@ -340,6 +340,11 @@ TEST_F(CudaBackendTest, DropoutIsInvertedAndSeeded) {
     ASSERT_EQ(o.flat<float>()[i], x.flat<float>()[i] * v);
   }
   EXPECT_NEAR(static_cast<double>(dropped) / n, rate, 0.01);
+  // The CPU draws the same mask from the same seed (train/backend/dropout_draw.h).
+  Tensor cpu_mask(DType::kFloat32, Shape{n}), cpu_out(DType::kFloat32, Shape{n});
+  ASSERT_TRUE(cpu_.Dropout(x, rate, 42, cpu_mask, cpu_out).ok());
+  EXPECT_TRUE(cpu_mask.Equals(m));
+  EXPECT_TRUE(cpu_out.Equals(o));
 }
 
 TEST_F(CudaBackendTest, ReduceMatchesCpuOnEveryPattern) {

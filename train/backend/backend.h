@@ -180,8 +180,8 @@ class Backend {
   // bfloat16 operands also casts float32 to bfloat16 (rounding to nearest even) and back.
   virtual absl::Status Cast(const Tensor& x, Tensor& y) = 0;
   // Inverted dropout: mask = (u >= rate) / (1 - rate) with u uniform from
-  // `seed`; out = x * mask. The same seed and shape give the same mask on one
-  // backend.
+  // `seed` (dropout_draw.h); out = x * mask. The same seed and shape give the
+  // same mask on every backend.
   virtual absl::Status Dropout(const Tensor& x, float rate, uint64_t seed, Tensor& mask,
                                Tensor& out) = 0;
 

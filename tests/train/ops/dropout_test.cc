@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include "tests/train/gradient_check.h"
 
@@ -40,6 +41,38 @@ TEST(DropoutTest, SeedDecidesMask) {
   EXPECT_FALSE(Dropout(x, {.seed = 1})->Equals(*Dropout(x, {.seed = 2})));
   EXPECT_TRUE(Dropout(x, {.rate = 0})->Equals(x));
   EXPECT_FALSE(Dropout(x, {.rate = 1}).ok());
+}
+
+// SplitMix64's finaliser, written again here from its published definition.
+uint64_t SplitMix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Element i is kept when the top 24 bits of SplitMix64(key ^ i * golden), key = SplitMix64(seed
+// + golden), read as a fraction of 2^24, reach the rate: the draw the CUDA kernel makes too, so a
+// seed drops the same elements on every device, and whatever the number of threads (this tensor
+// spans several of the CPU's parallel chunks).
+TEST(DropoutTest, TheMaskIsTheCounterBasedDrawOfEachIndex) {
+  constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ull;
+  // The reference generator's first output from state 0.
+  ASSERT_EQ(SplitMix64(0 + kGolden), 0xe220a8397b1dcdafull);
+  const int64_t n = 200003;
+  const float rate = 0.3f;
+  Tensor ones(DType::kFloat32, Shape{n});
+  for (float& v : ones.flat<float>()) v = 1.0f;
+  Tensor y = *Dropout(ones, {.rate = rate, .seed = 77});
+  const uint64_t key = SplitMix64(77 + kGolden);
+  int64_t wrong = 0, kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t bits = SplitMix64(key ^ (static_cast<uint64_t>(i) * kGolden));
+    const bool keep = static_cast<double>(bits >> 40) / 16777216.0 >= rate;
+    kept += keep;
+    wrong += y.data<float>()[i] != (keep ? 1.0f / (1.0f - rate) : 0.0f);
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_NEAR(static_cast<double>(kept) / n, 1.0 - rate, 0.005);
 }
 
 TEST(DropoutTest, GradientsMatchFiniteDifferences) {

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <type_traits>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #include "train/backend/broadcast.h"
 #include "train/backend/cpu/cpu_backend.h"
 #include "train/backend/cpu/cpu_threads.h"
+#include "train/backend/dropout_draw.h"
 
 namespace sluice::train::backend::cpu {
 namespace {
@@ -582,19 +582,21 @@ absl::Status CpuBackend::UnaryBackward(UnaryOp op, const Tensor& x, const Tensor
 
 absl::Status CpuBackend::Dropout(const Tensor& x, float rate, uint64_t seed, Tensor& mask,
                                  Tensor& out) {
-  // mt19937_64 is specified by the standard and the uniform value is built
-  // from its bits by hand (distributions differ between libraries), so a seed
-  // drops the same elements everywhere. The generator is sequential; the
-  // multiply is not.
-  std::mt19937_64 rng(seed);
+  // A counter-based draw per element (dropout_draw.h, the CUDA kernel's too): the same elements
+  // drop on every device and thread count, and the loop runs in parallel, mask and product in one
+  // pass. It replaced a sequential mt19937_64 that took 2.5% of a cnn training step.
+  const uint64_t key = DropoutKey(seed);
   const float scale = 1.0f / (1.0f - rate);
+  const float* in = x.data<float>();
   float* m = mask.data<float>();
-  const int64_t n = x.num_elements();
-  for (int64_t i = 0; i < n; ++i) {
-    const float u = static_cast<float>(rng() >> 40) / static_cast<float>(1ull << 24);
-    m[i] = u >= rate ? scale : 0.0f;
-  }
-  return Binary(BinaryOp::kMul, x, mask, out);
+  float* o = out.data<float>();
+  ParallelFor(x.num_elements(), kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      m[i] = DropoutUniform(key, i) >= rate ? scale : 0.0f;
+      o[i] = in[i] * m[i];
+    }
+  });
+  return absl::OkStatus();
 }
 
 namespace {
