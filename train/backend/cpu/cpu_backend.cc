@@ -222,8 +222,8 @@ std::shared_ptr<const BnForwardEntry> BnForward(BatchNormDims d, float epsilon, 
 
 // What a primitive reads for `t` (float32 or bfloat16, laid out as `user`): `t` itself when the
 // primitive wants that layout and type, else a converted copy (oneDNN's reorder, cached by oneDNN).
-// The copies come from the caching allocator, not oneDNN's own: fresh megabyte-sized blocks are
-// paid for again in page faults on every call. They live as long as the Operands.
+// The copies come from the caching allocator, so that they reuse its blocks and count in its peak
+// (train_peak_tensor_mb) like every other tensor of the step. They live as long as the Operands.
 class Operands {
  public:
   memory Input(const memory::desc& want, const memory::desc& user, const Tensor& t) {
