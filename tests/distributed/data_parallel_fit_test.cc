@@ -139,7 +139,9 @@ TEST(DataParallelFitTest, StepsAgreeOnReadingLogsOnlyWhereSomethingMayReadThem) 
     if (!options.callbacks.empty()) {
       EXPECT_EQ(static_cast<int64_t>(recorder.batch_losses.size()), t.global_step());
     }
-    if (with_callback == 1) EXPECT_EQ(per_fit[1] - per_fit[0], 2 * t.global_step());
+    if (with_callback == 1) {
+      EXPECT_EQ(per_fit[1] - per_fit[0], 2 * t.global_step());
+    }
   }
 }
 
