@@ -7,6 +7,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "core/buffer_pool.h"
+#include "core/splitmix64.h"
 #include "core/status_macros.h"
 #include "core/trace_recorder.h"
 #include "io/feature_wire.h"
@@ -38,10 +39,7 @@ IteratorContext IteratorContext::ForInner(const std::string& owner_name, uint64_
 // SplitMix64's finaliser over the combination: cheap, and every input bit
 // affects every output bit.
 uint64_t MixSeed(uint64_t a, uint64_t b) {
-  uint64_t z = a + 0x9e3779b97f4a7c15ull * (b + 1) + (a << 6) + (a >> 2);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  return SplitMix64Finalize(a + kSplitMix64Golden * (b + 1) + (a << 6) + (a >> 2));
 }
 
 uint64_t ElementSeed(const IteratorContext& ctx, int node_position, int64_t index) {

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "core/splitmix64.h"
+
 namespace sluice {
 
 // A small counter-based random generator for per-element augmentation: the i-th number of stream
@@ -28,14 +30,10 @@ class CounterRng {
   // Uniform integer in [0, n) for n >= 1 (the modulo bias is below n / 2^64).
   uint64_t UniformInt(uint64_t n) { return Next() % n; }
 
-  static uint64_t Mix(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  static uint64_t Mix(uint64_t z) { return SplitMix64Finalize(z); }
 
  private:
-  static constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ull;
+  static constexpr uint64_t kGolden = kSplitMix64Golden;
   uint64_t key_;
   uint64_t counter_ = 0;
 };

@@ -1,6 +1,7 @@
 #include "train/layers/dropout.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/splitmix64.h"
 #include "train/ops/dropout.h"
 
 namespace sluice::train::layers {
@@ -8,12 +9,7 @@ namespace {
 
 // splitmix64's finaliser: nearby (seed, count) pairs give unrelated seeds, so
 // two Dropout layers with seeds s and s + 1 never share masks a step apart.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+uint64_t Mix(uint64_t x) { return SplitMix64Finalize(x + kSplitMix64Golden); }
 
 constexpr float kMaxExactCount = 16777216.0f;  // 2^24
 
