@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -173,11 +172,6 @@ TEST_F(MixedBFloat16Test, ComputeOperandIsARoundedBFloat16CopyOnlyUnderTheMixedP
   EXPECT_NE(refused.message().find("bfloat16"), std::string::npos) << refused;
 }
 
-void ExpectSameBits(const Tensor& a, const Tensor& b, const char* what) {
-  ASSERT_EQ(a.byte_size(), b.byte_size()) << what;
-  EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.byte_size()), 0) << what;
-}
-
 // The kernels given bfloat16 operands (converted once by the op) compute exactly what they
 // compute when they convert float32 operands themselves, whatever the policy around them; a
 // transposed operand stays a view after conversion.
@@ -196,7 +190,7 @@ TEST_F(MixedBFloat16Test, KernelsGivenConvertedOperandsMatchTheirOwnConversionBi
     ASSERT_TRUE(cpu.MatMul(a, true, b, true, own).ok());
   }
   ASSERT_TRUE(cpu.MatMul(converted(a), true, converted(b), true, given).ok());
-  ExpectSameBits(own, given, "matmul");
+  EXPECT_TRUE(own.Equals(given)) << "matmul";
 
   ConvGeometry geo;
   geo.n = 4, geo.h = 12, geo.w = 12, geo.c = 8, geo.kh = 3, geo.kw = 3, geo.o = 16;
@@ -216,9 +210,9 @@ TEST_F(MixedBFloat16Test, KernelsGivenConvertedOperandsMatchTheirOwnConversionBi
   ASSERT_TRUE(cpu.Conv2DForward(geo, xc, w, y_given).ok());
   ASSERT_TRUE(cpu.Conv2DBackwardData(geo, dyc, w, dx_given).ok());
   ASSERT_TRUE(cpu.Conv2DBackwardFilter(geo, xc, dyc, dw_given).ok());
-  ExpectSameBits(y_own, y_given, "conv forward");
-  ExpectSameBits(dx_own, dx_given, "conv backward data");
-  ExpectSameBits(dw_own, dw_given, "conv backward filter");
+  EXPECT_TRUE(y_own.Equals(y_given)) << "conv forward";
+  EXPECT_TRUE(dx_own.Equals(dx_given)) << "conv backward data";
+  EXPECT_TRUE(dw_own.Equals(dw_given)) << "conv backward filter";
   // And they are bf16 results: float32 kernels give others.
   Tensor y_f32(DType::kFloat32, y_own.shape());
   ASSERT_TRUE(cpu.Conv2DForward(geo, x, w, y_f32).ok());
