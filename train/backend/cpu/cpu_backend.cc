@@ -11,6 +11,7 @@
 #include "core/status_macros.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "train/backend/compute_precision.h"
+#include "train/backend/cpu/bfloat16_convert.h"
 #include "train/backend/cpu/cpu_allocator.h"
 #include "train/backend/cpu/cpu_threads.h"
 #include "train/backend/cpu/dnnl_engine.h"
@@ -294,9 +295,6 @@ bool CpuBackend::ReadsBFloat16Operands() const {
 }
 
 absl::Status CpuBackend::CastBFloat16(const Tensor& x, Tensor& y) {
-  const auto type = [](DType t) {
-    return t == DType::kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
-  };
   for (const Tensor* t : {&x, static_cast<const Tensor*>(&y)}) {
     if (t->dtype() != DType::kFloat32 && t->dtype() != DType::kBFloat16) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -304,12 +302,14 @@ absl::Status CpuBackend::CastBFloat16(const Tensor& x, Tensor& y) {
     }
   }
   const int64_t n = x.num_elements();
-  if (n == 0) return absl::OkStatus();
-  return Guard("Cast", [&] {
-    const memory::desc from({n}, type(x.dtype()), Tag::a), to({n}, type(y.dtype()), Tag::a);
-    memory from_mem(from, CpuEngine(), Ptr(x)), to_mem(to, CpuEngine(), y.raw_data());
-    Execute(dnnl::reorder(from_mem, to_mem), {{DNNL_ARG_FROM, from_mem}, {DNNL_ARG_TO, to_mem}});
-  });
+  if (x.dtype() == y.dtype()) {
+    if (n > 0) std::memcpy(y.raw_data(), x.raw_data(), x.byte_size());
+  } else if (x.dtype() == DType::kFloat32) {
+    FloatToBFloat16(x.data<float>(), static_cast<uint16_t*>(y.raw_data()), n);
+  } else {
+    BFloat16ToFloat(static_cast<const uint16_t*>(x.raw_data()), y.data<float>(), n);
+  }
+  return absl::OkStatus();
 }
 
 CpuBackend& CpuBackend::Get() {
