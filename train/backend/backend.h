@@ -169,9 +169,12 @@ class Backend {
   // summed down to its operand's shape.
   virtual absl::Status BinaryBackward(BinaryOp op, const Tensor& a, const Tensor& b,
                                       const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b) = 0;
+  // A backend whose kernels read bfloat16 operands (ReadsBFloat16Operands) also takes a bfloat16
+  // y for kRelu, rounded as ComputeOperand rounds: relu and that copy in one pass.
   virtual absl::Status Unary(UnaryOp op, const Tensor& x, Tensor& y) = 0;
   // grad_x = grad_y * f'(x), given x and y = f(x). For the ops of UnaryGradientFromOutput (relu,
-  // sigmoid, tanh, exp) it must read y only: the tape keeps y alone and passes it as x too.
+  // sigmoid, tanh, exp) it must read y only: the tape keeps y alone and passes it as x too. For
+  // kRelu, y may be the bfloat16 result of Unary above; grad_y and grad_x stay float32.
   virtual absl::Status UnaryBackward(UnaryOp op, const Tensor& x, const Tensor& y,
                                      const Tensor& grad_y, Tensor& grad_x) = 0;
   // y = x converted to y's dtype, each of float32, int32 and int64 (same element count). Float

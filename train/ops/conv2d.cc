@@ -11,15 +11,19 @@
 namespace sluice::train::ops {
 
 absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter, Conv2DOptions options) {
-  SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(input, "Conv2D", "input"));
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend,
+                          backend::BackendFor("Conv2D", {&input, &filter}));
+  // A bfloat16 input is already in the form a backend that reads bfloat16 operands computes from
+  // (ReluComputeOperand's); its gradient is float32 all the same.
+  if (input.dtype() != DType::kBFloat16 || !backend->ReadsBFloat16Operands()) {
+    SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(input, "Conv2D", "input"));
+  }
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(filter, "Conv2D", "filter"));
   if (input.rank() != 4 || filter.rank() != 4 || input.dim(3) != filter.dim(2)) {
     return absl::InvalidArgumentError(
         absl::StrCat("Conv2D: want input NHWC and filter HWIO with matching channels, got input ",
                      input.shape().DebugString(), " and filter ", filter.shape().DebugString()));
   }
-  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend,
-                          backend::BackendFor("Conv2D", {&input, &filter}));
   backend::ConvGeometry geo;
   geo.n = input.dim(0), geo.h = input.dim(1), geo.w = input.dim(2), geo.c = input.dim(3);
   geo.kh = filter.dim(0), geo.kw = filter.dim(1), geo.o = filter.dim(3);

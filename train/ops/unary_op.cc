@@ -7,10 +7,11 @@
 
 namespace sluice::train::ops::internal {
 
-absl::StatusOr<Tensor> UnaryOp(backend::UnaryOp op, const char* name, const Tensor& x) {
+absl::StatusOr<Tensor> UnaryOp(backend::UnaryOp op, const char* name, const Tensor& x,
+                               DType y_dtype) {
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(x, name, "x"));
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(name, {&x}));
-  SLUICE_ASSIGN_OR_RETURN(Tensor y, backend->Allocate(DType::kFloat32, x.shape()));
+  SLUICE_ASSIGN_OR_RETURN(Tensor y, backend->Allocate(y_dtype, x.shape()));
   SLUICE_RETURN_IF_ERROR(backend->Unary(op, x, y));
   SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics(name, y));
   if (autodiff::ShouldRecord({x})) {

@@ -18,6 +18,8 @@
 #include "train/autodiff/variable.h"
 #include "train/backend/backend.h"
 #include "train/backend/cpu/cpu_backend.h"
+#include "train/layers/residual_block.h"
+#include "train/ops/activations.h"
 #include "train/ops/conv2d.h"
 #include "train/ops/matmul.h"
 #include "train/ops/reduce.h"
@@ -217,6 +219,76 @@ TEST_F(MixedBFloat16Test, KernelsGivenConvertedOperandsMatchTheirOwnConversionBi
   Tensor y_f32(DType::kFloat32, y_own.shape());
   ASSERT_TRUE(cpu.Conv2DForward(geo, x, w, y_f32).ok());
   EXPECT_GT(RelativeDifference(y_own, y_f32), 0.0f);
+}
+
+// ReluComputeOperand makes in one pass the bfloat16 copy that Relu and the convolution's own
+// conversion make in two: the same bits, so the convolution after it and both gradients are the
+// same bit for bit. Under float32 it is Relu.
+TEST_F(MixedBFloat16Test, ReluComputeOperandFeedsAConvolutionTheBitsOfReluAndACopy) {
+  const Tensor x = RandomTensor({4, 12, 12, 8}, 11, -1.0f, 1.0f),
+               w = RandomTensor({3, 3, 8, 16}, 12);
+  auto run = [&](bool fused, Precision p) {
+    autodiff::Variable vx(x), vw(w);
+    autodiff::Tape tape;
+    ScopedPrecision scope(p);
+    absl::StatusOr<Tensor> h = fused ? ops::ReluComputeOperand(vx.value()) : ops::Relu(vx.value());
+    EXPECT_TRUE(h.ok()) << h.status();
+    EXPECT_EQ(h->dtype(),
+              fused && p == Precision::kMixedBFloat16 ? DType::kBFloat16 : DType::kFloat32);
+    absl::StatusOr<Tensor> out = ops::Conv2D(*h, vw.value(), {.padding = ops::Padding::kSame});
+    EXPECT_TRUE(out.ok()) << out.status();
+    absl::StatusOr<Tensor> loss = ops::Sum(*out);
+    absl::StatusOr<std::vector<std::optional<Tensor>>> grads =
+        tape.Gradient(*loss, {vx.value(), vw.value()});
+    EXPECT_TRUE(grads.ok()) << grads.status();
+    return std::vector<Tensor>{*h, *out, *(*grads)[0], *(*grads)[1]};
+  };
+  for (Precision p : {Precision::kMixedBFloat16, Precision::kFloat32}) {
+    const std::vector<Tensor> two_passes = run(false, p), one_pass = run(true, p);
+    if (p == Precision::kMixedBFloat16) {
+      ScopedPrecision scope(p);
+      absl::StatusOr<Tensor> copy = cpu::CpuBackend::Get().ComputeOperand(two_passes[0]);
+      ASSERT_TRUE(copy.ok());
+      EXPECT_TRUE(one_pass[0].Equals(*copy)) << "the bf16 relu";
+    } else {
+      EXPECT_TRUE(one_pass[0].Equals(two_passes[0])) << "float32 relu";
+    }
+    EXPECT_TRUE(one_pass[1].Equals(two_passes[1])) << PrecisionName(p) << " conv";
+    EXPECT_TRUE(one_pass[2].Equals(two_passes[2])) << PrecisionName(p) << " grad x";
+    EXPECT_TRUE(one_pass[3].Equals(two_passes[3])) << PrecisionName(p) << " grad w";
+  }
+  // Another op given the bfloat16 tensor refuses it by name.
+  ScopedPrecision scope(Precision::kMixedBFloat16);
+  absl::StatusOr<Tensor> h = ops::ReluComputeOperand(x);
+  ASSERT_TRUE(h.ok());
+  absl::StatusOr<Tensor> relu = ops::Relu(*h);
+  EXPECT_EQ(relu.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(relu.status().message().find("bfloat16"), std::string::npos) << relu.status();
+}
+
+// The residual block's inner relu is made in bfloat16 under mixed_bfloat16; recomputing the block
+// (whose second segment then starts from that bfloat16 tensor) gives the same bits.
+TEST_F(MixedBFloat16Test, ResidualBlocksRecomputeFromTheirBFloat16Relu) {
+  const Tensor x = RandomTensor({2, 8, 8, 8}, 13, -1.0f, 1.0f);
+  auto run = [&](bool recompute) {
+    layers::ResidualBlock block(8, 16, {.stride = 2, .seed = 3, .recompute = recompute});
+    autodiff::Variable vx(x);
+    autodiff::Tape tape;
+    ScopedPrecision scope(Precision::kMixedBFloat16);
+    absl::StatusOr<Tensor> y = block.Forward(vx.value(), /*training=*/true);
+    EXPECT_TRUE(y.ok()) << y.status();
+    absl::StatusOr<Tensor> loss = ops::Sum(*y);
+    std::vector<Tensor> sources = {vx.value()};
+    for (autodiff::Variable* v : block.TrainableVariables()) sources.push_back(v->value());
+    absl::StatusOr<std::vector<std::optional<Tensor>>> grads = tape.Gradient(*loss, sources);
+    EXPECT_TRUE(grads.ok()) << grads.status();
+    std::vector<Tensor> out = {*y};
+    for (const auto& g : *grads) out.push_back(*g);
+    return out;
+  };
+  const std::vector<Tensor> kept = run(false), recomputed = run(true);
+  ASSERT_EQ(kept.size(), recomputed.size());
+  for (size_t i = 0; i < kept.size(); ++i) EXPECT_TRUE(kept[i].Equals(recomputed[i])) << i;
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 #include "train/backend/cpu/bfloat16_convert.h"
 
-#include <cstring>
+#include <bit>
 
+#include "core/float16.h"
 #include "train/backend/cpu/cpu_threads.h"
 
 #if defined(__x86_64__)
@@ -22,16 +23,25 @@ bool HasAvx512Bf16() {
   return has;
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void FloatToBFloat16Avx512(
+// `x > 0 ? x : 0`, as relu's float32 kernel: a NaN and -0 give +0.
+template <bool kRelu>
+__attribute__((target("avx512f"), always_inline)) inline __m512 Prepare(__m512 v) {
+  return kRelu ? _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v) : v;
+}
+
+template <bool kRelu>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void ToBFloat16Avx512(
     const float* x, uint16_t* y, int64_t n) {
+  constexpr auto load = Prepare<kRelu>;
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    const __m512bh r = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i));
+    const __m512bh r =
+        _mm512_cvtne2ps_pbh(load(_mm512_loadu_ps(x + i + 16)), load(_mm512_loadu_ps(x + i)));
     _mm512_storeu_si512(y + i, reinterpret_cast<__m512i>(r));
   }
   for (; i < n; i += 16) {
     const __mmask16 m = n - i >= 16 ? __mmask16{0xffff} : __mmask16((1u << (n - i)) - 1);
-    const __m256bh r = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i));
+    const __m256bh r = _mm512_cvtneps_pbh(load(_mm512_maskz_loadu_ps(m, x + i)));
     _mm256_mask_storeu_epi16(y + i, m, reinterpret_cast<__m256i>(r));
   }
 }
@@ -42,36 +52,37 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void FloatToBFlo
 namespace internal {
 
 uint16_t FloatToBFloat16Portable(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  const uint32_t exponent = u & 0x7f800000u;
-  if (exponent == 0) return static_cast<uint16_t>((u >> 16) & 0x8000u);  // zero or denormal
-  if (exponent == 0x7f800000u) {
-    // Infinity keeps its bits; a NaN is truncated and made quiet.
-    const bool nan = (u & 0x007fffffu) != 0;
-    return static_cast<uint16_t>((u >> 16) | (nan ? 0x0040u : 0u));
-  }
-  u += 0x7fffu + ((u >> 16) & 1u);  // to nearest even; the largest finite values round to inf
-  return static_cast<uint16_t>(u >> 16);
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  // Zero or denormal: flushed, where core's conversion (TensorFlow's) would round the denormal.
+  if ((u & 0x7f800000u) == 0) return static_cast<uint16_t>((u >> 16) & 0x8000u);
+  return BFloat16::FromFloat(x);
 }
 
 }  // namespace internal
 
-void FloatToBFloat16(const float* x, uint16_t* y, int64_t n) {
+namespace {
+
+template <bool kRelu>
+void ToBFloat16(const float* x, uint16_t* y, int64_t n) {
   ParallelFor(n, kGrain, [&](int64_t begin, int64_t end) {
 #if defined(__x86_64__)
-    if (HasAvx512Bf16()) return FloatToBFloat16Avx512(x + begin, y + begin, end - begin);
+    if (HasAvx512Bf16()) return ToBFloat16Avx512<kRelu>(x + begin, y + begin, end - begin);
 #endif
-    for (int64_t i = begin; i < end; ++i) y[i] = internal::FloatToBFloat16Portable(x[i]);
+    for (int64_t i = begin; i < end; ++i) {
+      y[i] = internal::FloatToBFloat16Portable(kRelu ? (x[i] > 0 ? x[i] : 0.0f) : x[i]);
+    }
   });
 }
 
+}  // namespace
+
+void FloatToBFloat16(const float* x, uint16_t* y, int64_t n) { ToBFloat16<false>(x, y, n); }
+
+void ReluToBFloat16(const float* x, uint16_t* y, int64_t n) { ToBFloat16<true>(x, y, n); }
+
 void BFloat16ToFloat(const uint16_t* x, float* y, int64_t n) {
   ParallelFor(n, kGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const uint32_t u = static_cast<uint32_t>(x[i]) << 16;
-      std::memcpy(y + i, &u, sizeof u);
-    }
+    for (int64_t i = begin; i < end; ++i) y[i] = BFloat16::ToFloat(x[i]);
   });
 }
 
