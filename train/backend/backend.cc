@@ -46,6 +46,21 @@ absl::StatusOr<Tensor> Backend::ComputeOperand(const Tensor& t) {
   return copy;
 }
 
+absl::Status Backend::Conv2DBiasForward(const ConvGeometry& geo, const Tensor& input,
+                                        const Tensor& filter, const Tensor& bias, Tensor& output) {
+  SLUICE_ASSIGN_OR_RETURN(Tensor conv, Allocate(DType::kFloat32, output.shape()));
+  SLUICE_RETURN_IF_ERROR(Conv2DForward(geo, input, filter, conv));
+  return Binary(BinaryOp::kAdd, conv, bias, output);  // [o] broadcasts over [n, oh, ow, o]
+}
+
+absl::Status Backend::Conv2DBackwardFilterBias(const ConvGeometry& geo, const Tensor& input,
+                                               const Tensor& grad_output, Tensor& grad_filter,
+                                               Tensor& grad_bias) {
+  SLUICE_RETURN_IF_ERROR(Conv2DBackwardFilter(geo, input, grad_output, grad_filter));
+  SLUICE_ASSIGN_OR_RETURN(Tensor sum, grad_bias.Reshape(Shape{1, 1, 1, geo.o}));
+  return Reduce(ReduceOp::kSum, grad_output, {true, true, true, false}, 1.0f, sum);
+}
+
 void RegisterBackend(DeviceType type, BackendFactory factory) {
   Registry& r = GetRegistry();
   MutexLock lock(&r.mu);

@@ -135,6 +135,15 @@ class Backend {
                                           const Tensor& filter, Tensor& grad_input) = 0;
   virtual absl::Status Conv2DBackwardFilter(const ConvGeometry& geo, const Tensor& input,
                                             const Tensor& grad_output, Tensor& grad_filter) = 0;
+  // Conv2DForward with float32 `bias` [o] added at every output position, and
+  // Conv2DBackwardFilter with grad_bias [o] = grad_output summed over its positions. The defaults
+  // run the kernels above and an add or a sum; the CPU fuses them into its convolutions (oneDNN's
+  // bias), which saves a pass over the output and one over its gradient.
+  virtual absl::Status Conv2DBiasForward(const ConvGeometry& geo, const Tensor& input,
+                                         const Tensor& filter, const Tensor& bias, Tensor& output);
+  virtual absl::Status Conv2DBackwardFilterBias(const ConvGeometry& geo, const Tensor& input,
+                                                const Tensor& grad_output, Tensor& grad_filter,
+                                                Tensor& grad_bias);
 
   // --- pooling --------------------------------------------------------------
   // Returns the workspace the backward pass needs (max pooling's argmax on the

@@ -10,7 +10,10 @@
 
 namespace sluice::train::ops {
 
-absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter, Conv2DOptions options) {
+namespace {
+
+absl::StatusOr<Tensor> Convolve(const Tensor& input, const Tensor& filter, const Tensor* bias,
+                                const Conv2DOptions& options) {
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend,
                           backend::BackendFor("Conv2D", {&input, &filter}));
   // A bfloat16 input is already in the form a backend that reads bfloat16 operands computes from
@@ -23,6 +26,19 @@ absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter, Conv2DO
     return absl::InvalidArgumentError(
         absl::StrCat("Conv2D: want input NHWC and filter HWIO with matching channels, got input ",
                      input.shape().DebugString(), " and filter ", filter.shape().DebugString()));
+  }
+  if (bias != nullptr) {
+    SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(*bias, "Conv2D", "bias"));
+    if (bias->shape() != Shape{filter.dim(3)}) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Conv2D: want a bias of shape [", filter.dim(3),
+                       "] (the filter's outputs), got ", bias->shape().DebugString()));
+    }
+    if (bias->device() != input.device()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Conv2D: the bias is on ", bias->device().DebugString(), ", the input on ",
+                       input.device().DebugString()));
+    }
   }
   backend::ConvGeometry geo;
   geo.n = input.dim(0), geo.h = input.dim(1), geo.w = input.dim(2), geo.c = input.dim(3);
@@ -42,30 +58,54 @@ absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter, Conv2DO
   // Under mixed_bfloat16 the input is converted once: the forward and the filter gradient read
   // the copy, and the backward keeps it instead of the float32 input.
   SLUICE_ASSIGN_OR_RETURN(Tensor x, backend->ComputeOperand(input));
-  SLUICE_RETURN_IF_ERROR(backend->Conv2DForward(geo, x, filter, out));
+  if (bias != nullptr) {
+    SLUICE_RETURN_IF_ERROR(backend->Conv2DBiasForward(geo, x, filter, *bias, out));
+  } else {
+    SLUICE_RETURN_IF_ERROR(backend->Conv2DForward(geo, x, filter, out));
+  }
   SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics("Conv2D", out));
-  if (autodiff::ShouldRecord({input, filter})) {
+  std::vector<Tensor> inputs = {input, filter};
+  if (bias != nullptr) inputs.push_back(*bias);
+  if (autodiff::ShouldRecord(inputs)) {
     // The first layer's input (the images) needs no gradient: skip that pass.
     const bool input_grad = autodiff::ShouldRecord({input});
     autodiff::RecordOperation(
-        {input, filter}, out,
-        [backend, x, filter, geo, input_grad, precision = backend::CurrentPrecision()](
+        inputs, out,
+        [backend, x, filter, geo, input_grad, with_bias = bias != nullptr,
+         precision = backend::CurrentPrecision()](
             const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
           // The gradients' kernels run under the forward pass's precision policy, and both read
           // one converted copy of the output gradient.
           backend::ScopedPrecision scope(precision);
           SLUICE_ASSIGN_OR_RETURN(const Tensor gc, backend->ComputeOperand(g));
-          std::vector<std::optional<Tensor>> grads(2);
+          std::vector<std::optional<Tensor>> grads(with_bias ? 3 : 2);
           if (input_grad) {
             SLUICE_ASSIGN_OR_RETURN(grads[0], backend->Allocate(DType::kFloat32, x.shape()));
             SLUICE_RETURN_IF_ERROR(backend->Conv2DBackwardData(geo, gc, filter, *grads[0]));
           }
           SLUICE_ASSIGN_OR_RETURN(grads[1], backend->Allocate(DType::kFloat32, filter.shape()));
-          SLUICE_RETURN_IF_ERROR(backend->Conv2DBackwardFilter(geo, x, gc, *grads[1]));
+          if (!with_bias) {
+            SLUICE_RETURN_IF_ERROR(backend->Conv2DBackwardFilter(geo, x, gc, *grads[1]));
+            return grads;
+          }
+          SLUICE_ASSIGN_OR_RETURN(grads[2], backend->Allocate(DType::kFloat32, Shape{geo.o}));
+          SLUICE_RETURN_IF_ERROR(
+              backend->Conv2DBackwardFilterBias(geo, x, gc, *grads[1], *grads[2]));
           return grads;
         });
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter, Conv2DOptions options) {
+  return Convolve(input, filter, nullptr, options);
+}
+
+absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter, const Tensor& bias,
+                              Conv2DOptions options) {
+  return Convolve(input, filter, &bias, options);
 }
 
 }  // namespace sluice::train::ops

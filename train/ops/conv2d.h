@@ -26,6 +26,11 @@ struct Conv2DOptions {
 // when a tape tracks the input (not for the images fed to a first layer).
 absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter,
                               Conv2DOptions options = {});
+// The same plus `bias` [O] at every output position (tf.nn.conv2d then tf.nn.bias_add), in one
+// backend kernel forward and backward (Backend::Conv2DBiasForward): a pass over the output and
+// one over its gradient fewer than Conv2D and Add.
+absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter, const Tensor& bias,
+                              Conv2DOptions options = {});
 
 }  // namespace sluice::train::ops
 

@@ -20,6 +20,7 @@
 #include "train/backend/cpu/cpu_backend.h"
 #include "train/layers/residual_block.h"
 #include "train/ops/activations.h"
+#include "train/ops/arithmetic.h"
 #include "train/ops/conv2d.h"
 #include "train/ops/matmul.h"
 #include "train/ops/reduce.h"
@@ -136,6 +137,34 @@ TEST_F(MixedBFloat16Test, ConvolutionAndItsGradientsRunInBf16) {
 
 // Outside mixed_bfloat16 the operand is the tensor itself; under it, a bfloat16 copy rounded to
 // nearest even (core/float16.h's rule), and a cast back gives those values exactly.
+// The bias fused into the bf16 convolution (oneDNN's bf16 primitives with a float32 bias), and
+// its gradient from the bf16 output gradient, summed in float32.
+TEST_F(MixedBFloat16Test, ConvolutionWithBiasRunsInBf16) {
+  const Tensor x = RandomTensor({4, 12, 12, 8}, 14), w = RandomTensor({3, 3, 8, 16}, 15),
+               b = RandomTensor({16}, 16);
+  auto run = [&](Precision p) {
+    autodiff::Variable vx(x), vw(w), vb(b);
+    autodiff::Tape tape;
+    absl::StatusOr<Tensor> out;
+    {
+      ScopedPrecision scope(p);
+      out = ops::Conv2D(vx.value(), vw.value(), vb.value(), {.padding = ops::Padding::kSame});
+    }
+    EXPECT_TRUE(out.ok()) << out.status();
+    absl::StatusOr<Tensor> loss = ops::Sum(*ops::Mul(*out, RandomTensor(out->shape(), 17)));
+    absl::StatusOr<std::vector<std::optional<Tensor>>> grads =
+        tape.Gradient(*loss, {vx.value(), vw.value(), vb.value()});
+    EXPECT_TRUE(grads.ok()) << grads.status();
+    return std::vector<Tensor>{*out, *(*grads)[0], *(*grads)[1], *(*grads)[2]};
+  };
+  const std::vector<Tensor> f32 = run(Precision::kFloat32);
+  const std::vector<Tensor> bf16 = run(Precision::kMixedBFloat16);
+  ExpectBf16Close(bf16[0], f32[0], "forward");
+  ExpectBf16Close(bf16[1], f32[1], "grad x");
+  ExpectBf16Close(bf16[2], f32[2], "grad w");
+  ExpectBf16Close(bf16[3], f32[3], "grad bias");
+}
+
 TEST_F(MixedBFloat16Test, ComputeOperandIsARoundedBFloat16CopyOnlyUnderTheMixedPolicy) {
   Backend& cpu = cpu::CpuBackend::Get();
   Tensor x = RandomTensor({3, 70001}, 5);

@@ -295,6 +295,22 @@ class GuardedBackend final : public Backend {
     Tensor gf = a.View(grad_filter);
     return cpu().Conv2DBackwardFilter(geo, a.View(input), a.View(grad_output), gf);
   }
+  absl::Status Conv2DBiasForward(const ConvGeometry& geo, const Tensor& input, const Tensor& filter,
+                                 const Tensor& bias, Tensor& output) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("Conv2DBiasForward", {&input, &filter, &bias, &output}));
+    Tensor o = a.View(output);
+    return cpu().Conv2DBiasForward(geo, a.View(input), a.View(filter), a.View(bias), o);
+  }
+  absl::Status Conv2DBackwardFilterBias(const ConvGeometry& geo, const Tensor& input,
+                                        const Tensor& grad_output, Tensor& grad_filter,
+                                        Tensor& grad_bias) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(
+        a.Require("Conv2DBackwardFilterBias", {&input, &grad_output, &grad_filter, &grad_bias}));
+    Tensor gf = a.View(grad_filter), gb = a.View(grad_bias);
+    return cpu().Conv2DBackwardFilterBias(geo, a.View(input), a.View(grad_output), gf, gb);
+  }
 
   absl::StatusOr<Tensor> Pool2DForward(const PoolGeometry& geo, const Tensor& input,
                                        Tensor& output) override {

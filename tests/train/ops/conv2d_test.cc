@@ -6,6 +6,10 @@
 #include <cmath>
 
 #include "tests/train/gradient_check.h"
+#include "train/autodiff/tape.h"
+#include "train/backend/cpu/cpu_backend.h"
+#include "train/ops/arithmetic.h"
+#include "train/ops/reduce.h"
 
 namespace sluice::train::ops {
 namespace {
@@ -70,6 +74,65 @@ TEST(Conv2DTest, GradientsMatchFiniteDifferences) {
                   {x, f}),
               "")
         << c.h << "x" << c.w;
+  }
+}
+
+// The bias fused into the convolution's kernels: by hand on the diagonal filter, then against
+// Conv2D and Add (the same sums in another order) forward and backward, and finite differences.
+TEST(Conv2DTest, BiasIsAddedAtEveryPositionInTheConvolutionsKernels) {
+  EXPECT_THAT(Values(*Conv2D(Image(), Diagonal(), T({0.5f}, {1}))),
+              ElementsAre(6.5f, 8.5f, 12.5f, 14.5f));
+  const Tensor x = RandomTensor({2, 6, 5, 3}, 73), f = RandomTensor({3, 3, 3, 4}, 74),
+               b = RandomTensor({4}, 75);
+  const Conv2DOptions options{.stride_h = 2, .padding = Padding::kSame};
+  auto run = [&](bool fused) {
+    autodiff::Tape tape;
+    tape.Watch(x), tape.Watch(f), tape.Watch(b);
+    absl::StatusOr<Tensor> y = fused ? Conv2D(x, f, b, options) : Add(*Conv2D(x, f, options), b);
+    EXPECT_TRUE(y.ok()) << y.status();
+    // A weighted sum, so that each position's gradient differs.
+    absl::StatusOr<Tensor> loss = Sum(*Mul(*y, RandomTensor(y->shape(), 76)));
+    auto grads = tape.Gradient(*loss, {x, f, b});
+    EXPECT_TRUE(grads.ok()) << grads.status();
+    return std::vector<Tensor>{*y, *(*grads)[0], *(*grads)[1], *(*grads)[2]};
+  };
+  const std::vector<Tensor> fused = run(true), separate = run(false);
+  for (size_t i = 0; i < fused.size(); ++i) {
+    EXPECT_THAT(Values(fused[i]), Pointwise(FloatNear(1e-5f), Values(separate[i]))) << i;
+  }
+  EXPECT_EQ(CheckGradients(
+                [&](const std::vector<Tensor>& in) { return Conv2D(in[0], in[1], in[2], options); },
+                {x, f, b}),
+            "");
+  EXPECT_FALSE(Conv2D(x, f, RandomTensor({3}, 77)).ok());     // the filter has 4 outputs
+  EXPECT_FALSE(Conv2D(x, f, RandomTensor({1, 4}, 77)).ok());  // a vector, not a matrix
+}
+
+// A backend without fused kernels gets the defaults (the kernels, then an add or a sum): called
+// here on the CPU's own, through the base class, they give the fused results.
+TEST(Conv2DTest, TheBackendsDefaultBiasKernelsMatchTheFusedOnes) {
+  backend::cpu::CpuBackend& cpu = backend::cpu::CpuBackend::Get();
+  backend::Backend& base = cpu;
+  backend::ConvGeometry geo;
+  geo.n = 2, geo.h = 6, geo.w = 6, geo.c = 3, geo.kh = 3, geo.kw = 3, geo.o = 4;
+  geo.oh = 4, geo.ow = 4;
+  const Tensor x = RandomTensor({2, 6, 6, 3}, 78), f = RandomTensor({3, 3, 3, 4}, 79),
+               b = RandomTensor({4}, 80), g = RandomTensor({2, 4, 4, 4}, 81);
+  Tensor y_fused(DType::kFloat32, Shape{2, 4, 4, 4}), y_default(DType::kFloat32, Shape{2, 4, 4, 4});
+  Tensor gf_fused(DType::kFloat32, f.shape()), gf_default(DType::kFloat32, f.shape());
+  Tensor gb_fused(DType::kFloat32, Shape{4}), gb_default(DType::kFloat32, Shape{4});
+  ASSERT_TRUE(cpu.Conv2DBiasForward(geo, x, f, b, y_fused).ok());
+  ASSERT_TRUE(base.Backend::Conv2DBiasForward(geo, x, f, b, y_default).ok());
+  ASSERT_TRUE(cpu.Conv2DBackwardFilterBias(geo, x, g, gf_fused, gb_fused).ok());
+  ASSERT_TRUE(base.Backend::Conv2DBackwardFilterBias(geo, x, g, gf_default, gb_default).ok());
+  EXPECT_THAT(Values(y_fused), Pointwise(FloatNear(1e-5f), Values(y_default)));
+  EXPECT_THAT(Values(gf_fused), Pointwise(FloatNear(1e-5f), Values(gf_default)));
+  EXPECT_THAT(Values(gb_fused), Pointwise(FloatNear(1e-5f), Values(gb_default)));
+  // And the bias gradient is the sum of g over its 32 positions per channel.
+  for (int64_t o = 0; o < 4; ++o) {
+    double sum = 0;
+    for (int64_t i = o; i < g.num_elements(); i += 4) sum += g.data<float>()[i];
+    EXPECT_NEAR(gb_fused.data<float>()[o], sum, 1e-5) << o;
   }
 }
 

@@ -87,16 +87,17 @@ memory::desc MatrixDesc(int64_t rows, int64_t cols, bool transposed) {
 
 // --- convolution ----------------------------------------------------------------
 
-std::string ConvKey(absl::string_view kind, const ConvGeometry& g) {
+// A primitive cache key: the geometry, and whether a bias is fused.
+std::string ConvKey(absl::string_view kind, const ConvGeometry& g, bool bias) {
   return absl::StrCat(
-      kind, ":",
+      kind, bias ? "_bias:" : ":",
       absl::StrJoin({g.n, g.h, g.w, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.stride_h, g.stride_w,
                      g.dilation_h, g.dilation_w, g.pad_top, g.pad_bottom, g.pad_left, g.pad_right},
                     ","));
 }
 
 struct ConvDescs {
-  memory::desc src, user_weights, any_weights, dst;
+  memory::desc src, user_weights, any_weights, dst, bias;
   memory::dims strides, dilates, pad_l, pad_r;
 };
 
@@ -105,6 +106,7 @@ ConvDescs MakeConvDescs(const ConvGeometry& g) {
           memory::desc({g.o, g.c, g.kh, g.kw}, kF32, Tag::hwio),
           memory::desc({g.o, g.c, g.kh, g.kw}, kF32, Tag::any),
           memory::desc({g.n, g.o, g.oh, g.ow}, kF32, Tag::nhwc),
+          memory::desc({g.o}, kF32, Tag::a),
           {g.stride_h, g.stride_w},
           {g.dilation_h - 1, g.dilation_w - 1},
           {g.pad_top, g.pad_left},
@@ -114,10 +116,12 @@ ConvDescs MakeConvDescs(const ConvGeometry& g) {
 // Activations stay NHWC (no reorder of the big tensors); the filter's layout
 // is left to oneDNN, which prefers a blocked one for its JIT kernels, and the
 // filter (small) is reordered to and from HWIO.
-dnnl::convolution_forward::primitive_desc ConvForwardPd(const ConvDescs& d) {
-  return {{dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.src,
-           d.any_weights, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r},
-          CpuEngine()};
+// An empty bias desc (zero dims) means no bias to oneDNN.
+dnnl::convolution_forward::primitive_desc ConvForwardPd(const ConvDescs& d, bool bias) {
+  return {
+      {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.src, d.any_weights,
+       bias ? d.bias : memory::desc(), d.dst, d.strides, d.dilates, d.pad_l, d.pad_r},
+      CpuEngine()};
 }
 
 struct ConvForwardEntry {
@@ -135,9 +139,7 @@ struct ConvBackwardDataEntry {
 };
 
 struct ConvBackwardFilterEntry {
-  memory::desc diff_weights;
-  bool reorder_weights;
-  dnnl::reorder weights_reorder;  // diff_weights -> HWIO
+  memory::desc diff_weights;  // the layout the primitive writes, reordered to HWIO after
   dnnl::convolution_backward_weights primitive;
 };
 
@@ -253,28 +255,33 @@ struct ConvBf16Entry {
   dnnl::convolution_backward_weights backward_weights;
 };
 
-std::shared_ptr<const ConvBf16Entry> ConvBf16(const ConvGeometry& geo, const ConvDescs& d) {
-  return DnnlPrimitiveCache::Global().GetOrCreate<ConvBf16Entry>(ConvKey("conv_bf16", geo), [&] {
-    const memory::desc src = AsBf16(d.src), diff_dst = AsBf16(d.dst);
-    const memory::desc weights = AsBf16(d.any_weights);
-    const dnnl::convolution_forward::primitive_desc fwd(
-        {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, weights,
-         d.dst, d.strides, d.dilates, d.pad_l, d.pad_r},
-        CpuEngine());
-    const dnnl::convolution_backward_data::primitive_desc bwd_data(
-        {dnnl::algorithm::convolution_direct, d.src, weights, diff_dst, d.strides, d.dilates,
-         d.pad_l, d.pad_r},
-        CpuEngine(), fwd);
-    const dnnl::convolution_backward_weights::primitive_desc bwd_weights(
-        {dnnl::algorithm::convolution_direct, src, d.any_weights, diff_dst, d.strides, d.dilates,
-         d.pad_l, d.pad_r},
-        CpuEngine(), fwd);
-    return std::make_shared<ConvBf16Entry>(
-        ConvBf16Entry{fwd.src_desc(), fwd.weights_desc(), bwd_data.weights_desc(),
-                      bwd_data.diff_dst_desc(), bwd_weights.diff_weights_desc(),
-                      dnnl::convolution_forward(fwd), dnnl::convolution_backward_data(bwd_data),
-                      dnnl::convolution_backward_weights(bwd_weights)});
-  });
+// With `bias`, the forward adds it and the filter gradient's primitive also sums the bias
+// gradient.
+std::shared_ptr<const ConvBf16Entry> ConvBf16(const ConvGeometry& geo, const ConvDescs& d,
+                                              bool bias) {
+  return DnnlPrimitiveCache::Global().GetOrCreate<ConvBf16Entry>(
+      ConvKey("conv_bf16", geo, bias), [&] {
+        const memory::desc src = AsBf16(d.src), diff_dst = AsBf16(d.dst);
+        const memory::desc weights = AsBf16(d.any_weights);
+        const memory::desc no_bias;
+        const dnnl::convolution_forward::primitive_desc fwd(
+            {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, weights,
+             bias ? d.bias : no_bias, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r},
+            CpuEngine());
+        const dnnl::convolution_backward_data::primitive_desc bwd_data(
+            {dnnl::algorithm::convolution_direct, d.src, weights, diff_dst, d.strides, d.dilates,
+             d.pad_l, d.pad_r},
+            CpuEngine(), fwd);
+        const dnnl::convolution_backward_weights::primitive_desc bwd_weights(
+            {dnnl::algorithm::convolution_direct, src, d.any_weights, bias ? d.bias : no_bias,
+             diff_dst, d.strides, d.dilates, d.pad_l, d.pad_r},
+            CpuEngine(), fwd);
+        return std::make_shared<ConvBf16Entry>(
+            ConvBf16Entry{fwd.src_desc(), fwd.weights_desc(), bwd_data.weights_desc(),
+                          bwd_data.diff_dst_desc(), bwd_weights.diff_weights_desc(),
+                          dnnl::convolution_forward(fwd), dnnl::convolution_backward_data(bwd_data),
+                          dnnl::convolution_backward_weights(bwd_weights)});
+      });
 }
 
 // The filter in the layout `entry`'s primitive reads: the HWIO tensor itself, or a
@@ -365,22 +372,34 @@ absl::Status CpuBackend::MatMul(const Tensor& a, bool transpose_a, const Tensor&
 
 absl::Status CpuBackend::Conv2DForward(const ConvGeometry& geo, const Tensor& input,
                                        const Tensor& filter, Tensor& output) {
+  return ConvForward(geo, input, filter, nullptr, output);
+}
+
+absl::Status CpuBackend::Conv2DBiasForward(const ConvGeometry& geo, const Tensor& input,
+                                           const Tensor& filter, const Tensor& bias,
+                                           Tensor& output) {
+  return ConvForward(geo, input, filter, &bias, output);
+}
+
+absl::Status CpuBackend::ConvForward(const ConvGeometry& geo, const Tensor& input,
+                                     const Tensor& filter, const Tensor* bias, Tensor& output) {
+  const dnnl::engine& engine = CpuEngine();
+  const ConvDescs d = MakeConvDescs(geo);
+  std::unordered_map<int, memory> args = {{DNNL_ARG_DST, memory(d.dst, engine, output.raw_data())}};
+  if (bias != nullptr) args.insert({DNNL_ARG_BIAS, memory(d.bias, engine, Ptr(*bias))});
   if (Bf16({&input, &filter})) {
     return Guard("Conv2D (mixed_bfloat16)", [&] {
-      const ConvDescs d = MakeConvDescs(geo);
-      auto entry = ConvBf16(geo, d);
+      auto entry = ConvBf16(geo, d, bias != nullptr);
       Operands operands;
-      Execute(entry->forward,
-              {{DNNL_ARG_SRC, operands.Input(entry->src, d.src, input)},
-               {DNNL_ARG_WEIGHTS, operands.Input(entry->weights, d.user_weights, filter)},
-               {DNNL_ARG_DST, memory(d.dst, CpuEngine(), output.raw_data())}});
+      args.insert({DNNL_ARG_SRC, operands.Input(entry->src, d.src, input)});
+      args.insert({DNNL_ARG_WEIGHTS, operands.Input(entry->weights, d.user_weights, filter)});
+      Execute(entry->forward, args);
     });
   }
   return Guard("Conv2D", [&] {
-    const ConvDescs d = MakeConvDescs(geo);
-    auto entry =
-        DnnlPrimitiveCache::Global().GetOrCreate<ConvForwardEntry>(ConvKey("conv_fwd", geo), [&] {
-          auto pd = ConvForwardPd(d);
+    auto entry = DnnlPrimitiveCache::Global().GetOrCreate<ConvForwardEntry>(
+        ConvKey("conv_fwd", geo, bias != nullptr), [&] {
+          auto pd = ConvForwardPd(d, bias != nullptr);
           const bool reorder = pd.weights_desc() != d.user_weights;
           return std::make_shared<ConvForwardEntry>(
               ConvForwardEntry{pd.weights_desc(), reorder,
@@ -389,11 +408,9 @@ absl::Status CpuBackend::Conv2DForward(const ConvGeometry& geo, const Tensor& in
                                        : dnnl::reorder(),
                                dnnl::convolution_forward(pd)});
         });
-    const dnnl::engine& engine = CpuEngine();
-    const memory weights = PrimitiveWeights(*entry, d, filter);
-    Execute(entry->primitive, {{DNNL_ARG_SRC, memory(d.src, engine, Ptr(input))},
-                               {DNNL_ARG_WEIGHTS, weights},
-                               {DNNL_ARG_DST, memory(d.dst, engine, output.raw_data())}});
+    args.insert({DNNL_ARG_SRC, memory(d.src, engine, Ptr(input))});
+    args.insert({DNNL_ARG_WEIGHTS, PrimitiveWeights(*entry, d, filter)});
+    Execute(entry->primitive, args);
   });
 }
 
@@ -402,7 +419,8 @@ absl::Status CpuBackend::Conv2DBackwardData(const ConvGeometry& geo, const Tenso
   if (Bf16({&grad_output, &filter})) {
     return Guard("Conv2D backward data (mixed_bfloat16)", [&] {
       const ConvDescs d = MakeConvDescs(geo);
-      auto entry = ConvBf16(geo, d);
+      // The bias changes nothing here: the entry without one serves both.
+      auto entry = ConvBf16(geo, d, /*bias=*/false);
       Operands operands;
       Execute(
           entry->backward_data,
@@ -414,11 +432,11 @@ absl::Status CpuBackend::Conv2DBackwardData(const ConvGeometry& geo, const Tenso
   return Guard("Conv2D backward data", [&] {
     const ConvDescs d = MakeConvDescs(geo);
     auto entry = DnnlPrimitiveCache::Global().GetOrCreate<ConvBackwardDataEntry>(
-        ConvKey("conv_bwd_data", geo), [&] {
+        ConvKey("conv_bwd_data", geo, /*bias=*/false), [&] {
           dnnl::convolution_backward_data::primitive_desc pd(
               {dnnl::algorithm::convolution_direct, d.src, d.any_weights, d.dst, d.strides,
                d.dilates, d.pad_l, d.pad_r},
-              CpuEngine(), ConvForwardPd(d));
+              CpuEngine(), ConvForwardPd(d, /*bias=*/false));
           const bool reorder = pd.weights_desc() != d.user_weights;
           return std::make_shared<ConvBackwardDataEntry>(
               ConvBackwardDataEntry{pd.weights_desc(), reorder,
@@ -437,51 +455,57 @@ absl::Status CpuBackend::Conv2DBackwardData(const ConvGeometry& geo, const Tenso
 
 absl::Status CpuBackend::Conv2DBackwardFilter(const ConvGeometry& geo, const Tensor& input,
                                               const Tensor& grad_output, Tensor& grad_filter) {
+  return ConvBackwardFilter(geo, input, grad_output, grad_filter, nullptr);
+}
+
+absl::Status CpuBackend::Conv2DBackwardFilterBias(const ConvGeometry& geo, const Tensor& input,
+                                                  const Tensor& grad_output, Tensor& grad_filter,
+                                                  Tensor& grad_bias) {
+  return ConvBackwardFilter(geo, input, grad_output, grad_filter, &grad_bias);
+}
+
+absl::Status CpuBackend::ConvBackwardFilter(const ConvGeometry& geo, const Tensor& input,
+                                            const Tensor& grad_output, Tensor& grad_filter,
+                                            Tensor* grad_bias) {
+  const dnnl::engine& engine = CpuEngine();
+  const ConvDescs d = MakeConvDescs(geo);
+  const bool with_bias = grad_bias != nullptr;
+  memory user_weights(d.user_weights, engine, grad_filter.raw_data());
+  std::unordered_map<int, memory> args;
+  if (with_bias) args.insert({DNNL_ARG_DIFF_BIAS, memory(d.bias, engine, grad_bias->raw_data())});
+  // The primitive writes the filter gradient in its own layout, then it is reordered to HWIO.
+  auto run = [&](const dnnl::primitive& primitive, const memory::desc& diff_weights_desc) {
+    const bool reorder = diff_weights_desc != d.user_weights;
+    memory diff_weights = reorder ? memory(diff_weights_desc, engine) : user_weights;
+    args.insert({DNNL_ARG_DIFF_WEIGHTS, diff_weights});
+    Execute(primitive, args);
+    if (reorder) {
+      Execute(dnnl::reorder(diff_weights, user_weights),
+              {{DNNL_ARG_FROM, diff_weights}, {DNNL_ARG_TO, user_weights}});
+    }
+  };
   if (Bf16({&input, &grad_output})) {
     return Guard("Conv2D backward filter (mixed_bfloat16)", [&] {
-      const ConvDescs d = MakeConvDescs(geo);
-      auto entry = ConvBf16(geo, d);
-      const dnnl::engine& engine = CpuEngine();
-      memory user_weights(d.user_weights, engine, grad_filter.raw_data());
-      const bool reorder = entry->diff_weights != d.user_weights;
-      memory diff_weights = reorder ? memory(entry->diff_weights, engine) : user_weights;
+      auto entry = ConvBf16(geo, d, with_bias);
       Operands operands;
-      Execute(entry->backward_weights,
-              {{DNNL_ARG_SRC, operands.Input(entry->src, d.src, input)},
-               {DNNL_ARG_DIFF_DST, operands.Input(entry->diff_dst, d.dst, grad_output)},
-               {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
-      if (reorder) {
-        Execute(dnnl::reorder(diff_weights, user_weights),
-                {{DNNL_ARG_FROM, diff_weights}, {DNNL_ARG_TO, user_weights}});
-      }
+      args.insert({DNNL_ARG_SRC, operands.Input(entry->src, d.src, input)});
+      args.insert({DNNL_ARG_DIFF_DST, operands.Input(entry->diff_dst, d.dst, grad_output)});
+      run(entry->backward_weights, entry->diff_weights);
     });
   }
   return Guard("Conv2D backward filter", [&] {
-    const ConvDescs d = MakeConvDescs(geo);
     auto entry = DnnlPrimitiveCache::Global().GetOrCreate<ConvBackwardFilterEntry>(
-        ConvKey("conv_bwd_filter", geo), [&] {
+        ConvKey("conv_bwd_filter", geo, with_bias), [&] {
           dnnl::convolution_backward_weights::primitive_desc pd(
-              {dnnl::algorithm::convolution_direct, d.src, d.any_weights, d.dst, d.strides,
-               d.dilates, d.pad_l, d.pad_r},
-              CpuEngine(), ConvForwardPd(d));
-          const bool reorder = pd.diff_weights_desc() != d.user_weights;
+              {dnnl::algorithm::convolution_direct, d.src, d.any_weights,
+               with_bias ? d.bias : memory::desc(), d.dst, d.strides, d.dilates, d.pad_l, d.pad_r},
+              CpuEngine(), ConvForwardPd(d, with_bias));
           return std::make_shared<ConvBackwardFilterEntry>(ConvBackwardFilterEntry{
-              pd.diff_weights_desc(), reorder,
-              reorder ? dnnl::reorder(memory(pd.diff_weights_desc(), CpuEngine()),
-                                      memory(d.user_weights, CpuEngine()))
-                      : dnnl::reorder(),
-              dnnl::convolution_backward_weights(pd)});
+              pd.diff_weights_desc(), dnnl::convolution_backward_weights(pd)});
         });
-    const dnnl::engine& engine = CpuEngine();
-    memory user_weights(d.user_weights, engine, grad_filter.raw_data());
-    memory diff_weights =
-        entry->reorder_weights ? memory(entry->diff_weights, engine) : user_weights;
-    Execute(entry->primitive, {{DNNL_ARG_SRC, memory(d.src, engine, Ptr(input))},
-                               {DNNL_ARG_DIFF_DST, memory(d.dst, engine, Ptr(grad_output))},
-                               {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
-    if (entry->reorder_weights) {
-      Execute(entry->weights_reorder, {{DNNL_ARG_FROM, diff_weights}, {DNNL_ARG_TO, user_weights}});
-    }
+    args.insert({DNNL_ARG_SRC, memory(d.src, engine, Ptr(input))});
+    args.insert({DNNL_ARG_DIFF_DST, memory(d.dst, engine, Ptr(grad_output))});
+    run(entry->primitive, entry->diff_weights);
   });
 }
 

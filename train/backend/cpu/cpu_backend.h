@@ -36,6 +36,11 @@ class CpuBackend final : public Backend {
                                   const Tensor& filter, Tensor& grad_input) override;
   absl::Status Conv2DBackwardFilter(const ConvGeometry& geo, const Tensor& input,
                                     const Tensor& grad_output, Tensor& grad_filter) override;
+  absl::Status Conv2DBiasForward(const ConvGeometry& geo, const Tensor& input, const Tensor& filter,
+                                 const Tensor& bias, Tensor& output) override;
+  absl::Status Conv2DBackwardFilterBias(const ConvGeometry& geo, const Tensor& input,
+                                        const Tensor& grad_output, Tensor& grad_filter,
+                                        Tensor& grad_bias) override;
   absl::StatusOr<Tensor> Pool2DForward(const PoolGeometry& geo, const Tensor& input,
                                        Tensor& output) override;
   absl::Status Pool2DBackward(const PoolGeometry& geo, const Tensor& input, const Tensor& output,
@@ -90,6 +95,12 @@ class CpuBackend final : public Backend {
   CpuBackend() = default;
   // Cast between float32 and bfloat16 (oneDNN's reorder).
   absl::Status CastBFloat16(const Tensor& x, Tensor& y);
+  // The convolutions with an optional bias (null: none), fused by oneDNN.
+  absl::Status ConvForward(const ConvGeometry& geo, const Tensor& input, const Tensor& filter,
+                           const Tensor* bias, Tensor& output);
+  absl::Status ConvBackwardFilter(const ConvGeometry& geo, const Tensor& input,
+                                  const Tensor& grad_output, Tensor& grad_filter,
+                                  Tensor* grad_bias);
 };
 
 }  // namespace sluice::train::backend::cpu
