@@ -60,9 +60,8 @@ struct Conv {
       : kernel(layers::Initialize(layers::Initializer::kGlorotUniform, Shape{5, 5, in, out}, seed)),
         bias(layers::Initialize(layers::Initializer::kZeros, Shape{out})) {}
   absl::StatusOr<Tensor> operator()(const Tensor& x) {
-    SLUICE_ASSIGN_OR_RETURN(Tensor y,
-                            ops::Conv2D(x, kernel.value(), {.padding = ops::Padding::kSame}));
-    return ops::Add(y, bias.value());
+    // The bias inside the convolution's kernels, as the Conv2D layer adds it.
+    return ops::Conv2D(x, kernel.value(), bias.value(), {.padding = ops::Padding::kSame});
   }
   autodiff::Variable kernel, bias;
 };
