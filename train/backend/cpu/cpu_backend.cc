@@ -139,9 +139,17 @@ struct ConvBackwardDataEntry {
 };
 
 struct ConvBackwardFilterEntry {
-  memory::desc diff_weights;  // the layout the primitive writes, reordered to HWIO after
+  memory::desc diff_weights;  // the layout the primitive writes
+  dnnl::reorder to_hwio;      // diff_weights -> HWIO, when they differ
   dnnl::convolution_backward_weights primitive;
 };
+
+// The reorder of a filter gradient from the layout a primitive writes to HWIO; an empty one when
+// the primitive writes HWIO itself.
+dnnl::reorder FilterGradientToHwio(const memory::desc& diff_weights, const ConvDescs& d) {
+  if (diff_weights == d.user_weights) return dnnl::reorder();
+  return dnnl::reorder(memory(diff_weights, CpuEngine()), memory(d.user_weights, CpuEngine()));
+}
 
 // --- pooling ----------------------------------------------------------------------
 
@@ -250,6 +258,7 @@ class Operands {
 struct ConvBf16Entry {
   // The backward-data primitive may want the filter in another layout than the forward one.
   memory::desc src, weights, backward_data_weights, diff_dst, diff_weights;
+  dnnl::reorder diff_weights_to_hwio;
   dnnl::convolution_forward forward;
   dnnl::convolution_backward_data backward_data;
   dnnl::convolution_backward_weights backward_weights;
@@ -263,22 +272,22 @@ std::shared_ptr<const ConvBf16Entry> ConvBf16(const ConvGeometry& geo, const Con
       ConvKey("conv_bf16", geo, bias), [&] {
         const memory::desc src = AsBf16(d.src), diff_dst = AsBf16(d.dst);
         const memory::desc weights = AsBf16(d.any_weights);
-        const memory::desc no_bias;
         const dnnl::convolution_forward::primitive_desc fwd(
             {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, weights,
-             bias ? d.bias : no_bias, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r},
+             bias ? d.bias : memory::desc(), d.dst, d.strides, d.dilates, d.pad_l, d.pad_r},
             CpuEngine());
         const dnnl::convolution_backward_data::primitive_desc bwd_data(
             {dnnl::algorithm::convolution_direct, d.src, weights, diff_dst, d.strides, d.dilates,
              d.pad_l, d.pad_r},
             CpuEngine(), fwd);
         const dnnl::convolution_backward_weights::primitive_desc bwd_weights(
-            {dnnl::algorithm::convolution_direct, src, d.any_weights, bias ? d.bias : no_bias,
-             diff_dst, d.strides, d.dilates, d.pad_l, d.pad_r},
+            {dnnl::algorithm::convolution_direct, src, d.any_weights,
+             bias ? d.bias : memory::desc(), diff_dst, d.strides, d.dilates, d.pad_l, d.pad_r},
             CpuEngine(), fwd);
         return std::make_shared<ConvBf16Entry>(
             ConvBf16Entry{fwd.src_desc(), fwd.weights_desc(), bwd_data.weights_desc(),
                           bwd_data.diff_dst_desc(), bwd_weights.diff_weights_desc(),
+                          FilterGradientToHwio(bwd_weights.diff_weights_desc(), d),
                           dnnl::convolution_forward(fwd), dnnl::convolution_backward_data(bwd_data),
                           dnnl::convolution_backward_weights(bwd_weights)});
       });
@@ -474,14 +483,14 @@ absl::Status CpuBackend::ConvBackwardFilter(const ConvGeometry& geo, const Tenso
   std::unordered_map<int, memory> args;
   if (with_bias) args.insert({DNNL_ARG_DIFF_BIAS, memory(d.bias, engine, grad_bias->raw_data())});
   // The primitive writes the filter gradient in its own layout, then it is reordered to HWIO.
-  auto run = [&](const dnnl::primitive& primitive, const memory::desc& diff_weights_desc) {
+  auto run = [&](const dnnl::primitive& primitive, const memory::desc& diff_weights_desc,
+                 const dnnl::reorder& to_hwio) {
     const bool reorder = diff_weights_desc != d.user_weights;
     memory diff_weights = reorder ? memory(diff_weights_desc, engine) : user_weights;
     args.insert({DNNL_ARG_DIFF_WEIGHTS, diff_weights});
     Execute(primitive, args);
     if (reorder) {
-      Execute(dnnl::reorder(diff_weights, user_weights),
-              {{DNNL_ARG_FROM, diff_weights}, {DNNL_ARG_TO, user_weights}});
+      Execute(to_hwio, {{DNNL_ARG_FROM, diff_weights}, {DNNL_ARG_TO, user_weights}});
     }
   };
   if (Bf16({&input, &grad_output})) {
@@ -490,7 +499,7 @@ absl::Status CpuBackend::ConvBackwardFilter(const ConvGeometry& geo, const Tenso
       Operands operands;
       args.insert({DNNL_ARG_SRC, operands.Input(entry->src, d.src, input)});
       args.insert({DNNL_ARG_DIFF_DST, operands.Input(entry->diff_dst, d.dst, grad_output)});
-      run(entry->backward_weights, entry->diff_weights);
+      run(entry->backward_weights, entry->diff_weights, entry->diff_weights_to_hwio);
     });
   }
   return Guard("Conv2D backward filter", [&] {
@@ -501,11 +510,12 @@ absl::Status CpuBackend::ConvBackwardFilter(const ConvGeometry& geo, const Tenso
                with_bias ? d.bias : memory::desc(), d.dst, d.strides, d.dilates, d.pad_l, d.pad_r},
               CpuEngine(), ConvForwardPd(d, with_bias));
           return std::make_shared<ConvBackwardFilterEntry>(ConvBackwardFilterEntry{
-              pd.diff_weights_desc(), dnnl::convolution_backward_weights(pd)});
+              pd.diff_weights_desc(), FilterGradientToHwio(pd.diff_weights_desc(), d),
+              dnnl::convolution_backward_weights(pd)});
         });
     args.insert({DNNL_ARG_SRC, memory(d.src, engine, Ptr(input))});
     args.insert({DNNL_ARG_DIFF_DST, memory(d.dst, engine, Ptr(grad_output))});
-    run(entry->primitive, entry->diff_weights);
+    run(entry->primitive, entry->diff_weights, entry->to_hwio);
   });
 }
 
