@@ -7,15 +7,18 @@ namespace {
 
 thread_local Precision current_precision = Precision::kFloat32;
 
-bool CpuHasBf16() {
+}  // namespace
+
+bool CpuHasAvx512Bf16() {
 #if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avx512bf16");
+  // Every CPU with AVX512-BF16 has BW and VL too; kernels that use it may need them.
+  static const bool has = __builtin_cpu_supports("avx512bf16") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  return has;
 #else
   return false;
 #endif
 }
-
-}  // namespace
 
 std::string PrecisionName(Precision p) {
   switch (p) {
@@ -44,7 +47,7 @@ absl::Status CheckPrecisionSupported(const Device& device, Precision p) {
         "mixed_float16 runs on CUDA devices only: on the CPU, use mixed_bfloat16 (the CPU "
         "computes float16 through oneDNN only on AVX512-FP16 or AMX-FP16 parts)");
   }
-  if (!CpuHasBf16()) {
+  if (!CpuHasAvx512Bf16()) {
     return absl::FailedPreconditionError(
         "mixed_bfloat16 on the CPU needs the AVX512-BF16 instruction set (avx512_bf16 in "
         "/proc/cpuinfo; AMX-BF16 parts have it too), which this processor lacks: train in "

@@ -25,6 +25,8 @@ absl::StatusOr<Precision> ParsePrecision(absl::string_view name);
 // mixed_float16 (oneDNN computes float16 only on AVX512-FP16 or AMX-FP16 parts, which this build
 // does not target).
 absl::Status CheckPrecisionSupported(const Device& device, Precision p);
+// Whether this CPU has AVX512-BF16 (with the AVX512-BW and VL that come with it everywhere).
+bool CpuHasAvx512Bf16();
 
 // The precision the matmul and convolution kernels called from this thread may compute in, as
 // torch.autocast: set by a scope around a model's forward pass, and captured by the ops' backward

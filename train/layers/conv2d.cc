@@ -44,12 +44,10 @@ absl::StatusOr<Tensor> Conv2D::Forward(const Tensor& input, bool) {
                                                    " input channels, got input ",
                                                    input.shape().DebugString()));
   }
-  if (bias() == nullptr) {
-    SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::Conv2D(input, kernel().value(), conv_));
-    return Finish(y);
-  }
   // The bias in the convolution's own kernels, forward and backward.
-  SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::Conv2D(input, kernel().value(), bias()->value(), conv_));
+  SLUICE_ASSIGN_OR_RETURN(
+      Tensor y, bias() != nullptr ? ops::Conv2D(input, kernel().value(), bias()->value(), conv_)
+                                  : ops::Conv2D(input, kernel().value(), conv_));
   return Activate(activation(), y);
 }
 

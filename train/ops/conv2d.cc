@@ -15,7 +15,8 @@ namespace {
 absl::StatusOr<Tensor> Convolve(const Tensor& input, const Tensor& filter, const Tensor* bias,
                                 const Conv2DOptions& options) {
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend,
-                          backend::BackendFor("Conv2D", {&input, &filter}));
+                          bias != nullptr ? backend::BackendFor("Conv2D", {&input, &filter, bias})
+                                          : backend::BackendFor("Conv2D", {&input, &filter}));
   // A bfloat16 input is already in the form a backend that reads bfloat16 operands computes from
   // (ReluComputeOperand's); its gradient is float32 all the same.
   if (input.dtype() != DType::kBFloat16 || !backend->ReadsBFloat16Operands()) {
@@ -33,11 +34,6 @@ absl::StatusOr<Tensor> Convolve(const Tensor& input, const Tensor& filter, const
       return absl::InvalidArgumentError(
           absl::StrCat("Conv2D: want a bias of shape [", filter.dim(3),
                        "] (the filter's outputs), got ", bias->shape().DebugString()));
-    }
-    if (bias->device() != input.device()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Conv2D: the bias is on ", bias->device().DebugString(), ", the input on ",
-                       input.device().DebugString()));
     }
   }
   backend::ConvGeometry geo;

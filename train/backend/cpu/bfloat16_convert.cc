@@ -3,6 +3,7 @@
 #include <bit>
 
 #include "core/float16.h"
+#include "train/backend/compute_precision.h"
 #include "train/backend/cpu/cpu_threads.h"
 
 #if defined(__x86_64__)
@@ -16,13 +17,6 @@ namespace {
 constexpr int64_t kGrain = 16384;
 
 #if defined(__x86_64__)
-bool HasAvx512Bf16() {
-  // Every CPU with AVX512-BF16 has BW and VL too; the tail's masked store needs them.
-  static const bool has = __builtin_cpu_supports("avx512bf16") &&
-                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  return has;
-}
-
 // `x > 0 ? x : 0`, as relu's float32 kernel: a NaN and -0 give +0.
 template <bool kRelu>
 __attribute__((target("avx512f"), always_inline)) inline __m512 Prepare(__m512 v) {
@@ -66,7 +60,7 @@ template <bool kRelu>
 void ToBFloat16(const float* x, uint16_t* y, int64_t n) {
   ParallelFor(n, kGrain, [&](int64_t begin, int64_t end) {
 #if defined(__x86_64__)
-    if (HasAvx512Bf16()) return ToBFloat16Avx512<kRelu>(x + begin, y + begin, end - begin);
+    if (CpuHasAvx512Bf16()) return ToBFloat16Avx512<kRelu>(x + begin, y + begin, end - begin);
 #endif
     for (int64_t i = begin; i < end; ++i) {
       y[i] = internal::FloatToBFloat16Portable(kRelu ? (x[i] > 0 ? x[i] : 0.0f) : x[i]);
