@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ops/jpeg_restart.h"
 
 namespace sluice {
 namespace {
@@ -261,6 +262,11 @@ absl::Status ReadHeader(absl::string_view jpeg, int64_t max_pixels, Decompressor
   }
 }
 
+// Fancy upsampling of subsampled chroma reads one chroma sample on each side; at the edge of a
+// cropped region libjpeg replicates the edge sample instead. Decoding a few more pixels on each
+// side of a window keeps those edges outside it, so the result equals a full decode.
+constexpr int64_t kContext = 4;
+
 bool IsCmyk(const jpeg_decompress_struct& c) {
   return c.jpeg_color_space == JCS_CMYK || c.jpeg_color_space == JCS_YCCK;
 }
@@ -290,6 +296,18 @@ absl::StatusOr<Tensor> Decode(absl::string_view jpeg, const DecodeJpegOptions& o
   if (denom != 1 && denom != 2 && denom != 4 && denom != 8) {
     return absl::InvalidArgumentError(
         absl::StrCat("DecodeJpeg: scale_denom must be 1, 2, 4 or 8, got ", denom));
+  }
+  if (options.crop.has_value() && options.use_restart_markers) {
+    if (std::optional<JpegRegion> region = ExtractJpegRegion(jpeg, *options.crop, denom, kContext);
+        region.has_value() && region->full_height * region->full_width <= options.max_pixels) {
+      DecodeJpegOptions inner = options;
+      inner.use_restart_markers = false;
+      inner.crop->y -= region->y / denom;
+      inner.crop->x -= region->x / denom;
+      absl::StatusOr<Tensor> image = Decode(region->jpeg, inner, window_x);
+      // On an error, the whole-image decode below names the byte offset in the caller's data.
+      if (image.ok()) return image;
+    }
   }
   Decompressor d(jpeg, "DecodeJpeg");
   if (absl::Status s = ReadHeader(jpeg, options.max_pixels, d); !s.ok()) return s;
@@ -333,10 +351,6 @@ absl::StatusOr<Tensor> Decode(absl::string_view jpeg, const DecodeJpegOptions& o
   s.decode_x = 0;
   s.decode_width = static_cast<JDIMENSION>(full_w);
   if (s.crop_columns) {
-    // Fancy upsampling of subsampled chroma reads one chroma sample on each side; at the edge of
-    // a cropped region libjpeg replicates the edge sample instead. Decoding a few more pixels on
-    // each side keeps those edges outside the window, so the result equals a full decode.
-    constexpr int64_t kContext = 4;
     const int64_t begin = std::max<int64_t>(0, window.x - kContext);
     const int64_t end = std::min(full_w, window.x + window.width + kContext);
     s.decode_x = static_cast<JDIMENSION>(begin);

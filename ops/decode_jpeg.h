@@ -45,6 +45,11 @@ struct DecodeJpegOptions {
   // new allocation: decoded photos are large blocks that malloc would otherwise return to the
   // kernel and fault in again, page by page, for the next image.
   BufferPool* pool = nullptr;
+  // With a crop window and a JPEG that has restart markers (DRI; `sluice convert images
+  // --restart-interval` adds them losslessly), copy out the restart segments that cover the window
+  // into a JPEG of their own and decode that (ops/jpeg_restart.h): the rows above and the columns
+  // beside the window are then not even entropy-decoded. The pixels are the same.
+  bool use_restart_markers = true;
 };
 
 // Reads the header of a JPEG. Errors as DecodeJpeg's.

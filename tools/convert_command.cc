@@ -31,6 +31,7 @@
 #include "io/tfrecord_writer.h"
 #include "ops/decode_jpeg.h"
 #include "ops/encode_jpeg.h"
+#include "ops/jpeg_restart.h"
 #include "ops/read_file.h"
 #include "tools/command_line.h"
 #include "train/data/image_dataset_from_directory.h"
@@ -356,13 +357,18 @@ int RunImages(int argc, char** argv) {
       "sluice convert images",
       "Converts a folder-per-class tree of JPEG files (ROOT/CLASS/*.jpg) into TFRecord shards\n"
       "train-*-of-N.tfrecord. Classes are the folder names sorted, label = index, written to\n"
-      "labels.txt. JPEG bytes are copied, not re-encoded; the order is the sorted file list\n"
-      "shuffled with --seed, so a conversion is reproducible.");
+      "labels.txt. JPEG bytes are copied, not re-encoded (unless --restart-interval); the order\n"
+      "is the sorted file list shuffled with --seed, so a conversion is reproducible.");
   command_line.AddPositional("ROOT", "directory with one folder of JPEG files per class");
   command_line.AddOption("out", "DIR", "", "output directory (created if missing); required");
   command_line.AddOption("shards", "N", "4", "number of shards");
   command_line.AddOption("seed", "S", "0", "seed of the shuffle of the examples");
   command_line.AddOption("split", "NAME", "train", "prefix of the shard names");
+  command_line.AddOption(
+      "restart-interval", "MCUS", "0",
+      "re-encode each JPEG losslessly (same pixels) with a restart marker every MCUS MCUs, so that "
+      "crop decodes skip the rows and columns outside the crop without entropy-decoding them; "
+      "0 copies the bytes");
   command_line.AddFlag("skip-bad",
                        "skip files that are not valid JPEGs (counted) instead of failing");
   command_line.AddFlag("json", "print the summary as one JSON object");
@@ -381,6 +387,13 @@ int RunImages(int argc, char** argv) {
   if (split.empty() || split.find('/') != std::string::npos) {
     return command_line.ReportUsageError("--split takes a file name prefix without '/'");
   }
+  int restart_interval;
+  if (!absl::SimpleAtoi(command_line.Value("restart-interval"), &restart_interval) ||
+      restart_interval < 0 || restart_interval > 65535) {
+    return command_line.ReportUsageError(
+        absl::StrCat("--restart-interval takes 0..65535 MCUs, not '",
+                     command_line.Value("restart-interval"), "'"));
+  }
   const bool skip_bad = command_line.Flag("skip-bad");
   const std::string& root = command_line.positional()[0];
   const auto start = std::chrono::steady_clock::now();
@@ -397,6 +410,8 @@ int RunImages(int argc, char** argv) {
     return kExitFailure;
   }
   int64_t skipped = 0;
+  int64_t reencoded = 0;  // with restart markers
+  int64_t kept = 0;       // as they were: not grayscale or YCbCr
   std::vector<int64_t> per_class(classes.size(), 0);
   absl::Status status = [&]() -> absl::Status {
     ShardedWriter writer(out, split, *shards, static_cast<int64_t>(files.size()));
@@ -406,9 +421,21 @@ int RunImages(int argc, char** argv) {
       SLUICE_ASSIGN_OR_RETURN(Tensor contents, ReadFile(file.path));
       std::string bytes = std::move(*contents.data<std::string>());
       absl::StatusOr<JpegHeader> header = ReadJpegHeader(bytes);
-      if (!header.ok()) {
+      absl::Status bad = header.status();
+      if (header.ok() && restart_interval > 0) {
+        absl::StatusOr<std::string> with_restarts = AddJpegRestartMarkers(bytes, restart_interval);
+        if (with_restarts.ok()) {
+          bytes = *std::move(with_restarts);
+          ++reencoded;
+        } else if (absl::IsFailedPrecondition(with_restarts.status())) {
+          ++kept;
+        } else {
+          bad = with_restarts.status();
+        }
+      }
+      if (!bad.ok()) {
         std::string message = absl::StrCat(file.path, ": not a valid JPEG (", bytes.size(),
-                                           " bytes): ", header.status().message());
+                                           " bytes): ", bad.message());
         if (!skip_bad) return absl::InvalidArgumentError(message);
         PrintError("images", absl::StrCat("skipped ", message));
         ++skipped;
@@ -440,6 +467,10 @@ int RunImages(int argc, char** argv) {
     json.Int(skipped);
     json.Key("shards");
     json.Int(*shards);
+    json.Key("reencoded_with_restarts");
+    json.Int(reencoded);
+    json.Key("kept_without_restarts");
+    json.Int(kept);
     json.Key("classes");
     json.BeginArray();
     for (size_t c = 0; c < classes.size(); ++c) {
@@ -462,6 +493,12 @@ int RunImages(int argc, char** argv) {
     std::printf("%s: %lld examples (%lld skipped) of %zu classes in %d shards, in %.2f s\n",
                 out.c_str(), static_cast<long long>(examples), static_cast<long long>(skipped),
                 classes.size(), *shards, seconds);
+    if (restart_interval > 0) {
+      std::printf(
+          "re-encoded %lld with a restart marker every %d MCUs; kept %lld as they were "
+          "(not grayscale or YCbCr)\n",
+          static_cast<long long>(reencoded), restart_interval, static_cast<long long>(kept));
+    }
   }
   return kExitOk;
 }

@@ -346,6 +346,41 @@ TEST(ConvertImagesTest, BadJpegIsAnErrorOrSkipped) {
   EXPECT_EQ(ReadShards(out, "train", 3).size(), 6u);
 }
 
+// --restart-interval re-encodes each JPEG with restart markers: other bytes, the same pixels.
+TEST(ConvertImagesTest, RestartIntervalReencodesLosslessly) {
+  std::string root = TempPath("tree_restart");
+  auto files = MakeImageTree(root);
+  std::string out = TempPath("restart_out");
+  CliResult r = RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) +
+                          " --shards 2 --restart-interval 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"reencoded_with_restarts\": 6, \"kept_without_restarts\": 0"));
+  std::multiset<std::pair<std::string, int64_t>> expected, got;
+  for (const auto& [name, content] : files) {
+    absl::StatusOr<Tensor> pixels = DecodeJpeg(content.first);
+    ASSERT_TRUE(pixels.ok());
+    expected.insert({std::string(static_cast<const char*>(pixels->raw_data()), pixels->byte_size()),
+                     content.second});
+  }
+  std::vector<Record> records = ReadShards(out, "train", 2);
+  ASSERT_EQ(records.size(), 6u);
+  for (const Record& rec : records) {
+    for (const auto& [name, content] : files) EXPECT_NE(rec.encoded, content.first) << name;
+    EXPECT_NE(rec.encoded.find("\xFF\xDD"), std::string::npos);  // a DRI marker
+    absl::StatusOr<Tensor> pixels = DecodeJpeg(rec.encoded);
+    ASSERT_TRUE(pixels.ok()) << pixels.status();
+    EXPECT_EQ(rec.height, pixels->dim(0));
+    EXPECT_EQ(rec.width, pixels->dim(1));
+    got.insert({std::string(static_cast<const char*>(pixels->raw_data()), pixels->byte_size()),
+                rec.label});
+  }
+  EXPECT_TRUE(got == expected);
+  EXPECT_EQ(RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) +
+                      " --restart-interval -1")
+                .exit_code,
+            2);
+}
+
 int64_t JsonInt(const std::string& json, const std::string& key) {
   std::smatch m;
   std::regex re("\"" + key + "\": (-?[0-9]+)");

@@ -1,0 +1,339 @@
+#include "ops/jpeg_restart.h"
+
+// clang-format off: jpeglib.h needs FILE and size_t declared first.
+#include <jerror.h>
+#include <jpeglib.h>
+
+#include <csetjmp>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+// clang-format on
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace sluice {
+namespace {
+
+// ------------------------------------------------------------------ lossless re-encoding
+
+// libjpeg's fatal errors longjmp back to the setjmp in Transcode; see decode_jpeg.cc.
+struct ErrorManager {
+  jpeg_error_mgr pub;  // First member, so a j_common_ptr's err can be cast back.
+  jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+void OnErrorExit(j_common_ptr cinfo) {
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  cinfo->err->format_message(cinfo, err->message);
+  longjmp(err->jump, 1);
+}
+
+void OnEmitMessage(j_common_ptr cinfo, int msg_level) {
+  if (msg_level >= 0) return;
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  if (cinfo->err->msg_code == JWRN_JPEG_EOF) {  // Truncated: never invent the missing data.
+    cinfo->err->format_message(cinfo, err->message);
+    longjmp(err->jump, 1);
+  }
+  ++cinfo->err->num_warnings;
+}
+
+// All of libjpeg's state for one transcode; C-style so that the longjmp skips no destructor.
+struct TranscodeState {
+  ErrorManager err;
+  jpeg_decompress_struct src;
+  jpeg_compress_struct dst;
+  bool src_created, dst_created;
+  unsigned char* out;
+  unsigned long out_size;
+  const char* step;
+  bool unsupported;  // not grayscale or YCbCr
+};
+
+bool IsMarkerWrittenByLibjpeg(const jpeg_saved_marker_ptr m) {
+  if (m->marker == JPEG_APP0 && m->data_length >= 5 && std::memcmp(m->data, "JFIF\0", 5) == 0) {
+    return true;
+  }
+  return m->marker == JPEG_APP0 + 14 && m->data_length >= 5 &&
+         std::memcmp(m->data, "Adobe", 5) == 0;
+}
+
+// Returns false on a libjpeg error (s->err.message says which).
+bool Transcode(TranscodeState* s, const unsigned char* data, size_t size, int interval) {
+  if (setjmp(s->err.jump)) return false;
+  s->step = "reading the header";
+  jpeg_create_decompress(&s->src);
+  s->src_created = true;
+  jpeg_mem_src(&s->src, data, static_cast<unsigned long>(size));
+  jpeg_save_markers(&s->src, JPEG_COM, 0xFFFF);
+  for (int m = 0; m < 16; ++m) jpeg_save_markers(&s->src, JPEG_APP0 + m, 0xFFFF);
+  jpeg_read_header(&s->src, TRUE);
+  if (s->src.jpeg_color_space != JCS_GRAYSCALE && s->src.jpeg_color_space != JCS_YCbCr) {
+    s->unsupported = true;
+    return false;
+  }
+  s->step = "reading the coefficients";
+  jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&s->src);
+  s->step = "writing";
+  s->dst.err = &s->err.pub;
+  jpeg_create_compress(&s->dst);
+  s->dst_created = true;
+  jpeg_mem_dest(&s->dst, &s->out, &s->out_size);
+  jpeg_copy_critical_parameters(&s->src, &s->dst);
+  s->dst.optimize_coding = TRUE;
+  s->dst.restart_interval = static_cast<unsigned int>(interval);
+  jpeg_write_coefficients(&s->dst, coefficients);
+  for (jpeg_saved_marker_ptr m = s->src.marker_list; m != nullptr; m = m->next) {
+    if (!IsMarkerWrittenByLibjpeg(m))
+      jpeg_write_marker(&s->dst, m->marker, m->data, m->data_length);
+  }
+  jpeg_finish_compress(&s->dst);
+  jpeg_finish_decompress(&s->src);
+  return true;
+}
+
+// ------------------------------------------------------------------ region extraction
+
+uint16_t ReadU16(const unsigned char* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
+void WriteU16(unsigned char* p, int64_t v) {
+  p[0] = static_cast<unsigned char>(v >> 8);
+  p[1] = static_cast<unsigned char>(v & 0xFF);
+}
+
+// What ExtractJpegRegion needs from the markers before the entropy-coded data.
+struct SequentialLayout {
+  size_t sof_payload = 0;  // offset of the SOF's payload (precision byte)
+  size_t scan_begin = 0;   // first byte of entropy-coded data
+  int64_t height = 0, width = 0;
+  int64_t mcu_h = 0, mcu_w = 0;  // pixels
+  int64_t interval = 0;          // MCUs per restart segment
+};
+
+// Parses the markers of a single-scan Huffman sequential JPEG with restart markers; nullopt for
+// anything else (or anything malformed: the caller's decoder reports it).
+std::optional<SequentialLayout> ParseLayout(const unsigned char* d, size_t n) {
+  if (n < 4 || d[0] != 0xFF || d[1] != 0xD8) return std::nullopt;
+  SequentialLayout l;
+  int components = 0, max_h = 1, max_v = 1;
+  bool have_sof = false;
+  size_t p = 2;
+  while (true) {
+    if (p >= n || d[p] != 0xFF) return std::nullopt;
+    while (p < n && d[p] == 0xFF) ++p;  // Fill bytes.
+    if (p >= n) return std::nullopt;
+    const unsigned char marker = d[p++];
+    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) continue;  // No payload.
+    if (marker == 0xD8 || marker == 0xD9 || p + 2 > n) return std::nullopt;
+    const size_t length = ReadU16(d + p);
+    if (length < 2 || p + length > n) return std::nullopt;
+    const unsigned char* payload = d + p + 2;
+    const size_t payload_size = length - 2;
+    switch (marker) {
+      case 0xC0:  // Baseline.
+      case 0xC1:  // Extended sequential, Huffman.
+        if (have_sof || payload_size < 6) return std::nullopt;
+        have_sof = true;
+        l.sof_payload = p + 2;
+        l.height = ReadU16(payload + 1);
+        l.width = ReadU16(payload + 3);
+        components = payload[5];
+        if (payload[0] != 8 || l.height == 0 || l.width == 0 || components < 1 || components > 4 ||
+            payload_size < 6 + 3 * static_cast<size_t>(components)) {
+          return std::nullopt;
+        }
+        for (int c = 0; c < components; ++c) {
+          const int h = payload[6 + 3 * c + 1] >> 4, v = payload[6 + 3 * c + 1] & 15;
+          if (h < 1 || h > 4 || v < 1 || v > 4) return std::nullopt;
+          max_h = std::max(max_h, h);
+          max_v = std::max(max_v, v);
+        }
+        break;
+      case 0xDD:  // DRI
+        if (payload_size < 2) return std::nullopt;
+        l.interval = ReadU16(payload);
+        break;
+      case 0xDA: {  // SOS: the one scan must hold every component.
+        if (!have_sof || payload_size < 1 || payload[0] != components || l.interval == 0) {
+          return std::nullopt;
+        }
+        const size_t ns = payload[0];
+        if (payload_size < 1 + 2 * ns + 3) return std::nullopt;
+        const unsigned char* tail = payload + 1 + 2 * ns;
+        if (tail[0] != 0 || tail[1] != 63 || tail[2] != 0) return std::nullopt;
+        l.scan_begin = p + length;
+        // A single-component scan is non-interleaved: its MCU is one 8x8 block.
+        l.mcu_h = components == 1 ? 8 : 8 * max_v;
+        l.mcu_w = components == 1 ? 8 : 8 * max_h;
+        return l;
+      }
+      default:
+        if ((marker >= 0xC2 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 &&
+             marker != 0xCC) ||
+            marker == 0xDC) {  // Progressive, lossless, arithmetic; DNL.
+          return std::nullopt;
+        }
+        break;
+    }
+    p += length;
+  }
+}
+
+// Finds the restart segments of the entropy-coded data from `begin`, up to and including segment
+// `last`: segment s is [bounds[s].first, bounds[s].second). False if the data ends, or a marker
+// other than the next restart marker comes, before that.
+bool FindSegments(const unsigned char* d, size_t n, size_t begin, int64_t last,
+                  std::vector<std::pair<size_t, size_t>>* bounds) {
+  bounds->clear();
+  size_t start = begin, p = begin;
+  while (static_cast<int64_t>(bounds->size()) <= last) {
+    const void* ff = p < n ? std::memchr(d + p, 0xFF, n - p) : nullptr;
+    if (ff == nullptr) return false;
+    const size_t at = static_cast<size_t>(static_cast<const unsigned char*>(ff) - d);
+    size_t q = at + 1;
+    while (q < n && d[q] == 0xFF) ++q;
+    if (q >= n) return false;
+    const unsigned char m = d[q];
+    if (m == 0x00) {  // A stuffed 0xFF data byte.
+      p = q + 1;
+      continue;
+    }
+    const int64_t s = static_cast<int64_t>(bounds->size());
+    bounds->emplace_back(start, at);
+    if (m >= 0xD0 && m <= 0xD7) {
+      if (m != 0xD0 + s % 8) return false;  // Out of sequence: leave it to libjpeg's resync.
+      start = p = q + 1;
+    } else if (s < last) {
+      return false;  // The scan ended (EOI or another marker) before the segments we need.
+    } else {
+      return true;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> AddJpegRestartMarkers(absl::string_view jpeg, int interval_mcus) {
+  if (interval_mcus < 1 || interval_mcus > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "AddJpegRestartMarkers: the interval must be 1..65535 MCUs, got ", interval_mcus));
+  }
+  if (jpeg.size() < 2 || static_cast<unsigned char>(jpeg[0]) != 0xFF ||
+      static_cast<unsigned char>(jpeg[1]) != 0xD8) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("AddJpegRestartMarkers: not a JPEG (", jpeg.size(),
+                     " bytes, expected the SOI marker FF D8 at byte offset 0)"));
+  }
+  TranscodeState s;
+  std::memset(&s, 0, sizeof(s));
+  s.src.err = jpeg_std_error(&s.err.pub);
+  s.err.pub.error_exit = OnErrorExit;
+  s.err.pub.emit_message = OnEmitMessage;
+  const bool ok = Transcode(&s, reinterpret_cast<const unsigned char*>(jpeg.data()), jpeg.size(),
+                            interval_mcus);
+  std::string out;
+  if (ok) out.assign(reinterpret_cast<const char*>(s.out), s.out_size);
+  // Destroying aborts whatever was in progress and frees libjpeg's memory; the output buffer is
+  // ours (jpeg_mem_dest's malloc).
+  if (s.dst_created) jpeg_destroy_compress(&s.dst);
+  if (s.src_created) jpeg_destroy_decompress(&s.src);
+  std::free(s.out);
+  if (ok) return out;
+  if (s.unsupported) {
+    return absl::FailedPreconditionError(
+        "AddJpegRestartMarkers: only grayscale and YCbCr JPEGs are re-encoded");
+  }
+  return absl::DataLossError(absl::StrCat("AddJpegRestartMarkers: corrupt JPEG (", jpeg.size(),
+                                          " bytes) while ", s.step, ": ", s.err.message));
+}
+
+std::optional<JpegRegion> ExtractJpegRegion(absl::string_view jpeg, const CropWindow& window,
+                                            int scale_denom, int64_t margin) {
+  const auto* d = reinterpret_cast<const unsigned char*>(jpeg.data());
+  const size_t n = jpeg.size();
+  const std::optional<SequentialLayout> layout = ParseLayout(d, n);
+  if (!layout.has_value()) return std::nullopt;
+  const SequentialLayout& l = *layout;
+  const int64_t k = scale_denom;
+  if (k < 1 || k > 8 || l.mcu_h % k != 0 || l.mcu_w % k != 0 || window.height <= 0 ||
+      window.width <= 0 || window.y < 0 || window.x < 0 ||
+      window.y + window.height > (l.height + k - 1) / k ||
+      window.x + window.width > (l.width + k - 1) / k) {
+    return std::nullopt;
+  }
+  const int64_t mcus_per_row = (l.width + l.mcu_w - 1) / l.mcu_w;
+  const int64_t mcu_rows = (l.height + l.mcu_h - 1) / l.mcu_h;
+  // The window and its margin in pixels of the full image (scaled pixel i covers [i k, (i + 1) k)).
+  const int64_t y0 = std::max<int64_t>(0, (window.y - margin) * k);
+  const int64_t y1 = std::min(l.height, (window.y + window.height + margin) * k);
+  const int64_t x0 = std::max<int64_t>(0, (window.x - margin) * k);
+  const int64_t x1 = std::min(l.width, (window.x + window.width + margin) * k);
+  int64_t r0 = y0 / l.mcu_h, r1 = (y1 + l.mcu_h - 1) / l.mcu_h;  // MCU rows [r0, r1)
+  // Restart segments: `columns` per MCU row, or one per `rows_per_segment` MCU rows.
+  int64_t columns = 1, c0 = 0, c1 = 1, rows_per_segment = 1, segment_mcus_w = mcus_per_row;
+  if (mcus_per_row % l.interval == 0) {
+    columns = mcus_per_row / l.interval;
+    segment_mcus_w = l.interval;
+    c0 = (x0 / l.mcu_w) / l.interval;
+    c1 = ((x1 + l.mcu_w - 1) / l.mcu_w + l.interval - 1) / l.interval;
+  } else if (l.interval % mcus_per_row == 0) {
+    rows_per_segment = l.interval / mcus_per_row;
+    r0 = r0 / rows_per_segment * rows_per_segment;
+    r1 = std::min(mcu_rows, (r1 + rows_per_segment - 1) / rows_per_segment * rows_per_segment);
+  } else {
+    return std::nullopt;
+  }
+  if (r0 == 0 && r1 == mcu_rows && c0 == 0 && c1 == columns) return std::nullopt;
+  // Segment of MCU row r, column c (for bands: of the band holding row r).
+  auto segment = [&](int64_t r, int64_t c) { return r / rows_per_segment * columns + c; };
+  const int64_t last = segment(r1 - 1, c1 - 1);
+  thread_local std::vector<std::pair<size_t, size_t>> bounds;
+  if (!FindSegments(d, n, l.scan_begin, last, &bounds)) return std::nullopt;
+
+  JpegRegion region;
+  region.full_height = l.height;
+  region.full_width = l.width;
+  region.y = r0 * l.mcu_h;
+  region.x = c0 * segment_mcus_w * l.mcu_w;
+  const int64_t height = std::min(l.height, r1 * l.mcu_h) - region.y;
+  const int64_t width = std::min(l.width, c1 * segment_mcus_w * l.mcu_w) - region.x;
+  std::string& out = region.jpeg;
+  size_t bytes = l.scan_begin + 2;
+  for (int64_t r = r0; r < r1; r += rows_per_segment) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const auto& [begin, end] = bounds[segment(r, c)];
+      bytes += end - begin + 2;
+    }
+  }
+  out.resize(bytes);
+  auto* o = reinterpret_cast<unsigned char*>(out.data());
+  std::memcpy(o, d, l.scan_begin);
+  WriteU16(o + l.sof_payload + 1, height);
+  WriteU16(o + l.sof_payload + 3, width);
+  size_t at = l.scan_begin;
+  int64_t written = 0;
+  for (int64_t r = r0; r < r1; r += rows_per_segment) {
+    for (int64_t c = c0; c < c1; ++c) {
+      if (written > 0) {  // Renumbered: a decoder expects RST0, RST1, ... from the scan's start.
+        o[at++] = 0xFF;
+        o[at++] = static_cast<unsigned char>(0xD0 + (written - 1) % 8);
+      }
+      const auto& [begin, end] = bounds[segment(r, c)];
+      std::memcpy(o + at, d + begin, end - begin);
+      at += end - begin;
+      ++written;
+    }
+  }
+  o[at++] = 0xFF;
+  o[at++] = 0xD9;
+  out.resize(at);
+  return region;
+}
+
+}  // namespace sluice
