@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/crop.h"
@@ -334,6 +335,62 @@ TEST(ResizeTest, StreamingStoresWriteTheSameResult) {
                                       .streaming_stores = true});
       ASSERT_TRUE(into.ok()) << into.status();
       EXPECT_TRUE(dest->Equals(*want)) << "flip " << flip << " normalize " << (t != nullptr);
+    }
+  }
+}
+
+// The fused 3-channel normalize path (vector kernel, 4 pixels at a time, and its per-pixel tail)
+// against the separate ops, bitwise: widths around multiples of 4, 1-pixel-wide regions and
+// images, upscaling and downscaling, flipped or not, into new tensors and into destinations
+// that are 16-byte aligned (streamed directly) or not (staged), with and without streaming.
+TEST(ResizeTest, FusedNormalizeOfThreeChannelsEqualsSeparateOps) {
+  std::mt19937 rng(5);
+  auto table = NormalizeTable::Create(3, kImageNetMean, kImageNetStd);
+  ASSERT_TRUE(table.ok());
+  const Tensor wide = MakeImage(
+      23, 41, 3, [&](int64_t, int64_t, int64_t) { return static_cast<uint8_t>(rng() % 256); });
+  const Tensor narrow = MakeImage(
+      9, 1, 3, [&](int64_t, int64_t, int64_t) { return static_cast<uint8_t>(rng() % 256); });
+  struct Case {
+    const Tensor* in;
+    ResizeRegion region;
+  };
+  const Case cases[] = {{&wide, {0, 0, 23, 41}}, {&wide, {2, 3, 17.5, 30.25}},
+                        {&wide, {4, 40, 10, 1}}, {&wide, {1, 7.5, 20, 0.5}},
+                        {&narrow, {0, 0, 9, 1}}, {&narrow, {2.5, 0, 3, 1}}};
+  for (const Case& c : cases) {
+    for (int64_t ow : {1, 2, 3, 4, 5, 7, 8, 9, 13, 64, 67}) {
+      const int64_t oh = 5;
+      auto plain = ResizeRounded(*c.in, c.region, oh, ow);
+      ASSERT_TRUE(plain.ok()) << plain.status();
+      for (bool flip : {false, true}) {
+        auto flipped = flip ? FlipLeftRight(*plain) : absl::StatusOr<Tensor>(*plain);
+        ASSERT_TRUE(flipped.ok());
+        auto want = Normalize(*flipped, kImageNetMean, kImageNetStd);
+        ASSERT_TRUE(want.ok());
+        const std::string what =
+            absl::StrCat(c.region.DebugString(), " of ", c.in->shape().DebugString(), " -> ", oh,
+                         "x", ow, ", flip ", flip);
+        auto fused = Resize(*c.in, c.region, oh, ow, ResizeMethod::kBilinear,
+                            ResizeOutput{.flip_left_right = flip, .normalize = &*table});
+        ASSERT_TRUE(fused.ok()) << fused.status();
+        EXPECT_TRUE(fused->Equals(*want)) << what;
+        for (size_t offset : {0, 4, 8, 12, 16}) {
+          for (bool stream : {false, true}) {
+            auto buffer = Buffer::Allocate(want->byte_size() + offset);
+            auto dest = Tensor::FromBuffer(DType::kFloat32, want->shape(), buffer, offset);
+            ASSERT_TRUE(dest.ok());
+            auto into = Resize(*c.in, c.region, oh, ow, ResizeMethod::kBilinear,
+                               ResizeOutput{.flip_left_right = flip,
+                                            .normalize = &*table,
+                                            .destination = &*dest,
+                                            .streaming_stores = stream});
+            ASSERT_TRUE(into.ok()) << into.status();
+            EXPECT_TRUE(dest->Equals(*want))
+                << what << ", offset " << offset << ", streaming " << stream;
+          }
+        }
+      }
     }
   }
 }
