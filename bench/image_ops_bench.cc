@@ -15,6 +15,7 @@
 #include "ops/decode_jpeg.h"
 #include "ops/encode_jpeg.h"
 #include "ops/flip.h"
+#include "ops/jpeg_restart.h"
 #include "ops/normalize.h"
 #include "ops/random_resized_crop.h"
 #include "ops/resize.h"
@@ -60,8 +61,18 @@ void Check(const absl::StatusOr<T>& result, benchmark::State& state) {
   if (!result.ok()) state.SkipWithError(result.status().ToString().c_str());
 }
 
+// The photos re-encoded with a restart marker every `interval` MCUs (sluice convert images
+// --restart-interval), or as they are for 0.
+std::vector<std::string> PhotosWithRestarts(int interval) {
+  std::vector<std::string> out;
+  for (const std::string& jpeg : Photos()) {
+    out.push_back(interval == 0 ? jpeg : *AddJpegRestartMarkers(jpeg, interval));
+  }
+  return out;
+}
+
 void BM_DecodeFull(benchmark::State& state) {
-  const auto& photos = Photos();
+  const std::vector<std::string> photos = PhotosWithRestarts(static_cast<int>(state.range(1)));
   size_t i = 0, bytes = 0;
   for (auto _ : state) {
     const std::string& jpeg = photos[i++ % photos.size()];
@@ -73,7 +84,14 @@ void BM_DecodeFull(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
   state.SetBytesProcessed(static_cast<int64_t>(bytes));
 }
-BENCHMARK(BM_DecodeFull)->ArgName("fast_dct")->Arg(0)->Arg(1);
+BENCHMARK(BM_DecodeFull)
+    ->ArgNames({"fast_dct", "restart_interval"})
+    ->Args({0, 0})
+    ->Args({1, 0})
+    ->Args({0, 1})
+    ->Args({0, 2})
+    ->Args({0, 4})
+    ->Args({0, 8});
 
 // A typical random-resized-crop window: the centred window of half the image's area (the mean
 // area fraction is 0.54), decoded at full size and at the DCT scales.
@@ -99,7 +117,7 @@ void BM_DecodeCropWindow(benchmark::State& state) {
 BENCHMARK(BM_DecodeCropWindow)->ArgName("scale_denom")->Arg(1)->Arg(2)->Arg(4);
 
 void BM_DecodeAndRandomResizedCrop(benchmark::State& state) {
-  const auto& photos = Photos();
+  const std::vector<std::string> photos = PhotosWithRestarts(static_cast<int>(state.range(1)));
   const int64_t size = state.range(0);
   uint64_t seed = 0;
   for (auto _ : state) {
@@ -110,7 +128,14 @@ void BM_DecodeAndRandomResizedCrop(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_DecodeAndRandomResizedCrop)->ArgName("size")->Arg(224)->Arg(128);
+BENCHMARK(BM_DecodeAndRandomResizedCrop)
+    ->ArgNames({"size", "restart_interval"})
+    ->Args({224, 0})
+    ->Args({128, 0})
+    ->Args({224, 1})
+    ->Args({224, 2})
+    ->Args({224, 4})
+    ->Args({224, 8});
 
 // The whole per-image CPU work of an ImageNet training input: decode + random resized crop to
 // 224, random flip, normalize to bfloat16 CHW.

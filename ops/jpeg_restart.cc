@@ -100,6 +100,8 @@ bool Transcode(TranscodeState* s, const unsigned char* data, size_t size, int in
 
 // ------------------------------------------------------------------ region extraction
 
+constexpr size_t kHuffmanLookahead = 512 * 10;
+
 uint16_t ReadU16(const unsigned char* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
 void WriteU16(unsigned char* p, int64_t v) {
   p[0] = static_cast<unsigned char>(v >> 8);
@@ -304,7 +306,7 @@ std::optional<JpegRegion> ExtractJpegRegion(absl::string_view jpeg, const CropWi
   const int64_t height = std::min(l.height, r1 * l.mcu_h) - region.y;
   const int64_t width = std::min(l.width, c1 * segment_mcus_w * l.mcu_w) - region.x;
   std::string& out = region.jpeg;
-  size_t bytes = l.scan_begin + 2;
+  size_t bytes = l.scan_begin + 2 + kHuffmanLookahead;
   for (int64_t r = r0; r < r1; r += rows_per_segment) {
     for (int64_t c = c0; c < c1; ++c) {
       const auto& [begin, end] = bounds[segment(r, c)];
@@ -332,7 +334,10 @@ std::optional<JpegRegion> ExtractJpegRegion(absl::string_view jpeg, const CropWi
   }
   o[at++] = 0xFF;
   o[at++] = 0xD9;
-  out.resize(at);
+  // libjpeg-turbo's fast Huffman decoder runs only while at least 512 bytes per block of an MCU
+  // (at most 10 blocks) remain in the buffer; a region is often smaller than that. Bytes after
+  // the EOI are never read, but they keep the decoder on its fast path to the end.
+  out.resize(at + kHuffmanLookahead, '\0');
   return region;
 }
 

@@ -25,7 +25,11 @@ namespace sluice::testing {
 inline const std::vector<std::string>& PhotoJpegs() {
   static const std::vector<std::string>* jpegs = [] {
     auto* out = new std::vector<std::string>;
-    std::ifstream in(std::string(SLUICE_TEST_DATA) + "/images3.tfrecord", std::ios::binary);
+    // Appended rather than concatenated: GCC 12 warns (-Warray-bounds, wrongly) about the
+    // temporary of operator+ when this lambda is inlined.
+    std::string path = SLUICE_TEST_DATA;
+    path += "/images3.tfrecord";
+    std::ifstream in(path, std::ios::binary);
     std::stringstream buf;
     buf << in.rdbuf();
     const std::string file = buf.str();
