@@ -15,46 +15,16 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ops/jpeg_error_manager.h"
 #include "ops/jpeg_restart.h"
 
 namespace sluice {
 namespace {
 
-// libjpeg reports a fatal error by calling error_exit, which must not return. We longjmp back to a
-// setjmp in one of the "phase" functions below. Those are C-style: no object with a destructor
-// lives in their frames, so skipping the frames between libjpeg and the setjmp is harmless. All
-// state they share with C++ code lives in DecodeState, owned by the C++ caller, which also owns
-// the cleanup (jpeg_destroy_decompress).
-struct ErrorManager {
-  jpeg_error_mgr pub;  // First member, so a j_common_ptr's err can be cast back.
-  jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-  bool truncated;
-};
-
-void OnErrorExit(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  cinfo->err->format_message(cinfo, err->message);
-  longjmp(err->jump, 1);
-}
-
-// Warnings (msg_level -1) are counted as libjpeg does, except "premature end of JPEG file": the
-// source manager then feeds a fake EOI and libjpeg would fill the rest of the image with grey.
-void OnEmitMessage(j_common_ptr cinfo, int msg_level) {
-  if (msg_level >= 0) return;  // Trace messages.
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  if (cinfo->err->msg_code == JWRN_JPEG_EOF) {
-    err->truncated = true;
-    cinfo->err->format_message(cinfo, err->message);
-    longjmp(err->jump, 1);
-  }
-  ++cinfo->err->num_warnings;
-}
-
 enum class Colour { kGray, kRgb, kCmyk };
 
 struct DecodeState {
-  ErrorManager err;
+  JpegErrorManager err;
   jpeg_decompress_struct cinfo;
   const unsigned char* data;
   size_t size;
@@ -189,9 +159,7 @@ class Decompressor {
   // `op` names the caller in error messages.
   Decompressor(absl::string_view jpeg, const char* op) : op_(op) {
     std::memset(&s_, 0, sizeof(s_));
-    s_.cinfo.err = jpeg_std_error(&s_.err.pub);
-    s_.err.pub.error_exit = OnErrorExit;
-    s_.err.pub.emit_message = OnEmitMessage;
+    s_.cinfo.err = InitJpegErrorManager(&s_.err);
     s_.data = reinterpret_cast<const unsigned char*>(jpeg.data());
     s_.size = jpeg.size();
   }

@@ -1,52 +1,23 @@
 #include "ops/jpeg_restart.h"
 
-// clang-format off: jpeglib.h needs FILE and size_t declared first.
-#include <jerror.h>
-#include <jpeglib.h>
-
+#include <algorithm>
 #include <csetjmp>
-#include <cstddef>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-// clang-format on
-
-#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ops/jpeg_error_manager.h"
 
 namespace sluice {
 namespace {
 
 // ------------------------------------------------------------------ lossless re-encoding
 
-// libjpeg's fatal errors longjmp back to the setjmp in Transcode; see decode_jpeg.cc.
-struct ErrorManager {
-  jpeg_error_mgr pub;  // First member, so a j_common_ptr's err can be cast back.
-  jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-void OnErrorExit(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  cinfo->err->format_message(cinfo, err->message);
-  longjmp(err->jump, 1);
-}
-
-void OnEmitMessage(j_common_ptr cinfo, int msg_level) {
-  if (msg_level >= 0) return;
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  if (cinfo->err->msg_code == JWRN_JPEG_EOF) {  // Truncated: never invent the missing data.
-    cinfo->err->format_message(cinfo, err->message);
-    longjmp(err->jump, 1);
-  }
-  ++cinfo->err->num_warnings;
-}
-
-// All of libjpeg's state for one transcode; C-style so that the longjmp skips no destructor.
+// All of libjpeg's state for one transcode; C-style so that the longjmp skips no destructor
+// (jpeg_error_manager.h).
 struct TranscodeState {
-  ErrorManager err;
+  JpegErrorManager err;
   jpeg_decompress_struct src;
   jpeg_compress_struct dst;
   bool src_created, dst_created;
@@ -234,9 +205,7 @@ absl::StatusOr<std::string> AddJpegRestartMarkers(absl::string_view jpeg, int in
   }
   TranscodeState s;
   std::memset(&s, 0, sizeof(s));
-  s.src.err = jpeg_std_error(&s.err.pub);
-  s.err.pub.error_exit = OnErrorExit;
-  s.err.pub.emit_message = OnEmitMessage;
+  s.src.err = InitJpegErrorManager(&s.err);
   const bool ok = Transcode(&s, reinterpret_cast<const unsigned char*>(jpeg.data()), jpeg.size(),
                             interval_mcus);
   std::string out;
