@@ -2,7 +2,14 @@
 
 #include <turbojpeg.h>
 
+// clang-format off
+#include <cstdio>
+
+#include <jpeglib.h>
+// clang-format on
+
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -194,6 +201,52 @@ TEST(JpegRestartTest, DamagedOrTruncatedDataDecodesAsWithoutRegions) {
   auto above = DecodeJpeg(cut, {.crop = CropWindow{.y = 20, .x = 20, .height = 50, .width = 50}});
   ASSERT_TRUE(above.ok()) << above.status();
   EXPECT_TRUE(above->Equals(CropOf(*DecodeJpeg(jpeg), {20, 20, 50, 50})));
+}
+
+// An Adobe CMYK JPEG with restart markers, written with libjpeg itself (AddJpegRestartMarkers keeps
+// CMYK as it is, but such files exist): the region keeps the Adobe marker, so the colours match.
+std::string CmykJpegWithRestarts(int h, int w) {
+  std::vector<uint8_t> cmyk(static_cast<size_t>(h) * w * 4);
+  for (size_t i = 0; i < cmyk.size(); ++i) cmyk[i] = static_cast<uint8_t>((i * 37 + i / 7) % 256);
+  jpeg_compress_struct c;
+  jpeg_error_mgr err;
+  c.err = jpeg_std_error(&err);
+  jpeg_create_compress(&c);
+  unsigned char* buf = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&c, &buf, &size);
+  c.image_width = static_cast<JDIMENSION>(w);
+  c.image_height = static_cast<JDIMENSION>(h);
+  c.input_components = 4;
+  c.in_color_space = JCS_CMYK;
+  jpeg_set_defaults(&c);
+  jpeg_set_colorspace(&c, JCS_YCCK);
+  jpeg_set_quality(&c, 90, TRUE);
+  c.restart_interval = 1;
+  jpeg_start_compress(&c, TRUE);
+  while (c.next_scanline < c.image_height) {
+    JSAMPROW row = cmyk.data() + static_cast<size_t>(c.next_scanline) * w * 4;
+    jpeg_write_scanlines(&c, &row, 1);
+  }
+  jpeg_finish_compress(&c);
+  jpeg_destroy_compress(&c);
+  std::string jpeg(reinterpret_cast<char*>(buf), size);
+  std::free(buf);
+  return jpeg;
+}
+
+TEST(JpegRestartTest, CmykWithRestartMarkersCropsAsTheWholeImage) {
+  const std::string jpeg = CmykJpegWithRestarts(60, 90);
+  EXPECT_EQ(DeclaredRestartInterval(jpeg), 1);
+  auto full = DecodeJpeg(jpeg);
+  ASSERT_TRUE(full.ok()) << full.status();
+  ASSERT_EQ(full->shape(), (Shape{60, 90, 3}));
+  for (const CropWindow& window : {CropWindow{20, 30, 15, 25}, CropWindow{0, 50, 60, 40}}) {
+    ASSERT_TRUE(ExtractJpegRegion(jpeg, window, 1, 4).has_value()) << window.DebugString();
+    auto got = DecodeJpeg(jpeg, {.crop = window});
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(got->Equals(CropOf(*full, window))) << window.DebugString();
+  }
 }
 
 TEST(JpegRestartTest, ReencodingErrors) {
