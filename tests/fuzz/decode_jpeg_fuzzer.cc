@@ -30,6 +30,7 @@
 #include "ops/decode_jpeg.h"
 #include "ops/random_resized_crop.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "tests/libjpeg_encode.h"
 
 namespace sluice {
 namespace {
@@ -49,42 +50,17 @@ struct SeedKind {
 
 // A width x height image (a gradient with a little texture) as a JPEG, by libjpeg.
 std::string EncodeSeed(const SeedKind& k) {
-  jpeg_compress_struct c;
-  jpeg_error_mgr err;
-  c.err = jpeg_std_error(&err);
-  jpeg_create_compress(&c);
-  unsigned char* out = nullptr;
-  unsigned long out_size = 0;
-  jpeg_mem_dest(&c, &out, &out_size);
-  c.image_width = k.width;
-  c.image_height = k.height;
-  c.input_components = k.components;
-  c.in_color_space = k.space;
-  jpeg_set_defaults(&c);
-  jpeg_set_quality(&c, 75, TRUE);
-  if (k.progressive) jpeg_simple_progression(&c);
-  c.restart_in_rows = k.restart_rows;
-  if (k.components == 3 && !k.subsample) {
-    for (int i = 0; i < 3; ++i) c.comp_info[i].h_samp_factor = c.comp_info[i].v_samp_factor = 1;
-  }
-  jpeg_start_compress(&c, TRUE);
-  std::vector<unsigned char> row(static_cast<size_t>(k.width) * k.components);
-  while (c.next_scanline < c.image_height) {
-    const int y = static_cast<int>(c.next_scanline);
-    for (int x = 0; x < k.width; ++x) {
-      for (int ch = 0; ch < k.components; ++ch) {
-        row[x * k.components + ch] = static_cast<unsigned char>(
-            (x * 255 / k.width + y * 7 * (ch + 1) + ((x ^ y) & 8)) & 255);
-      }
-    }
-    JSAMPROW rows[1] = {row.data()};
-    jpeg_write_scanlines(&c, rows, 1);
-  }
-  jpeg_finish_compress(&c);
-  jpeg_destroy_compress(&c);
-  std::string jpeg(reinterpret_cast<const char*>(out), out_size);
-  std::free(out);
-  return jpeg;
+  return testing::EncodeWithLibjpeg(
+      {.width = k.width,
+       .height = k.height,
+       .components = k.components,
+       .in_space = k.space,
+       .progressive = k.progressive,
+       .restart_rows = k.restart_rows,
+       .subsample = k.subsample},
+      [&k](int x, int y, int ch) {
+        return (x * 255 / k.width + y * 7 * (ch + 1) + ((x ^ y) & 8)) & 255;
+      });
 }
 
 // Whether libjpeg decodes `jpeg` whole without an error or a warning (corrupt data it recovered

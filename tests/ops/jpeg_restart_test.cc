@@ -2,14 +2,7 @@
 
 #include <turbojpeg.h>
 
-// clang-format off
-#include <cstdio>
-
-#include <jpeglib.h>
-// clang-format on
-
 #include <cstdint>
-#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,6 +13,7 @@
 #include "ops/crop.h"
 #include "ops/decode_jpeg.h"
 #include "ops/encode_jpeg.h"
+#include "tests/libjpeg_encode.h"
 #include "tests/ops/image_test_util.h"
 
 namespace sluice {
@@ -206,33 +200,15 @@ TEST(JpegRestartTest, DamagedOrTruncatedDataDecodesAsWithoutRegions) {
 // An Adobe CMYK JPEG with restart markers, written with libjpeg itself (AddJpegRestartMarkers keeps
 // CMYK as it is, but such files exist): the region keeps the Adobe marker, so the colours match.
 std::string CmykJpegWithRestarts(int h, int w) {
-  std::vector<uint8_t> cmyk(static_cast<size_t>(h) * w * 4);
-  for (size_t i = 0; i < cmyk.size(); ++i) cmyk[i] = static_cast<uint8_t>((i * 37 + i / 7) % 256);
-  jpeg_compress_struct c;
-  jpeg_error_mgr err;
-  c.err = jpeg_std_error(&err);
-  jpeg_create_compress(&c);
-  unsigned char* buf = nullptr;
-  unsigned long size = 0;
-  jpeg_mem_dest(&c, &buf, &size);
-  c.image_width = static_cast<JDIMENSION>(w);
-  c.image_height = static_cast<JDIMENSION>(h);
-  c.input_components = 4;
-  c.in_color_space = JCS_CMYK;
-  jpeg_set_defaults(&c);
-  jpeg_set_colorspace(&c, JCS_YCCK);
-  jpeg_set_quality(&c, 90, TRUE);
-  c.restart_interval = 1;
-  jpeg_start_compress(&c, TRUE);
-  while (c.next_scanline < c.image_height) {
-    JSAMPROW row = cmyk.data() + static_cast<size_t>(c.next_scanline) * w * 4;
-    jpeg_write_scanlines(&c, &row, 1);
-  }
-  jpeg_finish_compress(&c);
-  jpeg_destroy_compress(&c);
-  std::string jpeg(reinterpret_cast<char*>(buf), size);
-  std::free(buf);
-  return jpeg;
+  return testing::EncodeWithLibjpeg(
+      {.width = w,
+       .height = h,
+       .components = 4,
+       .in_space = JCS_CMYK,
+       .jpeg_space = JCS_YCCK,
+       .quality = 90,
+       .restart_interval = 1},
+      [](int x, int y, int ch) { return (x * 37 + y * 11 + ch * 60) % 256; });
 }
 
 TEST(JpegRestartTest, CmykWithRestartMarkersCropsAsTheWholeImage) {
