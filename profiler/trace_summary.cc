@@ -14,7 +14,7 @@
 namespace sluice::profiler {
 namespace {
 
-struct Span {
+struct OpenSpan {
   const TraceEvent* event;
   int64_t end;
   int64_t self;
@@ -45,8 +45,8 @@ TraceStats ComputeStats(const std::vector<ThreadTrace>& threads) {
     std::sort(spans.begin(), spans.end(), [](const TraceEvent* a, const TraceEvent* b) {
       return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->dur_ns > b->dur_ns;
     });
-    std::vector<Span> open;
-    auto close = [&](const Span& s) {
+    std::vector<OpenSpan> open;
+    auto close = [&](const OpenSpan& s) {
       TraceStats::Op& op = ops[{s.event->category, s.event->name, track}];
       op.category = s.event->category;
       op.track = track;

@@ -2,12 +2,12 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/monotonic_clock.h"
 
 namespace sluice::train::callbacks {
 namespace {
@@ -51,7 +51,7 @@ ProgressBar::ProgressBar(std::string title, int64_t total_steps, ProgressBarOpti
 
 double ProgressBar::Now() const {
   if (options_.clock) return options_.clock();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return MonotonicSeconds();
 }
 
 std::string ProgressBar::FormatDuration(double seconds) {

@@ -1,20 +1,16 @@
 #include "train/fit/data_parallel.h"
 
-#include <chrono>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/monotonic_clock.h"
 #include "core/status_macros.h"
 #include "core/trace_recorder.h"
 
 namespace sluice::train::fit {
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // One line per variable: what must agree between ranks.
 std::string Fingerprint(layers::Module& model) {
@@ -111,7 +107,7 @@ absl::Status DataParallel::FinishStep(std::vector<std::optional<Tensor>>& grads)
   for (Bucket& b : buckets_) {
     if (!b.started) Start(b);
   }
-  const double t0 = Now();
+  const double t0 = MonotonicSeconds();
   absl::Status status = error_;
   for (size_t i : start_order_) {
     if (!buckets_[i].pending) continue;
@@ -122,7 +118,7 @@ absl::Status DataParallel::FinishStep(std::vector<std::optional<Tensor>>& grads)
     absl::Status s = buckets_[i].pending->Wait();
     if (status.ok()) status = s;
   }
-  exposed_seconds_ += Now() - t0;
+  exposed_seconds_ += MonotonicSeconds() - t0;
   // Only this step's buckets ran since BeginStep: the step issues no other collective.
   allreduce_seconds_ += comm_.busy_seconds() - busy_at_begin_;
   buckets_.clear();

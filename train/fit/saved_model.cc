@@ -21,7 +21,7 @@ namespace sluice::train::fit {
 namespace {
 
 constexpr char kFormat[] = "sluice.SavedModel";
-constexpr int kVersion = 1;
+constexpr int kSavedModelVersion = 1;
 // Containers nest; a corrupt config must not recurse without end.
 constexpr int kMaxDepth = 64;
 
@@ -74,7 +74,7 @@ absl::Status SaveModel(layers::Module& model, const Shape& input_shape, const st
   ToProto(config, &config_proto);
   proto::SavedModelProto saved;
   saved.set_format(kFormat);
-  saved.set_version(kVersion);
+  saved.set_version(kSavedModelVersion);
   for (int i = 0; i < input_shape.rank(); ++i) saved.add_input_shape(input_shape.dim(i));
   saved.set_config(config_proto.SerializeAsString());
   saved.set_config_crc32c(MaskCrc32c(Crc32c(saved.config())));
@@ -116,9 +116,9 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& dir) {
     return absl::DataLossError(
         absl::StrCat(path, ": not a sluice saved model (expected format \"", kFormat, "\")"));
   }
-  if (saved.version() != kVersion) {
+  if (saved.version() != kSavedModelVersion) {
     return absl::DataLossError(absl::StrCat(path, ": saved model version ", saved.version(),
-                                            "; this build reads version ", kVersion));
+                                            "; this build reads version ", kSavedModelVersion));
   }
   if (MaskCrc32c(Crc32c(saved.config())) != saved.config_crc32c()) {
     return absl::DataLossError(absl::StrCat(path, ": the architecture's CRC does not match"));

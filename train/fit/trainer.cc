@@ -1,13 +1,13 @@
 #include "train/fit/trainer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <utility>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "core/monotonic_clock.h"
 #include "core/status_macros.h"
 #include "core/trace_recorder.h"
 #include "profiler/profiler.h"
@@ -22,10 +22,6 @@
 
 namespace sluice::train::fit {
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // `status` with `context` in front of its message, keeping its code.
 absl::Status WithContext(const absl::Status& status, absl::string_view context) {
@@ -459,7 +455,7 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
   double wait_seconds = 0;
   double compute_seconds = 0;
   const int64_t first_step = step_in_epoch_;
-  const double start = Now();
+  const double start = MonotonicSeconds();
   if (dp_) dp_->ResetOverlap();
   auto wait_share = [&] {
     const double total = wait_seconds + compute_seconds;
@@ -481,9 +477,9 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
   while (!steps_in_epoch || step_in_epoch_ < *steps_in_epoch) {
     SLUICE_RETURN_IF_ERROR(MaybeStartProfile(options));
     const int64_t step_start = BeginPhases();
-    const double t0 = Now();
+    const double t0 = MonotonicSeconds();
     absl::StatusOr<std::optional<Element>> next = NextTrainingElement();
-    const double t1 = Now();
+    const double t1 = MonotonicSeconds();
     MarkPhase("input");
     wait_seconds += t1 - t0;
     SLUICE_RETURN_IF_ERROR(WithContext(next.status(), "Fit: reading the training data: "));
@@ -553,7 +549,7 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
     if (read_logs) {
       SLUICE_ASSIGN_OR_RETURN(logs, MetricLogs(*train_metrics_));
     }
-    compute_seconds += Now() - t1;
+    compute_seconds += MonotonicSeconds() - t1;
     MarkPhase("logs");
 
     logs["learning_rate"] = optimizer_.learning_rate();
@@ -585,7 +581,7 @@ absl::Status Trainer::RunEpoch(const FitOptions& options, std::optional<int64_t>
   SLUICE_ASSIGN_OR_RETURN(result.logs, MetricLogs(*train_metrics_));
   result.logs["input_wait_share"] = wait_share();
   if (loss_scale_) result.logs["loss_scale"] = loss_scale_->scale();
-  const double seconds = Now() - start;
+  const double seconds = MonotonicSeconds() - start;
   double images = static_cast<double>(result.images);
   if (dp_) {
     // The job's rate: every rank's images over this rank's time; and how much of the

@@ -20,7 +20,7 @@ namespace {
 // magic | uint64 payload length | uint32 masked CRC-32C of the payload | payload.
 constexpr absl::string_view kMagic = "sluice-checkpoint-1\n";
 constexpr size_t kHeaderSize = kMagic.size() + 8 + 4;
-constexpr int kVersion = 1;
+constexpr int kCheckpointVersion = 1;
 
 absl::Status ToProto(const std::string& name, const Tensor& t, proto::NamedTensorProto* out) {
   if (t.dtype() != DType::kFloat32) {
@@ -111,7 +111,7 @@ absl::StatusOr<RankPosition> ParseRankPosition(absl::string_view bytes, absl::st
 
 absl::Status WriteCheckpoint(const std::string& path, const TrainingCheckpoint& checkpoint) {
   proto::TrainingCheckpointProto p;
-  p.set_version(kVersion);
+  p.set_version(kCheckpointVersion);
   for (const auto& [name, value] : checkpoint.variables) {
     SLUICE_RETURN_IF_ERROR(ToProto(name, value, p.add_variables()));
   }
@@ -175,9 +175,9 @@ absl::StatusOr<TrainingCheckpoint> ReadCheckpoint(const std::string& path) {
     return absl::DataLossError(absl::StrCat(path, ": at offset ", kHeaderSize,
                                             ": expected a TrainingCheckpointProto, cannot parse"));
   }
-  if (p.version() != kVersion) {
-    return absl::DataLossError(
-        absl::StrCat(path, ": expected checkpoint version ", kVersion, ", found ", p.version()));
+  if (p.version() != kCheckpointVersion) {
+    return absl::DataLossError(absl::StrCat(path, ": expected checkpoint version ",
+                                            kCheckpointVersion, ", found ", p.version()));
   }
   TrainingCheckpoint ckpt;
   for (const proto::NamedTensorProto& v : p.variables()) {
