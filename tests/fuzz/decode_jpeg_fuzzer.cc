@@ -28,6 +28,7 @@
 #include "core/tensor.h"
 #include "ops/crop.h"
 #include "ops/decode_jpeg.h"
+#include "ops/jpeg_error_manager.h"
 #include "ops/random_resized_crop.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "tests/libjpeg_encode.h"
@@ -66,16 +67,10 @@ std::string EncodeSeed(const SeedKind& k) {
 // Whether libjpeg decodes `jpeg` whole without an error or a warning (corrupt data it recovered
 // from).
 bool CleanForLibjpeg(absl::string_view jpeg) {
-  struct Err {
-    jpeg_error_mgr mgr;
-    std::jmp_buf jump;
-  } err;
+  // Errors and truncation longjmp back here; other warnings are counted in num_warnings.
+  JpegErrorManager err;
   jpeg_decompress_struct d;
-  d.err = jpeg_std_error(&err.mgr);
-  err.mgr.error_exit = [](j_common_ptr c) {
-    std::longjmp(reinterpret_cast<Err*>(c->err)->jump, 1);
-  };
-  err.mgr.output_message = [](j_common_ptr) {};
+  d.err = InitJpegErrorManager(&err);
   jpeg_create_decompress(&d);
   if (setjmp(err.jump)) {
     jpeg_destroy_decompress(&d);
@@ -93,7 +88,7 @@ bool CleanForLibjpeg(absl::string_view jpeg) {
     jpeg_read_scanlines(&d, rows, 1);
   }
   jpeg_finish_decompress(&d);
-  const bool clean = err.mgr.num_warnings == 0;
+  const bool clean = err.pub.num_warnings == 0;
   jpeg_destroy_decompress(&d);
   return clean;
 }
