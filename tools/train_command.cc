@@ -94,7 +94,7 @@ struct TrainConfig {
   // With augment: "pad-crop" (flip + 4-pixel pad-crop, fused into the decode) or "keras"
   // (RandomFlip("horizontal"), RandomTranslation(0.1, 0.1), RandomZoom(0.1) on each batch).
   std::string augmentation = "pad-crop";
-  bool recompute = false;  // resnet-small's residual blocks recompute their activations
+  bool recompute = false;  // the resnets' residual blocks recompute their activations
   bool check_numerics = false;
   bool summary = false;
   std::string profile;  // the profiler's folder; empty: no profile
@@ -520,6 +520,8 @@ void PrintJson(const TrainConfig& config, const Outcome& outcome) {
   json.String(config.model);
   json.Key("recompute");
   json.RawValue(config.recompute ? "true" : "false");
+  json.Key("augmentation");  // what the training images went through: none, pad-crop or keras
+  json.String(config.augment ? config.augmentation : "none");
   json.Key("precision");
   json.String(train::backend::PrecisionName(config.precision));
   json.Key("epochs");
@@ -607,16 +609,17 @@ void AddTrainOptions(CommandLine& command_line) {
   command_line.AddOption("limit", "N", "all", "train on the first N training records only");
   command_line.AddFlag("augment",
                        "augment the training images, as --augmentation says (default for "
-                       "resnet-small; --augment=false turns it off)");
+                       "resnet-small and resnet-20; --augment=false turns it off)");
   command_line.AddOption(
       "augmentation", "NAME", "pad-crop with --data, keras with --images",
       "with --augment: pad-crop (random flip and 4-pixel pad-crop, fused into the decode) or "
       "keras (Keras' RandomFlip(\"horizontal\"), RandomTranslation(0.1, 0.1) and "
       "RandomZoom(0.1) on each batch)");
-  command_line.AddFlag("recompute",
-                       "resnet-small only: recompute each residual block's activations in the "
-                       "backward pass instead of keeping them (tf.recompute_grad): less memory, "
-                       "a slower step, the same training");
+  command_line.AddFlag(
+      "recompute",
+      "resnet-small and resnet-20 only: recompute each residual block's activations in the "
+      "backward pass instead of keeping them (tf.recompute_grad): less memory, "
+      "a slower step, the same training");
   command_line.AddFlag("check-numerics",
                        "stop at the first op that produces a NaN or an Inf, naming the op, the "
                        "layer and the step (tf.debugging.enable_check_numerics; slow)");
@@ -735,7 +738,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const CommandLine& command_line) {
     return absl::InvalidArgumentError("--momentum applies to --optimizer sgd only");
   }
   config.augment = command_line.WasGiven("augment") ? command_line.Flag("augment")
-                                                    : config.model == "resnet-small";
+                                                    : train::models::IsResNet(config.model);
   config.augmentation = command_line.WasGiven("augmentation")
                             ? command_line.Value("augmentation")
                             : (config.images.empty() ? "pad-crop" : "keras");
@@ -750,8 +753,9 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const CommandLine& command_line) {
     return absl::InvalidArgumentError("--augmentation needs augmentation on (--augment)");
   }
   config.recompute = command_line.Flag("recompute");
-  if (config.recompute && config.model != "resnet-small") {
-    return absl::InvalidArgumentError("--recompute applies to --model resnet-small only");
+  if (config.recompute && !train::models::IsResNet(config.model)) {
+    return absl::InvalidArgumentError(
+        "--recompute applies to --model resnet-small and resnet-20 only");
   }
   config.check_numerics = command_line.Flag("check-numerics");
   config.summary = command_line.Flag("summary");

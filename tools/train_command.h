@@ -3,8 +3,8 @@
 
 namespace sluice::tools {
 
-// `sluice train --data DIR [options]`: trains mlp, cnn or resnet-small on the TFRecords of
-// `sluice convert fashion-mnist`, then prints the test accuracy and images/s (`--json`:
+// `sluice train --data DIR [options]`: trains mlp, cnn, resnet-small or resnet-20 on the TFRecords
+// of `sluice convert fashion-mnist`, then prints the test accuracy and images/s (`--json`:
 // test_accuracy, train_images_per_second). argv[0] is "train". Returns 0 on success, 1 when
 // training failed, 2 for a bad command line.
 int RunTrain(int argc, char** argv);

@@ -358,6 +358,23 @@ TEST(TrainCommandLineTest, BadArgumentsAreUsageErrors) {
   EXPECT_THAT(decay.err, HasSubstr("--weight-decay takes a number >= 0, not '-0.1'"));
 }
 
+// resnet-20 is a resnet as far as the command line goes: augmented by default, recomputable.
+TEST_F(TrainCommandTest, ResNet20AugmentsByDefaultAndRecomputes) {
+  CliResult r = RunSluice("train --data " + ShellQuote(*data_) +
+                          " --model resnet-20 --limit 256 --batch 64 --recompute --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"model\": \"resnet-20\""));
+  EXPECT_THAT(r.out, HasSubstr("\"recompute\": true"));
+  EXPECT_THAT(r.out, HasSubstr("\"augmentation\": \"pad-crop\""));
+  CliResult cnn = RunSluice("train --data " + ShellQuote(*data_) +
+                            " --model cnn --limit 256 --batch 64 --json");
+  ASSERT_EQ(cnn.exit_code, 0) << cnn.err;
+  EXPECT_THAT(cnn.out, HasSubstr("\"augmentation\": \"none\""));
+  CliResult refused = RunSluice("train --data x --model cnn --recompute");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_THAT(refused.err, HasSubstr("--recompute applies to --model resnet-small and resnet-20"));
+}
+
 TEST(TrainCommandLineTest, MissingDataNamesTheFiles) {
   CliResult r = RunSluice("train --data /nonexistent-sluice-dir");
   EXPECT_EQ(r.exit_code, 1);
@@ -367,7 +384,7 @@ TEST(TrainCommandLineTest, MissingDataNamesTheFiles) {
 TEST(TrainCommandLineTest, HelpListsTheModels) {
   CliResult r = RunSluice("train --help");
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_THAT(r.out, HasSubstr("mlp, cnn, resnet-small"));
+  EXPECT_THAT(r.out, HasSubstr("mlp, cnn, resnet-small, resnet-20"));
 }
 
 }  // namespace

@@ -62,29 +62,39 @@ std::unique_ptr<layers::Module> Cnn(const ModelShape& shape, uint64_t seed) {
   return model;
 }
 
-absl::StatusOr<std::unique_ptr<layers::Module>> ResNetSmall(const ModelShape& shape, uint64_t seed,
-                                                            bool recompute) {
+// One stage of a ResNet: `blocks` basic blocks of `filters` channels, the first with `stride`.
+struct ResNetStage {
+  int64_t filters;
+  int64_t stride;
+  int blocks;
+};
+
+absl::StatusOr<std::unique_ptr<layers::Module>> ResNet(const ModelShape& shape, uint64_t seed,
+                                                       bool recompute, int64_t stem_filters,
+                                                       const std::vector<ResNetStage>& stages) {
   auto model = std::make_unique<Sequential>();
   layers::Conv2DLayerOptions stem{.conv = {.padding = ops::Padding::kSame}, .use_bias = false};
   stem.kernel_initializer = layers::Initializer::kHeNormal;
   stem.seed = seed + 1;
-  model->Add(std::make_unique<layers::Conv2D>(shape.channels, 32, 3, 3, stem));
-  model->Add(std::make_unique<layers::BatchNorm>(32));
+  model->Add(std::make_unique<layers::Conv2D>(shape.channels, stem_filters, 3, 3, stem));
+  model->Add(std::make_unique<layers::BatchNorm>(stem_filters));
   model->Add(std::make_unique<layers::ReLU>());
   // The stem's conv and batch norm, recomputed as one segment (their variables keep their names):
   // its input, the image, is small, and the relu keeps only its output, the first block's input.
   if (recompute) SLUICE_RETURN_IF_ERROR(model->RecomputeLayers(0, 2));
-  int64_t in = 32;
+  int64_t in = stem_filters;
   uint64_t block_seed = seed + 100;
-  for (auto [filters, stride] : {std::pair<int64_t, int64_t>{32, 1}, {64, 2}, {128, 2}}) {
-    // Recomputing inside the block keeps its variables (and their names): checkpoints are the
-    // same with and without.
-    model->Add(std::make_unique<layers::ResidualBlock>(
-        in, filters,
-        layers::ResidualBlockOptions{
-            .stride = stride, .seed = block_seed, .recompute = recompute}));
-    block_seed += 100;
-    in = filters;
+  for (const ResNetStage& stage : stages) {
+    for (int b = 0; b < stage.blocks; ++b) {
+      // Recomputing inside the block keeps its variables (and their names): checkpoints are the
+      // same with and without.
+      model->Add(std::make_unique<layers::ResidualBlock>(
+          in, stage.filters,
+          layers::ResidualBlockOptions{
+              .stride = b == 0 ? stage.stride : 1, .seed = block_seed, .recompute = recompute}));
+      block_seed += 100;
+      in = stage.filters;
+    }
   }
   model->Add(std::make_unique<layers::GlobalAvgPool>());
   model->Add(
@@ -94,7 +104,9 @@ absl::StatusOr<std::unique_ptr<layers::Module>> ResNetSmall(const ModelShape& sh
 
 }  // namespace
 
-std::vector<std::string> ModelNames() { return {"mlp", "cnn", "resnet-small"}; }
+std::vector<std::string> ModelNames() { return {"mlp", "cnn", "resnet-small", "resnet-20"}; }
+
+bool IsResNet(absl::string_view name) { return name == "resnet-small" || name == "resnet-20"; }
 
 absl::StatusOr<std::unique_ptr<layers::Module>> MakeModel(absl::string_view name,
                                                           const ModelShape& shape, uint64_t seed,
@@ -104,9 +116,10 @@ absl::StatusOr<std::unique_ptr<layers::Module>> MakeModel(absl::string_view name
         absl::StrCat("model input must be at least 1x1x1 with 2 classes, not ", shape.height, "x",
                      shape.width, "x", shape.channels, " with ", shape.classes));
   }
-  if (options.recompute && (name == "mlp" || name == "cnn")) {
+  if (options.recompute && !IsResNet(name)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "recompute wraps residual blocks, and only resnet-small has them, not '", name, "'"));
+        "recompute wraps residual blocks, and only resnet-small and resnet-20 have them, not '",
+        name, "'"));
   }
   if (name == "mlp") return Mlp(shape, seed);
   if (name == "cnn") {
@@ -115,7 +128,14 @@ absl::StatusOr<std::unique_ptr<layers::Module>> MakeModel(absl::string_view name
     }
     return Cnn(shape, seed);
   }
-  if (name == "resnet-small") return ResNetSmall(shape, seed, options.recompute);
+  if (name == "resnet-small") {
+    return ResNet(shape, seed, options.recompute, 32, {{32, 1, 1}, {64, 2, 1}, {128, 2, 1}});
+  }
+  // He et al. 2016's CIFAR ResNet-20 (section 4.2: 6n+2 layers, n = 3), with projection
+  // shortcuts where the shape changes.
+  if (name == "resnet-20") {
+    return ResNet(shape, seed, options.recompute, 16, {{16, 1, 3}, {32, 2, 3}, {64, 2, 3}});
+  }
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown model '", name, "'; known models: ", absl::StrJoin(ModelNames(), ", ")));
 }

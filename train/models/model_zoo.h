@@ -22,7 +22,8 @@ struct ModelShape {
 
 // How MakeModel builds a model beyond its architecture.
 struct ModelOptions {
-  // Wraps every residual block of "resnet-small" in layers::Recompute (`sluice train
+  // Wraps every residual block of "resnet-small" and "resnet-20" in layers::Recompute (`sluice
+  // train
   // --recompute`): its activations are recomputed in the backward pass instead of kept, for
   // less memory at the cost of a second forward pass of each block. The gradients, and so the
   // training, are the same. InvalidArgument for a model without residual blocks.
@@ -35,7 +36,11 @@ struct ModelOptions {
 //    Conv 5x5x64 same + ReLU, MaxPool 2, Flatten, Dense 1024 + ReLU, Dropout 0.4, Dense classes.
 //  - "resnet-small": Conv 3x3x32 + BatchNorm + ReLU, then ResNet v1 basic blocks 32, 64 (stride 2)
 //    and 128 (stride 2), GlobalAvgPool, Dense classes (with flip and pad-crop augmentation, which
-//    `sluice train` turns on for it).
+//    `sluice train` turns on for it). 0.31 M parameters.
+//  - "resnet-20": He et al. 2016's CIFAR ResNet-20: Conv 3x3x16 + BatchNorm + ReLU, three stages
+//    of three basic blocks of 16, 32 (stride 2) and 64 (stride 2) channels, GlobalAvgPool, Dense
+//    classes; projection shortcuts where the shape changes. 0.27 M parameters, 19 convolutions:
+//    about as many multiply-adds as resnet-small, and deeper.
 // Unknown names are InvalidArgument listing the known ones.
 absl::StatusOr<std::unique_ptr<layers::Module>> MakeModel(absl::string_view name,
                                                           const ModelShape& shape,
@@ -44,6 +49,10 @@ absl::StatusOr<std::unique_ptr<layers::Module>> MakeModel(absl::string_view name
 
 // The names MakeModel accepts.
 std::vector<std::string> ModelNames();
+
+// Whether the model `name` is built of residual blocks (resnet-small, resnet-20): those
+// `sluice train` augments by default and ModelOptions::recompute applies to.
+bool IsResNet(absl::string_view name);
 
 }  // namespace sluice::train::models
 

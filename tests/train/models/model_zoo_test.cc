@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -37,6 +38,39 @@ TEST(ModelsTest, CnnIsTheTensorFlowTutorialModel) {
   ASSERT_TRUE(model.ok()) << model.status();
   // conv 5x5x1x32+32, conv 5x5x32x64+64, dense 3136x1024+1024, dense 1024x10+10
   EXPECT_EQ(CountParameters(**model), 832 + 51264 + 3212288 + 10250);
+}
+
+// Convolutions without bias (batch norm follows), two batch-norm parameters per channel.
+TEST(ModelsTest, ResNetSmallHasOneBlockPerStage) {
+  auto model = MakeModel("resnet-small", {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  // stem 3x3x1x32 + bn; block 32: 2x(3x3x32x32 + bn); block 64/2: 3x3x32x64, 3x3x64x64,
+  // projection 1x1x32x64, 3 bn; block 128/2 likewise; dense 128x10+10.
+  EXPECT_EQ(CountParameters(**model), (288 + 64) + 2 * (9216 + 64) +
+                                          (18432 + 36864 + 2048 + 3 * 128) +
+                                          (73728 + 147456 + 8192 + 3 * 256) + 1290);
+}
+
+TEST(ModelsTest, ResNet20IsHeEtAlsCifarModel) {
+  auto model = MakeModel("resnet-20", {});
+  ASSERT_TRUE(model.ok()) << model.status();
+  // stem 3x3x1x16 + bn; 3 blocks of 16; 32/2 (with projection) + 2 blocks of 32; 64/2 + 2 of 64;
+  // dense 64x10+10: 0.27 M, as the paper's table 6 says.
+  const int64_t block16 = 2 * (2304 + 32), block32 = 2 * (9216 + 64), block64 = 2 * (36864 + 128);
+  EXPECT_EQ(CountParameters(**model), (144 + 32) + 3 * block16 + (4608 + 9216 + 512 + 3 * 64) +
+                                          2 * block32 + (18432 + 36864 + 2048 + 3 * 128) +
+                                          2 * block64 + 650);
+  EXPECT_EQ(CountParameters(**model), 272186);
+  auto* seq = dynamic_cast<layers::Sequential*>(model->get());
+  ASSERT_NE(seq, nullptr);
+  std::vector<bool> projections;
+  for (size_t i = 0; i < seq->size(); ++i) {
+    auto* block = dynamic_cast<layers::ResidualBlock*>(&seq->module(i));
+    if (block != nullptr) projections.push_back(block->has_projection());
+  }
+  // Nine blocks (19 convolutions with the stem), projections where the stage starts.
+  EXPECT_THAT(projections,
+              ElementsAre(false, false, false, true, false, false, true, false, false));
 }
 
 TEST(ModelsTest, ModelsMapABatchToLogits) {
@@ -79,10 +113,13 @@ TEST(ModelsTest, UnknownNameListsTheKnownOnes) {
   EXPECT_THAT(model.status().message(), HasSubstr("mlp, cnn, resnet-small"));
 }
 
-TEST(ModelsTest, RecomputeCoversTheStemAndEveryResidualBlockAndTrainsTheSame) {
+class RecomputeTest : public ::testing::TestWithParam<std::pair<const char*, int>> {};
+
+TEST_P(RecomputeTest, CoversTheStemAndEveryResidualBlockAndTrainsTheSame) {
+  const auto [name, expected_blocks] = GetParam();
   const ModelShape shape{.height = 8, .width = 8, .channels = 1, .classes = 3};
-  auto plain = MakeModel("resnet-small", shape, 5);
-  auto recomputed = MakeModel("resnet-small", shape, 5, {.recompute = true});
+  auto plain = MakeModel(name, shape, 5);
+  auto recomputed = MakeModel(name, shape, 5, {.recompute = true});
   ASSERT_TRUE(plain.ok() && recomputed.ok());
   auto* seq = dynamic_cast<layers::Sequential*>(recomputed->get());
   ASSERT_NE(seq, nullptr);
@@ -93,7 +130,7 @@ TEST(ModelsTest, RecomputeCoversTheStemAndEveryResidualBlockAndTrainsTheSame) {
     auto* block = dynamic_cast<layers::ResidualBlock*>(&seq->module(i));
     if (block != nullptr) blocks += block->recompute();
   }
-  EXPECT_EQ(blocks, 3);
+  EXPECT_EQ(blocks, expected_blocks);
   // The same variables under the same names: checkpoints are interchangeable.
   std::vector<autodiff::Variable*> a = (*plain)->Variables(), b = (*recomputed)->Variables();
   ASSERT_EQ(a.size(), b.size());
@@ -124,8 +161,14 @@ TEST(ModelsTest, RecomputeCoversTheStemAndEveryResidualBlockAndTrainsTheSame) {
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(ResNets, RecomputeTest,
+                         ::testing::Values(std::pair<const char*, int>{"resnet-small", 3},
+                                           std::pair<const char*, int>{"resnet-20", 9}));
+
 TEST(ModelsTest, RecomputeNeedsResidualBlocks) {
+  EXPECT_TRUE(IsResNet("resnet-small") && IsResNet("resnet-20"));
   for (const char* name : {"mlp", "cnn"}) {
+    EXPECT_FALSE(IsResNet(name));
     auto model = MakeModel(name, {}, 0, {.recompute = true});
     EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument) << name;
     EXPECT_THAT(model.status().message(), HasSubstr("resnet-small")) << name;
