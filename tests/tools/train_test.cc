@@ -280,8 +280,7 @@ TEST_F(TrainCommandTest, Float16OnTheCpuFailsWithTheReason) {
 
 // --images: two classes of 20 JPEGs each, dark and light with a texture, that an MLP tells
 // apart; 20% of them (8) are held out as the test set.
-TEST(TrainImagesTest, TrainsOnAFolderOfClassFolders) {
-  const std::string root = TempPath("train_images");
+void WriteDarkAndLightTree(const std::string& root) {
   for (int label = 0; label < 2; ++label) {
     std::filesystem::create_directories(root + (label == 0 ? "/dark" : "/light"));
     for (int i = 0; i < 20; ++i) {
@@ -296,6 +295,11 @@ TEST(TrainImagesTest, TrainsOnAFolderOfClassFolders) {
           << *jpeg;
     }
   }
+}
+
+TEST(TrainImagesTest, TrainsOnAFolderOfClassFolders) {
+  const std::string root = TempPath("train_images");
+  ASSERT_NO_FATAL_FAILURE(WriteDarkAndLightTree(root));
   const std::string model = TempPath("train_images_model");
   CliResult r = RunSluice("train --images " + ShellQuote(root) +
                           " --model mlp --image-size 8 --epochs 10 --batch 8 --lr 0.01 --augment "
@@ -322,6 +326,27 @@ TEST(TrainImagesTest, TrainsOnAFolderOfClassFolders) {
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_THAT(none.err, HasSubstr("model.pb"));
   std::filesystem::remove_all(model);
+  std::filesystem::remove_all(root);
+}
+
+// resnet-20 is a resnet as far as the command line goes: augmented by default (Keras' layers, with
+// --images), recomputable. On the small tree, so that the sanitizer builds run it quickly.
+TEST(TrainImagesTest, ResNet20AugmentsByDefaultAndRecomputes) {
+  const std::string root = TempPath("train_images_resnet20");
+  ASSERT_NO_FATAL_FAILURE(WriteDarkAndLightTree(root));
+  CliResult r = RunSluice("train --images " + ShellQuote(root) +
+                          " --model resnet-20 --image-size 8 --batch 8 --recompute --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"model\": \"resnet-20\""));
+  EXPECT_THAT(r.out, HasSubstr("\"recompute\": true"));
+  EXPECT_THAT(r.out, HasSubstr("\"augmentation\": \"keras\""));
+  CliResult cnn = RunSluice("train --images " + ShellQuote(root) +
+                            " --model cnn --image-size 8 --batch 8 --json");
+  ASSERT_EQ(cnn.exit_code, 0) << cnn.err;
+  EXPECT_THAT(cnn.out, HasSubstr("\"augmentation\": \"none\""));
+  CliResult refused = RunSluice("train --images " + ShellQuote(root) + " --model cnn --recompute");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_THAT(refused.err, HasSubstr("--recompute applies to --model resnet-small and resnet-20"));
   std::filesystem::remove_all(root);
 }
 
@@ -356,23 +381,6 @@ TEST(TrainCommandLineTest, BadArgumentsAreUsageErrors) {
   CliResult decay = RunSluice("train --data x --weight-decay -0.1");
   EXPECT_EQ(decay.exit_code, 2);
   EXPECT_THAT(decay.err, HasSubstr("--weight-decay takes a number >= 0, not '-0.1'"));
-}
-
-// resnet-20 is a resnet as far as the command line goes: augmented by default, recomputable.
-TEST_F(TrainCommandTest, ResNet20AugmentsByDefaultAndRecomputes) {
-  CliResult r = RunSluice("train --data " + ShellQuote(*data_) +
-                          " --model resnet-20 --limit 256 --batch 64 --recompute --json");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("\"model\": \"resnet-20\""));
-  EXPECT_THAT(r.out, HasSubstr("\"recompute\": true"));
-  EXPECT_THAT(r.out, HasSubstr("\"augmentation\": \"pad-crop\""));
-  CliResult cnn = RunSluice("train --data " + ShellQuote(*data_) +
-                            " --model cnn --limit 256 --batch 64 --json");
-  ASSERT_EQ(cnn.exit_code, 0) << cnn.err;
-  EXPECT_THAT(cnn.out, HasSubstr("\"augmentation\": \"none\""));
-  CliResult refused = RunSluice("train --data x --model cnn --recompute");
-  EXPECT_EQ(refused.exit_code, 2);
-  EXPECT_THAT(refused.err, HasSubstr("--recompute applies to --model resnet-small and resnet-20"));
 }
 
 TEST(TrainCommandLineTest, MissingDataNamesTheFiles) {
