@@ -1,7 +1,9 @@
 #include "train/models/model_zoo.h"
 
+#include <array>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -69,9 +71,32 @@ struct ResNetStage {
   int blocks;
 };
 
+// A ResNet of the zoo: a 3x3 stem of `stem_filters`, then its stages. IsResNet, MakeModel and
+// their messages all read this table, so a new ResNet is one row.
+struct ResNetArchitecture {
+  absl::string_view name;
+  int64_t stem_filters;
+  std::array<ResNetStage, 3> stages;
+};
+
+constexpr ResNetArchitecture kResNets[] = {
+    {"resnet-small", 32, {{{32, 1, 1}, {64, 2, 1}, {128, 2, 1}}}},
+    // He et al. 2016's CIFAR ResNet-20 (section 4.2: 6n+2 layers, n = 3), with projection
+    // shortcuts where the shape changes.
+    {"resnet-20", 16, {{{16, 1, 3}, {32, 2, 3}, {64, 2, 3}}}},
+};
+
+const ResNetArchitecture* FindResNet(absl::string_view name) {
+  for (const ResNetArchitecture& resnet : kResNets) {
+    if (resnet.name == name) return &resnet;
+  }
+  return nullptr;
+}
+
 absl::StatusOr<std::unique_ptr<layers::Module>> ResNet(const ModelShape& shape, uint64_t seed,
-                                                       bool recompute, int64_t stem_filters,
-                                                       const std::vector<ResNetStage>& stages) {
+                                                       bool recompute,
+                                                       const ResNetArchitecture& architecture) {
+  const int64_t stem_filters = architecture.stem_filters;
   auto model = std::make_unique<Sequential>();
   layers::Conv2DLayerOptions stem{.conv = {.padding = ops::Padding::kSame}, .use_bias = false};
   stem.kernel_initializer = layers::Initializer::kHeNormal;
@@ -84,7 +109,7 @@ absl::StatusOr<std::unique_ptr<layers::Module>> ResNet(const ModelShape& shape, 
   if (recompute) SLUICE_RETURN_IF_ERROR(model->RecomputeLayers(0, 2));
   int64_t in = stem_filters;
   uint64_t block_seed = seed + 100;
-  for (const ResNetStage& stage : stages) {
+  for (const ResNetStage& stage : architecture.stages) {
     for (int b = 0; b < stage.blocks; ++b) {
       // Recomputing inside the block keeps its variables (and their names): checkpoints are the
       // same with and without.
@@ -104,9 +129,13 @@ absl::StatusOr<std::unique_ptr<layers::Module>> ResNet(const ModelShape& shape, 
 
 }  // namespace
 
-std::vector<std::string> ModelNames() { return {"mlp", "cnn", "resnet-small", "resnet-20"}; }
+std::vector<std::string> ModelNames() {
+  std::vector<std::string> names = {"mlp", "cnn"};
+  for (const ResNetArchitecture& resnet : kResNets) names.emplace_back(resnet.name);
+  return names;
+}
 
-bool IsResNet(absl::string_view name) { return name == "resnet-small" || name == "resnet-20"; }
+bool IsResNet(absl::string_view name) { return FindResNet(name) != nullptr; }
 
 absl::StatusOr<std::unique_ptr<layers::Module>> MakeModel(absl::string_view name,
                                                           const ModelShape& shape, uint64_t seed,
@@ -117,9 +146,11 @@ absl::StatusOr<std::unique_ptr<layers::Module>> MakeModel(absl::string_view name
                      shape.width, "x", shape.channels, " with ", shape.classes));
   }
   if (options.recompute && !IsResNet(name)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "recompute wraps residual blocks, and only resnet-small and resnet-20 have them, not '",
-        name, "'"));
+    std::vector<absl::string_view> resnets;
+    for (const ResNetArchitecture& resnet : kResNets) resnets.push_back(resnet.name);
+    return absl::InvalidArgumentError(absl::StrCat("recompute wraps residual blocks, and only ",
+                                                   absl::StrJoin(resnets, " and "),
+                                                   " have them, not '", name, "'"));
   }
   if (name == "mlp") return Mlp(shape, seed);
   if (name == "cnn") {
@@ -128,13 +159,8 @@ absl::StatusOr<std::unique_ptr<layers::Module>> MakeModel(absl::string_view name
     }
     return Cnn(shape, seed);
   }
-  if (name == "resnet-small") {
-    return ResNet(shape, seed, options.recompute, 32, {{32, 1, 1}, {64, 2, 1}, {128, 2, 1}});
-  }
-  // He et al. 2016's CIFAR ResNet-20 (section 4.2: 6n+2 layers, n = 3), with projection
-  // shortcuts where the shape changes.
-  if (name == "resnet-20") {
-    return ResNet(shape, seed, options.recompute, 16, {{16, 1, 3}, {32, 2, 3}, {64, 2, 3}});
+  if (const ResNetArchitecture* resnet = FindResNet(name); resnet != nullptr) {
+    return ResNet(shape, seed, options.recompute, *resnet);
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown model '", name, "'; known models: ", absl::StrJoin(ModelNames(), ", ")));

@@ -22,11 +22,10 @@ struct ModelShape {
 
 // How MakeModel builds a model beyond its architecture.
 struct ModelOptions {
-  // Wraps every residual block of "resnet-small" and "resnet-20" in layers::Recompute (`sluice
-  // train
-  // --recompute`): its activations are recomputed in the backward pass instead of kept, for
-  // less memory at the cost of a second forward pass of each block. The gradients, and so the
-  // training, are the same. InvalidArgument for a model without residual blocks.
+  // Wraps every residual block of "resnet-small" and "resnet-20" in layers::Recompute
+  // (`sluice train --recompute`): its activations are recomputed in the backward pass instead of
+  // kept, for less memory at the cost of a second forward pass of each block. The gradients, and
+  // so the training, are the same. InvalidArgument for a model without residual blocks.
   bool recompute = false;
 };
 
