@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Training throughput, sluice against PyTorch on this machine: one step (forward, gradient,
-# optimizer update) at batch 64 on 28x28x1 inputs for the mlp, cnn and resnet-small models,
-# 2 threads each, medians of REPEATS measurements. Prints images/s side by side and the ratio.
+# optimizer update) at batch 64 on 28x28x1 inputs for the mlp, cnn, resnet-small and resnet-20
+# models, 2 threads each, medians of REPEATS measurements. Prints images/s side by side and the ratio.
 #   bench/compare_pytorch_train.sh [TRAIN_STEP_BENCH] [sgd|adam]
 # TRAIN_STEP_BENCH defaults to build/bench/train_step_bench (configure with
 # -DSLUICE_BUILD_BENCH=ON). Needs Debian's python3-torch (/usr/bin/python3) on an optimised BLAS:
@@ -58,7 +58,7 @@ for b in s["benchmarks"]:
     rates.setdefault(model, []).append(b["images_per_second"])
 print(f"{'model':12} {'sluice img/s':>13} {'pytorch img/s':>14} {'ratio':>6}   "
       f"(medians, batch 64, {optimizer}, torch {t['torch']}, {t['threads']} threads)")
-for model in ("mlp", "cnn", "resnet-small"):
+for model in ("mlp", "cnn", "resnet-small", "resnet-20"):
     ours = statistics.median(rates[model])
     theirs = t["images_per_second"][model]
     print(f"{model:12} {ours:13.0f} {theirs:14.0f} {ours / theirs:6.2f}")

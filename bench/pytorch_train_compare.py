@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch side of bench/compare_pytorch_train.sh: the models of
 bench/train_step_bench.cc (mlp 784-256-128-100-10, TensorFlow's layers
-tutorial CNN and resnet-small), one training step (forward, backward, optimizer update) at a
+tutorial CNN, resnet-small and resnet-20), one training step (forward, backward, optimizer update) at a
 time on fixed synthetic data, and prints images/s as JSON.
 
 Each measurement times `--steps` steps after `--warmup` steps; `--repeats`
@@ -64,7 +64,20 @@ def resnet_small():
         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 10))
 
 
-MODELS = {"mlp": mlp, "cnn": cnn, "resnet-small": resnet_small}
+def resnet20():
+    # He et al. 2016's CIFAR ResNet-20 as train/models/model_zoo.cc builds it: three stages of
+    # three basic blocks, projection shortcuts where the shape changes.
+    layers = [nn.Conv2d(1, 16, 3, padding=1, bias=False), keras_bn(16), nn.ReLU()]
+    cin = 16
+    for cout, stride in ((16, 1), (32, 2), (64, 2)):
+        for b in range(3):
+            layers.append(BasicBlock(cin, cout, stride if b == 0 else 1))
+            cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)]
+    return nn.Sequential(*layers)
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "resnet-small": resnet_small, "resnet-20": resnet20}
 
 
 def optimizer_for(name, params):
@@ -102,7 +115,7 @@ def measure(model_name, optimizer_name, batch, steps, warmup, repeats):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--models", default="mlp,cnn,resnet-small")
+    p.add_argument("--models", default="mlp,cnn,resnet-small,resnet-20")
     p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch", type=int, default=64)

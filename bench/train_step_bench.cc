@@ -1,7 +1,7 @@
 // One training step (forward, tape gradient, optimizer update) at batch 64 on
 // 28x28x1 inputs, for the two models of issue 6's throughput goal, built from
-// train/ ops and variables directly, and for resnet-small as `sluice train`
-// builds it (train/models.h). Reports images/s; compare with
+// train/ ops and variables directly, and for resnet-small and resnet-20 as
+// `sluice train` builds them (train/models/model_zoo.h). Reports images/s; compare with
 // bench/compare_pytorch_train.sh. Threads: SLUICE_THREADS (default 2, the
 // goal's setting). On a machine shared with other work, run with
 // OMP_WAIT_POLICY=passive (as the comparison script does): libgomp's spinning
@@ -108,13 +108,27 @@ struct Cnn {
   }
 };
 
-// resnet-small of train/models.h (batch norm, three residual blocks), in training mode.
-struct ResNetSmall {
-  std::unique_ptr<layers::Module> module =
-      *models::MakeModel("resnet-small", models::ModelShape{}, 1);
+// A model of train/models/model_zoo.h as `sluice train` builds it, in training mode.
+class ZooModel {
+ public:
+  explicit ZooModel(const char* name)
+      : module_(*models::MakeModel(name, models::ModelShape{}, 1)) {}
   Shape input_shape() const { return Shape{kBatch, 28, 28, 1}; }
-  std::vector<autodiff::Variable*> variables() { return module->TrainableVariables(); }
-  absl::StatusOr<Tensor> Forward(const Tensor& x) { return module->Forward(x, /*training=*/true); }
+  std::vector<autodiff::Variable*> variables() { return module_->TrainableVariables(); }
+  absl::StatusOr<Tensor> Forward(const Tensor& x) { return module_->Forward(x, /*training=*/true); }
+
+ private:
+  std::unique_ptr<layers::Module> module_;
+};
+
+// Batch norm and three residual blocks.
+struct ResNetSmall : ZooModel {
+  ResNetSmall() : ZooModel("resnet-small") {}
+};
+
+// Nine residual blocks, about resnet-small's multiply-adds.
+struct ResNet20 : ZooModel {
+  ResNet20() : ZooModel("resnet-20") {}
 };
 
 template <typename Model>
@@ -212,6 +226,8 @@ int main(int argc, char** argv) {
     t::Register<t::Cnn, t::optimizers::Adam>("train_step/cnn/adam", p);
     t::Register<t::ResNetSmall, t::optimizers::Sgd>("train_step/resnet-small/sgd", p);
     t::Register<t::ResNetSmall, t::optimizers::Adam>("train_step/resnet-small/adam", p);
+    t::Register<t::ResNet20, t::optimizers::Sgd>("train_step/resnet-20/sgd", p);
+    t::Register<t::ResNet20, t::optimizers::Adam>("train_step/resnet-20/adam", p);
   }
   int rest_argc = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_argc, rest.data());
