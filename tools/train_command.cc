@@ -53,6 +53,7 @@
 #include "train/fit/saved_model.h"
 #include "train/fit/trainer.h"
 #include "train/layers/summary.h"
+#include "train/losses/sparse_categorical_crossentropy.h"
 #include "train/models/model_zoo.h"
 #include "train/optimizers/adam.h"
 #include "train/optimizers/adamw.h"
@@ -84,6 +85,7 @@ struct TrainConfig {
   std::string schedule = "constant";
   int64_t warmup_steps = 0;
   double clip_norm = 0;
+  double label_smoothing = 0;  // the loss's; 0: plain sparse cross-entropy
   Device device = Device::Cpu();
   train::backend::Precision precision = train::backend::Precision::kFloat32;
   int64_t accumulate = 1;
@@ -437,11 +439,17 @@ absl::StatusOr<Outcome> Train(const TrainConfig& config, distributed::Communicat
       std::unique_ptr<train::optimizers::Optimizer> optimizer,
       MakeOptimizer(config, steps_per_epoch * config.epochs / config.accumulate));
 
-  train::fit::Trainer trainer(*model, *optimizer,
-                              {.precision = config.precision,
-                               .communicator = comm,
-                               .auto_shard = config.auto_shard,
-                               .bucket_bytes = config.bucket_mb << 20});
+  train::fit::TrainerOptions trainer_options{.precision = config.precision,
+                                             .communicator = comm,
+                                             .auto_shard = config.auto_shard,
+                                             .bucket_bytes = config.bucket_mb << 20};
+  if (config.label_smoothing > 0) {
+    trainer_options.loss = std::make_shared<train::losses::SparseCategoricalCrossentropy>(
+        train::losses::SparseCategoricalCrossentropyOptions{
+            .from_logits = true, .label_smoothing = static_cast<float>(config.label_smoothing)});
+    trainer_options.metrics = std::vector<train::fit::MetricSpec>{"accuracy"};
+  }
+  train::fit::Trainer trainer(*model, *optimizer, std::move(trainer_options));
   std::vector<std::unique_ptr<train::callbacks::Callback>> callbacks;
   // Every rank runs ModelCheckpoint (saving gathers every rank's input position; rank 0
   // writes); TensorBoard runs on rank 0 only.
@@ -522,6 +530,8 @@ void PrintJson(const TrainConfig& config, const Outcome& outcome) {
   json.RawValue(config.recompute ? "true" : "false");
   json.Key("augmentation");  // what the training images went through: none, pad-crop or keras
   json.String(config.augment ? config.augmentation : "none");
+  json.Key("label_smoothing");
+  json.Double(config.label_smoothing);
   json.Key("precision");
   json.String(train::backend::PrecisionName(config.precision));
   json.Key("epochs");
@@ -598,6 +608,10 @@ void AddTrainOptions(CommandLine& command_line) {
                          "(/10 at 50% and 75% of the steps)");
   command_line.AddOption("warmup-steps", "N", "0", "linear warmup from 0 over N steps");
   command_line.AddOption("clip-norm", "X", "0", "clip gradients to this global norm (0: off)");
+  command_line.AddOption("label-smoothing", "X", "0",
+                         "in [0, 1]: train towards (1 - X) on the label and X spread evenly over "
+                         "the classes (CategoricalCrossentropy's label_smoothing); the logged "
+                         "losses include it");
   command_line.AddOption(
       "precision", "POLICY", "float32",
       "float32, mixed_bfloat16 (matmuls and convolutions multiply in bfloat16; needs AVX512-BF16 "
@@ -607,9 +621,10 @@ void AddTrainOptions(CommandLine& command_line) {
       "where the model trains: cpu, cuda or cuda:N (needs a CUDA build and a GPU)");
   command_line.AddOption("accumulate", "N", "1", "apply the mean gradient of N batches");
   command_line.AddOption("limit", "N", "all", "train on the first N training records only");
-  command_line.AddFlag("augment",
-                       "augment the training images, as --augmentation says (default for "
-                       "resnet-small and resnet-20; --augment=false turns it off)");
+  const std::string resnets = absl::StrJoin(train::models::ResNetNames(), " and ");
+  command_line.AddFlag("augment", absl::StrCat("augment the training images, as --augmentation "
+                                               "says (default for ",
+                                               resnets, "; --augment=false turns it off)"));
   command_line.AddOption(
       "augmentation", "NAME", "pad-crop with --data, keras with --images",
       "with --augment: pad-crop (random flip and 4-pixel pad-crop, fused into the decode) or "
@@ -617,9 +632,10 @@ void AddTrainOptions(CommandLine& command_line) {
       "RandomZoom(0.1) on each batch)");
   command_line.AddFlag(
       "recompute",
-      "resnet-small and resnet-20 only: recompute each residual block's activations in the "
-      "backward pass instead of keeping them (tf.recompute_grad): less memory, "
-      "a slower step, the same training");
+      absl::StrCat(resnets,
+                   " only: recompute each residual block's activations in the backward pass "
+                   "instead of keeping them (tf.recompute_grad): less memory, a slower step, "
+                   "the same training"));
   command_line.AddFlag("check-numerics",
                        "stop at the first op that produces a NaN or an Inf, naming the op, the "
                        "layer and the step (tf.debugging.enable_check_numerics; slow)");
@@ -726,6 +742,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const CommandLine& command_line) {
   double weight_decay = 0;
   for (auto [name, out] : {std::pair<const char*, double*>{"momentum", &config.momentum},
                            {"clip-norm", &config.clip_norm},
+                           {"label-smoothing", &config.label_smoothing},
                            {"weight-decay", &weight_decay}}) {
     if (!command_line.WasGiven(name)) continue;
     absl::StatusOr<double> value =
@@ -734,6 +751,11 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const CommandLine& command_line) {
     *out = *value;
   }
   if (command_line.WasGiven("weight-decay")) config.weight_decay = weight_decay;
+  if (config.label_smoothing > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--label-smoothing takes a number in [0, 1], not '",
+                     command_line.Value("label-smoothing"), "'"));
+  }
   if (command_line.WasGiven("momentum") && config.optimizer != "sgd") {
     return absl::InvalidArgumentError("--momentum applies to --optimizer sgd only");
   }
@@ -755,7 +777,8 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const CommandLine& command_line) {
   config.recompute = command_line.Flag("recompute");
   if (config.recompute && !train::models::IsResNet(config.model)) {
     return absl::InvalidArgumentError(
-        "--recompute applies to --model resnet-small and resnet-20 only");
+        absl::StrCat("--recompute applies to --model ",
+                     absl::StrJoin(train::models::ResNetNames(), " and "), " only"));
   }
   config.check_numerics = command_line.Flag("check-numerics");
   config.summary = command_line.Flag("summary");
@@ -839,7 +862,7 @@ int RunTrain(int argc, char** argv) {
       "(shuffle, JPEG decode, [flip + pad-crop], batch, prefetch), or on a folder of class\n"
       "folders of JPEGs (--images DIR, split into training and test subsets), then prints the\n"
       "test accuracy and the training throughput in images/s; --save DIR keeps the model for\n"
-      "`sluice predict`. The loss is sparse softmax cross-entropy.\n"
+      "`sluice predict`. The loss is sparse softmax cross-entropy (--label-smoothing).\n"
       "Data-parallel over processes and machines: mpirun -np N sluice train --distributed ...");
   AddTrainOptions(command_line);
   if (std::optional<int> exit = command_line.ParseOrReport(argc, argv)) return *exit;

@@ -1,6 +1,7 @@
 // Tests `sluice train` end to end on Debian's Fashion-MNIST (dataset-fashion-mnist, which
 // tools/setup.sh installs), converted once for the suite.
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -329,6 +330,26 @@ TEST(TrainImagesTest, TrainsOnAFolderOfClassFolders) {
   std::filesystem::remove_all(root);
 }
 
+// --label-smoothing e trains towards 1 - e on the label and e spread over the classes. The loss
+// it logs is then at least e * log(C) (the mean of -log p over C classes is at least log C), here
+// 0.5 * log 2 = 0.347, which the unsmoothed loss of the same run stays below.
+TEST(TrainImagesTest, LabelSmoothingChangesTheLoss) {
+  const std::string root = TempPath("train_images_smoothing");
+  ASSERT_NO_FATAL_FAILURE(WriteDarkAndLightTree(root));
+  const std::string command = "train --images " + ShellQuote(root) +
+                              " --model mlp --image-size 8 --epochs 10 --batch 8 --lr 0.01 --json";
+  CliResult plain = RunSluice(command);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_THAT(plain.out, HasSubstr("\"label_smoothing\": 0,"));
+  CliResult smoothed = RunSluice(command + " --label-smoothing 0.5");
+  ASSERT_EQ(smoothed.exit_code, 0) << smoothed.err;
+  EXPECT_THAT(smoothed.out, HasSubstr("\"label_smoothing\": 0.5,"));
+  EXPECT_GE(JsonNumber(smoothed.out, "test_accuracy"), 0.99) << smoothed.out;
+  EXPECT_GE(JsonNumber(smoothed.out, "test_loss"), 0.5 * std::log(2.0)) << smoothed.out;
+  EXPECT_LT(JsonNumber(plain.out, "test_loss"), 0.5 * std::log(2.0)) << plain.out;
+  std::filesystem::remove_all(root);
+}
+
 // resnet-20 is a resnet as far as the command line goes: augmented by default (Keras' layers, with
 // --images), recomputable. On the small tree, so that the sanitizer builds run it quickly.
 TEST(TrainImagesTest, ResNet20AugmentsByDefaultAndRecomputes) {
@@ -381,6 +402,10 @@ TEST(TrainCommandLineTest, BadArgumentsAreUsageErrors) {
   CliResult decay = RunSluice("train --data x --weight-decay -0.1");
   EXPECT_EQ(decay.exit_code, 2);
   EXPECT_THAT(decay.err, HasSubstr("--weight-decay takes a number >= 0, not '-0.1'"));
+  CliResult smoothing = RunSluice("train --data x --label-smoothing 1.5");
+  EXPECT_EQ(smoothing.exit_code, 2);
+  EXPECT_THAT(smoothing.err, HasSubstr("--label-smoothing takes a number in [0, 1], not '1.5'"));
+  EXPECT_EQ(RunSluice("train --data x --label-smoothing -0.1").exit_code, 2);
 }
 
 TEST(TrainCommandLineTest, MissingDataNamesTheFiles) {

@@ -4,28 +4,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
-#include "train/autodiff/tape.h"
 #include "train/losses/loss_util.h"
 #include "train/ops/arithmetic.h"
 #include "train/ops/reduce.h"
 #include "train/ops/scalar.h"
 
 namespace sluice::train::losses {
-namespace {
-
-// log_softmax over the last axis: z - log(sum(exp(z))), z = x - max(x). The max only keeps exp
-// in range: the result does not depend on it, so no gradient needs to flow through it.
-absl::StatusOr<Tensor> LogSoftmax(const Tensor& x) {
-  SLUICE_ASSIGN_OR_RETURN(Tensor max, ops::Max(x, {-1}, /*keepdims=*/true));
-  SLUICE_ASSIGN_OR_RETURN(max, autodiff::StopGradient(max));
-  SLUICE_ASSIGN_OR_RETURN(Tensor z, ops::Sub(x, max));
-  SLUICE_ASSIGN_OR_RETURN(Tensor e, ops::Exp(z));
-  SLUICE_ASSIGN_OR_RETURN(Tensor sum, ops::Sum(e, {-1}, /*keepdims=*/true));
-  SLUICE_ASSIGN_OR_RETURN(Tensor log_sum, ops::Log(sum));
-  return ops::Sub(z, log_sum);
-}
-
-}  // namespace
 
 CategoricalCrossentropy::CategoricalCrossentropy(CategoricalCrossentropyOptions options)
     : Loss(std::move(options.name), options.reduction),
@@ -56,7 +40,7 @@ absl::StatusOr<Tensor> CategoricalCrossentropy::PerExample(const Tensor& y_true,
   }
   Tensor log_p;
   if (from_logits_) {
-    SLUICE_ASSIGN_OR_RETURN(log_p, LogSoftmax(y_pred));
+    SLUICE_ASSIGN_OR_RETURN(log_p, internal::LogSoftmax(y_pred));
   } else {
     SLUICE_ASSIGN_OR_RETURN(Tensor sum, ops::Sum(y_pred, {-1}, /*keepdims=*/true));
     SLUICE_ASSIGN_OR_RETURN(Tensor p, ops::Div(y_pred, sum));

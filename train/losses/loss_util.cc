@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/ops/arithmetic.h"
 #include "train/ops/cast.h"
@@ -81,6 +82,18 @@ absl::StatusOr<Tensor> Clip(const Tensor& x, float lo, float hi) {
   SLUICE_ASSIGN_OR_RETURN(Tensor high, ops::ScalarLike(hi, x));
   SLUICE_ASSIGN_OR_RETURN(Tensor above, ops::Maximum(x, low));
   return ops::Minimum(above, high);
+}
+
+// z - log(sum(exp(z))), z = x - max(x). The max only keeps exp in range: the result does not
+// depend on it, so no gradient needs to flow through it.
+absl::StatusOr<Tensor> LogSoftmax(const Tensor& x) {
+  SLUICE_ASSIGN_OR_RETURN(Tensor max, ops::Max(x, {-1}, /*keepdims=*/true));
+  SLUICE_ASSIGN_OR_RETURN(max, autodiff::StopGradient(max));
+  SLUICE_ASSIGN_OR_RETURN(Tensor z, ops::Sub(x, max));
+  SLUICE_ASSIGN_OR_RETURN(Tensor e, ops::Exp(z));
+  SLUICE_ASSIGN_OR_RETURN(Tensor sum, ops::Sum(e, {-1}, /*keepdims=*/true));
+  SLUICE_ASSIGN_OR_RETURN(Tensor log_sum, ops::Log(sum));
+  return ops::Sub(z, log_sum);
 }
 
 absl::StatusOr<Tensor> MeanOverNonBatch(const Tensor& x) {

@@ -33,6 +33,9 @@ absl::StatusOr<Tensor> DenseLabels(absl::string_view loss, const Tensor& y_true,
 // tf.clip_by_value: Minimum(Maximum(x, lo), hi), the gradient passing at the bounds.
 absl::StatusOr<Tensor> Clip(const Tensor& x, float lo, float hi);
 
+// log_softmax over the last axis, stable for large logits.
+absl::StatusOr<Tensor> LogSoftmax(const Tensor& x);
+
 // [N, ...] averaged over every axis but the first: [N]. A rank-1 x is returned as is.
 absl::StatusOr<Tensor> MeanOverNonBatch(const Tensor& x);
 

@@ -8,13 +8,17 @@
 #include "train/losses/loss_util.h"
 #include "train/ops/arithmetic.h"
 #include "train/ops/cross_entropy.h"
+#include "train/ops/reduce.h"
 #include "train/ops/reshape.h"
+#include "train/ops/scalar.h"
 
 namespace sluice::train::losses {
 
 SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(
     SparseCategoricalCrossentropyOptions options)
-    : Loss(std::move(options.name), options.reduction), from_logits_(options.from_logits) {}
+    : Loss(std::move(options.name), options.reduction),
+      from_logits_(options.from_logits),
+      label_smoothing_(options.label_smoothing) {}
 
 absl::StatusOr<Tensor> SparseCategoricalCrossentropy::PerExample(
     const Tensor& y_true, const Tensor& y_pred, ops::LabelRangeCheck* deferred) const {
@@ -39,6 +43,10 @@ absl::StatusOr<Tensor> SparseCategoricalCrossentropy::PerExample(
                      with_unit.DebugString(), " for y_pred ", y_pred.shape().DebugString()),
         y_true, y_pred);
   }
+  if (!(label_smoothing_ >= 0 && label_smoothing_ <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name(), ": label_smoothing must be in [0, 1], got ", label_smoothing_));
+  }
   const int64_t rows = rows_shape.num_elements();
   SLUICE_ASSIGN_OR_RETURN(Tensor labels, y_true.Reshape(Shape{rows}));
   Tensor logits = y_pred;
@@ -53,6 +61,15 @@ absl::StatusOr<Tensor> SparseCategoricalCrossentropy::PerExample(
   }
   SLUICE_ASSIGN_OR_RETURN(Tensor loss,
                           ops::SparseSoftmaxCrossEntropyWithLogits(logits, labels, deferred));
+  if (label_smoothing_ > 0) {
+    // -sum(target * log p) with target = (1 - e) onehot(y) + e / C splits into the sparse loss
+    // and the mean of -log p over the classes: no one-hot tensor is made.
+    SLUICE_ASSIGN_OR_RETURN(Tensor log_p, internal::LogSoftmax(logits));
+    SLUICE_ASSIGN_OR_RETURN(Tensor mean_log_p, ops::Mean(log_p, {-1}));
+    SLUICE_ASSIGN_OR_RETURN(loss, ops::Scale(loss, 1.0f - label_smoothing_));
+    SLUICE_ASSIGN_OR_RETURN(mean_log_p, ops::Scale(mean_log_p, label_smoothing_));
+    SLUICE_ASSIGN_OR_RETURN(loss, ops::Sub(loss, mean_log_p));
+  }
   if (y_pred.rank() == 2) return loss;
   std::vector<int64_t> dims(rows_shape.dims().begin(), rows_shape.dims().end());
   SLUICE_ASSIGN_OR_RETURN(Tensor per_row, ops::Reshape(loss, std::move(dims)));

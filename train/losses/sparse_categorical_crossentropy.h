@@ -10,6 +10,11 @@ namespace sluice::train::losses {
 struct SparseCategoricalCrossentropyOptions {
   // Whether y_pred holds logits; false: probabilities (a softmax's output), as Keras' default.
   bool from_logits = false;
+  // In [0, 1]: the one-hot target of label y becomes onehot(y) * (1 - label_smoothing) +
+  // label_smoothing / C, as CategoricalCrossentropy's label_smoothing on one-hot labels (and
+  // PyTorch's CrossEntropyLoss(label_smoothing) on class indices); Keras' sparse loss has no
+  // such option.
+  float label_smoothing = 0.0f;
   Reduction reduction = Reduction::kSumOverBatchSize;
   std::string name = "sparse_categorical_crossentropy";
 };
@@ -23,6 +28,9 @@ struct SparseCategoricalCrossentropyOptions {
 // clipped to [1e-7, 1 - 1e-7] and normalised, -log(clip(p)[y] / sum(clip(p))), which is the
 // logits op applied to log(clip(p)).
 //
+// With label smoothing e, the loss of a row is (1 - e) * -log p[y] + e * mean over the classes
+// of -log p[c].
+//
 // A model with one output unit is an error: a softmax over one class is always 1, so the loss
 // would be 0 whatever the model does. Two classes with one unit take BinaryCrossentropy.
 class SparseCategoricalCrossentropy : public Loss {
@@ -32,9 +40,11 @@ class SparseCategoricalCrossentropy : public Loss {
                                     ops::LabelRangeCheck* deferred = nullptr) const override;
   std::string AccuracyMetric() const override { return "sparse_categorical_accuracy"; }
   bool from_logits() const { return from_logits_; }
+  float label_smoothing() const { return label_smoothing_; }
 
  private:
   bool from_logits_;
+  float label_smoothing_;
 };
 
 }  // namespace sluice::train::losses

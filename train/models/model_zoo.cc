@@ -129,9 +129,15 @@ absl::StatusOr<std::unique_ptr<layers::Module>> ResNet(const ModelShape& shape, 
 
 }  // namespace
 
+std::vector<std::string> ResNetNames() {
+  std::vector<std::string> names;
+  for (const ResNetArchitecture& resnet : kResNets) names.emplace_back(resnet.name);
+  return names;
+}
+
 std::vector<std::string> ModelNames() {
   std::vector<std::string> names = {"mlp", "cnn"};
-  for (const ResNetArchitecture& resnet : kResNets) names.emplace_back(resnet.name);
+  for (std::string& resnet : ResNetNames()) names.push_back(std::move(resnet));
   return names;
 }
 
@@ -146,10 +152,8 @@ absl::StatusOr<std::unique_ptr<layers::Module>> MakeModel(absl::string_view name
                      shape.width, "x", shape.channels, " with ", shape.classes));
   }
   if (options.recompute && !IsResNet(name)) {
-    std::vector<absl::string_view> resnets;
-    for (const ResNetArchitecture& resnet : kResNets) resnets.push_back(resnet.name);
     return absl::InvalidArgumentError(absl::StrCat("recompute wraps residual blocks, and only ",
-                                                   absl::StrJoin(resnets, " and "),
+                                                   absl::StrJoin(ResNetNames(), " and "),
                                                    " have them, not '", name, "'"));
   }
   if (name == "mlp") return Mlp(shape, seed);

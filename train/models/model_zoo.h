@@ -49,6 +49,9 @@ absl::StatusOr<std::unique_ptr<layers::Module>> MakeModel(absl::string_view name
 // The names MakeModel accepts.
 std::vector<std::string> ModelNames();
 
+// The names of the models built of residual blocks, in ModelNames' order.
+std::vector<std::string> ResNetNames();
+
 // Whether the model `name` is built of residual blocks (resnet-small, resnet-20): those
 // `sluice train` augments by default and ModelOptions::recompute applies to.
 bool IsResNet(absl::string_view name);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/train/gradient_check.h"
+#include "train/losses/categorical_crossentropy.h"
 
 namespace sluice::train::losses {
 namespace {
@@ -57,6 +58,41 @@ TEST(SparseCategoricalCrossentropyTest, SequenceLabelsAveragePerExample) {
               Pointwise(FloatNear(1e-6), {0.7531091f, 1.7531091f}));
 }
 
+TEST(SparseCategoricalCrossentropyTest, LabelSmoothing) {
+  // 0.3 over 3 classes: label 2 -> [0.1, 0.1, 0.8] on log_softmax([1, 2, 3]) =
+  // [-2.4076059, -1.4076059, -0.4076059]: 0.1 * 2.4076059 + 0.1 * 1.4076059 + 0.8 * 0.4076059 =
+  // 0.7076059. A uniform row costs log 3 whatever the smoothing.
+  SparseCategoricalCrossentropy loss({.from_logits = true, .label_smoothing = 0.3f});
+  EXPECT_FLOAT_EQ(loss.label_smoothing(), 0.3f);
+  Tensor logits = T({1, 2, 3, 1, 1, 1}, {2, 3});
+  EXPECT_THAT(Values(*loss.PerExample(Tensor::FromVector<int64_t>({2, 0}), logits)),
+              Pointwise(FloatNear(1e-6), {0.7076059f, 1.0986123f}));
+  // The same as CategoricalCrossentropy's smoothing on the one-hot labels, from logits and from
+  // probabilities (inside the clip range, where the two normalise alike).
+  const Tensor labels = Tensor::FromVector<int64_t>({0, 3, 1, 2, 3});
+  const Tensor one_hot = T({1, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, {5, 4});
+  for (bool from_logits : {true, false}) {
+    SparseCategoricalCrossentropy sparse({.from_logits = from_logits, .label_smoothing = 0.1f});
+    CategoricalCrossentropy dense({.from_logits = from_logits, .label_smoothing = 0.1f});
+    const Tensor y_pred =
+        from_logits ? RandomTensor({5, 4}, 4, -3.0f, 3.0f) : RandomTensor({5, 4}, 5, 0.1f, 0.9f);
+    EXPECT_THAT(Values(*sparse.PerExample(labels, y_pred)),
+                Pointwise(FloatNear(1e-5), Values(*dense.PerExample(one_hot, y_pred))))
+        << from_logits;
+  }
+  // Smoothing 1 leaves only the uniform target: the mean of -log p over the classes.
+  SparseCategoricalCrossentropy uniform({.from_logits = true, .label_smoothing = 1.0f});
+  EXPECT_NEAR(
+      Values(*uniform.PerExample(Tensor::FromVector<int64_t>({0}), T({1, 2, 3}, {1, 3})))[0],
+      (2.4076059 + 1.4076059 + 0.4076059) / 3, 1e-6);
+  for (float bad : {-0.1f, 1.5f}) {
+    SparseCategoricalCrossentropy out_of_range({.from_logits = true, .label_smoothing = bad});
+    absl::StatusOr<Tensor> r = out_of_range(Tensor::FromVector<int64_t>({2, 0}), logits);
+    ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(r.status().message(), HasSubstr("label_smoothing must be in [0, 1]"));
+  }
+}
+
 TEST(SparseCategoricalCrossentropyTest, GradientsMatchFiniteDifferences) {
   const Tensor labels = Tensor::FromVector<int32_t>({0, 3, 1, 2});
   for (Reduction reduction : {Reduction::kSumOverBatchSize, Reduction::kSum, Reduction::kNone}) {
@@ -72,11 +108,20 @@ TEST(SparseCategoricalCrossentropyTest, GradientsMatchFiniteDifferences) {
                        {RandomTensor({4, 4}, 2, 0.1f, 0.9f)}),
         "");
   }
-  SparseCategoricalCrossentropy loss({.from_logits = true});
   const Tensor seq_labels = *Tensor::FromVector<int64_t>({0, 2, 1, 1, 2, 0}, Shape{2, 3});
-  EXPECT_EQ(CheckGradients([&](const std::vector<Tensor>& in) { return loss(seq_labels, in[0]); },
-                           {RandomTensor({2, 3, 3}, 3, -2.0f, 2.0f)}),
-            "");
+  for (float smoothing : {0.0f, 0.2f}) {
+    SparseCategoricalCrossentropy loss({.from_logits = true, .label_smoothing = smoothing});
+    EXPECT_EQ(CheckGradients([&](const std::vector<Tensor>& in) { return loss(seq_labels, in[0]); },
+                             {RandomTensor({2, 3, 3}, 3, -2.0f, 2.0f)}),
+              "")
+        << smoothing;
+    SparseCategoricalCrossentropy smoothed_probs({.label_smoothing = smoothing});
+    EXPECT_EQ(
+        CheckGradients([&](const std::vector<Tensor>& in) { return smoothed_probs(labels, in[0]); },
+                       {RandomTensor({4, 4}, 6, 0.1f, 0.9f)}),
+        "")
+        << smoothing;
+  }
 }
 
 TEST(SparseCategoricalCrossentropyTest, OneOutputUnitIsAnError) {

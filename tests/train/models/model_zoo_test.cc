@@ -167,6 +167,7 @@ INSTANTIATE_TEST_SUITE_P(ResNets, RecomputeTest,
 
 TEST(ModelsTest, RecomputeNeedsResidualBlocks) {
   EXPECT_TRUE(IsResNet("resnet-small") && IsResNet("resnet-20"));
+  EXPECT_THAT(ResNetNames(), ElementsAre("resnet-small", "resnet-20"));
   for (const char* name : {"mlp", "cnn"}) {
     EXPECT_FALSE(IsResNet(name));
     auto model = MakeModel(name, {}, 0, {.recompute = true});
