@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/losses/loss_util.h"
 #include "train/ops/activations.h"
@@ -19,10 +18,7 @@ BinaryCrossentropy::BinaryCrossentropy(BinaryCrossentropyOptions options)
 absl::StatusOr<Tensor> BinaryCrossentropy::PerExample(const Tensor& y_true, const Tensor& y_pred,
                                                       ops::LabelRangeCheck*) const {
   SLUICE_RETURN_IF_ERROR(internal::CheckPredictions(name(), y_pred, y_true, 1));
-  if (label_smoothing_ < 0 || label_smoothing_ > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name(), ": label_smoothing must be in [0, 1], got ", label_smoothing_));
-  }
+  SLUICE_RETURN_IF_ERROR(internal::CheckLabelSmoothing(name(), label_smoothing_));
   SLUICE_ASSIGN_OR_RETURN(Tensor z, internal::DenseLabels(name(), y_true, y_pred));
   if (label_smoothing_ > 0) {
     SLUICE_ASSIGN_OR_RETURN(z, ops::Scale(z, 1.0f - label_smoothing_));

@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/losses/loss_util.h"
 #include "train/ops/arithmetic.h"
@@ -28,10 +27,7 @@ absl::StatusOr<Tensor> CategoricalCrossentropy::PerExample(const Tensor& y_true,
                                 "y_pred's shape; class indices take SparseCategoricalCrossentropy",
                                 y_true, y_pred);
   }
-  if (label_smoothing_ < 0 || label_smoothing_ > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name(), ": label_smoothing must be in [0, 1], got ", label_smoothing_));
-  }
+  SLUICE_RETURN_IF_ERROR(internal::CheckLabelSmoothing(name(), label_smoothing_));
   SLUICE_ASSIGN_OR_RETURN(Tensor target, internal::DenseLabels(name(), y_true, y_pred));
   if (label_smoothing_ > 0) {
     SLUICE_ASSIGN_OR_RETURN(target, ops::Scale(target, 1.0f - label_smoothing_));

@@ -77,6 +77,12 @@ absl::StatusOr<Tensor> DenseLabels(absl::string_view loss, const Tensor& y_true,
   return ops::Reshape(labels, std::move(dims));
 }
 
+absl::Status CheckLabelSmoothing(absl::string_view loss, float label_smoothing) {
+  if (label_smoothing >= 0 && label_smoothing <= 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(loss, ": label_smoothing must be in [0, 1], got ", label_smoothing));
+}
+
 absl::StatusOr<Tensor> Clip(const Tensor& x, float lo, float hi) {
   SLUICE_ASSIGN_OR_RETURN(Tensor low, ops::ScalarLike(lo, x));
   SLUICE_ASSIGN_OR_RETURN(Tensor high, ops::ScalarLike(hi, x));

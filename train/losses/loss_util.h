@@ -30,6 +30,10 @@ absl::Status CheckPredictions(absl::string_view loss, const Tensor& y_pred, cons
 absl::StatusOr<Tensor> DenseLabels(absl::string_view loss, const Tensor& y_true,
                                    const Tensor& y_pred);
 
+// InvalidArgument "<loss>: label_smoothing must be in [0, 1], got <value>" unless it is (NaN
+// included): the smoothing losses share this check.
+absl::Status CheckLabelSmoothing(absl::string_view loss, float label_smoothing);
+
 // tf.clip_by_value: Minimum(Maximum(x, lo), hi), the gradient passing at the bounds.
 absl::StatusOr<Tensor> Clip(const Tensor& x, float lo, float hi);
 

@@ -43,10 +43,7 @@ absl::StatusOr<Tensor> SparseCategoricalCrossentropy::PerExample(
                      with_unit.DebugString(), " for y_pred ", y_pred.shape().DebugString()),
         y_true, y_pred);
   }
-  if (!(label_smoothing_ >= 0 && label_smoothing_ <= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name(), ": label_smoothing must be in [0, 1], got ", label_smoothing_));
-  }
+  SLUICE_RETURN_IF_ERROR(internal::CheckLabelSmoothing(name(), label_smoothing_));
   const int64_t rows = rows_shape.num_elements();
   SLUICE_ASSIGN_OR_RETURN(Tensor labels, y_true.Reshape(Shape{rows}));
   Tensor logits = y_pred;

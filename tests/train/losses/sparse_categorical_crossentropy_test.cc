@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tests/train/gradient_check.h"
 #include "train/losses/categorical_crossentropy.h"
 
@@ -85,7 +87,7 @@ TEST(SparseCategoricalCrossentropyTest, LabelSmoothing) {
   EXPECT_NEAR(
       Values(*uniform.PerExample(Tensor::FromVector<int64_t>({0}), T({1, 2, 3}, {1, 3})))[0],
       (2.4076059 + 1.4076059 + 0.4076059) / 3, 1e-6);
-  for (float bad : {-0.1f, 1.5f}) {
+  for (float bad : {-0.1f, 1.5f, std::nanf("")}) {
     SparseCategoricalCrossentropy out_of_range({.from_logits = true, .label_smoothing = bad});
     absl::StatusOr<Tensor> r = out_of_range(Tensor::FromVector<int64_t>({2, 0}), logits);
     ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
