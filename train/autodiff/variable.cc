@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
@@ -105,6 +106,19 @@ absl::Status AssignVariables(const std::vector<std::pair<std::string, Tensor>>& 
   }
   for (size_t i = 0; i < vars.size(); ++i) SLUICE_RETURN_IF_ERROR(vars[i]->Assign(saved[i].second));
   return absl::OkStatus();
+}
+
+std::vector<std::string> FrozenNames(const std::vector<Variable*>& vars) {
+  std::vector<std::string> names;
+  for (const Variable* v : vars) {
+    if (v->frozen()) names.push_back(v->name());
+  }
+  return names;
+}
+
+void SetFrozen(const std::vector<Variable*>& vars, const std::vector<std::string>& frozen) {
+  const absl::flat_hash_set<std::string> names(frozen.begin(), frozen.end());
+  for (Variable* v : vars) v->set_frozen(names.contains(v->name()));
 }
 
 }  // namespace sluice::train::autodiff

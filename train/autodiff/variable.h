@@ -73,6 +73,11 @@ absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> SnapshotVariables(
 absl::Status AssignVariables(const std::vector<std::pair<std::string, Tensor>>& saved,
                              const std::vector<Variable*>& vars, absl::string_view source);
 
+// The names of the frozen variables among `vars` (what a checkpoint saves of the freezing), and
+// its restoration: exactly the variables named in `frozen` are frozen afterwards.
+std::vector<std::string> FrozenNames(const std::vector<Variable*>& vars);
+void SetFrozen(const std::vector<Variable*>& vars, const std::vector<std::string>& frozen);
+
 }  // namespace sluice::train::autodiff
 
 #endif  // SLUICE_TRAIN_AUTODIFF_VARIABLE_H_

@@ -6,7 +6,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "io/atomic_file.h"
@@ -53,12 +52,29 @@ absl::StatusOr<layers::LayerConfig> FromProto(const proto::LayerConfigProto& p, 
   return config;
 }
 
-std::vector<std::string> FrozenNames(layers::Module& model) {
-  std::vector<std::string> names;
-  for (autodiff::Variable* v : model.Variables()) {
-    if (v->frozen()) names.push_back(v->name());
+// The model.pb of `dir`, checked: its format, version and the architecture's CRC.
+absl::StatusOr<proto::SavedModelProto> ReadSavedModel(const std::string& dir,
+                                                      const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot open (is ", dir, " a model saved by SaveModel?)"));
   }
-  return names;
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  proto::SavedModelProto saved;
+  if (!saved.ParseFromString(bytes.str()) || saved.format() != kFormat) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": not a sluice saved model (expected format \"", kFormat, "\")"));
+  }
+  if (saved.version() != kSavedModelVersion) {
+    return absl::DataLossError(absl::StrCat(path, ": saved model version ", saved.version(),
+                                            "; this build reads version ", kSavedModelVersion));
+  }
+  if (MaskCrc32c(Crc32c(saved.config())) != saved.config_crc32c()) {
+    return absl::DataLossError(absl::StrCat(path, ": the architecture's CRC does not match"));
+  }
+  return saved;
 }
 
 }  // namespace
@@ -83,7 +99,7 @@ absl::Status SaveModel(layers::Module& model, const Shape& input_shape, const st
   TrainingCheckpoint weights;
   weights.weights_only = true;
   SLUICE_ASSIGN_OR_RETURN(weights.variables, autodiff::SnapshotVariables(model.Variables()));
-  weights.frozen_variables = FrozenNames(model);
+  weights.frozen_variables = autodiff::FrozenNames(model.Variables());
   if (options.optimizer != nullptr) {
     SLUICE_ASSIGN_OR_RETURN(weights.optimizer,
                             options.optimizer->SaveState(model.TrainableVariables()));
@@ -104,25 +120,7 @@ absl::Status SaveModel(layers::Module& model, const Shape& input_shape, const st
 
 absl::StatusOr<LoadedModel> LoadModel(const std::string& dir) {
   const std::string path = ModelPath(dir);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat(path, ": cannot open (is ", dir, " a model saved by SaveModel?)"));
-  }
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  proto::SavedModelProto saved;
-  if (!saved.ParseFromString(bytes.str()) || saved.format() != kFormat) {
-    return absl::DataLossError(
-        absl::StrCat(path, ": not a sluice saved model (expected format \"", kFormat, "\")"));
-  }
-  if (saved.version() != kSavedModelVersion) {
-    return absl::DataLossError(absl::StrCat(path, ": saved model version ", saved.version(),
-                                            "; this build reads version ", kSavedModelVersion));
-  }
-  if (MaskCrc32c(Crc32c(saved.config())) != saved.config_crc32c()) {
-    return absl::DataLossError(absl::StrCat(path, ": the architecture's CRC does not match"));
-  }
+  SLUICE_ASSIGN_OR_RETURN(const proto::SavedModelProto saved, ReadSavedModel(dir, path));
   proto::LayerConfigProto config_proto;
   if (!config_proto.ParseFromString(saved.config())) {
     return absl::DataLossError(absl::StrCat(path, ": the architecture does not parse"));
@@ -157,9 +155,7 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& dir) {
   }
   SLUICE_RETURN_IF_ERROR(
       autodiff::AssignVariables(weights.variables, (*model)->Variables(), weights_path));
-  const absl::flat_hash_set<std::string> frozen(weights.frozen_variables.begin(),
-                                                weights.frozen_variables.end());
-  for (autodiff::Variable* v : (*model)->Variables()) v->set_frozen(frozen.contains(v->name()));
+  autodiff::SetFrozen((*model)->Variables(), weights.frozen_variables);
   LoadedModel loaded{.model = *std::move(model),
                      .input_shape = std::move(input_shape),
                      .class_names = {saved.class_names().begin(), saved.class_names().end()}};

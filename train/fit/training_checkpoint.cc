@@ -141,13 +141,11 @@ absl::Status WriteCheckpoint(const std::string& path, const TrainingCheckpoint& 
   return WriteFileAtomically(path, file);
 }
 
-absl::StatusOr<TrainingCheckpoint> ReadCheckpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the checkpoint"));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string file = buffer.str();
-  if (file.size() < kMagic.size() || absl::string_view(file).substr(0, kMagic.size()) != kMagic) {
+namespace {
+
+// The payload of a checkpoint file's bytes, after checking its magic, length and CRC.
+absl::StatusOr<absl::string_view> CheckedPayload(const std::string& path, absl::string_view file) {
+  if (file.size() < kMagic.size() || file.substr(0, kMagic.size()) != kMagic) {
     return absl::DataLossError(absl::StrCat(path, ": at offset 0: expected the checkpoint magic \"",
                                             absl::string_view(kMagic).substr(0, kMagic.size() - 1),
                                             "\\n\"; not a sluice checkpoint"));
@@ -163,22 +161,18 @@ absl::StatusOr<TrainingCheckpoint> ReadCheckpoint(const std::string& path) {
                                             length, " bytes of payload, found ",
                                             file.size() - kHeaderSize, " (truncated or extended)"));
   }
-  const absl::string_view payload = absl::string_view(file).substr(kHeaderSize);
+  const absl::string_view payload = file.substr(kHeaderSize);
   const uint32_t crc = MaskCrc32c(Crc32c(payload));
   if (crc != stored_crc) {
     return absl::DataLossError(absl::StrCat(path, ": at offset ", kHeaderSize,
                                             ": payload checksum mismatch (stored ", stored_crc,
                                             ", computed ", crc, "): the file is corrupt"));
   }
-  proto::TrainingCheckpointProto p;
-  if (!p.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
-    return absl::DataLossError(absl::StrCat(path, ": at offset ", kHeaderSize,
-                                            ": expected a TrainingCheckpointProto, cannot parse"));
-  }
-  if (p.version() != kCheckpointVersion) {
-    return absl::DataLossError(absl::StrCat(path, ": expected checkpoint version ",
-                                            kCheckpointVersion, ", found ", p.version()));
-  }
+  return payload;
+}
+
+absl::StatusOr<TrainingCheckpoint> CheckpointFromProto(const proto::TrainingCheckpointProto& p,
+                                                       const std::string& path) {
   TrainingCheckpoint ckpt;
   for (const proto::NamedTensorProto& v : p.variables()) {
     SLUICE_ASSIGN_OR_RETURN(Tensor t, FromProto(v, path));
@@ -201,6 +195,40 @@ absl::StatusOr<TrainingCheckpoint> ReadCheckpoint(const std::string& path) {
                                              ckpt.ranks.emplace_back()));
   }
   return ckpt;
+}
+
+}  // namespace
+
+absl::StatusOr<TrainingCheckpoint> ReadCheckpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the checkpoint"));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string file = buffer.str();
+  SLUICE_ASSIGN_OR_RETURN(const absl::string_view payload, CheckedPayload(path, file));
+  proto::TrainingCheckpointProto p;
+  if (!p.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+    return absl::DataLossError(absl::StrCat(path, ": at offset ", kHeaderSize,
+                                            ": expected a TrainingCheckpointProto, cannot parse"));
+  }
+  if (p.version() != kCheckpointVersion) {
+    return absl::DataLossError(absl::StrCat(path, ": expected checkpoint version ",
+                                            kCheckpointVersion, ", found ", p.version()));
+  }
+  return CheckpointFromProto(p, path);
+}
+
+absl::Status CheckResumingRanks(const std::string& path, const TrainingCheckpoint& ckpt,
+                                size_t ranks) {
+  // The input positions belong to as many ranks as wrote them.
+  const size_t saved = std::max<size_t>(1, ckpt.ranks.size());
+  const bool has_position = ckpt.iterator_state.has_value() || !ckpt.ranks.empty();
+  if (!has_position || saved == ranks) return absl::OkStatus();
+  auto processes = [](size_t n) { return n == 1 ? " process" : " ranks"; };
+  return absl::FailedPreconditionError(
+      absl::StrCat(path, ": written by a job of ", saved, processes(saved), ", resumed by ", ranks,
+                   processes(ranks), ": each rank's input position is saved, so resume with ",
+                   saved, processes(saved)));
 }
 
 }  // namespace sluice::train::fit

@@ -58,6 +58,11 @@ absl::Status WriteCheckpoint(const std::string& path, const TrainingCheckpoint& 
 // the byte offset and what was expected there.
 absl::StatusOr<TrainingCheckpoint> ReadCheckpoint(const std::string& path);
 
+// FailedPrecondition, saying how to resume, when `checkpoint` holds the input positions of a
+// job with another number of ranks than `ranks` (each rank's position is saved).
+absl::Status CheckResumingRanks(const std::string& path, const TrainingCheckpoint& checkpoint,
+                                size_t ranks);
+
 }  // namespace sluice::train::fit
 
 #endif  // SLUICE_TRAIN_FIT_TRAINING_CHECKPOINT_H_

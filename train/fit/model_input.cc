@@ -1,0 +1,35 @@
+#include "train/fit/model_input.h"
+
+#include "absl/strings/str_cat.h"
+#include "train/backend/transfer.h"
+#include "train/data/prefetch_to_device.h"
+
+namespace sluice::train::fit {
+
+absl::Status CheckModelInput(absl::string_view who, const Element& e, size_t first,
+                             bool need_targets) {
+  if (e.size() < first + (need_targets ? 2 : 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(who, ": elements must be {inputs float32 [B, ...], targets [B, ...]}",
+                     need_targets ? "" : " or {inputs}", ", got ", ElementDebugString(e, 2)));
+  }
+  const Tensor& images = e[first];
+  if (images.dtype() != DType::kFloat32 || images.rank() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(who, ": inputs must be float32 [B, ...], got ",
+                                                   DTypeName(images.dtype()),
+                                                   images.shape().DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Element> ToModelDevice(const Element& batch, const Device& device, size_t first) {
+  if (device.is_cpu()) return batch;
+  return backend::ElementToDevice(batch, device, first);
+}
+
+Dataset OnModelDevice(const Dataset& data, const Device& device, int64_t ahead) {
+  if (device.is_cpu() || ahead <= 0) return data;
+  return data::PrefetchToDevice(data, device, ahead);
+}
+
+}  // namespace sluice::train::fit

@@ -1,0 +1,37 @@
+#include "train/fit/profile_window.h"
+
+#include "absl/status/statusor.h"
+#include "core/status_context.h"
+#include "core/status_macros.h"
+#include "profiler/profiler.h"
+
+namespace sluice::train::fit {
+
+ProfileWindow::ProfileWindow(std::optional<std::pair<int64_t, int64_t>> steps, std::string dir,
+                             std::FILE* report_to)
+    : steps_(steps), dir_(std::move(dir)), report_to_(report_to) {}
+
+ProfileWindow::~ProfileWindow() {
+  if (recording_) profiler::Stop().IgnoreError();
+}
+
+absl::Status ProfileWindow::BeforeStep(int64_t next_step) {
+  if (!steps_ || recording_ || next_step != steps_->first) return absl::OkStatus();
+  SLUICE_RETURN_IF_ERROR(WithContext(profiler::Start(dir_), "Fit: profile_steps: "));
+  recording_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status ProfileWindow::AfterStep(int64_t step, bool fit_ends) {
+  if (!recording_ || (!fit_ends && step < steps_->second)) return absl::OkStatus();
+  recording_ = false;
+  absl::StatusOr<profiler::Report> report = profiler::Stop();
+  SLUICE_RETURN_IF_ERROR(WithContext(report.status(), "Fit: profile_steps: "));
+  if (report_to_ != nullptr) {
+    std::fprintf(report_to_, "%s(trace: %s; TensorBoard: %s)\n", report->summary.c_str(),
+                 report->trace_path.c_str(), report->tensorboard_path.c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::train::fit

@@ -1,0 +1,111 @@
+#ifndef SLUICE_TRAIN_FIT_STEP_STRATEGY_H_
+#define SLUICE_TRAIN_FIT_STEP_STRATEGY_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/tensor.h"
+#include "train/autodiff/tape.h"
+#include "train/autodiff/variable.h"
+#include "train/callbacks/callback.h"
+#include "train/fit/data_parallel.h"
+#include "train/optimizers/dynamic_loss_scale.h"
+#include "train/optimizers/optimizer.h"
+
+namespace sluice::train::fit {
+
+// How a training step turns the gradients of its loss into an update of the variables: the
+// pieces of Keras' distribution strategy and LossScaleOptimizer, or of PyTorch's DDP, GradScaler
+// and gradient accumulation, each holding its own state. Strategies compose: each one but
+// LocalStrategy wraps the next (MakeStepStrategy builds the chain), so that a step, eager,
+// custom or traced, calls the same three methods whatever the configuration.
+class StepStrategy {
+ public:
+  virtual ~StepStrategy() = default;
+
+  // What the step multiplies its loss by before the backward pass (1: nothing to do).
+  virtual float LossFactor() const = 0;
+  // Called before the backward pass over `vars`: a hook for Tape::Gradient that sees each
+  // gradient as soon as it is final, or nullptr.
+  virtual autodiff::Tape::GradientReadyFn BeginBackward(
+      const std::vector<autodiff::Variable*>& vars) = 0;
+  // Takes the gradients of (loss x LossFactor()) with respect to `vars` and updates the
+  // variables, or decides not to yet (an accumulation in progress, a loss-scale overflow).
+  virtual absl::Status ApplyGradients(std::vector<std::optional<Tensor>> grads,
+                                      const std::vector<autodiff::Variable*>& vars) = 0;
+  // Adds what it reports per step and per epoch to `logs` ("loss_scale").
+  virtual void AddLogs(callbacks::Logs& logs) const = 0;
+  // OK when the training state can be checkpointed now; FailedPrecondition naming `path` and
+  // the step otherwise.
+  virtual absl::Status CheckCanSave(const std::string& path, int64_t global_step) const = 0;
+};
+
+// The innermost strategy: the optimizer applies the gradients as they come.
+class LocalStrategy : public StepStrategy {
+ public:
+  explicit LocalStrategy(optimizers::Optimizer& optimizer) : optimizer_(optimizer) {}
+  float LossFactor() const override { return 1.0f; }
+  autodiff::Tape::GradientReadyFn BeginBackward(
+      const std::vector<autodiff::Variable*>& /*vars*/) override {
+    return nullptr;
+  }
+  absl::Status ApplyGradients(std::vector<std::optional<Tensor>> grads,
+                              const std::vector<autodiff::Variable*>& vars) override {
+    return optimizer_.Apply(grads, vars);
+  }
+  void AddLogs(callbacks::Logs& /*logs*/) const override {}
+  absl::Status CheckCanSave(const std::string& /*path*/, int64_t /*global_step*/) const override {
+    return absl::OkStatus();
+  }
+
+ private:
+  optimizers::Optimizer& optimizer_;
+};
+
+// A strategy that wraps `inner` and passes to it whatever it does not change.
+class WrappingStrategy : public StepStrategy {
+ public:
+  explicit WrappingStrategy(std::unique_ptr<StepStrategy> inner) : inner_(std::move(inner)) {}
+  float LossFactor() const override { return inner_->LossFactor(); }
+  autodiff::Tape::GradientReadyFn BeginBackward(
+      const std::vector<autodiff::Variable*>& vars) override {
+    return inner_->BeginBackward(vars);
+  }
+  void AddLogs(callbacks::Logs& logs) const override { inner_->AddLogs(logs); }
+  absl::Status CheckCanSave(const std::string& path, int64_t global_step) const override {
+    return inner_->CheckCanSave(path, global_step);
+  }
+
+ protected:
+  StepStrategy& inner() { return *inner_; }
+
+ private:
+  std::unique_ptr<StepStrategy> inner_;
+};
+
+// What MakeStepStrategy composes.
+struct StepStrategyOptions {
+  // Dynamic loss scaling; not owned, kept by the trainer across Fits. nullptr: none.
+  optimizers::DynamicLossScale* loss_scale = nullptr;
+  // Data-parallel training; not owned. nullptr: one process.
+  DataParallel* data_parallel = nullptr;
+  // Sum this many steps' gradients and apply their mean once.
+  int accumulation_steps = 1;
+  // The step's backward pass may all-reduce gradients as they come (the built-in step; a custom
+  // step's gradients are averaged when it applies them).
+  bool reduce_during_backward = true;
+};
+
+// The chain for `options`, outermost first: gradient accumulation (only the accumulated mean
+// goes on), data parallelism (during the backward pass, or of the mean once accumulated), loss
+// scaling (unscales, skips an overflowing step), then the optimizer.
+std::unique_ptr<StepStrategy> MakeStepStrategy(optimizers::Optimizer& optimizer,
+                                               const StepStrategyOptions& options);
+
+}  // namespace sluice::train::fit
+
+#endif  // SLUICE_TRAIN_FIT_STEP_STRATEGY_H_
