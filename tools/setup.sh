@@ -42,6 +42,8 @@ packages=(
   dataset-fashion-mnist
   # ONNX export (train/export/): the ONNX protos, and ONNX's own checker for the tests.
   libonnx-dev python3-onnx
+  # The API reference from the headers (tools/doxygen.sh, run by tools/test.sh).
+  doxygen
 )
 if [ "$bench" = 1 ]; then
   # libopenblas0-pthread becomes the libblas.so.3 alternative that PyTorch's CPU kernels load.

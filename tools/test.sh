@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds sluice and runs every test: the full suites; every suite again under
-# AddressSanitizer + UndefinedBehaviorSanitizer; each libFuzzer target for 30 s; the dataset,
-# autotune and train suites (the threaded ones) under ThreadSanitizer; then an install of the package
-# used by an out-of-tree example. Both sanitizer builds use clang, whose
-# -Wthread-safety -Werror=thread-safety (CMakeLists.txt) checks the lock
+# Builds sluice and runs every test: the full suites, and the C++ examples of README.md and docs/
+# (doc_snippets, docs/CMakeLists.txt); the API reference (tools/doxygen.sh, failing on a warning);
+# every suite again under AddressSanitizer + UndefinedBehaviorSanitizer; each libFuzzer target for
+# 30 s; the dataset, autotune and train suites (the threaded ones) under ThreadSanitizer; then an
+# install of the package used by out-of-tree examples. Both sanitizer builds
+# use clang, whose -Wthread-safety -Werror=thread-safety (CMakeLists.txt) checks the lock
 # annotations of the whole library.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,11 @@ echo "== unit tests"
 t=$SECONDS
 ctest --test-dir build --output-on-failure -j "$jobs"
 took "unit tests" "$t"
+
+echo "== API reference (Doxygen, no warnings allowed)"
+t=$SECONDS
+bash tools/doxygen.sh
+took "Doxygen" "$t"
 
 echo "== every suite under ASan + UBSan (clang, thread-safety analysis on)"
 t=$SECONDS
