@@ -14,6 +14,9 @@ the top (<sluice/X> becomes "X", the in-tree path), `main` renamed `Main`, and a
 the blocks marked `run`, or the one named on its command line. #line directives keep compiler
 errors pointing at the Markdown file and line.
 
+It also checks the files' relative links, [text](file.md#anchor): the file must exist and the
+anchor must be one of its headings (as GitHub makes them), so that a moved section fails here.
+
 docs/CMakeLists.txt runs it when a Markdown file changes and builds `doc_snippets`; ctest runs it.
 
 Usage: doc_snippets.py --out FILE.cc MARKDOWN...
@@ -50,6 +53,43 @@ def blocks(path):
         i = end + 1
 
 
+def without_code(text):
+    """The Markdown text without its fenced blocks and code spans."""
+    text = re.sub(r'^```.*?^```', '', text, flags=re.S | re.M)
+    return re.sub(r'`[^`\n]*`', '', text)
+
+
+def anchor(heading):
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r'[^\w\- ]', '', heading.strip().lower()).replace(' ', '-')
+
+
+def check_links(paths):
+    """Exits naming each relative link whose file or heading is missing."""
+    headings = {}
+    def anchors_of(path):
+        if path not in headings:
+            with open(path, encoding='utf-8') as f:
+                text = re.sub(r'^```.*?^```', '', f.read(), flags=re.S | re.M)
+            headings[path] = {anchor(h) for h in re.findall(r'^#+ (.*)$', text, flags=re.M)}
+        return headings[path]
+    broken = []
+    for path in paths:
+        with open(path, encoding='utf-8') as f:
+            text = without_code(f.read())
+        for link in re.findall(r'\]\(([^)\s]+)\)', text):
+            if re.match(r'^[a-z]+:', link):
+                continue  # http:, mailto:
+            file, _, fragment = link.partition('#')
+            target = os.path.normpath(os.path.join(os.path.dirname(path), file)) if file else path
+            if not os.path.exists(target):
+                broken.append(f'{path}: link to {link}: no file {target}')
+            elif fragment and target.endswith('.md') and fragment not in anchors_of(target):
+                broken.append(f'{path}: link to {link}: {target} has no heading #{fragment}')
+    if broken:
+        sys.exit('\n'.join(broken))
+
+
 def c_string(s):
     return '"' + s.replace('\\', '\\\\').replace('"', '\\"') + '"'
 
@@ -59,6 +99,7 @@ def main():
     parser.add_argument('--out', required=True)
     parser.add_argument('markdown', nargs='+')
     args = parser.parse_args()
+    check_links(args.markdown)
 
     includes, bodies, table, seen = [], [], [], {}
     for path in args.markdown:
