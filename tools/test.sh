@@ -3,7 +3,7 @@
 # (doc_snippets, docs/CMakeLists.txt); the API reference (tools/doxygen.sh, failing on a warning);
 # every suite again under AddressSanitizer + UndefinedBehaviorSanitizer; each libFuzzer target for
 # 30 s; the dataset, autotune and train suites (the threaded ones) under ThreadSanitizer; then an
-# install of the package used by out-of-tree examples. Both sanitizer builds
+# install of the package whose installed examples are built out of tree. Both sanitizer builds
 # use clang, whose -Wthread-safety -Werror=thread-safety (CMakeLists.txt) checks the lock
 # annotations of the whole library.
 set -euo pipefail
@@ -58,7 +58,8 @@ echo "== install and build the out-of-tree example"
 t=$SECONDS
 rm -rf build/install build/example-consumer
 cmake --install build --prefix build/install >/dev/null
-cmake -S examples/consumer -B build/example-consumer -G Ninja \
+# The examples as the package installs them (share/doc/sluice/examples), not the source tree's.
+cmake -S build/install/share/doc/sluice/examples/consumer -B build/example-consumer -G Ninja \
   -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
 cmake --build build/example-consumer
 ./build/example-consumer/read_records tests/data/small100.tfrecord
