@@ -8,7 +8,8 @@ mkdir -p build/doxygen
 rm -f build/doxygen/warnings.log
 doxygen docs/Doxyfile
 if [ -s build/doxygen/warnings.log ]; then
-  echo "doxygen: $(wc -l < build/doxygen/warnings.log) warning lines (build/doxygen/warnings.log):" >&2
+  echo "doxygen: $(wc -l < build/doxygen/warnings.log) warning lines" \
+    "(build/doxygen/warnings.log):" >&2
   head -50 build/doxygen/warnings.log >&2
   exit 1
 fi

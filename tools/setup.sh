@@ -9,7 +9,7 @@
 # in bench/ run (PyTorch, torchvision, PIL) and OpenBLAS: Debian's python3-torch
 # otherwise runs on the reference BLAS, a baseline no PyTorch user has; and
 # Chromium with python3-websocket, which tools/trace_screenshot.py drives to
-# picture a profile in Chromium's trace viewer (the README's figure).
+# picture a profile in Chromium's trace viewer (docs/profiler.md's figure).
 set -euo pipefail
 bench=0
 case "${1:-}" in

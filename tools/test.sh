@@ -48,7 +48,7 @@ bash tools/sanitizer_build.sh build-tsan thread "dataset;autotune;profiler;train
   dataset_tests autotune_tests profiler_tests train_tests
 # ReportFieldsAreFilled checks the model's input-ratio estimate after 0.6 s; under TSan's slowdown
 # the inputs a Map pulls ahead read as consumed (ratio ~1.5): a known defect of the estimate
-# (README, AUTOTUNE "Limits"), not a race, so it runs in the other two builds only.
+# (docs/autotune.md, "Limits"), not a race, so it runs in the other two builds only.
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
   ctest --test-dir build-tsan --output-on-failure -j "$jobs" \
   -E '^AutotuneControllerTest\.ReportFieldsAreFilled$'
@@ -66,7 +66,8 @@ cmake --build build/example-consumer
 # The C++ training example, briefly: 2,000 training images, one epoch, the whole test set.
 ./build/sluice convert fashion-mnist --out build/example-data --shards 2 >/dev/null
 (cd build && ./example-consumer/train_fashion_mnist example-data 1 2000)
-# The Keras-workflow examples (the README's snippets): a few seconds each on random data.
+# The Keras-workflow examples (docs/training.md, docs/custom-training.md): a few seconds each on
+# random data.
 ./build/example-consumer/keras_models
 ./build/example-consumer/custom_training
 # The seeds' section 4.1 on two small synthetic folder trees of JPEGs.
