@@ -3,7 +3,7 @@
 # Fashion-MNIST (Debian's dataset-fashion-mnist) into JPEG TFRecords, inspect
 # them, benchmark the input pipeline on them, measure raw TFRecord read
 # throughput, then train the cnn on the JPEG TFRecords and print its test
-# accuracy and training images/s. SLUICE_EPOCHS (default 10, the README's
+# accuracy and training images/s. SLUICE_EPOCHS (default 10, docs/benchmarks.md's
 # accuracy run: about 20 minutes on 2 cores) and SLUICE_MODEL (default cnn)
 # change the training run.
 set -euo pipefail

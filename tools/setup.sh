@@ -9,7 +9,7 @@
 # in bench/ run (PyTorch, torchvision, PIL) and OpenBLAS: Debian's python3-torch
 # otherwise runs on the reference BLAS, a baseline no PyTorch user has; and
 # Chromium with python3-websocket, which tools/trace_screenshot.py drives to
-# picture a profile in Chromium's trace viewer (the README's figure).
+# picture a profile in Chromium's trace viewer (docs/profiler.md's figure).
 set -euo pipefail
 bench=0
 case "${1:-}" in
@@ -42,6 +42,8 @@ packages=(
   dataset-fashion-mnist
   # ONNX export (train/export/): the ONNX protos, and ONNX's own checker for the tests.
   libonnx-dev python3-onnx
+  # The API reference from the headers (tools/doxygen.sh, run by tools/test.sh).
+  doxygen
 )
 if [ "$bench" = 1 ]; then
   # libopenblas0-pthread becomes the libblas.so.3 alternative that PyTorch's CPU kernels load.

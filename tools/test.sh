@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds sluice and runs every test: the full suites; every suite again under
-# AddressSanitizer + UndefinedBehaviorSanitizer; each libFuzzer target for 30 s; the dataset,
-# autotune and train suites (the threaded ones) under ThreadSanitizer; then an install of the package
-# used by an out-of-tree example. Both sanitizer builds use clang, whose
-# -Wthread-safety -Werror=thread-safety (CMakeLists.txt) checks the lock
+# Builds sluice and runs every test: the full suites, and the C++ examples of README.md and docs/
+# (doc_snippets, docs/CMakeLists.txt); the API reference (tools/doxygen.sh, failing on a warning);
+# every suite again under AddressSanitizer + UndefinedBehaviorSanitizer; each libFuzzer target for
+# 30 s; the dataset, autotune and train suites (the threaded ones) under ThreadSanitizer; then an
+# install of the package whose installed examples are built out of tree. Both sanitizer builds
+# use clang, whose -Wthread-safety -Werror=thread-safety (CMakeLists.txt) checks the lock
 # annotations of the whole library.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,11 @@ echo "== unit tests"
 t=$SECONDS
 ctest --test-dir build --output-on-failure -j "$jobs"
 took "unit tests" "$t"
+
+echo "== API reference (Doxygen, no warnings allowed)"
+t=$SECONDS
+bash tools/doxygen.sh
+took "Doxygen" "$t"
 
 echo "== every suite under ASan + UBSan (clang, thread-safety analysis on)"
 t=$SECONDS
@@ -42,7 +48,7 @@ bash tools/sanitizer_build.sh build-tsan thread "dataset;autotune;profiler;train
   dataset_tests autotune_tests profiler_tests train_tests
 # ReportFieldsAreFilled checks the model's input-ratio estimate after 0.6 s; under TSan's slowdown
 # the inputs a Map pulls ahead read as consumed (ratio ~1.5): a known defect of the estimate
-# (README, AUTOTUNE "Limits"), not a race, so it runs in the other two builds only.
+# (docs/autotune.md, "Limits"), not a race, so it runs in the other two builds only.
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
   ctest --test-dir build-tsan --output-on-failure -j "$jobs" \
   -E '^AutotuneControllerTest\.ReportFieldsAreFilled$'
@@ -52,14 +58,16 @@ echo "== install and build the out-of-tree example"
 t=$SECONDS
 rm -rf build/install build/example-consumer
 cmake --install build --prefix build/install >/dev/null
-cmake -S examples/consumer -B build/example-consumer -G Ninja \
+# The examples as the package installs them (share/doc/sluice/examples), not the source tree's.
+cmake -S build/install/share/doc/sluice/examples/consumer -B build/example-consumer -G Ninja \
   -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
 cmake --build build/example-consumer
 ./build/example-consumer/read_records tests/data/small100.tfrecord
 # The C++ training example, briefly: 2,000 training images, one epoch, the whole test set.
 ./build/sluice convert fashion-mnist --out build/example-data --shards 2 >/dev/null
 (cd build && ./example-consumer/train_fashion_mnist example-data 1 2000)
-# The Keras-workflow examples (the README's snippets): a few seconds each on random data.
+# The Keras-workflow examples (docs/training.md, docs/custom-training.md): a few seconds each on
+# random data.
 ./build/example-consumer/keras_models
 ./build/example-consumer/custom_training
 # The seeds' section 4.1 on two small synthetic folder trees of JPEGs.

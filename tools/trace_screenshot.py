@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Opens a Chrome trace-event JSON (the profiler's DIR/trace.json) in Chromium's own trace viewer,
-DevTools' Performance panel, and saves a screenshot of it: how the README's picture of a trace
+DevTools' Performance panel, and saves a screenshot of it: how docs/profiler.md's picture of a trace
 was made, with no network (Perfetto's UI is a web page these machines cannot load).
 
     tools/trace_screenshot.py DIR/trace.json out.png [--size 1600x1000] [--wait 6]

@@ -3,7 +3,8 @@
 // A windowed decode must equal the same window of a whole decode whenever both succeed and
 // libjpeg reads the JPEG without a warning. (With corrupt data that libjpeg recovers from, in
 // particular a progressive JPEG whose scans are incomplete, libjpeg-turbo's inter-block smoothing
-// of a decode that skips rows differs from a whole decode by a few levels; README, "Fuzzing".)
+// of a decode that skips rows differs from a whole decode by a few levels; docs/reliability.md,
+// "Findings".)
 //
 // With SLUICE_FUZZ_SEEDS=DIR set, the target first writes small JPEGs of every kind it should
 // read into DIR (the seed corpus), encoded with libjpeg directly: baseline 4:2:0 and 4:4:4,

@@ -39,7 +39,7 @@ std::string InDir(absl::string_view name) {
 
 // Component i as an int64, or 7 when it is not one. A fuzzed checkpoint can put elements of any
 // type in a node's buffers, and Restore does not check them against the types the pipeline
-// produces (README, "Fuzzing"): this pipeline's functions must not assume.
+// produces (docs/reliability.md, "Findings"): this pipeline's functions must not assume.
 int64_t Value(const Element& e, size_t i = 0) {
   if (i >= e.size() || e[i].dtype() != DType::kInt64 || e[i].num_elements() < 1) return 7;
   return e[i].data<int64_t>()[0];
