@@ -1,5 +1,7 @@
 #include "train/fit/model_input.h"
 
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "train/backend/transfer.h"
 #include "train/data/prefetch_to_device.h"
@@ -15,9 +17,20 @@ absl::Status CheckModelInput(absl::string_view who, const Element& e, size_t fir
   }
   const Tensor& images = e[first];
   if (images.dtype() != DType::kFloat32 || images.rank() < 1) {
+    // What to change, for the mistakes a newcomer makes.
+    std::string fix;
+    if (images.dtype() == DType::kUint8) {
+      fix =
+          "; decoded images are uint8: add Rescaling(1.0f / 255) (ops/rescaling.h) or Cast(x, "
+          "DType::kFloat32) to the pipeline's Map";
+    } else if (images.dtype() != DType::kFloat32) {
+      fix = "; add Cast(x, DType::kFloat32) (ops/cast.h) to the pipeline's Map";
+    } else {
+      fix = "; batch the dataset (Dataset::Batch) so that inputs have a batch dimension";
+    }
     return absl::InvalidArgumentError(absl::StrCat(who, ": inputs must be float32 [B, ...], got ",
                                                    DTypeName(images.dtype()),
-                                                   images.shape().DebugString()));
+                                                   images.shape().DebugString(), fix));
   }
   return absl::OkStatus();
 }

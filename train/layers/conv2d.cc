@@ -10,6 +10,13 @@ Conv2D::Conv2D(int64_t filters, KernelSize kernel_size, Conv2DLayerOptions optio
       filters_(filters),
       kernel_size_(kernel_size) {}
 
+Conv2D::Conv2D(int64_t filters, KernelSize kernel_size, Activation activation,
+               Conv2DLayerOptions options)
+    : Conv2D(filters, kernel_size, [&] {
+        options.activation = activation;
+        return options;
+      }()) {}
+
 Conv2D::Conv2D(int64_t in_channels, int64_t filters, int64_t kernel_h, int64_t kernel_w,
                Conv2DLayerOptions options)
     : Conv2D(filters, KernelSize(kernel_h, kernel_w), options) {
@@ -18,9 +25,12 @@ Conv2D::Conv2D(int64_t in_channels, int64_t filters, int64_t kernel_h, int64_t k
 
 absl::Status Conv2D::Build(const Shape& input_shape) {
   if (input_shape.rank() != 4 || input_shape.dim(3) < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name(), ": expects NHWC inputs [batch, height, width, channels], got ",
-                     input_shape.DebugString()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        name(), ": expects NHWC inputs [batch, height, width, channels], got ",
+        input_shape.DebugString(),
+        input_shape.rank() == 3 ? "; one-channel images need their channel axis: reshape them to "
+                                  "[batch, height, width, 1] in the pipeline"
+                                : ""));
   }
   const int64_t in = input_shape.dim(3);
   if (in_channels_) {

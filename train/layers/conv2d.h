@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "train/layers/kernel_layer.h"
+#include "train/layers/window_size.h"
 #include "train/ops/conv2d.h"
 
 namespace sluice::train::layers {
@@ -19,13 +20,6 @@ struct Conv2DLayerOptions {
   std::optional<Regularizer> kernel_regularizer;  // Keras' kernel_regularizer
 };
 
-// Keras' kernel_size: one number for a square window, or {height, width}.
-struct KernelSize {
-  KernelSize(int64_t size) : h(size), w(size) {}  // NOLINT: Conv2D(32, 3) as in Keras
-  KernelSize(int64_t height, int64_t width) : h(height), w(width) {}
-  int64_t h, w;
-};
-
 // Keras Conv2D: NHWC input, kernel HWIO [kh, kw, in_channels, filters], bias [filters], then
 // the activation. Conv2D(filters, kernel_size) learns in_channels from its first input (or
 // Build); Conv2D(in_channels, filters, kh, kw) builds at once. Both give the same values for the
@@ -33,6 +27,10 @@ struct KernelSize {
 class Conv2D : public KernelLayer {
  public:
   Conv2D(int64_t filters, KernelSize kernel_size, Conv2DLayerOptions options = {});
+  // Conv2D(32, 3, Activation::kRelu), as Dense(units, activation): `activation` replaces
+  // options.activation.
+  Conv2D(int64_t filters, KernelSize kernel_size, Activation activation,
+         Conv2DLayerOptions options = {});
   Conv2D(int64_t in_channels, int64_t filters, int64_t kernel_h, int64_t kernel_w,
          Conv2DLayerOptions options = {});
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;

@@ -33,8 +33,9 @@ absl::Status Dense::Build(const Shape& input_shape) {
     return absl::OkStatus();
   }
   if (input_shape.rank() < 2 || in < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        name(), ": expects inputs [batch, features], got ", input_shape.DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name(), ": expects inputs [batch, features], got ", input_shape.DebugString(),
+                     input_shape.rank() > 2 ? "; add Flatten() or GlobalAvgPool() before it" : ""));
   }
   SLUICE_RETURN_IF_ERROR(CreateVariables(Shape{in, units_}));
   in_features_ = in;

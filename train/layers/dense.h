@@ -24,6 +24,8 @@ class Dense : public KernelLayer {
  public:
   explicit Dense(int64_t units, Activation activation = Activation::kLinear,
                  DenseOptions options = {});
+  // Dense(10, {.activation = Activation::kSoftmax, .seed = 1}), as Conv2D takes its options.
+  Dense(int64_t units, DenseOptions options) : Dense(units, Activation::kLinear, options) {}
   Dense(int64_t in_features, int64_t units, DenseOptions options = {});
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
   absl::Status Build(const Shape& input_shape) override;

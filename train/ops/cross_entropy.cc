@@ -20,9 +20,11 @@ absl::Status LabelRangeCheck::Check() const {
     const int64_t l =
         host.dtype() == DType::kInt32 ? host.data<int32_t>()[i] : host.data<int64_t>()[i];
     if (l < 0 || l >= classes_) {
-      return absl::InvalidArgumentError(absl::StrCat("SparseSoftmaxCrossEntropyWithLogits: label ",
-                                                     l, " at index ", i, " is outside [0, ",
-                                                     classes_, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("SparseSoftmaxCrossEntropyWithLogits: label ", l, " at index ", i,
+                       " is outside [0, ", classes_, "): the model's output has ", classes_,
+                       " classes; does its last Dense have as many "
+                       "units as the data has classes?"));
     }
   }
   return absl::InternalError(absl::StrCat("SparseSoftmaxCrossEntropyWithLogits: the device found ",

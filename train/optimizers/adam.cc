@@ -22,4 +22,12 @@ absl::Status Adam::Update(autodiff::Variable& var, const Tensor& grad, int64_t s
                              options_.epsilon, decay);
 }
 
+Adam::Adam(float learning_rate, AdamOptions options)
+    : Adam(WithLearningRate(options, learning_rate)) {}
+
+Adam::Adam(std::shared_ptr<const LearningRateSchedule> schedule, AdamOptions options)
+    : Adam(options) {
+  set_schedule(std::move(schedule));
+}
+
 }  // namespace sluice::train::optimizers

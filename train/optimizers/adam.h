@@ -1,6 +1,8 @@
 #ifndef SLUICE_TRAIN_OPTIMIZERS_ADAM_H_
 #define SLUICE_TRAIN_OPTIMIZERS_ADAM_H_
 
+#include <memory>
+
 #include "train/optimizers/optimizer.h"
 
 namespace sluice::train::optimizers {
@@ -23,6 +25,12 @@ struct AdamOptions {
 class Adam : public Optimizer {
  public:
   explicit Adam(AdamOptions options = {});
+  // Keras' Adam(learning_rate, ...): Adam(0.01f), the other options after; `learning_rate`
+  // replaces options.learning_rate.
+  explicit Adam(float learning_rate, AdamOptions options = {});
+  // Keras' Adam(learning_rate=schedule): the rate follows `schedule`
+  // (learning_rate_schedule.h).
+  explicit Adam(std::shared_ptr<const LearningRateSchedule> schedule, AdamOptions options = {});
 
  protected:
   absl::Status Update(autodiff::Variable& var, const Tensor& grad, int64_t step,

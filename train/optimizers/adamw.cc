@@ -9,4 +9,12 @@ AdamW::AdamW(AdamWOptions options)
             .epsilon = options.epsilon,
             .weight_decay = options.weight_decay}) {}
 
+AdamW::AdamW(float learning_rate, AdamWOptions options)
+    : AdamW(WithLearningRate(options, learning_rate)) {}
+
+AdamW::AdamW(std::shared_ptr<const LearningRateSchedule> schedule, AdamWOptions options)
+    : AdamW(options) {
+  set_schedule(std::move(schedule));
+}
+
 }  // namespace sluice::train::optimizers

@@ -1,6 +1,8 @@
 #ifndef SLUICE_TRAIN_OPTIMIZERS_ADAMW_H_
 #define SLUICE_TRAIN_OPTIMIZERS_ADAMW_H_
 
+#include <memory>
+
 #include "train/optimizers/adam.h"
 
 namespace sluice::train::optimizers {
@@ -21,6 +23,12 @@ struct AdamWOptions {
 class AdamW : public Adam {
  public:
   explicit AdamW(AdamWOptions options = {});
+  // Keras' AdamW(learning_rate, ...): AdamW(0.01f), the other options after; `learning_rate`
+  // replaces options.learning_rate.
+  explicit AdamW(float learning_rate, AdamWOptions options = {});
+  // Keras' AdamW(learning_rate=schedule): the rate follows `schedule`
+  // (learning_rate_schedule.h).
+  explicit AdamW(std::shared_ptr<const LearningRateSchedule> schedule, AdamWOptions options = {});
 };
 
 }  // namespace sluice::train::optimizers

@@ -27,6 +27,14 @@ struct OptimizerState {
   std::vector<std::pair<std::string, Tensor>> slots;
 };
 
+// `options` with `learning_rate` in it: for the optimizers' Keras-style (learning_rate, options)
+// constructors.
+template <typename Options>
+Options WithLearningRate(Options options, float learning_rate) {
+  options.learning_rate = learning_rate;
+  return options;
+}
+
 // Updates variables in place from their gradients, as Keras'
 // optimizer.apply_gradients. A variable whose gradient is nullopt is left
 // alone (it did not contribute to the loss). Slots (momentum, Adam's m and v)

@@ -22,4 +22,10 @@ absl::Status Sgd::Update(autodiff::Variable& var, const Tensor& grad, int64_t, f
   return backend->SgdUpdate(w, grad, velocity, lr, options_.momentum, options_.nesterov, decay);
 }
 
+Sgd::Sgd(float learning_rate, SgdOptions options) : Sgd(WithLearningRate(options, learning_rate)) {}
+
+Sgd::Sgd(std::shared_ptr<const LearningRateSchedule> schedule, SgdOptions options) : Sgd(options) {
+  set_schedule(std::move(schedule));
+}
+
 }  // namespace sluice::train::optimizers

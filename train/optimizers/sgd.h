@@ -1,6 +1,8 @@
 #ifndef SLUICE_TRAIN_OPTIMIZERS_SGD_H_
 #define SLUICE_TRAIN_OPTIMIZERS_SGD_H_
 
+#include <memory>
+
 #include "train/optimizers/optimizer.h"
 
 namespace sluice::train::optimizers {
@@ -20,6 +22,12 @@ struct SgdOptions {
 class Sgd : public Optimizer {
  public:
   explicit Sgd(SgdOptions options = {});
+  // Keras' SGD(learning_rate, ...): Sgd(0.01f), the other options after; `learning_rate`
+  // replaces options.learning_rate.
+  explicit Sgd(float learning_rate, SgdOptions options = {});
+  // Keras' SGD(learning_rate=schedule): the rate follows `schedule`
+  // (learning_rate_schedule.h).
+  explicit Sgd(std::shared_ptr<const LearningRateSchedule> schedule, SgdOptions options = {});
 
  protected:
   absl::Status Update(autodiff::Variable& var, const Tensor& grad, int64_t step,
@@ -28,6 +36,9 @@ class Sgd : public Optimizer {
  private:
   SgdOptions options_;
 };
+
+// Keras' name.
+using SGD = Sgd;
 
 }  // namespace sluice::train::optimizers
 

@@ -7,6 +7,7 @@
 
 #include "tests/train/gradient_check.h"
 #include "tests/train/module_gradient_check.h"
+#include "train/layers/dense.h"
 
 namespace sluice::train::layers {
 namespace {
@@ -31,6 +32,27 @@ TEST(Conv2DLayerTest, FiniteDifferences) {
               {.conv = {.stride_h = 2, .stride_w = 2, .padding = ops::Padding::kSame}, .seed = 3});
   ASSERT_TRUE(conv.bias()->Assign(T({0.1f, -0.2f, 0.3f}, {3})).ok());
   EXPECT_EQ(CheckModuleGradients(conv, RandomTensor({2, 5, 5, 2}, 6), /*training=*/true), "");
+}
+
+// Conv2D(filters, kernel_size, activation), as Dense(units, activation); and
+// Dense(units, {...}), as Conv2D takes its options.
+TEST(Conv2DTest, ActivationAsAnArgumentOrAnOptionAsDenseTakesIt) {
+  Conv2D conv(4, 3, Activation::kRelu, {.seed = 2});
+  absl::StatusOr<LayerConfig> config = conv.GetConfig();
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->strings.at("activation"), "relu");
+  EXPECT_EQ(config->ints.at("seed"), 2);
+  Dense dense(10, {.seed = 3, .activation = Activation::kSoftmax});
+  config = dense.GetConfig();
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->strings.at("activation"), "softmax");
+}
+
+TEST(Conv2DTest, AnImageWithoutItsChannelAxisSaysHowToAddIt) {
+  Conv2D conv(4, 3);
+  const absl::Status s = conv.Build(Shape({8, 28, 28}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("[batch, height, width, 1]"), std::string::npos) << s;
 }
 
 }  // namespace

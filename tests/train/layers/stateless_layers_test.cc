@@ -125,5 +125,22 @@ TEST(DropoutLayerTest, RefusesPastExactFloatCount) {
   EXPECT_EQ(dropout.Forward(T({1}, {1}), true).status().code(), absl::StatusCode::kOutOfRange);
 }
 
+// Keras' MaxPooling2D(pool_size, strides = pool_size, padding) and AveragePooling2D.
+TEST(StatelessLayersTest, PoolingTakesKerasPoolSizeStridesAndPadding) {
+  const ops::Pool2DOptions two = MaxPool2D(2).options();
+  EXPECT_EQ(std::vector<int64_t>({two.window_h, two.window_w, two.stride_h, two.stride_w}),
+            std::vector<int64_t>({2, 2, 2, 2}));
+  const ops::Pool2DOptions tall = AveragePooling2D(PoolSize(3, 1)).options();
+  EXPECT_EQ(std::vector<int64_t>({tall.window_h, tall.window_w, tall.stride_h, tall.stride_w}),
+            std::vector<int64_t>({3, 1, 3, 1}));
+  // 3x3 windows moving by 1 with "same" padding: the 3x3 input keeps its size, and each
+  // output is the largest value its window covers.
+  MaxPool2D same(3, 1, ops::Padding::kSame);
+  EXPECT_EQ(same.options().padding, ops::Padding::kSame);
+  absl::StatusOr<Tensor> y = same.Forward(T({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 3, 3, 1}), false);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Values(*y), ElementsAre(5, 6, 6, 8, 9, 9, 8, 9, 9));
+}
+
 }  // namespace
 }  // namespace sluice::train::layers

@@ -8,6 +8,7 @@
 
 #include "tests/train/gradient_check.h"
 #include "train/optimizers/adam.h"
+#include "train/optimizers/adamw.h"
 #include "train/optimizers/learning_rate_schedule.h"
 #include "train/optimizers/sgd.h"
 
@@ -150,6 +151,21 @@ TEST(OptimizerTest, RestoreRejectsForeignState) {
   EXPECT_THAT(restore("m/1", T({1, 2}, {2})).message(), HasSubstr("1 variables"));
   EXPECT_THAT(restore("m/x", T({1, 2}, {2})).message(), HasSubstr("m/x"));
   EXPECT_THAT(restore("v/0", T({1, 2, 3}, {3})).message(), HasSubstr("[3]"));
+}
+
+// Keras' positional learning rate, and a schedule in its place.
+TEST(OptimizerTest, TheLearningRateOrASchedulePositionallyAsInKeras) {
+  EXPECT_FLOAT_EQ(Adam(0.1f).learning_rate(), 0.1f);
+  EXPECT_FLOAT_EQ(Sgd(0.5f, {.momentum = 0.9f}).learning_rate(), 0.5f);
+  EXPECT_FLOAT_EQ(AdamW(0.02f).learning_rate(), 0.02f);
+  EXPECT_FLOAT_EQ(SGD().learning_rate(), 0.01f);  // Keras' default
+  Sgd scheduled(std::make_shared<ExponentialDecay>(
+      ExponentialDecayOptions{.initial_learning_rate = 1.0, .decay_steps = 1, .decay_rate = 0.5}));
+  autodiff::Variable w(T({1}, {1}));
+  EXPECT_FLOAT_EQ(scheduled.learning_rate(), 1.0f);
+  ASSERT_TRUE(scheduled.Apply({T({1}, {1})}, {&w}).ok());  // w = 1 - 1 * 1
+  EXPECT_FLOAT_EQ(scheduled.learning_rate(), 0.5f);
+  EXPECT_FLOAT_EQ(w.value().data<float>()[0], 0.0f);
 }
 
 }  // namespace
