@@ -4,8 +4,8 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "core/status_macros.h"
+#include "train/callbacks/checkpoint_path.h"
 
 namespace sluice::train::callbacks {
 
@@ -27,8 +27,8 @@ absl::Status ModelCheckpoint::MaybeSave(int64_t epoch, const Logs& logs) {
     if (!monitor_.IsImprovement(value)) return absl::OkStatus();
     monitor_.set_best(value);
   }
-  const std::string path =
-      absl::StrReplaceAll(options_.path, {{"{epoch}", absl::StrCat(epoch + 1)}});
+  SLUICE_ASSIGN_OR_RETURN(const std::string path,
+                          FormatCheckpointPath(options_.path, epoch + 1, logs));
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   if (!folder.empty()) {
     std::error_code error;

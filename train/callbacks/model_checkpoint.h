@@ -10,7 +10,8 @@
 namespace sluice::train::callbacks {
 
 struct ModelCheckpointOptions {
-  // Where to save; "{epoch}" is replaced by the 1-based epoch number (Keras' "{epoch:02d}").
+  // Where to save, formatted as Keras formats it (FormatCheckpointPath): "{epoch}" or
+  // "{epoch:02d}" is the 1-based epoch, "{val_loss:.3f}" a value of the logs.
   std::string path;
   std::string monitor = "val_loss";
   // Save only when `monitor` improves on the best value so far.
