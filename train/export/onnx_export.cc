@@ -36,13 +36,7 @@ namespace {
 // ONNX IR version 8 goes with opsets up to 17 (ONNX 1.12, Debian's).
 constexpr int64_t kIrVersion = 8;
 
-// A tensor of the graph: its name, its shape in sluice's terms (NHWC for images, dim 0 the batch,
-// which is dynamic) and whether the graph holds it as NCHW.
-struct Value {
-  std::string name;
-  std::vector<int64_t> dims;  // dims[0] is the batch: unused
-  bool nchw = false;
-};
+using Value = OnnxValue;
 
 std::string Join(const std::string& path, const std::string& name) {
   return path.empty() ? name : absl::StrCat(path, "/", name);
@@ -82,6 +76,9 @@ class GraphBuilder {
   // Emits `children` one after another, each at path/i/name.
   absl::StatusOr<Value> Chain(const std::vector<layers::Module*>& children, const Value& in,
                               const std::string& path);
+  // A user's own layer, through its OnnxExportOptions::custom_layers entry.
+  absl::StatusOr<Value> Custom(const OnnxLayerExporter& exporter, layers::Module& layer,
+                               const Value& in, const std::string& path);
 
   onnx::GraphProto* graph_;
   const OnnxExportOptions& options_;
@@ -368,10 +365,58 @@ absl::StatusOr<Value> GraphBuilder::Layer(layers::Module& layer, const Value& in
                 layer.name()) != options_.sequential_layers.end()) {
     return Chain(layer.Children(), in, path);
   }
+  if (auto custom = options_.custom_layers.find(layer.name());
+      custom != options_.custom_layers.end()) {
+    return Custom(custom->second, layer, in, path);
+  }
   return absl::UnimplementedError(absl::StrCat(
       "ONNX export: layer '", path, "' (", layer.name(),
-      ") has no ONNX form; the built-in layers export, and a user's own container whose layers "
+      ") has no ONNX form; the built-in layers export, a user's own layer when "
+      "OnnxExportOptions::custom_layers gives its nodes, and a user's own container whose layers "
       "run one after another when OnnxExportOptions::sequential_layers names it"));
+}
+
+// The OnnxGraph a custom layer's exporter writes through: the builder at the layer's path.
+class LayerGraph : public OnnxGraph {
+ public:
+  LayerGraph(GraphBuilder& builder, std::string path) : builder_(builder), path_(std::move(path)) {}
+  onnx::NodeProto* Node(const std::string& op, std::vector<std::string> inputs) override {
+    return builder_.Node(op, path_, std::move(inputs));
+  }
+  absl::StatusOr<std::string> Weight(autodiff::Variable& variable,
+                                     const std::vector<int>& perm) override {
+    return builder_.Initializer(variable, perm);
+  }
+  std::string Constant(const std::string& name, float value) override {
+    return builder_.Constant(name, value);
+  }
+  OnnxValue ToNhwc(const OnnxValue& value) override { return builder_.ToNhwc(value, path_); }
+  OnnxValue ToNchw(const OnnxValue& value) override { return builder_.ToNchw(value, path_); }
+  absl::StatusOr<OnnxValue> Layer(layers::Module& child, const OnnxValue& in) override {
+    return builder_.Layer(child, in, Join(path_, child.name()));
+  }
+  const std::string& path() const override { return path_; }
+
+ private:
+  GraphBuilder& builder_;
+  const std::string path_;
+};
+
+absl::StatusOr<Value> GraphBuilder::Custom(const OnnxLayerExporter& exporter, layers::Module& layer,
+                                           const Value& in, const std::string& path) {
+  LayerGraph graph(*this, path);
+  absl::StatusOr<Value> out = exporter(layer, graph, in);
+  if (!out.ok()) {
+    return absl::Status(out.status().code(),
+                        absl::StrCat("ONNX export: layer '", path, "' (", layer.name(),
+                                     "): ", out.status().message()));
+  }
+  if (out->name.empty() || out->dims.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ONNX export: layer '", path, "' (", layer.name(),
+                     "): its exporter returned a value without a name or dims"));
+  }
+  return out;
 }
 
 absl::StatusOr<Value> GraphBuilder::Chain(const std::vector<layers::Module*>& children,

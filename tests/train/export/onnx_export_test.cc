@@ -36,6 +36,7 @@
 #include "train/layers/residual_block.h"
 #include "train/layers/sequential.h"
 #include "train/models/model_zoo.h"
+#include "train/ops/arithmetic.h"
 #include "train/optimizers/adam.h"
 
 namespace sluice::train::exporting {
@@ -393,6 +394,81 @@ TEST(OnnxExportTest, AUsersOwnSequentialContainerExportsWhenNamed) {
   ASSERT_TRUE(proto.ok()) << proto.status();
   EXPECT_EQ(OpTypes(*proto), (std::set<std::string>{"Flatten", "Gemm", "Identity"}));
   EXPECT_EQ(proto->graph().output(0).type().tensor_type().shape().dim(1).dim_value(), 3);
+}
+
+// A user's own layer with a weight: y = x * scale + 1 per channel (NHWC, channels last).
+class ScaleShift : public layers::Module {
+ public:
+  explicit ScaleShift(int64_t channels)
+      : scale_(Uniform(Shape{channels}, 21, 0.5f, 2.0f), "scale_shift/scale") {}
+  absl::StatusOr<Tensor> Forward(const Tensor& input, bool) override {
+    SLUICE_ASSIGN_OR_RETURN(Tensor scaled, ops::Mul(input, scale_.value()));
+    return ops::Add(scaled, Tensor::Scalar<float>(1.0f));
+  }
+  std::string name() const override { return "scale_shift"; }
+  std::vector<autodiff::Variable*> Variables() override { return {&scale_}; }
+  autodiff::Variable& scale() { return scale_; }
+
+ private:
+  autodiff::Variable scale_;
+};
+
+// Its ONNX form, as a user writes it: the input in sluice's NHWC order (the graph may hold it
+// NCHW after a convolution), then Mul by the weight and Add of a constant.
+absl::StatusOr<OnnxValue> ScaleShiftToOnnx(layers::Module& layer, OnnxGraph& graph,
+                                           const OnnxValue& input) {
+  auto& self = dynamic_cast<ScaleShift&>(layer);
+  const OnnxValue x = graph.ToNhwc(input);
+  SLUICE_ASSIGN_OR_RETURN(const std::string scale, graph.Weight(self.scale()));
+  const std::string scaled = graph.Node("Mul", {x.name, scale})->output(0);
+  const std::string out = graph.Node("Add", {scaled, graph.Constant("one", 1.0f)})->output(0);
+  return OnnxValue{out, x.dims, false};
+}
+
+TEST(OnnxExportTest, AUsersOwnLayerExportsThroughItsHookAndOnnxRuntimeAgrees) {
+  layers::Sequential model;
+  model
+      .Add(std::make_unique<layers::Conv2D>(4, layers::KernelSize(3),
+                                            layers::Conv2DLayerOptions{.seed = 3}))
+      .Add(std::make_unique<ScaleShift>(4))
+      .Add(std::make_unique<layers::Flatten>())
+      .Add(std::make_unique<layers::Dense>(3, layers::Activation::kLinear,
+                                           layers::DenseOptions{.seed = 4}));
+  const Shape input_shape{1, 6, 5, 2};
+  ASSERT_TRUE(model.Build(input_shape).ok());
+  const Tensor x = Uniform(Shape{5, 6, 5, 2}, 8, -1, 1);
+  auto expected = model.Forward(x, /*training=*/false);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  const OnnxExportOptions options{.custom_layers = {{"scale_shift", ScaleShiftToOnnx}}};
+  auto proto = ToOnnx(model, input_shape, options);
+  ASSERT_TRUE(proto.ok()) << proto.status();
+  // Named after the layer's path, as the built-in layers' nodes are.
+  const auto& nodes = proto->graph().node();
+  EXPECT_TRUE(std::any_of(nodes.begin(), nodes.end(), [](const onnx::NodeProto& n) {
+    return n.op_type() == "Mul" && n.name().rfind("1/scale_shift/Mul", 0) == 0;
+  }));
+  ScopedTempDir dir;
+  const std::string path = dir.path() + "/custom.onnx";
+  ASSERT_TRUE(ExportOnnx(model, input_shape, path, options).ok());
+  EXPECT_EQ(CheckerErrors(path), "");
+  auto got = RunOnnxRuntime(path, x, dir.path());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_LE(Compare(Values(*expected), *got, 3, 2e-5f).max_abs_diff, 1e-5f);
+}
+
+TEST(OnnxExportTest, AHookThatFailsIsNamedWithItsLayer) {
+  layers::Sequential model;
+  model.Add(std::make_unique<layers::Flatten>()).Add(std::make_unique<ScaleShift>(16));
+  ASSERT_TRUE(model.Build(Shape{1, 4, 4, 1}).ok());
+  auto failing = [](layers::Module&, OnnxGraph& graph,
+                    const OnnxValue&) -> absl::StatusOr<OnnxValue> {
+    return absl::InvalidArgumentError(absl::StrCat("no form at ", graph.path()));
+  };
+  auto proto = ToOnnx(model, Shape{1, 4, 4, 1}, {.custom_layers = {{"scale_shift", failing}}});
+  EXPECT_EQ(proto.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(proto.status().message(),
+              HasSubstr("layer '1/scale_shift' (scale_shift): no form at 1/scale_shift"));
 }
 
 TEST(OnnxExportTest, AnUnbuiltModelOrABadShapeIsAnError) {
