@@ -123,6 +123,7 @@
 #include "train/recipes/folder_images.h"
 #include "train/recipes/image_classifier.h"
 #include "train/recipes/image_model.h"
+#include "train/recipes/imagenet_pipeline.h"
 #include "train/recipes/labeled_images.h"
 #include "train/recipes/optimizer.h"
 #include "train/recipes/schedule.h"
