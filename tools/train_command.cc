@@ -23,11 +23,11 @@
 namespace sluice::tools {
 namespace {
 
-using Run = train::recipes::ImageClassifierOptions;
+using train::recipes::ImageClassifierOptions;
 using Result = train::recipes::ImageClassifierResult;
 
 // TrainImageClassifier, after its first checks in the options' words.
-absl::StatusOr<Result> Train(const Run& run, distributed::Communicator* comm) {
+absl::StatusOr<Result> Train(const ImageClassifierOptions& run, distributed::Communicator* comm) {
   if (!run.device.is_cpu()) SLUICE_RETURN_IF_ERROR(CheckDeviceAvailable(run.device));
   SLUICE_RETURN_IF_ERROR(
       Prefixed(absl::StrCat("--precision ", train::backend::PrecisionName(run.precision), ": "),

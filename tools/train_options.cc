@@ -19,7 +19,7 @@ namespace sluice::tools {
 namespace {
 
 using train::recipes::Augmentation;
-using Run = train::recipes::ImageClassifierOptions;
+using Classifier = train::recipes::ImageClassifierOptions;
 using Optimizer = train::recipes::OptimizerOptions;
 using Schedule = train::recipes::ScheduleOptions;
 using Callbacks = train::recipes::CallbackOptions;
@@ -53,48 +53,48 @@ absl::StatusOr<std::pair<int64_t, int64_t>> StepRange(absl::string_view flag,
 
 std::vector<Row> DataAndModelRows() {
   return {
-      Option("data", "DIR", In(&Run::tfrecord_dir),
+      Option("data", "DIR", In(&Classifier::tfrecord_dir),
              "folder with train-*.tfrecord and test-*.tfrecord"),
-      Option("images", "DIR", In(&Run::image_dir),
+      Option("images", "DIR", In(&Classifier::image_dir),
              "instead of --data: a folder of class folders of JPEGs (ImageDatasetFromDirectory), "
              "RGB, split into training and validation subsets; the validation subset is the test "
              "set"),
-      Option("image-size", "N", In(&Run::image_size),
+      Option("image-size", "N", In(&Classifier::image_size),
              "with --images: height and width of the images", {.min = 8}),
-      Option("validation-split", "X", In(&Run::validation_split),
+      Option("validation-split", "X", In(&Classifier::validation_split),
              "with --images: the share of the images held out as the test set",
              {.parse = OpenUnitInterval}),
-      Option("model", "NAME", In(&Run::model),
+      Option("model", "NAME", In(&Classifier::model),
              absl::StrCat(absl::StrJoin(train::models::ModelNames(), ", "),
                           " (see the README for their layers)"),
              {.json = "model"}),
-      Option("epochs", "N", In(&Run::epochs), "passes over the training set",
+      Option("epochs", "N", In(&Classifier::epochs), "passes over the training set",
              {.min = 1, .json = "epochs"}),
-      Option("batch", "B", In(&Run::batch_size), "images per training step",
+      Option("batch", "B", In(&Classifier::batch_size), "images per training step",
              {.min = 1, .json = "batch"}),
   };
 }
 
 std::vector<Row> OptimizerRows() {
   return {
-      Option("optimizer", "NAME", In(&Run::optimizer, &Optimizer::name),
+      Option("optimizer", "NAME", In(&Classifier::optimizer, &Optimizer::name),
              "sgd, adam or adamw (Keras defaults)"),
-      Option("lr", "X", In(&Run::optimizer, &Optimizer::learning_rate),
+      Option("lr", "X", In(&Classifier::optimizer, &Optimizer::learning_rate),
              "learning rate (sgd 0.01, adam and adamw 0.001 by default)",
              {.shown_default = "optimizer's default", .bound = CommandLine::Bound::kExclusive}),
-      Option("momentum", "M", In(&Run::optimizer, &Optimizer::momentum), "SGD momentum"),
-      Option("weight-decay", "X", In(&Run::optimizer, &Optimizer::weight_decay),
+      Option("momentum", "M", In(&Classifier::optimizer, &Optimizer::momentum), "SGD momentum"),
+      Option("weight-decay", "X", In(&Classifier::optimizer, &Optimizer::weight_decay),
              "decoupled weight decay: w -= lr * X * w each step (Keras' weight_decay)",
              {.shown_default = "adamw 0.004, others 0"}),
-      Option("schedule", "NAME", In(&Run::optimizer, &Optimizer::schedule, &Schedule::name),
+      Option("schedule", "NAME", In(&Classifier::optimizer, &Optimizer::schedule, &Schedule::name),
              "learning-rate schedule: constant, cosine (to 0 at the end) or step (/10 at 50% and "
              "75% of the steps)"),
       Option("warmup-steps", "N",
-             In(&Run::optimizer, &Optimizer::schedule, &Schedule::warmup_steps),
+             In(&Classifier::optimizer, &Optimizer::schedule, &Schedule::warmup_steps),
              "linear warmup from 0 over N steps"),
-      Option("clip-norm", "X", In(&Run::optimizer, &Optimizer::clip_norm),
+      Option("clip-norm", "X", In(&Classifier::optimizer, &Optimizer::clip_norm),
              "clip gradients to this global norm (0: off)"),
-      Option("label-smoothing", "X", In(&Run::label_smoothing),
+      Option("label-smoothing", "X", In(&Classifier::label_smoothing),
              "in [0, 1]: train towards (1 - X) on the label and X spread evenly over the classes "
              "(CategoricalCrossentropy's label_smoothing); the logged losses include it",
              {.max = 1, .json = "label_smoothing"}),
@@ -104,7 +104,7 @@ std::vector<Row> OptimizerRows() {
 std::vector<Row> ComputeRows() {
   const std::string resnets = absl::StrJoin(train::models::ResNetNames(), " and ");
   return {
-      Option("precision", "POLICY", In(&Run::precision),
+      Option("precision", "POLICY", In(&Classifier::precision),
              "float32, mixed_bfloat16 (matmuls and convolutions multiply in bfloat16; needs "
              "AVX512-BF16 on the CPU) or mixed_float16 (CUDA only)",
              {.json = "precision",
@@ -113,17 +113,17 @@ std::vector<Row> ComputeRows() {
                 return Prefixed("--", train::backend::ParsePrecision(text));
               },
               .format = train::backend::PrecisionName}),
-      Option("device", "DEV", In(&Run::device),
+      Option("device", "DEV", In(&Classifier::device),
              "where the model trains: cpu, cuda or cuda:N (needs a CUDA build and a GPU)",
              DeviceOptionSpec()),
-      Option("accumulate", "N", In(&Run::accumulate), "apply the mean gradient of N batches",
+      Option("accumulate", "N", In(&Classifier::accumulate), "apply the mean gradient of N batches",
              {.min = 1}),
-      Option("limit", "N", In(&Run::limit), "train on the first N training records only",
+      Option("limit", "N", In(&Classifier::limit), "train on the first N training records only",
              {.shown_default = "all", .min = 1}),
       Flag("augment", Field<TrainConfig>(&TrainConfig::augment),
            absl::StrCat("augment the training images, as --augmentation says (default for ",
                         resnets, "; --augment=false turns it off)")),
-      Option("augmentation", "NAME", In(&Run::augmentation),
+      Option("augmentation", "NAME", In(&Classifier::augmentation),
              "with --augment: pad-crop (random flip and 4-pixel pad-crop, fused into the decode) "
              "or keras (Keras' RandomFlip(\"horizontal\"), RandomTranslation(0.1, 0.1) and "
              "RandomZoom(0.1) on each batch)",
@@ -132,7 +132,7 @@ std::vector<Row> ComputeRows() {
               .parse = Choice<Augmentation>(
                   {{"pad-crop", Augmentation::kPadCrop}, {"keras", Augmentation::kKeras}}),
               .format = train::recipes::AugmentationName}),
-      Flag("recompute", In(&Run::recompute),
+      Flag("recompute", In(&Classifier::recompute),
            absl::StrCat(resnets,
                         " only: recompute each residual block's activations in the backward pass "
                         "instead of keeping them (tf.recompute_grad): less memory, a slower step, "
@@ -143,31 +143,31 @@ std::vector<Row> ComputeRows() {
 
 std::vector<Row> OutputRows() {
   return {
-      Flag("check-numerics", In(&Run::check_numerics),
+      Flag("check-numerics", In(&Classifier::check_numerics),
            "stop at the first op that produces a NaN or an Inf, naming the op, the layer and the "
            "step (tf.debugging.enable_check_numerics; slow)"),
-      Flag("summary", In(&Run::summary),
+      Flag("summary", In(&Classifier::summary),
            "print the model's layers, output shapes and parameter counts"),
-      Option("profile", "DIR", In(&Run::profile_dir),
+      Option("profile", "DIR", In(&Classifier::profile_dir),
              "profile steps --profile-steps into DIR: a Chrome trace (Perfetto, "
              "chrome://tracing), the same for TensorBoard's profile plugin, and a summary printed "
              "at the end"),
-      Option("profile-steps", "FROM:TO", In(&Run::profile_steps),
+      Option("profile-steps", "FROM:TO", In(&Classifier::profile_steps),
              "the global steps (1-based, inclusive) that --profile records",
              {.parse = StepRange,
               .format =
                   [](const auto& steps) { return absl::StrCat(steps.first, ":", steps.second); }}),
-      Flag("validate", In(&Run::validate),
+      Flag("validate", In(&Classifier::validate),
            "evaluate on the test set after each epoch (val_* metrics)"),
-      Option("early-stopping", "P", In(&Run::callbacks, &Callbacks::early_stopping_patience),
+      Option("early-stopping", "P", In(&Classifier::callbacks, &Callbacks::early_stopping_patience),
              "stop when val_loss has not improved for P epochs, restoring the best weights "
              "(implies --validate; 0: off)"),
-      Option("logdir", "DIR", In(&Run::callbacks, &Callbacks::log_dir),
+      Option("logdir", "DIR", In(&Classifier::callbacks, &Callbacks::log_dir),
              "write TensorBoard event files under DIR"),
-      Option("checkpoint", "PATH", In(&Run::callbacks, &Callbacks::checkpoint),
+      Option("checkpoint", "PATH", In(&Classifier::callbacks, &Callbacks::checkpoint),
              "save a checkpoint (weights, optimizer, input position) after each epoch"),
-      Flag("resume", In(&Run::resume), "continue from --checkpoint PATH when it exists"),
-      Option("save", "DIR", In(&Run::save_dir),
+      Flag("resume", In(&Classifier::resume), "continue from --checkpoint PATH when it exists"),
+      Option("save", "DIR", In(&Classifier::save_dir),
              "after training, save the model to DIR (architecture, weights, class names, the "
              "optimizer's state): what `sluice predict --model DIR` and `sluice export` load"),
   };
@@ -175,10 +175,11 @@ std::vector<Row> OutputRows() {
 
 std::vector<Row> RunRows() {
   return {
-      Option("threads", "N", In(&Run::cpu_threads), "threads for the training kernels",
+      Option("threads", "N", In(&Classifier::cpu_threads), "threads for the training kernels",
              {.shown_default = "all cores", .min = 1}),
-      Option("seed", "S", In(&Run::seed), "seed of initializers, shuffling and augmentation"),
-      Flag("skip-errors", In(&Run::skip_errors),
+      Option("seed", "S", In(&Classifier::seed),
+             "seed of initializers, shuffling and augmentation"),
+      Flag("skip-errors", In(&Classifier::skip_errors),
            "skip (and count) unreadable records instead of failing"),
       Flag("json", Field<TrainConfig>(&TrainConfig::json),
            "print one JSON object (test_accuracy, train_images_per_second...)"),
@@ -189,7 +190,7 @@ std::vector<Row> RunRows() {
              "with --distributed: fail, naming the rank, when a peer has not joined a collective "
              "within S seconds",
              {.min = 1}),
-      Option("auto-shard", "POLICY", In(&Run::auto_shard),
+      Option("auto-shard", "POLICY", In(&Classifier::auto_shard),
              "with --distributed: how each rank takes its part of the data: file, data (every "
              "N-th batch), auto (file when there are enough files) or off",
              {.shown_default = "auto",
@@ -197,7 +198,7 @@ std::vector<Row> RunRows() {
                   [](absl::string_view flag, const std::string& text) {
                     return Prefixed(absl::StrCat(flag, ": "), ParseAutoShardPolicy(text));
                   }}),
-      Option("bucket-mb", "MB", In(&Run::bucket_mb),
+      Option("bucket-mb", "MB", In(&Classifier::bucket_mb),
              "with --distributed: all-reduce the gradients in buckets of this size", {.min = 1}),
   };
 }
@@ -205,7 +206,7 @@ std::vector<Row> RunRows() {
 // --augment defaults to on for the resnets; --augmentation to keras with --images (the only one
 // it takes), pad-crop with --data.
 absl::Status ResolveAugmentation(const CommandLine& command_line, TrainConfig& config) {
-  Run& run = config.run;
+  Classifier& run = config.run;
   if (!command_line.WasGiven("augment")) config.augment = train::models::IsResNet(run.model);
   if (!command_line.WasGiven("augmentation")) {
     run.augmentation = run.image_dir.empty() ? Augmentation::kPadCrop : Augmentation::kKeras;
@@ -221,7 +222,7 @@ absl::Status ResolveAugmentation(const CommandLine& command_line, TrainConfig& c
 }
 
 absl::Status CheckCombinations(const CommandLine& command_line, TrainConfig& config) {
-  const Run& run = config.run;
+  const Classifier& run = config.run;
   if (run.tfrecord_dir.empty() == run.image_dir.empty()) {
     return absl::InvalidArgumentError("give --data DIR or --images DIR (one of them)");
   }
