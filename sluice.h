@@ -4,7 +4,8 @@
 // Umbrella header: everything a user of the installed package needs. The training API sits in
 // namespaces as Keras' modules do: train::layers (keras.layers), train::ops (the functional ops a
 // custom loop uses: ops::Mean is the reduction, metrics::Mean the streaming metric),
-// train::losses, train::metrics, train::optimizers, train::callbacks, train::fit (Trainer).
+// train::losses, train::metrics, train::optimizers, train::callbacks, train::fit (Trainer), and
+// train::recipes (what `sluice train` and `sluice bench` run, from options structs).
 #include "autotune/controller.h"
 #include "core/element.h"
 #include "core/status_macros.h"
@@ -116,5 +117,17 @@
 #include "train/optimizers/adamw.h"
 #include "train/optimizers/learning_rate_schedule.h"
 #include "train/optimizers/sgd.h"
+#include "train/recipes/augmentation.h"
+#include "train/recipes/callbacks.h"
+#include "train/recipes/count_records.h"
+#include "train/recipes/folder_images.h"
+#include "train/recipes/image_classifier.h"
+#include "train/recipes/image_model.h"
+#include "train/recipes/imagenet_pipeline.h"
+#include "train/recipes/labeled_images.h"
+#include "train/recipes/optimizer.h"
+#include "train/recipes/schedule.h"
+#include "train/recipes/skipped_records.h"
+#include "train/recipes/tfrecord_images.h"
 
 #endif  // SLUICE_SLUICE_H_

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <iterator>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -17,10 +16,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "autotune/controller.h"
 #include "core/json_writer.h"
@@ -30,13 +27,20 @@
 #include "dataset/dataset.h"
 #include "dataset/iterator.h"
 #include "profiler/profiler.h"
+#include "tools/bench_grid.h"
+#include "tools/bench_run.h"
 #include "tools/command_line.h"
 #include "tools/device_option.h"
-#include "tools/image_pipeline.h"
+#include "tools/option_table.h"
 #include "train/data/prefetch_to_device.h"
+#include "train/recipes/imagenet_pipeline.h"
 
 namespace sluice::tools {
 namespace {
+
+using bench::Convergence;
+using bench::Knobs;
+using bench::Run;
 
 std::string Padded(absl::string_view text, size_t width) {
   std::string out(text);
@@ -70,294 +74,209 @@ Dataset SkewedPipeline(int64_t slow_us, int64_t skew, int64_t batch, uint64_t se
       .WithOptions(options);
 }
 
-// When each yielded element arrived, for the convergence time.
-struct Timeline {
-  std::vector<double> seconds;
-  std::vector<int64_t> examples;  // cumulative
+// What the command line asks `sluice bench` to run.
+struct BenchArgs {
+  train::recipes::ImageNetPipelineOptions pipeline;
+  std::string pipeline_name = "images";  // --pipeline: images or skewed
+  int64_t slow_us = 1000, skew = 10;     // --pipeline skewed
+  bool autotune_report = false;          // --autotune
+  bool grid = false;
+  double grid_seconds = 3;
+  std::string profile;            // --profile DIR
+  double seconds = 10;            // unless --epochs
+  int64_t checkpoint_after = -1;  // --checkpoint-after N; -1: not given
+  int64_t compare = 64;           // --compare K
+  bool checkpoint_elements = false;
+  // Not the host: the pipeline ends with PrefetchToDevice to this device.
+  Device device = Device::Cpu();
+  bool json = false;
+
+  bool skewed() const { return pipeline_name == "skewed"; }
 };
 
-struct Convergence {
-  double final_rate = 0;  // examples/s over the second half of the run
-  double seconds = -1;    // when the rate first reached 90% of it; -1: never
-};
+using Row = OptionRow<BenchArgs>;
+using Pipeline = train::recipes::ImageNetPipelineOptions;
 
-// The rate over a sliding window of `window` elements, against the rate of
-// the run's second half.
-Convergence ConvergenceOf(const Timeline& t, size_t window = 8, double fraction = 0.9) {
-  Convergence c;
-  const size_t n = t.seconds.size();
-  if (n < 2) return c;
-  const double end = t.seconds.back();
-  size_t half = 0;
-  while (half + 1 < n && t.seconds[half] < end / 2) ++half;
-  if (half + 1 >= n || end <= t.seconds[half]) return c;
-  c.final_rate =
-      static_cast<double>(t.examples.back() - t.examples[half]) / (end - t.seconds[half]);
-  for (size_t k = window; k < n; ++k) {
-    const double dt = t.seconds[k] - t.seconds[k - window];
-    if (dt <= 0) continue;
-    const double rate = static_cast<double>(t.examples[k] - t.examples[k - window]) / dt;
-    if (rate >= fraction * c.final_rate) {
-      c.seconds = t.seconds[k];
-      break;
+template <typename... Members>
+auto Arg(Members... path) {
+  return Field<BenchArgs>(path...);
+}
+template <typename... Members>
+auto Pipe(Members... path) {
+  return Field<BenchArgs>(&BenchArgs::pipeline, path...);
+}
+
+absl::StatusOr<int> Parallelism(absl::string_view flag, const std::string& text) {
+  int value;
+  if (text == "autotune") return kAutotune;
+  if (!absl::SimpleAtoi(text, &value) || value < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " takes a count >= 1 or 'autotune', not '", text, "'"));
+  }
+  return value;
+}
+
+std::vector<Row> SourceAndTuningRows() {
+  return {
+      Option("files", "GLOB", Pipe(&Pipeline::files),
+             "TFRecord files of image/encoded + image/class/label; required for --pipeline images "
+             "(or --images)"),
+      Option("images", "DIR", Pipe(&Pipeline::images_dir),
+             "instead of --files: a directory of class folders of JPEGs "
+             "(ImageDatasetFromDirectory's layout), each file read with ReadFile"),
+      Option("pipeline", "NAME", Arg(&BenchArgs::pipeline_name),
+             "images (the ImageNet-style pipeline) or skewed (synthetic)",
+             {.parse = Choice({"images", "skewed"})}),
+      Option("slow-us", "US", Arg(&BenchArgs::slow_us), "--pipeline skewed: the slow Map's spin",
+             {.min = 1}),
+      Option("skew", "X", Arg(&BenchArgs::skew),
+             "--pipeline skewed: how much slower the slow Map is", {.min = 1}),
+      Option("parallelism", "N", Pipe(&Pipeline::parallelism),
+             "num_parallel_calls of the Maps; a number fixes them and turns AUTOTUNE off (the "
+             "other knobs keep their starting values)",
+             {.parse = Parallelism,
+              .format =
+                  [](const int& p) {
+                    return p == kAutotune ? std::string("autotune") : absl::StrCat(p);
+                  }}),
+      Flag("autotune", Arg(&BenchArgs::autotune_report),
+           "print AUTOTUNE's report (what it chose, when and why)"),
+      Flag("grid", Arg(&BenchArgs::grid),
+           "run fixed configurations (Map parallelism 1, 2, 3, 4, 6, 8 x prefetch buffer 1, 2, 4, "
+           "8), print the table and the best, then run AUTOTUNE for as long and compare"),
+      Option("grid-seconds", "S", Arg(&BenchArgs::grid_seconds),
+             "--grid: seconds per configuration", {.bound = CommandLine::Bound::kExclusive}),
+      Option("profile", "DIR", Arg(&BenchArgs::profile),
+             "profile the run into DIR: a Chrome trace of every node's GetNext, Map call, Prefetch "
+             "wait and file read (Perfetto, chrome://tracing, TensorBoard), with a summary on "
+             "stderr"),
+  };
+}
+
+std::vector<Row> PipelineRows() {
+  return {
+      Option("batch", "N", Pipe(&Pipeline::batch_size), "batch size", {.min = 1}),
+      Option("image-size", "N", Pipe(&Pipeline::image_size), "output height and width of the crop",
+             {.min = 1}),
+      Flag("cache", Pipe(&Pipeline::cache),
+           "cache the parsed records in memory after the first epoch"),
+      Option("snapshot", "DIR", Pipe(&Pipeline::snapshot),
+             "decode whole images and Snapshot them into DIR, cropping after it: the first run "
+             "writes DIR, later epochs and runs read it"),
+      Option("seconds", "S", Arg(&BenchArgs::seconds), "run this long (over a repeated dataset)",
+             {.bound = CommandLine::Bound::kExclusive}),
+      Option("epochs", "E", Pipe(&Pipeline::epochs), "run E epochs instead of --seconds",
+             {.shown_default = "", .min = 1}),
+      Flag("decode-only", Pipe(&Pipeline::decode_only),
+           "the ceiling: full JPEG decode only, no crop/resize/batch"),
+      Option("shuffle", "N", Pipe(&Pipeline::shuffle),
+             "Shuffle(N) right after the decode (of whole images with --decode-only, of the crops "
+             "otherwise); N decoded images stay in memory",
+             {.shown_default = "", .min = 1}),
+  };
+}
+
+std::vector<Row> CheckpointAndOutputRows() {
+  return {
+      Option("checkpoint-after", "N", Arg(&BenchArgs::checkpoint_after),
+             "instead of measuring throughput: read N elements, save the iterator's checkpoint, "
+             "restore it into a fresh iterator, and report the checkpoint's size, the save and "
+             "restore times, and whether the next --compare elements of both are identical",
+             {.shown_default = ""}),
+      Option("compare", "K", Arg(&BenchArgs::compare), "--checkpoint-after: elements compared",
+             {.min = 1}),
+      Flag("checkpoint-elements", Arg(&BenchArgs::checkpoint_elements),
+           "--checkpoint-after: save buffered elements whole (Options::checkpoint_sources = "
+           "false), to compare"),
+      Option("seed", "S", Pipe(&Pipeline::seed), "pipeline seed", {.parse = UnsignedInteger}),
+      Option("device", "DEV", Arg(&BenchArgs::device),
+             "cpu, or cuda / cuda:N: end the pipeline with PrefetchToDevice, so that the batches "
+             "are counted once they are on the GPU (needs a CUDA build and a GPU)",
+             DeviceOptionSpec()),
+      Flag("json", Arg(&BenchArgs::json), "print one JSON object instead of the table"),
+  };
+}
+
+const OptionTable<BenchArgs>& BenchOptions() {
+  static const auto* table = new OptionTable<BenchArgs>(
+      {SourceAndTuningRows(), PipelineRows(), CheckpointAndOutputRows()});
+  return *table;
+}
+
+// --pipeline skewed is synthetic: it takes none of the image pipeline's options.
+absl::Status CheckPipelineOptions(const CommandLine& command_line, const BenchArgs& args) {
+  const bool skewed = args.skewed();
+  const Pipeline& pipeline = args.pipeline;
+  if (!skewed && pipeline.files.empty() == pipeline.images_dir.empty()) {
+    return absl::InvalidArgumentError("give --files GLOB or --images DIR (one of them)");
+  }
+  if (skewed && (command_line.WasGiven("files") || command_line.WasGiven("images"))) {
+    return absl::InvalidArgumentError("--pipeline skewed reads no --files or --images");
+  }
+  for (const char* option : {"slow-us", "skew"}) {
+    if (!skewed && command_line.WasGiven(option)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", option, " applies to --pipeline skewed"));
     }
   }
-  return c;
-}
-
-// Fixed knobs for one run: every top-level parallel Map's parallelism and the
-// last Prefetch's buffer. 0 leaves a knob at its starting value.
-struct Knobs {
-  int64_t parallelism = 0;
-  int64_t buffer_size = 0;
-};
-
-bool IsTopLevelNode(const std::string& name, absl::string_view kind) {
-  return absl::StartsWith(name, absl::StrCat(kind, "[")) && name.find('/') == std::string::npos;
-}
-
-absl::Status SetKnobs(Iterator& it, const Knobs& knobs) {
-  SLUICE_RETURN_IF_ERROR(it.Initialize());  // The knobs exist before any work starts.
-  for (const auto& node : it.stats_registry()->Nodes()) {
-    if (knobs.parallelism > 0 && IsTopLevelNode(node->name, "Map") &&
-        node->parallelism.present.load()) {
-      node->parallelism.value.store(knobs.parallelism);
-    }
-    if (knobs.buffer_size > 0 && IsTopLevelNode(node->name, "Prefetch") &&
-        node->buffer_size.present.load()) {
-      node->buffer_size.value.store(knobs.buffer_size);
-    }
+  if (skewed && (pipeline.cache || pipeline.decode_only || !pipeline.snapshot.empty() ||
+                 command_line.WasGiven("image-size"))) {
+    return absl::InvalidArgumentError(
+        "--cache, --decode-only, --snapshot and --image-size apply to --pipeline images");
+  }
+  if (!pipeline.snapshot.empty() && (pipeline.cache || pipeline.decode_only)) {
+    return absl::InvalidArgumentError("--snapshot goes with neither --cache nor --decode-only");
+  }
+  if (command_line.WasGiven("shuffle") && (skewed || !pipeline.snapshot.empty())) {
+    return absl::InvalidArgumentError("--shuffle applies to --pipeline images without --snapshot");
   }
   return absl::OkStatus();
 }
 
-struct Run {
-  BenchmarkResult result;
-  std::optional<AutotuneReport> report;
-  Timeline timeline;
-};
-
-// One benchmark of `dataset`: with AUTOTUNE (the iterator's own) when `knobs`
-// is unset, else with AUTOTUNE off and the knobs fixed.
-absl::StatusOr<Run> RunOnce(const Dataset& dataset, BenchmarkOptions options,
-                            std::optional<Knobs> knobs, bool show_progress) {
-  Options tuning;
-  tuning.autotune = !knobs.has_value();
-  const Dataset configured = dataset.WithOptions(tuning);
-  Run run;
-  Iterator* iterator = nullptr;
-  options.on_start = [&](Iterator& it) -> absl::Status {
-    iterator = &it;
-    if (knobs) return SetKnobs(it, *knobs);
-    return it.Initialize();  // AUTOTUNE starts with the nodes.
-  };
-  // Every element's arrival (for the convergence time); the terminal shows a
-  // line twice a second.
-  double next_display = 0;
-  options.progress_interval_seconds = 0;
-  options.progress = [&](const BenchmarkProgress& p) {
-    // RunBenchmark's last call repeats the totals, while the iterator (and
-    // its AUTOTUNE) still lives: the time to read the report.
-    const bool last = !run.timeline.examples.empty() && p.examples == run.timeline.examples.back();
-    if (!last) {
-      run.timeline.seconds.push_back(p.seconds);
-      run.timeline.examples.push_back(p.examples);
-    } else if (iterator != nullptr && iterator->tuner() != nullptr) {
-      absl::StatusOr<AutotuneReport> r = iterator->AutotuneReport();
-      if (r.ok()) run.report = *std::move(r);
+// How long it runs, and what it measures: AUTOTUNE or fixed knobs, the grid, a checkpoint.
+absl::Status CheckRunOptions(const CommandLine& command_line, const BenchArgs& args) {
+  const bool parallelism = command_line.WasGiven("parallelism");
+  if (parallelism && args.autotune_report) {
+    return absl::InvalidArgumentError("give --parallelism N or --autotune, not both");
+  }
+  if (parallelism && args.grid) {
+    return absl::InvalidArgumentError("--grid sets the parallelism itself");
+  }
+  if (command_line.WasGiven("grid-seconds") && !args.grid) {
+    return absl::InvalidArgumentError("--grid-seconds applies to --grid");
+  }
+  if (command_line.WasGiven("epochs")) {
+    if (command_line.WasGiven("seconds")) {
+      return absl::InvalidArgumentError("give --seconds or --epochs, not both");
     }
-    if (show_progress && p.seconds >= next_display) {
-      std::fprintf(stderr, "\r%6.1f s  %10lld images  %9.1f images/s", p.seconds,
-                   static_cast<long long>(p.examples), p.seconds > 0 ? p.examples / p.seconds : 0);
-      std::fflush(stderr);
+    if (args.grid || args.skewed()) {
+      return absl::InvalidArgumentError("--grid and --pipeline skewed run for --seconds");
     }
-    if (p.seconds >= next_display) next_display = p.seconds + 0.5;
-  };
-  absl::StatusOr<BenchmarkResult> result = RunBenchmark(configured, options);
-  if (show_progress) std::fprintf(stderr, "\n");
-  if (!result.ok()) return result.status();
-  run.result = *std::move(result);
-  return run;
+  }
+  if (command_line.WasGiven("checkpoint-after")) {
+    if (args.skewed() || args.grid || command_line.WasGiven("profile") ||
+        args.pipeline.epochs > 0) {
+      return absl::InvalidArgumentError(
+          "--checkpoint-after applies to --pipeline images, without --grid, --profile or "
+          "--epochs");
+    }
+  } else if (command_line.WasGiven("compare") || args.checkpoint_elements) {
+    return absl::InvalidArgumentError(
+        "--compare and --checkpoint-elements apply to --checkpoint-after");
+  }
+  return absl::OkStatus();
 }
 
-std::string ConvergenceText(const Convergence& c) {
-  if (c.seconds < 0) {
-    return absl::StrFormat("throughput never reached 90%% of its final %.1f/s", c.final_rate);
-  }
-  return absl::StrFormat(
-      "reached 90%% of its final throughput (%.1f/s, the run's second half) at %.2f s "
-      "(rate over 8 elements)",
-      c.final_rate, c.seconds);
+// What no single option can check; InvalidArgument (a usage error) names a bad option.
+absl::Status CheckBenchArgs(const CommandLine& command_line, BenchArgs& args) {
+  SLUICE_RETURN_IF_ERROR(CheckPipelineOptions(command_line, args));
+  SLUICE_RETURN_IF_ERROR(CheckRunOptions(command_line, args));
+  args.pipeline.checkpoint_sources = !args.checkpoint_elements;
+  return absl::OkStatus();
 }
 
-void ConvergenceJson(const Convergence& c, JsonWriter& json) {
-  json.Key("final_elements_per_second");
-  json.Double(c.final_rate);
-  json.Key("convergence_seconds");
-  if (c.seconds < 0) {
-    json.Null();
-  } else {
-    json.Double(c.seconds);
-  }
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
-
-// --grid: every fixed configuration, then AUTOTUNE and the best one side by
-// side, alternating, so that a change in the machine's load hits both.
-int RunGrid(const Dataset& dataset, BenchmarkOptions options, double seconds, bool json,
-            bool terminal) {
-  constexpr int64_t kParallelism[] = {1, 2, 3, 4, 6, 8};
-  constexpr int64_t kBuffer[] = {1, 2, 4, 8};
-  constexpr int kRepeats = 3;
-  options.max_seconds = seconds;
-  struct Cell {
-    Knobs knobs;
-    double rate = 0;
-  };
-  std::vector<Cell> cells;
-  const int total = static_cast<int>(std::size(kParallelism) * std::size(kBuffer)) + 2 * kRepeats;
-  int done = 0;
-  auto progress = [&](const std::string& what) {
-    if (!terminal) return;
-    std::fprintf(stderr, "\r[%2d/%d] %-40s", ++done, total, what.c_str());
-    std::fflush(stderr);
-  };
-  auto fail = [](const absl::Status& s) {
-    std::fprintf(stderr, "\nsluice bench: %s\n", std::string(s.message()).c_str());
-    return kExitFailure;
-  };
-  for (int64_t p : kParallelism) {
-    for (int64_t b : kBuffer) {
-      progress(absl::StrCat("parallelism ", p, ", prefetch ", b));
-      absl::StatusOr<Run> run = RunOnce(dataset, options, Knobs{p, b}, false);
-      if (!run.ok()) return fail(run.status());
-      cells.push_back({{p, b}, run->result.examples_per_second});
-    }
-  }
-  const Cell best = *std::max_element(cells.begin(), cells.end(),
-                                      [](const Cell& a, const Cell& b) { return a.rate < b.rate; });
-  std::vector<double> tuned_rates, best_rates, convergence_s;
-  std::optional<Run> last_tuned;
-  for (int r = 0; r < kRepeats; ++r) {
-    progress("AUTOTUNE");
-    absl::StatusOr<Run> tuned = RunOnce(dataset, options, std::nullopt, false);
-    if (!tuned.ok()) return fail(tuned.status());
-    tuned_rates.push_back(tuned->result.examples_per_second);
-    const Convergence c = ConvergenceOf(tuned->timeline);
-    convergence_s.push_back(c.seconds < 0 ? seconds : c.seconds);
-    last_tuned = *std::move(tuned);
-    progress("best fixed configuration again");
-    absl::StatusOr<Run> again = RunOnce(dataset, options, best.knobs, false);
-    if (!again.ok()) return fail(again.status());
-    best_rates.push_back(again->result.examples_per_second);
-  }
-  if (terminal) std::fprintf(stderr, "\n");
-  const double tuned_median = Median(tuned_rates), best_median = Median(best_rates);
-  const double convergence_median = Median(convergence_s);
-  const std::string pipeline = dataset.DebugString();
-  if (json) {
-    JsonWriter w;
-    w.BeginObject();
-    w.Key("pipeline");
-    w.String(pipeline);
-    w.Key("seconds_per_run");
-    w.Double(seconds);
-    w.Key("grid");
-    w.BeginArray();
-    // A cell's fields, inside an object the caller opened.
-    auto cell_fields = [&w](const Cell& c) {
-      w.Key("parallelism");
-      w.Int(c.knobs.parallelism);
-      w.Key("prefetch");
-      w.Int(c.knobs.buffer_size);
-      w.Key("elements_per_second");
-      w.Double(c.rate);
-    };
-    for (const Cell& c : cells) {
-      w.BeginObject();
-      cell_fields(c);
-      w.EndObject();
-    }
-    w.EndArray();
-    w.Key("best");
-    w.BeginObject();
-    cell_fields(best);
-    w.Key("rerun_elements_per_second");
-    w.BeginArray();
-    for (double v : best_rates) w.Double(v);
-    w.EndArray();
-    w.EndObject();
-    w.Key("autotune");
-    w.BeginObject();
-    w.Key("elements_per_second");
-    w.BeginArray();
-    for (double v : tuned_rates) w.Double(v);
-    w.EndArray();
-    w.Key("median_elements_per_second");
-    w.Double(tuned_median);
-    w.Key("percent_of_best_cell");
-    w.Double(100 * tuned_median / std::max(best.rate, 1e-9));
-    w.Key("percent_of_best_rerun");
-    w.Double(100 * tuned_median / std::max(best_median, 1e-9));
-    w.Key("convergence_seconds");
-    w.BeginArray();
-    for (double v : convergence_s) w.Double(v);
-    w.EndArray();
-    if (last_tuned && last_tuned->report) {
-      w.Key("report");
-      w.RawValue(last_tuned->report->ToJson());
-    }
-    w.EndObject();
-    w.EndObject();
-    std::printf("%s\n", w.str().c_str());
-    std::fflush(stdout);
-    return kExitOk;
-  }
-  std::printf("pipeline: %s\n", pipeline.c_str());
-  std::printf("grid: Map parallelism x Prefetch buffer, images/s over %.1f s each, AUTOTUNE off\n",
-              seconds);
-  std::printf("%-12s", "parallelism");
-  for (int64_t b : kBuffer) std::printf("  %9s", absl::StrCat("buffer ", b).c_str());
-  std::printf("\n");
-  for (size_t i = 0; i < std::size(kParallelism); ++i) {
-    std::printf("%-12lld", static_cast<long long>(kParallelism[i]));
-    for (size_t j = 0; j < std::size(kBuffer); ++j) {
-      const Cell& c = cells[i * std::size(kBuffer) + j];
-      std::printf("  %8.1f%s", c.rate,
-                  c.knobs.parallelism == best.knobs.parallelism &&
-                          c.knobs.buffer_size == best.knobs.buffer_size
-                      ? "*"
-                      : " ");
-    }
-    std::printf("\n");
-  }
-  std::printf("best: parallelism %lld, prefetch %lld: %.1f images/s\n",
-              static_cast<long long>(best.knobs.parallelism),
-              static_cast<long long>(best.knobs.buffer_size), best.rate);
-  std::printf(
-      "AUTOTUNE vs the best, alternating %d times (%.1f s each): AUTOTUNE median %.1f images/s, "
-      "best again median %.1f images/s\n",
-      kRepeats, seconds, tuned_median, best_median);
-  std::printf("AUTOTUNE = %.1f%% of the best cell, %.1f%% of its re-runs beside AUTOTUNE\n",
-              100 * tuned_median / std::max(best.rate, 1e-9),
-              100 * tuned_median / std::max(best_median, 1e-9));
-  std::printf("AUTOTUNE reached 90%% of its final throughput after %.2f s (median)\n",
-              convergence_median);
-  if (last_tuned && last_tuned->report) {
-    std::printf("\nthe last AUTOTUNE run's report:\n%s", last_tuned->report->ToString().c_str());
-  }
-  std::fflush(stdout);
-  return kExitOk;
-}
-
-void PrintText(const BenchConfig& config, const BenchmarkResult& result, int64_t bytes,
-               const std::string& pipeline, const std::optional<AutotuneReport>& autotune,
+void PrintText(const BenchmarkResult& result, int64_t bytes, const std::string& pipeline,
+               const std::optional<AutotuneReport>& autotune,
                const std::optional<Convergence>& convergence) {
   std::printf("pipeline: %s\n", pipeline.c_str());
   std::printf("%lld images in %.2f s: %.1f images/s, %.1f MB/s of records\n",
@@ -387,7 +306,7 @@ void PrintText(const BenchConfig& config, const BenchmarkResult& result, int64_t
   if (autotune) std::printf("\n%s", autotune->ToString().c_str());
 }
 
-void PrintJson(const BenchConfig& config, const BenchmarkResult& result, int64_t bytes,
+void PrintJson(const BenchArgs& args, const BenchmarkResult& result, int64_t bytes,
                const std::string& pipeline, const std::optional<AutotuneReport>& autotune,
                const std::optional<Convergence>& convergence) {
   JsonWriter json;
@@ -399,7 +318,7 @@ void PrintJson(const BenchConfig& config, const BenchmarkResult& result, int64_t
   json.Key("elements");
   json.Int(result.examples);
   json.Key("batches");
-  json.Int(config.decode_only ? 0 : result.elements);
+  json.Int(args.pipeline.decode_only ? 0 : result.elements);
   json.Key("bytes");
   json.Int(bytes);
   json.Key("seconds");
@@ -407,7 +326,7 @@ void PrintJson(const BenchConfig& config, const BenchmarkResult& result, int64_t
   json.Key("pipeline");
   json.String(pipeline);
   json.Key("device");
-  json.String(config.device.DebugString());
+  json.String(args.device.DebugString());
   json.Key("stages");
   json.BeginArray();
   for (const BenchmarkStage& stage : result.stages) {
@@ -451,178 +370,48 @@ void PrintJson(const BenchConfig& config, const BenchmarkResult& result, int64_t
   std::printf("%s\n", json.str().c_str());
 }
 
-// What the command line asks `sluice bench` to run.
-struct BenchArgs {
-  BenchConfig config;
-  bool skewed = false;  // --pipeline skewed
-  int64_t slow_us = 0, skew = 0;
-  bool grid = false;
-  double grid_seconds = 0;
-  bool json = false;
-  bool autotune_report = false;   // --autotune
-  std::string profile;            // --profile DIR
-  int64_t checkpoint_after = -1;  // --checkpoint-after N; -1: not given
-  int64_t compare = 64;           // --compare K
+// --checkpoint-after: what a checkpoint of the pipeline costs mid-stream, and whether a fresh
+// iterator restored from it goes on exactly as the original does.
+// What --checkpoint-after measured.
+struct CheckpointRun {
+  double read_s = 0, save_s = 0, restore_s = 0;
+  int64_t bytes = 0;
+  int64_t compared = 0;
+  bool identical = true;
 };
 
-void AddBenchOptions(CommandLine& command_line) {
-  command_line.AddOption("files", "GLOB", "",
-                         "TFRecord files of image/encoded + image/class/label; required for "
-                         "--pipeline images (or --images)");
-  command_line.AddOption("images", "DIR", "",
-                         "instead of --files: a directory of class folders of JPEGs "
-                         "(ImageDatasetFromDirectory's layout), each file read with ReadFile");
-  command_line.AddOption("pipeline", "NAME", "images",
-                         "images (the ImageNet-style pipeline) or skewed (synthetic)");
-  command_line.AddOption("slow-us", "US", "1000", "--pipeline skewed: the slow Map's spin");
-  command_line.AddOption("skew", "X", "10", "--pipeline skewed: how much slower the slow Map is");
-  command_line.AddOption("parallelism", "N", "autotune",
-                         "num_parallel_calls of the Maps; a number fixes them and turns "
-                         "AUTOTUNE off (the other knobs keep their starting values)");
-  command_line.AddFlag("autotune", "print AUTOTUNE's report (what it chose, when and why)");
-  command_line.AddFlag("grid",
-                       "run fixed configurations (Map parallelism 1, 2, 3, 4, 6, 8 x prefetch "
-                       "buffer 1, 2, 4, 8), print the table and the best, then run AUTOTUNE "
-                       "for as long and compare");
-  command_line.AddOption("grid-seconds", "S", "3", "--grid: seconds per configuration");
-  command_line.AddOption("profile", "DIR", "",
-                         "profile the run into DIR: a Chrome trace of every node's GetNext, Map "
-                         "call, Prefetch wait and file read (Perfetto, chrome://tracing, "
-                         "TensorBoard), with a summary on stderr");
-  command_line.AddOption("batch", "N", "64", "batch size");
-  command_line.AddOption("image-size", "N", "224", "output height and width of the crop");
-  command_line.AddFlag("cache", "cache the parsed records in memory after the first epoch");
-  command_line.AddOption("snapshot", "DIR", "",
-                         "decode whole images and Snapshot them into DIR, cropping after it: "
-                         "the first run writes DIR, later epochs and runs read it");
-  command_line.AddOption("seconds", "S", "10", "run this long (over a repeated dataset)");
-  command_line.AddOption("epochs", "E", "", "run E epochs instead of --seconds");
-  command_line.AddFlag("decode-only", "the ceiling: full JPEG decode only, no crop/resize/batch");
-  command_line.AddOption("shuffle", "N", "",
-                         "Shuffle(N) right after the decode (of whole images with --decode-only, "
-                         "of the crops otherwise); N decoded images stay in memory");
-  command_line.AddOption("checkpoint-after", "N", "",
-                         "instead of measuring throughput: read N elements, save the iterator's "
-                         "checkpoint, restore it into a fresh iterator, and report the "
-                         "checkpoint's size, the save and restore times, and whether the next "
-                         "--compare elements of both are identical");
-  command_line.AddOption("compare", "K", "64", "--checkpoint-after: elements compared");
-  command_line.AddFlag("checkpoint-elements",
-                       "--checkpoint-after: save buffered elements whole "
-                       "(Options::checkpoint_sources = false), to compare");
-  command_line.AddOption("seed", "S", "0", "pipeline seed");
-  command_line.AddOption("device", "DEV", "cpu",
-                         "cpu, or cuda / cuda:N: end the pipeline with PrefetchToDevice, so that "
-                         "the batches are counted once they are on the GPU (needs a CUDA build "
-                         "and a GPU)");
-  command_line.AddFlag("json", "print one JSON object instead of the table");
-}
-
-// The run the options describe; InvalidArgument (a usage error) names a bad option.
-absl::StatusOr<BenchArgs> ParseBenchArgs(const CommandLine& command_line) {
-  BenchArgs args;
-  BenchConfig& config = args.config;
-  config.files = command_line.Value("files");
-  config.images_dir = command_line.Value("images");
-  const std::string& pipeline_name = command_line.Value("pipeline");
-  const bool skewed = args.skewed = pipeline_name == "skewed";
-  if (!skewed && pipeline_name != "images") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--pipeline takes images or skewed, not '", pipeline_name, "'"));
+void PrintCheckpointRun(const Dataset& dataset, const BenchArgs& args, const CheckpointRun& run) {
+  if (!args.json) {
+    std::printf("pipeline: %s\n", dataset.DebugString().c_str());
+    std::printf("checkpoint after %lld elements (read in %.1f s): %lld bytes (%.2f MB)\n",
+                static_cast<long long>(args.checkpoint_after), run.read_s,
+                static_cast<long long>(run.bytes), run.bytes / 1e6);
+    std::printf("save %.1f ms, restore %.1f ms\n", run.save_s * 1e3, run.restore_s * 1e3);
+    std::printf("next %lld elements of the restored iterator: %s\n",
+                static_cast<long long>(run.compared),
+                run.identical ? "identical to the original's" : "DIFFERENT from the original's");
+    return;
   }
-  if (!skewed && config.files.empty() == config.images_dir.empty()) {
-    return absl::InvalidArgumentError("give --files GLOB or --images DIR (one of them)");
-  }
-  if (skewed && (command_line.WasGiven("files") || command_line.WasGiven("images"))) {
-    return absl::InvalidArgumentError("--pipeline skewed reads no --files or --images");
-  }
-  for (const char* option : {"slow-us", "skew"}) {
-    if (!skewed && command_line.WasGiven(option)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", option, " applies to --pipeline skewed"));
-    }
-  }
-  const bool grid = args.grid = command_line.Flag("grid");
-  const std::string& parallelism = command_line.Value("parallelism");
-  if (command_line.WasGiven("parallelism") && command_line.Flag("autotune")) {
-    return absl::InvalidArgumentError("give --parallelism N or --autotune, not both");
-  }
-  if (command_line.WasGiven("parallelism") && grid) {
-    return absl::InvalidArgumentError("--grid sets the parallelism itself");
-  }
-  if (command_line.WasGiven("grid-seconds") && !grid) {
-    return absl::InvalidArgumentError("--grid-seconds applies to --grid");
-  }
-  if (parallelism != "autotune" &&
-      (!absl::SimpleAtoi(parallelism, &config.parallelism) || config.parallelism < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--parallelism takes a count >= 1 or 'autotune', not '", parallelism, "'"));
-  }
-  for (auto [name, out] : {std::pair<const char*, int64_t*>{"batch", &config.batch},
-                           {"image-size", &config.image_size},
-                           {"slow-us", &args.slow_us},
-                           {"skew", &args.skew}}) {
-    absl::StatusOr<int64_t> value = command_line.IntValue(name, 1);
-    if (!value.ok()) return value.status();
-    *out = *value;
-  }
-  if (command_line.WasGiven("epochs")) {
-    if (command_line.WasGiven("seconds")) {
-      return absl::InvalidArgumentError("give --seconds or --epochs, not both");
-    }
-    if (grid || skewed) {
-      return absl::InvalidArgumentError("--grid and --pipeline skewed run for --seconds");
-    }
-    absl::StatusOr<int64_t> epochs = command_line.IntValue("epochs", 1);
-    if (!epochs.ok()) return epochs.status();
-    config.epochs = *epochs;
-  } else {
-    absl::StatusOr<double> seconds = command_line.DoubleValue("seconds", 0);
-    if (!seconds.ok()) return seconds.status();
-    config.seconds = *seconds;
-  }
-  absl::StatusOr<double> grid_seconds = command_line.DoubleValue("grid-seconds", 0);
-  if (!grid_seconds.ok()) return grid_seconds.status();
-  args.grid_seconds = *grid_seconds;
-  if (!absl::SimpleAtoi(command_line.Value("seed"), &config.seed)) {
-    return absl::InvalidArgumentError("--seed takes an unsigned integer");
-  }
-  config.cache = command_line.Flag("cache");
-  config.decode_only = command_line.Flag("decode-only");
-  config.snapshot = command_line.Value("snapshot");
-  if (skewed && (config.cache || config.decode_only || !config.snapshot.empty() ||
-                 command_line.WasGiven("image-size"))) {
-    return absl::InvalidArgumentError(
-        "--cache, --decode-only, --snapshot and --image-size apply to --pipeline images");
-  }
-  if (!config.snapshot.empty() && (config.cache || config.decode_only)) {
-    return absl::InvalidArgumentError("--snapshot goes with neither --cache nor --decode-only");
-  }
-  if (command_line.WasGiven("shuffle")) {
-    if (skewed || !config.snapshot.empty()) {
-      return absl::InvalidArgumentError(
-          "--shuffle applies to --pipeline images without --snapshot");
-    }
-    SLUICE_ASSIGN_OR_RETURN(config.shuffle, command_line.IntValue("shuffle", 1));
-  }
-  if (command_line.WasGiven("checkpoint-after")) {
-    if (skewed || grid || command_line.WasGiven("profile") || config.epochs > 0) {
-      return absl::InvalidArgumentError(
-          "--checkpoint-after applies to --pipeline images, without --grid, --profile or "
-          "--epochs");
-    }
-    SLUICE_ASSIGN_OR_RETURN(args.checkpoint_after, command_line.IntValue("checkpoint-after", 0));
-    SLUICE_ASSIGN_OR_RETURN(args.compare, command_line.IntValue("compare", 1));
-    config.checkpoint_sources = !command_line.Flag("checkpoint-elements");
-  } else if (command_line.WasGiven("compare") || command_line.Flag("checkpoint-elements")) {
-    return absl::InvalidArgumentError(
-        "--compare and --checkpoint-elements apply to --checkpoint-after");
-  }
-  SLUICE_ASSIGN_OR_RETURN(config.device, ParseDevice(command_line.Value("device")));
-  args.json = command_line.Flag("json");
-  args.profile = command_line.Value("profile");
-  args.autotune_report = command_line.Flag("autotune");
-  return args;
+  JsonWriter json;
+  json.BeginObject();
+  json.Key("pipeline");
+  json.String(dataset.DebugString());
+  json.Key("elements_before");
+  json.Int(args.checkpoint_after);
+  json.Key("read_seconds");
+  json.Double(run.read_s);
+  json.Key("checkpoint_bytes");
+  json.Int(run.bytes);
+  json.Key("save_seconds");
+  json.Double(run.save_s);
+  json.Key("restore_seconds");
+  json.Double(run.restore_s);
+  json.Key("compared");
+  json.Int(run.compared);
+  json.Key("identical");
+  json.RawValue(run.identical ? "true" : "false");
+  json.EndObject();
+  std::printf("%s\n", json.str().c_str());
 }
 
 // --checkpoint-after: what a checkpoint of the pipeline costs mid-stream, and whether a fresh
@@ -637,6 +426,7 @@ int RunCheckpoint(const Dataset& dataset, const BenchArgs& args, bool terminal) 
                  std::string(status.message()).c_str());
     return kExitFailure;
   };
+  CheckpointRun run;
   std::unique_ptr<Iterator> it = dataset.MakeIterator();
   const Clock::time_point start = Clock::now();
   double next_display = 0.5;
@@ -651,115 +441,90 @@ int RunCheckpoint(const Dataset& dataset, const BenchArgs& args, bool terminal) 
     }
   }
   if (terminal) std::fprintf(stderr, "\r%60s\r", "");
-  const double read_s = seconds_since(start);
+  run.read_s = seconds_since(start);
 
   Clock::time_point t = Clock::now();
   absl::StatusOr<std::string> saved = it->Save();
-  const double save_s = seconds_since(t);
+  run.save_s = seconds_since(t);
   if (!saved.ok()) return fail("Save", saved.status());
+  run.bytes = static_cast<int64_t>(saved->size());
   std::unique_ptr<Iterator> fresh = dataset.MakeIterator();
   t = Clock::now();
   absl::Status restored = fresh->Restore(*saved);
-  const double restore_s = seconds_since(t);
+  run.restore_s = seconds_since(t);
   if (!restored.ok()) return fail("Restore", restored);
 
-  int64_t compared = 0;
-  bool identical = true;
-  for (; compared < args.compare && identical; ++compared) {
+  for (; run.compared < args.compare && run.identical; ++run.compared) {
     absl::StatusOr<std::optional<Element>> a = it->GetNext();
     absl::StatusOr<std::optional<Element>> b = fresh->GetNext();
     if (!a.ok()) return fail("reading on", a.status());
     if (!b.ok()) return fail("reading on after the restore", b.status());
-    identical = a->has_value() == b->has_value() && (!a->has_value() || ElementsEqual(**a, **b));
+    run.identical =
+        a->has_value() == b->has_value() && (!a->has_value() || ElementsEqual(**a, **b));
   }
-  if (args.json) {
-    JsonWriter json;
-    json.BeginObject();
-    json.Key("pipeline");
-    json.String(dataset.DebugString());
-    json.Key("elements_before");
-    json.Int(args.checkpoint_after);
-    json.Key("read_seconds");
-    json.Double(read_s);
-    json.Key("checkpoint_bytes");
-    json.Int(static_cast<int64_t>(saved->size()));
-    json.Key("save_seconds");
-    json.Double(save_s);
-    json.Key("restore_seconds");
-    json.Double(restore_s);
-    json.Key("compared");
-    json.Int(compared);
-    json.Key("identical");
-    json.RawValue(identical ? "true" : "false");
-    json.EndObject();
-    std::printf("%s\n", json.str().c_str());
-  } else {
-    std::printf("pipeline: %s\n", dataset.DebugString().c_str());
-    std::printf("checkpoint after %lld elements (read in %.1f s): %lld bytes (%.2f MB)\n",
-                static_cast<long long>(args.checkpoint_after), read_s,
-                static_cast<long long>(saved->size()), saved->size() / 1e6);
-    std::printf("save %.1f ms, restore %.1f ms\n", save_s * 1e3, restore_s * 1e3);
-    std::printf("next %lld elements of the restored iterator: %s\n",
-                static_cast<long long>(compared),
-                identical ? "identical to the original's" : "DIFFERENT from the original's");
-  }
+  PrintCheckpointRun(dataset, args, run);
   std::fflush(stdout);
-  return identical ? kExitOk : kExitFailure;
+  return run.identical ? kExitOk : kExitFailure;
 }
 
-// Builds the pipeline and runs it once (or the grid), printing the results.
-int RunBenchWith(const BenchArgs& args) {
-  const BenchConfig& config = args.config;
-  auto record_bytes = std::make_shared<std::atomic<int64_t>>(0);
-  absl::StatusOr<Dataset> dataset = args.skewed
-                                        ? absl::StatusOr<Dataset>(SkewedPipeline(
-                                              args.slow_us, args.skew, config.batch, config.seed))
-                                        : BuildPipeline(config, record_bytes);
-  if (dataset.ok() && !config.device.is_cpu()) {
-    absl::Status available = CheckDeviceAvailable(config.device);
-    if (available.ok()) {
-      dataset = train::data::PrefetchToDevice(*dataset, config.device);
-    } else {
-      dataset = available;
-    }
+absl::StatusOr<Dataset> MakePipeline(const BenchArgs& args,
+                                     std::shared_ptr<std::atomic<int64_t>> record_bytes) {
+  if (args.skewed()) {
+    return SkewedPipeline(args.slow_us, args.skew, args.pipeline.batch_size, args.pipeline.seed);
   }
+  Pipeline counted = args.pipeline;
+  counted.record_bytes = std::move(record_bytes);
+  return train::recipes::ImageNetPipeline(counted);
+}
+
+// The pipeline the options describe, ending on the device when that is not the host.
+absl::StatusOr<Dataset> MakeDataset(const BenchArgs& args,
+                                    std::shared_ptr<std::atomic<int64_t>> record_bytes) {
+  SLUICE_ASSIGN_OR_RETURN(Dataset dataset, MakePipeline(args, std::move(record_bytes)));
+  if (args.device.is_cpu()) return dataset;
+  SLUICE_RETURN_IF_ERROR(CheckDeviceAvailable(args.device));
+  return train::data::PrefetchToDevice(dataset, args.device);
+}
+
+// One run, with AUTOTUNE unless --parallelism fixed the knobs; profiled with --profile.
+absl::StatusOr<Run> RunProfiled(const Dataset& dataset, const BenchArgs& args,
+                                const BenchmarkOptions& options, bool terminal) {
+  // A fixed parallelism is built into the pipeline and AUTOTUNE is off;
+  // otherwise the iterator runs AUTOTUNE on its kAutotune knobs.
+  const int parallelism = args.pipeline.parallelism;
+  std::optional<Knobs> knobs;
+  if (parallelism != kAutotune) knobs = Knobs{};
+  if (args.skewed() && parallelism != kAutotune) knobs->parallelism = parallelism;
+  if (!args.profile.empty()) {
+    SLUICE_RETURN_IF_ERROR(Prefixed("--profile: ", profiler::Start(args.profile)));
+  }
+  absl::StatusOr<Run> run = bench::RunOnce(dataset, options, knobs, terminal);
+  if (!args.profile.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(profiler::Report report, Prefixed("--profile: ", profiler::Stop()));
+    std::fprintf(stderr, "%s(trace: %s; TensorBoard: %s)\n", report.summary.c_str(),
+                 report.trace_path.c_str(), report.tensorboard_path.c_str());
+  }
+  return run;
+}
+
+// Builds the pipeline and runs it once (or the grid, or the checkpoint), printing the results.
+int RunBenchWith(const BenchArgs& args) {
+  auto record_bytes = std::make_shared<std::atomic<int64_t>>(0);
+  absl::StatusOr<Dataset> dataset = MakeDataset(args, record_bytes);
   if (!dataset.ok()) {
     std::fprintf(stderr, "sluice bench: %s\n", std::string(dataset.status().message()).c_str());
     return kExitFailure;
   }
   BenchmarkOptions options;
-  options.max_seconds = config.epochs > 0 ? 0 : config.seconds;
+  options.max_seconds = args.pipeline.epochs > 0 ? 0 : args.seconds;
   // Unbatched, an element is one image (whose first dimension is its height).
-  if (config.decode_only) options.count_examples = [](const Element&) { return int64_t{1}; };
+  if (args.pipeline.decode_only) {
+    options.count_examples = [](const Element&) { return int64_t{1}; };
+  }
   const bool terminal = isatty(2) == 1;
-  if (args.checkpoint_after >= 0) {
-    return RunCheckpoint(*dataset, args, terminal);
-  }
-  if (args.grid) return RunGrid(*dataset, options, args.grid_seconds, args.json, terminal);
-
-  // A fixed parallelism is built into the pipeline and AUTOTUNE is off;
-  // otherwise the iterator runs AUTOTUNE on its kAutotune knobs.
-  std::optional<Knobs> knobs;
-  if (config.parallelism != kAutotune) knobs = Knobs{};
-  if (args.skewed && config.parallelism != kAutotune) knobs->parallelism = config.parallelism;
-  if (!args.profile.empty()) {
-    absl::Status started = profiler::Start(args.profile);
-    if (!started.ok()) {
-      std::fprintf(stderr, "sluice bench: --profile: %s\n", std::string(started.message()).c_str());
-      return kExitFailure;
-    }
-  }
-  absl::StatusOr<Run> run = RunOnce(*dataset, options, knobs, terminal);
-  if (!args.profile.empty()) {
-    absl::StatusOr<profiler::Report> report = profiler::Stop();
-    if (!report.ok()) {
-      std::fprintf(stderr, "sluice bench: --profile: %s\n",
-                   std::string(report.status().message()).c_str());
-      return kExitFailure;
-    }
-    std::fprintf(stderr, "%s(trace: %s; TensorBoard: %s)\n", report->summary.c_str(),
-                 report->trace_path.c_str(), report->tensorboard_path.c_str());
-  }
+  if (args.checkpoint_after >= 0) return RunCheckpoint(*dataset, args, terminal);
+  if (args.grid) return bench::RunGrid(*dataset, options, args.grid_seconds, args.json, terminal);
+  absl::StatusOr<Run> run = RunProfiled(*dataset, args, options, terminal);
   if (!run.ok()) {
     std::fprintf(stderr, "sluice bench: %s\n", std::string(run.status().message()).c_str());
     return kExitFailure;
@@ -772,9 +537,9 @@ int RunBenchWith(const BenchArgs& args) {
   }
   const int64_t bytes = record_bytes->load();
   if (args.json) {
-    PrintJson(config, run->result, bytes, dataset->DebugString(), autotune, convergence);
+    PrintJson(args, run->result, bytes, dataset->DebugString(), autotune, convergence);
   } else {
-    PrintText(config, run->result, bytes, dataset->DebugString(), autotune, convergence);
+    PrintText(run->result, bytes, dataset->DebugString(), autotune, convergence);
   }
   std::fflush(stdout);
   return kExitOk;
@@ -795,11 +560,12 @@ int RunBench(int argc, char** argv) {
       "pipeline while it runs unless --parallelism fixes it. --grid measures fixed\n"
       "configurations and then AUTOTUNE against the best of them. --pipeline skewed runs a\n"
       "synthetic pipeline instead: three spinning Maps, the middle one --skew times slower.");
-  AddBenchOptions(command_line);
-  if (std::optional<int> exit = command_line.ParseOrReport(argc, argv)) return *exit;
-  absl::StatusOr<BenchArgs> args = ParseBenchArgs(command_line);
-  if (!args.ok()) return command_line.ReportUsageError(args.status().message());
-  return RunBenchWith(*args);
+  BenchArgs args;
+  if (std::optional<int> exit =
+          BenchOptions().ParseOrReport(command_line, argc, argv, args, CheckBenchArgs)) {
+    return *exit;
+  }
+  return RunBenchWith(args);
 }
 
 }  // namespace sluice::tools

@@ -34,12 +34,16 @@
 #include "ops/jpeg_restart.h"
 #include "ops/read_file.h"
 #include "tools/command_line.h"
+#include "tools/option_table.h"
 #include "train/data/image_dataset_from_directory.h"
 
 namespace sluice::tools {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A shard's index has five digits in its name.
+constexpr int kMaxShards = 99999;
 
 constexpr const char* kFashionMnistClasses[] = {"T-shirt/top", "Trouser",   "Pullover", "Dress",
                                                 "Coat",        "Sandal",    "Shirt",    "Sneaker",
@@ -165,14 +169,16 @@ std::string ImageExample(std::string encoded, int64_t label, int64_t height, int
   return builder.Serialize();
 }
 
-absl::StatusOr<int> ParseShards(const CommandLine& command_line) {
-  absl::StatusOr<int64_t> shards = command_line.IntValue("shards", 1, 99999);
-  if (!shards.ok()) return shards.status();
-  return static_cast<int>(*shards);
-}
-
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Ends a --json summary whose last array is closed: its "seconds", on one line.
+void PrintSummaryEnd(double seconds, JsonWriter& json) {
+  json.Key("seconds");
+  json.Double(seconds);
+  json.EndObject();
+  std::printf("%s\n", json.str().c_str());
 }
 
 // ---------------------------------------------------------------- fashion-mnist
@@ -233,91 +239,115 @@ absl::StatusOr<SplitResult> ConvertMnistSplit(const std::string& source, absl::s
   return SplitResult{split, writer.records(), writer.bytes()};
 }
 
+struct FashionMnistArgs {
+  std::string out;
+  int shards = 4;
+  std::string format = "jpeg";
+  int quality = 95;
+  std::string source = "/usr/share/datasets/fashion-mnist";
+  bool json = false;
+};
+
+// --out and --shards, which every source takes.
+template <typename Args>
+std::vector<OptionRow<Args>> OutputRows(std::string shards_help) {
+  return {Option("out", "DIR", Field<Args>(&Args::out),
+                 "output directory (created if missing); required", {.required = true}),
+          Option("shards", "N", Field<Args>(&Args::shards), std::move(shards_help),
+                 {.min = 1, .max = kMaxShards})};
+}
+
+template <typename Args>
+std::vector<OptionRow<Args>> JsonRow() {
+  return {Flag("json", Field<Args>(&Args::json), "print the summary as one JSON object")};
+}
+
+const OptionTable<FashionMnistArgs>& FashionMnistOptions() {
+  using Args = FashionMnistArgs;
+  static const auto* table = new OptionTable<Args>({
+      OutputRows<Args>("shards per split"),
+      {Option("format", "FORMAT", Field<Args>(&Args::format),
+              "jpeg (grayscale JPEG) or raw (the 28x28 uint8 pixels)",
+              {.parse = Choice({"jpeg", "raw"})}),
+       Option("quality", "Q", Field<Args>(&Args::quality), "JPEG quality, 1..100",
+              {.min = 1, .max = 100}),
+       Option("source", "DIR", Field<Args>(&Args::source),
+              "directory holding {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz")},
+      JsonRow<Args>(),
+  });
+  return *table;
+}
+
+void PrintFashionMnistSummary(const FashionMnistArgs& args, const std::vector<SplitResult>& results,
+                              double seconds) {
+  if (!args.json) {
+    for (const SplitResult& r : results) {
+      std::printf("%s: %lld examples in %d shards, %.1f MB of records\n", r.name.c_str(),
+                  static_cast<long long>(r.examples), args.shards, r.bytes / 1e6);
+    }
+    std::printf("wrote %s (format %s, 10 classes in labels.txt) in %.2f s\n", args.out.c_str(),
+                args.format.c_str(), seconds);
+    return;
+  }
+  JsonWriter json;
+  json.BeginObject();
+  json.Key("out");
+  json.String(args.out);
+  json.Key("format");
+  json.String(args.format);
+  json.Key("shards");
+  json.Int(args.shards);
+  json.Key("classes");
+  json.Int(10);
+  json.Key("splits");
+  json.BeginArray();
+  for (const SplitResult& r : results) {
+    json.BeginObject();
+    json.Key("name");
+    json.String(r.name);
+    json.Key("examples");
+    json.Int(r.examples);
+    json.Key("bytes");
+    json.Int(r.bytes);
+    json.EndObject();
+  }
+  json.EndArray();
+  PrintSummaryEnd(seconds, json);
+}
+
+// Both splits and the class names into args.out.
+absl::StatusOr<std::vector<SplitResult>> ConvertFashionMnist(const FashionMnistArgs& args) {
+  SLUICE_RETURN_IF_ERROR(MakeDirectory(args.out));
+  std::vector<SplitResult> results;
+  for (auto [prefix, split] : {std::pair{"train", "train"}, std::pair{"t10k", "test"}}) {
+    SLUICE_ASSIGN_OR_RETURN(SplitResult result,
+                            ConvertMnistSplit(args.source, prefix, split, args.out, args.shards,
+                                              args.format == "raw", args.quality));
+    results.push_back(std::move(result));
+  }
+  std::vector<std::string> names(std::begin(kFashionMnistClasses), std::end(kFashionMnistClasses));
+  SLUICE_RETURN_IF_ERROR(WriteLabels(args.out, names));
+  return results;
+}
+
 int RunFashionMnist(int argc, char** argv) {
   CommandLine command_line(
       "sluice convert fashion-mnist",
       "Converts Fashion-MNIST's gzipped IDX files into TFRecord shards train-*-of-N.tfrecord\n"
       "and test-*-of-N.tfrecord (keys image/encoded, image/class/label, image/height,\n"
       "image/width, image/format) and writes labels.txt with the 10 class names.");
-  command_line.AddOption("out", "DIR", "", "output directory (created if missing); required");
-  command_line.AddOption("shards", "N", "4", "shards per split");
-  command_line.AddOption("format", "FORMAT", "jpeg",
-                         "jpeg (grayscale JPEG) or raw (the 28x28 uint8 pixels)");
-  command_line.AddOption("quality", "Q", "95", "JPEG quality, 1..100");
-  command_line.AddOption("source", "DIR", "/usr/share/datasets/fashion-mnist",
-                         "directory holding {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz");
-  command_line.AddFlag("json", "print the summary as one JSON object");
-  if (std::optional<int> exit = command_line.ParseOrReport(argc, argv)) return *exit;
-
-  const std::string& out = command_line.Value("out");
-  if (out.empty()) return command_line.ReportUsageError("--out DIR is required");
-  absl::StatusOr<int> shards = ParseShards(command_line);
-  if (!shards.ok()) return command_line.ReportUsageError(shards.status().message());
-  const std::string& format = command_line.Value("format");
-  if (format != "jpeg" && format != "raw") {
-    return command_line.ReportUsageError(
-        absl::StrCat("--format takes jpeg or raw, not '", format, "'"));
+  FashionMnistArgs args;
+  if (std::optional<int> exit =
+          FashionMnistOptions().ParseOrReport(command_line, argc, argv, args)) {
+    return *exit;
   }
-  absl::StatusOr<int64_t> quality_value = command_line.IntValue("quality", 1, 100);
-  if (!quality_value.ok()) return command_line.ReportUsageError(quality_value.status().message());
-  const int quality = static_cast<int>(*quality_value);
   const auto start = std::chrono::steady_clock::now();
-  if (absl::Status status = MakeDirectory(out); !status.ok()) {
-    PrintError("fashion-mnist", status.message());
+  absl::StatusOr<std::vector<SplitResult>> results = ConvertFashionMnist(args);
+  if (!results.ok()) {
+    PrintError("fashion-mnist", results.status().message());
     return kExitFailure;
   }
-  std::vector<SplitResult> results;
-  for (auto [prefix, split] : {std::pair{"train", "train"}, std::pair{"t10k", "test"}}) {
-    absl::StatusOr<SplitResult> result = ConvertMnistSplit(
-        command_line.Value("source"), prefix, split, out, *shards, format == "raw", quality);
-    if (!result.ok()) {
-      PrintError("fashion-mnist", result.status().message());
-      return kExitFailure;
-    }
-    results.push_back(*std::move(result));
-  }
-  std::vector<std::string> names(std::begin(kFashionMnistClasses), std::end(kFashionMnistClasses));
-  if (absl::Status status = WriteLabels(out, names); !status.ok()) {
-    PrintError("fashion-mnist", status.message());
-    return kExitFailure;
-  }
-  const double seconds = SecondsSince(start);
-  if (command_line.Flag("json")) {
-    JsonWriter json;
-    json.BeginObject();
-    json.Key("out");
-    json.String(out);
-    json.Key("format");
-    json.String(format);
-    json.Key("shards");
-    json.Int(*shards);
-    json.Key("classes");
-    json.Int(10);
-    json.Key("splits");
-    json.BeginArray();
-    for (const SplitResult& r : results) {
-      json.BeginObject();
-      json.Key("name");
-      json.String(r.name);
-      json.Key("examples");
-      json.Int(r.examples);
-      json.Key("bytes");
-      json.Int(r.bytes);
-      json.EndObject();
-    }
-    json.EndArray();
-    json.Key("seconds");
-    json.Double(seconds);
-    json.EndObject();
-    std::printf("%s\n", json.str().c_str());
-  } else {
-    for (const SplitResult& r : results) {
-      std::printf("%s: %lld examples in %d shards, %.1f MB of records\n", r.name.c_str(),
-                  static_cast<long long>(r.examples), *shards, r.bytes / 1e6);
-    }
-    std::printf("wrote %s (format %s, 10 classes in labels.txt) in %.2f s\n", out.c_str(),
-                format.c_str(), seconds);
-  }
+  PrintFashionMnistSummary(args, *results, SecondsSince(start));
   return kExitOk;
 }
 
@@ -352,6 +382,162 @@ void DeterministicShuffle(std::vector<ImageFile>& files, uint64_t seed) {
   }
 }
 
+struct ImagesArgs {
+  std::string out;
+  int shards = 4;
+  uint64_t seed = 0;
+  std::string split = "train";
+  int restart_interval = 0;  // MCUs; 0: the bytes copied
+  bool skip_bad = false;
+  bool json = false;
+};
+
+absl::StatusOr<std::string> ShardPrefix(absl::string_view flag, const std::string& text) {
+  if (text.empty() || text.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " takes a file name prefix without '/'"));
+  }
+  return text;
+}
+
+absl::StatusOr<int> RestartInterval(absl::string_view flag, const std::string& text) {
+  int mcus;
+  if (!absl::SimpleAtoi(text, &mcus) || mcus < 0 || mcus > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " takes 0..65535 MCUs, not '", text, "'"));
+  }
+  return mcus;
+}
+
+const OptionTable<ImagesArgs>& ImagesOptions() {
+  using Args = ImagesArgs;
+  static const auto* table = new OptionTable<Args>({
+      OutputRows<Args>("number of shards"),
+      {Option("seed", "S", Field<Args>(&Args::seed), "seed of the shuffle of the examples",
+              {.parse = UnsignedInteger}),
+       Option("split", "NAME", Field<Args>(&Args::split), "prefix of the shard names",
+              {.parse = ShardPrefix}),
+       Option("restart-interval", "MCUS", Field<Args>(&Args::restart_interval),
+              "re-encode each JPEG losslessly (same pixels) with a restart marker every MCUS MCUs, "
+              "so that crop decodes skip the rows and columns outside the crop without "
+              "entropy-decoding them; 0 copies the bytes",
+              {.parse = RestartInterval}),
+       Flag("skip-bad", Field<Args>(&Args::skip_bad),
+            "skip files that are not valid JPEGs (counted) instead of failing")},
+      JsonRow<Args>(),
+  });
+  return *table;
+}
+
+// What a conversion of a tree did.
+struct ImagesConversion {
+  std::vector<std::string> classes;
+  std::vector<int64_t> per_class;  // examples written
+  int64_t files = 0;
+  int64_t skipped = 0;
+  int64_t reencoded = 0;  // with restart markers
+  int64_t kept = 0;       // as they were: not grayscale or YCbCr
+};
+
+// The header of the JPEG in `bytes`, re-encoded with restart markers when `restart_interval` is
+// set; an error when it is not a valid JPEG.
+absl::StatusOr<JpegHeader> PrepareJpeg(std::string& bytes, int restart_interval,
+                                       ImagesConversion& conversion) {
+  SLUICE_ASSIGN_OR_RETURN(JpegHeader header, ReadJpegHeader(bytes));
+  if (restart_interval == 0) return header;
+  absl::StatusOr<std::string> with_restarts = AddJpegRestartMarkers(bytes, restart_interval);
+  if (with_restarts.ok()) {
+    bytes = *std::move(with_restarts);
+    ++conversion.reencoded;
+  } else if (absl::IsFailedPrecondition(with_restarts.status())) {
+    ++conversion.kept;
+  } else {
+    return with_restarts.status();
+  }
+  return header;
+}
+
+// Writes `files` (in this order) into shards and the class names into args.out.
+absl::Status WriteImageShards(const ImagesArgs& args, const std::vector<ImageFile>& files,
+                              ImagesConversion& conversion) {
+  ShardedWriter writer(args.out, args.split, args.shards, static_cast<int64_t>(files.size()));
+  Progress progress("convert images");
+  for (size_t i = 0; i < files.size(); ++i) {
+    const ImageFile& file = files[i];
+    SLUICE_ASSIGN_OR_RETURN(Tensor contents, ReadFile(file.path));
+    std::string bytes = std::move(*contents.data<std::string>());
+    absl::StatusOr<JpegHeader> header = PrepareJpeg(bytes, args.restart_interval, conversion);
+    if (!header.ok()) {
+      std::string message = absl::StrCat(file.path, ": not a valid JPEG (", bytes.size(),
+                                         " bytes): ", header.status().message());
+      if (!args.skip_bad) return absl::InvalidArgumentError(message);
+      PrintError("images", absl::StrCat("skipped ", message));
+      ++conversion.skipped;
+      continue;
+    }
+    SLUICE_RETURN_IF_ERROR(writer.Write(
+        static_cast<int64_t>(i),
+        ImageExample(std::move(bytes), file.label, header->height, header->width, "jpeg")));
+    ++conversion.per_class[file.label];
+    progress.Update(static_cast<int64_t>(i + 1), static_cast<int64_t>(files.size()));
+  }
+  SLUICE_RETURN_IF_ERROR(writer.Finish());
+  return WriteLabels(args.out, conversion.classes);
+}
+
+absl::StatusOr<ImagesConversion> ConvertImages(const ImagesArgs& args, const std::string& root) {
+  ImagesConversion conversion;
+  std::vector<ImageFile> files;
+  SLUICE_RETURN_IF_ERROR(ListImageTree(root, &conversion.classes, &files));
+  DeterministicShuffle(files, args.seed);
+  SLUICE_RETURN_IF_ERROR(MakeDirectory(args.out));
+  conversion.files = static_cast<int64_t>(files.size());
+  conversion.per_class.assign(conversion.classes.size(), 0);
+  SLUICE_RETURN_IF_ERROR(WriteImageShards(args, files, conversion));
+  return conversion;
+}
+
+void PrintImagesJson(const ImagesArgs& args, const ImagesConversion& c, double seconds) {
+  JsonWriter json;
+  json.BeginObject();
+  json.Key("out");
+  json.String(args.out);
+  for (auto [key, value] : {std::pair<const char*, int64_t>{"examples", c.files - c.skipped},
+                            {"skipped", c.skipped},
+                            {"shards", args.shards},
+                            {"reencoded_with_restarts", c.reencoded},
+                            {"kept_without_restarts", c.kept}}) {
+    json.Key(key);
+    json.Int(value);
+  }
+  json.Key("classes");
+  json.BeginArray();
+  for (size_t i = 0; i < c.classes.size(); ++i) {
+    json.BeginObject();
+    json.Key("name");
+    json.String(c.classes[i]);
+    json.Key("examples");
+    json.Int(c.per_class[i]);
+    json.EndObject();
+  }
+  json.EndArray();
+  PrintSummaryEnd(seconds, json);
+}
+
+void PrintImagesSummary(const ImagesArgs& args, const ImagesConversion& c, double seconds) {
+  if (args.json) return PrintImagesJson(args, c, seconds);
+  for (size_t i = 0; i < c.classes.size(); ++i) {
+    std::printf("  %lld  %s\n", static_cast<long long>(i), c.classes[i].c_str());
+  }
+  std::printf("%s: %lld examples (%lld skipped) of %zu classes in %d shards, in %.2f s\n",
+              args.out.c_str(), static_cast<long long>(c.files - c.skipped),
+              static_cast<long long>(c.skipped), c.classes.size(), args.shards, seconds);
+  if (args.restart_interval > 0) {
+    std::printf(
+        "re-encoded %lld with a restart marker every %d MCUs; kept %lld as they were "
+        "(not grayscale or YCbCr)\n",
+        static_cast<long long>(c.reencoded), args.restart_interval, static_cast<long long>(c.kept));
+  }
+}
+
 int RunImages(int argc, char** argv) {
   CommandLine command_line(
       "sluice convert images",
@@ -360,146 +546,17 @@ int RunImages(int argc, char** argv) {
       "labels.txt. JPEG bytes are copied, not re-encoded (unless --restart-interval); the order\n"
       "is the sorted file list shuffled with --seed, so a conversion is reproducible.");
   command_line.AddPositional("ROOT", "directory with one folder of JPEG files per class");
-  command_line.AddOption("out", "DIR", "", "output directory (created if missing); required");
-  command_line.AddOption("shards", "N", "4", "number of shards");
-  command_line.AddOption("seed", "S", "0", "seed of the shuffle of the examples");
-  command_line.AddOption("split", "NAME", "train", "prefix of the shard names");
-  command_line.AddOption(
-      "restart-interval", "MCUS", "0",
-      "re-encode each JPEG losslessly (same pixels) with a restart marker every MCUS MCUs, so that "
-      "crop decodes skip the rows and columns outside the crop without entropy-decoding them; "
-      "0 copies the bytes");
-  command_line.AddFlag("skip-bad",
-                       "skip files that are not valid JPEGs (counted) instead of failing");
-  command_line.AddFlag("json", "print the summary as one JSON object");
-  if (std::optional<int> exit = command_line.ParseOrReport(argc, argv)) return *exit;
-
-  const std::string& out = command_line.Value("out");
-  if (out.empty()) return command_line.ReportUsageError("--out DIR is required");
-  absl::StatusOr<int> shards = ParseShards(command_line);
-  if (!shards.ok()) return command_line.ReportUsageError(shards.status().message());
-  uint64_t seed;
-  if (!absl::SimpleAtoi(command_line.Value("seed"), &seed)) {
-    return command_line.ReportUsageError(
-        absl::StrCat("--seed takes an unsigned integer, not '", command_line.Value("seed"), "'"));
+  ImagesArgs args;
+  if (std::optional<int> exit = ImagesOptions().ParseOrReport(command_line, argc, argv, args)) {
+    return *exit;
   }
-  const std::string& split = command_line.Value("split");
-  if (split.empty() || split.find('/') != std::string::npos) {
-    return command_line.ReportUsageError("--split takes a file name prefix without '/'");
-  }
-  int restart_interval;
-  if (!absl::SimpleAtoi(command_line.Value("restart-interval"), &restart_interval) ||
-      restart_interval < 0 || restart_interval > 65535) {
-    return command_line.ReportUsageError(
-        absl::StrCat("--restart-interval takes 0..65535 MCUs, not '",
-                     command_line.Value("restart-interval"), "'"));
-  }
-  const bool skip_bad = command_line.Flag("skip-bad");
-  const std::string& root = command_line.positional()[0];
   const auto start = std::chrono::steady_clock::now();
-
-  std::vector<std::string> classes;
-  std::vector<ImageFile> files;
-  if (absl::Status status = ListImageTree(root, &classes, &files); !status.ok()) {
-    PrintError("images", status.message());
+  absl::StatusOr<ImagesConversion> conversion = ConvertImages(args, command_line.positional()[0]);
+  if (!conversion.ok()) {
+    PrintError("images", conversion.status().message());
     return kExitFailure;
   }
-  DeterministicShuffle(files, seed);
-  if (absl::Status status = MakeDirectory(out); !status.ok()) {
-    PrintError("images", status.message());
-    return kExitFailure;
-  }
-  int64_t skipped = 0;
-  int64_t reencoded = 0;  // with restart markers
-  int64_t kept = 0;       // as they were: not grayscale or YCbCr
-  std::vector<int64_t> per_class(classes.size(), 0);
-  absl::Status status = [&]() -> absl::Status {
-    ShardedWriter writer(out, split, *shards, static_cast<int64_t>(files.size()));
-    Progress progress("convert images");
-    for (size_t i = 0; i < files.size(); ++i) {
-      const ImageFile& file = files[i];
-      SLUICE_ASSIGN_OR_RETURN(Tensor contents, ReadFile(file.path));
-      std::string bytes = std::move(*contents.data<std::string>());
-      absl::StatusOr<JpegHeader> header = ReadJpegHeader(bytes);
-      absl::Status bad = header.status();
-      if (header.ok() && restart_interval > 0) {
-        absl::StatusOr<std::string> with_restarts = AddJpegRestartMarkers(bytes, restart_interval);
-        if (with_restarts.ok()) {
-          bytes = *std::move(with_restarts);
-          ++reencoded;
-        } else if (absl::IsFailedPrecondition(with_restarts.status())) {
-          ++kept;
-        } else {
-          bad = with_restarts.status();
-        }
-      }
-      if (!bad.ok()) {
-        std::string message = absl::StrCat(file.path, ": not a valid JPEG (", bytes.size(),
-                                           " bytes): ", bad.message());
-        if (!skip_bad) return absl::InvalidArgumentError(message);
-        PrintError("images", absl::StrCat("skipped ", message));
-        ++skipped;
-        continue;
-      }
-      SLUICE_RETURN_IF_ERROR(writer.Write(
-          static_cast<int64_t>(i),
-          ImageExample(std::move(bytes), file.label, header->height, header->width, "jpeg")));
-      ++per_class[file.label];
-      progress.Update(static_cast<int64_t>(i + 1), static_cast<int64_t>(files.size()));
-    }
-    SLUICE_RETURN_IF_ERROR(writer.Finish());
-    return WriteLabels(out, classes);
-  }();
-  if (!status.ok()) {
-    PrintError("images", status.message());
-    return kExitFailure;
-  }
-  const int64_t examples = static_cast<int64_t>(files.size()) - skipped;
-  const double seconds = SecondsSince(start);
-  if (command_line.Flag("json")) {
-    JsonWriter json;
-    json.BeginObject();
-    json.Key("out");
-    json.String(out);
-    json.Key("examples");
-    json.Int(examples);
-    json.Key("skipped");
-    json.Int(skipped);
-    json.Key("shards");
-    json.Int(*shards);
-    json.Key("reencoded_with_restarts");
-    json.Int(reencoded);
-    json.Key("kept_without_restarts");
-    json.Int(kept);
-    json.Key("classes");
-    json.BeginArray();
-    for (size_t c = 0; c < classes.size(); ++c) {
-      json.BeginObject();
-      json.Key("name");
-      json.String(classes[c]);
-      json.Key("examples");
-      json.Int(per_class[c]);
-      json.EndObject();
-    }
-    json.EndArray();
-    json.Key("seconds");
-    json.Double(seconds);
-    json.EndObject();
-    std::printf("%s\n", json.str().c_str());
-  } else {
-    for (size_t c = 0; c < classes.size(); ++c) {
-      std::printf("  %lld  %s\n", static_cast<long long>(c), classes[c].c_str());
-    }
-    std::printf("%s: %lld examples (%lld skipped) of %zu classes in %d shards, in %.2f s\n",
-                out.c_str(), static_cast<long long>(examples), static_cast<long long>(skipped),
-                classes.size(), *shards, seconds);
-    if (restart_interval > 0) {
-      std::printf(
-          "re-encoded %lld with a restart marker every %d MCUs; kept %lld as they were "
-          "(not grayscale or YCbCr)\n",
-          static_cast<long long>(reencoded), restart_interval, static_cast<long long>(kept));
-    }
-  }
+  PrintImagesSummary(args, *conversion, SecondsSince(start));
   return kExitOk;
 }
 

@@ -21,6 +21,11 @@ absl::StatusOr<Device> ParseDevice(absl::string_view text) {
       absl::StrCat("--device: want cpu, cuda or cuda:N, got '", text, "'"));
 }
 
+OptionSpec<Device> DeviceOptionSpec() {
+  return {.parse = [](absl::string_view, const std::string& text) { return ParseDevice(text); },
+          .format = [](const Device& device) { return device.DebugString(); }};
+}
+
 absl::Status CheckDeviceAvailable(const Device& device) {
   absl::StatusOr<train::backend::Backend*> backend = train::backend::BackendFor(device);
   if (backend.ok()) return absl::OkStatus();

@@ -5,12 +5,16 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/device.h"
+#include "tools/option_table.h"
 
 namespace sluice::tools {
 
 // The --device option of `sluice train` and `sluice bench`: "cpu", "cuda" or "cuda:N" (the
 // guarded test device is not offered to users).
 absl::StatusOr<Device> ParseDevice(absl::string_view text);
+
+// A --device option's row spec: ParseDevice, and the device's name for --help.
+OptionSpec<Device> DeviceOptionSpec();
 
 // OK when `device` has a backend here; otherwise the backend's own reason (a build without
 // CUDA, no GPU, an index past the last GPU) after "--device cuda:N: ".

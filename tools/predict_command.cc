@@ -129,6 +129,97 @@ std::vector<std::pair<int64_t, float>> TopK(const float* logits, int64_t n, int6
   return top;
 }
 
+// The class's name as saved with the model, or its index.
+std::string ClassName(const train::fit::LoadedModel& loaded, int64_t c) {
+  return c < static_cast<int64_t>(loaded.class_names.size()) ? loaded.class_names[c]
+                                                             : absl::StrCat(c);
+}
+
+void PrintPredictionsJson(const std::string& dir, const train::fit::LoadedModel& loaded,
+                          const std::vector<Prediction>& predictions) {
+  JsonWriter json;
+  json.BeginObject();
+  json.Key("model");
+  json.String(dir);
+  json.Key("predictions");
+  json.BeginArray();
+  for (const Prediction& p : predictions) {
+    json.BeginObject();
+    json.Key("source");
+    json.String(p.source);
+    if (!p.status.ok()) {
+      json.Key("error");
+      json.String(std::string(p.status.message()));
+    } else {
+      json.Key("top");
+      json.BeginArray();
+      for (const auto& [c, prob] : p.top) {
+        json.BeginObject();
+        json.Key("class");
+        json.Int(c);
+        json.Key("name");
+        json.String(ClassName(loaded, c));
+        json.Key("probability");
+        json.Double(prob);
+        json.EndObject();
+      }
+      json.EndArray();
+    }
+    json.EndObject();
+  }
+  json.EndArray();
+  json.EndObject();
+  std::printf("%s\n", json.str().c_str());
+}
+
+void PrintPredictionsText(const train::fit::LoadedModel& loaded,
+                          const std::vector<Prediction>& predictions) {
+  for (const Prediction& p : predictions) {
+    if (!p.status.ok()) {
+      std::fprintf(stderr, "sluice predict: %s: %s\n", p.source.c_str(),
+                   std::string(p.status.message()).c_str());
+      continue;
+    }
+    std::string line = p.source + ":";
+    for (const auto& [c, prob] : p.top) {
+      absl::StrAppend(&line, " ", ClassName(loaded, c), " ", absl::StrFormat("%.3f", prob));
+    }
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+// The top `k` classes of each image of `files`; `failed` is set when a file or an image fails.
+std::vector<Prediction> Predict(train::fit::LoadedModel& loaded,
+                                const std::vector<std::string>& files, int64_t k, bool& failed) {
+  const Shape& shape = loaded.input_shape;
+  const int64_t height = shape.dim(1), width = shape.dim(2);
+  const int channels = static_cast<int>(shape.dim(3));
+  // The preprocessing `sluice train` trains with: resized, scaled to [0, 1].
+  const NormalizeTable scale = NormalizeTable::Rescaling(channels, 1.0f / 255);
+  std::vector<Input> inputs;
+  for (const std::string& file : files) {
+    absl::Status s = CollectInputs(file, inputs);
+    if (!s.ok()) {
+      std::fprintf(stderr, "sluice predict: %s\n", std::string(s.message()).c_str());
+      failed = true;
+    }
+  }
+  std::vector<Prediction> predictions;
+  for (const Input& input : inputs) {
+    Prediction p{.source = input.source};
+    absl::StatusOr<Tensor> logits = Preprocess(input, height, width, channels, scale);
+    if (logits.ok()) logits = loaded.model->Forward(*logits, /*training=*/false);
+    if (!logits.ok()) {
+      p.status = logits.status();
+      failed = true;
+    } else {
+      p.top = TopK(logits->data<float>(), logits->num_elements(), k);
+    }
+    predictions.push_back(std::move(p));
+  }
+  return predictions;
+}
+
 int Run(const CommandLine& command_line) {
   const std::string& dir = command_line.Value("model");
   absl::StatusOr<int64_t> k = command_line.IntValue("top", 1);
@@ -148,85 +239,13 @@ int Run(const CommandLine& command_line) {
                  dir.c_str(), shape.DebugString().c_str());
     return 1;
   }
-  const int64_t height = shape.dim(1), width = shape.dim(2);
-  const int channels = static_cast<int>(shape.dim(3));
-  // The preprocessing `sluice train` trains with: resized, scaled to [0, 1].
-  const NormalizeTable scale = NormalizeTable::Rescaling(channels, 1.0f / 255);
-
-  std::vector<Input> inputs;
   bool failed = false;
-  for (const std::string& file : command_line.positional()) {
-    absl::Status s = CollectInputs(file, inputs);
-    if (!s.ok()) {
-      std::fprintf(stderr, "sluice predict: %s\n", std::string(s.message()).c_str());
-      failed = true;
-    }
-  }
-  std::vector<Prediction> predictions;
-  for (const Input& input : inputs) {
-    Prediction p{.source = input.source};
-    absl::StatusOr<Tensor> logits = Preprocess(input, height, width, channels, scale);
-    if (logits.ok()) logits = loaded->model->Forward(*logits, /*training=*/false);
-    if (!logits.ok()) {
-      p.status = logits.status();
-      failed = true;
-    } else {
-      p.top = TopK(logits->data<float>(), logits->num_elements(), *k);
-    }
-    predictions.push_back(std::move(p));
-  }
-
-  auto class_name = [&](int64_t c) {
-    return c < static_cast<int64_t>(loaded->class_names.size()) ? loaded->class_names[c]
-                                                                : absl::StrCat(c);
-  };
+  const std::vector<Prediction> predictions =
+      Predict(*loaded, command_line.positional(), *k, failed);
   if (command_line.Flag("json")) {
-    JsonWriter json;
-    json.BeginObject();
-    json.Key("model");
-    json.String(dir);
-    json.Key("predictions");
-    json.BeginArray();
-    for (const Prediction& p : predictions) {
-      json.BeginObject();
-      json.Key("source");
-      json.String(p.source);
-      if (!p.status.ok()) {
-        json.Key("error");
-        json.String(std::string(p.status.message()));
-      } else {
-        json.Key("top");
-        json.BeginArray();
-        for (const auto& [c, prob] : p.top) {
-          json.BeginObject();
-          json.Key("class");
-          json.Int(c);
-          json.Key("name");
-          json.String(class_name(c));
-          json.Key("probability");
-          json.Double(prob);
-          json.EndObject();
-        }
-        json.EndArray();
-      }
-      json.EndObject();
-    }
-    json.EndArray();
-    json.EndObject();
-    std::printf("%s\n", json.str().c_str());
+    PrintPredictionsJson(dir, *loaded, predictions);
   } else {
-    for (const Prediction& p : predictions) {
-      if (!p.status.ok()) {
-        std::fprintf(stderr, "sluice predict: %s: %s\n", p.source.c_str(),
-                     std::string(p.status.message()).c_str());
-        continue;
-      }
-      std::string line = p.source + ":";
-      for (const auto& [c, prob] : p.top) {
-        absl::StrAppend(&line, " ", class_name(c), " ", absl::StrFormat("%.3f", prob));
-      }
-      std::printf("%s\n", line.c_str());
-    }
+    PrintPredictionsText(*loaded, predictions);
   }
   return failed ? 1 : 0;
 }

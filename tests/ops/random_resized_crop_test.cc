@@ -131,7 +131,7 @@ TEST(DecodeAndRandomResizedCropTest, OutputSizeAndReproducible) {
   }
 }
 
-// What tools/image_pipeline does in one call: bitwise the three ops it replaces.
+// What train/recipes/imagenet_pipeline does in one call: bitwise the three ops it replaces.
 TEST(DecodeAndRandomResizedCropTest, FusedFlipAndNormalizeEqualSeparateOps) {
   auto table = NormalizeTable::Create(3, kImageNetMean, kImageNetStd);
   ASSERT_TRUE(table.ok());

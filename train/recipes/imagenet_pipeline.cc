@@ -1,4 +1,4 @@
-#include "tools/image_pipeline.h"
+#include "train/recipes/imagenet_pipeline.h"
 
 #include <map>
 #include <memory>
@@ -20,7 +20,7 @@
 #include "ops/resize.h"
 #include "train/data/image_dataset_from_directory.h"
 
-namespace sluice::tools {
+namespace sluice::train::recipes {
 namespace {
 
 // Free decoded images kept for reuse: about those in flight between the Map and
@@ -87,14 +87,14 @@ ResizeOutput IntoBatchRow(uint64_t seed, const NormalizeTable& table, Tensor* ro
 
 // The decoded images are snapshotted; the random crop, flip and normalize run after the snapshot,
 // on each epoch's own seeds.
-absl::StatusOr<Dataset> SnapshotPipeline(const BenchConfig& config, Dataset records,
+absl::StatusOr<Dataset> SnapshotPipeline(const ImageNetPipelineOptions& config, Dataset records,
                                          std::shared_ptr<std::atomic<int64_t>> record_bytes) {
   const int64_t size = config.image_size;
   Options options;
   options.seed = config.seed;
   SLUICE_ASSIGN_OR_RETURN(const NormalizeTable table,
                           NormalizeTable::Create(3, kImageNetMean, kImageNetStd));
-  auto rows = std::make_shared<BatchRows>(config.batch, DType::kFloat32, Shape{size, size, 3});
+  auto rows = std::make_shared<BatchRows>(config.batch_size, DType::kFloat32, Shape{size, size, 3});
   Dataset dataset =
       records
           .Map(
@@ -131,84 +131,71 @@ absl::StatusOr<Dataset> SnapshotPipeline(const BenchConfig& config, Dataset reco
                 return Element{std::move(image), std::move(element[1])};
               },
               {.num_parallel_calls = config.parallelism});
-  return dataset.Batch(config.batch).Prefetch().WithOptions(options);
+  return dataset.Batch(config.batch_size).Prefetch().WithOptions(options);
 }
 
-}  // namespace
+// {encoded JPEG, label, its size} from each file of a folder of class folders.
+absl::StatusOr<Dataset> FolderRecords(const ImageNetPipelineOptions& config) {
+  SLUICE_ASSIGN_OR_RETURN(const data::ImageDirectoryIndex index,
+                          data::IndexImageDirectory(config.images_dir, {}));
+  const int64_t n = static_cast<int64_t>(index.files.size());
+  Tensor paths(DType::kBytes, Shape{n});
+  for (int64_t i = 0; i < n; ++i) paths.data<std::string>()[i] = index.files[i];
+  SLUICE_ASSIGN_OR_RETURN(Tensor labels, Tensor::FromVector<int64_t>(index.labels, Shape{n}));
+  return Dataset::FromTensorSlices({std::move(paths), std::move(labels)})
+      .Map(
+          [](Element element) -> absl::StatusOr<Element> {
+            SLUICE_ASSIGN_OR_RETURN(Tensor bytes, ReadFile(element[0].scalar<std::string>()));
+            const int64_t size = static_cast<int64_t>(bytes.scalar<std::string>().size());
+            return Element{std::move(bytes), std::move(element[1]), Tensor::Scalar<int64_t>(size)};
+          },
+          {.num_parallel_calls = config.parallelism});
+}
 
-absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,
-                                      std::shared_ptr<std::atomic<int64_t>> record_bytes) {
-  Options options;
-  options.seed = config.seed;
-  options.checkpoint_sources = config.checkpoint_sources;
-  std::optional<Dataset> source;
-  if (!config.images_dir.empty()) {
-    SLUICE_ASSIGN_OR_RETURN(const train::data::ImageDirectoryIndex index,
-                            train::data::IndexImageDirectory(config.images_dir, {}));
-    const int64_t n = static_cast<int64_t>(index.files.size());
-    Tensor paths(DType::kBytes, Shape{n});
-    for (int64_t i = 0; i < n; ++i) paths.data<std::string>()[i] = index.files[i];
-    SLUICE_ASSIGN_OR_RETURN(Tensor labels, Tensor::FromVector<int64_t>(index.labels, Shape{n}));
-    source =
-        Dataset::FromTensorSlices({std::move(paths), std::move(labels)})
-            .Map(
-                [](Element element) -> absl::StatusOr<Element> {
-                  SLUICE_ASSIGN_OR_RETURN(Tensor bytes, ReadFile(element[0].scalar<std::string>()));
-                  const int64_t size = static_cast<int64_t>(bytes.scalar<std::string>().size());
-                  return Element{std::move(bytes), std::move(element[1]),
-                                 Tensor::Scalar<int64_t>(size)};
-                },
-                {.num_parallel_calls = config.parallelism});
-  } else {
-    FeatureSpec spec;
-    spec.features.push_back({"image/encoded", FixedLenFeature{DType::kBytes, {}}});
-    spec.features.push_back({"image/class/label", FixedLenFeature{DType::kInt64, {}}});
-    SLUICE_ASSIGN_OR_RETURN(ExampleParser parser, ExampleParser::Create(std::move(spec)));
-    source =
-        Dataset::ListFiles(config.files)
-            .Interleave(
-                [](const std::string& file) { return Dataset::TFRecord(file); },
-                {.cycle_length = kAutotune, .block_length = 1, .num_parallel_calls = kAutotune})
-            .Map(
-                [parser](Element element) -> absl::StatusOr<Element> {
-                  const std::string& record = element[0].scalar<std::string>();
-                  SLUICE_ASSIGN_OR_RETURN(Element parsed, parser.Parse(record));
-                  parsed.push_back(Tensor::Scalar<int64_t>(static_cast<int64_t>(record.size())));
-                  return parsed;  // {encoded, label, record size}
-                },
-                {.num_parallel_calls = config.parallelism});
-  }
-  Dataset dataset = *std::move(source);
-  if (!config.snapshot.empty()) {
-    if (config.shuffle > 0) return absl::InvalidArgumentError("--shuffle goes without --snapshot");
-    if (config.cache || config.decode_only) {
-      return absl::InvalidArgumentError("--snapshot goes with neither --cache nor --decode-only");
-    }
-    return SnapshotPipeline(config, std::move(dataset), record_bytes);
-  }
-  // Caching the encoded records (not decoded images) keeps memory at the dataset's size.
-  if (config.cache) dataset = dataset.Cache();
-  dataset = dataset.Repeat(config.epochs > 0 ? config.epochs : -1);
+// {encoded JPEG, label, the record's size} from each record of the TFRecord files.
+absl::StatusOr<Dataset> TFRecordRecords(const ImageNetPipelineOptions& config) {
+  FeatureSpec spec;
+  spec.features.push_back({"image/encoded", FixedLenFeature{DType::kBytes, {}}});
+  spec.features.push_back({"image/class/label", FixedLenFeature{DType::kInt64, {}}});
+  SLUICE_ASSIGN_OR_RETURN(ExampleParser parser, ExampleParser::Create(std::move(spec)));
+  return Dataset::ListFiles(config.files)
+      .Interleave([](const std::string& file) { return Dataset::TFRecord(file); },
+                  {.cycle_length = kAutotune, .block_length = 1, .num_parallel_calls = kAutotune})
+      .Map(
+          [parser](Element element) -> absl::StatusOr<Element> {
+            const std::string& record = element[0].scalar<std::string>();
+            SLUICE_ASSIGN_OR_RETURN(Element parsed, parser.Parse(record));
+            parsed.push_back(Tensor::Scalar<int64_t>(static_cast<int64_t>(record.size())));
+            return parsed;  // {encoded, label, record size}
+          },
+          {.num_parallel_calls = config.parallelism});
+}
+
+// Whole decoded images, unbatched: decoded images differ in size.
+Dataset DecodeOnly(const ImageNetPipelineOptions& config, Dataset records,
+                   std::shared_ptr<std::atomic<int64_t>> record_bytes) {
+  // Recycled image memory, as the full pipeline's: the ceiling pays no page faults either.
+  std::shared_ptr<BufferPool> pool = BufferPool::Create(kDecodedImagesKept);
+  Dataset dataset = records.Map(
+      [record_bytes, pool](Element element) -> absl::StatusOr<Element> {
+        record_bytes->fetch_add(element[2].scalar<int64_t>(), std::memory_order_relaxed);
+        SLUICE_ASSIGN_OR_RETURN(Tensor image, DecodeJpeg(element[0].scalar<std::string>(),
+                                                         {.channels = 3, .pool = pool.get()}));
+        return Element{std::move(image), std::move(element[1])};
+      },
+      {.num_parallel_calls = config.parallelism});
+  if (config.shuffle > 0) dataset = dataset.Shuffle(config.shuffle);
+  return dataset.Prefetch();
+}
+
+// The decode, random resized crop, flip and normalize in one Map, into the batch's rows.
+absl::StatusOr<Dataset> CropAndBatch(const ImageNetPipelineOptions& config, Dataset records,
+                                     std::shared_ptr<std::atomic<int64_t>> record_bytes) {
   const int64_t size = config.image_size;
-  if (config.decode_only) {
-    // Recycled image memory, as the full pipeline's: the ceiling pays no page faults either.
-    std::shared_ptr<BufferPool> pool = BufferPool::Create(kDecodedImagesKept);
-    dataset = dataset.Map(
-        [record_bytes, pool](Element element) -> absl::StatusOr<Element> {
-          record_bytes->fetch_add(element[2].scalar<int64_t>(), std::memory_order_relaxed);
-          SLUICE_ASSIGN_OR_RETURN(Tensor image, DecodeJpeg(element[0].scalar<std::string>(),
-                                                           {.channels = 3, .pool = pool.get()}));
-          return Element{std::move(image), std::move(element[1])};
-        },
-        {.num_parallel_calls = config.parallelism});
-    if (config.shuffle > 0) dataset = dataset.Shuffle(config.shuffle);
-    // Decoded images differ in size and cannot be batched: elements are images.
-    return dataset.Prefetch().WithOptions(options);
-  }
   SLUICE_ASSIGN_OR_RETURN(const NormalizeTable table,
                           NormalizeTable::Create(3, kImageNetMean, kImageNetStd));
-  auto rows = std::make_shared<BatchRows>(config.batch, DType::kFloat32, Shape{size, size, 3});
-  dataset = dataset.Map(
+  auto rows = std::make_shared<BatchRows>(config.batch_size, DType::kFloat32, Shape{size, size, 3});
+  Dataset dataset = records.Map(
       [record_bytes, size, table, rows](Element element,
                                         const ElementContext& context) -> absl::StatusOr<Element> {
         record_bytes->fetch_add(element[2].scalar<int64_t>(), std::memory_order_relaxed);
@@ -224,7 +211,35 @@ absl::StatusOr<Dataset> BuildPipeline(const BenchConfig& config,
       },
       {.num_parallel_calls = config.parallelism});
   if (config.shuffle > 0) dataset = dataset.Shuffle(config.shuffle);
-  return dataset.Batch(config.batch).Prefetch().WithOptions(options);
+  return dataset.Batch(config.batch_size).Prefetch();
 }
 
-}  // namespace sluice::tools
+}  // namespace
+
+absl::StatusOr<Dataset> ImageNetPipeline(const ImageNetPipelineOptions& config) {
+  std::shared_ptr<std::atomic<int64_t>> record_bytes =
+      config.record_bytes != nullptr ? config.record_bytes
+                                     : std::make_shared<std::atomic<int64_t>>(0);
+  SLUICE_ASSIGN_OR_RETURN(
+      Dataset dataset, config.images_dir.empty() ? TFRecordRecords(config) : FolderRecords(config));
+  if (!config.snapshot.empty()) {
+    if (config.shuffle > 0) return absl::InvalidArgumentError("shuffle goes without snapshot");
+    if (config.cache || config.decode_only) {
+      return absl::InvalidArgumentError("snapshot goes with neither cache nor decode_only");
+    }
+    return SnapshotPipeline(config, std::move(dataset), record_bytes);
+  }
+  // Caching the encoded records (not decoded images) keeps memory at the dataset's size.
+  if (config.cache) dataset = dataset.Cache();
+  dataset = dataset.Repeat(config.epochs > 0 ? config.epochs : -1);
+  Options options;
+  options.seed = config.seed;
+  options.checkpoint_sources = config.checkpoint_sources;
+  if (config.decode_only) {
+    return DecodeOnly(config, std::move(dataset), record_bytes).WithOptions(options);
+  }
+  SLUICE_ASSIGN_OR_RETURN(dataset, CropAndBatch(config, std::move(dataset), record_bytes));
+  return dataset.WithOptions(options);
+}
+
+}  // namespace sluice::train::recipes

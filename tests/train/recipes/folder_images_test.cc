@@ -1,0 +1,65 @@
+#include "train/recipes/folder_images.h"
+
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/temp_dir.h"
+#include "tests/train/recipes/recipe_test_util.h"
+
+namespace sluice::train::recipes {
+namespace {
+
+using ::sluice::testing::ScopedTempDir;
+using ::sluice::train::recipes::testing::ReadAll;
+using ::sluice::train::recipes::testing::WriteDarkAndLightTree;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class FolderImagesTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(WriteDarkAndLightTree(dir_.path())); }
+  ScopedTempDir dir_;
+};
+
+// 40 images, 20% (8) held out: 32 to train on, resized to 8x8 RGB and scaled to [0, 1].
+TEST_F(FolderImagesTest, SplitsResizesAndScales) {
+  absl::StatusOr<LabeledImages> images =
+      FolderImages({.dir = dir_.path(), .image_size = 8, .batch_size = 8, .seed = 1});
+  ASSERT_TRUE(images.ok()) << images.status();
+  EXPECT_EQ(images->train_records, 32);
+  EXPECT_EQ(images->classes, 2);
+  EXPECT_THAT(images->class_names, ElementsAre("dark", "light"));
+  EXPECT_THAT(images->test_source, HasSubstr("(validation subset)"));
+  const std::vector<Element> train = ReadAll(images->train);
+  ASSERT_EQ(train.size(), 4u);
+  EXPECT_EQ(train[0][0].shape(), (Shape{8, 8, 8, 3}));
+  const std::vector<Element> test = ReadAll(images->test);
+  ASSERT_EQ(test.size(), 1u);
+  ASSERT_EQ(test[0][0].shape(), (Shape{8, 8, 8, 3}));
+  // Dark images are about 40 / 255, light ones about 200 / 255, by their labels.
+  for (int64_t i = 0; i < 8; ++i) {
+    const float pixel = test[0][0].data<float>()[i * 8 * 8 * 3];
+    const int32_t label = test[0][1].data<int32_t>()[i];
+    EXPECT_GE(pixel, 0);
+    EXPECT_LE(pixel, 1);
+    EXPECT_EQ(pixel > 0.5f, label == 1) << i;
+  }
+}
+
+TEST_F(FolderImagesTest, LimitTakesWholeBatches) {
+  absl::StatusOr<LabeledImages> images =
+      FolderImages({.dir = dir_.path(), .image_size = 8, .batch_size = 8, .limit = 10});
+  ASSERT_TRUE(images.ok()) << images.status();
+  EXPECT_EQ(images->train_records, 10);
+  EXPECT_EQ(ReadAll(images->train).size(), 2u);  // ceil(10 / 8)
+}
+
+TEST_F(FolderImagesTest, PadCropIsForTFRecords) {
+  absl::StatusOr<LabeledImages> images =
+      FolderImages({.dir = dir_.path(), .augmentation = Augmentation::kPadCrop});
+  EXPECT_TRUE(absl::IsInvalidArgument(images.status())) << images.status();
+}
+
+}  // namespace
+}  // namespace sluice::train::recipes

@@ -1,0 +1,115 @@
+#include "train/recipes/image_classifier.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/temp_dir.h"
+#include "tests/train/recipes/recipe_test_util.h"
+#include "train/fit/saved_model.h"
+
+namespace sluice::train::recipes {
+namespace {
+
+using ::sluice::testing::ScopedTempDir;
+using ::sluice::train::recipes::testing::WriteDarkAndLightTree;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class ImageClassifierTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(WriteDarkAndLightTree(images_.path())); }
+
+  // An MLP on the 32 training images of 8x8, 10 epochs of 4 steps, silent.
+  ImageClassifierOptions Options() const {
+    return {.image_dir = images_.path(),
+            .image_size = 8,
+            .batch_size = 8,
+            .model = "mlp",
+            .optimizer = {.learning_rate = 0.01},
+            .epochs = 10,
+            .verbose = 0};
+  }
+
+  ScopedTempDir images_;
+};
+
+TEST_F(ImageClassifierTest, LearnsDarkFromLightAndSavesTheModel) {
+  ScopedTempDir out;
+  ImageClassifierOptions options = Options();
+  options.save_dir = out.File("model");
+  absl::StatusOr<ImageClassifierResult> result = TrainImageClassifier(options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->train_records, 32);
+  EXPECT_EQ(result->ranks, 1);
+  EXPECT_EQ(result->history.at("loss").size(), 10u);
+  EXPECT_LT(result->history.at("loss").back(), result->history.at("loss").front());
+  EXPECT_GE(callbacks::LogValue(result->test, "accuracy").value_or(0), 0.99);
+  EXPECT_GT(result->images_per_second, 0);
+  EXPECT_GT(result->train_seconds, 0);
+  EXPECT_EQ(result->skipped_records, 0);
+
+  absl::StatusOr<fit::LoadedModel> saved = fit::LoadModel(options.save_dir);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(saved->input_shape, (Shape{1, 8, 8, 3}));
+  EXPECT_THAT(saved->class_names, ElementsAre("dark", "light"));
+}
+
+// Smoothing 0.5 over 2 classes puts a floor of 0.5 * log 2 under the loss, which the run without
+// it goes below.
+TEST_F(ImageClassifierTest, LabelSmoothingReachesTheLoss) {
+  ImageClassifierOptions smoothed = Options();
+  smoothed.label_smoothing = 0.5;
+  absl::StatusOr<ImageClassifierResult> plain = TrainImageClassifier(Options());
+  absl::StatusOr<ImageClassifierResult> with = TrainImageClassifier(smoothed);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_LT(callbacks::LogValue(plain->test, "loss").value_or(1), 0.5 * std::log(2.0));
+  EXPECT_GE(callbacks::LogValue(with->test, "loss").value_or(0), 0.5 * std::log(2.0));
+  EXPECT_GE(callbacks::LogValue(with->test, "accuracy").value_or(0), 0.99);
+}
+
+TEST_F(ImageClassifierTest, ResumingFromTheCheckpointEndsWhereOneRunEnds) {
+  ScopedTempDir out;
+  ImageClassifierOptions options = Options();
+  options.epochs = 4;
+  absl::StatusOr<ImageClassifierResult> straight = TrainImageClassifier(options);
+  options.callbacks.checkpoint = out.File("run.ckpt");
+  options.resume = true;
+  options.epochs = 2;
+  ASSERT_TRUE(TrainImageClassifier(options).ok());
+  ASSERT_TRUE(std::filesystem::exists(options.callbacks.checkpoint));
+  options.epochs = 4;
+  absl::StatusOr<ImageClassifierResult> resumed = TrainImageClassifier(options);
+  ASSERT_TRUE(straight.ok()) << straight.status();
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->history.at("loss").size(), 2u);  // epochs 3 and 4
+  EXPECT_EQ(callbacks::LogValue(resumed->test, "loss"),
+            callbacks::LogValue(straight->test, "loss"));
+}
+
+// Wrong options fail before any data is read: the image folder here does not exist.
+TEST(ImageClassifierOptionsTest, WrongOptionsFailBeforeReadingData) {
+  const ImageClassifierOptions missing{.image_dir = "/nonexistent-sluice-images", .verbose = 0};
+  ImageClassifierOptions options = missing;
+  options.optimizer.name = "nadam";
+  absl::StatusOr<ImageClassifierResult> result = TrainImageClassifier(options);
+  EXPECT_THAT(result.status().message(), HasSubstr("optimizer takes sgd, adam or adamw"));
+  options = missing;
+  options.precision = backend::Precision::kMixedFloat16;
+  result = TrainImageClassifier(options);
+  EXPECT_THAT(result.status().message(), HasSubstr("precision mixed_float16: "));
+  options = missing;
+  options.device = Device::Cuda(63);
+  result = TrainImageClassifier(options);
+  EXPECT_THAT(result.status().message(), HasSubstr("device cuda:63: "));
+  // And the data: exactly one source.
+  result = TrainImageClassifier({.tfrecord_dir = "a", .image_dir = "b", .verbose = 0});
+  EXPECT_TRUE(absl::IsInvalidArgument(result.status())) << result.status();
+  result = TrainImageClassifier(missing);
+  EXPECT_THAT(result.status().message(), HasSubstr("/nonexistent-sluice-images"));
+}
+
+}  // namespace
+}  // namespace sluice::train::recipes

@@ -1,0 +1,28 @@
+#include "train/recipes/callbacks.h"
+
+#include "train/callbacks/early_stopping.h"
+#include "train/callbacks/model_checkpoint.h"
+#include "train/callbacks/tensorboard.h"
+
+namespace sluice::train::recipes {
+
+std::vector<std::unique_ptr<callbacks::Callback>> MakeCallbacks(const CallbackOptions& options) {
+  std::vector<std::unique_ptr<callbacks::Callback>> made;
+  if (!options.log_dir.empty() && options.chief) {
+    made.push_back(std::make_unique<callbacks::TensorBoard>(callbacks::TensorBoardOptions{
+        .log_dir = options.log_dir, .update_freq = options.log_every_steps}));
+  }
+  if (!options.checkpoint.empty()) {
+    made.push_back(std::make_unique<callbacks::ModelCheckpoint>(
+        callbacks::ModelCheckpointOptions{.path = options.checkpoint, .monitor = "loss"}));
+  }
+  if (options.early_stopping_patience > 0) {
+    made.push_back(std::make_unique<callbacks::EarlyStopping>(
+        callbacks::EarlyStoppingOptions{.monitor = "val_loss",
+                                        .patience = options.early_stopping_patience,
+                                        .restore_best_weights = true}));
+  }
+  return made;
+}
+
+}  // namespace sluice::train::recipes

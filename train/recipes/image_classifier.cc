@@ -1,0 +1,239 @@
+#include "train/recipes/image_classifier.h"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "train/autodiff/check_numerics.h"
+#include "train/backend/backend.h"
+#include "train/backend/cpu/cpu_allocator.h"
+#include "train/backend/cpu/cpu_threads.h"
+#include "train/fit/saved_model.h"
+#include "train/layers/summary.h"
+#include "train/losses/sparse_categorical_crossentropy.h"
+#include "train/recipes/folder_images.h"
+#include "train/recipes/image_model.h"
+#include "train/recipes/skipped_records.h"
+#include "train/recipes/tfrecord_images.h"
+
+namespace sluice::train::recipes {
+namespace {
+
+// Before any data is read: a missing GPU, a processor without bf16 or an unknown optimizer says
+// so at once.
+absl::Status CheckBeforeData(const ImageClassifierOptions& options) {
+  if (!options.device.is_cpu()) {
+    absl::StatusOr<backend::Backend*> backend = backend::BackendFor(options.device);
+    if (!backend.ok()) {
+      return absl::Status(
+          backend.status().code(),
+          absl::StrCat("device ", options.device.DebugString(), ": ", backend.status().message()));
+    }
+  }
+  absl::Status supported = backend::CheckPrecisionSupported(options.device, options.precision);
+  if (!supported.ok()) {
+    return absl::Status(supported.code(),
+                        absl::StrCat("precision ", backend::PrecisionName(options.precision), ": ",
+                                     supported.message()));
+  }
+  return CheckOptimizerOptions(options.optimizer);
+}
+
+absl::StatusOr<LabeledImages> LoadImages(const ImageClassifierOptions& options, bool chief,
+                                         std::function<void(const absl::Status&)> on_skipped) {
+  if (options.tfrecord_dir.empty() == options.image_dir.empty()) {
+    return absl::InvalidArgumentError("give tfrecord_dir or image_dir (one of them)");
+  }
+  if (options.image_dir.empty()) {
+    return TFRecordImages({.dir = options.tfrecord_dir,
+                           .batch_size = options.batch_size,
+                           .augmentation = options.augmentation,
+                           .limit = options.limit,
+                           .skip_errors = options.skip_errors,
+                           .on_skipped = std::move(on_skipped),
+                           .seed = options.seed});
+  }
+  return FolderImages({.dir = options.image_dir,
+                       .image_size = options.image_size,
+                       .validation_split = options.validation_split,
+                       .batch_size = options.batch_size,
+                       .augmentation = options.augmentation,
+                       .limit = options.limit,
+                       .skip_errors = options.skip_errors,
+                       .on_skipped = std::move(on_skipped),
+                       .seed = options.seed,
+                       .verbose = chief && options.verbose > 0});
+}
+
+fit::TrainerOptions MakeTrainerOptions(const ImageClassifierOptions& options,
+                                       distributed::Communicator* comm) {
+  fit::TrainerOptions trainer{.precision = options.precision,
+                              .communicator = comm,
+                              .auto_shard = options.auto_shard,
+                              .bucket_bytes = options.bucket_mb << 20};
+  if (options.label_smoothing > 0) {
+    trainer.loss = std::make_shared<losses::SparseCategoricalCrossentropy>(
+        losses::SparseCategoricalCrossentropyOptions{
+            .from_logits = true, .label_smoothing = static_cast<float>(options.label_smoothing)});
+    trainer.metrics = std::vector<fit::MetricSpec>{"accuracy"};
+  }
+  return trainer;
+}
+
+fit::FitOptions MakeFitOptions(const ImageClassifierOptions& options, int64_t steps_per_epoch,
+                               const Dataset& test,
+                               const std::vector<std::unique_ptr<callbacks::Callback>>& callbacks) {
+  fit::FitOptions fit;
+  fit.epochs = options.epochs;
+  if (!options.profile_dir.empty()) {
+    fit.profile_steps = options.profile_steps;
+    fit.profile_dir = options.profile_dir;
+  }
+  // Known from the record count, so that progress shows a total and an ETA. Skipped records
+  // would shorten a pass, so then each epoch is one pass, however long.
+  if (!options.skip_errors) fit.steps_per_epoch = steps_per_epoch;
+  fit.accumulation_steps = static_cast<int>(options.accumulate);
+  fit.seed = options.seed;
+  fit.verbose = options.verbose;  // rank 0 only, whatever this says
+  if (options.validate || options.callbacks.early_stopping_patience > 0) {
+    fit.validation_data = test;
+  }
+  for (const auto& callback : callbacks) fit.callbacks.push_back(callback.get());
+  return fit;
+}
+
+// The process's peak resident set so far, in MiB.
+double MaxRssMb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024;  // Linux counts kibibytes
+}
+
+// Images/s over the whole run: each epoch trains on the same number of images, so the rate of
+// the run is the harmonic mean of the epochs' rates.
+double RunRate(const fit::History& history, const std::string& key) {
+  auto it = history.history.find(key);
+  if (it == history.history.end() || it->second.empty()) return 0;
+  double inverse = 0;
+  for (double rate : it->second) inverse += rate > 0 ? 1 / rate : 0;
+  return inverse > 0 ? it->second.size() / inverse : 0;
+}
+
+double MeanOf(const fit::History& history, const std::string& key) {
+  auto it = history.history.find(key);
+  if (it == history.history.end() || it->second.empty()) return 0;
+  double sum = 0;
+  for (double v : it->second) sum += v;
+  return sum / it->second.size();
+}
+
+// What the run measured once Fit has returned.
+void MeasureTraining(double seconds, ImageClassifierResult& result) {
+  result.train_seconds = seconds;
+  result.images_per_second = RunRate(result.history, "images_per_second");
+  result.input_wait_share = MeanOf(result.history, "input_wait_share");
+  result.allreduce_exposed_share = MeanOf(result.history, "allreduce_exposed_share");
+  result.train_max_rss_mb = MaxRssMb();
+  constexpr double kMiB = 1 << 20;
+  result.train_peak_tensor_mb = backend::cpu::CpuAllocator::peak_live_bytes() / kMiB;
+  result.train_peak_tensor_held_mb = backend::cpu::CpuAllocator::peak_held_bytes() / kMiB;
+}
+
+// Everything a run sets up before Fit, owned together (the trainer refers to the model and the
+// optimizer, Fit's options to the callbacks).
+struct Session {
+  LabeledImages data;
+  ImageModel model;
+  std::unique_ptr<optimizers::Optimizer> optimizer;
+  std::unique_ptr<fit::Trainer> trainer;
+  std::vector<std::unique_ptr<callbacks::Callback>> callbacks;
+  int64_t steps_per_epoch = 0;
+};
+
+absl::StatusOr<Session> SetUp(const ImageClassifierOptions& options,
+                              distributed::Communicator* comm,
+                              std::function<void(const absl::Status&)> on_skipped) {
+  const int ranks = comm != nullptr ? comm->size() : 1;
+  const bool chief = comm == nullptr || comm->rank() == 0;
+  SLUICE_ASSIGN_OR_RETURN(LabeledImages data, LoadImages(options, chief, std::move(on_skipped)));
+  SLUICE_ASSIGN_OR_RETURN(
+      ImageModel model,
+      MakeImageModel({.name = options.model, .recompute = options.recompute, .seed = options.seed},
+                     data));
+  if (!options.device.is_cpu()) SLUICE_RETURN_IF_ERROR(model.module->To(options.device));
+  Session s{.data = std::move(data), .model = std::move(model)};
+  // Each rank trains on its shard with batch_size images a step: together, ranks x batch_size.
+  const int64_t global_batch = options.batch_size * ranks;
+  s.steps_per_epoch = (s.data.train_records + global_batch - 1) / global_batch;
+  OptimizerOptions optimizer = options.optimizer;
+  optimizer.schedule.total_steps = s.steps_per_epoch * options.epochs / options.accumulate;
+  SLUICE_ASSIGN_OR_RETURN(s.optimizer, MakeOptimizer(optimizer));
+  s.trainer = std::make_unique<fit::Trainer>(*s.model.module, *s.optimizer,
+                                             MakeTrainerOptions(options, comm));
+  CallbackOptions callbacks = options.callbacks;
+  callbacks.chief = chief;
+  s.callbacks = MakeCallbacks(callbacks);
+  return s;
+}
+
+// The printing and the global switches between setting up and Fit.
+absl::Status BeforeFit(const ImageClassifierOptions& options, bool chief, Session& s) {
+  const std::string& checkpoint = options.callbacks.checkpoint;
+  const bool talk = chief && options.verbose > 0;
+  if (options.resume && !checkpoint.empty() && std::filesystem::exists(checkpoint)) {
+    SLUICE_RETURN_IF_ERROR(s.trainer->LoadCheckpoint(checkpoint));
+    if (talk) {
+      std::printf("resuming from %s (step %lld)\n", checkpoint.c_str(),
+                  static_cast<long long>(s.trainer->global_step()));
+    }
+  }
+  if (options.summary && talk) {
+    SLUICE_ASSIGN_OR_RETURN(std::string summary,
+                            layers::Summary(*s.model.module, s.model.input_shape));
+    std::printf("%s", summary.c_str());
+  }
+  if (options.check_numerics) autodiff::EnableCheckNumerics();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ImageClassifierResult> TrainImageClassifier(const ImageClassifierOptions& options,
+                                                           distributed::Communicator* comm) {
+  SLUICE_RETURN_IF_ERROR(CheckBeforeData(options));
+  const bool chief = comm == nullptr || comm->rank() == 0;  // prints and writes files
+  backend::cpu::SetCpuThreads(static_cast<int>(options.cpu_threads));
+  auto skipped = std::make_shared<SkippedRecords>();
+  SLUICE_ASSIGN_OR_RETURN(Session s, SetUp(options, comm, [skipped](const absl::Status& status) {
+                            skipped->Add(status);
+                          }));
+  SLUICE_RETURN_IF_ERROR(BeforeFit(options, chief, s));
+  ImageClassifierResult result{.train_records = s.data.train_records,
+                               .ranks = comm != nullptr ? comm->size() : 1};
+  const auto start = std::chrono::steady_clock::now();
+  SLUICE_ASSIGN_OR_RETURN(result.history,
+                          s.trainer->Fit(s.data.train, MakeFitOptions(options, s.steps_per_epoch,
+                                                                      s.data.test, s.callbacks)));
+  MeasureTraining(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                  result);
+  SLUICE_ASSIGN_OR_RETURN(result.test, s.trainer->Evaluate(s.data.test));
+  if (!options.save_dir.empty() && chief) {
+    SLUICE_RETURN_IF_ERROR(
+        fit::SaveModel(*s.model.module, s.model.input_shape, options.save_dir,
+                       {.class_names = s.data.class_names, .optimizer = s.optimizer.get()}));
+    if (options.verbose > 0) std::printf("saved the model to %s\n", options.save_dir.c_str());
+  }
+  result.skipped_records = skipped->count();
+  result.first_skipped = skipped->first();
+  return result;
+}
+
+}  // namespace sluice::train::recipes

@@ -1,0 +1,70 @@
+#include "train/recipes/tfrecord_images.h"
+
+#include <filesystem>
+#include <fstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "train/data/image_dataset.h"
+#include "train/recipes/count_records.h"
+
+namespace sluice::train::recipes {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kClasses = 10;
+
+// `sluice convert` writes the class names beside the records.
+std::vector<std::string> ClassNames(const std::string& dir) {
+  std::vector<std::string> names;
+  std::ifstream labels(fs::path(dir) / "labels.txt");
+  for (std::string line; std::getline(labels, line);) names.push_back(line);
+  if (names.size() == kClasses) return names;
+  names.clear();
+  for (int64_t i = 0; i < kClasses; ++i) names.push_back(absl::StrCat(i));
+  return names;
+}
+
+}  // namespace
+
+absl::StatusOr<LabeledImages> TFRecordImages(const TFRecordImagesOptions& options) {
+  const std::string train_files = (fs::path(options.dir) / "train-*.tfrecord").string();
+  const std::string test_files = (fs::path(options.dir) / "test-*.tfrecord").string();
+  SLUICE_ASSIGN_OR_RETURN(
+      const int64_t train_records,
+      CountRecords(train_files, {.limit = options.limit, .skip_errors = options.skip_errors}));
+  if (train_records == 0) {
+    return absl::NotFoundError(absl::StrCat("no training records in ", train_files,
+                                            " (make them with `sluice convert fashion-mnist`)"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(Dataset train, data::MakeImageDataset({.files = train_files,
+                                                                 .batch_size = options.batch_size,
+                                                                 .channels = 1,
+                                                                 .shuffle_buffer = 10000,
+                                                                 .augment = options.augmentation ==
+                                                                            Augmentation::kPadCrop,
+                                                                 .limit = options.limit,
+                                                                 .skip_errors = options.skip_errors,
+                                                                 .on_skipped = options.on_skipped,
+                                                                 .seed = options.seed}));
+  if (options.augmentation == Augmentation::kKeras) {
+    SLUICE_ASSIGN_OR_RETURN(train, KerasAugmentation(std::move(train)));
+  }
+  SLUICE_ASSIGN_OR_RETURN(Dataset test, data::MakeImageDataset({.files = test_files,
+                                                                .batch_size = 256,
+                                                                .channels = 1,
+                                                                .skip_errors = options.skip_errors,
+                                                                .on_skipped = options.on_skipped,
+                                                                .seed = options.seed}));
+  return LabeledImages{.train = std::move(train),
+                       .test = std::move(test),
+                       .train_records = train_records,
+                       .classes = kClasses,
+                       .class_names = ClassNames(options.dir),
+                       .test_source = test_files};
+}
+
+}  // namespace sluice::train::recipes
