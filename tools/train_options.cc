@@ -66,7 +66,7 @@ std::vector<Row> DataAndModelRows() {
              {.parse = OpenUnitInterval}),
       Option("model", "NAME", In(&Classifier::model),
              absl::StrCat(absl::StrJoin(train::models::ModelNames(), ", "),
-                          " (see the README for their layers)"),
+                          " (their layers: docs/training.md, the model zoo)"),
              {.json = "model"}),
       Option("epochs", "N", In(&Classifier::epochs), "passes over the training set",
              {.min = 1, .json = "epochs"}),
