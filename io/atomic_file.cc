@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "io/crash_point.h"
 
 namespace sluice {
 namespace {
@@ -127,6 +128,7 @@ absl::Status AtomicFile::Commit() {
     status = absl::ErrnoToStatus(errno, absl::StrCat(temp_path_, ": close failed"));
   }
   fd_ = -1;
+  CrashPoint("atomic_file_commit");  // crash tests: the data written, not yet in place
   if (status.ok() && ::rename(temp_path_.c_str(), path_.c_str()) != 0) {
     status = absl::ErrnoToStatus(errno, absl::StrCat("cannot rename ", temp_path_, " to ", path_));
   }

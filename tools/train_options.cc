@@ -167,6 +167,17 @@ std::vector<Row> OutputRows() {
       Option("checkpoint", "PATH", In(&Classifier::callbacks, &Callbacks::checkpoint),
              "save a checkpoint (weights, optimizer, input position) after each epoch"),
       Flag("resume", In(&Classifier::resume), "continue from --checkpoint PATH when it exists"),
+      Option("backup-dir", "DIR", In(&Classifier::callbacks, &Callbacks::backup_dir),
+             "Keras' BackupAndRestore: full checkpoints in DIR after each epoch (or every "
+             "--checkpoint-every steps), the newest --keep-checkpoints kept; a run started again "
+             "with the same DIR resumes from the newest readable one, exact to the step, and a "
+             "run that ends normally deletes them"),
+      Option("checkpoint-every", "N",
+             In(&Classifier::callbacks, &Callbacks::checkpoint_every_steps),
+             "save --checkpoint or --backup-dir every N global steps instead of after each epoch",
+             {.min = 1}),
+      Option("keep-checkpoints", "K", In(&Classifier::callbacks, &Callbacks::keep_checkpoints),
+             "with --backup-dir: the newest K backups kept", {.min = 1}),
       Option("save", "DIR", In(&Classifier::save_dir),
              "after training, save the model to DIR (architecture, weights, class names, the "
              "optimizer's state): what `sluice predict --model DIR` and `sluice export` load"),
@@ -242,6 +253,14 @@ absl::Status CheckCombinations(const CommandLine& command_line, TrainConfig& con
   }
   if (run.resume && run.callbacks.checkpoint.empty()) {
     return absl::InvalidArgumentError("--resume needs --checkpoint PATH");
+  }
+  if (command_line.WasGiven("checkpoint-every") && run.callbacks.checkpoint.empty() &&
+      run.callbacks.backup_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--checkpoint-every needs --checkpoint PATH or --backup-dir DIR");
+  }
+  if (command_line.WasGiven("keep-checkpoints") && run.callbacks.backup_dir.empty()) {
+    return absl::InvalidArgumentError("--keep-checkpoints needs --backup-dir DIR");
   }
   for (const char* name : {"collective-timeout", "auto-shard", "bucket-mb"}) {
     if (!config.distributed && command_line.WasGiven(name)) {

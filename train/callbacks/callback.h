@@ -5,8 +5,10 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "train/callbacks/training_loop.h"
 
@@ -50,6 +52,13 @@ class Callback {
   // callback (or the progress bar) asks for. Keras calls batch hooks only for callbacks that
   // implement them, for the same reason.
   virtual bool NeedsBatchLogs() const { return true; }
+  // Asked by Fit once the model is built, before the first step: checkpoints
+  // (Trainer::SaveCheckpoint's) to continue from, best first, as Keras' BackupAndRestore
+  // restores; empty: none. Fit resumes exactly where the first readable one was saved, warning
+  // about each unreadable one it skips. The first callback that names any wins.
+  virtual absl::StatusOr<std::vector<std::string>> CheckpointsToResume() {
+    return std::vector<std::string>{};
+  }
 
  private:
   TrainingLoop* trainer_ = nullptr;

@@ -18,4 +18,24 @@ void LossScaleStrategy::AddLogs(callbacks::Logs& logs) const {
   WrappingStrategy::AddLogs(logs);
 }
 
+absl::Status StartLossScaling(const TrainerOptions& options, int accumulation_steps,
+                              std::optional<optimizers::DynamicLossScale>& scale) {
+  std::optional<optimizers::DynamicLossScaleOptions> wanted = options.loss_scale;
+  if (!wanted && options.precision == backend::Precision::kMixedFloat16) wanted.emplace();
+  if (!wanted) return absl::OkStatus();
+  if (options.train_step) {
+    return absl::InvalidArgumentError(
+        "loss scaling (mixed_float16) with a custom train_step is not supported: the step "
+        "computes its own loss; scale it there, or leave loss_scale unset");
+  }
+  if (accumulation_steps > 1) {
+    return absl::InvalidArgumentError(
+        "loss scaling (mixed_float16) with gradient accumulation is not supported: an overflow "
+        "in one micro-batch would have to drop the whole accumulated step");
+  }
+  if (scale) return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(scale, optimizers::DynamicLossScale::Create(*wanted));
+  return absl::OkStatus();
+}
+
 }  // namespace sluice::train::fit

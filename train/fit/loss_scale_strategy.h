@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "train/fit/step_strategy.h"
+#include "train/fit/trainer_options.h"
 #include "train/optimizers/dynamic_loss_scale.h"
 
 namespace sluice::train::fit {
@@ -28,6 +29,12 @@ class LossScaleStrategy : public WrappingStrategy {
  private:
   optimizers::DynamicLossScale& scale_;
 };
+
+// Makes `scale` when `options` ask for loss scaling (TrainerOptions::loss_scale, or mixed_float16
+// without it) and it is not made yet; InvalidArgument, saying why, where it cannot work: with a
+// custom train_step, or with gradient accumulation.
+absl::Status StartLossScaling(const TrainerOptions& options, int accumulation_steps,
+                              std::optional<optimizers::DynamicLossScale>& scale);
 
 }  // namespace sluice::train::fit
 

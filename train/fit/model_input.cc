@@ -35,6 +35,23 @@ absl::Status CheckModelInput(absl::string_view who, const Element& e, size_t fir
   return absl::OkStatus();
 }
 
+absl::Status CheckPrediction(absl::string_view who, const Tensor& prediction, const Tensor* first) {
+  auto inner = [](const Tensor& t) {
+    Shape s = t.shape();
+    s.RemoveDim(0);
+    return s;
+  };
+  if (prediction.dtype() == DType::kFloat32 && prediction.rank() >= 1 &&
+      (first == nullptr || inner(prediction) == inner(*first))) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      who,
+      ": the model must return float32 [B, ...] with the same inner shape for every batch, got ",
+      DTypeName(prediction.dtype()), prediction.shape().DebugString(),
+      first == nullptr ? "" : absl::StrCat(" after ", first->shape().DebugString())));
+}
+
 absl::StatusOr<Element> ToModelDevice(const Element& batch, const Device& device, size_t first) {
   if (device.is_cpu()) return batch;
   return backend::ElementToDevice(batch, device, first);

@@ -9,6 +9,7 @@
 #include "absl/strings/string_view.h"
 #include "core/device.h"
 #include "core/element.h"
+#include "core/tensor.h"
 #include "dataset/dataset.h"
 
 namespace sluice::train::fit {
@@ -18,6 +19,10 @@ namespace sluice::train::fit {
 // comes before them). InvalidArgument naming `who` and saying what to change otherwise.
 absl::Status CheckModelInput(absl::string_view who, const Element& e, size_t first,
                              bool need_targets);
+
+// What Predict concatenates: float32 [B, ...] with the inner shape of `first` (the first
+// batch's prediction; nullptr for the first batch itself). InvalidArgument naming `who`.
+absl::Status CheckPrediction(absl::string_view who, const Tensor& prediction, const Tensor* first);
 
 // `batch` with its tensors from index `first` on copied to `device` (those that
 // PrefetchToDevice already put there pass through).

@@ -46,6 +46,17 @@ absl::StatusOr<int64_t> Replicas::AgreedCardinality(int64_t cardinality) {
   return lo == hi ? lo : kUnknownCardinality;
 }
 
+absl::Status Replicas::AgreeOnStep(int64_t step) {
+  if (!dp_) return absl::OkStatus();
+  std::vector<int64_t> v = {step, -step};  // min, and max as -min(-x)
+  SLUICE_RETURN_IF_ERROR(
+      dp_->comm().AllReduceValues(absl::MakeSpan(v), distributed::ReduceOp::kMin));
+  if (v[0] == -v[1]) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the ranks stand at different global steps (", v[0], " to ", -v[1],
+      "): each must resume from the same checkpoint; is the backup folder shared by all?"));
+}
+
 absl::Status Replicas::SyncModel(layers::Module& model) {
   if (!dp_) return absl::OkStatus();
   return dp_->SyncModel(model);

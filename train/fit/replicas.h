@@ -47,6 +47,9 @@ class Replicas {
   // The steps per pass every rank can take: the least of the ranks' known cardinalities, else
   // unknown (-2).
   absl::StatusOr<int64_t> AgreedCardinality(int64_t cardinality);
+  // OK when every rank stands at global step `step`; FailedPrecondition naming the least and
+  // the greatest otherwise.
+  absl::Status AgreeOnStep(int64_t step);
   // Checks that every rank's model has the same variables and copies rank 0's values to all.
   absl::Status SyncModel(layers::Module& model);
   // The chief wrote `path` (`written` there; ignored elsewhere): every rank learns whether it

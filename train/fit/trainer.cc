@@ -11,6 +11,7 @@
 #include "train/autodiff/check_numerics.h"
 #include "train/backend/transfer.h"
 #include "train/fit/eager_train_step.h"
+#include "train/fit/loss_scale_strategy.h"
 #include "train/fit/model_input.h"
 #include "train/ops/concat.h"
 
@@ -38,7 +39,8 @@ absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
   }
   SLUICE_RETURN_IF_ERROR(CheckFitOptions(options));
   SLUICE_RETURN_IF_ERROR(UseModelDevice("Fit"));
-  SLUICE_RETURN_IF_ERROR(WithContext(StartLossScaling(options), "Fit: "));
+  SLUICE_RETURN_IF_ERROR(
+      WithContext(StartLossScaling(options_, options.accumulation_steps, loss_scale_), "Fit: "));
   SLUICE_ASSIGN_OR_RETURN(const Dataset shard,
                           replicas_.Shard(train, options_.auto_shard, "Fit",
                                           options.verbose > 0 ? ProgressStream(options) : nullptr));
@@ -49,6 +51,7 @@ absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
     in_fit_ = false;
   };
   SLUICE_RETURN_IF_ERROR(StartFit(shard, options));
+  SLUICE_RETURN_IF_ERROR(ResumeFromCallbacks(options.callbacks));
   if (resume_) SLUICE_RETURN_IF_ERROR(ResumeFromCheckpoint());
   SLUICE_ASSIGN_OR_RETURN(const std::optional<int64_t> steps_in_epoch,
                           StepsInEpoch(shard, options));
@@ -179,26 +182,6 @@ std::optional<callbacks::ProgressBar> Trainer::MakeProgressBar(const FitOptions&
       steps.value_or(input_->pass_length()), std::move(bar_options));
 }
 
-absl::Status Trainer::StartLossScaling(const FitOptions& options) {
-  std::optional<optimizers::DynamicLossScaleOptions> wanted = options_.loss_scale;
-  if (!wanted && options_.precision == backend::Precision::kMixedFloat16) wanted.emplace();
-  if (!wanted) return absl::OkStatus();
-  if (options_.train_step) {
-    return absl::InvalidArgumentError(
-        "loss scaling (mixed_float16) with a custom train_step is not supported: the step "
-        "computes its own loss; scale it there, or leave loss_scale unset");
-  }
-  if (options.accumulation_steps > 1) {
-    return absl::InvalidArgumentError(
-        "loss scaling (mixed_float16) with gradient accumulation is not supported: an overflow "
-        "in one micro-batch would have to drop the whole accumulated step");
-  }
-  if (!loss_scale_) {
-    SLUICE_ASSIGN_OR_RETURN(loss_scale_, optimizers::DynamicLossScale::Create(*wanted));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status Trainer::UseModelDevice(absl::string_view who) {
   device_ = model_.device();
   return WithContext(backend::CheckPrecisionSupported(device_, options_.precision),
@@ -262,11 +245,6 @@ absl::StatusOr<Tensor> Trainer::Predict(const Dataset& data) {
   std::unique_ptr<Iterator> it =
       OnModelDevice(data, device_, options_.device_prefetch).MakeIterator();
   std::vector<Tensor> outputs;
-  auto inner = [](const Tensor& t) {
-    Shape s = t.shape();
-    s.RemoveDim(0);
-    return s;
-  };
   while (true) {
     absl::StatusOr<std::optional<Element>> next = it->GetNext();
     SLUICE_RETURN_IF_ERROR(WithContext(next.status(), "Predict: reading the data: "));
@@ -274,14 +252,8 @@ absl::StatusOr<Tensor> Trainer::Predict(const Dataset& data) {
     SLUICE_ASSIGN_OR_RETURN(const Element e, PrepareBatch("Predict", **next, false));
     backend::ScopedPrecision precision(options_.precision);
     SLUICE_ASSIGN_OR_RETURN(Tensor logits, model_.Forward(e[0], /*training=*/false));
-    if (logits.dtype() != DType::kFloat32 || logits.rank() < 1 ||
-        (!outputs.empty() && inner(logits) != inner(outputs[0]))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Predict: the model must return float32 [B, ...] with the same inner shape for every "
-          "batch, got ",
-          DTypeName(logits.dtype()), logits.shape().DebugString(),
-          outputs.empty() ? "" : absl::StrCat(" after ", outputs[0].shape().DebugString())));
-    }
+    SLUICE_RETURN_IF_ERROR(
+        CheckPrediction("Predict", logits, outputs.empty() ? nullptr : &outputs[0]));
     // Predictions are returned on the host (as Keras returns NumPy arrays).
     SLUICE_ASSIGN_OR_RETURN(Tensor host, backend::ToHost(logits));
     outputs.push_back(std::move(host));
@@ -354,6 +326,10 @@ absl::Status Trainer::LoadCheckpoint(const std::string& path) {
         "call model.Build(input_shape) before LoadCheckpoint"));
   }
   SLUICE_ASSIGN_OR_RETURN(TrainingCheckpoint ckpt, ReadCheckpoint(path));
+  return Restore(std::move(ckpt), path);
+}
+
+absl::Status Trainer::Restore(TrainingCheckpoint ckpt, const std::string& path) {
   if (!ckpt.weights_only) {
     SLUICE_RETURN_IF_ERROR(CheckResumingRanks(path, ckpt, replicas_.size()));
   }
@@ -376,6 +352,33 @@ absl::Status Trainer::LoadCheckpoint(const std::string& path) {
   resume_ = std::move(ckpt);
   resume_path_ = path;
   return absl::OkStatus();
+}
+
+absl::Status Trainer::ResumeFromCallbacks(const std::vector<callbacks::Callback*>& callbacks) {
+  std::vector<std::string> candidates;
+  for (callbacks::Callback* cb : callbacks) {
+    if (!candidates.empty()) break;
+    SLUICE_ASSIGN_OR_RETURN(candidates, cb->CheckpointsToResume());
+  }
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    absl::StatusOr<TrainingCheckpoint> ckpt = ReadCheckpoint(candidates[i]);
+    if (ckpt.ok()) {
+      SLUICE_RETURN_IF_ERROR(Restore(*std::move(ckpt), candidates[i]));
+      if (i > 0 && replicas_.chief()) {
+        std::fprintf(stderr, "Fit: warning: %s cannot be read; resuming from %s instead\n",
+                     candidates[0].c_str(), candidates[i].c_str());
+      }
+      break;
+    }
+    if (i + 1 == candidates.size()) {
+      return WithContext(ckpt.status(), "Fit: no checkpoint to resume from can be read: ");
+    }
+    if (replicas_.chief()) {
+      std::fprintf(stderr, "Fit: warning: skipping %s\n", ckpt.status().ToString().c_str());
+    }
+  }
+  // Every rank must continue from the same step (the ranks read one shared folder).
+  return WithContext(replicas_.AgreeOnStep(position_.global_step), "Fit: resuming: ");
 }
 
 absl::Status Trainer::ResumeFromCheckpoint() {

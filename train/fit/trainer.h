@@ -106,6 +106,10 @@ class Trainer : public callbacks::TrainingLoop {
   // (with validation and the epoch callbacks) and return its logs.
   absl::Status StartFit(const Dataset& train, const FitOptions& options);
   void MakeStep(const FitOptions& options);
+  // Applies a checkpoint LoadCheckpoint or a resuming callback read.
+  absl::Status Restore(TrainingCheckpoint ckpt, const std::string& path);
+  // The first readable checkpoint a callback names (CheckpointsToResume), loaded for this Fit.
+  absl::Status ResumeFromCallbacks(const std::vector<callbacks::Callback*>& callbacks);
   absl::Status ResumeFromCheckpoint();
   absl::StatusOr<std::optional<int64_t>> StepsInEpoch(const Dataset& train,
                                                       const FitOptions& options);
@@ -113,9 +117,6 @@ class Trainer : public callbacks::TrainingLoop {
                                            std::optional<int64_t> steps_in_epoch);
   std::optional<callbacks::ProgressBar> MakeProgressBar(const FitOptions& options,
                                                         std::optional<int64_t> steps) const;
-  // Loss scaling (TrainerOptions::loss_scale): made by the first Fit that needs it, and kept
-  // across Fits (as Keras keeps it in the optimizer).
-  absl::Status StartLossScaling(const FitOptions& options);
   // Reads the model's device into device_, and fails (naming `who`) when it cannot run the
   // precision policy. Fit, Evaluate and Predict start with it.
   absl::Status UseModelDevice(absl::string_view who);
@@ -137,6 +138,8 @@ class Trainer : public callbacks::TrainingLoop {
   std::unique_ptr<CompiledMetrics> train_metrics_;  // made by the first Fit
   LoopPosition position_;
   bool in_fit_ = false;
+  // Made by the first Fit that needs it (StartLossScaling), and kept across Fits (as Keras keeps
+  // it in the optimizer).
   std::optional<optimizers::DynamicLossScale> loss_scale_;
   StepPhases phases_;
   // Made by each Fit and kept after it: a checkpoint asks it whether it may be taken.

@@ -1,5 +1,6 @@
 #include "train/recipes/callbacks.h"
 
+#include "train/callbacks/backup_and_restore.h"
 #include "train/callbacks/early_stopping.h"
 #include "train/callbacks/model_checkpoint.h"
 #include "train/callbacks/tensorboard.h"
@@ -8,13 +9,22 @@ namespace sluice::train::recipes {
 
 std::vector<std::unique_ptr<callbacks::Callback>> MakeCallbacks(const CallbackOptions& options) {
   std::vector<std::unique_ptr<callbacks::Callback>> made;
+  // Every rank: a backup is a collective (rank 0 writes every rank's position).
+  if (!options.backup_dir.empty()) {
+    made.push_back(std::make_unique<callbacks::BackupAndRestore>(
+        callbacks::BackupAndRestoreOptions{.backup_dir = options.backup_dir,
+                                           .save_freq = options.checkpoint_every_steps,
+                                           .keep = options.keep_checkpoints}));
+  }
   if (!options.log_dir.empty() && options.chief) {
     made.push_back(std::make_unique<callbacks::TensorBoard>(callbacks::TensorBoardOptions{
         .log_dir = options.log_dir, .update_freq = options.log_every_steps}));
   }
   if (!options.checkpoint.empty()) {
     made.push_back(std::make_unique<callbacks::ModelCheckpoint>(
-        callbacks::ModelCheckpointOptions{.path = options.checkpoint, .monitor = "loss"}));
+        callbacks::ModelCheckpointOptions{.path = options.checkpoint,
+                                          .monitor = "loss",
+                                          .save_freq = options.checkpoint_every_steps}));
   }
   if (options.early_stopping_patience > 0) {
     made.push_back(std::make_unique<callbacks::EarlyStopping>(

@@ -16,8 +16,14 @@ struct CallbackOptions {
   std::string log_dir;
   int64_t log_every_steps = 100;
   // A full checkpoint (ModelCheckpoint: weights, optimizer, input position) at this path after
-  // each epoch; empty: none.
+  // each epoch (or every `checkpoint_every_steps` steps); empty: none.
   std::string checkpoint;
+  // Keras' BackupAndRestore in this folder: backups after each epoch (or every
+  // `checkpoint_every_steps` steps), the newest `keep_checkpoints` kept, and when the run starts
+  // again, a resume from the newest readable one, exact to the step; empty: none.
+  std::string backup_dir;
+  int64_t checkpoint_every_steps = 0;  // 0: at each epoch's end
+  int64_t keep_checkpoints = 2;
   // Stop when val_loss has not improved for this many epochs, restoring the best weights
   // (EarlyStopping); 0: never.
   int64_t early_stopping_patience = 0;
@@ -26,8 +32,8 @@ struct CallbackOptions {
   bool chief = true;
 };
 
-// The callbacks `options` asks for, in the order Fit should call them: TensorBoard,
-// ModelCheckpoint, EarlyStopping.
+// The callbacks `options` asks for, in the order Fit should call them: BackupAndRestore,
+// TensorBoard, ModelCheckpoint, EarlyStopping.
 std::vector<std::unique_ptr<callbacks::Callback>> MakeCallbacks(const CallbackOptions& options);
 
 }  // namespace sluice::train::recipes

@@ -195,6 +195,10 @@ absl::Status BeforeFit(const ImageClassifierOptions& options, bool chief, Sessio
                   static_cast<long long>(s.trainer->global_step()));
     }
   }
+  const std::string& backup_dir = options.callbacks.backup_dir;
+  if (talk && !backup_dir.empty() && std::filesystem::exists(backup_dir)) {
+    std::printf("backups in %s: Fit resumes from the newest readable one\n", backup_dir.c_str());
+  }
   if (options.summary && talk) {
     SLUICE_ASSIGN_OR_RETURN(std::string summary,
                             layers::Summary(*s.model.module, s.model.input_shape));

@@ -1,0 +1,157 @@
+// BackupAndRestore (train/callbacks/backup_and_restore.h) with the trainer: backups every N
+// steps, the newest k kept, a failed run resumed exactly, and an unreadable newest backup
+// falling back to the one before it.
+#include "train/callbacks/backup_and_restore.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/temp_dir.h"
+#include "tests/train/fit_test_util.h"
+#include "train/autodiff/variable.h"
+#include "train/fit/trainer.h"
+#include "train/optimizers/adam.h"
+
+namespace sluice::train::callbacks {
+namespace {
+
+using ::sluice::testing::ScopedTempDir;
+using ::sluice::train::testing::BlobsDataset;
+using ::sluice::train::testing::TinyModel;
+using Snapshot = std::vector<std::pair<std::string, Tensor>>;
+
+// Fails Fit after global step `step`, as a crash would end it (the backups stay).
+class FailAtStep : public Callback {
+ public:
+  explicit FailAtStep(int64_t step) : step_(step) {}
+  absl::Status OnBatchEnd(int64_t, const Logs&) override {
+    if (trainer()->global_step() == step_) return absl::AbortedError("the machine went away");
+    return absl::OkStatus();
+  }
+  bool NeedsBatchLogs() const override { return false; }
+
+ private:
+  int64_t step_;
+};
+
+// Counts the steps one Fit takes: a resumed Fit takes only those after its backup.
+class StepCounter : public Callback {
+ public:
+  absl::Status OnBatchEnd(int64_t, const Logs&) override {
+    ++steps_;
+    return absl::OkStatus();
+  }
+  bool NeedsBatchLogs() const override { return false; }
+  int64_t steps() const { return steps_; }
+
+ private:
+  int64_t steps_ = 0;
+};
+
+// Trains TinyModel for 3 epochs of 6 steps with `extra` callbacks; the final variables.
+absl::StatusOr<Snapshot> Train(std::vector<Callback*> extra) {
+  auto model = TinyModel(4);
+  optimizers::Adam adam(0.01f);
+  fit::Trainer trainer(*model, adam);
+  absl::StatusOr<fit::History> h =
+      trainer.Fit(BlobsDataset(96, 7, 16).Shuffle(96, {.seed = 2}),
+                  {.epochs = 3, .callbacks = std::move(extra), .verbose = 0});
+  if (!h.ok()) return h.status();
+  return autodiff::SnapshotVariables(model->Variables());
+}
+
+void ExpectEqual(const Snapshot& a, const Snapshot& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].second.Equals(b[i].second)) << a[i].first;
+}
+
+TEST(BackupAndRestoreTest, KeepsTheNewestBackupsAndDeletesThemWhenTrainingEnds) {
+  ScopedTempDir dir;
+  BackupAndRestore kept(
+      {.backup_dir = dir.path() + "/b", .save_freq = 4, .keep = 2, .delete_checkpoint = false});
+  ASSERT_TRUE(Train({&kept}).ok());
+  EXPECT_EQ(kept.saves(), 4);  // steps 4, 8, 12, 16 of 18
+  absl::StatusOr<std::vector<std::string>> backups = kept.Backups();
+  ASSERT_TRUE(backups.ok()) << backups.status();
+  ASSERT_EQ(backups->size(), 2u);
+  EXPECT_EQ(std::filesystem::path((*backups)[0]).filename(), "ckpt-000000000016.ckpt");
+  EXPECT_EQ(std::filesystem::path((*backups)[1]).filename(), "ckpt-000000000012.ckpt");
+
+  BackupAndRestore deleting({.backup_dir = dir.path() + "/d"});  // after each epoch
+  ASSERT_TRUE(Train({&deleting}).ok());
+  EXPECT_EQ(deleting.saves(), 3);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path() + "/d"));
+}
+
+TEST(BackupAndRestoreTest, AFailedRunResumesFromItsNewestBackupExactly) {
+  absl::StatusOr<Snapshot> straight = Train({});
+  ASSERT_TRUE(straight.ok()) << straight.status();
+  ScopedTempDir dir;
+  BackupAndRestore first({.backup_dir = dir.path(), .save_freq = 5});
+  FailAtStep crash(13);
+  EXPECT_EQ(Train({&first, &crash}).status().code(), absl::StatusCode::kAborted);
+  // Steps 5 and 10 were saved; the run restarts at step 10, mid-epoch, with the input position,
+  // optimizer slots and metric sums of then.
+  BackupAndRestore second({.backup_dir = dir.path(), .save_freq = 5});
+  StepCounter counter;
+  absl::StatusOr<Snapshot> resumed = Train({&second, &counter});
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(counter.steps(), 8);  // 11 to 18: not a fresh start, which would also end equal
+  ExpectEqual(*straight, *resumed);
+}
+
+TEST(BackupAndRestoreTest, AnUnreadableNewestBackupFallsBackToTheOneBeforeWithAWarning) {
+  absl::StatusOr<Snapshot> straight = Train({});
+  ASSERT_TRUE(straight.ok()) << straight.status();
+  ScopedTempDir dir;
+  BackupAndRestore first({.backup_dir = dir.path(), .save_freq = 5});
+  FailAtStep crash(16);
+  EXPECT_FALSE(Train({&first, &crash}).ok());
+  absl::StatusOr<std::vector<std::string>> backups = first.Backups();
+  ASSERT_TRUE(backups.ok() && backups->size() == 2u);  // steps 15 and 10
+  // Torn: the newest loses its second half.
+  const std::string newest = (*backups)[0];
+  std::filesystem::resize_file(newest, std::filesystem::file_size(newest) / 2);
+
+  BackupAndRestore second({.backup_dir = dir.path(), .save_freq = 5});
+  StepCounter counter;
+  ::testing::internal::CaptureStderr();
+  absl::StatusOr<Snapshot> resumed = Train({&second, &counter});
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(counter.steps(), 8);  // from step 10's backup
+  ExpectEqual(*straight, *resumed);
+  EXPECT_NE(warnings.find(newest + " cannot be read; resuming from " + (*backups)[1]),
+            std::string::npos)
+      << warnings;
+}
+
+TEST(BackupAndRestoreTest, NoReadableBackupIsAnErrorNamingTheLastOneTried) {
+  ScopedTempDir dir;
+  std::ofstream(dir.path() + "/ckpt-000000000003.ckpt") << "not a checkpoint";
+  BackupAndRestore backup({.backup_dir = dir.path()});
+  ::testing::internal::CaptureStderr();
+  absl::StatusOr<Snapshot> run = Train({&backup});
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(run.status().message().find("no checkpoint to resume from can be read: " + dir.path() +
+                                        "/ckpt-000000000003.ckpt"),
+            std::string::npos)
+      << run.status();
+}
+
+TEST(BackupAndRestoreTest, BadOptionsAreRefused) {
+  for (BackupAndRestoreOptions options :
+       {BackupAndRestoreOptions{}, BackupAndRestoreOptions{.backup_dir = "x", .keep = 0},
+        BackupAndRestoreOptions{.backup_dir = "x", .save_freq = -1}}) {
+    BackupAndRestore backup(options);
+    EXPECT_EQ(Train({&backup}).status().code(), absl::StatusCode::kInvalidArgument);
+  }
+}
+
+}  // namespace
+}  // namespace sluice::train::callbacks
