@@ -15,7 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/notification.h"
+#include "core/mutex.h"
 #include "core/status_macros.h"
 #include "train/backend/transfer.h"
 
@@ -152,8 +152,25 @@ struct MpiCommunicator::Job {
   // Run in order on the worker. Each posts the requests it started into its argument; the
   // worker waits for them (against the deadline) before the next phase.
   std::vector<std::function<absl::Status(Mpi&, std::vector<MPI_Request>&)>> phases;
-  absl::Notification done;
-  absl::Status status;
+
+  // The worker's result, handed to the caller blocked in Wait.
+  void Finish(absl::Status status) {
+    MutexLock lock(&mu_);
+    status_ = std::move(status);
+    done_ = true;
+    cv_.SignalAll();
+  }
+  absl::Status Wait() {
+    MutexLock lock(&mu_);
+    while (!done_) cv_.Wait(&mu_);
+    return status_;
+  }
+
+ private:
+  Mutex mu_;
+  CondVar cv_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
 MpiCommunicator::MpiCommunicator(MpiCommunicatorOptions options)
@@ -173,8 +190,8 @@ absl::StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::Create(
   comm->worker_ = std::thread([c = comm.get()] { c->Run(); });
   absl::Status init;
   {
-    absl::MutexLock lock(&comm->mu_);
-    comm->mu_.Await(absl::Condition(&comm->started_));
+    MutexLock lock(&comm->mu_);
+    while (!comm->started_) comm->cv_.Wait(&comm->mu_);
     init = comm->init_status_;
   }
   if (!init.ok()) return init;  // the destructor joins the worker
@@ -183,7 +200,7 @@ absl::StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::Create(
 
 MpiCommunicator::~MpiCommunicator() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
     cv_.SignalAll();
   }
@@ -195,12 +212,12 @@ std::string MpiCommunicator::Describe() const {
 }
 
 double MpiCommunicator::busy_seconds() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return busy_seconds_;
 }
 
 int64_t MpiCommunicator::collectives() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return collectives_;
 }
 
@@ -224,30 +241,31 @@ void MpiCommunicator::Run() {
     host_.assign(host, len);
   }
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     init_status_ = status;
     started_ = true;
+    cv_.SignalAll();
   }
   if (!status.ok()) return;
 
   while (true) {
     std::shared_ptr<Job> job;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       while (queue_.empty() && !stop_) cv_.Wait(&mu_);
       if (queue_.empty()) break;
       job = std::move(queue_.front());
       queue_.pop_front();
     }
     const absl::Time start = absl::Now();
-    job->status = Execute(*job);
+    absl::Status status = Execute(*job);
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       busy_seconds_ += absl::ToDoubleSeconds(absl::Now() - start);
     }
-    job->done.Notify();
+    job->Finish(std::move(status));
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   // After a timeout the peers may never join MPI_Finalize (a collective): leave it to exit.
   if (broken_.ok()) {
     MPI_Comm_free(&mpi_->comm);
@@ -257,7 +275,7 @@ void MpiCommunicator::Run() {
 }
 
 std::shared_ptr<MpiCommunicator::Job> MpiCommunicator::Submit(std::shared_ptr<Job> job) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   queue_.push_back(job);
   cv_.Signal();
   return job;
@@ -265,15 +283,15 @@ std::shared_ptr<MpiCommunicator::Job> MpiCommunicator::Submit(std::shared_ptr<Jo
 
 absl::Status MpiCommunicator::WaitFor(Job& job) {
   waiting_.fetch_add(1, std::memory_order_relaxed);
-  job.done.WaitForNotification();
+  absl::Status status = job.Wait();
   waiting_.fetch_sub(1, std::memory_order_relaxed);
-  return job.status;
+  return status;
 }
 
 absl::Status MpiCommunicator::Execute(Job& job) {
   int64_t seq;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (!broken_.ok()) {
       return absl::Status(
           broken_.code(),
@@ -301,7 +319,7 @@ absl::Status MpiCommunicator::Execute(Job& job) {
 
   const absl::Time deadline = absl::Now() + options_.timeout;
   auto fail = [&](absl::Status status) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     broken_ = status;
     return status;
   };
