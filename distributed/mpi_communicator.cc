@@ -288,6 +288,115 @@ absl::Status MpiCommunicator::WaitFor(Job& job) {
   return status;
 }
 
+// One collective as the worker runs it: beside its phases' requests, the arrival messages that
+// tell every peer which collective this rank has reached and hear which one each peer has,
+// polled against one deadline.
+struct MpiCommunicator::Collective {
+  Collective(MpiCommunicator& comm, const std::string& job_what, int64_t seq)
+      : comm(comm),
+        seq(seq),
+        what(absl::StrCat(job_what, " (collective #", seq, ", ", comm.Describe(), ")")),
+        theirs(comm.size_),
+        arrival_recv(comm.size_, MPI_REQUEST_NULL),
+        arrived(comm.size_, 0) {
+    mine.seq = seq;
+    std::strncpy(mine.what, job_what.c_str(), sizeof(mine.what) - 1);
+    arrived[comm.rank_] = 1;
+  }
+
+  // Sends this rank's arrival to every peer and listens for theirs; the deadline starts here.
+  void Announce() {
+    for (int p = 0; p < comm.size_; ++p) {
+      if (p == comm.rank_) continue;
+      MPI_Irecv(&theirs[p], kArrivalBytes, MPI_BYTE, p, kArrivalTag, comm.mpi_->arrival,
+                &arrival_recv[p]);
+      arrival_send.emplace_back();
+      MPI_Isend(&mine, kArrivalBytes, MPI_BYTE, p, kArrivalTag, comm.mpi_->arrival,
+                &arrival_send.back());
+    }
+    deadline = absl::Now() + comm.options_.timeout;
+  }
+
+  // Polls `requests` and the arrivals until the requests are done (and, when `all_arrivals`,
+  // every arrival too), the deadline passes, or a peer turns out to be at another collective.
+  absl::Status Poll(std::vector<MPI_Request>& requests, bool all_arrivals) {
+    int idle = 0;
+    while (true) {
+      int done = 0;
+      const int rc = requests.empty() ? MPI_SUCCESS
+                                      : MPI_Testall(static_cast<int>(requests.size()),
+                                                    requests.data(), &done, MPI_STATUSES_IGNORE);
+      if (requests.empty()) done = 1;
+      if (rc != MPI_SUCCESS) {
+        return comm.Break(absl::InternalError(absl::StrCat(what, ": ", MpiError(rc))));
+      }
+      SLUICE_ASSIGN_OR_RETURN(const bool all_in, TakeArrivals());
+      if (done && (all_in || !all_arrivals)) return absl::OkStatus();
+      if (absl::Now() > deadline) return comm.Break(Late());
+      // Spin briefly (a collective on shared memory takes microseconds), then, unless a caller
+      // waits, let the training threads have the core.
+      if (++idle > 64 && comm.waiting_.load(std::memory_order_relaxed) == 0) usleep(20);
+    }
+  }
+
+  // Takes the arrivals that came in: whether every peer has arrived, or an error for a peer at
+  // another collective.
+  absl::StatusOr<bool> TakeArrivals() {
+    bool all_in = true;
+    for (int p = 0; p < comm.size_; ++p) {
+      if (arrived[p]) continue;
+      int in = 0;
+      MPI_Test(&arrival_recv[p], &in, MPI_STATUS_IGNORE);
+      if (!in) {
+        all_in = false;
+        continue;
+      }
+      arrived[p] = 1;
+      theirs[p].what[sizeof(theirs[p].what) - 1] = '\0';
+      if (theirs[p].seq != seq || std::strcmp(theirs[p].what, mine.what) != 0) {
+        return comm.Break(absl::InternalError(
+            absl::StrCat(what, ": rank ", p, " is at another collective, #", theirs[p].seq, " ",
+                         theirs[p].what, ": the ranks run different programs or models")));
+      }
+    }
+    return all_in;
+  }
+
+  // Past the deadline: the ranks that never arrived, or that all did and it did not finish.
+  absl::Status Late() const {
+    std::vector<int> missing;
+    for (int p = 0; p < comm.size_; ++p) {
+      if (!arrived[p]) missing.push_back(p);
+    }
+    const absl::Duration timeout = comm.options_.timeout;
+    if (missing.empty()) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(what, ": every rank joined but it did not finish within ",
+                       absl::FormatDuration(timeout)));
+    }
+    return absl::DeadlineExceededError(
+        absl::StrCat(what, ": rank", missing.size() > 1 ? "s " : " ", absl::StrJoin(missing, ", "),
+                     " did not join it within ", absl::FormatDuration(timeout),
+                     " (dead, stalled, or stuck before it)"));
+  }
+
+  MpiCommunicator& comm;
+  const int64_t seq;
+  const std::string what;  // the job, its number and this rank, for errors
+  absl::Time deadline = absl::InfiniteFuture();
+  Arrival mine;
+  std::vector<Arrival> theirs;
+  std::vector<MPI_Request> arrival_recv;
+  std::vector<MPI_Request> arrival_send;
+  std::vector<char> arrived;
+};
+
+absl::Status MpiCommunicator::Break(absl::Status status) {
+  MutexLock lock(&mu_);
+  broken_ = status;
+  return status;
+}
+
 absl::Status MpiCommunicator::Execute(Job& job) {
   int64_t seq;
   {
@@ -299,91 +408,16 @@ absl::Status MpiCommunicator::Execute(Job& job) {
     }
     seq = ++collectives_;
   }
-  const std::string what = absl::StrCat(job.what, " (collective #", seq, ", ", Describe(), ")");
-
-  // Tell every peer which collective this rank reached; hear which one each reached.
-  Arrival mine;
-  mine.seq = seq;
-  std::strncpy(mine.what, job.what.c_str(), sizeof(mine.what) - 1);
-  std::vector<Arrival> theirs(size_);
-  std::vector<MPI_Request> arrival_recv(size_, MPI_REQUEST_NULL);
-  std::vector<MPI_Request> arrival_send;
-  std::vector<char> arrived(size_, 0);
-  arrived[rank_] = 1;
-  for (int p = 0; p < size_; ++p) {
-    if (p == rank_) continue;
-    MPI_Irecv(&theirs[p], kArrivalBytes, MPI_BYTE, p, kArrivalTag, mpi_->arrival, &arrival_recv[p]);
-    arrival_send.emplace_back();
-    MPI_Isend(&mine, kArrivalBytes, MPI_BYTE, p, kArrivalTag, mpi_->arrival, &arrival_send.back());
-  }
-
-  const absl::Time deadline = absl::Now() + options_.timeout;
-  auto fail = [&](absl::Status status) {
-    MutexLock lock(&mu_);
-    broken_ = status;
-    return status;
-  };
-  // Polls `requests` and the arrivals until the requests are done (and, when `all_arrivals`,
-  // every arrival too), the deadline passes, or a peer turns out to be at another collective.
-  auto poll = [&](std::vector<MPI_Request>& requests, bool all_arrivals) -> absl::Status {
-    int idle = 0;
-    while (true) {
-      int done = 0;
-      const int rc = requests.empty() ? MPI_SUCCESS
-                                      : MPI_Testall(static_cast<int>(requests.size()),
-                                                    requests.data(), &done, MPI_STATUSES_IGNORE);
-      if (requests.empty()) done = 1;
-      if (rc != MPI_SUCCESS) {
-        return fail(absl::InternalError(absl::StrCat(what, ": ", MpiError(rc))));
-      }
-      bool all_in = true;
-      for (int p = 0; p < size_; ++p) {
-        if (arrived[p]) continue;
-        int in = 0;
-        MPI_Test(&arrival_recv[p], &in, MPI_STATUS_IGNORE);
-        if (!in) {
-          all_in = false;
-          continue;
-        }
-        arrived[p] = 1;
-        theirs[p].what[sizeof(theirs[p].what) - 1] = '\0';
-        if (theirs[p].seq != seq || std::strcmp(theirs[p].what, mine.what) != 0) {
-          return fail(absl::InternalError(
-              absl::StrCat(what, ": rank ", p, " is at another collective, #", theirs[p].seq, " ",
-                           theirs[p].what, ": the ranks run different programs or models")));
-        }
-      }
-      if (done && (all_in || !all_arrivals)) return absl::OkStatus();
-      if (absl::Now() > deadline) {
-        std::vector<int> missing;
-        for (int p = 0; p < size_; ++p) {
-          if (!arrived[p]) missing.push_back(p);
-        }
-        if (missing.empty()) {
-          return fail(absl::DeadlineExceededError(
-              absl::StrCat(what, ": every rank joined but it did not finish within ",
-                           absl::FormatDuration(options_.timeout))));
-        }
-        return fail(absl::DeadlineExceededError(absl::StrCat(
-            what, ": rank", missing.size() > 1 ? "s " : " ", absl::StrJoin(missing, ", "),
-            " did not join it within ", absl::FormatDuration(options_.timeout),
-            " (dead, stalled, or stuck before it)")));
-      }
-      // Spin briefly (a collective on shared memory takes microseconds), then, unless a caller
-      // waits, let the training threads have the core.
-      if (++idle > 64 && waiting_.load(std::memory_order_relaxed) == 0) usleep(20);
-    }
-  };
-
+  Collective collective(*this, job.what, seq);
+  collective.Announce();
   std::vector<MPI_Request> requests;
   for (auto& phase : job.phases) {
     requests.clear();
-    if (absl::Status s = phase(*mpi_, requests); !s.ok()) return fail(s);
-    SLUICE_RETURN_IF_ERROR(poll(requests, /*all_arrivals=*/false));
+    if (absl::Status s = phase(*mpi_, requests); !s.ok()) return Break(s);
+    SLUICE_RETURN_IF_ERROR(collective.Poll(requests, /*all_arrivals=*/false));
   }
   // Every peer's arrival, and this rank's messages delivered.
-  SLUICE_RETURN_IF_ERROR(poll(arrival_send, /*all_arrivals=*/true));
-  return absl::OkStatus();
+  return collective.Poll(collective.arrival_send, /*all_arrivals=*/true);
 }
 
 absl::StatusOr<PendingCollective> MpiCommunicator::StartAllReduce(std::vector<Tensor> tensors,

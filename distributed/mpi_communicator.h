@@ -74,7 +74,10 @@ class MpiCommunicator final : public Communicator {
   absl::Status WaitFor(Job& job);
   // The worker thread: initialises MPI, runs jobs, finalises.
   void Run();
+  struct Collective;  // a job's collective on the worker, with its arrival messages
   absl::Status Execute(Job& job);
+  // Marks the group broken by `status`: later collectives fail at once. Returns `status`.
+  absl::Status Break(absl::Status status);
 
   MpiCommunicatorOptions options_;
   std::unique_ptr<Mpi> mpi_;
