@@ -36,6 +36,43 @@ double Ema(double old_value, double sample, double alpha, bool first) {
   return first ? sample : (1 - alpha) * old_value + alpha * sample;
 }
 
+// The elements async node `i` holds under assignment `a` with `par` workers, for the bytes it
+// buffers: Map keeps up to MapWindow results (queued, running or done: map.cc's bound), Prefetch
+// its buffer, TFRecord `buffer_size` records per open file, Interleave what its open slots hold
+// (scaled from what it holds now).
+int64_t BufferCapacity(const NodeEstimate& node, const Assignment& a, size_t i, int64_t par) {
+  if (node.buffer_size.present) {
+    return a.buffer_size[i] * (node.cycle_length.present ? a.cycle_length[i] : 1);
+  }
+  if (node.kind == NodeKind::kInterleave && node.cycle_length.present) {
+    const int64_t cur = std::max<int64_t>(1, node.cycle_length.value);
+    return std::max(a.cycle_length[i], node.buffered_elements * a.cycle_length[i] / cur);
+  }
+  if (node.kind == NodeKind::kAsync && node.parallelism.present) {
+    return MapWindow(par, node.min_window, node.bytes_per_element);
+  }
+  return par;
+}
+
+// The buffer waits between each async producer and what consumes it, per root element, from the
+// stage periods in `p`.
+double BufferWaits(const std::vector<NodeEstimate>& nodes, const Assignment& a,
+                   const Prediction& p) {
+  const size_t n = nodes.size();
+  double waits = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (!IsAsync(nodes[k])) continue;
+    double producer = 0, consumer = p.consumer_period;
+    for (size_t j = 0; j <= k; ++j) producer = std::max(producer, p.stage_period[j]);
+    for (size_t j = k + 1; j < n; ++j) consumer = std::max(consumer, p.stage_period[j]);
+    const int64_t slots = nodes[k].buffer_size.present   ? a.buffer_size[k]
+                          : nodes[k].parallelism.present ? a.parallelism[k]
+                                                         : 1;
+    waits += ProbabilityEmpty(producer, consumer, slots) * std::min(producer, consumer);
+  }
+  return waits;
+}
+
 }  // namespace
 
 const char* BottleneckKindName(BottleneckKind kind) {
@@ -63,6 +100,19 @@ void Model::Update(const std::vector<NodeSample>& samples, int64_t now_ns) {
   for (const NodeSample& s : samples) {
     if (IsTopLevel(s.stats.name)) top.push_back(&s);
   }
+  std::vector<NodeEstimate> next = CarryEstimates(top);
+  const double dt_ns = static_cast<double>(now_ns - prev_ns_);
+  if (prev_ns_ != 0 && dt_ns > 0) MeasureInterval(top, dt_ns, next);
+  nodes_ = std::move(next);
+  prev_.clear();
+  for (const NodeSample* s : top) {
+    prev_.push_back({s->stats.name, s->stats.elements_produced, s->stats.bytes_produced,
+                     s->stats.busy_ns, s->stats.wait_ns});
+  }
+  prev_ns_ = now_ns;
+}
+
+std::vector<NodeEstimate> Model::CarryEstimates(const std::vector<const NodeSample*>& top) const {
   // Keep the estimates of nodes seen before (matched by name).
   std::vector<NodeEstimate> next(top.size());
   for (size_t i = 0; i < top.size(); ++i) {
@@ -81,71 +131,66 @@ void Model::Update(const std::vector<NodeSample>& samples, int64_t now_ns) {
     n.buffer_size = s.buffer_size;
     n.cycle_length = s.cycle_length;
   }
-  auto find_prev = [&](const std::string& name) -> const Prev* {
-    for (const Prev& p : prev_) {
-      if (p.name == name) return &p;
-    }
-    return nullptr;
-  };
-  const double dt_ns = static_cast<double>(now_ns - prev_ns_);
-  if (prev_ns_ != 0 && dt_ns > 0) {
-    std::vector<int64_t> delta_elements(top.size(), -1);
-    std::vector<int64_t> delta_busy(top.size(), 0), delta_wait(top.size(), 0);
-    for (size_t i = 0; i < top.size(); ++i) {
-      const Prev* p = find_prev(top[i]->stats.name);
-      if (p == nullptr) continue;
-      delta_elements[i] = top[i]->stats.elements_produced - p->elements;
-      delta_busy[i] = top[i]->stats.busy_ns - p->busy_ns;
-      delta_wait[i] = top[i]->stats.wait_ns - p->wait_ns;
-    }
-    const bool root_measured = !top.empty() && next.back().measured;
-    for (size_t i = 0; i < top.size(); ++i) {
-      NodeEstimate& n = next[i];
-      const Prev* p = find_prev(n.name);
-      if (p == nullptr || delta_elements[i] < 0) continue;
-      const int64_t de = delta_elements[i];
-      n.observed_rate = static_cast<double>(de) * 1e9 / dt_ns;
-      if (i > 0 && delta_elements[i - 1] >= 0) {
-        n.input_per_interval = Ema(n.input_per_interval, static_cast<double>(delta_elements[i - 1]),
-                                   alpha_, !n.counted);
-        n.output_per_interval =
-            Ema(n.output_per_interval, static_cast<double>(de), alpha_, !n.counted);
-        n.counted = true;
-        if (n.output_per_interval > 0) {
-          n.input_ratio = n.input_per_interval / n.output_per_interval;
-        }
-      }
-      if (de == 0) continue;
-      const double ded = static_cast<double>(de);
-      const bool first = !n.measured;
-      n.self_ns = Ema(n.self_ns, static_cast<double>(delta_busy[i]) / ded, alpha_, first);
-      n.bytes_per_element =
-          Ema(n.bytes_per_element,
-              static_cast<double>(top[i]->stats.bytes_produced - p->bytes) / ded, alpha_, first);
-      n.measured = true;
-    }
-    // The caller's time per element: wall time per root element less what it
-    // spent inside GetNext (sync nodes after the last async one, and the wait
-    // on that async one).
-    const size_t root = top.size() - 1;
-    if (!top.empty() && delta_elements[root] > 0) {
-      double inside = 0;
-      for (size_t j = top.size(); j-- > 0;) {
-        inside += static_cast<double>(IsAsync(next[j]) ? delta_wait[j] : delta_busy[j]);
-        if (IsAsync(next[j])) break;
-      }
-      const double de = static_cast<double>(delta_elements[root]);
-      const double consumer = std::max(0.0, (dt_ns - inside) / de);
-      next[root].consumer_ns = Ema(next[root].consumer_ns, consumer, alpha_, !root_measured);
-    }
+  return next;
+}
+
+const Model::Prev* Model::FindPrev(const std::string& name) const {
+  for (const Prev& p : prev_) {
+    if (p.name == name) return &p;
   }
-  nodes_ = std::move(next);
-  prev_.clear();
-  for (const NodeSample* s : top) {
-    prev_.push_back({s->stats.name, s->stats.elements_produced, s->stats.bytes_produced,
-                     s->stats.busy_ns, s->stats.wait_ns});
+  return nullptr;
+}
+
+void Model::MeasureInterval(const std::vector<const NodeSample*>& top, double dt_ns,
+                            std::vector<NodeEstimate>& next) const {
+  std::vector<int64_t> delta_elements(top.size(), -1);
+  std::vector<int64_t> delta_busy(top.size(), 0), delta_wait(top.size(), 0);
+  for (size_t i = 0; i < top.size(); ++i) {
+    const Prev* p = FindPrev(top[i]->stats.name);
+    if (p == nullptr) continue;
+    delta_elements[i] = top[i]->stats.elements_produced - p->elements;
+    delta_busy[i] = top[i]->stats.busy_ns - p->busy_ns;
+    delta_wait[i] = top[i]->stats.wait_ns - p->wait_ns;
   }
-  prev_ns_ = now_ns;
+  const bool root_measured = !top.empty() && next.back().measured;
+  for (size_t i = 0; i < top.size(); ++i) {
+    NodeEstimate& n = next[i];
+    const Prev* p = FindPrev(n.name);
+    if (p == nullptr || delta_elements[i] < 0) continue;
+    const int64_t de = delta_elements[i];
+    n.observed_rate = static_cast<double>(de) * 1e9 / dt_ns;
+    if (i > 0 && delta_elements[i - 1] >= 0) {
+      n.input_per_interval =
+          Ema(n.input_per_interval, static_cast<double>(delta_elements[i - 1]), alpha_, !n.counted);
+      n.output_per_interval =
+          Ema(n.output_per_interval, static_cast<double>(de), alpha_, !n.counted);
+      n.counted = true;
+      if (n.output_per_interval > 0) {
+        n.input_ratio = n.input_per_interval / n.output_per_interval;
+      }
+    }
+    if (de == 0) continue;
+    const double ded = static_cast<double>(de);
+    const bool first = !n.measured;
+    n.self_ns = Ema(n.self_ns, static_cast<double>(delta_busy[i]) / ded, alpha_, first);
+    n.bytes_per_element =
+        Ema(n.bytes_per_element, static_cast<double>(top[i]->stats.bytes_produced - p->bytes) / ded,
+            alpha_, first);
+    n.measured = true;
+  }
+  // The caller's time per element: wall time per root element less what it spent inside
+  // GetNext (sync nodes after the last async one, and the wait on that async one).
+  const size_t root = top.size() - 1;
+  if (!top.empty() && delta_elements[root] > 0) {
+    double inside = 0;
+    for (size_t j = top.size(); j-- > 0;) {
+      inside += static_cast<double>(IsAsync(next[j]) ? delta_wait[j] : delta_busy[j]);
+      if (IsAsync(next[j])) break;
+    }
+    const double de = static_cast<double>(delta_elements[root]);
+    const double consumer = std::max(0.0, (dt_ns - inside) / de);
+    next[root].consumer_ns = Ema(next[root].consumer_ns, consumer, alpha_, !root_measured);
+  }
 }
 
 bool Model::ready() const {
@@ -199,24 +244,8 @@ Prediction Model::Predict(const Assignment& a, double cpu_budget) const {
     p.stage_period[i] = std::max(serial, own);
     input_bound[i] = serial > own;
     serial = 0;
-
-    // Bytes held: Map keeps up to MapWindow results (queued, running or done:
-    // map.cc's bound), Prefetch its buffer,
-    // TFRecord `buffer_size` records per open file, Interleave what its open
-    // slots hold (scaled from what it holds now).
-    int64_t capacity = 0;
-    if (node.buffer_size.present) {
-      capacity = a.buffer_size[i] * (node.cycle_length.present ? a.cycle_length[i] : 1);
-    } else if (node.kind == NodeKind::kInterleave && node.cycle_length.present) {
-      const int64_t cur = std::max<int64_t>(1, node.cycle_length.value);
-      capacity = std::max(a.cycle_length[i], node.buffered_elements * a.cycle_length[i] / cur);
-    } else if (node.kind == NodeKind::kAsync && node.parallelism.present) {
-      capacity = MapWindow(par, node.min_window, node.bytes_per_element);
-    } else {
-      capacity = par;
-    }
-    p.buffered_bytes +=
-        static_cast<int64_t>(static_cast<double>(capacity) * node.bytes_per_element);
+    p.buffered_bytes += static_cast<int64_t>(static_cast<double>(BufferCapacity(node, a, i, par)) *
+                                             node.bytes_per_element);
   }
   // Sync nodes after the last async one run on the caller's thread; so does
   // the caller's own work.
@@ -238,19 +267,7 @@ Prediction Model::Predict(const Assignment& a, double cpu_budget) const {
     p.cpu_capped = true;
     p.bottleneck = heaviest;  // where more cores would go first
   }
-  // Buffer waits between each async producer and what consumes it.
-  double waits = 0;
-  for (size_t k = 0; k < n; ++k) {
-    if (!IsAsync(nodes_[k])) continue;
-    double producer = 0, consumer = p.consumer_period;
-    for (size_t j = 0; j <= k; ++j) producer = std::max(producer, p.stage_period[j]);
-    for (size_t j = k + 1; j < n; ++j) consumer = std::max(consumer, p.stage_period[j]);
-    const int64_t slots = nodes_[k].buffer_size.present   ? a.buffer_size[k]
-                          : nodes_[k].parallelism.present ? a.parallelism[k]
-                                                          : 1;
-    waits += ProbabilityEmpty(producer, consumer, slots) * std::min(producer, consumer);
-  }
-  p.period_ns += waits;
+  p.period_ns += BufferWaits(nodes_, a, p);
   if (p.bottleneck < static_cast<int>(n) && !p.cpu_capped) {
     p.bottleneck_input_bound = input_bound[p.bottleneck];
   }

@@ -161,6 +161,13 @@ class Model {
     std::string name;
     int64_t elements, bytes, busy_ns, wait_ns;
   };
+  // The steps of Update: the estimates of the nodes in `top` (kept by name from the last
+  // update, with the knobs and counters sampled now); the estimates measured over the interval
+  // of `dt_ns` since the last update, from what each node's counters moved.
+  std::vector<NodeEstimate> CarryEstimates(const std::vector<const NodeSample*>& top) const;
+  void MeasureInterval(const std::vector<const NodeSample*>& top, double dt_ns,
+                       std::vector<NodeEstimate>& next) const;
+  const Prev* FindPrev(const std::string& name) const;  // nullptr for a node not seen last time
   double alpha_;
   std::vector<NodeEstimate> nodes_;
   std::vector<Prev> prev_;

@@ -124,7 +124,7 @@ class BatchIterator : public BatchingIterator {
                          d->batch_options().drop_remainder) {
     const int requested = d->batch_options().num_parallel_calls;
     if (requested != 1) {
-      stats().parallelism.Declare(requested, ctx.runtime->num_threads());
+      stats().parallelism.DeclareFromOption(requested, ctx.runtime->num_threads());
     }
   }
 

@@ -46,7 +46,7 @@ class InterleaveIterator : public IteratorBase {
       : IteratorBase(d, ctx, kind), d_(d), input_(std::move(input)) {
     const int requested = d->interleave_options().cycle_length;
     Tunable& c = stats().cycle_length;
-    c.Declare(requested, std::max(1, ctx.runtime->num_threads()));
+    c.DeclareFromOption(requested, /*autotune_max=*/std::max(1, ctx.runtime->num_threads()));
     // Read once per iterator: changing it mid-stream would change the order.
     // A later iterator of this node (the next epoch) picks up a new value.
     cycle_length_ = std::max<int64_t>(1, c.value.load());

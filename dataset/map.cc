@@ -121,7 +121,8 @@ class ParallelMapIterator : public IteratorBase {
     deterministic_ = d->map_options().deterministic.value_or(ctx.deterministic());
     // Out of order, a slow call holds back nothing: the window stays 2 x parallelism.
     stats().min_window.store(deterministic_ ? kMinOrderedWindow : 0, std::memory_order_relaxed);
-    stats().parallelism.Declare(d->map_options().num_parallel_calls, ctx.runtime->num_threads());
+    stats().parallelism.DeclareFromOption(d->map_options().num_parallel_calls,
+                                          ctx.runtime->num_threads());
     cancel_token_ = ctx.cancellation->Register([s = shared_] { s->Cancel(); });
   }
 

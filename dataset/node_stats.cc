@@ -7,19 +7,33 @@
 
 namespace sluice {
 
-void Tunable::Declare(bool tuned, int64_t lo, int64_t hi, int64_t initial) {
-  present = true;
-  autotune = tuned;
-  min = lo;
-  max = hi;
+namespace {
+
+void Declare(Tunable& knob, bool tuned, int64_t lo, int64_t hi, int64_t initial) {
+  knob.present = true;
+  knob.autotune = tuned;
+  knob.min = lo;
+  knob.max = hi;
   int64_t unset = 0;
-  value.compare_exchange_strong(unset, initial);
+  knob.value.compare_exchange_strong(unset, initial);
 }
 
-void Tunable::Declare(int64_t requested, int64_t autotune_max) {
-  const bool tuned = requested == kAutotune;
-  const int64_t hi = tuned ? autotune_max : requested;
-  Declare(tuned, 1, hi, hi);
+}  // namespace
+
+void Tunable::DeclareFixed(int64_t setting) {
+  Declare(*this, /*tuned=*/false, setting, setting, setting);
+}
+
+void Tunable::DeclareTunable(int64_t initial, int64_t lo, int64_t hi) {
+  Declare(*this, /*tuned=*/true, lo, hi, initial);
+}
+
+void Tunable::DeclareFromOption(int64_t requested, int64_t autotune_max) {
+  if (requested == kAutotune) {
+    DeclareTunable(/*initial=*/autotune_max, /*lo=*/1, /*hi=*/autotune_max);
+  } else {
+    DeclareFixed(requested);
+  }
 }
 
 int64_t MapWindow(int64_t parallelism, int64_t min_window, double bytes_per_result) {

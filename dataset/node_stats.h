@@ -25,14 +25,22 @@ const char* NodeKindName(NodeKind kind);
 // effect without restarting anything.
 // Iterators of one node made concurrently (inner pipelines of a parallel
 // Interleave) share it, so every field is atomic.
+//
+// A node declares each knob it has, once per iterator, in one of three ways (tf.data's
+// model::MakeParameter and MakeNonTunableParameter):
+//   stats().cycle_length.DeclareFixed(cycle);
+//   stats().buffer_size.DeclareTunable(/*initial=*/2, /*lo=*/1, /*hi=*/64);
+//   stats().parallelism.DeclareFromOption(num_parallel_calls, /*autotune_max=*/cores);
+// Iterators of one node share the knob: the first to declare it sets the value, so a later one
+// (the next epoch) keeps what AUTOTUNE chose.
 struct Tunable {
-  // Declares the knob, as tf.data's MakeParameter: tuned over [min, max] from `initial` when
-  // `autotune`, else fixed at `initial`. Iterators of one node share the knob: the first to
-  // declare it sets the value, so a later one (the next epoch) keeps what AUTOTUNE chose.
-  void Declare(bool autotune, int64_t min, int64_t max, int64_t initial);
-  // A knob the user set to `requested` (>= 1) or to kAutotune, which tunes it over
-  // [1, autotune_max] starting from autotune_max.
-  void Declare(int64_t requested, int64_t autotune_max);
+  // Reported but never turned: the user (or what the node does) fixed it at `setting`.
+  void DeclareFixed(int64_t setting);
+  // AUTOTUNE turns it over [lo, hi], starting from `initial`.
+  void DeclareTunable(int64_t initial, int64_t lo, int64_t hi);
+  // From an option the user set to `requested` (>= 1: fixed there) or to kAutotune (tunable over
+  // [1, autotune_max], starting from autotune_max).
+  void DeclareFromOption(int64_t requested, int64_t autotune_max);
 
   std::atomic<int64_t> value{0};
   std::atomic<int64_t> min{1};

@@ -35,7 +35,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     deterministic_ = d->interleave_options().deterministic.value_or(ctx.deterministic());
     const int requested = d->interleave_options().num_parallel_calls;
     Tunable& p = stats().parallelism;
-    p.Declare(requested, cycle_length_);
+    p.DeclareFromOption(requested, /*autotune_max=*/cycle_length_);
     num_workers_ = p.max;
     buffer_capacity_ = SlotBufferCapacity(block_length_);
     future_limit_ = cycle_length_;

@@ -68,9 +68,12 @@ class PrefetchIterator : public IteratorBase {
   PrefetchIterator(const PrefetchDataset* d, const IteratorContext& ctx,
                    std::unique_ptr<IteratorBase> input)
       : IteratorBase(d, ctx, NodeKind::kAsync), input_(std::move(input)) {
-    const bool autotune = d->buffer_size() == kAutotune;
-    stats().buffer_size.Declare(autotune, 1, autotune ? kAutotuneMaxBuffer : d->buffer_size(),
-                                autotune ? kAutotuneInitialBuffer : d->buffer_size());
+    if (d->buffer_size() == kAutotune) {
+      stats().buffer_size.DeclareTunable(/*initial=*/kAutotuneInitialBuffer, /*lo=*/1,
+                                         /*hi=*/kAutotuneMaxBuffer);
+    } else {
+      stats().buffer_size.DeclareFixed(d->buffer_size());
+    }
     cancel_token_ = ctx.cancellation->Register([this] { Cancel(); });
   }
 

@@ -55,7 +55,7 @@ class ShuffleIterator : public IteratorBase {
         input_(std::move(input)),
         seed_(d->SeedFor(ctx)) {
     // Reported, not tuned: the user fixed it.
-    stats().buffer_size.Declare(false, d->buffer_size(), d->buffer_size(), d->buffer_size());
+    stats().buffer_size.DeclareFixed(d->buffer_size());
   }
 
  protected:

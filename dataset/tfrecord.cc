@@ -230,17 +230,20 @@ class ParallelTFRecordIterator : public IteratorBase {
     num_active_ = static_cast<int64_t>(n);
     deterministic_ = ctx.deterministic();
 
-    const bool autotune = d->tfrecord_options().num_parallel_reads == kAutotune;
-    // Reader threads at work. AUTOTUNE starts at no more readers than cores (inflating is CPU
-    // work) and may go up to one per open file.
+    // Reader threads at work, and records buffered per open file. AUTOTUNE starts at no more
+    // readers than cores (inflating is CPU work) and may go up to one per open file.
     const int64_t max_readers = std::max<int64_t>(1, static_cast<int64_t>(n));
-    stats().parallelism.Declare(
-        autotune, 1, max_readers,
-        autotune ? std::min<int64_t>(max_readers, std::max(1, ctx.runtime->num_threads()))
-                 : max_readers);
-    // Records buffered per open file.
-    stats().buffer_size.Declare(autotune, 1, kMaxRecordsPerFile, kDefaultRecordsPerFile);
-    stats().cycle_length.Declare(false, cycle, cycle, cycle);  // fixed: it decides the order
+    if (d->tfrecord_options().num_parallel_reads == kAutotune) {
+      stats().parallelism.DeclareTunable(
+          /*initial=*/std::min<int64_t>(max_readers, std::max(1, ctx.runtime->num_threads())),
+          /*lo=*/1, /*hi=*/max_readers);
+      stats().buffer_size.DeclareTunable(/*initial=*/kDefaultRecordsPerFile, /*lo=*/1,
+                                         /*hi=*/kMaxRecordsPerFile);
+    } else {
+      stats().parallelism.DeclareFixed(max_readers);
+      stats().buffer_size.DeclareFixed(kDefaultRecordsPerFile);
+    }
+    stats().cycle_length.DeclareFixed(cycle);  // it decides the order
 
     cancel_token_ = ctx.cancellation->Register([this] { Cancel(); });
   }

@@ -15,7 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/notification.h"
+#include "core/mutex.h"
 #include "core/status_macros.h"
 #include "train/backend/transfer.h"
 
@@ -152,8 +152,25 @@ struct MpiCommunicator::Job {
   // Run in order on the worker. Each posts the requests it started into its argument; the
   // worker waits for them (against the deadline) before the next phase.
   std::vector<std::function<absl::Status(Mpi&, std::vector<MPI_Request>&)>> phases;
-  absl::Notification done;
-  absl::Status status;
+
+  // The worker's result, handed to the caller blocked in Wait.
+  void Finish(absl::Status status) {
+    MutexLock lock(&mu_);
+    status_ = std::move(status);
+    done_ = true;
+    cv_.SignalAll();
+  }
+  absl::Status Wait() {
+    MutexLock lock(&mu_);
+    while (!done_) cv_.Wait(&mu_);
+    return status_;
+  }
+
+ private:
+  Mutex mu_;
+  CondVar cv_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
 MpiCommunicator::MpiCommunicator(MpiCommunicatorOptions options)
@@ -173,8 +190,8 @@ absl::StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::Create(
   comm->worker_ = std::thread([c = comm.get()] { c->Run(); });
   absl::Status init;
   {
-    absl::MutexLock lock(&comm->mu_);
-    comm->mu_.Await(absl::Condition(&comm->started_));
+    MutexLock lock(&comm->mu_);
+    while (!comm->started_) comm->cv_.Wait(&comm->mu_);
     init = comm->init_status_;
   }
   if (!init.ok()) return init;  // the destructor joins the worker
@@ -183,7 +200,7 @@ absl::StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::Create(
 
 MpiCommunicator::~MpiCommunicator() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
     cv_.SignalAll();
   }
@@ -195,12 +212,12 @@ std::string MpiCommunicator::Describe() const {
 }
 
 double MpiCommunicator::busy_seconds() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return busy_seconds_;
 }
 
 int64_t MpiCommunicator::collectives() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return collectives_;
 }
 
@@ -224,30 +241,31 @@ void MpiCommunicator::Run() {
     host_.assign(host, len);
   }
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     init_status_ = status;
     started_ = true;
+    cv_.SignalAll();
   }
   if (!status.ok()) return;
 
   while (true) {
     std::shared_ptr<Job> job;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       while (queue_.empty() && !stop_) cv_.Wait(&mu_);
       if (queue_.empty()) break;
       job = std::move(queue_.front());
       queue_.pop_front();
     }
     const absl::Time start = absl::Now();
-    job->status = Execute(*job);
+    absl::Status status = Execute(*job);
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       busy_seconds_ += absl::ToDoubleSeconds(absl::Now() - start);
     }
-    job->done.Notify();
+    job->Finish(std::move(status));
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   // After a timeout the peers may never join MPI_Finalize (a collective): leave it to exit.
   if (broken_.ok()) {
     MPI_Comm_free(&mpi_->comm);
@@ -257,7 +275,7 @@ void MpiCommunicator::Run() {
 }
 
 std::shared_ptr<MpiCommunicator::Job> MpiCommunicator::Submit(std::shared_ptr<Job> job) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   queue_.push_back(job);
   cv_.Signal();
   return job;
@@ -265,49 +283,43 @@ std::shared_ptr<MpiCommunicator::Job> MpiCommunicator::Submit(std::shared_ptr<Jo
 
 absl::Status MpiCommunicator::WaitFor(Job& job) {
   waiting_.fetch_add(1, std::memory_order_relaxed);
-  job.done.WaitForNotification();
+  absl::Status status = job.Wait();
   waiting_.fetch_sub(1, std::memory_order_relaxed);
-  return job.status;
+  return status;
 }
 
-absl::Status MpiCommunicator::Execute(Job& job) {
-  int64_t seq;
-  {
-    absl::MutexLock lock(&mu_);
-    if (!broken_.ok()) {
-      return absl::Status(
-          broken_.code(),
-          absl::StrCat(job.what, ": the group is broken by an earlier error: ", broken_.message()));
+// One collective as the worker runs it: beside its phases' requests, the arrival messages that
+// tell every peer which collective this rank has reached and hear which one each peer has,
+// polled against one deadline.
+struct MpiCommunicator::Collective {
+  Collective(MpiCommunicator& comm, const std::string& job_what, int64_t seq)
+      : comm(comm),
+        seq(seq),
+        what(absl::StrCat(job_what, " (collective #", seq, ", ", comm.Describe(), ")")),
+        theirs(comm.size_),
+        arrival_recv(comm.size_, MPI_REQUEST_NULL),
+        arrived(comm.size_, 0) {
+    mine.seq = seq;
+    std::strncpy(mine.what, job_what.c_str(), sizeof(mine.what) - 1);
+    arrived[comm.rank_] = 1;
+  }
+
+  // Sends this rank's arrival to every peer and listens for theirs; the deadline starts here.
+  void Announce() {
+    for (int p = 0; p < comm.size_; ++p) {
+      if (p == comm.rank_) continue;
+      MPI_Irecv(&theirs[p], kArrivalBytes, MPI_BYTE, p, kArrivalTag, comm.mpi_->arrival,
+                &arrival_recv[p]);
+      arrival_send.emplace_back();
+      MPI_Isend(&mine, kArrivalBytes, MPI_BYTE, p, kArrivalTag, comm.mpi_->arrival,
+                &arrival_send.back());
     }
-    seq = ++collectives_;
-  }
-  const std::string what = absl::StrCat(job.what, " (collective #", seq, ", ", Describe(), ")");
-
-  // Tell every peer which collective this rank reached; hear which one each reached.
-  Arrival mine;
-  mine.seq = seq;
-  std::strncpy(mine.what, job.what.c_str(), sizeof(mine.what) - 1);
-  std::vector<Arrival> theirs(size_);
-  std::vector<MPI_Request> arrival_recv(size_, MPI_REQUEST_NULL);
-  std::vector<MPI_Request> arrival_send;
-  std::vector<char> arrived(size_, 0);
-  arrived[rank_] = 1;
-  for (int p = 0; p < size_; ++p) {
-    if (p == rank_) continue;
-    MPI_Irecv(&theirs[p], kArrivalBytes, MPI_BYTE, p, kArrivalTag, mpi_->arrival, &arrival_recv[p]);
-    arrival_send.emplace_back();
-    MPI_Isend(&mine, kArrivalBytes, MPI_BYTE, p, kArrivalTag, mpi_->arrival, &arrival_send.back());
+    deadline = absl::Now() + comm.options_.timeout;
   }
 
-  const absl::Time deadline = absl::Now() + options_.timeout;
-  auto fail = [&](absl::Status status) {
-    absl::MutexLock lock(&mu_);
-    broken_ = status;
-    return status;
-  };
   // Polls `requests` and the arrivals until the requests are done (and, when `all_arrivals`,
   // every arrival too), the deadline passes, or a peer turns out to be at another collective.
-  auto poll = [&](std::vector<MPI_Request>& requests, bool all_arrivals) -> absl::Status {
+  absl::Status Poll(std::vector<MPI_Request>& requests, bool all_arrivals) {
     int idle = 0;
     while (true) {
       int done = 0;
@@ -316,56 +328,96 @@ absl::Status MpiCommunicator::Execute(Job& job) {
                                                     requests.data(), &done, MPI_STATUSES_IGNORE);
       if (requests.empty()) done = 1;
       if (rc != MPI_SUCCESS) {
-        return fail(absl::InternalError(absl::StrCat(what, ": ", MpiError(rc))));
+        return comm.Break(absl::InternalError(absl::StrCat(what, ": ", MpiError(rc))));
       }
-      bool all_in = true;
-      for (int p = 0; p < size_; ++p) {
-        if (arrived[p]) continue;
-        int in = 0;
-        MPI_Test(&arrival_recv[p], &in, MPI_STATUS_IGNORE);
-        if (!in) {
-          all_in = false;
-          continue;
-        }
-        arrived[p] = 1;
-        theirs[p].what[sizeof(theirs[p].what) - 1] = '\0';
-        if (theirs[p].seq != seq || std::strcmp(theirs[p].what, mine.what) != 0) {
-          return fail(absl::InternalError(
-              absl::StrCat(what, ": rank ", p, " is at another collective, #", theirs[p].seq, " ",
-                           theirs[p].what, ": the ranks run different programs or models")));
-        }
-      }
+      SLUICE_ASSIGN_OR_RETURN(const bool all_in, TakeArrivals());
       if (done && (all_in || !all_arrivals)) return absl::OkStatus();
-      if (absl::Now() > deadline) {
-        std::vector<int> missing;
-        for (int p = 0; p < size_; ++p) {
-          if (!arrived[p]) missing.push_back(p);
-        }
-        if (missing.empty()) {
-          return fail(absl::DeadlineExceededError(
-              absl::StrCat(what, ": every rank joined but it did not finish within ",
-                           absl::FormatDuration(options_.timeout))));
-        }
-        return fail(absl::DeadlineExceededError(absl::StrCat(
-            what, ": rank", missing.size() > 1 ? "s " : " ", absl::StrJoin(missing, ", "),
-            " did not join it within ", absl::FormatDuration(options_.timeout),
-            " (dead, stalled, or stuck before it)")));
-      }
+      if (absl::Now() > deadline) return comm.Break(Late());
       // Spin briefly (a collective on shared memory takes microseconds), then, unless a caller
       // waits, let the training threads have the core.
-      if (++idle > 64 && waiting_.load(std::memory_order_relaxed) == 0) usleep(20);
+      if (++idle > 64 && comm.waiting_.load(std::memory_order_relaxed) == 0) usleep(20);
     }
-  };
+  }
 
+  // Takes the arrivals that came in: whether every peer has arrived, or an error for a peer at
+  // another collective.
+  absl::StatusOr<bool> TakeArrivals() {
+    bool all_in = true;
+    for (int p = 0; p < comm.size_; ++p) {
+      if (arrived[p]) continue;
+      int in = 0;
+      MPI_Test(&arrival_recv[p], &in, MPI_STATUS_IGNORE);
+      if (!in) {
+        all_in = false;
+        continue;
+      }
+      arrived[p] = 1;
+      theirs[p].what[sizeof(theirs[p].what) - 1] = '\0';
+      if (theirs[p].seq != seq || std::strcmp(theirs[p].what, mine.what) != 0) {
+        return comm.Break(absl::InternalError(
+            absl::StrCat(what, ": rank ", p, " is at another collective, #", theirs[p].seq, " ",
+                         theirs[p].what, ": the ranks run different programs or models")));
+      }
+    }
+    return all_in;
+  }
+
+  // Past the deadline: the ranks that never arrived, or that all did and it did not finish.
+  absl::Status Late() const {
+    std::vector<int> missing;
+    for (int p = 0; p < comm.size_; ++p) {
+      if (!arrived[p]) missing.push_back(p);
+    }
+    const absl::Duration timeout = comm.options_.timeout;
+    if (missing.empty()) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(what, ": every rank joined but it did not finish within ",
+                       absl::FormatDuration(timeout)));
+    }
+    return absl::DeadlineExceededError(
+        absl::StrCat(what, ": rank", missing.size() > 1 ? "s " : " ", absl::StrJoin(missing, ", "),
+                     " did not join it within ", absl::FormatDuration(timeout),
+                     " (dead, stalled, or stuck before it)"));
+  }
+
+  MpiCommunicator& comm;
+  const int64_t seq;
+  const std::string what;  // the job, its number and this rank, for errors
+  absl::Time deadline = absl::InfiniteFuture();
+  Arrival mine;
+  std::vector<Arrival> theirs;
+  std::vector<MPI_Request> arrival_recv;
+  std::vector<MPI_Request> arrival_send;
+  std::vector<char> arrived;
+};
+
+absl::Status MpiCommunicator::Break(absl::Status status) {
+  MutexLock lock(&mu_);
+  broken_ = status;
+  return status;
+}
+
+absl::Status MpiCommunicator::Execute(Job& job) {
+  int64_t seq;
+  {
+    MutexLock lock(&mu_);
+    if (!broken_.ok()) {
+      return absl::Status(
+          broken_.code(),
+          absl::StrCat(job.what, ": the group is broken by an earlier error: ", broken_.message()));
+    }
+    seq = ++collectives_;
+  }
+  Collective collective(*this, job.what, seq);
+  collective.Announce();
   std::vector<MPI_Request> requests;
   for (auto& phase : job.phases) {
     requests.clear();
-    if (absl::Status s = phase(*mpi_, requests); !s.ok()) return fail(s);
-    SLUICE_RETURN_IF_ERROR(poll(requests, /*all_arrivals=*/false));
+    if (absl::Status s = phase(*mpi_, requests); !s.ok()) return Break(s);
+    SLUICE_RETURN_IF_ERROR(collective.Poll(requests, /*all_arrivals=*/false));
   }
   // Every peer's arrival, and this rank's messages delivered.
-  SLUICE_RETURN_IF_ERROR(poll(arrival_send, /*all_arrivals=*/true));
-  return absl::OkStatus();
+  return collective.Poll(collective.arrival_send, /*all_arrivals=*/true);
 }
 
 absl::StatusOr<PendingCollective> MpiCommunicator::StartAllReduce(std::vector<Tensor> tensors,

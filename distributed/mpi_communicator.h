@@ -11,8 +11,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/mutex.h"
 #include "distributed/communicator.h"
 
 namespace sluice::distributed {
@@ -74,7 +74,10 @@ class MpiCommunicator final : public Communicator {
   absl::Status WaitFor(Job& job);
   // The worker thread: initialises MPI, runs jobs, finalises.
   void Run();
+  struct Collective;  // a job's collective on the worker, with its arrival messages
   absl::Status Execute(Job& job);
+  // Marks the group broken by `status`: later collectives fail at once. Returns `status`.
+  absl::Status Break(absl::Status status);
 
   MpiCommunicatorOptions options_;
   std::unique_ptr<Mpi> mpi_;
@@ -87,8 +90,8 @@ class MpiCommunicator final : public Communicator {
   // computation the collective overlaps.
   std::atomic<int> waiting_{0};
 
-  mutable absl::Mutex mu_;
-  absl::CondVar cv_;
+  mutable Mutex mu_;
+  CondVar cv_;  // signals a queued job, stop_, and started_
   std::deque<std::shared_ptr<Job>> queue_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;  // the worker finished MPI_Init

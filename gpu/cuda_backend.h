@@ -173,6 +173,10 @@ class CudaBackend final : public train::backend::Backend {
   // algorithm chosen) on first use. Call with library_mu_ held.
   absl::StatusOr<const ConvPlan*> GetConvPlan(ConvDirection direction,
                                               const train::backend::ConvGeometry& geo);
+  // The steps of GetConvPlan after the descriptors: the algorithm cuDNN offers first for
+  // `direction` within the workspace limit (and its math type), and that algorithm's workspace.
+  absl::Status ChooseConvAlgorithm(ConvDirection direction, ConvPlan& plan);
+  absl::StatusOr<size_t> ConvWorkspaceSize(ConvDirection direction, const ConvPlan& plan);
   // The input, zero-padded on the sides where the geometry pads more than
   // cuDNN's symmetric padding does (or the input itself).
   absl::StatusOr<Tensor> PaddedInput(const ConvPlan& plan, const train::backend::ConvGeometry& geo,

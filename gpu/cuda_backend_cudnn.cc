@@ -102,6 +102,56 @@ class BnDescriptors {
   cudnnTensorDescriptor_t stats_ = nullptr;
 };
 
+// Sets up `plan`'s descriptors for `geo` (input, output, filter and convolution), with the math
+// type TF32 allows, and checks that cuDNN computes the output the op expects.
+absl::Status DescribeConvolution(const train::backend::ConvGeometry& geo, bool tf32,
+                                 ConvPlan& plan) {
+  // cuDNN pads both sides alike: the smaller padding goes to cuDNN, the rest
+  // is added to the input explicitly (TF's SAME padding with stride 2).
+  const int64_t pad_h = std::min(geo.pad_top, geo.pad_bottom);
+  const int64_t pad_w = std::min(geo.pad_left, geo.pad_right);
+  plan.extra_top = geo.pad_top - pad_h;
+  plan.extra_bottom = geo.pad_bottom - pad_h;
+  plan.extra_left = geo.pad_left - pad_w;
+  plan.extra_right = geo.pad_right - pad_w;
+  const int hp = static_cast<int>(geo.h + plan.extra_top + plan.extra_bottom);
+  const int wp = static_cast<int>(geo.w + plan.extra_left + plan.extra_right);
+
+  CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&plan.x_desc));
+  CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&plan.y_desc));
+  CUDNN_RETURN_IF_ERROR(cudnnCreateFilterDescriptor(&plan.w_desc));
+  CUDNN_RETURN_IF_ERROR(cudnnCreateConvolutionDescriptor(&plan.conv_desc));
+  CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(plan.x_desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT,
+                                                   static_cast<int>(geo.n), static_cast<int>(geo.c),
+                                                   hp, wp));
+  CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(
+      plan.y_desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, static_cast<int>(geo.n),
+      static_cast<int>(geo.o), static_cast<int>(geo.oh), static_cast<int>(geo.ow)));
+  // NHWC filter format is KRSC: OHWI.
+  CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(
+      plan.w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, static_cast<int>(geo.o),
+      static_cast<int>(geo.c), static_cast<int>(geo.kh), static_cast<int>(geo.kw)));
+  // TF and oneDNN convolutions are cross-correlations.
+  CUDNN_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(
+      plan.conv_desc, static_cast<int>(pad_h), static_cast<int>(pad_w),
+      static_cast<int>(geo.stride_h), static_cast<int>(geo.stride_w),
+      static_cast<int>(geo.dilation_h), static_cast<int>(geo.dilation_w), CUDNN_CROSS_CORRELATION,
+      CUDNN_DATA_FLOAT));
+  CUDNN_RETURN_IF_ERROR(
+      cudnnSetConvolutionMathType(plan.conv_desc, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+
+  int on = 0, oc = 0, oh = 0, ow = 0;
+  CUDNN_RETURN_IF_ERROR(cudnnGetConvolution2dForwardOutputDim(plan.conv_desc, plan.x_desc,
+                                                              plan.w_desc, &on, &oc, &oh, &ow));
+  if (on != geo.n || oc != geo.o || oh != geo.oh || ow != geo.ow) {
+    return absl::InvalidArgumentError(absl::StrCat("Conv2D on CUDA: cuDNN computes an output of [",
+                                                   on, ", ", oh, ", ", ow, ", ", oc,
+                                                   "] for this geometry, the op expects [", geo.n,
+                                                   ", ", geo.oh, ", ", geo.ow, ", ", geo.o, "]"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<const ConvPlan*> CudaBackend::GetConvPlan(ConvDirection direction,
@@ -110,53 +160,17 @@ absl::StatusOr<const ConvPlan*> CudaBackend::GetConvPlan(ConvDirection direction
   auto it = conv_plans_.find(key);
   if (it != conv_plans_.end()) return it->second.get();
   SLUICE_RETURN_IF_ERROR(RequireInts(geo));
-
   auto plan = std::make_unique<ConvPlan>();
-  // cuDNN pads both sides alike: the smaller padding goes to cuDNN, the rest
-  // is added to the input explicitly (TF's SAME padding with stride 2).
-  const int64_t pad_h = std::min(geo.pad_top, geo.pad_bottom);
-  const int64_t pad_w = std::min(geo.pad_left, geo.pad_right);
-  plan->extra_top = geo.pad_top - pad_h;
-  plan->extra_bottom = geo.pad_bottom - pad_h;
-  plan->extra_left = geo.pad_left - pad_w;
-  plan->extra_right = geo.pad_right - pad_w;
-  const int hp = static_cast<int>(geo.h + plan->extra_top + plan->extra_bottom);
-  const int wp = static_cast<int>(geo.w + plan->extra_left + plan->extra_right);
+  SLUICE_RETURN_IF_ERROR(DescribeConvolution(geo, options_.tf32_convolution, *plan));
+  SLUICE_RETURN_IF_ERROR(ChooseConvAlgorithm(direction, *plan));
+  SLUICE_ASSIGN_OR_RETURN(plan->workspace_bytes, ConvWorkspaceSize(direction, *plan));
+  const ConvPlan* raw = plan.get();
+  conv_plans_.emplace(key, std::move(plan));
+  return raw;
+}
 
-  CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&plan->x_desc));
-  CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&plan->y_desc));
-  CUDNN_RETURN_IF_ERROR(cudnnCreateFilterDescriptor(&plan->w_desc));
-  CUDNN_RETURN_IF_ERROR(cudnnCreateConvolutionDescriptor(&plan->conv_desc));
-  CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(plan->x_desc, CUDNN_TENSOR_NHWC,
-                                                   CUDNN_DATA_FLOAT, static_cast<int>(geo.n),
-                                                   static_cast<int>(geo.c), hp, wp));
-  CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(
-      plan->y_desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, static_cast<int>(geo.n),
-      static_cast<int>(geo.o), static_cast<int>(geo.oh), static_cast<int>(geo.ow)));
-  // NHWC filter format is KRSC: OHWI.
-  CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(
-      plan->w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, static_cast<int>(geo.o),
-      static_cast<int>(geo.c), static_cast<int>(geo.kh), static_cast<int>(geo.kw)));
-  // TF and oneDNN convolutions are cross-correlations.
-  CUDNN_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(
-      plan->conv_desc, static_cast<int>(pad_h), static_cast<int>(pad_w),
-      static_cast<int>(geo.stride_h), static_cast<int>(geo.stride_w),
-      static_cast<int>(geo.dilation_h), static_cast<int>(geo.dilation_w), CUDNN_CROSS_CORRELATION,
-      CUDNN_DATA_FLOAT));
+absl::Status CudaBackend::ChooseConvAlgorithm(ConvDirection direction, ConvPlan& plan) {
   const bool tf32 = options_.tf32_convolution;
-  CUDNN_RETURN_IF_ERROR(
-      cudnnSetConvolutionMathType(plan->conv_desc, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
-
-  int on = 0, oc = 0, oh = 0, ow = 0;
-  CUDNN_RETURN_IF_ERROR(cudnnGetConvolution2dForwardOutputDim(plan->conv_desc, plan->x_desc,
-                                                              plan->w_desc, &on, &oc, &oh, &ow));
-  if (on != geo.n || oc != geo.o || oh != geo.oh || ow != geo.ow) {
-    return absl::InvalidArgumentError(absl::StrCat("Conv2D on CUDA: cuDNN computes an output of [",
-                                                   on, ", ", oh, ", ", ow, ", ", oc,
-                                                   "] for this geometry, the op expects [", geo.n,
-                                                   ", ", geo.oh, ", ", geo.ow, ", ", geo.o, "]"));
-  }
-
   const size_t max_ws = options_.max_convolution_workspace_bytes;
   cudnnMathType_t math = CUDNN_FMA_MATH;
   switch (direction) {
@@ -164,12 +178,12 @@ absl::StatusOr<const ConvPlan*> CudaBackend::GetConvPlan(ConvDirection direction
       int count = 0, returned = 0;
       CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithmMaxCount(cudnn_, &count));
       std::vector<cudnnConvolutionFwdAlgoPerf_t> perfs(std::max(count, 1));
-      CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(
-          cudnn_, plan->x_desc, plan->w_desc, plan->conv_desc, plan->y_desc, count, &returned,
-          perfs.data()));
+      CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, plan.x_desc, plan.w_desc,
+                                                                   plan.conv_desc, plan.y_desc,
+                                                                   count, &returned, perfs.data()));
       SLUICE_ASSIGN_OR_RETURN(const cudnnConvolutionFwdAlgoPerf_t* p,
                               PickAlgorithm(perfs, returned, tf32, max_ws, "forward convolution"));
-      plan->algorithm = static_cast<int>(p->algo);
+      plan.algorithm = static_cast<int>(p->algo);
       math = p->mathType;
       break;
     }
@@ -178,12 +192,12 @@ absl::StatusOr<const ConvPlan*> CudaBackend::GetConvPlan(ConvDirection direction
       CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnn_, &count));
       std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perfs(std::max(count, 1));
       CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-          cudnn_, plan->w_desc, plan->y_desc, plan->conv_desc, plan->x_desc, count, &returned,
+          cudnn_, plan.w_desc, plan.y_desc, plan.conv_desc, plan.x_desc, count, &returned,
           perfs.data()));
       SLUICE_ASSIGN_OR_RETURN(
           const cudnnConvolutionBwdDataAlgoPerf_t* p,
           PickAlgorithm(perfs, returned, tf32, max_ws, "backward-data convolution"));
-      plan->algorithm = static_cast<int>(p->algo);
+      plan.algorithm = static_cast<int>(p->algo);
       math = p->mathType;
       break;
     }
@@ -192,12 +206,12 @@ absl::StatusOr<const ConvPlan*> CudaBackend::GetConvPlan(ConvDirection direction
       CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnn_, &count));
       std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(std::max(count, 1));
       CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-          cudnn_, plan->x_desc, plan->y_desc, plan->conv_desc, plan->w_desc, count, &returned,
+          cudnn_, plan.x_desc, plan.y_desc, plan.conv_desc, plan.w_desc, count, &returned,
           perfs.data()));
       SLUICE_ASSIGN_OR_RETURN(
           const cudnnConvolutionBwdFilterAlgoPerf_t* p,
           PickAlgorithm(perfs, returned, tf32, max_ws, "backward-filter convolution"));
-      plan->algorithm = static_cast<int>(p->algo);
+      plan.algorithm = static_cast<int>(p->algo);
       math = p->mathType;
       break;
     }
@@ -205,29 +219,31 @@ absl::StatusOr<const ConvPlan*> CudaBackend::GetConvPlan(ConvDirection direction
   // The algorithm runs with the math type it was listed with (FMA only when
   // TF32 is off).
   if (!tf32) math = CUDNN_FMA_MATH;
-  CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(plan->conv_desc, math));
+  CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(plan.conv_desc, math));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<size_t> CudaBackend::ConvWorkspaceSize(ConvDirection direction,
+                                                      const ConvPlan& plan) {
   size_t ws = 0;
   switch (direction) {
     case ConvDirection::kForward:
       CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardWorkspaceSize(
-          cudnn_, plan->x_desc, plan->w_desc, plan->conv_desc, plan->y_desc,
-          static_cast<cudnnConvolutionFwdAlgo_t>(plan->algorithm), &ws));
+          cudnn_, plan.x_desc, plan.w_desc, plan.conv_desc, plan.y_desc,
+          static_cast<cudnnConvolutionFwdAlgo_t>(plan.algorithm), &ws));
       break;
     case ConvDirection::kBackwardData:
       CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataWorkspaceSize(
-          cudnn_, plan->w_desc, plan->y_desc, plan->conv_desc, plan->x_desc,
-          static_cast<cudnnConvolutionBwdDataAlgo_t>(plan->algorithm), &ws));
+          cudnn_, plan.w_desc, plan.y_desc, plan.conv_desc, plan.x_desc,
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(plan.algorithm), &ws));
       break;
     case ConvDirection::kBackwardFilter:
       CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-          cudnn_, plan->x_desc, plan->y_desc, plan->conv_desc, plan->w_desc,
-          static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan->algorithm), &ws));
+          cudnn_, plan.x_desc, plan.y_desc, plan.conv_desc, plan.w_desc,
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.algorithm), &ws));
       break;
   }
-  plan->workspace_bytes = ws;
-  const ConvPlan* raw = plan.get();
-  conv_plans_.emplace(key, std::move(plan));
-  return raw;
+  return ws;
 }
 
 absl::StatusOr<Tensor> CudaBackend::PaddedInput(const ConvPlan& plan,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status_macros.h"
@@ -78,9 +79,12 @@ absl::Status TFRecordReader::DataCrcError(uint64_t record_offset, uint32_t store
 absl::StatusOr<bool> TFRecordReader::ReadRecord(std::string* record) {
   if (!status_.ok()) return status_;
   if (at_end_) return false;
-  absl::StatusOr<bool> result = ReadRecordImpl(record);
-  if (!result.ok()) status_ = result.status();
-  return result;
+  Step step;
+  do {
+    step = ReadOneRecord(record);
+  } while (step == Step::kSkipped);
+  if (step == Step::kFailed) return status_;
+  return step == Step::kRecord;
 }
 
 absl::Status TFRecordReader::StreamError(const absl::Status& status) const {
@@ -132,112 +136,125 @@ absl::Status TFRecordReader::Resync() {
   }
 }
 
-absl::StatusOr<bool> TFRecordReader::ReadRecordImpl(std::string* record) {
-  const bool verify = options_.verify_crc;
-  const bool skip = options_.skip_corrupt;
-  while (true) {
-    const uint64_t start = offset_;
-    const absl::StatusOr<size_t> ensured = in_.Ensure(kHeaderSize);
-    if (!ensured.ok()) return StreamError(ensured.status());
-    const size_t avail = *ensured;
-    if (avail == 0) {
-      at_end_ = true;
-      return false;
-    }
-    if (avail < kHeaderSize) {
-      if (!skip) {
-        return absl::DataLossError(
-            absl::StrCat(Where(start), "truncated record header (12 bytes expected, ",
-                         file_ ? "file" : "stream", " ends after ", avail, ")"));
-      }
-      in_.Consume(avail);
-      offset_ += avail;
-      ++records_read_;
-      ++records_skipped_;
-      at_end_ = true;
-      return false;
-    }
-    const char* header = in_.data();
-    const uint64_t length = tfrecord::DecodeFixed64(header);
-    if (verify) {
-      const uint32_t stored = tfrecord::DecodeFixed32(header + 8);
-      const uint32_t computed = tfrecord::HeaderCrc(header);
-      if (stored != computed) {
-        if (!skip) {
-          return absl::DataLossError(
-              absl::StrCat(Where(start),
-                           absl::StrFormat("length CRC mismatch (stored 0x%08x, computed 0x%08x)",
-                                           stored, computed),
-                           start == 0 && file_ ? CompressedHint(header) : ""));
-        }
-        ++records_read_;
-        ++records_skipped_;
-        if (absl::Status s = Resync(); !s.ok()) return StreamError(s);
-        continue;
-      }
-    }
-    if (length > options_.max_record_bytes) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(Where(start), "a record of ", length, " bytes exceeds max_record_bytes (",
-                       options_.max_record_bytes,
-                       "); raise it in TFRecordReaderOptions (TFRecordOptions for "
-                       "Dataset::TFRecord) to read this file"));
-    }
-    if (length <= avail - kHeaderSize && kFooterSize <= avail - kHeaderSize - length) {
-      // The whole record is buffered (the common case for small records): no stream calls.
-      const char* data = header + kHeaderSize;
-      record->assign(data, length);
-      if (verify) {
-        const uint32_t stored = tfrecord::DecodeFixed32(data + length);
-        const uint32_t computed = MaskCrc32c(Crc32c(absl::string_view(data, length)));
-        if (stored != computed) {
-          if (!skip) return DataCrcError(start, stored, computed);
-          in_.Consume(kOverhead + length);
-          offset_ += kOverhead + length;
-          ++records_read_;
-          ++records_skipped_;
-          continue;
-        }
-      }
+TFRecordReader::Step TFRecordReader::Fail(absl::Status status) {
+  status_ = std::move(status);
+  return Step::kFailed;
+}
+
+// Inlined into ReadRecord, as ReadBufferedRecord into it: the steps of the common case cost no
+// calls.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline TFRecordReader::Step TFRecordReader::ReadOneRecord(
+    std::string* record) {
+  const uint64_t start = offset_;
+  const absl::StatusOr<size_t> ensured = in_.Ensure(kHeaderSize);
+  if (!ensured.ok()) return Fail(StreamError(ensured.status()));
+  const size_t avail = *ensured;
+  if (avail < kHeaderSize) return EndInHeader(start, avail);
+  const char* header = in_.data();
+  const uint64_t length = tfrecord::DecodeFixed64(header);
+  if (options_.verify_crc) {
+    const uint32_t stored = tfrecord::DecodeFixed32(header + 8);
+    const uint32_t computed = tfrecord::HeaderCrc(header);
+    if (stored != computed) return CorruptHeader(start, header, stored, computed);
+  }
+  if (length > options_.max_record_bytes) {
+    return Fail(absl::ResourceExhaustedError(
+        absl::StrCat(Where(start), "a record of ", length, " bytes exceeds max_record_bytes (",
+                     options_.max_record_bytes,
+                     "); raise it in TFRecordReaderOptions (TFRecordOptions for "
+                     "Dataset::TFRecord) to read this file")));
+  }
+  if (length <= avail - kHeaderSize && kFooterSize <= avail - kHeaderSize - length) {
+    return ReadBufferedRecord(start, header, length, record);
+  }
+  return ReadStreamedRecord(start, length, record);
+}
+
+TFRecordReader::Step TFRecordReader::EndInHeader(uint64_t start, size_t avail) {
+  if (avail == 0) {
+    at_end_ = true;
+    return Step::kEnd;
+  }
+  if (!options_.skip_corrupt) {
+    return Fail(absl::DataLossError(
+        absl::StrCat(Where(start), "truncated record header (12 bytes expected, ",
+                     file_ ? "file" : "stream", " ends after ", avail, ")")));
+  }
+  in_.Consume(avail);
+  offset_ += avail;
+  CountSkipped();
+  at_end_ = true;
+  return Step::kEnd;
+}
+
+TFRecordReader::Step TFRecordReader::CorruptHeader(uint64_t start, const char* header,
+                                                   uint32_t stored, uint32_t computed) {
+  if (!options_.skip_corrupt) {
+    return Fail(absl::DataLossError(absl::StrCat(
+        Where(start),
+        absl::StrFormat("length CRC mismatch (stored 0x%08x, computed 0x%08x)", stored, computed),
+        start == 0 && file_ ? CompressedHint(header) : "")));
+  }
+  CountSkipped();
+  if (absl::Status s = Resync(); !s.ok()) return Fail(StreamError(s));
+  return Step::kSkipped;
+}
+
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline TFRecordReader::Step TFRecordReader::ReadBufferedRecord(
+    uint64_t start, const char* header, uint64_t length, std::string* record) {
+  // No stream calls: the common case for small records.
+  const char* data = header + kHeaderSize;
+  record->assign(data, length);
+  if (options_.verify_crc) {
+    const uint32_t stored = tfrecord::DecodeFixed32(data + length);
+    const uint32_t computed = MaskCrc32c(Crc32c(absl::string_view(data, length)));
+    if (stored != computed) {
+      if (!options_.skip_corrupt) return Fail(DataCrcError(start, stored, computed));
       in_.Consume(kOverhead + length);
       offset_ += kOverhead + length;
-      ++records_read_;
-      return true;
+      CountSkipped();
+      return Step::kSkipped;
     }
-    in_.Consume(kHeaderSize);
-    const absl::StatusOr<size_t> payload = ReadPayload(record, length);
-    if (!payload.ok()) return StreamError(payload.status());
-    const uint64_t got = *payload;
-    char footer[kFooterSize];
-    size_t footer_got = 0;
-    if (got == length) {
-      const absl::StatusOr<size_t> footer_read = in_.ReadFully(footer, kFooterSize);
-      if (!footer_read.ok()) return StreamError(footer_read.status());
-      footer_got = *footer_read;
-    }
-    if (got < length || footer_got < kFooterSize) {
-      if (!skip) return Truncated(start, length, got + footer_got);
-      offset_ = in_.position();
-      ++records_read_;
-      ++records_skipped_;
-      at_end_ = true;
-      return false;
-    }
-    if (verify) {
-      const uint32_t stored = tfrecord::DecodeFixed32(footer);
-      const uint32_t computed = MaskCrc32c(Crc32c(*record));
-      if (stored != computed) {
-        if (!skip) return DataCrcError(start, stored, computed);
-        offset_ += kOverhead + length;
-        ++records_read_;
-        ++records_skipped_;
-        continue;
-      }
-    }
-    offset_ += kOverhead + length;
-    ++records_read_;
-    return true;
   }
+  in_.Consume(kOverhead + length);
+  offset_ += kOverhead + length;
+  ++records_read_;
+  return Step::kRecord;
+}
+
+TFRecordReader::Step TFRecordReader::ReadStreamedRecord(uint64_t start, uint64_t length,
+                                                        std::string* record) {
+  in_.Consume(kHeaderSize);
+  const absl::StatusOr<size_t> payload = ReadPayload(record, length);
+  if (!payload.ok()) return Fail(StreamError(payload.status()));
+  const uint64_t got = *payload;
+  char footer[kFooterSize];
+  size_t footer_got = 0;
+  if (got == length) {
+    const absl::StatusOr<size_t> footer_read = in_.ReadFully(footer, kFooterSize);
+    if (!footer_read.ok()) return Fail(StreamError(footer_read.status()));
+    footer_got = *footer_read;
+  }
+  if (got < length || footer_got < kFooterSize) {
+    if (!options_.skip_corrupt) return Fail(Truncated(start, length, got + footer_got));
+    offset_ = in_.position();
+    CountSkipped();
+    at_end_ = true;
+    return Step::kEnd;
+  }
+  if (options_.verify_crc) {
+    const uint32_t stored = tfrecord::DecodeFixed32(footer);
+    const uint32_t computed = MaskCrc32c(Crc32c(*record));
+    if (stored != computed) {
+      if (!options_.skip_corrupt) return Fail(DataCrcError(start, stored, computed));
+      offset_ += kOverhead + length;
+      CountSkipped();
+      return Step::kSkipped;
+    }
+  }
+  offset_ += kOverhead + length;
+  ++records_read_;
+  return Step::kRecord;
 }
 
 absl::Status TFRecordReader::Seek(uint64_t offset, int64_t record_index) {

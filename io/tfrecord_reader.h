@@ -68,7 +68,24 @@ class TFRecordReader {
  private:
   TFRecordReader(std::string path, TFRecordReaderOptions options, FileInputStream* file,
                  std::unique_ptr<InputStream> stream);
-  absl::StatusOr<bool> ReadRecordImpl(std::string* record);
+  // How reading one record ended: with the record, at the end of the records, past a corrupt one
+  // that skip_corrupt skipped (ReadRecord reads on), or with the error now in status_.
+  enum class Step { kRecord, kEnd, kSkipped, kFailed };
+  Step ReadOneRecord(std::string* record);
+  // The steps of ReadOneRecord: fewer than a header's bytes left (`avail`) at offset `start`; a
+  // header whose length CRC fails; a record whose bytes and footer are all buffered; one read
+  // from the stream.
+  Step EndInHeader(uint64_t start, size_t avail);
+  Step CorruptHeader(uint64_t start, const char* header, uint32_t stored, uint32_t computed);
+  Step ReadBufferedRecord(uint64_t start, const char* header, uint64_t length, std::string* record);
+  Step ReadStreamedRecord(uint64_t start, uint64_t length, std::string* record);
+  // Makes `status` the reader's sticky error.
+  Step Fail(absl::Status status);
+  // A record skipped by skip_corrupt still counts as read.
+  void CountSkipped() {
+    ++records_read_;
+    ++records_skipped_;
+  }
   absl::StatusOr<size_t> ReadPayload(std::string* record, uint64_t length);
   absl::Status Resync();
   absl::Status StreamError(const absl::Status& status) const;

@@ -253,9 +253,7 @@ absl::StatusOr<JpegHeader> ReadJpegHeader(absl::string_view jpeg) {
 
 namespace {
 
-// DecodeJpeg, or DecodeJpegCovering when window_x is not null.
-absl::StatusOr<Tensor> Decode(absl::string_view jpeg, const DecodeJpegOptions& options,
-                              int64_t* window_x) {
+absl::Status CheckOptions(const DecodeJpegOptions& options) {
   if (options.channels != 0 && options.channels != 1 && options.channels != 3) {
     return absl::InvalidArgumentError(
         absl::StrCat("DecodeJpeg: channels must be 0, 1 or 3, got ", options.channels));
@@ -265,25 +263,36 @@ absl::StatusOr<Tensor> Decode(absl::string_view jpeg, const DecodeJpegOptions& o
     return absl::InvalidArgumentError(
         absl::StrCat("DecodeJpeg: scale_denom must be 1, 2, 4 or 8, got ", denom));
   }
-  if (options.crop.has_value() && options.use_restart_markers) {
-    if (std::optional<JpegRegion> region = ExtractJpegRegion(jpeg, *options.crop, denom, kContext);
-        region.has_value() && region->full_height * region->full_width <= options.max_pixels) {
-      DecodeJpegOptions inner = options;
-      inner.use_restart_markers = false;
-      inner.crop->y -= region->y / denom;
-      inner.crop->x -= region->x / denom;
-      absl::StatusOr<Tensor> image = Decode(region->jpeg, inner, window_x);
-      // On an error, the whole-image decode below names the byte offset in the caller's data.
-      if (image.ok()) return image;
-    }
-  }
-  Decompressor d(jpeg, "DecodeJpeg");
-  if (absl::Status s = ReadHeader(jpeg, options.max_pixels, d); !s.ok()) return s;
-  DecodeState& s = d.state();
-  const jpeg_decompress_struct& c = d.cinfo();
+  return absl::OkStatus();
+}
 
-  const int out_channels =
-      options.channels != 0 ? options.channels : (c.jpeg_color_space == JCS_GRAYSCALE ? 1 : 3);
+absl::StatusOr<Tensor> Decode(absl::string_view jpeg, const DecodeJpegOptions& options,
+                              int64_t* window_x);
+
+// The crop decoded from the restart segments that cover it (ops/jpeg_restart.h), or nullopt
+// where the JPEG has none, or they fail to decode: the caller then decodes the whole image, whose
+// errors name the byte offset in the caller's data.
+std::optional<Tensor> DecodeFromRestartSegments(absl::string_view jpeg,
+                                                const DecodeJpegOptions& options,
+                                                int64_t* window_x) {
+  const int denom = options.scale_denom;
+  std::optional<JpegRegion> region = ExtractJpegRegion(jpeg, *options.crop, denom, kContext);
+  if (!region.has_value() || region->full_height * region->full_width > options.max_pixels) {
+    return std::nullopt;
+  }
+  DecodeJpegOptions inner = options;
+  inner.use_restart_markers = false;
+  inner.crop->y -= region->y / denom;
+  inner.crop->x -= region->x / denom;
+  absl::StatusOr<Tensor> image = Decode(region->jpeg, inner, window_x);
+  if (!image.ok()) return std::nullopt;
+  return *std::move(image);
+}
+
+// Sets what libjpeg produces and what we write, for `channels` (0: as the JPEG has); returns the
+// channels written.
+int SetOutputColour(const jpeg_decompress_struct& c, int channels, DecodeState& s) {
+  const int out_channels = channels != 0 ? channels : (c.jpeg_color_space == JCS_GRAYSCALE ? 1 : 3);
   if (IsCmyk(c)) {
     // libjpeg cannot convert CMYK to RGB: take CMYK and convert it ourselves.
     s.colour = Colour::kCmyk;
@@ -296,21 +305,28 @@ absl::StatusOr<Tensor> Decode(absl::string_view jpeg, const DecodeJpegOptions& o
     s.out_color_space = JCS_EXT_RGB;  // As TurboJPEG's TJPF_RGB.
   }
   s.out_channels = out_channels;
-  s.scale_denom = static_cast<unsigned int>(denom);
-  s.dct_method = options.fast_dct ? JDCT_IFAST : JDCT_ISLOW;
-  if (!ConfigurePhase(&s)) return d.Failure(absl::StatusCode::kInvalidArgument);
+  return out_channels;
+}
 
-  const int64_t full_h = c.output_height, full_w = c.output_width;
+// The window to decode of the (scaled) full_h x full_w image: options.crop, checked, or all of it.
+absl::StatusOr<CropWindow> DecodeWindow(const DecodeJpegOptions& options, int64_t full_h,
+                                        int64_t full_w) {
   CropWindow window{.y = 0, .x = 0, .height = full_h, .width = full_w};
-  if (options.crop.has_value()) {
-    window = *options.crop;
-    if (window.height <= 0 || window.width <= 0 || window.y < 0 || window.x < 0 ||
-        window.y > full_h - window.height || window.x > full_w - window.width) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "DecodeJpeg: crop window ", window.DebugString(), " is empty or not inside the ", full_h,
-          "x", full_w, " image", denom > 1 ? absl::StrCat(" (scaled 1/", denom, ")") : ""));
-    }
+  if (!options.crop.has_value()) return window;
+  window = *options.crop;
+  if (window.height <= 0 || window.width <= 0 || window.y < 0 || window.x < 0 ||
+      window.y > full_h - window.height || window.x > full_w - window.width) {
+    const int denom = options.scale_denom;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "DecodeJpeg: crop window ", window.DebugString(), " is empty or not inside the ", full_h,
+        "x", full_w, " image", denom > 1 ? absl::StrCat(" (scaled 1/", denom, ")") : ""));
   }
+  return window;
+}
+
+// Sets the rows and columns libjpeg decodes for `window`: whole rows of a full_w-wide image, or,
+// when columns are cut, the window's with kContext columns beside it.
+void SetWindow(const CropWindow& window, int64_t full_w, DecodeState& s) {
   s.y = static_cast<JDIMENSION>(window.y);
   s.x = static_cast<JDIMENSION>(window.x);
   s.height = static_cast<JDIMENSION>(window.height);
@@ -324,23 +340,46 @@ absl::StatusOr<Tensor> Decode(absl::string_view jpeg, const DecodeJpegOptions& o
     s.decode_x = static_cast<JDIMENSION>(begin);
     s.decode_width = static_cast<JDIMENSION>(end - begin);
   }
+}
 
+// A uint8 tensor of `shape`, from `pool` when there is one.
+absl::StatusOr<Tensor> AllocateImage(Shape shape, BufferPool* pool) {
+  if (pool == nullptr) return Tensor(DType::kUint8, std::move(shape));
+  return Tensor::FromBuffer(DType::kUint8, shape,
+                            pool->Get(static_cast<size_t>(shape.num_elements())));
+}
+
+// DecodeJpeg, or DecodeJpegCovering when window_x is not null.
+absl::StatusOr<Tensor> Decode(absl::string_view jpeg, const DecodeJpegOptions& options,
+                              int64_t* window_x) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  if (options.crop.has_value() && options.use_restart_markers) {
+    if (std::optional<Tensor> image = DecodeFromRestartSegments(jpeg, options, window_x)) {
+      return *std::move(image);
+    }
+  }
+  Decompressor d(jpeg, "DecodeJpeg");
+  if (absl::Status s = ReadHeader(jpeg, options.max_pixels, d); !s.ok()) return s;
+  DecodeState& s = d.state();
+  const jpeg_decompress_struct& c = d.cinfo();
+  const int out_channels = SetOutputColour(c, options.channels, s);
+  s.scale_denom = static_cast<unsigned int>(options.scale_denom);
+  s.dct_method = options.fast_dct ? JDCT_IFAST : JDCT_ISLOW;
+  if (!ConfigurePhase(&s)) return d.Failure(absl::StatusCode::kInvalidArgument);
+
+  const int64_t full_h = c.output_height, full_w = c.output_width;
+  absl::StatusOr<CropWindow> window = DecodeWindow(options, full_h, full_w);
+  if (!window.ok()) return window.status();
+  SetWindow(*window, full_w, s);
   if (!StartPhase(&s)) return d.Failure(absl::StatusCode::kDataLoss);
   // Covering: rows go straight into the tensor with every column libjpeg decodes.
   const bool covering = window_x != nullptr && s.crop_columns && s.colour != Colour::kCmyk;
   s.out_width = covering ? s.decode_width : s.width;
-  if (window_x != nullptr) *window_x = covering ? window.x - s.decode_x : 0;
-  Shape shape{window.height, s.out_width, out_channels};
-  Tensor image;
-  if (options.pool != nullptr) {
-    auto pooled = Tensor::FromBuffer(DType::kUint8, shape,
-                                     options.pool->Get(static_cast<size_t>(shape.num_elements())));
-    if (!pooled.ok()) return pooled.status();
-    image = *std::move(pooled);
-  } else {
-    image = Tensor(DType::kUint8, std::move(shape));
-  }
-  s.out = image.data<uint8_t>();
+  if (window_x != nullptr) *window_x = covering ? window->x - s.decode_x : 0;
+  absl::StatusOr<Tensor> image =
+      AllocateImage(Shape{window->height, s.out_width, out_channels}, options.pool);
+  if (!image.ok()) return image.status();
+  s.out = image->data<uint8_t>();
   // Rows go straight into the tensor unless columns are cut or CMYK needs converting.
   std::vector<unsigned char> row;
   if (!covering && (s.crop_columns || s.colour == Colour::kCmyk)) {

@@ -190,6 +190,104 @@ bool FindSegments(const unsigned char* d, size_t n, size_t begin, int64_t last,
   return true;
 }
 
+// The restart segments that cover a window: MCU rows [r0, r1) and segment columns [c0, c1), with
+// `columns` segments per MCU row, or one segment per `rows_per_segment` MCU rows (a band).
+struct SegmentRange {
+  int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 1;
+  int64_t columns = 1, rows_per_segment = 1, segment_mcus_w = 0;
+  int64_t mcu_rows = 0;
+
+  // Segment of MCU row r, column c (for bands: of the band holding row r).
+  int64_t Segment(int64_t r, int64_t c) const { return r / rows_per_segment * columns + c; }
+  bool WholeImage() const { return r0 == 0 && r1 == mcu_rows && c0 == 0 && c1 == columns; }
+};
+
+// The segments covering `window` (in pixels of the image scaled by 1/k) and `margin` scaled
+// pixels around it; nullopt where the window is not inside the image, 1/k does not scale an MCU
+// to whole pixels, or the segments do not line up with MCU rows.
+std::optional<SegmentRange> CoveringSegments(const SequentialLayout& l, const CropWindow& window,
+                                             int64_t k, int64_t margin) {
+  if (k < 1 || k > 8 || l.mcu_h % k != 0 || l.mcu_w % k != 0 || window.height <= 0 ||
+      window.width <= 0 || window.y < 0 || window.x < 0 ||
+      window.y + window.height > (l.height + k - 1) / k ||
+      window.x + window.width > (l.width + k - 1) / k) {
+    return std::nullopt;
+  }
+  const int64_t mcus_per_row = (l.width + l.mcu_w - 1) / l.mcu_w;
+  SegmentRange g;
+  g.mcu_rows = (l.height + l.mcu_h - 1) / l.mcu_h;
+  g.segment_mcus_w = mcus_per_row;
+  // The window and its margin in pixels of the full image (scaled pixel i covers [i k, (i + 1) k)).
+  const int64_t y0 = std::max<int64_t>(0, (window.y - margin) * k);
+  const int64_t y1 = std::min(l.height, (window.y + window.height + margin) * k);
+  const int64_t x0 = std::max<int64_t>(0, (window.x - margin) * k);
+  const int64_t x1 = std::min(l.width, (window.x + window.width + margin) * k);
+  g.r0 = y0 / l.mcu_h;
+  g.r1 = (y1 + l.mcu_h - 1) / l.mcu_h;
+  if (mcus_per_row % l.interval == 0) {
+    g.columns = mcus_per_row / l.interval;
+    g.segment_mcus_w = l.interval;
+    g.c0 = (x0 / l.mcu_w) / l.interval;
+    g.c1 = ((x1 + l.mcu_w - 1) / l.mcu_w + l.interval - 1) / l.interval;
+  } else if (l.interval % mcus_per_row == 0) {
+    g.rows_per_segment = l.interval / mcus_per_row;
+    g.r0 = g.r0 / g.rows_per_segment * g.rows_per_segment;
+    g.r1 = std::min(g.mcu_rows,
+                    (g.r1 + g.rows_per_segment - 1) / g.rows_per_segment * g.rows_per_segment);
+  } else {
+    return std::nullopt;
+  }
+  return g;
+}
+
+// The JPEG of the segments `g` of `d`: its markers up to the scan, with the frame's size made the
+// region's, then the segments (`bounds`, as FindSegments found them) renumbered from RST0, and an
+// EOI.
+JpegRegion CopySegments(const unsigned char* d, const SequentialLayout& l, const SegmentRange& g,
+                        const std::vector<std::pair<size_t, size_t>>& bounds) {
+  JpegRegion region;
+  region.full_height = l.height;
+  region.full_width = l.width;
+  region.y = g.r0 * l.mcu_h;
+  region.x = g.c0 * g.segment_mcus_w * l.mcu_w;
+  const int64_t height = std::min(l.height, g.r1 * l.mcu_h) - region.y;
+  const int64_t width = std::min(l.width, g.c1 * g.segment_mcus_w * l.mcu_w) - region.x;
+  std::string& out = region.jpeg;
+  size_t bytes = l.scan_begin + 2 + kHuffmanLookahead;
+  for (int64_t r = g.r0; r < g.r1; r += g.rows_per_segment) {
+    for (int64_t c = g.c0; c < g.c1; ++c) {
+      const auto& [begin, end] = bounds[g.Segment(r, c)];
+      bytes += end - begin + 2;
+    }
+  }
+  out.resize(bytes);
+  auto* o = reinterpret_cast<unsigned char*>(out.data());
+  std::memcpy(o, d, l.scan_begin);
+  WriteU16(o + l.sof_payload + 1, height);
+  WriteU16(o + l.sof_payload + 3, width);
+  size_t at = l.scan_begin;
+  int64_t written = 0;
+  for (int64_t r = g.r0; r < g.r1; r += g.rows_per_segment) {
+    for (int64_t c = g.c0; c < g.c1; ++c) {
+      if (written > 0) {  // Renumbered: a decoder expects RST0, RST1, ... from the scan's start.
+        o[at++] = 0xFF;
+        o[at++] = static_cast<unsigned char>(0xD0 + (written - 1) % 8);
+      }
+      const auto& [begin, end] = bounds[g.Segment(r, c)];
+      std::memcpy(o + at, d + begin, end - begin);
+      at += end - begin;
+      ++written;
+    }
+  }
+  o[at++] = 0xFF;
+  o[at++] = 0xD9;
+  // libjpeg-turbo's fast Huffman decoder runs only while at least 512 bytes per block of an MCU
+  // (at most 10 blocks) remain in the buffer; a region is often smaller than that. Bytes after
+  // the EOI are never read, but they keep the decoder on its fast path to the end.
+  out.resize(at + kHuffmanLookahead, '\0');
+  return region;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> AddJpegRestartMarkers(absl::string_view jpeg, int interval_mcus) {
@@ -230,84 +328,13 @@ std::optional<JpegRegion> ExtractJpegRegion(absl::string_view jpeg, const CropWi
   const size_t n = jpeg.size();
   const std::optional<SequentialLayout> layout = ParseLayout(d, n);
   if (!layout.has_value()) return std::nullopt;
-  const SequentialLayout& l = *layout;
-  const int64_t k = scale_denom;
-  if (k < 1 || k > 8 || l.mcu_h % k != 0 || l.mcu_w % k != 0 || window.height <= 0 ||
-      window.width <= 0 || window.y < 0 || window.x < 0 ||
-      window.y + window.height > (l.height + k - 1) / k ||
-      window.x + window.width > (l.width + k - 1) / k) {
-    return std::nullopt;
-  }
-  const int64_t mcus_per_row = (l.width + l.mcu_w - 1) / l.mcu_w;
-  const int64_t mcu_rows = (l.height + l.mcu_h - 1) / l.mcu_h;
-  // The window and its margin in pixels of the full image (scaled pixel i covers [i k, (i + 1) k)).
-  const int64_t y0 = std::max<int64_t>(0, (window.y - margin) * k);
-  const int64_t y1 = std::min(l.height, (window.y + window.height + margin) * k);
-  const int64_t x0 = std::max<int64_t>(0, (window.x - margin) * k);
-  const int64_t x1 = std::min(l.width, (window.x + window.width + margin) * k);
-  int64_t r0 = y0 / l.mcu_h, r1 = (y1 + l.mcu_h - 1) / l.mcu_h;  // MCU rows [r0, r1)
-  // Restart segments: `columns` per MCU row, or one per `rows_per_segment` MCU rows.
-  int64_t columns = 1, c0 = 0, c1 = 1, rows_per_segment = 1, segment_mcus_w = mcus_per_row;
-  if (mcus_per_row % l.interval == 0) {
-    columns = mcus_per_row / l.interval;
-    segment_mcus_w = l.interval;
-    c0 = (x0 / l.mcu_w) / l.interval;
-    c1 = ((x1 + l.mcu_w - 1) / l.mcu_w + l.interval - 1) / l.interval;
-  } else if (l.interval % mcus_per_row == 0) {
-    rows_per_segment = l.interval / mcus_per_row;
-    r0 = r0 / rows_per_segment * rows_per_segment;
-    r1 = std::min(mcu_rows, (r1 + rows_per_segment - 1) / rows_per_segment * rows_per_segment);
-  } else {
-    return std::nullopt;
-  }
-  if (r0 == 0 && r1 == mcu_rows && c0 == 0 && c1 == columns) return std::nullopt;
-  // Segment of MCU row r, column c (for bands: of the band holding row r).
-  auto segment = [&](int64_t r, int64_t c) { return r / rows_per_segment * columns + c; };
-  const int64_t last = segment(r1 - 1, c1 - 1);
+  const std::optional<SegmentRange> g = CoveringSegments(*layout, window, scale_denom, margin);
+  if (!g.has_value() || g->WholeImage()) return std::nullopt;
   thread_local std::vector<std::pair<size_t, size_t>> bounds;
-  if (!FindSegments(d, n, l.scan_begin, last, &bounds)) return std::nullopt;
-
-  JpegRegion region;
-  region.full_height = l.height;
-  region.full_width = l.width;
-  region.y = r0 * l.mcu_h;
-  region.x = c0 * segment_mcus_w * l.mcu_w;
-  const int64_t height = std::min(l.height, r1 * l.mcu_h) - region.y;
-  const int64_t width = std::min(l.width, c1 * segment_mcus_w * l.mcu_w) - region.x;
-  std::string& out = region.jpeg;
-  size_t bytes = l.scan_begin + 2 + kHuffmanLookahead;
-  for (int64_t r = r0; r < r1; r += rows_per_segment) {
-    for (int64_t c = c0; c < c1; ++c) {
-      const auto& [begin, end] = bounds[segment(r, c)];
-      bytes += end - begin + 2;
-    }
+  if (!FindSegments(d, n, layout->scan_begin, g->Segment(g->r1 - 1, g->c1 - 1), &bounds)) {
+    return std::nullopt;
   }
-  out.resize(bytes);
-  auto* o = reinterpret_cast<unsigned char*>(out.data());
-  std::memcpy(o, d, l.scan_begin);
-  WriteU16(o + l.sof_payload + 1, height);
-  WriteU16(o + l.sof_payload + 3, width);
-  size_t at = l.scan_begin;
-  int64_t written = 0;
-  for (int64_t r = r0; r < r1; r += rows_per_segment) {
-    for (int64_t c = c0; c < c1; ++c) {
-      if (written > 0) {  // Renumbered: a decoder expects RST0, RST1, ... from the scan's start.
-        o[at++] = 0xFF;
-        o[at++] = static_cast<unsigned char>(0xD0 + (written - 1) % 8);
-      }
-      const auto& [begin, end] = bounds[segment(r, c)];
-      std::memcpy(o + at, d + begin, end - begin);
-      at += end - begin;
-      ++written;
-    }
-  }
-  o[at++] = 0xFF;
-  o[at++] = 0xD9;
-  // libjpeg-turbo's fast Huffman decoder runs only while at least 512 bytes per block of an MCU
-  // (at most 10 blocks) remain in the buffer; a region is often smaller than that. Bytes after
-  // the EOI are never read, but they keep the decoder on its fast path to the end.
-  out.resize(at + kHuffmanLookahead, '\0');
-  return region;
+  return CopySegments(d, *layout, *g, bounds);
 }
 
 }  // namespace sluice

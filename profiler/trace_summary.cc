@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -22,81 +23,92 @@ struct OpenSpan {
 
 double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
-}  // namespace
+// Ops by (category, name, track).
+using OpTable = std::map<std::tuple<std::string, std::string, std::string>, TraceStats::Op>;
 
-TraceStats ComputeStats(const std::vector<ThreadTrace>& threads) {
-  TraceStats stats;
-  std::map<std::tuple<std::string, std::string, std::string>, TraceStats::Op> ops;
-  // The steps' window, for the devices' utilisation.
-  int64_t steps_begin = std::numeric_limits<int64_t>::max(), steps_end = 0;
-  for (const ThreadTrace& t : threads) {
-    // Host threads' ops add up across threads; a device track's are its own.
-    const std::string track = t.tid >= kFirstTrackTid ? t.name : "";
-    std::vector<const TraceEvent*> spans;
-    for (const TraceEvent& e : t.events) {
-      if (e.counter) continue;
-      spans.push_back(&e);
-      if (std::string_view(e.category) == "step" && std::string_view(e.name) == "step") {
-        steps_begin = std::min(steps_begin, e.start_ns);
-        steps_end = std::max(steps_end, e.start_ns + e.dur_ns);
-      }
+// The steps' window, for the devices' utilisation; empty (begin > end) without steps.
+struct StepWindow {
+  int64_t begin = std::numeric_limits<int64_t>::max();
+  int64_t end = 0;
+  bool empty() const { return end <= begin; }
+};
+
+// Adds `t`'s spans to `ops`, each with its time less its children's, and widens `steps` to its
+// steps.
+void AddSpans(const ThreadTrace& t, OpTable& ops, StepWindow& steps) {
+  // Host threads' ops add up across threads; a device track's are its own.
+  const std::string track = t.tid >= kFirstTrackTid ? t.name : "";
+  std::vector<const TraceEvent*> spans;
+  for (const TraceEvent& e : t.events) {
+    if (e.counter) continue;
+    spans.push_back(&e);
+    if (std::string_view(e.category) == "step" && std::string_view(e.name) == "step") {
+      steps.begin = std::min(steps.begin, e.start_ns);
+      steps.end = std::max(steps.end, e.start_ns + e.dur_ns);
     }
-    // Parents before their children: earlier start first, longer first at the same start.
-    std::sort(spans.begin(), spans.end(), [](const TraceEvent* a, const TraceEvent* b) {
-      return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->dur_ns > b->dur_ns;
-    });
-    std::vector<OpenSpan> open;
-    auto close = [&](const OpenSpan& s) {
-      TraceStats::Op& op = ops[{s.event->category, s.event->name, track}];
-      op.category = s.event->category;
-      op.track = track;
-      op.name = s.event->name;
-      ++op.count;
-      op.total_ns += s.event->dur_ns;
-      op.self_ns += s.self;
-    };
-    for (const TraceEvent* e : spans) {
-      while (!open.empty() && open.back().end <= e->start_ns) {
-        close(open.back());
-        open.pop_back();
-      }
-      if (!open.empty()) open.back().self -= e->dur_ns;
-      open.push_back({e, e->start_ns + e->dur_ns, e->dur_ns});
-    }
-    while (!open.empty()) {
+  }
+  // Parents before their children: earlier start first, longer first at the same start.
+  std::sort(spans.begin(), spans.end(), [](const TraceEvent* a, const TraceEvent* b) {
+    return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->dur_ns > b->dur_ns;
+  });
+  std::vector<OpenSpan> open;
+  auto close = [&](const OpenSpan& s) {
+    TraceStats::Op& op = ops[{s.event->category, s.event->name, track}];
+    op.category = s.event->category;
+    op.track = track;
+    op.name = s.event->name;
+    ++op.count;
+    op.total_ns += s.event->dur_ns;
+    op.self_ns += s.self;
+  };
+  for (const TraceEvent* e : spans) {
+    while (!open.empty() && open.back().end <= e->start_ns) {
       close(open.back());
       open.pop_back();
     }
+    if (!open.empty()) open.back().self -= e->dur_ns;
+    open.push_back({e, e->start_ns + e->dur_ns, e->dur_ns});
   }
-  const bool has_steps = steps_end > steps_begin;
-  for (const ThreadTrace& t : threads) {
-    if (t.tid < kFirstTrackTid) continue;
-    std::vector<std::pair<int64_t, int64_t>> spans;  // [start, end), clipped to the window
-    int64_t first = std::numeric_limits<int64_t>::max(), last = 0;
-    for (const TraceEvent& e : t.events) {
-      if (e.counter) continue;
-      int64_t begin = e.start_ns, end = e.start_ns + e.dur_ns;
-      first = std::min(first, begin);
-      last = std::max(last, end);
-      if (has_steps) {
-        begin = std::max(begin, steps_begin);
-        end = std::min(end, steps_end);
-      }
-      if (end > begin) spans.emplace_back(begin, end);
-    }
-    if (first > last) continue;
-    TraceStats::Device d{.track = t.name,
-                         .spans = static_cast<int64_t>(t.events.size()),
-                         .window_ns = has_steps ? steps_end - steps_begin : last - first};
-    std::sort(spans.begin(), spans.end());
-    int64_t covered_to = std::numeric_limits<int64_t>::min();
-    for (const auto& [begin, end] : spans) {
-      const int64_t from = std::max(begin, covered_to);
-      if (end > from) d.busy_ns += end - from;
-      covered_to = std::max(covered_to, end);
-    }
-    stats.devices.push_back(std::move(d));
+  while (!open.empty()) {
+    close(open.back());
+    open.pop_back();
   }
+}
+
+// A device track's busy time: the union of its spans within the steps' window (or, without
+// steps, its own spans' first start to last end); nullopt for a track with no spans.
+std::optional<TraceStats::Device> DeviceBusy(const ThreadTrace& t, const StepWindow& steps) {
+  const bool has_steps = !steps.empty();
+  std::vector<std::pair<int64_t, int64_t>> spans;  // [start, end), clipped to the window
+  int64_t first = std::numeric_limits<int64_t>::max(), last = 0;
+  for (const TraceEvent& e : t.events) {
+    if (e.counter) continue;
+    int64_t begin = e.start_ns, end = e.start_ns + e.dur_ns;
+    first = std::min(first, begin);
+    last = std::max(last, end);
+    if (has_steps) {
+      begin = std::max(begin, steps.begin);
+      end = std::min(end, steps.end);
+    }
+    if (end > begin) spans.emplace_back(begin, end);
+  }
+  if (first > last) return std::nullopt;
+  TraceStats::Device d{.track = t.name,
+                       .spans = static_cast<int64_t>(t.events.size()),
+                       .window_ns = has_steps ? steps.end - steps.begin : last - first};
+  std::sort(spans.begin(), spans.end());
+  int64_t covered_to = std::numeric_limits<int64_t>::min();
+  for (const auto& [begin, end] : spans) {
+    const int64_t from = std::max(begin, covered_to);
+    if (end > from) d.busy_ns += end - from;
+    covered_to = std::max(covered_to, end);
+  }
+  return d;
+}
+
+// Lists the ops in `stats` and adds up what the summary reads from them: the steps, their
+// phases and the pipeline nodes' own work.
+void AddOps(const OpTable& ops, TraceStats& stats) {
   std::map<std::string, int64_t> node_work;  // own work per pipeline node, wherever it ran
   for (auto& [key, op] : ops) {
     const auto& [category, name, track] = key;
@@ -121,6 +133,22 @@ TraceStats ComputeStats(const std::vector<ThreadTrace>& threads) {
       stats.slowest_node_self_ns = work;
     }
   }
+}
+
+}  // namespace
+
+TraceStats ComputeStats(const std::vector<ThreadTrace>& threads) {
+  TraceStats stats;
+  OpTable ops;
+  StepWindow steps;
+  for (const ThreadTrace& t : threads) AddSpans(t, ops, steps);
+  for (const ThreadTrace& t : threads) {
+    if (t.tid < kFirstTrackTid) continue;
+    if (std::optional<TraceStats::Device> d = DeviceBusy(t, steps)) {
+      stats.devices.push_back(std::move(*d));
+    }
+  }
+  AddOps(ops, stats);
   stats.other_ns = std::max<int64_t>(0, stats.step_ns - stats.input_ns - stats.forward_ns -
                                             stats.backward_ns - stats.optimizer_ns);
   std::sort(

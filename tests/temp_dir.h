@@ -3,11 +3,13 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/file_util.h"
 
 namespace sluice::testing {
 
@@ -33,8 +35,17 @@ class ScopedTempDir {
   std::string Write(const std::string& name, const std::string& contents) const {
     const std::filesystem::path file = File(name);
     std::filesystem::create_directories(file.parent_path());
-    std::ofstream(file, std::ios::binary) << contents;
+    WriteFile(file.string(), contents);
     return file.string();
+  }
+  // The names directly inside, sorted.
+  std::vector<std::string> List() const {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(path_)) {
+      names.push_back(entry.path().filename());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
   }
 
  private:

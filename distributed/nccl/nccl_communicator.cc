@@ -123,12 +123,12 @@ std::string NcclCommunicator::Describe() const {
 }
 
 double NcclCommunicator::busy_seconds() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return busy_seconds_;
 }
 
 absl::Status NcclCommunicator::Broken(absl::string_view what) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (broken_.ok()) return absl::OkStatus();
   return absl::Status(
       broken_.code(),
@@ -137,7 +137,7 @@ absl::Status NcclCommunicator::Broken(absl::string_view what) const {
 
 absl::Status NcclCommunicator::Break(absl::Status status) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (!broken_.ok()) return status;
     broken_ = status;
   }
@@ -182,7 +182,7 @@ absl::Status NcclCommunicator::WaitUntilDone(const std::string& what, Nccl& nccl
           alive.ok() ? "every rank answers the bootstrap, so a rank is at another collective or "
                        "its GPU hangs"
                      : std::string(alive.message());
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       broken_ = absl::DeadlineExceededError(absl::StrCat(late, "; ", why));
       return broken_;
     }
@@ -212,7 +212,7 @@ absl::StatusOr<PendingCollective> NcclCommunicator::Start(
   SLUICE_RETURN_IF_ERROR(Broken(description));
   int64_t seq;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     seq = ++collectives_;
   }
   const std::string what = absl::StrCat(description, " (collective #", seq, ")");
@@ -240,7 +240,7 @@ absl::StatusOr<PendingCollective> NcclCommunicator::Start(
   CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(nccl_->backend->stream(), done->get(), 0));
   return PendingCollective([this, what, done, start, deadline, keep]() -> absl::Status {
     const absl::Status s = WaitUntilDone(what, *nccl_, done->get(), deadline);
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     busy_seconds_ += absl::ToDoubleSeconds(absl::Now() - start);
     return s;
   });

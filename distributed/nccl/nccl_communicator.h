@@ -9,8 +9,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/mutex.h"
 #include "distributed/communicator.h"
 
 namespace sluice::distributed {
@@ -91,7 +91,7 @@ class NcclCommunicator final : public Communicator {
   int device_ = 0;
   std::unique_ptr<Nccl> nccl_;
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
   int64_t collectives_ ABSL_GUARDED_BY(mu_) = 0;
   double busy_seconds_ ABSL_GUARDED_BY(mu_) = 0;

@@ -15,6 +15,7 @@
 #include "io/tfrecord_reader.h"
 #include "io/tfrecord_writer.h"
 #include "tests/dataset/test_util.h"
+#include "tests/file_util.h"
 
 namespace sluice {
 namespace {
@@ -456,8 +457,7 @@ TEST_F(FileCacheTest, PassWithAnInputErrorWritesNothing) {
 
 // The byte offset of each record of a TFRecord-framed file, and of its end.
 std::vector<uint64_t> RecordOffsets(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string bytes = testing::ReadFile(path);
   std::vector<uint64_t> out;
   uint64_t at = 0;
   while (at + 12 <= bytes.size()) {

@@ -3,44 +3,20 @@
 #include <sys/stat.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/file_util.h"
+#include "tests/temp_dir.h"
 
 namespace sluice {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class ScopedTempDir {
- public:
-  ScopedTempDir() {
-    std::string tmpl = ::testing::TempDir() + "sluice_atomic_test_XXXXXX";
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~ScopedTempDir() { fs::remove_all(path_); }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-  std::vector<std::string> List() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path_)) names.push_back(e.path().filename());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
- private:
-  std::string path_;
-};
+using ::sluice::testing::ReadFile;
+using ::sluice::testing::ScopedTempDir;
 
 TEST(AtomicFileTest, CommitRenamesTheTemporaryFileIntoPlace) {
   ScopedTempDir dir;

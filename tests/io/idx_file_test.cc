@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/file_util.h"
 
 namespace sluice {
 namespace {
@@ -115,15 +116,8 @@ TEST(IdxFileTest, TruncatedGzipIsAnError) {
   for (int i = 0; i < 1000; ++i) bytes.push_back(static_cast<char>(i * 7));
   std::string path = TempPath("trunc.gz");
   WriteGzip(path, bytes);
-  std::string gz;
-  {
-    std::ifstream in(path, std::ios::binary);
-    gz.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << gz.substr(0, gz.size() / 2);
-  }
+  const std::string gz = testing::ReadFile(path);
+  testing::WriteFile(path, gz.substr(0, gz.size() / 2));
   EXPECT_FALSE(ReadIdxFile(path).ok());
   std::remove(path.c_str());
 }

@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,44 +16,26 @@
 #include "io/tfrecord_format.h"
 #include "io/tfrecord_reader.h"
 #include "io/tfrecord_writer.h"
+#include "tests/file_util.h"
+#include "tests/temp_dir.h"
 
 namespace sluice {
 namespace {
 
+using ::sluice::testing::ReadFile;
+using ::sluice::testing::ScopedTempDir;
+using ::sluice::testing::WriteFile;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 const std::string kData = SLUICE_TEST_DATA;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// Copies a fixture into `dir`, so that index files land in the temporary directory.
+std::string CopyFixture(const ScopedTempDir& dir, const std::string& fixture) {
+  const std::string to = dir.File(fixture);
+  fs::copy_file(kData + "/" + fixture, to);
+  return to;
 }
-
-void WriteFile(const std::string& path, const std::string& data) {
-  std::ofstream(path, std::ios::binary) << data;
-}
-
-class ScopedTempDir {
- public:
-  ScopedTempDir() {
-    std::string tmpl = ::testing::TempDir() + "sluice_index_test_XXXXXX";
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~ScopedTempDir() { fs::remove_all(path_); }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-  // Copies a fixture here, so that index files land in the temporary directory.
-  std::string Copy(const std::string& fixture) const {
-    const std::string to = File(fixture);
-    fs::copy_file(kData + "/" + fixture, to);
-    return to;
-  }
-
- private:
-  std::string path_;
-};
 
 struct Sequential {
   std::vector<std::string> records;
@@ -128,7 +108,7 @@ TEST(RecordIndexTest, BuildChecksHeadersNotData) {
 
 TEST(RecordIndexTest, CorruptHeaderFailsTheBuild) {
   ScopedTempDir dir;
-  const std::string path = dir.Copy("small100.tfrecord");
+  const std::string path = CopyFixture(dir, "small100.tfrecord");
   const Sequential s = ReadSequentially(path);
   std::string data = ReadFile(path);
   data[s.offsets[60] + 1] ^= 0x04;
@@ -156,7 +136,7 @@ TEST(RecordIndexTest, EmptyFileHasAnEmptyIndex) {
 
 TEST(RecordIndexTest, SaveAndLoadRoundTrip) {
   ScopedTempDir dir;
-  const std::string path = dir.Copy("small100.tfrecord");
+  const std::string path = CopyFixture(dir, "small100.tfrecord");
   auto built = RecordIndex::Build(path);
   ASSERT_TRUE(built.ok());
   const std::string index_path = dir.File("small.idx");
@@ -171,7 +151,7 @@ TEST(RecordIndexTest, SaveAndLoadRoundTrip) {
 
 TEST(RecordIndexTest, LoadRejectsAStaleIndex) {
   ScopedTempDir dir;
-  const std::string path = dir.Copy("small100.tfrecord");
+  const std::string path = CopyFixture(dir, "small100.tfrecord");
   const std::string index_path = path + ".index";
   ASSERT_TRUE(RecordIndex::Build(path)->Save(index_path).ok());
   ASSERT_TRUE(RecordIndex::Load(index_path, path).ok());
@@ -197,7 +177,7 @@ TEST(RecordIndexTest, LoadRejectsAStaleIndex) {
 
 TEST(RecordIndexTest, LoadRejectsCorruptIndexes) {
   ScopedTempDir dir;
-  const std::string path = dir.Copy("small100.tfrecord");
+  const std::string path = CopyFixture(dir, "small100.tfrecord");
   const std::string index_path = path + ".index";
   ASSERT_TRUE(RecordIndex::Build(path)->Save(index_path).ok());
   const std::string good = ReadFile(index_path);
@@ -222,7 +202,7 @@ TEST(RecordIndexTest, LoadRejectsCorruptIndexes) {
 // file-size check, and a record's length then came out near 2^64 (std::length_error on Read).
 TEST(RecordIndexTest, LoadRejectsOffsetsThatWouldWrapAround) {
   ScopedTempDir dir;
-  const std::string path = dir.Copy("small100.tfrecord");
+  const std::string path = CopyFixture(dir, "small100.tfrecord");
   const std::string index_path = path + ".index";
   ASSERT_TRUE(RecordIndex::Build(path)->Save(index_path).ok());
   const std::string good = ReadFile(index_path);
@@ -251,7 +231,7 @@ TEST(RecordIndexTest, LoadRejectsOffsetsThatWouldWrapAround) {
 
 TEST(RecordIndexTest, LoadOrBuildCreatesThenReusesTheIndexFile) {
   ScopedTempDir dir;
-  const std::string path = dir.Copy("small100.tfrecord");
+  const std::string path = CopyFixture(dir, "small100.tfrecord");
   const std::string index_path = RecordIndex::IndexPathFor(path);
   EXPECT_EQ(index_path, path + ".index");
   ASSERT_FALSE(fs::exists(index_path));
@@ -280,8 +260,9 @@ TEST(RecordIndexTest, LoadOrBuildCreatesThenReusesTheIndexFile) {
   EXPECT_TRUE(RecordIndex::Load(index_path, path).ok());
 
   // A corrupt TFRecord file is an error, not a silently short index.
-  EXPECT_EQ(RecordIndex::LoadOrBuild(dir.Copy("small100.truncated.tfrecord")).status().code(),
-            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(
+      RecordIndex::LoadOrBuild(CopyFixture(dir, "small100.truncated.tfrecord")).status().code(),
+      absl::StatusCode::kDataLoss);
 }
 
 TEST(RecordIndexTest, ShardRangesCoverEveryRecordOnce) {
@@ -317,7 +298,7 @@ TEST(RecordIndexTest, ShardRangesCoverEveryRecordOnce) {
 TEST(IndexedTFRecordFileTest, RandomAccessEqualsSequentialOrder) {
   ScopedTempDir dir;
   for (const std::string name : {"small100.tfrecord", "images3.tfrecord"}) {
-    const std::string path = dir.Copy(name);
+    const std::string path = CopyFixture(dir, name);
     const Sequential s = ReadSequentially(path);
     auto file = IndexedTFRecordFile::Open(path);
     ASSERT_TRUE(file.ok()) << file.status();
@@ -340,7 +321,7 @@ TEST(IndexedTFRecordFileTest, RandomAccessEqualsSequentialOrder) {
 
 TEST(IndexedTFRecordFileTest, ConcurrentReadsAreConsistent) {
   ScopedTempDir dir;
-  const std::string path = dir.Copy("small100.tfrecord");
+  const std::string path = CopyFixture(dir, "small100.tfrecord");
   const Sequential s = ReadSequentially(path);
   auto file = IndexedTFRecordFile::Open(path);
   ASSERT_TRUE(file.ok());
@@ -362,7 +343,7 @@ TEST(IndexedTFRecordFileTest, ConcurrentReadsAreConsistent) {
 
 TEST(IndexedTFRecordFileTest, VerifiesCrcsOnRead) {
   ScopedTempDir dir;
-  const std::string path = dir.Copy("small100.corrupt-record41.tfrecord");
+  const std::string path = CopyFixture(dir, "small100.corrupt-record41.tfrecord");
   auto file = IndexedTFRecordFile::Open(path);
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_TRUE((*file)->Read(40).ok());
@@ -385,7 +366,7 @@ TEST(IndexedTFRecordFileTest, MissingFileIsNotFound) {
 
 TEST(TFRecordReaderSeekTest, SeeksWithTheIndex) {
   ScopedTempDir dir;
-  const std::string path = dir.Copy("small100.tfrecord");
+  const std::string path = CopyFixture(dir, "small100.tfrecord");
   const Sequential s = ReadSequentially(path);
   auto index = RecordIndex::LoadOrBuild(path);
   ASSERT_TRUE(index.ok());

@@ -2,8 +2,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -12,10 +10,15 @@
 #include "gtest/gtest.h"
 #include "io/proto/example.pb.h"
 #include "io/tfrecord_format.h"
+#include "tests/file_util.h"
+#include "tests/temp_dir.h"
 
 namespace sluice {
 namespace {
 
+using ::sluice::testing::ReadFile;
+using ::sluice::testing::ScopedTempDir;
+using ::sluice::testing::WriteFile;
 using ::testing::HasSubstr;
 
 const std::string kData = SLUICE_TEST_DATA;
@@ -25,30 +28,6 @@ const std::string kSmallZlib = kData + "/small100.tfrecord.zlib";
 const std::string kCorrupt = kData + "/small100.corrupt-record41.tfrecord";
 const std::string kTruncated = kData + "/small100.truncated.tfrecord";
 const std::string kImages = kData + "/images3.tfrecord";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void WriteFile(const std::string& path, const std::string& data) {
-  std::ofstream(path, std::ios::binary) << data;
-}
-
-class ScopedTempDir {
- public:
-  ScopedTempDir() {
-    std::string tmpl = ::testing::TempDir() + "sluice_reader_test_XXXXXX";
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~ScopedTempDir() { std::filesystem::remove_all(path_); }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 struct ReadResult {
   std::vector<std::string> records;

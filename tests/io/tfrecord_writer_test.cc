@@ -3,30 +3,25 @@
 #include <zlib.h>
 
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/tfrecord_reader.h"
+#include "tests/file_util.h"
+#include "tests/temp_dir.h"
 
 namespace sluice {
 namespace {
 
+using ::sluice::testing::ReadFile;
+using ::sluice::testing::ScopedTempDir;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 const std::string kData = SLUICE_TEST_DATA;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Decompresses a whole file with zlib's inflate: a decoder independent of ours.
 std::string InflateFile(const std::string& path, Compression c) {
@@ -49,25 +44,6 @@ std::string InflateFile(const std::string& path, Compression c) {
   inflateEnd(&s);
   return out;
 }
-
-class ScopedTempDir {
- public:
-  ScopedTempDir() {
-    std::string tmpl = ::testing::TempDir() + "sluice_writer_test_XXXXXX";
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~ScopedTempDir() { fs::remove_all(path_); }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-  std::vector<std::string> List() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path_)) names.push_back(e.path().filename());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
- private:
-  std::string path_;
-};
 
 std::vector<std::string> ReadRecords(const std::string& path, TFRecordReaderOptions options) {
   std::vector<std::string> records;

@@ -6,9 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "io/proto/example.pb.h"
 #include "ops/resize.h"
+#include "tests/file_util.h"
 
 namespace sluice::testing {
 
@@ -29,10 +28,7 @@ inline const std::vector<std::string>& PhotoJpegs() {
     // temporary of operator+ when this lambda is inlined.
     std::string path = SLUICE_TEST_DATA;
     path += "/images3.tfrecord";
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream buf;
-    buf << in.rdbuf();
-    const std::string file = buf.str();
+    const std::string file = ReadFile(path);
     size_t pos = 0;
     while (pos + 12 <= file.size()) {
       uint64_t length = 0;

@@ -11,17 +11,16 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <new>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "dataset/dataset.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "profiler/trace_summary.h"
+#include "tests/file_util.h"
 #include "tests/train/fit_test_util.h"
 #include "train/fit/trainer.h"
 #include "train/optimizers/sgd.h"
@@ -57,17 +56,11 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 namespace sluice::profiler {
 namespace {
 
+using ::sluice::testing::ReadFile;
 using ::testing::HasSubstr;
 
 std::string TempDir(const std::string& name) {
   return ::testing::TempDir() + "/profiler_test_" + name + "_" + std::to_string(getpid());
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // The trace's complete events, parsed back from the JSON: per tid, (name, cat, ts, dur) in us.
@@ -362,16 +355,16 @@ TEST(ProfilerTest, FlushHooksRecordDeviceSpansOnTheirOwnTrack) {
   EXPECT_NEAR(matmul.dur, 2000, 1e-3);
   // Busy 2.5 ms (the two overlap by 0.5) of the 5 ms step; kernels are not host ops.
   EXPECT_THAT(report->summary, HasSubstr("Device cuda:7: busy 50.0% of the steps' time"));
-  EXPECT_THAT(report->summary, testing::ContainsRegex("MatMul +1 calls +2.00 ms"));
+  EXPECT_THAT(report->summary, ::testing::ContainsRegex("MatMul +1 calls +2.00 ms"));
   const std::string host_ops = report->summary.substr(0, report->summary.find("Device"));
-  EXPECT_THAT(host_ops, testing::Not(HasSubstr("MatMul")));
+  EXPECT_THAT(host_ops, ::testing::Not(HasSubstr("MatMul")));
 
   UnregisterFlushHook(hook);
   ASSERT_TRUE(Start(dir, {.counter_interval_ms = 0}).ok());
   report = Stop();
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(flushes, 1) << "an unregistered hook is not called";
-  EXPECT_THAT(report->summary, testing::Not(HasSubstr("cuda:7")))
+  EXPECT_THAT(report->summary, ::testing::Not(HasSubstr("cuda:7")))
       << "a track with nothing in this profile is left out";
   std::filesystem::remove_all(dir);
 }

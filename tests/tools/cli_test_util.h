@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/file_util.h"
 
 namespace sluice::cli_test {
 
@@ -24,13 +25,6 @@ struct CliResult {
   std::string out;
   std::string err;
 };
-
-inline std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 // A fresh path under the test's temporary directory.
 inline std::string TempPath(const std::string& name) {
@@ -69,7 +63,7 @@ inline CliResult RunSluice(const std::string& args) {
   while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.out.append(buffer, n);
   int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.err = ReadWholeFile(err_path);
+  result.err = testing::ReadFile(err_path);
   std::remove(err_path.c_str());
   return result;
 }

@@ -22,6 +22,7 @@
 #include "io/tfrecord_reader.h"
 #include "ops/decode_jpeg.h"
 #include "ops/encode_jpeg.h"
+#include "tests/file_util.h"
 #include "tests/tools/cli_test_util.h"
 
 namespace sluice {
@@ -29,11 +30,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::sluice::cli_test::CliResult;
-using ::sluice::cli_test::ReadWholeFile;
 using ::sluice::cli_test::RunSluice;
 using ::sluice::cli_test::ShellQuote;
 using ::sluice::cli_test::TempPath;
 using ::sluice::cli_test::TestData;
+using ::sluice::testing::ReadFile;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -144,7 +145,7 @@ TEST(ConvertFashionMnistTest, RawPixelsExactly) {
       DirEntries(out),
       ElementsAre("labels.txt", "test-00000-of-00002.tfrecord", "test-00001-of-00002.tfrecord",
                   "train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"));
-  EXPECT_EQ(ReadWholeFile(out + "/labels.txt"),
+  EXPECT_EQ(ReadFile(out + "/labels.txt"),
             "T-shirt/top\nTrouser\nPullover\nDress\nCoat\nSandal\nShirt\nSneaker\nBag\nAnkle "
             "boot\n");
   for (auto [prefix, count] : {std::pair{"train", 5}, std::pair{"test", 3}}) {
@@ -289,7 +290,7 @@ TEST(ConvertImagesTest, CopiesJpegsWithLabelsAndSizes) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"examples\": 6, \"skipped\": 0, \"shards\": 4"));
   EXPECT_THAT(r.out, HasSubstr("{\"name\": \"ant\", \"examples\": 2}"));
-  EXPECT_EQ(ReadWholeFile(out + "/labels.txt"), "ant\ncat\ndog\n");
+  EXPECT_EQ(ReadFile(out + "/labels.txt"), "ant\ncat\ndog\n");
   EXPECT_EQ(DirEntries(out).size(), 5u);  // 4 shards + labels.txt, no temporary files.
   std::vector<size_t> counts;
   std::vector<Record> records = ReadShards(out, "train", 4, &counts);
@@ -319,7 +320,7 @@ TEST(ConvertImagesTest, OrderIsDeterministicPerSeed) {
                         " --shards 1 --seed " + seed)
                   .exit_code,
               0);
-    return ReadWholeFile(out + "/train-00000-of-00001.tfrecord");
+    return ReadFile(out + "/train-00000-of-00001.tfrecord");
   };
   const std::string a = convert("0");
   EXPECT_EQ(a, convert("0"));

@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/proto/example.pb.h"
+#include "tests/file_util.h"
 #include "tests/tools/cli_test_util.h"
 
 namespace sluice {
@@ -54,7 +55,7 @@ std::string OneBytesValue(const std::string& value) {
 TEST(JsonWriterTest, HelperFramesRecordsLikeTheGoldenFile) {
   // The hand-written framing must match bytes written by the independent
   // implementation, or the tests below would prove nothing.
-  std::string golden = cli_test::ReadWholeFile(cli_test::TestData("small100.tfrecord"));
+  std::string golden = testing::ReadFile(cli_test::TestData("small100.tfrecord"));
   ASSERT_GT(golden.size(), 12u);
   uint64_t length = 0;
   for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<unsigned char>(golden[i]);

@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/proto/example.pb.h"
+#include "tests/file_util.h"
 #include "tests/tools/cli_test_util.h"
 
 namespace sluice {
@@ -121,7 +122,7 @@ TEST(InspectTest, CompressionFlagOverridesTheSuffix) {
   const std::string path = TempPath("small100.bin");
   {
     std::ofstream out(path, std::ios::binary);
-    out << cli_test::ReadWholeFile(TestData("small100.tfrecord.gz"));
+    out << testing::ReadFile(TestData("small100.tfrecord.gz"));
   }
   CliResult plain = Inspect("--json --records all " + ShellQuote(TestData("small100.tfrecord")));
   CliResult flagged = Inspect("--json --records all --compression gzip " + ShellQuote(path));

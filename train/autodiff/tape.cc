@@ -239,6 +239,48 @@ absl::StatusOr<Tape::Grads> Tape::Gradient(Tensor target, const std::vector<Vari
   return Gradient(std::move(target), values, std::move(output_gradient), on_ready);
 }
 
+absl::StatusOr<Tensor> Tape::SeedGradient(const Tensor& target, bool target_is_source,
+                                          std::optional<Tensor>& output_gradient) {
+  if (!output_gradient) return OnesLike(target);
+  // Handed back as the target's own gradient: the caller's seed must not come back.
+  if (target_is_source) return backend::Clone(*output_gradient);
+  // Only read: backward functions never write into their gradient, and Accumulate copies a
+  // gradient it shares with anyone (the caller, here) before adding into it. No copy saves a
+  // tensor the size of the target (Recompute seeds each segment's backward so).
+  Tensor seed = *std::move(output_gradient);
+  output_gradient.reset();
+  return seed;
+}
+
+std::vector<std::vector<size_t>> Tape::SourcesFinalAfter(const std::vector<int>& source_ids,
+                                                         const std::vector<char>& is_source,
+                                                         int target_id) const {
+  std::vector<std::vector<size_t>> final_after(entries_.size());
+  std::vector<int> first_reader(entries_.size(), -1);
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    for (int in : entries_[i].inputs) {
+      if (in >= 0 && is_source[in] && first_reader[in] < 0) first_reader[in] = static_cast<int>(i);
+    }
+  }
+  std::vector<char> listed(entries_.size(), 0);
+  for (size_t s = 0; s < source_ids.size(); ++s) {
+    const int id = source_ids[s];
+    if (id < 0 || listed[id]) continue;
+    listed[id] = 1;
+    // A source computed by an op (not a leaf) is read again by its own backward function.
+    if (!entries_[id].backward && first_reader[id] >= 0 && first_reader[id] <= target_id) {
+      final_after[first_reader[id]].push_back(s);
+    }
+  }
+  return final_after;
+}
+
+void Tape::Release() {
+  used_ = true;
+  entries_.clear();
+  ids_.clear();
+}
+
 absl::StatusOr<Tape::Grads> Tape::Gradient(Tensor target, absl::Span<const Tensor> sources,
                                            std::optional<Tensor> output_gradient,
                                            const GradientReadyFn& on_ready) {
@@ -253,18 +295,8 @@ absl::StatusOr<Tape::Grads> Tape::Gradient(Tensor target, absl::Span<const Tenso
       if (id >= 0) is_source[id] = 1;
     }
     Grads grads(entries_.size());
-    if (!output_gradient) {
-      SLUICE_ASSIGN_OR_RETURN(grads[target_id], OnesLike(target));
-    } else if (is_source[target_id]) {
-      // Handed back as the target's own gradient: the caller's seed must not come back.
-      SLUICE_ASSIGN_OR_RETURN(grads[target_id], backend::Clone(*output_gradient));
-    } else {
-      // Only read: backward functions never write into their gradient, and Accumulate copies a
-      // gradient it shares with anyone (the caller, here) before adding into it. No copy saves
-      // a tensor the size of the target (Recompute seeds each segment's backward so).
-      grads[target_id] = *std::move(output_gradient);
-      output_gradient.reset();
-    }
+    SLUICE_ASSIGN_OR_RETURN(grads[target_id],
+                            SeedGradient(target, is_source[target_id] != 0, output_gradient));
     target = Tensor();  // not read again: the ops that captured it decide how long it lives
     const std::vector<char> needed = MarkNeeded(source_ids);
     std::function<absl::Status(int)> after_entry;
@@ -278,27 +310,8 @@ absl::StatusOr<Tape::Grads> Tape::Gradient(Tensor target, absl::Span<const Tenso
       return absl::OkStatus();
     };
     if (on_ready) {
-      // A source's gradient is final once the walk has passed the first op that read it (the
-      // walk runs backwards, so every later reader is done too).
-      std::vector<std::vector<size_t>> final_after(entries_.size());
-      std::vector<int> first_reader(entries_.size(), -1);
-      for (size_t i = 0; i < entries_.size(); ++i) {
-        for (int in : entries_[i].inputs) {
-          if (in >= 0 && is_source[in] && first_reader[in] < 0)
-            first_reader[in] = static_cast<int>(i);
-        }
-      }
-      std::vector<char> listed(entries_.size(), 0);
-      for (size_t s = 0; s < source_ids.size(); ++s) {
-        const int id = source_ids[s];
-        if (id < 0 || listed[id]) continue;
-        listed[id] = 1;
-        // A source computed by an op (not a leaf) is read again by its own backward function.
-        if (!entries_[id].backward && first_reader[id] >= 0 && first_reader[id] <= target_id) {
-          final_after[first_reader[id]].push_back(s);
-        }
-      }
-      after_entry = [&, final_after = std::move(final_after)](int i) -> absl::Status {
+      after_entry = [&, final_after = SourcesFinalAfter(source_ids, is_source, target_id)](
+                        int i) -> absl::Status {
         for (size_t s : final_after[i]) SLUICE_RETURN_IF_ERROR(report(s));
         return absl::OkStatus();
       };
@@ -306,11 +319,7 @@ absl::StatusOr<Tape::Grads> Tape::Gradient(Tensor target, absl::Span<const Tenso
     const absl::Status walked = Backprop(target_id, needed, is_source, grads, after_entry);
     if (!walked.ok()) {
       // A non-persistent tape released what the walk passed: it cannot be walked again.
-      if (!options_.persistent) {
-        used_ = true;
-        entries_.clear();
-        ids_.clear();
-      }
+      if (!options_.persistent) Release();
       return walked;
     }
     if (on_ready) {
@@ -324,11 +333,7 @@ absl::StatusOr<Tape::Grads> Tape::Gradient(Tensor target, absl::Span<const Tenso
     }
     SLUICE_ASSIGN_OR_RETURN(result, CollectResults(source_ids, grads, on_ready != nullptr));
   }
-  if (!options_.persistent) {
-    used_ = true;
-    entries_.clear();
-    ids_.clear();
-  }
+  if (!options_.persistent) Release();
   return result;
 }
 

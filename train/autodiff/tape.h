@@ -110,6 +110,16 @@ class Tape {
   // The steps of Gradient().
   absl::Status CheckGradientArgs(const Tensor& target,
                                  const std::optional<Tensor>& output_gradient) const;
+  // The gradient the walk starts from: `output_gradient` (taken over, or copied when the target
+  // is also a source, whose gradient goes back to the caller), or ones.
+  static absl::StatusOr<Tensor> SeedGradient(const Tensor& target, bool target_is_source,
+                                             std::optional<Tensor>& output_gradient);
+  // For a GradientReadyFn: by entry, the sources (by first listing) whose gradient is final once
+  // the walk has passed that entry, the first op that read them (every later reader is done by
+  // then, as the walk runs backwards).
+  std::vector<std::vector<size_t>> SourcesFinalAfter(const std::vector<int>& source_ids,
+                                                     const std::vector<char>& is_source,
+                                                     int target_id) const;
   // Which entries lie on a path from a source (needed[i] != 0): only those need a backward call.
   std::vector<char> MarkNeeded(const std::vector<int>& source_ids) const;
   // Runs the backward functions from the target down, accumulating into `grads` (by entry).
@@ -126,6 +136,8 @@ class Tape {
   // by the result alone unless `reported` (a GradientReadyFn had each, made owned, already).
   absl::StatusOr<Grads> CollectResults(const std::vector<int>& source_ids, Grads& grads,
                                        bool reported);
+  // Ends a non-persistent tape's one use: its entries, and what they hold, are freed.
+  void Release();
 
   TapeOptions options_;
   std::vector<Entry> entries_;

@@ -174,19 +174,18 @@ absl::StatusOr<ImageDirectoryIndex> IndexImageDirectory(const std::string& direc
   return index;
 }
 
-absl::StatusOr<ImageDirectoryDataset> ImageDatasetFromDirectory(
-    const std::string& directory, const ImageDirectoryOptions& options) {
-  SLUICE_RETURN_IF_ERROR(CheckOptions(options));
-  SLUICE_ASSIGN_OR_RETURN(ImageDirectoryIndex index, IndexImageDirectory(directory, options));
-  const bool labeled =
-      options.labels != Options::Labels::kNone && options.label_mode != Options::LabelMode::kNone;
+namespace {
+
+// The labels fit label_mode: two classes for kBinary, every label below the number of classes
+// for kCategorical.
+absl::Status CheckLabelMode(const ImageDirectoryIndex& index, const Options& options) {
   const int64_t num_classes = static_cast<int64_t>(index.class_names.size());
-  if (labeled && options.label_mode == Options::LabelMode::kBinary && num_classes != 2) {
+  if (options.label_mode == Options::LabelMode::kBinary && num_classes != 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("label_mode binary needs exactly 2 classes, but there are ", num_classes, " (",
                      absl::StrJoin(index.class_names, ", "), ")"));
   }
-  if (labeled && options.label_mode == Options::LabelMode::kCategorical) {
+  if (options.label_mode == Options::LabelMode::kCategorical) {
     for (int64_t label : index.labels) {
       if (label >= num_classes) {
         return absl::InvalidArgumentError(absl::StrCat("label_mode categorical: label ", label,
@@ -196,23 +195,22 @@ absl::StatusOr<ImageDirectoryDataset> ImageDatasetFromDirectory(
       }
     }
   }
-  const size_t total = index.files.size();
-  if (options.verbose) {
-    if (options.labels == Options::Labels::kNone) {
-      std::fprintf(stderr, "Found %zu files.\n", total);
-    } else {
-      std::fprintf(stderr, "Found %zu files belonging to %lld classes.\n", total,
-                   static_cast<long long>(num_classes));
-    }
-  }
+  return absl::OkStatus();
+}
 
-  const uint64_t seed = options.seed.has_value() ? *options.seed : std::random_device{}();
+// The files' indices in the order the dataset lists them: as found, or shuffled by `seed`.
+std::vector<size_t> FileOrder(size_t total, bool shuffle, uint64_t seed) {
   std::vector<size_t> order(total);
   for (size_t i = 0; i < total; ++i) order[i] = i;
-  if (options.shuffle) {  // Fisher-Yates, from a seeded counter-based generator.
+  if (shuffle) {  // Fisher-Yates, from a seeded counter-based generator.
     CounterRng rng(seed, kFileOrderStream);
     for (size_t i = total; i > 1; --i) std::swap(order[i - 1], order[rng.UniformInt(i)]);
   }
+  return order;
+}
+
+// The positions [begin, end) in the file order of the subset the options ask for.
+absl::StatusOr<std::pair<size_t, size_t>> SubsetRange(size_t total, const Options& options) {
   const size_t num_validation = static_cast<size_t>(options.validation_split * total);
   size_t begin = 0, end = total;
   if (options.subset == Options::Subset::kTraining) end = total - num_validation;
@@ -226,7 +224,69 @@ absl::StatusOr<ImageDirectoryDataset> ImageDatasetFromDirectory(
     std::fprintf(stderr, "Using %zu files for %s.\n", end - begin,
                  options.subset == Options::Subset::kTraining ? "training" : "validation");
   }
+  return std::make_pair(begin, end);
+}
 
+// The image at `path`, float32 and unrounded, as Keras' (tf.image.resize's) result; errors name
+// the path.
+absl::StatusOr<Tensor> LoadImage(const std::string& path, int64_t height, int64_t width,
+                                 const DecodeAndResizeOptions& decode) {
+  absl::StatusOr<Tensor> image = [&]() -> absl::StatusOr<Tensor> {
+    SLUICE_ASSIGN_OR_RETURN(const Tensor bytes, ReadFile(path));
+    return DecodeAndResize(bytes.scalar<std::string>(), height, width, decode,
+                           {.round_to_uint8 = false});
+  }();
+  if (image.ok()) return image;
+  // ReadFile's errors name the path already; decode errors do not.
+  if (absl::StrContains(image.status().message(), path)) return image.status();
+  return absl::Status(image.status().code(), absl::StrCat(path, ": ", image.status().message()));
+}
+
+// Appends `label` to `out` as label_mode has it: an int32, a one-hot float32 vector, or a float32
+// [1] of 0 or 1; kNone appends nothing.
+void AppendLabel(int32_t label, Options::LabelMode mode, int64_t num_classes, Element& out) {
+  switch (mode) {
+    case Options::LabelMode::kInt:
+      out.push_back(Tensor::Scalar<int32_t>(label));
+      break;
+    case Options::LabelMode::kCategorical: {
+      Tensor one_hot = Tensor::Zeros(DType::kFloat32, Shape{num_classes});
+      one_hot.data<float>()[label] = 1.0f;
+      out.push_back(std::move(one_hot));
+      break;
+    }
+    case Options::LabelMode::kBinary:
+      out.push_back(Tensor::FromVector<float>({static_cast<float>(label)}));
+      break;
+    case Options::LabelMode::kNone:
+      break;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<ImageDirectoryDataset> ImageDatasetFromDirectory(
+    const std::string& directory, const ImageDirectoryOptions& options) {
+  SLUICE_RETURN_IF_ERROR(CheckOptions(options));
+  SLUICE_ASSIGN_OR_RETURN(ImageDirectoryIndex index, IndexImageDirectory(directory, options));
+  const bool labeled =
+      options.labels != Options::Labels::kNone && options.label_mode != Options::LabelMode::kNone;
+  const int64_t num_classes = static_cast<int64_t>(index.class_names.size());
+  if (labeled) SLUICE_RETURN_IF_ERROR(CheckLabelMode(index, options));
+  const size_t total = index.files.size();
+  if (options.verbose) {
+    if (options.labels == Options::Labels::kNone) {
+      std::fprintf(stderr, "Found %zu files.\n", total);
+    } else {
+      std::fprintf(stderr, "Found %zu files belonging to %lld classes.\n", total,
+                   static_cast<long long>(num_classes));
+    }
+  }
+
+  const uint64_t seed = options.seed.has_value() ? *options.seed : std::random_device{}();
+  const std::vector<size_t> order = FileOrder(total, options.shuffle, seed);
+  SLUICE_ASSIGN_OR_RETURN(const auto subset, SubsetRange(total, options));
+  const auto [begin, end] = subset;
   const int64_t n = static_cast<int64_t>(end - begin);
   Tensor paths(DType::kBytes, Shape{n});
   Tensor labels(DType::kInt32, Shape{n});
@@ -250,38 +310,10 @@ absl::StatusOr<ImageDirectoryDataset> ImageDatasetFromDirectory(
   const Options::LabelMode mode = options.label_mode;
   dataset = dataset.Map(
       [=](Element element) -> absl::StatusOr<Element> {
-        const std::string& path = element[0].scalar<std::string>();
-        absl::StatusOr<Tensor> image = [&]() -> absl::StatusOr<Tensor> {
-          SLUICE_ASSIGN_OR_RETURN(const Tensor bytes, ReadFile(path));
-          // float32 and unrounded, as Keras' (tf.image.resize's) result.
-          return DecodeAndResize(bytes.scalar<std::string>(), height, width, decode,
-                                 {.round_to_uint8 = false});
-        }();
-        if (!image.ok()) {
-          // ReadFile's errors name the path already; decode errors do not.
-          if (absl::StrContains(image.status().message(), path)) return image.status();
-          return absl::Status(image.status().code(),
-                              absl::StrCat(path, ": ", image.status().message()));
-        }
-        Element out{*std::move(image)};
-        if (!labeled) return out;
-        const int32_t label = element[1].scalar<int32_t>();
-        switch (mode) {
-          case Options::LabelMode::kInt:
-            out.push_back(Tensor::Scalar<int32_t>(label));
-            break;
-          case Options::LabelMode::kCategorical: {
-            Tensor one_hot = Tensor::Zeros(DType::kFloat32, Shape{num_classes});
-            one_hot.data<float>()[label] = 1.0f;
-            out.push_back(std::move(one_hot));
-            break;
-          }
-          case Options::LabelMode::kBinary:
-            out.push_back(Tensor::FromVector<float>({static_cast<float>(label)}));
-            break;
-          case Options::LabelMode::kNone:
-            break;
-        }
+        SLUICE_ASSIGN_OR_RETURN(Tensor image,
+                                LoadImage(element[0].scalar<std::string>(), height, width, decode));
+        Element out{std::move(image)};
+        if (labeled) AppendLabel(element[1].scalar<int32_t>(), mode, num_classes, out);
         return out;
       },
       {.num_parallel_calls = options.num_parallel_calls});

@@ -104,7 +104,7 @@ class PrefetchToDeviceIterator : public IteratorBase {
         // Every buffered element's tensors plus those of the element being staged, with room
         // for a few components per element.
         staging_(static_cast<size_t>(4 * (d->buffer_size() + 2))) {
-    stats().buffer_size.Declare(/*autotune=*/false, buffer_size_, buffer_size_, buffer_size_);
+    stats().buffer_size.DeclareFixed(buffer_size_);
     cancel_token_ = ctx.cancellation->Register([this] { Cancel(); });
   }
 

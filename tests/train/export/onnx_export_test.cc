@@ -9,7 +9,6 @@
 #include <memory>
 #include <random>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "io/idx_file.h"
 #include "onnx/onnx_pb.h"
+#include "tests/file_util.h"
 #include "tests/temp_dir.h"
 #include "train/fit/trainer.h"
 #include "train/layers/activation.h"
@@ -42,6 +42,7 @@
 namespace sluice::train::exporting {
 namespace {
 
+using ::sluice::testing::ReadFile;
 using ::sluice::testing::ScopedTempDir;
 using ::testing::HasSubstr;
 
@@ -78,10 +79,7 @@ void WriteFloats(const std::string& path, const Tensor& t) {
 }
 
 std::vector<float> ReadFloats(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  const std::string bytes = s.str();
+  const std::string bytes = ReadFile(path);
   std::vector<float> values(bytes.size() / sizeof(float));
   std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
   return values;

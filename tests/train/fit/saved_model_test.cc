@@ -1,16 +1,15 @@
 #include "train/fit/saved_model.h"
 
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/crc32c.h"
+#include "tests/file_util.h"
 #include "tests/temp_dir.h"
 #include "tests/train/fit_test_util.h"
 #include "train/layers/avg_pool.h"
@@ -34,6 +33,7 @@
 namespace sluice::train::fit {
 namespace {
 
+using ::sluice::testing::ReadFile;
 using ::sluice::testing::ScopedTempDir;
 using ::testing::HasSubstr;
 
@@ -51,13 +51,6 @@ std::vector<float> Outputs(layers::Module& model, const Shape& input) {
   EXPECT_TRUE(out.ok()) << out.status();
   if (!out.ok()) return {};
   return std::vector<float>(out->flat<float>().begin(), out->flat<float>().end());
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 TEST(SavedModelTest, EveryBuiltInModelLoadsWithoutItsCodeAndPredictsTheSame) {

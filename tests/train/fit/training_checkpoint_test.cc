@@ -6,18 +6,19 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "io/crc32c.h"
 #include "io/tfrecord_format.h"
+#include "tests/file_util.h"
 #include "tests/train/gradient_check.h"
 #include "train/proto/checkpoint.pb.h"
 
 namespace sluice::train::fit {
 namespace {
 
+using ::sluice::testing::ReadFile;
+using ::sluice::testing::WriteFile;
 using ::sluice::train::testing::T;
 using ::sluice::train::testing::Values;
 using ::testing::ElementsAre;
@@ -25,17 +26,6 @@ using ::testing::HasSubstr;
 
 std::string TempPath(const std::string& name) {
   return ::testing::TempDir() + "/checkpoint_test_" + name + "_" + std::to_string(getpid());
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void WriteAll(const std::string& path, const std::string& data) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
 }
 
 TrainingCheckpoint Sample() {
@@ -125,9 +115,9 @@ TEST(CheckpointTest, WriteReplacesAtomicallyAndLeavesNoTemporaryFile) {
 TEST(CheckpointTest, CorruptFileIsDataLossNamingTheFile) {
   const std::string path = TempPath("corrupt");
   ASSERT_TRUE(WriteCheckpoint(path, Sample()).ok());
-  std::string bytes = ReadAll(path);
+  std::string bytes = ReadFile(path);
   bytes[bytes.size() - 10] ^= 0x40;  // inside the payload
-  WriteAll(path, bytes);
+  WriteFile(path, bytes);
   absl::StatusOr<TrainingCheckpoint> c = ReadCheckpoint(path);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), absl::StatusCode::kDataLoss);
@@ -140,7 +130,7 @@ TEST(CheckpointTest, CorruptFileIsDataLossNamingTheFile) {
 // what a corrupt writer (or an attacker) could leave behind.
 template <typename Edit>
 void RewritePayload(const std::string& path, Edit edit) {
-  const std::string file = ReadAll(path);
+  const std::string file = ReadFile(path);
   const size_t header = std::string("sluice-checkpoint-1\n").size() + 12;
   proto::TrainingCheckpointProto p;
   ASSERT_TRUE(p.ParseFromString(file.substr(header)));
@@ -151,7 +141,7 @@ void RewritePayload(const std::string& path, Edit edit) {
   tfrecord::EncodeFixed64(fixed, payload.size());
   tfrecord::EncodeFixed32(fixed + 8, MaskCrc32c(Crc32c(payload)));
   out.append(fixed, 12);
-  WriteAll(path, out + payload);
+  WriteFile(path, out + payload);
 }
 
 // Found by training_checkpoint_fuzzer: a variable's shape whose element count overflows int64
@@ -194,8 +184,8 @@ TEST(CheckpointTest, ElementClaimingMoreThanItHoldsIsDataLossWithoutAllocating) 
 TEST(CheckpointTest, TruncatedFileIsDataLoss) {
   const std::string path = TempPath("truncated");
   ASSERT_TRUE(WriteCheckpoint(path, Sample()).ok());
-  const std::string bytes = ReadAll(path);
-  WriteAll(path, bytes.substr(0, bytes.size() - 7));
+  const std::string bytes = ReadFile(path);
+  WriteFile(path, bytes.substr(0, bytes.size() - 7));
   absl::StatusOr<TrainingCheckpoint> c = ReadCheckpoint(path);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), absl::StatusCode::kDataLoss);
@@ -207,7 +197,7 @@ TEST(CheckpointTest, TruncatedFileIsDataLoss) {
 
 TEST(CheckpointTest, NotACheckpointAndMissingFile) {
   const std::string path = TempPath("other");
-  WriteAll(path, "this is a text file, not a checkpoint");
+  WriteFile(path, "this is a text file, not a checkpoint");
   absl::StatusOr<TrainingCheckpoint> c = ReadCheckpoint(path);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("not a sluice checkpoint"));

@@ -14,7 +14,7 @@ namespace sluice::train::backend::cpu {
 namespace {
 
 // Elements per chunk: 64 KB of float32, large enough that a chunk outweighs its scheduling.
-constexpr int64_t kGrain = 16384;
+constexpr int64_t kConvertGrain = 16384;
 
 #if defined(__x86_64__)
 // `x > 0 ? x : 0`, as relu's float32 kernel: a NaN and -0 give +0.
@@ -58,7 +58,7 @@ namespace {
 
 template <bool kRelu>
 void ToBFloat16(const float* x, uint16_t* y, int64_t n) {
-  ParallelFor(n, kGrain, [&](int64_t begin, int64_t end) {
+  ParallelFor(n, kConvertGrain, [&](int64_t begin, int64_t end) {
 #if defined(__x86_64__)
     if (CpuHasAvx512Bf16()) return ToBFloat16Avx512<kRelu>(x + begin, y + begin, end - begin);
 #endif
@@ -75,7 +75,7 @@ void FloatToBFloat16(const float* x, uint16_t* y, int64_t n) { ToBFloat16<false>
 void ReluToBFloat16(const float* x, uint16_t* y, int64_t n) { ToBFloat16<true>(x, y, n); }
 
 void BFloat16ToFloat(const uint16_t* x, float* y, int64_t n) {
-  ParallelFor(n, kGrain, [&](int64_t begin, int64_t end) {
+  ParallelFor(n, kConvertGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) y[i] = BFloat16::ToFloat(x[i]);
   });
 }
