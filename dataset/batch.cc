@@ -64,6 +64,12 @@ class BatchDataset : public DatasetBase {
     return options_.drop_remainder ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
   }
 
+  // The batch dimension is known only when every batch is full.
+  ElementSpec ComputeElementSpec() const override {
+    return inputs()[0]->element_spec().Batched(
+        options_.drop_remainder && batch_size_ > 0 ? batch_size_ : PartialShape::kUnknownDim);
+  }
+
   std::string Describe() const override {
     std::string s = absl::StrCat("Batch(", batch_size_);
     if (options_.drop_remainder) s += ", drop_remainder";

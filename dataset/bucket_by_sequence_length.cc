@@ -63,6 +63,17 @@ std::vector<std::vector<int64_t>> BucketShapes(const BucketOptions& options, int
   return shapes;
 }
 
+// What every bucket's batches are, whatever the bucket: the input's dtypes, one more dimension,
+// and no size known (batch sizes and padded lengths vary by bucket).
+ElementSpec BucketBatchSpec(const ElementSpec& input) {
+  if (!input.known()) return ElementSpec();
+  std::vector<TensorSpec> components = input.components();
+  for (TensorSpec& c : components) {
+    if (!c.shape.unknown_rank()) c.shape = PartialShape::UnknownDims(c.shape.rank() + 1);
+  }
+  return ElementSpec(std::move(components));
+}
+
 }  // namespace
 
 Dataset Dataset::BucketBySequenceLength(KeyFn length_fn, std::vector<int64_t> bucket_boundaries,
@@ -121,7 +132,8 @@ Dataset Dataset::BucketBySequenceLength(KeyFn length_fn, std::vector<int64_t> bu
                                            .padding_values = options.padding_values,
                                            .drop_remainder = options.drop_remainder});
   };
-  return GroupByWindow(std::move(key_fn), std::move(reduce_fn), std::move(size_fn));
+  return GroupByWindow(std::move(key_fn), std::move(reduce_fn), std::move(size_fn),
+                       BucketBatchSpec(element_spec()));
 }
 
 }  // namespace sluice

@@ -23,13 +23,14 @@ void UncountBuffered(NodeStats& stats, const BufferedEntry& e) {
 }
 
 absl::StatusOr<SavedBuffer> ReadSavedBuffer(const proto::IteratorStateProto& state,
-                                            IteratorBase* recompute) {
+                                            const IteratorBase& owner, IteratorBase* recompute) {
   SavedBuffer saved;
   SLUICE_ASSIGN_OR_RETURN(int64_t ended, SavedInt(state, "input_ended"));
   saved.input_ended = ended != 0;
+  const ElementSpec& spec = owner.dataset()->element_spec();
   for (const proto::BufferedResult& r : state.buffer()) {
     ElementSource source;
-    SLUICE_ASSIGN_OR_RETURN(auto result, IteratorBase::BufferedFromProto(r, recompute, &source));
+    SLUICE_ASSIGN_OR_RETURN(auto result, owner.RestoreBuffered(r, recompute, &source, spec));
     saved.results.push_back(std::move(result));
     saved.sources.push_back(std::move(source));
   }

@@ -33,7 +33,8 @@ void UncountBuffered(NodeStats& stats, const BufferedEntry& e);
 // buffer in order. The buffer ends with the end marker exactly when the input had ended, or the
 // consumer would wait forever (or stop early): DataLoss naming the node otherwise. Elements saved
 // as sources are recomputed by `recompute` (the node's restored input, or the node itself), and
-// their sources returned beside them (empty for the others).
+// their sources returned beside them (empty for the others). Every element must match the
+// element_spec of `owner`, the node whose buffer it is (IteratorBase::CheckRestored).
 struct SavedBuffer {
   bool input_ended = false;
   std::vector<absl::StatusOr<std::optional<Element>>> results;
@@ -41,6 +42,7 @@ struct SavedBuffer {
 };
 class IteratorBase;
 absl::StatusOr<SavedBuffer> ReadSavedBuffer(const proto::IteratorStateProto& state,
+                                            const IteratorBase& owner,
                                             IteratorBase* recompute = nullptr);
 
 }  // namespace sluice

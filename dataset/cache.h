@@ -28,6 +28,7 @@ class CacheDataset : public DatasetBase {
 
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override;
+  ElementSpec ComputeElementSpec() const override { return inputs()[0]->element_spec(); }
   int64_t Cardinality() const override { return inputs()[0]->Cardinality(); }
   std::string Describe() const override {
     return path_.empty() ? "Cache" : absl::StrCat("Cache(", path_, ")");

@@ -21,6 +21,9 @@ class ChooseFromDatasetsDataset : public DatasetBase {
 
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override;
+  ElementSpec ComputeElementSpec() const override {
+    return MixedElementSpec(inputs(), inputs().size() - 1);
+  }
   int64_t Cardinality() const override {
     const int64_t choices = inputs().back()->Cardinality();
     if (choices == 0) return 0;

@@ -38,6 +38,9 @@ class ConcatenateDataset : public DatasetBase {
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> first, inputs()[0]->MakeIterator(ctx));
     return std::unique_ptr<IteratorBase>(new ConcatenateIterator(this, ctx, std::move(first)));
   }
+  ElementSpec ComputeElementSpec() const override {
+    return inputs()[0]->element_spec().MostSpecificCompatibleSpec(inputs()[1]->element_spec());
+  }
   int64_t Cardinality() const override {
     const int64_t a = inputs()[0]->Cardinality();
     const int64_t b = inputs()[1]->Cardinality();

@@ -100,6 +100,18 @@ class CsvDataset : public DatasetBase {
     files->insert(files->end(), files_.begin(), files_.end());
     return absl::OkStatus();
   }
+  // A scalar per column of its default's dtype, or with batch_size a [n] column (the last batch
+  // may be short).
+  ElementSpec ComputeElementSpec() const override {
+    if (!CheckOptions().ok()) return ElementSpec();  // no elements: MakeIterator refuses it
+    std::vector<TensorSpec> columns;
+    for (const Tensor& d : defaults_) {
+      columns.push_back({d.dtype(), options_.batch_size > 0
+                                        ? PartialShape{PartialShape::kUnknownDim}
+                                        : PartialShape()});
+    }
+    return ElementSpec(std::move(columns));
+  }
   std::string Describe() const override {
     return absl::StrCat("Csv(", files_.size(), files_.size() == 1 ? " file, " : " files, ",
                         defaults_.size(), " columns)");

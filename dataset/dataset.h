@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/element.h"
+#include "dataset/element_spec.h"
 #include "dataset/options.h"
 #include "io/compression.h"
 #include "io/tfrecord_reader.h"
@@ -137,6 +138,11 @@ struct SnapshotOptions {
 struct MapOptions {
   int num_parallel_calls = 1;         // or kAutotune
   std::optional<bool> deterministic;  // unset: the pipeline's option
+  // What fn returns, e.g. {{DType::kFloat32, {224, 224, 3}}, {DType::kInt64, {}}}: the Map's
+  // element_spec, which tf.data learns by tracing fn and sluice cannot. Every element fn returns
+  // is checked against it (InvalidArgument in the element's place otherwise). Unset (unknown):
+  // the Map's elements, and those of the ops after it that pass them on, may be anything.
+  ElementSpec output_signature;
 };
 
 struct InterleaveOptions {
@@ -144,6 +150,7 @@ struct InterleaveOptions {
   int block_length = 1;
   int num_parallel_calls = 1;  // 1: sequential; > 1 or kAutotune: parallel
   std::optional<bool> deterministic;
+  ElementSpec output_signature;  // what fn's datasets yield; as MapOptions'
 };
 
 struct ShuffleOptions {
@@ -188,8 +195,9 @@ class Dataset {
   static Dataset Range(int64_t start, int64_t stop, int64_t step = 1);
   static Dataset FromTensors(Element element);
   static Dataset FromTensorSlices(Element element);
-  // `make` is called once per iterator and returns that iterator's generator.
-  static Dataset FromGenerator(std::function<Generator()> make);
+  // `make` is called once per iterator and returns that iterator's generator, whose elements
+  // match `output_signature` when one is given (as tf.data's from_generator; unknown otherwise).
+  static Dataset FromGenerator(std::function<Generator()> make, ElementSpec output_signature = {});
   static Dataset ListFiles(std::vector<std::string> patterns, ListFilesOptions options = {});
   static Dataset ListFiles(std::string pattern, ListFilesOptions options = {});
   // Records of the files in order, each a scalar bytes tensor.
@@ -227,7 +235,8 @@ class Dataset {
   Dataset Map(MapFn fn, MapOptions options = {}) const;
   Dataset Map(SimpleMapFn fn, MapOptions options = {}) const;
   Dataset Filter(PredicateFn predicate) const;
-  Dataset FlatMap(DatasetFn fn) const;
+  // `output_signature`: what fn's datasets yield, as MapOptions::output_signature.
+  Dataset FlatMap(DatasetFn fn, ElementSpec output_signature = {}) const;
   Dataset Interleave(DatasetFn fn, InterleaveOptions options = {}) const;
   Dataset Interleave(std::function<Dataset(const std::string&)> fn,
                      InterleaveOptions options = {}) const;
@@ -252,9 +261,12 @@ class Dataset {
   // dataset it returns are emitted. At the end of the input the remaining groups are reduced in
   // ascending key order. Memory: up to window_size - 1 elements per key seen. A checkpoint holds
   // the groups' elements and the open window; reduce_fn is called again at restore, so it must
-  // be deterministic.
-  Dataset GroupByWindow(KeyFn key_fn, ReduceFn reduce_fn, int64_t window_size) const;
-  Dataset GroupByWindow(KeyFn key_fn, ReduceFn reduce_fn, WindowSizeFn window_size_fn) const;
+  // be deterministic. `output_signature`: what reduce_fn's datasets yield, as
+  // MapOptions::output_signature.
+  Dataset GroupByWindow(KeyFn key_fn, ReduceFn reduce_fn, int64_t window_size,
+                        ElementSpec output_signature = {}) const;
+  Dataset GroupByWindow(KeyFn key_fn, ReduceFn reduce_fn, WindowSizeFn window_size_fn,
+                        ElementSpec output_signature = {}) const;
   // tf.data.experimental.bucket_by_sequence_length: element e goes to bucket i, the first with
   // length_fn(e) < bucket_boundaries[i] (the last bucket: at least the last boundary), and
   // bucket i is padded-batched by bucket_batch_sizes[i] (which has one more entry than the
@@ -283,8 +295,9 @@ class Dataset {
   // Prepends an int64 scalar counter component.
   Dataset Enumerate(int64_t start = 0) const;
   // tf.data.Dataset.scan: carries a state through the elements, fn(state, element) giving the
-  // next state and the output. The state is checkpointed with the position.
-  Dataset Scan(Element initial_state, ScanFn fn) const;
+  // next state and the output. The state is checkpointed with the position. `output_signature`:
+  // what the outputs are, as MapOptions::output_signature.
+  Dataset Scan(Element initial_state, ScanFn fn, ElementSpec output_signature = {}) const;
   // Drops elements whose production failed, counting them (the `skipped`
   // count of this node in Iterator::Stats). `on_error`, when set, sees each
   // dropped error (tf.data's log_warning): for a message or a count of one's
@@ -300,6 +313,10 @@ class Dataset {
   int64_t Cardinality() const;
   // "Range(10) -> Map -> Batch(4)".
   std::string DebugString() const;
+  // tf.data's element_spec: one TensorSpec (dtype, shape with unknown dimensions) per component
+  // of every element; unknown below a function whose output nobody declared
+  // (dataset/element_spec.h).
+  ElementSpec element_spec() const;
   const std::shared_ptr<const DatasetBase>& base() const { return base_; }
 
  private:

@@ -55,6 +55,11 @@ DatasetBase::DatasetBase(std::string kind, std::vector<std::shared_ptr<const Dat
   name_ = absl::StrCat(kind_, "[", position_, "]");
 }
 
+const ElementSpec& DatasetBase::element_spec() const {
+  absl::call_once(element_spec_once_, [this] { element_spec_ = ComputeElementSpec(); });
+  return element_spec_;
+}
+
 std::string DatasetBase::DebugString() const {
   if (inputs_.empty()) return Describe();
   std::string in;
@@ -72,6 +77,7 @@ std::string DatasetBase::DebugString() const {
 
 IteratorBase::IteratorBase(const DatasetBase* dataset, const IteratorContext& ctx, NodeKind kind)
     : dataset_(dataset),
+      output_signature_(dataset->output_signature()),
       ctx_(ctx),
       name_(ctx.name_prefix + dataset->name()),
       kind_(kind),
@@ -96,6 +102,14 @@ absl::StatusOr<std::optional<Element>> IteratorBase::GetNext() {
 
   if (!result.ok()) return Annotate(result.status(), produced_);
   if (result->has_value()) {
+    if (output_signature_ != nullptr) {
+      if (absl::Status s = output_signature_->Check(**result); !s.ok()) {
+        return Annotate(absl::InvalidArgumentError(absl::StrCat(
+                            "the element does not match the declared output_signature ",
+                            output_signature_->DebugString(), ": ", s.message())),
+                        produced_);
+      }
+    }
     ++produced_;
     stats_->elements_produced.fetch_add(1, std::memory_order_relaxed);
     stats_->bytes_produced.fetch_add(static_cast<int64_t>(ElementByteSize(**result)),
@@ -178,6 +192,34 @@ absl::StatusOr<absl::StatusOr<std::optional<Element>>> IteratorBase::BufferedFro
                                             input->name(), " has integers left over"));
   }
   return absl::StatusOr<std::optional<Element>>(std::move(e));
+}
+
+absl::Status IteratorBase::CheckRestored(const Element& element, const ElementSpec& spec) const {
+  absl::Status s = spec.Check(element);
+  if (s.ok()) return s;
+  return absl::DataLossError(absl::StrCat("checkpoint of ", name_, " (", dataset_->Describe(),
+                                          "): a buffered element is not ", spec.DebugString(), ": ",
+                                          s.message()));
+}
+
+absl::Status IteratorBase::CheckRestored(const absl::StatusOr<std::optional<Element>>& result,
+                                         const ElementSpec& spec) const {
+  return result.ok() && result->has_value() ? CheckRestored(**result, spec) : absl::OkStatus();
+}
+
+absl::StatusOr<Element> IteratorBase::RestoreElement(const proto::ElementProto& proto,
+                                                     const ElementSpec& spec) const {
+  SLUICE_ASSIGN_OR_RETURN(Element e, ElementFromProto(proto));
+  SLUICE_RETURN_IF_ERROR(CheckRestored(e, spec));
+  return e;
+}
+
+absl::StatusOr<absl::StatusOr<std::optional<Element>>> IteratorBase::RestoreBuffered(
+    const proto::BufferedResult& proto, IteratorBase* input, ElementSource* source,
+    const ElementSpec& spec) const {
+  SLUICE_ASSIGN_OR_RETURN(auto result, BufferedFromProto(proto, input, source));
+  SLUICE_RETURN_IF_ERROR(CheckRestored(result, spec));
+  return result;
 }
 
 absl::Status IteratorBase::SaveInput(IteratorBase* input, proto::IteratorStateProto* state) {

@@ -6,8 +6,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/base/call_once.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -16,6 +18,7 @@
 #include "core/runtime.h"
 #include "dataset/cancellation.h"
 #include "dataset/element_source.h"
+#include "dataset/element_spec.h"
 #include "dataset/node_stats.h"
 #include "dataset/options.h"
 #include "dataset/proto/iterator_state.pb.h"
@@ -87,11 +90,35 @@ class DatasetBase : public std::enable_shared_from_this<DatasetBase> {
   // The whole pipeline up to this node, e.g. "Range(10) -> Map -> Batch(4)".
   std::string DebugString() const;
 
+  // tf.data's element_spec: what every element this node yields matches (dataset/element_spec.h).
+  // Computed from the inputs' on the first call; restores check the elements they take from a
+  // checkpoint against the spec of what they buffer.
+  const ElementSpec& element_spec() const;
+  // The spec the user declared for this node's elements (MapOptions::output_signature and the
+  // like), or nullptr. IteratorBase::GetNext checks every element the node yields against it,
+  // so that a function that breaks its declaration fails where it does, naming the node, and a
+  // checkpoint never holds an element its spec refuses.
+  const ElementSpec* output_signature() const {
+    return output_signature_.known() ? &output_signature_ : nullptr;
+  }
+
+ protected:
+  // For the ops whose elements a function makes, from their constructors: what the user declared
+  // (unknown: nothing).
+  void DeclareOutputSignature(ElementSpec signature) { output_signature_ = std::move(signature); }
+  // What element_spec() returns. The default, the declared signature (or unknown), suits the
+  // nodes whose elements a function makes; the others compute theirs from their inputs'.
+  virtual ElementSpec ComputeElementSpec() const { return output_signature_; }
+
  private:
   std::string kind_;
   std::vector<std::shared_ptr<const DatasetBase>> inputs_;
   int position_;
   std::string name_;
+  ElementSpec output_signature_;
+  // Immutable once computed, and computed once: several iterators may ask at the same time.
+  mutable absl::once_flag element_spec_once_;
+  mutable ElementSpec element_spec_;
 };
 
 // Produces the elements of one DatasetBase. Not thread-safe: one consumer at
@@ -148,6 +175,21 @@ class IteratorBase {
   static absl::StatusOr<absl::StatusOr<std::optional<Element>>> BufferedFromProto(
       const proto::BufferedResult& proto, IteratorBase* input, ElementSource* source);
 
+  // DataLoss naming this node (its name and Describe()) and the component unless `element`, which
+  // a checkpoint put in one of its buffers, matches `spec`: the spec of what that buffer holds
+  // (this node's elements, or its input's). A corrupt or crafted checkpoint must not hand the
+  // pipeline's functions elements of another type than the ones it produces. Errors and the end
+  // marker pass.
+  absl::Status CheckRestored(const Element& element, const ElementSpec& spec) const;
+  absl::Status CheckRestored(const absl::StatusOr<std::optional<Element>>& result,
+                             const ElementSpec& spec) const;
+  // ElementFromProto and BufferedFromProto, then CheckRestored.
+  absl::StatusOr<Element> RestoreElement(const proto::ElementProto& proto,
+                                         const ElementSpec& spec) const;
+  absl::StatusOr<absl::StatusOr<std::optional<Element>>> RestoreBuffered(
+      const proto::BufferedResult& proto, IteratorBase* input, ElementSource* source,
+      const ElementSpec& spec) const;
+
  protected:
   virtual absl::StatusOr<std::optional<Element>> GetNextInternal() = 0;
   virtual absl::Status SaveInternal(proto::IteratorStateProto* state) = 0;
@@ -201,6 +243,7 @@ class IteratorBase {
 
  private:
   const DatasetBase* dataset_;
+  const ElementSpec* output_signature_;  // dataset_->output_signature()
   IteratorContext ctx_;
   std::string name_;
   NodeKind kind_;

@@ -20,6 +20,10 @@ class EnumerateDataset : public DatasetBase {
     return std::unique_ptr<IteratorBase>(new EnumerateIterator(this, ctx, std::move(input)));
   }
   int64_t Cardinality() const override { return inputs()[0]->Cardinality(); }
+  // The counter, then the input's components.
+  ElementSpec ComputeElementSpec() const override {
+    return ElementSpec::Zipped({ElementSpec{{DType::kInt64, {}}}, inputs()[0]->element_spec()});
+  }
   std::string Describe() const override { return absl::StrCat("Enumerate(", start_, ")"); }
 
  private:

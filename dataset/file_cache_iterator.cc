@@ -342,9 +342,10 @@ class FileCacheIterator : public IteratorBase {
           absl::StrCat(d_->path(), ": record ", position_ + 1, " does not parse as an element"));
     }
     absl::StatusOr<Element> e = ElementFromProto(p);
-    if (!e.ok()) {
-      return Corrupt(
-          absl::StrCat(d_->path(), ": record ", position_ + 1, ": ", e.status().message()));
+    // Elements of another type than the input's are no cache of it, whatever the file says.
+    const absl::Status valid = e.ok() ? d_->element_spec().Check(*e) : e.status();
+    if (!valid.ok()) {
+      return Corrupt(absl::StrCat(d_->path(), ": record ", position_ + 1, ": ", valid.message()));
     }
     ++position_;
     return std::optional<Element>(std::move(*e));

@@ -17,6 +17,7 @@ class FilterDataset : public DatasetBase {
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override;
   // Depends on the predicate; an infinite input may still yield nothing.
+  ElementSpec ComputeElementSpec() const override { return inputs()[0]->element_spec(); }
   int64_t Cardinality() const override {
     return inputs()[0]->Cardinality() == 0 ? 0 : kUnknownCardinality;
   }

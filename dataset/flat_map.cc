@@ -13,8 +13,11 @@ namespace {
 
 class FlatMapDataset : public DatasetBase {
  public:
-  FlatMapDataset(std::shared_ptr<const DatasetBase> input, DatasetFn fn)
-      : DatasetBase("FlatMap", {std::move(input)}), fn_(std::move(fn)) {}
+  FlatMapDataset(std::shared_ptr<const DatasetBase> input, DatasetFn fn,
+                 ElementSpec output_signature)
+      : DatasetBase("FlatMap", {std::move(input)}), fn_(std::move(fn)) {
+    DeclareOutputSignature(std::move(output_signature));
+  }
 
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override;
@@ -89,7 +92,9 @@ class FlatMapIterator : public IteratorBase {
       return absl::DataLossError(
           absl::StrCat("checkpoint of ", state.node(), " lacks the open inner element"));
     }
-    SLUICE_ASSIGN_OR_RETURN(inner_element_, ElementFromProto(element));
+    // fn is about to see it: it must be one of the input's elements.
+    SLUICE_ASSIGN_OR_RETURN(inner_element_,
+                            RestoreElement(element, d_->inputs()[0]->element_spec()));
     absl::Status made =
         d_->MakeInner(ctx(), inner_element_, inner_index_, &inner_dataset_, &inner_);
     if (!made.ok()) return Annotate(made, inner_index_);
@@ -120,8 +125,9 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> FlatMapDataset::MakeIterator(
 
 }  // namespace
 
-Dataset Dataset::FlatMap(DatasetFn fn) const {
-  return Dataset(std::make_shared<FlatMapDataset>(base(), std::move(fn)));
+Dataset Dataset::FlatMap(DatasetFn fn, ElementSpec output_signature) const {
+  return Dataset(
+      std::make_shared<FlatMapDataset>(base(), std::move(fn), std::move(output_signature)));
 }
 
 }  // namespace sluice

@@ -17,8 +17,10 @@ namespace {
 
 class GeneratorDataset : public DatasetBase {
  public:
-  explicit GeneratorDataset(std::function<Generator()> make)
-      : DatasetBase("FromGenerator", {}), make_(std::move(make)) {}
+  GeneratorDataset(std::function<Generator()> make, ElementSpec output_signature)
+      : DatasetBase("FromGenerator", {}), make_(std::move(make)) {
+    DeclareOutputSignature(std::move(output_signature));
+  }
 
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override {
@@ -114,8 +116,8 @@ class GeneratorDataset : public DatasetBase {
 
 }  // namespace
 
-Dataset Dataset::FromGenerator(std::function<Generator()> make) {
-  return Dataset(std::make_shared<GeneratorDataset>(std::move(make)));
+Dataset Dataset::FromGenerator(std::function<Generator()> make, ElementSpec output_signature) {
+  return Dataset(std::make_shared<GeneratorDataset>(std::move(make), std::move(output_signature)));
 }
 
 }  // namespace sluice

@@ -45,6 +45,11 @@ class FromTensorSlicesDataset : public DatasetBase {
     return std::unique_ptr<IteratorBase>(new SliceIterator(this, ctx));
   }
   int64_t Cardinality() const override { return status_.ok() ? rows_ : kUnknownCardinality; }
+  // Each component's row: its shape without the first dimension (none when the element cannot
+  // be sliced: then there is nothing to describe).
+  ElementSpec ComputeElementSpec() const override {
+    return status_.ok() ? ElementSpec::FromElement(element_).Unbatched() : ElementSpec();
+  }
   std::string Describe() const override {
     return absl::StrCat("FromTensorSlices(", rows_, " rows, ", element_.size(), " components)");
   }

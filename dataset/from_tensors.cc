@@ -18,6 +18,7 @@ class FromTensorsDataset : public DatasetBase {
     return std::unique_ptr<IteratorBase>(new FromTensorsIterator(this, ctx));
   }
   int64_t Cardinality() const override { return 1; }
+  ElementSpec ComputeElementSpec() const override { return ElementSpec::FromElement(element_); }
   std::string Describe() const override {
     return absl::StrCat("FromTensors(", element_.size(), " components)");
   }

@@ -20,12 +20,15 @@ namespace {
 class GroupByWindowDataset : public DatasetBase {
  public:
   GroupByWindowDataset(std::shared_ptr<const DatasetBase> input, KeyFn key_fn, ReduceFn reduce_fn,
-                       WindowSizeFn window_size_fn, std::string describe)
+                       WindowSizeFn window_size_fn, std::string describe,
+                       ElementSpec output_signature)
       : DatasetBase("GroupByWindow", {std::move(input)}),
         key_fn_(std::move(key_fn)),
         reduce_fn_(std::move(reduce_fn)),
         window_size_fn_(std::move(window_size_fn)),
-        describe_(std::move(describe)) {}
+        describe_(std::move(describe)) {
+    DeclareOutputSignature(std::move(output_signature));
+  }
 
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override;
@@ -49,9 +52,9 @@ class GroupByWindowDataset : public DatasetBase {
                            std::shared_ptr<const std::vector<Element>> window, int64_t index,
                            std::shared_ptr<const DatasetBase>* dataset,
                            std::unique_ptr<IteratorBase>* iterator) const {
-    SLUICE_ASSIGN_OR_RETURN(
-        Dataset reduced,
-        reduce_fn_(key, Dataset(std::make_shared<GroupWindowDataset>(std::move(window)))));
+    SLUICE_ASSIGN_OR_RETURN(Dataset reduced,
+                            reduce_fn_(key, Dataset(std::make_shared<GroupWindowDataset>(
+                                                std::move(window), inputs()[0]->element_spec()))));
     SLUICE_ASSIGN_OR_RETURN(*iterator, reduced.base()->MakeIterator(
                                            ctx.ForInner(name(), static_cast<uint64_t>(index))));
     *dataset = reduced.base();
@@ -150,6 +153,7 @@ class GroupByWindowIterator : public IteratorBase {
                                   " elements read"));
     }
     std::map<int64_t, std::vector<Element>> restored;
+    const ElementSpec& spec = d_->inputs()[0]->element_spec();
     int64_t at = 0;
     auto take = [&](int64_t count, std::vector<Element>* out) -> absl::Status {
       if (count < 1 || count > buffered - at) {
@@ -158,7 +162,7 @@ class GroupByWindowIterator : public IteratorBase {
       }
       for (int64_t i = 0; i < count; ++i, ++at) {
         SLUICE_ASSIGN_OR_RETURN(Element e,
-                                ElementFromProto(state.buffer(static_cast<int>(at)).element()));
+                                RestoreElement(state.buffer(static_cast<int>(at)).element(), spec));
         out->push_back(std::move(e));
       }
       return absl::OkStatus();
@@ -234,18 +238,19 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> GroupByWindowDataset::MakeIterator
 
 }  // namespace
 
-Dataset Dataset::GroupByWindow(KeyFn key_fn, ReduceFn reduce_fn, int64_t window_size) const {
+Dataset Dataset::GroupByWindow(KeyFn key_fn, ReduceFn reduce_fn, int64_t window_size,
+                               ElementSpec output_signature) const {
   return Dataset(std::make_shared<GroupByWindowDataset>(
       base(), std::move(key_fn), std::move(reduce_fn),
       [window_size](int64_t) -> absl::StatusOr<int64_t> { return window_size; },
-      absl::StrCat("GroupByWindow(window_size=", window_size, ")")));
+      absl::StrCat("GroupByWindow(window_size=", window_size, ")"), std::move(output_signature)));
 }
 
-Dataset Dataset::GroupByWindow(KeyFn key_fn, ReduceFn reduce_fn,
-                               WindowSizeFn window_size_fn) const {
+Dataset Dataset::GroupByWindow(KeyFn key_fn, ReduceFn reduce_fn, WindowSizeFn window_size_fn,
+                               ElementSpec output_signature) const {
   return Dataset(std::make_shared<GroupByWindowDataset>(
       base(), std::move(key_fn), std::move(reduce_fn), std::move(window_size_fn),
-      "GroupByWindow(window_size_fn)"));
+      "GroupByWindow(window_size_fn)", std::move(output_signature)));
 }
 
 }  // namespace sluice

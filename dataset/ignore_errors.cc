@@ -21,6 +21,7 @@ class IgnoreErrorsDataset : public DatasetBase {
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override;
   // Unknown: any element may fail.
+  ElementSpec ComputeElementSpec() const override { return inputs()[0]->element_spec(); }
   int64_t Cardinality() const override {
     const int64_t n = inputs()[0]->Cardinality();
     return n == 0 || n == kInfiniteCardinality ? n : kUnknownCardinality;

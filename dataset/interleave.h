@@ -38,7 +38,9 @@ class InterleaveDataset : public DatasetBase {
  public:
   InterleaveDataset(std::shared_ptr<const DatasetBase> input, DatasetFn fn,
                     InterleaveOptions options)
-      : DatasetBase("Interleave", {std::move(input)}), fn_(std::move(fn)), options_(options) {}
+      : DatasetBase("Interleave", {std::move(input)}), fn_(std::move(fn)), options_(options) {
+    DeclareOutputSignature(options_.output_signature);
+  }
 
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override;

@@ -262,6 +262,7 @@ class InterleaveIterator : public IteratorBase {
         return absl::DataLossError(
             absl::StrCat("checkpoint of ", p.node(), " holds sources without an iterator"));
       }
+      SLUICE_RETURN_IF_ERROR(CheckRestoredBuffer(*inner));
       return inner;
     }
     auto blob = p.blobs().find("input_element");
@@ -270,7 +271,8 @@ class InterleaveIterator : public IteratorBase {
       return absl::DataLossError(
           absl::StrCat("checkpoint of ", p.node(), " lacks the input element of its slot"));
     }
-    SLUICE_ASSIGN_OR_RETURN(inner->input, ElementFromProto(element));
+    // fn is about to see it: it must be one of the input's elements.
+    SLUICE_ASSIGN_OR_RETURN(inner->input, RestoreElement(element, d_->inputs()[0]->element_spec()));
     absl::Status made =
         d_->MakeInner(inner_ctx, inner->input, inner->index, &inner->dataset, &inner->iterator);
     if (!made.ok()) return Annotate(made, inner->index);
@@ -281,7 +283,21 @@ class InterleaveIterator : public IteratorBase {
           inner->buffer[i], BufferedFromProto(p.buffer(static_cast<int>(i)), inner->iterator.get(),
                                               &inner->sources[i]));
     }
+    SLUICE_RETURN_IF_ERROR(CheckRestoredBuffer(*inner));
     return inner;
+  }
+
+  // Every result an inner pipeline buffered must be one of this node's elements, and of its
+  // inner dataset's when it has one (which is known more often: Interleave(TFRecord) yields
+  // records however its function was declared).
+  absl::Status CheckRestoredBuffer(const InnerPipeline& inner) const {
+    for (const Result& r : inner.buffer) {
+      SLUICE_RETURN_IF_ERROR(CheckRestored(r, d_->element_spec()));
+      if (inner.dataset != nullptr) {
+        SLUICE_RETURN_IF_ERROR(CheckRestored(r, inner.dataset->element_spec()));
+      }
+    }
+    return absl::OkStatus();
   }
 };
 

@@ -178,4 +178,6 @@ int64_t Dataset::Cardinality() const { return base_->Cardinality(); }
 
 std::string Dataset::DebugString() const { return base_->DebugString(); }
 
+ElementSpec Dataset::element_spec() const { return base_->element_spec(); }
+
 }  // namespace sluice

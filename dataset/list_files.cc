@@ -74,6 +74,7 @@ class ListFilesDataset : public DatasetBase {
     }
     return std::unique_ptr<IteratorBase>(new ListFilesIterator(this, ctx, std::move(*files)));
   }
+  ElementSpec ComputeElementSpec() const override { return {{DType::kBytes, {}}}; }
   const std::vector<std::string>& patterns() const { return patterns_; }
   absl::Status AppendSourceFiles(std::vector<std::string>* files) const override {
     SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> matched, Glob(patterns_));

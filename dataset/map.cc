@@ -25,7 +25,9 @@ constexpr int64_t kMaxInlineCallNs = 2'000'000;
 class MapDataset : public DatasetBase {
  public:
   MapDataset(std::shared_ptr<const DatasetBase> input, MapFn fn, MapOptions options)
-      : DatasetBase("Map", {std::move(input)}), fn_(std::move(fn)), options_(options) {}
+      : DatasetBase("Map", {std::move(input)}), fn_(std::move(fn)), options_(options) {
+    DeclareOutputSignature(options_.output_signature);
+  }
 
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override;
@@ -211,7 +213,7 @@ class ParallelMapIterator : public IteratorBase {
     SLUICE_RETURN_IF_ERROR(RestoreInput(input_.get(), state));
     // Checks that an ended input left its end marker last: without one, GetNext would wait for
     // a call that nothing will start.
-    SLUICE_ASSIGN_OR_RETURN(SavedBuffer saved, ReadSavedBuffer(state, this));
+    SLUICE_ASSIGN_OR_RETURN(SavedBuffer saved, ReadSavedBuffer(state, *this, this));
     input_ended_ = saved.input_ended;
     for (size_t i = 0; i < saved.results.size(); ++i) {
       auto slot = std::make_shared<Slot>();

@@ -85,7 +85,7 @@ class MemoryCacheIterator : public IteratorBase {
     SLUICE_ASSIGN_OR_RETURN(int64_t failed, SavedInt(state, "failed"));
     CacheDataset::Recording elements;
     for (const proto::BufferedResult& r : state.buffer()) {
-      SLUICE_ASSIGN_OR_RETURN(Element e, ElementFromProto(r.element()));
+      SLUICE_ASSIGN_OR_RETURN(Element e, RestoreElement(r.element(), d_->element_spec()));
       elements.push_back(std::move(e));
     }
     const auto size = static_cast<int64_t>(elements.size());

@@ -4,6 +4,16 @@
 
 namespace sluice {
 
+ElementSpec MixedElementSpec(const std::vector<std::shared_ptr<const DatasetBase>>& inputs,
+                             size_t count) {
+  if (count == 0) return ElementSpec();
+  ElementSpec spec = inputs[0]->element_spec();
+  for (size_t i = 1; i < count; ++i) {
+    spec = spec.MostSpecificCompatibleSpec(inputs[i]->element_spec());
+  }
+  return spec;
+}
+
 MixingIterator::MixingIterator(const DatasetBase* dataset, const IteratorContext& ctx,
                                std::vector<std::unique_ptr<IteratorBase>> inputs)
     : IteratorBase(dataset, ctx, NodeKind::kSync), inputs_(std::move(inputs)) {}

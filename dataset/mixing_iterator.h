@@ -11,6 +11,11 @@
 
 namespace sluice {
 
+// The element_spec of elements drawn from inputs[0, count): the most specific spec they all
+// match (unknown for none).
+ElementSpec MixedElementSpec(const std::vector<std::shared_ptr<const DatasetBase>>& inputs,
+                             size_t count);
+
 // What SampleFromDatasets and ChooseFromDatasets share: their inputs, which of them have ended
 // (an ended input's iterator is released at once, files and threads with it), and the
 // checkpoint of both. The subclass decides which input serves each element.

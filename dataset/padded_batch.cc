@@ -95,6 +95,32 @@ class PaddedBatchDataset : public DatasetBase {
     return options_.drop_remainder ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
   }
 
+  // As tf.data's: the batch dimension as Batch's; every other dimension its padded_shapes size,
+  // or where that is -1 (or no padded_shapes are given) the input's, when every element has it.
+  ElementSpec ComputeElementSpec() const override {
+    const ElementSpec& in = inputs()[0]->element_spec();
+    const std::vector<std::vector<int64_t>>& padded = options_.padded_shapes;
+    // Padded shapes that do not fit the input make every batch an error: nothing to describe.
+    if (!in.known() || (!padded.empty() && padded.size() != in.components().size())) {
+      return ElementSpec();
+    }
+    std::vector<TensorSpec> rows = in.components();
+    for (size_t k = 0; k < rows.size() && !padded.empty(); ++k) {
+      const PartialShape& given = rows[k].shape;
+      const std::vector<int64_t>& p = padded[k];
+      if (!given.unknown_rank() && given.rank() != static_cast<int>(p.size())) return ElementSpec();
+      std::vector<int64_t> dims(p.size());
+      for (size_t d = 0; d < p.size(); ++d) {
+        const bool longest = p[d] < 0 && !given.unknown_rank();
+        dims[d] = longest ? given.dim(static_cast<int>(d)) : p[d];
+      }
+      rows[k].shape = PartialShape(dims);
+    }
+    return ElementSpec(std::move(rows))
+        .Batched(options_.drop_remainder && batch_size_ > 0 ? batch_size_
+                                                            : PartialShape::kUnknownDim);
+  }
+
   std::string Describe() const override {
     std::string s = absl::StrCat("PaddedBatch(", batch_size_);
     if (!options_.padded_shapes.empty()) {

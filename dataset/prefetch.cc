@@ -51,6 +51,7 @@ class PrefetchDataset : public DatasetBase {
 
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override;
+  ElementSpec ComputeElementSpec() const override { return inputs()[0]->element_spec(); }
   int64_t Cardinality() const override { return inputs()[0]->Cardinality(); }
   std::string Describe() const override {
     return buffer_size_ == kAutotune ? std::string("Prefetch(autotune)")
@@ -154,7 +155,7 @@ class PrefetchIterator : public IteratorBase {
     MutexLock l(&mu_);
     // The input first: elements saved as sources are recomputed through it.
     SLUICE_RETURN_IF_ERROR(RestoreInput(input_.get(), state));
-    SLUICE_ASSIGN_OR_RETURN(SavedBuffer saved, ReadSavedBuffer(state, input_.get()));
+    SLUICE_ASSIGN_OR_RETURN(SavedBuffer saved, ReadSavedBuffer(state, *this, input_.get()));
     input_ended_ = saved.input_ended;
     for (size_t i = 0; i < saved.results.size(); ++i) {
       Push(std::move(saved.results[i]), std::move(saved.sources[i]));

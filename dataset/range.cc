@@ -25,6 +25,7 @@ class RangeDataset : public DatasetBase {
     if (step_ > 0) return stop_ > start_ ? (stop_ - start_ + step_ - 1) / step_ : 0;
     return start_ > stop_ ? (start_ - stop_ - step_ - 1) / -step_ : 0;
   }
+  ElementSpec ComputeElementSpec() const override { return {{DType::kInt64, {}}}; }
   std::string Describe() const override {
     return absl::StrCat("Range(", start_, ", ", stop_, ", ", step_, ")");
   }

@@ -27,6 +27,9 @@ class SampleFromDatasetsDataset : public DatasetBase {
 
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override;
+  ElementSpec ComputeElementSpec() const override {
+    return MixedElementSpec(inputs(), inputs().size());
+  }
   int64_t Cardinality() const override {
     for (const auto& in : inputs()) {
       if (in->Cardinality() != kInfiniteCardinality) return kUnknownCardinality;

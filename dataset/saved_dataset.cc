@@ -307,22 +307,32 @@ absl::StatusOr<std::unique_ptr<SavedDatasetReader>> SavedDatasetReader::Create(
   // hands their pages back to the kernel and every new one faults them in again (a third of the
   // kernel time of reading decoded images); recycled memory does not.
   std::shared_ptr<BufferPool> pool = BufferPool::Create(kReaderPoolBlocks, kReaderPoolBytes);
+  // A Snapshot's elements are its input's: declared to the reading pipeline, so that its
+  // checkpoints are checked against them too. A Load's are unknown.
+  const ElementSpec spec = owner->element_spec();
   for (const proto::SavedShard& s : manifest.shards()) {
     const std::string file = (fs::path(dir) / s.file()).string();
     shards.push_back(
         Dataset::TFRecord(file, {.compression = compression})
-            .Map([file, pool](Element record,
-                              const ElementContext& context) -> absl::StatusOr<Element> {
-              // Parsed in place: an ElementProto would copy each image once more.
-              absl::StatusOr<Element> element =
-                  ElementFromSerialized(record[0].scalar<std::string>(), pool.get());
-              if (!element.ok()) {
-                return absl::DataLossError(absl::StrCat(file, ": record ", context.index,
-                                                        " is not a saved element (",
-                                                        element.status().message(), ")"));
-              }
-              return element;
-            }));
+            .Map(
+                [file, pool, spec](Element record,
+                                   const ElementContext& context) -> absl::StatusOr<Element> {
+                  // Parsed in place: an ElementProto would copy each image once more.
+                  absl::StatusOr<Element> element =
+                      ElementFromSerialized(record[0].scalar<std::string>(), pool.get());
+                  if (!element.ok()) {
+                    return absl::DataLossError(absl::StrCat(file, ": record ", context.index,
+                                                            " is not a saved element (",
+                                                            element.status().message(), ")"));
+                  }
+                  if (absl::Status valid = spec.Check(*element); !valid.ok()) {
+                    return absl::DataLossError(absl::StrCat(file, ": record ", context.index,
+                                                            " is not ", spec.DebugString(), " (",
+                                                            valid.message(), ")"));
+                  }
+                  return element;
+                },
+                {.output_signature = spec}));
   }
   Dataset pipeline = Dataset::Range(0);
   if (reader_fn) {
@@ -345,7 +355,8 @@ absl::StatusOr<std::unique_ptr<SavedDatasetReader>> SavedDatasetReader::Create(
         {.cycle_length = n,
          .block_length = 1,
          .num_parallel_calls = std::min(n, AvailableCores()),
-         .deterministic = true});
+         .deterministic = true,
+         .output_signature = spec});
   }
   auto reader = std::unique_ptr<SavedDatasetReader>(
       new SavedDatasetReader(owner, std::move(dir), std::move(manifest)));

@@ -12,10 +12,13 @@ namespace {
 
 class ScanDataset : public DatasetBase {
  public:
-  ScanDataset(std::shared_ptr<const DatasetBase> input, Element initial_state, ScanFn fn)
+  ScanDataset(std::shared_ptr<const DatasetBase> input, Element initial_state, ScanFn fn,
+              ElementSpec output_signature)
       : DatasetBase("Scan", {std::move(input)}),
         initial_state_(std::move(initial_state)),
-        fn_(std::move(fn)) {}
+        fn_(std::move(fn)) {
+    DeclareOutputSignature(std::move(output_signature));
+  }
 
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override {
@@ -76,8 +79,9 @@ class ScanDataset : public DatasetBase {
 
 }  // namespace
 
-Dataset Dataset::Scan(Element initial_state, ScanFn fn) const {
-  return Dataset(std::make_shared<ScanDataset>(base(), std::move(initial_state), std::move(fn)));
+Dataset Dataset::Scan(Element initial_state, ScanFn fn, ElementSpec output_signature) const {
+  return Dataset(std::make_shared<ScanDataset>(base(), std::move(initial_state), std::move(fn),
+                                               std::move(output_signature)));
 }
 
 }  // namespace sluice

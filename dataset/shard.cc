@@ -18,6 +18,7 @@ class ShardDataset : public DatasetBase {
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override;
 
+  ElementSpec ComputeElementSpec() const override { return inputs()[0]->element_spec(); }
   int64_t Cardinality() const override {
     if (!Validate().ok()) return kUnknownCardinality;
     const int64_t n = inputs()[0]->Cardinality();

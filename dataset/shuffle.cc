@@ -24,6 +24,7 @@ class ShuffleDataset : public DatasetBase {
 
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override;
+  ElementSpec ComputeElementSpec() const override { return inputs()[0]->element_spec(); }
   int64_t Cardinality() const override { return inputs()[0]->Cardinality(); }
   std::string Describe() const override {
     std::string s = absl::StrCat("Shuffle(", buffer_size_);
@@ -120,7 +121,8 @@ class ShuffleIterator : public IteratorBase {
     buffered_bytes_ = 0;
     for (const proto::BufferedResult& r : state.buffer()) {
       ElementSource source;
-      SLUICE_ASSIGN_OR_RETURN(auto result, BufferedFromProto(r, input_.get(), &source));
+      SLUICE_ASSIGN_OR_RETURN(auto result,
+                              RestoreBuffered(r, input_.get(), &source, d_->element_spec()));
       if (!result.ok() || !result->has_value()) {
         return absl::DataLossError(
             absl::StrCat("checkpoint of ", d_->name(), " holds an error or an end in its buffer"));

@@ -21,6 +21,7 @@ class SkipDataset : public DatasetBase {
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override;
 
+  ElementSpec ComputeElementSpec() const override { return inputs()[0]->element_spec(); }
   int64_t Cardinality() const override {
     const int64_t n = inputs()[0]->Cardinality();
     if (count_ < 0) return 0;

@@ -34,6 +34,7 @@ class SnapshotDataset : public DatasetBase {
 
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override;
+  ElementSpec ComputeElementSpec() const override { return inputs()[0]->element_spec(); }
   int64_t Cardinality() const override { return inputs()[0]->Cardinality(); }
   std::string Describe() const override { return absl::StrCat("Snapshot(", path_, ")"); }
 

@@ -25,6 +25,7 @@ class TextLineDataset : public DatasetBase {
     }
     return std::unique_ptr<IteratorBase>(new TextLineIterator(this, ctx));
   }
+  ElementSpec ComputeElementSpec() const override { return {{DType::kBytes, {}}}; }
   absl::Status AppendSourceFiles(std::vector<std::string>* files) const override {
     files->insert(files->end(), files_.begin(), files_.end());
     return absl::OkStatus();

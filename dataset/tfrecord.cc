@@ -60,6 +60,8 @@ class TFRecordDataset : public DatasetBase {
     return s + ")";
   }
 
+  ElementSpec ComputeElementSpec() const override { return {{DType::kBytes, {}}}; }
+
   const std::vector<std::string>& files() const { return files_; }
   absl::Status AppendSourceFiles(std::vector<std::string>* files) const override {
     files->insert(files->end(), files_.begin(), files_.end());

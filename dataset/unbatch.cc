@@ -17,6 +17,10 @@ class UnbatchDataset : public DatasetBase {
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override;
 
+  ElementSpec ComputeElementSpec() const override {
+    return inputs()[0]->element_spec().Unbatched();
+  }
+
   // Without static shapes the rows per element are known only when iterating.
   int64_t Cardinality() const override {
     const int64_t n = inputs()[0]->Cardinality();
@@ -86,7 +90,10 @@ class UnbatchIterator : public IteratorBase {
         return absl::DataLossError(
             absl::StrCat("checkpoint of ", state.node(), " lacks the rest of its current element"));
       }
-      SLUICE_ASSIGN_OR_RETURN(current_, ElementFromProto(state.buffer(0).element()));
+      // What is left of an input element: its rows from the next one on.
+      SLUICE_ASSIGN_OR_RETURN(
+          current_, RestoreElement(state.buffer(0).element(),
+                                   dataset()->element_spec().Batched(PartialShape::kUnknownDim)));
       SLUICE_ASSIGN_OR_RETURN(rows_, Rows(current_, input_index_ - 1));
     }
     return RestoreInput(input_.get(), state);

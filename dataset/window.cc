@@ -23,6 +23,12 @@ class WindowDataset : public DatasetBase {
                         options_.drop_remainder ? ", drop_remainder" : "", ")");
   }
 
+  // Windows near the end are shorter unless dropped.
+  ElementSpec ComputeElementSpec() const override {
+    return inputs()[0]->element_spec().Batched(
+        options_.drop_remainder && size_ > 0 ? size_ : PartialShape::kUnknownDim);
+  }
+
   int64_t size() const { return size_; }
   int64_t shift() const { return options_.shift.value_or(size_); }
   int64_t stride() const { return options_.stride; }
@@ -110,8 +116,9 @@ class WindowIterator : public IteratorBase {
                                               " elements kept from ", base, " of ", read, " read"));
     }
     kept_.clear();
+    const ElementSpec& spec = d_->inputs()[0]->element_spec();
     for (const proto::BufferedResult& b : state.buffer()) {
-      SLUICE_ASSIGN_OR_RETURN(Element e, ElementFromProto(b.element()));
+      SLUICE_ASSIGN_OR_RETURN(Element e, RestoreElement(b.element(), spec));
       kept_.push_back(std::move(e));
     }
     start_ = start;

@@ -17,6 +17,7 @@ class OptionsDataset : public DatasetBase {
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
     return std::unique_ptr<IteratorBase>(new PassThroughIterator(this, ctx, std::move(input)));
   }
+  ElementSpec ComputeElementSpec() const override { return inputs()[0]->element_spec(); }
   int64_t Cardinality() const override { return inputs()[0]->Cardinality(); }
   const Options* options() const override { return &options_; }
 

@@ -1,6 +1,8 @@
 // Zip(datasets): tuples of the inputs' elements, their components
 // concatenated in input order; ends with the shortest input, like
 // tf.data.Dataset.zip.
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
@@ -38,6 +40,13 @@ class ZipDataset : public DatasetBase {
     return n;
   }
   std::string Describe() const override { return absl::StrCat("Zip(", inputs().size(), ")"); }
+  ElementSpec ComputeElementSpec() const override {
+    if (inputs().empty()) return ElementSpec();  // MakeIterator refuses it
+    std::vector<ElementSpec> parts;
+    parts.reserve(inputs().size());
+    for (const auto& in : inputs()) parts.push_back(in->element_spec());
+    return ElementSpec::Zipped(parts);
+  }
 
  private:
   class ZipIterator : public IteratorBase {

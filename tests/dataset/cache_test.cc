@@ -631,6 +631,44 @@ TEST_F(FileCacheTest, ElementClaimingAHugeShapeIsAnErrorWithoutAllocatingIt) {
   EXPECT_EQ(*calls, 0);
 }
 
+// A cache file holds whatever its records say; elements of another type than the input's
+// element_spec are no cache of it.
+TEST_F(FileCacheTest, ElementOfAnotherTypeThanTheInputsSpecIsDataLoss) {
+  WriteCache(path_, 10);
+  std::vector<std::string> records;
+  {
+    auto reader = TFRecordReader::Open(path_);
+    ASSERT_TRUE(reader.ok());
+    std::string r;
+    while (*(*reader)->ReadRecord(&r)) records.push_back(r);
+  }
+  ASSERT_EQ(records.size(), 12u);  // header, 10 elements, end record
+  proto::ElementProto e;
+  ElementToProto({Tensor::Scalar<float>(1)}, &e);
+  records[6] = e.SerializeAsString();
+  {
+    auto writer = TFRecordWriter::Open(path_, {.sync = false});
+    ASSERT_TRUE(writer.ok());
+    for (const std::string& r : records) ASSERT_TRUE((*writer)->Write(r).ok());
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  // The same pipeline (a declaration is not part of its description), its Map declared.
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  const Dataset declared = Dataset::Range(10).Map(
+      [calls](Element e) -> absl::StatusOr<Element> {
+        ++*calls;
+        return e;
+      },
+      {.output_signature = {{DType::kInt64, {}}}});
+  auto it = declared.Cache(path_).MakeIterator();
+  auto got = Drain(*it);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(got.status().message(),
+              HasSubstr(path_ + ": record 6: component 0 is float32[], expected int64[]"));
+  EXPECT_EQ(*calls, 0);
+}
+
 TEST_F(FileCacheTest, CorruptRecordEndsTheInternalIterator) {
   // After the error the pass ends (IgnoreErrors downstream would otherwise spin forever).
   WriteCache(path_, 4);

@@ -34,9 +34,20 @@ inline absl::StatusOr<std::vector<Element>> Drain(Iterator& it, int64_t limit = 
   return out;
 }
 
+// Every element of `ds`, each checked against ds.element_spec(): a spec stricter than what the
+// op yields would make its valid checkpoints unrestorable.
 inline absl::StatusOr<std::vector<Element>> Collect(const Dataset& ds) {
   auto it = ds.MakeIterator();
-  return Drain(*it);
+  absl::StatusOr<std::vector<Element>> out = Drain(*it);
+  if (out.ok()) {
+    const ElementSpec spec = ds.element_spec();
+    for (size_t i = 0; i < out->size(); ++i) {
+      const absl::Status s = spec.Check((*out)[i]);
+      EXPECT_TRUE(s.ok()) << ds.DebugString() << ": element " << i << " is not its element_spec "
+                          << spec.DebugString() << ": " << s;
+    }
+  }
+  return out;
 }
 
 // The int64 scalar first component of each element.

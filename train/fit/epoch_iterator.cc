@@ -11,9 +11,9 @@
 namespace sluice::train::fit {
 namespace {
 
-// Enumerate makes the index, but a restored checkpoint may hold anything in the pipeline's
-// buffers (their elements are not checked against the pipeline's types): each element read is
-// checked first.
+// Enumerate makes the index; a checkpoint's held-back element, which no Enumerate made, must
+// have one too. (Elements read are checked as well: a pipeline whose element_spec is unknown
+// restores whatever its checkpoint's buffers hold.)
 absl::Status CheckIndexed(const Element& e) {
   if (e.empty() || e[0].dtype() != DType::kInt64 || e[0].rank() != 0) {
     return absl::DataLossError(absl::StrCat(
@@ -31,8 +31,11 @@ Dataset Indexed(const Dataset& data, std::optional<uint64_t> seed) {
 
 }  // namespace
 
-EpochIterator::EpochIterator(const Dataset& data, std::optional<uint64_t> seed)
-    : iterator_(Indexed(data, seed).MakeIterator()) {}
+EpochIterator::EpochIterator(const Dataset& data, std::optional<uint64_t> seed) {
+  const Dataset indexed = Indexed(data, seed);
+  element_spec_ = indexed.element_spec();
+  iterator_ = indexed.MakeIterator();
+}
 
 absl::StatusOr<std::optional<Element>> EpochIterator::Next() {
   if (held_back_) {
@@ -78,6 +81,11 @@ absl::Status EpochIterator::Restore(RankPosition& position, absl::string_view pa
     SLUICE_RETURN_IF_ERROR(
         WithContext(CheckIndexed(*position.pending_element),
                     absl::StrCat(path, ": the element held for the next step: ")));
+    // It goes to the model as it is: of another type than the pipeline's, it is no element of it.
+    if (absl::Status s = element_spec_.Check(*position.pending_element); !s.ok()) {
+      return absl::DataLossError(absl::StrCat(path, ": the element held for the next step is not ",
+                                              element_spec_.DebugString(), ": ", s.message()));
+    }
   }
   held_back_ = std::move(position.pending_element);
   return absl::OkStatus();

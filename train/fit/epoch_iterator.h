@@ -47,10 +47,13 @@ class EpochIterator {
   // The position, for a checkpoint: the pipeline's state and a host copy of the held-back
   // element.
   absl::Status Save(RankPosition& position);
-  // Restores a position Save wrote; errors name `path`.
+  // Restores a position Save wrote; errors name `path`. The held-back element must match the
+  // pipeline's element_spec (DataLoss otherwise), as the elements a restore puts in the
+  // pipeline's own buffers must.
   absl::Status Restore(RankPosition& position, absl::string_view path);
 
  private:
+  ElementSpec element_spec_;  // of the indexed pipeline: what a held-back element must match
   std::unique_ptr<Iterator> iterator_;
   std::optional<Element> held_back_;
   int64_t pass_length_ = -1;

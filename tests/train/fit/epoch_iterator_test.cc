@@ -85,5 +85,23 @@ TEST(EpochIteratorTest, ARestoredElementWithoutItsIndexIsDataLossNamingTheFile) 
       << s;
 }
 
+TEST(EpochIteratorTest, ARestoredElementOfAnotherTypeThanThePipelinesIsDataLoss) {
+  // Range's spec is known: {pass index, int64 scalar}.
+  EpochIterator it(Dataset::Range(3), std::nullopt);
+  RankPosition position;
+  position.pending_element =
+      Element{Tensor::Scalar<int64_t>(0), Tensor::FromVector<int64_t>({1, 2})};
+  const absl::Status s = it.Restore(position, "run/ckpt");
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("run/ckpt: the element held for the next step is not (int64[], "
+                             "int64[]): component 1 is int64[2], expected int64[]"),
+            std::string::npos)
+      << s;
+  // One of its elements restores, and is the next.
+  position.pending_element = Element{Tensor::Scalar<int64_t>(0), Tensor::Scalar<int64_t>(2)};
+  ASSERT_TRUE(it.Restore(position, "run/ckpt").ok());
+  EXPECT_EQ(NextPair(it), (std::pair<int64_t, int64_t>{0, 2}));
+}
+
 }  // namespace
 }  // namespace sluice::train::fit
