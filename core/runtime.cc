@@ -70,6 +70,23 @@ void AllowWorkers() {
   });
 }
 
+// The Runtime whose task this thread is running, if any (Runtime::OnWorker).
+thread_local const Runtime* current_runtime = nullptr;
+
+// Marks the thread as running a task of `runtime` for its lifetime.
+class RunningTaskOf {
+ public:
+  explicit RunningTaskOf(const Runtime* runtime) : outer_(current_runtime) {
+    current_runtime = runtime;
+  }
+  ~RunningTaskOf() { current_runtime = outer_; }
+  RunningTaskOf(const RunningTaskOf&) = delete;
+  RunningTaskOf& operator=(const RunningTaskOf&) = delete;
+
+ private:
+  const Runtime* outer_;
+};
+
 }  // namespace
 
 // No slot is reserved for the calling thread: `threads` workers run the tasks
@@ -84,21 +101,26 @@ void Runtime::Schedule(std::function<void()> fn) {
   // inside oneTBB is the one read ThreadSanitizer cannot order.
   auto* task = new std::function<void()>(std::move(fn));
   TsanRelease(task);
-  arena_.enqueue([task] {
+  arena_.enqueue([this, task] {
     AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
     std::function<void()>* t = task;
+    const Runtime* runtime = this;
     AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
     TsanAcquire(t);
     NameThisWorker();
+    RunningTaskOf running(runtime);
     (*t)();
     delete t;
   });
 #else
-  arena_.enqueue([fn = std::move(fn)] {
+  arena_.enqueue([this, fn = std::move(fn)] {
     NameThisWorker();
+    RunningTaskOf running(this);
     fn();
   });
 #endif
 }
+
+bool Runtime::OnWorker() const { return current_runtime == this; }
 
 }  // namespace sluice

@@ -22,6 +22,9 @@ class Runtime {
   // Runs `fn` on a worker of this arena, asynchronously. `fn` must keep alive
   // whatever it touches: the caller may be gone when it runs.
   void Schedule(std::function<void()> fn);
+  // Whether the calling thread is running one of this arena's tasks. Such a thread must not
+  // wait for another task of the arena to run: with every worker waiting, none would start.
+  bool OnWorker() const;
 
  private:
   int threads_;

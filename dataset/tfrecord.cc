@@ -28,6 +28,7 @@
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
 #include "dataset/knob.h"
+#include "dataset/tfrecord_fingerprint.h"
 #include "io/tfrecord_reader.h"
 
 namespace sluice {
@@ -70,10 +71,11 @@ class TFRecordDataset : public DatasetBase {
   const TFRecordOptions& tfrecord_options() const { return options_; }
 
   // Opens file `i` at the start of record `record_index`, which begins at
-  // `offset` (both as the reader reported them). Uncompressed files seek;
-  // compressed ones are read forward to it, stopping early if `cancelled`.
+  // `offset` (both as the reader reported them), once the file matches the
+  // checkpoint's `fingerprint` (for a restored position). Uncompressed files
+  // seek; compressed ones are read forward, stopping early if `cancelled`.
   absl::StatusOr<std::unique_ptr<TFRecordReader>> OpenAt(
-      size_t i, uint64_t offset, int64_t record_index,
+      size_t i, uint64_t offset, int64_t record_index, const TFRecordFingerprint& fingerprint = {},
       const std::atomic<bool>* cancelled = nullptr) const {
     const std::string& path = files_[i];
     TFRecordReaderOptions ro;
@@ -83,29 +85,47 @@ class TFRecordDataset : public DatasetBase {
     ro.max_record_bytes = options_.max_record_bytes;
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TFRecordReader> reader, TFRecordReader::Open(path, ro));
     if (record_index == 0) return reader;
-    if (ro.compression == Compression::kNone) {
-      SLUICE_RETURN_IF_ERROR(reader->Seek(offset, record_index));
-      return reader;
+    SLUICE_RETURN_IF_ERROR(fingerprint.CheckSize(path));
+    if (fingerprint.record >= 0) {
+      SLUICE_RETURN_IF_ERROR(MoveTo(*reader, static_cast<uint64_t>(fingerprint.offset),
+                                    fingerprint.record, cancelled));
+      SLUICE_RETURN_IF_ERROR(fingerprint.CheckRecord(*reader));
+    }
+    SLUICE_RETURN_IF_ERROR(MoveTo(*reader, offset, record_index, cancelled));
+    return reader;
+  }
+
+  // Moves `reader` to record `record_index` at `offset`: a seek in an uncompressed file, reading
+  // forward in a compressed one (which must then find the record there). Already there, the
+  // reader stays as it is (its last record is the fingerprint's).
+  static absl::Status MoveTo(TFRecordReader& reader, uint64_t offset, int64_t record_index,
+                             const std::atomic<bool>* cancelled) {
+    if (reader.records_read() == record_index && reader.offset() == offset) {
+      return absl::OkStatus();
+    }
+    if (reader.options().compression == Compression::kNone) {
+      return reader.Seek(offset, record_index);
     }
     std::string record;
-    while (reader->records_read() < record_index) {
+    while (reader.records_read() < record_index) {
       if (cancelled != nullptr && cancelled->load(std::memory_order_relaxed)) {
         return absl::CancelledError("iterator destroyed");
       }
-      SLUICE_ASSIGN_OR_RETURN(bool more, reader->ReadRecord(&record));
+      SLUICE_ASSIGN_OR_RETURN(bool more, reader.ReadRecord(&record));
       if (!more) {
-        return absl::DataLossError(absl::StrCat(path, ": ends after ", reader->records_read(),
+        return absl::DataLossError(absl::StrCat(reader.path(), ": ends after ",
+                                                reader.records_read(),
                                                 " records, but the checkpoint is at record ",
                                                 record_index, " (has the file changed?)"));
       }
     }
-    if (reader->records_read() != record_index || reader->offset() != offset) {
-      return absl::DataLossError(absl::StrCat(path, ": record ", reader->records_read(),
-                                              " is at uncompressed offset ", reader->offset(),
+    if (reader.records_read() != record_index || reader.offset() != offset) {
+      return absl::DataLossError(absl::StrCat(reader.path(), ": record ", reader.records_read(),
+                                              " is at uncompressed offset ", reader.offset(),
                                               ", but the checkpoint has record ", record_index,
                                               " at offset ", offset, " (has the file changed?)"));
     }
-    return reader;
+    return absl::OkStatus();
   }
 
  private:
@@ -124,9 +144,10 @@ class SequentialTFRecordIterator : public IteratorBase {
     while (file_ < d_->files().size()) {
       if (!reader_) {
         absl::StatusOr<std::unique_ptr<TFRecordReader>> opened =
-            d_->OpenAt(file_, start_offset_, start_record_);
+            d_->OpenAt(file_, start_offset_, start_record_, start_fingerprint_);
         start_offset_ = 0;
         start_record_ = 0;
+        start_fingerprint_ = {};
         if (!opened.ok()) {
           ++file_;
           return opened.status();
@@ -154,6 +175,7 @@ class SequentialTFRecordIterator : public IteratorBase {
     ints["file"] = static_cast<int64_t>(file_);
     ints["offset"] = static_cast<int64_t>(reader_ ? reader_->offset() : start_offset_);
     ints["record"] = reader_ ? reader_->records_read() : start_record_;
+    (reader_ ? TFRecordFingerprint::Of(*reader_) : start_fingerprint_).Save("", state);
     return absl::OkStatus();
   }
 
@@ -167,6 +189,8 @@ class SequentialTFRecordIterator : public IteratorBase {
                                               " of ", d_->files().size(), ", record ",
                                               start_record_, ", offset ", offset));
     }
+    SLUICE_ASSIGN_OR_RETURN(start_fingerprint_,
+                            TFRecordFingerprint::Restore(state, "", start_record_, offset));
     file_ = static_cast<size_t>(file);
     start_offset_ = static_cast<uint64_t>(offset);
     return absl::OkStatus();  // The file is opened at the next GetNext.
@@ -212,6 +236,7 @@ class SequentialTFRecordIterator : public IteratorBase {
   // Where file_ is to be opened (a restored position).
   uint64_t start_offset_ = 0;
   int64_t start_record_ = 0;
+  TFRecordFingerprint start_fingerprint_;
   int64_t skipped_seen_ = 0;
   // Where the last record read began.
   uint64_t last_offset_ = 0;
@@ -351,6 +376,8 @@ class ParallelTFRecordIterator : public IteratorBase {
         return absl::DataLossError(
             absl::StrCat("checkpoint of ", state.node(), ": slot ", i, " is corrupt"));
       }
+      SLUICE_ASSIGN_OR_RETURN(s.start_fingerprint,
+                              TFRecordFingerprint::Restore(state, p, s.start_record, offset));
       s.start_offset = static_cast<uint64_t>(offset);
       s.ended = ended != 0;
       if (s.ended) {
@@ -384,6 +411,7 @@ class ParallelTFRecordIterator : public IteratorBase {
     // Where the file is to be opened (a restored position).
     uint64_t start_offset = 0;
     int64_t start_record = 0;
+    TFRecordFingerprint start_fingerprint;
     std::deque<std::string> records;
     int64_t bytes = 0;
     bool ended = false;   // nothing more to read: the end of the file, or `status`
@@ -456,6 +484,7 @@ class ParallelTFRecordIterator : public IteratorBase {
       const size_t file = static_cast<size_t>(s.file);
       const uint64_t start_offset = s.start_offset;
       const int64_t start_record = s.start_record;
+      const TFRecordFingerprint start_fingerprint = s.start_fingerprint;
       const int64_t want = Capacity() - static_cast<int64_t>(s.records.size());
       std::unique_ptr<TFRecordReader> reader = std::move(s.reader);
       int64_t skipped_seen = s.skipped_seen;
@@ -468,7 +497,7 @@ class ParallelTFRecordIterator : public IteratorBase {
         ScopedTimer timer(&stats().busy_ns);
         if (!reader) {
           absl::StatusOr<std::unique_ptr<TFRecordReader>> opened =
-              d_->OpenAt(file, start_offset, start_record, &cancelled_);
+              d_->OpenAt(file, start_offset, start_record, start_fingerprint, &cancelled_);
           if (opened.ok()) {
             reader = std::move(*opened);
             skipped_seen = reader->records_skipped();  // Not those passed while restoring.
@@ -529,6 +558,7 @@ class ParallelTFRecordIterator : public IteratorBase {
       ints[p + "file"] = s.file;
       ints[p + "offset"] = static_cast<int64_t>(s.reader ? s.reader->offset() : s.start_offset);
       ints[p + "record"] = s.reader ? s.reader->records_read() : s.start_record;
+      (s.reader ? TFRecordFingerprint::Of(*s.reader) : s.start_fingerprint).Save(p, state);
       ints[p + "ended"] = s.ended;
       ints[p + "buffered"] = static_cast<int64_t>(s.records.size());
       if (s.ended) {

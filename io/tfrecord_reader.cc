@@ -216,6 +216,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline TFRecordReader::Step TFRecordReader::ReadBuf
       return Step::kSkipped;
     }
   }
+  last_record_ = {records_read_, start, tfrecord::DecodeFixed32(data + length)};
   in_.Consume(kOverhead + length);
   offset_ += kOverhead + length;
   ++records_read_;
@@ -252,6 +253,7 @@ TFRecordReader::Step TFRecordReader::ReadStreamedRecord(uint64_t start, uint64_t
       return Step::kSkipped;
     }
   }
+  last_record_ = {records_read_, start, tfrecord::DecodeFixed32(footer)};
   offset_ += kOverhead + length;
   ++records_read_;
   return Step::kRecord;
@@ -273,6 +275,7 @@ absl::Status TFRecordReader::Seek(uint64_t offset, int64_t record_index) {
   }
   offset_ = offset;
   records_read_ = record_index;
+  last_record_ = {};
   at_end_ = false;
   status_ = absl::OkStatus();
   return absl::OkStatus();

@@ -65,6 +65,16 @@ class TFRecordReader {
   const std::string& path() const { return path_; }
   const TFRecordReaderOptions& options() const { return options_; }
 
+  // The last record ReadRecord returned: its index, the offset where it starts (uncompressed)
+  // and its data CRC as its footer stores it (masked). Index -1 before the first and after a
+  // Seek. What an iterator checkpoint keeps to recognise the file on restore.
+  struct RecordMark {
+    int64_t index = -1;
+    uint64_t offset = 0;
+    uint32_t crc = 0;
+  };
+  const RecordMark& last_record() const { return last_record_; }
+
  private:
   TFRecordReader(std::string path, TFRecordReaderOptions options, FileInputStream* file,
                  std::unique_ptr<InputStream> stream);
@@ -101,6 +111,7 @@ class TFRecordReader {
   uint64_t offset_ = 0;
   int64_t records_read_ = 0;
   int64_t records_skipped_ = 0;
+  RecordMark last_record_;
   bool at_end_ = false;
   absl::Status status_;
 };

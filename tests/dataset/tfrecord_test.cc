@@ -5,7 +5,10 @@
 #include <filesystem>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "dataset/proto/iterator_state.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/proto/example.pb.h"
@@ -289,6 +292,15 @@ TEST_P(TFRecordParallelTest, EndOfSequenceRepeats) {
 INSTANTIATE_TEST_SUITE_P(NumParallelReads, TFRecordParallelTest,
                          ::testing::Values(1, 2, 8, kAutotune));
 
+// Writes `records` to `path` (replacing it).
+void WriteRecords(const std::string& path, const std::vector<std::string>& records,
+                  Compression compression = Compression::kNone) {
+  auto w = TFRecordWriter::Open(path, {.compression = compression, .sync = false});
+  ASSERT_TRUE(w.ok()) << w.status();
+  for (const std::string& r : records) EXPECT_TRUE((*w)->Write(r).ok());
+  EXPECT_TRUE((*w)->Close().ok());
+}
+
 // Files written here, each record naming its file and index, so that the
 // order shows which file every record came from.
 class TFRecordFilesTest : public ::testing::Test {
@@ -309,15 +321,9 @@ class TFRecordFilesTest : public ::testing::Test {
       const bool gz = f % 3 == 2;
       const std::string path =
           (dir_ / absl::StrCat("f", f, gz ? ".tfrecord.gz" : ".tfrecord")).string();
-      auto w = TFRecordWriter::Open(
-          path, {.compression = gz ? Compression::kGzip : Compression::kNone, .sync = false});
-      EXPECT_TRUE(w.ok()) << w.status();
       std::vector<std::string> records;
-      for (int i = 0; i < counts[f]; ++i) {
-        records.push_back(absl::StrCat("f", f, "-r", i));
-        EXPECT_TRUE((*w)->Write(records.back()).ok());
-      }
-      EXPECT_TRUE((*w)->Close().ok());
+      for (int i = 0; i < counts[f]; ++i) records.push_back(absl::StrCat("f", f, "-r", i));
+      WriteRecords(path, records, gz ? Compression::kGzip : Compression::kNone);
       paths.push_back(path);
       expected_.push_back(std::move(records));
     }
@@ -419,6 +425,152 @@ TEST_F(TFRecordFilesTest, StatsReportKnobsAndBoundedBuffers) {
   EXPECT_GT(node->busy_ns, 0);
   EXPECT_EQ(node->buffered_elements, 0);
   EXPECT_EQ(node->buffered_bytes, 0);
+}
+
+// Uncompressed files are restored by seeking to the saved offset. A file rewritten with other
+// records at the same offsets (the same size, records of the same lengths) resumed in the middle
+// of the new data, silently; a checkpoint now keeps the file's size and the last record read
+// before its position (offset and CRC), and reads that record again on restore.
+TEST_F(TFRecordFilesTest, AFileRewrittenInPlaceIsDetectedOnRestore) {
+  for (int reads : {1, 2}) {
+    for (bool gz : {false, true}) {
+      SCOPED_TRACE(absl::StrCat("num_parallel_reads=", reads, gz ? ", gzip" : ""));
+      const Compression compression = gz ? Compression::kGzip : Compression::kNone;
+      const std::string path = (dir_ / (gz ? "data.tfrecord.gz" : "data.tfrecord")).string();
+      std::vector<std::string> before, after;
+      for (int i = 0; i < 200; ++i) {  // more than a parallel reader reads ahead
+        before.push_back(absl::StrFormat("before-%03d", i));
+        after.push_back(absl::StrFormat("after--%03d", i));
+      }
+      WriteRecords(path, before, compression);
+      const Dataset ds = Dataset::TFRecord(path, {.num_parallel_reads = reads});
+      auto it = ds.MakeIterator();
+      ASSERT_TRUE(Drain(*it, 5).ok());
+      auto saved = it->Save();
+      ASSERT_TRUE(saved.ok()) << saved.status();
+      it.reset();
+      // A restore, and a checkpoint of the restored iterator before it reads anything, keep it.
+      auto restored = ds.MakeIterator();
+      ASSERT_TRUE(restored->Restore(*saved).ok());
+      auto resaved = restored->Save();
+      ASSERT_TRUE(resaved.ok()) << resaved.status();
+
+      const auto size = std::filesystem::file_size(path);
+      WriteRecords(path, after, compression);
+      if (!gz) {
+        ASSERT_EQ(std::filesystem::file_size(path), size);  // the same offsets
+      }
+      for (const std::string* checkpoint : {&*saved, &*resaved}) {
+        auto fresh = ds.MakeIterator();
+        ASSERT_TRUE(fresh->Restore(*checkpoint).ok());
+        absl::Status error;
+        for (int i = 0; i < 300 && error.ok(); ++i) {
+          auto e = fresh->GetNext();
+          if (!e.ok()) error = e.status();
+          ASSERT_TRUE(!e.ok() || e->has_value()) << "no error at the end";
+          if (e.ok() && reads == 1) {
+            FAIL() << "read " << (**e)[0].scalar<std::string>();
+          }
+        }
+        EXPECT_EQ(error.code(), absl::StatusCode::kDataLoss) << error;
+        EXPECT_THAT(error.message(), HasSubstr(path + ": "));
+        EXPECT_THAT(error.message(), HasSubstr("(has the file changed?)"));
+        if (!gz) {
+          EXPECT_THAT(error.message(), HasSubstr("had CRC"));
+        }
+      }
+    }
+  }
+}
+
+TEST_F(TFRecordFilesTest, AFileOfAnotherSizeIsDetectedAndAnUnchangedOneRestoresExactly) {
+  const std::string path = (dir_ / "data.tfrecord").string();
+  std::vector<std::string> records;
+  for (int i = 0; i < 50; ++i) records.push_back(absl::StrCat("r", i));
+  WriteRecords(path, records);
+  const Dataset ds = Dataset::TFRecord(path);
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(Drain(*it, 20).ok());
+  auto saved = it->Save();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  auto rest = Drain(*it);
+  ASSERT_TRUE(rest.ok());
+  // Unchanged (the file copied away and back: another mtime, the same bytes): exactly the rest.
+  std::filesystem::copy_file(path, path + ".copy");
+  std::filesystem::rename(path + ".copy", path);
+  auto fresh = ds.MakeIterator();
+  ASSERT_TRUE(fresh->Restore(*saved).ok());
+  auto again = Drain(*fresh);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(Records(*again), Records(*rest));
+  // One record appended: the records before the position are the same, the file is not.
+  records.push_back("one more");
+  WriteRecords(path, records);
+  fresh = ds.MakeIterator();
+  ASSERT_TRUE(fresh->Restore(*saved).ok());
+  auto e = fresh->GetNext();
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(e.status().message(), HasSubstr(path + ": "));
+  EXPECT_THAT(e.status().message(), HasSubstr("when the checkpoint was saved (has the file "
+                                              "changed?)"));
+}
+
+// A checkpoint written before fingerprints (none of their keys) restores as it did: unchecked.
+TEST_F(TFRecordFilesTest, ACheckpointWithoutAFingerprintStillRestores) {
+  const std::string path = (dir_ / "data.tfrecord").string();
+  std::vector<std::string> records;
+  for (int i = 0; i < 30; ++i) records.push_back(absl::StrCat("r", i));
+  WriteRecords(path, records);
+  for (int reads : {1, 2}) {
+    const Dataset ds = Dataset::TFRecord(path, {.num_parallel_reads = reads});
+    auto it = ds.MakeIterator();
+    ASSERT_TRUE(Drain(*it, 7).ok());
+    auto saved = it->Save();
+    ASSERT_TRUE(saved.ok()) << saved.status();
+    proto::IteratorCheckpoint checkpoint;
+    ASSERT_TRUE(checkpoint.ParseFromString(*saved));
+    auto& ints = *checkpoint.mutable_root()->mutable_ints();
+    int removed = 0;
+    for (auto k = ints.begin(); k != ints.end();) {
+      const bool fingerprint =
+          absl::StrContains(k->first, "file_size") || absl::StrContains(k->first, "last_");
+      removed += fingerprint;
+      k = fingerprint ? ints.erase(k) : std::next(k);
+    }
+    EXPECT_GE(removed, 4) << "num_parallel_reads=" << reads;  // size, record, offset, CRC
+    auto rest = Drain(*it);
+    ASSERT_TRUE(rest.ok());
+    auto fresh = ds.MakeIterator();
+    ASSERT_TRUE(fresh->Restore(checkpoint.SerializeAsString()).ok());
+    auto again = Drain(*fresh);
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(Records(*again), Records(*rest)) << "num_parallel_reads=" << reads;
+  }
+}
+
+// Fingerprints no reader could have saved are DataLoss on restore.
+TEST_F(TFRecordFilesTest, AFingerprintThatCannotPrecedeThePositionIsDataLoss) {
+  const std::string path = (dir_ / "data.tfrecord").string();
+  WriteRecords(path, {"a", "b", "c", "d"});
+  const Dataset ds = Dataset::TFRecord(path);
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(Drain(*it, 2).ok());
+  auto saved = it->Save();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, int64_t>>{{"last_record", 2},
+                                                    {"last_record", -1},
+                                                    {"last_offset", 1 << 20},
+                                                    {"last_crc", int64_t{1} << 32},
+                                                    {"file_size", -2}}) {
+    proto::IteratorCheckpoint checkpoint;
+    ASSERT_TRUE(checkpoint.ParseFromString(*saved));
+    (*checkpoint.mutable_root()->mutable_ints())[key] = value;
+    auto fresh = ds.MakeIterator();
+    EXPECT_EQ(fresh->Restore(checkpoint.SerializeAsString()).code(), absl::StatusCode::kDataLoss)
+        << key << " = " << value;
+  }
 }
 
 TEST_F(TFRecordFilesTest, DestroyingMidStreamReturnsQuickly) {

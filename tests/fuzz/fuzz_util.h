@@ -9,13 +9,17 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "io/crc32c.h"
 #include "io/tfrecord_format.h"
@@ -25,6 +29,14 @@ namespace sluice::fuzz {
 // An invariant of a target broke: a finding, reported by libFuzzer as a crash.
 inline void Check(bool ok) {
   if (!ok) std::abort();
+}
+
+// A step of the harness itself that must work (writing seeds): its failure is a broken harness.
+inline void CheckOk(const absl::Status& s) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "harness failure: %s\n", std::string(s.message()).c_str());
+    std::abort();
+  }
 }
 
 // Most targets read their first byte as options (a mode) and the rest as their input: their
@@ -71,6 +83,15 @@ inline std::string ScratchPath(absl::string_view name) {
   return ScratchDir() + "/" + std::string(name);
 }
 
+// The bytes of `path`; aborts on failure (a broken harness, not a finding).
+inline std::string ReadFileOrDie(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) std::abort();
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 // Replaces `path` with `bytes`; aborts on failure (a broken harness, not a finding).
 inline void WriteFileOrDie(const std::string& path, absl::string_view bytes) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
@@ -88,6 +109,24 @@ inline void AppendRecord(absl::string_view payload, std::string* out) {
   char footer[tfrecord::kFooterSize];
   tfrecord::EncodeFixed32(footer, MaskCrc32c(Crc32c(payload)));
   out->append(footer, sizeof(footer));
+}
+
+// A training checkpoint file (train/fit/training_checkpoint.h's format) around `payload`: its
+// magic line, the payload's length and a valid CRC.
+inline std::string FrameCheckpoint(absl::string_view payload) {
+  std::string file = "sluice-checkpoint-1\n";
+  char fixed[12];
+  tfrecord::EncodeFixed64(fixed, payload.size());
+  tfrecord::EncodeFixed32(fixed + 8, MaskCrc32c(Crc32c(payload)));
+  file.append(fixed, sizeof(fixed));
+  file.append(payload.data(), payload.size());
+  return file;
+}
+
+// The payload of a training checkpoint file: what FrameCheckpoint frames.
+inline std::string CheckpointPayload(absl::string_view file) {
+  const size_t header = std::string("sluice-checkpoint-1\n").size() + 12;
+  return std::string(file.substr(std::min(header, file.size())));
 }
 
 // Splits `bytes` into pieces at a separator that fuzzers find easily (and that dictionaries name).

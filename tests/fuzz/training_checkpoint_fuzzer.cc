@@ -10,14 +10,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/stubs/logging.h"
-#include "io/crc32c.h"
-#include "io/tfrecord_format.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "tests/train/fit_test_util.h"
 #include "train/callbacks/model_checkpoint.h"
@@ -27,21 +23,6 @@
 namespace sluice::train {
 namespace {
 
-void CheckOk(const absl::Status& s) {
-  if (!s.ok()) {
-    std::fprintf(stderr, "harness failure: %s\n", std::string(s.message()).c_str());
-    std::abort();
-  }
-}
-
-std::string ReadFileOrDie(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) std::abort();
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 Dataset Data() { return testing::BlobsDataset(24, 7, 8).Repeat(); }
 
 void WriteSeeds(const std::string& dir) {
@@ -49,18 +30,18 @@ void WriteSeeds(const std::string& dir) {
   optimizers::Adam adam(optimizers::AdamOptions{.learning_rate = 0.01f});
   fit::Trainer trainer(*model, adam);
   callbacks::ModelCheckpoint mid({.path = dir + "/mid-{epoch}", .save_freq = 2});
-  CheckOk(
+  fuzz::CheckOk(
       trainer.Fit(Data(), {.epochs = 1, .steps_per_epoch = 3, .callbacks = {&mid}, .verbose = 0})
           .status());
-  CheckOk(trainer.SaveCheckpoint(dir + "/end"));
-  CheckOk(trainer.SaveWeights(dir + "/weights"));
+  fuzz::CheckOk(trainer.SaveCheckpoint(dir + "/end"));
+  fuzz::CheckOk(trainer.SaveWeights(dir + "/weights"));
   // The corpus holds the payloads with the mode byte in front (framed: the target adds the
   // header back), and one file as it is.
-  fuzz::WriteFileOrDie(dir + "/raw-end", std::string(1, '\0') + ReadFileOrDie(dir + "/end"));
+  fuzz::WriteFileOrDie(dir + "/raw-end", std::string(1, '\0') + fuzz::ReadFileOrDie(dir + "/end"));
   for (const char* name : {"mid-1", "end", "weights"}) {
-    const std::string file = ReadFileOrDie(absl::StrCat(dir, "/", name));
-    const size_t header = std::string("sluice-checkpoint-1\n").size() + 12;
-    fuzz::WriteFileOrDie(absl::StrCat(dir, "/framed-", name), "\x01" + file.substr(header));
+    const std::string file = fuzz::ReadFileOrDie(absl::StrCat(dir, "/", name));
+    fuzz::WriteFileOrDie(absl::StrCat(dir, "/framed-", name),
+                         "\x01" + fuzz::CheckpointPayload(file));
     std::remove(absl::StrCat(dir, "/", name).c_str());
   }
 }
@@ -80,17 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sluice::train;
   if (size < 1) return 0;
   const absl::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
-  std::string file;
-  if (data[0] & 1) {
-    file = "sluice-checkpoint-1\n";
-    char fixed[12];
-    tfrecord::EncodeFixed64(fixed, rest.size());
-    tfrecord::EncodeFixed32(fixed + 8, MaskCrc32c(Crc32c(rest)));
-    file.append(fixed, sizeof(fixed));
-    file.append(rest.data(), rest.size());
-  } else {
-    file.assign(rest.data(), rest.size());
-  }
+  const std::string file = data[0] & 1 ? fuzz::FrameCheckpoint(rest) : std::string(rest);
   static const std::string* path = new std::string(fuzz::ScratchPath("fuzz.ckpt"));
   fuzz::WriteFileOrDie(*path, file);
 

@@ -2,10 +2,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "io/atomic_file.h"
@@ -77,6 +79,56 @@ absl::StatusOr<proto::SavedModelProto> ReadSavedModel(const std::string& dir,
   return saved;
 }
 
+// The layer at `prefix` (its variables' names' prefix), for errors: "layer 2/0 (Dense)".
+std::string LayerName(const std::string& prefix, const std::string& class_name) {
+  if (prefix.empty()) return absl::StrCat("the model (", class_name, ")");
+  return absl::StrCat("layer ", prefix.substr(0, prefix.size() - 1), " (", class_name, ")");
+}
+
+// The input and every sized layer's output for one example, against the limit: LoadModel's Build
+// runs the model once on zeros.
+absl::Status CheckActivations(const layers::LayerSize& size, const std::string& outer,
+                              const std::string& path, int64_t limit) {
+  const std::string prefix = outer + size.prefix;
+  for (const layers::LayerSize& layer : size.layers) {
+    SLUICE_RETURN_IF_ERROR(CheckActivations(layer, prefix, path, limit));
+  }
+  const int64_t elements = layers::SaturatingProduct(size.output_shape.dims());
+  if (!size.known || elements <= limit) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      path, ": ", LayerName(prefix, size.class_name), " outputs ", size.output_shape.DebugString(),
+      " for one example, over LoadModelOptions::max_activation_elements (", limit, ")"));
+}
+
+// Elements of the saved variables whose names start with `prefix`.
+int64_t ElementsUnder(const std::map<std::string, int64_t>& saved, const std::string& prefix) {
+  int64_t elements = 0;
+  for (auto it = saved.lower_bound(prefix);
+       it != saved.end() && absl::StartsWith(it->first, prefix); ++it) {
+    elements = layers::SaturatingAdd(elements, it->second);
+  }
+  return elements;
+}
+
+// Each sized layer's variables against what the weights hold under its prefix, the innermost
+// layers first (so that a mismatch names the layer, not its container); a container's own
+// count then catches weights that none of its layers takes.
+absl::Status CheckAgainstWeights(const layers::LayerSize& size, const std::string& outer,
+                                 const std::map<std::string, int64_t>& saved,
+                                 const std::string& path, const std::string& weights_path) {
+  const std::string prefix = outer + size.prefix;
+  for (const layers::LayerSize& layer : size.layers) {
+    SLUICE_RETURN_IF_ERROR(CheckAgainstWeights(layer, prefix, saved, path, weights_path));
+  }
+  if (!size.known) return absl::OkStatus();
+  const int64_t held = ElementsUnder(saved, prefix);
+  if (held == size.parameters) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(path, ": ", LayerName(prefix, size.class_name), " has ",
+                                          size.parameters, " variable elements by its config, but ",
+                                          weights_path, " holds ", held,
+                                          " for it (do the files belong together?)"));
+}
+
 }  // namespace
 
 absl::Status SaveModel(layers::Module& model, const Shape& input_shape, const std::string& dir,
@@ -118,7 +170,7 @@ absl::Status SaveModel(layers::Module& model, const Shape& input_shape, const st
   return WriteFileAtomically(ModelPath(dir), saved.SerializeAsString());
 }
 
-absl::StatusOr<LoadedModel> LoadModel(const std::string& dir) {
+absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const LoadModelOptions& options) {
   const std::string path = ModelPath(dir);
   SLUICE_ASSIGN_OR_RETURN(const proto::SavedModelProto saved, ReadSavedModel(dir, path));
   proto::LayerConfigProto config_proto;
@@ -131,22 +183,47 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& dir) {
   if (input_shape.rank() < 1) {
     return absl::DataLossError(absl::StrCat(path, ": no input shape"));
   }
-  // The weights first: the architecture may create only as many variable elements as they hold
-  // (a crafted model.pb must not allocate before anything checks it).
+  // The model is built for one example of the saved shape.
+  std::vector<int64_t> one = dims;
+  one[0] = 1;
+  if (layers::SaturatingProduct(one) > options.max_activation_elements) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path, ": the input ", input_shape.DebugString(),
+                     " is over LoadModelOptions::max_activation_elements (",
+                     options.max_activation_elements, ") for one example"));
+  }
+  // The architecture's size from its config alone, before anything is read or made: a crafted
+  // model.pb (a Dense of 2^40 units) must not allocate before its weights are checked.
+  absl::StatusOr<layers::LayerSize> size = layers::LayerSizeFromConfig(config, Shape(one));
+  if (!size.ok()) {
+    return absl::Status(size.status().code(),
+                        absl::StrCat(path, ": sizing for input ", input_shape.DebugString(), ": ",
+                                     size.status().message()));
+  }
+  if (size->parameters > options.max_parameters) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        path, ": the architecture has ", size->parameters, size->known ? "" : " or more",
+        " variable elements, over LoadModelOptions::max_parameters (", options.max_parameters,
+        ")"));
+  }
+  SLUICE_RETURN_IF_ERROR(CheckActivations(*size, "", path, options.max_activation_elements));
   const std::string weights_path = WeightsPath(dir);
   SLUICE_ASSIGN_OR_RETURN(TrainingCheckpoint weights, ReadCheckpoint(weights_path));
-  int64_t saved_elements = 0;
+  std::map<std::string, int64_t> saved_elements;  // by variable name
+  int64_t total_saved = 0;
   for (const auto& [name, value] : weights.variables) {
-    saved_elements = layers::SaturatingAdd(saved_elements, value.num_elements());
+    int64_t& elements = saved_elements[name];
+    elements = layers::SaturatingAdd(elements, value.num_elements());
+    total_saved = layers::SaturatingAdd(total_saved, value.num_elements());
   }
-  layers::ParameterLimit limit(saved_elements);
+  SLUICE_RETURN_IF_ERROR(CheckAgainstWeights(*size, "", saved_elements, path, weights_path));
+  // What the sizes did not cover (a user's layer without a size function) may create only as
+  // many variable elements as the weights hold.
+  layers::ParameterLimit limit(total_saved);
   absl::StatusOr<std::unique_ptr<layers::Module>> model = layers::LayerFromConfig(config);
   if (!model.ok()) {
     return absl::Status(model.status().code(), absl::StrCat(path, ": ", model.status().message()));
   }
-  // Build for one example of the saved shape.
-  std::vector<int64_t> one = dims;
-  one[0] = 1;
   absl::Status built = (*model)->Build(Shape(one));
   if (!built.ok()) {
     return absl::Status(built.code(),

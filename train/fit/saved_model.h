@@ -1,6 +1,7 @@
 #ifndef SLUICE_TRAIN_FIT_SAVED_MODEL_H_
 #define SLUICE_TRAIN_FIT_SAVED_MODEL_H_
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,11 +46,27 @@ struct LoadedModel {
   std::optional<optimizers::OptimizerState> optimizer_state;
 };
 
+// What LoadModel accepts from a model.pb before it reads the weights or makes anything.
+struct LoadModelOptions {
+  // Variable elements in all, as the architecture's config gives them (16 GiB of float32).
+  int64_t max_parameters = int64_t{1} << 32;
+  // Elements of the input and of each layer's output for one example: LoadModel builds the model
+  // by running it once on zeros of that size (1 GiB of float32).
+  int64_t max_activation_elements = int64_t{1} << 28;
+};
+
 // Keras' keras.models.load_model(dir). A missing directory or file is NotFound; a file that is
 // not a sluice saved model, of another version, or corrupt is DataLoss naming the file and what
-// was wrong; a layer class with no registered factory is NotFound naming it; weights that do not
-// fit the architecture are InvalidArgument naming the variable.
-absl::StatusOr<LoadedModel> LoadModel(const std::string& dir);
+// was wrong; a layer class with no registered factory is NotFound naming it.
+//
+// Before it reads the weights or makes a layer, LoadModel sizes the architecture from its config
+// alone (layers::LayerSizeFromConfig): an architecture over a limit of `options` is
+// ResourceExhausted naming it. Then a layer whose variables, by its config, do not hold as many
+// elements as the weights file holds for it is DataLoss naming both files, the layer and both
+// counts; so is a weights file with elements no layer takes. Weights of the right sizes that do
+// not fit otherwise are InvalidArgument naming the variable. A user's layer registered without a
+// size function is checked when it is built instead (ReserveParameters).
+absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const LoadModelOptions& options = {});
 
 }  // namespace sluice::train::fit
 

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "core/mutex.h"
 #include "core/status_macros.h"
 #include "train/layers/activation.h"
@@ -25,6 +26,7 @@
 #include "train/layers/relu.h"
 #include "train/layers/residual_block.h"
 #include "train/layers/sequential.h"
+#include "train/ops/padding.h"
 #include "train/ops/pool.h"
 
 namespace sluice::train::layers {
@@ -48,28 +50,60 @@ absl::StatusOr<ops::Pool2DOptions> PoolOptions(const LayerConfig& config) {
   return options;
 }
 
-// A layer of a container, checked before it is used.
-absl::StatusOr<std::unique_ptr<Module>> Child(const LayerConfig& config, size_t i) {
+// The config of a container's layer `i`, checked before it is used.
+absl::StatusOr<const LayerConfig*> ChildConfig(const LayerConfig& config, size_t i) {
   if (i >= config.layers.size()) {
     return absl::InvalidArgumentError(absl::StrCat("the config of ", config.class_name, " has ",
                                                    config.layers.size(), " layers, not ", i + 1));
   }
-  return LayerFromConfig(config.layers[i]);
+  return &config.layers[i];
 }
 
-Made MakeDense(const LayerConfig& config) {
-  SLUICE_ASSIGN_OR_RETURN(const int64_t units, config.Int("units"));
+absl::StatusOr<std::unique_ptr<Module>> Child(const LayerConfig& config, size_t i) {
+  SLUICE_ASSIGN_OR_RETURN(const LayerConfig* child, ChildConfig(config, i));
+  return LayerFromConfig(*child);
+}
+
+// The variable elements of a ResidualBlock: two 3x3 convolutions without bias, a batch norm (4
+// per channel) after each, and a 1x1 projection with its batch norm when the shape changes.
+int64_t ResidualBlockParameters(int64_t in_channels, int64_t filters, int64_t stride) {
+  const bool shortcut = stride != 1 || in_channels != filters;
+  int64_t elements = SaturatingProduct({9, in_channels, filters});
+  elements = SaturatingAdd(elements, SaturatingProduct({9, filters, filters}));
+  elements = SaturatingAdd(elements, SaturatingProduct({shortcut ? 3 : 2, 4, filters}));
+  if (shortcut) elements = SaturatingAdd(elements, SaturatingProduct({in_channels, filters}));
+  return elements;
+}
+
+// The arguments of Dense, Conv2D and ResidualBlock in their configs, read and checked once for
+// both the factory and the size function.
+struct DenseArgs {
+  int64_t units;
   DenseOptions options;
-  SLUICE_RETURN_IF_ERROR(KernelLayer::ReadKernelConfig(config, options));
-  if (units < 1) return absl::InvalidArgumentError(absl::StrCat("Dense: units ", units));
-  return std::unique_ptr<Module>(std::make_unique<Dense>(units, options.activation, options));
+};
+struct Conv2DArgs {
+  int64_t filters, kernel_h, kernel_w;
+  Conv2DLayerOptions options;
+};
+struct ResidualBlockArgs {
+  int64_t in_channels, filters;
+  ResidualBlockOptions options;
+};
+
+absl::StatusOr<DenseArgs> ReadDense(const LayerConfig& config) {
+  DenseArgs args;
+  SLUICE_ASSIGN_OR_RETURN(args.units, config.Int("units"));
+  SLUICE_RETURN_IF_ERROR(KernelLayer::ReadKernelConfig(config, args.options));
+  if (args.units < 1) return absl::InvalidArgumentError(absl::StrCat("Dense: units ", args.units));
+  return args;
 }
 
-Made MakeConv2D(const LayerConfig& config) {
-  Conv2DLayerOptions options;
-  SLUICE_ASSIGN_OR_RETURN(const int64_t filters, config.Int("filters"));
-  SLUICE_ASSIGN_OR_RETURN(const int64_t kernel_h, config.Int("kernel_h"));
-  SLUICE_ASSIGN_OR_RETURN(const int64_t kernel_w, config.Int("kernel_w"));
+absl::StatusOr<Conv2DArgs> ReadConv2D(const LayerConfig& config) {
+  Conv2DArgs args;
+  Conv2DLayerOptions& options = args.options;
+  SLUICE_ASSIGN_OR_RETURN(args.filters, config.Int("filters"));
+  SLUICE_ASSIGN_OR_RETURN(args.kernel_h, config.Int("kernel_h"));
+  SLUICE_ASSIGN_OR_RETURN(args.kernel_w, config.Int("kernel_w"));
   SLUICE_ASSIGN_OR_RETURN(options.conv.stride_h, config.Int("stride_h"));
   SLUICE_ASSIGN_OR_RETURN(options.conv.stride_w, config.Int("stride_w"));
   options.conv.dilation_h = config.IntOr("dilation_h", 1);
@@ -77,12 +111,23 @@ Made MakeConv2D(const LayerConfig& config) {
   SLUICE_ASSIGN_OR_RETURN(const std::string padding, config.String("padding"));
   SLUICE_ASSIGN_OR_RETURN(options.conv.padding, ops::ParsePadding(padding));
   SLUICE_RETURN_IF_ERROR(KernelLayer::ReadKernelConfig(config, options));
-  if (filters < 1 || kernel_h < 1 || kernel_w < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Conv2D: filters ", filters, ", kernel ", kernel_h, "x", kernel_w));
+  if (args.filters < 1 || args.kernel_h < 1 || args.kernel_w < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("Conv2D: filters ", args.filters, ", kernel ",
+                                                   args.kernel_h, "x", args.kernel_w));
   }
+  return args;
+}
+
+Made MakeDense(const LayerConfig& config) {
+  SLUICE_ASSIGN_OR_RETURN(const DenseArgs args, ReadDense(config));
   return std::unique_ptr<Module>(
-      std::make_unique<Conv2D>(filters, KernelSize(kernel_h, kernel_w), options));
+      std::make_unique<Dense>(args.units, args.options.activation, args.options));
+}
+
+Made MakeConv2D(const LayerConfig& config) {
+  SLUICE_ASSIGN_OR_RETURN(const Conv2DArgs args, ReadConv2D(config));
+  return std::unique_ptr<Module>(std::make_unique<Conv2D>(
+      args.filters, KernelSize(args.kernel_h, args.kernel_w), args.options));
 }
 
 Made MakeBatchNorm(const LayerConfig& config) {
@@ -100,10 +145,11 @@ Made MakeDropout(const LayerConfig& config) {
       static_cast<float>(rate), static_cast<uint64_t>(config.IntOr("seed", 0))));
 }
 
-Made MakeResidualBlock(const LayerConfig& config) {
-  ResidualBlockOptions options;
-  SLUICE_ASSIGN_OR_RETURN(const int64_t in_channels, config.Int("in_channels"));
-  SLUICE_ASSIGN_OR_RETURN(const int64_t filters, config.Int("filters"));
+absl::StatusOr<ResidualBlockArgs> ReadResidualBlock(const LayerConfig& config) {
+  ResidualBlockArgs args;
+  ResidualBlockOptions& options = args.options;
+  SLUICE_ASSIGN_OR_RETURN(args.in_channels, config.Int("in_channels"));
+  SLUICE_ASSIGN_OR_RETURN(args.filters, config.Int("filters"));
   SLUICE_ASSIGN_OR_RETURN(options.stride, config.Int("stride"));
   options.seed = static_cast<uint64_t>(config.IntOr("seed", 0));
   options.recompute = config.IntOr("recompute", 0) != 0;
@@ -113,19 +159,22 @@ Made MakeResidualBlock(const LayerConfig& config) {
                         .epsilon = static_cast<float>(epsilon)};
   SLUICE_ASSIGN_OR_RETURN(const std::string init, config.String("kernel_initializer"));
   SLUICE_ASSIGN_OR_RETURN(options.kernel_initializer, ParseInitializer(init));
-  if (in_channels < 1 || filters < 1 || options.stride < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("ResidualBlock: in_channels ", in_channels,
-                                                   ", filters ", filters, ", stride ",
+  if (args.in_channels < 1 || args.filters < 1 || options.stride < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("ResidualBlock: in_channels ", args.in_channels,
+                                                   ", filters ", args.filters, ", stride ",
                                                    options.stride));
   }
+  return args;
+}
+
+Made MakeResidualBlock(const LayerConfig& config) {
+  SLUICE_ASSIGN_OR_RETURN(const ResidualBlockArgs args, ReadResidualBlock(config));
   // The block builds its convolutions and batch norms as it is made: check their size first.
-  const bool shortcut = options.stride != 1 || in_channels != filters;
-  int64_t elements = SaturatingProduct({9, in_channels, filters});
-  elements = SaturatingAdd(elements, SaturatingProduct({9, filters, filters}));
-  elements = SaturatingAdd(elements, SaturatingProduct({shortcut ? 3 : 2, 4, filters}));
-  if (shortcut) elements = SaturatingAdd(elements, SaturatingProduct({in_channels, filters}));
-  SLUICE_RETURN_IF_ERROR(CheckParameters("ResidualBlock", elements));
-  return std::unique_ptr<Module>(std::make_unique<ResidualBlock>(in_channels, filters, options));
+  SLUICE_RETURN_IF_ERROR(CheckParameters(
+      "ResidualBlock",
+      ResidualBlockParameters(args.in_channels, args.filters, args.options.stride)));
+  return std::unique_ptr<Module>(
+      std::make_unique<ResidualBlock>(args.in_channels, args.filters, args.options));
 }
 
 Made MakeSequential(const LayerConfig& config) {
@@ -168,30 +217,203 @@ Made MakePool(const LayerConfig& config) {
   return std::unique_ptr<Module>(std::make_unique<M>(options));
 }
 
+// The built-in layers' size functions: what each one's Build would create, and what its
+// Forward would output, for one input shape, computed from the config without making the layer.
+using Sized = absl::StatusOr<LayerSize>;
+
+// A size of `parameters` with the output `dims`, which an untrusted config may have made too
+// large for a Shape (InvalidArgument).
+Sized Output(const LayerConfig& config, int64_t parameters, absl::Span<const int64_t> dims) {
+  absl::StatusOr<Shape> shape = Shape::FromUntrustedDims(dims);
+  if (!shape.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(config.class_name, ": its output ", shape.status().message()));
+  }
+  return LayerSize{.parameters = parameters, .output_shape = *std::move(shape)};
+}
+
+absl::Status ExpectNhwc(const LayerConfig& config, const Shape& input) {
+  if (input.rank() == 4 && input.dim(3) >= 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      config.class_name, ": expects NHWC inputs [batch, height, width, channels], got ",
+      input.DebugString()));
+}
+
+absl::Status ExpectChannels(const LayerConfig& config, const Shape& input) {
+  if (input.rank() >= 1 && input.dim(input.rank() - 1) >= 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      config.class_name, ": expects inputs [..., channels], got ", input.DebugString()));
+}
+
+// One spatial dimension's output size for a window over `in`.
+absl::StatusOr<int64_t> WindowOut(const LayerConfig& config, int64_t in, int64_t kernel,
+                                  int64_t stride, int64_t dilation, ops::Padding padding) {
+  absl::StatusOr<ops::Window> window = ops::ComputeWindow(in, kernel, stride, dilation, padding);
+  if (!window.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(config.class_name, ": ", window.status().message()));
+  }
+  return window->out;
+}
+
+Sized SizeDense(const LayerConfig& config, const Shape& input) {
+  SLUICE_ASSIGN_OR_RETURN(const DenseArgs args, ReadDense(config));
+  if (input.rank() < 2 || input.dim(input.rank() - 1) < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Dense: expects inputs [batch, features], got ", input.DebugString()));
+  }
+  std::vector<int64_t> dims(input.dims().begin(), input.dims().end());
+  const int64_t kernel = SaturatingProduct({dims.back(), args.units});
+  dims.back() = args.units;
+  return Output(config, SaturatingAdd(kernel, args.options.use_bias ? args.units : 0), dims);
+}
+
+Sized SizeConv2D(const LayerConfig& config, const Shape& input) {
+  SLUICE_ASSIGN_OR_RETURN(const Conv2DArgs args, ReadConv2D(config));
+  SLUICE_RETURN_IF_ERROR(ExpectNhwc(config, input));
+  const ops::Conv2DOptions& conv = args.options.conv;
+  SLUICE_ASSIGN_OR_RETURN(const int64_t h, WindowOut(config, input.dim(1), args.kernel_h,
+                                                     conv.stride_h, conv.dilation_h, conv.padding));
+  SLUICE_ASSIGN_OR_RETURN(const int64_t w, WindowOut(config, input.dim(2), args.kernel_w,
+                                                     conv.stride_w, conv.dilation_w, conv.padding));
+  const int64_t kernel =
+      SaturatingProduct({args.kernel_h, args.kernel_w, input.dim(3), args.filters});
+  return Output(config, SaturatingAdd(kernel, args.options.use_bias ? args.filters : 0),
+                {input.dim(0), h, w, args.filters});
+}
+
+Sized SizeBatchNorm(const LayerConfig& config, const Shape& input) {
+  SLUICE_RETURN_IF_ERROR(ExpectChannels(config, input));
+  // gamma, beta, the moving mean and the moving variance
+  return Output(config, SaturatingProduct({4, input.dim(input.rank() - 1)}), input.dims());
+}
+
+Sized SizeResidualBlock(const LayerConfig& config, const Shape& input) {
+  SLUICE_ASSIGN_OR_RETURN(const ResidualBlockArgs args, ReadResidualBlock(config));
+  SLUICE_RETURN_IF_ERROR(ExpectNhwc(config, input));
+  if (input.dim(3) != args.in_channels) {
+    return absl::InvalidArgumentError(absl::StrCat("ResidualBlock: made for ", args.in_channels,
+                                                   " input channels, got input ",
+                                                   input.DebugString()));
+  }
+  // conv1 and the projection are "same" padded with the block's stride, conv2 with stride 1.
+  const int64_t stride = args.options.stride;
+  SLUICE_ASSIGN_OR_RETURN(const int64_t h,
+                          WindowOut(config, input.dim(1), 3, stride, 1, ops::Padding::kSame));
+  SLUICE_ASSIGN_OR_RETURN(const int64_t w,
+                          WindowOut(config, input.dim(2), 3, stride, 1, ops::Padding::kSame));
+  return Output(config, ResidualBlockParameters(args.in_channels, args.filters, stride),
+                {input.dim(0), h, w, args.filters});
+}
+
+// ReLU: no variables, the input's shape.
+Sized SizeElementwise(const LayerConfig& config, const Shape& input) {
+  return Output(config, 0, input.dims());
+}
+
+// Dropout: the input's shape, and one variable element, its count of training calls (which a
+// checkpoint saves so that a resumed run draws the same masks).
+Sized SizeDropout(const LayerConfig& config, const Shape& input) {
+  return Output(config, 1, input.dims());
+}
+
+Sized SizeFlatten(const LayerConfig& config, const Shape& input) {
+  if (input.rank() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Flatten: expects inputs of rank >= 1, got ", input.DebugString()));
+  }
+  return Output(config, 0, {input.dim(0), SaturatingProduct(input.dims().subspan(1))});
+}
+
+Sized SizeGlobalAvgPool(const LayerConfig& config, const Shape& input) {
+  SLUICE_RETURN_IF_ERROR(ExpectNhwc(config, input));
+  return Output(config, 0, {input.dim(0), input.dim(3)});
+}
+
+Sized SizePool(const LayerConfig& config, const Shape& input) {
+  SLUICE_ASSIGN_OR_RETURN(const ops::Pool2DOptions options, PoolOptions(config));
+  SLUICE_RETURN_IF_ERROR(ExpectNhwc(config, input));
+  SLUICE_ASSIGN_OR_RETURN(const int64_t h, WindowOut(config, input.dim(1), options.window_h,
+                                                     options.stride_h, 1, options.padding));
+  SLUICE_ASSIGN_OR_RETURN(const int64_t w, WindowOut(config, input.dim(2), options.window_w,
+                                                     options.stride_w, 1, options.padding));
+  return Output(config, 0, {input.dim(0), h, w, input.dim(3)});
+}
+
+// Each layer sized for its predecessor's output, under the prefix Sequential gives its
+// variables; the sizing stops at a layer of unknown size.
+Sized SizeSequential(const LayerConfig& config, const Shape& input) {
+  LayerSize size;
+  Shape x = input;
+  for (size_t i = 0; i < config.layers.size(); ++i) {
+    absl::StatusOr<LayerSize> layer = LayerSizeFromConfig(config.layers[i], x);
+    if (!layer.ok()) {
+      return absl::Status(layer.status().code(),
+                          absl::StrCat("layer ", i, ": ", layer.status().message()));
+    }
+    layer->prefix = absl::StrCat(i, "/");
+    size.parameters = SaturatingAdd(size.parameters, layer->parameters);
+    const bool known = layer->known;
+    if (known) x = layer->output_shape;
+    size.layers.push_back(*std::move(layer));
+    if (!known) {
+      size.known = false;
+      break;
+    }
+  }
+  size.output_shape = std::move(x);
+  return size;
+}
+
+// Recompute's variables are its layer's, named as they are.
+Sized SizeRecompute(const LayerConfig& config, const Shape& input) {
+  SLUICE_ASSIGN_OR_RETURN(const LayerConfig* inner, ChildConfig(config, 0));
+  return LayerSizeFromConfig(*inner, input);
+}
+
+struct Registered {
+  LayerFactory factory;
+  LayerSizeFunction size;  // may be null (a user's layer)
+};
+
 struct Registry {
   Mutex mu;
-  absl::flat_hash_map<std::string, LayerFactory> factories ABSL_GUARDED_BY(mu);
+  absl::flat_hash_map<std::string, Registered> classes ABSL_GUARDED_BY(mu);
 };
 
 Registry& TheRegistry() {
   static Registry* registry = [] {
     auto* r = new Registry;
     MutexLock l(&r->mu);
-    r->factories = {{"Dense", MakeDense},
-                    {"Conv2D", MakeConv2D},
-                    {"BatchNorm", MakeBatchNorm},
-                    {"Dropout", MakeDropout},
-                    {"ResidualBlock", MakeResidualBlock},
-                    {"Sequential", MakeSequential},
-                    {"Recompute", MakeRecompute},
-                    {"ReLU", MakePlain<ReLU>},
-                    {"Flatten", MakePlain<Flatten>},
-                    {"GlobalAvgPool", MakePlain<GlobalAvgPool>},
-                    {"MaxPool", MakePool<MaxPool>},
-                    {"AvgPool", MakePool<AvgPool>}};
+    r->classes = {{"Dense", {MakeDense, SizeDense}},
+                  {"Conv2D", {MakeConv2D, SizeConv2D}},
+                  {"BatchNorm", {MakeBatchNorm, SizeBatchNorm}},
+                  {"Dropout", {MakeDropout, SizeDropout}},
+                  {"ResidualBlock", {MakeResidualBlock, SizeResidualBlock}},
+                  {"Sequential", {MakeSequential, SizeSequential}},
+                  {"Recompute", {MakeRecompute, SizeRecompute}},
+                  {"ReLU", {MakePlain<ReLU>, SizeElementwise}},
+                  {"Flatten", {MakePlain<Flatten>, SizeFlatten}},
+                  {"GlobalAvgPool", {MakePlain<GlobalAvgPool>, SizeGlobalAvgPool}},
+                  {"MaxPool", {MakePool<MaxPool>, SizePool}},
+                  {"AvgPool", {MakePool<AvgPool>, SizePool}}};
     return r;
   }();
   return *registry;
+}
+
+// What is registered for `class_name`; NotFound naming the registered classes.
+absl::StatusOr<Registered> Find(const std::string& class_name) {
+  Registry& r = TheRegistry();
+  MutexLock l(&r.mu);
+  auto it = r.classes.find(class_name);
+  if (it != r.classes.end()) return it->second;
+  std::vector<std::string> names;
+  for (const auto& [name, registered] : r.classes) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  return absl::NotFoundError(absl::StrCat("no layer factory for '", class_name,
+                                          "' (registered: ", absl::StrJoin(names, ", "),
+                                          "); a custom layer calls RegisterLayer"));
 }
 
 }  // namespace
@@ -228,10 +450,11 @@ LayerConfig PoolConfig(const char* class_name, const ops::Pool2DOptions& options
                      .strings = {{"padding", ops::PaddingName(options.padding)}}};
 }
 
-absl::Status RegisterLayer(const std::string& class_name, LayerFactory factory) {
+absl::Status RegisterLayer(const std::string& class_name, LayerFactory factory,
+                           LayerSizeFunction size) {
   Registry& r = TheRegistry();
   MutexLock l(&r.mu);
-  if (!r.factories.emplace(class_name, std::move(factory)).second) {
+  if (!r.classes.emplace(class_name, Registered{std::move(factory), std::move(size)}).second) {
     return absl::AlreadyExistsError(
         absl::StrCat("a layer factory is registered for '", class_name, "' already"));
   }
@@ -239,22 +462,23 @@ absl::Status RegisterLayer(const std::string& class_name, LayerFactory factory) 
 }
 
 absl::StatusOr<std::unique_ptr<Module>> LayerFromConfig(const LayerConfig& config) {
-  LayerFactory factory;
-  {
-    Registry& r = TheRegistry();
-    MutexLock l(&r.mu);
-    auto it = r.factories.find(config.class_name);
-    if (it == r.factories.end()) {
-      std::vector<std::string> names;
-      for (const auto& [name, f] : r.factories) names.push_back(name);
-      std::sort(names.begin(), names.end());
-      return absl::NotFoundError(absl::StrCat("no layer factory for '", config.class_name,
-                                              "' (registered: ", absl::StrJoin(names, ", "),
-                                              "); a custom layer calls RegisterLayer"));
+  SLUICE_ASSIGN_OR_RETURN(const Registered registered, Find(config.class_name));
+  return registered.factory(config);
+}
+
+absl::StatusOr<LayerSize> LayerSizeFromConfig(const LayerConfig& config, const Shape& input_shape) {
+  SLUICE_ASSIGN_OR_RETURN(const Registered registered, Find(config.class_name));
+  LayerSize size{.known = false};
+  if (registered.size != nullptr) {
+    SLUICE_ASSIGN_OR_RETURN(size, registered.size(config, input_shape));
+    if (size.parameters < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          config.class_name, ": its size function gives ", size.parameters, " parameters"));
     }
-    factory = it->second;
   }
-  return factory(config);
+  size.class_name = config.class_name;
+  size.prefix.clear();
+  return size;
 }
 
 }  // namespace sluice::train::layers

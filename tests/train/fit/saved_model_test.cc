@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/crc32c.h"
@@ -287,8 +288,10 @@ TEST(SavedModelTest, MissingForeignCorruptAndMismatchedFilesAreClearErrors) {
   std::filesystem::copy_file(other_dir.File("weights.ckpt"), dir.File("weights.ckpt"),
                              std::filesystem::copy_options::overwrite_existing);
   auto mismatched = LoadModel(dir.path());
-  EXPECT_EQ(mismatched.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(mismatched.status().message(), HasSubstr("0/dense/kernel"));
+  EXPECT_EQ(mismatched.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(mismatched.status().message(),
+              HasSubstr(pb + ": layer 0 (Dense) has 16 variable elements by its config, but " +
+                        dir.File("weights.ckpt") + " holds 20 for it"));
   // Saving an unbuilt model says so.
   layers::Sequential unbuilt{layers::Dense(2)};
   EXPECT_EQ(SaveModel(unbuilt, Shape{1, 3}, dir.path()).code(),
@@ -309,33 +312,65 @@ void EditArchitecture(ScopedTempDir& dir,
   dir.Write("model.pb", saved.SerializeAsString());
 }
 
-// Noticed in review (there is no saved-model fuzz target for this reason): LoadModel built the
-// architecture model.pb describes before it read the weights, so a file asking for a Dense of
-// 2^40 units, or a ResidualBlock of 2^20 channels (which builds as it is made), allocated
-// terabytes before any check. The weights are read first now and bound what may be built.
-TEST(SavedModelTest, AnArchitectureLargerThanItsWeightsIsRefusedBeforeAllocating) {
+// Noticed in review: LoadModel built the architecture model.pb describes before it read the
+// weights, so a file asking for a Dense of 2^40 units, or a ResidualBlock of 2^20 channels (which
+// builds as it is made), allocated terabytes before any check. Then the weights bounded what
+// Build could reserve; now each layer's size is computed from its config and checked against
+// the limits and against the weights before anything is made.
+TEST(SavedModelTest, AnArchitectureThatDoesNotFitItsWeightsIsRefusedBeforeAllocating) {
   ScopedTempDir dir;
   layers::Sequential model{layers::Dense(4), layers::Dense(2)};
   ASSERT_TRUE(model.Build(Shape{1, 3}).ok());
   ASSERT_TRUE(SaveModel(model, Shape{1, 3}, dir.path()).ok());
   ASSERT_TRUE(LoadModel(dir.path()).ok());  // as saved
+  const std::string pb = dir.File("model.pb");
+  const std::string weights = dir.File("weights.ckpt");
   EditArchitecture(dir, [](proto::LayerConfigProto& c) {
     ASSERT_EQ(c.layers(0).class_name(), "Dense");
     (*c.mutable_layers(0)->mutable_ints())["units"] = int64_t{1} << 40;
   });
   auto huge = LoadModel(dir.path());
   EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted) << huge.status();
-  EXPECT_THAT(huge.status().message(), HasSubstr("asks for 4398046511104 more variable elements"));
-  EXPECT_THAT(huge.status().message(), HasSubstr("over the limit of 26"));  // 3*4+4 + 4*2+2
-  // One unit more than saved is refused too; a smaller layer passes the limit and then fails
-  // the weights' shape check, as before.
-  EditArchitecture(
-      dir, [](proto::LayerConfigProto& c) { (*c.mutable_layers(0)->mutable_ints())["units"] = 5; });
-  EXPECT_EQ(LoadModel(dir.path()).status().code(), absl::StatusCode::kResourceExhausted);
-  EditArchitecture(
-      dir, [](proto::LayerConfigProto& c) { (*c.mutable_layers(0)->mutable_ints())["units"] = 3; });
-  EXPECT_EQ(LoadModel(dir.path()).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(huge.status().message(),
+              HasSubstr(pb + ": the architecture has 6597069766658 variable elements, over "
+                             "LoadModelOptions::max_parameters (4294967296)"));
+  // Under the limit, the counts must match the weights' layer by layer: one unit more or less
+  // is DataLoss naming both files, the layer and both counts.
+  for (int64_t units : {int64_t{1} << 20, int64_t{5}, int64_t{3}}) {
+    EditArchitecture(dir, [units](proto::LayerConfigProto& c) {
+      (*c.mutable_layers(0)->mutable_ints())["units"] = units;
+    });
+    auto wrong = LoadModel(dir.path());
+    EXPECT_EQ(wrong.status().code(), absl::StatusCode::kDataLoss) << wrong.status();
+    EXPECT_THAT(wrong.status().message(),
+                HasSubstr(absl::StrCat(pb, ": layer 0 (Dense) has ", 4 * units,
+                                       " variable "
+                                       "elements by its config, but ",
+                                       weights, " holds 16")));
+  }
+  // A layer more than the weights hold (the first layers all fit), and one less.
+  EditArchitecture(dir, [](proto::LayerConfigProto& c) {
+    (*c.mutable_layers(0)->mutable_ints())["units"] = 4;
+    proto::LayerConfigProto* extra = c.add_layers();
+    extra->set_class_name("Dense");
+    (*extra->mutable_ints())["units"] = 2;
+  });
+  auto more = LoadModel(dir.path());
+  EXPECT_EQ(more.status().code(), absl::StatusCode::kDataLoss) << more.status();
+  EXPECT_THAT(more.status().message(), HasSubstr("layer 2 (Dense) has 6 variable elements by its "
+                                                 "config, but " +
+                                                 weights + " holds 0"));
+  EditArchitecture(dir, [](proto::LayerConfigProto& c) {
+    c.mutable_layers()->RemoveLast();
+    c.mutable_layers()->RemoveLast();
+  });
+  auto fewer = LoadModel(dir.path());
+  EXPECT_EQ(fewer.status().code(), absl::StatusCode::kDataLoss) << fewer.status();
+  EXPECT_THAT(fewer.status().message(),
+              HasSubstr("the model (Sequential) has 16 variable elements by its config, but " +
+                        weights + " holds 26"));
 
+  // A block that builds as it is made: over the limit, or of the wrong size.
   ScopedTempDir res_dir;
   layers::Sequential res{layers::ResidualBlock(3, 4), layers::GlobalAvgPool(), layers::Dense(2)};
   ASSERT_TRUE(res.Build(Shape{1, 8, 8, 3}).ok());
@@ -343,12 +378,84 @@ TEST(SavedModelTest, AnArchitectureLargerThanItsWeightsIsRefusedBeforeAllocating
   ASSERT_TRUE(LoadModel(res_dir.path()).ok());
   EditArchitecture(res_dir, [](proto::LayerConfigProto& c) {
     ASSERT_EQ(c.layers(0).class_name(), "ResidualBlock");
-    (*c.mutable_layers(0)->mutable_ints())["in_channels"] = int64_t{1} << 20;
     (*c.mutable_layers(0)->mutable_ints())["filters"] = int64_t{1} << 20;
   });
   auto block = LoadModel(res_dir.path());
   EXPECT_EQ(block.status().code(), absl::StatusCode::kResourceExhausted) << block.status();
-  EXPECT_THAT(block.status().message(), HasSubstr("ResidualBlock asks for"));
+  EditArchitecture(res_dir, [](proto::LayerConfigProto& c) {
+    (*c.mutable_layers(0)->mutable_ints())["filters"] = 5;
+    (*c.mutable_layers(2)->mutable_ints())["units"] = 2;
+  });
+  block = LoadModel(res_dir.path());
+  EXPECT_EQ(block.status().code(), absl::StatusCode::kDataLoss) << block.status();
+  EXPECT_THAT(block.status().message(), HasSubstr("layer 0 (ResidualBlock) has"));
+}
+
+// The input, and every layer's output for one example, are bounded too: LoadModel builds the
+// model by running it once on zeros.
+TEST(SavedModelTest, ActivationsOverTheLimitAreRefusedBeforeBuilding) {
+  ScopedTempDir dir;
+  layers::Sequential model{layers::Conv2D(2, 3), layers::Flatten(), layers::Dense(2)};
+  ASSERT_TRUE(model.Build(Shape{1, 6, 6, 1}).ok());
+  ASSERT_TRUE(SaveModel(model, Shape{4, 6, 6, 1}, dir.path()).ok());
+  EXPECT_TRUE(LoadModel(dir.path(), {.max_activation_elements = 36}).ok());
+  auto over = LoadModel(dir.path(), {.max_activation_elements = 35});
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(over.status().message(), HasSubstr("the input [4, 6, 6, 1] is over"));
+  // 3*3*1*2 + 2 and 32*2 + 2 variable elements.
+  EXPECT_TRUE(LoadModel(dir.path(), {.max_parameters = 86}).ok());
+  EXPECT_EQ(LoadModel(dir.path(), {.max_parameters = 85}).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  proto::SavedModelProto saved;
+  ASSERT_TRUE(saved.ParseFromString(ReadFile(dir.File("model.pb"))));
+  saved.set_input_shape(1, int64_t{1} << 20);
+  saved.set_input_shape(2, int64_t{1} << 20);
+  dir.Write("model.pb", saved.SerializeAsString());
+  over = LoadModel(dir.path());
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(over.status().message(), HasSubstr("max_activation_elements"));
+}
+
+// Weights of the right sizes in a nested container name the inner layer; a user's layer with a
+// size function is checked like a built-in one, and one without is still bounded when built.
+TEST(SavedModelTest, MismatchesNameTheInnermostLayerAndUsersLayersAreChecked) {
+  ScopedTempDir dir;
+  layers::Sequential model{layers::Dense(4), layers::Sequential{layers::ReLU(), layers::Dense(3)}};
+  ASSERT_TRUE(model.Build(Shape{1, 2}).ok());
+  ASSERT_TRUE(SaveModel(model, Shape{1, 2}, dir.path()).ok());
+  ASSERT_TRUE(LoadModel(dir.path()).ok());
+  EditArchitecture(dir, [](proto::LayerConfigProto& c) {
+    (*c.mutable_layers(1)->mutable_layers(1)->mutable_ints())["units"] = 7;
+  });
+  auto nested = LoadModel(dir.path());
+  EXPECT_EQ(nested.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(nested.status().message(),
+              HasSubstr("layer 1/1 (Dense) has 35 variable elements by its config"));
+
+  ASSERT_TRUE(
+      layers::RegisterLayer(
+          "TestSizedScale",
+          [](const layers::LayerConfig& c) -> absl::StatusOr<std::unique_ptr<layers::Module>> {
+            return std::make_unique<Scale>(static_cast<float>(c.floats.at("factor")));
+          },
+          [](const layers::LayerConfig&, const Shape& input) -> absl::StatusOr<layers::LayerSize> {
+            return layers::LayerSize{.parameters = 0, .output_shape = input};
+          })
+          .ok());
+  ScopedTempDir user_dir;
+  layers::Sequential with{Scale(2.5f), layers::Dense(2)};
+  ASSERT_TRUE(with.Build(Shape{1, 3}).ok());
+  ASSERT_TRUE(SaveModel(with, Shape{1, 3}, user_dir.path()).ok());
+  EditArchitecture(user_dir, [](proto::LayerConfigProto& c) {
+    c.mutable_layers(0)->set_class_name("TestSizedScale");
+  });
+  auto loaded = LoadModel(user_dir.path());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(Outputs(with, Shape{2, 3}), Outputs(*loaded->model, Shape{2, 3}));
+  EditArchitecture(user_dir, [](proto::LayerConfigProto& c) {
+    (*c.mutable_layers(1)->mutable_ints())["units"] = 3;
+  });
+  EXPECT_EQ(LoadModel(user_dir.path()).status().code(), absl::StatusCode::kDataLoss);
 }
 
 }  // namespace
