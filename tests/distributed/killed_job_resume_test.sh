@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A 2-rank `sluice train --distributed --backup-dir` job killed as a whole (SIGKILL to mpirun and
-# every rank, as a scheduler preempts it) at random moments after a backup, then started again
-# with the same command (which resumes from the newest backup), ends with the same test loss and weights file, byte for byte, as a job never
-# interrupted (issue 46).
+# every rank, as a scheduler preempts it) at random moments while it trains, then started again
+# with the same command (which resumes from the newest backup), ends with the same test loss and
+# weights file, byte for byte, as a job never interrupted (issue 46).
 # Usage: killed_job_resume_test.sh MPIEXEC SLUICE
 set -uo pipefail
 mpiexec=$1 sluice=$2
@@ -23,31 +23,40 @@ job() {  # job OUT_JSON [ARGS...]: starts the job in a session of its own (so th
   pid=$!
 }
 
-start=$SECONDS
 job "$work/straight.json" --save "$work/straight"
 wait "$pid" || fail "the reference job: $(cat "$work/straight.json.err")"
-took=$((SECONDS - start))
-echo "the reference job took ${took} s: $(grep -o '"test_loss": [^,]*' "$work/straight.json")"
+# 256 records over 2 ranks at 16 each: 8 steps an epoch, 16 in all; a backup every 2 steps.
+steps=16
+step_s=$(grep -o '"train_seconds": [0-9.e-]*' "$work/straight.json" | awk -v n=$steps '{print $2 / n}')
+[ -n "$step_s" ] || fail "the reference job printed no train_seconds"
+echo "the reference job: ${step_s} s a step, $(grep -o '"test_loss": [^,]*' "$work/straight.json")"
+
+# newest_backup_since MARKER: the highest step of a backup written after MARKER, or -1.
+newest_backup_since() {
+  find "$work/backups" -maxdepth 1 -name 'ckpt-*.ckpt' -newer "$1" 2>/dev/null |
+    sed 's/.*ckpt-0*\([0-9][0-9]*\)\.ckpt$/\1/' | sort -n | tail -1 | grep . || echo -1
+}
 
 kills=0
 for attempt in $(seq 1 40); do
   [ "$kills" -ge 5 ] && break
+  touch "$work/started"
   job "$work/run.json" --backup-dir "$work/backups" --checkpoint-every 2 --save "$work/model"
-  # Once the job has a backup (so that the next job must resume from one), a random moment
-  # within half the reference job's length.
-  for _ in $(seq 1 600); do
-    ls "$work"/backups/ckpt-*.ckpt >/dev/null 2>&1 && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
+  # A random backup step of this job, with at least 4 steps still to run after it, then a random
+  # moment within one step: the kill lands while the job trains (or writes its next backup), at
+  # any load, since the rest of the job slows down with it.
+  target=$((2 * (1 + RANDOM % 6)))
+  while kill -0 "$pid" 2>/dev/null && [ "$(newest_backup_since "$work/started")" -lt "$target" ]; do
+    sleep 0.02
   done
-  delay=$(awk -v s="$RANDOM" -v t="$took" 'BEGIN { srand(s); printf "%.2f", rand() * t / 2 }')
+  delay=$(awk -v s="$RANDOM" -v t="$step_s" 'BEGIN { srand(s); printf "%.3f", rand() * t }')
   sleep "$delay"
   if kill -0 "$pid" 2>/dev/null; then
     kill -KILL -- "-$pid"
     wait "$pid" 2>/dev/null
     kills=$((kills + 1))
     left=$(ls "$work/backups" 2>/dev/null | grep -c '^ckpt-.*\.ckpt$')
-    echo "killed the job ${delay} s after its first backup; backups left: $left"
+    echo "killed the job ${delay} s after its backup of step $target; backups left: $left"
     [ "$left" -ge 1 ] || fail "the kill left no backup to resume from"
   else
     wait "$pid" || fail "a job failed: $(cat "$work/run.json.err")"
