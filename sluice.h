@@ -13,9 +13,7 @@
 #include "dataset/auto_shard.h"
 #include "dataset/dataset.h"
 #include "dataset/iterator.h"
-#ifdef SLUICE_HAVE_CUDA  // defined by sluice::gpu, built when CUDA is on
-#include "gpu/cuda_backend.h"
-#endif
+#include "distributed/device_communicator.h"
 #include "distributed/mpi_communicator.h"
 #include "io/example_builder.h"
 #include "io/example_parser.h"
@@ -47,6 +45,7 @@
 #include "train/autodiff/check_numerics.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
+#include "train/backend/plugin.h"
 #include "train/callbacks/backup_and_restore.h"
 #include "train/callbacks/callback.h"
 #include "train/callbacks/checkpoint_path.h"

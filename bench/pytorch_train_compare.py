@@ -5,8 +5,13 @@ tutorial CNN, resnet-small and resnet-20), one training step (forward, backward,
 time on fixed synthetic data, and prints images/s as JSON.
 
 Each measurement times `--steps` steps after `--warmup` steps; `--repeats`
-measurements give the median reported.
+measurements give the median reported. `--device cuda` runs on the GPU (the batch stays on the
+device, and the clock is read after torch.cuda.synchronize(), as train_step_bench synchronizes
+its device after each step): tools/device_check.sh's anchor. `--precision` mixed_bfloat16 or
+mixed_float16 runs the step under torch.autocast (with a GradScaler for float16), PyTorch's
+recommended mixed precision.
 """
+import contextlib
 import argparse
 import json
 import statistics
@@ -87,28 +92,46 @@ def optimizer_for(name, params):
     return torch.optim.Adam(params, lr=0.001, betas=(0.9, 0.999), eps=1e-7)
 
 
-def measure(model_name, optimizer_name, batch, steps, warmup, repeats):
+AUTOCAST = {"float32": None, "mixed_bfloat16": torch.bfloat16, "mixed_float16": torch.float16}
+
+
+def measure(model_name, optimizer_name, batch, steps, warmup, repeats, device, precision):
     torch.manual_seed(7)
-    model = MODELS[model_name]()
+    model = MODELS[model_name]().to(device)
     model.train()
     opt = optimizer_for(optimizer_name, model.parameters())
-    x = torch.rand(batch, 1, 28, 28)
-    labels = torch.randint(0, 10, (batch,))
+    x = torch.rand(batch, 1, 28, 28, device=device)
+    labels = torch.randint(0, 10, (batch,), device=device)
     loss_fn = nn.CrossEntropyLoss()
+    dtype = AUTOCAST[precision]
+    scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)
+
+    def autocast():
+        if dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device.type, dtype=dtype)
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), labels)
-        loss.backward()
-        opt.step()
+        with autocast():
+            loss = loss_fn(model(x), labels)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
 
     for _ in range(warmup):
         step()
+    sync()
     rates = []
     for _ in range(repeats):
         start = time.perf_counter()
         for _ in range(steps):
             step()
+        sync()
         rates.append(batch * steps / (time.perf_counter() - start))
     return statistics.median(rates), rates
 
@@ -122,13 +145,24 @@ def main():
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    p.add_argument("--precision", choices=sorted(AUTOCAST), default="float32")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
     out = {"torch": torch.__version__, "threads": torch.get_num_threads(), "batch": args.batch,
-           "optimizer": args.optimizer, "images_per_second": {}, "all_rates": {}}
+           "optimizer": args.optimizer, "device": str(device), "precision": args.precision,
+           "images_per_second": {}, "all_rates": {}}
+    if device.type == "cuda":
+        # As PyTorch's users run fixed shapes: cuDNN's autotuner on; TF32 left at its defaults.
+        torch.backends.cudnn.benchmark = True
+        out["device_name"] = torch.cuda.get_device_name(device)
+        out["cudnn_benchmark"] = True
+        out["cudnn_allow_tf32"] = torch.backends.cudnn.allow_tf32
+        out["matmul_allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
     for name in args.models.split(","):
         median, rates = measure(name, args.optimizer, args.batch, args.steps, args.warmup,
-                                args.repeats)
+                                args.repeats, device, args.precision)
         out["images_per_second"][name] = median
         out["all_rates"][name] = rates
     print(json.dumps(out))

@@ -6,6 +6,10 @@
 // goal's setting). On a machine shared with other work, run with
 // OMP_WAIT_POLICY=passive (as the comparison script does): libgomp's spinning
 // otherwise starves the 2-thread oneDNN team.
+//
+// --batch=N changes the batch; --device=cuda[:N] runs the steps on a GPU (the model and the
+// batch copied there first; each timed step ends with the device's Synchronize, so a step is the
+// device's time, as PyTorch's side times it: tools/device_check.sh).
 
 #include <benchmark/benchmark.h>
 
@@ -17,14 +21,17 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
 #include "train/autodiff/variable.h"
+#include "train/backend/backend.h"
 #include "train/backend/compute_precision.h"
 #include "train/backend/cpu/cpu_threads.h"
+#include "train/backend/transfer.h"
 #include "train/layers/initializers.h"
 #include "train/models/model_zoo.h"
 #include "train/ops/activations.h"
@@ -42,7 +49,9 @@
 namespace sluice::train {
 namespace {
 
-constexpr int64_t kBatch = 64;
+// --batch and --device.
+int64_t bench_batch = 64;
+Device bench_device = Device::Cpu();
 
 struct Dense {
   Dense(int64_t in, int64_t out, uint64_t seed)
@@ -67,9 +76,17 @@ struct Conv {
 };
 
 // mlp 784-256-128-100-10 with ReLU.
+// Moves the variables of a model built from train/ ops to `device`.
+absl::Status MoveVariables(const std::vector<autodiff::Variable*>& variables,
+                           const Device& device) {
+  for (autodiff::Variable* v : variables) SLUICE_RETURN_IF_ERROR(v->MoveTo(device));
+  return absl::OkStatus();
+}
+
 struct Mlp {
   Dense d1{784, 256, 1}, d2{256, 128, 2}, d3{128, 100, 3}, d4{100, 10, 4};
-  Shape input_shape() const { return Shape{kBatch, 784}; }
+  absl::Status To(const Device& device) { return MoveVariables(variables(), device); }
+  Shape input_shape() const { return Shape{bench_batch, 784}; }
   std::vector<autodiff::Variable*> variables() {
     return {&d1.kernel, &d1.bias, &d2.kernel, &d2.bias, &d3.kernel, &d3.bias, &d4.kernel, &d4.bias};
   }
@@ -89,7 +106,8 @@ struct Cnn {
   Conv c1{1, 32, 1}, c2{32, 64, 2};
   Dense d1{7 * 7 * 64, 1024, 3}, d2{1024, 10, 4};
   uint64_t dropout_seed = 0;
-  Shape input_shape() const { return Shape{kBatch, 28, 28, 1}; }
+  absl::Status To(const Device& device) { return MoveVariables(variables(), device); }
+  Shape input_shape() const { return Shape{bench_batch, 28, 28, 1}; }
   std::vector<autodiff::Variable*> variables() {
     return {&c1.kernel, &c1.bias, &c2.kernel, &c2.bias, &d1.kernel, &d1.bias, &d2.kernel, &d2.bias};
   }
@@ -113,7 +131,9 @@ class ZooModel {
  public:
   explicit ZooModel(const char* name)
       : module_(*models::MakeModel(name, models::ModelShape{}, 1)) {}
-  Shape input_shape() const { return Shape{kBatch, 28, 28, 1}; }
+  Shape input_shape() const { return Shape{bench_batch, 28, 28, 1}; }
+  // Batch norm's moving statistics too.
+  absl::Status To(const Device& device) { return module_->To(device); }
   std::vector<autodiff::Variable*> variables() { return module_->TrainableVariables(); }
   absl::StatusOr<Tensor> Forward(const Tensor& x) { return module_->Forward(x, /*training=*/true); }
 
@@ -158,29 +178,45 @@ void BM_TrainStep(benchmark::State& state, backend::Precision precision) {
   std::mt19937 rng(7);
   Tensor x(DType::kFloat32, model.input_shape());
   for (float& v : x.flat<float>()) v = static_cast<float>(rng() >> 8) / static_cast<float>(1 << 24);
-  Tensor labels(DType::kInt64, Shape{kBatch});
+  Tensor labels(DType::kInt64, Shape{bench_batch});
   for (int64_t& l : labels.flat<int64_t>()) l = static_cast<int64_t>(rng() % 10);
-  if (absl::Status s = backend::CheckPrecisionSupported(Device::Cpu(), precision); !s.ok()) {
-    state.SkipWithError(s.ToString().c_str());
+  absl::Status ready = backend::CheckPrecisionSupported(bench_device, precision);
+  absl::StatusOr<backend::Backend*> backend = backend::BackendFor(bench_device);
+  if (ready.ok()) ready = backend.status();
+  if (ready.ok()) ready = model.To(bench_device);
+  absl::StatusOr<Tensor> device_x = backend::CopyTo(x, bench_device);
+  absl::StatusOr<Tensor> device_labels = backend::CopyTo(labels, bench_device);
+  if (ready.ok()) ready = device_x.status();
+  if (ready.ok()) ready = device_labels.status();
+  if (!ready.ok()) {
+    state.SkipWithError(ready.ToString().c_str());
     return;
   }
   // The whole step under the policy, as Trainer runs it (the backward closures capture it).
   backend::ScopedPrecision scope(precision);
-  // Warm up: the first step builds and caches the oneDNN primitives.
-  if (absl::Status s = Step(model, optimizer, x, labels); !s.ok()) {
+  // One step, then the device's queue drained (a no-op on the CPU, which runs each kernel to its
+  // end).
+  auto step = [&]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(Step(model, optimizer, *device_x, *device_labels));
+    return (*backend)->Synchronize();
+  };
+  // Warm up: the first step builds and caches the oneDNN primitives (cuDNN's plans on a GPU).
+  if (absl::Status s = step(); !s.ok()) {
     state.SkipWithError(s.ToString().c_str());
     return;
   }
   for (auto _ : state) {
-    absl::Status s = Step(model, optimizer, x, labels);
+    absl::Status s = step();
     if (!s.ok()) {
       state.SkipWithError(s.ToString().c_str());
       return;
     }
   }
   state.counters["images_per_second"] = benchmark::Counter(
-      static_cast<double>(kBatch), benchmark::Counter::kIsIterationInvariantRate);
+      static_cast<double>(bench_batch), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["threads"] = backend::cpu::CpuThreads();
+  state.counters["batch"] = static_cast<double>(bench_batch);
+  state.SetLabel(bench_device.DebugString());
 }
 
 template <typename Model, typename Opt>
@@ -198,12 +234,33 @@ void Register(const std::string& name, backend::Precision precision) {
 }  // namespace sluice::train
 
 // --precision=float32,mixed_bfloat16 (default float32): the policies to measure, side by side.
+// --batch=N (default 64), --device=cpu|cuda|cuda:N (default cpu).
 int main(int argc, char** argv) {
   using sluice::train::backend::Precision;
   std::vector<Precision> precisions = {Precision::kFloat32};
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
     absl::string_view arg = argv[i];
+    if (absl::ConsumePrefix(&arg, "--batch=")) {
+      if (!absl::SimpleAtoi(arg, &sluice::train::bench_batch) || sluice::train::bench_batch < 1) {
+        std::fprintf(stderr, "train_step_bench: --batch takes a count >= 1\n");
+        return 2;
+      }
+      continue;
+    }
+    if (absl::ConsumePrefix(&arg, "--device=")) {
+      int index = 0;
+      if (arg == "cpu") {
+        sluice::train::bench_device = sluice::Device::Cpu();
+      } else if (arg == "cuda" ||
+                 (absl::ConsumePrefix(&arg, "cuda:") && absl::SimpleAtoi(arg, &index))) {
+        sluice::train::bench_device = sluice::Device::Cuda(index);
+      } else {
+        std::fprintf(stderr, "train_step_bench: --device takes cpu, cuda or cuda:N\n");
+        return 2;
+      }
+      continue;
+    }
     if (!absl::ConsumePrefix(&arg, "--precision=")) {
       rest.push_back(argv[i]);
       continue;

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "core/device.h"
 #include "core/tensor.h"
 
 namespace sluice::distributed {
@@ -69,6 +70,9 @@ class Communicator {
   virtual int size() const = 0;
   // "MPI rank 0 of 2 on host-a", for messages.
   virtual std::string Describe() const = 0;
+  // Where the collectives work in place: the CPU for one that takes tensors anywhere and copies
+  // through the host (MPI), cuda:N for NCCL's, whose tensors must live on that GPU.
+  virtual Device device() const { return Device::Cpu(); }
 
   // Reduces each tensor element-wise over the ranks, in place: once the returned collective is
   // waited for, every rank's tensors hold the result. The tensors share one dtype (float32 for

@@ -4,9 +4,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "train/backend/backend.h"
-#ifdef SLUICE_HAVE_CUDA
-#include "gpu/cuda_backend.h"  // registers the CUDA backend for --device cuda
-#endif
 
 namespace sluice::tools {
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "distributed/device_communicator.h"
 #include "tools/command_line.h"
 
 namespace sluice::tools {
@@ -20,27 +21,24 @@ std::optional<DistributedRun> DistributedRun::Start(absl::string_view program,
   }
   DistributedRun run;
   run.mpi_ = *std::move(mpi);
-#ifdef SLUICE_HAVE_NCCL
-  if (device.type == DeviceType::kCuda) {
-    absl::StatusOr<std::unique_ptr<distributed::NcclCommunicator>> nccl =
-        distributed::NcclCommunicator::Create(*run.mpi_, {.timeout = timeout});
-    if (!nccl.ok()) {
+  if (!device.is_cpu()) {
+    absl::StatusOr<std::unique_ptr<distributed::Communicator>> on_device =
+        distributed::CreateDeviceCommunicator(device.type, *run.mpi_, {.timeout = timeout});
+    if (absl::IsUnimplemented(on_device.status())) return run;  // MPI copies through the host
+    if (!on_device.ok()) {
       std::fprintf(stderr, "%s: --distributed on %s: %s\n", name.c_str(),
-                   device.DebugString().c_str(), std::string(nccl.status().message()).c_str());
+                   device.DebugString().c_str(), std::string(on_device.status().message()).c_str());
       if (run.mpi_->size() > 1) run.mpi_->Abort(kExitFailure);
       return std::nullopt;
     }
-    run.nccl_ = *std::move(nccl);
-    device = Device::Cuda(run.nccl_->device());
+    run.device_ = *std::move(on_device);
+    device = run.device_->device();
   }
-#endif
   return run;
 }
 
 distributed::Communicator* DistributedRun::collectives() const {
-#ifdef SLUICE_HAVE_NCCL
-  if (nccl_ != nullptr) return nccl_.get();
-#endif
+  if (device_ != nullptr) return device_.get();
   return mpi_.get();
 }
 

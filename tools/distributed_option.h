@@ -10,15 +10,13 @@
 #include "core/device.h"
 #include "distributed/communicator.h"
 #include "distributed/mpi_communicator.h"
-#ifdef SLUICE_HAVE_NCCL
-#include "distributed/nccl/nccl_communicator.h"
-#endif
 
 namespace sluice::tools {
 
 // The processes of a `--distributed` run, one rank each, as mpirun (or srun) started them: MPI's
-// communicator, and on CUDA devices NCCL's, bootstrapped through it, which then all-reduces the
-// gradients in device memory.
+// communicator, and on CUDA devices NCCL's (from libsluice_cuda.so,
+// distributed/device_communicator.h), bootstrapped through it, which then all-reduces the gradients
+// in device memory.
 class DistributedRun {
  public:
   // Joins the job. On a CUDA `device`, rank r takes GPU r % (the GPUs it sees), and `device`
@@ -37,9 +35,7 @@ class DistributedRun {
 
  private:
   std::unique_ptr<distributed::MpiCommunicator> mpi_;
-#ifdef SLUICE_HAVE_NCCL
-  std::unique_ptr<distributed::NcclCommunicator> nccl_;
-#endif
+  std::unique_ptr<distributed::Communicator> device_;  // NCCL's on CUDA devices, else null
 };
 
 }  // namespace sluice::tools

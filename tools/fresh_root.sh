@@ -41,6 +41,8 @@ Options:
   --rev REV     check out REV (any commit-ish of the source repository) instead of HEAD
   --worktree    then copy the working tree's changes over the clone: modified and
                 untracked (not ignored) files, deletions; what .ci/run tests
+  --copy PATH   also copy the file or folder PATH (ignored build outputs, say) into
+                /src/ under its own name; may be given more than once
   --refresh     rebuild the cached bare root before running
   --no-cache    bootstrap a new root for this run only; neither read nor write the cache
   --keep        keep the temporary root afterwards (its path is printed)
@@ -114,12 +116,15 @@ self=$(readlink -f "$0")
 from=$(dirname "$self")/..
 rev=HEAD
 refresh=0 use_cache=1 keep=0 worktree=0
+copies=()
 while [ $# -gt 0 ]; do
   case $1 in
     -h | --help) usage; exit 0 ;;
     --from) [ $# -ge 2 ] || die "--from needs a directory"; from=$2; shift 2 ;;
     --rev) [ $# -ge 2 ] || die "--rev needs a commit"; rev=$2; shift 2 ;;
     --worktree) worktree=1; shift ;;
+    --copy) [ $# -ge 2 ] || die "--copy needs a path"; [ -e "$2" ] || die "--copy: no $2"
+      copies+=("$(readlink -f "$2")"); shift 2 ;;
     --refresh) refresh=1; shift ;;
     --no-cache) use_cache=0; shift ;;
     --keep) keep=1; shift ;;
@@ -316,6 +321,10 @@ if [ "$worktree" = 1 ]; then
     tar -C "$root/src" -xf -
   log "--worktree: $(git -C "$root/src" status --porcelain | wc -l) paths differ from $(git -C "$root/src" rev-parse --short HEAD) ($ndel deleted)"
 fi
+for path in ${copies[@]+"${copies[@]}"}; do
+  cp -a -- "$path" "$root/src/"
+  log "--copy: $path -> /src/$(basename "$path") ($(du -sm "$path" | cut -f1) MB)"
+done
 log "prepare root $root ($(git -C "$root/src" log -1 --format='%h %s' | cut -c1-72)): $(since "$t")"
 
 # Phase 3: CMD, in new mount and PID namespaces.

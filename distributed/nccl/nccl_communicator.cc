@@ -10,11 +10,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
-#include "gpu/cuda_backend.h"
-#include "gpu/cuda_check.h"
-#include "gpu/stream.h"
+#include "train/backend/cuda/cuda_backend.h"
+#include "train/backend/cuda/cuda_check.h"
+#include "train/backend/cuda/stream.h"
 
 namespace sluice::distributed {
+
+namespace cuda = train::backend::cuda;
+
 namespace {
 
 absl::Status NcclStatus(ncclResult_t rc, absl::string_view call) {
@@ -56,9 +59,9 @@ int64_t Bytes(const Tensor& t) {
 
 struct NcclCommunicator::Nccl {
   ncclComm_t comm = nullptr;
-  gpu::Stream stream;         // the collectives
-  gpu::CudaBackend* backend;  // whose stream the tensors' work is queued on
-  explicit Nccl(gpu::Stream s, gpu::CudaBackend* b) : stream(std::move(s)), backend(b) {}
+  cuda::Stream stream;         // the collectives
+  cuda::CudaBackend* backend;  // whose stream the tensors' work is queued on
+  explicit Nccl(cuda::Stream s, cuda::CudaBackend* b) : stream(std::move(s)), backend(b) {}
 };
 
 NcclCommunicator::NcclCommunicator(Communicator& bootstrap, NcclCommunicatorOptions options,
@@ -81,8 +84,8 @@ absl::StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(
         absl::StrCat("NCCL: device ", device, " requested, ", devices, " visible"));
   }
   CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
-  SLUICE_ASSIGN_OR_RETURN(gpu::CudaBackend * backend, gpu::CudaBackend::ForDevice(device));
-  SLUICE_ASSIGN_OR_RETURN(gpu::Stream stream, gpu::Stream::Create(device));
+  SLUICE_ASSIGN_OR_RETURN(cuda::CudaBackend * backend, cuda::CudaBackend::ForDevice(device));
+  SLUICE_ASSIGN_OR_RETURN(cuda::Stream stream, cuda::Stream::Create(device));
 
   // Rank 0's unique id, to every rank.
   ncclUniqueId id;
@@ -167,7 +170,7 @@ absl::Status NcclCommunicator::WaitUntilDone(const std::string& what, Nccl& nccl
     if (finished && done != nullptr) {
       const cudaError_t q = cudaEventQuery(static_cast<cudaEvent_t>(done));
       if (q != cudaSuccess && q != cudaErrorNotReady) {
-        return Break(gpu::CudaStatus(q, "cudaEventQuery", __FILE__, __LINE__));
+        return Break(cuda::CudaStatus(q, "cudaEventQuery", __FILE__, __LINE__));
       }
       finished = q == cudaSuccess;
     }
@@ -219,7 +222,7 @@ absl::StatusOr<PendingCollective> NcclCommunicator::Start(
   const absl::Time start = absl::Now();
   CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   // After the work the backend queued for the tensors...
-  SLUICE_ASSIGN_OR_RETURN(gpu::Event ready, gpu::Event::Create(device_));
+  SLUICE_ASSIGN_OR_RETURN(cuda::Event ready, cuda::Event::Create(device_));
   CUDA_RETURN_IF_ERROR(cudaEventRecord(ready.get(), nccl_->backend->stream()));
   CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(nccl_->stream.get(), ready.get(), 0));
   const absl::Time deadline = start + options_.timeout;
@@ -234,8 +237,8 @@ absl::StatusOr<PendingCollective> NcclCommunicator::Start(
     return Break(NcclStatus(end, "ncclGroupEnd"));
   }
   // ... and before the work queued after it.
-  SLUICE_ASSIGN_OR_RETURN(gpu::Event done_event, gpu::Event::Create(device_));
-  auto done = std::make_shared<gpu::Event>(std::move(done_event));
+  SLUICE_ASSIGN_OR_RETURN(cuda::Event done_event, cuda::Event::Create(device_));
+  auto done = std::make_shared<cuda::Event>(std::move(done_event));
   CUDA_RETURN_IF_ERROR(cudaEventRecord(done->get(), nccl_->stream.get()));
   CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(nccl_->backend->stream(), done->get(), 0));
   return PendingCollective([this, what, done, start, deadline, keep]() -> absl::Status {

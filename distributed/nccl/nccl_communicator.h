@@ -12,16 +12,13 @@
 #include "absl/time/time.h"
 #include "core/mutex.h"
 #include "distributed/communicator.h"
+#include "distributed/device_communicator.h"
 
 namespace sluice::distributed {
 
-struct NcclCommunicatorOptions {
-  // How long NCCL's set-up, and each collective, may take before the group is declared broken
-  // and NCCL is aborted (ncclCommAbort) instead of waiting for a dead peer for ever.
-  absl::Duration timeout = absl::Seconds(300);
-  // This rank's CUDA device; -1: rank % the number of visible devices (one rank per GPU).
-  int device = -1;
-};
+// The timeout covers NCCL's set-up and each collective; when it passes, NCCL is aborted
+// (ncclCommAbort). The device is this rank's CUDA device.
+using NcclCommunicatorOptions = DeviceCommunicatorOptions;
 
 // Collectives on CUDA tensors through NCCL, as PyTorch's "nccl" process group. Tensors are
 // reduced in device memory on a stream of the communicator's own, ordered after the work the CUDA
@@ -39,8 +36,9 @@ struct NcclCommunicatorOptions {
 // and the error names the collective, its number and those ranks. After any error the group is
 // broken: later collectives fail at once.
 //
-// Written against NCCL 2.28 and compiled wherever CUDA and NCCL are; not yet run on a GPU here
-// (tests/distributed/nccl/ skip without enough devices).
+// Written against NCCL 2.28 and built into libsluice_cuda.so wherever CUDA and NCCL are, whose
+// sluice_plugin_create_communicator makes it for distributed::CreateDeviceCommunicator; not yet
+// run on a GPU here (tests/distributed/nccl/ skip without enough devices).
 class NcclCommunicator final : public Communicator {
  public:
   // `bootstrap` must outlive the communicator.
@@ -51,7 +49,7 @@ class NcclCommunicator final : public Communicator {
   int rank() const override { return bootstrap_->rank(); }
   int size() const override { return bootstrap_->size(); }
   std::string Describe() const override;
-  int device() const { return device_; }
+  Device device() const override { return Device::Cuda(device_); }
 
   // Tensors on this rank's CUDA device only (InvalidArgument otherwise: host tensors go through
   // the bootstrap). All-reduce takes float32, int32 or int64; kMean float32 only (ncclAvg).

@@ -6,6 +6,7 @@
 #include "core/mutex.h"
 #include "core/status_macros.h"
 #include "train/backend/cpu/cpu_backend.h"
+#include "train/backend/plugin.h"
 
 namespace sluice::train::backend {
 namespace {
@@ -13,11 +14,33 @@ namespace {
 struct Registry {
   Mutex mu;
   std::map<DeviceType, BackendFactory> factories ABSL_GUARDED_BY(mu);
+  std::map<DeviceType, DeviceCounter> counters ABSL_GUARDED_BY(mu);
 };
 
 Registry& GetRegistry() {
   static Registry* registry = new Registry;
   return *registry;
+}
+
+// What `type` registered in `table` (factories or counters), loading its plugin first when it has
+// none and a plugin serves it; an error saying why there is none.
+template <typename Entry>
+absl::StatusOr<Entry> Registered(std::map<DeviceType, Entry> Registry::*table, DeviceType type) {
+  Registry& r = GetRegistry();
+  for (bool loaded = false;; loaded = true) {
+    {
+      MutexLock lock(&r.mu);
+      auto it = (r.*table).find(type);
+      if (it != (r.*table).end()) return it->second;
+    }
+    if (type == DeviceType::kGuarded) {
+      return absl::FailedPreconditionError(
+          "that test device's backend is registered by tests only "
+          "(tests/train/backend/guarded_backend.h)");
+    }
+    if (loaded) return absl::InternalError("its plugin did not register it");
+    SLUICE_RETURN_IF_ERROR(LoadPlugin(type));
+  }
 }
 
 // The event of work that is already done.
@@ -67,28 +90,27 @@ void RegisterBackend(DeviceType type, BackendFactory factory) {
   r.factories[type] = std::move(factory);
 }
 
+void RegisterDeviceCounter(DeviceType type, DeviceCounter counter) {
+  Registry& r = GetRegistry();
+  MutexLock lock(&r.mu);
+  r.counters[type] = std::move(counter);
+}
+
 absl::StatusOr<Backend*> BackendFor(const Device& device) {
   if (device.is_cpu()) return &cpu::CpuBackend::Get();
-  BackendFactory factory;
-  {
-    Registry& r = GetRegistry();
-    MutexLock lock(&r.mu);
-    auto it = r.factories.find(device.type);
-    if (it != r.factories.end()) factory = it->second;
+  absl::StatusOr<BackendFactory> factory = Registered(&Registry::factories, device.type);
+  if (!factory.ok()) {
+    return absl::Status(
+        factory.status().code(),
+        absl::StrCat("a tensor is on ", device.DebugString(), " but ", factory.status().message()));
   }
-  if (!factory) {
-    if (device.type == DeviceType::kGuarded) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("a tensor is on ", device.DebugString(),
-                       ", a test device whose backend only tests register "
-                       "(tests/train/backend/guarded_backend.h)"));
-    }
-    return absl::FailedPreconditionError(
-        absl::StrCat("a tensor is on ", device.DebugString(),
-                     " but sluice was built without CUDA (configure with -DSLUICE_CUDA=ON on a "
-                     "machine with nvcc)"));
-  }
-  return factory(device.index);
+  return (*factory)(device.index);
+}
+
+absl::StatusOr<int> DeviceCount(DeviceType type) {
+  if (type == DeviceType::kCpu) return 1;
+  SLUICE_ASSIGN_OR_RETURN(DeviceCounter counter, Registered(&Registry::counters, type));
+  return counter();
 }
 
 absl::StatusOr<Backend*> BackendFor(absl::string_view op,

@@ -258,19 +258,29 @@ class Backend {
                                   float beta_1, float beta_2, float epsilon, float decay) = 0;
 };
 
-// The backend for `device`: the CPU one always; another when one is
-// registered for the device's type, else an error saying why ("sluice was
-// built without CUDA").
+// The backend for `device`: the CPU one always; another when one is registered for the device's
+// type, after loading the type's plugin on first use (plugin.h: libsluice_cuda.so for
+// Device::Cuda(i)); else an error saying why: "sluice was built without CUDA", the plugin's load
+// failure ("...libsluice_cuda.so: libcudnn.so.9: cannot open shared object file..."), or the
+// backend's own ("no CUDA device").
 absl::StatusOr<Backend*> BackendFor(const Device& device);
 // The backend of `tensors`, which must all live on one device; `op` names
 // the caller in the error.
 absl::StatusOr<Backend*> BackendFor(absl::string_view op,
                                     std::initializer_list<const Tensor*> tensors);
 
-// How gpu/ plugs in: a factory per device type, returning the backend of a
-// device index or an error ("no CUDA device"). Registering again replaces.
+// How many devices of `type` this machine has: 1 for the CPU; for another type, what its
+// registered counter says (0 without a device or a driver), after loading its plugin as
+// BackendFor does, whose error it returns when that fails.
+absl::StatusOr<int> DeviceCount(DeviceType type);
+
+// How a plugin (train/backend/cuda/) plugs in: a factory per device type, returning the backend
+// of a device index or an error ("no CUDA device"), and the number of devices. Registering again
+// replaces.
 using BackendFactory = std::function<absl::StatusOr<Backend*>(int index)>;
 void RegisterBackend(DeviceType type, BackendFactory factory);
+using DeviceCounter = std::function<int()>;
+void RegisterDeviceCounter(DeviceType type, DeviceCounter counter);
 
 }  // namespace sluice::train::backend
 

@@ -1,17 +1,16 @@
-// The NCCL communicator, under mpirun with every rank (distributed_tests). Each rank needs a GPU
-// of its own: with fewer devices than ranks the tests skip, saying so, except the one that checks
-// what a machine without a GPU is told.
-#include "distributed/nccl/nccl_communicator.h"
-
-#include <cuda_runtime.h>
-
+// The NCCL communicator, under mpirun with every rank (distributed_tests), reached as the tools
+// reach it: CreateDeviceCommunicator, which loads libsluice_cuda.so. Each rank needs a GPU of its
+// own: with fewer devices than ranks the tests skip, saying so, except the one that checks what a
+// machine without a GPU is told.
 #include <memory>
 #include <vector>
 
 #include "core/tensor.h"
+#include "distributed/device_communicator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/distributed/test_communicator.h"
+#include "train/backend/backend.h"
 #include "train/backend/transfer.h"
 
 namespace sluice::distributed {
@@ -22,9 +21,9 @@ using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
 int Devices() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
-  return n;
+  absl::StatusOr<int> n = train::backend::DeviceCount(DeviceType::kCuda);
+  EXPECT_TRUE(n.ok()) << n.status();
+  return n.value_or(0);
 }
 
 // One GPU per rank, else skip (NCCL refuses two ranks on one device).
@@ -36,15 +35,15 @@ int Devices() {
     }                                                                          \
   } while (0)
 
-std::unique_ptr<NcclCommunicator> MakeNccl() {
-  absl::StatusOr<std::unique_ptr<NcclCommunicator>> nccl =
-      NcclCommunicator::Create(TestComm(), {.timeout = absl::Seconds(60)});
+std::unique_ptr<Communicator> MakeNccl() {
+  absl::StatusOr<std::unique_ptr<Communicator>> nccl =
+      CreateDeviceCommunicator(DeviceType::kCuda, TestComm(), {.timeout = absl::Seconds(60)});
   EXPECT_TRUE(nccl.ok()) << nccl.status();
   return nccl.ok() ? *std::move(nccl) : nullptr;
 }
 
-Tensor OnDevice(const Tensor& host, int device) {
-  absl::StatusOr<Tensor> t = train::backend::CopyTo(host, Device::Cuda(device));
+Tensor OnDevice(const Tensor& host, const Device& device) {
+  absl::StatusOr<Tensor> t = train::backend::CopyTo(host, device);
   EXPECT_TRUE(t.ok()) << t.status();
   return *t;
 }
@@ -58,7 +57,8 @@ std::vector<float> Floats(const Tensor& t) {
 
 TEST(NcclCommunicatorTest, WithoutADeviceCreateSaysSo) {
   if (Devices() > 0) GTEST_SKIP() << "this machine has a CUDA device";
-  absl::StatusOr<std::unique_ptr<NcclCommunicator>> nccl = NcclCommunicator::Create(TestComm());
+  absl::StatusOr<std::unique_ptr<Communicator>> nccl =
+      CreateDeviceCommunicator(DeviceType::kCuda, TestComm());
   ASSERT_FALSE(nccl.ok());
   EXPECT_EQ(nccl.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(nccl.status().message()), HasSubstr("sees no CUDA device"));
@@ -66,7 +66,7 @@ TEST(NcclCommunicatorTest, WithoutADeviceCreateSaysSo) {
 
 TEST(NcclCommunicatorTest, AllReduceEveryOpOnTheDevice) {
   SLUICE_REQUIRE_GPU_PER_RANK();
-  std::unique_ptr<NcclCommunicator> nccl = MakeNccl();
+  std::unique_ptr<Communicator> nccl = MakeNccl();
   ASSERT_NE(nccl, nullptr);
   const int r = nccl->rank(), n = nccl->size();
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax}) {
@@ -98,7 +98,7 @@ TEST(NcclCommunicatorTest, AllReduceEveryOpOnTheDevice) {
 
 TEST(NcclCommunicatorTest, BroadcastAndAllGather) {
   SLUICE_REQUIRE_GPU_PER_RANK();
-  std::unique_ptr<NcclCommunicator> nccl = MakeNccl();
+  std::unique_ptr<Communicator> nccl = MakeNccl();
   ASSERT_NE(nccl, nullptr);
   const int r = nccl->rank(), n = nccl->size();
   const int root = n - 1;
@@ -120,7 +120,7 @@ TEST(NcclCommunicatorTest, BroadcastAndAllGather) {
 
 TEST(NcclCommunicatorTest, HostTensorsAndBadArgumentsAreClearErrors) {
   SLUICE_REQUIRE_GPU_PER_RANK();
-  std::unique_ptr<NcclCommunicator> nccl = MakeNccl();
+  std::unique_ptr<Communicator> nccl = MakeNccl();
   ASSERT_NE(nccl, nullptr);
   absl::Status s = nccl->AllReduce({Tensor::FromVector<float>({1.0f})}, ReduceOp::kSum);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);

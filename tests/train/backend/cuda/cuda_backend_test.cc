@@ -1,0 +1,657 @@
+// Every CudaBackend kernel against the CPU backend on random inputs: the same
+// call on both, the device result copied back and compared within a
+// tolerance. TF32 is off here so that float32 results agree to rounding.
+
+#include "train/backend/cuda/cuda_backend.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "train/backend/broadcast.h"
+#include "train/backend/cpu/cpu_backend.h"
+
+namespace sluice::train::backend::cuda {
+namespace {
+
+using train::backend::BinaryOp;
+using train::backend::ConvGeometry;
+using train::backend::PoolAlgorithm;
+using train::backend::PoolGeometry;
+using train::backend::ReduceOp;
+using train::backend::UnaryOp;
+
+Tensor Random(const Shape& shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  Tensor t(DType::kFloat32, shape);
+  for (float& v : t.flat<float>()) v = u(rng);
+  return t;
+}
+
+// |a - b| <= atol + rtol |b| everywhere; the message names the first miss.
+::testing::AssertionResult AllClose(const Tensor& got, const Tensor& want, float atol = 1e-5f,
+                                    float rtol = 1e-4f) {
+  if (!(got.shape() == want.shape())) {
+    return ::testing::AssertionFailure()
+           << "shape " << got.shape().DebugString() << " vs " << want.shape().DebugString();
+  }
+  auto g = got.flat<float>();
+  auto w = want.flat<float>();
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!(std::fabs(g[i] - w[i]) <= atol + rtol * std::fabs(w[i]))) {
+      return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", want "
+                                           << w[i] << " (of " << g.size() << ")";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+class CudaBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) {
+      GTEST_SKIP() << "no CUDA device: the CUDA backend is compared with the CPU one on a GPU";
+    }
+    CudaBackend::Options options;
+    options.tf32_matmul = false;
+    options.tf32_convolution = false;
+    auto backend = CudaBackend::Create(0, options);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    gpu_ = std::move(*backend);
+  }
+
+  Tensor Dev(const Tensor& host) {
+    auto t = gpu_->Allocate(host.dtype(), host.shape());
+    EXPECT_TRUE(t.ok()) << t.status();
+    EXPECT_TRUE(gpu_->Copy(host, *t).ok());
+    return *t;
+  }
+  Tensor DevEmpty(const Shape& shape, DType dtype = DType::kFloat32) {
+    auto t = gpu_->Allocate(dtype, shape);
+    EXPECT_TRUE(t.ok()) << t.status();
+    return *t;
+  }
+  Tensor Host(const Tensor& dev) {
+    Tensor t(dev.dtype(), dev.shape());
+    absl::Status s = gpu_->Copy(dev, t);
+    EXPECT_TRUE(s.ok()) << s;
+    return t;
+  }
+
+  std::unique_ptr<CudaBackend> gpu_;
+  train::backend::cpu::CpuBackend& cpu_ = train::backend::cpu::CpuBackend::Get();
+};
+
+TEST_F(CudaBackendTest, CopyRoundTripsAndChecksSizes) {
+  Tensor x = Random({7, 13}, 1);
+  Tensor d = Dev(x);
+  EXPECT_EQ(d.device(), Device::Cuda(0));
+  Tensor d2 = DevEmpty({7, 13});
+  ASSERT_TRUE(gpu_->Copy(d, d2).ok());  // device to device
+  EXPECT_TRUE(Host(d2).Equals(x));
+  Tensor wrong(DType::kFloat32, Shape{5});
+  EXPECT_FALSE(gpu_->Copy(d, wrong).ok());
+}
+
+TEST_F(CudaBackendTest, FillAndKernelsRefuseHostTensors) {
+  Tensor d = DevEmpty({1000});
+  ASSERT_TRUE(gpu_->Fill(d, 2.5f).ok());
+  Tensor want(DType::kFloat32, Shape{1000});
+  ASSERT_TRUE(cpu_.Fill(want, 2.5f).ok());
+  EXPECT_TRUE(Host(d).Equals(want));
+  Tensor host(DType::kFloat32, Shape{4});
+  EXPECT_EQ(gpu_->Fill(host, 1.0f).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(CudaBackendTest, MatMulAllTransposes) {
+  const int64_t m = 37, k = 53, n = 29;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      Tensor a = Random(ta ? Shape{k, m} : Shape{m, k}, 2);
+      Tensor b = Random(tb ? Shape{n, k} : Shape{k, n}, 3);
+      Tensor want(DType::kFloat32, Shape{m, n});
+      ASSERT_TRUE(cpu_.MatMul(a, ta, b, tb, want).ok());
+      Tensor out = DevEmpty({m, n});
+      ASSERT_TRUE(gpu_->MatMul(Dev(a), ta, Dev(b), tb, out).ok());
+      EXPECT_TRUE(AllClose(Host(out), want, 1e-4f, 1e-4f)) << ta << tb;
+    }
+  }
+}
+
+ConvGeometry Geometry(int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t o,
+                      int64_t stride, int64_t dilation, int64_t pt, int64_t pb, int64_t pl,
+                      int64_t pr) {
+  ConvGeometry g;
+  g.n = n;
+  g.h = h;
+  g.w = w;
+  g.c = c;
+  g.kh = g.kw = k;
+  g.o = o;
+  g.stride_h = g.stride_w = stride;
+  g.dilation_h = g.dilation_w = dilation;
+  g.pad_top = pt;
+  g.pad_bottom = pb;
+  g.pad_left = pl;
+  g.pad_right = pr;
+  const int64_t ek = (k - 1) * dilation + 1;
+  g.oh = (h + pt + pb - ek) / stride + 1;
+  g.ow = (w + pl + pr - ek) / stride + 1;
+  return g;
+}
+
+TEST_F(CudaBackendTest, Conv2DForwardAndBackwardMatchCpu) {
+  const std::vector<ConvGeometry> cases = {
+      Geometry(4, 12, 12, 8, 3, 16, 1, 1, 1, 1, 1, 1),  // SAME, stride 1
+      Geometry(3, 10, 10, 5, 3, 7, 2, 1, 0, 1, 0, 1),   // TF SAME, stride 2: asymmetric
+      Geometry(2, 13, 11, 4, 5, 6, 1, 2, 0, 0, 0, 0),   // dilated, VALID
+      Geometry(2, 9, 9, 16, 1, 8, 2, 1, 0, 0, 0, 0),    // 1x1, stride 2
+      Geometry(2, 8, 8, 3, 4, 5, 1, 1, 2, 1, 1, 2),     // even kernel, uneven padding
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const ConvGeometry& g = cases[i];
+    SCOPED_TRACE("case " + std::to_string(i));
+    Tensor x = Random({g.n, g.h, g.w, g.c}, 10 + i);
+    Tensor f = Random({g.kh, g.kw, g.c, g.o}, 20 + i);
+    Tensor dy = Random({g.n, g.oh, g.ow, g.o}, 30 + i);
+    Tensor y(DType::kFloat32, dy.shape()), dx(DType::kFloat32, x.shape()),
+        df(DType::kFloat32, f.shape());
+    ASSERT_TRUE(cpu_.Conv2DForward(g, x, f, y).ok());
+    ASSERT_TRUE(cpu_.Conv2DBackwardData(g, dy, f, dx).ok());
+    ASSERT_TRUE(cpu_.Conv2DBackwardFilter(g, x, dy, df).ok());
+    Tensor gy = DevEmpty(y.shape()), gdx = DevEmpty(x.shape()), gdf = DevEmpty(f.shape());
+    Tensor dx_dev = Dev(x), df_dev = Dev(f), dy_dev = Dev(dy);
+    ASSERT_TRUE(gpu_->Conv2DForward(g, dx_dev, df_dev, gy).ok());
+    ASSERT_TRUE(gpu_->Conv2DBackwardData(g, dy_dev, df_dev, gdx).ok());
+    absl::Status s = gpu_->Conv2DBackwardFilter(g, dx_dev, dy_dev, gdf);
+    ASSERT_TRUE(s.ok()) << s;
+    // cuDNN may pick Winograd or FFT algorithms: a few ulps of the sums.
+    EXPECT_TRUE(AllClose(Host(gy), y, 5e-4f, 1e-3f));
+    EXPECT_TRUE(AllClose(Host(gdx), dx, 5e-4f, 1e-3f));
+    EXPECT_TRUE(AllClose(Host(gdf), df, 5e-4f, 1e-3f));
+  }
+  EXPECT_EQ(gpu_->NumConvolutionPlans(), 3 * cases.size());
+}
+
+TEST_F(CudaBackendTest, TF32ConvolutionStaysClose) {
+  auto tf32 = CudaBackend::Create(0, CudaBackend::Options());
+  ASSERT_TRUE(tf32.ok());
+  const ConvGeometry g = Geometry(4, 16, 16, 32, 3, 32, 1, 1, 1, 1, 1, 1);
+  Tensor x = Random({g.n, g.h, g.w, g.c}, 5), f = Random({g.kh, g.kw, g.c, g.o}, 6);
+  Tensor y(DType::kFloat32, Shape{g.n, g.oh, g.ow, g.o});
+  ASSERT_TRUE(cpu_.Conv2DForward(g, x, f, y).ok());
+  Tensor gy = DevEmpty(y.shape());
+  ASSERT_TRUE((*tf32)->Conv2DForward(g, Dev(x), Dev(f), gy).ok());
+  Tensor out(DType::kFloat32, y.shape());
+  ASSERT_TRUE((*tf32)->Copy(gy, out).ok());
+  // TF32 keeps 10 mantissa bits: sums of 288 products agree to about 1e-2.
+  EXPECT_TRUE(AllClose(out, y, 3e-2f, 1e-2f));
+}
+
+TEST_F(CudaBackendTest, PoolingMatchesCpuWithAsymmetricPadding) {
+  for (PoolAlgorithm algorithm : {PoolAlgorithm::kMax, PoolAlgorithm::kAvgExcludePadding}) {
+    PoolGeometry g;
+    g.algorithm = algorithm;
+    g.n = 3;
+    g.h = 9;
+    g.w = 8;
+    g.c = 5;
+    g.window_h = g.window_w = 3;
+    g.stride_h = g.stride_w = 2;
+    g.pad_top = 1;
+    g.pad_bottom = 1;
+    g.pad_left = 0;
+    g.pad_right = 1;
+    g.oh = (g.h + 2 - 3) / 2 + 1;
+    g.ow = (g.w + 1 - 3) / 2 + 1;
+    Tensor x = Random({g.n, g.h, g.w, g.c}, 40);
+    Tensor dy = Random({g.n, g.oh, g.ow, g.c}, 41);
+    Tensor y(DType::kFloat32, dy.shape()), dx(DType::kFloat32, x.shape());
+    auto ws = cpu_.Pool2DForward(g, x, y);
+    ASSERT_TRUE(ws.ok());
+    ASSERT_TRUE(cpu_.Pool2DBackward(g, x, y, *ws, dy, dx).ok());
+    Tensor xd = Dev(x), gy = DevEmpty(y.shape()), gdx = DevEmpty(x.shape());
+    auto gws = gpu_->Pool2DForward(g, xd, gy);
+    ASSERT_TRUE(gws.ok()) << gws.status();
+    ASSERT_TRUE(gpu_->Pool2DBackward(g, xd, gy, *gws, Dev(dy), gdx).ok());
+    EXPECT_TRUE(AllClose(Host(gy), y)) << static_cast<int>(algorithm);
+    EXPECT_TRUE(AllClose(Host(gdx), dx)) << static_cast<int>(algorithm);
+  }
+}
+
+TEST_F(CudaBackendTest, BatchNormMatchesCpu) {
+  const float eps = 1e-3f;
+  for (const Shape& shape : {Shape{8, 5, 5, 16}, Shape{32, 3}, Shape{1, 6}}) {
+    SCOPED_TRACE(shape.DebugString());
+    const int64_t c = shape.dim(shape.rank() - 1);
+    Tensor x = Random(shape, 50, -2.0f, 3.0f), dy = Random(shape, 51);
+    Tensor gamma = Random({c}, 52, 0.5f, 1.5f), beta = Random({c}, 53);
+    // Training forward.
+    Tensor y(DType::kFloat32, shape), mean(DType::kFloat32, Shape{c}),
+        var(DType::kFloat32, Shape{c});
+    ASSERT_TRUE(cpu_.BatchNormForwardTraining(x, gamma, beta, eps, y, mean, var).ok());
+    Tensor xd = Dev(x), gd = Dev(gamma), bd = Dev(beta), dyd = Dev(dy);
+    Tensor gy = DevEmpty(shape), gmean = DevEmpty({c}), gvar = DevEmpty({c});
+    absl::Status s = gpu_->BatchNormForwardTraining(xd, gd, bd, eps, gy, gmean, gvar);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_TRUE(AllClose(Host(gy), y, 1e-4f, 1e-4f));
+    EXPECT_TRUE(AllClose(Host(gmean), mean, 1e-5f, 1e-4f));
+    EXPECT_TRUE(AllClose(Host(gvar), var, 1e-5f, 1e-4f));
+    // Backward, statistics from the batch and constant.
+    for (bool constant : {false, true}) {
+      Tensor dx(DType::kFloat32, shape), dg(DType::kFloat32, Shape{c}),
+          db(DType::kFloat32, Shape{c});
+      ASSERT_TRUE(cpu_.BatchNormBackward(x, gamma, mean, var, dy, eps, constant, dx, dg, db).ok());
+      Tensor gdx = DevEmpty(shape), gdg = DevEmpty({c}), gdb = DevEmpty({c});
+      s = gpu_->BatchNormBackward(xd, gd, Dev(mean), Dev(var), dyd, eps, constant, gdx, gdg, gdb);
+      ASSERT_TRUE(s.ok()) << s;
+      EXPECT_TRUE(AllClose(Host(gdx), dx, 1e-4f, 1e-3f)) << constant;
+      EXPECT_TRUE(AllClose(Host(gdg), dg, 1e-4f, 1e-3f)) << constant;
+      EXPECT_TRUE(AllClose(Host(gdb), db, 1e-4f, 1e-4f)) << constant;
+    }
+    // Inference with given statistics.
+    Tensor rm = Random({c}, 54), rv = Random({c}, 55, 0.5f, 2.0f);
+    Tensor yi(DType::kFloat32, shape);
+    ASSERT_TRUE(cpu_.BatchNormForwardInference(x, gamma, beta, rm, rv, eps, yi).ok());
+    Tensor gyi = DevEmpty(shape);
+    ASSERT_TRUE(gpu_->BatchNormForwardInference(xd, gd, bd, Dev(rm), Dev(rv), eps, gyi).ok());
+    EXPECT_TRUE(AllClose(Host(gyi), yi, 1e-5f, 1e-4f));
+  }
+}
+
+struct ShapePair {
+  Shape a, b;
+};
+
+TEST_F(CudaBackendTest, BinaryAndItsBackwardMatchCpuWithBroadcasting) {
+  const std::vector<ShapePair> cases = {
+      {{6}, {6}},          {{64, 256}, {256}}, {{256}, {64, 256}},     {{4, 1, 3}, {1, 5, 1}},
+      {{2, 3, 4}, {3, 1}}, {{5, 7}, {}},       {{300, 1000}, {300, 1}}};
+  for (BinaryOp op :
+       {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kDiv, BinaryOp::kMaximum,
+        BinaryOp::kMinimum, BinaryOp::kEqual, BinaryOp::kGreater}) {
+    for (const ShapePair& c : cases) {
+      SCOPED_TRACE(c.a.DebugString() + " op " + c.b.DebugString() + " " +
+                   std::to_string(static_cast<int>(op)));
+      auto out_shape = train::backend::BroadcastShapes(c.a, c.b);
+      ASSERT_TRUE(out_shape.ok());
+      Tensor a = Random(c.a, 60), b = Random(c.b, 61, 0.5f, 2.0f);  // b away from 0 for kDiv
+      Tensor g = Random(*out_shape, 62);
+      Tensor out(DType::kFloat32, *out_shape), ga(DType::kFloat32, c.a), gb(DType::kFloat32, c.b);
+      ASSERT_TRUE(cpu_.Binary(op, a, b, out).ok());
+      ASSERT_TRUE(cpu_.BinaryBackward(op, a, b, g, &ga, &gb).ok());
+      Tensor ad = Dev(a), bd = Dev(b), gd = Dev(g);
+      Tensor gout = DevEmpty(*out_shape), gga = DevEmpty(c.a), ggb = DevEmpty(c.b);
+      ASSERT_TRUE(gpu_->Binary(op, ad, bd, gout).ok());
+      ASSERT_TRUE(gpu_->BinaryBackward(op, ad, bd, gd, &gga, &ggb).ok());
+      EXPECT_TRUE(AllClose(Host(gout), out));
+      // Gradients summed over up to 1000 broadcast elements, in another order.
+      EXPECT_TRUE(AllClose(Host(gga), ga, 1e-3f, 1e-4f));
+      EXPECT_TRUE(AllClose(Host(ggb), gb, 1e-3f, 1e-4f));
+    }
+  }
+}
+
+TEST_F(CudaBackendTest, UnaryAndItsBackwardMatchCpu) {
+  for (UnaryOp op :
+       {UnaryOp::kRelu, UnaryOp::kSigmoid, UnaryOp::kTanh, UnaryOp::kGelu, UnaryOp::kExp,
+        UnaryOp::kLog, UnaryOp::kAbs, UnaryOp::kSoftplus, UnaryOp::kSquare}) {
+    // Log's domain is positive.
+    const float lo = op == UnaryOp::kLog ? 0.01f : -4.0f;
+    Tensor x = Random({1000, 33}, 70, lo, 4.0f), g = Random({1000, 33}, 71);
+    Tensor y(DType::kFloat32, x.shape()), dx(DType::kFloat32, x.shape());
+    ASSERT_TRUE(cpu_.Unary(op, x, y).ok());
+    ASSERT_TRUE(cpu_.UnaryBackward(op, x, y, g, dx).ok());
+    Tensor xd = Dev(x), gy = DevEmpty(x.shape()), gdx = DevEmpty(x.shape());
+    ASSERT_TRUE(gpu_->Unary(op, xd, gy).ok());
+    ASSERT_TRUE(gpu_->UnaryBackward(op, xd, gy, Dev(g), gdx).ok());
+    EXPECT_TRUE(AllClose(Host(gy), y, 1e-6f, 1e-5f)) << static_cast<int>(op);
+    EXPECT_TRUE(AllClose(Host(gdx), dx, 1e-6f, 1e-5f)) << static_cast<int>(op);
+  }
+}
+
+TEST_F(CudaBackendTest, DropoutIsInvertedSeededAndDrawsTheCpusMask) {
+  const int64_t n = 200000;
+  const float rate = 0.3f;
+  Tensor x = Random({n}, 80);
+  Tensor xd = Dev(x);
+  Tensor mask = DevEmpty({n}), out = DevEmpty({n}), mask2 = DevEmpty({n}), out2 = DevEmpty({n}),
+         mask3 = DevEmpty({n}), out3 = DevEmpty({n});
+  ASSERT_TRUE(gpu_->Dropout(xd, rate, 42, mask, out).ok());
+  ASSERT_TRUE(gpu_->Dropout(xd, rate, 42, mask2, out2).ok());
+  ASSERT_TRUE(gpu_->Dropout(xd, rate, 43, mask3, out3).ok());
+  Tensor m = Host(mask), o = Host(out);
+  EXPECT_TRUE(Host(mask2).Equals(m));
+  EXPECT_FALSE(Host(mask3).Equals(m));
+  int64_t dropped = 0;
+  const float scale = 1.0f / (1.0f - rate);
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = m.flat<float>()[i];
+    ASSERT_TRUE(v == 0.0f || v == scale) << v;
+    dropped += v == 0.0f;
+    ASSERT_EQ(o.flat<float>()[i], x.flat<float>()[i] * v);
+  }
+  EXPECT_NEAR(static_cast<double>(dropped) / n, rate, 0.01);
+  // The CPU draws the same mask from the same seed (train/backend/dropout_draw.h).
+  Tensor cpu_mask(DType::kFloat32, Shape{n}), cpu_out(DType::kFloat32, Shape{n});
+  ASSERT_TRUE(cpu_.Dropout(x, rate, 42, cpu_mask, cpu_out).ok());
+  EXPECT_TRUE(cpu_mask.Equals(m));
+  EXPECT_TRUE(cpu_out.Equals(o));
+}
+
+TEST_F(CudaBackendTest, ReduceMatchesCpuOnEveryPattern) {
+  struct Case {
+    Shape shape;
+    std::vector<bool> reduced;
+  };
+  const std::vector<Case> cases = {
+      {{64, 256}, {true, false}},
+      {{64, 256}, {false, true}},
+      {{4, 5, 6, 7}, {true, false, true, false}},
+      {{4, 5, 6, 7}, {false, true, false, true}},
+      {{4, 5, 6, 7}, {true, true, true, true}},
+      {{4, 5, 6, 7}, {false, false, false, false}},
+      {{4096, 64}, {true, false}},
+      {{3, 5000, 40}, {false, true, false}},
+      {{100000}, {true}},
+      {{2, 1, 3}, {false, true, true}},
+  };
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.shape.DebugString() + " op " + std::to_string(static_cast<int>(op)));
+      Shape out_shape;
+      int64_t count = 1;
+      for (int d = 0; d < c.shape.rank(); ++d) {
+        out_shape.AddDim(c.reduced[d] ? 1 : c.shape.dim(d));
+        if (c.reduced[d]) count *= c.shape.dim(d);
+      }
+      Tensor x = Random(c.shape, 90);
+      const float scale = 1.0f / static_cast<float>(count);
+      Tensor want(DType::kFloat32, out_shape);
+      ASSERT_TRUE(cpu_.Reduce(op, x, c.reduced, scale, want).ok());
+      Tensor got = DevEmpty(out_shape);
+      absl::Status s = gpu_->Reduce(op, Dev(x), c.reduced, scale, got);
+      ASSERT_TRUE(s.ok()) << s;
+      EXPECT_TRUE(AllClose(Host(got), want, 1e-5f, 1e-4f));
+    }
+  }
+}
+
+TEST_F(CudaBackendTest, BroadcastToAndReduceMaxBackwardMatchCpu) {
+  Tensor in = Random({4, 1, 6}, 100);
+  Tensor want(DType::kFloat32, Shape{4, 5, 6});
+  ASSERT_TRUE(cpu_.BroadcastTo(in, 0.5f, want).ok());
+  Tensor got = DevEmpty({4, 5, 6});
+  ASSERT_TRUE(gpu_->BroadcastTo(Dev(in), 0.5f, got).ok());
+  EXPECT_TRUE(AllClose(Host(got), want, 0, 0));
+
+  // Small integers make ties, split evenly between the maxima.
+  Tensor x(DType::kFloat32, Shape{6, 8});
+  std::mt19937 rng(7);
+  for (float& v : x.flat<float>()) v = static_cast<float>(rng() % 3);
+  Tensor max(DType::kFloat32, Shape{1, 8});
+  ASSERT_TRUE(cpu_.Reduce(ReduceOp::kMax, x, {true, false}, 1.0f, max).ok());
+  Tensor g = Random({1, 8}, 101);
+  Tensor dx(DType::kFloat32, x.shape());
+  ASSERT_TRUE(cpu_.ReduceMaxBackward(x, max, g, dx).ok());
+  Tensor gdx = DevEmpty(x.shape());
+  ASSERT_TRUE(gpu_->ReduceMaxBackward(Dev(x), Dev(max), Dev(g), gdx).ok());
+  EXPECT_TRUE(AllClose(Host(gdx), dx, 1e-6f, 1e-6f));
+}
+
+TEST_F(CudaBackendTest, TransposeConcatSplitMatchCpu) {
+  Tensor x = Random({3, 4, 5, 6}, 110);
+  for (const std::vector<int>& perm :
+       {std::vector<int>{0, 1, 2, 3}, {3, 2, 1, 0}, {0, 2, 3, 1}, {1, 0, 3, 2}, {3, 0, 1, 2}}) {
+    Shape out_shape;
+    for (int p : perm) out_shape.AddDim(x.dim(p));
+    Tensor want(DType::kFloat32, out_shape);
+    ASSERT_TRUE(cpu_.Transpose(x, perm, want).ok());
+    Tensor got = DevEmpty(out_shape);
+    ASSERT_TRUE(gpu_->Transpose(Dev(x), perm, got).ok());
+    EXPECT_TRUE(Host(got).Equals(want));
+  }
+  for (int axis : {0, 1, 2}) {
+    Shape sa{2, 3, 4}, sb{2, 3, 4};
+    Shape whole{2, 3, 4};
+    // Parts of sizes 1 and 2 (and the whole 3) along `axis`.
+    std::vector<int64_t> da = {2, 3, 4}, db = {2, 3, 4};
+    da[axis] = 1;
+    db[axis] = (axis == 0 ? 2 : axis == 1 ? 3 : 4) - 1 + 1;
+    Shape a_shape{da[0], da[1], da[2]}, b_shape{db[0], db[1], db[2]};
+    std::vector<int64_t> dw = {da[0], da[1], da[2]};
+    dw[axis] = da[axis] + db[axis];
+    Shape w_shape{dw[0], dw[1], dw[2]};
+    Tensor a = Random(a_shape, 120 + axis), b = Random(b_shape, 130 + axis);
+    Tensor want(DType::kFloat32, w_shape);
+    ASSERT_TRUE(cpu_.Concat({a, b}, axis, want).ok());
+    Tensor got = DevEmpty(w_shape);
+    ASSERT_TRUE(gpu_->Concat({Dev(a), Dev(b)}, axis, got).ok());
+    EXPECT_TRUE(Host(got).Equals(want)) << axis;
+    std::vector<Tensor> parts = {DevEmpty(a_shape), DevEmpty(b_shape)};
+    ASSERT_TRUE(gpu_->Split(got, axis, parts).ok());
+    EXPECT_TRUE(Host(parts[0]).Equals(a)) << axis;
+    EXPECT_TRUE(Host(parts[1]).Equals(b)) << axis;
+  }
+}
+
+TEST_F(CudaBackendTest, SoftmaxAndCrossEntropyMatchCpu) {
+  for (const Shape& shape : {Shape{64, 10}, Shape{7, 1000}, Shape{3, 4, 33}}) {
+    Tensor x = Random(shape, 140, -5.0f, 5.0f), g = Random(shape, 141);
+    Tensor y(DType::kFloat32, shape), dx(DType::kFloat32, shape);
+    ASSERT_TRUE(cpu_.Softmax(x, y).ok());
+    ASSERT_TRUE(cpu_.SoftmaxBackward(y, g, dx).ok());
+    Tensor gy = DevEmpty(shape), gdx = DevEmpty(shape);
+    ASSERT_TRUE(gpu_->Softmax(Dev(x), gy).ok());
+    ASSERT_TRUE(gpu_->SoftmaxBackward(gy, Dev(g), gdx).ok());
+    EXPECT_TRUE(AllClose(Host(gy), y, 1e-6f, 1e-4f)) << shape.DebugString();
+    EXPECT_TRUE(AllClose(Host(gdx), dx, 1e-6f, 1e-4f)) << shape.DebugString();
+  }
+  const int64_t n = 50, c = 12;
+  Tensor logits = Random({n, c}, 150, -4.0f, 4.0f), grad_loss = Random({n}, 151);
+  Tensor labels(DType::kInt64, Shape{n});
+  for (int64_t i = 0; i < n; ++i) labels.flat<int64_t>()[i] = (i * 7) % c;
+  Tensor loss(DType::kFloat32, Shape{n}), probs(DType::kFloat32, Shape{n, c}),
+      dl(DType::kFloat32, Shape{n, c});
+  ASSERT_TRUE(cpu_.SparseSoftmaxCrossEntropy(logits, labels, loss, probs).ok());
+  ASSERT_TRUE(cpu_.SparseSoftmaxCrossEntropyBackward(probs, labels, grad_loss, dl).ok());
+  Tensor ld = Dev(labels), gloss = DevEmpty({n}), gprobs = DevEmpty({n, c}), gdl = DevEmpty({n, c});
+  ASSERT_TRUE(gpu_->SparseSoftmaxCrossEntropy(Dev(logits), ld, gloss, gprobs).ok());
+  ASSERT_TRUE(gpu_->SparseSoftmaxCrossEntropyBackward(gprobs, ld, Dev(grad_loss), gdl).ok());
+  EXPECT_TRUE(AllClose(Host(gloss), loss, 1e-5f, 1e-5f));
+  EXPECT_TRUE(AllClose(Host(gprobs), probs, 1e-6f, 1e-4f));
+  EXPECT_TRUE(AllClose(Host(gdl), dl, 1e-6f, 1e-4f));
+}
+
+TEST_F(CudaBackendTest, OptimizerUpdatesMatchCpuOverSteps) {
+  const Shape shape{1000, 17};
+  struct Sgd {
+    float momentum;
+    bool nesterov;
+    float decay;
+  };
+  for (const Sgd& o : {Sgd{0, false, 0}, Sgd{0.9f, false, 0}, Sgd{0.9f, true, 1e-2f}}) {
+    Tensor w = Random(shape, 160), v = Tensor::Zeros(DType::kFloat32, shape);
+    Tensor wd = Dev(w), vd = Dev(v);
+    for (int step = 0; step < 3; ++step) {
+      Tensor g = Random(shape, 170 + step);
+      ASSERT_TRUE(cpu_.SgdUpdate(w, g, &v, 0.1f, o.momentum, o.nesterov, o.decay).ok());
+      ASSERT_TRUE(gpu_->SgdUpdate(wd, Dev(g), &vd, 0.1f, o.momentum, o.nesterov, o.decay).ok());
+    }
+    EXPECT_TRUE(AllClose(Host(wd), w, 1e-6f, 1e-5f)) << o.momentum << o.nesterov;
+    if (o.momentum != 0) {
+      EXPECT_TRUE(AllClose(Host(vd), v, 1e-6f, 1e-5f));
+    }
+  }
+  Tensor w = Random(shape, 180), m = Tensor::Zeros(DType::kFloat32, shape),
+         v = Tensor::Zeros(DType::kFloat32, shape);
+  Tensor wd = Dev(w), md = Dev(m), vd = Dev(v);
+  for (int step = 1; step <= 3; ++step) {
+    Tensor g = Random(shape, 190 + step);
+    const float alpha = 1e-3f * std::sqrt(1 - std::pow(0.999f, step)) / (1 - std::pow(0.9f, step));
+    // Step 2 decays the weights too (AdamW).
+    const float decay = step == 2 ? 4e-6f : 0.0f;
+    ASSERT_TRUE(cpu_.AdamUpdate(w, g, m, v, alpha, 0.9f, 0.999f, 1e-7f, decay).ok());
+    ASSERT_TRUE(gpu_->AdamUpdate(wd, Dev(g), md, vd, alpha, 0.9f, 0.999f, 1e-7f, decay).ok());
+  }
+  EXPECT_TRUE(AllClose(Host(wd), w, 1e-6f, 1e-5f));
+  EXPECT_TRUE(AllClose(Host(md), m, 1e-6f, 1e-5f));
+  EXPECT_TRUE(AllClose(Host(vd), v, 1e-7f, 1e-5f));
+}
+
+TEST_F(CudaBackendTest, AxpbyLabelsAndInTopKMatchCpu) {
+  const Shape shape{300, 7};
+  Tensor x = Random(shape, 210), y = Random(shape, 211);
+  Tensor yd = Dev(y);
+  ASSERT_TRUE(cpu_.Axpby(0.3f, x, 0.7f, y).ok());
+  ASSERT_TRUE(gpu_->Axpby(0.3f, Dev(x), 0.7f, yd).ok());
+  EXPECT_TRUE(AllClose(Host(yd), y, 1e-6f, 1e-6f));
+
+  std::vector<int32_t> raw(300);
+  for (int i = 0; i < 300; ++i) raw[i] = i % 11 - 2;  // some below 0, some >= 7
+  const Tensor labels = Tensor::FromVector(raw);
+  Tensor l64(DType::kInt64, Shape{300}), bad(DType::kFloat32, Shape{1});
+  ASSERT_TRUE(cpu_.CastLabels(labels, 7, l64, bad).ok());
+  absl::StatusOr<Tensor> l64d = gpu_->Allocate(DType::kInt64, Shape{300});
+  absl::StatusOr<Tensor> badd = gpu_->Allocate(DType::kFloat32, Shape{1});
+  ASSERT_TRUE(l64d.ok() && badd.ok());
+  ASSERT_TRUE(gpu_->CastLabels(Dev(labels), 7, *l64d, *badd).ok());
+  Tensor l64h(DType::kInt64, Shape{300}), badh(DType::kFloat32, Shape{1});
+  ASSERT_TRUE(gpu_->Copy(*l64d, l64h).ok());
+  ASSERT_TRUE(gpu_->Copy(*badd, badh).ok());
+  EXPECT_TRUE(l64h.Equals(l64));
+  EXPECT_EQ(badh.data<float>()[0], bad.data<float>()[0]);
+
+  const Tensor predictions = Random(shape, 212);
+  for (bool first_max_only : {false, true}) {
+    for (int k : {1, 3}) {
+      if (first_max_only && k != 1) continue;
+      Tensor hits(DType::kFloat32, Shape{300});
+      ASSERT_TRUE(cpu_.InTopK(predictions, labels, k, first_max_only, hits).ok());
+      absl::StatusOr<Tensor> hitsd = gpu_->Allocate(DType::kFloat32, Shape{300});
+      ASSERT_TRUE(hitsd.ok());
+      ASSERT_TRUE(gpu_->InTopK(Dev(predictions), Dev(labels), k, first_max_only, *hitsd).ok());
+      EXPECT_TRUE(Host(*hitsd).Equals(hits)) << k << first_max_only;
+    }
+  }
+}
+
+TEST_F(CudaBackendTest, MaximumTiesAndNaNMatchCpu) {
+  // Ties go to a, and a NaN in either operand comes through, in the values and the gradients.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor a = *Tensor::FromVector<float>({1, 2, nan, 5}, Shape{4});
+  const Tensor b = *Tensor::FromVector<float>({1, 3, 1, nan}, Shape{4});
+  const Tensor g = *Tensor::FromVector<float>({1, 1, 1, 1}, Shape{4});
+  for (BinaryOp op : {BinaryOp::kMaximum, BinaryOp::kMinimum}) {
+    Tensor out(DType::kFloat32, Shape{4}), ga(DType::kFloat32, Shape{4}),
+        gb(DType::kFloat32, Shape{4});
+    ASSERT_TRUE(cpu_.Binary(op, a, b, out).ok());
+    ASSERT_TRUE(cpu_.BinaryBackward(op, a, b, g, &ga, &gb).ok());
+    Tensor ad = Dev(a), bd = Dev(b), outd = DevEmpty(Shape{4}), gad = DevEmpty(Shape{4}),
+           gbd = DevEmpty(Shape{4});
+    ASSERT_TRUE(gpu_->Binary(op, ad, bd, outd).ok());
+    ASSERT_TRUE(gpu_->BinaryBackward(op, ad, bd, Dev(g), &gad, &gbd).ok());
+    Tensor outh = Host(outd);
+    for (int i = 0; i < 4; ++i) {
+      const float want = out.data<float>()[i], got = outh.data<float>()[i];
+      EXPECT_TRUE(std::isnan(want) ? std::isnan(got) : got == want) << i;
+    }
+    EXPECT_TRUE(Host(gad).Equals(ga));
+    EXPECT_TRUE(Host(gbd).Equals(gb));
+  }
+}
+
+TEST_F(CudaBackendTest, CastAndArgMaxMatchCpu) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor f =
+      *Tensor::FromVector<float>({1.7f, -1.7f, 0.5f, nan, 3e9f, -3e9f, 1e20f, -0.0f}, Shape{2, 4});
+  const Tensor i64 = *Tensor::FromVector<int64_t>({4294967297LL, -3, 16777217, 7}, Shape{4});
+  const Tensor i32 = *Tensor::FromVector<int32_t>({-7, 9, 16777217, 0}, Shape{4});
+  const DType types[] = {DType::kFloat32, DType::kInt32, DType::kInt64};
+  for (const Tensor* x : {&f, &i64, &i32}) {
+    for (DType to : types) {
+      SCOPED_TRACE(std::string(DTypeName(x->dtype())) + " to " + std::string(DTypeName(to)));
+      Tensor want(to, x->shape());
+      ASSERT_TRUE(cpu_.Cast(*x, want).ok());
+      Tensor got = DevEmpty(x->shape(), to);
+      ASSERT_TRUE(gpu_->Cast(Dev(*x), got).ok());
+      Tensor goth = Host(got);
+      if (to == DType::kFloat32 && x->dtype() == DType::kFloat32) {
+        for (int64_t i = 0; i < x->num_elements(); ++i) {
+          const float w = want.data<float>()[i], g = goth.data<float>()[i];
+          EXPECT_TRUE(std::isnan(w) ? std::isnan(g) : g == w) << i;
+        }
+      } else {
+        EXPECT_TRUE(goth.Equals(want));
+      }
+    }
+  }
+  // Rows with ties (the first wins) and a NaN (which wins).
+  Tensor rows = Random({300, 7}, 220);
+  rows.data<float>()[3] = rows.data<float>()[5] = 2.0f;
+  rows.data<float>()[7 + 4] = nan;
+  Tensor want(DType::kInt64, Shape{300});
+  ASSERT_TRUE(cpu_.ArgMax(rows, want).ok());
+  EXPECT_EQ(want.data<int64_t>()[0], 3);
+  EXPECT_EQ(want.data<int64_t>()[1], 4);
+  Tensor got = DevEmpty(Shape{300}, DType::kInt64);
+  ASSERT_TRUE(gpu_->ArgMax(Dev(rows), got).ok());
+  EXPECT_TRUE(Host(got).Equals(want));
+}
+
+TEST_F(CudaBackendTest, SteadyStateStepsDoNoDeviceAllocation) {
+  // Conv forward and backward, as a training step would run them, twice: the
+  // second pass is served entirely from the allocator's cache.
+  const ConvGeometry g = Geometry(8, 16, 16, 8, 3, 16, 2, 1, 0, 1, 0, 1);
+  Tensor x = Dev(Random({g.n, g.h, g.w, g.c}, 200)), f = Dev(Random({g.kh, g.kw, g.c, g.o}, 201));
+  auto step = [&] {
+    Tensor y = DevEmpty({g.n, g.oh, g.ow, g.o});
+    ASSERT_TRUE(gpu_->Conv2DForward(g, x, f, y).ok());
+    Tensor dx = DevEmpty(x.shape()), df = DevEmpty(f.shape());
+    ASSERT_TRUE(gpu_->Conv2DBackwardData(g, y, f, dx).ok());
+    ASSERT_TRUE(gpu_->Conv2DBackwardFilter(g, x, y, df).ok());
+    ASSERT_TRUE(gpu_->Synchronize().ok());
+  };
+  step();
+  const int64_t mallocs = gpu_->allocator().GetStats().device_allocations;
+  for (int i = 0; i < 20; ++i) step();
+  EXPECT_EQ(gpu_->allocator().GetStats().device_allocations, mallocs);
+}
+
+}  // namespace
+// The copy stream starts after the compute stream's queued work (Fill), and a kernel queued after
+// WaitEvent sees the copied values: the events order both ways without a host wait.
+TEST_F(CudaBackendTest, CopyAsyncIsOrderedByEventsBothWays) {
+  const Shape shape{1 << 20};
+  const Tensor values = Random(shape, 230);
+  absl::StatusOr<Tensor> staging = gpu_->AllocateStaging(DType::kFloat32, shape);
+  ASSERT_TRUE(staging.ok()) << staging.status();
+  EXPECT_TRUE(staging->device().is_cpu());
+  std::copy(values.data<float>(), values.data<float>() + shape.num_elements(),
+            staging->data<float>());
+  Tensor dst = DevEmpty(shape);
+  ASSERT_TRUE(gpu_->Fill(dst, 7.0f).ok());  // queued first: the copy must land after it
+  absl::StatusOr<std::shared_ptr<train::backend::Event>> copied = gpu_->CopyAsync(*staging, dst);
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  ASSERT_TRUE(gpu_->WaitEvent(**copied).ok());
+  Tensor out = DevEmpty(shape);
+  ASSERT_TRUE(gpu_->Axpby(2.0f, dst, 0.0f, out).ok());  // reads dst after the copy
+  Tensor want(DType::kFloat32, shape);
+  for (int64_t i = 0; i < shape.num_elements(); ++i) {
+    want.data<float>()[i] = 2.0f * values.data<float>()[i];
+  }
+  EXPECT_TRUE(AllClose(Host(out), want, 0, 0));
+  EXPECT_TRUE((*copied)->Synchronize().ok());
+  // Wrong operands are refused.
+  EXPECT_FALSE(gpu_->CopyAsync(dst, out).ok());
+}
+
+}  // namespace sluice::train::backend::cuda

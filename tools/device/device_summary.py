@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Gathers what tools/device_check.sh measured into OUT_DIR/summary.json and prints a table.
+
+  device_summary.py OUT_DIR TOTAL_SECONDS
+
+Reads OUT_DIR/parts.jsonl (one line per part), gpu.csv (nvidia-smi), gpu_tests.json (GoogleTest),
+the JSON outputs of `sluice train --json` (accuracy-*, precision-*, input-*), of train_step_bench
+(speed-sluice-*) and of bench/pytorch_train_compare.py (speed-torch-*), tensorboard.out, onnx.out
+and the profile summaries. Only the standard library: it also runs in a rehearsal without numpy.
+Exits non-zero when a part failed.
+"""
+import datetime
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+
+def load(path):
+    """The JSON object in `path` (the last line that parses, for outputs with log lines), or None."""
+    try:
+        text = open(path).read()
+    except OSError:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    for line in reversed(text.splitlines()):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    return None
+
+
+def gpu_tests(out):
+    report = load(os.path.join(out, "gpu_tests.json"))
+    if not report:
+        return None
+    cases = [c for s in report.get("testsuites", []) for c in s.get("testsuite", [])]
+    skipped = sum(1 for c in cases if c.get("result") == "SKIPPED")
+    return {"tests": report.get("tests"), "failures": report.get("failures"),
+            "errors": report.get("errors", 0), "skipped": skipped,
+            "passed": len(cases) - skipped - report.get("failures", 0)}
+
+
+def accuracy(out):
+    result = {}
+    for model in ("cnn", "resnet-20"):
+        runs = {dev: load(os.path.join(out, f"accuracy-{model}-{dev}.out")) for dev in ("cuda", "cpu")}
+        entry = {dev: {"test_accuracy": r.get("test_accuracy"),
+                       "train_images_per_second": r.get("train_images_per_second"),
+                       "epochs": r.get("epochs"), "train_records": r.get("train_records")}
+                 for dev, r in runs.items() if r}
+        if "cuda" in entry and "cpu" in entry:
+            diff = 100 * (entry["cuda"]["test_accuracy"] - entry["cpu"]["test_accuracy"])
+            entry["difference_points"] = round(diff, 2)
+            entry["within_0_5_points"] = abs(diff) <= 0.5
+        if entry:
+            result[model] = entry
+    return result
+
+
+def precision(out):
+    result = {}
+    for path in sorted(glob.glob(os.path.join(out, "precision-*.out"))):
+        r = load(path)
+        if r:
+            result[r.get("precision")] = {"test_accuracy": r.get("test_accuracy"),
+                                          "train_images_per_second": r.get("train_images_per_second")}
+    return result
+
+
+def speed(out):
+    """Median images/s per model and batch, over both rounds: sluice's iterations, PyTorch's repeats."""
+    rates = {}
+    for path in glob.glob(os.path.join(out, "speed-sluice-b*.out")):
+        batch = re.search(r"-b(\d+)-", path).group(1)
+        for b in (load(path) or {}).get("benchmarks", []):
+            if b.get("run_type") == "aggregate" or "images_per_second" not in b or b.get("error_occurred"):
+                continue
+            model = b["name"].split("/")[1]
+            rates.setdefault((model, batch), {}).setdefault("sluice", []).append(b["images_per_second"])
+    for path in glob.glob(os.path.join(out, "speed-torch-b*.out")):
+        batch = re.search(r"-b(\d+)-", path).group(1)
+        for model, values in (load(path) or {}).get("all_rates", {}).items():
+            rates.setdefault((model, batch), {}).setdefault("pytorch", []).extend(values)
+    result = {}
+    for (model, batch), sides in sorted(rates.items()):
+        entry = {side: round(statistics.median(v), 1) for side, v in sides.items()}
+        entry["samples"] = {side: len(v) for side, v in sides.items()}
+        if "sluice" in entry and "pytorch" in entry:
+            entry["ratio"] = round(entry["sluice"] / entry["pytorch"], 3)
+        result.setdefault(model, {})[batch] = entry
+    return result
+
+
+def device_busy(summary_path):
+    try:
+        text = open(summary_path).read()
+    except OSError:
+        return None
+    m = re.search(r"Device (\S+): busy ([0-9.]+)%", text)
+    return {"track": m.group(1), "busy_percent": float(m.group(2))} if m else None
+
+
+def main():
+    out, total = sys.argv[1], int(sys.argv[2])
+    parts = [json.loads(line) for line in open(os.path.join(out, "parts.jsonl")) if line.strip()]
+    summary = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               "total_seconds": total, "bundle": load(os.path.join(out, "bundle_manifest.json"))}
+    try:
+        name, driver, memory, cc = [f.strip() for f in open(os.path.join(out, "gpu.csv")).readline().split(",")]
+        summary["device"] = {"name": name, "driver": driver, "memory": memory, "compute_capability": cc}
+    except (OSError, ValueError):
+        summary["device"] = None
+    summary["gpu_tests"] = gpu_tests(out)
+    summary["accuracy"] = accuracy(out)
+    summary["precision"] = precision(out)
+    summary["speed"] = speed(out)
+    run = load(os.path.join(out, "input-resnet-20-b256.out"))
+    if run:
+        summary["input"] = {"model": "resnet-20", "batch": 256,
+                            "input_wait_share": run.get("input_wait_share"),
+                            "train_images_per_second": run.get("train_images_per_second"),
+                            "device_busy": device_busy(os.path.join(out, "profile-resnet-20-b256.txt"))}
+    summary["tensorboard"] = load(os.path.join(out, "tensorboard.out"))
+    summary["onnx"] = load(os.path.join(out, "onnx.out"))
+    summary["cpu_smoke"] = load(os.path.join(out, "cpu_smoke.out"))
+    summary["parts"] = parts
+    failed = [p["part"] for p in parts if p["status"] == "failed"]
+    summary["failed_parts"] = failed
+    with open(os.path.join(out, "summary.json.tmp"), "w") as f:
+        json.dump(summary, f, indent=1)
+    os.replace(os.path.join(out, "summary.json.tmp"), os.path.join(out, "summary.json"))
+
+    print(f"\n== device check: {total} s, {len(parts)} parts, {len(failed)} failed {failed or ''}")
+    if summary["device"]:
+        print(f"device: {summary['device']['name']}, driver {summary['device']['driver']}")
+    if summary["gpu_tests"]:
+        print(f"gpu_tests: {summary['gpu_tests']}")
+    for model, entry in summary["accuracy"].items():
+        print(f"accuracy {model}: " + ", ".join(f"{k} {v}" for k, v in entry.items()))
+    for model, batches in summary["speed"].items():
+        for batch, e in batches.items():
+            print(f"speed {model} b{batch}: sluice {e.get('sluice')}  pytorch {e.get('pytorch')}  "
+                  f"ratio {e.get('ratio')}")
+    for key in ("precision", "input", "tensorboard", "onnx"):
+        if summary.get(key):
+            print(f"{key}: {json.dumps(summary[key])[:300]}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Prepares the GPU device check (issue 42) on this machine, so that a lent GPU's minutes go to
+# running it, not to building:
+#   tools/device_bundle.sh [--build DIR] [OUT_DIR]      (OUT_DIR: build-device/, ignored by git)
+# 1. builds build/ (tools/build.sh: Release; the CUDA plugin for sm_80 and sm_90 when nvcc is
+#    here), or the CUDA build already configured in DIR (CI's), and its targets sluice_cli,
+#    sluice_cuda, gpu_tests and train_step_bench;
+# 2. packs, with tools/pack_binaries.sh, the stripped programs (sluice, gpu_tests,
+#    train_step_bench), libsluice_cuda.so and every non-system library they load (not glibc, not
+#    the CUDA libraries, which the GPU machine's own are);
+# 3. adds the data: Fashion-MNIST's IDX files (half the training set, all of the test set), which
+#    the runner converts with `sluice convert`, the photo fixture that `sluice bench`'s comparison
+#    replicates, and the scripts the runner calls;
+# 4. writes OUT_DIR/bundle.tar.gz and prints its size and the command for the device machine:
+#      run: bash tools/device_check.sh build-device/bundle.tar.gz "$OUT"   carry: build-device
+# The working tree (about 12 MiB) and the bundle travel together under the device tool's 64 MiB.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=
+case "${1:-}" in
+  -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  --build) build=${2:?--build needs a directory}; shift 2 ;;
+esac
+out=$(mkdir -p "${1:-build-device}" && cd "${1:-build-device}" && pwd)
+nvcc=/usr/local/cuda/bin/nvcc
+[ -x "$nvcc" ] || { echo "device_bundle: no $nvcc here: the bundle needs a CUDA build" >&2; exit 1; }
+
+echo "== device_bundle: build (Release, CUDA)"
+if [ -z "$build" ]; then
+  bash tools/build.sh
+  build=build
+fi
+cmake --build "$build" --parallel "$(nproc)" --target sluice_cli sluice_cuda gpu_tests train_step_bench
+[ -f "$build/libsluice_cuda.so" ] || { echo "device_bundle: $build made no libsluice_cuda.so" >&2; exit 1; }
+
+stage=$out/bundle
+rm -rf "$stage" "$out/bundle.tar.gz"
+mkdir -p "$stage/data" "$stage/scripts"
+trap 'rm -rf "$stage"' EXIT
+echo "== device_bundle: programs and libraries"
+bash tools/pack_binaries.sh "$stage" "$build/sluice" "$build/tests/gpu_tests" \
+  "$build/bench/train_step_bench" "$build/libsluice_cuda.so"
+
+echo "== device_bundle: data"
+# Fashion-MNIST's IDX files, cut to the first 30,000 training images (plenty to compare devices)
+# and all 10,000 test images: 17 MB gzipped, where its JPEG shards would be 39 MB that do not
+# compress. The runner converts them with `sluice convert` there (a second on 16 cores).
+src=/usr/share/datasets/fashion-mnist
+[ -f "$src/train-images-idx3-ubyte.gz" ] ||
+  { echo "device_bundle: no Fashion-MNIST in $src (tools/setup.sh installs it)" >&2; exit 1; }
+mkdir -p "$stage/data/fashion-mnist-idx"
+python3 - "$src" "$stage/data/fashion-mnist-idx" <<'PY'
+import gzip, struct, sys
+src, dst = sys.argv[1:]
+for split, keep in (("train", 30000), ("t10k", 10000)):
+    for kind, header in (("images-idx3", 16), ("labels-idx1", 8)):
+        data = gzip.open(f"{src}/{split}-{kind}-ubyte.gz").read()
+        head = bytearray(data[:header])
+        count = struct.unpack(">I", head[4:8])[0]
+        item = (len(data) - header) // count
+        struct.pack_into(">I", head, 4, keep)
+        with gzip.open(f"{dst}/{split}-{kind}-ubyte.gz", "wb", compresslevel=9) as f:
+            f.write(bytes(head) + data[header:header + keep * item])
+PY
+cp tests/data/images3.tfrecord "$stage/data/"
+
+echo "== device_bundle: scripts"
+cp tools/device_check.sh bench/pytorch_train_compare.py bench/pytorch_compare.py \
+  tools/device/*.py "$stage/scripts/"
+{
+  echo "{\"commit\": \"$(git rev-parse HEAD)\", \"dirty\": $([ -z "$(git status --porcelain)" ] && echo false || echo true),"
+  echo " \"built\": \"$(date -u +%FT%TZ)\", \"nvcc\": \"$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')\","
+  echo " \"cuda_architectures\": \"$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt")\","
+  echo " \"build_cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')\"}"
+} >"$stage/manifest.json"
+
+tar -C "$out" -czf "$out/bundle.tar.gz" bundle
+rm -rf "$stage"
+mb=$(du -m "$out/bundle.tar.gz" | cut -f1)
+tree_mb=$(git ls-files -z | xargs -0 stat -c %s | awk '{s += $1} END {printf "%d", s / 1048576 + 1}')
+echo "device_bundle: $out/bundle.tar.gz: $mb MB (the tracked tree: $tree_mb MB; the device tool carries 64 MiB in all)"
+[ $((mb + tree_mb)) -lt 62 ] || { echo "device_bundle: too large to carry" >&2; exit 1; }
+echo "run on the device machine: bash tools/device_check.sh ${out#"$PWD"/}/bundle.tar.gz \"\$OUT\"   (carry: ${out#"$PWD"/})"

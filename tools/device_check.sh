@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# The GPU device check (issue 42): the one command a lent GPU machine runs, on a bundle that
+# tools/device_bundle.sh prepared here (the device machine has none of sluice's Debian packages):
+#   bash tools/device_check.sh BUNDLE.tar.gz OUT_DIR
+# It finds the CUDA, cuBLAS, cuDNN and NCCL libraries wherever that machine keeps them, prints
+# nvidia-smi, and runs, each under a time limit:
+#   gpu_tests        every GPU test (kernels against the CPU backend, TrainingOnCuda, the
+#                    allocator over 1,000 steps, streams, kernel timing, NCCL's one-rank all-reduce);
+#   accuracy         `sluice train` of cnn and resnet-20 on Fashion-MNIST on cuda:0 and on the CPU
+#                    (the same seeds and epochs; goal: within 0.5 points);
+#   precision        cnn on cuda:0 under mixed_float16 and mixed_bfloat16;
+#   speed            train_step_bench --device=cuda against PyTorch's eager step on the same GPU
+#                    (bench/pytorch_train_compare.py: same models, batch 64 and 256, SGD, float32),
+#                    interleaved, two rounds;
+#   input            the JPEG pipeline (--data) feeding resnet-20 at batch 256: input wait share,
+#                    and the profiler's device busy share;
+#   tensorboard      TensorBoard's EventAccumulator on sluice's event files, and the profile;
+#   onnx             ONNX Runtime on `sluice export`'s model against `sluice predict`'s top-1.
+# Writes OUT_DIR/summary.json (bench/results/ keeps it), OUT_DIR/logs/, and prints a table last.
+# Without a GPU (a rehearsal, as CI runs it in a fresh root) the GPU parts say "skipped: no
+# device" and a small CPU run checks that the bundle's programs start. The whole run stays under
+# 7 minutes (DEADLINE_S, default 400 s: a part that would start later is skipped, saying so).
+set -uo pipefail
+[ $# -eq 2 ] || { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+bundle=$(readlink -f "$1")
+out=$(mkdir -p "$2" && cd "$2" && pwd)
+deadline=${DEADLINE_S:-400}
+start=$SECONDS
+logs=$out/logs
+mkdir -p "$logs"
+parts=$out/parts.jsonl
+: >"$parts"
+work=$(mktemp -d /tmp/sluice-device.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+tar -xzf "$bundle" -C "$work" || { echo "device_check: cannot unpack $bundle" >&2; exit 1; }
+b=$work/bundle
+data=$work/fashion-mnist
+py=${PYTHON:-python3}
+cores=$(nproc)
+half=$((cores / 2 > 0 ? cores / 2 : 1))
+
+# record NAME STATUS SECONDS NOTE: one line of parts.jsonl (STATUS passed, failed, skipped).
+record() {
+  printf '{"part": "%s", "status": "%s", "seconds": %d, "note": "%s"}\n' "$1" "$2" "$3" \
+    "$(printf '%s' "$4" | tr '"\n\\' "'  " | cut -c1-300)" >>"$parts"
+  printf '== %-28s %-8s %4d s  %s\n' "$1" "$2" "$3" "$4"
+}
+# run NAME LIMIT_S CMD...: CMD under a time limit; its standard output in OUT_DIR/NAME.out (the
+# JSON the summary reads), its standard error in logs/NAME.log.
+run() {
+  local name=$1 limit=$2 t=$SECONDS rc
+  shift 2
+  if [ $((SECONDS - start + limit / 4)) -gt "$deadline" ]; then
+    record "$name" skipped 0 "skipped: past the run's deadline of $deadline s"
+    return 3
+  fi
+  timeout --kill-after=10 "$limit" "$@" >"$out/$name.out" 2>"$logs/$name.log"
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    record "$name" passed $((SECONDS - t)) ""
+  elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    record "$name" failed $((SECONDS - t)) "timed out after $limit s"
+  else
+    record "$name" failed $((SECONDS - t)) "exit $rc: $(cat "$logs/$name.log" "$out/$name.out" | grep -v '^\s*$' | tail -1)"
+  fi
+  return $rc
+}
+
+# --- The libraries: the bundle's, then the CUDA ones wherever this image keeps them.
+find_cuda_dirs() {
+  local candidates=(/usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib
+    /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu)
+  local sp
+  for sp in $("$py" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+    candidates+=("$sp"/nvidia/*/lib)
+  done
+  local soname d found
+  for soname in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcudnn.so.9 libnccl.so.2; do
+    found=
+    for d in "${candidates[@]}"; do
+      [ -e "$d/$soname" ] && { found=$d; break; }
+    done
+    [ -n "$found" ] || found=$(timeout 30 find / -xdev -name "$soname" -print -quit 2>/dev/null | xargs -r dirname)
+    if [ -n "$found" ]; then
+      echo "$soname: $found" >>"$logs/libraries.log"
+      echo "$found"
+    else
+      echo "$soname: not found" >>"$logs/libraries.log"
+    fi
+  done | sort -u | paste -sd:
+}
+cuda_dirs=$(find_cuda_dirs)
+export LD_LIBRARY_PATH=$b/lib${cuda_dirs:+:$cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# libstdc++ and libgcc_s: the machine's own unless the programs need the bundle's newer ones.
+if ! "$b/bin/sluice" --help >/dev/null 2>"$logs/start.log"; then
+  export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$b/lib/fallback
+  "$b/bin/sluice" --help >/dev/null 2>>"$logs/start.log" ||
+    { cat "$logs/start.log"; echo "device_check: the bundle's sluice does not start" >&2; exit 1; }
+fi
+export OMP_WAIT_POLICY=passive
+cd "$work"
+# The data as `sluice train --data` reads it (JPEG shards), and raw pixels for the ONNX check.
+"$b/bin/sluice" convert fashion-mnist --source "$b/data/fashion-mnist-idx" --out "$data" \
+  --shards 4 >"$logs/convert.log" 2>&1 &&
+  "$b/bin/sluice" convert fashion-mnist --source "$b/data/fashion-mnist-idx" --format raw \
+    --out "$work/fashion-mnist-raw" --shards 4 >>"$logs/convert.log" 2>&1 ||
+  { cat "$logs/convert.log"; echo "device_check: sluice convert failed" >&2; exit 1; }
+
+# --- The device.
+gpu=0
+if command -v nvidia-smi >/dev/null && nvidia-smi >"$out/nvidia-smi.txt" 2>&1; then
+  cat "$out/nvidia-smi.txt"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader \
+    >"$out/gpu.csv" 2>/dev/null
+  gpu=1
+  record nvidia-smi passed 0 "$(head -1 "$out/gpu.csv")"
+else
+  record nvidia-smi skipped 0 "skipped: no device (no nvidia-smi, or it found no GPU)"
+fi
+has_py() { "$py" -c "import $1" >/dev/null 2>&1; }
+skip_gpu() { record "$1" skipped 0 "skipped: no device"; }
+
+train=("$b/bin/sluice" train --data "$data" --json --seed 1)
+if [ $gpu = 0 ]; then
+  # A rehearsal: the bundle's programs run here, and every GPU part says it was skipped.
+  run cpu_smoke 120 "${train[@]}" --model cnn --limit 2000 --threads "$cores"
+  if ldd "$b/bin/gpu_tests" | grep -q "not found"; then
+    record gpu_tests skipped 0 "skipped: no CUDA runtime library here ($(ldd "$b/bin/gpu_tests" | grep -m1 "not found" | awk '{print $1}'))"
+  else
+    run gpu_tests 120 "$b/bin/gpu_tests" --gtest_output="json:$out/gpu_tests.json"
+  fi
+  for p in accuracy precision speed input tensorboard onnx; do skip_gpu "$p"; done
+else
+  # CPU references for the accuracy goal, beside the GPU parts on half the cores.
+  (
+    for m in cnn resnet-20; do
+      timeout 300 taskset -c "$half-$((cores - 1))" "${train[@]}" --model "$m" --epochs 2 \
+        --threads $((cores - half)) >"$out/accuracy-$m-cpu.out" 2>"$logs/accuracy-$m-cpu.log"
+    done
+  ) &
+  cpu_refs=$!
+  run gpu_tests 150 "$b/bin/gpu_tests" --gtest_output="json:$out/gpu_tests.json"
+  run accuracy-cnn-cuda 120 "${train[@]}" --model cnn --epochs 2 --device cuda \
+    --save "$work/cnn-model" --logdir "$work/tb" --profile "$work/prof" --profile-steps 20:40
+  run accuracy-resnet-20-cuda 150 "${train[@]}" --model resnet-20 --epochs 2 --device cuda
+  for p in mixed_float16 mixed_bfloat16; do
+    run "precision-$p" 90 "${train[@]}" --model cnn --epochs 1 --device cuda --precision "$p"
+  done
+  wait "$cpu_refs"
+
+  # Speed, interleaved: sluice then PyTorch at each batch, two rounds.
+  for round in 1 2; do
+    for batch in 64 256; do
+      run "speed-sluice-b$batch-r$round" 60 "$b/bin/train_step_bench" --device=cuda --batch="$batch" \
+        '--benchmark_filter=^train_step/(cnn|resnet-20)/sgd/real_time$' --benchmark_repetitions=3 \
+        --benchmark_min_time=0.5 --benchmark_format=json
+      if has_py torch; then
+        run "speed-torch-b$batch-r$round" 90 "$py" "$b/scripts/pytorch_train_compare.py" \
+          --device cuda --batch "$batch" --models cnn,resnet-20 --threads "$cores" \
+          --steps 50 --warmup 10 --repeats 3
+      else
+        record "speed-torch-b$batch-r$round" skipped 0 "skipped: $py has no torch"
+      fi
+    done
+  done
+
+  run input-resnet-20-b256 150 "${train[@]}" --model resnet-20 --batch 256 --epochs 1 \
+    --device cuda --profile "$work/prof256" --profile-steps 20:60
+  cp "$work/prof256/summary.txt" "$out/profile-resnet-20-b256.txt" 2>/dev/null
+  cp "$work/prof/summary.txt" "$out/profile-cnn-b64.txt" 2>/dev/null
+
+  if has_py tensorboard; then
+    run tensorboard 60 "$py" "$b/scripts/tensorboard_check.py" "$work/tb" "$work/prof"
+  else
+    record tensorboard skipped 0 "skipped: $py has no tensorboard"
+  fi
+  if has_py onnxruntime && [ -d "$work/cnn-model" ]; then
+    raw=$work/fashion-mnist-raw/test-00000-of-00004.tfrecord
+    if run onnx-export 30 "$b/bin/sluice" export --model "$work/cnn-model" --out "$work/cnn.onnx" &&
+      run onnx-predict 60 "$b/bin/sluice" predict --model "$work/cnn-model" --json --top 1 "$raw"; then
+      run onnx 60 "$py" "$b/scripts/onnx_check.py" "$work/cnn.onnx" "$out/onnx-predict.out" "$raw"
+    fi
+  else
+    record onnx skipped 0 "skipped: no onnxruntime or no saved cnn model"
+  fi
+fi
+
+cp "$b/manifest.json" "$out/bundle_manifest.json"
+if command -v "$py" >/dev/null; then
+  "$py" "$b/scripts/device_summary.py" "$out" "$((SECONDS - start))"
+else
+  # A root without Python (CI's rehearsal): the parts alone.
+  { echo '{"note": "no python3 here: the parts only", "parts": ['; paste -sd, "$parts"; echo ']}'; } \
+    >"$out/summary.json"
+  echo "== device check: $((SECONDS - start)) s, $(grep -c '"failed"' "$parts") failed (no python3: parts.jsonl only)"
+  ! grep -q '"failed"' "$parts"
+fi

@@ -1,0 +1,209 @@
+#ifndef SLUICE_TRAIN_BACKEND_CUDA_CUDA_BACKEND_H_
+#define SLUICE_TRAIN_BACKEND_CUDA_CUDA_BACKEND_H_
+
+#include <cublas_api.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/mutex.h"
+#include "train/backend/backend.h"
+#include "train/backend/cuda/device_allocator.h"
+#include "train/backend/cuda/kernel_timer.h"
+#include "train/backend/cuda/stream.h"
+
+struct cublasContext;
+struct cudnnContext;
+
+namespace sluice::train::backend::cuda {
+
+struct ConvPlan;
+
+// CUDA devices visible to this process; 0 without a device or a driver.
+int CudaDeviceCount();
+
+// The training Backend on one CUDA device: cuBLAS for matmul, cuDNN for
+// convolution and batch norm, our own kernels (the *_kernels.cu files) for
+// pooling, elementwise ops, reductions, softmax and its loss, dropout and the
+// optimizer updates. Memory comes from the device's caching DeviceAllocator.
+//
+// Every kernel is queued on the backend's one stream and returns without
+// waiting (tensors freed meanwhile go back to the allocator's cache for that
+// stream, so later work cannot overwrite memory still being read). Copies to
+// or from the host wait for the stream: the host may read or reuse its side
+// once Copy returns. Thread-safe.
+//
+// Dropout draws from a counter-based hash of (seed, element index): one seed
+// and shape give one mask on this backend, not the CPU backend's mask (which
+// comes from a sequential mt19937_64), as the Backend contract allows.
+class CudaBackend final : public train::backend::Backend {
+ public:
+  struct Options {
+    // TF32 tensor cores for float32 matmul and convolution (10-bit mantissa
+    // products, fp32 accumulation). The defaults are PyTorch's.
+    bool tf32_matmul = false;
+    bool tf32_convolution = true;
+    // The largest workspace a cuDNN convolution algorithm may use.
+    size_t max_convolution_workspace_bytes = size_t{1} << 30;
+  };
+
+  // A backend of its own (own stream and library handles) on `device`.
+  static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(int device, Options options);
+  // The shared backend of `device` that BackendFor(Device::Cuda(device))
+  // returns, made on first use with default options.
+  static absl::StatusOr<CudaBackend*> ForDevice(int device);
+
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  Device device() const override { return Device::Cuda(device_); }
+  cudaStream_t stream() const { return stream_.get(); }
+  DeviceAllocator& allocator() const { return allocator_; }
+  const Options& options() const { return options_; }
+
+  absl::StatusOr<Tensor> Allocate(DType dtype, const Shape& shape) override;
+  absl::Status Copy(const Tensor& src, Tensor& dst) override;
+  absl::Status Fill(Tensor& t, float value) override;
+  absl::Status Axpby(float alpha, const Tensor& x, float beta, Tensor& y) override;
+  absl::Status Synchronize() override;
+
+  // Page-locked host memory (cudaHostAlloc), and copies from it on a stream of
+  // their own that start after the compute stream's queued work (so a block
+  // the allocator hands out again is written only once its readers are done).
+  absl::StatusOr<Tensor> AllocateStaging(DType dtype, const Shape& shape) override;
+  absl::StatusOr<std::shared_ptr<train::backend::Event>> CopyAsync(const Tensor& src,
+                                                                   Tensor& dst) override;
+  absl::Status WaitEvent(train::backend::Event& event) override;
+
+  absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
+                      Tensor& out) override;
+  absl::Status Conv2DForward(const train::backend::ConvGeometry& geo, const Tensor& input,
+                             const Tensor& filter, Tensor& output) override;
+  absl::Status Conv2DBackwardData(const train::backend::ConvGeometry& geo,
+                                  const Tensor& grad_output, const Tensor& filter,
+                                  Tensor& grad_input) override;
+  absl::Status Conv2DBackwardFilter(const train::backend::ConvGeometry& geo, const Tensor& input,
+                                    const Tensor& grad_output, Tensor& grad_filter) override;
+  // Max pooling's workspace is an int32 [n, oh, ow, c] tensor of argmax
+  // positions; average pooling needs none.
+  absl::StatusOr<Tensor> Pool2DForward(const train::backend::PoolGeometry& geo, const Tensor& input,
+                                       Tensor& output) override;
+  absl::Status Pool2DBackward(const train::backend::PoolGeometry& geo, const Tensor& input,
+                              const Tensor& output, const Tensor& workspace,
+                              const Tensor& grad_output, Tensor& grad_input) override;
+  absl::Status BatchNormForwardTraining(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                        float epsilon, Tensor& y, Tensor& mean,
+                                        Tensor& variance) override;
+  absl::Status BatchNormForwardInference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                         const Tensor& mean, const Tensor& variance, float epsilon,
+                                         Tensor& y) override;
+  absl::Status BatchNormBackward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                 const Tensor& variance, const Tensor& grad_y, float epsilon,
+                                 bool statistics_are_constant, Tensor& grad_x, Tensor& grad_gamma,
+                                 Tensor& grad_beta) override;
+
+  absl::Status Binary(train::backend::BinaryOp op, const Tensor& a, const Tensor& b,
+                      Tensor& out) override;
+  absl::Status BinaryBackward(train::backend::BinaryOp op, const Tensor& a, const Tensor& b,
+                              const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b) override;
+  absl::Status Unary(train::backend::UnaryOp op, const Tensor& x, Tensor& y) override;
+  absl::Status UnaryBackward(train::backend::UnaryOp op, const Tensor& x, const Tensor& y,
+                             const Tensor& grad_y, Tensor& grad_x) override;
+  absl::Status Cast(const Tensor& x, Tensor& y) override;
+  absl::Status Dropout(const Tensor& x, float rate, uint64_t seed, Tensor& mask,
+                       Tensor& out) override;
+  absl::Status Reduce(train::backend::ReduceOp op, const Tensor& x,
+                      const std::vector<bool>& reduced, float scale, Tensor& out) override;
+  absl::Status BroadcastTo(const Tensor& in, float scale, Tensor& out) override;
+  absl::Status ReduceMaxBackward(const Tensor& x, const Tensor& max, const Tensor& grad_max,
+                                 Tensor& grad_x) override;
+  absl::Status ArgMax(const Tensor& x, Tensor& out) override;
+  absl::Status Transpose(const Tensor& x, const std::vector<int>& perm, Tensor& out) override;
+  absl::Status Concat(const std::vector<Tensor>& inputs, int axis, Tensor& out) override;
+  absl::Status Split(const Tensor& x, int axis, std::vector<Tensor>& outputs) override;
+  absl::Status Softmax(const Tensor& logits, Tensor& y) override;
+  absl::Status SoftmaxBackward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) override;
+  absl::Status SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels, Tensor& loss,
+                                         Tensor& probs) override;
+  absl::Status SparseSoftmaxCrossEntropyBackward(const Tensor& probs, const Tensor& labels,
+                                                 const Tensor& grad_loss,
+                                                 Tensor& grad_logits) override;
+  absl::Status CastLabels(const Tensor& labels, int64_t num_classes, Tensor& labels64,
+                          Tensor& invalid) override;
+  absl::Status InTopK(const Tensor& predictions, const Tensor& labels, int k, bool first_max_only,
+                      Tensor& out) override;
+  absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr, float momentum,
+                         bool nesterov, float weight_decay) override;
+  absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
+                          float beta_1, float beta_2, float epsilon, float decay) override;
+
+  // Convolution plans made so far (one per direction and geometry), each with
+  // the cuDNN algorithm chosen for it.
+  size_t NumConvolutionPlans() const;
+
+ private:
+  enum class ConvDirection { kForward, kBackwardData, kBackwardFilter };
+
+  // cuBLAS' compute type for the calling thread's precision policy.
+  cublasComputeType_t MatMulComputeType() const;
+
+  CudaBackend(int device, Options options, Stream stream, Stream copy_stream, cublasContext* cublas,
+              cudnnContext* cudnn);
+
+  // Checks that every tensor lives on this backend's device.
+  absl::Status CheckTensors(const char* op, std::initializer_list<const Tensor*> tensors) const;
+  // CheckTensors, then makes this backend's device current on the calling
+  // thread; the op's work on the stream is timed while the Scope lives, when
+  // the profiler records. `op` is a literal.
+  absl::StatusOr<KernelTimer::Scope> Enter(const char* op,
+                                           std::initializer_list<const Tensor*> tensors) const;
+  // sum of `full` over the dims `grad` repeats along, times `scale`, into grad.
+  absl::Status SumInto(const Tensor& full, float scale, Tensor& grad);
+  // The gradients of BinaryOp::kMaximum (kMinimum).
+  absl::Status SelectBackward(bool maximum, const Tensor& a, const Tensor& b,
+                              const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b);
+  // The plan of `geo` for `direction`, made (descriptors set up and an
+  // algorithm chosen) on first use. Call with library_mu_ held.
+  absl::StatusOr<const ConvPlan*> GetConvPlan(ConvDirection direction,
+                                              const train::backend::ConvGeometry& geo);
+  // The steps of GetConvPlan after the descriptors: the algorithm cuDNN offers first for
+  // `direction` within the workspace limit (and its math type), and that algorithm's workspace.
+  absl::Status ChooseConvAlgorithm(ConvDirection direction, ConvPlan& plan);
+  absl::StatusOr<size_t> ConvWorkspaceSize(ConvDirection direction, const ConvPlan& plan);
+  // The input, zero-padded on the sides where the geometry pads more than
+  // cuDNN's symmetric padding does (or the input itself).
+  absl::StatusOr<Tensor> PaddedInput(const ConvPlan& plan, const train::backend::ConvGeometry& geo,
+                                     const Tensor& input);
+  absl::StatusOr<Tensor> FilterToOhwi(const Tensor& filter);
+
+  const int device_;
+  const Options options_;
+  DeviceAllocator& allocator_;
+  Stream stream_;
+  Stream copy_stream_;  // host-to-device copies beside the kernels (CopyAsync)
+  cublasContext* cublas_;
+  cudnnContext* cudnn_;
+  // cuBLAS and cuDNN handles are not to be used by two threads at once.
+  mutable Mutex library_mu_;
+  // Device spans for the profiler (train/backend/cuda/kernel_timer.h).
+  mutable KernelTimer timer_;
+  std::unordered_map<std::string, std::unique_ptr<ConvPlan>> conv_plans_
+      ABSL_GUARDED_BY(library_mu_);
+};
+
+// Registers the CUDA backend factory (train::backend::RegisterBackend) and the device count
+// (RegisterDeviceCounter) for DeviceType::kCuda. The factory fails with "no CUDA device" on a
+// machine without one. libsluice_cuda.so's sluice_plugin_register calls it when the plugin is
+// loaded (train/backend/plugin.h).
+void RegisterCudaBackend();
+
+}  // namespace sluice::train::backend::cuda
+
+#endif  // SLUICE_TRAIN_BACKEND_CUDA_CUDA_BACKEND_H_

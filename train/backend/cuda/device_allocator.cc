@@ -1,0 +1,139 @@
+#include "train/backend/cuda/device_allocator.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "core/mutex.h"
+#include "core/status_macros.h"
+#include "train/backend/cuda/cuda_check.h"
+
+namespace sluice::train::backend::cuda {
+namespace {
+
+constexpr size_t kSmallGranule = 512;
+constexpr size_t kSmallLimit = size_t{1} << 20;
+constexpr int kMaxDevices = 64;
+
+// Makes `device` current for the scope and restores the caller's device.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    if (previous_ != device) status_ = cudaSetDevice(device);
+  }
+  ~DeviceScope() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+  cudaError_t status() const { return status_; }
+
+ private:
+  int previous_ = -1;
+  cudaError_t status_ = cudaSuccess;
+};
+
+}  // namespace
+
+DeviceAllocator& DeviceAllocator::ForDevice(int device) {
+  static Mutex* mu = new Mutex;
+  static DeviceAllocator** allocators = new DeviceAllocator* [kMaxDevices] {};
+  MutexLock lock(mu);
+  const int slot = std::clamp(device, 0, kMaxDevices - 1);
+  if (allocators[slot] == nullptr) allocators[slot] = new DeviceAllocator(slot);
+  return *allocators[slot];
+}
+
+size_t DeviceAllocator::BucketSize(size_t bytes) {
+  bytes = std::max<size_t>(bytes, 1);
+  if (bytes < kSmallLimit) return (bytes + kSmallGranule - 1) / kSmallGranule * kSmallGranule;
+  size_t power = kSmallLimit;
+  while (power * 2 <= bytes) power *= 2;
+  const size_t step = power / 4;
+  return (bytes + step - 1) / step * step;
+}
+
+absl::StatusOr<void*> DeviceAllocator::Allocate(size_t bytes, cudaStream_t stream) {
+  const size_t size = BucketSize(bytes);
+  MutexLock lock(&mu_);
+  void* ptr = nullptr;
+  auto it = free_.find({stream, size});
+  if (it != free_.end() && !it->second.empty()) {
+    ptr = it->second.back();
+    it->second.pop_back();
+    stats_.bytes_cached -= static_cast<int64_t>(size);
+    ++stats_.cache_hits;
+  } else {
+    DeviceScope scope(device_);
+    CUDA_RETURN_IF_ERROR(scope.status());
+    cudaError_t err = cudaMalloc(&ptr, size);
+    if (err == cudaErrorMemoryAllocation && stats_.bytes_cached > 0) {
+      cudaGetLastError();  // clear it: the retry decides
+      SLUICE_RETURN_IF_ERROR(EmptyCacheLocked());
+      err = cudaMalloc(&ptr, size);
+    }
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      return CudaStatus(err,
+                        absl::StrCat("cudaMalloc of ", size, " bytes on cuda:", device_, " (",
+                                     stats_.bytes_in_use, " bytes in use)"),
+                        __FILE__, __LINE__);
+    }
+    ++stats_.device_allocations;
+  }
+  live_.emplace(ptr, Block{size, stream});
+  stats_.bytes_in_use += static_cast<int64_t>(size);
+  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  return ptr;
+}
+
+void DeviceAllocator::Free(void* ptr) {
+  if (ptr == nullptr) return;
+  MutexLock lock(&mu_);
+  auto it = live_.find(ptr);
+  if (it == live_.end()) return;  // not ours: nothing we may do with it
+  const Block block = it->second;
+  live_.erase(it);
+  free_[{block.stream, block.size}].push_back(ptr);
+  stats_.bytes_in_use -= static_cast<int64_t>(block.size);
+  stats_.bytes_cached += static_cast<int64_t>(block.size);
+}
+
+absl::StatusOr<Tensor> DeviceAllocator::AllocateTensor(DType dtype, const Shape& shape,
+                                                       cudaStream_t stream) {
+  if (dtype == DType::kBytes) {
+    return absl::InvalidArgumentError("a string tensor cannot live on a CUDA device");
+  }
+  const size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
+  SLUICE_ASSIGN_OR_RETURN(void* ptr, Allocate(bytes, stream));
+  std::shared_ptr<Buffer> buffer =
+      Buffer::Wrap(ptr, bytes, Device::Cuda(device_), [this](void* p) { Free(p); });
+  return Tensor::FromBuffer(dtype, shape, std::move(buffer));
+}
+
+absl::Status DeviceAllocator::EmptyCache() {
+  MutexLock lock(&mu_);
+  return EmptyCacheLocked();
+}
+
+absl::Status DeviceAllocator::EmptyCacheLocked() {
+  DeviceScope scope(device_);
+  CUDA_RETURN_IF_ERROR(scope.status());
+  // Kernels queued before a block was freed may still be reading it.
+  CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+  for (auto& [key, blocks] : free_) {
+    for (void* p : blocks) {
+      CUDA_RETURN_IF_ERROR(cudaFree(p));
+      stats_.bytes_cached -= static_cast<int64_t>(key.second);
+    }
+    blocks.clear();
+  }
+  free_.clear();
+  return absl::OkStatus();
+}
+
+DeviceAllocator::Stats DeviceAllocator::GetStats() const {
+  MutexLock lock(&mu_);
+  return stats_;
+}
+
+}  // namespace sluice::train::backend::cuda

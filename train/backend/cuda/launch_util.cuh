@@ -1,0 +1,73 @@
+#ifndef SLUICE_TRAIN_BACKEND_CUDA_LAUNCH_UTIL_CUH_
+#define SLUICE_TRAIN_BACKEND_CUDA_LAUNCH_UTIL_CUH_
+
+// Helpers shared by the *_kernels.cu files (device code only).
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "train/backend/cuda/kernels.h"
+
+namespace sluice::train::backend::cuda::kernels {
+
+constexpr int kThreads = 256;
+
+// Enough blocks to cover n with grid-stride loops, capped so that huge
+// tensors reuse threads instead of launching millions of blocks.
+inline unsigned GridFor(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks, 65535 * 8)));
+}
+
+// Offset of output element i in operand a (and b when asked).
+__device__ inline int64_t OffsetA(const StridedIndex& ix, int64_t i) {
+  int64_t off = 0;
+  for (int d = ix.rank - 1; d >= 0; --d) {
+    const int64_t q = i / ix.dims[d];
+    off += (i - q * ix.dims[d]) * ix.stride_a[d];
+    i = q;
+  }
+  return off;
+}
+
+__device__ inline void OffsetsAB(const StridedIndex& ix, int64_t i, int64_t& oa, int64_t& ob) {
+  oa = 0;
+  ob = 0;
+  for (int d = ix.rank - 1; d >= 0; --d) {
+    const int64_t q = i / ix.dims[d];
+    const int64_t r = i - q * ix.dims[d];
+    oa += r * ix.stride_a[d];
+    ob += r * ix.stride_b[d];
+    i = q;
+  }
+}
+
+__device__ inline float WarpSum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ inline float WarpMax(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Reduces v across the block (blockDim.x a multiple of 32, at most 1024);
+// every thread gets the result. `scratch` holds 32 floats of shared memory.
+template <bool kMax>
+__device__ inline float BlockReduce(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int warps = (blockDim.x + 31) >> 5;
+  v = kMax ? WarpMax(v) : WarpSum(v);
+  __syncthreads();  // scratch may still be read by a previous call
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  const float identity = kMax ? -INFINITY : 0.0f;
+  v = lane < warps ? scratch[lane] : identity;
+  return kMax ? WarpMax(v) : WarpSum(v);
+}
+
+}  // namespace sluice::train::backend::cuda::kernels
+
+#endif  // SLUICE_TRAIN_BACKEND_CUDA_LAUNCH_UTIL_CUH_

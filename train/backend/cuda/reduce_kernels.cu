@@ -1,0 +1,131 @@
+// Reductions: a general kernel (one block per output, coalesced when the
+// reduced dims are innermost) and a column kernel for [k1, r, k2] reduced over
+// r (bias gradients, batch statistics), which reads rows coalesced.
+
+#include <cmath>
+
+#include "train/backend/cuda/kernels.h"
+#include "train/backend/cuda/launch_util.cuh"
+
+namespace sluice::train::backend::cuda::kernels {
+namespace {
+
+template <bool kMax>
+__device__ inline float Combine(float acc, float v) {
+  return kMax ? fmaxf(acc, v) : acc + v;
+}
+
+template <bool kMax>
+__global__ void ReduceGenericKernel(const float* in, float* out, int64_t n_out, StridedIndex kept,
+                                    StridedIndex reduced, int64_t r_count, float scale) {
+  __shared__ float scratch[32];
+  for (int64_t k = blockIdx.x; k < n_out; k += gridDim.x) {
+    const int64_t base = OffsetA(kept, k);
+    float acc = kMax ? -INFINITY : 0.0f;
+    for (int64_t r = threadIdx.x; r < r_count; r += blockDim.x) {
+      acc = Combine<kMax>(acc, in[base + OffsetA(reduced, r)]);
+    }
+    acc = BlockReduce<kMax>(acc, scratch);
+    if (threadIdx.x == 0) out[k] = kMax ? acc : acc * scale;
+  }
+}
+
+constexpr int kColumnTile = 32;  // columns per block (one warp wide)
+constexpr int kColumnRows = 8;   // rows read at once per block
+
+template <bool kMax>
+__global__ void ReduceColumnsKernel(const float* in, float* dst, int64_t k1, int64_t r, int64_t k2,
+                                    int64_t rows_per_split, float scale, bool final) {
+  __shared__ float tile[kColumnRows][kColumnTile + 1];
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kColumnTile + threadIdx.x;
+  const int64_t split = blockIdx.z;
+  const int64_t r0 = split * rows_per_split;
+  const int64_t r1 = r0 + rows_per_split < r ? r0 + rows_per_split : r;
+  for (int64_t outer = blockIdx.y; outer < k1; outer += gridDim.y) {
+    float acc = kMax ? -INFINITY : 0.0f;
+    if (col < k2) {
+      const float* base = in + outer * r * k2 + col;
+      for (int64_t i = r0 + threadIdx.y; i < r1; i += kColumnRows) {
+        acc = Combine<kMax>(acc, base[i * k2]);
+      }
+    }
+    tile[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && col < k2) {
+      float v = tile[0][threadIdx.x];
+      for (int j = 1; j < kColumnRows; ++j) v = Combine<kMax>(v, tile[j][threadIdx.x]);
+      if (final) {
+        dst[outer * k2 + col] = kMax ? v : v * scale;
+      } else {
+        dst[(split * k1 + outer) * k2 + col] = v;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+template <bool kMax>
+cudaError_t LaunchColumns(const float* in, float* out, int64_t k1, int64_t r, int64_t k2,
+                          int splits, float* partial, float scale, cudaStream_t stream) {
+  const dim3 block(kColumnTile, kColumnRows);
+  const unsigned col_blocks = static_cast<unsigned>((k2 + kColumnTile - 1) / kColumnTile);
+  const unsigned outer_blocks = static_cast<unsigned>(k1 < 65535 ? k1 : 65535);
+  if (splits <= 1) {
+    ReduceColumnsKernel<kMax><<<dim3(col_blocks, outer_blocks, 1), block, 0, stream>>>(
+        in, out, k1, r, k2, r, scale, true);
+    return cudaGetLastError();
+  }
+  const int64_t rows_per_split = (r + splits - 1) / splits;
+  ReduceColumnsKernel<kMax>
+      <<<dim3(col_blocks, outer_blocks, static_cast<unsigned>(splits)), block, 0, stream>>>(
+          in, partial, k1, r, k2, rows_per_split, scale, false);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  // partial [splits, k1 * k2]: one more column pass over the slices.
+  const int64_t cols = k1 * k2;
+  ReduceColumnsKernel<kMax>
+      <<<dim3(static_cast<unsigned>((cols + kColumnTile - 1) / kColumnTile), 1, 1), block, 0,
+         stream>>>(partial, out, 1, splits, cols, splits, scale, true);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t ReduceGeneric(ReduceKind op, const float* in, float* out, int64_t n_out,
+                          const StridedIndex& kept, const StridedIndex& reduced, int64_t r_count,
+                          float scale, cudaStream_t stream) {
+  if (n_out == 0) return cudaSuccess;
+  // A warp at least, a block at most; short rows get narrow blocks.
+  int threads = static_cast<int>(((r_count < kThreads ? r_count : kThreads) + 31) / 32 * 32);
+  if (threads == 0) threads = 32;
+  const unsigned grid = static_cast<unsigned>(n_out < (1 << 20) ? n_out : (1 << 20));
+  if (op == ReduceKind::kMax) {
+    ReduceGenericKernel<true>
+        <<<grid, threads, 0, stream>>>(in, out, n_out, kept, reduced, r_count, scale);
+  } else {
+    ReduceGenericKernel<false>
+        <<<grid, threads, 0, stream>>>(in, out, n_out, kept, reduced, r_count, scale);
+  }
+  return cudaGetLastError();
+}
+
+int ColumnSplits(int64_t k1, int64_t r, int64_t k2) {
+  const int64_t blocks = (k2 + kColumnTile - 1) / kColumnTile * (k1 < 65535 ? k1 : 65535);
+  constexpr int64_t kTargetBlocks = 1024;  // several waves on a 132-SM H100
+  int64_t splits = blocks >= kTargetBlocks ? 1 : (kTargetBlocks + blocks - 1) / blocks;
+  const int64_t max_splits = (r + 63) / 64;
+  if (splits > max_splits) splits = max_splits;
+  if (splits > 1024) splits = 1024;
+  return static_cast<int>(splits < 1 ? 1 : splits);
+}
+
+cudaError_t ReduceColumns(ReduceKind op, const float* in, float* out, int64_t k1, int64_t r,
+                          int64_t k2, int splits, float* partial, float scale,
+                          cudaStream_t stream) {
+  if (k1 * k2 == 0) return cudaSuccess;
+  return op == ReduceKind::kMax
+             ? LaunchColumns<true>(in, out, k1, r, k2, splits, partial, scale, stream)
+             : LaunchColumns<false>(in, out, k1, r, k2, splits, partial, scale, stream);
+}
+
+}  // namespace sluice::train::backend::cuda::kernels
