@@ -77,7 +77,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<Iterator> it = cached->MakeIterator();
   const fuzz::ReadOut got = fuzz::ReadAll(*it);
   if (expected) {
-    fuzz::CheckReadExactly(got, *expected);
+    // The cache holds the input's elements only while they are of its type (int64 scalars): the
+    // first that is not ends the pass with DataLoss in its place, after those before it.
+    size_t typed = 0;
+    while (typed < expected->size() && input->element_spec().Check((*expected)[typed]).ok()) {
+      ++typed;
+    }
+    if (typed == expected->size()) {
+      fuzz::CheckReadExactly(got, *expected);
+    } else {
+      fuzz::Check(got.status.code() == absl::StatusCode::kDataLoss);
+      expected->resize(typed);
+      fuzz::CheckReadExactly({got.elements, absl::OkStatus()}, *expected);
+    }
   }
   return 0;
 }
