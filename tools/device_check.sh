@@ -117,7 +117,12 @@ if command -v nvidia-smi >/dev/null && nvidia-smi >"$out/nvidia-smi.txt" 2>&1; t
 else
   record nvidia-smi skipped 0 "skipped: no device (no nvidia-smi, or it found no GPU)"
 fi
-has_py() { "$py" -c "import $1" >/dev/null 2>&1; }
+# Which Python modules are there, asked once each (importing torch takes seconds).
+declare -A py_has=()
+for m in torch tensorboard onnxruntime; do
+  "$py" -c "import $m" >/dev/null 2>&1 && py_has[$m]=1
+done
+has_py() { [ -n "${py_has[$1]:-}" ]; }
 skip_gpu() { record "$1" skipped 0 "skipped: no device"; }
 
 train=("$b/bin/sluice" train --data "$data" --json --seed 1)

@@ -370,6 +370,20 @@ class FileCacheTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
+  // The cache file's records, to tamper with one, and the file written back from them.
+  void ReadRecords(std::vector<std::string>& records) const {
+    auto reader = TFRecordReader::Open(path_);
+    ASSERT_TRUE(reader.ok());
+    std::string r;
+    while (*(*reader)->ReadRecord(&r)) records.push_back(r);
+  }
+  void WriteRecords(const std::vector<std::string>& records) const {
+    auto writer = TFRecordWriter::Open(path_, {.sync = false});
+    ASSERT_TRUE(writer.ok());
+    for (const std::string& r : records) ASSERT_TRUE((*writer)->Write(r).ok());
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+
   std::vector<std::string> TempFiles() const {
     std::vector<std::string> out;
     for (const auto& e : fs::directory_iterator(dir_)) {
@@ -603,23 +617,13 @@ TEST_F(FileCacheTest, CorruptRecordIsAnErrorAndTheFileIsRebuiltNextPass) {
 TEST_F(FileCacheTest, ElementClaimingAHugeShapeIsAnErrorWithoutAllocatingIt) {
   WriteCache(path_, 10);
   std::vector<std::string> records;
-  {
-    auto reader = TFRecordReader::Open(path_);
-    ASSERT_TRUE(reader.ok());
-    std::string r;
-    while (*(*reader)->ReadRecord(&r)) records.push_back(r);
-  }
+  ASSERT_NO_FATAL_FAILURE(ReadRecords(records));
   ASSERT_EQ(records.size(), 12u);  // header, 10 elements, end record
   proto::ElementProto huge;
   ASSERT_TRUE(huge.ParseFromString(records[6]));
   huge.mutable_components(0)->add_shape(int64_t{1} << 58);  // int64 scalar -> [2^58], 8 bytes
   records[6] = huge.SerializeAsString();
-  {
-    auto writer = TFRecordWriter::Open(path_, {.sync = false});
-    ASSERT_TRUE(writer.ok());
-    for (const std::string& r : records) ASSERT_TRUE((*writer)->Write(r).ok());
-    ASSERT_TRUE((*writer)->Close().ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(WriteRecords(records));
   auto calls = std::make_shared<std::atomic<int>>(0);
   auto it = CountedRange(10, calls).Cache(path_).MakeIterator();
   auto got = Drain(*it);
@@ -636,22 +640,12 @@ TEST_F(FileCacheTest, ElementClaimingAHugeShapeIsAnErrorWithoutAllocatingIt) {
 TEST_F(FileCacheTest, ElementOfAnotherTypeThanTheInputsSpecIsDataLoss) {
   WriteCache(path_, 10);
   std::vector<std::string> records;
-  {
-    auto reader = TFRecordReader::Open(path_);
-    ASSERT_TRUE(reader.ok());
-    std::string r;
-    while (*(*reader)->ReadRecord(&r)) records.push_back(r);
-  }
+  ASSERT_NO_FATAL_FAILURE(ReadRecords(records));
   ASSERT_EQ(records.size(), 12u);  // header, 10 elements, end record
   proto::ElementProto e;
   ElementToProto({Tensor::Scalar<float>(1)}, &e);
   records[6] = e.SerializeAsString();
-  {
-    auto writer = TFRecordWriter::Open(path_, {.sync = false});
-    ASSERT_TRUE(writer.ok());
-    for (const std::string& r : records) ASSERT_TRUE((*writer)->Write(r).ok());
-    ASSERT_TRUE((*writer)->Close().ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(WriteRecords(records));
   // The same pipeline (a declaration is not part of its description), its Map declared.
   auto calls = std::make_shared<std::atomic<int>>(0);
   const Dataset declared = Dataset::Range(10).Map(
