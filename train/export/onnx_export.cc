@@ -3,18 +3,24 @@
 #include <algorithm>
 #include <cstring>
 #include <numbers>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "io/atomic_file.h"
 #include "onnx/onnx_pb.h"  // defines ONNX_API, then includes onnx-ml.pb.h (ONNX_ML)
 #include "train/autodiff/variable.h"
 #include "train/backend/transfer.h"
 #include "train/layers/activation.h"
+#include "train/layers/add.h"
 #include "train/layers/avg_pool.h"
 #include "train/layers/batch_norm.h"
+#include "train/layers/concatenate.h"
 #include "train/layers/conv2d.h"
 #include "train/layers/dense.h"
 #include "train/layers/dropout.h"
@@ -22,6 +28,9 @@
 #include "train/layers/global_avg_pool.h"
 #include "train/layers/kernel_layer.h"
 #include "train/layers/max_pool.h"
+#include "train/layers/merge.h"
+#include "train/layers/model.h"
+#include "train/layers/multiply.h"
 #include "train/layers/recompute.h"
 #include "train/layers/relu.h"
 #include "train/layers/residual_block.h"
@@ -72,6 +81,10 @@ class GraphBuilder {
   absl::StatusOr<Value> Residual(layers::ResidualBlock& block, const Value& in,
                                  const std::string& path);
   absl::StatusOr<Value> Activate(layers::Activation activation, Value v, const std::string& path);
+  // A functional model of one input and one output, its graph's nodes in the order they run.
+  absl::StatusOr<Value> Functional(layers::Model& model, const Value& in, const std::string& path);
+  // Add, Multiply or Concatenate on `in`.
+  absl::StatusOr<Value> Merge(layers::Merge& layer, std::vector<Value> in, const std::string& path);
 
   // Emits `children` one after another, each at path/i/name.
   absl::StatusOr<Value> Chain(const std::vector<layers::Module*>& children, const Value& in,
@@ -83,6 +96,10 @@ class GraphBuilder {
   onnx::GraphProto* graph_;
   const OnnxExportOptions& options_;
   int64_t next_ = 0;
+  // The initializers written, by variable name and permutation: a shared layer's weights are
+  // written once.
+  absl::flat_hash_map<std::string, std::string> initializers_;
+  absl::flat_hash_set<std::string> initializer_names_;
 };
 
 onnx::NodeProto* GraphBuilder::Node(const std::string& op, const std::string& path,
@@ -119,6 +136,12 @@ void SetFloat(onnx::NodeProto* node, const std::string& name, float value) {
 
 absl::StatusOr<std::string> GraphBuilder::Initializer(autodiff::Variable& v,
                                                       const std::vector<int>& perm) {
+  const std::string key = absl::StrCat(v.name(), "|", absl::StrJoin(perm, ","));
+  if (auto it = initializers_.find(key); it != initializers_.end()) return it->second;
+  // The same variable under another permutation (not written by the built-in layers) gets a
+  // name of its own.
+  const std::string name =
+      initializer_names_.contains(v.name()) ? absl::StrCat(v.name(), "_", key) : v.name();
   Tensor value = v.value();
   if (value.dtype() != DType::kFloat32) {
     return absl::InvalidArgumentError(absl::StrCat("ONNX export: variable '", v.name(), "' is ",
@@ -129,12 +152,14 @@ absl::StatusOr<std::string> GraphBuilder::Initializer(autodiff::Variable& v,
   }
   SLUICE_ASSIGN_OR_RETURN(const Tensor host, backend::ToHost(value));
   onnx::TensorProto* t = graph_->add_initializer();
-  t->set_name(v.name());
+  t->set_name(name);
   t->set_data_type(onnx::TensorProto::FLOAT);
   for (int i = 0; i < host.rank(); ++i) t->add_dims(host.dim(i));
   // ONNX's raw_data is little-endian, as the host is.
   t->set_raw_data(static_cast<const char*>(host.raw_data()), host.num_elements() * sizeof(float));
-  return v.name();
+  initializers_.emplace(key, name);
+  initializer_names_.insert(name);
+  return name;
 }
 
 absl::Status GraphBuilder::AddInput(std::vector<std::string>& inputs, autodiff::Variable& v,
@@ -323,6 +348,9 @@ absl::StatusOr<Value> GraphBuilder::Layer(layers::Module& layer, const Value& in
   if (auto* sequential = dynamic_cast<layers::Sequential*>(&layer)) {
     return Chain(sequential->Children(), in, path);
   }
+  if (auto* functional = dynamic_cast<layers::Model*>(&layer)) {
+    return Functional(*functional, in, path);
+  }
   if (auto* recompute = dynamic_cast<layers::Recompute*>(&layer)) {
     // Recomputation only changes the backward pass.
     return Layer(*recompute->Children()[0], in, path);
@@ -374,6 +402,81 @@ absl::StatusOr<Value> GraphBuilder::Layer(layers::Module& layer, const Value& in
       ") has no ONNX form; the built-in layers export, a user's own layer when "
       "OnnxExportOptions::custom_layers gives its nodes, and a user's own container whose layers "
       "run one after another when OnnxExportOptions::sequential_layers names it"));
+}
+
+absl::StatusOr<Value> GraphBuilder::Functional(layers::Model& model, const Value& in,
+                                               const std::string& path) {
+  const std::vector<layers::Model::Step>& steps = model.steps();
+  if (model.inputs().size() != 1 || model.output_steps().size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ONNX export: '", Join(path, model.name()), "' has ", model.inputs().size(), " inputs and ",
+        model.output_steps().size(), " outputs; the export writes one of each"));
+  }
+  std::vector<std::optional<Value>> values(steps.size());
+  values[0] = in;
+  for (size_t s = 1; s < steps.size(); ++s) {
+    const layers::Model::Step& step = steps[s];
+    const std::string at = Join(path, step.name);
+    if (auto* merge = dynamic_cast<layers::Merge*>(step.layer)) {
+      std::vector<Value> args;
+      for (int i : step.inputs) args.push_back(*values[i]);
+      SLUICE_ASSIGN_OR_RETURN(values[s], Merge(*merge, std::move(args), at));
+    } else if (step.inputs.size() == 1) {
+      SLUICE_ASSIGN_OR_RETURN(values[s], Layer(*step.layer, *values[step.inputs[0]], at));
+    } else {
+      return absl::UnimplementedError(
+          absl::StrCat("ONNX export: layer '", at, "' (", step.layer->name(), ") takes ",
+                       step.inputs.size(), " inputs and has no ONNX form"));
+    }
+  }
+  return *values[model.output_steps()[0]];
+}
+
+absl::StatusOr<Value> GraphBuilder::Merge(layers::Merge& layer, std::vector<Value> in,
+                                          const std::string& path) {
+  // One layout for all: NCHW when every input is in it (between convolutions), else NHWC.
+  bool nchw = true;
+  for (const Value& v : in) nchw = nchw && v.nchw;
+  for (Value& v : in) v = nchw ? v : ToNhwc(v, path);
+  if (auto* concatenate = dynamic_cast<layers::Concatenate*>(&layer)) {
+    const int rank = static_cast<int>(in[0].dims.size());
+    const int axis = concatenate->axis() < 0 ? concatenate->axis() + rank : concatenate->axis();
+    if (axis < 0 || axis >= rank) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ONNX export: ", path, ": axis ", concatenate->axis(), " of rank ", rank));
+    }
+    std::vector<std::string> names;
+    std::vector<int64_t> dims = in[0].dims;
+    dims[axis] = 0;
+    for (const Value& v : in) {
+      names.push_back(v.name);
+      dims[axis] += v.dims[axis];
+    }
+    onnx::NodeProto* node = Node("Concat", path, std::move(names));
+    constexpr int kNchwAxis[] = {0, 2, 3, 1};  // where NHWC's dim i sits in NCHW
+    SetInt(node, "axis", nchw ? kNchwAxis[axis] : axis);
+    return Value{node->output(0), std::move(dims), nchw};
+  }
+  const char* op = nullptr;
+  if (dynamic_cast<layers::Add*>(&layer) != nullptr) op = "Add";
+  if (dynamic_cast<layers::Multiply*>(&layer) != nullptr) op = "Mul";
+  if (op == nullptr) {
+    return absl::UnimplementedError(absl::StrCat("ONNX export: merge layer '", path, "' (",
+                                                 layer.name(), ") has no ONNX form"));
+  }
+  Value out = in[0];
+  for (size_t i = 1; i < in.size(); ++i) {
+    out.name = Node(op, path, {out.name, in[i].name})->output(0);
+    // NumPy broadcasting, as ONNX's Add and Mul: each dim the larger, aligned at the end.
+    std::vector<int64_t> dims = in[i].dims.size() > out.dims.size() ? in[i].dims : out.dims;
+    const std::vector<int64_t>& other = in[i].dims.size() > out.dims.size() ? out.dims : in[i].dims;
+    for (size_t k = 0; k < other.size(); ++k) {
+      int64_t& d = dims[dims.size() - other.size() + k];
+      d = std::max(d, other[k]);
+    }
+    out.dims = std::move(dims);
+  }
+  return out;
 }
 
 // The OnnxGraph a custom layer's exporter writes through: the builder at the layer's path.

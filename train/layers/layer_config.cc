@@ -1,6 +1,7 @@
 #include "train/layers/layer_config.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -11,8 +12,10 @@
 #include "core/mutex.h"
 #include "core/status_macros.h"
 #include "train/layers/activation.h"
+#include "train/layers/add.h"
 #include "train/layers/avg_pool.h"
 #include "train/layers/batch_norm.h"
+#include "train/layers/concatenate.h"
 #include "train/layers/conv2d.h"
 #include "train/layers/dense.h"
 #include "train/layers/dropout.h"
@@ -20,7 +23,9 @@
 #include "train/layers/global_avg_pool.h"
 #include "train/layers/initializers.h"
 #include "train/layers/max_pool.h"
+#include "train/layers/model.h"
 #include "train/layers/module.h"
+#include "train/layers/multiply.h"
 #include "train/layers/parameter_limit.h"
 #include "train/layers/recompute.h"
 #include "train/layers/relu.h"
@@ -211,6 +216,15 @@ Made MakePlain(const LayerConfig&) {
   return std::unique_ptr<Module>(std::make_unique<M>());
 }
 
+Made MakeConcatenate(const LayerConfig& config) {
+  const int64_t axis = config.IntOr("axis", -1);
+  // Concat checks it against the inputs' rank; here only that it is an int.
+  if (axis < std::numeric_limits<int>::min() || axis > std::numeric_limits<int>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat("Concatenate: axis ", axis));
+  }
+  return std::unique_ptr<Module>(std::make_unique<Concatenate>(static_cast<int>(axis)));
+}
+
 template <typename M>
 Made MakePool(const LayerConfig& config) {
   SLUICE_ASSIGN_OR_RETURN(const ops::Pool2DOptions options, PoolOptions(config));
@@ -365,6 +379,12 @@ Sized SizeSequential(const LayerConfig& config, const Shape& input) {
   return size;
 }
 
+// A merge layer takes several inputs: FunctionalSize sizes its calls.
+Sized SizeMerge(const LayerConfig& config, const Shape&) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(config.class_name, ": takes 2 or more inputs, in a functional model"));
+}
+
 // Recompute's variables are its layer's, named as they are.
 Sized SizeRecompute(const LayerConfig& config, const Shape& input) {
   SLUICE_ASSIGN_OR_RETURN(const LayerConfig* inner, ChildConfig(config, 0));
@@ -396,7 +416,11 @@ Registry& TheRegistry() {
                   {"Flatten", {MakePlain<Flatten>, SizeFlatten}},
                   {"GlobalAvgPool", {MakePlain<GlobalAvgPool>, SizeGlobalAvgPool}},
                   {"MaxPool", {MakePool<MaxPool>, SizePool}},
-                  {"AvgPool", {MakePool<AvgPool>, SizePool}}};
+                  {"AvgPool", {MakePool<AvgPool>, SizePool}},
+                  {"Functional", {FunctionalFromConfig, FunctionalSize}},
+                  {"Add", {MakePlain<Add>, SizeMerge}},
+                  {"Multiply", {MakePlain<Multiply>, SizeMerge}},
+                  {"Concatenate", {MakeConcatenate, SizeMerge}}};
     return r;
   }();
   return *registry;

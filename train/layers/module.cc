@@ -25,6 +25,14 @@ std::vector<autodiff::Variable*> Module::NonTrainableVariables() {
   return out;
 }
 
+absl::StatusOr<Tensor> Module::ForwardInputs(const std::vector<Tensor>& inputs, bool training) {
+  if (inputs.size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name(), ": takes one input, got ", inputs.size()));
+  }
+  return Forward(inputs[0], training);
+}
+
 void Module::set_trainable(bool trainable) {
   trainable_ = trainable;
   for (Module* child : Children()) child->set_trainable(trainable);

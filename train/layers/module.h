@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -27,10 +28,19 @@ class Module {
  public:
   virtual ~Module() = default;
   virtual absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) = 0;
+  // The call of a layer in a functional model (model.h), which may take several inputs. Layers
+  // of several inputs (Add, Concatenate) override it; the default is Forward on the one input,
+  // and InvalidArgument naming the layer for any other count.
+  virtual absl::StatusOr<Tensor> ForwardInputs(const std::vector<Tensor>& inputs, bool training);
 
   // The layer's kind in summaries and errors ("dense", "conv2d"): Keras' layer names without
   // the numbering, which containers add ("0/dense").
   virtual std::string name() const { return "layer"; }
+  // Keras' layer.name: this layer's own name in a functional model ("conv2d_3", or one the user
+  // gave), which prefixes its variables' names there and which Model::GetLayer finds. Empty
+  // until a functional model or the user names it.
+  const std::string& layer_name() const { return layer_name_; }
+  void set_layer_name(std::string layer_name) { layer_name_ = std::move(layer_name); }
 
   // Keras' get_config(): the arguments that make this layer again (LayerFromConfig), for a saved
   // model. Every built-in layer has one; a user's own layer overrides it and registers a factory
@@ -85,6 +95,7 @@ class Module {
 
  private:
   bool trainable_ = true;
+  std::string layer_name_;
 };
 
 // Prepends `prefix` to the name of every variable `module` owns, so that a

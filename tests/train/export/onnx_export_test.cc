@@ -24,14 +24,18 @@
 #include "tests/temp_dir.h"
 #include "train/fit/trainer.h"
 #include "train/layers/activation.h"
+#include "train/layers/add.h"
 #include "train/layers/avg_pool.h"
 #include "train/layers/batch_norm.h"
+#include "train/layers/concatenate.h"
 #include "train/layers/conv2d.h"
 #include "train/layers/dense.h"
 #include "train/layers/dropout.h"
 #include "train/layers/flatten.h"
 #include "train/layers/global_avg_pool.h"
 #include "train/layers/max_pool.h"
+#include "train/layers/model.h"
+#include "train/layers/multiply.h"
 #include "train/layers/relu.h"
 #include "train/layers/residual_block.h"
 #include "train/layers/sequential.h"
@@ -297,6 +301,51 @@ TEST(OnnxExportTest, OnnxRuntimeAgreesOnEveryLayerKind) {
   const Agreement a = Compare(Values(*expected), *got, 5, 2e-5f);
   EXPECT_LE(a.max_abs_diff, 1e-5f);
   EXPECT_EQ(a.top1_differs, 0);
+}
+
+// A functional graph: a convolution shared by two calls, a skip connection (Add) between NCHW
+// values, a Multiply, a Concatenate along the channels, and a head.
+TEST(OnnxExportTest, OnnxRuntimeAgreesOnAFunctionalModel) {
+  using layers::Apply;
+  using layers::SymbolicTensor;
+  SymbolicTensor in = layers::Input({9, 7, 3});
+  SymbolicTensor x =
+      Apply(layers::Conv2D(4, 3, {.conv = {.padding = ops::Padding::kSame}, .seed = 1}), in);
+  auto shared = std::make_shared<layers::Conv2D>(
+      4, 3,
+      layers::Conv2DLayerOptions{.conv = {.padding = ops::Padding::kSame},
+                                 .seed = 2,
+                                 .activation = layers::Activation::kTanh});
+  SymbolicTensor y = Apply(shared, Apply(shared, x));
+  SymbolicTensor sum = Apply(layers::Add(), {x, y});
+  SymbolicTensor product = Apply(layers::Multiply(), {sum, Apply(layers::ReLU(), x)});
+  SymbolicTensor joined = Apply(layers::Concatenate(), {product, in, sum});
+  SymbolicTensor pooled = Apply(layers::GlobalAvgPool(), joined, "pool");
+  SymbolicTensor flat =
+      Apply(layers::Flatten(), Apply(layers::MaxPool(ops::Pool2DOptions{}), joined));
+  SymbolicTensor out = Apply(layers::Dense(5, layers::DenseOptions{.seed = 3}),
+                             layers::Apply(layers::Concatenate(), {pooled, flat}));
+  auto model = layers::Model::Make({in}, {out});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const Tensor input = Uniform(Shape{4, 9, 7, 3}, 9, -1, 1);
+  auto expected = (*model)->Forward(input, /*training=*/false);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  ScopedTempDir dir;
+  const std::string path = dir.path() + "/functional.onnx";
+  ASSERT_TRUE(ExportOnnx(**model, Shape{1, 9, 7, 3}, path).ok());
+  EXPECT_EQ(CheckerErrors(path), "");
+  auto proto = ToOnnx(**model, Shape{1, 9, 7, 3});
+  ASSERT_TRUE(proto.ok());
+  EXPECT_THAT(OpTypes(*proto), ::testing::IsSupersetOf({"Add", "Mul", "Concat"}));
+  int shared_kernels = 0;
+  for (const onnx::TensorProto& t : proto->graph().initializer()) {
+    shared_kernels += t.name() == "conv2d_1/kernel" ? 1 : 0;
+  }
+  EXPECT_EQ(shared_kernels, 1);  // written once, read by both calls
+  auto got = RunOnnxRuntime(path, input, dir.path());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_LE(Compare(Values(*expected), *got, 5, 2e-5f).max_abs_diff, 1e-5f);
 }
 
 // The first `n` Fashion-MNIST images of `split` ("train" or "t10k") scaled to [0, 1] as
