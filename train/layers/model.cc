@@ -487,10 +487,16 @@ absl::StatusOr<LayerSize> FunctionalSize(const LayerConfig& config, const Shape&
   LayerSize size;
   std::vector<Shape> shapes;
   std::vector<bool> sized(config.layers.size(), false);
+  std::vector<int> calls(config.layers.size(), 0);
   for (const Graph::Node& node : g.nodes) {
     if (node.layer < 0) {
       Shape shape = g.inputs[node.input].shape;
       shape.set_dim(0, batch);
+      // Every input's size is listed, so that LoadModel checks it before Make allocates it
+      // (under a prefix that names no variable).
+      size.layers.push_back(LayerSize{.class_name = "Input",
+                                      .prefix = absl::StrCat(g.inputs[node.input].name, "@input/"),
+                                      .output_shape = shape});
       shapes.push_back(std::move(shape));
       continue;
     }
@@ -519,12 +525,19 @@ absl::StatusOr<LayerSize> FunctionalSize(const LayerConfig& config, const Shape&
       return size;  // what follows has an unknown input
     }
     shapes.push_back(one.output_shape);
-    if (!sized[node.layer]) {  // a shared layer's variables count once
+    if (!sized[node.layer]) {
       sized[node.layer] = true;
       one.prefix = absl::StrCat(g.layer_names[node.layer], "/");
       size.parameters = SaturatingAdd(size.parameters, one.parameters);
-      size.layers.push_back(std::move(one));
+    } else {
+      // A shared layer's variables count once; its later calls are listed without them, so
+      // that their outputs are checked too.
+      one.prefix = absl::StrCat(g.layer_names[node.layer], "@", calls[node.layer], "/");
+      one.parameters = 0;
+      one.layers.clear();
     }
+    ++calls[node.layer];
+    size.layers.push_back(std::move(one));
   }
   size.output_shape = shapes[g.outputs[0]];
   return size;

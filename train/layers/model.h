@@ -18,8 +18,8 @@ namespace sluice::train::layers {
 // ExportOnnx and prints with Summary.
 //
 //   SymbolicTensor in = Input({32, 32, 3}, "image");
-//   SymbolicTensor x = Apply(Conv2D(16, {3, 3}, {.padding = ops::Padding::kSame}), in);
-//   SymbolicTensor y = Apply(Conv2D(16, {3, 3}, {.padding = ops::Padding::kSame}), x);
+//   SymbolicTensor x = Apply(Conv2D(16, 3, Activation::kRelu), in);
+//   SymbolicTensor y = Apply(Conv2D(16, 3, {.conv = {.padding = ops::Padding::kSame}}), x);
 //   SymbolicTensor sum = Apply(Add(), {x, y});
 //   SymbolicTensor out = Apply(Dense(10), Apply(GlobalAvgPool(), sum, "pool"));
 //   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Make({in}, {out}));
@@ -88,7 +88,9 @@ class Model : public Module {
 };
 
 // LayerFromConfig's and LayerSizeFromConfig's functions for class "Functional", the config that
-// Model::GetConfig writes (registered with the built-in layers).
+// Model::GetConfig writes (registered with the built-in layers). Unlike other layers', the
+// factory builds the model, calling each layer on zeros of batch 1: size an untrusted config
+// first (LoadModel does), as the size lists every input and every call's output.
 absl::StatusOr<std::unique_ptr<Module>> FunctionalFromConfig(const LayerConfig& config);
 absl::StatusOr<LayerSize> FunctionalSize(const LayerConfig& config, const Shape& input_shape);
 

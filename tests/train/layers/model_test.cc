@@ -259,8 +259,13 @@ TEST(FunctionalModelTest, SavesSizesAndLoadsWithTheSameOutputs) {
   EXPECT_EQ(size->parameters, parameters);  // the shared convolution once
   EXPECT_EQ(size->parameters, (3 * 3 * 2 * 2 + 2) + (4 * 3 + 3));
   EXPECT_EQ(size->output_shape, (Shape{8, 3}));
-  ASSERT_EQ(size->layers.size(), 7u);
-  EXPECT_EQ(size->layers[0].prefix, "conv2d/");
+  // The input and every call, the shared convolution's second without its variables.
+  ASSERT_EQ(size->layers.size(), 9u);
+  EXPECT_EQ(size->layers[0].prefix, "image@input/");
+  EXPECT_EQ(size->layers[1].prefix, "conv2d/");
+  EXPECT_EQ(size->layers[3].prefix, "conv2d@1/");
+  EXPECT_EQ(size->layers[3].parameters, 0);
+  EXPECT_EQ(size->layers[5].output_shape, (Shape{8, 6, 6, 4}));  // the Concatenate
   EXPECT_FALSE(LayerSizeFromConfig(*config, Shape{8, 6, 6, 3}).ok());
 
   ScopedTempDir dir;
@@ -274,6 +279,11 @@ TEST(FunctionalModelTest, SavesSizesAndLoadsWithTheSameOutputs) {
   EXPECT_EQ(functional->steps().size(), (*model)->steps().size());
   const Tensor image = RandomTensor({3, 6, 6, 2}, 4);
   ExpectNear(*functional->Forward(image, false), *(*model)->Forward(image, false));
+  // Each call's output is checked before anything is made: the Concatenate's 144 elements.
+  const absl::Status limited =
+      fit::LoadModel(dir.path(), {.max_activation_elements = 100}).status();
+  EXPECT_EQ(limited.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(limited.message()), HasSubstr("concatenate"));
 }
 
 TEST(FunctionalModelTest, AnUntrustedConfigIsCheckedBeforeAnythingIsMade) {
