@@ -258,10 +258,13 @@ absl::StatusOr<Value> GraphBuilder::Conv(layers::Conv2D& layer, const Value& in,
   SLUICE_ASSIGN_OR_RETURN(const int64_t sh, config.Int("stride_h"));
   SLUICE_ASSIGN_OR_RETURN(const int64_t sw, config.Int("stride_w"));
   const int64_t dh = config.IntOr("dilation_h", 1), dw = config.IntOr("dilation_w", 1);
-  SLUICE_ASSIGN_OR_RETURN(const std::string padding_name, config.String("padding"));
-  SLUICE_ASSIGN_OR_RETURN(const ops::Padding padding, ops::ParsePadding(padding_name));
-  SLUICE_ASSIGN_OR_RETURN(const ops::Window h, ops::ComputeWindow(in.dims[1], kh, sh, dh, padding));
-  SLUICE_ASSIGN_OR_RETURN(const ops::Window w, ops::ComputeWindow(in.dims[2], kw, sw, dw, padding));
+  ops::Padding padding;
+  ops::Pads pads;
+  SLUICE_RETURN_IF_ERROR(layers::ReadPadding(config, padding, pads));
+  SLUICE_ASSIGN_OR_RETURN(const ops::Window h, ops::ComputeWindow(in.dims[1], kh, sh, dh, padding,
+                                                                  pads.top, pads.bottom));
+  SLUICE_ASSIGN_OR_RETURN(const ops::Window w, ops::ComputeWindow(in.dims[2], kw, sw, dw, padding,
+                                                                  pads.left, pads.right));
 
   const Value x = ToNchw(in, path);
   std::vector<std::string> inputs = {x.name};
@@ -305,10 +308,12 @@ absl::StatusOr<Value> GraphBuilder::Pool(const char* op, const ops::Pool2DOption
   }
   SLUICE_ASSIGN_OR_RETURN(
       const ops::Window h,
-      ops::ComputeWindow(in.dims[1], options.window_h, options.stride_h, 1, options.padding));
+      ops::ComputeWindow(in.dims[1], options.window_h, options.stride_h, 1, options.padding,
+                         options.pads.top, options.pads.bottom));
   SLUICE_ASSIGN_OR_RETURN(
       const ops::Window w,
-      ops::ComputeWindow(in.dims[2], options.window_w, options.stride_w, 1, options.padding));
+      ops::ComputeWindow(in.dims[2], options.window_w, options.stride_w, 1, options.padding,
+                         options.pads.left, options.pads.right));
   const Value x = ToNchw(in, path);
   onnx::NodeProto* node = Node(op, path, {x.name});
   SetInts(node, "kernel_shape", {options.window_h, options.window_w});

@@ -69,8 +69,8 @@ absl::StatusOr<LayerConfig> Conv2D::GetConfig() {
                               {"stride_h", conv_.stride_h},
                               {"stride_w", conv_.stride_w},
                               {"dilation_h", conv_.dilation_h},
-                              {"dilation_w", conv_.dilation_w}},
-                     .strings = {{"padding", std::string(PaddingName(conv_.padding))}}};
+                              {"dilation_w", conv_.dilation_w}}};
+  AddPaddingConfig(conv_.padding, conv_.pads, config);
   if (in_channels_) config.ints["in_channels"] = *in_channels_;
   AddKernelConfig(config);
   return config;

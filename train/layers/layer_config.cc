@@ -50,8 +50,7 @@ absl::StatusOr<ops::Pool2DOptions> PoolOptions(const LayerConfig& config) {
   SLUICE_ASSIGN_OR_RETURN(options.window_w, config.Int("window_w"));
   SLUICE_ASSIGN_OR_RETURN(options.stride_h, config.Int("stride_h"));
   SLUICE_ASSIGN_OR_RETURN(options.stride_w, config.Int("stride_w"));
-  SLUICE_ASSIGN_OR_RETURN(const std::string padding, config.String("padding"));
-  SLUICE_ASSIGN_OR_RETURN(options.padding, ops::ParsePadding(padding));
+  SLUICE_RETURN_IF_ERROR(ReadPadding(config, options.padding, options.pads));
   return options;
 }
 
@@ -113,8 +112,7 @@ absl::StatusOr<Conv2DArgs> ReadConv2D(const LayerConfig& config) {
   SLUICE_ASSIGN_OR_RETURN(options.conv.stride_w, config.Int("stride_w"));
   options.conv.dilation_h = config.IntOr("dilation_h", 1);
   options.conv.dilation_w = config.IntOr("dilation_w", 1);
-  SLUICE_ASSIGN_OR_RETURN(const std::string padding, config.String("padding"));
-  SLUICE_ASSIGN_OR_RETURN(options.conv.padding, ops::ParsePadding(padding));
+  SLUICE_RETURN_IF_ERROR(ReadPadding(config, options.conv.padding, options.conv.pads));
   SLUICE_RETURN_IF_ERROR(KernelLayer::ReadKernelConfig(config, options));
   if (args.filters < 1 || args.kernel_h < 1 || args.kernel_w < 1) {
     return absl::InvalidArgumentError(absl::StrCat("Conv2D: filters ", args.filters, ", kernel ",
@@ -261,8 +259,10 @@ absl::Status ExpectChannels(const LayerConfig& config, const Shape& input) {
 
 // One spatial dimension's output size for a window over `in`.
 absl::StatusOr<int64_t> WindowOut(const LayerConfig& config, int64_t in, int64_t kernel,
-                                  int64_t stride, int64_t dilation, ops::Padding padding) {
-  absl::StatusOr<ops::Window> window = ops::ComputeWindow(in, kernel, stride, dilation, padding);
+                                  int64_t stride, int64_t dilation, ops::Padding padding,
+                                  int64_t pad_before, int64_t pad_after) {
+  absl::StatusOr<ops::Window> window =
+      ops::ComputeWindow(in, kernel, stride, dilation, padding, pad_before, pad_after);
   if (!window.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(config.class_name, ": ", window.status().message()));
@@ -286,10 +286,12 @@ Sized SizeConv2D(const LayerConfig& config, const Shape& input) {
   SLUICE_ASSIGN_OR_RETURN(const Conv2DArgs args, ReadConv2D(config));
   SLUICE_RETURN_IF_ERROR(ExpectNhwc(config, input));
   const ops::Conv2DOptions& conv = args.options.conv;
-  SLUICE_ASSIGN_OR_RETURN(const int64_t h, WindowOut(config, input.dim(1), args.kernel_h,
-                                                     conv.stride_h, conv.dilation_h, conv.padding));
-  SLUICE_ASSIGN_OR_RETURN(const int64_t w, WindowOut(config, input.dim(2), args.kernel_w,
-                                                     conv.stride_w, conv.dilation_w, conv.padding));
+  SLUICE_ASSIGN_OR_RETURN(
+      const int64_t h, WindowOut(config, input.dim(1), args.kernel_h, conv.stride_h,
+                                 conv.dilation_h, conv.padding, conv.pads.top, conv.pads.bottom));
+  SLUICE_ASSIGN_OR_RETURN(
+      const int64_t w, WindowOut(config, input.dim(2), args.kernel_w, conv.stride_w,
+                                 conv.dilation_w, conv.padding, conv.pads.left, conv.pads.right));
   const int64_t kernel =
       SaturatingProduct({args.kernel_h, args.kernel_w, input.dim(3), args.filters});
   return Output(config, SaturatingAdd(kernel, args.options.use_bias ? args.filters : 0),
@@ -313,9 +315,9 @@ Sized SizeResidualBlock(const LayerConfig& config, const Shape& input) {
   // conv1 and the projection are "same" padded with the block's stride, conv2 with stride 1.
   const int64_t stride = args.options.stride;
   SLUICE_ASSIGN_OR_RETURN(const int64_t h,
-                          WindowOut(config, input.dim(1), 3, stride, 1, ops::Padding::kSame));
+                          WindowOut(config, input.dim(1), 3, stride, 1, ops::Padding::kSame, 0, 0));
   SLUICE_ASSIGN_OR_RETURN(const int64_t w,
-                          WindowOut(config, input.dim(2), 3, stride, 1, ops::Padding::kSame));
+                          WindowOut(config, input.dim(2), 3, stride, 1, ops::Padding::kSame, 0, 0));
   return Output(config, ResidualBlockParameters(args.in_channels, args.filters, stride),
                 {input.dim(0), h, w, args.filters});
 }
@@ -347,10 +349,12 @@ Sized SizeGlobalAvgPool(const LayerConfig& config, const Shape& input) {
 Sized SizePool(const LayerConfig& config, const Shape& input) {
   SLUICE_ASSIGN_OR_RETURN(const ops::Pool2DOptions options, PoolOptions(config));
   SLUICE_RETURN_IF_ERROR(ExpectNhwc(config, input));
-  SLUICE_ASSIGN_OR_RETURN(const int64_t h, WindowOut(config, input.dim(1), options.window_h,
-                                                     options.stride_h, 1, options.padding));
-  SLUICE_ASSIGN_OR_RETURN(const int64_t w, WindowOut(config, input.dim(2), options.window_w,
-                                                     options.stride_w, 1, options.padding));
+  SLUICE_ASSIGN_OR_RETURN(const int64_t h,
+                          WindowOut(config, input.dim(1), options.window_h, options.stride_h, 1,
+                                    options.padding, options.pads.top, options.pads.bottom));
+  SLUICE_ASSIGN_OR_RETURN(const int64_t w,
+                          WindowOut(config, input.dim(2), options.window_w, options.stride_w, 1,
+                                    options.padding, options.pads.left, options.pads.right));
   return Output(config, 0, {input.dim(0), h, w, input.dim(3)});
 }
 
@@ -466,12 +470,34 @@ int64_t LayerConfig::IntOr(const std::string& key, int64_t fallback) const {
 }
 
 LayerConfig PoolConfig(const char* class_name, const ops::Pool2DOptions& options) {
-  return LayerConfig{.class_name = class_name,
+  LayerConfig config{.class_name = class_name,
                      .ints = {{"window_h", options.window_h},
                               {"window_w", options.window_w},
                               {"stride_h", options.stride_h},
-                              {"stride_w", options.stride_w}},
-                     .strings = {{"padding", ops::PaddingName(options.padding)}}};
+                              {"stride_w", options.stride_w}}};
+  AddPaddingConfig(options.padding, options.pads, config);
+  return config;
+}
+
+void AddPaddingConfig(ops::Padding padding, const ops::Pads& pads, LayerConfig& config) {
+  config.strings["padding"] = ops::PaddingName(padding);
+  if (padding != ops::Padding::kExplicit) return;
+  config.ints["pad_top"] = pads.top;
+  config.ints["pad_bottom"] = pads.bottom;
+  config.ints["pad_left"] = pads.left;
+  config.ints["pad_right"] = pads.right;
+}
+
+absl::Status ReadPadding(const LayerConfig& config, ops::Padding& padding, ops::Pads& pads) {
+  SLUICE_ASSIGN_OR_RETURN(const std::string name, config.String("padding"));
+  SLUICE_ASSIGN_OR_RETURN(padding, ops::ParsePadding(name));
+  pads = {};
+  if (padding != ops::Padding::kExplicit) return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(pads.top, config.Int("pad_top"));
+  SLUICE_ASSIGN_OR_RETURN(pads.bottom, config.Int("pad_bottom"));
+  SLUICE_ASSIGN_OR_RETURN(pads.left, config.Int("pad_left"));
+  SLUICE_ASSIGN_OR_RETURN(pads.right, config.Int("pad_right"));
+  return absl::OkStatus();
 }
 
 absl::Status RegisterLayer(const std::string& class_name, LayerFactory factory,

@@ -20,6 +20,8 @@ class Module;
 
 namespace sluice::train::ops {
 struct Pool2DOptions;
+struct Pads;
+enum class Padding;
 }  // namespace sluice::train::ops
 
 namespace sluice::train::layers {
@@ -88,6 +90,12 @@ absl::StatusOr<LayerSize> LayerSizeFromConfig(const LayerConfig& config, const S
 
 // The config of MaxPool and AvgPool: window, strides and padding.
 LayerConfig PoolConfig(const char* class_name, const ops::Pool2DOptions& options);
+
+// A windowed layer's padding in its config: "padding" by name, and with "explicit" the ints
+// pad_top, pad_bottom, pad_left and pad_right. ReadPadding is InvalidArgument for a missing or
+// unknown one.
+void AddPaddingConfig(ops::Padding padding, const ops::Pads& pads, LayerConfig& config);
+absl::Status ReadPadding(const LayerConfig& config, ops::Padding& padding, ops::Pads& pads);
 
 }  // namespace sluice::train::layers
 

@@ -42,9 +42,11 @@ absl::StatusOr<Tensor> Convolve(const Tensor& input, const Tensor& filter, const
   geo.stride_h = options.stride_h, geo.stride_w = options.stride_w;
   geo.dilation_h = options.dilation_h, geo.dilation_w = options.dilation_w;
   SLUICE_ASSIGN_OR_RETURN(
-      Window wh, ComputeWindow(geo.h, geo.kh, geo.stride_h, geo.dilation_h, options.padding));
+      Window wh, ComputeWindow(geo.h, geo.kh, geo.stride_h, geo.dilation_h, options.padding,
+                               options.pads.top, options.pads.bottom));
   SLUICE_ASSIGN_OR_RETURN(
-      Window ww, ComputeWindow(geo.w, geo.kw, geo.stride_w, geo.dilation_w, options.padding));
+      Window ww, ComputeWindow(geo.w, geo.kw, geo.stride_w, geo.dilation_w, options.padding,
+                               options.pads.left, options.pads.right));
   geo.oh = wh.out, geo.ow = ww.out;
   geo.pad_top = wh.pad_before, geo.pad_bottom = wh.pad_after;
   geo.pad_left = ww.pad_before, geo.pad_right = ww.pad_after;

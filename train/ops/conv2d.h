@@ -15,6 +15,7 @@ struct Conv2DOptions {
   int64_t dilation_h = 1;
   int64_t dilation_w = 1;
   Padding padding = Padding::kValid;
+  Pads pads = {};  // with Padding::kExplicit
 };
 
 // 2-D convolution (cross-correlation, as tf.nn.conv2d) in Keras' layouts:

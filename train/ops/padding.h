@@ -10,11 +10,22 @@ namespace sluice::train::ops {
 
 // TF's padding modes for windowed ops (convolution, pooling).
 enum class Padding {
-  kValid,  // no padding: windows lie inside the input
-  kSame,   // output size ceil(in / stride); the extra padding goes at the end
+  kValid,     // no padding: windows lie inside the input
+  kSame,      // output size ceil(in / stride); the extra padding goes at the end
+  kExplicit,  // the options' Pads, as ONNX and PyTorch give them
 };
 
-// Keras' names, "valid" and "same", and back (InvalidArgument for another name).
+// The padding before and after each spatial dim with Padding::kExplicit (ignored otherwise).
+// Convolutions pad with zeros; pooling never counts padded positions.
+struct Pads {
+  int64_t top = 0;
+  int64_t bottom = 0;
+  int64_t left = 0;
+  int64_t right = 0;
+};
+
+// Keras' names, "valid" and "same", "explicit" for kExplicit, and back (InvalidArgument for
+// another name).
 const char* PaddingName(Padding padding);
 absl::StatusOr<Padding> ParsePadding(const std::string& name);
 
@@ -26,9 +37,11 @@ struct Window {
 };
 
 // Output size and padding as TF computes them, for an input of `in`, a
-// kernel of `kernel` taps `dilation` apart, and `stride`.
+// kernel of `kernel` taps `dilation` apart, and `stride`; with kExplicit, `pad_before` and
+// `pad_after` (each in [0, the kernel's span), as oneDNN and cuDNN take them).
 absl::StatusOr<Window> ComputeWindow(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
-                                     Padding padding);
+                                     Padding padding, int64_t pad_before = 0,
+                                     int64_t pad_after = 0);
 
 }  // namespace sluice::train::ops
 

@@ -24,9 +24,11 @@ absl::StatusOr<Tensor> Pool(backend::PoolAlgorithm algorithm, const char* name, 
   geo.window_h = options.window_h, geo.window_w = options.window_w;
   geo.stride_h = options.stride_h, geo.stride_w = options.stride_w;
   SLUICE_ASSIGN_OR_RETURN(
-      Window wh, ComputeWindow(geo.h, options.window_h, options.stride_h, 1, options.padding));
+      Window wh, ComputeWindow(geo.h, options.window_h, options.stride_h, 1, options.padding,
+                               options.pads.top, options.pads.bottom));
   SLUICE_ASSIGN_OR_RETURN(
-      Window ww, ComputeWindow(geo.w, options.window_w, options.stride_w, 1, options.padding));
+      Window ww, ComputeWindow(geo.w, options.window_w, options.stride_w, 1, options.padding,
+                               options.pads.left, options.pads.right));
   geo.oh = wh.out, geo.ow = ww.out;
   geo.pad_top = wh.pad_before, geo.pad_bottom = wh.pad_after;
   geo.pad_left = ww.pad_before, geo.pad_right = ww.pad_after;

@@ -15,6 +15,7 @@ struct Pool2DOptions {
   int64_t stride_h = 2;
   int64_t stride_w = 2;
   Padding padding = Padding::kValid;
+  Pads pads = {};  // with Padding::kExplicit
 };
 
 // 2-D pooling over NHWC input (see Conv2D for why channels-last), with oneDNN's

@@ -98,6 +98,22 @@ TEST(LayerSizeTest, EveryBuiltInLayersSizeIsWhatItBuilds) {
                    Dense(7),
                    Dense(3, Activation::kLinear, {.use_bias = false})};
   ExpectSizeOfBuilt(model, Shape{1, 23, 17, 3});
+  // Explicit padding (ONNX's and PyTorch's), saved and sized, and made again the same.
+  Sequential padded{Conv2D(4, 3,
+                           {.conv = {.stride_h = 2,
+                                     .padding = ops::Padding::kExplicit,
+                                     .pads = {.top = 1, .bottom = 2, .left = 0, .right = 1}},
+                            .seed = 3}),
+                    MaxPool({.window_h = 3,
+                             .window_w = 3,
+                             .padding = ops::Padding::kExplicit,
+                             .pads = {.top = 1, .bottom = 1, .left = 1, .right = 1}})};
+  ExpectSizeOfBuilt(padded, Shape{1, 11, 8, 2});
+  auto remade = LayerFromConfig(*padded.GetConfig());
+  ASSERT_TRUE(remade.ok()) << remade.status();
+  ASSERT_TRUE((*remade)->Build(Shape{1, 11, 8, 2}).ok());
+  EXPECT_EQ((*remade)->GetConfig()->strings, padded.GetConfig()->strings);
+  EXPECT_EQ((*remade)->GetConfig()->layers[0].ints, padded.GetConfig()->layers[0].ints);
   Sequential pooled{Conv2D(4, 3), GlobalAvgPool(), Dense(2)};
   ExpectSizeOfBuilt(pooled, Shape{3, 9, 9, 2});
   auto inner = std::make_unique<Sequential>();

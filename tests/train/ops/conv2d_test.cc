@@ -38,6 +38,29 @@ TEST(Conv2DTest, SamePaddingPadsAtTheEnd) {
   EXPECT_THAT(Values(y), ElementsAre(6, 8, 3, 12, 14, 6, 7, 8, 9));
 }
 
+// PyTorch's and ONNX's padding: 1 row on top, none below, 2 columns left, 1 right, each zero.
+TEST(Conv2DTest, ExplicitPaddingPadsWithZerosWhereItSays) {
+  const Conv2DOptions options{.padding = Padding::kExplicit,
+                              .pads = {.top = 1, .bottom = 0, .left = 1, .right = 1}};
+  Tensor y = *Conv2D(Image(), Diagonal(), options);
+  EXPECT_EQ(y.shape(), Shape({1, 3, 4, 1}));  // (3 + 1 - 2) + 1 rows, (3 + 2 - 2) + 1 columns
+  // y[i][j] = x[i-1][j-1] + x[i][j] over the padded image.
+  EXPECT_THAT(Values(y), ElementsAre(1, 2, 3, 0, 4, 6, 8, 3, 7, 12, 14, 6));
+  // A stride that leaves end padding unread, and gradients through the padding.
+  const Conv2DOptions strided{.stride_h = 2,
+                              .stride_w = 2,
+                              .padding = Padding::kExplicit,
+                              .pads = {.top = 1, .bottom = 1, .left = 0, .right = 1}};
+  EXPECT_EQ(
+      CheckGradients([&](const std::vector<Tensor>& in) { return Conv2D(in[0], in[1], strided); },
+                     {RandomTensor({2, 5, 6, 3}, 3), RandomTensor({3, 3, 3, 2}, 4)}),
+      "");
+  // A pad as large as the kernel's span is refused, naming it.
+  const Conv2DOptions wide{.padding = Padding::kExplicit, .pads = {.top = 2}};
+  EXPECT_THAT(std::string(Conv2D(Image(), Diagonal(), wide).status().message()),
+              ::testing::HasSubstr("padding 2 and 0 must lie in [0, 2)"));
+}
+
 TEST(Conv2DTest, StrideAndDilation) {
   EXPECT_THAT(Values(*Conv2D(Image(), Diagonal(), {.stride_h = 2, .stride_w = 2})), ElementsAre(6));
   // Taps two apart: x[0,0] + x[2,2].

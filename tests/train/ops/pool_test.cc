@@ -35,6 +35,21 @@ TEST(PoolTest, SamePaddingExcludesPadding) {
   EXPECT_THAT(Values(*AvgPool2D(x, same)), ElementsAre(3, 4.5f, 7.5f, 9));
 }
 
+// ONNX's and PyTorch's max pooling pads never win, even over negative inputs; the average
+// counts real inputs only (ONNX's count_include_pad = 0).
+TEST(PoolTest, ExplicitPaddingIsNeverCounted) {
+  Tensor x = T({-1, -2, -3, -4, -5, -6, -7, -8, -9}, {1, 3, 3, 1});
+  const Pool2DOptions options{.window_h = 3,
+                              .window_w = 3,
+                              .stride_h = 2,
+                              .stride_w = 2,
+                              .padding = Padding::kExplicit,
+                              .pads = {.top = 1, .bottom = 1, .left = 1, .right = 1}};
+  EXPECT_THAT(Values(*MaxPool2D(x, options)), ElementsAre(-1, -2, -4, -5));
+  // Windows {1,2,4,5}, {2,3,5,6}, {4,5,7,8}, {5,6,8,9}, negated.
+  EXPECT_THAT(Values(*AvgPool2D(x, options)), ElementsAre(-3, -4, -6, -7));
+}
+
 TEST(PoolTest, ChannelsAreLast) {
   Tensor x = T({1, 10, 2, 20, 3, 30, 4, 40}, {1, 2, 2, 2});
   EXPECT_THAT(Values(*MaxPool2D(x)), ElementsAre(4, 40));
