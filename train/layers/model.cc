@@ -127,6 +127,11 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Make(std::vector<SymbolicTensor> i
     const std::string& given = step.layer->layer_name();
     named.emplace(step.layer, given);
     if (given.empty()) continue;
+    if (absl::StrContains(given, '/')) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Model '", model->name_, "': the layer name '", given,
+          "' contains '/', which separates a layer's name from its variables' (as in Keras)"));
+    }
     if (!used.insert(given).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("Model '", model->name_, "': two layers or inputs are named '", given, "'"));

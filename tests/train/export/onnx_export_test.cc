@@ -21,6 +21,7 @@
 #include "io/idx_file.h"
 #include "onnx/onnx_pb.h"
 #include "tests/file_util.h"
+#include "tests/onnx_runtime.h"
 #include "tests/temp_dir.h"
 #include "train/fit/trainer.h"
 #include "train/layers/activation.h"
@@ -46,79 +47,19 @@
 namespace sluice::train::exporting {
 namespace {
 
+using ::sluice::testing::CheckerErrors;
 using ::sluice::testing::ReadFile;
+using ::sluice::testing::RunOnnxRuntime;
 using ::sluice::testing::ScopedTempDir;
 using ::testing::HasSubstr;
 
 constexpr char kFashionMnist[] = "/usr/share/datasets/fashion-mnist";
-// ONNX's own checker from Debian's python3-onnx: the system interpreter, whatever else is on PATH.
-constexpr char kPython[] = "/usr/bin/python3";
-const std::string kOnnxDir = std::string(SLUICE_TEST_DATA) + "/../onnx";
-
 Tensor Uniform(const Shape& shape, uint32_t seed, float lo, float hi) {
   Tensor t(DType::kFloat32, shape);
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(lo, hi);
   for (float& v : t.flat<float>()) v = u(rng);
   return t;
-}
-
-// Runs a shell command; its exit status, its stdout and stderr in `output`. A child that hangs
-// (ONNX Runtime, the checker) is killed after 120 s and fails its test, rather than holding the
-// whole suite.
-int Shell(const std::string& command, std::string* output) {
-  FILE* pipe = popen(("timeout 120 " + command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buffer[4096];
-  size_t n;
-  output->clear();
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output->append(buffer, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-void WriteFloats(const std::string& path, const Tensor& t) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(static_cast<const char*>(t.raw_data()), t.num_elements() * sizeof(float));
-}
-
-std::vector<float> ReadFloats(const std::string& path) {
-  const std::string bytes = ReadFile(path);
-  std::vector<float> values(bytes.size() / sizeof(float));
-  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
-  return values;
-}
-
-// ONNX's checker with shape inference (full_check) on `path`; "" when it accepts the model.
-std::string CheckerErrors(const std::string& path) {
-  std::string output;
-  const int rc = Shell(absl::StrCat(kPython,
-                                    " -c 'import sys, onnx; "
-                                    "onnx.checker.check_model(onnx.load(sys.argv[1]), "
-                                    "full_check=True)' '",
-                                    path, "'"),
-                       &output);
-  return rc == 0 ? "" : absl::StrCat("exit ", rc, ": ", output);
-}
-
-// The first output of the ONNX model at `path` on `input`, from ONNX Runtime (tests/onnx/).
-absl::StatusOr<std::vector<float>> RunOnnxRuntime(const std::string& path, const Tensor& input,
-                                                  const std::string& scratch) {
-  if (!std::filesystem::exists(kOnnxDir + "/node_modules/onnxruntime-node/package.json")) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("ONNX Runtime is not installed in ", kOnnxDir,
-                     "/node_modules: tools/setup.sh installs it (npm ci in tests/onnx)"));
-  }
-  const std::string in_path = scratch + "/input.f32", out_path = scratch + "/output.f32";
-  WriteFloats(in_path, input);
-  std::vector<std::string> dims;
-  for (int i = 0; i < input.rank(); ++i) dims.push_back(absl::StrCat(input.dim(i)));
-  std::string output;
-  const int rc = Shell(absl::StrCat("node '", kOnnxDir, "/run_onnx.js' '", path, "' '", in_path,
-                                    "' ", absl::StrJoin(dims, ","), " '", out_path, "'"),
-                       &output);
-  if (rc != 0) return absl::InternalError(absl::StrCat("run_onnx.js exit ", rc, ": ", output));
-  return ReadFloats(out_path);
 }
 
 std::vector<float> Values(const Tensor& t) {

@@ -196,6 +196,8 @@ TEST(FunctionalModelTest, DeclarationErrorsNameTheLayerOrTheInput) {
   SymbolicTensor b = Apply(Dense(2), in, "same");
   EXPECT_THAT(std::string(Model::Make({in}, {a, b}).status().message()),
               HasSubstr("two layers or inputs are named 'same'"));
+  EXPECT_THAT(std::string(Model::Make({in}, {Apply(Dense(2), in, "a/b")}).status().message()),
+              HasSubstr("the layer name 'a/b' contains '/'"));
   auto dense = std::make_shared<Dense>(2);
   Apply(dense, in, "first");
   EXPECT_THAT(std::string(Apply(dense, in, "second").status().message()),

@@ -1,0 +1,200 @@
+// ImportOnnx (train/import/onnx_import.h) on models no one here wrote: graphs written by ONNX's
+// own helper (tests/onnx/make_models.py) and torchvision's models exported by torch.onnx.export,
+// each checked against ONNX Runtime on the same inputs; the round trip through SaveModel,
+// LoadModel and ExportOnnx; and the errors an untrusted file gets.
+#include "train/import/onnx_import.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tests/file_util.h"
+#include "tests/onnx_runtime.h"
+#include "tests/temp_dir.h"
+#include "train/export/onnx_export.h"
+#include "train/fit/saved_model.h"
+#include "train/layers/summary.h"
+#include "train/ops/transpose.h"
+
+namespace sluice::train::importing {
+namespace {
+
+using ::sluice::testing::kOnnxDir;
+using ::sluice::testing::kPython;
+using ::sluice::testing::ReadFile;
+using ::sluice::testing::RunOnnxRuntime;
+using ::sluice::testing::ScopedTempDir;
+using ::sluice::testing::Shell;
+using ::sluice::testing::WriteFile;
+using ::testing::HasSubstr;
+
+Tensor Uniform(const Shape& shape, uint32_t seed) {
+  Tensor t(DType::kFloat32, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (float& v : t.flat<float>()) v = u(rng);
+  return t;
+}
+
+// tests/onnx/make_models.py `args` writing `path`: its exit status (3: no torch), and output.
+int MakeModel(const std::string& args, const std::string& path, std::string* output) {
+  return Shell(absl::StrCat(kPython, " '", kOnnxDir, "/make_models.py' ", args, " '", path, "'"),
+               output);
+}
+
+float MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float d = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+  return d;
+}
+
+std::vector<float> Values(const Tensor& t) {
+  return {t.flat<float>().begin(), t.flat<float>().end()};
+}
+
+// The imported `model`'s output on `nchw` (the ONNX file's layout) against ONNX Runtime's on the
+// file, within `tolerance`.
+void ExpectAgreement(layers::Model& model, const std::string& path, const Tensor& nchw,
+                     const std::string& scratch, float tolerance) {
+  auto nhwc = ops::Transpose(nchw, {0, 2, 3, 1});
+  ASSERT_TRUE(nhwc.ok());
+  auto ours = model.Forward(*nhwc, /*training=*/false);
+  ASSERT_TRUE(ours.ok()) << ours.status();
+  auto theirs = RunOnnxRuntime(path, nchw, scratch);
+  ASSERT_TRUE(theirs.ok()) << theirs.status();
+  EXPECT_LE(MaxAbsDiff(Values(*ours), *theirs), tolerance);
+}
+
+TEST(OnnxImportTest, EveryOperatorAgreesWithOnnxRuntime) {
+  ScopedTempDir dir;
+  const std::string path = dir.path() + "/operators.onnx";
+  std::string output;
+  ASSERT_EQ(MakeModel("operators", path, &output), 0) << output;
+  auto model = ImportOnnx(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  // Layers named after their nodes.
+  EXPECT_TRUE((*model)->GetLayer("stem.conv").ok());
+  EXPECT_TRUE((*model)->GetLayer("head.gap").ok());
+  EXPECT_EQ((*model)->name(), "operators");
+  ExpectAgreement(**model, path, Uniform(Shape{3, 3, 9, 8}, 1), dir.path(), 1e-4f);
+}
+
+TEST(OnnxImportTest, AnNhwcInputTransposedToNchwIsTakenAsItIs) {
+  ScopedTempDir dir;
+  const std::string path = dir.path() + "/nhwc.onnx";
+  std::string output;
+  ASSERT_EQ(MakeModel("nhwc", path, &output), 0) << output;
+  auto model = ImportOnnx(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->inputs()[0].shape(), (Shape{1, 7, 6, 2}));
+  const Tensor x = Uniform(Shape{2, 7, 6, 2}, 2);
+  auto ours = (*model)->Forward(x, false);
+  ASSERT_TRUE(ours.ok()) << ours.status();
+  auto theirs = RunOnnxRuntime(path, x, dir.path());
+  ASSERT_TRUE(theirs.ok()) << theirs.status();
+  // ONNX Runtime's output is NCHW [2, 4, 4, 3]; ours NHWC.
+  auto theirs_nhwc = ops::Transpose(*Tensor::FromVector(*theirs, Shape{2, 4, 4, 3}), {0, 2, 3, 1});
+  EXPECT_LE(MaxAbsDiff(Values(*ours), Values(*theirs_nhwc)), 1e-4f);
+}
+
+// torchvision's models, exported for inference (batch norm folded) and for fine-tuning
+// (BatchNormalization kept): both import and agree with ONNX Runtime; the imported model
+// saves, loads and exports again, and ONNX Runtime agrees with that export too.
+class TorchvisionImportTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TorchvisionImportTest, AgreesWithOnnxRuntimeAndRoundTrips) {
+  const std::string name = GetParam();
+  constexpr int kSize = 64;
+  for (const std::string mode : {"inference", "training"}) {
+    SCOPED_TRACE(mode);
+    ScopedTempDir dir;
+    const std::string path = absl::StrCat(dir.path(), "/", name, ".onnx");
+    std::string output;
+    const int rc =
+        MakeModel(absl::StrCat("torchvision ", name, " ", mode, " ", kSize), path, &output);
+    if (rc == 3) GTEST_SKIP() << "no torch here: " << output;
+    ASSERT_EQ(rc, 0) << output;
+    auto model = ImportOnnx(path);
+    ASSERT_TRUE(model.ok()) << model.status();
+    const Tensor x = Uniform(Shape{2, 3, kSize, kSize}, 3);
+    ExpectAgreement(**model, path, x, dir.path(), 1e-4f);
+    if (mode == "training") {
+      EXPECT_THAT(layers::Summary(**model), HasSubstr("(batch_norm)"));
+    }
+    // Import, SaveModel, LoadModel, ExportOnnx: ONNX Runtime agrees again.
+    const std::string saved = dir.path() + "/saved";
+    ASSERT_TRUE(fit::SaveModel(**model, Shape{1, kSize, kSize, 3}, saved).ok());
+    auto loaded = fit::LoadModel(saved);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    const std::string exported = dir.path() + "/exported.onnx";
+    ASSERT_TRUE(exporting::ExportOnnx(*loaded->model, Shape{1, kSize, kSize, 3}, exported).ok());
+    auto nhwc = ops::Transpose(x, {0, 2, 3, 1});
+    auto ours = loaded->model->Forward(*nhwc, false);
+    ASSERT_TRUE(ours.ok()) << ours.status();
+    auto again = RunOnnxRuntime(exported, *nhwc, dir.path());
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_LE(MaxAbsDiff(Values(*ours), *again), 1e-4f);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, TorchvisionImportTest, ::testing::Values("resnet18"));
+
+TEST(OnnxImportTest, AFileThatIsNotAModelIsAnErrorNamingIt) {
+  ScopedTempDir dir;
+  EXPECT_EQ(ImportOnnx(dir.path() + "/missing.onnx").status().code(), absl::StatusCode::kNotFound);
+  const std::string path = dir.path() + "/operators.onnx";
+  std::string output;
+  ASSERT_EQ(MakeModel("operators", path, &output), 0) << output;
+  const std::string bytes = ReadFile(path);
+  // Cut short: not a ModelProto, or one whose weights are shorter than their dims say.
+  for (size_t keep : {bytes.size() / 2, bytes.size() - 3}) {
+    WriteFile(dir.path() + "/cut.onnx", bytes.substr(0, keep));
+    const absl::Status status = ImportOnnx(dir.path() + "/cut.onnx").status();
+    EXPECT_FALSE(status.ok()) << keep;
+    EXPECT_THAT(std::string(status.message()), HasSubstr("cut.onnx"));
+  }
+  // Limits, checked before anything is allocated.
+  const absl::Status weights = ImportOnnx(path, {.max_parameters = 100}).status();
+  EXPECT_EQ(weights.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(weights.message()), HasSubstr("max_parameters"));
+  EXPECT_EQ(ImportOnnx(path, {.max_activation_elements = 100}).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(ImportOnnx(path, {.max_file_bytes = 100}).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // A height that no convolution can take.
+  EXPECT_FALSE(ImportOnnx(path, {.height = 1, .width = 1}).ok());
+  // Another size for the fully convolutional part is fine up to the Gemm, which then disagrees.
+  EXPECT_THAT(std::string(ImportOnnx(path, {.height = 17}).status().message()),
+              HasSubstr("node '/fc/Gemm' (Gemm): its weight takes 56 features"));
+}
+
+TEST(OnnxImportTest, AnUnsupportedOperatorIsNamedWithItsNodeAndTheFile) {
+  ScopedTempDir dir;
+  const std::string path = dir.path() + "/tanh.onnx";
+  std::string output;
+  const int rc =
+      Shell(absl::StrCat(kPython,
+                         " -c 'import sys; from onnx import helper, TensorProto, save; "
+                         "g = helper.make_graph([helper.make_node(\"Tanh\", [\"x\"], [\"y\"], "
+                         "name=\"squash\")], \"g\", "
+                         "[helper.make_tensor_value_info(\"x\", TensorProto.FLOAT, [1, 4])], "
+                         "[helper.make_tensor_value_info(\"y\", TensorProto.FLOAT, [1, 4])]); "
+                         "save(helper.make_model(g), sys.argv[1])' '",
+                         path, "'"),
+            &output);
+  ASSERT_EQ(rc, 0) << output;
+  const absl::Status status = ImportOnnx(path).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("tanh.onnx: node 'squash' (Tanh): this operator is not imported"));
+}
+
+}  // namespace
+}  // namespace sluice::train::importing
