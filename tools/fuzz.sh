@@ -4,7 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 targets=(tfrecord_reader record_index example_parser sequence_example_parser idx_file decode_jpeg
-         file_cache iterator_restore training_checkpoint csv saved_dataset saved_model)
+         file_cache iterator_restore training_checkpoint csv saved_dataset saved_model
+         onnx_import)
 build=${SLUICE_FUZZ_BUILD:-build-asan}
 
 usage() {
@@ -71,7 +72,8 @@ case "${1:-}" in
   --seeds)
     ensure_built
     python3 tests/fuzz/make_seeds.py
-    for t in decode_jpeg iterator_restore training_checkpoint saved_dataset saved_model; do
+    for t in decode_jpeg iterator_restore training_checkpoint saved_dataset saved_model \
+      onnx_import; do
       rm -rf "tests/fuzz/corpus/$t" && mkdir -p "tests/fuzz/corpus/$t"
       SLUICE_FUZZ_SEEDS="$root/tests/fuzz/corpus/$t" "$build/fuzz/${t}_fuzzer" -runs=0 \
         "tests/fuzz/corpus/$t" >/dev/null 2>&1

@@ -15,6 +15,7 @@
 #include "tools/command_line.h"
 #include "tools/convert_command.h"
 #include "tools/export_command.h"
+#include "tools/import_command.h"
 #include "tools/inspect_command.h"
 #include "tools/predict_command.h"
 #include "tools/train_command.h"
@@ -32,6 +33,8 @@ constexpr Command kCommands[] = {
      RunTrain},
     {"predict", "classify JPEG files or TFRecords with a saved model: top-k classes", RunPredict},
     {"export", "write a saved model as ONNX (ONNX Runtime, TensorRT, OpenVINO)", RunExport},
+    {"import", "build and save a model from an ONNX file (PyTorch, tf2onnx, model zoos)",
+     RunImport},
 };
 
 const Command* FindCommand(absl::string_view name) {

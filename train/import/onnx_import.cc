@@ -396,7 +396,9 @@ absl::Status Importer::Conv(const onnx::NodeProto& node) {
                .dilation_w = dilations[1],
                .padding = ops::Padding::kExplicit,
                .pads = {.top = pads[0], .bottom = pads[2], .left = pads[1], .right = pads[3]}},
-      .use_bias = b != nullptr};
+      .use_bias = b != nullptr,
+      // The file's weights replace them: no random draw.
+      .kernel_initializer = layers::Initializer::kZeros};
   const std::string auto_pad = StringAttribute(node, "auto_pad");
   if (auto_pad == "SAME_UPPER") {
     options.conv.padding = ops::Padding::kSame;  // TF's "same": the extra padding at the end
@@ -539,8 +541,10 @@ absl::Status Importer::Gemm(const onnx::NodeProto& node, bool matmul) {
     SLUICE_ASSIGN_OR_RETURN(
         kernel, Tensor::FromVector(Reordered(rows, *x.columns, units), Shape{in, units}));
   }
-  auto dense =
-      std::make_shared<layers::Dense>(in, units, layers::DenseOptions{.use_bias = c != nullptr});
+  auto dense = std::make_shared<layers::Dense>(
+      in, units,
+      layers::DenseOptions{.use_bias = c != nullptr,
+                           .kernel_initializer = layers::Initializer::kZeros});
   SLUICE_RETURN_IF_ERROR(Assign(dense->kernel(), kernel));
   if (c != nullptr) {
     SLUICE_ASSIGN_OR_RETURN(const Tensor bias, HostTensor(*c, {units}));
