@@ -68,6 +68,18 @@ std::vector<Row> DataAndModelRows() {
              absl::StrCat(absl::StrJoin(train::models::ModelNames(), ", "),
                           " (their layers: docs/training.md, the model zoo)"),
              {.json = "model"}),
+      Option("base", "MODEL.onnx", In(&Classifier::base_onnx),
+             "instead of --model: transfer learning from a pretrained base (ONNX, as `sluice "
+             "import` reads it) cut at its global average pooling, with Keras' head on it "
+             "(Dense 256 + ReLU, Dropout 0.5, Dense classes)",
+             {.json = "base"}),
+      Option("freeze-base-epochs", "N", In(&Classifier::freeze_base_epochs),
+             "with --base: train the head alone on the frozen base for the first N of --epochs, "
+             "then fine-tune everything at --fine-tune-lr",
+             {.json = "freeze_base_epochs"}),
+      Option("fine-tune-lr", "X", In(&Classifier::fine_tune_learning_rate),
+             "with --freeze-base-epochs: the learning rate after the base is unfrozen",
+             {.bound = CommandLine::Bound::kExclusive}),
       Option("epochs", "N", In(&Classifier::epochs), "passes over the training set",
              {.min = 1, .json = "epochs"}),
       Option("batch", "B", In(&Classifier::batch_size), "images per training step",
@@ -241,6 +253,21 @@ absl::Status CheckCombinations(const CommandLine& command_line, TrainConfig& con
     if (run.image_dir.empty() && command_line.WasGiven(name)) {
       return absl::InvalidArgumentError(absl::StrCat("--", name, " applies to --images"));
     }
+  }
+  if (!run.base_onnx.empty() && command_line.WasGiven("model")) {
+    return absl::InvalidArgumentError("--base replaces --model: give one of them");
+  }
+  for (const char* name : {"freeze-base-epochs", "fine-tune-lr"}) {
+    if (run.base_onnx.empty() && command_line.WasGiven(name)) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " applies to --base"));
+    }
+  }
+  if (command_line.WasGiven("fine-tune-lr") && run.freeze_base_epochs == 0) {
+    return absl::InvalidArgumentError("--fine-tune-lr applies to --freeze-base-epochs N");
+  }
+  if (run.freeze_base_epochs > run.epochs) {
+    return absl::InvalidArgumentError(absl::StrCat("--freeze-base-epochs ", run.freeze_base_epochs,
+                                                   " is more than --epochs ", run.epochs));
   }
   if (command_line.WasGiven("momentum") && run.optimizer.name != "sgd") {
     return absl::InvalidArgumentError("--momentum applies to --optimizer sgd only");

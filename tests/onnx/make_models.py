@@ -8,6 +8,10 @@ sluice's own:
   make_models.py nhwc OUT.onnx
       a small graph whose input is NHWC and transposed to NCHW first, as tf2onnx writes Keras
       models;
+  make_models.py small_base OUT.onnx
+      a small classifier of RGB images of any size (the height and width are free): two
+      convolutions with a batch norm, a max pool, a global average pool ("/avgpool/...") and a
+      Gemm of 10 classes, for the transfer-learning tests and the example;
   make_models.py torchvision NAME MODE SIZE OUT.onnx
       torchvision's NAME (resnet18, resnet50, mobilenet_v2) with random weights, exported by
       torch.onnx.export at SIZE x SIZE with a dynamic batch; MODE "inference" (batch norm folded
@@ -107,6 +111,51 @@ def nhwc(out):
     save(model, out)
 
 
+def small_base(out):
+    from onnx import TensorProto, checker, helper, numpy_helper, save
+
+    rng = np.random.default_rng(9)
+
+    def weight(name, shape, scale=0.3):
+        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+    inits = [
+        weight("conv1.weight", (8, 3, 3, 3)), weight("conv1.bias", (8,)),
+        numpy_helper.from_array(rng.uniform(0.5, 1.5, 8).astype(np.float32), "bn1.weight"),
+        weight("bn1.bias", (8,), 0.1), weight("bn1.running_mean", (8,), 0.1),
+        numpy_helper.from_array(rng.uniform(0.5, 1.5, 8).astype(np.float32), "bn1.running_var"),
+        weight("conv2.weight", (8, 8, 3, 3)), weight("conv2.bias", (8,)),
+        weight("fc.weight", (10, 8)), weight("fc.bias", (10,)),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["input", "conv1.weight", "conv1.bias"], ["c1"],
+                         name="/conv1/Conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization",
+                         ["c1", "bn1.weight", "bn1.bias", "bn1.running_mean", "bn1.running_var"],
+                         ["b1"], name="/bn1/BatchNormalization", epsilon=1e-5, momentum=0.9),
+        helper.make_node("Relu", ["b1"], ["r1"], name="/relu/Relu"),
+        helper.make_node("MaxPool", ["r1"], ["p1"], name="/maxpool/MaxPool", kernel_shape=[2, 2],
+                         strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "conv2.weight", "conv2.bias"], ["c2"],
+                         name="/conv2/Conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"], name="/relu_1/Relu"),
+        helper.make_node("GlobalAveragePool", ["r2"], ["gap"],
+                         name="/avgpool/GlobalAveragePool"),
+        helper.make_node("Flatten", ["gap"], ["flat"], name="/Flatten", axis=1),
+        helper.make_node("Gemm", ["flat", "fc.weight", "fc.bias"], ["output"], name="/fc/Gemm",
+                         transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "small_base",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT,
+                                       ["batch", 3, "height", "width"])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 10])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    checker.check_model(model, full_check=True)
+    save(model, out)
+
+
 def torchvision_model(name, mode, size, out):
     try:
         import torch
@@ -139,6 +188,8 @@ def main():
         operators(args[1])
     elif args[:1] == ["nhwc"] and len(args) == 2:
         nhwc(args[1])
+    elif args[:1] == ["small_base"] and len(args) == 2:
+        small_base(args[1])
     elif args[:1] == ["torchvision"] and len(args) == 5:
         torchvision_model(args[1], args[2], int(args[3]), args[4])
     else:

@@ -371,6 +371,40 @@ TEST(TrainImagesTest, ResNet20AugmentsByDefaultAndRecomputes) {
   std::filesystem::remove_all(root);
 }
 
+// --base: transfer learning from an ONNX base (tests/onnx/make_models.py's small one, written by
+// ONNX's own helper), the head on the frozen base first, then everything fine-tuned.
+TEST(TrainImagesTest, TransferLearningFromAnOnnxBase) {
+  const std::string root = TempPath("train_images_base");
+  ASSERT_NO_FATAL_FAILURE(WriteDarkAndLightTree(root));
+  const std::string base = TempPath("small_base.onnx");
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + ShellQuote(std::string(SLUICE_TEST_DATA)) +
+                         "/../onnx/make_models.py small_base " + ShellQuote(base))
+                            .c_str()),
+            0);
+  CliResult r = RunSluice("train --images " + ShellQuote(root) + " --base " + ShellQuote(base) +
+                          " --freeze-base-epochs 2 --epochs 3 --image-size 8 --batch 8 "
+                          "--optimizer adam --lr 0.01 --fine-tune-lr 0.001");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("training the head on the frozen base for 2 epoch(s)"));
+  EXPECT_THAT(r.out, HasSubstr("fine-tuning everything at learning rate 0.001 for 1 epoch(s)"));
+  CliResult json = RunSluice("train --images " + ShellQuote(root) + " --base " + ShellQuote(base) +
+                             " --freeze-base-epochs 1 --image-size 8 --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_THAT(json.out, HasSubstr("\"freeze_base_epochs\": 1"));
+  // Usage errors.
+  const std::string images = " --images " + ShellQuote(root);
+  EXPECT_EQ(RunSluice("train" + images + " --base " + ShellQuote(base) + " --model cnn").exit_code,
+            2);
+  EXPECT_EQ(RunSluice("train" + images + " --freeze-base-epochs 1").exit_code, 2);
+  EXPECT_EQ(RunSluice("train" + images + " --base " + ShellQuote(base) +
+                      " --freeze-base-epochs 3 --epochs 2")
+                .exit_code,
+            2);
+  CliResult gray = RunSluice("train --data /nonexistent --base " + ShellQuote(base));
+  EXPECT_NE(gray.exit_code, 0);
+  std::filesystem::remove_all(root);
+}
+
 TEST(TrainCommandLineTest, BadArgumentsAreUsageErrors) {
   CliResult no_data = RunSluice("train");
   EXPECT_EQ(no_data.exit_code, 2);

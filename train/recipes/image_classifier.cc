@@ -44,7 +44,29 @@ absl::Status CheckBeforeData(const ImageClassifierOptions& options) {
                         absl::StrCat("precision ", backend::PrecisionName(options.precision), ": ",
                                      supported.message()));
   }
+  if (options.freeze_base_epochs < 0 || options.freeze_base_epochs > options.epochs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("freeze_base_epochs ", options.freeze_base_epochs, " is not within the ",
+                     options.epochs, " epochs"));
+  }
+  if (options.freeze_base_epochs > 0 && options.base_onnx.empty()) {
+    return absl::InvalidArgumentError("freeze_base_epochs needs a base (base_onnx)");
+  }
+  if (!(options.fine_tune_learning_rate > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fine_tune_learning_rate ", options.fine_tune_learning_rate));
+  }
   return CheckOptimizerOptions(options.optimizer);
+}
+
+// History `more` after `history`, its epochs counted on.
+void Append(const fit::History& more, fit::History& history) {
+  const int64_t offset = history.epochs.empty() ? 0 : history.epochs.back() + 1;
+  for (int64_t epoch : more.epochs) history.epochs.push_back(offset + epoch);
+  for (const auto& [key, values] : more.history) {
+    std::vector<double>& to = history.history[key];
+    to.insert(to.end(), values.begin(), values.end());
+  }
 }
 
 absl::StatusOr<LabeledImages> LoadImages(const ImageClassifierOptions& options, bool chief,
@@ -164,10 +186,11 @@ absl::StatusOr<Session> SetUp(const ImageClassifierOptions& options,
   const int ranks = comm != nullptr ? comm->size() : 1;
   const bool chief = comm == nullptr || comm->rank() == 0;
   SLUICE_ASSIGN_OR_RETURN(LabeledImages data, LoadImages(options, chief, std::move(on_skipped)));
-  SLUICE_ASSIGN_OR_RETURN(
-      ImageModel model,
-      MakeImageModel({.name = options.model, .recompute = options.recompute, .seed = options.seed},
-                     data));
+  SLUICE_ASSIGN_OR_RETURN(ImageModel model, MakeImageModel({.name = options.model,
+                                                            .recompute = options.recompute,
+                                                            .seed = options.seed,
+                                                            .base_onnx = options.base_onnx},
+                                                           data));
   if (!options.device.is_cpu()) SLUICE_RETURN_IF_ERROR(model.module->To(options.device));
   Session s{.data = std::move(data), .model = std::move(model)};
   // Each rank trains on its shard with batch_size images a step: together, ranks x batch_size.
@@ -223,9 +246,30 @@ absl::StatusOr<ImageClassifierResult> TrainImageClassifier(const ImageClassifier
   ImageClassifierResult result{.train_records = s.data.train_records,
                                .ranks = comm != nullptr ? comm->size() : 1};
   const auto start = std::chrono::steady_clock::now();
-  SLUICE_ASSIGN_OR_RETURN(result.history,
-                          s.trainer->Fit(s.data.train, MakeFitOptions(options, s.steps_per_epoch,
-                                                                      s.data.test, s.callbacks)));
+  fit::FitOptions fit = MakeFitOptions(options, s.steps_per_epoch, s.data.test, s.callbacks);
+  if (s.model.base != nullptr && options.freeze_base_epochs > 0) {
+    // Keras' guide: the head first, on the frozen base; then everything, slowly.
+    if (chief && options.verbose > 0) {
+      std::printf("training the head on the frozen base for %lld epoch(s)\n",
+                  static_cast<long long>(options.freeze_base_epochs));
+    }
+    s.model.base->set_trainable(false);
+    fit.epochs = options.freeze_base_epochs;
+    SLUICE_ASSIGN_OR_RETURN(result.history, s.trainer->Fit(s.data.train, fit));
+    s.model.base->set_trainable(true);
+    fit.epochs = options.epochs - options.freeze_base_epochs;
+    if (fit.epochs > 0) {
+      s.optimizer->set_learning_rate(static_cast<float>(options.fine_tune_learning_rate));
+      if (chief && options.verbose > 0) {
+        std::printf("fine-tuning everything at learning rate %g for %lld epoch(s)\n",
+                    options.fine_tune_learning_rate, static_cast<long long>(fit.epochs));
+      }
+      SLUICE_ASSIGN_OR_RETURN(const fit::History tuned, s.trainer->Fit(s.data.train, fit));
+      Append(tuned, result.history);
+    }
+  } else {
+    SLUICE_ASSIGN_OR_RETURN(result.history, s.trainer->Fit(s.data.train, fit));
+  }
   MeasureTraining(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                   result);
   SLUICE_ASSIGN_OR_RETURN(result.test, s.trainer->Evaluate(s.data.test));

@@ -36,6 +36,14 @@ struct ImageClassifierOptions {
   // The model zoo's model (models::MakeModel), and whether its residual blocks recompute.
   std::string model = "cnn";
   bool recompute = false;
+  // Instead of `model`: transfer learning from a pretrained base in an ONNX file
+  // (ImageModelOptions::base_onnx: the base cut at its global average pooling, Keras' head on
+  // it). The first `freeze_base_epochs` of `epochs` train the head with the base frozen; the
+  // rest fine-tune everything at `fine_tune_learning_rate` (the base unfrozen, the optimizer's
+  // rate set to it), as Keras' guide does.
+  std::string base_onnx;
+  int64_t freeze_base_epochs = 0;
+  double fine_tune_learning_rate = 1e-5;
   // The optimizer; its schedule's total_steps is counted from the data (epochs x steps an epoch
   // / accumulate).
   OptimizerOptions optimizer;

@@ -2,12 +2,18 @@
 
 #include <cmath>
 #include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/onnx_runtime.h"
 #include "tests/temp_dir.h"
 #include "tests/train/recipes/recipe_test_util.h"
 #include "train/fit/saved_model.h"
+#include "train/import/onnx_import.h"
 
 namespace sluice::train::recipes {
 namespace {
@@ -89,6 +95,61 @@ TEST_F(ImageClassifierTest, ResumingFromTheCheckpointEndsWhereOneRunEnds) {
             callbacks::LogValue(straight->test, "loss"));
 }
 
+// tests/onnx/make_models.py's small base (written by ONNX's own helper) at `path`.
+void WriteSmallBase(const std::string& path) {
+  std::string output;
+  ASSERT_EQ(
+      sluice::testing::Shell(absl::StrCat(sluice::testing::kPython, " '", sluice::testing::kOnnxDir,
+                                          "/make_models.py' small_base '", path, "'"),
+                             &output),
+      0)
+      << output;
+}
+
+// Keras' transfer-learning flow: the imported base frozen while the head learns (its weights and
+// batch-norm statistics unchanged), then everything fine-tuned; the loss falls in both phases.
+TEST_F(ImageClassifierTest, TransferLearningFromAnOnnxBaseFreezesThenFineTunes) {
+  ScopedTempDir out;
+  const std::string base = out.File("base.onnx");
+  ASSERT_NO_FATAL_FAILURE(WriteSmallBase(base));
+  ImageClassifierOptions options = Options();
+  options.base_onnx = base;
+  options.optimizer = {.name = "adam", .learning_rate = 0.01};
+  options.epochs = 3;
+  options.freeze_base_epochs = 3;
+  options.save_dir = out.File("frozen");
+  absl::StatusOr<ImageClassifierResult> frozen = TrainImageClassifier(options);
+  ASSERT_TRUE(frozen.ok()) << frozen.status();
+  const std::vector<double>& loss = frozen->history.at("loss");
+  ASSERT_EQ(loss.size(), 3u);
+  EXPECT_LT(loss.back(), loss.front());
+  // The base's variables are the file's, unchanged; the head's are new.
+  absl::StatusOr<fit::LoadedModel> saved = fit::LoadModel(options.save_dir);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  absl::StatusOr<std::unique_ptr<layers::Model>> file =
+      importing::ImportOnnx(base, {.height = 8, .width = 8});
+  ASSERT_TRUE(file.ok()) << file.status();
+  int compared = 0;
+  for (autodiff::Variable* v : (*file)->Variables()) {
+    for (autodiff::Variable* w : saved->model->Variables()) {
+      if (w->name() != v->name()) continue;
+      EXPECT_TRUE(w->value().Equals(v->value())) << v->name();
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 8);  // two convolutions' kernels and biases, the batch norm's four
+  // Then fine-tuning: the base learns too, and the loss goes on falling.
+  options.epochs = 6;
+  options.fine_tune_learning_rate = 1e-3;
+  options.save_dir.clear();
+  absl::StatusOr<ImageClassifierResult> tuned = TrainImageClassifier(options);
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  const std::vector<double>& all = tuned->history.at("loss");
+  ASSERT_EQ(all.size(), 6u);
+  EXPECT_LT(all[5], all[3]);
+  EXPECT_EQ(tuned->history.epochs.back(), 5);
+}
+
 // Wrong options fail before any data is read: the image folder here does not exist.
 TEST(ImageClassifierOptionsTest, WrongOptionsFailBeforeReadingData) {
   const ImageClassifierOptions missing{.image_dir = "/nonexistent-sluice-images", .verbose = 0};
@@ -107,6 +168,10 @@ TEST(ImageClassifierOptionsTest, WrongOptionsFailBeforeReadingData) {
   // And the data: exactly one source.
   result = TrainImageClassifier({.tfrecord_dir = "a", .image_dir = "b", .verbose = 0});
   EXPECT_TRUE(absl::IsInvalidArgument(result.status())) << result.status();
+  options = missing;
+  options.freeze_base_epochs = 1;
+  result = TrainImageClassifier(options);
+  EXPECT_THAT(result.status().message(), HasSubstr("freeze_base_epochs needs a base"));
   result = TrainImageClassifier(missing);
   EXPECT_THAT(result.status().message(), HasSubstr("/nonexistent-sluice-images"));
 }
