@@ -62,6 +62,7 @@
 #include "train/fit/train_step.h"
 #include "train/fit/trainer.h"
 #include "train/fit/training_checkpoint.h"
+#include "train/import/onnx_import.h"
 #include "train/layers/activation.h"
 #include "train/layers/add.h"
 #include "train/layers/avg_pool.h"

@@ -72,6 +72,10 @@ cmake --build build/example-consumer
 ./build/example-consumer/custom_training
 # The seeds' section 4.1 on two small synthetic folder trees of JPEGs.
 ./build/example-consumer/image_folders
+# The transfer-learning flow from an ONNX base (a small one written by ONNX's own helper; the
+# README's torchvision ResNet-18 is a documented command, docs/training.md).
+/usr/bin/python3 tests/onnx/make_models.py small_base build/example-base.onnx
+./build/example-consumer/transfer_learning build/example-base.onnx
 took "example" "$t"
 took "tools/test.sh" "$start"
-echo "5 passed, 0 failed: out-of-tree find_package(sluice) examples"
+echo "6 passed, 0 failed: out-of-tree find_package(sluice) examples"
