@@ -38,9 +38,9 @@ namespace {
 using fuzz::Check;
 
 // A 2 GB process with ASan: no model may come near it.
-constexpr importing::OnnxImportOptions kLimits = {.max_parameters = int64_t{1} << 22,
-                                                  .max_activation_elements = int64_t{1} << 20,
-                                                  .max_nodes = 4096};
+const importing::OnnxImportOptions kLimits = {.max_parameters = int64_t{1} << 22,
+                                              .max_activation_elements = int64_t{1} << 20,
+                                              .max_nodes = 4096};
 
 void CheckImported(layers::Model& model) {
   const Shape input = model.inputs()[0].shape();  // batch 1
