@@ -95,16 +95,27 @@ def optimizer_for(name, params):
 AUTOCAST = {"float32": None, "mixed_bfloat16": torch.bfloat16, "mixed_float16": torch.float16}
 
 
-def measure(model_name, optimizer_name, batch, steps, warmup, repeats, device, precision):
+def measure(model_name, optimizer_name, batch, steps, warmup, repeats, device, precision, size):
     torch.manual_seed(7)
-    model = MODELS[model_name]().to(device)
+    if model_name.startswith("torchvision:"):
+        # torchvision's model at size x size x 3: the same architecture sluice imports from ONNX
+        # (train_step_bench --onnx), as its users train it (channels first).
+        import torchvision
+        model = getattr(torchvision.models, model_name.split(":", 1)[1])(weights=None).to(device)
+        x = torch.rand(batch, 3, size, size, device=device)
+    else:
+        model = MODELS[model_name]().to(device)
+        x = torch.rand(batch, 1, 28, 28, device=device)
     model.train()
     opt = optimizer_for(optimizer_name, model.parameters())
-    x = torch.rand(batch, 1, 28, 28, device=device)
     labels = torch.randint(0, 10, (batch,), device=device)
     loss_fn = nn.CrossEntropyLoss()
     dtype = AUTOCAST[precision]
-    scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)
+    scaler = None
+    if dtype == torch.float16:
+        # torch.amp.GradScaler from PyTorch 2.3; Debian 12's 1.13 has the CUDA one only.
+        scaler = (torch.amp.GradScaler(device.type) if hasattr(torch.amp, "GradScaler")
+                  else torch.cuda.amp.GradScaler())
 
     def autocast():
         if dtype is None:
@@ -115,9 +126,13 @@ def measure(model_name, optimizer_name, batch, steps, warmup, repeats, device, p
         opt.zero_grad(set_to_none=True)
         with autocast():
             loss = loss_fn(model(x), labels)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
+        if scaler is None:
+            loss.backward()
+            opt.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
 
     def sync():
         if device.type == "cuda":
@@ -138,7 +153,9 @@ def measure(model_name, optimizer_name, batch, steps, warmup, repeats, device, p
 
 def main():
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--models", default="mlp,cnn,resnet-small,resnet-20")
+    p.add_argument("--models", default="mlp,cnn,resnet-small,resnet-20",
+                   help="also torchvision:NAME (e.g. torchvision:resnet18) at --size")
+    p.add_argument("--size", type=int, default=224, help="torchvision models' input size")
     p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch", type=int, default=64)
@@ -162,7 +179,7 @@ def main():
         out["matmul_allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
     for name in args.models.split(","):
         median, rates = measure(name, args.optimizer, args.batch, args.steps, args.warmup,
-                                args.repeats, device, args.precision)
+                                args.repeats, device, args.precision, args.size)
         out["images_per_second"][name] = median
         out["all_rates"][name] = rates
     print(json.dumps(out))

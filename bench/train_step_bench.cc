@@ -7,6 +7,10 @@
 // OMP_WAIT_POLICY=passive (as the comparison script does): libgomp's spinning
 // otherwise starves the 2-thread oneDNN team.
 //
+// --onnx=FILE --size=N adds train_step/onnx/{sgd,adam}: the model ImportOnnx makes of FILE at
+// NxNx3 (issue 47's goal: torchvision's ResNet-18 at 224, batch 32, against PyTorch's on the same
+// architecture, bench/compare_pytorch_train.sh).
+//
 // --batch=N changes the batch; --device=cuda[:N] runs the steps on a GPU (the model and the
 // batch copied there first; each timed step ends with the device's Synchronize, so a step is the
 // device's time, as PyTorch's side times it: tools/device_check.sh).
@@ -32,7 +36,9 @@
 #include "train/backend/compute_precision.h"
 #include "train/backend/cpu/cpu_threads.h"
 #include "train/backend/transfer.h"
+#include "train/import/onnx_import.h"
 #include "train/layers/initializers.h"
+#include "train/layers/model.h"
 #include "train/models/model_zoo.h"
 #include "train/ops/activations.h"
 #include "train/ops/arithmetic.h"
@@ -49,9 +55,11 @@
 namespace sluice::train {
 namespace {
 
-// --batch and --device.
+// --batch, --device, --onnx and --size.
 int64_t bench_batch = 64;
 Device bench_device = Device::Cpu();
+std::string bench_onnx;
+int64_t bench_size = 224;
 
 struct Dense {
   Dense(int64_t in, int64_t out, uint64_t seed)
@@ -139,6 +147,27 @@ class ZooModel {
 
  private:
   std::unique_ptr<layers::Module> module_;
+};
+
+// The model of --onnx, imported at --size (a pretrained base trained on, as in fine-tuning).
+class OnnxModel {
+ public:
+  OnnxModel() {
+    absl::StatusOr<std::unique_ptr<layers::Model>> model =
+        importing::ImportOnnx(bench_onnx, {.height = bench_size, .width = bench_size});
+    if (!model.ok()) {
+      std::fprintf(stderr, "train_step_bench: %s\n", model.status().ToString().c_str());
+      std::exit(1);
+    }
+    module_ = *std::move(model);
+  }
+  Shape input_shape() const { return Shape{bench_batch, bench_size, bench_size, 3}; }
+  absl::Status To(const Device& device) { return module_->To(device); }
+  std::vector<autodiff::Variable*> variables() { return module_->TrainableVariables(); }
+  absl::StatusOr<Tensor> Forward(const Tensor& x) { return module_->Forward(x, /*training=*/true); }
+
+ private:
+  std::unique_ptr<layers::Model> module_;
 };
 
 // Batch norm and three residual blocks.
@@ -248,6 +277,17 @@ int main(int argc, char** argv) {
       }
       continue;
     }
+    if (absl::ConsumePrefix(&arg, "--onnx=")) {
+      sluice::train::bench_onnx = std::string(arg);
+      continue;
+    }
+    if (absl::ConsumePrefix(&arg, "--size=")) {
+      if (!absl::SimpleAtoi(arg, &sluice::train::bench_size) || sluice::train::bench_size < 1) {
+        std::fprintf(stderr, "train_step_bench: --size takes a count >= 1\n");
+        return 2;
+      }
+      continue;
+    }
     if (absl::ConsumePrefix(&arg, "--device=")) {
       int index = 0;
       if (arg == "cpu") {
@@ -285,6 +325,10 @@ int main(int argc, char** argv) {
     t::Register<t::ResNetSmall, t::optimizers::Adam>("train_step/resnet-small/adam", p);
     t::Register<t::ResNet20, t::optimizers::Sgd>("train_step/resnet-20/sgd", p);
     t::Register<t::ResNet20, t::optimizers::Adam>("train_step/resnet-20/adam", p);
+    if (!t::bench_onnx.empty()) {
+      t::Register<t::OnnxModel, t::optimizers::Sgd>("train_step/onnx/sgd", p);
+      t::Register<t::OnnxModel, t::optimizers::Adam>("train_step/onnx/adam", p);
+    }
   }
   int rest_argc = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_argc, rest.data());
