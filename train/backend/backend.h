@@ -256,6 +256,34 @@ class Backend {
   // Decoupled weight decay first (AdamW): w -= decay * w, decay = lr * weight_decay.
   virtual absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
                                   float beta_1, float beta_2, float epsilon, float decay) = 0;
+  // The Keras optimizers below take `decay` = lr * weight_decay, applied first as in AdamUpdate.
+  //
+  // Keras RMSprop: v = rho v + (1 - rho) g^2. Centered (`average_gradient` non-null):
+  // a = rho a + (1 - rho) g, step = lr g / sqrt(v - a^2 + epsilon); else
+  // step = lr g / sqrt(v + epsilon) (epsilon inside the root, unlike PyTorch). With a `momentum`
+  // slot (non-null, momentum > 0): b = momentum b + step, w -= b; else w -= step.
+  virtual absl::Status RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity,
+                                     Tensor* average_gradient, Tensor* momentum_slot, float lr,
+                                     float rho, float momentum, float epsilon, float decay) = 0;
+  // Keras Adagrad: a += g^2, w -= lr g / sqrt(a + epsilon).
+  virtual absl::Status AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, float lr,
+                                     float epsilon, float decay) = 0;
+  // Keras Adadelta: a = rho a + (1 - rho) g^2, d = -sqrt(ad + epsilon) / sqrt(a + epsilon) g,
+  // ad = rho ad + (1 - rho) d^2, w += lr d (a: accumulated_grad, ad: accumulated_delta).
+  virtual absl::Status AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
+                                      Tensor& accumulated_delta, float lr, float rho, float epsilon,
+                                      float decay) = 0;
+  // Keras Adamax: m += (g - m)(1 - beta_1), u = max(beta_2 u, |g|),
+  // w -= alpha m / (u + epsilon), alpha = lr / (1 - beta_1^t).
+  virtual absl::Status AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u, float alpha,
+                                    float beta_1, float beta_2, float epsilon, float decay) = 0;
+  // Keras Nadam: m += (g - m)(1 - beta_1), v += (g^2 - v)(1 - beta_2),
+  // w -= (m_coefficient m + g_coefficient g) / (sqrt(v_scale v) + epsilon). The caller folds the
+  // learning rate and the momentum schedule into the coefficients (nadam.cc) and
+  // v_scale = 1 / (1 - beta_2^t).
+  virtual absl::Status NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
+                                   float m_coefficient, float g_coefficient, float v_scale,
+                                   float beta_1, float beta_2, float epsilon, float decay) = 0;
 };
 
 // The backend for `device`: the CPU one always; another when one is registered for the device's

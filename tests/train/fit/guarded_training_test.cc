@@ -25,8 +25,13 @@
 #include "train/layers/batch_norm.h"
 #include "train/layers/conv2d.h"
 #include "train/models/model_zoo.h"
+#include "train/optimizers/adadelta.h"
+#include "train/optimizers/adagrad.h"
 #include "train/optimizers/adam.h"
+#include "train/optimizers/adamax.h"
 #include "train/optimizers/adamw.h"
+#include "train/optimizers/nadam.h"
+#include "train/optimizers/rmsprop.h"
 #include "train/optimizers/sgd.h"
 
 namespace sluice::train::testing {
@@ -178,6 +183,16 @@ TEST_F(GuardedTrainingTest, GuardedOptimizersAndAccumulationMatchCpu) {
        }},
       {"adam", [] { return std::make_unique<optimizers::Adam>(); }},
       {"adamw", [] { return std::make_unique<optimizers::AdamW>(); }},
+      {"rmsprop momentum centered decay",
+       [] {
+         return std::make_unique<optimizers::Rmsprop>(
+             optimizers::RmspropOptions{.momentum = 0.9f, .centered = true, .weight_decay = 0.01f});
+       }},
+      {"rmsprop", [] { return std::make_unique<optimizers::Rmsprop>(); }},
+      {"adagrad", [] { return std::make_unique<optimizers::Adagrad>(); }},
+      {"adadelta", [] { return std::make_unique<optimizers::Adadelta>(1.0f); }},
+      {"adamax", [] { return std::make_unique<optimizers::Adamax>(); }},
+      {"nadam", [] { return std::make_unique<optimizers::Nadam>(); }},
   };
   for (const auto& [name, make] : optimizers) {
     SCOPED_TRACE(name);
