@@ -47,8 +47,13 @@ constexpr bool UnaryGradientFromOutput(UnaryOp op) {
 enum class ReduceOp { kSum, kMax };
 enum class PoolAlgorithm { kMax, kAvgExcludePadding };
 
-// One 2-D convolution: input [n, h, w, c], filter [kh, kw, c, o], output
-// [n, oh, ow, o]; dilation counts from 1 (1 = dense), as in TF.
+// One 2-D convolution: input [n, h, w, c], filter [kh, kw, c / groups, o], output
+// [n, oh, ow, o]; dilation counts from 1 (1 = dense), as in TF. With groups > 1 (which divides c
+// and o) the channels split into that many groups, output channel j seeing only the input
+// channels of its group j / (o / groups), as TF's grouped conv2d and Keras' Conv2D(groups=).
+// groups = c is a depthwise convolution: output channel j = i * (o / c) + m reads input channel
+// i alone, and Keras' DepthwiseConv2D kernel [kh, kw, c, m] is the filter [kh, kw, 1, c * m]
+// with the same bytes.
 struct ConvGeometry {
   int64_t n = 0, h = 0, w = 0, c = 0;
   int64_t kh = 0, kw = 0, o = 0;
@@ -56,6 +61,7 @@ struct ConvGeometry {
   int64_t stride_h = 1, stride_w = 1;
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  int64_t groups = 1;
 };
 
 // One 2-D pooling: input [n, h, w, c], output [n, oh, ow, c].
