@@ -181,6 +181,44 @@ TEST_F(CudaBackendTest, Conv2DForwardAndBackwardMatchCpu) {
   EXPECT_EQ(gpu_->NumConvolutionPlans(), 3 * cases.size());
 }
 
+// Grouped convolutions (cuDNN's group count) and depthwise ones (groups = channels), with the
+// filter [kh, kw, c / groups, o], against the CPU's (oneDNN's grouped primitives).
+TEST_F(CudaBackendTest, GroupedConv2DMatchesCpu) {
+  struct Case {
+    ConvGeometry g;
+    int64_t groups;
+  };
+  const std::vector<Case> cases = {
+      {Geometry(2, 9, 9, 8, 3, 12, 1, 1, 1, 1, 1, 1), 4},   // 4 groups, SAME
+      {Geometry(2, 10, 10, 6, 3, 6, 2, 1, 0, 1, 0, 1), 6},  // depthwise, TF SAME stride 2
+      {Geometry(3, 11, 9, 5, 3, 10, 1, 2, 0, 0, 0, 0), 5},  // depthwise x2, dilated
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    ConvGeometry g = cases[i].g;
+    g.groups = cases[i].groups;
+    SCOPED_TRACE("case " + std::to_string(i));
+    Tensor x = Random({g.n, g.h, g.w, g.c}, 40 + i);
+    Tensor f = Random({g.kh, g.kw, g.c / g.groups, g.o}, 50 + i);
+    Tensor dy = Random({g.n, g.oh, g.ow, g.o}, 60 + i);
+    Tensor y(DType::kFloat32, dy.shape()), dx(DType::kFloat32, x.shape()),
+        df(DType::kFloat32, f.shape());
+    ASSERT_TRUE(cpu_.Conv2DForward(g, x, f, y).ok());
+    ASSERT_TRUE(cpu_.Conv2DBackwardData(g, dy, f, dx).ok());
+    ASSERT_TRUE(cpu_.Conv2DBackwardFilter(g, x, dy, df).ok());
+    Tensor gy = DevEmpty(y.shape()), gdx = DevEmpty(x.shape()), gdf = DevEmpty(f.shape());
+    Tensor dx_dev = Dev(x), df_dev = Dev(f), dy_dev = Dev(dy);
+    absl::Status s = gpu_->Conv2DForward(g, dx_dev, df_dev, gy);
+    ASSERT_TRUE(s.ok()) << s;
+    s = gpu_->Conv2DBackwardData(g, dy_dev, df_dev, gdx);
+    ASSERT_TRUE(s.ok()) << s;
+    s = gpu_->Conv2DBackwardFilter(g, dx_dev, dy_dev, gdf);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_TRUE(AllClose(Host(gy), y, 5e-4f, 1e-3f));
+    EXPECT_TRUE(AllClose(Host(gdx), dx, 5e-4f, 1e-3f));
+    EXPECT_TRUE(AllClose(Host(gdf), df, 5e-4f, 1e-3f));
+  }
+}
+
 TEST_F(CudaBackendTest, TF32ConvolutionStaysClose) {
   auto tf32 = CudaBackend::Create(0, CudaBackend::Options());
   ASSERT_TRUE(tf32.ok());
