@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/backend/backend.h"
 
@@ -12,6 +13,12 @@ Adagrad::Adagrad(AdagradOptions options)
       options_(options) {}
 
 absl::Status Adagrad::Update(autodiff::Variable& var, const Tensor& grad, int64_t, float lr) {
+  // A negative start would take square roots of negative sums: NaN weights, silently.
+  if (!(options_.initial_accumulator_value >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Adagrad: initial_accumulator_value must be >= 0 (Keras' rule), not ",
+                     options_.initial_accumulator_value));
+  }
   Tensor& w = var.mutable_value();
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Adagrad", {&w, &grad}));
   SLUICE_ASSIGN_OR_RETURN(Tensor * accumulator, Slot(var, 0));

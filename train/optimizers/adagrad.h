@@ -10,7 +10,8 @@ namespace sluice::train::optimizers {
 // Keras' defaults (TF2 changed the learning rate's to 0.001).
 struct AdagradOptions {
   float learning_rate = 0.001f;
-  // What the accumulator starts at; Keras asks for it to be non-negative.
+  // What the accumulator starts at; Keras asks for it to be non-negative, and Apply refuses a
+  // negative one.
   float initial_accumulator_value = 0.1f;
   float epsilon = 1e-7f;
   // Decoupled weight decay, as Keras 3's weight_decay argument: w -= learning_rate *

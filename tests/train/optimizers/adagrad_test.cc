@@ -68,6 +68,15 @@ TEST(AdagradTest, AccumulatorStartsAtItsInitialValueAlsoWhenRestored) {
               ElementsAre(FloatEq(1.25f), FloatEq(1.25f)));
 }
 
+TEST(AdagradTest, ANegativeInitialAccumulatorIsRefused) {
+  Adagrad adagrad({.initial_accumulator_value = -0.5f});
+  autodiff::Variable w(T({1}, {1}));
+  absl::Status s = adagrad.Apply({T({0.5f}, {1})}, {&w});
+  EXPECT_TRUE(absl::IsInvalidArgument(s));
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("initial_accumulator_value must be >= 0"));
+  EXPECT_THAT(Values(w.value()), ElementsAre(1));
+}
+
 TEST(AdagradTest, ResumesExactlyFromASavedState) {
   ExpectExactResume([] {
     return std::make_unique<Adagrad>(AdagradOptions{.learning_rate = 0.1f, .weight_decay = 0.01f});
