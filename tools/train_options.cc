@@ -90,11 +90,12 @@ std::vector<Row> DataAndModelRows() {
 std::vector<Row> OptimizerRows() {
   return {
       Option("optimizer", "NAME", In(&Classifier::optimizer, &Optimizer::name),
-             "sgd, adam or adamw (Keras defaults)"),
+             "sgd, adam, adamw, rmsprop, adagrad, adadelta, adamax or nadam (Keras defaults)"),
       Option("lr", "X", In(&Classifier::optimizer, &Optimizer::learning_rate),
-             "learning rate (sgd 0.01, adam and adamw 0.001 by default)",
+             "learning rate (sgd 0.01, the others 0.001 by default)",
              {.shown_default = "optimizer's default", .bound = CommandLine::Bound::kExclusive}),
-      Option("momentum", "M", In(&Classifier::optimizer, &Optimizer::momentum), "SGD momentum"),
+      Option("momentum", "M", In(&Classifier::optimizer, &Optimizer::momentum),
+             "SGD's and RMSprop's momentum", {.max = 1}),
       Option("weight-decay", "X", In(&Classifier::optimizer, &Optimizer::weight_decay),
              "decoupled weight decay: w -= lr * X * w each step (Keras' weight_decay)",
              {.shown_default = "adamw 0.004, others 0"}),
@@ -269,8 +270,9 @@ absl::Status CheckCombinations(const CommandLine& command_line, TrainConfig& con
     return absl::InvalidArgumentError(absl::StrCat("--freeze-base-epochs ", run.freeze_base_epochs,
                                                    " is more than --epochs ", run.epochs));
   }
-  if (command_line.WasGiven("momentum") && run.optimizer.name != "sgd") {
-    return absl::InvalidArgumentError("--momentum applies to --optimizer sgd only");
+  if (command_line.WasGiven("momentum") && run.optimizer.name != "sgd" &&
+      run.optimizer.name != "rmsprop") {
+    return absl::InvalidArgumentError("--momentum applies to --optimizer sgd and rmsprop only");
   }
   SLUICE_RETURN_IF_ERROR(ResolveAugmentation(command_line, config));
   if (run.recompute && !train::models::IsResNet(run.model)) {

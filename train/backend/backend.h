@@ -47,8 +47,13 @@ constexpr bool UnaryGradientFromOutput(UnaryOp op) {
 enum class ReduceOp { kSum, kMax };
 enum class PoolAlgorithm { kMax, kAvgExcludePadding };
 
-// One 2-D convolution: input [n, h, w, c], filter [kh, kw, c, o], output
-// [n, oh, ow, o]; dilation counts from 1 (1 = dense), as in TF.
+// One 2-D convolution: input [n, h, w, c], filter [kh, kw, c / groups, o], output
+// [n, oh, ow, o]; dilation counts from 1 (1 = dense), as in TF. With groups > 1 (which divides c
+// and o) the channels split into that many groups, output channel j seeing only the input
+// channels of its group j / (o / groups), as TF's grouped conv2d and Keras' Conv2D(groups=).
+// groups = c is a depthwise convolution: output channel j = i * (o / c) + m reads input channel
+// i alone, and Keras' DepthwiseConv2D kernel [kh, kw, c, m] is the filter [kh, kw, 1, c * m]
+// with the same bytes.
 struct ConvGeometry {
   int64_t n = 0, h = 0, w = 0, c = 0;
   int64_t kh = 0, kw = 0, o = 0;
@@ -56,6 +61,7 @@ struct ConvGeometry {
   int64_t stride_h = 1, stride_w = 1;
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  int64_t groups = 1;
 };
 
 // One 2-D pooling: input [n, h, w, c], output [n, oh, ow, c].
@@ -256,6 +262,34 @@ class Backend {
   // Decoupled weight decay first (AdamW): w -= decay * w, decay = lr * weight_decay.
   virtual absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
                                   float beta_1, float beta_2, float epsilon, float decay) = 0;
+  // The Keras optimizers below take `decay` = lr * weight_decay, applied first as in AdamUpdate.
+  //
+  // Keras RMSprop: v = rho v + (1 - rho) g^2. Centered (`average_gradient` non-null):
+  // a = rho a + (1 - rho) g, step = lr g / sqrt(v - a^2 + epsilon); else
+  // step = lr g / sqrt(v + epsilon) (epsilon inside the root, unlike PyTorch). With a `momentum`
+  // slot (non-null, momentum > 0): b = momentum b + step, w -= b; else w -= step.
+  virtual absl::Status RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity,
+                                     Tensor* average_gradient, Tensor* momentum_slot, float lr,
+                                     float rho, float momentum, float epsilon, float decay) = 0;
+  // Keras Adagrad: a += g^2, w -= lr g / sqrt(a + epsilon).
+  virtual absl::Status AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, float lr,
+                                     float epsilon, float decay) = 0;
+  // Keras Adadelta: a = rho a + (1 - rho) g^2, d = -sqrt(ad + epsilon) / sqrt(a + epsilon) g,
+  // ad = rho ad + (1 - rho) d^2, w += lr d (a: accumulated_grad, ad: accumulated_delta).
+  virtual absl::Status AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
+                                      Tensor& accumulated_delta, float lr, float rho, float epsilon,
+                                      float decay) = 0;
+  // Keras Adamax: m += (g - m)(1 - beta_1), u = max(beta_2 u, |g|),
+  // w -= alpha m / (u + epsilon), alpha = lr / (1 - beta_1^t).
+  virtual absl::Status AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u, float alpha,
+                                    float beta_1, float beta_2, float epsilon, float decay) = 0;
+  // Keras Nadam: m += (g - m)(1 - beta_1), v += (g^2 - v)(1 - beta_2),
+  // w -= (m_coefficient m + g_coefficient g) / (sqrt(v_scale v) + epsilon). The caller folds the
+  // learning rate and the momentum schedule into the coefficients (nadam.cc) and
+  // v_scale = 1 / (1 - beta_2^t).
+  virtual absl::Status NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
+                                   float m_coefficient, float g_coefficient, float v_scale,
+                                   float beta_1, float beta_2, float epsilon, float decay) = 0;
 };
 
 // The backend for `device`: the CPU one always; another when one is registered for the device's

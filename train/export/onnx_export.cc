@@ -23,9 +23,11 @@
 #include "train/layers/concatenate.h"
 #include "train/layers/conv2d.h"
 #include "train/layers/dense.h"
+#include "train/layers/depthwise_conv2d.h"
 #include "train/layers/dropout.h"
 #include "train/layers/flatten.h"
 #include "train/layers/global_avg_pool.h"
+#include "train/layers/global_max_pool.h"
 #include "train/layers/kernel_layer.h"
 #include "train/layers/max_pool.h"
 #include "train/layers/merge.h"
@@ -33,8 +35,10 @@
 #include "train/layers/multiply.h"
 #include "train/layers/recompute.h"
 #include "train/layers/relu.h"
+#include "train/layers/reshape.h"
 #include "train/layers/residual_block.h"
 #include "train/layers/sequential.h"
+#include "train/layers/zero_padding2d.h"
 #include "train/ops/padding.h"
 #include "train/ops/pool.h"
 #include "train/ops/transpose.h"
@@ -59,12 +63,16 @@ class GraphBuilder {
   // Emits `layer` (at `path`, for names and errors) on `in`; returns its output.
   absl::StatusOr<Value> Layer(layers::Module& layer, const Value& in, const std::string& path);
 
-  // A float initializer from a variable, read through the backend; `perm` transposes it first.
-  absl::StatusOr<std::string> Initializer(autodiff::Variable& v, const std::vector<int>& perm = {});
-  // Appends Initializer(v, perm)'s name to `inputs`.
+  // A float initializer from a variable, read through the backend; `perm` transposes it first,
+  // and `dims` (the same element count) replaces its shape after.
+  absl::StatusOr<std::string> Initializer(autodiff::Variable& v, const std::vector<int>& perm = {},
+                                          const std::vector<int64_t>& dims = {});
+  // Appends Initializer(v, perm, dims)'s name to `inputs`.
   absl::Status AddInput(std::vector<std::string>& inputs, autodiff::Variable& v,
-                        const std::vector<int>& perm = {});
+                        const std::vector<int>& perm = {}, const std::vector<int64_t>& dims = {});
   std::string Constant(const std::string& name, float value);
+  // A 1-D int64 initializer (Pad's pads, Reshape's shape), named uniquely.
+  std::string Int64s(const std::string& path, const std::vector<int64_t>& values);
 
   onnx::NodeProto* Node(const std::string& op, const std::string& path,
                         std::vector<std::string> inputs, std::string output = "");
@@ -74,6 +82,15 @@ class GraphBuilder {
  private:
   absl::StatusOr<Value> Dense(layers::Dense& layer, const Value& in, const std::string& path);
   absl::StatusOr<Value> Conv(layers::Conv2D& layer, const Value& in, const std::string& path);
+  absl::StatusOr<Value> DepthwiseConv(layers::DepthwiseConv2D& layer, const Value& in,
+                                      const std::string& path);
+  absl::StatusOr<Value> ZeroPadding(const layers::ZeroPadding2D& layer, const Value& in,
+                                    const std::string& path);
+  absl::StatusOr<Value> Relu(const layers::ReLU& layer, const Value& in, const std::string& path);
+  absl::StatusOr<Value> Reshape(const layers::Reshape& layer, const Value& in,
+                                const std::string& path);
+  absl::StatusOr<Value> GlobalMaxPool(const layers::GlobalMaxPool& layer, const Value& in,
+                                      const std::string& path);
   absl::StatusOr<Value> BatchNorm(layers::BatchNorm& layer, const Value& in,
                                   const std::string& path);
   absl::StatusOr<Value> Pool(const char* op, const ops::Pool2DOptions& options, const Value& in,
@@ -135,11 +152,13 @@ void SetFloat(onnx::NodeProto* node, const std::string& name, float value) {
 }
 
 absl::StatusOr<std::string> GraphBuilder::Initializer(autodiff::Variable& v,
-                                                      const std::vector<int>& perm) {
-  const std::string key = absl::StrCat(v.name(), "|", absl::StrJoin(perm, ","));
+                                                      const std::vector<int>& perm,
+                                                      const std::vector<int64_t>& dims) {
+  const std::string key =
+      absl::StrCat(v.name(), "|", absl::StrJoin(perm, ","), "|", absl::StrJoin(dims, ","));
   if (auto it = initializers_.find(key); it != initializers_.end()) return it->second;
-  // The same variable under another permutation (not written by the built-in layers) gets a
-  // name of its own.
+  // The same variable under another permutation or shape (not written by the built-in layers)
+  // gets a name of its own.
   const std::string name =
       initializer_names_.contains(v.name()) ? absl::StrCat(v.name(), "_", key) : v.name();
   Tensor value = v.value();
@@ -154,7 +173,11 @@ absl::StatusOr<std::string> GraphBuilder::Initializer(autodiff::Variable& v,
   onnx::TensorProto* t = graph_->add_initializer();
   t->set_name(name);
   t->set_data_type(onnx::TensorProto::FLOAT);
-  for (int i = 0; i < host.rank(); ++i) t->add_dims(host.dim(i));
+  if (dims.empty()) {
+    for (int i = 0; i < host.rank(); ++i) t->add_dims(host.dim(i));
+  } else {
+    for (int64_t d : dims) t->add_dims(d);
+  }
   // ONNX's raw_data is little-endian, as the host is.
   t->set_raw_data(static_cast<const char*>(host.raw_data()), host.num_elements() * sizeof(float));
   initializers_.emplace(key, name);
@@ -163,8 +186,9 @@ absl::StatusOr<std::string> GraphBuilder::Initializer(autodiff::Variable& v,
 }
 
 absl::Status GraphBuilder::AddInput(std::vector<std::string>& inputs, autodiff::Variable& v,
-                                    const std::vector<int>& perm) {
-  SLUICE_ASSIGN_OR_RETURN(std::string name, Initializer(v, perm));
+                                    const std::vector<int>& perm,
+                                    const std::vector<int64_t>& dims) {
+  SLUICE_ASSIGN_OR_RETURN(std::string name, Initializer(v, perm, dims));
   inputs.push_back(std::move(name));
   return absl::OkStatus();
 }
@@ -178,6 +202,15 @@ std::string GraphBuilder::Constant(const std::string& name, float value) {
   t->set_data_type(onnx::TensorProto::FLOAT);
   t->add_float_data(value);
   return name;
+}
+
+std::string GraphBuilder::Int64s(const std::string& path, const std::vector<int64_t>& values) {
+  onnx::TensorProto* t = graph_->add_initializer();
+  t->set_name(absl::StrCat(Join(path, "int64s"), "_", next_++));
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(static_cast<int64_t>(values.size()));
+  for (int64_t v : values) t->add_int64_data(v);
+  return t->name();
 }
 
 Value GraphBuilder::ToNchw(const Value& v, const std::string& path) {
@@ -258,6 +291,7 @@ absl::StatusOr<Value> GraphBuilder::Conv(layers::Conv2D& layer, const Value& in,
   SLUICE_ASSIGN_OR_RETURN(const int64_t sh, config.Int("stride_h"));
   SLUICE_ASSIGN_OR_RETURN(const int64_t sw, config.Int("stride_w"));
   const int64_t dh = config.IntOr("dilation_h", 1), dw = config.IntOr("dilation_w", 1);
+  const int64_t groups = config.IntOr("groups", 1);
   ops::Padding padding;
   ops::Pads pads;
   SLUICE_RETURN_IF_ERROR(layers::ReadPadding(config, padding, pads));
@@ -276,9 +310,137 @@ absl::StatusOr<Value> GraphBuilder::Conv(layers::Conv2D& layer, const Value& in,
   SetInts(node, "strides", {sh, sw});
   SetInts(node, "dilations", {dh, dw});
   SetInts(node, "pads", {h.pad_before, w.pad_before, h.pad_after, w.pad_after});
+  // ONNX's grouped filter [O, C / group, kh, kw] is the transposed [kh, kw, C / groups, O].
+  SetInt(node, "group", groups);
   const int64_t filters = layer.kernel().value().dim(3);
   Value out{node->output(0), {in.dims[0], h.out, w.out, filters}, true};
   return Activate(layer.activation(), std::move(out), path);
+}
+
+// ONNX's Conv with group = channels: the kernel [kh, kw, c, m] holds the bytes of the grouped
+// filter [kh, kw, 1, c * m]; transposed to [c, m, kh, kw] it is ONNX's [c * m, 1, kh, kw].
+absl::StatusOr<Value> GraphBuilder::DepthwiseConv(layers::DepthwiseConv2D& layer, const Value& in,
+                                                  const std::string& path) {
+  if (in.dims.size() != 4) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ONNX export: ", path, ": DepthwiseConv2D takes NHWC, got rank ", in.dims.size()));
+  }
+  const layers::DepthwiseConv2DOptions& o = layer.options();
+  const layers::KernelSize k = layer.kernel_size();
+  SLUICE_ASSIGN_OR_RETURN(const ops::Window h, ops::ComputeWindow(in.dims[1], k.h, o.strides.h,
+                                                                  o.dilation_rate.h, o.padding));
+  SLUICE_ASSIGN_OR_RETURN(const ops::Window w, ops::ComputeWindow(in.dims[2], k.w, o.strides.w,
+                                                                  o.dilation_rate.w, o.padding));
+  const int64_t channels = in.dims[3], outputs = channels * o.depth_multiplier;
+  const Value x = ToNchw(in, path);
+  std::vector<std::string> inputs = {x.name};
+  SLUICE_RETURN_IF_ERROR(AddInput(inputs, layer.kernel(), {2, 3, 0, 1}, {outputs, 1, k.h, k.w}));
+  if (layer.bias() != nullptr) SLUICE_RETURN_IF_ERROR(AddInput(inputs, *layer.bias()));
+  onnx::NodeProto* node = Node("Conv", path, std::move(inputs));
+  SetInts(node, "kernel_shape", {k.h, k.w});
+  SetInts(node, "strides", {o.strides.h, o.strides.w});
+  SetInts(node, "dilations", {o.dilation_rate.h, o.dilation_rate.w});
+  SetInts(node, "pads", {h.pad_before, w.pad_before, h.pad_after, w.pad_after});
+  SetInt(node, "group", channels);
+  Value out{node->output(0), {in.dims[0], h.out, w.out, outputs}, true};
+  return Activate(layer.activation(), std::move(out), path);
+}
+
+absl::StatusOr<Value> GraphBuilder::ZeroPadding(const layers::ZeroPadding2D& layer, const Value& in,
+                                                const std::string& path) {
+  if (in.dims.size() != 4) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ONNX export: ", path, ": ZeroPadding2D takes NHWC, got rank ", in.dims.size()));
+  }
+  const layers::Padding2D& p = layer.padding();
+  const Value x = ToNchw(in, path);
+  // NCHW: the begins of the four dims, then their ends; the constant defaults to 0.
+  const std::string pads = Int64s(path, {0, 0, p.top, p.left, 0, 0, p.bottom, p.right});
+  return Value{
+      Node("Pad", path, {x.name, pads})->output(0),
+      {in.dims[0], in.dims[1] + p.top + p.bottom, in.dims[2] + p.left + p.right, in.dims[3]},
+      true};
+}
+
+// Keras' ReLU: Relu, Clip for ReLU6 (max_value alone), LeakyRelu for a slope alone, and otherwise
+// the composition ReLU::Forward computes.
+absl::StatusOr<Value> GraphBuilder::Relu(const layers::ReLU& layer, const Value& in,
+                                         const std::string& path) {
+  const layers::ReLUOptions& o = layer.options();
+  Value v = in;
+  if (o.threshold == 0 && o.negative_slope == 0) {
+    v.name = o.max_value ? Node("Clip", path,
+                                {in.name, Constant("sluice/zero", 0),
+                                 Constant(absl::StrCat("sluice/max_", *o.max_value), *o.max_value)})
+                               ->output(0)
+                         : Node("Relu", path, {in.name})->output(0);
+    return v;
+  }
+  if (o.threshold == 0 && !o.max_value) {
+    onnx::NodeProto* node = Node("LeakyRelu", path, {in.name});
+    SetFloat(node, "alpha", o.negative_slope);
+    v.name = node->output(0);
+    return v;
+  }
+  std::string positive;
+  if (o.threshold != 0) {
+    const std::string threshold =
+        Constant(absl::StrCat("sluice/threshold_", o.threshold), o.threshold);
+    onnx::NodeProto* cast =
+        Node("Cast", path, {Node("Greater", path, {in.name, threshold})->output(0)});
+    SetInt(cast, "to", onnx::TensorProto::FLOAT);
+    positive = Node("Mul", path, {in.name, cast->output(0)})->output(0);
+  } else {
+    positive = Node("Relu", path, {in.name})->output(0);
+  }
+  if (o.max_value) {
+    positive = Node("Min", path,
+                    {positive, Constant(absl::StrCat("sluice/max_", *o.max_value), *o.max_value)})
+                   ->output(0);
+  }
+  if (o.negative_slope != 0) {
+    const std::string below =
+        Node("Relu", path,
+             {Node("Sub", path,
+                   {Constant(absl::StrCat("sluice/threshold_", o.threshold), o.threshold), in.name})
+                  ->output(0)})
+            ->output(0);
+    const std::string scaled =
+        Node("Mul", path,
+             {below, Constant(absl::StrCat("sluice/slope_", o.negative_slope), o.negative_slope)})
+            ->output(0);
+    positive = Node("Sub", path, {positive, scaled})->output(0);
+  }
+  v.name = positive;
+  return v;
+}
+
+absl::StatusOr<Value> GraphBuilder::Reshape(const layers::Reshape& layer, const Value& in,
+                                            const std::string& path) {
+  SLUICE_ASSIGN_OR_RETURN(const Shape shape_in, Shape::FromUntrustedDims(in.dims));
+  SLUICE_ASSIGN_OR_RETURN(const Shape out_shape,
+                          layers::Reshape::OutputShape(layer.target_shape(), shape_in));
+  // Keras reshapes NHWC order; 0 keeps the (dynamic) batch dimension.
+  const Value x = ToNhwc(in, path);
+  std::vector<int64_t> target = {0};
+  target.insert(target.end(), layer.target_shape().begin(), layer.target_shape().end());
+  const std::string shape = Int64s(path, target);
+  return Value{Node("Reshape", path, {x.name, shape})->output(0),
+               std::vector<int64_t>(out_shape.dims().begin(), out_shape.dims().end()), false};
+}
+
+absl::StatusOr<Value> GraphBuilder::GlobalMaxPool(const layers::GlobalMaxPool& layer,
+                                                  const Value& in, const std::string& path) {
+  if (in.dims.size() != 4) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ONNX export: ", path, ": GlobalMaxPool takes NHWC, got rank ", in.dims.size()));
+  }
+  const Value x = ToNchw(in, path);
+  const std::string pooled = Node("GlobalMaxPool", path, {x.name})->output(0);
+  if (layer.keepdims()) return Value{pooled, {in.dims[0], 1, 1, in.dims[3]}, true};
+  onnx::NodeProto* node = Node("Flatten", path, {pooled});
+  SetInt(node, "axis", 1);
+  return Value{node->output(0), {in.dims[0], in.dims[3]}, false};
 }
 
 absl::StatusOr<Value> GraphBuilder::BatchNorm(layers::BatchNorm& layer, const Value& in,
@@ -370,8 +532,16 @@ absl::StatusOr<Value> GraphBuilder::Layer(layers::Module& layer, const Value& in
   if (auto* pool = dynamic_cast<layers::AvgPool*>(&layer)) {
     return Pool("AveragePool", pool->options(), in, path);
   }
-  if (dynamic_cast<layers::ReLU*>(&layer) != nullptr) {
-    return Value{Node("Relu", path, {in.name})->output(0), in.dims, in.nchw};
+  if (auto* relu = dynamic_cast<layers::ReLU*>(&layer)) return Relu(*relu, in, path);
+  if (auto* depthwise = dynamic_cast<layers::DepthwiseConv2D*>(&layer)) {
+    return DepthwiseConv(*depthwise, in, path);
+  }
+  if (auto* padding = dynamic_cast<layers::ZeroPadding2D*>(&layer)) {
+    return ZeroPadding(*padding, in, path);
+  }
+  if (auto* reshape = dynamic_cast<layers::Reshape*>(&layer)) return Reshape(*reshape, in, path);
+  if (auto* pool = dynamic_cast<layers::GlobalMaxPool*>(&layer)) {
+    return GlobalMaxPool(*pool, in, path);
   }
   if (dynamic_cast<layers::Dropout*>(&layer) != nullptr) return in;  // identity in inference
   if (dynamic_cast<layers::Flatten*>(&layer) != nullptr) {

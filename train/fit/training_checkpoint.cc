@@ -121,6 +121,11 @@ absl::Status WriteCheckpoint(const std::string& path, const TrainingCheckpoint& 
   for (const auto& [name, value] : checkpoint.optimizer.slots) {
     SLUICE_RETURN_IF_ERROR(ToProto(name, value, opt->add_slots()));
   }
+  for (const auto& [name, value] : checkpoint.optimizer.scalars) {
+    proto::NamedScalarProto* scalar = opt->add_scalars();
+    scalar->set_name(name);
+    scalar->set_value(value);
+  }
   p.set_epoch(checkpoint.epoch);
   p.set_step_in_epoch(checkpoint.step_in_epoch);
   p.set_global_step(checkpoint.global_step);
@@ -183,6 +188,9 @@ absl::StatusOr<TrainingCheckpoint> CheckpointFromProto(const proto::TrainingChec
   for (const proto::NamedTensorProto& s : p.optimizer().slots()) {
     SLUICE_ASSIGN_OR_RETURN(Tensor t, FromProto(s, path));
     ckpt.optimizer.slots.emplace_back(s.name(), std::move(t));
+  }
+  for (const proto::NamedScalarProto& s : p.optimizer().scalars()) {
+    ckpt.optimizer.scalars.emplace_back(s.name(), s.value());
   }
   ckpt.frozen_variables.assign(p.frozen_variables().begin(), p.frozen_variables().end());
   ckpt.weights_only = p.weights_only();

@@ -33,6 +33,12 @@ absl::Status Conv2D::Build(const Shape& input_shape) {
                                 : ""));
   }
   const int64_t in = input_shape.dim(3);
+  const int64_t groups = conv_.groups;
+  if (groups < 1 || in % groups != 0 || filters_ % groups != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(name(), ": groups ", groups,
+                                                   " must divide the input channels (", in,
+                                                   ") and the filters (", filters_, ")"));
+  }
   if (in_channels_) {
     if (in != *in_channels_) {
       return absl::InvalidArgumentError(absl::StrCat(name(), ": built for ", *in_channels_,
@@ -41,7 +47,8 @@ absl::Status Conv2D::Build(const Shape& input_shape) {
     }
     return absl::OkStatus();
   }
-  SLUICE_RETURN_IF_ERROR(CreateVariables(Shape{kernel_size_.h, kernel_size_.w, in, filters_}));
+  SLUICE_RETURN_IF_ERROR(
+      CreateVariables(Shape{kernel_size_.h, kernel_size_.w, in / groups, filters_}));
   in_channels_ = in;
   return absl::OkStatus();
 }
@@ -69,7 +76,8 @@ absl::StatusOr<LayerConfig> Conv2D::GetConfig() {
                               {"stride_h", conv_.stride_h},
                               {"stride_w", conv_.stride_w},
                               {"dilation_h", conv_.dilation_h},
-                              {"dilation_w", conv_.dilation_w}}};
+                              {"dilation_w", conv_.dilation_w},
+                              {"groups", conv_.groups}}};
   AddPaddingConfig(conv_.padding, conv_.pads, config);
   if (in_channels_) config.ints["in_channels"] = *in_channels_;
   AddKernelConfig(config);

@@ -11,6 +11,8 @@
 namespace sluice::train::layers {
 
 struct Conv2DLayerOptions {
+  // Strides, dilation, padding and groups (Keras' groups: the kernel is then
+  // [kh, kw, in_channels / groups, filters], groups dividing both channel counts).
   ops::Conv2DOptions conv = {};
   bool use_bias = true;
   Initializer kernel_initializer = Initializer::kGlorotUniform;
@@ -20,10 +22,10 @@ struct Conv2DLayerOptions {
   std::optional<Regularizer> kernel_regularizer;  // Keras' kernel_regularizer
 };
 
-// Keras Conv2D: NHWC input, kernel HWIO [kh, kw, in_channels, filters], bias [filters], then
-// the activation. Conv2D(filters, kernel_size) learns in_channels from its first input (or
-// Build); Conv2D(in_channels, filters, kh, kw) builds at once. Both give the same values for the
-// same seed.
+// Keras Conv2D: NHWC input, kernel HWIO [kh, kw, in_channels / groups, filters], bias
+// [filters], then the activation. Conv2D(filters, kernel_size) learns in_channels from its first
+// input (or Build); Conv2D(in_channels, filters, kh, kw) builds at once. Both give the same values
+// for the same seed.
 class Conv2D : public KernelLayer {
  public:
   Conv2D(int64_t filters, KernelSize kernel_size, Conv2DLayerOptions options = {});

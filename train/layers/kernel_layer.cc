@@ -23,15 +23,15 @@ absl::Status KernelLayer::AddLosses(std::vector<Tensor>& losses) {
   return absl::OkStatus();
 }
 
-absl::Status KernelLayer::CreateVariables(const Shape& kernel_shape) {
-  const int64_t bias = config_.use_bias ? kernel_shape.dim(kernel_shape.rank() - 1) : 0;
+absl::Status KernelLayer::CreateVariables(const Shape& kernel_shape, int64_t bias_size) {
+  if (bias_size < 0) bias_size = kernel_shape.dim(kernel_shape.rank() - 1);
+  const int64_t bias = config_.use_bias ? bias_size : 0;
   SLUICE_RETURN_IF_ERROR(
       ReserveParameters(name(), SaturatingAdd(SaturatingProduct(kernel_shape.dims()), bias)));
   kernel_.emplace(Initialize(config_.kernel_initializer, kernel_shape, config_.seed),
                   absl::StrCat(config_.name, "/kernel"));
   if (config_.use_bias) {
-    bias_.emplace(Initialize(config_.bias_initializer,
-                             Shape{kernel_shape.dim(kernel_shape.rank() - 1)}, config_.seed + 1),
+    bias_.emplace(Initialize(config_.bias_initializer, Shape{bias_size}, config_.seed + 1),
                   absl::StrCat(config_.name, "/bias"));
   }
   for (autodiff::Variable* v : Variables()) v->set_frozen(!trainable_flag());

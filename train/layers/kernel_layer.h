@@ -13,8 +13,8 @@
 
 namespace sluice::train::layers {
 
-// What Dense and Conv2D share: a kernel, an optional bias, an activation and a kernel
-// regulariser, built when the input size is known (Keras' build()).
+// What Dense, Conv2D and DepthwiseConv2D share: a kernel, an optional bias, an activation and a
+// kernel regulariser, built when the input size is known (Keras' build()).
 class KernelLayer : public Module {
  public:
   struct Config {
@@ -67,10 +67,11 @@ class KernelLayer : public Module {
 
  protected:
   explicit KernelLayer(Config config) : config_(std::move(config)) {}
-  // Creates the kernel of `kernel_shape` (its last dimension is the bias size) on the CPU, frozen
-  // when the layer is. Called once, by Build; fails, allocating nothing, over the thread's
+  // Creates the kernel of `kernel_shape` and a bias of `bias_size` (-1: the kernel's last
+  // dimension; DepthwiseConv2D's is channels x depth_multiplier) on the CPU, frozen when the
+  // layer is. Called once, by Build; fails, allocating nothing, over the thread's
   // ParameterLimit.
-  absl::Status CreateVariables(const Shape& kernel_shape);
+  absl::Status CreateVariables(const Shape& kernel_shape, int64_t bias_size = -1);
   static absl::Status ParseKernelConfig(const LayerConfig& config, Config& out);
   // y + bias, then the activation.
   absl::StatusOr<Tensor> Finish(const Tensor& y);

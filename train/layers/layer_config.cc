@@ -18,9 +18,11 @@
 #include "train/layers/concatenate.h"
 #include "train/layers/conv2d.h"
 #include "train/layers/dense.h"
+#include "train/layers/depthwise_conv2d.h"
 #include "train/layers/dropout.h"
 #include "train/layers/flatten.h"
 #include "train/layers/global_avg_pool.h"
+#include "train/layers/global_max_pool.h"
 #include "train/layers/initializers.h"
 #include "train/layers/max_pool.h"
 #include "train/layers/model.h"
@@ -29,8 +31,10 @@
 #include "train/layers/parameter_limit.h"
 #include "train/layers/recompute.h"
 #include "train/layers/relu.h"
+#include "train/layers/reshape.h"
 #include "train/layers/residual_block.h"
 #include "train/layers/sequential.h"
+#include "train/layers/zero_padding2d.h"
 #include "train/ops/padding.h"
 #include "train/ops/pool.h"
 
@@ -112,13 +116,117 @@ absl::StatusOr<Conv2DArgs> ReadConv2D(const LayerConfig& config) {
   SLUICE_ASSIGN_OR_RETURN(options.conv.stride_w, config.Int("stride_w"));
   options.conv.dilation_h = config.IntOr("dilation_h", 1);
   options.conv.dilation_w = config.IntOr("dilation_w", 1);
+  options.conv.groups = config.IntOr("groups", 1);
   SLUICE_RETURN_IF_ERROR(ReadPadding(config, options.conv.padding, options.conv.pads));
   SLUICE_RETURN_IF_ERROR(KernelLayer::ReadKernelConfig(config, options));
   if (args.filters < 1 || args.kernel_h < 1 || args.kernel_w < 1) {
     return absl::InvalidArgumentError(absl::StrCat("Conv2D: filters ", args.filters, ", kernel ",
                                                    args.kernel_h, "x", args.kernel_w));
   }
+  if (options.conv.groups < 1 || args.filters % options.conv.groups != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Conv2D: groups ", options.conv.groups, " must divide the filters (", args.filters, ")"));
+  }
   return args;
+}
+
+struct DepthwiseConv2DArgs {
+  int64_t kernel_h, kernel_w;
+  DepthwiseConv2DOptions options;
+};
+
+absl::StatusOr<DepthwiseConv2DArgs> ReadDepthwiseConv2D(const LayerConfig& config) {
+  DepthwiseConv2DArgs args;
+  DepthwiseConv2DOptions& options = args.options;
+  SLUICE_ASSIGN_OR_RETURN(args.kernel_h, config.Int("kernel_h"));
+  SLUICE_ASSIGN_OR_RETURN(args.kernel_w, config.Int("kernel_w"));
+  SLUICE_ASSIGN_OR_RETURN(options.strides.h, config.Int("stride_h"));
+  SLUICE_ASSIGN_OR_RETURN(options.strides.w, config.Int("stride_w"));
+  options.dilation_rate = {config.IntOr("dilation_h", 1), config.IntOr("dilation_w", 1)};
+  SLUICE_ASSIGN_OR_RETURN(options.depth_multiplier, config.Int("depth_multiplier"));
+  SLUICE_ASSIGN_OR_RETURN(const std::string padding, config.String("padding"));
+  SLUICE_ASSIGN_OR_RETURN(options.padding, ops::ParsePadding(padding));
+  SLUICE_RETURN_IF_ERROR(KernelLayer::ReadKernelConfig(config, options));
+  if (args.kernel_h < 1 || args.kernel_w < 1 || options.depth_multiplier < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("DepthwiseConv2D: kernel ", args.kernel_h, "x",
+                                                   args.kernel_w, ", depth_multiplier ",
+                                                   options.depth_multiplier));
+  }
+  return args;
+}
+
+absl::StatusOr<Padding2D> ReadZeroPadding2D(const LayerConfig& config) {
+  Padding2D p;
+  SLUICE_ASSIGN_OR_RETURN(p.top, config.Int("top"));
+  SLUICE_ASSIGN_OR_RETURN(p.bottom, config.Int("bottom"));
+  SLUICE_ASSIGN_OR_RETURN(p.left, config.Int("left"));
+  SLUICE_ASSIGN_OR_RETURN(p.right, config.Int("right"));
+  if (p.top < 0 || p.bottom < 0 || p.left < 0 || p.right < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("ZeroPadding2D: padding ((", p.top, ", ",
+                                                   p.bottom, "), (", p.left, ", ", p.right,
+                                                   ")) has a negative side"));
+  }
+  return p;
+}
+
+absl::StatusOr<ReLUOptions> ReadReLU(const LayerConfig& config) {
+  ReLUOptions options;
+  if (auto it = config.floats.find("max_value"); it != config.floats.end()) {
+    options.max_value = static_cast<float>(it->second);
+  }
+  if (auto it = config.floats.find("negative_slope"); it != config.floats.end()) {
+    options.negative_slope = static_cast<float>(it->second);
+  }
+  if (auto it = config.floats.find("threshold"); it != config.floats.end()) {
+    options.threshold = static_cast<float>(it->second);
+  }
+  if ((options.max_value && !(*options.max_value >= 0)) || !(options.negative_slope >= 0) ||
+      !(options.threshold >= 0)) {
+    return absl::InvalidArgumentError("ReLU: max_value, negative_slope and threshold must be >= 0");
+  }
+  return options;
+}
+
+// Reshape's target shape; its rank is bounded so that an untrusted config cannot ask for a loop
+// of billions of lookups.
+absl::StatusOr<std::vector<int64_t>> ReadReshape(const LayerConfig& config) {
+  constexpr int64_t kMaxRank = 32;
+  SLUICE_ASSIGN_OR_RETURN(const int64_t rank, config.Int("rank"));
+  if (rank < 0 || rank > kMaxRank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Reshape: a target shape of rank ", rank, " (at most ", kMaxRank, ")"));
+  }
+  std::vector<int64_t> target(rank);
+  for (int64_t i = 0; i < rank; ++i) {
+    SLUICE_ASSIGN_OR_RETURN(target[i], config.Int(absl::StrCat("dim_", i)));
+  }
+  return target;
+}
+
+Made MakeDepthwiseConv2D(const LayerConfig& config) {
+  SLUICE_ASSIGN_OR_RETURN(const DepthwiseConv2DArgs args, ReadDepthwiseConv2D(config));
+  return std::unique_ptr<Module>(
+      std::make_unique<DepthwiseConv2D>(KernelSize(args.kernel_h, args.kernel_w), args.options));
+}
+
+Made MakeZeroPadding2D(const LayerConfig& config) {
+  SLUICE_ASSIGN_OR_RETURN(const Padding2D padding, ReadZeroPadding2D(config));
+  return std::unique_ptr<Module>(std::make_unique<ZeroPadding2D>(padding));
+}
+
+Made MakeReLU(const LayerConfig& config) {
+  SLUICE_ASSIGN_OR_RETURN(const ReLUOptions options, ReadReLU(config));
+  return std::unique_ptr<Module>(std::make_unique<ReLU>(options));
+}
+
+Made MakeReshape(const LayerConfig& config) {
+  SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> target, ReadReshape(config));
+  return std::unique_ptr<Module>(std::make_unique<Reshape>(std::move(target)));
+}
+
+Made MakeGlobalMaxPool(const LayerConfig& config) {
+  return std::unique_ptr<Module>(std::make_unique<GlobalMaxPool>(
+      GlobalMaxPoolOptions{.keepdims = config.IntOr("keepdims", 0) != 0}));
 }
 
 Made MakeDense(const LayerConfig& config) {
@@ -260,7 +368,7 @@ absl::Status ExpectChannels(const LayerConfig& config, const Shape& input) {
 // One spatial dimension's output size for a window over `in`.
 absl::StatusOr<int64_t> WindowOut(const LayerConfig& config, int64_t in, int64_t kernel,
                                   int64_t stride, int64_t dilation, ops::Padding padding,
-                                  int64_t pad_before, int64_t pad_after) {
+                                  int64_t pad_before = 0, int64_t pad_after = 0) {
   absl::StatusOr<ops::Window> window =
       ops::ComputeWindow(in, kernel, stride, dilation, padding, pad_before, pad_after);
   if (!window.ok()) {
@@ -292,10 +400,56 @@ Sized SizeConv2D(const LayerConfig& config, const Shape& input) {
   SLUICE_ASSIGN_OR_RETURN(
       const int64_t w, WindowOut(config, input.dim(2), args.kernel_w, conv.stride_w,
                                  conv.dilation_w, conv.padding, conv.pads.left, conv.pads.right));
+  if (input.dim(3) % conv.groups != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("Conv2D: groups ", conv.groups,
+                                                   " must divide the input channels, got input ",
+                                                   input.DebugString()));
+  }
   const int64_t kernel =
-      SaturatingProduct({args.kernel_h, args.kernel_w, input.dim(3), args.filters});
+      SaturatingProduct({args.kernel_h, args.kernel_w, input.dim(3) / conv.groups, args.filters});
   return Output(config, SaturatingAdd(kernel, args.options.use_bias ? args.filters : 0),
                 {input.dim(0), h, w, args.filters});
+}
+
+Sized SizeDepthwiseConv2D(const LayerConfig& config, const Shape& input) {
+  SLUICE_ASSIGN_OR_RETURN(const DepthwiseConv2DArgs args, ReadDepthwiseConv2D(config));
+  SLUICE_RETURN_IF_ERROR(ExpectNhwc(config, input));
+  const DepthwiseConv2DOptions& o = args.options;
+  SLUICE_ASSIGN_OR_RETURN(const int64_t h, WindowOut(config, input.dim(1), args.kernel_h,
+                                                     o.strides.h, o.dilation_rate.h, o.padding));
+  SLUICE_ASSIGN_OR_RETURN(const int64_t w, WindowOut(config, input.dim(2), args.kernel_w,
+                                                     o.strides.w, o.dilation_rate.w, o.padding));
+  const int64_t channels = SaturatingProduct({input.dim(3), o.depth_multiplier});
+  const int64_t kernel = SaturatingProduct({args.kernel_h, args.kernel_w, channels});
+  return Output(config, SaturatingAdd(kernel, o.use_bias ? channels : 0),
+                {input.dim(0), h, w, channels});
+}
+
+Sized SizeZeroPadding2D(const LayerConfig& config, const Shape& input) {
+  SLUICE_ASSIGN_OR_RETURN(const Padding2D p, ReadZeroPadding2D(config));
+  SLUICE_RETURN_IF_ERROR(ExpectNhwc(config, input));
+  return Output(config, 0,
+                {input.dim(0), SaturatingAdd(SaturatingAdd(input.dim(1), p.top), p.bottom),
+                 SaturatingAdd(SaturatingAdd(input.dim(2), p.left), p.right), input.dim(3)});
+}
+
+// ReLU: no variables, the input's shape.
+Sized SizeReLU(const LayerConfig& config, const Shape& input) {
+  SLUICE_RETURN_IF_ERROR(ReadReLU(config).status());
+  return Output(config, 0, input.dims());
+}
+
+Sized SizeReshape(const LayerConfig& config, const Shape& input) {
+  SLUICE_ASSIGN_OR_RETURN(const std::vector<int64_t> target, ReadReshape(config));
+  SLUICE_ASSIGN_OR_RETURN(const Shape shape, Reshape::OutputShape(target, input));
+  return Output(config, 0, shape.dims());
+}
+
+Sized SizeGlobalMaxPool(const LayerConfig& config, const Shape& input) {
+  SLUICE_RETURN_IF_ERROR(ExpectNhwc(config, input));
+  if (config.IntOr("keepdims", 0) != 0)
+    return Output(config, 0, {input.dim(0), 1, 1, input.dim(3)});
+  return Output(config, 0, {input.dim(0), input.dim(3)});
 }
 
 Sized SizeBatchNorm(const LayerConfig& config, const Shape& input) {
@@ -320,11 +474,6 @@ Sized SizeResidualBlock(const LayerConfig& config, const Shape& input) {
                           WindowOut(config, input.dim(2), 3, stride, 1, ops::Padding::kSame, 0, 0));
   return Output(config, ResidualBlockParameters(args.in_channels, args.filters, stride),
                 {input.dim(0), h, w, args.filters});
-}
-
-// ReLU: no variables, the input's shape.
-Sized SizeElementwise(const LayerConfig& config, const Shape& input) {
-  return Output(config, 0, input.dims());
 }
 
 // Dropout: the input's shape, and one variable element, its count of training calls (which a
@@ -416,7 +565,11 @@ Registry& TheRegistry() {
                   {"ResidualBlock", {MakeResidualBlock, SizeResidualBlock}},
                   {"Sequential", {MakeSequential, SizeSequential}},
                   {"Recompute", {MakeRecompute, SizeRecompute}},
-                  {"ReLU", {MakePlain<ReLU>, SizeElementwise}},
+                  {"ReLU", {MakeReLU, SizeReLU}},
+                  {"DepthwiseConv2D", {MakeDepthwiseConv2D, SizeDepthwiseConv2D}},
+                  {"ZeroPadding2D", {MakeZeroPadding2D, SizeZeroPadding2D}},
+                  {"Reshape", {MakeReshape, SizeReshape}},
+                  {"GlobalMaxPool", {MakeGlobalMaxPool, SizeGlobalMaxPool}},
                   {"Flatten", {MakePlain<Flatten>, SizeFlatten}},
                   {"GlobalAvgPool", {MakePlain<GlobalAvgPool>, SizeGlobalAvgPool}},
                   {"MaxPool", {MakePool<MaxPool>, SizePool}},

@@ -23,10 +23,21 @@ absl::StatusOr<Tensor> Convolve(const Tensor& input, const Tensor& filter, const
     SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(input, "Conv2D", "input"));
   }
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(filter, "Conv2D", "filter"));
-  if (input.rank() != 4 || filter.rank() != 4 || input.dim(3) != filter.dim(2)) {
+  if (options.groups < 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("Conv2D: want input NHWC and filter HWIO with matching channels, got input ",
-                     input.shape().DebugString(), " and filter ", filter.shape().DebugString()));
+        absl::StrCat("Conv2D: groups must be at least 1, not ", options.groups));
+  }
+  if (input.rank() != 4 || filter.rank() != 4 || input.dim(3) != filter.dim(2) * options.groups) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Conv2D: want input NHWC and filter HWIO with matching channels (the input's = the "
+        "filter's third dim times groups, ",
+        options.groups, "), got input ", input.shape().DebugString(), " and filter ",
+        filter.shape().DebugString()));
+  }
+  if (filter.dim(3) % options.groups != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("Conv2D: the filter's ", filter.dim(3),
+                                                   " output channels do not split into ",
+                                                   options.groups, " groups"));
   }
   if (bias != nullptr) {
     SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(*bias, "Conv2D", "bias"));
@@ -41,6 +52,7 @@ absl::StatusOr<Tensor> Convolve(const Tensor& input, const Tensor& filter, const
   geo.kh = filter.dim(0), geo.kw = filter.dim(1), geo.o = filter.dim(3);
   geo.stride_h = options.stride_h, geo.stride_w = options.stride_w;
   geo.dilation_h = options.dilation_h, geo.dilation_w = options.dilation_w;
+  geo.groups = options.groups;
   SLUICE_ASSIGN_OR_RETURN(
       Window wh, ComputeWindow(geo.h, geo.kh, geo.stride_h, geo.dilation_h, options.padding,
                                options.pads.top, options.pads.bottom));

@@ -16,10 +16,14 @@ struct Conv2DOptions {
   int64_t dilation_w = 1;
   Padding padding = Padding::kValid;
   Pads pads = {};  // with Padding::kExplicit
+  // Grouped convolution (Keras' Conv2D(groups=), ONNX Conv's group): the filter is
+  // [KH, KW, C / groups, O], groups dividing C and O, and output channel j sees only the input
+  // channels of group j / (O / groups). groups = C is a depthwise convolution.
+  int64_t groups = 1;
 };
 
 // 2-D convolution (cross-correlation, as tf.nn.conv2d) in Keras' layouts:
-// input NHWC [N, H, W, C], filter HWIO [KH, KW, C, O], output NHWC
+// input NHWC [N, H, W, C], filter HWIO [KH, KW, C / groups, O], output NHWC
 // [N, OH, OW, O]. Channels-last because that is what our decoders produce and
 // what Keras models expect; oneDNN reads these layouts directly. Forward,
 // backward-data and backward-weights run on the inputs' backend (oneDNN

@@ -16,10 +16,36 @@
 
 namespace sluice::train::optimizers {
 
-Optimizer::Optimizer(float learning_rate, std::vector<std::string> slot_names)
+Optimizer::Optimizer(float learning_rate, std::vector<std::string> slot_names,
+                     std::vector<float> slot_initial_values)
     : initial_learning_rate_(learning_rate),
       base_learning_rate_(learning_rate),
-      slot_names_(std::move(slot_names)) {}
+      slot_names_(std::move(slot_names)),
+      slot_initial_values_(std::move(slot_initial_values)) {
+  slot_initial_values_.resize(slot_names_.size(), 0.0f);
+}
+
+absl::Status Optimizer::RestoreScalarState(
+    const std::vector<std::pair<std::string, double>>& scalars, int64_t) {
+  if (!scalars.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Optimizer::RestoreState: scalar '", scalars[0].first,
+                     "' is not one of this optimizer's (it has none)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Tensor>> Optimizer::NewSlots(const Device& device,
+                                                        const Shape& shape) const {
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(device));
+  std::vector<Tensor> slots;
+  for (size_t i = 0; i < slot_names_.size(); ++i) {
+    SLUICE_ASSIGN_OR_RETURN(Tensor slot, backend->Allocate(DType::kFloat32, shape));
+    SLUICE_RETURN_IF_ERROR(backend->Fill(slot, slot_initial_values_[i]));
+    slots.push_back(std::move(slot));
+  }
+  return slots;
+}
 
 bool Optimizer::DecaysWeightsOf(const autodiff::Variable& var) const {
   return std::none_of(weight_decay_exclusions_.begin(), weight_decay_exclusions_.end(),
@@ -65,6 +91,7 @@ absl::Status Optimizer::Apply(const std::vector<std::optional<Tensor>>& grads,
   }
   const float lr = learning_rate();
   ++iterations_;
+  BeginStep(iterations_);
   for (size_t i = 0; i < vars.size(); ++i) {
     if (!grads[i]) continue;
     if (scale == 1) {
@@ -82,14 +109,8 @@ absl::StatusOr<Tensor*> Optimizer::Slot(autodiff::Variable& var, int index) {
   if (it == slots_.end()) {
     // mutable_value(): value() would be watched by an active tape.
     const Tensor& value = var.mutable_value();
-    SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(value.device()));
-    std::vector<Tensor> zeros;
-    for (size_t i = 0; i < slot_names_.size(); ++i) {
-      SLUICE_ASSIGN_OR_RETURN(Tensor slot, backend->Allocate(DType::kFloat32, value.shape()));
-      SLUICE_RETURN_IF_ERROR(backend->Fill(slot, 0));
-      zeros.push_back(std::move(slot));
-    }
-    it = slots_.emplace(&var, std::move(zeros)).first;
+    SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> initial, NewSlots(value.device(), value.shape()));
+    it = slots_.emplace(&var, std::move(initial)).first;
   }
   return &it->second[index];
 }
@@ -106,6 +127,7 @@ absl::StatusOr<OptimizerState> Optimizer::SaveState(
       state.slots.emplace_back(absl::StrCat(slot_names_[s], "/", i), std::move(host));
     }
   }
+  state.scalars = ScalarState();
   return state;
 }
 
@@ -139,20 +161,17 @@ absl::Status Optimizer::RestoreState(const OptimizerState& state,
                        value.shape().DebugString(), " but variable '", vars[index]->name(),
                        "' is float32", vars[index]->shape().DebugString()));
     }
-    // Slots live on their variable's device; one missing from the state starts at zero.
+    // Slots live on their variable's device; one missing from the state starts at its initial
+    // value.
     const Device device = vars[index]->device();
     auto& entry = slots[vars[index]];
     if (entry.empty()) {
-      SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(device));
-      for (size_t s = 0; s < slot_names_.size(); ++s) {
-        SLUICE_ASSIGN_OR_RETURN(Tensor zeros,
-                                backend->Allocate(DType::kFloat32, vars[index]->shape()));
-        SLUICE_RETURN_IF_ERROR(backend->Fill(zeros, 0));
-        entry.push_back(std::move(zeros));
-      }
+      SLUICE_ASSIGN_OR_RETURN(entry, NewSlots(device, vars[index]->shape()));
     }
     SLUICE_ASSIGN_OR_RETURN(entry[slot], backend::CopyTo(value, device));
   }
+  // Last of the checks: it changes the scalars only when it succeeds.
+  SLUICE_RETURN_IF_ERROR(RestoreScalarState(state.scalars, state.iterations));
   slots_ = std::move(slots);
   iterations_ = state.iterations;
   base_learning_rate_ = state.learning_rate;

@@ -1,28 +1,57 @@
 #include "train/recipes/optimizer.h"
 
+#include <algorithm>
+#include <iterator>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "train/optimizers/adadelta.h"
+#include "train/optimizers/adagrad.h"
 #include "train/optimizers/adam.h"
+#include "train/optimizers/adamax.h"
 #include "train/optimizers/adamw.h"
+#include "train/optimizers/nadam.h"
+#include "train/optimizers/rmsprop.h"
 #include "train/optimizers/sgd.h"
 
 namespace sluice::train::recipes {
 namespace {
 
-// Sgd, Adam or AdamW, whose name CheckOptimizerOptions has checked.
+// The optimizer `options.name` names, which CheckOptimizerOptions has checked.
 std::unique_ptr<optimizers::Optimizer> MakeUnscheduled(const OptimizerOptions& options, float lr) {
   const float weight_decay = static_cast<float>(options.weight_decay.value_or(0));
-  if (options.name == "sgd") {
-    return std::make_unique<optimizers::Sgd>(
-        optimizers::SgdOptions{.learning_rate = lr,
-                               .momentum = static_cast<float>(options.momentum),
-                               .weight_decay = weight_decay});
+  const auto momentum = static_cast<float>(options.momentum);
+  const std::string& name = options.name;
+  if (name == "sgd") {
+    return std::make_unique<optimizers::Sgd>(optimizers::SgdOptions{
+        .learning_rate = lr, .momentum = momentum, .weight_decay = weight_decay});
   }
-  if (options.name == "adam") {
+  if (name == "adam") {
     return std::make_unique<optimizers::Adam>(
         optimizers::AdamOptions{.learning_rate = lr, .weight_decay = weight_decay});
+  }
+  if (name == "rmsprop") {
+    return std::make_unique<optimizers::Rmsprop>(optimizers::RmspropOptions{
+        .learning_rate = lr, .momentum = momentum, .weight_decay = weight_decay});
+  }
+  if (name == "adagrad") {
+    return std::make_unique<optimizers::Adagrad>(
+        optimizers::AdagradOptions{.learning_rate = lr, .weight_decay = weight_decay});
+  }
+  if (name == "adadelta") {
+    return std::make_unique<optimizers::Adadelta>(
+        optimizers::AdadeltaOptions{.learning_rate = lr, .weight_decay = weight_decay});
+  }
+  if (name == "adamax") {
+    return std::make_unique<optimizers::Adamax>(
+        optimizers::AdamaxOptions{.learning_rate = lr, .weight_decay = weight_decay});
+  }
+  if (name == "nadam") {
+    return std::make_unique<optimizers::Nadam>(
+        optimizers::NadamOptions{.learning_rate = lr, .weight_decay = weight_decay});
   }
   optimizers::AdamWOptions adamw{.learning_rate = lr};
   if (options.weight_decay) adamw.weight_decay = weight_decay;
@@ -32,9 +61,19 @@ std::unique_ptr<optimizers::Optimizer> MakeUnscheduled(const OptimizerOptions& o
 }  // namespace
 
 absl::Status CheckOptimizerOptions(const OptimizerOptions& options) {
-  if (options.name != "sgd" && options.name != "adam" && options.name != "adamw") {
+  if (std::find(std::begin(kOptimizerNames), std::end(kOptimizerNames), options.name) ==
+      std::end(kOptimizerNames)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer takes ", absl::StrJoin(kOptimizerNames, ", "), ", not '", options.name, "'"));
+  }
+  if (options.momentum != 0 && options.name != "sgd" && options.name != "rmsprop") {
     return absl::InvalidArgumentError(
-        absl::StrCat("optimizer takes sgd, adam or adamw, not '", options.name, "'"));
+        absl::StrCat("optimizer ", options.name,
+                     " has no momentum (sgd and rmsprop do), but momentum is ", options.momentum));
+  }
+  if (!(options.momentum >= 0 && options.momentum <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer momentum must lie in [0, 1], not ", options.momentum));
   }
   return CheckScheduleOptions(options.schedule);
 }

@@ -525,6 +525,48 @@ class GuardedBackend final : public Backend {
     Tensor vw = a.View(w), vm = a.View(m), vv = a.View(v);
     return cpu().AdamUpdate(vw, a.View(g), vm, vv, alpha, beta_1, beta_2, epsilon, decay);
   }
+  absl::Status RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity, Tensor* average_gradient,
+                             Tensor* momentum_slot, float lr, float rho, float momentum,
+                             float epsilon, float decay) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(
+        a.Require("RmspropUpdate", {&w, &g, &velocity, average_gradient, momentum_slot}));
+    Tensor vw = a.View(w), vv = a.View(velocity);
+    return cpu().RmspropUpdate(vw, a.View(g), vv, a.ViewPtr(average_gradient),
+                               a.ViewPtr(momentum_slot), lr, rho, momentum, epsilon, decay);
+  }
+  absl::Status AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, float lr,
+                             float epsilon, float decay) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("AdagradUpdate", {&w, &g, &accumulator}));
+    Tensor vw = a.View(w), va = a.View(accumulator);
+    return cpu().AdagradUpdate(vw, a.View(g), va, lr, epsilon, decay);
+  }
+  absl::Status AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
+                              Tensor& accumulated_delta, float lr, float rho, float epsilon,
+                              float decay) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(
+        a.Require("AdadeltaUpdate", {&w, &g, &accumulated_grad, &accumulated_delta}));
+    Tensor vw = a.View(w), vg = a.View(accumulated_grad), vd = a.View(accumulated_delta);
+    return cpu().AdadeltaUpdate(vw, a.View(g), vg, vd, lr, rho, epsilon, decay);
+  }
+  absl::Status AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u, float alpha,
+                            float beta_1, float beta_2, float epsilon, float decay) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("AdamaxUpdate", {&w, &g, &m, &u}));
+    Tensor vw = a.View(w), vm = a.View(m), vu = a.View(u);
+    return cpu().AdamaxUpdate(vw, a.View(g), vm, vu, alpha, beta_1, beta_2, epsilon, decay);
+  }
+  absl::Status NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float m_coefficient,
+                           float g_coefficient, float v_scale, float beta_1, float beta_2,
+                           float epsilon, float decay) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("NadamUpdate", {&w, &g, &m, &v}));
+    Tensor vw = a.View(w), vm = a.View(m), vv = a.View(v);
+    return cpu().NadamUpdate(vw, a.View(g), vm, vv, m_coefficient, g_coefficient, v_scale, beta_1,
+                             beta_2, epsilon, decay);
+  }
 
  private:
   static Backend& cpu() { return backend::cpu::CpuBackend::Get(); }

@@ -31,15 +31,19 @@
 #include "train/layers/concatenate.h"
 #include "train/layers/conv2d.h"
 #include "train/layers/dense.h"
+#include "train/layers/depthwise_conv2d.h"
 #include "train/layers/dropout.h"
 #include "train/layers/flatten.h"
 #include "train/layers/global_avg_pool.h"
+#include "train/layers/global_max_pool.h"
 #include "train/layers/max_pool.h"
 #include "train/layers/model.h"
 #include "train/layers/multiply.h"
 #include "train/layers/relu.h"
+#include "train/layers/reshape.h"
 #include "train/layers/residual_block.h"
 #include "train/layers/sequential.h"
+#include "train/layers/zero_padding2d.h"
 #include "train/models/model_zoo.h"
 #include "train/ops/arithmetic.h"
 #include "train/optimizers/adam.h"
@@ -287,6 +291,75 @@ TEST(OnnxExportTest, OnnxRuntimeAgreesOnAFunctionalModel) {
   auto got = RunOnnxRuntime(path, input, dir.path());
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_LE(Compare(Values(*expected), *got, 5, 2e-5f).max_abs_diff, 1e-5f);
+}
+
+// The layers functional graphs need (issue 47), each exported as its ONNX form:
+// DepthwiseConv2D as a Conv with group = channels, grouped Conv2D, ZeroPadding2D as Pad, ReLU6 as
+// Clip, a leaky ReLU as LeakyRelu and the general ReLU composed, Reshape, and GlobalMaxPool.
+// ONNX Runtime's output against Forward.
+TEST(OnnxExportTest, OnnxRuntimeAgreesOnTheFunctionalGraphLayers) {
+  using layers::Activation;
+  auto model = std::make_unique<layers::Sequential>();
+  model->Add(std::make_unique<layers::ZeroPadding2D>(std::pair<int64_t, int64_t>{1, 2},
+                                                     std::pair<int64_t, int64_t>{0, 3}));
+  model->Add(std::make_unique<layers::DepthwiseConv2D>(
+      layers::KernelSize(3), layers::DepthwiseConv2DOptions{.strides = {2, 1},
+                                                            .padding = ops::Padding::kSame,
+                                                            .depth_multiplier = 2,
+                                                            .seed = 1,
+                                                            .activation = Activation::kTanh}));
+  model->Add(std::make_unique<layers::ReLU>(layers::ReLUOptions{.max_value = 0.5f}));
+  model->Add(std::make_unique<layers::Conv2D>(
+      8, layers::KernelSize(3, 2),
+      layers::Conv2DLayerOptions{.conv = {.padding = ops::Padding::kSame, .groups = 2},
+                                 .seed = 2}));
+  model->Add(std::make_unique<layers::ReLU>(layers::ReLUOptions{.negative_slope = 0.1f}));
+  model->Add(std::make_unique<layers::DepthwiseConv2D>(
+      layers::KernelSize(2, 3),
+      layers::DepthwiseConv2DOptions{.dilation_rate = {2, 1}, .use_bias = false, .seed = 3}));
+  model->Add(std::make_unique<layers::ReLU>(
+      layers::ReLUOptions{.max_value = 0.3f, .negative_slope = 0.2f, .threshold = 0.05f}));
+  model->Add(
+      std::make_unique<layers::GlobalMaxPool>(layers::GlobalMaxPoolOptions{.keepdims = true}));
+  model->Add(std::make_unique<layers::Reshape>(std::vector<int64_t>{2, -1}));
+  model->Add(std::make_unique<layers::Flatten>());
+  model->Add(
+      std::make_unique<layers::Dense>(4, Activation::kLinear, layers::DenseOptions{.seed = 4}));
+  const Shape input_shape{1, 9, 8, 3};
+  ASSERT_TRUE(model->Build(input_shape).ok());
+  // Biases away from 0, so that a misplaced one shows.
+  uint32_t seed = 200;
+  for (autodiff::Variable* v : model->Variables()) {
+    if (v->name().find("bias") != std::string::npos) {
+      v->mutable_value() = Uniform(v->value().shape(), ++seed, -0.3f, 0.3f);
+    }
+  }
+  const Tensor x = Uniform(Shape{5, 9, 8, 3}, 10, -1, 1);
+  auto expected = model->Forward(x, /*training=*/false);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  ScopedTempDir dir;
+  const std::string path = dir.path() + "/functional_layers.onnx";
+  ASSERT_TRUE(ExportOnnx(*model, input_shape, path).ok());
+  EXPECT_EQ(CheckerErrors(path), "");
+  absl::StatusOr<onnx::ModelProto> proto = ToOnnx(*model, input_shape);
+  ASSERT_TRUE(proto.ok()) << proto.status();
+  for (const char* op :
+       {"Pad", "Conv", "Clip", "LeakyRelu", "Greater", "GlobalMaxPool", "Reshape"}) {
+    EXPECT_TRUE(OpTypes(*proto).contains(op)) << op;
+  }
+  int grouped = 0;
+  for (const onnx::NodeProto& node : proto->graph().node()) {
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.name() == "group" && a.i() > 1) ++grouped;
+    }
+  }
+  EXPECT_EQ(grouped, 3);
+  auto got = RunOnnxRuntime(path, x, dir.path());
+  ASSERT_TRUE(got.ok()) << got.status();
+  const Agreement a = Compare(Values(*expected), *got, 4, 2e-5f);
+  EXPECT_LE(a.max_abs_diff, 1e-5f);
+  EXPECT_EQ(a.top1_differs, 0);
 }
 
 // The first `n` Fashion-MNIST images of `split` ("train" or "t10k") scaled to [0, 1] as

@@ -9,7 +9,13 @@
 #include "tests/train/fit_test_util.h"
 #include "train/callbacks/model_checkpoint.h"
 #include "train/fit/trainer.h"
+#include "train/layers/conv2d.h"
+#include "train/layers/depthwise_conv2d.h"
+#include "train/layers/global_max_pool.h"
+#include "train/layers/relu.h"
+#include "train/layers/reshape.h"
 #include "train/layers/summary.h"
+#include "train/layers/zero_padding2d.h"
 #include "train/optimizers/adam.h"
 #include "train/optimizers/sgd.h"
 
@@ -174,6 +180,26 @@ TEST(FineTuningTest, SummaryListsLayersShapesAndCounts) {
   EXPECT_THAT(s, HasSubstr("Total params: 131\n"));
   EXPECT_THAT(s, HasSubstr("Trainable params: 51\n"));
   EXPECT_THAT(s, HasSubstr("Non-trainable params: 80\n"));
+}
+
+// The layers functional graphs need print as every layer does: names, shapes, counts.
+TEST(FineTuningTest, SummaryListsTheFunctionalGraphLayers) {
+  layers::Sequential model{
+      layers::ZeroPadding2D(1),       layers::DepthwiseConv2D(3, {.depth_multiplier = 2}),
+      layers::ReLU({.max_value = 6}), layers::Conv2D(4, 1, {.conv = {.groups = 2}}),
+      layers::GlobalMaxPool(),        layers::Reshape({2, 2})};
+  ASSERT_TRUE(model.Build(Shape{1, 5, 5, 2}).ok());
+  const std::string s = layers::Summary(model);
+  EXPECT_THAT(s, HasSubstr("0/zero_padding2d"));
+  EXPECT_THAT(s, HasSubstr("(None, 7, 7, 2)"));
+  // 3 x 3 x 2 x 2 + 4 and 1 x 1 x (2 / 2) x 4 + 4.
+  EXPECT_THAT(s, HasSubstr("1/depthwise_conv2d"));
+  EXPECT_THAT(s, HasSubstr("(None, 5, 5, 4)"));
+  EXPECT_THAT(s, HasSubstr("2/relu"));
+  EXPECT_THAT(s, HasSubstr("4/global_max_pool"));
+  EXPECT_THAT(s, HasSubstr("5/reshape"));
+  EXPECT_THAT(s, HasSubstr("(None, 2, 2)"));
+  EXPECT_THAT(s, HasSubstr("Total params: 52\n"));
 }
 
 }  // namespace

@@ -24,9 +24,21 @@
 #include "train/fit/trainer.h"
 #include "train/layers/batch_norm.h"
 #include "train/layers/conv2d.h"
+#include "train/layers/dense.h"
+#include "train/layers/depthwise_conv2d.h"
+#include "train/layers/global_max_pool.h"
+#include "train/layers/relu.h"
+#include "train/layers/reshape.h"
+#include "train/layers/sequential.h"
+#include "train/layers/zero_padding2d.h"
 #include "train/models/model_zoo.h"
+#include "train/optimizers/adadelta.h"
+#include "train/optimizers/adagrad.h"
 #include "train/optimizers/adam.h"
+#include "train/optimizers/adamax.h"
 #include "train/optimizers/adamw.h"
+#include "train/optimizers/nadam.h"
+#include "train/optimizers/rmsprop.h"
 #include "train/optimizers/sgd.h"
 
 namespace sluice::train::testing {
@@ -178,6 +190,16 @@ TEST_F(GuardedTrainingTest, GuardedOptimizersAndAccumulationMatchCpu) {
        }},
       {"adam", [] { return std::make_unique<optimizers::Adam>(); }},
       {"adamw", [] { return std::make_unique<optimizers::AdamW>(); }},
+      {"rmsprop momentum centered decay",
+       [] {
+         return std::make_unique<optimizers::Rmsprop>(
+             optimizers::RmspropOptions{.momentum = 0.9f, .centered = true, .weight_decay = 0.01f});
+       }},
+      {"rmsprop", [] { return std::make_unique<optimizers::Rmsprop>(); }},
+      {"adagrad", [] { return std::make_unique<optimizers::Adagrad>(); }},
+      {"adadelta", [] { return std::make_unique<optimizers::Adadelta>(1.0f); }},
+      {"adamax", [] { return std::make_unique<optimizers::Adamax>(); }},
+      {"nadam", [] { return std::make_unique<optimizers::Nadam>(); }},
   };
   for (const auto& [name, make] : optimizers) {
     SCOPED_TRACE(name);
@@ -197,6 +219,49 @@ TEST_F(GuardedTrainingTest, GuardedOptimizersAndAccumulationMatchCpu) {
     ExpectSameHistory(histories[0], histories[1]);
     ExpectSameVariables(*models[0], *models[1]);
   }
+}
+
+// The layers functional graphs need (Reshape, ZeroPadding2D, DepthwiseConv2D and grouped Conv2D,
+// ReLU with its options, GlobalMaxPool) train on the device exactly as on the CPU.
+TEST_F(GuardedTrainingTest, GuardedFunctionalGraphLayersMatchCpu) {
+  auto make = [] {
+    auto model = std::make_unique<layers::Sequential>();
+    model->Add(std::make_unique<layers::Reshape>(std::vector<int64_t>{2, 2, 1}));
+    model->Add(std::make_unique<layers::ZeroPadding2D>(std::pair<int64_t, int64_t>{1, 2},
+                                                       std::pair<int64_t, int64_t>{2, 1}));
+    model->Add(std::make_unique<layers::Conv2D>(4, layers::KernelSize(3),
+                                                layers::Conv2DLayerOptions{.seed = 1}));
+    model->Add(std::make_unique<layers::DepthwiseConv2D>(
+        layers::KernelSize(3),
+        layers::DepthwiseConv2DOptions{
+            .padding = ops::Padding::kSame, .depth_multiplier = 2, .seed = 2}));
+    model->Add(std::make_unique<layers::ReLU>(layers::ReLUOptions{.max_value = 6}));
+    model->Add(std::make_unique<layers::Conv2D>(
+        6, layers::KernelSize(1), layers::Conv2DLayerOptions{.conv = {.groups = 2}, .seed = 3}));
+    model->Add(std::make_unique<layers::ReLU>(
+        layers::ReLUOptions{.negative_slope = 0.1f, .threshold = 0.05f}));
+    model->Add(std::make_unique<layers::GlobalMaxPool>());
+    model->Add(std::make_unique<layers::Dense>(3, layers::Activation::kLinear,
+                                               layers::DenseOptions{.seed = 4}));
+    return model;
+  };
+  fit::History histories[2];
+  std::unique_ptr<layers::Sequential> models[2];
+  const Device devices[2] = {Device::Cpu(), Device::Guarded()};
+  for (int d = 0; d < 2; ++d) {
+    models[d] = make();
+    ASSERT_TRUE(models[d]->Build(Shape{1, kFeatures}).ok());
+    ASSERT_TRUE(models[d]->To(devices[d]).ok());
+    optimizers::Nadam nadam(0.01f);
+    fit::Trainer trainer(*models[d], nadam);
+    absl::StatusOr<fit::History> h =
+        trainer.Fit(BlobsDataset(64, 5, 8), {.epochs = 3, .verbose = 0});
+    ASSERT_TRUE(h.ok()) << h.status();
+    histories[d] = *h;
+  }
+  ExpectSameHistory(histories[0], histories[1]);
+  ExpectSameVariables(*models[0], *models[1]);
+  EXPECT_LT(histories[0].at("loss").back(), histories[0].at("loss").front());
 }
 
 // A checkpoint saved mid-epoch on the device resumes exactly, on a fresh model on the device.

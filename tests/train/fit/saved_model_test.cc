@@ -2,8 +2,10 @@
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -17,17 +19,22 @@
 #include "train/layers/batch_norm.h"
 #include "train/layers/conv2d.h"
 #include "train/layers/dense.h"
+#include "train/layers/depthwise_conv2d.h"
 #include "train/layers/dropout.h"
 #include "train/layers/flatten.h"
 #include "train/layers/global_avg_pool.h"
+#include "train/layers/global_max_pool.h"
 #include "train/layers/layer_config.h"
 #include "train/layers/max_pool.h"
 #include "train/layers/recompute.h"
 #include "train/layers/relu.h"
+#include "train/layers/reshape.h"
 #include "train/layers/residual_block.h"
 #include "train/layers/sequential.h"
+#include "train/layers/zero_padding2d.h"
 #include "train/models/model_zoo.h"
 #include "train/optimizers/adam.h"
+#include "train/optimizers/nadam.h"
 #include "train/optimizers/sgd.h"
 #include "train/proto/saved_model.pb.h"
 
@@ -188,6 +195,79 @@ TEST(SavedModelTest, TheOptimizerStateContinuesTrainingExactly) {
   auto without = LoadModel(plain.path());
   ASSERT_TRUE(without.ok()) << without.status();
   EXPECT_FALSE(without->optimizer_state.has_value());
+}
+
+// The layers functional graphs need save and load without their code: the same configs, the
+// same weights, the same predictions; trained with Nadam, whose state (slots and u_product)
+// saved with the model continues training exactly.
+TEST(SavedModelTest, FunctionalGraphLayersAndNadamStateRoundTrip) {
+  auto make = [] {
+    auto model = std::make_unique<layers::Sequential>();
+    model->Add(std::make_unique<layers::Reshape>(std::vector<int64_t>{2, 2, 1}));
+    model->Add(std::make_unique<layers::ZeroPadding2D>(std::pair<int64_t, int64_t>{1, 0},
+                                                       std::pair<int64_t, int64_t>{2, 1}));
+    model->Add(std::make_unique<layers::Conv2D>(4, layers::KernelSize(2),
+                                                layers::Conv2DLayerOptions{.seed = 1}));
+    model->Add(std::make_unique<layers::DepthwiseConv2D>(
+        layers::KernelSize(2, 3),
+        layers::DepthwiseConv2DOptions{.padding = train::ops::Padding::kSame,
+                                       .depth_multiplier = 3,
+                                       .seed = 2,
+                                       .activation = layers::Activation::kTanh}));
+    model->Add(std::make_unique<layers::Conv2D>(
+        6, layers::KernelSize(1), layers::Conv2DLayerOptions{.conv = {.groups = 3}, .seed = 3}));
+    model->Add(std::make_unique<layers::ReLU>(layers::ReLUOptions{.max_value = 6}));
+    model->Add(std::make_unique<layers::ReLU>(
+        layers::ReLUOptions{.negative_slope = 0.2f, .threshold = 0.01f}));
+    model->Add(
+        std::make_unique<layers::GlobalMaxPool>(layers::GlobalMaxPoolOptions{.keepdims = true}));
+    model->Add(std::make_unique<layers::Flatten>());
+    model->Add(std::make_unique<layers::Dense>(3, layers::Activation::kLinear,
+                                               layers::DenseOptions{.seed = 4}));
+    return model;
+  };
+  const Dataset data = testing::BlobsDataset(48, 3, 8);
+  auto model = make();
+  optimizers::Nadam nadam(0.02f);
+  {
+    Trainer trainer(*model, nadam);
+    ASSERT_TRUE(trainer.Fit(data, {.epochs = 1, .verbose = 0}).ok());
+  }
+  ScopedTempDir dir;
+  ASSERT_TRUE(
+      SaveModel(*model, Shape{1, testing::kFeatures}, dir.path(), {.optimizer = &nadam}).ok());
+  auto loaded = LoadModel(dir.path());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto a = model->GetConfig();
+  auto b = loaded->model->GetConfig();
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->layers.size(), b->layers.size());
+  for (size_t i = 0; i < a->layers.size(); ++i) {
+    SCOPED_TRACE(a->layers[i].class_name);
+    EXPECT_EQ(a->layers[i].class_name, b->layers[i].class_name);
+    EXPECT_EQ(a->layers[i].ints, b->layers[i].ints);
+    EXPECT_EQ(a->layers[i].floats, b->layers[i].floats);
+    EXPECT_EQ(a->layers[i].strings, b->layers[i].strings);
+  }
+  EXPECT_EQ(Outputs(*model, Shape{5, testing::kFeatures}),
+            Outputs(*loaded->model, Shape{5, testing::kFeatures}));
+
+  ASSERT_TRUE(loaded->optimizer_state.has_value());
+  ASSERT_EQ(loaded->optimizer_state->scalars.size(), 1u);
+  EXPECT_EQ(loaded->optimizer_state->scalars[0].second, nadam.u_product());
+  optimizers::Nadam restored(0.02f);
+  ASSERT_TRUE(
+      restored.RestoreState(*loaded->optimizer_state, loaded->model->TrainableVariables()).ok());
+  for (auto [m, opt] : std::vector<std::pair<layers::Module*, optimizers::Optimizer*>>{
+           {model.get(), &nadam}, {loaded->model.get(), &restored}}) {
+    Trainer trainer(*m, *opt);
+    ASSERT_TRUE(trainer.Fit(data, {.epochs = 1, .steps_per_epoch = 3, .verbose = 0}).ok());
+  }
+  const std::vector<autodiff::Variable*> va = model->Variables(), vb = loaded->model->Variables();
+  ASSERT_EQ(va.size(), vb.size());
+  for (size_t i = 0; i < va.size(); ++i) {
+    EXPECT_TRUE(va[i]->value().Equals(vb[i]->value())) << va[i]->name();
+  }
 }
 
 TEST(SavedModelTest, FrozenVariablesStayFrozen) {

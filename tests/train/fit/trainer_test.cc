@@ -9,12 +9,22 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "tests/train/fit_test_util.h"
 #include "train/callbacks/model_checkpoint.h"
 #include "train/fit/training_checkpoint.h"
+#include "train/optimizers/adadelta.h"
+#include "train/optimizers/adagrad.h"
 #include "train/optimizers/adam.h"
+#include "train/optimizers/adamax.h"
+#include "train/optimizers/nadam.h"
+#include "train/optimizers/rmsprop.h"
 #include "train/optimizers/sgd.h"
 
 namespace sluice::train::fit {
@@ -323,6 +333,64 @@ INSTANTIATE_TEST_SUITE_P(Positions, ResumeTest,
                          [](const ::testing::TestParamInfo<ResumeCase>& info) {
                            return info.param.name;
                          });
+
+// Each of Keras' other optimizers resumes exactly from a checkpoint file saved mid-epoch: its
+// slots, and Nadam's u_product, go through the file.
+TEST(TrainerTest, KerasOptimizersResumeExactlyFromACheckpointFile) {
+  using MakeOptimizer = std::function<std::unique_ptr<optimizers::Optimizer>()>;
+  const std::vector<std::pair<std::string, MakeOptimizer>> makers = {
+      {"rmsprop",
+       [] {
+         return std::make_unique<optimizers::Rmsprop>(
+             0.01f, optimizers::RmspropOptions{.momentum = 0.5f, .centered = true});
+       }},
+      {"adagrad", [] { return std::make_unique<optimizers::Adagrad>(0.05f); }},
+      {"adadelta", [] { return std::make_unique<optimizers::Adadelta>(1.0f); }},
+      {"adamax", [] { return std::make_unique<optimizers::Adamax>(0.01f); }},
+      {"nadam", [] { return std::make_unique<optimizers::Nadam>(0.01f); }},
+  };
+  auto dataset = [] { return Dataset::FromTensorSlices(Blobs(64, 3)).Shuffle(64).Batch(8); };
+  const FitOptions options{.epochs = 2, .seed = 77, .verbose = 0};
+  for (const auto& [name, make] : makers) {
+    SCOPED_TRACE(name);
+    const std::string path = TempPath("keras_optimizer_" + name);
+    auto model_a = TinyModel(5);
+    std::unique_ptr<optimizers::Optimizer> opt_a = make();
+    Trainer a(*model_a, *opt_a);
+    RecordingCallback rec_a;
+    FitOptions options_a = options;
+    options_a.callbacks = {&rec_a};
+    ASSERT_TRUE(a.Fit(dataset(), options_a).ok());
+
+    auto model_b = TinyModel(5);
+    std::unique_ptr<optimizers::Optimizer> opt_b = make();
+    Trainer b(*model_b, *opt_b);
+    RecordingCallback rec_b;
+    rec_b.on_batch_end = [&](int64_t, const callbacks::Logs&) -> absl::Status {
+      if (b.global_step() != 11) return absl::OkStatus();
+      b.StopTraining();
+      return b.SaveCheckpoint(path);
+    };
+    FitOptions options_b = options;
+    options_b.callbacks = {&rec_b};
+    ASSERT_TRUE(b.Fit(dataset(), options_b).ok());
+
+    auto model_c = TinyModel(6);
+    std::unique_ptr<optimizers::Optimizer> opt_c = make();
+    Trainer c(*model_c, *opt_c);
+    ASSERT_TRUE(c.LoadCheckpoint(path).ok());
+    RecordingCallback rec_c;
+    FitOptions options_c = options;
+    options_c.callbacks = {&rec_c};
+    ASSERT_TRUE(c.Fit(dataset(), options_c).ok());
+    std::vector<double> resumed = rec_b.batch_losses;
+    resumed.insert(resumed.end(), rec_c.batch_losses.begin(), rec_c.batch_losses.end());
+    EXPECT_EQ(resumed, rec_a.batch_losses);
+    EXPECT_EQ(VariableValues(*model_c), VariableValues(*model_a));
+    EXPECT_EQ(opt_c->iterations(), opt_a->iterations());
+    std::filesystem::remove(path);
+  }
+}
 
 // Found by training_checkpoint_fuzzer: a checkpoint whose element held for the next step lacked
 // the pass index Fit reads first (an empty element), and Fit indexed past its end. Now the

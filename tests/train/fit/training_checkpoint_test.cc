@@ -36,6 +36,7 @@ TrainingCheckpoint Sample() {
   c.optimizer.learning_rate = 0.025f;
   c.optimizer.slots = {{"m/0", T({0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f}, {2, 3})},
                        {"v/1", T({9, 8, 7}, {3})}};
+  c.optimizer.scalars = {{"u_product", 0.123456789012345678}};
   c.epoch = 3;
   c.step_in_epoch = 5;
   c.global_step = 29;
@@ -62,6 +63,9 @@ TEST(CheckpointTest, RoundTripsEverything) {
   ASSERT_EQ(c->optimizer.slots.size(), 2u);
   EXPECT_EQ(c->optimizer.slots[1].first, "v/1");
   EXPECT_THAT(Values(c->optimizer.slots[1].second), ElementsAre(9, 8, 7));
+  ASSERT_EQ(c->optimizer.scalars.size(), 1u);
+  EXPECT_EQ(c->optimizer.scalars[0].first, "u_product");
+  EXPECT_EQ(c->optimizer.scalars[0].second, 0.123456789012345678);  // every bit of the double
   EXPECT_EQ(c->epoch, 3);
   EXPECT_EQ(c->step_in_epoch, 5);
   EXPECT_EQ(c->global_step, 29);

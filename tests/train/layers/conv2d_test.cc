@@ -34,6 +34,21 @@ TEST(Conv2DLayerTest, FiniteDifferences) {
   EXPECT_EQ(CheckModuleGradients(conv, RandomTensor({2, 5, 5, 2}, 6), /*training=*/true), "");
 }
 
+// Keras' Conv2D(groups=): the kernel [kh, kw, in / groups, filters]; groups must divide both.
+TEST(Conv2DLayerTest, GroupsSplitTheChannels) {
+  Conv2D conv(6, 3, {.conv = {.groups = 2}, .seed = 4});
+  ASSERT_TRUE(conv.Build(Shape{1, 5, 5, 4}).ok());
+  EXPECT_EQ(conv.kernel().shape(), Shape({3, 3, 2, 6}));
+  EXPECT_EQ(conv.GetConfig()->ints.at("groups"), 2);
+  EXPECT_EQ(CheckModuleGradients(conv, RandomTensor({2, 5, 5, 4}, 7), /*training=*/true), "");
+  Conv2D uneven(6, 3, {.conv = {.groups = 3}});
+  absl::Status s = uneven.Build(Shape{1, 5, 5, 4});
+  EXPECT_TRUE(absl::IsInvalidArgument(s));
+  EXPECT_THAT(s.message(),
+              ::testing::HasSubstr("conv2d: groups 3 must divide the input channels (4) and the "
+                                   "filters (6)"));
+}
+
 // Conv2D(filters, kernel_size, activation), as Dense(units, activation); and
 // Dense(units, {...}), as Conv2D takes its options.
 TEST(Conv2DTest, ActivationAsAnArgumentOrAnOptionAsDenseTakesIt) {

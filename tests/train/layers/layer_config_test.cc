@@ -14,15 +14,19 @@
 #include "train/layers/batch_norm.h"
 #include "train/layers/conv2d.h"
 #include "train/layers/dense.h"
+#include "train/layers/depthwise_conv2d.h"
 #include "train/layers/dropout.h"
 #include "train/layers/flatten.h"
 #include "train/layers/global_avg_pool.h"
+#include "train/layers/global_max_pool.h"
 #include "train/layers/max_pool.h"
 #include "train/layers/module.h"
 #include "train/layers/recompute.h"
 #include "train/layers/relu.h"
+#include "train/layers/reshape.h"
 #include "train/layers/residual_block.h"
 #include "train/layers/sequential.h"
+#include "train/layers/zero_padding2d.h"
 #include "train/models/model_zoo.h"
 
 namespace sluice::train::layers {
@@ -116,6 +120,22 @@ TEST(LayerSizeTest, EveryBuiltInLayersSizeIsWhatItBuilds) {
   EXPECT_EQ((*remade)->GetConfig()->layers[0].ints, padded.GetConfig()->layers[0].ints);
   Sequential pooled{Conv2D(4, 3), GlobalAvgPool(), Dense(2)};
   ExpectSizeOfBuilt(pooled, Shape{3, 9, 9, 2});
+  // The layers of functional graphs (issue 47), off their defaults too.
+  Sequential functional{
+      ZeroPadding2D({1, 2}, {0, 3}),
+      DepthwiseConv2D(3, {.strides = 2, .padding = ops::Padding::kSame, .depth_multiplier = 2}),
+      DepthwiseConv2D({2, 3}, {.dilation_rate = {2, 1}, .use_bias = false}),
+      Conv2D(6, 1, {.conv = {.groups = 2}}),
+      Conv2D(6, 3, {.conv = {.padding = ops::Padding::kSame, .groups = 3}, .use_bias = false}),
+      ReLU({.max_value = 6}),
+      ReLU({.negative_slope = 0.1f, .threshold = 0.5f}),
+      GlobalMaxPool({.keepdims = true}),
+      Reshape({-1, 2}),
+      Flatten(),
+      Dense(2)};
+  ExpectSizeOfBuilt(functional, Shape{2, 13, 11, 4});
+  Sequential flat_max{Conv2D(4, 3), GlobalMaxPool(), Dense(2)};
+  ExpectSizeOfBuilt(flat_max, Shape{3, 9, 9, 2});
   auto inner = std::make_unique<Sequential>();
   inner->Add(std::make_unique<Dense>(4)).Add(std::make_unique<Dense>(2));
   Recompute wrapped(std::move(inner));

@@ -7,6 +7,7 @@
 
 #include "tests/train/gradient_check.h"
 #include "train/autodiff/tape.h"
+#include "train/backend/compute_precision.h"
 #include "train/backend/cpu/cpu_backend.h"
 #include "train/ops/arithmetic.h"
 #include "train/ops/reduce.h"
@@ -129,6 +130,126 @@ TEST(Conv2DTest, BiasIsAddedAtEveryPositionInTheConvolutionsKernels) {
             "");
   EXPECT_FALSE(Conv2D(x, f, RandomTensor({3}, 77)).ok());     // the filter has 4 outputs
   EXPECT_FALSE(Conv2D(x, f, RandomTensor({1, 4}, 77)).ok());  // a vector, not a matrix
+}
+
+// A grouped convolution written out in float64 loops, independent of the backends: output
+// channel j of group j / (o / groups) sums input channels of that group only, the filter
+// [kh, kw, c / groups, o], TF's SAME or VALID padding from ComputeWindow.
+std::vector<double> GroupedConvReference(const Tensor& x, const Tensor& f, const Conv2DOptions& o) {
+  const int64_t n = x.dim(0), h = x.dim(1), w = x.dim(2), c = x.dim(3);
+  const int64_t kh = f.dim(0), kw = f.dim(1), cg = f.dim(2), oc = f.dim(3);
+  const int64_t og = oc / o.groups;
+  const Window wh = *ComputeWindow(h, kh, o.stride_h, o.dilation_h, o.padding);
+  const Window ww = *ComputeWindow(w, kw, o.stride_w, o.dilation_w, o.padding);
+  std::vector<double> out;
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t i = 0; i < wh.out; ++i) {
+      for (int64_t j = 0; j < ww.out; ++j) {
+        for (int64_t k = 0; k < oc; ++k) {
+          const int64_t group = k / og;
+          double sum = 0;
+          for (int64_t p = 0; p < kh; ++p) {
+            for (int64_t q = 0; q < kw; ++q) {
+              const int64_t y = i * o.stride_h + p * o.dilation_h - wh.pad_before;
+              const int64_t z = j * o.stride_w + q * o.dilation_w - ww.pad_before;
+              if (y < 0 || y >= h || z < 0 || z >= w) continue;
+              for (int64_t ci = 0; ci < cg; ++ci) {
+                const int64_t channel = group * cg + ci;
+                sum += static_cast<double>(x.data<float>()[((b * h + y) * w + z) * c + channel]) *
+                       f.data<float>()[((p * kw + q) * cg + ci) * oc + k];
+              }
+            }
+          }
+          out.push_back(sum);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(Conv2DTest, GroupedAndDepthwiseConvolutionsMatchTheirDefinition) {
+  struct Case {
+    int64_t c, o, groups;
+    Conv2DOptions options;
+  };
+  for (const Case& k :
+       {Case{4, 6, 2, {}}, Case{6, 6, 3, {.stride_h = 2, .padding = Padding::kSame}},
+        // Depthwise: groups = channels, 1 and 2 filters per channel.
+        Case{3, 3, 3, {.padding = Padding::kSame}},
+        Case{3, 6, 3, {.stride_w = 2, .dilation_h = 2, .padding = Padding::kSame}},
+        Case{5, 10, 5, {.stride_h = 2, .stride_w = 2}}}) {
+    Conv2DOptions options = k.options;
+    options.groups = k.groups;
+    const Tensor x = RandomTensor({2, 7, 6, k.c}, 90),
+                 f = RandomTensor({3, 2, k.c / k.groups, k.o}, 91);
+    absl::StatusOr<Tensor> y = Conv2D(x, f, options);
+    ASSERT_TRUE(y.ok()) << y.status();
+    const std::vector<double> want = GroupedConvReference(x, f, options);
+    ASSERT_EQ(static_cast<size_t>(y->num_elements()), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_NEAR(y->data<float>()[i], want[i], 1e-5) << "groups " << k.groups << " at " << i;
+    }
+    // The fused bias too.
+    const Tensor b = RandomTensor({k.o}, 92);
+    absl::StatusOr<Tensor> yb = Conv2D(x, f, b, options);
+    ASSERT_TRUE(yb.ok()) << yb.status();
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_NEAR(yb->data<float>()[i], want[i] + b.data<float>()[i % k.o], 1e-5) << i;
+    }
+  }
+}
+
+TEST(Conv2DTest, GroupedGradientsMatchFiniteDifferences) {
+  for (const Conv2DOptions& options :
+       {Conv2DOptions{.groups = 2},
+        Conv2DOptions{.stride_h = 2, .padding = Padding::kSame, .groups = 4},
+        Conv2DOptions{.dilation_w = 2, .padding = Padding::kSame, .groups = 4}}) {
+    const Tensor x = RandomTensor({2, 5, 6, 4}, 93);
+    const Tensor f = RandomTensor({3, 3, 4 / options.groups, 8}, 94), b = RandomTensor({8}, 95);
+    EXPECT_EQ(
+        CheckGradients([&](const std::vector<Tensor>& in) { return Conv2D(in[0], in[1], options); },
+                       {x, f}),
+        "")
+        << options.groups;
+    EXPECT_EQ(
+        CheckGradients(
+            [&](const std::vector<Tensor>& in) { return Conv2D(in[0], in[1], in[2], options); },
+            {x, f, b}),
+        "")
+        << options.groups;
+  }
+}
+
+// Under mixed_bfloat16 the CPU reads bfloat16 operands through its own grouped primitives:
+// the forward within bfloat16's rounding of the reference, and the gradients have their shapes.
+TEST(Conv2DTest, GroupedConvolutionRunsUnderMixedBFloat16) {
+  backend::ScopedPrecision scope(backend::Precision::kMixedBFloat16);
+  const Conv2DOptions options{.padding = Padding::kSame, .groups = 4};
+  const Tensor x = RandomTensor({2, 5, 5, 4}, 99), f = RandomTensor({3, 3, 1, 8}, 100);
+  autodiff::Tape tape;
+  tape.Watch(x), tape.Watch(f);
+  absl::StatusOr<Tensor> y = Conv2D(x, f, options);
+  ASSERT_TRUE(y.ok()) << y.status();
+  const std::vector<double> want = GroupedConvReference(x, f, options);
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(y->data<float>()[i], want[i], 5e-2) << i;
+  auto grads = tape.Gradient(*Sum(*y), {x, f});
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  EXPECT_EQ((*grads)[0]->shape(), x.shape());
+  EXPECT_EQ((*grads)[1]->shape(), f.shape());
+}
+
+TEST(Conv2DTest, GroupsThatDoNotDivideTheChannelsAreErrors) {
+  const Tensor x = RandomTensor({1, 4, 4, 6}, 96);
+  // 6 input channels in 4 groups: the filter cannot have a whole number of them.
+  absl::StatusOr<Tensor> y = Conv2D(x, RandomTensor({1, 1, 1, 4}, 97), {.groups = 4});
+  EXPECT_TRUE(absl::IsInvalidArgument(y.status()));
+  EXPECT_THAT(y.status().message(), ::testing::HasSubstr("times groups, 4"));
+  // 3 groups of 2 channels, but 4 outputs do not split into 3.
+  y = Conv2D(x, RandomTensor({1, 1, 2, 4}, 98), {.groups = 3});
+  EXPECT_THAT(y.status().message(), ::testing::HasSubstr("do not split into 3 groups"));
+  y = Conv2D(x, RandomTensor({1, 1, 6, 4}, 98), {.groups = 0});
+  EXPECT_THAT(y.status().message(), ::testing::HasSubstr("groups must be at least 1, not 0"));
 }
 
 // A backend without fused kernels gets the defaults (the kernels, then an add or a sum): called

@@ -1,11 +1,19 @@
 #include "train/recipes/optimizer.h"
 
+#include <string>
+
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/train/gradient_check.h"
 #include "train/autodiff/variable.h"
+#include "train/optimizers/adadelta.h"
+#include "train/optimizers/adagrad.h"
 #include "train/optimizers/adam.h"
+#include "train/optimizers/adamax.h"
 #include "train/optimizers/adamw.h"
+#include "train/optimizers/nadam.h"
+#include "train/optimizers/rmsprop.h"
 #include "train/optimizers/sgd.h"
 
 namespace sluice::train::recipes {
@@ -41,6 +49,46 @@ TEST(OptimizerRecipeTest, NamesMakeKerasOptimizersWithTheirDefaults) {
   EXPECT_FLOAT_EQ(DecayedOnce(**adamw), 1 - 0.5f * 0.004f);  // AdamW's default decay
 }
 
+// The TF2 guide's optimizers, by their Keras names, with the learning rate 0.001 TF2 gave them.
+TEST(OptimizerRecipeTest, NamesMakeTheOtherKerasOptimizersWithTheirDefaults) {
+  auto is = [](const std::string& name, optimizers::Optimizer& optimizer) {
+    if (name == "rmsprop") return dynamic_cast<optimizers::Rmsprop*>(&optimizer) != nullptr;
+    if (name == "adagrad") return dynamic_cast<optimizers::Adagrad*>(&optimizer) != nullptr;
+    if (name == "adadelta") return dynamic_cast<optimizers::Adadelta*>(&optimizer) != nullptr;
+    if (name == "adamax") return dynamic_cast<optimizers::Adamax*>(&optimizer) != nullptr;
+    return dynamic_cast<optimizers::Nadam*>(&optimizer) != nullptr;
+  };
+  for (const std::string name : {"rmsprop", "adagrad", "adadelta", "adamax", "nadam"}) {
+    SCOPED_TRACE(name);
+    auto plain = MakeOptimizer({.name = name});
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    EXPECT_TRUE(is(name, **plain));
+    EXPECT_FLOAT_EQ((*plain)->learning_rate(), 0.001f);
+    EXPECT_FLOAT_EQ(DecayedOnce(**plain), 1);
+    auto decayed = MakeOptimizer({.name = name, .learning_rate = 0.1, .weight_decay = 2});
+    ASSERT_TRUE(decayed.ok()) << decayed.status();
+    EXPECT_FLOAT_EQ((*decayed)->learning_rate(), 0.1f);
+    EXPECT_FLOAT_EQ(DecayedOnce(**decayed), 1 - 0.1f * 2);
+  }
+}
+
+TEST(OptimizerRecipeTest, MomentumReachesRmspropAndOnlyOptimizersWithMomentumTakeIt) {
+  auto rmsprop = MakeOptimizer({.name = "rmsprop", .momentum = 0.9});
+  ASSERT_TRUE(rmsprop.ok()) << rmsprop.status();
+  autodiff::Variable w(T({1}, {1}));
+  ASSERT_TRUE((*rmsprop)->Apply({T({1}, {1})}, {&w}).ok());
+  optimizers::OptimizerState state = *(*rmsprop)->SaveState({&w});
+  ASSERT_EQ(state.slots.size(), 2u);
+  EXPECT_EQ(state.slots[1].first, "momentum/0");
+  for (const std::string name : {"adam", "adamw", "adagrad", "adadelta", "adamax", "nadam"}) {
+    absl::Status refused = CheckOptimizerOptions({.name = name, .momentum = 0.9});
+    EXPECT_TRUE(absl::IsInvalidArgument(refused)) << name;
+    EXPECT_THAT(refused.message(), HasSubstr(absl::StrCat("optimizer ", name, " has no momentum")));
+  }
+  EXPECT_THAT(CheckOptimizerOptions({.name = "sgd", .momentum = 1.5}).message(),
+              HasSubstr("momentum must lie in [0, 1], not 1.5"));
+}
+
 TEST(OptimizerRecipeTest, WeightDecayMomentumAndClippingReachTheOptimizer) {
   auto decayed = MakeOptimizer({.name = "sgd", .learning_rate = 0.1, .weight_decay = 2});
   ASSERT_TRUE(decayed.ok()) << decayed.status();
@@ -69,10 +117,12 @@ TEST(OptimizerRecipeTest, TheScheduleStartsFromTheLearningRate) {
 }
 
 TEST(OptimizerRecipeTest, UnknownNamesAreRefusedBeforeAnythingIsMade) {
-  auto unknown = MakeOptimizer({.name = "nadam"});
+  auto unknown = MakeOptimizer({.name = "lamb"});
   EXPECT_TRUE(absl::IsInvalidArgument(unknown.status()));
-  EXPECT_THAT(unknown.status().message(), HasSubstr("optimizer takes sgd, adam or adamw"));
-  EXPECT_TRUE(absl::IsInvalidArgument(CheckOptimizerOptions({.name = "nadam"})));
+  EXPECT_THAT(unknown.status().message(),
+              HasSubstr("optimizer takes sgd, adam, adamw, rmsprop, adagrad, adadelta, adamax, "
+                        "nadam, not 'lamb'"));
+  EXPECT_TRUE(absl::IsInvalidArgument(CheckOptimizerOptions({.name = "lamb"})));
   absl::Status schedule = CheckOptimizerOptions({.schedule = {.name = "exponential"}});
   EXPECT_THAT(schedule.message(), HasSubstr("not 'exponential'"));
   EXPECT_TRUE(CheckOptimizerOptions({.name = "adamw", .schedule = {.name = "step"}}).ok());

@@ -89,11 +89,11 @@ memory::desc MatrixDesc(int64_t rows, int64_t cols, bool transposed) {
 
 // A primitive cache key: the geometry, and whether a bias is fused.
 std::string ConvKey(absl::string_view kind, const ConvGeometry& g, bool bias) {
-  return absl::StrCat(
-      kind, bias ? "_bias:" : ":",
-      absl::StrJoin({g.n, g.h, g.w, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.stride_h, g.stride_w,
-                     g.dilation_h, g.dilation_w, g.pad_top, g.pad_bottom, g.pad_left, g.pad_right},
-                    ","));
+  return absl::StrCat(kind, bias ? "_bias:" : ":",
+                      absl::StrJoin({g.n, g.h, g.w, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.stride_h,
+                                     g.stride_w, g.dilation_h, g.dilation_w, g.pad_top,
+                                     g.pad_bottom, g.pad_left, g.pad_right, g.groups},
+                                    ","));
 }
 
 struct ConvDescs {
@@ -101,10 +101,15 @@ struct ConvDescs {
   memory::dims strides, dilates, pad_l, pad_r;
 };
 
+// A grouped filter [kh, kw, c / groups, o] is oneDNN's 5-D [groups, o / groups, c / groups, kh,
+// kw] in its "hwigo" layout: the same bytes, the output channels of a group adjacent.
 ConvDescs MakeConvDescs(const ConvGeometry& g) {
+  const memory::dims weights =
+      g.groups == 1 ? memory::dims{g.o, g.c, g.kh, g.kw}
+                    : memory::dims{g.groups, g.o / g.groups, g.c / g.groups, g.kh, g.kw};
   return {memory::desc({g.n, g.c, g.h, g.w}, kF32, Tag::nhwc),
-          memory::desc({g.o, g.c, g.kh, g.kw}, kF32, Tag::hwio),
-          memory::desc({g.o, g.c, g.kh, g.kw}, kF32, Tag::any),
+          memory::desc(weights, kF32, g.groups == 1 ? Tag::hwio : Tag::hwigo),
+          memory::desc(weights, kF32, Tag::any),
           memory::desc({g.n, g.o, g.oh, g.ow}, kF32, Tag::nhwc),
           memory::desc({g.o}, kF32, Tag::a),
           {g.stride_h, g.stride_w},

@@ -1,5 +1,6 @@
-// The CpuBackend's optimizer updates, SGD (with momentum, Nesterov and weight decay) and Adam,
-// each one pass over the weights and their slots, split across CpuThreads().
+// The CpuBackend's optimizer updates, SGD (with momentum, Nesterov and weight decay), Adam and
+// Keras' RMSprop, Adagrad, Adadelta, Adamax and Nadam, each one pass over the weights and their
+// slots, split across CpuThreads().
 
 #include <cmath>
 
@@ -40,6 +41,83 @@ SLUICE_KERNEL_CLONES void AdamRun(float* w, const float* g, float* m, float* v, 
     w[i] -= alpha * m[i] / (std::sqrt(v[i]) + eps);
   }
 }
+
+// Each of the loops below reads and writes every array once; `decay` (lr * weight_decay) is
+// applied to w before the step, as Keras applies weight decay before update_step.
+SLUICE_KERNEL_CLONES void RmspropRun(float* w, const float* g, float* v, float* a, float* b,
+                                     int64_t n, float lr, float rho, float mu, float eps,
+                                     float decay) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i];
+    const float vi = rho * v[i] + (1 - rho) * (gi * gi);
+    v[i] = vi;
+    float denominator = vi + eps;
+    if (a != nullptr) {
+      const float ai = rho * a[i] + (1 - rho) * gi;
+      a[i] = ai;
+      denominator = vi - ai * ai + eps;
+    }
+    const float step = lr * gi / std::sqrt(denominator);
+    const float wi = w[i] - decay * w[i];
+    if (b != nullptr) {
+      const float bi = mu * b[i] + step;
+      b[i] = bi;
+      w[i] = wi - bi;
+    } else {
+      w[i] = wi - step;
+    }
+  }
+}
+
+SLUICE_KERNEL_CLONES void AdagradRun(float* w, const float* g, float* acc, int64_t n, float lr,
+                                     float eps, float decay) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i];
+    const float ai = acc[i] + gi * gi;
+    acc[i] = ai;
+    w[i] = (w[i] - decay * w[i]) - lr * gi / std::sqrt(ai + eps);
+  }
+}
+
+SLUICE_KERNEL_CLONES void AdadeltaRun(float* w, const float* g, float* acc_g, float* acc_d,
+                                      int64_t n, float lr, float rho, float eps, float decay) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i];
+    const float ag = rho * acc_g[i] + (1 - rho) * (gi * gi);
+    acc_g[i] = ag;
+    const float delta = -(std::sqrt(acc_d[i] + eps) * gi) / std::sqrt(ag + eps);
+    acc_d[i] = rho * acc_d[i] + (1 - rho) * (delta * delta);
+    w[i] = (w[i] - decay * w[i]) + lr * delta;
+  }
+}
+
+SLUICE_KERNEL_CLONES void AdamaxRun(float* w, const float* g, float* m, float* u, int64_t n,
+                                    float alpha, float b1, float b2, float eps, float decay) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i];
+    const float mi = m[i] + (gi - m[i]) * (1 - b1);
+    // A NaN gradient reaches u and w (std::fmax would drop it), as on the GPU.
+    const float scaled = b2 * u[i], magnitude = std::fabs(gi);
+    const float ui = scaled > magnitude ? scaled : magnitude;
+    m[i] = mi;
+    u[i] = ui;
+    w[i] = (w[i] - decay * w[i]) - alpha * mi / (ui + eps);
+  }
+}
+
+SLUICE_KERNEL_CLONES void NadamRun(float* w, const float* g, float* m, float* v, int64_t n,
+                                   float cm, float cg, float v_scale, float b1, float b2, float eps,
+                                   float decay) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i];
+    const float mi = m[i] + (gi - m[i]) * (1 - b1);
+    const float vi = v[i] + (gi * gi - v[i]) * (1 - b2);
+    m[i] = mi;
+    v[i] = vi;
+    w[i] = (w[i] - decay * w[i]) - (cm * mi + cg * gi) / (std::sqrt(v_scale * vi) + eps);
+  }
+}
+
 }  // namespace
 
 absl::Status CpuBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr,
@@ -64,6 +142,74 @@ absl::Status CpuBackend::AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tenso
   float* pv = v.data<float>();
   Elementwise(w.num_elements(), [&](int64_t b, int64_t e) {
     AdamRun(pw + b, pg + b, pm + b, pv + b, e - b, alpha, beta_1, beta_2, epsilon, decay);
+  });
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity,
+                                       Tensor* average_gradient, Tensor* momentum_slot, float lr,
+                                       float rho, float momentum, float epsilon, float decay) {
+  if (momentum != 0 && momentum_slot == nullptr) {
+    return absl::InvalidArgumentError("RmspropUpdate: momentum needs a momentum tensor");
+  }
+  float* pw = w.data<float>();
+  const float* pg = g.data<float>();
+  float* pv = velocity.data<float>();
+  float* pa = average_gradient != nullptr ? average_gradient->data<float>() : nullptr;
+  float* pb = momentum != 0 ? momentum_slot->data<float>() : nullptr;
+  Elementwise(w.num_elements(), [&](int64_t b, int64_t e) {
+    RmspropRun(pw + b, pg + b, pv + b, pa ? pa + b : nullptr, pb ? pb + b : nullptr, e - b, lr, rho,
+               momentum, epsilon, decay);
+  });
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, float lr,
+                                       float epsilon, float decay) {
+  float* pw = w.data<float>();
+  const float* pg = g.data<float>();
+  float* pa = accumulator.data<float>();
+  Elementwise(w.num_elements(), [&](int64_t b, int64_t e) {
+    AdagradRun(pw + b, pg + b, pa + b, e - b, lr, epsilon, decay);
+  });
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
+                                        Tensor& accumulated_delta, float lr, float rho,
+                                        float epsilon, float decay) {
+  float* pw = w.data<float>();
+  const float* pg = g.data<float>();
+  float* pa = accumulated_grad.data<float>();
+  float* pd = accumulated_delta.data<float>();
+  Elementwise(w.num_elements(), [&](int64_t b, int64_t e) {
+    AdadeltaRun(pw + b, pg + b, pa + b, pd + b, e - b, lr, rho, epsilon, decay);
+  });
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u, float alpha,
+                                      float beta_1, float beta_2, float epsilon, float decay) {
+  float* pw = w.data<float>();
+  const float* pg = g.data<float>();
+  float* pm = m.data<float>();
+  float* pu = u.data<float>();
+  Elementwise(w.num_elements(), [&](int64_t b, int64_t e) {
+    AdamaxRun(pw + b, pg + b, pm + b, pu + b, e - b, alpha, beta_1, beta_2, epsilon, decay);
+  });
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
+                                     float m_coefficient, float g_coefficient, float v_scale,
+                                     float beta_1, float beta_2, float epsilon, float decay) {
+  float* pw = w.data<float>();
+  const float* pg = g.data<float>();
+  float* pm = m.data<float>();
+  float* pv = v.data<float>();
+  Elementwise(w.num_elements(), [&](int64_t b, int64_t e) {
+    NadamRun(pw + b, pg + b, pm + b, pv + b, e - b, m_coefficient, g_coefficient, v_scale, beta_1,
+             beta_2, epsilon, decay);
   });
   return absl::OkStatus();
 }

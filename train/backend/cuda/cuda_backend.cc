@@ -899,4 +899,67 @@ absl::Status CudaBackend::AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tens
   return absl::OkStatus();
 }
 
+absl::Status CudaBackend::RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity,
+                                        Tensor* average_gradient, Tensor* momentum_slot, float lr,
+                                        float rho, float momentum, float epsilon, float decay) {
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("RmspropUpdate", {&w, &g, &velocity}));
+  float* a = nullptr;
+  if (average_gradient != nullptr) {
+    SLUICE_RETURN_IF_ERROR(CheckTensors("RmspropUpdate", {average_gradient}));
+    a = F(*average_gradient);
+  }
+  float* b = nullptr;
+  if (momentum != 0) {
+    if (momentum_slot == nullptr) {
+      return absl::InvalidArgumentError(
+          "CudaBackend::RmspropUpdate: momentum needs a momentum tensor");
+    }
+    SLUICE_RETURN_IF_ERROR(CheckTensors("RmspropUpdate", {momentum_slot}));
+    b = F(*momentum_slot);
+  }
+  CUDA_RETURN_IF_ERROR(kernels::RmspropUpdate(F(w), F(g), F(velocity), a, b, w.num_elements(), lr,
+                                              rho, momentum, epsilon, decay, stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, float lr,
+                                        float epsilon, float decay) {
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("AdagradUpdate", {&w, &g, &accumulator}));
+  CUDA_RETURN_IF_ERROR(kernels::AdagradUpdate(F(w), F(g), F(accumulator), w.num_elements(), lr,
+                                              epsilon, decay, stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
+                                         Tensor& accumulated_delta, float lr, float rho,
+                                         float epsilon, float decay) {
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("AdadeltaUpdate", {&w, &g, &accumulated_grad, &accumulated_delta}));
+  CUDA_RETURN_IF_ERROR(kernels::AdadeltaUpdate(F(w), F(g), F(accumulated_grad),
+                                               F(accumulated_delta), w.num_elements(), lr, rho,
+                                               epsilon, decay, stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u,
+                                       float alpha, float beta_1, float beta_2, float epsilon,
+                                       float decay) {
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("AdamaxUpdate", {&w, &g, &m, &u}));
+  CUDA_RETURN_IF_ERROR(kernels::AdamaxUpdate(F(w), F(g), F(m), F(u), w.num_elements(), alpha,
+                                             beta_1, beta_2, epsilon, decay, stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
+                                      float m_coefficient, float g_coefficient, float v_scale,
+                                      float beta_1, float beta_2, float epsilon, float decay) {
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("NadamUpdate", {&w, &g, &m, &v}));
+  CUDA_RETURN_IF_ERROR(kernels::NadamUpdate(F(w), F(g), F(m), F(v), w.num_elements(), m_coefficient,
+                                            g_coefficient, v_scale, beta_1, beta_2, epsilon, decay,
+                                            stream()));
+  return absl::OkStatus();
+}
+
 }  // namespace sluice::train::backend::cuda

@@ -24,16 +24,16 @@ namespace {
 float* F(const Tensor& t) { return static_cast<float*>(const_cast<void*>(t.raw_data())); }
 
 std::string ConvKey(int direction, const train::backend::ConvGeometry& g) {
-  return absl::StrCat(
-      direction, ":",
-      absl::StrJoin({g.n, g.h, g.w, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.stride_h, g.stride_w,
-                     g.dilation_h, g.dilation_w, g.pad_top, g.pad_bottom, g.pad_left, g.pad_right},
-                    ","));
+  return absl::StrCat(direction, ":",
+                      absl::StrJoin({g.n, g.h, g.w, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.stride_h,
+                                     g.stride_w, g.dilation_h, g.dilation_w, g.pad_top,
+                                     g.pad_bottom, g.pad_left, g.pad_right, g.groups},
+                                    ","));
 }
 
 absl::Status RequireInts(const train::backend::ConvGeometry& g) {
   for (int64_t v : {g.n, g.h + g.pad_top + g.pad_bottom, g.w + g.pad_left + g.pad_right, g.c, g.kh,
-                    g.kw, g.o, g.oh, g.ow}) {
+                    g.kw, g.o, g.oh, g.ow, g.groups}) {
     if (v > INT_MAX || v < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("Conv2D on CUDA: dimension ", v, " does not fit cuDNN's int sizes"));
@@ -127,16 +127,20 @@ absl::Status DescribeConvolution(const train::backend::ConvGeometry& geo, bool t
   CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(
       plan.y_desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, static_cast<int>(geo.n),
       static_cast<int>(geo.o), static_cast<int>(geo.oh), static_cast<int>(geo.ow)));
-  // NHWC filter format is KRSC: OHWI.
+  // NHWC filter format is KRSC: OHWI, with C the channels of one group (cuDNN's grouped
+  // convolution takes output channel k from the input channels of group k / (o / groups), as
+  // ConvGeometry does).
   CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(
       plan.w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, static_cast<int>(geo.o),
-      static_cast<int>(geo.c), static_cast<int>(geo.kh), static_cast<int>(geo.kw)));
+      static_cast<int>(geo.c / geo.groups), static_cast<int>(geo.kh), static_cast<int>(geo.kw)));
   // TF and oneDNN convolutions are cross-correlations.
   CUDNN_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(
       plan.conv_desc, static_cast<int>(pad_h), static_cast<int>(pad_w),
       static_cast<int>(geo.stride_h), static_cast<int>(geo.stride_w),
       static_cast<int>(geo.dilation_h), static_cast<int>(geo.dilation_w), CUDNN_CROSS_CORRELATION,
       CUDNN_DATA_FLOAT));
+  CUDNN_RETURN_IF_ERROR(
+      cudnnSetConvolutionGroupCount(plan.conv_desc, static_cast<int>(geo.groups)));
   CUDNN_RETURN_IF_ERROR(
       cudnnSetConvolutionMathType(plan.conv_desc, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
 
@@ -335,8 +339,8 @@ absl::Status CudaBackend::Conv2DBackwardFilter(const train::backend::ConvGeometr
                           Enter("Conv2DBackwardFilter", {&input, &grad_output, &grad_filter}));
   if (grad_filter.num_elements() == 0) return absl::OkStatus();
   if (grad_output.num_elements() == 0) return Fill(grad_filter, 0.0f);
-  SLUICE_ASSIGN_OR_RETURN(Tensor dw,
-                          Allocate(DType::kFloat32, Shape{geo.o, geo.kh, geo.kw, geo.c}));
+  SLUICE_ASSIGN_OR_RETURN(
+      Tensor dw, Allocate(DType::kFloat32, Shape{geo.o, geo.kh, geo.kw, geo.c / geo.groups}));
   {
     MutexLock lock(&library_mu_);
     SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kBackwardFilter, geo));

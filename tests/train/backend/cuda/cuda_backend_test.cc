@@ -181,6 +181,44 @@ TEST_F(CudaBackendTest, Conv2DForwardAndBackwardMatchCpu) {
   EXPECT_EQ(gpu_->NumConvolutionPlans(), 3 * cases.size());
 }
 
+// Grouped convolutions (cuDNN's group count) and depthwise ones (groups = channels), with the
+// filter [kh, kw, c / groups, o], against the CPU's (oneDNN's grouped primitives).
+TEST_F(CudaBackendTest, GroupedConv2DMatchesCpu) {
+  struct Case {
+    ConvGeometry g;
+    int64_t groups;
+  };
+  const std::vector<Case> cases = {
+      {Geometry(2, 9, 9, 8, 3, 12, 1, 1, 1, 1, 1, 1), 4},   // 4 groups, SAME
+      {Geometry(2, 10, 10, 6, 3, 6, 2, 1, 0, 1, 0, 1), 6},  // depthwise, TF SAME stride 2
+      {Geometry(3, 11, 9, 5, 3, 10, 1, 2, 0, 0, 0, 0), 5},  // depthwise x2, dilated
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    ConvGeometry g = cases[i].g;
+    g.groups = cases[i].groups;
+    SCOPED_TRACE("case " + std::to_string(i));
+    Tensor x = Random({g.n, g.h, g.w, g.c}, 40 + i);
+    Tensor f = Random({g.kh, g.kw, g.c / g.groups, g.o}, 50 + i);
+    Tensor dy = Random({g.n, g.oh, g.ow, g.o}, 60 + i);
+    Tensor y(DType::kFloat32, dy.shape()), dx(DType::kFloat32, x.shape()),
+        df(DType::kFloat32, f.shape());
+    ASSERT_TRUE(cpu_.Conv2DForward(g, x, f, y).ok());
+    ASSERT_TRUE(cpu_.Conv2DBackwardData(g, dy, f, dx).ok());
+    ASSERT_TRUE(cpu_.Conv2DBackwardFilter(g, x, dy, df).ok());
+    Tensor gy = DevEmpty(y.shape()), gdx = DevEmpty(x.shape()), gdf = DevEmpty(f.shape());
+    Tensor dx_dev = Dev(x), df_dev = Dev(f), dy_dev = Dev(dy);
+    absl::Status s = gpu_->Conv2DForward(g, dx_dev, df_dev, gy);
+    ASSERT_TRUE(s.ok()) << s;
+    s = gpu_->Conv2DBackwardData(g, dy_dev, df_dev, gdx);
+    ASSERT_TRUE(s.ok()) << s;
+    s = gpu_->Conv2DBackwardFilter(g, dx_dev, dy_dev, gdf);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_TRUE(AllClose(Host(gy), y, 5e-4f, 1e-3f));
+    EXPECT_TRUE(AllClose(Host(gdx), dx, 5e-4f, 1e-3f));
+    EXPECT_TRUE(AllClose(Host(gdf), df, 5e-4f, 1e-3f));
+  }
+}
+
 TEST_F(CudaBackendTest, TF32ConvolutionStaysClose) {
   auto tf32 = CudaBackend::Create(0, CudaBackend::Options());
   ASSERT_TRUE(tf32.ok());
@@ -505,6 +543,80 @@ TEST_F(CudaBackendTest, OptimizerUpdatesMatchCpuOverSteps) {
   EXPECT_TRUE(AllClose(Host(wd), w, 1e-6f, 1e-5f));
   EXPECT_TRUE(AllClose(Host(md), m, 1e-6f, 1e-5f));
   EXPECT_TRUE(AllClose(Host(vd), v, 1e-7f, 1e-5f));
+}
+
+// RMSprop (plain, and with momentum, centered and decay), Adagrad, Adadelta, Adamax and Nadam,
+// three steps each with decay on the second.
+TEST_F(CudaBackendTest, KerasOptimizerUpdatesMatchCpuOverSteps) {
+  const Shape shape{1000, 17};
+  auto zeros = [&] { return Tensor::Zeros(DType::kFloat32, shape); };
+  for (const bool full : {false, true}) {
+    Tensor w = Random(shape, 300), v = zeros(), a = zeros(), b = zeros();
+    Tensor wd = Dev(w), vd = Dev(v), ad = Dev(a), bd = Dev(b);
+    const float momentum = full ? 0.9f : 0.0f;
+    for (int step = 1; step <= 3; ++step) {
+      Tensor g = Random(shape, 310 + step);
+      const float decay = step == 2 ? 1e-3f : 0.0f;
+      ASSERT_TRUE(cpu_.RmspropUpdate(w, g, v, full ? &a : nullptr, full ? &b : nullptr, 1e-2f, 0.9f,
+                                     momentum, 1e-7f, decay)
+                      .ok());
+      ASSERT_TRUE(gpu_->RmspropUpdate(wd, Dev(g), vd, full ? &ad : nullptr, full ? &bd : nullptr,
+                                      1e-2f, 0.9f, momentum, 1e-7f, decay)
+                      .ok());
+    }
+    EXPECT_TRUE(AllClose(Host(wd), w, 1e-6f, 1e-5f)) << full;
+    EXPECT_TRUE(AllClose(Host(vd), v, 1e-7f, 1e-5f)) << full;
+    EXPECT_TRUE(AllClose(Host(ad), a, 1e-7f, 1e-5f)) << full;
+    EXPECT_TRUE(AllClose(Host(bd), b, 1e-6f, 1e-5f)) << full;
+  }
+  Tensor w = Random(shape, 320), s1 = zeros(), s2 = zeros();
+  ASSERT_TRUE(cpu_.Fill(s1, 0.1f).ok());
+  Tensor wd = Dev(w), s1d = Dev(s1), s2d = Dev(s2);
+  for (int step = 1; step <= 3; ++step) {
+    Tensor g = Random(shape, 330 + step);
+    const float decay = step == 2 ? 1e-3f : 0.0f;
+    ASSERT_TRUE(cpu_.AdagradUpdate(w, g, s1, 0.1f, 1e-7f, decay).ok());
+    ASSERT_TRUE(gpu_->AdagradUpdate(wd, Dev(g), s1d, 0.1f, 1e-7f, decay).ok());
+  }
+  EXPECT_TRUE(AllClose(Host(wd), w, 1e-6f, 1e-5f));
+  EXPECT_TRUE(AllClose(Host(s1d), s1, 1e-6f, 1e-5f));
+  w = Random(shape, 340), s1 = zeros(), s2 = zeros();
+  wd = Dev(w), s1d = Dev(s1), s2d = Dev(s2);
+  for (int step = 1; step <= 3; ++step) {
+    Tensor g = Random(shape, 350 + step);
+    const float decay = step == 2 ? 1e-3f : 0.0f;
+    ASSERT_TRUE(cpu_.AdadeltaUpdate(w, g, s1, s2, 1.0f, 0.95f, 1e-7f, decay).ok());
+    ASSERT_TRUE(gpu_->AdadeltaUpdate(wd, Dev(g), s1d, s2d, 1.0f, 0.95f, 1e-7f, decay).ok());
+  }
+  EXPECT_TRUE(AllClose(Host(wd), w, 1e-6f, 1e-5f));
+  EXPECT_TRUE(AllClose(Host(s1d), s1, 1e-7f, 1e-5f));
+  EXPECT_TRUE(AllClose(Host(s2d), s2, 1e-10f, 1e-4f));
+  w = Random(shape, 360), s1 = zeros(), s2 = zeros();
+  wd = Dev(w), s1d = Dev(s1), s2d = Dev(s2);
+  for (int step = 1; step <= 3; ++step) {
+    Tensor g = Random(shape, 370 + step);
+    const float decay = step == 2 ? 1e-3f : 0.0f;
+    const float alpha = 1e-2f / (1 - std::pow(0.9f, step));
+    ASSERT_TRUE(cpu_.AdamaxUpdate(w, g, s1, s2, alpha, 0.9f, 0.999f, 1e-7f, decay).ok());
+    ASSERT_TRUE(gpu_->AdamaxUpdate(wd, Dev(g), s1d, s2d, alpha, 0.9f, 0.999f, 1e-7f, decay).ok());
+  }
+  EXPECT_TRUE(AllClose(Host(wd), w, 1e-6f, 1e-5f));
+  EXPECT_TRUE(AllClose(Host(s1d), s1, 1e-6f, 1e-5f));
+  EXPECT_TRUE(AllClose(Host(s2d), s2, 1e-6f, 1e-5f));
+  w = Random(shape, 380), s1 = zeros(), s2 = zeros();
+  wd = Dev(w), s1d = Dev(s1), s2d = Dev(s2);
+  for (int step = 1; step <= 3; ++step) {
+    Tensor g = Random(shape, 390 + step);
+    const float decay = step == 2 ? 1e-3f : 0.0f;
+    // Coefficients of the size Nadam passes (nadam.cc); the kernels need not know where from.
+    const float cm = 1e-2f * 0.8f, cg = 1e-2f * 0.5f, v_scale = 1 / (1 - std::pow(0.999f, step));
+    ASSERT_TRUE(cpu_.NadamUpdate(w, g, s1, s2, cm, cg, v_scale, 0.9f, 0.999f, 1e-7f, decay).ok());
+    ASSERT_TRUE(
+        gpu_->NadamUpdate(wd, Dev(g), s1d, s2d, cm, cg, v_scale, 0.9f, 0.999f, 1e-7f, decay).ok());
+  }
+  EXPECT_TRUE(AllClose(Host(wd), w, 1e-6f, 1e-5f));
+  EXPECT_TRUE(AllClose(Host(s1d), s1, 1e-6f, 1e-5f));
+  EXPECT_TRUE(AllClose(Host(s2d), s2, 1e-7f, 1e-5f));
 }
 
 TEST_F(CudaBackendTest, AxpbyLabelsAndInTopKMatchCpu) {

@@ -1,0 +1,37 @@
+#include "train/optimizers/adagrad.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "train/backend/backend.h"
+
+namespace sluice::train::optimizers {
+
+Adagrad::Adagrad(AdagradOptions options)
+    : Optimizer(options.learning_rate, {"accumulator"}, {options.initial_accumulator_value}),
+      options_(options) {}
+
+absl::Status Adagrad::Update(autodiff::Variable& var, const Tensor& grad, int64_t, float lr) {
+  // A negative start would take square roots of negative sums: NaN weights, silently.
+  if (!(options_.initial_accumulator_value >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Adagrad: initial_accumulator_value must be >= 0 (Keras' rule), not ",
+                     options_.initial_accumulator_value));
+  }
+  Tensor& w = var.mutable_value();
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Adagrad", {&w, &grad}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor * accumulator, Slot(var, 0));
+  const float decay = DecaysWeightsOf(var) ? lr * options_.weight_decay : 0.0f;
+  return backend->AdagradUpdate(w, grad, *accumulator, lr, options_.epsilon, decay);
+}
+
+Adagrad::Adagrad(float learning_rate, AdagradOptions options)
+    : Adagrad(WithLearningRate(options, learning_rate)) {}
+
+Adagrad::Adagrad(std::shared_ptr<const LearningRateSchedule> schedule, AdagradOptions options)
+    : Adagrad(options) {
+  set_schedule(std::move(schedule));
+}
+
+}  // namespace sluice::train::optimizers

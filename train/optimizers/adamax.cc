@@ -1,0 +1,34 @@
+#include "train/optimizers/adamax.h"
+
+#include <cmath>
+#include <utility>
+
+#include "core/status_macros.h"
+#include "train/backend/backend.h"
+
+namespace sluice::train::optimizers {
+
+Adamax::Adamax(AdamaxOptions options)
+    : Optimizer(options.learning_rate, {"momentum", "norm"}), options_(options) {}
+
+absl::Status Adamax::Update(autodiff::Variable& var, const Tensor& grad, int64_t step, float lr) {
+  const float alpha = static_cast<float>(
+      lr / (1 - std::pow(static_cast<double>(options_.beta_1), static_cast<double>(step))));
+  Tensor& w = var.mutable_value();
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Adamax", {&w, &grad}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor * m, Slot(var, 0));
+  SLUICE_ASSIGN_OR_RETURN(Tensor * u, Slot(var, 1));
+  const float decay = DecaysWeightsOf(var) ? lr * options_.weight_decay : 0.0f;
+  return backend->AdamaxUpdate(w, grad, *m, *u, alpha, options_.beta_1, options_.beta_2,
+                               options_.epsilon, decay);
+}
+
+Adamax::Adamax(float learning_rate, AdamaxOptions options)
+    : Adamax(WithLearningRate(options, learning_rate)) {}
+
+Adamax::Adamax(std::shared_ptr<const LearningRateSchedule> schedule, AdamaxOptions options)
+    : Adamax(options) {
+  set_schedule(std::move(schedule));
+}
+
+}  // namespace sluice::train::optimizers
