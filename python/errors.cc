@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
@@ -21,7 +22,12 @@ constexpr char kPayloadUrl[] = "sluice/python-exception";
 // destroyed: its objects must not be released after the interpreter has gone.
 struct PendingExceptions {
   static constexpr size_t kMax = 64;
-  std::deque<std::pair<uint64_t, py::object>> entries;
+  struct Entry {
+    uint64_t id;
+    std::string message;  // the Status's message as made, before any context was put in front
+    py::object exception;
+  };
+  std::deque<Entry> entries;
   uint64_t next_id = 1;
 };
 
@@ -31,6 +37,24 @@ PendingExceptions& Pending() {
 }
 
 PyObject* data_loss_error = nullptr;
+
+// The exception a status came from: by its payload, or, where a node put its name in front of
+// the message (and dropped the payload: dataset_base.cc's Annotate), by the message's end. Newest
+// first.
+const py::object* FindException(const absl::Status& status) {
+  const auto& entries = Pending().entries;
+  uint64_t id = 0;
+  if (auto payload = status.GetPayload(kPayloadUrl);
+      payload && absl::SimpleAtoi(std::string(*payload), &id)) {
+    for (auto e = entries.rbegin(); e != entries.rend(); ++e) {
+      if (e->id == id) return &e->exception;
+    }
+  }
+  for (auto e = entries.rbegin(); e != entries.rend(); ++e) {
+    if (absl::EndsWith(status.message(), e->message)) return &e->exception;
+  }
+  return nullptr;
+}
 
 }  // namespace
 
@@ -76,16 +100,10 @@ py::handle ExceptionTypeFor(absl::StatusCode code) {
 }
 
 void ThrowStatus(const absl::Status& status) {
-  if (auto payload = status.GetPayload(kPayloadUrl)) {
-    uint64_t id = 0;
-    if (absl::SimpleAtoi(std::string(*payload), &id)) {
-      for (const auto& [entry_id, exception] : Pending().entries) {
-        if (entry_id != id) continue;
-        // The same object every time: an iterator's error is sticky.
-        PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exception.ptr())), exception.ptr());
-        throw py::error_already_set();
-      }
-    }
+  if (const py::object* exception = FindException(status)) {
+    // The same object every time: an iterator's error is sticky.
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exception->ptr())), exception->ptr());
+    throw py::error_already_set();
   }
   PyErr_SetString(ExceptionTypeFor(status.code()).ptr(), std::string(status.message()).c_str());
   throw py::error_already_set();
@@ -118,7 +136,7 @@ absl::Status StatusFromPythonError(py::error_already_set& error, absl::string_vi
   absl::Status status(code, absl::StrCat(where, ": ", type_name, ": ", text));
   PendingExceptions& pending = Pending();
   const uint64_t id = pending.next_id++;
-  pending.entries.emplace_back(id, std::move(value));
+  pending.entries.push_back({id, std::string(status.message()), std::move(value)});
   if (pending.entries.size() > PendingExceptions::kMax) pending.entries.pop_front();
   status.SetPayload(kPayloadUrl, absl::Cord(absl::StrCat(id)));
   return status;

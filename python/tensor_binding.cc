@@ -2,6 +2,7 @@
 
 #include <Python.h>
 #include <dlpack/dlpack.h>
+#include <pybind11/stl.h>
 
 #include <cstdint>
 #include <cstring>
@@ -218,6 +219,48 @@ DType DTypeForNumpy(const py::dtype& dtype) {
                                     "float32 and bytes)"));
 }
 
+// The shape and strides a Py_buffer points into, until it is released.
+struct BufferLayout {
+  std::vector<py::ssize_t> shape, strides;
+};
+
+extern "C" int GetBuffer(PyObject* obj, Py_buffer* view, int flags) {
+  view->obj = nullptr;
+  const Tensor& t = py::handle(obj).cast<const PyTensor&>().tensor();
+  const NumpyType* type = NumpyTypeOf(t.dtype());
+  if (type == nullptr || !t.device().is_cpu()) {
+    PyErr_SetString(
+        PyExc_BufferError,
+        absl::StrCat("a ", DTypeName(t.dtype()), " tensor on ", t.device().DebugString(),
+                     " has no buffer; use __dlpack__ (e.g. torch.from_dlpack)")
+            .c_str());
+    return -1;
+  }
+  if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE) {
+    PyErr_SetString(PyExc_BufferError,
+                    "sluice.Tensor buffers are read-only (they may be shared); copy to write");
+    return -1;
+  }
+  auto* layout = new BufferLayout{Dims(t), ByteStrides(t)};
+  view->buf = DataOf(t);
+  view->obj = obj;
+  Py_INCREF(obj);
+  view->len = static_cast<py::ssize_t>(t.num_elements() * DTypeSize(t.dtype()));
+  view->readonly = 1;
+  view->itemsize = static_cast<py::ssize_t>(DTypeSize(t.dtype()));
+  view->format = (flags & PyBUF_FORMAT) == PyBUF_FORMAT ? const_cast<char*>(type->format) : nullptr;
+  view->ndim = t.rank();
+  view->shape = layout->shape.data();
+  view->strides = layout->strides.data();
+  view->suboffsets = nullptr;
+  view->internal = layout;
+  return 0;
+}
+
+extern "C" void ReleaseBuffer(PyObject*, Py_buffer* view) {
+  delete static_cast<BufferLayout*>(view->internal);
+}
+
 }  // namespace
 
 py::object ComponentToPython(const Tensor& tensor) {
@@ -305,33 +348,32 @@ DType DTypeFromPython(py::handle dtype) {
 }
 
 void RegisterTensor(py::module_& m) {
-  py::class_<PyTensor>(m, "Tensor", py::buffer_protocol(), R"doc(
+  py::class_<PyTensor> cls(m, "Tensor", py::buffer_protocol(), R"doc(
 One component of a sluice element: a view of a C++ tensor, shared without a copy.
 
 np.asarray(t) (buffer protocol, __array_interface__), torch.from_dlpack(t) and
 jax.dlpack.from_dlpack(t) view its memory, which stays valid as long as any of them
 lives, after the iterator is gone too. NumPy views are read-only: the buffer may be
 shared with other elements (a cache, from_tensor_slices' arrays); np.array(t) copies.
-)doc")
-      .def_buffer([](const PyTensor& self) {
-        const Tensor& t = self.tensor();
-        const NumpyType& type = NumpyTypeOrThrow(t);
-        return py::buffer_info(DataOf(t), static_cast<py::ssize_t>(DTypeSize(t.dtype())),
-                               type.format, t.rank(), Dims(t), ByteStrides(t), /*readonly=*/true);
-      })
-      .def_property_readonly("__array_interface__",
-                             [](const PyTensor& self) {
-                               const Tensor& t = self.tensor();
-                               const NumpyType& type = NumpyTypeOrThrow(t);
-                               py::dict d;
-                               d["version"] = 3;
-                               d["shape"] = py::tuple(py::cast(Dims(t)));
-                               d["typestr"] = type.typestr;
-                               d["data"] = py::make_tuple(reinterpret_cast<uintptr_t>(DataOf(t)),
-                                                          /*read-only=*/true);
-                               d["strides"] = py::none();
-                               return d;
-                             })
+)doc");
+  // Our own buffer functions instead of def_buffer's: those cannot refuse a request (a bfloat16
+  // tensor, a writable view) with an exception.
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  type->tp_as_buffer->bf_getbuffer = GetBuffer;
+  type->tp_as_buffer->bf_releasebuffer = ReleaseBuffer;
+  cls.def_property_readonly("__array_interface__",
+                            [](const PyTensor& self) {
+                              const Tensor& t = self.tensor();
+                              const NumpyType& type = NumpyTypeOrThrow(t);
+                              py::dict d;
+                              d["version"] = 3;
+                              d["shape"] = py::tuple(py::cast(Dims(t)));
+                              d["typestr"] = type.typestr;
+                              d["data"] = py::make_tuple(reinterpret_cast<uintptr_t>(DataOf(t)),
+                                                         /*read-only=*/true);
+                              d["strides"] = py::none();
+                              return d;
+                            })
       .def(
           "__dlpack__",
           [](const PyTensor& self, const py::object& stream) {
