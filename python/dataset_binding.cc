@@ -29,25 +29,21 @@ int ParallelismOf(const std::optional<int>& n, const char* name) {
   return *n;
 }
 
-// A map function: a sluice.ops.Op, a list of them (composed), or a Python callable.
-MapFn MapFnOf(const py::object& fn) {
-  if (py::isinstance<PyOp>(fn)) return CompileOp(fn.cast<const PyOp&>());
-  if (py::isinstance<py::list>(fn) || py::isinstance<py::tuple>(fn)) {
-    PyOp composed;
-    for (py::handle op : fn) {
-      if (!py::isinstance<PyOp>(op)) {
-        throw py::type_error("a list given to map must hold sluice.ops functions only");
-      }
-      const PyOp& p = op.cast<const PyOp&>();
-      composed.steps.insert(composed.steps.end(), p.steps.begin(), p.steps.end());
+// The built-in functions a map_func names: a sluice.ops.Op, or a list of them (composed);
+// nullopt for anything else.
+std::optional<PyOp> BuiltinOf(const py::object& fn) {
+  if (py::isinstance<PyOp>(fn)) return fn.cast<PyOp>();
+  if (!py::isinstance<py::list>(fn) && !py::isinstance<py::tuple>(fn)) return std::nullopt;
+  PyOp composed;
+  for (py::handle op : fn) {
+    if (!py::isinstance<PyOp>(op)) {
+      throw py::type_error("a list given to map must hold sluice.ops functions only");
     }
-    if (composed.steps.empty()) throw py::value_error("map([]): no function");
-    return CompileOp(composed);
+    const PyOp& p = op.cast<const PyOp&>();
+    composed.steps.insert(composed.steps.end(), p.steps.begin(), p.steps.end());
   }
-  if (!PyCallable_Check(fn.ptr())) {
-    throw py::type_error("map_func must be a sluice.ops function, a list of them, or a callable");
-  }
-  return PythonMapFn(fn);
+  if (composed.steps.empty()) throw py::value_error("map([]): no function");
+  return composed;
 }
 
 std::vector<std::string> StringsOf(const py::object& value) {
@@ -167,11 +163,19 @@ void RegisterTransformations(py::class_<PyDataset>& c) {
        "map",
        [](const PyDataset& self, const py::object& map_func, std::optional<int> num_parallel_calls,
           std::optional<bool> deterministic) {
-         MapFn fn = MapFnOf(map_func);
-         return Wrap(self.dataset.Map(
-             std::move(fn), MapOptions{.num_parallel_calls =
-                                           ParallelismOf(num_parallel_calls, "num_parallel_calls"),
-                                       .deterministic = deterministic}));
+         const MapOptions options{
+             .num_parallel_calls = ParallelismOf(num_parallel_calls, "num_parallel_calls"),
+             .deterministic = deterministic};
+         if (std::optional<PyOp> op = BuiltinOf(map_func)) {
+           PyDataset out = Wrap(self.dataset.Map(CompileOp(*op), options));
+           out.last_map = PyDataset::BuiltinMap{self.dataset, *std::move(op), options};
+           return out;
+         }
+         if (!PyCallable_Check(map_func.ptr())) {
+           throw py::type_error(
+               "map_func must be a sluice.ops function, a list of them, or a callable");
+         }
+         return Wrap(self.dataset.Map(PythonMapFn(map_func), options));
        },
        py::arg("map_func"), py::arg("num_parallel_calls") = py::none(),
        py::arg("deterministic") = py::none(),
@@ -215,10 +219,16 @@ void RegisterTransformations(py::class_<PyDataset>& c) {
           "batch",
           [](const PyDataset& self, int64_t batch_size, bool drop_remainder,
              std::optional<int> num_parallel_calls) {
-            return Wrap(self.dataset.Batch(
-                batch_size,
-                {.drop_remainder = drop_remainder,
-                 .num_parallel_calls = ParallelismOf(num_parallel_calls, "num_parallel_calls")}));
+            if (batch_size < 1) throw py::value_error("batch_size must be >= 1");
+            const BatchOptions options{
+                .drop_remainder = drop_remainder,
+                .num_parallel_calls = ParallelismOf(num_parallel_calls, "num_parallel_calls")};
+            if (const auto& map = self.last_map) {
+              // The same Map, writing into the rows of this Batch.
+              return Wrap(map->input.Map(CompileOp(map->op, batch_size), map->options)
+                              .Batch(batch_size, options));
+            }
+            return Wrap(self.dataset.Batch(batch_size, options));
           },
           py::arg("batch_size"), py::arg("drop_remainder") = false,
           py::arg("num_parallel_calls") = py::none(),

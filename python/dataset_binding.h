@@ -3,7 +3,10 @@
 
 #include <pybind11/pybind11.h>
 
+#include <optional>
+
 #include "dataset/dataset.h"
+#include "python/ops_binding.h"
 
 // sluice.Dataset: tf.data.Dataset's Python names, keyword arguments and defaults over the C++
 // Dataset, and sluice.Options.
@@ -13,6 +16,14 @@ namespace py = pybind11;
 
 struct PyDataset {
   Dataset dataset;
+  // Set when `dataset` is input.Map(op) of sluice.ops functions: batch() makes that Map again,
+  // writing into the batch's rows (CompileOp's batch_size), so that Batch copies nothing.
+  struct BuiltinMap {
+    Dataset input;
+    PyOp op;
+    MapOptions options;
+  };
+  std::optional<BuiltinMap> last_map;
 };
 
 void RegisterDataset(py::module_& m);

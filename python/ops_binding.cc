@@ -151,8 +151,9 @@ std::vector<float> FloatsOf(const py::object& values) {
 }
 
 // The crop step, with the flip and normalize steps right after it on the same component, as one
-// DecodeAndRandomResizedCrop call.
-MapFn FusedCrop(const OpStep& crop, bool flip, const OpStep* normalize) {
+// DecodeAndRandomResizedCrop call; into `rows` (a batch's rows) when set.
+MapFn FusedCrop(const OpStep& crop, bool flip, const OpStep* normalize,
+                std::shared_ptr<BatchRows> rows) {
   std::shared_ptr<const NormalizeTable> table;
   if (normalize != nullptr) {
     absl::StatusOr<NormalizeTable> t =
@@ -162,12 +163,18 @@ MapFn FusedCrop(const OpStep& crop, bool flip, const OpStep* normalize) {
   }
   const int c = crop.component;
   const std::string name = crop.description;
-  return [c, name, flip, table, h = crop.out_h, w = crop.out_w, options = crop.crop](
+  return [c, name, flip, table, rows, h = crop.out_h, w = crop.out_w, options = crop.crop](
              Element e, const ElementContext& context) -> absl::StatusOr<Element> {
     if (static_cast<size_t>(c) >= e.size()) return NoSuchComponent(name, c, e.size());
     SLUICE_ASSIGN_OR_RETURN(const std::string& jpeg, BytesScalar(e[static_cast<size_t>(c)], name));
-    const ResizeOutput output{.flip_left_right = flip && RandomFlipDecision(context.seed),
-                              .normalize = table.get()};
+    ResizeOutput output{.flip_left_right = flip && RandomFlipDecision(context.seed),
+                        .normalize = table.get()};
+    Tensor row;
+    if (rows != nullptr) {
+      SLUICE_ASSIGN_OR_RETURN(row, rows->Row(context.index));
+      output.destination = &row;
+      output.streaming_stores = true;  // nobody reads the batch before it is whole
+    }
     SLUICE_ASSIGN_OR_RETURN(e[static_cast<size_t>(c)],
                             DecodeAndRandomResizedCrop(jpeg, h, w, context.seed, options, output));
     return e;
@@ -540,32 +547,47 @@ std::string PyOp::Description() const {
   return absl::StrJoin(names, " -> ");
 }
 
-MapFn CompileOp(const PyOp& op) {
-  std::vector<MapFn> fns;
+MapFn CompileOp(const PyOp& op, int64_t batch_size) {
+  // A decode_and_random_resized_crop (of a known channel count) with the flip and normalize right
+  // after it: one call, whatever follows.
+  struct Fused {
+    size_t crop = 0, end = 0;  // steps [crop, end)
+    bool flip = false;
+    const OpStep* normalize = nullptr;
+  };
   const auto& steps = op.steps;
-  for (size_t i = 0; i < steps.size(); ++i) {
+  auto fused_at = [&](size_t i) -> std::optional<Fused> {
     const OpStep& step = *steps[i];
-    if (step.fusable == OpStep::Fusable::kCrop && step.crop.channels != 0) {
-      bool flip = false;
-      const OpStep* normalize = nullptr;
-      size_t j = i + 1;
-      if (j < steps.size() && steps[j]->fusable == OpStep::Fusable::kFlip &&
-          steps[j]->component == step.component) {
-        flip = true;
-        ++j;
-      }
-      if (j < steps.size() && steps[j]->fusable == OpStep::Fusable::kNormalize &&
-          steps[j]->component == step.component) {
-        normalize = steps[j].get();
-        ++j;
-      }
-      if (j > i + 1) {
-        fns.push_back(FusedCrop(step, flip, normalize));
-        i = j - 1;
-        continue;
-      }
+    if (step.fusable != OpStep::Fusable::kCrop || step.crop.channels == 0) return std::nullopt;
+    Fused f{i, i + 1};
+    if (f.end < steps.size() && steps[f.end]->fusable == OpStep::Fusable::kFlip &&
+        steps[f.end]->component == step.component) {
+      f.flip = true;
+      ++f.end;
     }
-    fns.push_back(step.fn);
+    if (f.end < steps.size() && steps[f.end]->fusable == OpStep::Fusable::kNormalize &&
+        steps[f.end]->component == step.component) {
+      f.normalize = steps[f.end].get();
+      ++f.end;
+    }
+    return f;
+  };
+  std::vector<MapFn> fns;
+  for (size_t i = 0; i < steps.size();) {
+    std::optional<Fused> f = fused_at(i);
+    if (!f) {
+      fns.push_back(steps[i++]->fn);
+      continue;
+    }
+    std::shared_ptr<BatchRows> rows;
+    if (batch_size > 0 && f->end == steps.size()) {
+      const OpStep& crop = *steps[f->crop];
+      rows = std::make_shared<BatchRows>(batch_size,
+                                         f->normalize != nullptr ? DType::kFloat32 : DType::kUint8,
+                                         Shape{crop.out_h, crop.out_w, crop.crop.channels});
+    }
+    fns.push_back(FusedCrop(*steps[f->crop], f->flip, f->normalize, std::move(rows)));
+    i = f->end;
   }
   if (fns.size() == 1) return fns[0];
   return [fns](Element e, const ElementContext& c) -> absl::StatusOr<Element> {

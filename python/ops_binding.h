@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dataset/batch_rows.h"
 #include "dataset/dataset.h"
 #include "ops/random_resized_crop.h"
 
@@ -39,8 +40,10 @@ struct PyOp {
   std::string Description() const;
 };
 
-// The steps as one Map function, fusing what can be fused.
-MapFn CompileOp(const PyOp& op);
+// The steps as one Map function, fusing what can be fused. With batch_size > 0 (the Map is right
+// before a Batch of that size) and a fused crop last, the crop writes each result into its row of
+// the batch (dataset/batch_rows.h), which the Batch then takes without a copy.
+MapFn CompileOp(const PyOp& op, int64_t batch_size = 0);
 
 // Registers the sluice.ops and sluice.io submodules of `m`.
 void RegisterOps(py::module_& m);

@@ -122,3 +122,23 @@ def test_keras_and_image_ops_run(data):
     assert decoded[0].shape == (10, 20, 3) and decoded[0].dtype == "float32"
     with pytest.raises(ValueError, match="fill_mode"):
         ops.random_rotation(0.1, fill_mode="mirror")
+
+
+def test_batch_adopting_the_rows_yields_the_same_values(data):
+    # map(ops).batch() makes the crop write into the batch's rows; a cast after the crop (to the
+    # dtype it has) keeps the Map's results apart, so that Batch copies them.
+    def pipeline(extra):
+        return (
+            sluice.Dataset.tfrecord(str(data / "images3.tfrecord"))
+            .repeat(5)
+            .map(fused_ops() + extra, num_parallel_calls=2)
+            .batch(4, drop_remainder=True)
+            .with_options(sluice.Options(seed=3))
+        )
+
+    adopted = batches_of(pipeline([]))
+    copied = batches_of(pipeline([sluice.ops.cast("float32")]))
+    assert len(adopted) == len(copied) == 3
+    for a, b in zip(adopted, copied):
+        for x, y in zip(a, b):
+            assert x.tobytes() == y.tobytes()
