@@ -120,14 +120,22 @@ class PyIterator {
     {
       std::lock_guard<std::mutex> l(mu_);
       if (!thread_.joinable()) thread_ = std::thread([this] { Fetch(); });
-      if (!requested_ && !result_) requested_ = true;
     }
-    cv_.notify_all();
+    // Ready when a result is there; otherwise a request is made unless one is running (another
+    // Python thread's next() may have taken the result this one's request brought).
+    auto ready = [this] {
+      if (result_) return true;
+      if (!requested_) {
+        requested_ = true;
+        cv_.notify_all();
+      }
+      return false;
+    };
     while (true) {
       {
         py::gil_scoped_release release;
         std::unique_lock<std::mutex> l(mu_);
-        if (cv_.wait_for(l, kSignalCheckInterval, [this] { return result_.has_value(); })) {
+        if (cv_.wait_for(l, kSignalCheckInterval, ready)) {
           Result result = *std::move(result_);
           result_.reset();
           return result;

@@ -179,6 +179,22 @@ def test_python_exception_comes_back_itself():
         next(iter(sluice.Dataset.range(1).map(lambda x: {"a": x})))
 
 
+def test_next_from_several_threads():
+    it = iter(sluice.Dataset.range(400).map(lambda v: v, num_parallel_calls=2))
+    seen = []
+
+    def pull():
+        for v in it:
+            seen.append(int(np.asarray(v)))
+
+    threads = [threading.Thread(target=pull) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted(seen) == list(range(400))
+
+
 def test_end_is_stop_iteration():
     it = iter(sluice.Dataset.range(1))
     next(it)
