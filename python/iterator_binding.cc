@@ -3,9 +3,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -13,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "core/mutex.h"
 #include "dataset/iterator.h"
 #include "python/errors.h"
 #include "python/tensor_binding.h"
@@ -42,10 +41,10 @@ class PyIterator {
   ~PyIterator() {
     py::gil_scoped_release release;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       stop_ = true;
     }
-    cv_.notify_all();
+    cv_.SignalAll();
     if (thread_.joinable()) thread_.join();
     iterator_.reset();
   }
@@ -63,12 +62,9 @@ class PyIterator {
   }
 
   py::dict StateDict() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (requested_ || result_) {
-        throw py::value_error(
-            "state_dict(): an interrupted next() still holds an element; call next() first");
-      }
+    if (Pending()) {
+      throw py::value_error(
+          "state_dict(): an interrupted next() still holds an element; call next() first");
     }
     absl::StatusOr<std::string> saved;
     {
@@ -83,19 +79,13 @@ class PyIterator {
   }
 
   void LoadStateDict(const py::dict& state) {
-    bool pending;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      pending = requested_ || result_.has_value();
-    }
-    if (started_ || pending) {
+    if (started_ || Pending()) {
       throw py::value_error(
           "load_state_dict() must come before the first next(): call it on a fresh iter(dataset)");
     }
     if (!state.contains("version") || !state.contains("iterator")) {
       throw py::value_error(
-          "load_state_dict(): not a sluice iterator state (no 'version' and "
-          "'iterator' keys)");
+          "load_state_dict(): not a sluice iterator state (no 'version' and 'iterator' keys)");
     }
     const int version = state["version"].cast<int>();
     if (version != kStateVersion) {
@@ -113,29 +103,37 @@ class PyIterator {
   }
 
  private:
-  // The next result: asks the fetching thread for one unless a request is running, then waits
-  // for it without the GIL, taking the GIL every kSignalCheckInterval for signal handlers. A
-  // handler's exception (KeyboardInterrupt) propagates and leaves the request running.
-  Result Wait() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (!thread_.joinable()) thread_ = std::thread([this] { Fetch(); });
+  // Whether a request is running or its result waits to be taken.
+  bool Pending() {
+    MutexLock l(&mu_);
+    return requested_ || result_.has_value();
+  }
+
+  // Ready when a result is there; otherwise makes a request unless one is running (another
+  // Python thread's next() may have taken the result this one's request brought).
+  bool ReadyOrRequest() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (result_) return true;
+    if (!requested_) {
+      requested_ = true;
+      cv_.SignalAll();
     }
-    // Ready when a result is there; otherwise a request is made unless one is running (another
-    // Python thread's next() may have taken the result this one's request brought).
-    auto ready = [this] {
-      if (result_) return true;
-      if (!requested_) {
-        requested_ = true;
-        cv_.notify_all();
-      }
-      return false;
-    };
+    return false;
+  }
+
+  // The next result: waits for the fetching thread without the GIL, taking the GIL every
+  // kSignalCheckInterval for signal handlers. A handler's exception (KeyboardInterrupt)
+  // propagates and leaves the request running.
+  Result Wait() {
+    if (!thread_.joinable()) thread_ = std::thread([this] { Fetch(); });
     while (true) {
       {
         py::gil_scoped_release release;
-        std::unique_lock<std::mutex> l(mu_);
-        if (cv_.wait_for(l, kSignalCheckInterval, ready)) {
+        MutexLock l(&mu_);
+        const auto deadline = std::chrono::steady_clock::now() + kSignalCheckInterval;
+        while (!ReadyOrRequest() && std::chrono::steady_clock::now() < deadline) {
+          cv_.WaitUntil(&mu_, deadline);
+        }
+        if (result_) {
           Result result = *std::move(result_);
           result_.reset();
           return result;
@@ -147,28 +145,33 @@ class PyIterator {
 
   // The fetching thread: one GetNext per request.
   void Fetch() {
-    std::unique_lock<std::mutex> l(mu_);
     while (true) {
-      cv_.wait(l, [this] { return stop_ || requested_; });
-      if (stop_) return;
-      l.unlock();
+      {
+        MutexLock l(&mu_);
+        while (!stop_ && !requested_) cv_.Wait(&mu_);
+        if (stop_) return;
+      }
       Result result = iterator_->GetNext();
-      l.lock();
-      requested_ = false;
-      result_ = std::move(result);
-      cv_.notify_all();
+      {
+        MutexLock l(&mu_);
+        requested_ = false;
+        result_ = std::move(result);
+      }
+      cv_.SignalAll();
     }
   }
 
   std::unique_ptr<Iterator> iterator_;
-  bool started_ = false;  // a next() returned, or a state was loaded (touched under the GIL)
+  // Touched only with the GIL held (Python calls the methods above with it).
+  bool started_ = false;  // a next() returned, or a state was loaded
   bool ended_ = false;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool requested_ = false;        // guarded by mu_
-  std::optional<Result> result_;  // guarded by mu_
-  bool stop_ = false;             // guarded by mu_
-  std::thread thread_;
+  std::thread thread_;  // started by the first next(); joined by the destructor
+
+  Mutex mu_;
+  CondVar cv_;
+  bool requested_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<Result> result_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace

@@ -20,6 +20,7 @@ void RegisterTesting(pybind11::module_& m);
 PYBIND11_MODULE(_sluice, m) {
   namespace python = sluice::python;
   m.doc() = "sluice's C++ engine; import sluice, not this.";
+  m.attr("__version__") = SLUICE_VERSION;
   python::RegisterErrors(m);
   python::RegisterTensor(m);
   python::RegisterOps(m);

@@ -11,6 +11,7 @@ from conftest import small100_features
 
 def test_import_names():
     assert sluice.AUTOTUNE == -1
+    assert sluice.__version__.count(".") == 2
     assert issubclass(sluice.DataLossError, IOError)
     for name in ("Dataset", "Options", "Tensor", "bench", "image_dataset_from_directory"):
         assert hasattr(sluice, name)

@@ -1,6 +1,7 @@
 """Python's pipeline yields what the same pipeline declared in C++ yields: bytes, shapes, dtypes."""
 
 import os
+import pathlib
 import subprocess
 
 import numpy as np
@@ -51,9 +52,11 @@ def batches_of(ds):
 
 
 def test_equals_the_cpp_pipeline(data, tmp_path):
-    reference = os.environ.get("SLUICE_REFERENCE_PIPELINE")
-    if not reference:
-        pytest.skip("SLUICE_REFERENCE_PIPELINE is not set (ctest sets it to the built program)")
+    # ctest names the program; by hand, the README's build directory has it.
+    default = pathlib.Path(__file__).parents[2] / "build" / "python" / "python_reference_pipeline"
+    reference = os.environ.get("SLUICE_REFERENCE_PIPELINE", str(default))
+    if not os.path.exists(reference):
+        pytest.skip(f"{reference} is not built (target python_reference_pipeline)")
     out = tmp_path / "batches.bin"
     listing = subprocess.run(
         [reference, str(data / "images3.tfrecord"), str(out)], check=True, capture_output=True, text=True
