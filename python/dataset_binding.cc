@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "dataset/dataset_base.h"
+#include "dataset/element_spec.h"
 #include "dataset/options.h"
 #include "io/compression.h"
 #include "python/errors.h"
@@ -141,6 +142,18 @@ void RegisterSources(py::class_<PyDataset>& c) {
           },
           py::arg("tensors"), "tf.data.Dataset.from_tensors: one element.")
       .def_static(
+          "from_generator",
+          [](const py::object& generator, const std::optional<py::tuple>& args) {
+            if (!PyCallable_Check(generator.ptr())) {
+              throw py::type_error("from_generator: generator must be a callable");
+            }
+            return Wrap(Dataset::FromGenerator(
+                PythonGeneratorSource(generator, args.value_or(py::tuple()))));
+          },
+          py::arg("generator"), py::arg("args") = py::none(),
+          "tf.data.Dataset.from_generator: the elements generator(*args) yields (a value or a "
+          "tuple of values each), taken under the GIL. Its iterators cannot be checkpointed.")
+      .def_static(
           "range",
           [](int64_t a, std::optional<int64_t> b, int64_t step) {
             if (step == 0) throw py::value_error("range() step must not be zero");
@@ -234,6 +247,32 @@ void RegisterTransformations(py::class_<PyDataset>& c) {
           py::arg("num_parallel_calls") = py::none(),
           "tf.data.Dataset.batch: every component stacked along a new first dimension.")
       .def(
+          "padded_batch",
+          [](const PyDataset& self, int64_t batch_size, const py::object& padded_shapes,
+             const py::object& padding_values, bool drop_remainder) {
+            if (batch_size < 1) throw py::value_error("batch_size must be >= 1");
+            PaddedBatchOptions options;
+            options.drop_remainder = drop_remainder;
+            if (!padded_shapes.is_none()) {
+              // One shape per component; None (or -1) pads that dimension to the longest.
+              for (py::handle shape : padded_shapes) {
+                std::vector<int64_t> dims;
+                for (py::handle d : shape) dims.push_back(d.is_none() ? -1 : d.cast<int64_t>());
+                options.padded_shapes.push_back(std::move(dims));
+              }
+            }
+            if (!padding_values.is_none()) {
+              for (py::handle v : padding_values) {
+                options.padding_values.push_back(TensorFromPython(v));
+              }
+            }
+            return Wrap(self.dataset.PaddedBatch(batch_size, std::move(options)));
+          },
+          py::arg("batch_size"), py::arg("padded_shapes") = py::none(),
+          py::arg("padding_values") = py::none(), py::arg("drop_remainder") = false,
+          "tf.data.Dataset.padded_batch: padded_shapes and padding_values one per component (a "
+          "tuple), None dimensions padded to the batch's longest; values default to zeros.")
+      .def(
           "unbatch", [](const PyDataset& self) { return Wrap(self.dataset.Unbatch()); },
           "tf.data.Dataset.unbatch.")
       .def(
@@ -309,9 +348,32 @@ components leave as sluice.Tensor (NumPy, DLPack, no copy), bytes as bytes.
 )doc");
   RegisterSources(c);
   RegisterTransformations(c);
-  c.def(
-       "cardinality", [](const PyDataset& self) { return self.dataset.Cardinality(); },
-       "The number of elements, or INFINITE_CARDINALITY (-1), UNKNOWN_CARDINALITY (-2).")
+  c.def_property_readonly(
+       "element_spec",
+       [](const PyDataset& self) -> py::object {
+         const ElementSpec spec = self.dataset.element_spec();
+         if (!spec.known()) return py::none();
+         py::tuple components(spec.components().size());
+         for (size_t i = 0; i < spec.components().size(); ++i) {
+           const TensorSpec& t = spec.components()[i];
+           py::object shape = py::none();
+           if (!t.shape.unknown_rank()) {
+             py::list dims;
+             for (int64_t d : t.shape.dims()) {
+               dims.append(d < 0 ? py::object(py::none()) : py::object(py::int_(d)));
+             }
+             shape = py::tuple(dims);
+           }
+           components[i] = py::make_tuple(std::string(DTypeName(t.dtype)), shape);
+         }
+         return components;
+       },
+       "tf.data's element_spec as a tuple of (dtype, shape) per component, None for an unknown "
+       "dimension or rank; None where a Python or built-in function makes the elements (sluice "
+       "cannot trace it, as tf.data does).")
+      .def(
+          "cardinality", [](const PyDataset& self) { return self.dataset.Cardinality(); },
+          "The number of elements, or INFINITE_CARDINALITY (-1), UNKNOWN_CARDINALITY (-2).")
       .def("__iter__", [](const PyDataset& self) { return MakePyIterator(self.dataset); })
       .def("__repr__",
            [](const PyDataset& self) {

@@ -106,4 +106,29 @@ DatasetFn PythonDatasetFn(py::object fn) {
   };
 }
 
+std::function<Generator()> PythonGeneratorSource(py::object generator, py::tuple args) {
+  auto f = std::make_shared<PyFunction>(std::move(generator));
+  auto a = std::make_shared<PyFunction>(std::move(args));
+  const std::string where = absl::StrCat("generator ", NameOf(f->get()));
+  return [f, a, where]() -> Generator {
+    // The Python iterator, made by the first call (on the pipeline's thread, like the others):
+    // its error then comes where the first element would.
+    auto state = std::make_shared<std::shared_ptr<PyFunction>>();
+    return [f, a, where, state]() -> absl::StatusOr<std::optional<Element>> {
+      return CallPython<std::optional<Element>>(where, [&]() -> std::optional<Element> {
+        if (*state == nullptr) {
+          *state = std::make_shared<PyFunction>(
+              py::iter(f->get()(*py::reinterpret_borrow<py::tuple>(a->get()))));
+        }
+        PyObject* next = PyIter_Next((*state)->get().ptr());
+        if (next == nullptr) {
+          if (PyErr_Occurred()) throw py::error_already_set();
+          return std::nullopt;
+        }
+        return ElementFromPython(py::reinterpret_steal<py::object>(next));
+      });
+    };
+  };
+}
+
 }  // namespace sluice::python

@@ -3,6 +3,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -38,6 +39,9 @@ MapFn PythonMapFn(py::object fn);
 PredicateFn PythonPredicateFn(py::object fn);
 // fn(*components) -> sluice.Dataset.
 DatasetFn PythonDatasetFn(py::object fn);
+// from_generator's source: each iterator calls generator(*args) and yields what the Python
+// iterator it returns yields, converted as a map function's results.
+std::function<Generator()> PythonGeneratorSource(py::object generator, py::tuple args);
 
 }  // namespace sluice::python
 

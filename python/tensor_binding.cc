@@ -305,8 +305,9 @@ Tensor TensorFromPython(py::handle value) {
   if (kind == 'S' || kind == 'U' || kind == 'O') return BytesTensorFromArray(array);
   const DType dtype = DTypeForNumpy(array.dtype());
   const NumpyType* type = NumpyTypeOf(dtype);
-  py::array contiguous =
-      py::module_::import("numpy").attr("ascontiguousarray")(array, py::arg("dtype") = type->name);
+  // asarray(order="C"), not ascontiguousarray, which makes a scalar an array of one element.
+  py::array contiguous = py::module_::import("numpy").attr("asarray")(
+      array, py::arg("dtype") = type->name, py::arg("order") = "C");
   std::vector<int64_t> dims(contiguous.shape(), contiguous.shape() + contiguous.ndim());
   Tensor tensor(dtype, Shape(dims));
   if (tensor.byte_size() > 0) {

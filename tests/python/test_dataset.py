@@ -53,6 +53,7 @@ def test_from_tensor_slices_and_transformations():
     np.testing.assert_array_equal(rows[3][0], x[3])
 
     assert [int(np.asarray(v)) for v in sluice.Dataset.range(10).take(3)] == [0, 1, 2]
+    assert [t.shape for t in next(iter(sluice.Dataset.from_tensors((7, 2.5))))] == [(), ()]
     assert [int(np.asarray(v)) for v in sluice.Dataset.range(10).skip(8)] == [8, 9]
     assert [int(np.asarray(v)) for v in sluice.Dataset.range(10).shard(3, 1)] == [1, 4, 7]
     assert [int(np.asarray(v)) for v in sluice.Dataset.range(2).repeat(2)] == [0, 1, 0, 1]
@@ -108,6 +109,7 @@ def test_python_map_function_gets_numpy_and_returns_values():
     )
     out = list(ds)
     assert [int(np.asarray(a)) for a, _, _ in out] == [0, 2, 4, 6]
+    assert out[0][0].shape == () and out[0][1].shape == ()  # NumPy scalars stay scalars
     assert out[0][1].dtype == "float32" and out[0][2] == b"tag"
 
 
@@ -131,3 +133,38 @@ def test_bad_arguments():
         sluice.Dataset.from_tensor_slices({"a": np.zeros(3)})
     with pytest.raises(TypeError, match="float64|complex"):
         sluice.Dataset.from_tensor_slices(np.zeros(3, dtype=np.complex64))
+
+
+def test_from_generator():
+    def gen(n):
+        for i in range(n):
+            yield np.full(i, i, dtype=np.int32), b"x" * i
+
+    ds = sluice.Dataset.from_generator(gen, args=(4,))
+    out = [(np.asarray(a).tolist(), b) for a, b in ds]
+    assert out == [([], b""), ([1], b"x"), ([2, 2], b"xx"), ([3, 3, 3], b"xxx")]
+    assert len(list(ds)) == 4  # each iterator calls the generator again
+
+    def broken():
+        yield 1
+        raise KeyError("generator failed")
+
+    it = iter(sluice.Dataset.from_generator(broken))
+    next(it)
+    with pytest.raises(KeyError, match="generator failed"):
+        next(it)
+
+
+def test_padded_batch():
+    ds = sluice.Dataset.from_generator(lambda: (np.arange(n, dtype=np.int64) for n in (1, 3, 2)))
+    batches = [np.asarray(b).tolist() for b in ds.padded_batch(2)]
+    assert batches == [[[0, 0, 0], [0, 1, 2]], [[0, 1]]]
+    padded = ds.padded_batch(3, padded_shapes=([4],), padding_values=(-1,))
+    assert np.asarray(next(iter(padded))).tolist() == [[0, -1, -1, -1], [0, 1, 2, -1], [0, 1, -1, -1]]
+
+
+def test_element_spec():
+    ds = sluice.Dataset.from_tensor_slices((np.zeros((5, 3), np.float32), np.arange(5)))
+    assert ds.element_spec == (("float32", (3,)), ("int64", ()))
+    assert ds.batch(2).element_spec == (("float32", (None, 3)), ("int64", (None,)))
+    assert ds.map(lambda x, y: x).element_spec is None
