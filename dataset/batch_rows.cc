@@ -17,7 +17,12 @@ absl::StatusOr<Tensor> BatchRows::Row(int64_t index) {
   {
     MutexLock l(&mu_);
     Open& open = open_[b];
-    if (open.buffer == nullptr) open.buffer = pool_->Get(row_bytes_ * static_cast<size_t>(batch_));
+    if (open.buffer == nullptr) {
+      open.buffer = pool_->Get(row_bytes_ * static_cast<size_t>(batch_));
+      open.taken.assign(static_cast<size_t>(batch_), 0);
+    }
+    if (open.taken[static_cast<size_t>(r)]) return Tensor(dtype_, row_shape_);
+    open.taken[static_cast<size_t>(r)] = 1;
     buffer = open.buffer;
     if (++open.rows == batch_) open_.erase(b);
     while (!open_.empty() && open_.begin()->first < b - kOpenBatches) open_.erase(open_.begin());

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/buffer_pool.h"
@@ -20,7 +21,9 @@ namespace sluice {
 // that buffer the batch (dataset/batch.cc). That holds while the Map's element indices and the
 // Batch's rows line up (deterministic order, no error or op in between); otherwise Batch copies,
 // as always. Buffers come from a pool: a batch of 224x224 float images is 38 MB, a fresh mmap
-// each time. Thread-safe.
+// each time. Thread-safe. Two iterators of one pipeline share it and ask for the same indices: a
+// row already handed out is not handed out again (the second gets memory of its own, and its
+// Batch copies).
 class BatchRows {
  public:
   BatchRows(int64_t batch, DType dtype, Shape row_shape);
@@ -35,7 +38,8 @@ class BatchRows {
 
   struct Open {
     std::shared_ptr<Buffer> buffer;
-    int64_t rows = 0;  // handed out
+    std::vector<char> taken;  // by row
+    int64_t rows = 0;         // handed out
   };
 
   const int64_t batch_;
