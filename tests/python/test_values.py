@@ -145,3 +145,24 @@ def test_batch_adopting_the_rows_yields_the_same_values(data):
     for a, b in zip(adopted, copied):
         for x, y in zip(a, b):
             assert x.tobytes() == y.tobytes()
+
+
+def test_two_live_iterators_of_a_batch_adopting_pipeline(data):
+    # Both iterators' Maps ask for the same batch rows, with different photos in them (the shuffle
+    # has no seed: each iterator draws its own); neither may write into the other's. The crop is
+    # no random one: with the whole area and aspect ratios narrower than every photo's, no window
+    # fits, and the fallback is the centred window, so each label has one image.
+    whole = [
+        sluice.ops.parse_example(image_features(sluice)),
+        sluice.ops.decode_and_random_resized_crop(16, scale=(1.0, 1.0), ratio=(0.5, 0.6)),
+        sluice.ops.normalize(sluice.IMAGENET_MEAN, sluice.IMAGENET_STD),
+    ]
+    photos = sluice.Dataset.tfrecord(str(data / "images3.tfrecord"))
+    reference = {int(np.asarray(y)): np.asarray(x).tobytes() for x, y in photos.map(whole)}
+    ds = photos.repeat(40).shuffle(9).map(whole, num_parallel_calls=2).batch(4)
+    a, b = iter(ds), iter(ds)
+    for _ in range(30):
+        for it in (a, b):
+            images, labels = (np.asarray(c) for c in next(it))
+            for image, label in zip(images, labels):
+                assert image.tobytes() == reference[int(label)]
