@@ -2,7 +2,7 @@
 """sluice from Python against `sluice bench` and PyTorch's DataLoader, side by side (issue 43).
 
   PYTHONPATH=build/python bench/python_loader_compare.py --sluice build/sluice [--seconds 10]
-      [--rounds 3] [--work DIR]
+      [--rounds 3] [--work DIR] [--restart-interval N] [--skip-e2e]
 
 On the photo set `sluice bench` documents (docs/benchmarks.md: images3's 3 photos copied 667
 times, 2,001 JPEGs, as 4 TFRecord shards; made in --work unless already there), the same input
@@ -43,14 +43,18 @@ import pytorch_compare  # noqa: E402  (the DataLoader baseline's TFRecord reader
 import sluice  # noqa: E402
 
 
-def make_set(work, sluice_binary, fixture):
-    files = os.path.join(work, "set", "train-*.tfrecord")
+def make_set(work, sluice_binary, fixture, restart_interval):
+    """The photo set's shards in work/set-r<restart_interval>/, made unless already there."""
+    out = os.path.join(work, f"set-r{restart_interval}")
+    files = os.path.join(out, "train-*.tfrecord")
     if glob.glob(files):
         return files
     tree = os.path.join(work, "tree")
-    pytorch_compare.make_tree(argparse.Namespace(fixture=fixture, copies=667, out=tree))
-    subprocess.run([sluice_binary, "convert", "images", tree, "--out", os.path.join(work, "set"),
-                    "--shards", "4"], check=True, stdout=subprocess.DEVNULL)
+    if not os.path.isdir(tree):
+        pytorch_compare.make_tree(argparse.Namespace(fixture=fixture, copies=667, out=tree))
+    subprocess.run([sluice_binary, "convert", "images", tree, "--out", out, "--shards", "4",
+                    "--restart-interval", str(restart_interval)],
+                   check=True, stdout=subprocess.DEVNULL)
     return files
 
 
@@ -178,11 +182,14 @@ def main():
     parser.add_argument("--work", default="/tmp/sluice-python-compare")
     parser.add_argument("--fixture", default=os.path.join(HERE, "..", "tests", "data",
                                                           "images3.tfrecord"))
+    parser.add_argument("--restart-interval", type=int, default=0,
+                        help="`sluice convert images --restart-interval N` (lossless restart "
+                             "markers, which sluice's crop decode uses; 0: the JPEGs as they are)")
     parser.add_argument("--skip-e2e", action="store_true", help="the input side only")
     args = parser.parse_args()
     import torch
 
-    files = make_set(args.work, args.sluice, args.fixture)
+    files = make_set(args.work, args.sluice, args.fixture, args.restart_interval)
     measures = {
         "cli": lambda: run_cli(args.sluice, files, args.seconds),
         "python": lambda: run_python(files, args.seconds),
@@ -203,6 +210,7 @@ def main():
     report = {
         "cpu": cpu, "cores": os.cpu_count(), "torch": torch.__version__,
         "photos": sum(1 for f in glob.glob(files) for _ in pytorch_compare.read_tfrecords(f)),
+        "restart_interval": args.restart_interval,
         "seconds": args.seconds, "runs": runs, "median": median,
         "python_over_cli": median["python"] / median["cli"],
         "python_over_torch": median["python"] / median["torch"],
