@@ -5,6 +5,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "core/mutex.h"
 #include "dataset/iterator.h"
 #include "python/errors.h"
+#include "python/py_function.h"
 #include "python/tensor_binding.h"
 
 namespace sluice::python {
@@ -33,12 +35,19 @@ using Result = absl::StatusOr<std::optional<Element>>;
 // is the next call's, so none is lost.
 class PyIterator {
  public:
-  explicit PyIterator(const Dataset& dataset) : iterator_(dataset.MakeIterator()) {}
+  explicit PyIterator(const Dataset& dataset) : iterator_(dataset.MakeIterator()) {
+    Live().insert(this);
+  }
+
+  ~PyIterator() {
+    Live().erase(this);
+    Close();
+  }
 
   // Joins the fetching thread (which may be finishing a GetNext) and destroys the C++ iterator,
   // which joins the pipeline's threads, without the GIL: they may be waiting for it to run a
-  // Python map function.
-  ~PyIterator() {
+  // Python map function. Idempotent; next() then raises.
+  void Close() {
     py::gil_scoped_release release;
     {
       MutexLock l(&mu_);
@@ -49,8 +58,20 @@ class PyIterator {
     iterator_.reset();
   }
 
+  // Closes every live iterator at exit, before the interpreter finalizes, and waits for the
+  // Python calls their pipelines' threads are still making (which a closed iterator does not
+  // wait for: they finish on their own). A pipeline thread that asked for the GIL later would be
+  // stopped for good by Python, in the middle of C++ code.
+  static void CloseAll() {
+    StopPythonCalls();
+    for (PyIterator* it : Live()) it->Close();
+    py::gil_scoped_release release;  // the calls still running need it to finish
+    WaitForPythonCalls();
+  }
+
   py::object Next() {
     if (ended_) throw py::stop_iteration();
+    CheckOpen();
     Result result = Wait();
     if (!result.ok()) ThrowStatus(result.status());
     if (!result->has_value()) {
@@ -62,6 +83,7 @@ class PyIterator {
   }
 
   py::dict StateDict() {
+    CheckOpen();
     if (Pending()) {
       throw py::value_error(
           "state_dict(): an interrupted next() still holds an element; call next() first");
@@ -79,6 +101,7 @@ class PyIterator {
   }
 
   void LoadStateDict(const py::dict& state) {
+    CheckOpen();
     if (started_ || Pending()) {
       throw py::value_error(
           "load_state_dict() must come before the first next(): call it on a fresh iter(dataset)");
@@ -103,6 +126,10 @@ class PyIterator {
   }
 
  private:
+  void CheckOpen() const {
+    if (iterator_ == nullptr) throw py::value_error("the iterator was closed at interpreter exit");
+  }
+
   // Whether a request is running or its result waits to be taken.
   bool Pending() {
     MutexLock l(&mu_);
@@ -161,6 +188,12 @@ class PyIterator {
     }
   }
 
+  // The iterators not yet destroyed (touched with the GIL held).
+  static std::set<PyIterator*>& Live() {
+    static auto* live = new std::set<PyIterator*>;
+    return *live;
+  }
+
   std::unique_ptr<Iterator> iterator_;
   // Touched only with the GIL held (Python calls the methods above with it).
   bool started_ = false;  // a next() returned, or a state was loaded
@@ -181,6 +214,7 @@ py::object MakePyIterator(const Dataset& dataset) {
 }
 
 void RegisterIterator(py::module_& m) {
+  py::module_::import("atexit").attr("register")(py::cpp_function(&PyIterator::CloseAll));
   py::class_<PyIterator>(m, "Iterator", R"doc(
 iter(dataset): yields the dataset's elements. next() waits without the GIL; Ctrl-C
 interrupts it (the element it was waiting for is the next call's).

@@ -2,17 +2,51 @@
 
 #include <Python.h>
 
+#include <cstdint>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "core/mutex.h"
 #include "python/dataset_binding.h"
 #include "python/errors.h"
 #include "python/tensor_binding.h"
 
 namespace sluice::python {
 namespace {
+
+// The pipeline threads' Python calls (and releases of Python objects), counted, so that
+// interpreter exit can stop new ones and wait for those running.
+struct PythonCalls {
+  Mutex mu;
+  CondVar done;
+  bool stopped ABSL_GUARDED_BY(mu) = false;
+  int64_t running ABSL_GUARDED_BY(mu) = 0;
+};
+
+PythonCalls& Calls() {
+  static auto* calls = new PythonCalls;  // never destroyed: used until the process ends
+  return *calls;
+}
+
+// Whether a Python call may start (counted until LeavePython); false once exit began.
+bool EnterPython() {
+  PythonCalls& c = Calls();
+  MutexLock l(&c.mu);
+  if (c.stopped) return false;
+  ++c.running;
+  return true;
+}
+
+void LeavePython() {
+  PythonCalls& c = Calls();
+  {
+    MutexLock l(&c.mu);
+    --c.running;
+  }
+  c.done.SignalAll();
+}
 
 // A name for messages: the function's __qualname__, or its repr.
 std::string NameOf(const py::object& fn) {
@@ -30,27 +64,50 @@ py::tuple Arguments(const Element& element) {
 // TypeError of a result that is no tensor) into a Status naming `where`.
 template <typename T, typename Body>
 absl::StatusOr<T> CallPython(const std::string& where, Body body) {
-  py::gil_scoped_acquire gil;
-  try {
-    return body();
-  } catch (py::error_already_set& error) {
-    return StatusFromPythonError(error, where);
-  } catch (py::builtin_exception& e) {
-    e.set_error();
-    py::error_already_set error;
-    return StatusFromPythonError(error, where);
+  if (!EnterPython()) return absl::CancelledError(where + ": the interpreter is exiting");
+  absl::StatusOr<T> result;
+  {
+    py::gil_scoped_acquire gil;
+    try {
+      result = body();
+    } catch (py::error_already_set& error) {
+      result = StatusFromPythonError(error, where);
+    } catch (py::builtin_exception& e) {
+      e.set_error();
+      py::error_already_set error;
+      result = StatusFromPythonError(error, where);
+    }
   }
+  LeavePython();
+  return result;
 }
 
 }  // namespace
 
 PyFunction::~PyFunction() {
-  if (!Py_IsInitialized() || _Py_IsFinalizing()) {
-    fn_.release();  // nothing to return it to
+  if (!EnterPython()) {
+    fn_.release();  // the interpreter is exiting: nothing to return it to
     return;
   }
-  py::gil_scoped_acquire gil;
-  fn_ = py::object();
+  if (Py_IsInitialized() && !_Py_IsFinalizing()) {
+    py::gil_scoped_acquire gil;
+    fn_ = py::object();
+  } else {
+    fn_.release();
+  }
+  LeavePython();
+}
+
+void StopPythonCalls() {
+  PythonCalls& c = Calls();
+  MutexLock l(&c.mu);
+  c.stopped = true;
+}
+
+void WaitForPythonCalls() {
+  PythonCalls& c = Calls();
+  MutexLock l(&c.mu);
+  while (c.running > 0) c.done.Wait(&c.mu);
 }
 
 MapFn PythonMapFn(py::object fn) {

@@ -39,6 +39,15 @@ MapFn PythonMapFn(py::object fn);
 PredicateFn PythonPredicateFn(py::object fn);
 // fn(*components) -> sluice.Dataset.
 DatasetFn PythonDatasetFn(py::object fn);
+// Interpreter exit (an atexit handler, before the interpreter finalizes): from now on, pipeline
+// threads make no Python call (a map function's call is Cancelled, a function object is leaked),
+// and once the iterators are closed, WaitForPythonCalls() waits for the calls already running. A
+// thread that asked for the GIL during finalization would be stopped for good by Python, in the
+// middle of C++ code that never returns.
+void StopPythonCalls();
+// Waits, without the GIL (release it first), until no pipeline thread is in a Python call.
+void WaitForPythonCalls();
+
 // from_generator's source: each iterator calls generator(*args) and yields what the Python
 // iterator it returns yields, converted as a map function's results.
 std::function<Generator()> PythonGeneratorSource(py::object generator, py::tuple args);

@@ -348,6 +348,10 @@ DType DTypeFromPython(py::handle dtype) {
 }
 
 void RegisterTensor(py::module_& m) {
+  // pybind11's NumPy API table is a function-local static that imports NumPy: made first by a
+  // pipeline thread (a map function's arguments), it deadlocked that thread, which holds the GIL,
+  // against another inside the import, which waits for it. Made here, once, by the importer.
+  py::detail::npy_api::get();
   py::class_<PyTensor> cls(m, "Tensor", py::buffer_protocol(), R"doc(
 One component of a sluice element: a view of a C++ tensor, shared without a copy.
 

@@ -202,3 +202,29 @@ def test_end_is_stop_iteration():
         next(it)
     with pytest.raises(StopIteration):
         next(it)
+
+
+EXIT_WITH_LIVE_ITERATOR = """
+import time
+import sluice
+
+def slow(x):
+    time.sleep(0.02)
+    return x
+
+it = iter(sluice.Dataset.range(1000).map(slow, num_parallel_calls=4).prefetch(8))
+next(it)  # the first NumPy array of this process is made on a pipeline thread
+print("exiting")
+"""
+
+
+def test_fresh_process_exits_with_a_live_iterator():
+    # Python functions still running on the pipeline's threads at exit: the iterator is closed
+    # before the interpreter finalizes (a thread that asks for the GIL later is killed by Python).
+    import subprocess
+    import sys
+
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", EXIT_WITH_LIVE_ITERATOR], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0 and done.stdout == "exiting\n", done.stderr
