@@ -152,7 +152,8 @@ void RegisterSources(py::class_<PyDataset>& c) {
           },
           py::arg("generator"), py::arg("args") = py::none(),
           "tf.data.Dataset.from_generator: the elements generator(*args) yields (a value or a "
-          "tuple of values each), taken under the GIL. Its iterators cannot be checkpointed.")
+          "tuple of values each), taken under the GIL. A restore calls it again and skips to "
+          "the saved position.")
       .def_static(
           "range",
           [](int64_t a, std::optional<int64_t> b, int64_t step) {

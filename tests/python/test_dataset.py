@@ -144,6 +144,11 @@ def test_from_generator():
     out = [(np.asarray(a).tolist(), b) for a, b in ds]
     assert out == [([], b""), ([1], b"x"), ([2, 2], b"xx"), ([3, 3, 3], b"xxx")]
     assert len(list(ds)) == 4  # each iterator calls the generator again
+    it = iter(ds)
+    next(it)
+    resumed = iter(ds)
+    resumed.load_state_dict(it.state_dict())  # the generator runs again, up to the position
+    assert [b for _, b in resumed] == [b"x", b"xx", b"xxx"]
 
     def broken():
         yield 1
