@@ -101,6 +101,16 @@ def test_gil_released_while_next_waits():
 
 
 def test_ctrl_c_interrupts_a_blocking_next():
+    # Python's own SIGINT handler, which Python does not install when it starts with SIGINT
+    # ignored (as a shell's background job does).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        interrupt_a_blocking_next()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def interrupt_a_blocking_next():
     ds = sluice.Dataset.range(3).map(sluice._testing.sleep(1.5))
     it = iter(ds)
     timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
