@@ -7,8 +7,9 @@ import pytest
 
 DATA = pathlib.Path(os.environ.get("SLUICE_TEST_DATA", pathlib.Path(__file__).parents[1] / "data"))
 
-# small100.tfrecord's features (tests/data, and /work/shared/fixtures' README): id = i,
-# vec = (i * 0.5, -i, 1 / (i + 1)), name = "item-i".
+
+# small100.tfrecord's features (tests/data): id = i, vec = (i * 0.5, -i, 1 / (i + 1)),
+# name = "item-i".
 def small100_features(sluice):
     return {
         "id": sluice.io.FixedLenFeature([], "int64"),
@@ -17,14 +18,12 @@ def small100_features(sluice):
     }
 
 
-IMAGE_FEATURES = ("image/encoded", "image/class/label")
-
-
 @pytest.fixture
 def data():
     return DATA
 
 
+# images3.tfrecord's: a photo and its label (1, 4 or 7).
 def image_features(sluice):
     return {
         "image/encoded": sluice.io.FixedLenFeature([], "string"),
