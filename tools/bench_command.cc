@@ -309,65 +309,10 @@ void PrintText(const BenchmarkResult& result, int64_t bytes, const std::string& 
 void PrintJson(const BenchArgs& args, const BenchmarkResult& result, int64_t bytes,
                const std::string& pipeline, const std::optional<AutotuneReport>& autotune,
                const std::optional<Convergence>& convergence) {
-  JsonWriter json;
-  json.BeginObject();
-  json.Key("elements_per_second");
-  json.Double(result.examples_per_second);
-  json.Key("bytes_per_second");
-  json.Double(bytes / std::max(result.seconds, 1e-9));
-  json.Key("elements");
-  json.Int(result.examples);
-  json.Key("batches");
-  json.Int(args.pipeline.decode_only ? 0 : result.elements);
-  json.Key("bytes");
-  json.Int(bytes);
-  json.Key("seconds");
-  json.Double(result.seconds);
-  json.Key("pipeline");
-  json.String(pipeline);
-  json.Key("device");
-  json.String(args.device.DebugString());
-  json.Key("stages");
-  json.BeginArray();
-  for (const BenchmarkStage& stage : result.stages) {
-    const NodeStatsSnapshot& s = stage.stats;
-    json.BeginObject();
-    json.Key("name");
-    json.String(s.name);
-    json.Key("kind");
-    json.String(NodeKindName(s.kind));
-    json.Key("elements");
-    json.Int(s.elements_produced);
-    json.Key("bytes");
-    json.Int(s.bytes_produced);
-    json.Key("busy_ns");
-    json.Int(s.busy_ns);
-    json.Key("wait_ns");
-    json.Int(s.wait_ns);
-    json.Key("utilization");
-    json.Double(stage.utilization);
-    json.Key("parallelism");
-    json.Int(s.parallelism);
-    json.Key("buffer_size");
-    json.Int(s.buffer_size);
-    json.Key("buffered_elements");
-    json.Int(s.buffered_elements);
-    json.Key("skipped");
-    json.Int(s.skipped);
-    json.EndObject();
-  }
-  json.EndArray();
-  json.Key("bottleneck");
-  json.String(result.bottleneck);
-  json.Key("peak_rss_bytes");
-  json.Int(result.peak_rss_bytes);
-  if (convergence) ConvergenceJson(*convergence, json);
-  if (autotune) {
-    json.Key("autotune");
-    json.RawValue(autotune->ToJson());
-  }
-  json.EndObject();
-  std::printf("%s\n", json.str().c_str());
+  const int64_t batches = args.pipeline.decode_only ? 0 : result.elements;
+  std::printf("%s\n", bench::ReportJson(result, batches, bytes, pipeline, args.device.DebugString(),
+                                        autotune, convergence)
+                          .c_str());
 }
 
 // --checkpoint-after: what a checkpoint of the pipeline costs mid-stream, and whether a fresh

@@ -129,4 +129,69 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
+std::string ReportJson(const BenchmarkResult& result, int64_t batches, int64_t bytes,
+                       const std::string& pipeline, const std::string& device,
+                       const std::optional<AutotuneReport>& autotune,
+                       const std::optional<Convergence>& convergence) {
+  JsonWriter json;
+  json.BeginObject();
+  json.Key("elements_per_second");
+  json.Double(result.examples_per_second);
+  json.Key("bytes_per_second");
+  json.Double(bytes / std::max(result.seconds, 1e-9));
+  json.Key("elements");
+  json.Int(result.examples);
+  json.Key("batches");
+  json.Int(batches);
+  json.Key("bytes");
+  json.Int(bytes);
+  json.Key("seconds");
+  json.Double(result.seconds);
+  json.Key("pipeline");
+  json.String(pipeline);
+  json.Key("device");
+  json.String(device);
+  json.Key("stages");
+  json.BeginArray();
+  for (const BenchmarkStage& stage : result.stages) {
+    const NodeStatsSnapshot& s = stage.stats;
+    json.BeginObject();
+    json.Key("name");
+    json.String(s.name);
+    json.Key("kind");
+    json.String(NodeKindName(s.kind));
+    json.Key("elements");
+    json.Int(s.elements_produced);
+    json.Key("bytes");
+    json.Int(s.bytes_produced);
+    json.Key("busy_ns");
+    json.Int(s.busy_ns);
+    json.Key("wait_ns");
+    json.Int(s.wait_ns);
+    json.Key("utilization");
+    json.Double(stage.utilization);
+    json.Key("parallelism");
+    json.Int(s.parallelism);
+    json.Key("buffer_size");
+    json.Int(s.buffer_size);
+    json.Key("buffered_elements");
+    json.Int(s.buffered_elements);
+    json.Key("skipped");
+    json.Int(s.skipped);
+    json.EndObject();
+  }
+  json.EndArray();
+  json.Key("bottleneck");
+  json.String(result.bottleneck);
+  json.Key("peak_rss_bytes");
+  json.Int(result.peak_rss_bytes);
+  if (convergence) ConvergenceJson(*convergence, json);
+  if (autotune) {
+    json.Key("autotune");
+    json.RawValue(autotune->ToJson());
+  }
+  json.EndObject();
+  return json.str();
+}
+
 }  // namespace sluice::tools::bench

@@ -58,6 +58,13 @@ absl::StatusOr<Run> RunOnce(const Dataset& dataset, BenchmarkOptions options,
 
 double Median(std::vector<double> v);
 
+// The JSON object `sluice bench --json` prints for one run, which sluice.bench returns in Python
+// too: `batches` counts the yielded elements (0 when each is one image), `bytes` the input read.
+std::string ReportJson(const BenchmarkResult& result, int64_t batches, int64_t bytes,
+                       const std::string& pipeline, const std::string& device,
+                       const std::optional<AutotuneReport>& autotune,
+                       const std::optional<Convergence>& convergence);
+
 }  // namespace sluice::tools::bench
 
 #endif  // SLUICE_TOOLS_BENCH_RUN_H_

@@ -44,6 +44,9 @@ packages=(
   libonnx-dev python3-onnx
   # The API reference from the headers (tools/doxygen.sh, run by tools/test.sh).
   doxygen
+  # The Python module (python/, `import sluice`) for Debian's python3: pybind11, the DLPack
+  # header its batches leave through, NumPy, and pytest for tests/python.
+  python3-dev pybind11-dev python3-pybind11 libdlpack-dev python3-numpy python3-pytest
 )
 if [ "$bench" = 1 ]; then
   # libopenblas0-pthread becomes the libblas.so.3 alternative that PyTorch's CPU kernels load.

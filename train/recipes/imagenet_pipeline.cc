@@ -1,15 +1,14 @@
 #include "train/recipes/imagenet_pipeline.h"
 
-#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/buffer_pool.h"
-#include "core/mutex.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
+#include "dataset/batch_rows.h"
 #include "io/example_parser.h"
 #include "io/feature_spec.h"
 #include "ops/decode_jpeg.h"
@@ -26,55 +25,6 @@ namespace {
 // Free decoded images kept for reuse: about those in flight between the Map and
 // the consumer (the Map's results and the Prefetch buffer).
 constexpr size_t kDecodedImagesKept = 16;
-
-// Batches being filled whose buffer is kept: the Map runs a few elements
-// ahead of Batch, and a batch cut short by an error leaves its buffer behind.
-constexpr int64_t kOpenBatches = 4;
-
-// Gives the Map's result for element `index` the memory of row index % batch
-// of batch index / batch, so that Batch finds its rows already in place and
-// adopts the buffer instead of copying them (dataset/batch.cc). That holds
-// while Map's element indices and Batch's rows line up (deterministic order,
-// no error in between); otherwise Batch copies, as always. Buffers come from
-// a pool: a batch of 224x224 images is 38 MB, a fresh mmap each time.
-class BatchRows {
- public:
-  BatchRows(int64_t batch, DType dtype, Shape row_shape)
-      : batch_(batch),
-        dtype_(dtype),
-        row_bytes_(static_cast<size_t>(row_shape.num_elements()) * DTypeSize(dtype)),
-        row_shape_(std::move(row_shape)),
-        pool_(BufferPool::Create(2)) {}
-
-  absl::StatusOr<Tensor> Row(int64_t index) {
-    const int64_t b = index / batch_, r = index % batch_;
-    std::shared_ptr<Buffer> buffer;
-    {
-      MutexLock l(&mu_);
-      Open& open = open_[b];
-      if (open.buffer == nullptr) open.buffer = pool_->Get(row_bytes_ * batch_);
-      buffer = open.buffer;
-      if (++open.rows == batch_) open_.erase(b);
-      while (!open_.empty() && open_.begin()->first < b - kOpenBatches) open_.erase(open_.begin());
-    }
-    return Tensor::FromBuffer(dtype_, row_shape_, std::move(buffer),
-                              static_cast<size_t>(r) * row_bytes_);
-  }
-
- private:
-  struct Open {
-    std::shared_ptr<Buffer> buffer;
-    int64_t rows = 0;  // handed out
-  };
-
-  const int64_t batch_;
-  const DType dtype_;
-  const size_t row_bytes_;
-  const Shape row_shape_;
-  std::shared_ptr<BufferPool> pool_;
-  Mutex mu_;
-  std::map<int64_t, Open> open_ ABSL_GUARDED_BY(mu_);  // by batch number
-};
 
 // The training transform's output, fused into its resize: flipped by the element's seed,
 // normalized, written into the batch's row around the caches.

@@ -1,0 +1,58 @@
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "dataset/node_stats.h"
+#include "python/dataset_binding.h"
+#include "python/errors.h"
+#include "tools/bench_run.h"
+
+// sluice.bench(dataset, seconds=...): `sluice bench --json`'s report of any pipeline, as a dict.
+namespace sluice::python {
+
+namespace py = pybind11;
+
+void RegisterBench(py::module_& m) {
+  m.def(
+      "bench",
+      [](const PyDataset& dataset, std::optional<double> seconds, bool autotune_report) {
+        BenchmarkOptions options;
+        options.max_seconds = seconds.value_or(0);
+        absl::StatusOr<tools::bench::Run> run;
+        {
+          py::gil_scoped_release release;  // Python map functions take it as they run
+          run = tools::bench::RunOnce(dataset.dataset, options, std::nullopt,
+                                      /*show_progress=*/false);
+        }
+        if (!run.ok()) ThrowStatus(run.status());
+        // The input read: what the sources yielded (the TFRecord records), where the command
+        // line counts the records that reach its decode; the same for its pipelines.
+        int64_t bytes = 0;
+        for (const BenchmarkStage& stage : run->result.stages) {
+          if (stage.stats.kind == NodeKind::kSource) bytes += stage.stats.bytes_produced;
+        }
+        std::optional<AutotuneReport> autotune;
+        std::optional<tools::bench::Convergence> convergence;
+        if (autotune_report) {
+          autotune = run->report;
+          if (run->report) convergence = tools::bench::ConvergenceOf(run->timeline);
+        }
+        const std::string json =
+            tools::bench::ReportJson(run->result, run->result.elements, bytes,
+                                     dataset.dataset.DebugString(), "cpu", autotune, convergence);
+        return py::module_::import("json").attr("loads")(json);
+      },
+      py::arg("dataset"), py::arg("seconds") = 10.0, py::arg("autotune_report") = false,
+      R"doc(
+Iterates a fresh iterator of `dataset` for `seconds` (None: to its end, so give a
+finite dataset) with AUTOTUNE, and returns `sluice bench --json`'s report as a dict:
+elements_per_second (examples: a batch's first dimension), bytes, stages with their
+busy time, parallelism and buffers, the bottleneck, peak_rss_bytes. autotune_report
+adds AUTOTUNE's choices and the convergence time, as `sluice bench --autotune`.
+)doc");
+}
+
+}  // namespace sluice::python

@@ -1,0 +1,393 @@
+#include "python/dataset_binding.h"
+
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "dataset/dataset_base.h"
+#include "dataset/element_spec.h"
+#include "dataset/options.h"
+#include "io/compression.h"
+#include "python/errors.h"
+#include "python/iterator_binding.h"
+#include "python/ops_binding.h"
+#include "python/py_function.h"
+#include "python/tensor_binding.h"
+
+namespace sluice::python {
+namespace {
+
+// tf.data's parallelism arguments: None is sequential, AUTOTUNE (-1) or a count >= 1.
+int ParallelismOf(const std::optional<int>& n, const char* name) {
+  if (!n) return 1;
+  if (*n != kAutotune && *n < 1) {
+    throw py::value_error(absl::StrCat(name, " must be >= 1 or sluice.AUTOTUNE, not ", *n));
+  }
+  return *n;
+}
+
+// The built-in functions a map_func names: a sluice.ops.Op, or a list of them (composed);
+// nullopt for anything else.
+std::optional<PyOp> BuiltinOf(const py::object& fn) {
+  if (py::isinstance<PyOp>(fn)) return fn.cast<PyOp>();
+  if (!py::isinstance<py::list>(fn) && !py::isinstance<py::tuple>(fn)) return std::nullopt;
+  PyOp composed;
+  for (py::handle op : fn) {
+    if (!py::isinstance<PyOp>(op)) {
+      throw py::type_error("a list given to map must hold sluice.ops functions only");
+    }
+    const PyOp& p = op.cast<const PyOp&>();
+    composed.steps.insert(composed.steps.end(), p.steps.begin(), p.steps.end());
+  }
+  if (composed.steps.empty()) throw py::value_error("map([]): no function");
+  return composed;
+}
+
+std::vector<std::string> StringsOf(const py::object& value) {
+  if (py::isinstance<py::str>(value) || py::isinstance<py::bytes>(value)) {
+    return {value.cast<std::string>()};
+  }
+  std::vector<std::string> out;
+  for (py::handle item : value) out.push_back(item.cast<std::string>());
+  return out;
+}
+
+std::optional<Compression> CompressionOf(const std::optional<std::string>& type) {
+  if (!type) return std::nullopt;
+  absl::StatusOr<Compression> c = CompressionFromName(*type);
+  if (!c.ok()) ThrowStatus(c.status());
+  return *c;
+}
+
+PyDataset Wrap(Dataset d) { return PyDataset{std::move(d)}; }
+
+void RegisterOptions(py::module_& m) {
+  py::class_<Options>(m, "Options", R"doc(
+tf.data.Options: pipeline-wide settings, applied with Dataset.with_options. Unset (None)
+fields keep the value of an inner with_options, or the default.
+
+seed: the seed of every random op without its own (None: a fresh one per iterator).
+deterministic: the order is fixed whatever the parallelism (default True).
+threads: worker threads of the pipeline (0 = all cores); cpu_budget, ram_budget: AUTOTUNE's.
+autotune: run AUTOTUNE on AUTOTUNE knobs (default True).
+checkpoint_sources: checkpoints save buffered elements as their positions (default True).
+)doc")
+      .def(py::init([](std::optional<uint64_t> seed, std::optional<bool> deterministic,
+                       std::optional<int> threads, std::optional<int> cpu_budget,
+                       std::optional<int64_t> ram_budget, std::optional<bool> autotune,
+                       std::optional<bool> checkpoint_sources) {
+             Options o;
+             o.seed = seed;
+             o.deterministic = deterministic;
+             o.threads = threads;
+             o.cpu_budget = cpu_budget;
+             o.ram_budget = ram_budget;
+             o.autotune = autotune;
+             o.checkpoint_sources = checkpoint_sources;
+             return o;
+           }),
+           py::kw_only(), py::arg("seed") = py::none(), py::arg("deterministic") = py::none(),
+           py::arg("threads") = py::none(), py::arg("cpu_budget") = py::none(),
+           py::arg("ram_budget") = py::none(), py::arg("autotune") = py::none(),
+           py::arg("checkpoint_sources") = py::none())
+      .def_readwrite("seed", &Options::seed)
+      .def_readwrite("deterministic", &Options::deterministic)
+      .def_readwrite("threads", &Options::threads)
+      .def_readwrite("cpu_budget", &Options::cpu_budget)
+      .def_readwrite("ram_budget", &Options::ram_budget)
+      .def_readwrite("autotune", &Options::autotune)
+      .def_readwrite("checkpoint_sources", &Options::checkpoint_sources);
+}
+
+void RegisterSources(py::class_<PyDataset>& c) {
+  c.def_static(
+       "list_files",
+       [](const py::object& file_pattern, std::optional<bool> shuffle,
+          std::optional<uint64_t> seed) {
+         return Wrap(Dataset::ListFiles(StringsOf(file_pattern),
+                                        {.shuffle = shuffle.value_or(true), .seed = seed}));
+       },
+       py::arg("file_pattern"), py::arg("shuffle") = py::none(), py::arg("seed") = py::none(),
+       "tf.data.Dataset.list_files: the files matching the glob(s), shuffled by default.")
+      .def_static(
+          "tfrecord",
+          [](const py::object& filenames, const std::optional<std::string>& compression_type,
+             std::optional<int64_t> buffer_size, std::optional<int> num_parallel_reads) {
+            TFRecordOptions options;
+            options.compression = CompressionOf(compression_type);
+            if (buffer_size) options.buffer_size = static_cast<size_t>(*buffer_size);
+            options.num_parallel_reads = ParallelismOf(num_parallel_reads, "num_parallel_reads");
+            return Wrap(Dataset::TFRecord(StringsOf(filenames), options));
+          },
+          py::arg("filenames"), py::arg("compression_type") = py::none(),
+          py::arg("buffer_size") = py::none(), py::arg("num_parallel_reads") = py::none(),
+          "tf.data.TFRecordDataset: each record a bytes scalar. compression_type '' (none), "
+          "'GZIP' or 'ZLIB'; None guesses it from each file's suffix (.gz, .zlib).")
+      .def_static(
+          "from_tensor_slices",
+          [](const py::object& tensors) {
+            return Wrap(Dataset::FromTensorSlices(ElementFromPython(tensors)));
+          },
+          py::arg("tensors"),
+          "tf.data.Dataset.from_tensor_slices: rows of an array, or of a tuple of arrays (the "
+          "arrays are copied once, here).")
+      .def_static(
+          "from_tensors",
+          [](const py::object& tensors) {
+            return Wrap(Dataset::FromTensors(ElementFromPython(tensors)));
+          },
+          py::arg("tensors"), "tf.data.Dataset.from_tensors: one element.")
+      .def_static(
+          "from_generator",
+          [](const py::object& generator, const std::optional<py::tuple>& args) {
+            if (!PyCallable_Check(generator.ptr())) {
+              throw py::type_error("from_generator: generator must be a callable");
+            }
+            return Wrap(Dataset::FromGenerator(
+                PythonGeneratorSource(generator, args.value_or(py::tuple()))));
+          },
+          py::arg("generator"), py::arg("args") = py::none(),
+          "tf.data.Dataset.from_generator: the elements generator(*args) yields (a value or a "
+          "tuple of values each), taken under the GIL. A restore calls it again and skips to "
+          "the saved position.")
+      .def_static(
+          "range",
+          [](int64_t a, std::optional<int64_t> b, int64_t step) {
+            if (step == 0) throw py::value_error("range() step must not be zero");
+            return b ? Wrap(Dataset::Range(a, *b, step)) : Wrap(Dataset::Range(0, a, step));
+          },
+          py::arg("start"), py::arg("stop") = py::none(), py::arg("step") = 1,
+          "tf.data.Dataset.range: int64 scalars.")
+      .def_static(
+          "zip",
+          [](const py::args& datasets) {
+            std::vector<Dataset> inputs;
+            for (py::handle d : datasets) inputs.push_back(d.cast<const PyDataset&>().dataset);
+            return Wrap(Dataset::Zip(std::move(inputs)));
+          },
+          "tf.data.Dataset.zip(a, b, ...): the components of each side by side.");
+}
+
+void RegisterTransformations(py::class_<PyDataset>& c) {
+  c.def(
+       "map",
+       [](const PyDataset& self, const py::object& map_func, std::optional<int> num_parallel_calls,
+          std::optional<bool> deterministic) {
+         const MapOptions options{
+             .num_parallel_calls = ParallelismOf(num_parallel_calls, "num_parallel_calls"),
+             .deterministic = deterministic};
+         if (std::optional<PyOp> op = BuiltinOf(map_func)) {
+           PyDataset out = Wrap(self.dataset.Map(CompileOp(*op), options));
+           out.last_map = PyDataset::BuiltinMap{self.dataset, *std::move(op), options};
+           return out;
+         }
+         if (!PyCallable_Check(map_func.ptr())) {
+           throw py::type_error(
+               "map_func must be a sluice.ops function, a list of them, or a callable");
+         }
+         return Wrap(self.dataset.Map(PythonMapFn(map_func), options));
+       },
+       py::arg("map_func"), py::arg("num_parallel_calls") = py::none(),
+       py::arg("deterministic") = py::none(),
+       "tf.data.Dataset.map. map_func is a sluice.ops function (C++, no GIL), a list of them, or "
+       "a Python callable (called with the components, under the GIL).")
+      .def(
+          "interleave",
+          [](const PyDataset& self, const py::object& map_func, std::optional<int> cycle_length,
+             std::optional<int> block_length, std::optional<int> num_parallel_calls,
+             std::optional<bool> deterministic) {
+            InterleaveOptions options;
+            if (cycle_length) options.cycle_length = *cycle_length;
+            if (block_length) options.block_length = *block_length;
+            options.num_parallel_calls = ParallelismOf(num_parallel_calls, "num_parallel_calls");
+            options.deterministic = deterministic;
+            return Wrap(self.dataset.Interleave(PythonDatasetFn(map_func), options));
+          },
+          py::arg("map_func"), py::arg("cycle_length") = py::none(),
+          py::arg("block_length") = py::none(), py::arg("num_parallel_calls") = py::none(),
+          py::arg("deterministic") = py::none(),
+          "tf.data.Dataset.interleave: map_func(element) returns a sluice.Dataset, e.g. "
+          "sluice.Dataset.tfrecord. cycle_length None is AUTOTUNE.")
+      .def(
+          "filter",
+          [](const PyDataset& self, const py::object& predicate) {
+            return Wrap(self.dataset.Filter(PythonPredicateFn(predicate)));
+          },
+          py::arg("predicate"), "tf.data.Dataset.filter with a Python predicate.")
+      .def(
+          "shuffle",
+          [](const PyDataset& self, int64_t buffer_size, std::optional<uint64_t> seed,
+             std::optional<bool> reshuffle_each_iteration) {
+            return Wrap(self.dataset.Shuffle(
+                buffer_size,
+                {.seed = seed,
+                 .reshuffle_each_iteration = reshuffle_each_iteration.value_or(true)}));
+          },
+          py::arg("buffer_size"), py::arg("seed") = py::none(),
+          py::arg("reshuffle_each_iteration") = py::none(), "tf.data.Dataset.shuffle.")
+      .def(
+          "batch",
+          [](const PyDataset& self, int64_t batch_size, bool drop_remainder,
+             std::optional<int> num_parallel_calls) {
+            if (batch_size < 1) throw py::value_error("batch_size must be >= 1");
+            const BatchOptions options{
+                .drop_remainder = drop_remainder,
+                .num_parallel_calls = ParallelismOf(num_parallel_calls, "num_parallel_calls")};
+            if (const auto& map = self.last_map) {
+              // The same Map, writing into the rows of this Batch.
+              return Wrap(map->input.Map(CompileOp(map->op, batch_size), map->options)
+                              .Batch(batch_size, options));
+            }
+            return Wrap(self.dataset.Batch(batch_size, options));
+          },
+          py::arg("batch_size"), py::arg("drop_remainder") = false,
+          py::arg("num_parallel_calls") = py::none(),
+          "tf.data.Dataset.batch: every component stacked along a new first dimension.")
+      .def(
+          "padded_batch",
+          [](const PyDataset& self, int64_t batch_size, const py::object& padded_shapes,
+             const py::object& padding_values, bool drop_remainder) {
+            if (batch_size < 1) throw py::value_error("batch_size must be >= 1");
+            PaddedBatchOptions options;
+            options.drop_remainder = drop_remainder;
+            if (!padded_shapes.is_none()) {
+              // One shape per component; None (or -1) pads that dimension to the longest.
+              for (py::handle shape : padded_shapes) {
+                std::vector<int64_t> dims;
+                for (py::handle d : shape) dims.push_back(d.is_none() ? -1 : d.cast<int64_t>());
+                options.padded_shapes.push_back(std::move(dims));
+              }
+            }
+            if (!padding_values.is_none()) {
+              for (py::handle v : padding_values) {
+                options.padding_values.push_back(TensorFromPython(v));
+              }
+            }
+            return Wrap(self.dataset.PaddedBatch(batch_size, std::move(options)));
+          },
+          py::arg("batch_size"), py::arg("padded_shapes") = py::none(),
+          py::arg("padding_values") = py::none(), py::arg("drop_remainder") = false,
+          "tf.data.Dataset.padded_batch: padded_shapes and padding_values one per component (a "
+          "tuple), None dimensions padded to the batch's longest; values default to zeros.")
+      .def(
+          "unbatch", [](const PyDataset& self) { return Wrap(self.dataset.Unbatch()); },
+          "tf.data.Dataset.unbatch.")
+      .def(
+          "prefetch",
+          [](const PyDataset& self, int64_t buffer_size) {
+            return Wrap(self.dataset.Prefetch(buffer_size));
+          },
+          py::arg("buffer_size"), "tf.data.Dataset.prefetch (AUTOTUNE lets it size the buffer).")
+      .def(
+          "repeat",
+          [](const PyDataset& self, std::optional<int64_t> count) {
+            return Wrap(self.dataset.Repeat(count.value_or(-1)));
+          },
+          py::arg("count") = py::none(), "tf.data.Dataset.repeat; None repeats forever.")
+      .def(
+          "take",
+          [](const PyDataset& self, int64_t count) { return Wrap(self.dataset.Take(count)); },
+          py::arg("count"), "tf.data.Dataset.take.")
+      .def(
+          "skip",
+          [](const PyDataset& self, int64_t count) { return Wrap(self.dataset.Skip(count)); },
+          py::arg("count"), "tf.data.Dataset.skip.")
+      .def(
+          "shard",
+          [](const PyDataset& self, int64_t num_shards, int64_t index) {
+            if (num_shards < 1 || index < 0 || index >= num_shards) {
+              throw py::value_error(absl::StrCat("shard(", num_shards, ", ", index,
+                                                 "): need num_shards >= 1 and 0 <= index < "
+                                                 "num_shards"));
+            }
+            return Wrap(self.dataset.Shard(num_shards, index));
+          },
+          py::arg("num_shards"), py::arg("index"), "tf.data.Dataset.shard.")
+      .def(
+          "cache",
+          [](const PyDataset& self, const std::string& filename) {
+            return Wrap(self.dataset.Cache(filename));
+          },
+          py::arg("filename") = "", "tf.data.Dataset.cache: in memory, or in files at filename.")
+      .def(
+          "concatenate",
+          [](const PyDataset& self, const PyDataset& other) {
+            return Wrap(self.dataset.Concatenate(other.dataset));
+          },
+          py::arg("dataset"), "tf.data.Dataset.concatenate.")
+      .def(
+          "enumerate",
+          [](const PyDataset& self, int64_t start) { return Wrap(self.dataset.Enumerate(start)); },
+          py::arg("start") = 0, "tf.data.Dataset.enumerate: an int64 counter first.")
+      .def(
+          "ignore_errors", [](const PyDataset& self) { return Wrap(self.dataset.IgnoreErrors()); },
+          "tf.data.Dataset.ignore_errors: drops the elements whose production failed.")
+      .def(
+          "with_options",
+          [](const PyDataset& self, const Options& options) {
+            return Wrap(self.dataset.WithOptions(options));
+          },
+          py::arg("options"), "tf.data.Dataset.with_options(sluice.Options(...)).");
+}
+
+}  // namespace
+
+void RegisterDataset(py::module_& m) {
+  RegisterOptions(m);
+  m.attr("AUTOTUNE") = kAutotune;
+  m.attr("INFINITE_CARDINALITY") = kInfiniteCardinality;
+  m.attr("UNKNOWN_CARDINALITY") = kUnknownCardinality;
+  py::class_<PyDataset> c(m, "Dataset", py::dynamic_attr(), R"doc(
+A pipeline, declared with tf.data's names; iter() runs it in C++.
+
+Elements are tuples of components (a single component is yielded as itself). Numeric
+components leave as sluice.Tensor (NumPy, DLPack, no copy), bytes as bytes.
+)doc");
+  RegisterSources(c);
+  RegisterTransformations(c);
+  c.def_property_readonly(
+       "element_spec",
+       [](const PyDataset& self) -> py::object {
+         const ElementSpec spec = self.dataset.element_spec();
+         if (!spec.known()) return py::none();
+         py::tuple components(spec.components().size());
+         for (size_t i = 0; i < spec.components().size(); ++i) {
+           const TensorSpec& t = spec.components()[i];
+           py::object shape = py::none();
+           if (!t.shape.unknown_rank()) {
+             py::list dims;
+             for (int64_t d : t.shape.dims()) {
+               dims.append(d < 0 ? py::object(py::none()) : py::object(py::int_(d)));
+             }
+             shape = py::tuple(dims);
+           }
+           components[i] = py::make_tuple(std::string(DTypeName(t.dtype)), shape);
+         }
+         return components;
+       },
+       "tf.data's element_spec as a tuple of (dtype, shape) per component, None for an unknown "
+       "dimension or rank; None where a Python or built-in function makes the elements (sluice "
+       "cannot trace it, as tf.data does).")
+      .def(
+          "cardinality", [](const PyDataset& self) { return self.dataset.Cardinality(); },
+          "The number of elements, or INFINITE_CARDINALITY (-1), UNKNOWN_CARDINALITY (-2).")
+      .def("__iter__", [](const PyDataset& self) { return MakePyIterator(self.dataset); })
+      .def("__repr__",
+           [](const PyDataset& self) {
+             return "sluice.Dataset(" + self.dataset.DebugString() + ")";
+           })
+      .def(py::pickle(
+          [](const PyDataset&) -> py::tuple {
+            throw py::type_error(
+                "sluice.Dataset cannot be pickled: it holds C++ functions and iterator state; "
+                "build the pipeline in each process instead (e.g. in a DataLoader worker's "
+                "worker_init_fn), or save its position with iter(ds).state_dict()");
+          },
+          [](const py::tuple&) -> PyDataset { throw py::type_error("sluice.Dataset"); }));
+}
+
+}  // namespace sluice::python

@@ -1,0 +1,191 @@
+#include "python/py_function.h"
+
+#include <Python.h>
+
+#include <cstdint>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "core/mutex.h"
+#include "python/dataset_binding.h"
+#include "python/errors.h"
+#include "python/tensor_binding.h"
+
+namespace sluice::python {
+namespace {
+
+// The pipeline threads' Python calls (and releases of Python objects), counted, so that
+// interpreter exit can stop new ones and wait for those running.
+struct PythonCalls {
+  Mutex mu;
+  CondVar done;
+  bool stopped ABSL_GUARDED_BY(mu) = false;
+  int64_t running ABSL_GUARDED_BY(mu) = 0;
+};
+
+PythonCalls& Calls() {
+  static auto* calls = new PythonCalls;  // never destroyed: used until the process ends
+  return *calls;
+}
+
+// Whether a Python call may start (counted until LeavePython); false once exit began.
+bool EnterPython() {
+  PythonCalls& c = Calls();
+  MutexLock l(&c.mu);
+  if (c.stopped) return false;
+  ++c.running;
+  return true;
+}
+
+void LeavePython() {
+  PythonCalls& c = Calls();
+  {
+    MutexLock l(&c.mu);
+    --c.running;
+  }
+  c.done.SignalAll();
+}
+
+// A name for messages: the function's __qualname__, or its repr.
+std::string NameOf(const py::object& fn) {
+  if (py::hasattr(fn, "__qualname__")) return py::str(fn.attr("__qualname__"));
+  return py::repr(fn);
+}
+
+py::tuple Arguments(const Element& element) {
+  py::tuple args(element.size());
+  for (size_t i = 0; i < element.size(); ++i) args[i] = ComponentToNumpy(element[i]);
+  return args;
+}
+
+// Calls `body` under the GIL, turning a Python exception (or a pybind11 one, such as the
+// TypeError of a result that is no tensor) into a Status naming `where`.
+template <typename T, typename Body>
+absl::StatusOr<T> CallPython(const std::string& where, Body body) {
+  if (!EnterPython()) return absl::CancelledError(where + ": the interpreter is exiting");
+  absl::StatusOr<T> result;
+  {
+    py::gil_scoped_acquire gil;
+    try {
+      result = body();
+    } catch (py::error_already_set& error) {
+      result = StatusFromPythonError(error, where);
+    } catch (py::builtin_exception& e) {
+      e.set_error();
+      py::error_already_set error;
+      result = StatusFromPythonError(error, where);
+    }
+  }
+  LeavePython();
+  return result;
+}
+
+}  // namespace
+
+PyFunction::~PyFunction() {
+  if (!EnterPython()) {
+    fn_.release();  // the interpreter is exiting: nothing to return it to
+    return;
+  }
+  if (Py_IsInitialized() && !_Py_IsFinalizing()) {
+    py::gil_scoped_acquire gil;
+    fn_ = py::object();
+  } else {
+    fn_.release();
+  }
+  LeavePython();
+}
+
+void StopPythonCalls() {
+  PythonCalls& c = Calls();
+  MutexLock l(&c.mu);
+  c.stopped = true;
+}
+
+void WaitForPythonCalls() {
+  PythonCalls& c = Calls();
+  MutexLock l(&c.mu);
+  while (c.running > 0) c.done.Wait(&c.mu);
+}
+
+MapFn PythonMapFn(py::object fn) {
+  auto f = std::make_shared<PyFunction>(std::move(fn));
+  const std::string where = absl::StrCat("map function ", NameOf(f->get()));
+  return [f, where](Element e, const ElementContext&) -> absl::StatusOr<Element> {
+    return CallPython<Element>(where, [&]() -> Element {
+      py::tuple args = Arguments(e);
+      py::object result = f->get()(*args);
+      // An input returned as it is keeps its tensor: no copy.
+      auto convert = [&](py::handle value) -> Tensor {
+        for (size_t i = 0; i < args.size(); ++i) {
+          if (value.is(args[i])) return e[i];
+        }
+        return TensorFromPython(value);
+      };
+      Element out;
+      if (py::isinstance<py::tuple>(result)) {
+        for (py::handle item : result) out.push_back(convert(item));
+      } else {
+        out.push_back(convert(result));
+      }
+      return out;
+    });
+  };
+}
+
+PredicateFn PythonPredicateFn(py::object fn) {
+  auto f = std::make_shared<PyFunction>(std::move(fn));
+  const std::string where = absl::StrCat("filter predicate ", NameOf(f->get()));
+  return [f, where](const Element& e) -> absl::StatusOr<bool> {
+    return CallPython<bool>(where, [&] {
+      py::tuple args = Arguments(e);
+      return py::bool_(f->get()(*args)).cast<bool>();
+    });
+  };
+}
+
+DatasetFn PythonDatasetFn(py::object fn) {
+  auto f = std::make_shared<PyFunction>(std::move(fn));
+  const std::string where = absl::StrCat("interleave function ", NameOf(f->get()));
+  return [f, where](Element e) -> absl::StatusOr<Dataset> {
+    return CallPython<Dataset>(where, [&] {
+      py::tuple args = Arguments(e);
+      py::object result = f->get()(*args);
+      if (!py::isinstance<PyDataset>(result)) {
+        throw py::type_error(
+            absl::StrCat(where, " must return a sluice.Dataset, not ",
+                         std::string(py::str(result.get_type().attr("__name__")))));
+      }
+      return result.cast<const PyDataset&>().dataset;
+    });
+  };
+}
+
+std::function<Generator()> PythonGeneratorSource(py::object generator, py::tuple args) {
+  auto f = std::make_shared<PyFunction>(std::move(generator));
+  auto a = std::make_shared<PyFunction>(std::move(args));
+  const std::string where = absl::StrCat("generator ", NameOf(f->get()));
+  return [f, a, where]() -> Generator {
+    // The Python iterator, made by the first call (on the pipeline's thread, like the others):
+    // its error then comes where the first element would.
+    auto state = std::make_shared<std::shared_ptr<PyFunction>>();
+    return [f, a, where, state]() -> absl::StatusOr<std::optional<Element>> {
+      return CallPython<std::optional<Element>>(where, [&]() -> std::optional<Element> {
+        if (*state == nullptr) {
+          *state = std::make_shared<PyFunction>(
+              py::iter(f->get()(*py::reinterpret_borrow<py::tuple>(a->get()))));
+        }
+        PyObject* next = PyIter_Next((*state)->get().ptr());
+        if (next == nullptr) {
+          if (PyErr_Occurred()) throw py::error_already_set();
+          return std::nullopt;
+        }
+        return ElementFromPython(py::reinterpret_steal<py::object>(next));
+      });
+    };
+  };
+}
+
+}  // namespace sluice::python

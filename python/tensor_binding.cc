@@ -1,0 +1,421 @@
+#include "python/tensor_binding.h"
+
+#include <Python.h>
+#include <dlpack/dlpack.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/device.h"
+#include "core/dtype.h"
+
+namespace sluice::python {
+namespace {
+
+// NumPy's name of a dtype (its buffer-protocol format and __array_interface__ typestr), or
+// nullptr for bfloat16 and bytes, which NumPy has no dtype for.
+struct NumpyType {
+  const char* format;
+  const char* typestr;
+  const char* name;
+};
+
+const NumpyType* NumpyTypeOf(DType dtype) {
+  static const NumpyType kUint8{"B", "|u1", "uint8"}, kInt32{"i", "<i4", "int32"},
+      kInt64{"q", "<i8", "int64"}, kFloat16{"e", "<f2", "float16"}, kFloat32{"f", "<f4", "float32"};
+  switch (dtype) {
+    case DType::kUint8:
+      return &kUint8;
+    case DType::kInt32:
+      return &kInt32;
+    case DType::kInt64:
+      return &kInt64;
+    case DType::kFloat16:
+      return &kFloat16;
+    case DType::kFloat32:
+      return &kFloat32;
+    default:
+      return nullptr;
+  }
+}
+
+const NumpyType& NumpyTypeOrThrow(const Tensor& tensor) {
+  const NumpyType* type = NumpyTypeOf(tensor.dtype());
+  if (type == nullptr) {
+    throw py::type_error(absl::StrCat("a ", DTypeName(tensor.dtype()),
+                                      " tensor has no NumPy dtype; use __dlpack__ (e.g. "
+                                      "torch.from_dlpack) for bfloat16"));
+  }
+  if (!tensor.device().is_cpu()) {
+    throw py::type_error(absl::StrCat("a tensor on ", tensor.device().DebugString(),
+                                      " has no host memory for NumPy; use __dlpack__"));
+  }
+  return *type;
+}
+
+std::vector<py::ssize_t> Dims(const Tensor& tensor) {
+  std::vector<py::ssize_t> dims(static_cast<size_t>(tensor.rank()));
+  for (int i = 0; i < tensor.rank(); ++i) dims[static_cast<size_t>(i)] = tensor.dim(i);
+  return dims;
+}
+
+// Row-major strides in bytes.
+std::vector<py::ssize_t> ByteStrides(const Tensor& tensor) {
+  std::vector<py::ssize_t> strides(static_cast<size_t>(tensor.rank()));
+  py::ssize_t stride = static_cast<py::ssize_t>(DTypeSize(tensor.dtype()));
+  for (int i = tensor.rank() - 1; i >= 0; --i) {
+    strides[static_cast<size_t>(i)] = stride;
+    stride *= tensor.dim(i);
+  }
+  return strides;
+}
+
+// A valid address for a tensor of no elements (which may have no buffer): NumPy and DLPack
+// consumers want a non-null pointer.
+void* DataOf(const Tensor& tensor) {
+  static char empty alignas(64)[64];
+  const void* data = tensor.raw_data();
+  return const_cast<void*>(data != nullptr ? data : empty);
+}
+
+// What a DLPack capsule owns: a view of the tensor (holding its buffer) and the shape and strides
+// the DLTensor points into.
+struct DLPackHolder {
+  Tensor tensor;
+  std::vector<int64_t> shape, strides;
+  DLManagedTensor managed{};
+};
+
+DLDataType DLDataTypeOf(DType dtype) {
+  switch (dtype) {
+    case DType::kUint8:
+      return {kDLUInt, 8, 1};
+    case DType::kInt32:
+      return {kDLInt, 32, 1};
+    case DType::kInt64:
+      return {kDLInt, 64, 1};
+    case DType::kFloat16:
+      return {kDLFloat, 16, 1};
+    case DType::kBFloat16:
+      return {kDLBfloat, 16, 1};
+    case DType::kFloat32:
+      return {kDLFloat, 32, 1};
+    default:
+      throw py::type_error(
+          absl::StrCat("a ", DTypeName(dtype), " tensor cannot be exported through DLPack"));
+  }
+}
+
+DLDevice DLDeviceOf(const Device& device) {
+  switch (device.type) {
+    case DeviceType::kCpu:
+      return {kDLCPU, 0};
+    case DeviceType::kCuda:
+      return {kDLCUDA, device.index};
+    default:
+      throw py::type_error(
+          absl::StrCat("a tensor on ", device.DebugString(), " cannot be exported through DLPack"));
+  }
+}
+
+// The capsule's destructor: a capsule nobody consumed (still named "dltensor") frees its tensor;
+// a consumer renames it "used_dltensor" and calls the deleter itself when done.
+void DeleteUnconsumedCapsule(PyObject* capsule) {
+  if (!PyCapsule_IsValid(capsule, "dltensor")) return;
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+  if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
+}
+
+py::capsule ToDLPack(const Tensor& tensor, const py::object& stream) {
+  const DLDevice device = DLDeviceOf(tensor.device());
+  if (device.device_type == kDLCPU && !stream.is_none()) {
+    throw py::value_error("__dlpack__: a CPU tensor takes no stream (stream must be None)");
+  }
+  if (device.device_type != kDLCPU) {
+    // The producer would have to order its writes before `stream`; this build makes no CUDA
+    // tensors for Python.
+    throw py::type_error("__dlpack__: CUDA tensors are not exported by this build");
+  }
+  auto* holder = new DLPackHolder{tensor, {}, {}, {}};
+  for (int i = 0; i < tensor.rank(); ++i) holder->shape.push_back(tensor.dim(i));
+  holder->strides.resize(holder->shape.size());
+  int64_t stride = 1;
+  for (int i = tensor.rank() - 1; i >= 0; --i) {
+    holder->strides[static_cast<size_t>(i)] = stride;
+    stride *= tensor.dim(i);
+  }
+  DLTensor& dl = holder->managed.dl_tensor;
+  dl.data = DataOf(tensor);
+  dl.device = device;
+  dl.ndim = tensor.rank();
+  dl.dtype = DLDataTypeOf(tensor.dtype());
+  dl.shape = holder->shape.data();
+  dl.strides = holder->strides.data();
+  dl.byte_offset = 0;
+  holder->managed.manager_ctx = holder;
+  // May run on any thread, without the GIL: it touches C++ reference counts only.
+  holder->managed.deleter = [](DLManagedTensor* self) {
+    delete static_cast<DLPackHolder*>(self->manager_ctx);
+  };
+  PyObject* capsule = PyCapsule_New(&holder->managed, "dltensor", DeleteUnconsumedCapsule);
+  if (capsule == nullptr) {
+    delete holder;
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::capsule>(capsule);
+}
+
+py::object BytesToPython(const std::string* values, const std::vector<int64_t>& dims, size_t d,
+                         int64_t* next) {
+  if (d == dims.size()) return py::bytes(values[(*next)++]);
+  py::list list(static_cast<size_t>(dims[d]));
+  for (int64_t i = 0; i < dims[d]; ++i) {
+    list[static_cast<size_t>(i)] = BytesToPython(values, dims, d + 1, next);
+  }
+  return list;
+}
+
+std::string TensorRepr(const Tensor& tensor) {
+  return absl::StrCat("sluice.Tensor(", DTypeName(tensor.dtype()), tensor.shape().DebugString(),
+                      ", ", tensor.device().DebugString(), ")");
+}
+
+Tensor BytesTensorFromArray(const py::array& array) {
+  std::vector<int64_t> dims(array.shape(), array.shape() + array.ndim());
+  Tensor tensor(DType::kBytes, Shape(dims));
+  std::string* out = tensor.data<std::string>();
+  py::list items = array.attr("ravel")().attr("tolist")();
+  size_t i = 0;
+  for (py::handle item : items) {
+    if (py::isinstance<py::bytes>(item)) {
+      out[i++] = item.cast<std::string>();
+    } else if (py::isinstance<py::str>(item)) {
+      out[i++] = item.cast<std::string>();  // UTF-8
+    } else {
+      throw py::type_error(absl::StrCat("a bytes tensor's items must be bytes or str, not ",
+                                        std::string(py::str(item.get_type().attr("__name__")))));
+    }
+  }
+  return tensor;
+}
+
+// The sluice dtype a NumPy array converts to, by its kind and item size.
+DType DTypeForNumpy(const py::dtype& dtype) {
+  const char kind = dtype.kind();
+  const py::ssize_t size = dtype.itemsize();
+  if (kind == 'b') return DType::kUint8;
+  if (kind == 'u') return size == 1 ? DType::kUint8 : size == 2 ? DType::kInt32 : DType::kInt64;
+  if (kind == 'i') return size <= 4 ? DType::kInt32 : DType::kInt64;
+  if (kind == 'f') return size == 2 ? DType::kFloat16 : DType::kFloat32;
+  throw py::type_error(absl::StrCat("no sluice dtype for NumPy's ",
+                                    std::string(py::str(py::object(dtype))),
+                                    " (sluice has uint8, int32, int64, float16, bfloat16, "
+                                    "float32 and bytes)"));
+}
+
+// The shape and strides a Py_buffer points into, until it is released.
+struct BufferLayout {
+  std::vector<py::ssize_t> shape, strides;
+};
+
+extern "C" int GetBuffer(PyObject* obj, Py_buffer* view, int flags) {
+  view->obj = nullptr;
+  const Tensor& t = py::handle(obj).cast<const PyTensor&>().tensor();
+  const NumpyType* type = NumpyTypeOf(t.dtype());
+  if (type == nullptr || !t.device().is_cpu()) {
+    PyErr_SetString(
+        PyExc_BufferError,
+        absl::StrCat("a ", DTypeName(t.dtype()), " tensor on ", t.device().DebugString(),
+                     " has no buffer; use __dlpack__ (e.g. torch.from_dlpack)")
+            .c_str());
+    return -1;
+  }
+  if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE) {
+    PyErr_SetString(PyExc_BufferError,
+                    "sluice.Tensor buffers are read-only (they may be shared); copy to write");
+    return -1;
+  }
+  auto* layout = new BufferLayout{Dims(t), ByteStrides(t)};
+  view->buf = DataOf(t);
+  view->obj = obj;
+  Py_INCREF(obj);
+  view->len = static_cast<py::ssize_t>(t.num_elements() * DTypeSize(t.dtype()));
+  view->readonly = 1;
+  view->itemsize = static_cast<py::ssize_t>(DTypeSize(t.dtype()));
+  view->format = (flags & PyBUF_FORMAT) == PyBUF_FORMAT ? const_cast<char*>(type->format) : nullptr;
+  view->ndim = t.rank();
+  view->shape = layout->shape.data();
+  view->strides = layout->strides.data();
+  view->suboffsets = nullptr;
+  view->internal = layout;
+  return 0;
+}
+
+extern "C" void ReleaseBuffer(PyObject*, Py_buffer* view) {
+  delete static_cast<BufferLayout*>(view->internal);
+}
+
+}  // namespace
+
+py::object ComponentToPython(const Tensor& tensor) {
+  if (tensor.dtype() == DType::kBytes) {
+    std::vector<int64_t> dims(tensor.shape().dims().begin(), tensor.shape().dims().end());
+    int64_t next = 0;
+    return BytesToPython(tensor.data<std::string>(), dims, 0, &next);
+  }
+  return py::cast(PyTensor(tensor));
+}
+
+py::object ElementToPython(const Element& element) {
+  if (element.size() == 1) return ComponentToPython(element[0]);
+  py::tuple tuple(element.size());
+  for (size_t i = 0; i < element.size(); ++i) tuple[i] = ComponentToPython(element[i]);
+  return tuple;
+}
+
+py::object ComponentToNumpy(const Tensor& tensor) {
+  const NumpyType* type = NumpyTypeOf(tensor.dtype());
+  if (type == nullptr || !tensor.device().is_cpu()) return ComponentToPython(tensor);
+  py::object owner = py::cast(PyTensor(tensor));
+  py::array array(py::dtype(type->name), Dims(tensor), ByteStrides(tensor), DataOf(tensor), owner);
+  // The buffer may be shared (a cached element, a slice of from_tensor_slices' arrays): the
+  // function gets a view it cannot write through.
+  py::detail::array_proxy(array.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return array;
+}
+
+Tensor TensorFromPython(py::handle value) {
+  if (py::isinstance<PyTensor>(value)) return value.cast<const PyTensor&>().tensor();
+  if (py::isinstance<py::bytes>(value) || py::isinstance<py::str>(value)) {
+    Tensor tensor(DType::kBytes, Shape{});
+    *tensor.data<std::string>() = value.cast<std::string>();
+    return tensor;
+  }
+  if (py::isinstance<py::dict>(value)) {
+    throw py::type_error(
+        "sluice elements are tuples of tensors, not dicts: pass a tuple (in a fixed order)");
+  }
+  py::array array = py::module_::import("numpy").attr("asarray")(value);
+  const char kind = array.dtype().kind();
+  if (kind == 'S' || kind == 'U' || kind == 'O') return BytesTensorFromArray(array);
+  const DType dtype = DTypeForNumpy(array.dtype());
+  const NumpyType* type = NumpyTypeOf(dtype);
+  // asarray(order="C"), not ascontiguousarray, which makes a scalar an array of one element.
+  py::array contiguous = py::module_::import("numpy").attr("asarray")(
+      array, py::arg("dtype") = type->name, py::arg("order") = "C");
+  std::vector<int64_t> dims(contiguous.shape(), contiguous.shape() + contiguous.ndim());
+  Tensor tensor(dtype, Shape(dims));
+  if (tensor.byte_size() > 0) {
+    std::memcpy(tensor.raw_data(), contiguous.data(), tensor.byte_size());
+  }
+  return tensor;
+}
+
+Element ElementFromPython(py::handle value) {
+  Element element;
+  if (py::isinstance<py::tuple>(value)) {
+    for (py::handle item : value) element.push_back(TensorFromPython(item));
+  } else {
+    element.push_back(TensorFromPython(value));
+  }
+  return element;
+}
+
+DType DTypeFromPython(py::handle dtype) {
+  std::string name;
+  if (py::isinstance<py::str>(dtype)) {
+    name = dtype.cast<std::string>();
+    if (name == "string" || name == "str" || name == "bytes") return DType::kBytes;
+  } else {
+    py::object numpy_dtype = py::module_::import("numpy").attr("dtype")(dtype);
+    const char kind = numpy_dtype.attr("kind").cast<std::string>()[0];
+    if (kind == 'S' || kind == 'U' || kind == 'O') return DType::kBytes;
+    name = numpy_dtype.attr("name").cast<std::string>();
+  }
+  absl::StatusOr<DType> parsed = DTypeFromName(name);
+  if (!parsed.ok() || *parsed == DType::kBytes) {
+    if (parsed.ok()) return *parsed;
+    throw py::type_error(absl::StrCat("no sluice dtype '", name,
+                                      "' (sluice has uint8, int32, int64, float16, bfloat16, "
+                                      "float32 and string)"));
+  }
+  return *parsed;
+}
+
+void RegisterTensor(py::module_& m) {
+  // pybind11's NumPy API table is a function-local static that imports NumPy: made first by a
+  // pipeline thread (a map function's arguments), it deadlocked that thread, which holds the GIL,
+  // against another inside the import, which waits for it. Made here, once, by the importer.
+  py::detail::npy_api::get();
+  py::class_<PyTensor> cls(m, "Tensor", py::buffer_protocol(), R"doc(
+One component of a sluice element: a view of a C++ tensor, shared without a copy.
+
+np.asarray(t) (buffer protocol, __array_interface__), torch.from_dlpack(t) and
+jax.dlpack.from_dlpack(t) view its memory, which stays valid as long as any of them
+lives, after the iterator is gone too. NumPy views are read-only: the buffer may be
+shared with other elements (a cache, from_tensor_slices' arrays); np.array(t) copies.
+)doc");
+  // Our own buffer functions instead of def_buffer's: those cannot refuse a request (a bfloat16
+  // tensor, a writable view) with an exception.
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  type->tp_as_buffer->bf_getbuffer = GetBuffer;
+  type->tp_as_buffer->bf_releasebuffer = ReleaseBuffer;
+  cls.def_property_readonly("__array_interface__",
+                            [](const PyTensor& self) {
+                              const Tensor& t = self.tensor();
+                              const NumpyType& type = NumpyTypeOrThrow(t);
+                              py::dict d;
+                              d["version"] = 3;
+                              d["shape"] = py::tuple(py::cast(Dims(t)));
+                              d["typestr"] = type.typestr;
+                              d["data"] = py::make_tuple(reinterpret_cast<uintptr_t>(DataOf(t)),
+                                                         /*read-only=*/true);
+                              d["strides"] = py::none();
+                              return d;
+                            })
+      .def(
+          "__dlpack__",
+          [](const PyTensor& self, const py::object& stream) {
+            return ToDLPack(self.tensor(), stream);
+          },
+          py::kw_only(), py::arg("stream") = py::none(),
+          "A DLPack capsule viewing this tensor; it keeps the memory alive until its consumer "
+          "releases it.")
+      .def("__dlpack_device__",
+           [](const PyTensor& self) {
+             const DLDevice d = DLDeviceOf(self.tensor().device());
+             return py::make_tuple(static_cast<int>(d.device_type), d.device_id);
+           })
+      .def_property_readonly(
+          "shape", [](const PyTensor& self) { return py::tuple(py::cast(Dims(self.tensor()))); })
+      .def_property_readonly(
+          "dtype",
+          [](const PyTensor& self) { return std::string(DTypeName(self.tensor().dtype())); },
+          "The dtype's name: uint8, int32, int64, float16, bfloat16 or float32.")
+      .def_property_readonly("ndim", [](const PyTensor& self) { return self.tensor().rank(); })
+      .def_property_readonly("nbytes",
+                             [](const PyTensor& self) { return self.tensor().byte_size(); })
+      .def_property_readonly(
+          "device", [](const PyTensor& self) { return self.tensor().device().DebugString(); })
+      .def_property_readonly(
+          "data_ptr",
+          [](const PyTensor& self) { return reinterpret_cast<uintptr_t>(DataOf(self.tensor())); },
+          "The address of the first element (what a NumPy or DLPack view of it points to).")
+      .def(
+          "numpy",
+          [](py::object self) { return py::module_::import("numpy").attr("asarray")(self); },
+          "np.asarray(self): a read-only NumPy view, no copy.")
+      .def("__len__",
+           [](const PyTensor& self) {
+             if (self.tensor().rank() == 0) throw py::type_error("len() of a scalar tensor");
+             return self.tensor().dim(0);
+           })
+      .def("__repr__", [](const PyTensor& self) { return TensorRepr(self.tensor()); });
+}
+
+}  // namespace sluice::python

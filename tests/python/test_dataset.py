@@ -1,0 +1,175 @@
+"""tf.data's names and keyword arguments, and the values they yield."""
+
+import pickle
+
+import numpy as np
+import pytest
+import sluice
+
+from conftest import small100_features
+
+
+def test_import_names():
+    assert sluice.AUTOTUNE == -1
+    assert sluice.__version__.count(".") == 2
+    assert issubclass(sluice.DataLossError, IOError)
+    for name in ("Dataset", "Options", "Tensor", "bench", "image_dataset_from_directory"):
+        assert hasattr(sluice, name)
+
+
+def test_tfrecord_parse_values_known(data):
+    ds = (
+        sluice.Dataset.tfrecord(str(data / "small100.tfrecord"))
+        .map(sluice.ops.parse_example(small100_features(sluice)))
+        .batch(10)
+    )
+    seen = 0
+    for ids, vecs, names in ds:
+        ids, vecs = np.asarray(ids), np.asarray(vecs)
+        assert ids.dtype == np.int64 and ids.shape == (10,)
+        assert vecs.dtype == np.float32 and vecs.shape == (10, 3)
+        for i, v, n in zip(ids, vecs, names):
+            assert i == seen
+            np.testing.assert_array_equal(v, np.float32([i * 0.5, -i, 1 / (i + 1)]))
+            assert n == b"item-%d" % i
+            seen += 1
+    assert seen == 100
+
+
+@pytest.mark.parametrize("suffix,compression", [(".gz", "GZIP"), (".zlib", "ZLIB"), (".gz", None)])
+def test_tfrecord_compression(data, suffix, compression):
+    ds = sluice.Dataset.tfrecord(str(data / ("small100.tfrecord" + suffix)), compression_type=compression)
+    plain = list(sluice.Dataset.tfrecord(str(data / "small100.tfrecord")))
+    assert list(ds) == plain and len(plain) == 100
+
+
+def test_from_tensor_slices_and_transformations():
+    x = np.arange(20, dtype=np.float32).reshape(10, 2)
+    y = np.arange(10)
+    ds = sluice.Dataset.from_tensor_slices((x, y))
+    assert ds.cardinality() == 10
+    rows = [(np.asarray(a), int(np.asarray(b))) for a, b in ds]
+    assert [b for _, b in rows] == list(range(10))
+    np.testing.assert_array_equal(rows[3][0], x[3])
+
+    assert [int(np.asarray(v)) for v in sluice.Dataset.range(10).take(3)] == [0, 1, 2]
+    assert [t.shape for t in next(iter(sluice.Dataset.from_tensors((7, 2.5))))] == [(), ()]
+    assert [int(np.asarray(v)) for v in sluice.Dataset.range(10).skip(8)] == [8, 9]
+    assert [int(np.asarray(v)) for v in sluice.Dataset.range(10).shard(3, 1)] == [1, 4, 7]
+    assert [int(np.asarray(v)) for v in sluice.Dataset.range(2).repeat(2)] == [0, 1, 0, 1]
+    assert sluice.Dataset.range(3).repeat().cardinality() == sluice.INFINITE_CARDINALITY
+    batches = [np.asarray(b).tolist() for b in sluice.Dataset.range(5).batch(2, drop_remainder=True)]
+    assert batches == [[0, 1], [2, 3]]
+    evens = sluice.Dataset.range(10).filter(lambda v: v % 2 == 0)
+    assert [int(np.asarray(v)) for v in evens] == [0, 2, 4, 6, 8]
+    pairs = list(sluice.Dataset.zip(sluice.Dataset.range(2), sluice.Dataset.range(10, 12)))
+    assert [(int(np.asarray(a)), int(np.asarray(b))) for a, b in pairs] == [(0, 10), (1, 11)]
+    assert "Range" in repr(sluice.Dataset.range(3))
+
+
+def test_strings_and_bytes():
+    ds = sluice.Dataset.from_tensor_slices(["a", "bé"])
+    assert list(ds) == [b"a", "bé".encode()]
+    assert list(ds.batch(2)) == [[b"a", "bé".encode()]]
+
+
+def test_shuffle_is_seeded():
+    def run(seed):
+        ds = sluice.Dataset.range(100).shuffle(20, seed=seed)
+        return [int(np.asarray(v)) for v in ds]
+
+    assert run(3) == run(3)
+    assert run(3) != run(4)
+    assert sorted(run(3)) == list(range(100))
+    opts = sluice.Options(seed=5)
+    a = [int(np.asarray(v)) for v in sluice.Dataset.range(50).shuffle(10).with_options(opts)]
+    b = [int(np.asarray(v)) for v in sluice.Dataset.range(50).shuffle(10).with_options(opts)]
+    assert a == b and opts.seed == 5 and opts.deterministic is None
+
+
+def test_list_files_and_interleave(data, tmp_path):
+    for i in range(3):
+        (tmp_path / f"part-{i}.tfrecord").write_bytes((data / "small100.tfrecord").read_bytes())
+    files = sluice.Dataset.list_files(str(tmp_path / "part-*.tfrecord"), shuffle=False)
+    assert list(files) == [str(tmp_path / f"part-{i}.tfrecord").encode() for i in range(3)]
+    ds = files.interleave(sluice.Dataset.tfrecord, cycle_length=3, num_parallel_calls=sluice.AUTOTUNE)
+    records = list(ds)
+    assert len(records) == 300
+    # cycle_length 3, block_length 1: the files' records alternate.
+    assert records[0] == records[1] == records[2] != records[3]
+
+
+def test_python_map_function_gets_numpy_and_returns_values():
+    def f(x, y):
+        assert isinstance(x, np.ndarray) and not x.flags.writeable
+        return x * 2, y, b"tag"
+
+    ds = sluice.Dataset.from_tensor_slices((np.arange(4, dtype=np.int32), np.ones(4))).map(
+        f, num_parallel_calls=2
+    )
+    out = list(ds)
+    assert [int(np.asarray(a)) for a, _, _ in out] == [0, 2, 4, 6]
+    assert out[0][0].shape == () and out[0][1].shape == ()  # NumPy scalars stay scalars
+    assert out[0][1].dtype == "float32" and out[0][2] == b"tag"
+
+
+def test_pickle_refused_clearly():
+    with pytest.raises(TypeError, match="sluice.Dataset cannot be pickled"):
+        pickle.dumps(sluice.Dataset.range(3))
+    with pytest.raises(TypeError, match="sluice.Iterator cannot be pickled"):
+        pickle.dumps(iter(sluice.Dataset.range(3)))
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(sluice.ops.decode_jpeg())
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="num_parallel_calls"):
+        sluice.Dataset.range(3).map(lambda x: x, num_parallel_calls=0)
+    with pytest.raises(TypeError):
+        sluice.Dataset.range(3).map(42)
+    with pytest.raises(ValueError, match="compression"):
+        sluice.Dataset.tfrecord("x", compression_type="BROTLI")
+    with pytest.raises(TypeError, match="dicts"):
+        sluice.Dataset.from_tensor_slices({"a": np.zeros(3)})
+    with pytest.raises(TypeError, match="float64|complex"):
+        sluice.Dataset.from_tensor_slices(np.zeros(3, dtype=np.complex64))
+
+
+def test_from_generator():
+    def gen(n):
+        for i in range(n):
+            yield np.full(i, i, dtype=np.int32), b"x" * i
+
+    ds = sluice.Dataset.from_generator(gen, args=(4,))
+    out = [(np.asarray(a).tolist(), b) for a, b in ds]
+    assert out == [([], b""), ([1], b"x"), ([2, 2], b"xx"), ([3, 3, 3], b"xxx")]
+    assert len(list(ds)) == 4  # each iterator calls the generator again
+    it = iter(ds)
+    next(it)
+    resumed = iter(ds)
+    resumed.load_state_dict(it.state_dict())  # the generator runs again, up to the position
+    assert [b for _, b in resumed] == [b"x", b"xx", b"xxx"]
+
+    def broken():
+        yield 1
+        raise KeyError("generator failed")
+
+    it = iter(sluice.Dataset.from_generator(broken))
+    next(it)
+    with pytest.raises(KeyError, match="generator failed"):
+        next(it)
+
+
+def test_padded_batch():
+    ds = sluice.Dataset.from_generator(lambda: (np.arange(n, dtype=np.int64) for n in (1, 3, 2)))
+    batches = [np.asarray(b).tolist() for b in ds.padded_batch(2)]
+    assert batches == [[[0, 0, 0], [0, 1, 2]], [[0, 1]]]
+    padded = ds.padded_batch(3, padded_shapes=([4],), padding_values=(-1,))
+    assert np.asarray(next(iter(padded))).tolist() == [[0, -1, -1, -1], [0, 1, 2, -1], [0, 1, -1, -1]]
+
+
+def test_element_spec():
+    ds = sluice.Dataset.from_tensor_slices((np.zeros((5, 3), np.float32), np.arange(5)))
+    assert ds.element_spec == (("float32", (3,)), ("int64", ()))
+    assert ds.batch(2).element_spec == (("float32", (None, 3)), ("int64", (None,)))
+    assert ds.map(lambda x, y: x).element_spec is None

@@ -1,0 +1,240 @@
+"""The iterator: state_dict round trips, the GIL released while next() waits, Ctrl-C, errors."""
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+import sluice
+
+from conftest import image_features
+
+
+def image_pipeline(data, python_map=False):
+    """Shuffled, parallel-mapped photos of images3.tfrecord, 3 epochs."""
+    ops = [
+        sluice.ops.parse_example(image_features(sluice)),
+        sluice.ops.decode_and_random_resized_crop((24, 32)),
+        sluice.ops.random_flip_left_right(),
+    ]
+    ds = sluice.Dataset.tfrecord(str(data / "images3.tfrecord")).repeat(3)
+    ds = ds.map(ops, num_parallel_calls=2).shuffle(4, seed=1)
+    if python_map:
+        ds = ds.map(lambda image, label: (image, label + 100), num_parallel_calls=2)
+    return ds.batch(2).prefetch(2).with_options(sluice.Options(seed=7))
+
+
+def as_arrays(element):
+    return tuple(np.asarray(c) for c in element)
+
+
+@pytest.mark.parametrize("python_map", [False, True])
+def test_state_dict_round_trip_mid_epoch(data, python_map):
+    ds = image_pipeline(data, python_map)
+    expected = [as_arrays(e) for e in ds]
+    assert len(expected) == 5  # 9 images in batches of 2
+    it = iter(ds)
+    for _ in range(2):
+        next(it)
+    state = it.state_dict()
+    assert state["version"] == 1 and isinstance(state["iterator"], bytes)
+    rest = [as_arrays(e) for e in it]
+    resumed = iter(ds)
+    assert resumed.load_state_dict(state) is None
+    again = [as_arrays(e) for e in resumed]
+    assert len(rest) == len(again) == 3
+    for a, b, c in zip(rest, again, expected[2:]):
+        for x, y, z in zip(a, b, c):
+            np.testing.assert_array_equal(x, y)
+            np.testing.assert_array_equal(x, z)
+
+
+def test_state_dict_nests_in_a_checkpoint(tmp_path):
+    import pickle
+
+    it = iter(sluice.Dataset.range(10).shuffle(5, seed=3))
+    first = [int(np.asarray(next(it))) for _ in range(4)]
+    path = tmp_path / "ckpt.pkl"
+    path.write_bytes(pickle.dumps({"model": {}, "data": it.state_dict()}))
+    resumed = iter(sluice.Dataset.range(10).shuffle(5, seed=3))
+    resumed.load_state_dict(pickle.loads(path.read_bytes())["data"])
+    rest = [int(np.asarray(v)) for v in resumed]
+    assert sorted(first + rest) == list(range(10))
+
+
+def test_load_state_dict_misuse():
+    ds = sluice.Dataset.range(5)
+    it = iter(ds)
+    next(it)
+    with pytest.raises(ValueError, match="before the first next"):
+        it.load_state_dict(iter(ds).state_dict())
+    with pytest.raises(ValueError, match="version"):
+        iter(ds).load_state_dict({"version": 99, "iterator": b""})
+    with pytest.raises(ValueError, match="not a sluice iterator state"):
+        iter(ds).load_state_dict({})
+
+
+def test_gil_released_while_next_waits():
+    ds = sluice.Dataset.range(2).map(sluice._testing.sleep(0.5))
+    it = iter(ds)
+    ticks = 0
+    stop = threading.Event()
+
+    def count():
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1  # pure Python: runs only while nobody else holds the GIL
+
+    t = threading.Thread(target=count)
+    t.start()
+    try:
+        start = time.monotonic()
+        next(it)
+        waited = time.monotonic() - start
+    finally:
+        stop.set()
+        t.join()
+    assert waited >= 0.4
+    assert ticks > 10000, f"the Python thread counted only {ticks} while next() waited"
+
+
+def test_ctrl_c_interrupts_a_blocking_next():
+    # Python's own SIGINT handler, which Python does not install when it starts with SIGINT
+    # ignored (as a shell's background job does).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        interrupt_a_blocking_next()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def interrupt_a_blocking_next():
+    ds = sluice.Dataset.range(3).map(sluice._testing.sleep(1.5))
+    it = iter(ds)
+    timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        next(it)
+    assert time.monotonic() - start < 1.0
+    with pytest.raises(ValueError, match="interrupted"):
+        it.state_dict()
+    # The element the interrupted next() waited for is not lost.
+    assert int(np.asarray(next(it))) == 0
+    timer.join()
+
+
+STATUS_CODES = {  # absl::StatusCode -> the exception it raises
+    1: RuntimeError,  # Cancelled
+    2: RuntimeError,  # Unknown
+    3: ValueError,  # InvalidArgument
+    4: TimeoutError,  # DeadlineExceeded
+    5: FileNotFoundError,  # NotFound
+    6: FileExistsError,  # AlreadyExists
+    7: PermissionError,  # PermissionDenied
+    8: MemoryError,  # ResourceExhausted
+    9: RuntimeError,  # FailedPrecondition
+    10: RuntimeError,  # Aborted
+    11: IndexError,  # OutOfRange
+    12: NotImplementedError,  # Unimplemented
+    13: RuntimeError,  # Internal
+    14: ConnectionError,  # Unavailable
+    15: sluice.DataLossError,  # DataLoss
+    16: PermissionError,  # Unauthenticated
+}
+
+
+@pytest.mark.parametrize("code", sorted(STATUS_CODES))
+def test_every_status_code_maps(code):
+    with pytest.raises(STATUS_CODES[code]) as info:
+        sluice._testing.raise_status(code, f"message {code}")
+    assert str(info.value) == f"message {code}"
+
+
+def test_pipeline_errors_carry_the_cpp_message(data):
+    with pytest.raises(FileNotFoundError, match="nonexistent"):
+        next(iter(sluice.Dataset.tfrecord(str(data / "nonexistent.tfrecord"))))
+    it = iter(sluice.Dataset.tfrecord(str(data / "small100.corrupt-record41.tfrecord")))
+    for _ in range(41):
+        next(it)
+    with pytest.raises(sluice.DataLossError, match="corrupt-record41") as info:
+        next(it)
+    assert isinstance(info.value, IOError)
+    with pytest.raises(sluice.DataLossError):  # sticky
+        next(it)
+    bad_jpeg = sluice.Dataset.from_tensors(b"not a jpeg").map(sluice.ops.decode_jpeg())
+    with pytest.raises(ValueError, match="JPEG"):
+        next(iter(bad_jpeg))
+    with pytest.raises(ValueError, match="component 3"):
+        next(iter(sluice.Dataset.from_tensors(b"x").map(sluice.ops.decode_jpeg(component=3))))
+
+
+def test_python_exception_comes_back_itself():
+    class Custom(Exception):
+        pass
+
+    def f(x):
+        if x == 2:
+            raise Custom("bad element")
+        return x
+
+    it = iter(sluice.Dataset.range(5).map(f, num_parallel_calls=2))
+    assert [int(np.asarray(next(it))) for _ in range(2)] == [0, 1]
+    with pytest.raises(Custom, match="bad element") as info:
+        next(it)
+    assert info.traceback[-1].name == "f"  # the traceback reaches into the map function
+    with pytest.raises(TypeError, match="no sluice dtype|dicts"):
+        next(iter(sluice.Dataset.range(1).map(lambda x: {"a": x})))
+
+
+def test_next_from_several_threads():
+    it = iter(sluice.Dataset.range(400).map(lambda v: v, num_parallel_calls=2))
+    seen = []
+
+    def pull():
+        for v in it:
+            seen.append(int(np.asarray(v)))
+
+    threads = [threading.Thread(target=pull) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted(seen) == list(range(400))
+
+
+def test_end_is_stop_iteration():
+    it = iter(sluice.Dataset.range(1))
+    next(it)
+    with pytest.raises(StopIteration):
+        next(it)
+    with pytest.raises(StopIteration):
+        next(it)
+
+
+EXIT_WITH_LIVE_ITERATOR = """
+import time
+import sluice
+
+def slow(x):
+    time.sleep(0.02)
+    return x
+
+it = iter(sluice.Dataset.range(1000).map(slow, num_parallel_calls=4).prefetch(8))
+next(it)  # the first NumPy array of this process is made on a pipeline thread
+print("exiting")
+"""
+
+
+def test_fresh_process_exits_with_a_live_iterator():
+    # Python functions still running on the pipeline's threads at exit: the iterator is closed
+    # before the interpreter finalizes (a thread that asks for the GIL later is killed by Python).
+    import subprocess
+    import sys
+
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", EXIT_WITH_LIVE_ITERATOR], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0 and done.stdout == "exiting\n", done.stderr
