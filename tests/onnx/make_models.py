@@ -38,8 +38,10 @@ def operators(out):
         weight("w2", (4, 6, 2, 3)),
         weight("w3", (4, 4, 1, 1)), weight("b3", (4,)),
         weight("w4", (4, 8, 1, 1)), weight("b4", (4,)),
-        # Flatten of [4, 3, 4], and the global average of 8 channels.
-        weight("fc_w", (5, 4 * 3 * 4 + 8)), weight("fc_b", (5,)),
+        weight("w5", (4, 1, 3, 3)),  # depthwise: group 4
+        numpy_helper.from_array(np.array([0, 0, 1, 0, 0, 0, 0, 2], dtype=np.int64), "pads"),
+        # Flatten of [4, 3, 4], the global average of 8 channels and the global max of 4.
+        weight("fc_w", (5, 4 * 3 * 4 + 8 + 4)), weight("fc_b", (5,)),
         weight("mm_w", (5, 3)),
         numpy_helper.from_array(np.array([0, -1], dtype=np.int64), "flat_shape"),
     ]
@@ -64,6 +66,15 @@ def operators(out):
                          value=numpy_helper.from_array(np.array(0, dtype=np.float32))),
         helper.make_node("Clip", ["prod", "zero"], ["clipped"], name="/block/Clip"),
         helper.make_node("Concat", ["clipped", "sum"], ["cat"], name="/block/Concat", axis=1),
+        # MobileNet's pieces: zero padding, a depthwise convolution, ReLU6 as Clip(0, 6).
+        helper.make_node("Pad", ["p1", "pads"], ["padded"], name="/side/Pad"),
+        helper.make_node("Conv", ["padded", "w5"], ["dw"], name="/side/dw/Conv",
+                         kernel_shape=[3, 3], group=4),
+        helper.make_node("Constant", [], ["six"], name="/side/Constant",
+                         value=numpy_helper.from_array(np.array(6, dtype=np.float32))),
+        helper.make_node("Clip", ["dw", "zero", "six"], ["relu6"], name="/side/Clip"),
+        helper.make_node("GlobalMaxPool", ["relu6"], ["gmp"], name="/side/gmp/GlobalMaxPool"),
+        helper.make_node("Flatten", ["gmp"], ["gmp_flat"], name="/side/Flatten", axis=1),
         helper.make_node("AveragePool", ["cat"], ["avg"], name="/head/avg/AveragePool",
                          kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 1, 1]),
         helper.make_node("Dropout", ["avg"], ["drop"], name="/head/Dropout"),
@@ -73,8 +84,8 @@ def operators(out):
         helper.make_node("Flatten", ["c4"], ["flat"], name="/head/Flatten", axis=1),
         helper.make_node("GlobalAveragePool", ["cat"], ["gap"], name="/head/gap/GlobalAveragePool"),
         helper.make_node("Reshape", ["gap", "flat_shape"], ["gap_flat"], name="/head/Reshape"),
-        helper.make_node("Concat", ["flat", "gap_flat"], ["features"], name="/head/features/Concat",
-                         axis=1),
+        helper.make_node("Concat", ["flat", "gap_flat", "gmp_flat"], ["features"],
+                         name="/head/features/Concat", axis=1),
         helper.make_node("Gemm", ["features", "fc_w", "fc_b"], ["logits"], name="/fc/Gemm",
                          transB=1),
         helper.make_node("MatMul", ["logits", "mm_w"], ["output"], name="/out/MatMul"),

@@ -25,10 +25,11 @@ TEST(ImportCommandTest, ImportsSavesAndExportsAgain) {
   const std::string dir = TempPath("imported");
   CliResult r = RunSluice("import --json " + ShellQuote(onnx) + " --out " + ShellQuote(dir));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("\"layers\": 17"));
+  EXPECT_THAT(r.out, HasSubstr("\"layers\": 21"));
   EXPECT_THAT(r.out, HasSubstr("\"input\": [9, 8, 3]"));
-  // (6*3*3*3 + 6) + 4*6 (batch norm) + 4*6*2*3 + (4*4 + 4) + (4*8 + 4) + (5*56 + 5) + 5*3.
-  EXPECT_THAT(r.out, HasSubstr("\"parameters\": 692"));
+  // (6*3*3*3 + 6) + 4*6 (batch norm) + 4*6*2*3 + (4*4 + 4) + (4*8 + 4) + 4*1*3*3 (depthwise)
+  // + (5*60 + 5) + 5*3.
+  EXPECT_THAT(r.out, HasSubstr("\"parameters\": 748"));
   const std::string again = TempPath("again.onnx");
   CliResult e = RunSluice("export --model " + ShellQuote(dir) + " --out " + ShellQuote(again));
   EXPECT_EQ(e.exit_code, 0) << e.err;

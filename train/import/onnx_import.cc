@@ -32,11 +32,13 @@
 #include "train/layers/dense.h"
 #include "train/layers/flatten.h"
 #include "train/layers/global_avg_pool.h"
+#include "train/layers/global_max_pool.h"
 #include "train/layers/layer_config.h"
 #include "train/layers/max_pool.h"
 #include "train/layers/multiply.h"
 #include "train/layers/parameter_limit.h"
 #include "train/layers/relu.h"
+#include "train/layers/zero_padding2d.h"
 #include "train/ops/transpose.h"
 
 namespace sluice::train::importing {
@@ -121,6 +123,7 @@ class Importer {
   absl::Status Clip(const onnx::NodeProto& node);
   absl::Status Flatten(const onnx::NodeProto& node);
   absl::Status Reshape(const onnx::NodeProto& node);
+  absl::Status Pad(const onnx::NodeProto& node);
 
   // The graph's input, made at its first use: NCHW in the file unless that use is a Transpose
   // to NCHW (the file's input is NHWC then).
@@ -368,11 +371,13 @@ absl::Status Importer::Conv(const onnx::NodeProto& node) {
   const int64_t o = w->dims[0], ci = w->dims[1], kh = w->dims[2], kw = w->dims[3];
   const int64_t channels = x.tensor.shape().dim(3);
   const int64_t group = IntAttribute(node, "group", 1);
-  if (group != 1) {
-    return Unsupported(
-        absl::StrCat("group ", group, ": grouped convolutions are not imported yet"));
+  // Grouped (MobileNet's depthwise: group = channels): each group of channels / group inputs
+  // makes o / group outputs.
+  if (group < 1 || channels % group != 0 || o % group != 0) {
+    return Invalid(absl::StrCat("group ", group, " does not divide its ", channels,
+                                " input channels and ", o, " filters"));
   }
-  if (ci != channels) {
+  if (ci * group != channels) {
     return Invalid(absl::StrCat("its weight [", absl::StrJoin(w->dims, ", "), "] takes ", ci,
                                 " channels; its input has ", channels));
   }
@@ -395,7 +400,8 @@ absl::Status Importer::Conv(const onnx::NodeProto& node) {
                .dilation_h = dilations[0],
                .dilation_w = dilations[1],
                .padding = ops::Padding::kExplicit,
-               .pads = {.top = pads[0], .bottom = pads[2], .left = pads[1], .right = pads[3]}},
+               .pads = {.top = pads[0], .bottom = pads[2], .left = pads[1], .right = pads[3]},
+               .groups = group},
       .use_bias = b != nullptr,
       // The file's weights replace them: no random draw.
       .kernel_initializer = layers::Initializer::kZeros};
@@ -407,7 +413,7 @@ absl::Status Importer::Conv(const onnx::NodeProto& node) {
   } else if (!auto_pad.empty() && auto_pad != "NOTSET") {
     return Unsupported(absl::StrCat("auto_pad ", auto_pad));
   }
-  auto conv = std::make_shared<layers::Conv2D>(ci, o, kh, kw, options);
+  auto conv = std::make_shared<layers::Conv2D>(channels, o, kh, kw, options);
   // OIHW to HWIO.
   SLUICE_ASSIGN_OR_RETURN(const Tensor oihw, HostTensor(*w, w->dims));
   SLUICE_ASSIGN_OR_RETURN(const Tensor hwio, ops::Transpose(oihw, {2, 3, 1, 0}));
@@ -624,10 +630,13 @@ absl::Status Importer::Clip(const onnx::NodeProto& node) {
     if (c->is_int || c->count() != 1) return Invalid(absl::StrCat("input ", i, " is not a float"));
     (i == 1 ? lo : hi) = c->floats[0];
   }
-  if (lo != 0 || !std::isinf(hi)) {
-    return Unsupported(absl::StrCat("Clip(", lo, ", ", hi, "); Clip(0, inf) is imported (ReLU)"));
+  if (lo != 0 || !(hi > 0)) {
+    return Unsupported(
+        absl::StrCat("Clip(", lo, ", ", hi, "); Clip(0, max) is imported (ReLU, ReLU6)"));
   }
-  SLUICE_ASSIGN_OR_RETURN(SymbolicTensor y, Call(std::make_shared<layers::ReLU>(), {x.tensor}));
+  layers::ReLUOptions relu;
+  if (!std::isinf(hi)) relu.max_value = hi;
+  SLUICE_ASSIGN_OR_RETURN(SymbolicTensor y, Call(std::make_shared<layers::ReLU>(relu), {x.tensor}));
   x.tensor = y;
   return Define(node.output(0), x);
 }
@@ -657,6 +666,37 @@ absl::Status Importer::Flatten(const onnx::NodeProto& node) {
     out.columns = std::move(columns);
   }
   return Define(node.output(0), out);
+}
+
+absl::Status Importer::Pad(const onnx::NodeProto& node) {
+  SLUICE_ASSIGN_OR_RETURN(Value x, GetImage(node, 0));
+  const std::string mode = StringAttribute(node, "mode");
+  if (!mode.empty() && mode != "constant") return Unsupported(absl::StrCat("mode ", mode));
+  // Opset 11 and later give the pads as an input, earlier ones as an attribute:
+  // [n, c, h, w begins, n, c, h, w ends].
+  std::vector<int64_t> pads = IntsAttribute(node, "pads", {});
+  if (node.input_size() > 1 && !node.input(1).empty()) {
+    SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const Constant> c, GetConstant(node, 1, 1));
+    if (!c->is_int) return Invalid("its pads are not int64");
+    pads = c->ints;
+  }
+  if (node.input_size() > 2 && !node.input(2).empty()) {
+    SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const Constant> c, GetConstant(node, 2, -1));
+    if (c->is_int || c->count() != 1 || c->floats[0] != 0) {
+      return Unsupported("a constant other than 0");
+    }
+  }
+  if (pads.size() != 8) return Invalid(absl::StrCat(pads.size(), " pads for a rank-4 input"));
+  if (pads[0] != 0 || pads[1] != 0 || pads[4] != 0 || pads[5] != 0) {
+    return Unsupported("padding the batch or the channels");
+  }
+  for (int64_t p : pads) {
+    if (p < 0) return Unsupported("negative padding (a crop)");
+  }
+  auto layer = std::make_shared<layers::ZeroPadding2D>(
+      std::pair<int64_t, int64_t>{pads[2], pads[6]}, std::pair<int64_t, int64_t>{pads[3], pads[7]});
+  SLUICE_ASSIGN_OR_RETURN(x.tensor, Call(layer, {x.tensor}));
+  return Define(node.output(0), x);
 }
 
 absl::Status Importer::Reshape(const onnx::NodeProto& node) {
@@ -723,6 +763,13 @@ absl::Status Importer::Node(const onnx::NodeProto& node) {
     if (x.kind == Value::kConstant) return Unsupported("a constant input");
     SLUICE_ASSIGN_OR_RETURN(x.tensor, Call(std::make_shared<layers::ReLU>(), {x.tensor}));
     return Define(node.output(0), x);
+  }
+  if (op == "Pad") return Pad(node);
+  if (op == "GlobalMaxPool") {
+    SLUICE_ASSIGN_OR_RETURN(Value x, GetImage(node, 0));
+    SLUICE_ASSIGN_OR_RETURN(SymbolicTensor y,
+                            Call(std::make_shared<layers::GlobalMaxPool>(), {x.tensor}));
+    return Define(node.output(0), Value{.kind = Value::kPooled, .tensor = y});
   }
   if (op == "GlobalAveragePool") {
     SLUICE_ASSIGN_OR_RETURN(Value x, GetImage(node, 0));

@@ -37,9 +37,10 @@ struct OnnxImportOptions {
 // output is NHWC. Weights are transposed once, here (OIHW to HWIO; a Gemm after a Flatten of an
 // image has its rows reordered for the NHWC flattening).
 //
-// Operators: Conv (dilations, pads, strides; group 1), BatchNormalization, Relu, Clip(0, inf),
-// Add, Mul, Concat, MaxPool, AveragePool, GlobalAveragePool, Gemm, MatMul, Flatten, Reshape to
-// [batch, features], Transpose NHWC to NCHW on the input, Identity, Dropout and Constant. Layers
+// Operators: Conv (dilations, pads, strides, groups: MobileNet's depthwise), BatchNormalization,
+// Relu, Clip(0, max) (ReLU6), Add, Mul, Concat, MaxPool, AveragePool, GlobalAveragePool,
+// GlobalMaxPool, Gemm, MatMul, Flatten, Reshape to [batch, features], Pad (zeros, spatial),
+// Transpose NHWC to NCHW on the input, Identity, Dropout and Constant. Layers
 // are named after their nodes ("layer1/layer1.0/conv1"), so GetLayer and LayerOutput find them.
 //
 // Errors name the file and, for a node, its name and operator: an unsupported operator or

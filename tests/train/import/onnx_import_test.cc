@@ -144,7 +144,7 @@ TEST_P(TorchvisionImportTest, AgreesWithOnnxRuntimeAndRoundTrips) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, TorchvisionImportTest, ::testing::Values("resnet18"));
+INSTANTIATE_TEST_SUITE_P(Models, TorchvisionImportTest, ::testing::Values("resnet18", "mobilenet_v2"));
 
 TEST(OnnxImportTest, AFileThatIsNotAModelIsAnErrorNamingIt) {
   ScopedTempDir dir;
@@ -172,7 +172,7 @@ TEST(OnnxImportTest, AFileThatIsNotAModelIsAnErrorNamingIt) {
   EXPECT_FALSE(ImportOnnx(path, {.height = 1, .width = 1}).ok());
   // Another size for the fully convolutional part is fine up to the Gemm, which then disagrees.
   EXPECT_THAT(std::string(ImportOnnx(path, {.height = 17}).status().message()),
-              HasSubstr("node '/fc/Gemm' (Gemm): its weight takes 56 features"));
+              HasSubstr("node '/fc/Gemm' (Gemm): its weight takes 60 features"));
 }
 
 TEST(OnnxImportTest, AnUnsupportedOperatorIsNamedWithItsNodeAndTheFile) {
