@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "tests/file_util.h"
 #include "tests/onnx_runtime.h"
 #include "tests/temp_dir.h"
@@ -59,17 +61,27 @@ std::vector<float> Values(const Tensor& t) {
   return {t.flat<float>().begin(), t.flat<float>().end()};
 }
 
+// The bar for outputs `reference`: 1e-4, the for trained models (their logits stay near
+// 10 at most), or 1e-5 of the largest output where random weights make them larger. float32's
+// rounding grows with the values it rounds: resnet50's random logits reach about 270, and the two
+// runtimes' sums of them differ by 5e-4 (2e-6 of that).
+float Tolerance(const std::vector<float>& reference) {
+  float largest = 0;
+  for (float v : reference) largest = std::max(largest, std::abs(v));
+  return std::max(1e-4f, 1e-5f * largest);
+}
+
 // The imported `model`'s output on `nchw` (the ONNX file's layout) against ONNX Runtime's on the
-// file, within `tolerance`.
+// file, within Tolerance.
 void ExpectAgreement(layers::Model& model, const std::string& path, const Tensor& nchw,
-                     const std::string& scratch, float tolerance) {
+                     const std::string& scratch) {
   auto nhwc = ops::Transpose(nchw, {0, 2, 3, 1});
   ASSERT_TRUE(nhwc.ok());
   auto ours = model.Forward(*nhwc, /*training=*/false);
   ASSERT_TRUE(ours.ok()) << ours.status();
   auto theirs = RunOnnxRuntime(path, nchw, scratch);
   ASSERT_TRUE(theirs.ok()) << theirs.status();
-  EXPECT_LE(MaxAbsDiff(Values(*ours), *theirs), tolerance);
+  EXPECT_LE(MaxAbsDiff(Values(*ours), *theirs), Tolerance(*theirs));
 }
 
 TEST(OnnxImportTest, EveryOperatorAgreesWithOnnxRuntime) {
@@ -83,7 +95,7 @@ TEST(OnnxImportTest, EveryOperatorAgreesWithOnnxRuntime) {
   EXPECT_TRUE((*model)->GetLayer("stem.conv").ok());
   EXPECT_TRUE((*model)->GetLayer("head.gap").ok());
   EXPECT_EQ((*model)->name(), "operators");
-  ExpectAgreement(**model, path, Uniform(Shape{3, 3, 9, 8}, 1), dir.path(), 1e-4f);
+  ExpectAgreement(**model, path, Uniform(Shape{3, 3, 9, 8}, 1), dir.path());
 }
 
 TEST(OnnxImportTest, AnNhwcInputTransposedToNchwIsTakenAsItIs) {
@@ -124,7 +136,7 @@ TEST_P(TorchvisionImportTest, AgreesWithOnnxRuntimeAndRoundTrips) {
     auto model = ImportOnnx(path);
     ASSERT_TRUE(model.ok()) << model.status();
     const Tensor x = Uniform(Shape{2, 3, kSize, kSize}, 3);
-    ExpectAgreement(**model, path, x, dir.path(), 1e-4f);
+    ExpectAgreement(**model, path, x, dir.path());
     if (mode == "training") {
       EXPECT_THAT(layers::Summary(**model), HasSubstr("(batch_norm)"));
     }
@@ -140,11 +152,18 @@ TEST_P(TorchvisionImportTest, AgreesWithOnnxRuntimeAndRoundTrips) {
     ASSERT_TRUE(ours.ok()) << ours.status();
     auto again = RunOnnxRuntime(exported, *nhwc, dir.path());
     ASSERT_TRUE(again.ok()) << again.status();
-    EXPECT_LE(MaxAbsDiff(Values(*ours), *again), 1e-4f);
+    EXPECT_LE(MaxAbsDiff(Values(*ours), *again), Tolerance(*again));
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, TorchvisionImportTest, ::testing::Values("resnet18", "mobilenet_v2"));
+// resnet18 and mobilenet_v2 by default; $SLUICE_TORCHVISION_MODELS (comma-separated) names others,
+// as docs/training.md's command for resnet50 does.
+std::vector<std::string> TorchvisionModels() {
+  const char* env = std::getenv("SLUICE_TORCHVISION_MODELS");
+  return absl::StrSplit(env != nullptr && *env != '\0' ? env : "resnet18,mobilenet_v2", ',');
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, TorchvisionImportTest, ::testing::ValuesIn(TorchvisionModels()));
 
 TEST(OnnxImportTest, AFileThatIsNotAModelIsAnErrorNamingIt) {
   ScopedTempDir dir;
