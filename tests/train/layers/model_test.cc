@@ -12,6 +12,7 @@
 
 #include "tests/temp_dir.h"
 #include "tests/train/gradient_check.h"
+#include "tests/train/layers/overfit_test_util.h"
 #include "tests/train/module_gradient_check.h"
 #include "train/autodiff/tape.h"
 #include "train/fit/saved_model.h"
@@ -324,25 +325,7 @@ TEST(FunctionalModelTest, ATinyResidualNetworkOverfitsOneBatch) {
   SymbolicTensor r = Apply(Dense(16, Activation::kRelu, {.seed = 2}), h);
   SymbolicTensor out = Apply(Dense(3, DenseOptions{.seed = 3}), Apply(Add(), {h, r}));
   auto model = *Model::Make({in}, {out});
-  Tensor x = RandomTensor({8, 4}, 11);
-  Tensor labels = Tensor::FromVector<int64_t>({0, 1, 2, 0, 1, 2, 0, 1});
-  optimizers::Adam adam({.learning_rate = 0.05f});
-  float first = 0, last = 0;
-  for (int step = 0; step < 150; ++step) {
-    autodiff::Tape tape;
-    Tensor logits = *model->Forward(x, true);
-    Tensor loss = *ops::Mean(*ops::SparseSoftmaxCrossEntropyWithLogits(logits, labels));
-    if (step == 0) first = loss.scalar<float>();
-    last = loss.scalar<float>();
-    std::vector<autodiff::Variable*> vars = model->TrainableVariables();
-    std::vector<Tensor> values;
-    for (autodiff::Variable* v : vars) values.push_back(v->value());
-    auto grads = *tape.Gradient(loss, values);
-    for (const auto& g : grads) ASSERT_TRUE(g);
-    ASSERT_TRUE(adam.Apply(grads, vars).ok());
-  }
-  EXPECT_GT(first, 0.8f);  // about ln 3 at the start
-  EXPECT_LT(last, 0.02f);
+  testing::ExpectOverfitsOneBatch(*model, 150);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "core/status_macros.h"
 #include "tests/train/gradient_check.h"
+#include "tests/train/layers/overfit_test_util.h"
 #include "train/layers/avg_pool.h"
 #include "train/layers/batch_norm.h"
 #include "train/layers/dense.h"
@@ -64,25 +65,8 @@ TEST(SequentialTest, TinyMlpOverfitsOneBatch) {
       .Add(std::make_unique<ReLU>())
       .Add(std::make_unique<Dense>(16, 3, DenseOptions{.seed = 2}));
   EXPECT_EQ(model.TrainableVariables().size(), 4u);
-  Tensor x = RandomTensor({8, 4}, 11);
-  Tensor labels = Tensor::FromVector<int64_t>({0, 1, 2, 0, 1, 2, 0, 1});
-  optimizers::Adam adam({.learning_rate = 0.05f});
-  float first = 0, last = 0;
-  for (int step = 0; step < 200; ++step) {
-    autodiff::Tape tape;
-    Tensor logits = *model.Forward(x, true);
-    Tensor loss = *ops::Mean(*ops::SparseSoftmaxCrossEntropyWithLogits(logits, labels));
-    if (step == 0) first = loss.scalar<float>();
-    last = loss.scalar<float>();
-    std::vector<autodiff::Variable*> vars = model.TrainableVariables();
-    std::vector<Tensor> values;
-    for (autodiff::Variable* v : vars) values.push_back(v->value());
-    auto grads = *tape.Gradient(loss, values);
-    for (const auto& g : grads) ASSERT_TRUE(g);
-    ASSERT_TRUE(adam.Apply(grads, vars).ok());
-  }
-  EXPECT_GT(first, 0.8f);  // about ln 3 at the start
-  EXPECT_LT(last, 0.02f);
+  ASSERT_NO_FATAL_FAILURE(testing::ExpectOverfitsOneBatch(model, 200));
+  const Tensor x = testing::OverfitInputs(), labels = testing::OverfitLabels();
   // Every example is classified right.
   Tensor logits = *model.Forward(x, false);
   for (int i = 0; i < 8; ++i) {
