@@ -10,10 +10,13 @@ namespace sluice {
 namespace {
 
 TEST(IteratorTest, InitializeMakesNodesWithoutStartingWork) {
-  std::atomic<int> calls{0};
+  // Shared, not on this stack: a parallel Map's calls still running when the iterator is
+  // destroyed finish on their own (the destructor returns at once), after this test may have
+  // returned (TSan saw one write into the returned frame).
+  auto calls = std::make_shared<std::atomic<int>>(0);
   auto ds = Dataset::Range(10).Map(
-      [&calls](Element e) -> absl::StatusOr<Element> {
-        ++calls;
+      [calls](Element e) -> absl::StatusOr<Element> {
+        ++*calls;
         return e;
       },
       {.num_parallel_calls = 2});
@@ -25,7 +28,7 @@ TEST(IteratorTest, InitializeMakesNodesWithoutStartingWork) {
   ASSERT_EQ(stats.size(), 2u);
   EXPECT_EQ(stats[1].name, "Map[1]");
   EXPECT_EQ(stats[1].parallelism, 2);
-  EXPECT_EQ(calls.load(), 0);  // The parallel Map starts at the first GetNext.
+  EXPECT_EQ(calls->load(), 0);  // The parallel Map starts at the first GetNext.
   auto first = it->GetNext();
   ASSERT_TRUE(first.ok() && first->has_value());
   EXPECT_EQ((**first)[0].scalar<int64_t>(), 0);
