@@ -22,13 +22,6 @@
 namespace sluice::train::layers {
 namespace {
 
-// "(None, 28, 28, 1)" for a declared shape (batch dimension 1), as Keras prints it.
-std::string Declared(const Shape& shape) {
-  std::vector<std::string> dims = {"None"};
-  for (int i = 1; i < shape.rank(); ++i) dims.push_back(absl::StrCat(shape.dim(i)));
-  return absl::StrCat("(", absl::StrJoin(dims, ", "), ")");
-}
-
 // Whether `shape` is `declared` but for the batch dimension.
 bool Fits(const Shape& shape, const Shape& declared) {
   if (shape.rank() != declared.rank()) return false;
@@ -102,7 +95,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Make(std::vector<SymbolicTensor> i
         return absl::InvalidArgumentError(absl::StrCat(
             "Model '", model->name_, "': output ", o, " needs the Input",
             node->input_name.empty() ? "" : absl::StrCat(" '", node->input_name, "'"), " of shape ",
-            Declared(node->shape), ", which is not among the model's inputs"));
+            BatchShapeString(node->shape), ", which is not among the model's inputs"));
       }
       if (top.next_input < node->inputs.size()) {
         const std::shared_ptr<const FunctionalNode>& in = node->inputs[top.next_input++].node();
@@ -180,8 +173,8 @@ absl::StatusOr<std::vector<Tensor>> Model::Call(const std::vector<Tensor>& input
     const Shape& declared = steps_[j].node->shape;
     if (!Fits(inputs[j].shape(), declared)) {
       return absl::InvalidArgumentError(absl::StrCat(name_, ": input ", j, " ('", steps_[j].name,
-                                                     "') expects ", Declared(declared), ", got ",
-                                                     inputs[j].shape().DebugString()));
+                                                     "') expects ", BatchShapeString(declared),
+                                                     ", got ", inputs[j].shape().DebugString()));
     }
     values[j] = inputs[j];
   }
@@ -234,9 +227,9 @@ std::vector<Module*> Model::Children() { return layers_; }
 absl::Status Model::Build(const Shape& input_shape) {
   const Shape& declared = steps_[0].node->shape;
   if (inputs_.size() == 1 && Fits(input_shape, declared)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(name_, ": built for ", inputs_.size(),
-                                                 " input(s), the first ", Declared(declared),
-                                                 "; Build asked for ", input_shape.DebugString()));
+  return absl::InvalidArgumentError(
+      absl::StrCat(name_, ": built for ", inputs_.size(), " input(s), the first ",
+                   BatchShapeString(declared), "; Build asked for ", input_shape.DebugString()));
 }
 
 absl::StatusOr<Module*> Model::GetLayer(absl::string_view name) {
@@ -485,7 +478,7 @@ absl::StatusOr<LayerSize> FunctionalSize(const LayerConfig& config, const Shape&
   SLUICE_ASSIGN_OR_RETURN(const Graph g, ReadGraph(config));
   // The batch of `input_shape` for every input; the first input must have its shape.
   if (!Fits(input_shape, g.inputs[0].shape) || input_shape.rank() < 1) {
-    return Bad(absl::StrCat("built for input ", Declared(g.inputs[0].shape), ", sized for ",
+    return Bad(absl::StrCat("built for input ", BatchShapeString(g.inputs[0].shape), ", sized for ",
                             input_shape.DebugString()));
   }
   const int64_t batch = input_shape.dim(0);

@@ -11,6 +11,7 @@
 #include "core/status_macros.h"
 #include "train/layers/model.h"
 #include "train/layers/sequential.h"
+#include "train/layers/symbolic_tensor.h"
 
 namespace sluice::train::layers {
 namespace {
@@ -41,13 +42,6 @@ std::string Grouped(int64_t n) {
   return out;
 }
 
-// [B, 10] -> "(None, 10)", as Keras prints a batch of unknown size.
-std::string BatchShape(const Shape& shape) {
-  std::vector<std::string> dims = {"None"};
-  for (int i = 1; i < shape.rank(); ++i) dims.push_back(absl::StrCat(shape.dim(i)));
-  return absl::StrCat("(", absl::StrJoin(dims, ", "), ")");
-}
-
 }  // namespace
 
 std::string Summary(Module& model) {
@@ -62,7 +56,7 @@ std::string Summary(Module& model) {
     absl::flat_hash_set<const Module*> counted;
     const std::vector<Model::Step>& steps = functional->steps();
     for (const Model::Step& step : steps) {
-      Row row{.shape = BatchShape(step.node->shape), .params = "0", .connected = "-"};
+      Row row{.shape = BatchShapeString(step.node->shape), .params = "0", .connected = "-"};
       if (step.layer == nullptr) {
         row.layer = absl::StrCat(step.name, " (input)");
       } else {
@@ -87,7 +81,7 @@ std::string Summary(Module& model) {
       if (!m.built()) {
         shape = "unbuilt";
       } else if (sequential != nullptr && sequential->output_shape(i)) {
-        shape = BatchShape(*sequential->output_shape(i));
+        shape = BatchShapeString(*sequential->output_shape(i));
       }
       const Counts c = CountParameters(m);
       std::string layer =

@@ -29,14 +29,13 @@ std::shared_ptr<const FunctionalNode> Failed(std::shared_ptr<Module> layer,
   return node;
 }
 
-// "(None, 28, 28, 1)": a declared shape as Keras prints it.
-std::string Printed(const Shape& shape) {
+}  // namespace
+
+std::string BatchShapeString(const Shape& shape) {
   std::vector<std::string> dims = {"None"};
   for (int i = 1; i < shape.rank(); ++i) dims.push_back(absl::StrCat(shape.dim(i)));
   return absl::StrCat("(", absl::StrJoin(dims, ", "), ")");
 }
-
-}  // namespace
 
 const Shape& SymbolicTensor::shape() const {
   return node_ != nullptr && node_->status.ok() ? node_->shape : EmptyShape();
@@ -89,7 +88,7 @@ SymbolicTensor Apply(std::shared_ptr<Module> layer, const std::vector<SymbolicTe
     absl::StatusOr<backend::Backend*> backend = backend::BackendFor(device);
     if (!backend.ok()) return SymbolicTensor(Failed(layer, inputs, backend.status()));
     for (const SymbolicTensor& in : inputs) {
-      shapes.push_back(Printed(in.shape()));
+      shapes.push_back(BatchShapeString(in.shape()));
       absl::StatusOr<Tensor> z = (*backend)->Allocate(DType::kFloat32, in.shape());
       if (z.ok()) {
         absl::Status filled = (*backend)->Fill(*z, 0);

@@ -47,6 +47,10 @@ struct FunctionalNode {
   absl::Status status;
 };
 
+// "(None, 28, 28, 1)": `shape` with its batch dimension printed as Keras prints an unknown batch
+// (Summary, and the errors of functional models).
+std::string BatchShapeString(const Shape& shape);
+
 // keras.Input(shape, name): a model input of `shape` without the batch dimension (Input({28, 28,
 // 1}) for Fashion-MNIST images). Without a name, Model::Make names it "input", "input_1", ...
 SymbolicTensor Input(const Shape& shape, std::string name = "");
