@@ -20,6 +20,7 @@ struct Pool {
   size_t live ABSL_GUARDED_BY(mu) = 0;
   size_t peak_live ABSL_GUARDED_BY(mu) = 0;
   size_t peak_held ABSL_GUARDED_BY(mu) = 0;
+  size_t max_live ABSL_GUARDED_BY(mu) = 0;  // never reset, unlike peak_live
 };
 
 // Never destroyed: tensors may be released during static destruction.
@@ -30,18 +31,38 @@ Pool& GetPool() {
 
 constexpr size_t kPage = 4096;
 
+size_t IdleLimit(const Pool& pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(pool.mu) {
+  return std::max(CpuAllocator::kMinIdleLimitBytes, pool.max_live);
+}
+
 void Release(void* p, size_t size) {
   Pool& pool = GetPool();
+  std::vector<void*> evicted;  // freed after the lock is dropped
   {
     MutexLock lock(&pool.mu);
     pool.live -= size;
-    if (pool.cached + size <= CpuAllocator::kMaxCachedBytes) {
+    // The limit is at least max_live, which counted this block, so it fits once others go.
+    const size_t limit = IdleLimit(pool);
+    // Largest other sizes first: they are the likeliest to be stale (a batch no longer run).
+    for (auto it = pool.free.rbegin(); pool.cached + size > limit && it != pool.free.rend();) {
+      std::vector<void*>& blocks = it->second;
+      if (it->first == size || blocks.empty()) {
+        ++it;
+        continue;
+      }
+      evicted.push_back(blocks.back());
+      blocks.pop_back();
+      pool.cached -= it->first;
+    }
+    // Only blocks of this very size are left idle: this one would replace one of them.
+    if (pool.cached + size > limit) {
+      evicted.push_back(p);
+    } else {
       pool.free[size].push_back(p);
       pool.cached += size;
-      return;
     }
   }
-  std::free(p);
+  for (void* q : evicted) std::free(q);
 }
 
 }  // namespace
@@ -64,6 +85,7 @@ Tensor CpuAllocator::Allocate(DType dtype, const Shape& shape) {
     // Counted under the lock held here; a failed system allocation below takes it back.
     pool.live += size;
     pool.peak_live = std::max(pool.peak_live, pool.live);
+    pool.max_live = std::max(pool.max_live, pool.live);
     pool.peak_held = std::max(pool.peak_held, pool.live + pool.cached);
   }
   if (p == nullptr) {
@@ -81,6 +103,11 @@ Tensor CpuAllocator::Allocate(DType dtype, const Shape& shape) {
 size_t CpuAllocator::cached_bytes() {
   MutexLock lock(&GetPool().mu);
   return GetPool().cached;
+}
+
+size_t CpuAllocator::idle_limit_bytes() {
+  MutexLock lock(&GetPool().mu);
+  return IdleLimit(GetPool());
 }
 
 int64_t CpuAllocator::reuses() {

@@ -11,19 +11,26 @@ namespace sluice::train::backend::cpu {
 // Tensors for the CPU backend from a cache of freed blocks. A training step
 // allocates the same large activations and gradients every time; fresh
 // megabyte-sized blocks come from mmap and are paid for again in page faults
-// (about a tenth of a CNN step before this cache). Blocks of at least
-// kMinCachedBytes go back to a per-size free list when their last tensor goes;
-// at most kMaxCachedBytes are kept idle. Thread-safe.
+// (about a tenth of a CNN step before this cache; a fifth of an imported
+// ResNet-18's at 224x224, whose step needs gigabytes). Blocks of at least
+// kMinCachedBytes go back to a per-size free list when their last tensor goes.
+// The idle limit is the larger of kMinIdleLimitBytes and the most bytes ever
+// alive at once: a step's working set stays mapped for the next step, and
+// the process never holds more than twice what it once needed. A release
+// that would pass the limit evicts other idle blocks, largest first, so a
+// changed shape (an evaluation batch) replaces stale sizes. Thread-safe.
 class CpuAllocator {
  public:
   static constexpr size_t kMinCachedBytes = 64 * 1024;
-  static constexpr size_t kMaxCachedBytes = size_t{512} << 20;
+  static constexpr size_t kMinIdleLimitBytes = size_t{512} << 20;
 
   // An uninitialised numeric tensor (kBytes tensors are allocated directly).
   static Tensor Allocate(DType dtype, const Shape& shape);
 
-  // Bytes idle in the cache now, and how many allocations it served.
+  // Bytes idle in the cache now, the most it keeps idle now, and how many
+  // allocations it served.
   static size_t cached_bytes();
+  static size_t idle_limit_bytes();
   static int64_t reuses();
 
   // Bytes of the cached-size tensors alive now, and the most there have been since the start
