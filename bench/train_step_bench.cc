@@ -35,7 +35,9 @@
 #include "train/backend/backend.h"
 #include "train/backend/compute_precision.h"
 #include "train/backend/cpu/cpu_threads.h"
+#include "train/backend/trace_hooks.h"
 #include "train/backend/transfer.h"
+#include "train/function/function.h"
 #include "train/import/onnx_import.h"
 #include "train/layers/initializers.h"
 #include "train/layers/model.h"
@@ -129,6 +131,9 @@ struct Cnn {
     SLUICE_ASSIGN_OR_RETURN(h, ops::Flatten(h));
     SLUICE_ASSIGN_OR_RETURN(h, d1(h));
     SLUICE_ASSIGN_OR_RETURN(h, ops::Relu(h));
+    // A compiled step draws each replay's seed from here, as the Dropout layer does.
+    backend::SetNextDropoutSeedSource(
+        [this]() -> absl::StatusOr<uint64_t> { return dropout_seed++; });
     SLUICE_ASSIGN_OR_RETURN(h, ops::Dropout(h, {.rate = 0.4f, .seed = dropout_seed++}));
     return d2(h);
   }
@@ -180,18 +185,28 @@ struct ResNet20 : ZooModel {
   ResNet20() : ZooModel("resnet-20") {}
 };
 
+// The step's forward and backward passes: the gradient of every variable (an empty tensor for
+// none), which the optimizer then applies.
 template <typename Model>
-absl::Status Step(Model& model, optimizers::Optimizer& optimizer, const Tensor& x,
-                  const Tensor& labels) {
-  const std::vector<autodiff::Variable*> vars = model.variables();
+absl::StatusOr<std::vector<Tensor>> ForwardBackward(Model& model, const Tensor& x,
+                                                    const Tensor& labels) {
   autodiff::Tape tape;
   SLUICE_ASSIGN_OR_RETURN(Tensor logits, model.Forward(x));
   SLUICE_ASSIGN_OR_RETURN(Tensor losses, ops::SparseSoftmaxCrossEntropyWithLogits(logits, labels));
   SLUICE_ASSIGN_OR_RETURN(Tensor loss, ops::Mean(losses));
   std::vector<Tensor> sources;
-  for (autodiff::Variable* v : vars) sources.push_back(v->value());
+  for (autodiff::Variable* v : model.variables()) sources.push_back(v->value());
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<Tensor>> grads, tape.Gradient(loss, sources));
-  return optimizer.Apply(grads, vars);
+  std::vector<Tensor> out;
+  for (std::optional<Tensor>& g : grads) out.push_back(g ? *std::move(g) : Tensor());
+  return out;
+}
+
+absl::Status Apply(optimizers::Optimizer& optimizer, const std::vector<Tensor>& grads,
+                   const std::vector<autodiff::Variable*>& vars) {
+  std::vector<std::optional<Tensor>> g;
+  for (const Tensor& t : grads) g.push_back(t.buffer() ? std::optional<Tensor>(t) : std::nullopt);
+  return optimizer.Apply(g, vars);
 }
 
 int BenchThreads() {
@@ -200,7 +215,7 @@ int BenchThreads() {
 }
 
 template <typename Model, typename Opt>
-void BM_TrainStep(benchmark::State& state, backend::Precision precision) {
+void BM_TrainStep(benchmark::State& state, backend::Precision precision, bool compiled) {
   backend::cpu::SetCpuThreads(BenchThreads());
   Model model;
   Opt optimizer;
@@ -225,8 +240,18 @@ void BM_TrainStep(benchmark::State& state, backend::Precision precision) {
   backend::ScopedPrecision scope(precision);
   // One step, then the device's queue drained (a no-op on the CPU, which runs each kernel to its
   // end).
+  // Compiled: the forward and backward passes traced on the first step and replayed after it
+  // (train/function/), the optimizer applied eagerly, as Fit's CompiledTrainStep does.
+  function::Function traced(
+      [&](const std::vector<Tensor>& in) { return ForwardBackward(model, in[0], in[1]); });
   auto step = [&]() -> absl::Status {
-    SLUICE_RETURN_IF_ERROR(Step(model, optimizer, *device_x, *device_labels));
+    std::vector<Tensor> grads;
+    if (compiled) {
+      SLUICE_ASSIGN_OR_RETURN(grads, traced({*device_x, *device_labels}));
+    } else {
+      SLUICE_ASSIGN_OR_RETURN(grads, ForwardBackward(model, *device_x, *device_labels));
+    }
+    SLUICE_RETURN_IF_ERROR(Apply(optimizer, grads, model.variables()));
     return (*backend)->Synchronize();
   };
   // Warm up: the first step builds and caches the oneDNN primitives (cuDNN's plans on a GPU).
@@ -248,15 +273,20 @@ void BM_TrainStep(benchmark::State& state, backend::Precision precision) {
   state.SetLabel(bench_device.DebugString());
 }
 
+std::vector<bool> bench_modes = {false};  // compiled?
+
 template <typename Model, typename Opt>
 void Register(const std::string& name, backend::Precision precision) {
-  // float32 keeps the names earlier figures were quoted under.
-  const std::string full = precision == backend::Precision::kFloat32
-                               ? name
-                               : absl::StrCat(name, "/", backend::PrecisionName(precision));
-  benchmark::RegisterBenchmark(full.c_str(), BM_TrainStep<Model, Opt>, precision)
-      ->UseRealTime()
-      ->Unit(benchmark::kMillisecond);
+  // float32 and eager keep the names earlier figures were quoted under.
+  std::string full = precision == backend::Precision::kFloat32
+                         ? name
+                         : absl::StrCat(name, "/", backend::PrecisionName(precision));
+  for (bool compiled : bench_modes) {
+    benchmark::RegisterBenchmark((compiled ? full + "/compiled" : full).c_str(),
+                                 BM_TrainStep<Model, Opt>, precision, compiled)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
 }
 
 }  // namespace
@@ -264,6 +294,8 @@ void Register(const std::string& name, backend::Precision precision) {
 
 // --precision=float32,mixed_bfloat16 (default float32): the policies to measure, side by side.
 // --batch=N (default 64), --device=cpu|cuda|cuda:N (default cpu).
+// --mode=eager,compiled (default eager): op by op, and/or traced once and replayed; a compiled
+// benchmark's name ends in /compiled.
 int main(int argc, char** argv) {
   using sluice::train::backend::Precision;
   std::vector<Precision> precisions = {Precision::kFloat32};
@@ -274,6 +306,17 @@ int main(int argc, char** argv) {
       if (!absl::SimpleAtoi(arg, &sluice::train::bench_batch) || sluice::train::bench_batch < 1) {
         std::fprintf(stderr, "train_step_bench: --batch takes a count >= 1\n");
         return 2;
+      }
+      continue;
+    }
+    if (absl::ConsumePrefix(&arg, "--mode=")) {
+      sluice::train::bench_modes.clear();
+      for (absl::string_view mode : absl::StrSplit(arg, ',')) {
+        if (mode != "eager" && mode != "compiled") {
+          std::fprintf(stderr, "train_step_bench: --mode takes eager, compiled or both\n");
+          return 2;
+        }
+        sluice::train::bench_modes.push_back(mode == "compiled");
       }
       continue;
     }

@@ -270,10 +270,15 @@ TEST(ProfilerTest, TheSlowestNodeCountsItsWorkersCallsNotItsWaits) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(ProfilerTest, FitStepPhasesPartitionEachStep) {
+// Eager (TrainerOptions::run_eagerly): layers and backward ops by name. Compiled: the replayed
+// kernels by name. In both the phases partition each step.
+class FitProfileTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(FitProfileTest, FitStepPhasesPartitionEachStep) {
+  const bool eager = GetParam();
   auto model = train::testing::TinyModel(1);
   train::optimizers::Sgd sgd;
-  train::fit::Trainer trainer(*model, sgd);
+  train::fit::Trainer trainer(*model, sgd, {.run_eagerly = eager});
   const std::string dir = TempDir("fit");
   std::string progress_text;
   char* buf = nullptr;
@@ -293,7 +298,7 @@ TEST(ProfilerTest, FitStepPhasesPartitionEachStep) {
   EXPECT_THAT(progress_text, HasSubstr("Verdict: "));
   Parsed trace = ParseTrace(ReadFile(dir + "/trace.json"));
   int steps = 0;
-  std::set<std::string> backward_ops, layers;
+  std::set<std::string> backward_ops, layers, replayed;
   for (const auto& [tid, events] : trace.spans) {
     ExpectNested(events);
     for (const auto& step : events) {
@@ -313,14 +318,29 @@ TEST(ProfilerTest, FitStepPhasesPartitionEachStep) {
     for (const auto& e : events) {
       if (e.cat == "backward") backward_ops.insert(e.name);
       if (e.cat == "forward") layers.insert(e.name);
+      if (e.cat == "replay") replayed.insert(e.name);
     }
   }
   EXPECT_EQ(steps, 5);
-  EXPECT_TRUE(backward_ops.count("MatMul"));
-  EXPECT_TRUE(layers.count("layer 0 (dense)"));
-  EXPECT_TRUE(layers.count("layer 2 (dense)"));
+  if (eager) {
+    EXPECT_TRUE(backward_ops.count("MatMul"));
+    EXPECT_TRUE(layers.count("layer 0 (dense)"));
+    EXPECT_TRUE(layers.count("layer 2 (dense)"));
+    EXPECT_TRUE(replayed.empty());
+  } else {
+    // The first step is traced eagerly; steps 3..7 are replays.
+    EXPECT_TRUE(replayed.count("MatMul"));
+    EXPECT_TRUE(replayed.count("SparseSoftmaxCrossEntropy"));
+    EXPECT_TRUE(replayed.count("UnaryBackward"));
+    EXPECT_TRUE(layers.empty());
+  }
   std::filesystem::remove_all(dir);
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, FitProfileTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Eager" : "Compiled";
+                         });
 
 // What the CUDA backend's KernelTimer (gpu/kernel_timer.h) does, without a GPU: spans timed
 // elsewhere, held back, and recorded by Stop's flush hook on a track of their own.

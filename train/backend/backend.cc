@@ -7,6 +7,7 @@
 #include "core/status_macros.h"
 #include "train/backend/cpu/cpu_backend.h"
 #include "train/backend/plugin.h"
+#include "train/backend/trace_hooks.h"
 
 namespace sluice::train::backend {
 namespace {
@@ -97,6 +98,9 @@ void RegisterDeviceCounter(DeviceType type, DeviceCounter counter) {
 }
 
 absl::StatusOr<Backend*> BackendFor(const Device& device) {
+  if (Backend* tracing = internal::TracingBackend(); tracing && tracing->device() == device) {
+    return tracing;  // a step being traced (train/function/): its kernels are recorded
+  }
   if (device.is_cpu()) return &cpu::CpuBackend::Get();
   absl::StatusOr<BackendFactory> factory = Registered(&Registry::factories, device.type);
   if (!factory.ok()) {

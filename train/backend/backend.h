@@ -102,6 +102,10 @@ class Backend {
   virtual absl::Status Axpby(float alpha, const Tensor& x, float beta, Tensor& y) = 0;
   // Returns once every kernel queued so far has finished.
   virtual absl::Status Synchronize() = 0;
+  // Hands the memory a caching allocator keeps idle back to the system (torch.cuda.empty_cache):
+  // a traced step (train/function/) calls it when it has planned its arena, so that the blocks
+  // its eager trace freed are not held beside the arena. The default caches nothing.
+  virtual absl::Status ReleaseCachedMemory() { return absl::OkStatus(); }
 
   // --- copies that overlap the compute (PrefetchToDevice) --------------------
   // These three may be called from a thread other than the one that queues

@@ -30,12 +30,18 @@ absl::Status CompiledLoss::CheckReduced(absl::string_view who) const {
 absl::StatusOr<Tensor> CompiledLoss::Compute(const Tensor& y_true, const Tensor& y_pred,
                                              std::string where) {
   ops::LabelRangeCheck label_check;
+  SLUICE_ASSIGN_OR_RETURN(Tensor loss, Compute(y_true, y_pred, label_check));
+  label_checks_.Add(std::move(where), std::move(label_check));
+  return loss;
+}
+
+absl::StatusOr<Tensor> CompiledLoss::Compute(const Tensor& y_true, const Tensor& y_pred,
+                                             ops::LabelRangeCheck& label_check) {
   SLUICE_ASSIGN_OR_RETURN(Tensor loss, (*loss_)(y_true, y_pred, &label_check));
   SLUICE_ASSIGN_OR_RETURN(std::optional<Tensor> penalty, RegularizationLoss());
   if (penalty) {
     SLUICE_ASSIGN_OR_RETURN(loss, ops::Add(loss, *penalty));
   }
-  label_checks_.Add(std::move(where), std::move(label_check));
   return loss;
 }
 

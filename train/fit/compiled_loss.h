@@ -35,6 +35,13 @@ class CompiledLoss {
   // The loss of the batch, a float32 scalar on the device, recorded by an active tape. `where`
   // names the batch in a label error that CheckLabels finds later ("Fit: epoch 2, step 7: ").
   absl::StatusOr<Tensor> Compute(const Tensor& y_true, const Tensor& y_pred, std::string where);
+  // The same, with the batch's label check handed to the caller instead of kept: a traced step
+  // (CompiledTrainStep) keeps, after each replay, a check of that replay's count.
+  absl::StatusOr<Tensor> Compute(const Tensor& y_true, const Tensor& y_pred,
+                                 ops::LabelRangeCheck& label_check);
+  void AddLabelCheck(std::string where, ops::LabelRangeCheck check) {
+    label_checks_.Add(std::move(where), std::move(check));
+  }
 
   // The label checks of the batches since the last call: OK, or the first failure after its
   // `where`. Clears them either way.

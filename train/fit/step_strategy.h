@@ -29,6 +29,9 @@ class StepStrategy {
 
   // What the step multiplies its loss by before the backward pass (1: nothing to do).
   virtual float LossFactor() const = 0;
+  // Whether the forward and backward passes may be traced and replayed (CompiledTrainStep): no
+  // loss factor and no hook in the backward pass, whose host work a replay would skip.
+  virtual bool Traceable() const { return false; }
   // Called before the backward pass over `vars`: a hook for Tape::Gradient that sees each
   // gradient as soon as it is final, or nullptr.
   virtual autodiff::Tape::GradientReadyFn BeginBackward(
@@ -49,6 +52,7 @@ class LocalStrategy : public StepStrategy {
  public:
   explicit LocalStrategy(optimizers::Optimizer& optimizer) : optimizer_(optimizer) {}
   float LossFactor() const override { return 1.0f; }
+  bool Traceable() const override { return true; }
   autodiff::Tape::GradientReadyFn BeginBackward(
       const std::vector<autodiff::Variable*>& /*vars*/) override {
     return nullptr;

@@ -10,6 +10,7 @@
 #include "profiler/profiler.h"
 #include "train/autodiff/check_numerics.h"
 #include "train/backend/transfer.h"
+#include "train/fit/compiled_train_step.h"
 #include "train/fit/eager_train_step.h"
 #include "train/fit/loss_scale_strategy.h"
 #include "train/fit/model_input.h"
@@ -113,6 +114,14 @@ void Trainer::MakeStep(const FitOptions& options) {
                         phases_, options_.precision};
   if (options_.train_step) {
     step_ = std::make_unique<CustomTrainStep>(options_.train_step, parts);
+  } else if (!options_.run_eagerly && strategy_->Traceable() && !autodiff::CheckNumericsEnabled()) {
+    step_ = std::make_unique<CompiledTrainStep>(
+        parts,
+        function::FunctionOptions{.name = "train_step", .warn = [this](const std::string& message) {
+                                    if (replicas_.chief()) {
+                                      std::fprintf(stderr, "Fit: warning: %s\n", message.c_str());
+                                    }
+                                  }});
   } else {
     step_ = std::make_unique<EagerTrainStep>(parts);
   }

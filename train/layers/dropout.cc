@@ -2,6 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/splitmix64.h"
+#include "core/status_macros.h"
+#include "train/backend/trace_hooks.h"
 #include "train/ops/dropout.h"
 
 namespace sluice::train::layers {
@@ -23,8 +25,7 @@ Dropout::Dropout(float rate, uint64_t seed)
   calls_.KeepOnHost();
 }
 
-absl::StatusOr<Tensor> Dropout::Forward(const Tensor& input, bool training) {
-  if (!training) return input;
+absl::StatusOr<uint64_t> Dropout::NextSeed() {
   float& calls = calls_.mutable_value().data<float>()[0];
   if (calls >= kMaxExactCount) {
     return absl::OutOfRangeError(absl::StrCat(
@@ -32,6 +33,13 @@ absl::StatusOr<Tensor> Dropout::Forward(const Tensor& input, bool training) {
   }
   const uint64_t seed = Mix(Mix(seed_) ^ static_cast<uint64_t>(calls));
   calls += 1;
+  return seed;
+}
+
+absl::StatusOr<Tensor> Dropout::Forward(const Tensor& input, bool training) {
+  if (!training) return input;
+  SLUICE_ASSIGN_OR_RETURN(const uint64_t seed, NextSeed());
+  backend::SetNextDropoutSeedSource([this] { return NextSeed(); });
   return ops::Dropout(input, {.rate = rate_, .seed = seed});
 }
 

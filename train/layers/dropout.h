@@ -26,6 +26,10 @@ class Dropout : public Module {
   int64_t calls() const { return static_cast<int64_t>(calls_.value().scalar<float>()); }
 
  private:
+  // The seed of this call's mask, counting the call: on every call eagerly, and again at every
+  // replay of a traced step (backend/trace_hooks.h), so that replays draw new masks.
+  absl::StatusOr<uint64_t> NextSeed();
+
   float rate_;
   uint64_t seed_;
   autodiff::Variable calls_;

@@ -23,6 +23,7 @@ class LabelRangeCheck {
   // The count of bad labels, float32 [1] on the labels' device; null when empty. Summing many
   // checks' counts on the device lets a loop read one number for all of them.
   const Tensor* invalid_count() const { return invalid_ ? &*invalid_ : nullptr; }
+  int64_t classes() const { return classes_; }
 
  private:
   std::optional<Tensor> invalid_;

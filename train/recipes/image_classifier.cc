@@ -98,6 +98,7 @@ absl::StatusOr<LabeledImages> LoadImages(const ImageClassifierOptions& options, 
 fit::TrainerOptions MakeTrainerOptions(const ImageClassifierOptions& options,
                                        distributed::Communicator* comm) {
   fit::TrainerOptions trainer{.precision = options.precision,
+                              .run_eagerly = options.run_eagerly,
                               .communicator = comm,
                               .auto_shard = options.auto_shard,
                               .bucket_bytes = options.bucket_mb << 20};

@@ -73,6 +73,9 @@ struct ImageClassifierOptions {
   std::pair<int64_t, int64_t> profile_steps = {2, 11};
   // Stop at the first op that makes a NaN or an Inf (autodiff::EnableCheckNumerics).
   bool check_numerics = false;
+  // Run each training step op by op instead of tracing it once and replaying it
+  // (fit::TrainerOptions::run_eagerly).
+  bool run_eagerly = false;
   // Print the model's layers (layers::Summary) before training.
   bool summary = false;
   // 0: silent; 1: Fit's progress and a line for what else happens (resuming, saving, the images

@@ -65,11 +65,38 @@ void Release(void* p, size_t size) {
   for (void* q : evicted) std::free(q);
 }
 
+// A small block: counted while alive, never cached (malloc's own bins serve these well).
+Tensor AllocateSmall(DType dtype, const Shape& shape, size_t bytes) {
+  const size_t size =
+      std::max<size_t>(Buffer::kAlignment,
+                       (bytes + Buffer::kAlignment - 1) / Buffer::kAlignment * Buffer::kAlignment);
+  void* p = std::aligned_alloc(Buffer::kAlignment, size);
+  if (p == nullptr) throw std::bad_alloc();
+  Pool& pool = GetPool();
+  {
+    MutexLock lock(&pool.mu);
+    pool.live += size;
+    pool.peak_live = std::max(pool.peak_live, pool.live);
+    pool.max_live = std::max(pool.max_live, pool.live);
+    pool.peak_held = std::max(pool.peak_held, pool.live + pool.cached);
+  }
+  auto buffer = Buffer::Wrap(p, size, Device::Cpu(), [size](void* q) {
+    Pool& pool = GetPool();
+    {
+      MutexLock lock(&pool.mu);
+      pool.live -= size;
+    }
+    std::free(q);
+  });
+  return *Tensor::FromBuffer(dtype, shape, std::move(buffer));
+}
+
 }  // namespace
 
 Tensor CpuAllocator::Allocate(DType dtype, const Shape& shape) {
   const size_t bytes = static_cast<size_t>(shape.num_elements()) * DTypeSize(dtype);
-  if (dtype == DType::kBytes || bytes < kMinCachedBytes) return Tensor(dtype, shape);
+  if (dtype == DType::kBytes) return Tensor(dtype, shape);
+  if (bytes < kMinCachedBytes) return AllocateSmall(dtype, shape, bytes);
   const size_t size = (bytes + kPage - 1) / kPage * kPage;
   void* p = nullptr;
   Pool& pool = GetPool();
@@ -98,6 +125,19 @@ Tensor CpuAllocator::Allocate(DType dtype, const Shape& shape) {
   }
   auto buffer = Buffer::Wrap(p, size, Device::Cpu(), [size](void* q) { Release(q, size); });
   return *Tensor::FromBuffer(dtype, shape, std::move(buffer));
+}
+
+void CpuAllocator::ReleaseCached() {
+  std::map<size_t, std::vector<void*>> idle;
+  {
+    Pool& pool = GetPool();
+    MutexLock lock(&pool.mu);
+    idle.swap(pool.free);
+    pool.cached = 0;
+  }
+  for (auto& [size, blocks] : idle) {
+    for (void* p : blocks) std::free(p);
+  }
 }
 
 size_t CpuAllocator::cached_bytes() {

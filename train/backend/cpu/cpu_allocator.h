@@ -30,13 +30,15 @@ class CpuAllocator {
   // Bytes idle in the cache now, the most it keeps idle now, and how many
   // allocations it served.
   static size_t cached_bytes();
+  // Frees every idle block (Backend::ReleaseCachedMemory).
+  static void ReleaseCached();
   static size_t idle_limit_bytes();
   static int64_t reuses();
 
-  // Bytes of the cached-size tensors alive now, and the most there have been since the start
-  // (or the last ResetPeak): a training step's activations and gradients, without the pipeline's
-  // buffers or the process's other memory that a max-RSS figure mixes in. Smaller tensors are
-  // not counted.
+  // Bytes of the tensors this allocator made that are alive now, and the most there have been
+  // since the start (or the last ResetPeak): a training step's activations and gradients, without
+  // the pipeline's buffers or the process's other memory that a max-RSS figure mixes in. Small
+  // tensors count too, though only blocks of kMinCachedBytes or more are cached.
   static size_t live_bytes();
   static size_t peak_live_bytes();
   // The most the allocator has held from the system (alive plus idle in the cache).

@@ -342,6 +342,11 @@ absl::StatusOr<Tensor> CpuBackend::Allocate(DType dtype, const Shape& shape) {
   return CpuAllocator::Allocate(dtype, shape);
 }
 
+absl::Status CpuBackend::ReleaseCachedMemory() {
+  CpuAllocator::ReleaseCached();
+  return absl::OkStatus();
+}
+
 absl::Status CpuBackend::Copy(const Tensor& src, Tensor& dst) {
   if (src.dtype() != dst.dtype() || src.num_elements() != dst.num_elements() ||
       !src.device().is_cpu() || !dst.device().is_cpu() || src.dtype() == DType::kBytes) {

@@ -25,6 +25,7 @@ class CpuBackend final : public Backend {
   absl::Status Fill(Tensor& t, float value) override;
   absl::Status Axpby(float alpha, const Tensor& x, float beta, Tensor& y) override;
   absl::Status Synchronize() override { return absl::OkStatus(); }
+  absl::Status ReleaseCachedMemory() override;
 
   // Under mixed_bfloat16 (oneDNN's bf16 kernels).
   bool ReadsBFloat16Operands() const override;

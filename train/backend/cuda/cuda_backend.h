@@ -73,6 +73,7 @@ class CudaBackend final : public train::backend::Backend {
   absl::Status Fill(Tensor& t, float value) override;
   absl::Status Axpby(float alpha, const Tensor& x, float beta, Tensor& y) override;
   absl::Status Synchronize() override;
+  absl::Status ReleaseCachedMemory() override { return allocator_.EmptyCache(); }
 
   // Page-locked host memory (cudaHostAlloc), and copies from it on a stream of
   // their own that start after the compute stream's queued work (so a block

@@ -26,13 +26,19 @@ TEST(CpuAllocatorTest, ReusesFreedLargeBlocks) {
   EXPECT_NE(other.raw_data(), again.raw_data());
 }
 
-TEST(CpuAllocatorTest, SmallTensorsBypassTheCache) {
+// Small tensors are never cached, but they count in the live bytes while they live.
+TEST(CpuAllocatorTest, SmallTensorsBypassTheCacheButCount) {
   const int64_t reuses = CpuAllocator::reuses();
+  const size_t cached = CpuAllocator::cached_bytes();
+  const size_t live = CpuAllocator::live_bytes();
   for (int i = 0; i < 3; ++i) {
-    Tensor t = CpuAllocator::Allocate(DType::kFloat32, Shape{16});
-    EXPECT_EQ(t.num_elements(), 16);
+    Tensor t = CpuAllocator::Allocate(DType::kFloat32, Shape{100});
+    EXPECT_EQ(t.num_elements(), 100);
+    EXPECT_EQ(CpuAllocator::live_bytes(), live + 448);  // 400 bytes in 64-byte lines
   }
   EXPECT_EQ(CpuAllocator::reuses(), reuses);
+  EXPECT_EQ(CpuAllocator::cached_bytes(), cached);
+  EXPECT_EQ(CpuAllocator::live_bytes(), live);
 }
 
 // A training step's working set stays cached however large it is (an imported ResNet-18 at

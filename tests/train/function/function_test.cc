@@ -1,0 +1,263 @@
+#include "train/function/function.h"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/status_macros.h"
+#include "gtest/gtest.h"
+#include "tests/train/gradient_check.h"
+#include "train/autodiff/tape.h"
+#include "train/autodiff/variable.h"
+#include "train/backend/backend.h"
+#include "train/backend/cpu/cpu_allocator.h"
+#include "train/function/program.h"
+#include "train/layers/dropout.h"
+#include "train/models/model_zoo.h"
+#include "train/ops/activations.h"
+#include "train/ops/cross_entropy.h"
+#include "train/ops/dropout.h"
+#include "train/ops/matmul.h"
+#include "train/ops/reduce.h"
+#include "train/optimizers/sgd.h"
+
+namespace sluice::train::function {
+namespace {
+
+using testing::RandomTensor;
+
+// Random lifetimes and sizes: blocks whose lives overlap never share a byte, every offset is
+// aligned, and blocks with disjoint lives do share memory (the arena is smaller than their sum).
+TEST(PlaceSlotsTest, OverlappingLivesNeverShareMemory) {
+  std::mt19937 rng(3);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<SlotPlacement> slots(40);
+    size_t sum = 0;
+    for (SlotPlacement& s : slots) {
+      s.first = static_cast<int>(rng() % 100);
+      s.last = s.first + static_cast<int>(rng() % 20);
+      s.bytes = 1 + rng() % 5000;
+      sum += (s.bytes + 255) / 256 * 256;
+    }
+    const size_t total = PlaceSlots(slots, 256);
+    EXPECT_LT(total, sum);
+    for (size_t i = 0; i < slots.size(); ++i) {
+      EXPECT_EQ(slots[i].offset % 256, 0u);
+      EXPECT_LE(slots[i].offset + slots[i].bytes, total);
+      for (size_t j = i + 1; j < slots.size(); ++j) {
+        const SlotPlacement &a = slots[i], &b = slots[j];
+        const bool live_together = a.first <= b.last && b.first <= a.last;
+        const bool share = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+        EXPECT_FALSE(live_together && share) << "round " << round << ", slots " << i << ", " << j;
+      }
+    }
+  }
+}
+
+// y = sum(relu(x w)) and its gradient with respect to w: a replay on new inputs gives exactly
+// what the eager function gives on them, and allocates no intermediate.
+TEST(FunctionTest, ReplayEqualsEagerOnNewInputs) {
+  autodiff::Variable w(RandomTensor({8, 16}, 1), "w");
+  auto fn = [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    autodiff::Tape tape;
+    SLUICE_ASSIGN_OR_RETURN(Tensor h, ops::MatMul(in[0], w.value()));
+    SLUICE_ASSIGN_OR_RETURN(Tensor r, ops::Relu(h));
+    SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::Sum(r));
+    SLUICE_ASSIGN_OR_RETURN(auto grads, tape.Gradient(y, std::vector<autodiff::Variable*>{&w}));
+    return std::vector<Tensor>{y, *grads[0]};
+  };
+  Function traced(fn, {.name = "relu_sum"});
+  for (uint32_t step = 0; step < 4; ++step) {
+    const Tensor x = RandomTensor({128, 8}, 10 + step);
+    absl::StatusOr<std::vector<Tensor>> want = fn({x});
+    ASSERT_TRUE(want.ok()) << want.status();
+    const int64_t reuses = backend::cpu::CpuAllocator::reuses();
+    const size_t live = backend::cpu::CpuAllocator::live_bytes();
+    absl::StatusOr<std::vector<Tensor>> got = traced({x});
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), 2u);
+    EXPECT_TRUE((*got)[0].Equals((*want)[0])) << step;
+    EXPECT_TRUE((*got)[1].Equals((*want)[1])) << step;
+    if (step > 0) {
+      // A replay takes nothing from the allocator: the intermediates live in the arena.
+      EXPECT_EQ(backend::cpu::CpuAllocator::reuses(), reuses) << step;
+      EXPECT_EQ(backend::cpu::CpuAllocator::live_bytes(), live) << step;
+    }
+  }
+  EXPECT_EQ(traced.traces_made(), 1);
+  EXPECT_EQ(traced.replays(), 3);
+  EXPECT_GT(traced.arena_bytes(), 0u);
+}
+
+// A new shape retraces with a warning naming what changed; a smaller first dimension (an
+// epoch's last batch) runs eagerly without one, or gets its own trace when asked.
+TEST(FunctionTest, RetracesWithAWarningAndRunsPartialBatchesEagerly) {
+  std::vector<std::string> warnings;
+  int host_calls = 0;  // host code runs only while tracing (tf.function's pitfall)
+  auto fn = [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    ++host_calls;
+    SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::Relu(in[0]));
+    return std::vector<Tensor>{y};
+  };
+  Function traced(fn,
+                  {.name = "relu", .warn = [&](const std::string& w) { warnings.push_back(w); }});
+  ASSERT_TRUE(traced({RandomTensor({64, 4}, 1)}).ok());
+  ASSERT_TRUE(traced({RandomTensor({64, 4}, 2)}).ok());
+  EXPECT_EQ(host_calls, 1);
+  // The last batch of an epoch: eager, no trace, no warning.
+  absl::StatusOr<std::vector<Tensor>> partial = traced({RandomTensor({37, 4}, 3)});
+  ASSERT_TRUE(partial.ok());
+  EXPECT_EQ((*partial)[0].shape(), Shape({37, 4}));
+  EXPECT_EQ(traced.eager_calls(), 1);
+  EXPECT_EQ(traced.traces_made(), 1);
+  EXPECT_TRUE(warnings.empty());
+  // Another feature size is a retrace, and the warning says what changed.
+  ASSERT_TRUE(traced({RandomTensor({64, 5}, 4)}).ok());
+  EXPECT_EQ(traced.traces_made(), 2);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("Function 'relu': retracing (trace 2): dimension 1 4 -> 5 at input 0"),
+            std::string::npos)
+      << warnings[0];
+  // The first signature is still kept and replays.
+  ASSERT_TRUE(traced({RandomTensor({64, 4}, 5)}).ok());
+  EXPECT_EQ(traced.traces_made(), 2);
+  EXPECT_EQ(host_calls, 3);  // two traces and one eager call
+
+  Function own(fn, {.name = "own",
+                    .partial_batch = PartialBatch::kTrace,
+                    .warn = [&](const std::string& w) { warnings.push_back(w); }});
+  ASSERT_TRUE(own({RandomTensor({64, 4}, 1)}).ok());
+  ASSERT_TRUE(own({RandomTensor({37, 4}, 1)}).ok());
+  ASSERT_TRUE(own({RandomTensor({37, 4}, 2)}).ok());
+  EXPECT_EQ(own.traces_made(), 2);
+  EXPECT_EQ(own.replays(), 1);
+  EXPECT_EQ(warnings.size(), 1u);  // a partial batch is no surprise
+}
+
+TEST(FunctionTest, KeepsAtMostMaxTraces) {
+  std::vector<std::string> warnings;
+  Function traced(
+      [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::Relu(in[0]));
+        return std::vector<Tensor>{y};
+      },
+      {.max_traces = 2, .warn = [&](const std::string& w) { warnings.push_back(w); }});
+  for (int64_t n : {4, 5, 6}) ASSERT_TRUE(traced({RandomTensor({n, n}, 1)}).ok());
+  EXPECT_EQ(traced.traces_kept(), 2);
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_NE(warnings.back().find("over FunctionOptions::max_traces (2)"), std::string::npos)
+      << warnings.back();
+}
+
+// What a replay could not repeat is refused while tracing, with the reason.
+TEST(FunctionTest, RefusesWhatAReplayWouldGetWrong) {
+  const Tensor x = RandomTensor({4, 4}, 1);
+  auto expect_refused = [&](Function::Fn fn, const std::string& reason) {
+    Function traced(std::move(fn), {.name = "bad"});
+    absl::StatusOr<std::vector<Tensor>> out = traced({x});
+    ASSERT_FALSE(out.ok()) << reason;
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(out.status().message().find("Function 'bad', while tracing: cannot trace this step"),
+              std::string::npos)
+        << out.status();
+    EXPECT_NE(out.status().message().find(reason), std::string::npos) << out.status();
+    EXPECT_EQ(traced.traces_made(), 0);
+  };
+  // A host read: waiting for the device to read a value.
+  expect_refused(
+      [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        SLUICE_ASSIGN_OR_RETURN(backend::Backend * b, backend::BackendFor(in[0].device()));
+        SLUICE_RETURN_IF_ERROR(b->Synchronize());
+        return in;
+      },
+      "Synchronize");
+  // A Dropout op called directly has no seed source: every replay would repeat its mask.
+  expect_refused(
+      [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::Dropout(in[0], {.rate = 0.5f, .seed = 7}));
+        return std::vector<Tensor>{y};
+      },
+      "Dropout kernel whose seed has no source");
+  // An optimizer update inside: its learning rate is a host value of each step.
+  autodiff::Variable w(RandomTensor({4, 4}, 2), "w");
+  optimizers::Sgd sgd;
+  expect_refused(
+      [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        SLUICE_RETURN_IF_ERROR(sgd.Apply({in[0]}, {&w}));
+        return in;
+      },
+      "optimizer (SgdUpdate)");
+}
+
+// The Dropout layer hands its seed source to the trace: each replay draws the mask the eager
+// layer would have drawn at that call, and the layer's call count advances as eagerly.
+TEST(FunctionTest, DropoutReplaysDrawNewMasksAsEagerWould) {
+  layers::Dropout eager(0.5f, 9), compiled(0.5f, 9);
+  Function traced([&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    SLUICE_ASSIGN_OR_RETURN(Tensor y, compiled.Forward(in[0], /*training=*/true));
+    return std::vector<Tensor>{y};
+  });
+  const Tensor x = RandomTensor({32, 32}, 4, 0.5f, 1.5f);
+  Tensor first;
+  for (int step = 0; step < 4; ++step) {
+    absl::StatusOr<Tensor> want = eager.Forward(x, /*training=*/true);
+    absl::StatusOr<std::vector<Tensor>> got = traced({x});
+    ASSERT_TRUE(want.ok() && got.ok());
+    EXPECT_TRUE((*got)[0].Equals(*want)) << "step " << step;
+    if (step == 0) {
+      first = (*got)[0].Clone();
+    } else {
+      EXPECT_FALSE((*got)[0].Equals(first)) << "step " << step << " repeated the first mask";
+    }
+  }
+  EXPECT_EQ(compiled.calls(), 4);
+  EXPECT_EQ(traced.replays(), 3);
+}
+
+// The arena of a residual network's forward and backward passes, with the outputs kept out of
+// it, needs no more memory than the eager step's peak; and planning hands the blocks the trace
+// freed back to the system instead of holding them beside the arena.
+TEST(FunctionTest, ArenaNeedsNoMoreThanTheEagerPeak) {
+  absl::StatusOr<std::unique_ptr<layers::Module>> model =
+      models::MakeModel("resnet-small", {.height = 32, .width = 32, .channels = 3, .classes = 10});
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_TRUE((*model)->Build(Shape{1, 32, 32, 3}).ok());
+  std::vector<int64_t> label_values(32);
+  for (int64_t i = 0; i < 32; ++i) label_values[i] = i % 10;
+  const Tensor labels = Tensor::FromVector(label_values);
+  auto fn = [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    autodiff::Tape tape;
+    SLUICE_ASSIGN_OR_RETURN(Tensor logits, (*model)->Forward(in[0], /*training=*/true));
+    SLUICE_ASSIGN_OR_RETURN(Tensor losses, ops::SparseSoftmaxCrossEntropyWithLogits(logits, in[1]));
+    SLUICE_ASSIGN_OR_RETURN(Tensor loss, ops::Mean(losses));
+    SLUICE_ASSIGN_OR_RETURN(auto grads, tape.Gradient(loss, (*model)->TrainableVariables()));
+    std::vector<Tensor> out = {loss};
+    for (auto& g : grads) out.push_back(*g);
+    return out;
+  };
+  const Tensor x = RandomTensor({32, 32, 32, 3}, 6);
+  using backend::cpu::CpuAllocator;
+  {
+    absl::StatusOr<std::vector<Tensor>> warm = fn({x, labels});  // oneDNN's primitives, once
+    ASSERT_TRUE(warm.ok()) << warm.status();
+  }
+  const size_t base = CpuAllocator::live_bytes();
+  CpuAllocator::ResetPeak();
+  {
+    absl::StatusOr<std::vector<Tensor>> eager = fn({x, labels});
+    ASSERT_TRUE(eager.ok()) << eager.status();
+  }
+  const size_t eager_peak = CpuAllocator::peak_live_bytes() - base;
+  Function traced(fn);
+  absl::StatusOr<std::vector<Tensor>> out = traced({x, labels});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_TRUE(traced({x, labels}).ok());
+  EXPECT_GT(traced.arena_bytes(), 0u);
+  EXPECT_LE(traced.arena_bytes() + traced.pinned_bytes(), eager_peak)
+      << "arena " << traced.arena_bytes() << " + outputs " << traced.pinned_bytes()
+      << " bytes against the eager step's peak of " << eager_peak;
+  EXPECT_EQ(CpuAllocator::cached_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace sluice::train::function

@@ -1,0 +1,70 @@
+#include "train/fit/compiled_train_step.h"
+
+#include <optional>
+#include <utility>
+
+#include "core/status_macros.h"
+#include "train/autodiff/tape.h"
+#include "train/backend/backend.h"
+#include "train/fit/compiled_loss.h"
+#include "train/fit/compiled_metrics.h"
+#include "train/fit/step_phases.h"
+#include "train/fit/step_strategy.h"
+
+namespace sluice::train::fit {
+
+CompiledTrainStep::CompiledTrainStep(StepParts parts, function::FunctionOptions options)
+    : parts_(parts),
+      vars_(parts.model.TrainableVariables()),
+      function_([this](const std::vector<Tensor>& inputs) { return ForwardBackward(inputs); },
+                std::move(options)) {}
+
+absl::StatusOr<std::vector<Tensor>> CompiledTrainStep::ForwardBackward(
+    const std::vector<Tensor>& inputs) {
+  const Tensor& x = inputs[0];
+  const Tensor& y = inputs[1];
+  autodiff::Tape tape;
+  Tensor y_pred;
+  {
+    backend::ScopedPrecision precision(parts_.precision);
+    SLUICE_ASSIGN_OR_RETURN(y_pred, parts_.model.Forward(x, /*training=*/true));
+  }
+  ops::LabelRangeCheck check;
+  SLUICE_ASSIGN_OR_RETURN(Tensor loss, parts_.loss.Compute(y, y_pred, check));
+  label_classes_ = check.classes();
+  std::vector<Tensor> outputs = {loss, y_pred,
+                                 check.invalid_count() ? *check.invalid_count() : Tensor()};
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<Tensor>> grads, tape.Gradient(loss, vars_));
+  for (std::optional<Tensor>& g : grads) outputs.push_back(g ? *std::move(g) : Tensor());
+  return outputs;
+}
+
+absl::Status CompiledTrainStep::Run(const Tensor& x, const Tensor& y, const std::string& where) {
+  std::vector<autodiff::Variable*> vars = parts_.model.TrainableVariables();
+  if (vars != vars_) {
+    vars_ = std::move(vars);
+    function_.Reset();  // the traces differentiate against the old list
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> out, function_({x, y}));
+  parts_.phases.Mark("forward_backward");
+  const Tensor& loss = out[0];
+  const Tensor& y_pred = out[1];
+  if (out[2].buffer()) {
+    // The count is overwritten by the next replay: the deferred check keeps a copy of its own.
+    SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(out[2].device()));
+    SLUICE_ASSIGN_OR_RETURN(Tensor invalid, backend->Allocate(out[2].dtype(), out[2].shape()));
+    SLUICE_RETURN_IF_ERROR(backend->Copy(out[2], invalid));
+    parts_.loss.AddLabelCheck(where, ops::LabelRangeCheck(std::move(invalid), y, label_classes_));
+  }
+  std::vector<std::optional<Tensor>> grads;
+  for (size_t i = 3; i < out.size(); ++i) {
+    grads.push_back(out[i].buffer() ? std::optional<Tensor>(out[i]) : std::nullopt);
+  }
+  SLUICE_RETURN_IF_ERROR(parts_.strategy.ApplyGradients(std::move(grads), vars_));
+  parts_.phases.Mark("optimizer");
+  absl::Status status = parts_.metrics.Update(loss, y, y_pred);
+  parts_.phases.Mark("metrics");
+  return status;
+}
+
+}  // namespace sluice::train::fit

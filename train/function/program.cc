@@ -1,0 +1,182 @@
+#include "train/function/program.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "core/trace_recorder.h"
+
+namespace sluice::train::function {
+namespace {
+
+// Enough for every backend's kernels (CUDA's wants 256 for its vector loads).
+constexpr size_t kAlignment = 256;
+
+size_t RoundUp(size_t n, size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+
+// First fit of the slots in `order`: each at the lowest aligned offset clear of the placed slots
+// whose lives overlap its own. Returns the arena's size; writes the offsets into `offsets`.
+size_t FirstFit(const std::vector<SlotPlacement>& slots, const std::vector<size_t>& order,
+                size_t alignment, std::vector<size_t>& offsets) {
+  std::vector<size_t> placed;
+  size_t total = 0;
+  for (size_t i : order) {
+    const SlotPlacement& s = slots[i];
+    const size_t bytes = RoundUp(s.bytes, alignment);
+    std::vector<size_t> live;  // placed slots alive with this one, by offset
+    for (size_t j : placed) {
+      if (slots[j].first <= s.last && s.first <= slots[j].last) live.push_back(j);
+    }
+    std::sort(live.begin(), live.end(),
+              [&](size_t a, size_t b) { return offsets[a] < offsets[b]; });
+    size_t offset = 0;
+    for (size_t j : live) {
+      if (offsets[j] >= offset + bytes) break;  // the gap before j fits
+      offset = std::max(offset, RoundUp(offsets[j] + slots[j].bytes, alignment));
+    }
+    offsets[i] = offset;
+    total = std::max(total, offset + bytes);
+    placed.push_back(i);
+  }
+  return total;
+}
+
+}  // namespace
+
+size_t PlaceSlots(std::vector<SlotPlacement>& slots, size_t alignment) {
+  // No order wins on every graph: the largest first, the longest-lived first, and in order of
+  // first use (which packs a chain of layers tightly) are each tried, and the smallest arena kept.
+  using Less = std::function<bool(const SlotPlacement&, const SlotPlacement&)>;
+  const std::vector<Less> orders = {
+      [](const SlotPlacement& a, const SlotPlacement& b) { return a.bytes > b.bytes; },
+      [](const SlotPlacement& a, const SlotPlacement& b) {
+        return a.last - a.first != b.last - b.first ? a.last - a.first > b.last - b.first
+                                                    : a.bytes > b.bytes;
+      },
+      [](const SlotPlacement& a, const SlotPlacement& b) {
+        return a.first != b.first ? a.first < b.first : a.bytes > b.bytes;
+      },
+  };
+  size_t best = SIZE_MAX;
+  std::vector<size_t> best_offsets, offsets(slots.size());
+  for (const Less& less : orders) {
+    std::vector<size_t> order(slots.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return less(slots[a], slots[b]); });
+    const size_t total = FirstFit(slots, order, alignment, offsets);
+    if (total < best) {
+      best = total;
+      best_offsets = offsets;
+    }
+  }
+  for (size_t i = 0; i < slots.size(); ++i) slots[i].offset = best_offsets[i];
+  return slots.empty() ? 0 : best;
+}
+
+absl::StatusOr<std::unique_ptr<Program>> Program::Plan(RecordingBackend& recorder,
+                                                       std::vector<Tensor>& outputs) {
+  std::unique_ptr<Program> program(new Program(recorder.inner()));
+  std::vector<RecordedSlot>& slots = recorder.slots();
+  const int end = static_cast<int>(recorder.calls().size());
+  // The outputs' slots live to the end; an output the calls never wrote (a constant) stays as is.
+  std::vector<Argument> output_args(outputs.size());
+  std::vector<char> is_output(slots.size(), 0);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    output_args[i] = recorder.ArgumentOf(outputs[i]);
+    const int slot = output_args[i].slot;
+    if (slot >= 0 && slots[slot].first >= 0 && !slots[slot].produced) {
+      is_output[slot] = 1;
+      slots[slot].last = end;
+    } else {
+      output_args[i].slot = -1;
+    }
+  }
+  // Escaped blocks stay where they are; the others that a call used go to the arena.
+  std::vector<std::shared_ptr<Buffer>> pinned(slots.size());
+  std::vector<SlotPlacement> placements;
+  std::vector<int> placement_of(slots.size(), -1);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const RecordedSlot& s = slots[i];
+    if (s.first < 0 || s.produced) continue;
+    if (!is_output[i]) {
+      if (std::shared_ptr<Buffer> alive = s.buffer.lock()) {
+        program->pinned_bytes_ += alive->size();
+        pinned[i] = std::move(alive);
+        continue;
+      }
+    }
+    placement_of[i] = static_cast<int>(placements.size());
+    placements.push_back(SlotPlacement{.bytes = s.bytes, .first = s.first, .last = s.last});
+  }
+  program->arena_bytes_ = PlaceSlots(placements, kAlignment);
+  // The trace's freed intermediates sit idle in the allocator's cache: the arena replaces them.
+  SLUICE_RETURN_IF_ERROR(recorder.inner().ReleaseCachedMemory());
+  std::shared_ptr<Buffer> arena;
+  if (program->arena_bytes_ > 0) {
+    SLUICE_ASSIGN_OR_RETURN(program->arena_,
+                            recorder.inner().Allocate(
+                                DType::kUint8, Shape{static_cast<int64_t>(program->arena_bytes_)}));
+    arena = program->arena_.buffer();
+  }
+  program->produced_.resize(slots.size());
+  for (RecordedCall& call : recorder.calls()) {
+    BoundCall bound;
+    for (size_t a = 0; a < call.args.size(); ++a) {
+      Argument& arg = call.args[a];
+      if (arg.slot < 0) {
+        bound.tensors.push_back(arg.external);
+      } else if (slots[arg.slot].produced) {
+        bound.tensors.emplace_back();
+        bound.produced_args.emplace_back(a, arg.slot);
+      } else if (pinned[arg.slot]) {
+        SLUICE_ASSIGN_OR_RETURN(
+            Tensor t, Tensor::FromBuffer(arg.dtype, arg.shape, pinned[arg.slot], arg.offset));
+        bound.tensors.push_back(std::move(t));
+      } else {
+        const SlotPlacement& p = placements[placement_of[arg.slot]];
+        SLUICE_ASSIGN_OR_RETURN(
+            Tensor t, Tensor::FromBuffer(arg.dtype, arg.shape, arena, p.offset + arg.offset));
+        bound.tensors.push_back(std::move(t));
+      }
+      arg.external = Tensor();  // held by the bound tensor now
+    }
+    bound.call = std::move(call);
+    program->calls_.push_back(std::move(bound));
+  }
+  recorder.calls().clear();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Argument& arg = output_args[i];
+    if (arg.slot < 0) continue;
+    const SlotPlacement& p = placements[placement_of[arg.slot]];
+    SLUICE_ASSIGN_OR_RETURN(outputs[i],
+                            Tensor::FromBuffer(arg.dtype, arg.shape, arena, p.offset + arg.offset));
+  }
+  return program;
+}
+
+absl::Status Program::Replay() {
+  for (BoundCall& bound : calls_) {
+    // The profile of a compiled step: each replayed kernel by name (the eager step's layer and
+    // backward spans come from code a replay does not run).
+    profiler::Span span("replay", bound.call.name);
+    for (const auto& [arg, slot] : bound.produced_args) bound.tensors[arg] = produced_[slot];
+    if (bound.call.run_producing) {
+      SLUICE_ASSIGN_OR_RETURN(Tensor workspace, bound.call.run_producing(backend_, bound.tensors));
+      if (bound.call.produces >= 0) produced_[bound.call.produces] = std::move(workspace);
+    } else {
+      absl::Status status = bound.call.run(backend_, bound.tensors);
+      if (!status.ok()) {
+        return absl::Status(status.code(),
+                            absl::StrCat("replaying ", bound.call.name, ": ", status.message()));
+      }
+    }
+  }
+  for (Tensor& t : produced_) t = Tensor();
+  return absl::OkStatus();
+}
+
+}  // namespace sluice::train::function

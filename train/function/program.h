@@ -1,0 +1,72 @@
+#ifndef SLUICE_TRAIN_FUNCTION_PROGRAM_H_
+#define SLUICE_TRAIN_FUNCTION_PROGRAM_H_
+
+#include <cstddef>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+#include "train/backend/backend.h"
+#include "train/function/recording_backend.h"
+
+namespace sluice::train::function {
+
+// Where Plan() put one slot: at `offset` in the arena, or kept in its own block.
+struct SlotPlacement {
+  size_t offset = 0;
+  size_t bytes = 0;
+  int first = -1, last = -1;
+};
+
+// Byte offsets for blocks live over [first, last] (call indices, inclusive), each `bytes` long,
+// so that two blocks whose lives overlap never overlap in memory: greedy by size, the largest
+// placed first at the lowest offset that fits beside those already placed (TFLite's arena
+// planner does the same). Offsets are multiples of `alignment`. Returns the arena's size.
+size_t PlaceSlots(std::vector<SlotPlacement>& slots, size_t alignment);
+
+// A traced step's kernels with their memory planned: the arguments of every call bound once to
+// the arena (the step's intermediates, placed by their lifetimes), to the blocks that outlived
+// the trace (its outputs, kept where they are so that their holders see each replay's values),
+// and to the external tensors (variables, input buffers, constants). A replay calls the kernels
+// in order and does nothing else: no tape, no allocation but what a kernel returns itself (a
+// pooling workspace), no shape inference.
+class Program {
+ public:
+  // Plans the calls `recorder` recorded. `outputs` (the traced function's results) go into the
+  // arena too, alive to the end of the program, and are replaced by their views there, which
+  // every replay writes. Any other block still alive now escaped (a layer holds it): it stays
+  // where it is. Call this after everything else the function made is gone.
+  static absl::StatusOr<std::unique_ptr<Program>> Plan(RecordingBackend& recorder,
+                                                       std::vector<Tensor>& outputs);
+
+  absl::Status Replay();
+
+  size_t arena_bytes() const { return arena_bytes_; }
+  // The bytes of the blocks that escaped the trace (held outside it, not outputs), kept out of
+  // the arena.
+  size_t pinned_bytes() const { return pinned_bytes_; }
+  size_t kernels() const { return calls_.size(); }
+
+ private:
+  explicit Program(backend::Backend& backend) : backend_(backend) {}
+
+  struct BoundCall {
+    RecordedCall call;
+    std::vector<Tensor> tensors;
+    std::vector<std::pair<size_t, int>> produced_args;  // (argument, slot) filled at replay
+  };
+
+  backend::Backend& backend_;
+  std::vector<BoundCall> calls_;
+  std::vector<Tensor> produced_;  // by slot: the workspaces of this replay
+  Tensor arena_;
+  size_t arena_bytes_ = 0;
+  size_t pinned_bytes_ = 0;
+};
+
+}  // namespace sluice::train::function
+
+#endif  // SLUICE_TRAIN_FUNCTION_PROGRAM_H_

@@ -1,0 +1,393 @@
+#include "train/function/recording_backend.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "train/backend/trace_hooks.h"
+
+namespace sluice::train::function {
+
+using backend::Backend;
+using Tensors = std::vector<Tensor>;
+
+absl::Status RecordingBackend::Refuse(absl::string_view what) const {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "cannot trace this step: it ", what,
+      ", which a replay would not repeat; run it eagerly (TrainerOptions::run_eagerly, "
+      "sluice train --eager)"));
+}
+
+absl::StatusOr<Tensor> RecordingBackend::Allocate(DType dtype, const Shape& shape) {
+  SLUICE_ASSIGN_OR_RETURN(Tensor t, inner_.Allocate(dtype, shape));
+  if (t.buffer()) {
+    // A freed block's Buffer object may share an address with this one: the newest wins.
+    slot_of_[t.buffer().get()] = static_cast<int>(slots_.size());
+    slots_.push_back(RecordedSlot{.bytes = t.buffer()->size(), .buffer = t.buffer()});
+  }
+  return t;
+}
+
+Argument RecordingBackend::ArgumentOf(const Tensor& t) {
+  if (t.buffer()) {
+    auto it = slot_of_.find(t.buffer().get());
+    if (it != slot_of_.end() && slots_[it->second].buffer.lock() == t.buffer()) {
+      return Argument{
+          .slot = it->second, .offset = t.byte_offset(), .dtype = t.dtype(), .shape = t.shape()};
+    }
+  }
+  return Argument{.dtype = t.dtype(), .shape = t.shape(), .external = t};
+}
+
+void RecordingBackend::Use(int slot, int call) {
+  RecordedSlot& s = slots_[slot];
+  if (s.first < 0) s.first = call;
+  s.last = std::max(s.last, call);
+}
+
+absl::Status RecordingBackend::Record(const char* name, std::vector<const Tensor*> tensors,
+                                      Run run) {
+  Tensors now;
+  now.reserve(tensors.size());
+  for (const Tensor* t : tensors) now.push_back(*t);
+  SLUICE_RETURN_IF_ERROR(run(inner_, now));
+  RecordedCall call{.name = name, .run = std::move(run)};
+  const int index = static_cast<int>(calls_.size());
+  for (const Tensor* t : tensors) {
+    call.args.push_back(ArgumentOf(*t));
+    if (call.args.back().slot >= 0) Use(call.args.back().slot, index);
+  }
+  calls_.push_back(std::move(call));
+  return absl::OkStatus();
+}
+
+absl::Status RecordingBackend::Copy(const Tensor& src, Tensor& dst) {
+  if (dst.device().is_cpu() && !src.device().is_cpu()) {
+    return Refuse("copies a device tensor to the host, a host read that a replay would not repeat");
+  }
+  return Record("Copy", {&src, &dst}, [](Backend& b, Tensors& t) { return b.Copy(t[0], t[1]); });
+}
+
+absl::Status RecordingBackend::Fill(Tensor& t, float value) {
+  return Record("Fill", {&t}, [value](Backend& b, Tensors& a) { return b.Fill(a[0], value); });
+}
+
+absl::Status RecordingBackend::Axpby(float alpha, const Tensor& x, float beta, Tensor& y) {
+  return Record("Axpby", {&x, &y},
+                [=](Backend& b, Tensors& t) { return b.Axpby(alpha, t[0], beta, t[1]); });
+}
+
+absl::Status RecordingBackend::Synchronize() {
+  return Refuse(
+      "waits for the device (Synchronize) to read a result on the host, which a replay "
+      "would not repeat");
+}
+
+absl::StatusOr<Tensor> RecordingBackend::AllocateStaging(DType, const Shape&) {
+  return Refuse("allocates staging memory (the input pipeline's copies belong outside the step)");
+}
+
+absl::StatusOr<std::shared_ptr<backend::Event>> RecordingBackend::CopyAsync(const Tensor&,
+                                                                            Tensor&) {
+  return Refuse("starts an asynchronous copy (the input pipeline's, outside the step)");
+}
+
+absl::Status RecordingBackend::WaitEvent(backend::Event&) {
+  return Refuse("waits for an event of the input pipeline's copies");
+}
+
+absl::Status RecordingBackend::MatMul(const Tensor& a, bool transpose_a, const Tensor& b,
+                                      bool transpose_b, Tensor& out) {
+  return Record("MatMul", {&a, &b, &out}, [=](Backend& k, Tensors& t) {
+    return k.MatMul(t[0], transpose_a, t[1], transpose_b, t[2]);
+  });
+}
+
+absl::Status RecordingBackend::Conv2DForward(const backend::ConvGeometry& geo, const Tensor& input,
+                                             const Tensor& filter, Tensor& output) {
+  return Record("Conv2DForward", {&input, &filter, &output},
+                [geo](Backend& b, Tensors& t) { return b.Conv2DForward(geo, t[0], t[1], t[2]); });
+}
+
+absl::Status RecordingBackend::Conv2DBackwardData(const backend::ConvGeometry& geo,
+                                                  const Tensor& grad_output, const Tensor& filter,
+                                                  Tensor& grad_input) {
+  return Record(
+      "Conv2DBackwardData", {&grad_output, &filter, &grad_input},
+      [geo](Backend& b, Tensors& t) { return b.Conv2DBackwardData(geo, t[0], t[1], t[2]); });
+}
+
+absl::Status RecordingBackend::Conv2DBackwardFilter(const backend::ConvGeometry& geo,
+                                                    const Tensor& input, const Tensor& grad_output,
+                                                    Tensor& grad_filter) {
+  return Record(
+      "Conv2DBackwardFilter", {&input, &grad_output, &grad_filter},
+      [geo](Backend& b, Tensors& t) { return b.Conv2DBackwardFilter(geo, t[0], t[1], t[2]); });
+}
+
+absl::Status RecordingBackend::Conv2DBiasForward(const backend::ConvGeometry& geo,
+                                                 const Tensor& input, const Tensor& filter,
+                                                 const Tensor& bias, Tensor& output) {
+  return Record(
+      "Conv2DBiasForward", {&input, &filter, &bias, &output},
+      [geo](Backend& b, Tensors& t) { return b.Conv2DBiasForward(geo, t[0], t[1], t[2], t[3]); });
+}
+
+absl::Status RecordingBackend::Conv2DBackwardFilterBias(const backend::ConvGeometry& geo,
+                                                        const Tensor& input,
+                                                        const Tensor& grad_output,
+                                                        Tensor& grad_filter, Tensor& grad_bias) {
+  return Record("Conv2DBackwardFilterBias", {&input, &grad_output, &grad_filter, &grad_bias},
+                [geo](Backend& b, Tensors& t) {
+                  return b.Conv2DBackwardFilterBias(geo, t[0], t[1], t[2], t[3]);
+                });
+}
+
+absl::StatusOr<Tensor> RecordingBackend::Pool2DForward(const backend::PoolGeometry& geo,
+                                                       const Tensor& input, Tensor& output) {
+  Tensors now = {input, output};
+  SLUICE_ASSIGN_OR_RETURN(Tensor workspace, inner_.Pool2DForward(geo, now[0], now[1]));
+  const int index = static_cast<int>(calls_.size());
+  RecordedCall call{.name = "Pool2DForward"};
+  call.run_producing = [geo](Backend& b, Tensors& t) { return b.Pool2DForward(geo, t[0], t[1]); };
+  for (const Tensor* t : {&input, static_cast<const Tensor*>(&output)}) {
+    call.args.push_back(ArgumentOf(*t));
+    if (call.args.back().slot >= 0) Use(call.args.back().slot, index);
+  }
+  if (workspace.buffer()) {
+    call.produces = static_cast<int>(slots_.size());
+    slot_of_[workspace.buffer().get()] = call.produces;
+    slots_.push_back(RecordedSlot{
+        .bytes = workspace.buffer()->size(), .buffer = workspace.buffer(), .produced = true});
+    Use(call.produces, index);
+  }
+  calls_.push_back(std::move(call));
+  return workspace;
+}
+
+absl::Status RecordingBackend::Pool2DBackward(const backend::PoolGeometry& geo, const Tensor& input,
+                                              const Tensor& output, const Tensor& workspace,
+                                              const Tensor& grad_output, Tensor& grad_input) {
+  return Record("Pool2DBackward", {&input, &output, &workspace, &grad_output, &grad_input},
+                [geo](Backend& b, Tensors& t) {
+                  return b.Pool2DBackward(geo, t[0], t[1], t[2], t[3], t[4]);
+                });
+}
+
+absl::Status RecordingBackend::BatchNormForwardTraining(const Tensor& x, const Tensor& gamma,
+                                                        const Tensor& beta, float epsilon,
+                                                        Tensor& y, Tensor& mean, Tensor& variance) {
+  return Record("BatchNormForwardTraining", {&x, &gamma, &beta, &y, &mean, &variance},
+                [epsilon](Backend& b, Tensors& t) {
+                  return b.BatchNormForwardTraining(t[0], t[1], t[2], epsilon, t[3], t[4], t[5]);
+                });
+}
+
+absl::Status RecordingBackend::BatchNormForwardInference(const Tensor& x, const Tensor& gamma,
+                                                         const Tensor& beta, const Tensor& mean,
+                                                         const Tensor& variance, float epsilon,
+                                                         Tensor& y) {
+  return Record("BatchNormForwardInference", {&x, &gamma, &beta, &mean, &variance, &y},
+                [epsilon](Backend& b, Tensors& t) {
+                  return b.BatchNormForwardInference(t[0], t[1], t[2], t[3], t[4], epsilon, t[5]);
+                });
+}
+
+absl::Status RecordingBackend::BatchNormBackward(const Tensor& x, const Tensor& gamma,
+                                                 const Tensor& mean, const Tensor& variance,
+                                                 const Tensor& grad_y, float epsilon,
+                                                 bool statistics_are_constant, Tensor& grad_x,
+                                                 Tensor& grad_gamma, Tensor& grad_beta) {
+  return Record("BatchNormBackward",
+                {&x, &gamma, &mean, &variance, &grad_y, &grad_x, &grad_gamma, &grad_beta},
+                [=](Backend& b, Tensors& t) {
+                  return b.BatchNormBackward(t[0], t[1], t[2], t[3], t[4], epsilon,
+                                             statistics_are_constant, t[5], t[6], t[7]);
+                });
+}
+
+absl::Status RecordingBackend::Binary(backend::BinaryOp op, const Tensor& a, const Tensor& b,
+                                      Tensor& out) {
+  return Record("Binary", {&a, &b, &out},
+                [op](Backend& k, Tensors& t) { return k.Binary(op, t[0], t[1], t[2]); });
+}
+
+absl::Status RecordingBackend::BinaryBackward(backend::BinaryOp op, const Tensor& a,
+                                              const Tensor& b, const Tensor& grad_out,
+                                              Tensor* grad_a, Tensor* grad_b) {
+  // Absent gradients stay absent at replay: the flags say which of t[3], t[4] are real.
+  const Tensor none;
+  const bool has_a = grad_a != nullptr, has_b = grad_b != nullptr;
+  return Record("BinaryBackward",
+                {&a, &b, &grad_out, has_a ? grad_a : &none, has_b ? grad_b : &none},
+                [=](Backend& k, Tensors& t) {
+                  return k.BinaryBackward(op, t[0], t[1], t[2], has_a ? &t[3] : nullptr,
+                                          has_b ? &t[4] : nullptr);
+                });
+}
+
+absl::Status RecordingBackend::Unary(backend::UnaryOp op, const Tensor& x, Tensor& y) {
+  return Record("Unary", {&x, &y},
+                [op](Backend& b, Tensors& t) { return b.Unary(op, t[0], t[1]); });
+}
+
+absl::Status RecordingBackend::UnaryBackward(backend::UnaryOp op, const Tensor& x, const Tensor& y,
+                                             const Tensor& grad_y, Tensor& grad_x) {
+  return Record("UnaryBackward", {&x, &y, &grad_y, &grad_x}, [op](Backend& b, Tensors& t) {
+    return b.UnaryBackward(op, t[0], t[1], t[2], t[3]);
+  });
+}
+
+absl::Status RecordingBackend::Cast(const Tensor& x, Tensor& y) {
+  return Record("Cast", {&x, &y}, [](Backend& b, Tensors& t) { return b.Cast(t[0], t[1]); });
+}
+
+absl::Status RecordingBackend::Dropout(const Tensor& x, float rate, uint64_t seed, Tensor& mask,
+                                       Tensor& out) {
+  backend::SeedSource source = backend::internal::TakeNextDropoutSeedSource();
+  if (!source) {
+    return Refuse(
+        "runs a Dropout kernel whose seed has no source for replays "
+        "(backend::SetNextDropoutSeedSource), so every replay would draw one mask");
+  }
+  // This call uses the seed the eager code drew; each replay draws the next from the source.
+  const size_t before = calls_.size();
+  SLUICE_RETURN_IF_ERROR(Record("Dropout", {&x, &mask, &out}, [rate, seed](Backend& b, Tensors& t) {
+    return b.Dropout(t[0], rate, seed, t[1], t[2]);
+  }));
+  calls_[before].run = [rate, source = std::move(source)](Backend& b, Tensors& t) -> absl::Status {
+    SLUICE_ASSIGN_OR_RETURN(const uint64_t next, source());
+    return b.Dropout(t[0], rate, next, t[1], t[2]);
+  };
+  return absl::OkStatus();
+}
+
+absl::Status RecordingBackend::Reduce(backend::ReduceOp op, const Tensor& x,
+                                      const std::vector<bool>& reduced, float scale, Tensor& out) {
+  return Record("Reduce", {&x, &out}, [op, reduced, scale](Backend& b, Tensors& t) {
+    return b.Reduce(op, t[0], reduced, scale, t[1]);
+  });
+}
+
+absl::Status RecordingBackend::BroadcastTo(const Tensor& in, float scale, Tensor& out) {
+  return Record("BroadcastTo", {&in, &out},
+                [scale](Backend& b, Tensors& t) { return b.BroadcastTo(t[0], scale, t[1]); });
+}
+
+absl::Status RecordingBackend::ReduceMaxBackward(const Tensor& x, const Tensor& max,
+                                                 const Tensor& grad_max, Tensor& grad_x) {
+  return Record("ReduceMaxBackward", {&x, &max, &grad_max, &grad_x},
+                [](Backend& b, Tensors& t) { return b.ReduceMaxBackward(t[0], t[1], t[2], t[3]); });
+}
+
+absl::Status RecordingBackend::ArgMax(const Tensor& x, Tensor& out) {
+  return Record("ArgMax", {&x, &out}, [](Backend& b, Tensors& t) { return b.ArgMax(t[0], t[1]); });
+}
+
+absl::Status RecordingBackend::Transpose(const Tensor& x, const std::vector<int>& perm,
+                                         Tensor& out) {
+  return Record("Transpose", {&x, &out},
+                [perm](Backend& b, Tensors& t) { return b.Transpose(t[0], perm, t[1]); });
+}
+
+absl::Status RecordingBackend::Concat(const std::vector<Tensor>& inputs, int axis, Tensor& out) {
+  std::vector<const Tensor*> tensors;
+  for (const Tensor& in : inputs) tensors.push_back(&in);
+  tensors.push_back(&out);
+  const size_t n = inputs.size();
+  return Record("Concat", std::move(tensors), [n, axis](Backend& b, Tensors& t) {
+    const Tensors ins(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(n));
+    return b.Concat(ins, axis, t[n]);
+  });
+}
+
+absl::Status RecordingBackend::Split(const Tensor& x, int axis, std::vector<Tensor>& outputs) {
+  std::vector<const Tensor*> tensors = {&x};
+  for (const Tensor& out : outputs) tensors.push_back(&out);
+  return Record("Split", std::move(tensors), [axis](Backend& b, Tensors& t) {
+    // The outputs share their buffers with t's entries, so the kernel writes where t points.
+    Tensors outs(t.begin() + 1, t.end());
+    return b.Split(t[0], axis, outs);
+  });
+}
+
+absl::Status RecordingBackend::Softmax(const Tensor& logits, Tensor& y) {
+  return Record("Softmax", {&logits, &y},
+                [](Backend& b, Tensors& t) { return b.Softmax(t[0], t[1]); });
+}
+
+absl::Status RecordingBackend::SoftmaxBackward(const Tensor& y, const Tensor& grad_y,
+                                               Tensor& grad_x) {
+  return Record("SoftmaxBackward", {&y, &grad_y, &grad_x},
+                [](Backend& b, Tensors& t) { return b.SoftmaxBackward(t[0], t[1], t[2]); });
+}
+
+absl::Status RecordingBackend::SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels,
+                                                         Tensor& loss, Tensor& probs) {
+  return Record(
+      "SparseSoftmaxCrossEntropy", {&logits, &labels, &loss, &probs},
+      [](Backend& b, Tensors& t) { return b.SparseSoftmaxCrossEntropy(t[0], t[1], t[2], t[3]); });
+}
+
+absl::Status RecordingBackend::SparseSoftmaxCrossEntropyBackward(const Tensor& probs,
+                                                                 const Tensor& labels,
+                                                                 const Tensor& grad_loss,
+                                                                 Tensor& grad_logits) {
+  return Record("SparseSoftmaxCrossEntropyBackward", {&probs, &labels, &grad_loss, &grad_logits},
+                [](Backend& b, Tensors& t) {
+                  return b.SparseSoftmaxCrossEntropyBackward(t[0], t[1], t[2], t[3]);
+                });
+}
+
+absl::Status RecordingBackend::CastLabels(const Tensor& labels, int64_t num_classes,
+                                          Tensor& labels64, Tensor& invalid) {
+  return Record("CastLabels", {&labels, &labels64, &invalid},
+                [num_classes](Backend& b, Tensors& t) {
+                  return b.CastLabels(t[0], num_classes, t[1], t[2]);
+                });
+}
+
+absl::Status RecordingBackend::InTopK(const Tensor& predictions, const Tensor& labels, int k,
+                                      bool first_max_only, Tensor& out) {
+  return Record("InTopK", {&predictions, &labels, &out}, [=](Backend& b, Tensors& t) {
+    return b.InTopK(t[0], t[1], k, first_max_only, t[2]);
+  });
+}
+
+absl::Status RecordingBackend::RefuseOptimizer(absl::string_view kernel) const {
+  return Refuse(
+      absl::StrCat("updates variables with an optimizer (", kernel,
+                   ") whose learning rate and step-dependent coefficients are host values "
+                   "of each step (apply the gradients outside the traced function)"));
+}
+
+absl::Status RecordingBackend::SgdUpdate(Tensor&, const Tensor&, Tensor*, float, float, bool,
+                                         float) {
+  return RefuseOptimizer("SgdUpdate");
+}
+absl::Status RecordingBackend::AdamUpdate(Tensor&, const Tensor&, Tensor&, Tensor&, float, float,
+                                          float, float, float) {
+  return RefuseOptimizer("AdamUpdate");
+}
+absl::Status RecordingBackend::RmspropUpdate(Tensor&, const Tensor&, Tensor&, Tensor*, Tensor*,
+                                             float, float, float, float, float) {
+  return RefuseOptimizer("RmspropUpdate");
+}
+absl::Status RecordingBackend::AdagradUpdate(Tensor&, const Tensor&, Tensor&, float, float, float) {
+  return RefuseOptimizer("AdagradUpdate");
+}
+absl::Status RecordingBackend::AdadeltaUpdate(Tensor&, const Tensor&, Tensor&, Tensor&, float,
+                                              float, float, float) {
+  return RefuseOptimizer("AdadeltaUpdate");
+}
+absl::Status RecordingBackend::AdamaxUpdate(Tensor&, const Tensor&, Tensor&, Tensor&, float, float,
+                                            float, float, float) {
+  return RefuseOptimizer("AdamaxUpdate");
+}
+absl::Status RecordingBackend::NadamUpdate(Tensor&, const Tensor&, Tensor&, Tensor&, float, float,
+                                           float, float, float, float, float) {
+  return RefuseOptimizer("NadamUpdate");
+}
+
+}  // namespace sluice::train::function

@@ -1,0 +1,173 @@
+#ifndef SLUICE_TRAIN_FUNCTION_RECORDING_BACKEND_H_
+#define SLUICE_TRAIN_FUNCTION_RECORDING_BACKEND_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/tensor.h"
+#include "train/backend/backend.h"
+
+namespace sluice::train::function {
+
+// Where a recorded kernel's tensor argument lives. A tensor the recorder allocated (an
+// intermediate of the step) is a slot: planned into the arena, or kept where it is when something
+// outside the step still holds it. Any other tensor (a variable, an input buffer, a constant) is
+// external and used as it was.
+struct Argument {
+  int slot = -1;      // -1: external
+  size_t offset = 0;  // bytes into the slot's block
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  Tensor external;  // when slot is -1
+};
+
+// One recorded kernel: `run` calls the real backend with the arguments' tensors, in order.
+struct RecordedCall {
+  const char* name = "";
+  std::vector<Argument> args;
+  std::function<absl::Status(backend::Backend&, std::vector<Tensor>&)> run;
+  // Pool2DForward returns a workspace the backend allocated itself: at replay the new one goes to
+  // slot `produces` (-1 for the other kernels) for the calls that read it.
+  int produces = -1;
+  std::function<absl::StatusOr<Tensor>(backend::Backend&, std::vector<Tensor>&)> run_producing;
+  // Dropout's seed, drawn again at every replay (backend/trace_hooks.h).
+  std::function<absl::StatusOr<uint64_t>()> seed;
+};
+
+// A block a traced step allocated: `bytes` long, used by calls first..last.
+struct RecordedSlot {
+  size_t bytes = 0;
+  std::weak_ptr<Buffer> buffer;  // the block while tracing; alive after it when it escaped
+  bool produced = false;         // a workspace a kernel returned (RecordedCall::produces)
+  int first = -1, last = -1;
+};
+
+// The backend a step is traced through: each call runs on `inner` at once, as eagerly, and is
+// recorded with its arguments. What a replay could not repeat is refused here with a message,
+// never replayed wrong: reading a tensor on the host (a copy to the host, Synchronize), the
+// copies that overlap compute (the input pipeline's), a Dropout whose seed has no source, and
+// the optimizer updates (their learning rate and bias corrections are host values of each step).
+class RecordingBackend final : public backend::Backend {
+ public:
+  explicit RecordingBackend(backend::Backend& inner) : inner_(inner) {}
+
+  std::vector<RecordedCall>& calls() { return calls_; }
+  std::vector<RecordedSlot>& slots() { return slots_; }
+  backend::Backend& inner() { return inner_; }
+  // Where `t` lives: a slot (with its offset) when this recorder allocated its block and the
+  // block is alive, else external.
+  Argument ArgumentOf(const Tensor& t);
+
+  Device device() const override { return inner_.device(); }
+  absl::StatusOr<Tensor> Allocate(DType dtype, const Shape& shape) override;
+  absl::Status Copy(const Tensor& src, Tensor& dst) override;
+  absl::Status Fill(Tensor& t, float value) override;
+  absl::Status Axpby(float alpha, const Tensor& x, float beta, Tensor& y) override;
+  absl::Status Synchronize() override;
+  absl::StatusOr<Tensor> AllocateStaging(DType dtype, const Shape& shape) override;
+  absl::StatusOr<std::shared_ptr<backend::Event>> CopyAsync(const Tensor& src,
+                                                            Tensor& dst) override;
+  absl::Status WaitEvent(backend::Event& event) override;
+
+  bool ReadsBFloat16Operands() const override { return inner_.ReadsBFloat16Operands(); }
+  absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
+                      Tensor& out) override;
+  absl::Status Conv2DForward(const backend::ConvGeometry& geo, const Tensor& input,
+                             const Tensor& filter, Tensor& output) override;
+  absl::Status Conv2DBackwardData(const backend::ConvGeometry& geo, const Tensor& grad_output,
+                                  const Tensor& filter, Tensor& grad_input) override;
+  absl::Status Conv2DBackwardFilter(const backend::ConvGeometry& geo, const Tensor& input,
+                                    const Tensor& grad_output, Tensor& grad_filter) override;
+  absl::Status Conv2DBiasForward(const backend::ConvGeometry& geo, const Tensor& input,
+                                 const Tensor& filter, const Tensor& bias, Tensor& output) override;
+  absl::Status Conv2DBackwardFilterBias(const backend::ConvGeometry& geo, const Tensor& input,
+                                        const Tensor& grad_output, Tensor& grad_filter,
+                                        Tensor& grad_bias) override;
+  absl::StatusOr<Tensor> Pool2DForward(const backend::PoolGeometry& geo, const Tensor& input,
+                                       Tensor& output) override;
+  absl::Status Pool2DBackward(const backend::PoolGeometry& geo, const Tensor& input,
+                              const Tensor& output, const Tensor& workspace,
+                              const Tensor& grad_output, Tensor& grad_input) override;
+  absl::Status BatchNormForwardTraining(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                        float epsilon, Tensor& y, Tensor& mean,
+                                        Tensor& variance) override;
+  absl::Status BatchNormForwardInference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                         const Tensor& mean, const Tensor& variance, float epsilon,
+                                         Tensor& y) override;
+  absl::Status BatchNormBackward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                 const Tensor& variance, const Tensor& grad_y, float epsilon,
+                                 bool statistics_are_constant, Tensor& grad_x, Tensor& grad_gamma,
+                                 Tensor& grad_beta) override;
+  absl::Status Binary(backend::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) override;
+  absl::Status BinaryBackward(backend::BinaryOp op, const Tensor& a, const Tensor& b,
+                              const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b) override;
+  absl::Status Unary(backend::UnaryOp op, const Tensor& x, Tensor& y) override;
+  absl::Status UnaryBackward(backend::UnaryOp op, const Tensor& x, const Tensor& y,
+                             const Tensor& grad_y, Tensor& grad_x) override;
+  absl::Status Cast(const Tensor& x, Tensor& y) override;
+  absl::Status Dropout(const Tensor& x, float rate, uint64_t seed, Tensor& mask,
+                       Tensor& out) override;
+  absl::Status Reduce(backend::ReduceOp op, const Tensor& x, const std::vector<bool>& reduced,
+                      float scale, Tensor& out) override;
+  absl::Status BroadcastTo(const Tensor& in, float scale, Tensor& out) override;
+  absl::Status ReduceMaxBackward(const Tensor& x, const Tensor& max, const Tensor& grad_max,
+                                 Tensor& grad_x) override;
+  absl::Status ArgMax(const Tensor& x, Tensor& out) override;
+  absl::Status Transpose(const Tensor& x, const std::vector<int>& perm, Tensor& out) override;
+  absl::Status Concat(const std::vector<Tensor>& inputs, int axis, Tensor& out) override;
+  absl::Status Split(const Tensor& x, int axis, std::vector<Tensor>& outputs) override;
+  absl::Status Softmax(const Tensor& logits, Tensor& y) override;
+  absl::Status SoftmaxBackward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) override;
+  absl::Status SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels, Tensor& loss,
+                                         Tensor& probs) override;
+  absl::Status SparseSoftmaxCrossEntropyBackward(const Tensor& probs, const Tensor& labels,
+                                                 const Tensor& grad_loss,
+                                                 Tensor& grad_logits) override;
+  absl::Status CastLabels(const Tensor& labels, int64_t num_classes, Tensor& labels64,
+                          Tensor& invalid) override;
+  absl::Status InTopK(const Tensor& predictions, const Tensor& labels, int k, bool first_max_only,
+                      Tensor& out) override;
+  absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr, float momentum,
+                         bool nesterov, float weight_decay) override;
+  absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
+                          float beta_1, float beta_2, float epsilon, float decay) override;
+  absl::Status RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity, Tensor* average_gradient,
+                             Tensor* momentum_slot, float lr, float rho, float momentum,
+                             float epsilon, float decay) override;
+  absl::Status AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, float lr,
+                             float epsilon, float decay) override;
+  absl::Status AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
+                              Tensor& accumulated_delta, float lr, float rho, float epsilon,
+                              float decay) override;
+  absl::Status AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u, float alpha,
+                            float beta_1, float beta_2, float epsilon, float decay) override;
+  absl::Status NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float m_coefficient,
+                           float g_coefficient, float v_scale, float beta_1, float beta_2,
+                           float epsilon, float decay) override;
+
+ private:
+  using Run = std::function<absl::Status(backend::Backend&, std::vector<Tensor>&)>;
+  // Runs `run` on the real backend with `tensors` (the call's tensor arguments, in the order
+  // `run` indexes them) and records the call.
+  absl::Status Record(const char* name, std::vector<const Tensor*> tensors, Run run);
+  // Notes that call `call` uses slot `slot`.
+  void Use(int slot, int call);
+  absl::Status Refuse(absl::string_view what) const;
+  absl::Status RefuseOptimizer(absl::string_view kernel) const;
+
+  backend::Backend& inner_;
+  std::vector<RecordedCall> calls_;
+  std::vector<RecordedSlot> slots_;
+  std::unordered_map<const Buffer*, int> slot_of_;
+};
+
+}  // namespace sluice::train::function
+
+#endif  // SLUICE_TRAIN_FUNCTION_RECORDING_BACKEND_H_
