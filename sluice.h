@@ -64,6 +64,7 @@
 #include "train/fit/training_checkpoint.h"
 #include "train/import/onnx_import.h"
 #include "train/layers/activation.h"
+#include "train/layers/activation_layer.h"
 #include "train/layers/add.h"
 #include "train/layers/avg_pool.h"
 #include "train/layers/batch_norm.h"

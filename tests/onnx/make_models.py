@@ -60,7 +60,10 @@ def operators(out):
                          kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1]),
         helper.make_node("Conv", ["p1", "w3", "b3"], ["c3"], name="/block/proj/Conv",
                          kernel_shape=[1, 1]),
-        helper.make_node("Add", ["c3", "p1"], ["sum"], name="/block/Add"),
+        # A swish gate, x * sigmoid(x) (EfficientNet's, MobileNetV3's SE blocks).
+        helper.make_node("Sigmoid", ["c3"], ["gate"], name="/block/gate/Sigmoid"),
+        helper.make_node("Mul", ["c3", "gate"], ["swish"], name="/block/gate/Mul"),
+        helper.make_node("Add", ["swish", "p1"], ["sum"], name="/block/Add"),
         helper.make_node("Mul", ["sum", "c3"], ["prod"], name="/block/Mul"),
         helper.make_node("Constant", [], ["zero"], name="/block/Constant",
                          value=numpy_helper.from_array(np.array(0, dtype=np.float32))),
@@ -81,7 +84,9 @@ def operators(out):
         # Flatten of an image with 6 positions: the Gemm's rows are in (C, H, W) order.
         helper.make_node("Conv", ["drop", "w4", "b4"], ["c4"], name="/head/conv/Conv",
                          kernel_shape=[1, 1], strides=[1, 1]),
-        helper.make_node("Flatten", ["c4"], ["flat"], name="/head/Flatten", axis=1),
+        helper.make_node("Flatten", ["c4"], ["flat_c4"], name="/head/Flatten", axis=1),
+        # Tanh of the flattened image: elementwise, it keeps the (C, H, W) column order.
+        helper.make_node("Tanh", ["flat_c4"], ["flat"], name="/head/squash/Tanh"),
         helper.make_node("GlobalAveragePool", ["cat"], ["gap"], name="/head/gap/GlobalAveragePool"),
         helper.make_node("Reshape", ["gap", "flat_shape"], ["gap_flat"], name="/head/Reshape"),
         helper.make_node("Concat", ["flat", "gap_flat", "gmp_flat"], ["features"],

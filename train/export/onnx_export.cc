@@ -17,6 +17,7 @@
 #include "train/autodiff/variable.h"
 #include "train/backend/transfer.h"
 #include "train/layers/activation.h"
+#include "train/layers/activation_layer.h"
 #include "train/layers/add.h"
 #include "train/layers/avg_pool.h"
 #include "train/layers/batch_norm.h"
@@ -533,6 +534,9 @@ absl::StatusOr<Value> GraphBuilder::Layer(layers::Module& layer, const Value& in
     return Pool("AveragePool", pool->options(), in, path);
   }
   if (auto* relu = dynamic_cast<layers::ReLU*>(&layer)) return Relu(*relu, in, path);
+  if (auto* activation = dynamic_cast<layers::ActivationLayer*>(&layer)) {
+    return Activate(activation->activation(), in, path);
+  }
   if (auto* depthwise = dynamic_cast<layers::DepthwiseConv2D*>(&layer)) {
     return DepthwiseConv(*depthwise, in, path);
   }

@@ -24,6 +24,7 @@
 #include "core/status_macros.h"
 #include "onnx/onnx_pb.h"  // Debian's libonnx-dev: the ONNX protos
 #include "train/backend/transfer.h"
+#include "train/layers/activation_layer.h"
 #include "train/layers/add.h"
 #include "train/layers/avg_pool.h"
 #include "train/layers/batch_norm.h"
@@ -758,10 +759,18 @@ absl::Status Importer::Node(const onnx::NodeProto& node) {
   if (op == "Clip") return Clip(node);
   if (op == "Flatten") return Flatten(node);
   if (op == "Reshape") return Reshape(node);
-  if (op == "Relu") {
+  if (op == "Relu" || op == "Sigmoid" || op == "Tanh") {
     SLUICE_ASSIGN_OR_RETURN(Value x, Get(node.input_size() > 0 ? node.input(0) : ""));
     if (x.kind == Value::kConstant) return Unsupported("a constant input");
-    SLUICE_ASSIGN_OR_RETURN(x.tensor, Call(std::make_shared<layers::ReLU>(), {x.tensor}));
+    std::shared_ptr<layers::Module> layer;
+    if (op == "Relu") {
+      layer = std::make_shared<layers::ReLU>();
+    } else {
+      layer = std::make_shared<layers::ActivationLayer>(
+          op == "Sigmoid" ? layers::Activation::kSigmoid : layers::Activation::kTanh);
+    }
+    // Elementwise: the value keeps its kind and column order.
+    SLUICE_ASSIGN_OR_RETURN(x.tensor, Call(std::move(layer), {x.tensor}));
     return Define(node.output(0), x);
   }
   if (op == "Pad") return Pad(node);

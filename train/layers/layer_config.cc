@@ -12,6 +12,7 @@
 #include "core/mutex.h"
 #include "core/status_macros.h"
 #include "train/layers/activation.h"
+#include "train/layers/activation_layer.h"
 #include "train/layers/add.h"
 #include "train/layers/avg_pool.h"
 #include "train/layers/batch_norm.h"
@@ -212,6 +213,21 @@ Made MakeDepthwiseConv2D(const LayerConfig& config) {
 Made MakeZeroPadding2D(const LayerConfig& config) {
   SLUICE_ASSIGN_OR_RETURN(const Padding2D padding, ReadZeroPadding2D(config));
   return std::unique_ptr<Module>(std::make_unique<ZeroPadding2D>(padding));
+}
+
+// Keras' Activation layer: its "activation" is required (Keras' is), one of Keras' names.
+absl::StatusOr<Activation> ReadActivation(const LayerConfig& config) {
+  SLUICE_ASSIGN_OR_RETURN(const std::string name, config.String("activation"));
+  absl::StatusOr<Activation> activation = ParseActivation(name);
+  if (!activation.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("Activation: ", activation.status().message()));
+  }
+  return *activation;
+}
+
+Made MakeActivation(const LayerConfig& config) {
+  SLUICE_ASSIGN_OR_RETURN(const Activation activation, ReadActivation(config));
+  return std::unique_ptr<Module>(std::make_unique<ActivationLayer>(activation));
 }
 
 Made MakeReLU(const LayerConfig& config) {
@@ -439,6 +455,12 @@ Sized SizeReLU(const LayerConfig& config, const Shape& input) {
   return Output(config, 0, input.dims());
 }
 
+// Activation: no variables, the input's shape.
+Sized SizeActivation(const LayerConfig& config, const Shape& input) {
+  SLUICE_RETURN_IF_ERROR(ReadActivation(config).status());
+  return Output(config, 0, input.dims());
+}
+
 Sized SizeReshape(const LayerConfig& config, const Shape& input) {
   SLUICE_ASSIGN_OR_RETURN(const std::vector<int64_t> target, ReadReshape(config));
   SLUICE_ASSIGN_OR_RETURN(const Shape shape, Reshape::OutputShape(target, input));
@@ -566,6 +588,7 @@ Registry& TheRegistry() {
                   {"Sequential", {MakeSequential, SizeSequential}},
                   {"Recompute", {MakeRecompute, SizeRecompute}},
                   {"ReLU", {MakeReLU, SizeReLU}},
+                  {"Activation", {MakeActivation, SizeActivation}},
                   {"DepthwiseConv2D", {MakeDepthwiseConv2D, SizeDepthwiseConv2D}},
                   {"ZeroPadding2D", {MakeZeroPadding2D, SizeZeroPadding2D}},
                   {"Reshape", {MakeReshape, SizeReshape}},

@@ -25,6 +25,7 @@
 #include "tests/temp_dir.h"
 #include "train/fit/trainer.h"
 #include "train/layers/activation.h"
+#include "train/layers/activation_layer.h"
 #include "train/layers/add.h"
 #include "train/layers/avg_pool.h"
 #include "train/layers/batch_norm.h"
@@ -360,6 +361,56 @@ TEST(OnnxExportTest, OnnxRuntimeAgreesOnTheFunctionalGraphLayers) {
   const Agreement a = Compare(Values(*expected), *got, 4, 2e-5f);
   EXPECT_LE(a.max_abs_diff, 1e-5f);
   EXPECT_EQ(a.top1_differs, 0);
+}
+
+// Keras' Activation layer, each activation, as the ONNX nodes Dense's and Conv2D's activation=
+// writes: between convolutions (the graph NCHW there, so softmax is over ONNX's axis 1, the
+// channels) and on a Dense's output. ONNX Runtime's output against Forward.
+TEST(OnnxExportTest, OnnxRuntimeAgreesOnEveryActivationLayer) {
+  using layers::Activation;
+  using layers::ActivationLayer;
+  auto model = std::make_unique<layers::Sequential>();
+  model->Add(std::make_unique<layers::Conv2D>(
+      5, 3, layers::Conv2DLayerOptions{.conv = {.padding = ops::Padding::kSame}, .seed = 1}));
+  model->Add(std::make_unique<ActivationLayer>(Activation::kSigmoid));
+  model->Add(std::make_unique<layers::Conv2D>(
+      4, 3, layers::Conv2DLayerOptions{.conv = {.padding = ops::Padding::kSame}, .seed = 2}));
+  model->Add(std::make_unique<ActivationLayer>(Activation::kSoftmax));
+  model->Add(std::make_unique<layers::Conv2D>(4, 1, layers::Conv2DLayerOptions{.seed = 3}));
+  model->Add(std::make_unique<ActivationLayer>(Activation::kTanh));
+  model->Add(std::make_unique<ActivationLayer>(Activation::kGelu));
+  model->Add(std::make_unique<ActivationLayer>(Activation::kRelu));
+  model->Add(std::make_unique<ActivationLayer>(Activation::kLinear));
+  model->Add(std::make_unique<layers::Flatten>());
+  model->Add(std::make_unique<layers::Dense>(6, layers::DenseOptions{.seed = 4}));
+  model->Add(std::make_unique<ActivationLayer>(Activation::kSoftmax));
+  const Shape input_shape{1, 6, 5, 3};
+  ASSERT_TRUE(model->Build(input_shape).ok());
+  const Tensor x = Uniform(Shape{4, 6, 5, 3}, 11, -2, 2);
+  auto expected = model->Forward(x, /*training=*/false);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  ScopedTempDir dir;
+  const std::string path = dir.path() + "/activations.onnx";
+  ASSERT_TRUE(ExportOnnx(*model, input_shape, path).ok());
+  EXPECT_EQ(CheckerErrors(path), "");
+  absl::StatusOr<onnx::ModelProto> proto = ToOnnx(*model, input_shape);
+  ASSERT_TRUE(proto.ok()) << proto.status();
+  int softmax_on_channels = 0;
+  for (const onnx::NodeProto& node : proto->graph().node()) {
+    if (node.op_type() != "Softmax") continue;
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.name() == "axis" && a.i() == 1) ++softmax_on_channels;
+    }
+  }
+  EXPECT_EQ(softmax_on_channels, 1);
+  EXPECT_THAT(OpTypes(*proto),
+              ::testing::IsSupersetOf({"Sigmoid", "Softmax", "Tanh", "Erf", "Relu", "Gemm"}));
+  auto got = RunOnnxRuntime(path, x, dir.path());
+  ASSERT_TRUE(got.ok()) << got.status();
+  const Agreement a = Compare(Values(*expected), *got, 6, 2e-5f);
+  EXPECT_EQ(a.rows, 4);
+  EXPECT_LE(a.max_abs_diff, 1e-5f);
 }
 
 // The first `n` Fashion-MNIST images of `split` ("train" or "t10k") scaled to [0, 1] as

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +22,7 @@
 #include "tests/temp_dir.h"
 #include "train/export/onnx_export.h"
 #include "train/fit/saved_model.h"
+#include "train/layers/activation_layer.h"
 #include "train/layers/summary.h"
 #include "train/ops/transpose.h"
 
@@ -95,7 +97,31 @@ TEST(OnnxImportTest, EveryOperatorAgreesWithOnnxRuntime) {
   EXPECT_TRUE((*model)->GetLayer("stem.conv").ok());
   EXPECT_TRUE((*model)->GetLayer("head.gap").ok());
   EXPECT_EQ((*model)->name(), "operators");
-  ExpectAgreement(**model, path, Uniform(Shape{3, 3, 9, 8}, 1), dir.path());
+  // Sigmoid and Tanh as Keras' Activation layer.
+  for (const auto& [name, activation] : {std::pair{"block.gate", layers::Activation::kSigmoid},
+                                         std::pair{"head.squash", layers::Activation::kTanh}}) {
+    absl::StatusOr<layers::Module*> layer = (*model)->GetLayer(name);
+    ASSERT_TRUE(layer.ok()) << layer.status();
+    auto* activation_layer = dynamic_cast<layers::ActivationLayer*>(*layer);
+    ASSERT_NE(activation_layer, nullptr) << name;
+    EXPECT_EQ(activation_layer->activation(), activation) << name;
+  }
+  const Tensor x = Uniform(Shape{3, 3, 9, 8}, 1);
+  ExpectAgreement(**model, path, x, dir.path());
+  // Import, SaveModel, LoadModel, ExportOnnx: ONNX Runtime agrees again.
+  const std::string saved = dir.path() + "/saved";
+  ASSERT_TRUE(fit::SaveModel(**model, Shape{1, 9, 8, 3}, saved).ok());
+  auto loaded = fit::LoadModel(saved);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const std::string exported = dir.path() + "/exported.onnx";
+  ASSERT_TRUE(exporting::ExportOnnx(*loaded->model, Shape{1, 9, 8, 3}, exported).ok());
+  auto nhwc = ops::Transpose(x, {0, 2, 3, 1});
+  ASSERT_TRUE(nhwc.ok());
+  auto ours = loaded->model->Forward(*nhwc, false);
+  ASSERT_TRUE(ours.ok()) << ours.status();
+  auto again = RunOnnxRuntime(exported, *nhwc, dir.path());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_LE(MaxAbsDiff(Values(*ours), *again), Tolerance(*again));
 }
 
 TEST(OnnxImportTest, AnNhwcInputTransposedToNchwIsTakenAsItIs) {
@@ -196,12 +222,12 @@ TEST(OnnxImportTest, AFileThatIsNotAModelIsAnErrorNamingIt) {
 
 TEST(OnnxImportTest, AnUnsupportedOperatorIsNamedWithItsNodeAndTheFile) {
   ScopedTempDir dir;
-  const std::string path = dir.path() + "/tanh.onnx";
+  const std::string path = dir.path() + "/softplus.onnx";
   std::string output;
   const int rc =
       Shell(absl::StrCat(kPython,
                          " -c 'import sys; from onnx import helper, TensorProto, save; "
-                         "g = helper.make_graph([helper.make_node(\"Tanh\", [\"x\"], [\"y\"], "
+                         "g = helper.make_graph([helper.make_node(\"Softplus\", [\"x\"], [\"y\"], "
                          "name=\"squash\")], \"g\", "
                          "[helper.make_tensor_value_info(\"x\", TensorProto.FLOAT, [1, 4])], "
                          "[helper.make_tensor_value_info(\"y\", TensorProto.FLOAT, [1, 4])]); "
@@ -212,7 +238,7 @@ TEST(OnnxImportTest, AnUnsupportedOperatorIsNamedWithItsNodeAndTheFile) {
   const absl::Status status = ImportOnnx(path).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(status.message()),
-              HasSubstr("tanh.onnx: node 'squash' (Tanh): this operator is not imported"));
+              HasSubstr("softplus.onnx: node 'squash' (Softplus): this operator is not imported"));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "train/layers/activation_layer.h"
 #include "train/layers/avg_pool.h"
 #include "train/layers/batch_norm.h"
 #include "train/layers/conv2d.h"
@@ -129,6 +130,7 @@ TEST(LayerSizeTest, EveryBuiltInLayersSizeIsWhatItBuilds) {
       Conv2D(6, 3, {.conv = {.padding = ops::Padding::kSame, .groups = 3}, .use_bias = false}),
       ReLU({.max_value = 6}),
       ReLU({.negative_slope = 0.1f, .threshold = 0.5f}),
+      ActivationLayer(Activation::kSoftmax),
       GlobalMaxPool({.keepdims = true}),
       Reshape({-1, 2}),
       Flatten(),
