@@ -19,13 +19,14 @@ struct SlotPlacement {
   size_t offset = 0;
   size_t bytes = 0;
   int first = -1, last = -1;
+  size_t alignment = 256;  // of the offset and the size taken
 };
 
 // Byte offsets for blocks live over [first, last] (call indices, inclusive), each `bytes` long,
-// so that two blocks whose lives overlap never overlap in memory: greedy by size, the largest
-// placed first at the lowest offset that fits beside those already placed (TFLite's arena
-// planner does the same). Offsets are multiples of `alignment`. Returns the arena's size.
-size_t PlaceSlots(std::vector<SlotPlacement>& slots, size_t alignment);
+// so that two blocks whose lives overlap never overlap in memory: first fit, in three orders (the
+// largest first, as TFLite's arena planner; the longest-lived first; by first use), keeping the
+// smallest arena. Each offset is a multiple of its slot's alignment. Returns the arena's size.
+size_t PlaceSlots(std::vector<SlotPlacement>& slots);
 
 // A traced step's kernels with their memory planned: the arguments of every call bound once to
 // the arena (the step's intermediates, placed by their lifetimes), to the blocks that outlived
