@@ -9,7 +9,8 @@
 #   accuracy         `sluice train` of cnn and resnet-20 on Fashion-MNIST on cuda:0 and on the CPU
 #                    (the same seeds and epochs; goal: within 0.5 points);
 #   precision        cnn on cuda:0 under mixed_float16 and mixed_bfloat16;
-#   speed            train_step_bench --device=cuda against PyTorch's eager step on the same GPU
+#   speed            train_step_bench --device=cuda, eager and compiled, against PyTorch's eager
+#                    step on the same GPU
 #                    (bench/pytorch_train_compare.py: same models, batch 64 and 256, SGD, float32),
 #                    interleaved, two rounds;
 #   input            the JPEG pipeline (--data) feeding resnet-20 at batch 256: input wait share,
@@ -156,9 +157,11 @@ else
   # Speed, interleaved: sluice then PyTorch at each batch, two rounds.
   for round in 1 2; do
     for batch in 64 256; do
-      run "speed-sluice-b$batch-r$round" 60 "$b/bin/train_step_bench" --device=cuda --batch="$batch" \
-        '--benchmark_filter=^train_step/(cnn|resnet-20)/sgd/real_time$' --benchmark_repetitions=3 \
-        --benchmark_min_time=0.5 --benchmark_format=json
+      # Eager and compiled (traced once, replayed: train/function/), interleaved.
+      run "speed-sluice-b$batch-r$round" 90 "$b/bin/train_step_bench" --device=cuda --batch="$batch" \
+        --mode=eager,compiled --benchmark_enable_random_interleaving=true \
+        '--benchmark_filter=^train_step/(mlp|cnn|resnet-20)/sgd(/compiled)?/real_time$' \
+        --benchmark_repetitions=3 --benchmark_min_time=0.5 --benchmark_format=json
       if has_py torch; then
         run "speed-torch-b$batch-r$round" 90 "$py" "$b/scripts/pytorch_train_compare.py" \
           --device cuda --batch "$batch" --models cnn,resnet-20 --threads "$cores" \

@@ -83,7 +83,8 @@ def speed(out):
             if b.get("run_type") == "aggregate" or "images_per_second" not in b or b.get("error_occurred"):
                 continue
             model = b["name"].split("/")[1]
-            rates.setdefault((model, batch), {}).setdefault("sluice", []).append(b["images_per_second"])
+            side = "sluice_compiled" if "/compiled/" in b["name"] else "sluice"
+            rates.setdefault((model, batch), {}).setdefault(side, []).append(b["images_per_second"])
     for path in glob.glob(os.path.join(out, "speed-torch-b*.out")):
         batch = re.search(r"-b(\d+)-", path).group(1)
         for model, values in (load(path) or {}).get("all_rates", {}).items():
@@ -94,6 +95,8 @@ def speed(out):
         entry["samples"] = {side: len(v) for side, v in sides.items()}
         if "sluice" in entry and "pytorch" in entry:
             entry["ratio"] = round(entry["sluice"] / entry["pytorch"], 3)
+        if "sluice" in entry and "sluice_compiled" in entry:
+            entry["compiled_vs_eager"] = round(entry["sluice_compiled"] / entry["sluice"], 3)
         result.setdefault(model, {})[batch] = entry
     return result
 
@@ -146,8 +149,9 @@ def main():
         print(f"accuracy {model}: " + ", ".join(f"{k} {v}" for k, v in entry.items()))
     for model, batches in summary["speed"].items():
         for batch, e in batches.items():
-            print(f"speed {model} b{batch}: sluice {e.get('sluice')}  pytorch {e.get('pytorch')}  "
-                  f"ratio {e.get('ratio')}")
+            print(f"speed {model} b{batch}: sluice {e.get('sluice')}  compiled "
+                  f"{e.get('sluice_compiled')}  pytorch {e.get('pytorch')}  ratio {e.get('ratio')}  "
+                  f"compiled/eager {e.get('compiled_vs_eager')}")
     for key in ("precision", "input", "tensorboard", "onnx"):
         if summary.get(key):
             print(f"{key}: {json.dumps(summary[key])[:300]}")
