@@ -14,6 +14,7 @@
 #include "tests/train/backend/guarded_backend.h"
 #include "tests/train/fit_test_util.h"
 #include "tests/train/gradient_check.h"
+#include "train/backend/compute_precision.h"
 #include "train/backend/transfer.h"
 #include "train/fit/trainer.h"
 #include "train/models/model_zoo.h"
@@ -128,6 +129,35 @@ TEST(CompiledTrainStepTest, EveryOptimizerAsEagerly) {
     Trained compiled = Train("resnet-small", *b, /*eager=*/false);
     ASSERT_TRUE(eager.model && compiled.model);
     ExpectSameTraining(*eager.model, eager.history, *compiled.model, compiled.history);
+  }
+}
+
+// Under mixed_bfloat16 the trace records the casts and the bfloat16 kernels as the eager step
+// runs them: the same training bit for bit. Skipped, visibly, on a CPU without bfloat16.
+TEST(CompiledTrainStepTest, MixedBFloat16AsEagerly) {
+  if (absl::Status s =
+          backend::CheckPrecisionSupported(Device::Cpu(), backend::Precision::kMixedBFloat16);
+      !s.ok()) {
+    GTEST_SKIP() << s;
+  }
+  for (const std::string name : {"cnn", "resnet-20"}) {
+    SCOPED_TRACE(name);
+    Trained runs[2];
+    for (int eager = 0; eager < 2; ++eager) {
+      absl::StatusOr<std::unique_ptr<layers::Module>> model =
+          models::MakeModel(name, {.height = 12, .width = 12, .channels = 1, .classes = 4}, 5);
+      ASSERT_TRUE(model.ok()) << model.status();
+      runs[eager].model = *std::move(model);
+      ASSERT_TRUE(runs[eager].model->Build(Shape{1, 12, 12, 1}).ok());
+      optimizers::Sgd sgd({.learning_rate = 0.05f, .momentum = 0.9f});
+      fit::Trainer trainer(
+          *runs[eager].model, sgd,
+          {.precision = backend::Precision::kMixedBFloat16, .run_eagerly = eager == 1});
+      absl::StatusOr<fit::History> h = trainer.Fit(Images(3), {.epochs = 2, .verbose = 0});
+      ASSERT_TRUE(h.ok()) << h.status();
+      runs[eager].history = *h;
+    }
+    ExpectSameTraining(*runs[1].model, runs[1].history, *runs[0].model, runs[0].history);
   }
 }
 
