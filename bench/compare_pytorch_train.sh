@@ -4,6 +4,8 @@
 # models, 2 threads each, medians of REPEATS measurements. Prints images/s side by side and the ratio.
 #   bench/compare_pytorch_train.sh [TRAIN_STEP_BENCH] [sgd|adam]
 #   TORCHVISION=resnet18 [SIZE=224 BATCH=32 ROUNDS=5] bench/compare_pytorch_train.sh ...
+#   MODE=compiled (default eager): sluice's step traced once and replayed (train/function/), as Fit
+#     runs it by default.
 #     instead: torchvision's model imported from ONNX against PyTorch's, interleaved (issue 47).
 # TRAIN_STEP_BENCH defaults to build/bench/train_step_bench (configure with
 # -DSLUICE_BUILD_BENCH=ON). Needs Debian's python3-torch (/usr/bin/python3) on an optimised BLAS:
@@ -29,6 +31,7 @@ bench=${1:-build/bench/train_step_bench}
 optimizer=${2:-sgd}
 threads=${THREADS:-2}
 repeats=${REPEATS:-5}
+mode=${MODE:-eager}
 python=${PYTHON:-/usr/bin/python3}  # Debian's, where python3-torch installs
 # Both frameworks run on Debian's libgomp (oneDNN and PyTorch are built with OpenMP). Its default
 # spin-waiting between parallel regions makes a 2-thread team starve itself whenever another
@@ -47,10 +50,10 @@ if [ -n "${TORCHVISION:-}" ]; then
   # interleaved, so that the machine's drift reaches both.
   size=${SIZE:-224} batch=${BATCH:-32} rounds=${ROUNDS:-5}
   "$python" tests/onnx/make_models.py torchvision "$TORCHVISION" training "$size" "$work/base.onnx"
-  echo "sluice: $bench --onnx=... --size=$size --batch=$batch; pytorch: torchvision $TORCHVISION;" \
+  echo "sluice: $bench --onnx=... --size=$size --batch=$batch --mode=$mode; pytorch: torchvision $TORCHVISION;" \
     "$rounds interleaved rounds of 5 steps after 2 warm-up steps, $optimizer, $threads threads"
   for r in $(seq "$rounds"); do
-    SLUICE_THREADS=$threads "$bench" --onnx="$work/base.onnx" --size="$size" --batch="$batch" \
+    SLUICE_THREADS=$threads "$bench" --onnx="$work/base.onnx" --size="$size" --batch="$batch" --mode="$mode" \
       --benchmark_filter="/onnx/${optimizer}/" --benchmark_min_time=5 --benchmark_format=json \
       >"$work/sluice-$r.json"
     "$python" bench/pytorch_train_compare.py --threads "$threads" --optimizer "$optimizer" \
@@ -72,19 +75,19 @@ print(f"{name} at {size}x{size}, batch {batch}: sluice {statistics.median(ours):
 PY
   exit 0
 fi
-echo "sluice: SLUICE_THREADS=$threads $bench --benchmark_filter='/$optimizer/'" \
+echo "sluice: SLUICE_THREADS=$threads $bench --mode=$mode --benchmark_filter='/$optimizer/'" \
   "--benchmark_repetitions=$repeats"
-SLUICE_THREADS=$threads "$bench" --benchmark_filter="/${optimizer}/" \
+SLUICE_THREADS=$threads "$bench" --mode="$mode" --benchmark_filter="/${optimizer}/" \
   --benchmark_repetitions="$repeats" --benchmark_format=json >"$work/sluice.json"
 echo "pytorch: bench/pytorch_train_compare.py --threads $threads --optimizer $optimizer" \
   "--repeats $repeats"
 "$python" bench/pytorch_train_compare.py --threads "$threads" --optimizer "$optimizer" \
   --repeats "$repeats" >"$work/torch.json"
-"$python" - "$work/sluice.json" "$work/torch.json" "$optimizer" <<'PY'
+"$python" - "$work/sluice.json" "$work/torch.json" "$optimizer" "$mode" <<'PY'
 import json, statistics, sys
 s = json.load(open(sys.argv[1]))
 t = json.load(open(sys.argv[2]))
-optimizer = sys.argv[3]
+optimizer, mode = sys.argv[3], sys.argv[4]
 rates = {}
 for b in s["benchmarks"]:
     if b.get("run_type") != "iteration":
@@ -92,7 +95,7 @@ for b in s["benchmarks"]:
     model = b["run_name"].split("/")[1]
     rates.setdefault(model, []).append(b["images_per_second"])
 print(f"{'model':12} {'sluice img/s':>13} {'pytorch img/s':>14} {'ratio':>6}   "
-      f"(medians, batch 64, {optimizer}, torch {t['torch']}, {t['threads']} threads)")
+      f"(medians, batch 64, {optimizer}, sluice {mode}, torch {t['torch']}, {t['threads']} threads)")
 for model in ("mlp", "cnn", "resnet-small", "resnet-20"):
     ours = statistics.median(rates[model])
     theirs = t["images_per_second"][model]
