@@ -29,29 +29,10 @@
 namespace sluice::train::testing {
 namespace {
 
-std::vector<Tensor> HostVariables(layers::Module& model) {
-  std::vector<Tensor> out;
-  for (autodiff::Variable* v : model.Variables()) {
-    absl::StatusOr<Tensor> host = backend::CopyTo(v->mutable_value(), Device::Cpu());
-    EXPECT_TRUE(host.ok()) << host.status();
-    out.push_back(host.ok() ? *host : Tensor());
-  }
-  return out;
-}
-
 void ExpectSameTraining(layers::Module& eager, const fit::History& eager_history,
                         layers::Module& compiled, const fit::History& compiled_history) {
-  std::vector<Tensor> a = HostVariables(eager), b = HostVariables(compiled);
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_TRUE(a[i].Equals(b[i])) << "variable " << i << " (" << eager.Variables()[i]->name()
-                                   << "): " << a[i].DebugString(4) << " vs " << b[i].DebugString(4);
-  }
-  for (const auto& [name, values] : eager_history.history) {
-    if (name == "images_per_second" || name == "input_wait_share") continue;  // wall clock
-    ASSERT_TRUE(compiled_history.history.count(name)) << name;
-    EXPECT_EQ(values, compiled_history.history.at(name)) << name;
-  }
+  ExpectSameVariables(eager, compiled);
+  ExpectSameHistory(eager_history, compiled_history);
 }
 
 // 44 images of 12x12x1 in 4 classes, batches of 16: two full batches, replayed, and a last one of

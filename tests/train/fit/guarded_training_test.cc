@@ -44,37 +44,6 @@
 namespace sluice::train::testing {
 namespace {
 
-// Host copies of every variable of `model`, in order.
-std::vector<Tensor> HostVariables(layers::Module& model) {
-  std::vector<Tensor> out;
-  for (autodiff::Variable* v : model.Variables()) {
-    absl::StatusOr<Tensor> host = backend::CopyTo(v->mutable_value(), Device::Cpu());
-    EXPECT_TRUE(host.ok()) << host.status();
-    out.push_back(host.ok() ? *host : Tensor());
-  }
-  return out;
-}
-
-void ExpectSameVariables(layers::Module& cpu, layers::Module& guarded) {
-  std::vector<Tensor> a = HostVariables(cpu), b = HostVariables(guarded);
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_TRUE(a[i].Equals(b[i])) << "variable " << i << " (" << cpu.Variables()[i]->name()
-                                   << "): " << a[i].DebugString(4) << " vs " << b[i].DebugString(4);
-  }
-}
-
-void ExpectSameHistory(const fit::History& a, const fit::History& b) {
-  EXPECT_EQ(a.epochs, b.epochs);
-  ASSERT_EQ(a.history.size(), b.history.size());
-  for (const auto& [name, values] : a.history) {
-    // Rates and time shares are wall-clock figures; everything else must match exactly.
-    if (name == "images_per_second" || name == "input_wait_share") continue;
-    ASSERT_TRUE(b.history.count(name)) << name;
-    EXPECT_EQ(values, b.history.at(name)) << name;
-  }
-}
-
 class GuardedTrainingTest : public ::testing::Test {
  protected:
   void SetUp() override {
