@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -23,6 +24,14 @@
 #include "train/layers/max_pool.h"
 #include "train/layers/relu.h"
 #include "train/layers/sequential.h"
+#include "train/optimizers/adadelta.h"
+#include "train/optimizers/adagrad.h"
+#include "train/optimizers/adam.h"
+#include "train/optimizers/adamax.h"
+#include "train/optimizers/adamw.h"
+#include "train/optimizers/nadam.h"
+#include "train/optimizers/rmsprop.h"
+#include "train/optimizers/sgd.h"
 
 namespace sluice::train::testing {
 
@@ -86,6 +95,32 @@ inline void ExpectSameHistory(const fit::History& a, const fit::History& b) {
     ASSERT_TRUE(b.history.count(name)) << name;
     EXPECT_EQ(values, b.history.at(name)) << name;
   }
+}
+
+// Every optimizer, each with its options that change the update (momentum, weight decay,
+// centering), by name: for tests that train with each.
+using MakeOptimizer = std::function<std::unique_ptr<optimizers::Optimizer>()>;
+inline std::vector<std::pair<std::string, MakeOptimizer>> EveryOptimizer() {
+  return {
+      {"sgd", [] { return std::make_unique<optimizers::Sgd>(); }},
+      {"sgd momentum decay",
+       [] {
+         return std::make_unique<optimizers::Sgd>(optimizers::SgdOptions{
+             .learning_rate = 0.05f, .momentum = 0.9f, .weight_decay = 0.01f});
+       }},
+      {"adam", [] { return std::make_unique<optimizers::Adam>(); }},
+      {"adamw", [] { return std::make_unique<optimizers::AdamW>(); }},
+      {"rmsprop momentum centered decay",
+       [] {
+         return std::make_unique<optimizers::Rmsprop>(
+             optimizers::RmspropOptions{.momentum = 0.9f, .centered = true, .weight_decay = 0.01f});
+       }},
+      {"rmsprop", [] { return std::make_unique<optimizers::Rmsprop>(); }},
+      {"adagrad", [] { return std::make_unique<optimizers::Adagrad>(); }},
+      {"adadelta", [] { return std::make_unique<optimizers::Adadelta>(1.0f); }},
+      {"adamax", [] { return std::make_unique<optimizers::Adamax>(); }},
+      {"nadam", [] { return std::make_unique<optimizers::Nadam>(); }},
+  };
 }
 
 // Records the calls and logs; optional hooks run inside them.

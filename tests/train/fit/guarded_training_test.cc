@@ -149,28 +149,7 @@ TEST_F(GuardedTrainingTest, GuardedFitEvaluatePredictMatchCpu) {
 
 // Each optimizer, with gradient accumulation, on both devices.
 TEST_F(GuardedTrainingTest, GuardedOptimizersAndAccumulationMatchCpu) {
-  using MakeOptimizer = std::function<std::unique_ptr<optimizers::Optimizer>()>;
-  const std::vector<std::pair<std::string, MakeOptimizer>> optimizers = {
-      {"sgd", [] { return std::make_unique<optimizers::Sgd>(); }},
-      {"sgd momentum decay",
-       [] {
-         return std::make_unique<optimizers::Sgd>(optimizers::SgdOptions{
-             .learning_rate = 0.05f, .momentum = 0.9f, .weight_decay = 0.01f});
-       }},
-      {"adam", [] { return std::make_unique<optimizers::Adam>(); }},
-      {"adamw", [] { return std::make_unique<optimizers::AdamW>(); }},
-      {"rmsprop momentum centered decay",
-       [] {
-         return std::make_unique<optimizers::Rmsprop>(
-             optimizers::RmspropOptions{.momentum = 0.9f, .centered = true, .weight_decay = 0.01f});
-       }},
-      {"rmsprop", [] { return std::make_unique<optimizers::Rmsprop>(); }},
-      {"adagrad", [] { return std::make_unique<optimizers::Adagrad>(); }},
-      {"adadelta", [] { return std::make_unique<optimizers::Adadelta>(1.0f); }},
-      {"adamax", [] { return std::make_unique<optimizers::Adamax>(); }},
-      {"nadam", [] { return std::make_unique<optimizers::Nadam>(); }},
-  };
-  for (const auto& [name, make] : optimizers) {
+  for (const auto& [name, make] : EveryOptimizer()) {
     SCOPED_TRACE(name);
     fit::History histories[2];
     std::unique_ptr<layers::Sequential> models[2];
