@@ -14,6 +14,7 @@
 #include "tests/train/backend/guarded_backend.h"
 #include "tests/train/fit_test_util.h"
 #include "tests/train/gradient_check.h"
+#include "tests/train/training_comparison.h"
 #include "train/backend/compute_precision.h"
 #include "train/backend/transfer.h"
 #include "train/fit/trainer.h"

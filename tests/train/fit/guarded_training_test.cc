@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "tests/train/backend/guarded_backend.h"
 #include "tests/train/fit_test_util.h"
+#include "tests/train/training_comparison.h"
 #include "train/backend/compute_precision.h"
 #include "train/backend/transfer.h"
 #include "train/callbacks/early_stopping.h"
