@@ -111,11 +111,12 @@ absl::StatusOr<std::vector<Tensor>> Function::operator()(const std::vector<Tenso
   }
   if (!traces_.empty()) {
     const Signature& last = traces_.front().signature;
-    if (options_.partial_batch == PartialBatch::kEager && IsPartialBatchOf(signature, last)) {
+    const bool partial = IsPartialBatchOf(signature, last);
+    if (partial && options_.partial_batch == PartialBatch::kEager) {
       ++eager_calls_;
       return fn_(inputs);
     }
-    if (!IsPartialBatchOf(signature, last)) {
+    if (!partial) {
       Warn(absl::StrCat(
           "Function '", options_.name, "': retracing (trace ", traces_made_ + 1,
           "): ", Changes(last, signature),

@@ -46,19 +46,23 @@ void RecordingBackend::Use(int slot, int call) {
   s.last = std::max(s.last, call);
 }
 
-absl::Status RecordingBackend::Record(const char* name, std::vector<const Tensor*> tensors,
-                                      Run run) {
-  Tensors now;
-  now.reserve(tensors.size());
-  for (const Tensor* t : tensors) now.push_back(*t);
-  SLUICE_RETURN_IF_ERROR(run(inner_, now));
-  RecordedCall call{.name = name, .run = std::move(run)};
+int RecordingBackend::Append(RecordedCall call, const std::vector<const Tensor*>& tensors) {
   const int index = static_cast<int>(calls_.size());
   for (const Tensor* t : tensors) {
     call.args.push_back(ArgumentOf(*t));
     if (call.args.back().slot >= 0) Use(call.args.back().slot, index);
   }
   calls_.push_back(std::move(call));
+  return index;
+}
+
+absl::Status RecordingBackend::Record(const char* name, std::vector<const Tensor*> tensors,
+                                      Run run) {
+  Tensors now;
+  now.reserve(tensors.size());
+  for (const Tensor* t : tensors) now.push_back(*t);
+  SLUICE_RETURN_IF_ERROR(run(inner_, now));
+  Append(RecordedCall{.name = name, .run = std::move(run)}, tensors);
   return absl::OkStatus();
 }
 
@@ -148,21 +152,19 @@ absl::StatusOr<Tensor> RecordingBackend::Pool2DForward(const backend::PoolGeomet
                                                        const Tensor& input, Tensor& output) {
   Tensors now = {input, output};
   SLUICE_ASSIGN_OR_RETURN(Tensor workspace, inner_.Pool2DForward(geo, now[0], now[1]));
-  const int index = static_cast<int>(calls_.size());
-  RecordedCall call{.name = "Pool2DForward"};
-  call.run_producing = [geo](Backend& b, Tensors& t) { return b.Pool2DForward(geo, t[0], t[1]); };
-  for (const Tensor* t : {&input, static_cast<const Tensor*>(&output)}) {
-    call.args.push_back(ArgumentOf(*t));
-    if (call.args.back().slot >= 0) Use(call.args.back().slot, index);
-  }
+  const int index = Append(
+      RecordedCall{.name = "Pool2DForward",
+                   .run_producing = [geo](Backend& b,
+                                          Tensors& t) { return b.Pool2DForward(geo, t[0], t[1]); }},
+      {&input, &output});
   if (workspace.buffer()) {
-    call.produces = static_cast<int>(slots_.size());
-    slot_of_[workspace.buffer().get()] = call.produces;
+    const int slot = static_cast<int>(slots_.size());
+    slot_of_[workspace.buffer().get()] = slot;
     slots_.push_back(RecordedSlot{
         .bytes = workspace.buffer()->size(), .buffer = workspace.buffer(), .produced = true});
-    Use(call.produces, index);
+    calls_[index].produces = slot;
+    Use(slot, index);
   }
-  calls_.push_back(std::move(call));
   return workspace;
 }
 
@@ -252,14 +254,14 @@ absl::Status RecordingBackend::Dropout(const Tensor& x, float rate, uint64_t see
         "(backend::SetNextDropoutSeedSource), so every replay would draw one mask");
   }
   // This call uses the seed the eager code drew; each replay draws the next from the source.
-  const size_t before = calls_.size();
-  SLUICE_RETURN_IF_ERROR(Record("Dropout", {&x, &mask, &out}, [rate, seed](Backend& b, Tensors& t) {
-    return b.Dropout(t[0], rate, seed, t[1], t[2]);
-  }));
-  calls_[before].run = [rate, source = std::move(source)](Backend& b, Tensors& t) -> absl::Status {
-    SLUICE_ASSIGN_OR_RETURN(const uint64_t next, source());
-    return b.Dropout(t[0], rate, next, t[1], t[2]);
-  };
+  SLUICE_RETURN_IF_ERROR(inner_.Dropout(x, rate, seed, mask, out));
+  Append(RecordedCall{.name = "Dropout",
+                      .run = [rate, source = std::move(source)](Backend& b,
+                                                                Tensors& t) -> absl::Status {
+                        SLUICE_ASSIGN_OR_RETURN(const uint64_t next, source());
+                        return b.Dropout(t[0], rate, next, t[1], t[2]);
+                      }},
+         {&x, &mask, &out});
   return absl::OkStatus();
 }
 

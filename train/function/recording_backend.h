@@ -37,8 +37,6 @@ struct RecordedCall {
   // slot `produces` (-1 for the other kernels) for the calls that read it.
   int produces = -1;
   std::function<absl::StatusOr<Tensor>(backend::Backend&, std::vector<Tensor>&)> run_producing;
-  // Dropout's seed, drawn again at every replay (backend/trace_hooks.h).
-  std::function<absl::StatusOr<uint64_t>()> seed;
 };
 
 // A block a traced step allocated: `bytes` long, used by calls first..last.
@@ -157,6 +155,8 @@ class RecordingBackend final : public backend::Backend {
   // Runs `run` on the real backend with `tensors` (the call's tensor arguments, in the order
   // `run` indexes them) and records the call.
   absl::Status Record(const char* name, std::vector<const Tensor*> tensors, Run run);
+  // Adds `call` with `tensors` as its arguments, noting each slot's use; returns its index.
+  int Append(RecordedCall call, const std::vector<const Tensor*>& tensors);
   // Notes that call `call` uses slot `slot`.
   void Use(int slot, int call);
   absl::Status Refuse(absl::string_view what) const;

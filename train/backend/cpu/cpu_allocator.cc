@@ -31,6 +31,14 @@ Pool& GetPool() {
 
 constexpr size_t kPage = 4096;
 
+// Counts `size` more bytes alive, and the high-water marks that follow.
+void CountAlive(Pool& pool, size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(pool.mu) {
+  pool.live += size;
+  pool.peak_live = std::max(pool.peak_live, pool.live);
+  pool.max_live = std::max(pool.max_live, pool.live);
+  pool.peak_held = std::max(pool.peak_held, pool.live + pool.cached);
+}
+
 size_t IdleLimit(const Pool& pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(pool.mu) {
   return std::max(CpuAllocator::kMinIdleLimitBytes, pool.max_live);
 }
@@ -75,10 +83,7 @@ Tensor AllocateSmall(DType dtype, const Shape& shape, size_t bytes) {
   Pool& pool = GetPool();
   {
     MutexLock lock(&pool.mu);
-    pool.live += size;
-    pool.peak_live = std::max(pool.peak_live, pool.live);
-    pool.max_live = std::max(pool.max_live, pool.live);
-    pool.peak_held = std::max(pool.peak_held, pool.live + pool.cached);
+    CountAlive(pool, size);
   }
   auto buffer = Buffer::Wrap(p, size, Device::Cpu(), [size](void* q) {
     Pool& pool = GetPool();
@@ -110,10 +115,7 @@ Tensor CpuAllocator::Allocate(DType dtype, const Shape& shape) {
       ++pool.reuses;
     }
     // Counted under the lock held here; a failed system allocation below takes it back.
-    pool.live += size;
-    pool.peak_live = std::max(pool.peak_live, pool.live);
-    pool.max_live = std::max(pool.max_live, pool.live);
-    pool.peak_held = std::max(pool.peak_held, pool.live + pool.cached);
+    CountAlive(pool, size);
   }
   if (p == nullptr) {
     p = std::aligned_alloc(kPage, size);
