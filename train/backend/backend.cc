@@ -12,6 +12,13 @@
 namespace sluice::train::backend {
 namespace {
 
+// What the fused kernels of a backend without them answer (ops check FusesBatchNormRelu first).
+absl::Status NoFusedBatchNormRelu(const Device& device) {
+  return absl::FailedPreconditionError(
+      absl::StrCat(device.DebugString(),
+                   " has no fused batch norm + ReLU kernel (FusesBatchNormRelu is false)"));
+}
+
 struct Registry {
   Mutex mu;
   std::map<DeviceType, BackendFactory> factories ABSL_GUARDED_BY(mu);
@@ -83,6 +90,19 @@ absl::Status Backend::Conv2DBackwardFilterBias(const ConvGeometry& geo, const Te
   SLUICE_RETURN_IF_ERROR(Conv2DBackwardFilter(geo, input, grad_output, grad_filter));
   SLUICE_ASSIGN_OR_RETURN(Tensor sum, grad_bias.Reshape(Shape{1, 1, 1, geo.o}));
   return Reduce(ReduceOp::kSum, grad_output, {true, true, true, false}, 1.0f, sum);
+}
+
+int64_t Backend::BatchNormReluWorkspaceBytes(const Tensor& /*x*/) const { return 0; }
+
+absl::Status Backend::BatchNormReluForwardTraining(const Tensor&, const Tensor&, const Tensor&,
+                                                   float, Tensor&, Tensor&, Tensor&, Tensor&) {
+  return NoFusedBatchNormRelu(device());
+}
+
+absl::Status Backend::BatchNormReluBackward(const Tensor&, const Tensor&, const Tensor&,
+                                            const Tensor&, const Tensor&, const Tensor&, float,
+                                            Tensor&, Tensor&, Tensor&) {
+  return NoFusedBatchNormRelu(device());
 }
 
 void RegisterBackend(DeviceType type, BackendFactory factory) {

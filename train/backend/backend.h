@@ -180,6 +180,22 @@ class Backend {
                                          const Tensor& variance, const Tensor& grad_y,
                                          float epsilon, bool statistics_are_constant,
                                          Tensor& grad_x, Tensor& grad_gamma, Tensor& grad_beta) = 0;
+  // Batch norm (training) with a ReLU on its output in one pass, where FusesBatchNormRelu():
+  // y = max(batch_norm(x), 0) and a workspace of WorkspaceBytes(x) (the ReLU's mask, uint8) that
+  // the backward reads instead of y. It saves the ReLU's two passes over the activations, forward
+  // and backward. ops::BatchNormReluTraining runs the two ops where a backend has no fused kernel,
+  // and the defaults below refuse.
+  virtual bool FusesBatchNormRelu() const { return false; }
+  virtual int64_t BatchNormReluWorkspaceBytes(const Tensor& x) const;
+  virtual absl::Status BatchNormReluForwardTraining(const Tensor& x, const Tensor& gamma,
+                                                    const Tensor& beta, float epsilon, Tensor& y,
+                                                    Tensor& mean, Tensor& variance,
+                                                    Tensor& workspace);
+  virtual absl::Status BatchNormReluBackward(const Tensor& x, const Tensor& gamma,
+                                             const Tensor& mean, const Tensor& variance,
+                                             const Tensor& workspace, const Tensor& grad_y,
+                                             float epsilon, Tensor& grad_x, Tensor& grad_gamma,
+                                             Tensor& grad_beta);
 
   // --- elementwise ----------------------------------------------------------
   // out = a (op) b with NumPy broadcasting; out has the broadcast shape.

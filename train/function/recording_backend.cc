@@ -209,6 +209,31 @@ absl::Status RecordingBackend::BatchNormBackward(const Tensor& x, const Tensor& 
                 });
 }
 
+absl::Status RecordingBackend::BatchNormReluForwardTraining(const Tensor& x, const Tensor& gamma,
+                                                            const Tensor& beta, float epsilon,
+                                                            Tensor& y, Tensor& mean,
+                                                            Tensor& variance, Tensor& workspace) {
+  return Record(
+      "BatchNormReluForwardTraining", {&x, &gamma, &beta, &y, &mean, &variance, &workspace},
+      [epsilon](Backend& b, Tensors& t) {
+        return b.BatchNormReluForwardTraining(t[0], t[1], t[2], epsilon, t[3], t[4], t[5], t[6]);
+      });
+}
+
+absl::Status RecordingBackend::BatchNormReluBackward(const Tensor& x, const Tensor& gamma,
+                                                     const Tensor& mean, const Tensor& variance,
+                                                     const Tensor& workspace, const Tensor& grad_y,
+                                                     float epsilon, Tensor& grad_x,
+                                                     Tensor& grad_gamma, Tensor& grad_beta) {
+  return Record(
+      "BatchNormReluBackward",
+      {&x, &gamma, &mean, &variance, &workspace, &grad_y, &grad_x, &grad_gamma, &grad_beta},
+      [epsilon](Backend& b, Tensors& t) {
+        return b.BatchNormReluBackward(t[0], t[1], t[2], t[3], t[4], t[5], epsilon, t[6], t[7],
+                                       t[8]);
+      });
+}
+
 absl::Status RecordingBackend::Binary(backend::BinaryOp op, const Tensor& a, const Tensor& b,
                                       Tensor& out) {
   return Record("Binary", {&a, &b, &out},

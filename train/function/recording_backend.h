@@ -103,6 +103,18 @@ class RecordingBackend final : public backend::Backend {
                                  const Tensor& variance, const Tensor& grad_y, float epsilon,
                                  bool statistics_are_constant, Tensor& grad_x, Tensor& grad_gamma,
                                  Tensor& grad_beta) override;
+  bool FusesBatchNormRelu() const override { return inner_.FusesBatchNormRelu(); }
+  int64_t BatchNormReluWorkspaceBytes(const Tensor& x) const override {
+    return inner_.BatchNormReluWorkspaceBytes(x);
+  }
+  absl::Status BatchNormReluForwardTraining(const Tensor& x, const Tensor& gamma,
+                                            const Tensor& beta, float epsilon, Tensor& y,
+                                            Tensor& mean, Tensor& variance,
+                                            Tensor& workspace) override;
+  absl::Status BatchNormReluBackward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                     const Tensor& variance, const Tensor& workspace,
+                                     const Tensor& grad_y, float epsilon, Tensor& grad_x,
+                                     Tensor& grad_gamma, Tensor& grad_beta) override;
   absl::Status Binary(backend::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) override;
   absl::Status BinaryBackward(backend::BinaryOp op, const Tensor& a, const Tensor& b,
                               const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b) override;

@@ -4,6 +4,7 @@
 #include "core/status_macros.h"
 #include "train/backend/backend.h"
 #include "train/layers/parameter_limit.h"
+#include "train/ops/activations.h"
 #include "train/ops/batch_norm.h"
 
 namespace sluice::train::layers {
@@ -51,6 +52,14 @@ std::vector<autodiff::Variable*> BatchNorm::Variables() {
 }
 
 absl::StatusOr<Tensor> BatchNorm::Forward(const Tensor& input, bool training) {
+  return Run(input, training, /*relu=*/false);
+}
+
+absl::StatusOr<Tensor> BatchNorm::ForwardRelu(const Tensor& input, bool training) {
+  return Run(input, training, /*relu=*/true);
+}
+
+absl::StatusOr<Tensor> BatchNorm::Run(const Tensor& input, bool training, bool relu) {
   SLUICE_RETURN_IF_ERROR(BuildFor(input));
   const int64_t channels = gamma_->shape().dim(0);
   if (input.rank() < 1 || input.dim(input.rank() - 1) != channels) {
@@ -60,12 +69,16 @@ absl::StatusOr<Tensor> BatchNorm::Forward(const Tensor& input, bool training) {
   // Keras: a frozen BatchNorm runs in inference mode.
   if (gamma_->frozen()) training = false;
   if (!training) {
-    return ops::BatchNormInference(input, gamma_->value(), beta_->value(), moving_mean_->value(),
-                                   moving_variance_->value(), options_.epsilon);
+    SLUICE_ASSIGN_OR_RETURN(
+        Tensor y,
+        ops::BatchNormInference(input, gamma_->value(), beta_->value(), moving_mean_->value(),
+                                moving_variance_->value(), options_.epsilon));
+    return relu ? ops::Relu(y) : y;
   }
   SLUICE_ASSIGN_OR_RETURN(
       ops::BatchNormTrainingResult result,
-      ops::BatchNormTraining(input, gamma_->value(), beta_->value(), options_.epsilon));
+      relu ? ops::BatchNormReluTraining(input, gamma_->value(), beta_->value(), options_.epsilon)
+           : ops::BatchNormTraining(input, gamma_->value(), beta_->value(), options_.epsilon));
   // In place and unrecorded: the moving statistics are state, not part of the loss.
   // moving = moving * momentum + batch * (1 - momentum), on the variables' device.
   const float momentum = options_.momentum;

@@ -30,6 +30,9 @@ class BatchNorm : public Module {
   explicit BatchNorm(BatchNormOptions options = {}) : options_(options) {}
   explicit BatchNorm(int64_t channels, BatchNormOptions options = {});
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
+  // Relu(Forward(input, training)), the ReLU fused into the batch norm's pass when training
+  // (ops::BatchNormReluTraining): what a block that follows its batch norm with a ReLU calls.
+  absl::StatusOr<Tensor> ForwardRelu(const Tensor& input, bool training);
   absl::Status Build(const Shape& input_shape) override;
   bool built() override { return gamma_.has_value(); }
   std::string name() const override { return "batch_norm"; }
@@ -43,6 +46,7 @@ class BatchNorm : public Module {
   autodiff::Variable& moving_variance() { return *moving_variance_; }
 
  private:
+  absl::StatusOr<Tensor> Run(const Tensor& input, bool training, bool relu);
   BatchNormOptions options_;
   std::optional<autodiff::Variable> gamma_, beta_, moving_mean_, moving_variance_;
 };

@@ -41,14 +41,14 @@ ResidualBlock::ResidualBlock(int64_t in_channels, int64_t filters, ResidualBlock
 }
 
 absl::StatusOr<Tensor> ResidualBlock::ConvBatchNorm(const char* name, Conv2D& conv, BatchNorm& bn,
-                                                    const Tensor& input, bool training) {
-  auto conv_bn = [&conv, &bn](const Tensor& x, bool t) -> absl::StatusOr<Tensor> {
+                                                    const Tensor& input, bool training, bool relu) {
+  auto conv_bn = [&conv, &bn, relu](const Tensor& x, bool t) -> absl::StatusOr<Tensor> {
     SLUICE_ASSIGN_OR_RETURN(Tensor y, conv.Forward(x, t));
-    return bn.Forward(y, t);
+    return relu ? bn.ForwardRelu(y, t) : bn.Forward(y, t);
   };
   if (!options_.recompute) return conv_bn(input, training);
-  // The relu after it stays outside: it keeps its output only, which the next conv keeps anyway,
-  // and the segment's own output (batch norm's, read by nothing in the backward) is freed at once.
+  // The segment's output is kept by the next convolution alone; the fused ReLU's mask is
+  // recomputed with the rest.
   return RecomputeGrad(name, {&conv, &bn}, input, training, conv_bn);
 }
 
@@ -59,13 +59,14 @@ absl::StatusOr<Tensor> ResidualBlock::Forward(const Tensor& input, bool training
   Tensor shortcut = input;
   if (shortcut_conv_) {
     SLUICE_ASSIGN_OR_RETURN(shortcut, ConvBatchNorm("residual_block shortcut", *shortcut_conv_,
-                                                    *shortcut_bn_, input, training));
+                                                    *shortcut_bn_, input, training,
+                                                    /*relu=*/false));
   }
-  SLUICE_ASSIGN_OR_RETURN(Tensor y,
-                          ConvBatchNorm("residual_block conv1/bn1", conv1_, bn1_, input, training));
-  // Read by conv2 only: under mixed_bfloat16 on the CPU, made in bfloat16 in the relu's pass.
-  SLUICE_ASSIGN_OR_RETURN(y, ops::ReluComputeOperand(y));
-  SLUICE_ASSIGN_OR_RETURN(y, ConvBatchNorm("residual_block conv2/bn2", conv2_, bn2_, y, training));
+  // The ReLU between the convolutions in the batch norm's pass (BatchNorm::ForwardRelu).
+  SLUICE_ASSIGN_OR_RETURN(Tensor y, ConvBatchNorm("residual_block conv1/bn1", conv1_, bn1_, input,
+                                                  training, /*relu=*/true));
+  SLUICE_ASSIGN_OR_RETURN(y, ConvBatchNorm("residual_block conv2/bn2", conv2_, bn2_, y, training,
+                                           /*relu=*/false));
   SLUICE_ASSIGN_OR_RETURN(y, ops::Add(y, shortcut));
   return ops::Relu(y);
 }

@@ -45,9 +45,10 @@ class ResidualBlock : public Module {
   bool recompute() const { return options_.recompute; }
 
  private:
-  // conv then batch norm: one recomputed segment, `name` in its errors, when options_.recompute.
+  // conv then batch norm (and its ReLU, fused, with `relu`): one recomputed segment, `name` in
+  // its errors, when options_.recompute.
   absl::StatusOr<Tensor> ConvBatchNorm(const char* name, Conv2D& conv, BatchNorm& bn,
-                                       const Tensor& input, bool training);
+                                       const Tensor& input, bool training, bool relu);
 
   int64_t in_channels_, filters_;
   ResidualBlockOptions options_;

@@ -7,7 +7,8 @@
 namespace sluice::train::ops {
 
 // Channels-last batch normalisation: x is [..., C] and statistics are taken
-// over every axis but the last; gamma, beta, mean and variance are [C].
+// over every axis but the last; gamma, beta, mean and variance are [C] float32. x is float32, or
+// bfloat16 on a backend that reads bfloat16 operands (the output and x's gradient then are too).
 // The CPU backend runs oneDNN's batch normalisation (the [..., C] tensor
 // read as [M, C]).
 
@@ -22,6 +23,13 @@ struct BatchNormTrainingResult {
 absl::StatusOr<BatchNormTrainingResult> BatchNormTraining(const Tensor& x, const Tensor& gamma,
                                                           const Tensor& beta,
                                                           float epsilon = 1e-3f);
+
+// max(BatchNormTraining(x, ...).output, 0), the ReLU fused into the batch norm's pass where the
+// backend has the kernel (oneDNN's fuse_norm_relu: its backward reads a bit mask instead of the
+// output), else the two ops. The same values and gradients either way, bit for bit on the CPU.
+absl::StatusOr<BatchNormTrainingResult> BatchNormReluTraining(const Tensor& x, const Tensor& gamma,
+                                                              const Tensor& beta,
+                                                              float epsilon = 1e-3f);
 
 // Normalises with given (moving) statistics; gradients flow to x, gamma and
 // beta, none to mean and variance.

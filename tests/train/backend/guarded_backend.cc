@@ -369,6 +369,33 @@ class GuardedBackend final : public Backend {
     return cpu().BatchNormBackward(a.View(x), a.View(gamma), a.View(mean), a.View(variance),
                                    a.View(grad_y), epsilon, statistics_are_constant, gx, gg, gb);
   }
+  bool FusesBatchNormRelu() const override { return cpu().FusesBatchNormRelu(); }
+  int64_t BatchNormReluWorkspaceBytes(const Tensor& x) const override {
+    return cpu().BatchNormReluWorkspaceBytes(x);  // reads x's shape and dtype only
+  }
+  absl::Status BatchNormReluForwardTraining(const Tensor& x, const Tensor& gamma,
+                                            const Tensor& beta, float epsilon, Tensor& y,
+                                            Tensor& mean, Tensor& variance,
+                                            Tensor& workspace) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("BatchNormReluForwardTraining",
+                                     {&x, &gamma, &beta, &y, &mean, &variance, &workspace}));
+    Tensor vy = a.View(y), vm = a.View(mean), vv = a.View(variance), vw = a.View(workspace);
+    return cpu().BatchNormReluForwardTraining(a.View(x), a.View(gamma), a.View(beta), epsilon, vy,
+                                              vm, vv, vw);
+  }
+  absl::Status BatchNormReluBackward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                     const Tensor& variance, const Tensor& workspace,
+                                     const Tensor& grad_y, float epsilon, Tensor& grad_x,
+                                     Tensor& grad_gamma, Tensor& grad_beta) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require(
+        "BatchNormReluBackward",
+        {&x, &gamma, &mean, &variance, &workspace, &grad_y, &grad_x, &grad_gamma, &grad_beta}));
+    Tensor gx = a.View(grad_x), gg = a.View(grad_gamma), gb = a.View(grad_beta);
+    return cpu().BatchNormReluBackward(a.View(x), a.View(gamma), a.View(mean), a.View(variance),
+                                       a.View(workspace), a.View(grad_y), epsilon, gx, gg, gb);
+  }
 
   absl::Status Binary(BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out) override {
     Access a(mu_, device_);

@@ -3,9 +3,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "tests/train/gradient_check.h"
+#include "train/autodiff/tape.h"
+#include "train/backend/backend.h"
+#include "train/ops/activations.h"
+#include "train/ops/arithmetic.h"
+#include "train/ops/reduce.h"
 
 namespace sluice::train::ops {
 namespace {
@@ -68,6 +76,68 @@ TEST(BatchNormTest, MovingStatisticsGetNoGradient) {
   auto g = *tape.Gradient(y, {x, mean});
   EXPECT_TRUE(g[0]);
   EXPECT_FALSE(g[1]);
+}
+
+// Bits of a float32 tensor, for comparisons that must be exact.
+std::vector<uint32_t> Bits(const Tensor& t) {
+  std::vector<uint32_t> bits(static_cast<size_t>(t.num_elements()));
+  std::memcpy(bits.data(), t.raw_data(), bits.size() * sizeof(uint32_t));
+  return bits;
+}
+
+// y, and the gradients of sum(w * y) for x, gamma and beta.
+struct Differentiated {
+  Tensor y, mean, variance;
+  std::vector<Tensor> grads;
+};
+Differentiated Differentiate(bool fused, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                             const Tensor& w) {
+  autodiff::Tape tape;
+  for (const Tensor* t : {&x, &gamma, &beta}) tape.Watch(*t);
+  absl::StatusOr<BatchNormTrainingResult> r = BatchNormTraining(x, gamma, beta);
+  if (fused) {
+    r = BatchNormReluTraining(x, gamma, beta);
+  } else if (r.ok()) {
+    absl::StatusOr<Tensor> relu = Relu(r->output);
+    EXPECT_TRUE(relu.ok()) << relu.status();
+    r->output = *relu;
+  }
+  EXPECT_TRUE(r.ok()) << r.status();
+  absl::StatusOr<Tensor> loss = Sum(*Mul(r->output, w));
+  absl::StatusOr<std::vector<std::optional<Tensor>>> g = tape.Gradient(*loss, {x, gamma, beta});
+  EXPECT_TRUE(g.ok()) << g.status();
+  return {r->output, r->mean, r->variance, {*(*g)[0], *(*g)[1], *(*g)[2]}};
+}
+
+TEST(BatchNormTest, FusedReluGivesTheBitsOfBatchNormThenRelu) {
+  ASSERT_TRUE(backend::BackendFor(Device::Cpu()).value()->FusesBatchNormRelu());
+  const Tensor x = RandomTensor({4, 5, 5, 8}, 90, -3, 3);
+  const Tensor gamma = RandomTensor({8}, 91, 0.5f, 1.5f), beta = RandomTensor({8}, 92);
+  const Tensor w = RandomTensor({4, 5, 5, 8}, 93);
+  const Differentiated fused = Differentiate(true, x, gamma, beta, w);
+  const Differentiated plain = Differentiate(false, x, gamma, beta, w);
+  // Some outputs clipped, some not: the mask matters in both passes.
+  const std::vector<float> y = Values(fused.y);
+  EXPECT_GT(std::count(y.begin(), y.end(), 0.0f), 100);
+  EXPECT_LT(std::count(y.begin(), y.end(), 0.0f), 700);
+  EXPECT_EQ(Bits(fused.y), Bits(plain.y));
+  EXPECT_EQ(Bits(fused.mean), Bits(plain.mean));
+  EXPECT_EQ(Bits(fused.variance), Bits(plain.variance));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(Bits(fused.grads[i]), Bits(plain.grads[i])) << i;
+}
+
+TEST(BatchNormTest, FusedReluGradientsMatchFiniteDifferences) {
+  // Inputs whose normalised values stay clear of the ReLU's kink at 0 by more than the step.
+  Tensor x = T({-2, 1, 0.5f, -1, 1.5f, 2, -1, -0.5f, 1, -1.5f, 0.25f, 0.75f}, {2, 3, 2});
+  Tensor gamma = T({1.2f, 0.8f}, {2}), beta = T({0.3f, -0.2f}, {2});
+  EXPECT_EQ(CheckGradients(
+                [](const std::vector<Tensor>& in) -> absl::StatusOr<Tensor> {
+                  auto r = BatchNormReluTraining(in[0], in[1], in[2]);
+                  if (!r.ok()) return r.status();
+                  return r->output;
+                },
+                {x, gamma, beta}),
+            "");
 }
 
 }  // namespace

@@ -204,35 +204,68 @@ BatchNormDims BnDims(const Tensor& x) {
   return {c == 0 ? 0 : x.num_elements() / c, c};
 }
 
-dnnl::normalization_flags BnFlags(bool global_stats) {
+dnnl::normalization_flags BnFlags(bool global_stats, bool relu) {
   auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
   if (global_stats) flags = flags | dnnl::normalization_flags::use_global_stats;
+  if (relu) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
   return flags;
 }
 
-dnnl::batch_normalization_forward::primitive_desc BnForwardPd(BatchNormDims d, float epsilon,
-                                                              bool global_stats) {
+// Batch norm's data is float32 or bfloat16 (x, y and their gradients alike); the statistics, scale
+// and shift are float32 either way.
+memory::data_type BnType(const Tensor& x) {
+  return x.dtype() == DType::kBFloat16 ? memory::data_type::bf16 : kF32;
+}
+
+dnnl::batch_normalization_forward::primitive_desc BnForwardPd(BatchNormDims d,
+                                                              memory::data_type type, float epsilon,
+                                                              bool global_stats, bool relu) {
   return {{global_stats ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
-           memory::desc({1, d.c, d.m, 1}, kF32, Tag::nhwc), epsilon, BnFlags(global_stats)},
+           memory::desc({1, d.c, d.m, 1}, type, Tag::nhwc), epsilon, BnFlags(global_stats, relu)},
           CpuEngine()};
 }
 
 struct BnForwardEntry {
-  memory::desc data, stat;
+  memory::desc data, stat, workspace;
   dnnl::batch_normalization_forward primitive;
 };
 
 struct BnBackwardEntry {
-  memory::desc data, stat;
+  memory::desc data, stat, workspace;
   dnnl::batch_normalization_backward primitive;
 };
 
-std::shared_ptr<const BnForwardEntry> BnForward(BatchNormDims d, float epsilon, bool global) {
+std::shared_ptr<const BnForwardEntry> BnForward(const Tensor& x, float epsilon, bool global,
+                                                bool relu) {
+  const BatchNormDims d = BnDims(x);
+  const memory::data_type type = BnType(x);
   return DnnlPrimitiveCache::Global().GetOrCreate<BnForwardEntry>(
-      absl::StrCat("bn_fwd:", d.m, ",", d.c, ",", epsilon, ",", global), [=] {
-        auto pd = BnForwardPd(d, epsilon, global);
+      absl::StrCat("bn_fwd:", d.m, ",", d.c, ",", static_cast<int>(type), ",", epsilon, ",", global,
+                   ",", relu),
+      [=] {
+        auto pd = BnForwardPd(d, type, epsilon, global, relu);
         return std::make_shared<BnForwardEntry>(
-            BnForwardEntry{pd.src_desc(), pd.mean_desc(), dnnl::batch_normalization_forward(pd)});
+            BnForwardEntry{pd.src_desc(), pd.mean_desc(), pd.workspace_desc(),
+                           dnnl::batch_normalization_forward(pd)});
+      });
+}
+
+std::shared_ptr<const BnBackwardEntry> BnBackward(const Tensor& x, float epsilon, bool global,
+                                                  bool relu) {
+  const BatchNormDims d = BnDims(x);
+  const memory::data_type type = BnType(x);
+  return DnnlPrimitiveCache::Global().GetOrCreate<BnBackwardEntry>(
+      absl::StrCat("bn_bwd:", d.m, ",", d.c, ",", static_cast<int>(type), ",", epsilon, ",", global,
+                   ",", relu),
+      [=] {
+        auto fwd = BnForwardPd(d, type, epsilon, global, relu);
+        dnnl::batch_normalization_backward::primitive_desc pd(
+            {dnnl::prop_kind::backward, fwd.dst_desc(), fwd.src_desc(), epsilon,
+             BnFlags(global, relu)},
+            CpuEngine(), fwd);
+        return std::make_shared<BnBackwardEntry>(
+            BnBackwardEntry{fwd.src_desc(), fwd.mean_desc(), fwd.workspace_desc(),
+                            dnnl::batch_normalization_backward(pd)});
       });
 }
 
@@ -587,69 +620,117 @@ absl::Status CpuBackend::Pool2DBackward(const PoolGeometry& geo, const Tensor& i
   });
 }
 
+namespace {
+
+absl::Status SameBatchNormType(const char* op, const Tensor& x,
+                               std::initializer_list<const Tensor*> data) {
+  for (const Tensor* t : data) {
+    if (t->dtype() != x.dtype()) {
+      return absl::InvalidArgumentError(absl::StrCat(op, ": x is ", DTypeName(x.dtype()),
+                                                     " but another activation is ",
+                                                     DTypeName(t->dtype())));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Training (batch statistics written to mean and variance) or inference (read from them); with
+// `workspace`, the ReLU fused in and its mask written there.
+absl::Status BatchNormForward(const char* op, const Tensor& x, const Tensor& gamma,
+                              const Tensor& beta, float epsilon, bool global, Tensor& y,
+                              const Tensor& mean, const Tensor& variance, Tensor* workspace) {
+  SLUICE_RETURN_IF_ERROR(SameBatchNormType(op, x, {&y}));
+  return Guard(op, [&] {
+    auto entry = BnForward(x, epsilon, global, /*relu=*/workspace != nullptr);
+    const dnnl::engine& engine = CpuEngine();
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, memory(entry->data, engine, Ptr(x))},
+        {DNNL_ARG_SCALE, memory(entry->stat, engine, Ptr(gamma))},
+        {DNNL_ARG_SHIFT, memory(entry->stat, engine, Ptr(beta))},
+        {DNNL_ARG_MEAN, memory(entry->stat, engine, Ptr(mean))},
+        {DNNL_ARG_VARIANCE, memory(entry->stat, engine, Ptr(variance))},
+        {DNNL_ARG_DST, memory(entry->data, engine, y.raw_data())}};
+    if (workspace != nullptr) {
+      args.insert({DNNL_ARG_WORKSPACE, memory(entry->workspace, engine, workspace->raw_data())});
+    }
+    Execute(entry->primitive, args);
+  });
+}
+
+absl::Status BatchNormBackwardRun(const char* op, const Tensor& x, const Tensor& gamma,
+                                  const Tensor& mean, const Tensor& variance,
+                                  const Tensor* workspace, const Tensor& grad_y, float epsilon,
+                                  bool global, Tensor& grad_x, Tensor& grad_gamma,
+                                  Tensor& grad_beta) {
+  SLUICE_RETURN_IF_ERROR(SameBatchNormType(op, x, {&grad_y, &grad_x}));
+  return Guard(op, [&] {
+    auto entry = BnBackward(x, epsilon, global, /*relu=*/workspace != nullptr);
+    const dnnl::engine& engine = CpuEngine();
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, memory(entry->data, engine, Ptr(x))},
+        {DNNL_ARG_MEAN, memory(entry->stat, engine, Ptr(mean))},
+        {DNNL_ARG_VARIANCE, memory(entry->stat, engine, Ptr(variance))},
+        {DNNL_ARG_DIFF_DST, memory(entry->data, engine, Ptr(grad_y))},
+        {DNNL_ARG_SCALE, memory(entry->stat, engine, Ptr(gamma))},
+        // oneDNN 2.6 requires a shift argument with use_shift even here, though the backward
+        // never reads it (the gradient does not depend on beta); gamma's memory stands in.
+        {DNNL_ARG_SHIFT, memory(entry->stat, engine, Ptr(gamma))},
+        {DNNL_ARG_DIFF_SRC, memory(entry->data, engine, grad_x.raw_data())},
+        {DNNL_ARG_DIFF_SCALE, memory(entry->stat, engine, grad_gamma.raw_data())},
+        {DNNL_ARG_DIFF_SHIFT, memory(entry->stat, engine, grad_beta.raw_data())}};
+    if (workspace != nullptr) {
+      args.insert({DNNL_ARG_WORKSPACE, memory(entry->workspace, engine, Ptr(*workspace))});
+    }
+    Execute(entry->primitive, args);
+  });
+}
+
+}  // namespace
+
 absl::Status CpuBackend::BatchNormForwardTraining(const Tensor& x, const Tensor& gamma,
                                                   const Tensor& beta, float epsilon, Tensor& y,
                                                   Tensor& mean, Tensor& variance) {
-  return Guard("BatchNormTraining", [&] {
-    auto entry = BnForward(BnDims(x), epsilon, /*global=*/false);
-    const dnnl::engine& engine = CpuEngine();
-    Execute(entry->primitive,
-            {{DNNL_ARG_SRC, memory(entry->data, engine, Ptr(x))},
-             {DNNL_ARG_SCALE, memory(entry->stat, engine, Ptr(gamma))},
-             {DNNL_ARG_SHIFT, memory(entry->stat, engine, Ptr(beta))},
-             {DNNL_ARG_MEAN, memory(entry->stat, engine, mean.raw_data())},
-             {DNNL_ARG_VARIANCE, memory(entry->stat, engine, variance.raw_data())},
-             {DNNL_ARG_DST, memory(entry->data, engine, y.raw_data())}});
-  });
+  return BatchNormForward("BatchNormTraining", x, gamma, beta, epsilon, /*global=*/false, y, mean,
+                          variance, nullptr);
 }
 
 absl::Status CpuBackend::BatchNormForwardInference(const Tensor& x, const Tensor& gamma,
                                                    const Tensor& beta, const Tensor& mean,
                                                    const Tensor& variance, float epsilon,
                                                    Tensor& y) {
-  return Guard("BatchNormInference", [&] {
-    auto entry = BnForward(BnDims(x), epsilon, /*global=*/true);
-    const dnnl::engine& engine = CpuEngine();
-    Execute(entry->primitive, {{DNNL_ARG_SRC, memory(entry->data, engine, Ptr(x))},
-                               {DNNL_ARG_SCALE, memory(entry->stat, engine, Ptr(gamma))},
-                               {DNNL_ARG_SHIFT, memory(entry->stat, engine, Ptr(beta))},
-                               {DNNL_ARG_MEAN, memory(entry->stat, engine, Ptr(mean))},
-                               {DNNL_ARG_VARIANCE, memory(entry->stat, engine, Ptr(variance))},
-                               {DNNL_ARG_DST, memory(entry->data, engine, y.raw_data())}});
-  });
+  return BatchNormForward("BatchNormInference", x, gamma, beta, epsilon, /*global=*/true, y, mean,
+                          variance, nullptr);
 }
 
 absl::Status CpuBackend::BatchNormBackward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
                                            const Tensor& variance, const Tensor& grad_y,
                                            float epsilon, bool statistics_are_constant,
                                            Tensor& grad_x, Tensor& grad_gamma, Tensor& grad_beta) {
-  return Guard("BatchNorm backward", [&] {
-    const BatchNormDims dims = BnDims(x);
-    const bool global = statistics_are_constant;
-    auto entry = DnnlPrimitiveCache::Global().GetOrCreate<BnBackwardEntry>(
-        absl::StrCat("bn_bwd:", dims.m, ",", dims.c, ",", epsilon, ",", global), [&] {
-          auto fwd = BnForwardPd(dims, epsilon, global);
-          dnnl::batch_normalization_backward::primitive_desc pd(
-              {dnnl::prop_kind::backward, fwd.dst_desc(), fwd.src_desc(), epsilon, BnFlags(global)},
-              CpuEngine(), fwd);
-          return std::make_shared<BnBackwardEntry>(BnBackwardEntry{
-              fwd.src_desc(), fwd.mean_desc(), dnnl::batch_normalization_backward(pd)});
-        });
-    const dnnl::engine& engine = CpuEngine();
-    Execute(entry->primitive,
-            {{DNNL_ARG_SRC, memory(entry->data, engine, Ptr(x))},
-             {DNNL_ARG_MEAN, memory(entry->stat, engine, Ptr(mean))},
-             {DNNL_ARG_VARIANCE, memory(entry->stat, engine, Ptr(variance))},
-             {DNNL_ARG_DIFF_DST, memory(entry->data, engine, Ptr(grad_y))},
-             {DNNL_ARG_SCALE, memory(entry->stat, engine, Ptr(gamma))},
-             // oneDNN 2.6 requires a shift argument with use_shift even here,
-             // though the backward never reads it (the gradient does not depend
-             // on beta); gamma's memory stands in.
-             {DNNL_ARG_SHIFT, memory(entry->stat, engine, Ptr(gamma))},
-             {DNNL_ARG_DIFF_SRC, memory(entry->data, engine, grad_x.raw_data())},
-             {DNNL_ARG_DIFF_SCALE, memory(entry->stat, engine, grad_gamma.raw_data())},
-             {DNNL_ARG_DIFF_SHIFT, memory(entry->stat, engine, grad_beta.raw_data())}});
-  });
+  return BatchNormBackwardRun("BatchNorm backward", x, gamma, mean, variance, nullptr, grad_y,
+                              epsilon, statistics_are_constant, grad_x, grad_gamma, grad_beta);
+}
+
+int64_t CpuBackend::BatchNormReluWorkspaceBytes(const Tensor& x) const {
+  if (x.num_elements() == 0) return 0;
+  return static_cast<int64_t>(
+      BnForward(x, /*epsilon=*/0, /*global=*/false, /*relu=*/true)->workspace.get_size());
+}
+
+absl::Status CpuBackend::BatchNormReluForwardTraining(const Tensor& x, const Tensor& gamma,
+                                                      const Tensor& beta, float epsilon, Tensor& y,
+                                                      Tensor& mean, Tensor& variance,
+                                                      Tensor& workspace) {
+  return BatchNormForward("BatchNormReluTraining", x, gamma, beta, epsilon, /*global=*/false, y,
+                          mean, variance, &workspace);
+}
+
+absl::Status CpuBackend::BatchNormReluBackward(const Tensor& x, const Tensor& gamma,
+                                               const Tensor& mean, const Tensor& variance,
+                                               const Tensor& workspace, const Tensor& grad_y,
+                                               float epsilon, Tensor& grad_x, Tensor& grad_gamma,
+                                               Tensor& grad_beta) {
+  return BatchNormBackwardRun("BatchNormRelu backward", x, gamma, mean, variance, &workspace,
+                              grad_y, epsilon, /*global=*/false, grad_x, grad_gamma, grad_beta);
 }
 
 }  // namespace sluice::train::backend::cpu
