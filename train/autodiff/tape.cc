@@ -86,15 +86,20 @@ absl::Status Tape::CheckGradientArgs(const Tensor& target,
         "Tape::Gradient: a non-persistent tape can compute one gradient only; "
         "construct it with {.persistent = true} to call Gradient again");
   }
-  if (target.dtype() != DType::kFloat32) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Tape::Gradient: target must be float32, got ", DTypeName(target.dtype())));
+  // A bfloat16 target is an inner segment's output under mixed_bfloat16 (Recompute's), whose
+  // gradient its consumer gives in bfloat16.
+  const bool bf16 = target.dtype() == DType::kBFloat16 && output_gradient.has_value();
+  if (target.dtype() != DType::kFloat32 && !bf16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Tape::Gradient: target must be float32 (or bfloat16 with an output_gradient), got ",
+        DTypeName(target.dtype())));
   }
   if (output_gradient &&
-      (output_gradient->dtype() != DType::kFloat32 || output_gradient->shape() != target.shape())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Tape::Gradient: output_gradient must be float32", target.shape().DebugString(), ", got ",
-        DTypeName(output_gradient->dtype()), output_gradient->shape().DebugString()));
+      (output_gradient->dtype() != target.dtype() || output_gradient->shape() != target.shape())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Tape::Gradient: output_gradient must be ", DTypeName(target.dtype()),
+                     target.shape().DebugString(), ", got ", DTypeName(output_gradient->dtype()),
+                     output_gradient->shape().DebugString()));
   }
   return absl::OkStatus();
 }

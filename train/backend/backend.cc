@@ -7,6 +7,7 @@
 #include "core/status_macros.h"
 #include "train/backend/cpu/cpu_backend.h"
 #include "train/backend/plugin.h"
+#include "train/backend/require_float32.h"
 #include "train/backend/trace_hooks.h"
 
 namespace sluice::train::backend {
@@ -103,6 +104,22 @@ absl::Status Backend::BatchNormReluBackward(const Tensor&, const Tensor&, const 
                                             const Tensor&, const Tensor&, const Tensor&, float,
                                             Tensor&, Tensor&, Tensor&) {
   return NoFusedBatchNormRelu(device());
+}
+
+absl::Status Backend::AddRelu(const Tensor& a, const Tensor& b, Tensor& out) {
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&a, &b, &out})
+    SLUICE_RETURN_IF_ERROR(RequireFloat32(*t, "AddRelu", "x"));
+  SLUICE_RETURN_IF_ERROR(Binary(BinaryOp::kAdd, a, b, out));
+  return Unary(UnaryOp::kRelu, out, out);
+}
+
+absl::Status Backend::AddReluBackward(const Tensor& out, const Tensor& grad_out, Tensor& grad_a,
+                                      Tensor& grad_b) {
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&out, &grad_out, &grad_a, &grad_b}) {
+    SLUICE_RETURN_IF_ERROR(RequireFloat32(*t, "AddReluBackward", "x"));
+  }
+  SLUICE_RETURN_IF_ERROR(UnaryBackward(UnaryOp::kRelu, out, out, grad_out, grad_a));
+  return Copy(grad_a, grad_b);
 }
 
 void RegisterBackend(DeviceType type, BackendFactory factory) {

@@ -207,6 +207,13 @@ class Backend {
   // A backend whose kernels read bfloat16 operands (ReadsBFloat16Operands) also takes a bfloat16
   // y for kRelu, rounded as ComputeOperand rounds: relu and that copy in one pass.
   virtual absl::Status Unary(UnaryOp op, const Tensor& x, Tensor& y) = 0;
+  // out = max(a + b, 0) in one pass, a residual block's tail (the sum in float32, rounded once
+  // where out is bfloat16). a, b and out have one shape; each is float32 or, where
+  // ReadsBFloat16Operands(), bfloat16. The default (float32 only) runs Binary then Unary.
+  virtual absl::Status AddRelu(const Tensor& a, const Tensor& b, Tensor& out);
+  // grad_a and grad_b, each in its own type, = grad_out where out > 0, else 0.
+  virtual absl::Status AddReluBackward(const Tensor& out, const Tensor& grad_out, Tensor& grad_a,
+                                       Tensor& grad_b);
   // grad_x = grad_y * f'(x), given x and y = f(x). For the ops of UnaryGradientFromOutput (relu,
   // sigmoid, tanh, exp) it must read y only: the tape keeps y alone and passes it as x too. For
   // kRelu, y may be the bfloat16 result of Unary above; grad_y and grad_x stay float32.

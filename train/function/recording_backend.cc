@@ -234,6 +234,17 @@ absl::Status RecordingBackend::BatchNormReluBackward(const Tensor& x, const Tens
       });
 }
 
+absl::Status RecordingBackend::AddRelu(const Tensor& a, const Tensor& b, Tensor& out) {
+  return Record("AddRelu", {&a, &b, &out},
+                [](Backend& k, Tensors& t) { return k.AddRelu(t[0], t[1], t[2]); });
+}
+
+absl::Status RecordingBackend::AddReluBackward(const Tensor& out, const Tensor& grad_out,
+                                               Tensor& grad_a, Tensor& grad_b) {
+  return Record("AddReluBackward", {&out, &grad_out, &grad_a, &grad_b},
+                [](Backend& k, Tensors& t) { return k.AddReluBackward(t[0], t[1], t[2], t[3]); });
+}
+
 absl::Status RecordingBackend::Binary(backend::BinaryOp op, const Tensor& a, const Tensor& b,
                                       Tensor& out) {
   return Record("Binary", {&a, &b, &out},

@@ -118,6 +118,9 @@ class RecordingBackend final : public backend::Backend {
   absl::Status Binary(backend::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) override;
   absl::Status BinaryBackward(backend::BinaryOp op, const Tensor& a, const Tensor& b,
                               const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b) override;
+  absl::Status AddRelu(const Tensor& a, const Tensor& b, Tensor& out) override;
+  absl::Status AddReluBackward(const Tensor& out, const Tensor& grad_out, Tensor& grad_a,
+                               Tensor& grad_b) override;
   absl::Status Unary(backend::UnaryOp op, const Tensor& x, Tensor& y) override;
   absl::Status UnaryBackward(backend::UnaryOp op, const Tensor& x, const Tensor& y,
                              const Tensor& grad_y, Tensor& grad_x) override;

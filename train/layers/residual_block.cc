@@ -2,15 +2,19 @@
 
 #include "core/status_macros.h"
 #include "train/layers/recompute.h"
-#include "train/ops/activations.h"
-#include "train/ops/arithmetic.h"
+#include "train/ops/add_relu.h"
 
 namespace sluice::train::layers {
 namespace {
 
 Conv2DLayerOptions ConvOptions(int64_t stride, const ResidualBlockOptions& options,
                                uint64_t seed_offset) {
-  return {.conv = {.stride_h = stride, .stride_w = stride, .padding = ops::Padding::kSame},
+  // Under mixed_bfloat16 the activations stay bfloat16 from each convolution through its batch
+  // norm (and the ReLU between the convolutions) to the block's tail, which adds in float32.
+  return {.conv = {.stride_h = stride,
+                   .stride_w = stride,
+                   .padding = ops::Padding::kSame,
+                   .keep_compute_dtype = true},
           .use_bias = false,
           .kernel_initializer = options.kernel_initializer,
           .seed = options.seed + seed_offset};
@@ -67,8 +71,7 @@ absl::StatusOr<Tensor> ResidualBlock::Forward(const Tensor& input, bool training
                                                   training, /*relu=*/true));
   SLUICE_ASSIGN_OR_RETURN(y, ConvBatchNorm("residual_block conv2/bn2", conv2_, bn2_, y, training,
                                            /*relu=*/false));
-  SLUICE_ASSIGN_OR_RETURN(y, ops::Add(y, shortcut));
-  return ops::Relu(y);
+  return ops::AddRelu(y, shortcut);
 }
 
 std::vector<Module*> ResidualBlock::Children() {

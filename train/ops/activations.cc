@@ -9,11 +9,6 @@ namespace sluice::train::ops {
 using internal::UnaryOp;
 
 absl::StatusOr<Tensor> Relu(const Tensor& x) { return UnaryOp(backend::UnaryOp::kRelu, "Relu", x); }
-absl::StatusOr<Tensor> ReluComputeOperand(const Tensor& x) {
-  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Relu", {&x}));
-  return UnaryOp(backend::UnaryOp::kRelu, "Relu", x,
-                 backend->ReadsBFloat16Operands() ? DType::kBFloat16 : DType::kFloat32);
-}
 absl::StatusOr<Tensor> Sigmoid(const Tensor& x) {
   return UnaryOp(backend::UnaryOp::kSigmoid, "Sigmoid", x);
 }

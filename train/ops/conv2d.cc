@@ -18,7 +18,7 @@ absl::StatusOr<Tensor> Convolve(const Tensor& input, const Tensor& filter, const
                           bias != nullptr ? backend::BackendFor("Conv2D", {&input, &filter, bias})
                                           : backend::BackendFor("Conv2D", {&input, &filter}));
   // A bfloat16 input is already in the form a backend that reads bfloat16 operands computes from
-  // (ReluComputeOperand's); its gradient is float32 all the same.
+  // (a batch norm's output under mixed_bfloat16); its gradient is bfloat16 too.
   if (input.dtype() != DType::kBFloat16 || !backend->ReadsBFloat16Operands()) {
     SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(input, "Conv2D", "input"));
   }
@@ -62,8 +62,11 @@ absl::StatusOr<Tensor> Convolve(const Tensor& input, const Tensor& filter, const
   geo.oh = wh.out, geo.ow = ww.out;
   geo.pad_top = wh.pad_before, geo.pad_bottom = wh.pad_after;
   geo.pad_left = ww.pad_before, geo.pad_right = ww.pad_after;
-  SLUICE_ASSIGN_OR_RETURN(Tensor out,
-                          backend->Allocate(DType::kFloat32, Shape{geo.n, geo.oh, geo.ow, geo.o}));
+  const bool bf16 = backend->ReadsBFloat16Operands();
+  SLUICE_ASSIGN_OR_RETURN(
+      Tensor out,
+      backend->Allocate(options.keep_compute_dtype && bf16 ? DType::kBFloat16 : DType::kFloat32,
+                        Shape{geo.n, geo.oh, geo.ow, geo.o}));
   if (out.num_elements() == 0) return out;
   // Under mixed_bfloat16 the input is converted once: the forward and the filter gradient read
   // the copy, and the backward keeps it instead of the float32 input.
@@ -81,8 +84,8 @@ absl::StatusOr<Tensor> Convolve(const Tensor& input, const Tensor& filter, const
     const bool input_grad = autodiff::ShouldRecord({input});
     autodiff::RecordOperation(
         inputs, out,
-        [backend, x, filter, geo, input_grad, with_bias = bias != nullptr,
-         precision = backend::CurrentPrecision()](
+        [backend, x, filter, geo, input_grad, input_type = input.dtype(),
+         with_bias = bias != nullptr, precision = backend::CurrentPrecision()](
             const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
           // The gradients' kernels run under the forward pass's precision policy, and both read
           // one converted copy of the output gradient.
@@ -90,7 +93,7 @@ absl::StatusOr<Tensor> Convolve(const Tensor& input, const Tensor& filter, const
           SLUICE_ASSIGN_OR_RETURN(const Tensor gc, backend->ComputeOperand(g));
           std::vector<std::optional<Tensor>> grads(with_bias ? 3 : 2);
           if (input_grad) {
-            SLUICE_ASSIGN_OR_RETURN(grads[0], backend->Allocate(DType::kFloat32, x.shape()));
+            SLUICE_ASSIGN_OR_RETURN(grads[0], backend->Allocate(input_type, x.shape()));
             SLUICE_RETURN_IF_ERROR(backend->Conv2DBackwardData(geo, gc, filter, *grads[0]));
           }
           SLUICE_ASSIGN_OR_RETURN(grads[1], backend->Allocate(DType::kFloat32, filter.shape()));

@@ -20,6 +20,11 @@ struct Conv2DOptions {
   // [KH, KW, C / groups, O], groups dividing C and O, and output channel j sees only the input
   // channels of group j / (O / groups). groups = C is a depthwise convolution.
   int64_t groups = 1;
+  // Under a policy whose convolutions read bfloat16 operands (Backend::ReadsBFloat16Operands:
+  // the CPU's mixed_bfloat16), write the output in bfloat16 too, for a consumer that reads it so
+  // (a batch norm): Keras' mixed policy, where a layer's output is in its compute dtype. Float32
+  // otherwise. Whatever this says, a bfloat16 input gets a bfloat16 gradient.
+  bool keep_compute_dtype = false;
 };
 
 // 2-D convolution (cross-correlation, as tf.nn.conv2d) in Keras' layouts:

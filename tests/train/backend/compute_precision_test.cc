@@ -21,6 +21,7 @@
 #include "train/layers/residual_block.h"
 #include "train/ops/activations.h"
 #include "train/ops/arithmetic.h"
+#include "train/ops/cast.h"
 #include "train/ops/conv2d.h"
 #include "train/ops/matmul.h"
 #include "train/ops/reduce.h"
@@ -250,60 +251,59 @@ TEST_F(MixedBFloat16Test, KernelsGivenConvertedOperandsMatchTheirOwnConversionBi
   EXPECT_GT(RelativeDifference(y_own, y_f32), 0.0f);
 }
 
-// ReluComputeOperand makes in one pass the bfloat16 copy that Relu and the convolution's own
-// conversion make in two: the same bits, so the convolution after it and both gradients are the
-// same bit for bit. Under float32 it is Relu.
-TEST_F(MixedBFloat16Test, ReluComputeOperandFeedsAConvolutionTheBitsOfReluAndACopy) {
+// Conv2DOptions::keep_compute_dtype: under mixed_bfloat16 the output is the bfloat16 rounding of
+// what the same convolution writes in float32, and a bfloat16 input gets a bfloat16 gradient
+// (the float32 one, rounded); under float32 nothing changes.
+TEST_F(MixedBFloat16Test, ConvolutionKeepsBFloat16ForItsConsumerUnderTheMixedPolicy) {
   const Tensor x = RandomTensor({4, 12, 12, 8}, 11, -1.0f, 1.0f),
                w = RandomTensor({3, 3, 8, 16}, 12);
-  auto run = [&](bool fused, Precision p) {
-    autodiff::Variable vx(x), vw(w);
+  auto run = [&](bool keep, Precision p, const Tensor& input) {
+    autodiff::Variable vx(input), vw(w);
     autodiff::Tape tape;
     ScopedPrecision scope(p);
-    absl::StatusOr<Tensor> h = fused ? ops::ReluComputeOperand(vx.value()) : ops::Relu(vx.value());
-    EXPECT_TRUE(h.ok()) << h.status();
-    EXPECT_EQ(h->dtype(),
-              fused && p == Precision::kMixedBFloat16 ? DType::kBFloat16 : DType::kFloat32);
-    absl::StatusOr<Tensor> out = ops::Conv2D(*h, vw.value(), {.padding = ops::Padding::kSame});
+    absl::StatusOr<Tensor> out = ops::Conv2D(
+        vx.value(), vw.value(), {.padding = ops::Padding::kSame, .keep_compute_dtype = keep});
     EXPECT_TRUE(out.ok()) << out.status();
-    absl::StatusOr<Tensor> loss = ops::Sum(*out);
+    absl::StatusOr<Tensor> loss = ops::Sum(*ops::Cast(*out, DType::kFloat32));
     absl::StatusOr<std::vector<std::optional<Tensor>>> grads =
         tape.Gradient(*loss, {vx.value(), vw.value()});
     EXPECT_TRUE(grads.ok()) << grads.status();
-    return std::vector<Tensor>{*h, *out, *(*grads)[0], *(*grads)[1]};
+    return std::vector<Tensor>{*out, *(*grads)[0], *(*grads)[1]};
   };
-  for (Precision p : {Precision::kMixedBFloat16, Precision::kFloat32}) {
-    const std::vector<Tensor> two_passes = run(false, p), one_pass = run(true, p);
-    if (p == Precision::kMixedBFloat16) {
-      ScopedPrecision scope(p);
-      absl::StatusOr<Tensor> copy = cpu::CpuBackend::Get().ComputeOperand(two_passes[0]);
-      ASSERT_TRUE(copy.ok());
-      EXPECT_TRUE(one_pass[0].Equals(*copy)) << "the bf16 relu";
-    } else {
-      EXPECT_TRUE(one_pass[0].Equals(two_passes[0])) << "float32 relu";
-    }
-    EXPECT_TRUE(one_pass[1].Equals(two_passes[1])) << PrecisionName(p) << " conv";
-    EXPECT_TRUE(one_pass[2].Equals(two_passes[2])) << PrecisionName(p) << " grad x";
-    EXPECT_TRUE(one_pass[3].Equals(two_passes[3])) << PrecisionName(p) << " grad w";
-  }
-  // Another op given the bfloat16 tensor refuses it by name.
-  ScopedPrecision scope(Precision::kMixedBFloat16);
-  absl::StatusOr<Tensor> h = ops::ReluComputeOperand(x);
-  ASSERT_TRUE(h.ok());
-  absl::StatusOr<Tensor> relu = ops::Relu(*h);
-  EXPECT_EQ(relu.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(relu.status().message().find("bfloat16"), std::string::npos) << relu.status();
+  ScopedPrecision mixed(Precision::kMixedBFloat16);
+  const std::vector<Tensor> kept = run(true, Precision::kMixedBFloat16, x),
+                            plain = run(false, Precision::kMixedBFloat16, x);
+  ASSERT_EQ(kept[0].dtype(), DType::kBFloat16);
+  ASSERT_EQ(plain[0].dtype(), DType::kFloat32);
+  absl::StatusOr<Tensor> rounded = cpu::CpuBackend::Get().ComputeOperand(plain[0]);
+  ASSERT_TRUE(rounded.ok());
+  EXPECT_TRUE(kept[0].Equals(*rounded)) << "the output is float32's, rounded once";
+  EXPECT_EQ(kept[1].dtype(), DType::kFloat32) << "a float32 input's gradient";
+  // A bfloat16 input (a batch norm's output) gets its gradient in bfloat16.
+  absl::StatusOr<Tensor> x16 = cpu::CpuBackend::Get().ComputeOperand(x);
+  ASSERT_TRUE(x16.ok());
+  const std::vector<Tensor> from16 = run(true, Precision::kMixedBFloat16, *x16);
+  ASSERT_EQ(from16[1].dtype(), DType::kBFloat16);
+  const std::vector<Tensor> from32 = run(true, Precision::kMixedBFloat16, x);
+  absl::StatusOr<Tensor> grad_rounded = cpu::CpuBackend::Get().ComputeOperand(from32[1]);
+  ASSERT_TRUE(grad_rounded.ok());
+  EXPECT_TRUE(from16[1].Equals(*grad_rounded)) << "the input gradient is float32's, rounded";
+  EXPECT_TRUE(from16[2].Equals(from32[2])) << "the filter gradient";
+  // Under float32 the option changes nothing.
+  const std::vector<Tensor> f32 = run(true, Precision::kFloat32, x);
+  EXPECT_EQ(f32[0].dtype(), DType::kFloat32);
 }
 
-// The residual block's inner relu is made in bfloat16 under mixed_bfloat16; recomputing the block
-// (whose second segment then starts from that bfloat16 tensor) gives the same bits.
-TEST_F(MixedBFloat16Test, ResidualBlocksRecomputeFromTheirBFloat16Relu) {
+// The residual block keeps its activations in bfloat16 under mixed_bfloat16 (its segments'
+// outputs among them); recomputing the block gives the same bits, and the output, float32, is
+// close to the float32 block's.
+TEST_F(MixedBFloat16Test, ResidualBlocksKeepBFloat16InsideAndRecomputeTheSameBits) {
   const Tensor x = RandomTensor({2, 8, 8, 8}, 13, -1.0f, 1.0f);
-  auto run = [&](bool recompute) {
+  auto run = [&](bool recompute, Precision p = Precision::kMixedBFloat16) {
     layers::ResidualBlock block(8, 16, {.stride = 2, .seed = 3, .recompute = recompute});
     autodiff::Variable vx(x);
     autodiff::Tape tape;
-    ScopedPrecision scope(Precision::kMixedBFloat16);
+    ScopedPrecision scope(p);
     absl::StatusOr<Tensor> y = block.Forward(vx.value(), /*training=*/true);
     EXPECT_TRUE(y.ok()) << y.status();
     absl::StatusOr<Tensor> loss = ops::Sum(*y);
@@ -318,6 +318,10 @@ TEST_F(MixedBFloat16Test, ResidualBlocksRecomputeFromTheirBFloat16Relu) {
   const std::vector<Tensor> kept = run(false), recomputed = run(true);
   ASSERT_EQ(kept.size(), recomputed.size());
   for (size_t i = 0; i < kept.size(); ++i) EXPECT_TRUE(kept[i].Equals(recomputed[i])) << i;
+  const std::vector<Tensor> f32 = run(false, Precision::kFloat32);
+  ASSERT_EQ(kept[0].dtype(), DType::kFloat32);
+  ExpectBf16Close(kept[0], f32[0], "block output");
+  ExpectBf16Close(kept[1], f32[1], "input gradient");
 }
 
 }  // namespace

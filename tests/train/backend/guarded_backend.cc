@@ -397,6 +397,20 @@ class GuardedBackend final : public Backend {
                                        a.View(workspace), a.View(grad_y), epsilon, gx, gg, gb);
   }
 
+  absl::Status AddRelu(const Tensor& x, const Tensor& y, Tensor& out) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("AddRelu", {&x, &y, &out}));
+    Tensor vo = a.View(out);
+    return cpu().AddRelu(a.View(x), a.View(y), vo);
+  }
+  absl::Status AddReluBackward(const Tensor& out, const Tensor& grad_out, Tensor& grad_a,
+                               Tensor& grad_b) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("AddReluBackward", {&out, &grad_out, &grad_a, &grad_b}));
+    Tensor ga = a.View(grad_a), gb = a.View(grad_b);
+    return cpu().AddReluBackward(a.View(out), a.View(grad_out), ga, gb);
+  }
+
   absl::Status Binary(BinaryOp op, const Tensor& x, const Tensor& y, Tensor& out) override {
     Access a(mu_, device_);
     SLUICE_RETURN_IF_ERROR(a.Require("Binary", {&x, &y, &out}));

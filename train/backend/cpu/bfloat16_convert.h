@@ -17,6 +17,10 @@ void FloatToBFloat16(const float* x, uint16_t* y, int64_t n);
 void ReluToBFloat16(const float* x, uint16_t* y, int64_t n);
 // bfloat16 -> float32, exact (the 16 bits become the high half).
 void BFloat16ToFloat(const uint16_t* x, float* y, int64_t n);
+// The same two conversions on the calling thread, for kernels that convert tile by tile inside
+// their own parallel loop.
+void FloatToBFloat16Run(const float* x, uint16_t* y, int64_t n);
+void BFloat16ToFloatRun(const uint16_t* x, float* y, int64_t n);
 
 namespace internal {
 // The same conversions without AVX512-BF16, one element at a time; FloatToBFloat16 uses them

@@ -69,6 +69,9 @@ class CpuBackend final : public Backend {
                                      Tensor& grad_gamma, Tensor& grad_beta) override;
 
   absl::Status Binary(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) override;
+  absl::Status AddRelu(const Tensor& a, const Tensor& b, Tensor& out) override;
+  absl::Status AddReluBackward(const Tensor& out, const Tensor& grad_out, Tensor& grad_a,
+                               Tensor& grad_b) override;
   absl::Status BinaryBackward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& grad_out,
                               Tensor* grad_a, Tensor* grad_b) override;
   absl::Status Unary(UnaryOp op, const Tensor& x, Tensor& y) override;

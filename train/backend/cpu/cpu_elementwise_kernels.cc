@@ -319,6 +319,79 @@ absl::Status CpuBackend::Unary(UnaryOp op, const Tensor& x, Tensor& y) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Tiles of a float32 or bfloat16 tensor, widened to float32 and written back, so that the
+// arithmetic of the mixed-type kernels below is one float32 loop that vectorises.
+constexpr int64_t kTile = 512;
+
+const float* Widen(const Tensor& t, int64_t at, int64_t n, float* tile) {
+  if (t.dtype() == DType::kFloat32) return t.data<float>() + at;
+  BFloat16ToFloatRun(static_cast<const uint16_t*>(t.raw_data()) + at, tile, n);
+  return tile;
+}
+
+void Narrow(const float* tile, Tensor& t, int64_t at, int64_t n) {
+  if (t.dtype() == DType::kFloat32) {
+    std::copy(tile, tile + n, t.data<float>() + at);
+  } else {
+    FloatToBFloat16Run(tile, static_cast<uint16_t*>(t.raw_data()) + at, n);
+  }
+}
+
+absl::Status FloatOrBFloat16(const char* op, std::initializer_list<const Tensor*> tensors) {
+  const Shape& shape = (*tensors.begin())->shape();
+  for (const Tensor* t : tensors) {
+    if ((t->dtype() != DType::kFloat32 && t->dtype() != DType::kBFloat16) || t->shape() != shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          op, ": want float32 or bfloat16 tensors of ", "one shape, got ", DTypeName(t->dtype()),
+          t->shape().DebugString(), " beside ", shape.DebugString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+SLUICE_KERNEL_CLONES void AddReluRun(const float* a, const float* b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float sum = a[i] + b[i];
+    out[i] = sum > 0 ? sum : 0.0f;
+  }
+}
+
+}  // namespace
+
+absl::Status CpuBackend::AddRelu(const Tensor& a, const Tensor& b, Tensor& out) {
+  SLUICE_RETURN_IF_ERROR(FloatOrBFloat16("AddRelu", {&out, &a, &b}));
+  Elementwise(out.num_elements(), [&](int64_t begin, int64_t end) {
+    float ta[kTile], tb[kTile], to[kTile];
+    for (int64_t at = begin; at < end; at += kTile) {
+      const int64_t n = std::min(kTile, end - at);
+      const bool direct = out.dtype() == DType::kFloat32;
+      float* o = direct ? out.data<float>() + at : to;
+      AddReluRun(Widen(a, at, n, ta), Widen(b, at, n, tb), o, n);
+      if (!direct) Narrow(to, out, at, n);
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::AddReluBackward(const Tensor& out, const Tensor& grad_out, Tensor& grad_a,
+                                         Tensor& grad_b) {
+  SLUICE_RETURN_IF_ERROR(FloatOrBFloat16("AddReluBackward", {&out, &grad_out, &grad_a, &grad_b}));
+  Elementwise(out.num_elements(), [&](int64_t begin, int64_t end) {
+    float tout[kTile], tg[kTile], tgrad[kTile];
+    for (int64_t at = begin; at < end; at += kTile) {
+      const int64_t n = std::min(kTile, end - at);
+      // out > 0 where a + b > 0: rounding to bfloat16 keeps the sign (a denormal sum, flushed
+      // to 0 there, gets no gradient).
+      ReluGradRun(Widen(out, at, n, tout), Widen(grad_out, at, n, tg), tgrad, n);
+      Narrow(tgrad, grad_a, at, n);
+      Narrow(tgrad, grad_b, at, n);
+    }
+  });
+  return absl::OkStatus();
+}
+
 absl::Status CpuBackend::UnaryBackward(UnaryOp op, const Tensor& x, const Tensor& y,
                                        const Tensor& grad_y, Tensor& grad_x) {
   if (y.dtype() == DType::kBFloat16) {

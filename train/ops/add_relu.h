@@ -1,0 +1,18 @@
+#ifndef SLUICE_TRAIN_OPS_ADD_RELU_H_
+#define SLUICE_TRAIN_OPS_ADD_RELU_H_
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+
+namespace sluice::train::ops {
+
+// Relu(Add(a, b)) in one pass over the activations, forward and backward (Backend::AddRelu): a
+// residual block's tail. a and b have one shape (no broadcasting); each is float32 or, on a
+// backend that reads bfloat16 operands, bfloat16 (a batch norm's output under mixed_bfloat16).
+// The sum is taken in float32 and the result is float32; each gradient comes in its operand's
+// type. Bit for bit Relu(Add(a, b)) for float32 operands.
+absl::StatusOr<Tensor> AddRelu(const Tensor& a, const Tensor& b);
+
+}  // namespace sluice::train::ops
+
+#endif  // SLUICE_TRAIN_OPS_ADD_RELU_H_
