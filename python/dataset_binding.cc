@@ -47,23 +47,20 @@ std::optional<PyOp> BuiltinOf(const py::object& fn) {
   return composed;
 }
 
-std::vector<std::string> StringsOf(const py::object& value) {
-  if (py::isinstance<py::str>(value) || py::isinstance<py::bytes>(value)) {
-    return {value.cast<std::string>()};
+PyDataset Wrap(Dataset d) { return PyDataset{std::move(d)}; }
+
+// A list (any iterable) of sluice.Dataset; `what` names the argument in the TypeError.
+std::vector<Dataset> DatasetsOf(const py::object& datasets, const char* what) {
+  std::vector<Dataset> out;
+  for (py::handle d : datasets) {
+    if (!py::isinstance<PyDataset>(d)) {
+      throw py::type_error(absl::StrCat(what, " must hold sluice.Dataset objects, not ",
+                                        std::string(py::str(d.get_type().attr("__name__")))));
+    }
+    out.push_back(d.cast<const PyDataset&>().dataset);
   }
-  std::vector<std::string> out;
-  for (py::handle item : value) out.push_back(item.cast<std::string>());
   return out;
 }
-
-std::optional<Compression> CompressionOf(const std::optional<std::string>& type) {
-  if (!type) return std::nullopt;
-  absl::StatusOr<Compression> c = CompressionFromName(*type);
-  if (!c.ok()) ThrowStatus(c.status());
-  return *c;
-}
-
-PyDataset Wrap(Dataset d) { return PyDataset{std::move(d)}; }
 
 void RegisterOptions(py::module_& m) {
   py::class_<Options>(m, "Options", R"doc(
@@ -169,7 +166,49 @@ void RegisterSources(py::class_<PyDataset>& c) {
             for (py::handle d : datasets) inputs.push_back(d.cast<const PyDataset&>().dataset);
             return Wrap(Dataset::Zip(std::move(inputs)));
           },
-          "tf.data.Dataset.zip(a, b, ...): the components of each side by side.");
+          "tf.data.Dataset.zip(a, b, ...): the components of each side by side.")
+      .def_static(
+          "sample_from_datasets",
+          [](const py::object& datasets, const py::object& weights, std::optional<uint64_t> seed,
+             bool stop_on_empty_dataset) {
+            std::vector<Dataset> inputs = DatasetsOf(datasets, "sample_from_datasets: datasets");
+            if (inputs.empty()) throw py::value_error("sample_from_datasets: no datasets");
+            std::vector<double> w(inputs.size(), 1.0);  // None: uniform
+            if (py::isinstance<PyDataset>(weights)) {
+              throw py::type_error(
+                  "sample_from_datasets: weights must be a list of numbers; a dataset of weights "
+                  "(tf.data's time-varying weights) is not supported");
+            }
+            if (!weights.is_none()) w = weights.cast<std::vector<double>>();
+            if (w.size() != inputs.size()) {
+              throw py::value_error(absl::StrCat("sample_from_datasets: ", w.size(),
+                                                 " weights for ", inputs.size(), " datasets"));
+            }
+            return Wrap(Dataset::SampleFromDatasets(
+                std::move(inputs), std::move(w),
+                {.seed = seed, .stop_on_empty_dataset = stop_on_empty_dataset}));
+          },
+          py::arg("datasets"), py::arg("weights") = py::none(), py::arg("seed") = py::none(),
+          py::arg("stop_on_empty_dataset") = false,
+          "tf.data.Dataset.sample_from_datasets: each element from datasets[i] with probability "
+          "weights[i] / sum(weights) (None: uniform), drawn from the seed (None: the pipeline's) "
+          "and the element's index, so a seeded pipeline repeats exactly, across restores too. "
+          "An input that ends is dropped and the others' weights renormalised, or, with "
+          "stop_on_empty_dataset=True, the dataset ends there.")
+      .def_static(
+          "choose_from_datasets",
+          [](const py::object& datasets, const PyDataset& choice_dataset,
+             bool stop_on_empty_dataset) {
+            std::vector<Dataset> inputs = DatasetsOf(datasets, "choose_from_datasets: datasets");
+            if (inputs.empty()) throw py::value_error("choose_from_datasets: no datasets");
+            return Wrap(
+                Dataset::ChooseFromDatasets(std::move(inputs), choice_dataset.dataset,
+                                            {.stop_on_empty_dataset = stop_on_empty_dataset}));
+          },
+          py::arg("datasets"), py::arg("choice_dataset"), py::arg("stop_on_empty_dataset") = true,
+          "tf.data.Dataset.choose_from_datasets: element k from datasets[choice_dataset's k-th "
+          "element], an int64 scalar in [0, len(datasets)). A choice of an input that has ended "
+          "ends the dataset (stop_on_empty_dataset=True), or is skipped (False).");
 }
 
 void RegisterTransformations(py::class_<PyDataset>& c) {
@@ -277,6 +316,39 @@ void RegisterTransformations(py::class_<PyDataset>& c) {
           "unbatch", [](const PyDataset& self) { return Wrap(self.dataset.Unbatch()); },
           "tf.data.Dataset.unbatch.")
       .def(
+          "window",
+          [](const PyDataset& self, int64_t size, std::optional<int64_t> shift, int64_t stride,
+             bool drop_remainder) {
+            if (size < 1 || (shift && *shift < 1) || stride < 1) {
+              throw py::value_error(absl::StrCat("window(size=", size,
+                                                 ", shift=", shift ? absl::StrCat(*shift) : "None",
+                                                 ", stride=", stride, "): each must be >= 1"));
+            }
+            return Wrap(self.dataset.Window(
+                size, {.shift = shift, .stride = stride, .drop_remainder = drop_remainder}));
+          },
+          py::arg("size"), py::arg("shift") = py::none(), py::arg("stride") = 1,
+          py::arg("drop_remainder") = false,
+          "tf.data.Dataset.window, each window's elements stacked along a new first dimension "
+          "(what tf.data's window(...).flat_map(lambda w: w.batch(size)) gives: sluice's elements "
+          "are tensors, not datasets). Window k holds input elements k*shift + i*stride, "
+          "i < size; shift None is size; the last windows are shorter unless drop_remainder.")
+      .def(
+          "scan",
+          [](const PyDataset& self, const py::object& initial_state, const py::object& scan_func) {
+            if (!PyCallable_Check(scan_func.ptr())) {
+              throw py::type_error("scan: scan_func must be a callable");
+            }
+            return Wrap(
+                self.dataset.Scan(ElementFromPython(initial_state), PythonScanFn(scan_func)));
+          },
+          py::arg("initial_state"), py::arg("scan_func"),
+          "tf.data.Dataset.scan: scan_func(state, element) returns (new_state, output_element), "
+          "called under the GIL as map's Python functions. The state and the element are each a "
+          "value, or a tuple of values when they have several components (NumPy arrays, as map's "
+          "arguments); initial_state a value or a tuple (converted as from_tensors'). The state "
+          "is saved with the iterator's position by state_dict().")
+      .def(
           "prefetch",
           [](const PyDataset& self, int64_t buffer_size) {
             return Wrap(self.dataset.Prefetch(buffer_size));
@@ -336,6 +408,22 @@ void RegisterTransformations(py::class_<PyDataset>& c) {
 
 }  // namespace
 
+std::vector<std::string> StringsOf(const py::object& value) {
+  if (py::isinstance<py::str>(value) || py::isinstance<py::bytes>(value)) {
+    return {value.cast<std::string>()};
+  }
+  std::vector<std::string> out;
+  for (py::handle item : value) out.push_back(item.cast<std::string>());
+  return out;
+}
+
+std::optional<Compression> CompressionOf(const std::optional<std::string>& type) {
+  if (!type) return std::nullopt;
+  absl::StatusOr<Compression> c = CompressionFromName(*type);
+  if (!c.ok()) ThrowStatus(c.status());
+  return *c;
+}
+
 void RegisterDataset(py::module_& m) {
   RegisterOptions(m);
   m.attr("AUTOTUNE") = kAutotune;
@@ -349,6 +437,7 @@ components leave as sluice.Tensor (NumPy, DLPack, no copy), bytes as bytes.
 )doc");
   RegisterSources(c);
   RegisterTransformations(c);
+  RegisterFileDatasets(c);
   c.def_property_readonly(
        "element_spec",
        [](const PyDataset& self) -> py::object {

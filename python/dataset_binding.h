@@ -4,8 +4,11 @@
 #include <pybind11/pybind11.h>
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "dataset/dataset.h"
+#include "io/compression.h"
 #include "python/ops_binding.h"
 
 // sluice.Dataset: tf.data.Dataset's Python names, keyword arguments and defaults over the C++
@@ -27,6 +30,15 @@ struct PyDataset {
 };
 
 void RegisterDataset(py::module_& m);
+
+// The datasets of files (python/file_dataset_binding.cc): text_line, csv, save, load, snapshot.
+void RegisterFileDatasets(py::class_<PyDataset>& c);
+
+// File names given in Python: one str (or bytes), or an iterable of them.
+std::vector<std::string> StringsOf(const py::object& value);
+// compression_type: None (unset: guessed from each file's suffix), "", "GZIP" or "ZLIB" (any case).
+// Raises ValueError for another name.
+std::optional<Compression> CompressionOf(const std::optional<std::string>& type);
 
 }  // namespace sluice::python
 

@@ -3,7 +3,10 @@
 #include <Python.h>
 
 #include <cstdint>
+#include <initializer_list>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -57,6 +60,39 @@ std::string NameOf(const py::object& fn) {
 py::tuple Arguments(const Element& element) {
   py::tuple args(element.size());
   for (size_t i = 0; i < element.size(); ++i) args[i] = ComponentToNumpy(element[i]);
+  return args;
+}
+
+// Arguments a function was given, each viewing the tensor of `element` at its index.
+struct Given {
+  const py::tuple& args;
+  const Element& element;
+};
+
+// A function's result (a value, or a tuple of values) as an element: NumPy arrays, numbers and
+// bytes are copied into tensors; an argument returned as it is keeps its tensor, without a copy.
+Element ResultToElement(py::handle result, std::initializer_list<Given> given) {
+  auto convert = [&](py::handle value) -> Tensor {
+    for (const Given& g : given) {
+      for (size_t i = 0; i < g.args.size(); ++i) {
+        if (value.is(g.args[i])) return g.element[i];
+      }
+    }
+    return TensorFromPython(value);
+  };
+  Element out;
+  if (py::isinstance<py::tuple>(result)) {
+    for (py::handle item : result) out.push_back(convert(item));
+  } else {
+    out.push_back(convert(result));
+  }
+  return out;
+}
+
+// Components as one argument: a single one as itself, several as a tuple (as tf.data's scan
+// passes its state and element).
+py::object AsOneArgument(const py::tuple& args) {
+  if (args.size() == 1) return args[0];
   return args;
 }
 
@@ -117,20 +153,7 @@ MapFn PythonMapFn(py::object fn) {
     return CallPython<Element>(where, [&]() -> Element {
       py::tuple args = Arguments(e);
       py::object result = f->get()(*args);
-      // An input returned as it is keeps its tensor: no copy.
-      auto convert = [&](py::handle value) -> Tensor {
-        for (size_t i = 0; i < args.size(); ++i) {
-          if (value.is(args[i])) return e[i];
-        }
-        return TensorFromPython(value);
-      };
-      Element out;
-      if (py::isinstance<py::tuple>(result)) {
-        for (py::handle item : result) out.push_back(convert(item));
-      } else {
-        out.push_back(convert(result));
-      }
-      return out;
+      return ResultToElement(result, {{args, e}});
     });
   };
 }
@@ -153,6 +176,61 @@ DatasetFn PythonDatasetFn(py::object fn) {
     return CallPython<Dataset>(where, [&] {
       py::tuple args = Arguments(e);
       py::object result = f->get()(*args);
+      if (!py::isinstance<PyDataset>(result)) {
+        throw py::type_error(
+            absl::StrCat(where, " must return a sluice.Dataset, not ",
+                         std::string(py::str(result.get_type().attr("__name__")))));
+      }
+      return result.cast<const PyDataset&>().dataset;
+    });
+  };
+}
+
+ScanFn PythonScanFn(py::object fn) {
+  auto f = std::make_shared<PyFunction>(std::move(fn));
+  const std::string where = absl::StrCat("scan function ", NameOf(f->get()));
+  return [f, where](Element state, Element e) -> absl::StatusOr<std::pair<Element, Element>> {
+    return CallPython<std::pair<Element, Element>>(where, [&] {
+      py::tuple state_args = Arguments(state);
+      py::tuple args = Arguments(e);
+      py::object result = f->get()(AsOneArgument(state_args), AsOneArgument(args));
+      if (!py::isinstance<py::tuple>(result) || py::len(result) != 2) {
+        throw py::type_error(absl::StrCat(where,
+                                          " must return a tuple (new_state, output_element), "
+                                          "not ",
+                                          std::string(py::repr(result))));
+      }
+      py::tuple pair = result.cast<py::tuple>();
+      return std::pair<Element, Element>(
+          ResultToElement(pair[0], {{state_args, state}, {args, e}}),
+          ResultToElement(pair[1], {{state_args, state}, {args, e}}));
+    });
+  };
+}
+
+ShardFn PythonShardFn(py::object fn) {
+  auto f = std::make_shared<PyFunction>(std::move(fn));
+  const std::string where = absl::StrCat("shard function ", NameOf(f->get()));
+  return [f, where](const Element& e) -> absl::StatusOr<int64_t> {
+    return CallPython<int64_t>(where, [&] {
+      py::tuple args = Arguments(e);
+      py::object result = f->get()(*args);
+      // An int, a NumPy integer or an integer array of one element (operator.index).
+      PyObject* index = PyNumber_Index(result.ptr());
+      if (index == nullptr) throw py::error_already_set();
+      return py::reinterpret_steal<py::int_>(index).cast<int64_t>();
+    });
+  };
+}
+
+ReaderFn PythonReaderFn(py::object fn) {
+  auto f = std::make_shared<PyFunction>(std::move(fn));
+  const std::string where = absl::StrCat("reader function ", NameOf(f->get()));
+  return [f, where](std::vector<Dataset> shards) -> absl::StatusOr<Dataset> {
+    return CallPython<Dataset>(where, [&] {
+      py::list datasets;
+      for (Dataset& shard : shards) datasets.append(py::cast(PyDataset{std::move(shard)}));
+      py::object result = f->get()(datasets);
       if (!py::isinstance<PyDataset>(result)) {
         throw py::type_error(
             absl::StrCat(where, " must return a sluice.Dataset, not ",

@@ -39,6 +39,15 @@ MapFn PythonMapFn(py::object fn);
 PredicateFn PythonPredicateFn(py::object fn);
 // fn(*components) -> sluice.Dataset.
 DatasetFn PythonDatasetFn(py::object fn);
+// scan's fn(state, element) -> (new_state, output_element), as tf.data's scan calls it: the state
+// and the element each as one value, or a tuple when they have several components (converted as
+// map's arguments and results).
+ScanFn PythonScanFn(py::object fn);
+// save's and snapshot's shard_func(*components) -> an int >= 0.
+ShardFn PythonShardFn(py::object fn);
+// load's and snapshot's reader_func(shards) -> sluice.Dataset, `shards` a list of sluice.Dataset,
+// one per shard (tf.data gives a dataset of datasets: sluice's elements are tensors).
+ReaderFn PythonReaderFn(py::object fn);
 // Interpreter exit (an atexit handler, before the interpreter finalizes): from now on, pipeline
 // threads make no Python call (a map function's call is Cancelled, a function object is leaked),
 // and once the iterators are closed, WaitForPythonCalls() waits for the calls already running. A
