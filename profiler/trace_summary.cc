@@ -118,8 +118,11 @@ void AddOps(const OpTable& ops, TraceStats& stats) {
     } else if (category == "phase") {
       if (name == "input") stats.input_ns += op.total_ns;
       if (name == "forward") stats.forward_ns += op.total_ns;
+      if (name == "loss") stats.loss_ns += op.total_ns;
       if (name == "backward") stats.backward_ns += op.total_ns;
+      if (name == "forward_backward") stats.forward_backward_ns += op.total_ns;
       if (name == "optimizer") stats.optimizer_ns += op.total_ns;
+      if (name == "metrics") stats.metrics_ns += op.total_ns;
     } else if (category == "pipeline") {
       node_work[name] += op.self_ns;  // waits on workers are child spans: not in self
     } else if (category == "map" && absl::EndsWith(name, " call")) {
@@ -149,8 +152,9 @@ TraceStats ComputeStats(const std::vector<ThreadTrace>& threads) {
     }
   }
   AddOps(ops, stats);
-  stats.other_ns = std::max<int64_t>(0, stats.step_ns - stats.input_ns - stats.forward_ns -
-                                            stats.backward_ns - stats.optimizer_ns);
+  stats.other_ns = std::max<int64_t>(
+      0, stats.step_ns - stats.input_ns - stats.forward_ns - stats.loss_ns - stats.backward_ns -
+             stats.forward_backward_ns - stats.optimizer_ns - stats.metrics_ns);
   std::sort(
       stats.ops.begin(), stats.ops.end(),
       [](const TraceStats::Op& a, const TraceStats::Op& b) { return a.total_ns > b.total_ns; });
@@ -181,13 +185,27 @@ std::string Summarize(const std::vector<ThreadTrace>& threads, int64_t dropped) 
   if (shown == 0) absl::StrAppend(&out, "  (none recorded)\n");
   if (s.steps > 0) {
     const double step = static_cast<double>(s.step_ns);
-    absl::StrAppendFormat(
-        &out,
-        "Step time: %d steps, %.2f ms each: input %.1f%%, forward %.1f%%, backward %.1f%%, "
-        "optimizer %.1f%%, other %.1f%%\n",
-        s.steps, Ms(s.step_ns) / static_cast<double>(s.steps), 100 * s.input_ns / step,
-        100 * s.forward_ns / step, 100 * s.backward_ns / step, 100 * s.optimizer_ns / step,
-        100 * s.other_ns / step);
+    absl::StrAppendFormat(&out, "Step time: %d steps, %.2f ms each:", s.steps,
+                          Ms(s.step_ns) / static_cast<double>(s.steps));
+    // An eager step has forward, loss and backward phases; a compiled one replays them as one.
+    const bool compiled = s.forward_backward_ns > 0 && s.forward_ns == 0;
+    const std::vector<std::pair<const char*, int64_t>> phases =
+        compiled ? std::vector<std::pair<const char*, int64_t>>{{"input", s.input_ns},
+                                                                {"forward + backward (replayed)",
+                                                                 s.forward_backward_ns},
+                                                                {"optimizer", s.optimizer_ns},
+                                                                {"metrics", s.metrics_ns},
+                                                                {"other", s.other_ns}}
+                 : std::vector<std::pair<const char*, int64_t>>{
+                       {"input", s.input_ns},         {"forward", s.forward_ns},
+                       {"loss", s.loss_ns},           {"backward", s.backward_ns},
+                       {"optimizer", s.optimizer_ns}, {"metrics", s.metrics_ns},
+                       {"other", s.other_ns}};
+    for (size_t i = 0; i < phases.size(); ++i) {
+      absl::StrAppendFormat(&out, "%s %s %.1f%%", i == 0 ? "" : ",", phases[i].first,
+                            100 * static_cast<double>(phases[i].second) / step);
+    }
+    absl::StrAppend(&out, "\n");
   }
   for (const TraceStats::Device& d : s.devices) {
     absl::StrAppendFormat(

@@ -98,7 +98,8 @@ class Backend {
   // Sets every float32 element of `t` to `value`.
   virtual absl::Status Fill(Tensor& t, float value) = 0;
   // y = alpha * x + beta * y over float32 tensors of one shape (gradient
-  // accumulation, moving averages, scaling in place).
+  // accumulation, moving averages, scaling in place). Where ReadsBFloat16Operands(), either may
+  // be bfloat16 (the gradients of bfloat16 activations), computed in float32.
   virtual absl::Status Axpby(float alpha, const Tensor& x, float beta, Tensor& y) = 0;
   // Returns once every kernel queued so far has finished.
   virtual absl::Status Synchronize() = 0;

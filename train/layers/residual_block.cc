@@ -10,7 +10,8 @@ namespace {
 Conv2DLayerOptions ConvOptions(int64_t stride, const ResidualBlockOptions& options,
                                uint64_t seed_offset) {
   // Under mixed_bfloat16 the activations stay bfloat16 from each convolution through its batch
-  // norm (and the ReLU between the convolutions) to the block's tail, which adds in float32.
+  // norm (and the ReLU between the convolutions) to the block's output (added in float32): the
+  // next block reads them so, and a float32-only op after the last block casts them (AutoCast).
   return {.conv = {.stride_h = stride,
                    .stride_w = stride,
                    .padding = ops::Padding::kSame,
@@ -71,7 +72,7 @@ absl::StatusOr<Tensor> ResidualBlock::Forward(const Tensor& input, bool training
                                                   training, /*relu=*/true));
   SLUICE_ASSIGN_OR_RETURN(y, ConvBatchNorm("residual_block conv2/bn2", conv2_, bn2_, y, training,
                                            /*relu=*/false));
-  return ops::AddRelu(y, shortcut);
+  return ops::AddRelu(y, shortcut, /*keep_compute_dtype=*/true);
 }
 
 std::vector<Module*> ResidualBlock::Children() {

@@ -9,7 +9,7 @@
 
 namespace sluice::train::ops {
 
-absl::StatusOr<Tensor> AddRelu(const Tensor& a, const Tensor& b) {
+absl::StatusOr<Tensor> AddRelu(const Tensor& a, const Tensor& b, bool keep_compute_dtype) {
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("AddRelu", {&a, &b}));
   for (const Tensor* t : {&a, &b}) {
     if (t->dtype() != DType::kBFloat16 || !backend->ReadsBFloat16Operands()) {
@@ -21,7 +21,9 @@ absl::StatusOr<Tensor> AddRelu(const Tensor& a, const Tensor& b) {
                                                    a.shape().DebugString(), " and ",
                                                    b.shape().DebugString()));
   }
-  SLUICE_ASSIGN_OR_RETURN(Tensor out, backend->Allocate(DType::kFloat32, a.shape()));
+  const DType type =
+      keep_compute_dtype && backend->ReadsBFloat16Operands() ? DType::kBFloat16 : DType::kFloat32;
+  SLUICE_ASSIGN_OR_RETURN(Tensor out, backend->Allocate(type, a.shape()));
   if (out.num_elements() == 0) return out;
   SLUICE_RETURN_IF_ERROR(backend->AddRelu(a, b, out));
   SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics("AddRelu", out));

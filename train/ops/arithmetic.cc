@@ -6,6 +6,7 @@
 #include "train/backend/backend.h"
 #include "train/backend/broadcast.h"
 #include "train/backend/require_float32.h"
+#include "train/ops/autocast.h"
 #include "train/ops/unary_op.h"
 
 namespace sluice::train::ops {
@@ -33,7 +34,9 @@ const char* Name(backend::BinaryOp op) {
   return "";
 }
 
-absl::StatusOr<Tensor> Binary(backend::BinaryOp op, const Tensor& a, const Tensor& b) {
+absl::StatusOr<Tensor> Binary(backend::BinaryOp op, const Tensor& a_in, const Tensor& b_in) {
+  SLUICE_ASSIGN_OR_RETURN(const Tensor a, AutoCast(a_in));
+  SLUICE_ASSIGN_OR_RETURN(const Tensor b, AutoCast(b_in));
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(a, Name(op), "a"));
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(b, Name(op), "b"));
   SLUICE_ASSIGN_OR_RETURN(Shape shape, backend::BroadcastShapes(a.shape(), b.shape()));

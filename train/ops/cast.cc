@@ -27,10 +27,12 @@ absl::StatusOr<Tensor> Cast(const Tensor& x, DType dtype) {
   if (x.dtype() == dtype) return x;  // x itself keeps its gradient
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Cast", {&x}));
   const bool bf16 = x.dtype() == DType::kBFloat16 || dtype == DType::kBFloat16;
-  if (bf16 && (!IsFloat(x.dtype()) || !IsFloat(dtype) || !backend->ReadsBFloat16Operands())) {
+  // A bfloat16 tensor exists only on a backend that made it, which casts it back at any time.
+  if (bf16 && (!IsFloat(x.dtype()) || !IsFloat(dtype) ||
+               (dtype == DType::kBFloat16 && !backend->ReadsBFloat16Operands()))) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "Cast: bfloat16 casts to and from float32 only, on a backend that reads bfloat16 "
-        "operands (the CPU under mixed_bfloat16); asked ",
+        "Cast: bfloat16 casts to and from float32 only, and to it on a backend that reads "
+        "bfloat16 operands (the CPU under mixed_bfloat16); asked ",
         DTypeName(x.dtype()), " to ", DTypeName(dtype), " on ", backend->device().DebugString()));
   }
   SLUICE_ASSIGN_OR_RETURN(Tensor y, backend->Allocate(dtype, x.shape()));

@@ -5,11 +5,18 @@
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/require_float32.h"
+#include "train/ops/autocast.h"
 
 namespace sluice::train::ops {
 
-absl::StatusOr<Tensor> Concat(const std::vector<Tensor>& xs, int axis) {
-  if (xs.empty()) return absl::InvalidArgumentError("Concat: no tensors");
+absl::StatusOr<Tensor> Concat(const std::vector<Tensor>& xs_in, int axis) {
+  if (xs_in.empty()) return absl::InvalidArgumentError("Concat: no tensors");
+  std::vector<Tensor> xs;
+  xs.reserve(xs_in.size());
+  for (const Tensor& x : xs_in) {
+    SLUICE_ASSIGN_OR_RETURN(Tensor cast, AutoCast(x));
+    xs.push_back(std::move(cast));
+  }
   const int rank = xs[0].rank();
   const int ax = axis < 0 ? axis + rank : axis;
   if (ax < 0 || ax >= rank) {

@@ -7,6 +7,7 @@
 #include "train/backend/backend.h"
 #include "train/backend/require_float32.h"
 #include "train/backend/transfer.h"
+#include "train/ops/autocast.h"
 
 namespace sluice::train::ops {
 
@@ -32,10 +33,11 @@ absl::Status LabelRangeCheck::Check() const {
                                           ") but the host finds none"));
 }
 
-absl::StatusOr<Tensor> SparseSoftmaxCrossEntropyWithLogits(const Tensor& logits,
+absl::StatusOr<Tensor> SparseSoftmaxCrossEntropyWithLogits(const Tensor& logits_in,
                                                            const Tensor& labels,
                                                            LabelRangeCheck* deferred) {
   constexpr char kOp[] = "SparseSoftmaxCrossEntropyWithLogits";
+  SLUICE_ASSIGN_OR_RETURN(const Tensor logits, AutoCast(logits_in));
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(logits, kOp, "logits"));
   if (logits.rank() != 2 || labels.rank() != 1 || labels.dim(0) != logits.dim(0)) {
     return absl::InvalidArgumentError(absl::StrCat(kOp, ": want logits [N, C] and labels [N], got ",

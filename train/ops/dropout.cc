@@ -6,10 +6,12 @@
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/require_float32.h"
+#include "train/ops/autocast.h"
 
 namespace sluice::train::ops {
 
-absl::StatusOr<Tensor> Dropout(const Tensor& x, DropoutOptions options) {
+absl::StatusOr<Tensor> Dropout(const Tensor& x_in, DropoutOptions options) {
+  SLUICE_ASSIGN_OR_RETURN(const Tensor x, AutoCast(x_in));
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(x, "Dropout", "x"));
   if (!(options.rate >= 0.0f && options.rate < 1.0f)) {
     return absl::InvalidArgumentError(

@@ -7,6 +7,7 @@
 #include "train/backend/backend.h"
 #include "train/backend/compute_precision.h"
 #include "train/backend/require_float32.h"
+#include "train/ops/autocast.h"
 
 namespace sluice::train::ops {
 namespace {
@@ -24,7 +25,9 @@ absl::StatusOr<Tensor> Product(backend::Backend& backend, const Tensor& x, bool 
 
 }  // namespace
 
-absl::StatusOr<Tensor> MatMul(const Tensor& a, const Tensor& b, MatMulOptions options) {
+absl::StatusOr<Tensor> MatMul(const Tensor& a_in, const Tensor& b_in, MatMulOptions options) {
+  SLUICE_ASSIGN_OR_RETURN(const Tensor a, AutoCast(a_in));
+  SLUICE_ASSIGN_OR_RETURN(const Tensor b, AutoCast(b_in));
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(a, "MatMul", "a"));
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(b, "MatMul", "b"));
   if (a.rank() != 2 || b.rank() != 2) {

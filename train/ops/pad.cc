@@ -4,13 +4,15 @@
 #include "core/status_macros.h"
 #include "train/backend/backend.h"
 #include "train/backend/require_float32.h"
+#include "train/ops/autocast.h"
 #include "train/ops/concat.h"
 #include "train/ops/reshape.h"
 
 namespace sluice::train::ops {
 
-absl::StatusOr<Tensor> ZeroPad(const Tensor& x,
+absl::StatusOr<Tensor> ZeroPad(const Tensor& x_in,
                                const std::vector<std::pair<int64_t, int64_t>>& paddings) {
+  SLUICE_ASSIGN_OR_RETURN(const Tensor x, AutoCast(x_in));
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(x, "ZeroPad", "input"));
   if (static_cast<int>(paddings.size()) != x.rank()) {
     return absl::InvalidArgumentError(absl::StrCat("ZeroPad: ", paddings.size(),

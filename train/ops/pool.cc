@@ -6,12 +6,14 @@
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/require_float32.h"
+#include "train/ops/autocast.h"
 
 namespace sluice::train::ops {
 namespace {
 
-absl::StatusOr<Tensor> Pool(backend::PoolAlgorithm algorithm, const char* name, const Tensor& input,
-                            const Pool2DOptions& options) {
+absl::StatusOr<Tensor> Pool(backend::PoolAlgorithm algorithm, const char* name,
+                            const Tensor& input_in, const Pool2DOptions& options) {
+  SLUICE_ASSIGN_OR_RETURN(const Tensor input, AutoCast(input_in));
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(input, name, "input"));
   if (input.rank() != 4) {
     return absl::InvalidArgumentError(

@@ -6,13 +6,15 @@
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/require_float32.h"
+#include "train/ops/autocast.h"
 
 namespace sluice::train::ops {
 namespace {
 
 enum class Kind { kSum, kMean, kMax };
 
-absl::StatusOr<Tensor> Reduce(Kind kind, const Tensor& x, std::vector<int> axes, bool keepdims) {
+absl::StatusOr<Tensor> Reduce(Kind kind, const Tensor& x_in, std::vector<int> axes, bool keepdims) {
+  SLUICE_ASSIGN_OR_RETURN(const Tensor x, AutoCast(x_in));
   const char* name = kind == Kind::kSum ? "Sum" : kind == Kind::kMean ? "Mean" : "Max";
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(x, name, "x"));
   std::vector<bool> reduced(x.rank(), axes.empty());
@@ -73,7 +75,8 @@ absl::StatusOr<Tensor> Max(const Tensor& x, std::vector<int> axes, bool keepdims
   return Reduce(Kind::kMax, x, std::move(axes), keepdims);
 }
 
-absl::StatusOr<Tensor> ArgMax(const Tensor& x, int axis) {
+absl::StatusOr<Tensor> ArgMax(const Tensor& x_in, int axis) {
+  SLUICE_ASSIGN_OR_RETURN(const Tensor x, AutoCast(x_in));
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(x, "ArgMax", "x"));
   const int a = axis < 0 ? axis + x.rank() : axis;
   if (a < 0 || a >= x.rank()) {

@@ -6,10 +6,12 @@
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/require_float32.h"
+#include "train/ops/autocast.h"
 
 namespace sluice::train::ops {
 
-absl::StatusOr<Tensor> Reshape(const Tensor& x, std::vector<int64_t> shape) {
+absl::StatusOr<Tensor> Reshape(const Tensor& x_in, std::vector<int64_t> shape) {
+  SLUICE_ASSIGN_OR_RETURN(const Tensor x, AutoCast(x_in));
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(x, "Reshape", "x"));
   int infer = -1;
   int64_t known = 1;

@@ -5,10 +5,12 @@
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/require_float32.h"
+#include "train/ops/autocast.h"
 
 namespace sluice::train::ops {
 
-absl::StatusOr<Tensor> Softmax(const Tensor& logits) {
+absl::StatusOr<Tensor> Softmax(const Tensor& logits_in) {
+  SLUICE_ASSIGN_OR_RETURN(const Tensor logits, AutoCast(logits_in));
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(logits, "Softmax", "logits"));
   if (logits.rank() < 1) return absl::InvalidArgumentError("Softmax: logits must have rank >= 1");
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Softmax", {&logits}));

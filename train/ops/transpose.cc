@@ -6,10 +6,12 @@
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/require_float32.h"
+#include "train/ops/autocast.h"
 
 namespace sluice::train::ops {
 
-absl::StatusOr<Tensor> Transpose(const Tensor& x, std::vector<int> perm) {
+absl::StatusOr<Tensor> Transpose(const Tensor& x_in, std::vector<int> perm) {
+  SLUICE_ASSIGN_OR_RETURN(const Tensor x, AutoCast(x_in));
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(x, "Transpose", "x"));
   const int rank = x.rank();
   if (perm.empty()) {

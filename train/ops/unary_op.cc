@@ -4,11 +4,13 @@
 #include "train/autodiff/check_numerics.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/require_float32.h"
+#include "train/ops/autocast.h"
 
 namespace sluice::train::ops::internal {
 
-absl::StatusOr<Tensor> UnaryOp(backend::UnaryOp op, const char* name, const Tensor& x,
+absl::StatusOr<Tensor> UnaryOp(backend::UnaryOp op, const char* name, const Tensor& x_in,
                                DType y_dtype) {
+  SLUICE_ASSIGN_OR_RETURN(const Tensor x, AutoCast(x_in));
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(x, name, "x"));
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(name, {&x}));
   SLUICE_ASSIGN_OR_RETURN(Tensor y, backend->Allocate(y_dtype, x.shape()));

@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <vector>
 
 #include "core/float16.h"
+#include "core/status_macros.h"
 #include "tests/train/gradient_check.h"
 #include "train/autodiff/tape.h"
 #include "train/autodiff/variable.h"
@@ -22,9 +24,16 @@
 #include "train/ops/activations.h"
 #include "train/ops/arithmetic.h"
 #include "train/ops/cast.h"
+#include "train/ops/concat.h"
 #include "train/ops/conv2d.h"
+#include "train/ops/dropout.h"
 #include "train/ops/matmul.h"
+#include "train/ops/pad.h"
+#include "train/ops/pool.h"
 #include "train/ops/reduce.h"
+#include "train/ops/reshape.h"
+#include "train/ops/softmax.h"
+#include "train/ops/transpose.h"
 
 namespace sluice::train::backend {
 namespace {
@@ -295,7 +304,7 @@ TEST_F(MixedBFloat16Test, ConvolutionKeepsBFloat16ForItsConsumerUnderTheMixedPol
 }
 
 // The residual block keeps its activations in bfloat16 under mixed_bfloat16 (its segments'
-// outputs among them); recomputing the block gives the same bits, and the output, float32, is
+// outputs and its own among them); recomputing the block gives the same bits, and the output is
 // close to the float32 block's.
 TEST_F(MixedBFloat16Test, ResidualBlocksKeepBFloat16InsideAndRecomputeTheSameBits) {
   const Tensor x = RandomTensor({2, 8, 8, 8}, 13, -1.0f, 1.0f);
@@ -319,9 +328,72 @@ TEST_F(MixedBFloat16Test, ResidualBlocksKeepBFloat16InsideAndRecomputeTheSameBit
   ASSERT_EQ(kept.size(), recomputed.size());
   for (size_t i = 0; i < kept.size(); ++i) EXPECT_TRUE(kept[i].Equals(recomputed[i])) << i;
   const std::vector<Tensor> f32 = run(false, Precision::kFloat32);
-  ASSERT_EQ(kept[0].dtype(), DType::kFloat32);
-  ExpectBf16Close(kept[0], f32[0], "block output");
+  ASSERT_EQ(kept[0].dtype(), DType::kBFloat16) << "the output, for the next block";
+  ExpectBf16Close(*ops::Cast(kept[0], DType::kFloat32), f32[0], "block output");
   ExpectBf16Close(kept[1], f32[1], "input gradient");
+}
+
+// What follows a block whose output is bfloat16 reads it as float32 (ops::AutoCast), forward and
+// backward: every float32-only op, each giving the float32 result of the widened values and a
+// gradient that reaches the block's input.
+TEST_F(MixedBFloat16Test, OpsAfterABFloat16BlockReadItAsFloat32) {
+  using OpFn = std::function<absl::StatusOr<Tensor>(const Tensor&)>;
+  const std::vector<std::pair<const char*, OpFn>> consumers = {
+      {"Relu", [](const Tensor& y) { return ops::Relu(y); }},
+      {"Add", [](const Tensor& y) { return ops::Add(y, y); }},
+      {"Mean",
+       [](const Tensor& y) {
+         return ops::Mean(y, {1, 2});
+       }},
+      {"Max",
+       [](const Tensor& y) {
+         return ops::Max(y, {1, 2});
+       }},
+      {"MaxPool2D", [](const Tensor& y) { return ops::MaxPool2D(y); }},
+      {"AvgPool2D", [](const Tensor& y) { return ops::AvgPool2D(y); }},
+      {"Flatten + MatMul",
+       [](const Tensor& y) -> absl::StatusOr<Tensor> {
+         SLUICE_ASSIGN_OR_RETURN(Tensor flat, ops::Flatten(y));
+         return ops::MatMul(flat, RandomTensor({flat.dim(1), 3}, 21));
+       }},
+      {"Softmax", [](const Tensor& y) { return ops::Softmax(y); }},
+      {"Concat",
+       [](const Tensor& y) {
+         return ops::Concat({y, y}, 3);
+       }},
+      {"ZeroPad",
+       [](const Tensor& y) {
+         return ops::ZeroPad(y, {{0, 0}, {1, 1}, {1, 1}, {0, 0}});
+       }},
+      {"Transpose",
+       [](const Tensor& y) {
+         return ops::Transpose(y, {0, 3, 1, 2});
+       }},
+      {"Dropout", [](const Tensor& y) { return ops::Dropout(y, {.rate = 0.25f, .seed = 7}); }},
+  };
+  const Tensor x = RandomTensor({2, 8, 8, 8}, 14, -1.0f, 1.0f);
+  layers::ResidualBlock block(8, 8, {.seed = 5});
+  for (const auto& [name, op] : consumers) {
+    autodiff::Variable vx(x);
+    autodiff::Tape tape;
+    ScopedPrecision scope(Precision::kMixedBFloat16);
+    absl::StatusOr<Tensor> y = block.Forward(vx.value(), /*training=*/true);
+    ASSERT_TRUE(y.ok()) << y.status();
+    ASSERT_EQ(y->dtype(), DType::kBFloat16);
+    absl::StatusOr<Tensor> out = op(*y);
+    ASSERT_TRUE(out.ok()) << name << ": " << out.status();
+    EXPECT_EQ(out->dtype(), DType::kFloat32) << name;
+    // The same op on the widened values, untracked: the same bits.
+    absl::StatusOr<Tensor> widened = ops::Cast(*y, DType::kFloat32);
+    absl::StatusOr<Tensor> expected = op(*widened);
+    ASSERT_TRUE(expected.ok()) << name;
+    EXPECT_TRUE(out->Equals(*expected)) << name;
+    absl::StatusOr<std::vector<std::optional<Tensor>>> g =
+        tape.Gradient(*ops::Sum(*out), {vx.value()});
+    ASSERT_TRUE(g.ok()) << name << ": " << g.status();
+    EXPECT_EQ((*g)[0]->dtype(), DType::kFloat32) << name;
+    EXPECT_GT(*ops::Sum(*ops::Mul(*(*g)[0], *(*g)[0]))->data<float>(), 0.0f) << name;
+  }
 }
 
 }  // namespace

@@ -49,7 +49,8 @@ Differentiated Differentiate(Fn f, const Tensor& a, const Tensor& b, const Tenso
 TEST(AddReluTest, GivesTheBitsOfReluOfAdd) {
   const Tensor a = RandomTensor({3, 7, 5, 11}, 1), b = RandomTensor({3, 7, 5, 11}, 2);
   const Tensor w = RandomTensor({3, 7, 5, 11}, 3);
-  const Differentiated fused = Differentiate(AddRelu, a, b, w);
+  const Differentiated fused =
+      Differentiate([](const Tensor& x, const Tensor& y) { return AddRelu(x, y); }, a, b, w);
   const Differentiated plain =
       Differentiate([](const Tensor& x, const Tensor& y) { return Relu(*Add(x, y)); }, a, b, w);
   EXPECT_EQ(Bits(fused.out), Bits(plain.out));
@@ -94,7 +95,9 @@ TEST(AddReluTest, BFloat16OperandsAddInFloat32AndGetBFloat16Gradients) {
     EXPECT_EQ(AddRelu(a, b).status().code(), absl::StatusCode::kInvalidArgument);
   }
   backend::ScopedPrecision policy(backend::Precision::kMixedBFloat16);
-  const Differentiated r = Differentiate(AddRelu, a, b, T({1, 2, 3, 4.00390625f}, {4}));
+  const Differentiated r =
+      Differentiate([](const Tensor& x, const Tensor& y) { return AddRelu(x, y); }, a, b,
+                    T({1, 2, 3, 4.00390625f}, {4}));
   EXPECT_EQ(r.out.dtype(), DType::kFloat32);
   EXPECT_THAT(Values(r.out), ElementsAre(1.00390625f, 0, 0, 2));
   ASSERT_EQ(r.grad_a.dtype(), DType::kBFloat16);
@@ -105,6 +108,17 @@ TEST(AddReluTest, BFloat16OperandsAddInFloat32AndGetBFloat16Gradients) {
   EXPECT_EQ(BFloat16::ToFloat(ga[0]), 1);
   EXPECT_EQ(BFloat16::ToFloat(ga[1]), 0);
   EXPECT_EQ(BFloat16::ToFloat(ga[3]), 4);
+  // keep_compute_dtype: the float32 sum rounded once to bfloat16 (1 + 2^-8 to 1, a tie to even).
+  absl::StatusOr<Tensor> kept = AddRelu(a, b, /*keep_compute_dtype=*/true);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_EQ(kept->dtype(), DType::kBFloat16);
+  EXPECT_THAT(Values(*Cast(*kept, DType::kFloat32)), ElementsAre(1, 0, 0, 2));
+}
+
+TEST(AddReluTest, KeepComputeDtypeIsFloat32OutsideTheMixedPolicy) {
+  absl::StatusOr<Tensor> out = AddRelu(T({1, -1}, {2}), T({1, 0}, {2}), true);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->dtype(), DType::kFloat32);
 }
 
 }  // namespace

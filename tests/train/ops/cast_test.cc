@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "tests/train/gradient_check.h"
+#include "train/autodiff/tape.h"
+#include "train/backend/compute_precision.h"
+#include "train/ops/arithmetic.h"
 
 namespace sluice::train::ops {
 namespace {
@@ -57,6 +60,33 @@ TEST(CastTest, GradientFlowsFloatToFloatOnly) {
   autodiff::Tape tape2;
   tape2.Watch(x);
   EXPECT_FALSE(tape2.IsTracked(*Cast(x, DType::kInt32)));
+}
+
+TEST(CastTest, BFloat16RoundsToNearestEvenAndItsGradientCastsBack) {
+  const Tensor x = T({1.00390625f, 1.01171875f, -3, 0.1f}, {4});
+  // Outside the mixed policy the CPU makes no bfloat16.
+  EXPECT_EQ(Cast(x, DType::kBFloat16).status().code(), absl::StatusCode::kInvalidArgument);
+  if (!backend::CheckPrecisionSupported(Device::Cpu(), backend::Precision::kMixedBFloat16).ok()) {
+    GTEST_SKIP() << "no AVX512-BF16";
+  }
+  backend::ScopedPrecision policy(backend::Precision::kMixedBFloat16);
+  autodiff::Tape tape;
+  tape.Watch(x);
+  absl::StatusOr<Tensor> half = Cast(x, DType::kBFloat16);
+  ASSERT_TRUE(half.ok()) << half.status();
+  ASSERT_EQ(half->dtype(), DType::kBFloat16);
+  // 1 + 2^-8 is a tie: to even, 1; 1 + 3 * 2^-8 is one too: to even, 1 + 2^-6; 0.1 to
+  // 0.10009765625.
+  absl::StatusOr<Tensor> back = Cast(*half, DType::kFloat32);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_THAT(Values(*back), ElementsAre(1, 1.015625f, -3, 0.10009765625f));
+  absl::StatusOr<std::vector<std::optional<Tensor>>> g =
+      tape.Gradient(*Mul(*back, T({1, 2, 3, 0.5f}, {4})), {x});
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ((*g)[0]->dtype(), DType::kFloat32);
+  EXPECT_THAT(Values(*(*g)[0]), ElementsAre(1, 2, 3, 0.5f));
+  // Integers do not cast to or from bfloat16.
+  EXPECT_EQ(Cast(*half, DType::kInt32).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(CastTest, OtherDtypesAreErrors) {

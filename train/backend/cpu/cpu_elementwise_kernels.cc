@@ -93,6 +93,28 @@ SLUICE_KERNEL_CLONES void ReluGradFromBFloat16Run(const uint16_t* y, const float
 
 }  // namespace
 
+namespace {
+
+// Tiles of a float32 or bfloat16 tensor, widened to float32 and written back, so that the
+// arithmetic of the mixed-type kernels below is one float32 loop that vectorises.
+constexpr int64_t kTile = 512;
+
+const float* Widen(const Tensor& t, int64_t at, int64_t n, float* tile) {
+  if (t.dtype() == DType::kFloat32) return t.data<float>() + at;
+  BFloat16ToFloatRun(static_cast<const uint16_t*>(t.raw_data()) + at, tile, n);
+  return tile;
+}
+
+void Narrow(const float* tile, Tensor& t, int64_t at, int64_t n) {
+  if (t.dtype() == DType::kFloat32) {
+    std::copy(tile, tile + n, t.data<float>() + at);
+  } else {
+    FloatToBFloat16Run(tile, static_cast<uint16_t*>(t.raw_data()) + at, n);
+  }
+}
+
+}  // namespace
+
 absl::Status CpuBackend::Fill(Tensor& t, float value) {
   float* p = t.data<float>();
   Elementwise(t.num_elements(), [&](int64_t b, int64_t e) { std::fill(p + b, p + e, value); });
@@ -106,10 +128,28 @@ SLUICE_KERNEL_CLONES void AxpbyRun(float alpha, const float* x, float beta, floa
 }  // namespace
 
 absl::Status CpuBackend::Axpby(float alpha, const Tensor& x, float beta, Tensor& y) {
-  if (x.dtype() != DType::kFloat32 || y.dtype() != DType::kFloat32 || x.shape() != y.shape()) {
+  const auto is_float = [](const Tensor& t) {
+    return t.dtype() == DType::kFloat32 || t.dtype() == DType::kBFloat16;
+  };
+  if (!is_float(x) || !is_float(y) || x.shape() != y.shape()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "Axpby: want two float32 tensors of one shape, got ", DTypeName(x.dtype()),
+        "Axpby: want two float32 or bfloat16 tensors of one shape, got ", DTypeName(x.dtype()),
         x.shape().DebugString(), " and ", DTypeName(y.dtype()), y.shape().DebugString()));
+  }
+  if (x.dtype() == DType::kBFloat16 || y.dtype() == DType::kBFloat16) {
+    // Gradients of bfloat16 activations (mixed_bfloat16) summed in float32, rounded once.
+    Elementwise(y.num_elements(), [&](int64_t begin, int64_t end) {
+      float tx[kTile], ty[kTile];
+      for (int64_t at = begin; at < end; at += kTile) {
+        const int64_t n = std::min(kTile, end - at);
+        const float* wx = Widen(x, at, n, tx);
+        const float* wy = Widen(y, at, n, ty);
+        if (wy != ty) std::copy(wy, wy + n, ty);
+        AxpbyRun(alpha, wx, beta, ty, n);
+        Narrow(ty, y, at, n);
+      }
+    });
+    return absl::OkStatus();
   }
   const float* px = x.data<float>();
   float* py = y.data<float>();
@@ -320,24 +360,6 @@ absl::Status CpuBackend::Unary(UnaryOp op, const Tensor& x, Tensor& y) {
 }
 
 namespace {
-
-// Tiles of a float32 or bfloat16 tensor, widened to float32 and written back, so that the
-// arithmetic of the mixed-type kernels below is one float32 loop that vectorises.
-constexpr int64_t kTile = 512;
-
-const float* Widen(const Tensor& t, int64_t at, int64_t n, float* tile) {
-  if (t.dtype() == DType::kFloat32) return t.data<float>() + at;
-  BFloat16ToFloatRun(static_cast<const uint16_t*>(t.raw_data()) + at, tile, n);
-  return tile;
-}
-
-void Narrow(const float* tile, Tensor& t, int64_t at, int64_t n) {
-  if (t.dtype() == DType::kFloat32) {
-    std::copy(tile, tile + n, t.data<float>() + at);
-  } else {
-    FloatToBFloat16Run(tile, static_cast<uint16_t*>(t.raw_data()) + at, n);
-  }
-}
 
 absl::Status FloatOrBFloat16(const char* op, std::initializer_list<const Tensor*> tensors) {
   const Shape& shape = (*tensors.begin())->shape();
