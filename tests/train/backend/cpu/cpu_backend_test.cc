@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/float16.h"
 #include "tests/train/gradient_check.h"
 #include "train/backend/broadcast.h"
 #include "train/backend/cpu/cpu_threads.h"
@@ -333,6 +334,30 @@ TEST(CpuBackendSupportKernelsTest, AxpbyScalesAndAdds) {
   EXPECT_THAT(Values(y), ElementsAre(7, 14, 21));
   Tensor wrong = Tensor::FromVector<float>({1, 2});
   EXPECT_EQ(b.Axpby(1, wrong, 1, y).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// bfloat16 operands (the gradients of bfloat16 activations) are summed in float32 and rounded
+// once, across tile boundaries (3,000 elements: several 512-element tiles and a partial one).
+TEST(CpuBackendSupportKernelsTest, AxpbySumsBFloat16InFloat32) {
+  CpuBackend& b = CpuBackend::Get();
+  const int64_t n = 3000;
+  Tensor x16(DType::kBFloat16, Shape{n}), y16(DType::kBFloat16, Shape{n});
+  Tensor y32(DType::kFloat32, Shape{n});
+  auto* px = static_cast<uint16_t*>(x16.raw_data());
+  auto* py = static_cast<uint16_t*>(y16.raw_data());
+  for (int64_t i = 0; i < n; ++i) {
+    px[i] = BFloat16::FromFloat(1.0f + static_cast<float>(i % 7) / 128.0f);  // exact in bf16
+    py[i] = BFloat16::FromFloat(256.0f);
+    y32.data<float>()[i] = 256.0f;
+  }
+  ASSERT_TRUE(b.Axpby(1.0f, x16, 1.0f, y32).ok());  // bfloat16 into float32: exact
+  ASSERT_TRUE(b.Axpby(1.0f, x16, 1.0f, y16).ok());  // into bfloat16: 257.x rounds to 256 or 258
+  for (int64_t i = 0; i < n; ++i) {
+    const float xi = BFloat16::ToFloat(px[i]);
+    ASSERT_EQ(y32.data<float>()[i], 256.0f + xi) << i;
+    // bfloat16 near 256 has a step of 2: 257 ties to even (256), above it goes to 258.
+    ASSERT_EQ(BFloat16::ToFloat(py[i]), xi > 1.0f ? 258.0f : 256.0f) << i;
+  }
 }
 
 TEST(CpuBackendSupportKernelsTest, CastLabelsCountsAndZeroesOutOfRange) {
