@@ -4,6 +4,10 @@
 
 #include <cmath>
 
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+
 #include "train/backend/cpu/cpu_backend.h"
 #include "train/backend/cpu/cpu_kernel_util.h"
 
@@ -118,6 +122,32 @@ SLUICE_KERNEL_CLONES void NadamRun(float* w, const float* g, float* m, float* v,
   }
 }
 
+// Where a gradient stays 0 (the weights of a ReLU unit that never fires), the optimizer's slots
+// decay geometrically (Adam's first moment by 0.9 a step) into float32's denormals within a few
+// hundred steps. x86 computes on denormal operands in microcode: Adam's loop ran 53x slower over
+// denormal moments (3.1 against 164 ms per million elements, Intel Xeon). So each update runs
+// with MXCSR's flush-to-zero and denormals-are-zero set, as TensorFlow's CPU kernels do, and the
+// thread's own mode comes back after it. A denormal slot reads as 0; nothing else changes.
+class ScopedFlushDenormals {
+ public:
+#if defined(__x86_64__)
+  ScopedFlushDenormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | kFtz | kDaz); }
+  ~ScopedFlushDenormals() { _mm_setcsr(saved_); }
+
+ private:
+  static constexpr unsigned kFtz = 0x8000, kDaz = 0x0040;
+  unsigned saved_;
+#endif
+};
+
+template <typename Fn>
+void UpdateElementwise(int64_t n, const Fn& fn) {
+  Elementwise(n, [&](int64_t begin, int64_t end) {
+    ScopedFlushDenormals flush;
+    fn(begin, end);
+  });
+}
+
 }  // namespace
 
 absl::Status CpuBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr,
@@ -128,7 +158,7 @@ absl::Status CpuBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity,
   if (momentum != 0 && pv == nullptr) {
     return absl::InvalidArgumentError("SgdUpdate: momentum needs a velocity tensor");
   }
-  Elementwise(w.num_elements(), [&](int64_t b, int64_t e) {
+  UpdateElementwise(w.num_elements(), [&](int64_t b, int64_t e) {
     SgdRun(pw + b, pg + b, pv ? pv + b : nullptr, e - b, lr, momentum, nesterov, weight_decay);
   });
   return absl::OkStatus();
@@ -140,7 +170,7 @@ absl::Status CpuBackend::AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tenso
   const float* pg = g.data<float>();
   float* pm = m.data<float>();
   float* pv = v.data<float>();
-  Elementwise(w.num_elements(), [&](int64_t b, int64_t e) {
+  UpdateElementwise(w.num_elements(), [&](int64_t b, int64_t e) {
     AdamRun(pw + b, pg + b, pm + b, pv + b, e - b, alpha, beta_1, beta_2, epsilon, decay);
   });
   return absl::OkStatus();
@@ -157,7 +187,7 @@ absl::Status CpuBackend::RmspropUpdate(Tensor& w, const Tensor& g, Tensor& veloc
   float* pv = velocity.data<float>();
   float* pa = average_gradient != nullptr ? average_gradient->data<float>() : nullptr;
   float* pb = momentum != 0 ? momentum_slot->data<float>() : nullptr;
-  Elementwise(w.num_elements(), [&](int64_t b, int64_t e) {
+  UpdateElementwise(w.num_elements(), [&](int64_t b, int64_t e) {
     RmspropRun(pw + b, pg + b, pv + b, pa ? pa + b : nullptr, pb ? pb + b : nullptr, e - b, lr, rho,
                momentum, epsilon, decay);
   });
@@ -169,7 +199,7 @@ absl::Status CpuBackend::AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accum
   float* pw = w.data<float>();
   const float* pg = g.data<float>();
   float* pa = accumulator.data<float>();
-  Elementwise(w.num_elements(), [&](int64_t b, int64_t e) {
+  UpdateElementwise(w.num_elements(), [&](int64_t b, int64_t e) {
     AdagradRun(pw + b, pg + b, pa + b, e - b, lr, epsilon, decay);
   });
   return absl::OkStatus();
@@ -182,7 +212,7 @@ absl::Status CpuBackend::AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accu
   const float* pg = g.data<float>();
   float* pa = accumulated_grad.data<float>();
   float* pd = accumulated_delta.data<float>();
-  Elementwise(w.num_elements(), [&](int64_t b, int64_t e) {
+  UpdateElementwise(w.num_elements(), [&](int64_t b, int64_t e) {
     AdadeltaRun(pw + b, pg + b, pa + b, pd + b, e - b, lr, rho, epsilon, decay);
   });
   return absl::OkStatus();
@@ -194,7 +224,7 @@ absl::Status CpuBackend::AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Ten
   const float* pg = g.data<float>();
   float* pm = m.data<float>();
   float* pu = u.data<float>();
-  Elementwise(w.num_elements(), [&](int64_t b, int64_t e) {
+  UpdateElementwise(w.num_elements(), [&](int64_t b, int64_t e) {
     AdamaxRun(pw + b, pg + b, pm + b, pu + b, e - b, alpha, beta_1, beta_2, epsilon, decay);
   });
   return absl::OkStatus();
@@ -207,7 +237,7 @@ absl::Status CpuBackend::NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tens
   const float* pg = g.data<float>();
   float* pm = m.data<float>();
   float* pv = v.data<float>();
-  Elementwise(w.num_elements(), [&](int64_t b, int64_t e) {
+  UpdateElementwise(w.num_elements(), [&](int64_t b, int64_t e) {
     NadamRun(pw + b, pg + b, pm + b, pv + b, e - b, m_coefficient, g_coefficient, v_scale, beta_1,
              beta_2, epsilon, decay);
   });

@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -247,6 +248,32 @@ TEST_F(CpuBackendTest, AdamUpdateMatchesHandComputedStep) {
   const float w1 = 1 - 0.01f * 0.2f / std::sqrt(0.004f);
   EXPECT_THAT(Values(w),
               Pointwise(FloatNear(1e-6f), {0.5f * w1 - 0.01f * 0.38f / std::sqrt(0.007996f)}));
+}
+
+// A moment decayed into float32's denormals (a weight whose gradient stays 0) reads as 0 and
+// is written as 0, and the caller's floating-point mode is left as it was.
+TEST_F(CpuBackendTest, OptimizerUpdatesFlushDenormalSlotsToZero) {
+  const float denormal = 1e-39f;
+  ASSERT_EQ(std::fpclassify(denormal), FP_SUBNORMAL);
+  Tensor w = T({1, 1}, {2}), g = T({0, 0}, {2}), m = T({denormal, 0.5f}, {2}),
+         v = T({denormal, 1}, {2});
+  const unsigned csr = _mm_getcsr();
+  ASSERT_TRUE(backend_.AdamUpdate(w, g, m, v, 0.01f, 0.9f, 0.999f, 1e-7f, 0).ok());
+  EXPECT_EQ(_mm_getcsr(), csr);
+  // Element 0 as if its moments were 0: they stay 0 (not 0.9 * 1e-39) and w does not move.
+  EXPECT_EQ(m.data<float>()[0], 0.0f);
+  EXPECT_EQ(v.data<float>()[0], 0.0f);
+  EXPECT_EQ(w.data<float>()[0], 1.0f);
+  // Element 1 as ever: m = 0.45, v = 0.999.
+  EXPECT_FLOAT_EQ(m.data<float>()[1], 0.45f);
+  EXPECT_FLOAT_EQ(v.data<float>()[1], 0.999f);
+  Tensor velocity = T({denormal}, {1}), w2 = T({2}, {1});
+  ASSERT_TRUE(backend_.SgdUpdate(w2, T({0}, {1}), &velocity, 0.1f, 0.9f, false, 0).ok());
+  EXPECT_EQ(velocity.data<float>()[0], 0.0f);
+  EXPECT_EQ(w2.data<float>()[0], 2.0f);
+  // The thread's own arithmetic still keeps denormals.
+  volatile float x = denormal;
+  EXPECT_EQ(std::fpclassify(x * 0.5f), FP_SUBNORMAL);
 }
 
 TEST_F(CpuBackendTest, LargeElementwiseKernelsMatchScalarFormulas) {
