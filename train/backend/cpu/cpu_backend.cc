@@ -295,9 +295,12 @@ class Operands {
   std::vector<Tensor> held_;
 };
 
-// The bf16 convolution primitives of one geometry: bf16 activations and filters in, float32 out
-// (or bf16 with `bf16_out`: the forward's output and the backward's input gradient); filters and
-// their gradients in the layouts oneDNN picks.
+// The bf16 convolution primitives of one geometry: bf16 activations and filters in, float32
+// out; filters and their gradients in the layouts oneDNN picks. A bfloat16 output (or input
+// gradient) is written through a float32 copy, converted after (WithBFloat16Output): oneDNN
+// 2.6's AMX convolution created with a bfloat16 destination read past a small heap object,
+// which crashed tools/test.sh's ASan stage (CompiledTrainStepTest.MixedBFloat16AsEagerly, the
+// same address each time) and passes with the float32 destination.
 struct ConvBf16Entry {
   // The backward-data primitive may want the filter in another layout than the forward one.
   memory::desc src, weights, backward_data_weights, diff_dst, diff_weights;
@@ -310,19 +313,18 @@ struct ConvBf16Entry {
 // With `bias`, the forward adds it and the filter gradient's primitive also sums the bias
 // gradient.
 std::shared_ptr<const ConvBf16Entry> ConvBf16(const ConvGeometry& geo, const ConvDescs& d,
-                                              bool bias, bool bf16_out) {
+                                              bool bias) {
   return DnnlPrimitiveCache::Global().GetOrCreate<ConvBf16Entry>(
-      ConvKey(bf16_out ? "conv_bf16_out" : "conv_bf16", geo, bias), [&] {
+      ConvKey("conv_bf16", geo, bias), [&] {
         const memory::desc src = AsBf16(d.src), diff_dst = AsBf16(d.dst);
         const memory::desc weights = AsBf16(d.any_weights);
         const dnnl::convolution_forward::primitive_desc fwd(
             {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, weights,
-             bias ? d.bias : memory::desc(), bf16_out ? diff_dst : d.dst, d.strides, d.dilates,
-             d.pad_l, d.pad_r},
+             bias ? d.bias : memory::desc(), d.dst, d.strides, d.dilates, d.pad_l, d.pad_r},
             CpuEngine());
         const dnnl::convolution_backward_data::primitive_desc bwd_data(
-            {dnnl::algorithm::convolution_direct, bf16_out ? src : d.src, weights, diff_dst,
-             d.strides, d.dilates, d.pad_l, d.pad_r},
+            {dnnl::algorithm::convolution_direct, d.src, weights, diff_dst, d.strides, d.dilates,
+             d.pad_l, d.pad_r},
             CpuEngine(), fwd);
         const dnnl::convolution_backward_weights::primitive_desc bwd_weights(
             {dnnl::algorithm::convolution_direct, src, d.any_weights,
@@ -335,6 +337,19 @@ std::shared_ptr<const ConvBf16Entry> ConvBf16(const ConvGeometry& geo, const Con
                           dnnl::convolution_forward(fwd), dnnl::convolution_backward_data(bwd_data),
                           dnnl::convolution_backward_weights(bwd_weights)});
       });
+}
+
+// Runs `write` (a float32 kernel writing its Tensor& argument) into `result`: directly when
+// `result` is float32, else into a float32 block of the caching allocator, then rounded into the
+// bfloat16 `result` (as ComputeOperand rounds).
+template <typename Write>
+absl::Status WithBFloat16Output(Tensor& result, const Write& write) {
+  if (result.dtype() != DType::kBFloat16) return write(result);
+  Tensor wide = CpuAllocator::Allocate(DType::kFloat32, result.shape());
+  SLUICE_RETURN_IF_ERROR(write(wide));
+  FloatToBFloat16(wide.data<float>(), static_cast<uint16_t*>(result.raw_data()),
+                  result.num_elements());
+  return absl::OkStatus();
 }
 
 // The filter in the layout `entry`'s primitive reads: the HWIO tensor itself, or a
@@ -443,19 +458,22 @@ absl::Status CpuBackend::ConvForward(const ConvGeometry& geo, const Tensor& inpu
                                      const Tensor& filter, const Tensor* bias, Tensor& output) {
   const dnnl::engine& engine = CpuEngine();
   const ConvDescs d = MakeConvDescs(geo);
-  const bool bf16_out = output.dtype() == DType::kBFloat16;
-  std::unordered_map<int, memory> args = {
-      {DNNL_ARG_DST, memory(bf16_out ? AsBf16(d.dst) : d.dst, engine, output.raw_data())}};
-  if (bias != nullptr) args.insert({DNNL_ARG_BIAS, memory(d.bias, engine, Ptr(*bias))});
-  if (Bf16({&input, &filter}) || bf16_out) {
-    return Guard("Conv2D (mixed_bfloat16)", [&] {
-      auto entry = ConvBf16(geo, d, bias != nullptr, bf16_out);
-      Operands operands;
-      args.insert({DNNL_ARG_SRC, operands.Input(entry->src, d.src, input)});
-      args.insert({DNNL_ARG_WEIGHTS, operands.Input(entry->weights, d.user_weights, filter)});
-      Execute(entry->forward, args);
+  if (Bf16({&input, &filter}) || output.dtype() == DType::kBFloat16) {
+    return WithBFloat16Output(output, [&](Tensor& out) {
+      return Guard("Conv2D (mixed_bfloat16)", [&] {
+        auto entry = ConvBf16(geo, d, bias != nullptr);
+        Operands operands;
+        std::unordered_map<int, memory> args = {
+            {DNNL_ARG_DST, memory(d.dst, engine, out.raw_data())},
+            {DNNL_ARG_SRC, operands.Input(entry->src, d.src, input)},
+            {DNNL_ARG_WEIGHTS, operands.Input(entry->weights, d.user_weights, filter)}};
+        if (bias != nullptr) args.insert({DNNL_ARG_BIAS, memory(d.bias, engine, Ptr(*bias))});
+        Execute(entry->forward, args);
+      });
     });
   }
+  std::unordered_map<int, memory> args = {{DNNL_ARG_DST, memory(d.dst, engine, output.raw_data())}};
+  if (bias != nullptr) args.insert({DNNL_ARG_BIAS, memory(d.bias, engine, Ptr(*bias))});
   return Guard("Conv2D", [&] {
     auto entry = DnnlPrimitiveCache::Global().GetOrCreate<ConvForwardEntry>(
         ConvKey("conv_fwd", geo, bias != nullptr), [&] {
@@ -476,19 +494,19 @@ absl::Status CpuBackend::ConvForward(const ConvGeometry& geo, const Tensor& inpu
 
 absl::Status CpuBackend::Conv2DBackwardData(const ConvGeometry& geo, const Tensor& grad_output,
                                             const Tensor& filter, Tensor& grad_input) {
-  const bool bf16_out = grad_input.dtype() == DType::kBFloat16;
-  if (Bf16({&grad_output, &filter}) || bf16_out) {
-    return Guard("Conv2D backward data (mixed_bfloat16)", [&] {
-      const ConvDescs d = MakeConvDescs(geo);
-      // The bias changes nothing here: the entry without one serves both.
-      auto entry = ConvBf16(geo, d, /*bias=*/false, bf16_out);
-      Operands operands;
-      Execute(
-          entry->backward_data,
-          {{DNNL_ARG_DIFF_DST, operands.Input(entry->diff_dst, d.dst, grad_output)},
-           {DNNL_ARG_WEIGHTS, operands.Input(entry->backward_data_weights, d.user_weights, filter)},
-           {DNNL_ARG_DIFF_SRC,
-            memory(bf16_out ? AsBf16(d.src) : d.src, CpuEngine(), grad_input.raw_data())}});
+  if (Bf16({&grad_output, &filter}) || grad_input.dtype() == DType::kBFloat16) {
+    return WithBFloat16Output(grad_input, [&](Tensor& out) {
+      return Guard("Conv2D backward data (mixed_bfloat16)", [&] {
+        const ConvDescs d = MakeConvDescs(geo);
+        // The bias changes nothing here: the entry without one serves both.
+        auto entry = ConvBf16(geo, d, /*bias=*/false);
+        Operands operands;
+        Execute(entry->backward_data,
+                {{DNNL_ARG_DIFF_DST, operands.Input(entry->diff_dst, d.dst, grad_output)},
+                 {DNNL_ARG_WEIGHTS,
+                  operands.Input(entry->backward_data_weights, d.user_weights, filter)},
+                 {DNNL_ARG_DIFF_SRC, memory(d.src, CpuEngine(), out.raw_data())}});
+      });
     });
   }
   return Guard("Conv2D backward data", [&] {
@@ -548,7 +566,7 @@ absl::Status CpuBackend::ConvBackwardFilter(const ConvGeometry& geo, const Tenso
   };
   if (Bf16({&input, &grad_output})) {
     return Guard("Conv2D backward filter (mixed_bfloat16)", [&] {
-      auto entry = ConvBf16(geo, d, with_bias, /*bf16_out=*/false);
+      auto entry = ConvBf16(geo, d, with_bias);
       Operands operands;
       args.insert({DNNL_ARG_SRC, operands.Input(entry->src, d.src, input)});
       args.insert({DNNL_ARG_DIFF_DST, operands.Input(entry->diff_dst, d.dst, grad_output)});
