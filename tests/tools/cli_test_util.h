@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/config.h"
 #include "gtest/gtest.h"
 #include "tests/file_util.h"
 
@@ -46,12 +47,23 @@ inline std::string ShellQuote(const std::string& arg) {
   return quoted + "'";
 }
 
+// How long a run may take before it counts as hung: a guard, not a speed bound. Under a
+// sanitizer the CLI's own kernels run 5-10x slower (TrainCommandTest's cnn run: 13 s in Release,
+// 44-54 s under ASan + UBSan alone, past a minute beside another test), so it gets more, within
+// ctest's 300-second limit.
+#if defined(ABSL_HAVE_ADDRESS_SANITIZER) || defined(ABSL_HAVE_THREAD_SANITIZER) || \
+    defined(ABSL_HAVE_MEMORY_SANITIZER)
+inline constexpr int kHangSeconds = 240;
+#else
+inline constexpr int kHangSeconds = 60;
+#endif
+
 // Runs `sluice` with `args` (already shell-quoted where needed). A run that
-// hangs is killed after a minute and reads as exit status 124.
+// hangs is killed after kHangSeconds and reads as exit status 124.
 inline CliResult RunSluice(const std::string& args) {
   std::string err_path = TempPath("stderr");
-  std::string command =
-      "timeout 60 " + ShellQuote(SLUICE_BINARY) + " " + args + " 2>" + ShellQuote(err_path);
+  std::string command = "timeout " + std::to_string(kHangSeconds) + " " +
+                        ShellQuote(SLUICE_BINARY) + " " + args + " 2>" + ShellQuote(err_path);
   CliResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) {
