@@ -113,6 +113,18 @@ void Narrow(const float* tile, Tensor& t, int64_t at, int64_t n) {
   }
 }
 
+absl::Status FloatOrBFloat16(const char* op, std::initializer_list<const Tensor*> tensors) {
+  const Shape& shape = (*tensors.begin())->shape();
+  for (const Tensor* t : tensors) {
+    if ((t->dtype() != DType::kFloat32 && t->dtype() != DType::kBFloat16) || t->shape() != shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          op, ": want float32 or bfloat16 tensors of ", "one shape, got ", DTypeName(t->dtype()),
+          t->shape().DebugString(), " beside ", shape.DebugString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CpuBackend::Fill(Tensor& t, float value) {
@@ -128,14 +140,7 @@ SLUICE_KERNEL_CLONES void AxpbyRun(float alpha, const float* x, float beta, floa
 }  // namespace
 
 absl::Status CpuBackend::Axpby(float alpha, const Tensor& x, float beta, Tensor& y) {
-  const auto is_float = [](const Tensor& t) {
-    return t.dtype() == DType::kFloat32 || t.dtype() == DType::kBFloat16;
-  };
-  if (!is_float(x) || !is_float(y) || x.shape() != y.shape()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Axpby: want two float32 or bfloat16 tensors of one shape, got ", DTypeName(x.dtype()),
-        x.shape().DebugString(), " and ", DTypeName(y.dtype()), y.shape().DebugString()));
-  }
+  SLUICE_RETURN_IF_ERROR(FloatOrBFloat16("Axpby", {&y, &x}));
   if (x.dtype() == DType::kBFloat16 || y.dtype() == DType::kBFloat16) {
     // Gradients of bfloat16 activations (mixed_bfloat16) summed in float32, rounded once.
     Elementwise(y.num_elements(), [&](int64_t begin, int64_t end) {
@@ -360,18 +365,6 @@ absl::Status CpuBackend::Unary(UnaryOp op, const Tensor& x, Tensor& y) {
 }
 
 namespace {
-
-absl::Status FloatOrBFloat16(const char* op, std::initializer_list<const Tensor*> tensors) {
-  const Shape& shape = (*tensors.begin())->shape();
-  for (const Tensor* t : tensors) {
-    if ((t->dtype() != DType::kFloat32 && t->dtype() != DType::kBFloat16) || t->shape() != shape) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          op, ": want float32 or bfloat16 tensors of ", "one shape, got ", DTypeName(t->dtype()),
-          t->shape().DebugString(), " beside ", shape.DebugString()));
-    }
-  }
-  return absl::OkStatus();
-}
 
 SLUICE_KERNEL_CLONES void AddReluRun(const float* a, const float* b, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
