@@ -20,14 +20,8 @@
 #include "train/backend/transfer.h"
 
 namespace sluice::distributed {
-namespace {
-
-// MPI allows one MPI_Init per process.
-std::atomic<bool> mpi_claimed{false};
-
-constexpr int kArrivalTag = 1;
-// All-reduce packs tensors smaller than this into one buffer; larger ones go as they are.
-constexpr int64_t kPackBelowBytes = 256 << 10;
+// Named, not anonymous: MpiCommunicator::Collective, a class with linkage, holds Arrivals.
+namespace mpi_wire {
 // The collective a rank has reached, as its peers are told: its number and what it is.
 constexpr size_t kArrivalBytes = 128;
 struct Arrival {
@@ -35,6 +29,18 @@ struct Arrival {
   char what[kArrivalBytes - sizeof(int64_t)] = {};
 };
 static_assert(sizeof(Arrival) == kArrivalBytes);
+}  // namespace mpi_wire
+namespace {
+
+using mpi_wire::Arrival;
+using mpi_wire::kArrivalBytes;
+
+// MPI allows one MPI_Init per process.
+std::atomic<bool> mpi_claimed{false};
+
+constexpr int kArrivalTag = 1;
+// All-reduce packs tensors smaller than this into one buffer; larger ones go as they are.
+constexpr int64_t kPackBelowBytes = 256 << 10;
 
 std::string MpiError(int code) {
   char text[MPI_MAX_ERROR_STRING];

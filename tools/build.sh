@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Configures and builds sluice into build/ (Release). Extra arguments go to cmake.
+# Configures and builds sluice into build/ (Release). Extra arguments go to cmake, after ours.
+# The library builds as unity sources of 8 files each (the suites, the command line and the CUDA
+# plugin never do: their files share helper names), about a third of its compile time from
+# scratch; -DCMAKE_UNITY_BUILD=OFF for file-by-file incremental builds while editing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON \
+  -DCMAKE_UNITY_BUILD_BATCH_SIZE=8 "$@" >/dev/null
 cmake --build build --parallel "$(nproc)"

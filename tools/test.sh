@@ -2,7 +2,7 @@
 # Builds sluice and runs every test: the full suites, and the C++ examples of README.md and docs/
 # (doc_snippets, docs/CMakeLists.txt); the API reference (tools/doxygen.sh, failing on a warning);
 # every suite again under AddressSanitizer + UndefinedBehaviorSanitizer; each libFuzzer target for
-# 30 s; the dataset, autotune and train suites (the threaded ones) under ThreadSanitizer; then an
+# 20 s; the dataset, autotune and train suites (their threaded parts) under ThreadSanitizer; then an
 # install of the package whose installed examples are built out of tree. Both sanitizer builds
 # use clang, whose -Wthread-safety -Werror=thread-safety (CMakeLists.txt) checks the lock
 # annotations of the whole library.
@@ -32,20 +32,28 @@ bash tools/sanitizer_build.sh build-asan "address;undefined" \
   "core;io;dataset;ops;autotune;profiler;train;tools" -DSLUICE_FUZZ=ON -- \
   fuzzers sluice_cli core_tests io_tests dataset_tests ops_tests autotune_tests profiler_tests \
   train_tests tools_tests
+# One test runs in the Release suite only: the CLI's cnn training to an accuracy goal (13 s in
+# Release, about 55 s here), whose code paths the shorter CLI training tests cover under ASan.
 ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
   UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" \
+  -E '^TrainCommandTest\.CnnOnAFiveThousandImageSubsetReachesEightyPercent$'
 took "ASan + UBSan" "$t"
 
-echo "== every fuzz target for 30 s on its committed corpus (tests/fuzz/, tools/fuzz.sh)"
+echo "== every fuzz target for 20 s on its committed corpus (tests/fuzz/, tools/fuzz.sh)"
 t=$SECONDS
-bash tools/fuzz.sh --ci 30
+bash tools/fuzz.sh --ci 20
 took "fuzzing" "$t"
 
 echo "== dataset, autotune, profiler and train suites under TSan (clang)"
 t=$SECONDS
+# The train suite's files that exercise threads: the trainer and its input (fit, data, recipes,
+# callbacks), the traced steps, and the kernels' parallel loops and allocator (backend). The
+# single-threaded ones (layers, ops, losses, ...) run under ASan and in Release; left out here,
+# they save a quarter of this stage.
 bash tools/sanitizer_build.sh build-tsan thread "dataset;autotune;profiler;train" \
-  dataset_tests autotune_tests profiler_tests train_tests
+  -DSLUICE_TEST_EXCLUDE='/tests/train/(layers|losses|metrics|ops|optimizers|export|import|models)/' \
+  -- dataset_tests autotune_tests profiler_tests train_tests
 # ReportFieldsAreFilled checks the model's input-ratio estimate after 0.6 s; under TSan's slowdown
 # the inputs a Map pulls ahead read as consumed (ratio ~1.5): a known defect of the estimate
 # (docs/autotune.md, "Limits"), not a race, so it runs in the other two builds only.
