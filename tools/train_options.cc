@@ -158,7 +158,7 @@ std::vector<Row> OutputRows() {
   return {
       Flag("check-numerics", In(&Classifier::check_numerics),
            "stop at the first op that produces a NaN or an Inf, naming the op, the layer and the "
-           "step (tf.debugging.enable_check_numerics; slow; runs eagerly)"),
+           "step (tf.debugging.enable_check_numerics; slow)"),
       Flag("eager", In(&Classifier::run_eagerly),
            "run each training step op by op (Keras' run_eagerly, for debugging) instead of "
            "tracing it on the first batch and replaying it"),

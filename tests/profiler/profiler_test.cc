@@ -339,13 +339,14 @@ TEST_P(FitProfileTest, FitStepPhasesPartitionEachStep) {
   }
   EXPECT_EQ(steps, 5);
   if (eager) {
-    EXPECT_TRUE(backward_ops.count("MatMul"));
+    EXPECT_TRUE(backward_ops.count("MatMulBias"));  // a dense layer's fused op
     EXPECT_TRUE(layers.count("layer 0 (dense)"));
     EXPECT_TRUE(layers.count("layer 2 (dense)"));
     EXPECT_TRUE(replayed.empty());
   } else {
     // The first step is traced eagerly; steps 3..7 are replays.
-    EXPECT_TRUE(replayed.count("MatMul"));
+    EXPECT_TRUE(replayed.count("MatMulBias"));  // a dense layer's forward
+    EXPECT_TRUE(replayed.count("MatMul"));      // and its gradients
     EXPECT_TRUE(replayed.count("SparseSoftmaxCrossEntropy"));
     EXPECT_TRUE(replayed.count("UnaryBackward"));
     EXPECT_TRUE(layers.empty());

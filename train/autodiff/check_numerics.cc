@@ -2,10 +2,13 @@
 
 #include <atomic>
 #include <cmath>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/backend/sum_all.h"
+#include "train/backend/trace_hooks.h"
 #include "train/backend/transfer.h"
 
 namespace sluice::train::autodiff {
@@ -21,7 +24,9 @@ struct Context {
 thread_local Context context;
 thread_local const char* last_op_name = nullptr;
 
-absl::Status Check(absl::string_view what, const Tensor& t) {
+// `layer` is the layer scope when the op ran (a replay has none of its own); the step is read
+// when the check runs, so that a replayed check names the step it checks.
+absl::Status CheckNow(const std::string& what, const std::string& layer, const Tensor& t) {
   if (t.dtype() != DType::kFloat32 || t.num_elements() == 0) return absl::OkStatus();
   // A NaN or an Inf anywhere makes the sum non-finite; a finite sum proves every element is.
   SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend::SumAll(t));
@@ -35,10 +40,18 @@ absl::Status Check(absl::string_view what, const Tensor& t) {
   if (at == host.num_elements()) return absl::OkStatus();  // finite values whose sum overflowed
   const float value = p[at];
   return absl::InvalidArgumentError(
-      absl::StrCat("check numerics: ", what, context.layer.empty() ? "" : " in ", context.layer,
+      absl::StrCat("check numerics: ", what, layer.empty() ? "" : " in ", layer,
                    context.step >= 0 ? absl::StrCat(" at step ", context.step) : "", " produced ",
                    std::isnan(value) ? "NaN" : (value > 0 ? "+Inf" : "-Inf"), " (element ", at,
                    " of ", t.shape().DebugString(), ")"));
+}
+
+// In a traced step the check is recorded too, and runs again after the kernels at every replay.
+absl::Status Check(std::string what, const Tensor& t) {
+  return backend::CheckAtEveryReplay(
+      "CheckNumerics", t, [what = std::move(what), layer = context.layer](const Tensor& x) {
+        return CheckNow(what, layer, x);
+      });
 }
 
 }  // namespace

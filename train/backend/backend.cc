@@ -78,6 +78,13 @@ absl::StatusOr<Tensor> Backend::ComputeOperand(const Tensor& t) {
   return copy;
 }
 
+absl::Status Backend::MatMulBias(const Tensor& a, const Tensor& b, const Tensor& bias, bool relu,
+                                 Tensor& out) {
+  SLUICE_RETURN_IF_ERROR(MatMul(a, false, b, false, out));
+  SLUICE_RETURN_IF_ERROR(Binary(BinaryOp::kAdd, out, bias, out));  // [n] broadcasts over [m, n]
+  return relu ? Unary(UnaryOp::kRelu, out, out) : absl::OkStatus();
+}
+
 absl::Status Backend::Conv2DBiasForward(const ConvGeometry& geo, const Tensor& input,
                                         const Tensor& filter, const Tensor& bias, Tensor& output) {
   SLUICE_ASSIGN_OR_RETURN(Tensor conv, Allocate(DType::kFloat32, output.shape()));

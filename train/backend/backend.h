@@ -140,6 +140,12 @@ class Backend {
   // strides, never copied).
   virtual absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
                               Tensor& out) = 0;
+  // out [m, n] = a b + bias, then max(., 0) when `relu`: a dense layer's forward; a and b as
+  // MatMul reads them (untransposed), bias float32 [n] added to every row. The default runs
+  // MatMul, an add and a relu; the CPU fuses them into its matmul (oneDNN's bias and eltwise
+  // post-op), which saves two passes over the output.
+  virtual absl::Status MatMulBias(const Tensor& a, const Tensor& b, const Tensor& bias, bool relu,
+                                  Tensor& out);
   virtual absl::Status Conv2DForward(const ConvGeometry& geo, const Tensor& input,
                                      const Tensor& filter, Tensor& output) = 0;
   virtual absl::Status Conv2DBackwardData(const ConvGeometry& geo, const Tensor& grad_output,
@@ -205,8 +211,7 @@ class Backend {
   // summed down to its operand's shape.
   virtual absl::Status BinaryBackward(BinaryOp op, const Tensor& a, const Tensor& b,
                                       const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b) = 0;
-  // A backend whose kernels read bfloat16 operands (ReadsBFloat16Operands) also takes a bfloat16
-  // y for kRelu, rounded as ComputeOperand rounds: relu and that copy in one pass.
+  // y = f(x) elementwise, float32.
   virtual absl::Status Unary(UnaryOp op, const Tensor& x, Tensor& y) = 0;
   // out = max(a + b, 0) in one pass, a residual block's tail (the sum in float32, rounded once
   // where out is bfloat16). a, b and out have one shape; each is float32 or, where
@@ -216,8 +221,7 @@ class Backend {
   virtual absl::Status AddReluBackward(const Tensor& out, const Tensor& grad_out, Tensor& grad_a,
                                        Tensor& grad_b);
   // grad_x = grad_y * f'(x), given x and y = f(x). For the ops of UnaryGradientFromOutput (relu,
-  // sigmoid, tanh, exp) it must read y only: the tape keeps y alone and passes it as x too. For
-  // kRelu, y may be the bfloat16 result of Unary above; grad_y and grad_x stay float32.
+  // sigmoid, tanh, exp) it must read y only: the tape keeps y alone and passes it as x too.
   virtual absl::Status UnaryBackward(UnaryOp op, const Tensor& x, const Tensor& y,
                                      const Tensor& grad_y, Tensor& grad_x) = 0;
   // y = x converted to y's dtype, each of float32, int32 and int64 (same element count). Float

@@ -6,6 +6,7 @@ namespace sluice::train::backend {
 namespace {
 thread_local Backend* tracing_backend = nullptr;
 thread_local SeedSource next_dropout_seed;
+thread_local CheckRecorder* check_recorder = nullptr;
 }  // namespace
 
 bool Tracing() { return tracing_backend != nullptr; }
@@ -14,13 +15,25 @@ void SetNextDropoutSeedSource(SeedSource source) {
   if (Tracing()) next_dropout_seed = std::move(source);
 }
 
-ScopedTracingBackend::ScopedTracingBackend(Backend* backend) : previous_(tracing_backend) {
+absl::Status CheckAtEveryReplay(const char* name, const Tensor& t, TensorCheck check) {
+  if (Tracing() && check_recorder != nullptr) {
+    return check_recorder->RecordCheck(name, t, std::move(check));
+  }
+  return check(t);
+}
+
+ScopedTracingBackend::ScopedTracingBackend(Backend* backend, CheckRecorder* checks)
+    : previous_(tracing_backend),
+      previous_checks_(check_recorder),
+      previous_seed_(std::exchange(next_dropout_seed, nullptr)) {
   tracing_backend = backend;
+  check_recorder = checks;
 }
 
 ScopedTracingBackend::~ScopedTracingBackend() {
   tracing_backend = previous_;
-  next_dropout_seed = nullptr;
+  check_recorder = previous_checks_;
+  next_dropout_seed = std::move(previous_seed_);
 }
 
 namespace internal {

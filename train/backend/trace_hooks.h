@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <functional>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/tensor.h"
 
 namespace sluice::train::backend {
 
@@ -25,17 +27,36 @@ bool Tracing();
 using SeedSource = std::function<absl::StatusOr<uint64_t>()>;
 void SetNextDropoutSeedSource(SeedSource source);
 
+// A check that reads a tensor the step computed back on the host (check numerics): it reaches the
+// device through BackendFor() and returns an error to stop the step.
+using TensorCheck = std::function<absl::Status(const Tensor&)>;
+// Runs `check` on `t` now. While this thread traces, the recorder also keeps it, named `name`, to
+// run again at every replay right after the kernels that wrote `t`, so that a compiled step checks
+// what an eager one does; `check` then runs with tracing off (its own reads are not recorded).
+absl::Status CheckAtEveryReplay(const char* name, const Tensor& t, TensorCheck check);
+
+// What a tracing backend does with CheckAtEveryReplay: run the check and record it.
+class CheckRecorder {
+ public:
+  virtual ~CheckRecorder() = default;
+  virtual absl::Status RecordCheck(const char* name, const Tensor& t, TensorCheck check) = 0;
+};
+
 // Makes BackendFor() return `backend` for its device on this thread while the scope lives, and
-// marks the thread as tracing: the recorder of train/function/ installs itself so. Scopes nest.
+// marks the thread as tracing (not when `backend` is null: a scope of null suspends tracing). The
+// recorder of train/function/ installs itself so, as the backend and as the `checks` recorder.
+// Scopes nest.
 class ScopedTracingBackend {
  public:
-  explicit ScopedTracingBackend(Backend* backend);
+  explicit ScopedTracingBackend(Backend* backend, CheckRecorder* checks = nullptr);
   ~ScopedTracingBackend();
   ScopedTracingBackend(const ScopedTracingBackend&) = delete;
   ScopedTracingBackend& operator=(const ScopedTracingBackend&) = delete;
 
  private:
   Backend* previous_;
+  CheckRecorder* previous_checks_;
+  SeedSource previous_seed_;
 };
 
 namespace internal {

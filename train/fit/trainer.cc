@@ -114,7 +114,7 @@ void Trainer::MakeStep(const FitOptions& options) {
                         phases_, options_.precision};
   if (options_.train_step) {
     step_ = std::make_unique<CustomTrainStep>(options_.train_step, parts);
-  } else if (!options_.run_eagerly && strategy_->Traceable() && !autodiff::CheckNumericsEnabled()) {
+  } else if (!options_.run_eagerly && strategy_->Traceable()) {
     step_ = std::make_unique<CompiledTrainStep>(
         parts,
         function::FunctionOptions{.name = "train_step", .warn = [this](const std::string& message) {

@@ -63,9 +63,9 @@ struct TrainerOptions {
   // Keras' run_eagerly. False (the default): Fit's built-in step is traced on the first batch of
   // each shape and replayed after it (train/function/, fit/compiled_train_step.h), with the same
   // results bit for bit; the last, smaller batch of an epoch runs eagerly. A custom train_step,
-  // data-parallel training, loss scaling, gradient accumulation and check-numerics run eagerly
-  // either way. True: op by op, the debugging mode (the profile then shows layers and backward
-  // ops; compiled, the replayed kernels).
+  // data-parallel training, loss scaling and gradient accumulation run eagerly either way; check
+  // numerics checks replays too. True: op by op, the debugging mode (the profile then shows layers
+  // and backward ops; compiled, the replayed kernels).
   bool run_eagerly = false;
   // Dynamic loss scaling (optimizers::DynamicLossScale, Keras' LossScaleOptimizer). Unset: on,
   // with Keras' defaults, exactly when `precision` is mixed_float16; set: on with these options

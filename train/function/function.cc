@@ -139,7 +139,7 @@ absl::StatusOr<std::vector<Tensor>> Function::MakeTrace(const std::vector<Tensor
   }
   RecordingBackend recorder(*backend);
   {
-    backend::ScopedTracingBackend tracing(&recorder);
+    backend::ScopedTracingBackend tracing(&recorder, &recorder);
     absl::StatusOr<std::vector<Tensor>> outputs = fn_(trace.inputs);
     if (!outputs.ok()) {
       return absl::Status(outputs.status().code(),

@@ -179,6 +179,7 @@ absl::Status Program::Replay() {
       if (bound.call.produces >= 0) produced_[bound.call.produces] = std::move(workspace);
     } else {
       absl::Status status = bound.call.run(backend_, bound.tensors);
+      if (!status.ok() && bound.call.check) return status;
       if (!status.ok()) {
         return absl::Status(status.code(),
                             absl::StrCat("replaying ", bound.call.name, ": ", status.message()));

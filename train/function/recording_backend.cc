@@ -101,11 +101,32 @@ absl::Status RecordingBackend::WaitEvent(backend::Event&) {
   return Refuse("waits for an event of the input pipeline's copies");
 }
 
+absl::Status RecordingBackend::RecordCheck(const char* name, const Tensor& t,
+                                           backend::TensorCheck check) {
+  {
+    // The check's own kernels and host reads are not the step's.
+    backend::ScopedTracingBackend off(nullptr);
+    SLUICE_RETURN_IF_ERROR(check(t));
+  }
+  Append(
+      RecordedCall{.name = name,
+                   .run = [check = std::move(check)](Backend&, Tensors& a) { return check(a[0]); },
+                   .check = true},
+      {&t});
+  return absl::OkStatus();
+}
+
 absl::Status RecordingBackend::MatMul(const Tensor& a, bool transpose_a, const Tensor& b,
                                       bool transpose_b, Tensor& out) {
   return Record("MatMul", {&a, &b, &out}, [=](Backend& k, Tensors& t) {
     return k.MatMul(t[0], transpose_a, t[1], transpose_b, t[2]);
   });
+}
+
+absl::Status RecordingBackend::MatMulBias(const Tensor& a, const Tensor& b, const Tensor& bias,
+                                          bool relu, Tensor& out) {
+  return Record("MatMulBias", {&a, &b, &bias, &out},
+                [=](Backend& k, Tensors& t) { return k.MatMulBias(t[0], t[1], t[2], relu, t[3]); });
 }
 
 absl::Status RecordingBackend::Conv2DForward(const backend::ConvGeometry& geo, const Tensor& input,

@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "core/tensor.h"
 #include "train/backend/backend.h"
+#include "train/backend/trace_hooks.h"
 
 namespace sluice::train::function {
 
@@ -37,6 +38,8 @@ struct RecordedCall {
   // slot `produces` (-1 for the other kernels) for the calls that read it.
   int produces = -1;
   std::function<absl::StatusOr<Tensor>(backend::Backend&, std::vector<Tensor>&)> run_producing;
+  // A host check (backend::CheckAtEveryReplay): its error stops a replay as it is.
+  bool check = false;
 };
 
 // A block a traced step allocated: `bytes` long, used by calls first..last.
@@ -52,7 +55,8 @@ struct RecordedSlot {
 // never replayed wrong: reading a tensor on the host (a copy to the host, Synchronize), the
 // copies that overlap compute (the input pipeline's), a Dropout whose seed has no source, and
 // the optimizer updates (their learning rate and bias corrections are host values of each step).
-class RecordingBackend final : public backend::Backend {
+// The host checks of check numerics are recorded as calls of their own (RecordCheck).
+class RecordingBackend final : public backend::Backend, public backend::CheckRecorder {
  public:
   explicit RecordingBackend(backend::Backend& inner) : inner_(inner) {}
 
@@ -73,10 +77,13 @@ class RecordingBackend final : public backend::Backend {
   absl::StatusOr<std::shared_ptr<backend::Event>> CopyAsync(const Tensor& src,
                                                             Tensor& dst) override;
   absl::Status WaitEvent(backend::Event& event) override;
+  absl::Status RecordCheck(const char* name, const Tensor& t, backend::TensorCheck check) override;
 
   bool ReadsBFloat16Operands() const override { return inner_.ReadsBFloat16Operands(); }
   absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
                       Tensor& out) override;
+  absl::Status MatMulBias(const Tensor& a, const Tensor& b, const Tensor& bias, bool relu,
+                          Tensor& out) override;
   absl::Status Conv2DForward(const backend::ConvGeometry& geo, const Tensor& input,
                              const Tensor& filter, Tensor& output) override;
   absl::Status Conv2DBackwardData(const backend::ConvGeometry& geo, const Tensor& grad_output,

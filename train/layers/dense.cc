@@ -2,7 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/ops/activations.h"
 #include "train/ops/matmul.h"
+#include "train/ops/matmul_bias.h"
 
 namespace sluice::train::layers {
 namespace {
@@ -42,7 +44,11 @@ absl::Status Dense::Build(const Shape& input_shape) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Tensor> Dense::Forward(const Tensor& input, bool) {
+absl::StatusOr<Tensor> Dense::Forward(const Tensor& input, bool) { return Run(input, false); }
+
+absl::StatusOr<Tensor> Dense::ForwardRelu(const Tensor& input, bool) { return Run(input, true); }
+
+absl::StatusOr<Tensor> Dense::Run(const Tensor& input, bool relu) {
   if (!built()) {
     SLUICE_RETURN_IF_ERROR(BuildFor(input));
   } else if (input.rank() != 2 || input.dim(1) != *in_features_) {
@@ -50,8 +56,15 @@ absl::StatusOr<Tensor> Dense::Forward(const Tensor& input, bool) {
                                                    *in_features_, "], got ",
                                                    input.shape().DebugString()));
   }
+  // The bias and a ReLU inside the matmul's kernel (relu twice is relu once).
+  if (bias() && (activation() == Activation::kLinear || activation() == Activation::kRelu)) {
+    return ops::MatMulBias(input, kernel().value(), bias()->value(),
+                           relu || activation() == Activation::kRelu);
+  }
   SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::MatMul(input, kernel().value()));
-  return Finish(y);
+  SLUICE_ASSIGN_OR_RETURN(Tensor out, Finish(y));
+  if (!relu) return out;
+  return ops::Relu(out);
 }
 
 absl::StatusOr<LayerConfig> Dense::GetConfig() {

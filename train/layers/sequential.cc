@@ -7,7 +7,9 @@
 #include "core/status_macros.h"
 #include "core/trace_recorder.h"
 #include "train/autodiff/check_numerics.h"
+#include "train/layers/dense.h"
 #include "train/layers/recompute.h"
+#include "train/layers/relu.h"
 
 namespace sluice::train::layers {
 
@@ -51,14 +53,31 @@ absl::Status Sequential::RecomputeLayers(size_t begin, size_t end) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A Dense of linear activation followed by a ReLU of Keras' defaults: one kernel
+// (Dense::ForwardRelu), which the two layers' values and gradients are bit for bit.
+Dense* DenseBeforeRelu(Module& layer, Module& next) {
+  auto* dense = dynamic_cast<Dense*>(&layer);
+  auto* relu = dynamic_cast<ReLU*>(&next);
+  if (dense == nullptr || relu == nullptr || dense->activation() != Activation::kLinear) {
+    return nullptr;
+  }
+  const ReLUOptions& o = relu->options();
+  return !o.max_value && o.negative_slope == 0 && o.threshold == 0 ? dense : nullptr;
+}
+
+}  // namespace
+
 absl::StatusOr<Tensor> Sequential::RunLayers(size_t begin, size_t end, Tensor x, bool training) {
   for (size_t i = begin; i < end; ++i) {
     std::optional<autodiff::NumericsLayerScope> scope;
     if (autodiff::CheckNumericsEnabled()) scope.emplace(LayerLabel(i));
+    Dense* fused = i + 1 < end ? DenseBeforeRelu(*modules_[i], *modules_[i + 1]) : nullptr;
     absl::StatusOr<Tensor> y;
     {
       profiler::Span span("forward", profiler::Active() ? LayerLabel(i) : nullptr);
-      y = modules_[i]->Forward(x, training);
+      y = fused ? fused->ForwardRelu(x, training) : modules_[i]->Forward(x, training);
     }
     if (!y.ok()) {
       return absl::Status(y.status().code(),
@@ -66,6 +85,7 @@ absl::StatusOr<Tensor> Sequential::RunLayers(size_t begin, size_t end, Tensor x,
     }
     x = *std::move(y);
     output_shapes_[i] = x.shape();
+    if (fused) output_shapes_[++i] = x.shape();  // the ReLU ran inside layer i's kernel
   }
   return x;
 }

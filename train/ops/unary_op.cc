@@ -8,12 +8,11 @@
 
 namespace sluice::train::ops::internal {
 
-absl::StatusOr<Tensor> UnaryOp(backend::UnaryOp op, const char* name, const Tensor& x_in,
-                               DType y_dtype) {
+absl::StatusOr<Tensor> UnaryOp(backend::UnaryOp op, const char* name, const Tensor& x_in) {
   SLUICE_ASSIGN_OR_RETURN(const Tensor x, AutoCast(x_in));
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(x, name, "x"));
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(name, {&x}));
-  SLUICE_ASSIGN_OR_RETURN(Tensor y, backend->Allocate(y_dtype, x.shape()));
+  SLUICE_ASSIGN_OR_RETURN(Tensor y, backend->Allocate(DType::kFloat32, x.shape()));
   SLUICE_RETURN_IF_ERROR(backend->Unary(op, x, y));
   SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics(name, y));
   if (autodiff::ShouldRecord({x})) {

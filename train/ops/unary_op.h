@@ -9,10 +9,8 @@ namespace sluice::train::ops::internal {
 
 // y = f(x) elementwise over float32 x, recorded with the backward that multiplies by f'(x) (the
 // backend computes it from x or y). `name` names the op in errors. Shared by the activations and
-// the elementwise math ops. `y_dtype` bfloat16 is for kRelu on a backend that reads bfloat16
-// operands (Backend::Unary); the gradient stays float32.
-absl::StatusOr<Tensor> UnaryOp(backend::UnaryOp op, const char* name, const Tensor& x,
-                               DType y_dtype = DType::kFloat32);
+// the elementwise math ops.
+absl::StatusOr<Tensor> UnaryOp(backend::UnaryOp op, const char* name, const Tensor& x);
 
 }  // namespace sluice::train::ops::internal
 

@@ -8,10 +8,12 @@
 #include <cmath>
 #include <limits>
 
+#include "core/status_macros.h"
 #include "tests/train/fit_test_util.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/transfer.h"
 #include "train/fit/trainer.h"
+#include "train/function/function.h"
 #include "train/ops/arithmetic.h"
 #include "train/optimizers/sgd.h"
 
@@ -49,23 +51,61 @@ TEST_F(CheckNumericsTest, NamesTheOpAndTheElement) {
   EXPECT_TRUE(ops::Add(T({big, big}, {2}), T({0, 0}, {2})).ok());
 }
 
+// Eagerly and compiled (the trace records the checks; steps 2 and 3 are replays).
 TEST_F(CheckNumericsTest, NamesTheLayerAndTheStepInFit) {
-  auto model = testing::TinyModel(2);
-  optimizers::Sgd sgd;
-  fit::Trainer trainer(*model, sgd);
-  testing::RecordingCallback poison;
-  // After step 2, a NaN in the last layer's kernel: step 3's MatMul there produces NaN.
-  poison.on_batch_end = [&](int64_t batch, const callbacks::Logs&) -> absl::Status {
-    if (trainer.global_step() != 2) return absl::OkStatus();
-    Tensor k = *backend::ToHost(model->Variables()[2]->value());
-    k.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
-    return model->Variables()[2]->Assign(k);
-  };
+  for (const bool eager : {true, false}) {
+    SCOPED_TRACE(eager ? "eager" : "compiled");
+    auto model = testing::TinyModel(2);
+    optimizers::Sgd sgd;
+    fit::Trainer trainer(*model, sgd, {.run_eagerly = eager});
+    testing::RecordingCallback poison;
+    // After step 2, a NaN in the last layer's kernel: step 3's MatMul there produces NaN.
+    poison.on_batch_end = [&](int64_t batch, const callbacks::Logs&) -> absl::Status {
+      if (trainer.global_step() != 2) return absl::OkStatus();
+      Tensor k = *backend::ToHost(model->Variables()[2]->value());
+      k.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+      return model->Variables()[2]->Assign(k);
+    };
+    EnableCheckNumerics();
+    absl::Status s =
+        trainer.Fit(testing::BlobsDataset(64, 1, 8), {.callbacks = {&poison}, .verbose = 0})
+            .status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr("MatMulBias in layer 2 (dense) at step 3 produced NaN"));
+  }
+}
+
+// A replay runs the checks the trace recorded, forward and backward, each after the kernels that
+// wrote its tensor, naming the step being replayed.
+TEST_F(CheckNumericsTest, ReplaysCheckAsTheEagerStepDoes) {
   EnableCheckNumerics();
-  absl::Status s =
-      trainer.Fit(testing::BlobsDataset(64, 1, 8), {.callbacks = {&poison}, .verbose = 0}).status();
+  // y = log(x) * w and dy/dw, w a variable.
+  Tensor w = T({1, 1}, {2});
+  function::Function f([&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    Tape tape;
+    tape.Watch(w);
+    SLUICE_ASSIGN_OR_RETURN(Tensor log_x, ops::Log(in[0]));
+    SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::Mul(log_x, w));
+    SLUICE_ASSIGN_OR_RETURN(auto g, tape.Gradient(y, {w}, in[1]));
+    return std::vector<Tensor>{y, *g[0]};
+  });
+  const float big = std::numeric_limits<float>::max();
+  ASSERT_TRUE(f({T({1, 2}, {2}), T({1, 1}, {2})}).ok());
+  ASSERT_TRUE(f({T({3, 4}, {2}), T({1, 1}, {2})}).ok());
+  EXPECT_EQ(f.replays(), 1);
+  SetNumericsStep(7);
+  absl::Status s = f({T({5, 0}, {2}), T({1, 1}, {2})}).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("MatMul in layer 2 (dense) at step 3 produced NaN"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("check numerics: Log at step 7 produced -Inf (element 1 of [2])"));
+  // The gradient dy/dw = log(x) * g: e (log 3 > 1) times max overflows.
+  s = f({T({3, 1}, {2}), T({big, 1}, {2})}).status();
+  EXPECT_THAT(s.message(),
+              HasSubstr("the gradient of Mul at step 7 produced +Inf (element 0 of [2])"));
+  // Both failures were replays of the one trace (a failed replay is not counted as one).
+  EXPECT_EQ(f.traces_made(), 1);
+  EXPECT_EQ(f.replays(), 1);
+  EXPECT_EQ(f.eager_calls(), 0);
 }
 
 TEST_F(CheckNumericsTest, NamesTheOpWhoseGradientOverflows) {

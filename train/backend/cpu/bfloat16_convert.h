@@ -11,10 +11,6 @@ namespace sluice::train::backend::cpu {
 // Written by hand because oneDNN 2.6's reorder of a flat array ran 3.8-6.4x slower than this
 // loop on the kernel arena (1.6M elements: 330 us against 87 us on 2 cores).
 void FloatToBFloat16(const float* x, uint16_t* y, int64_t n);
-// y = bfloat16(x > 0 ? x : 0), rounded as FloatToBFloat16 (a NaN gives 0, as relu's float32
-// kernel): the relu and the copy a bf16 kernel reads in one pass, so that the float32 result is
-// never written.
-void ReluToBFloat16(const float* x, uint16_t* y, int64_t n);
 // bfloat16 -> float32, exact (the 16 bits become the high half).
 void BFloat16ToFloat(const uint16_t* x, float* y, int64_t n);
 // The same two conversions on the calling thread, for kernels that convert tile by tile inside

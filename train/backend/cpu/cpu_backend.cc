@@ -416,30 +416,53 @@ absl::Status CpuBackend::Copy(const Tensor& src, Tensor& dst) {
 
 absl::Status CpuBackend::MatMul(const Tensor& a, bool transpose_a, const Tensor& b,
                                 bool transpose_b, Tensor& out) {
+  return MatMulWith(a, transpose_a, b, transpose_b, nullptr, false, out);
+}
+
+absl::Status CpuBackend::MatMulBias(const Tensor& a, const Tensor& b, const Tensor& bias, bool relu,
+                                    Tensor& out) {
+  return MatMulWith(a, false, b, false, &bias, relu, out);
+}
+
+absl::Status CpuBackend::MatMulWith(const Tensor& a, bool transpose_a, const Tensor& b,
+                                    bool transpose_b, const Tensor* bias, bool relu, Tensor& out) {
   const int64_t m = out.dim(0), n = out.dim(1);
   const int64_t k = transpose_a ? a.dim(0) : a.dim(1);
   if (m * n == 0) return absl::OkStatus();
-  if (k == 0) return Fill(out, 0.0f);
+  if (k == 0 && bias == nullptr) return Fill(out, 0.0f);
+  if (k == 0) return Backend::MatMulBias(a, b, *bias, relu, out);  // oneDNN wants k >= 1
   const bool bf16 = Bf16({&a, &b});
-  return Guard("MatMul", [&] {
+  return Guard(bias ? "MatMulBias" : "MatMul", [&] {
     const memory::desc a_user = MatrixDesc(m, k, transpose_a),
                        b_user = MatrixDesc(k, n, transpose_b);
+    const memory::desc bias_md({1, n}, kF32, memory::dims{n, 1});
     auto entry = DnnlPrimitiveCache::Global().GetOrCreate<MatMulEntry>(
         absl::StrCat(bf16 ? "matmul_bf16:" : "matmul:", m, ",", k, ",", n, ",", transpose_a, ",",
-                     transpose_b),
+                     transpose_b, bias ? ",bias" : "", relu ? ",relu" : ""),
         [&] {
           // bf16: copies in the operands' own strides, so a transposed view stays a view.
           memory::desc a_md = bf16 ? AsBf16(a_user) : a_user;
           memory::desc b_md = bf16 ? AsBf16(b_user) : b_user;
           memory::desc c_md = MatrixDesc(m, n, false);
-          dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), CpuEngine());
+          dnnl::primitive_attr attr;
+          if (relu) {
+            dnnl::post_ops ops;
+            ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+            attr.set_post_ops(ops);
+          }
+          dnnl::matmul::primitive_desc pd(bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
+                                               : dnnl::matmul::desc(a_md, b_md, c_md),
+                                          attr, CpuEngine());
           return std::make_shared<MatMulEntry>(MatMulEntry{a_md, b_md, c_md, dnnl::matmul(pd)});
         });
     const dnnl::engine& engine = CpuEngine();
     Operands operands;
-    Execute(entry->primitive, {{DNNL_ARG_SRC, operands.Input(entry->a, a_user, a)},
-                               {DNNL_ARG_WEIGHTS, operands.Input(entry->b, b_user, b)},
-                               {DNNL_ARG_DST, memory(entry->c, engine, out.raw_data())}});
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, operands.Input(entry->a, a_user, a)},
+        {DNNL_ARG_WEIGHTS, operands.Input(entry->b, b_user, b)},
+        {DNNL_ARG_DST, memory(entry->c, engine, out.raw_data())}};
+    if (bias) args[DNNL_ARG_BIAS] = memory(bias_md, engine, Ptr(*bias));
+    Execute(entry->primitive, args);
   });
 }
 

@@ -29,6 +29,8 @@ class CpuBackend final : public Backend {
 
   // Under mixed_bfloat16 (oneDNN's bf16 kernels).
   bool ReadsBFloat16Operands() const override;
+  absl::Status MatMulBias(const Tensor& a, const Tensor& b, const Tensor& bias, bool relu,
+                          Tensor& out) override;
   absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
                       Tensor& out) override;
   absl::Status Conv2DForward(const ConvGeometry& geo, const Tensor& input, const Tensor& filter,
@@ -122,6 +124,9 @@ class CpuBackend final : public Backend {
   CpuBackend() = default;
   // Cast between float32 and bfloat16 (oneDNN's reorder).
   absl::Status CastBFloat16(const Tensor& x, Tensor& y);
+  // MatMul with an optional bias (null: none) and ReLU, fused by oneDNN.
+  absl::Status MatMulWith(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
+                          const Tensor* bias, bool relu, Tensor& out);
   // The convolutions with an optional bias (null: none), fused by oneDNN.
   absl::Status ConvForward(const ConvGeometry& geo, const Tensor& input, const Tensor& filter,
                            const Tensor* bias, Tensor& output);

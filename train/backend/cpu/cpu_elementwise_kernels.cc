@@ -85,12 +85,6 @@ SLUICE_KERNEL_CLONES void ReluGradRun(const float* y, const float* g, float* gx,
   for (int64_t i = 0; i < n; ++i) gx[i] = y[i] > 0 ? g[i] : 0.0f;
 }
 
-// The same from a bfloat16 y (ReluToBFloat16's), widened exactly.
-SLUICE_KERNEL_CLONES void ReluGradFromBFloat16Run(const uint16_t* y, const float* g, float* gx,
-                                                  int64_t n) {
-  for (int64_t i = 0; i < n; ++i) gx[i] = BFloat16::ToFloat(y[i]) > 0 ? g[i] : 0.0f;
-}
-
 }  // namespace
 
 namespace {
@@ -319,13 +313,6 @@ absl::Status CpuBackend::BinaryBackward(BinaryOp op, const Tensor& a, const Tens
 }
 
 absl::Status CpuBackend::Unary(UnaryOp op, const Tensor& x, Tensor& y) {
-  if (y.dtype() == DType::kBFloat16) {
-    if (op != UnaryOp::kRelu || x.dtype() != DType::kFloat32) {
-      return absl::InvalidArgumentError("Unary: a bfloat16 result is for relu of float32 only");
-    }
-    ReluToBFloat16(x.data<float>(), static_cast<uint16_t*>(y.raw_data()), x.num_elements());
-    return absl::OkStatus();
-  }
   const float* in = x.data<float>();
   float* out = y.data<float>();
   Elementwise(x.num_elements(), [&](int64_t b, int64_t e) {
@@ -409,18 +396,6 @@ absl::Status CpuBackend::AddReluBackward(const Tensor& out, const Tensor& grad_o
 
 absl::Status CpuBackend::UnaryBackward(UnaryOp op, const Tensor& x, const Tensor& y,
                                        const Tensor& grad_y, Tensor& grad_x) {
-  if (y.dtype() == DType::kBFloat16) {
-    if (op != UnaryOp::kRelu) {
-      return absl::InvalidArgumentError("UnaryBackward: a bfloat16 y is for relu only");
-    }
-    const auto* out = static_cast<const uint16_t*>(y.raw_data());
-    const float* g = grad_y.data<float>();
-    float* gx = grad_x.data<float>();
-    Elementwise(y.num_elements(), [&](int64_t b, int64_t e) {
-      ReluGradFromBFloat16Run(out + b, g + b, gx + b, e - b);
-    });
-    return absl::OkStatus();
-  }
   const float* in = x.data<float>();
   const float* out = y.data<float>();
   const float* g = grad_y.data<float>();
