@@ -131,9 +131,11 @@ class ParallelMapIterator : public IteratorBase {
   ~ParallelMapIterator() override {
     shared_->Cancel();
     ctx().cancellation->Deregister(cancel_token_);
-    // Calls still running hold `shared_` and the dataset; they finish on their
-    // own, start no other, and their results are dropped.
+    // The calls under way finish, as tf.data's destructor waits for them, and no queued one
+    // starts: no user function runs, nor touches this node's stats, after the iterator is gone.
+    // A worker task not yet started finds the cancellation and leaves without running anything.
     MutexLock l(&shared_->mu);
+    while (shared_->running > 0) shared_->idle_cv.Wait(&shared_->mu);
     for (const auto& slot : shared_->results) shared_->Uncount(*slot);
   }
 
@@ -247,6 +249,7 @@ class ParallelMapIterator : public IteratorBase {
   struct Shared {
     Mutex mu;
     CondVar consumer_cv;
+    CondVar idle_cv;  // signalled when the last call under way ends after a cancellation
     bool consumer_waiting ABSL_GUARDED_BY(mu) = false;
     // In input order: queued, running or done.
     std::deque<std::shared_ptr<Slot>> results ABSL_GUARDED_BY(mu);
@@ -311,6 +314,7 @@ class ParallelMapIterator : public IteratorBase {
       // A moving average (1/8 weight to the newest), so that a slowdown shows soon.
       mean_call_ns = mean_call_ns < 0 ? ns : mean_call_ns + (ns - mean_call_ns) / 8;
       --running;
+      if (cancelled && running == 0) idle_cv.SignalAll();
       slot->result = std::move(out);
       slot->done = true;
       // After a cancellation the destructor has already uncounted the buffer.

@@ -2,7 +2,7 @@
 # Builds sluice and runs every test: the full suites, and the C++ examples of README.md and docs/
 # (doc_snippets, docs/CMakeLists.txt); the API reference (tools/doxygen.sh, failing on a warning);
 # every suite again under AddressSanitizer + UndefinedBehaviorSanitizer; each libFuzzer target for
-# 20 s; the dataset, autotune and train suites (their threaded parts) under ThreadSanitizer; then an
+# 15 s; the dataset, autotune and train suites (their threaded parts) under ThreadSanitizer; then an
 # install of the package whose installed examples are built out of tree. Both sanitizer builds
 # use clang, whose -Wthread-safety -Werror=thread-safety (CMakeLists.txt) checks the lock
 # annotations of the whole library.
@@ -40,9 +40,9 @@ ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
   -E '^TrainCommandTest\.CnnOnAFiveThousandImageSubsetReachesEightyPercent$'
 took "ASan + UBSan" "$t"
 
-echo "== every fuzz target for 20 s on its committed corpus (tests/fuzz/, tools/fuzz.sh)"
+echo "== every fuzz target for 15 s on its committed corpus (tests/fuzz/, tools/fuzz.sh)"
 t=$SECONDS
-bash tools/fuzz.sh --ci 20
+bash tools/fuzz.sh --ci 15
 took "fuzzing" "$t"
 
 echo "== dataset, autotune, profiler and train suites under TSan (clang)"

@@ -462,13 +462,16 @@ TEST(InterleaveParallelTest, DestroyingMidStreamWithSlowInnerPipelinesIsFast) {
   EXPECT_LT(ms, testing::kCancelBudgetMs);
 }
 
-// An inner parallel Map blocks its caller while its calls (300 ms) run; the
-// inner pipelines' cancellation wakes it.
+// An inner parallel Map blocks its caller while its calls (300 ms) run; the inner pipelines'
+// cancellation wakes it, and each inner Map waits for its calls under way (they run at once, so
+// about one call's time in all) and starts none of the queued ones.
 TEST(InterleaveParallelTest, DestroyingWakesBlockedInnerPipelines) {
+  auto calls = std::make_shared<std::atomic<int>>(0);
   auto ds = Dataset::Range(100).Interleave(
-      [](Element e) -> absl::StatusOr<Dataset> {
+      [calls](Element e) -> absl::StatusOr<Dataset> {
         return Dataset::Range(1000).Map(
-            [](Element v) -> absl::StatusOr<Element> {
+            [calls](Element v) -> absl::StatusOr<Element> {
+              ++*calls;
               std::this_thread::sleep_for(std::chrono::milliseconds(300));
               return v;
             },
@@ -483,7 +486,10 @@ TEST(InterleaveParallelTest, DestroyingWakesBlockedInnerPipelines) {
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
           .count();
-  EXPECT_LT(ms, testing::kCancelBudgetMs);
+  EXPECT_LT(ms, 300 + testing::kCancelBudgetMs);
+  const int at_destruction = calls->load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(calls->load(), at_destruction);
 }
 
 TEST(InterleaveTest, ByNameForFileNames) {

@@ -119,29 +119,37 @@ TEST(MapTest, NonDeterministicYieldsEveryElement) {
   EXPECT_EQ(v, Iota(0, 200));
 }
 
-TEST(MapTest, DestroyingMidStreamWithSlowCallsReturnsQuickly) {
-  std::atomic<int> started{0};
+// Destroying the iterator waits for the calls under way (no user code runs after it, as in
+// tf.data) and starts none of the queued ones, so it takes at most one call's time.
+TEST(MapTest, DestroyingMidStreamWaitsForTheCallsUnderWayOnly) {
+  std::atomic<int> started{0}, finished{0};
   auto ds = Dataset::Range(1000).Map(
-      [&started](Element e) -> absl::StatusOr<Element> {
+      [&started, &finished](Element e) -> absl::StatusOr<Element> {
         ++started;
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        ++finished;
         return e;
       },
       {.num_parallel_calls = 2});
   auto it = ds.MakeIterator();
-  std::thread consumer([&] { (void)it->GetNext(); });
-  while (started.load() == 0) std::this_thread::yield();
-  // Give the consumer time to block.
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  consumer.join();  // It waits for the first call (300 ms).
+  ASSERT_TRUE(it->GetNext().ok());  // waits for the first call (300 ms); others run meanwhile
+  // A call under way: the workers go on with the queued inputs (each sleeps 300 ms).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (started.load() == finished.load() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  ASSERT_GT(started.load(), finished.load()) << "no call under way to wait for";
   const auto t0 = std::chrono::steady_clock::now();
-  it.reset();  // Calls are in flight now.
+  it.reset();
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
           .count();
-  EXPECT_LT(ms, testing::kCancelBudgetMs);
-  // Let in-flight calls (which touch `started`) finish before it goes away.
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_EQ(finished.load(), started.load());  // nothing runs after the iterator is gone
+  EXPECT_LT(ms, 300 + testing::kCancelBudgetMs);
+  const int at_destruction = started.load();
+  EXPECT_LT(at_destruction, 10);  // of the 1,000: the queued calls never started
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(started.load(), at_destruction);
 }
 
 TEST(MapTest, StatsCountElementsAndBusyTime) {
