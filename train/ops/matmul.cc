@@ -25,6 +25,27 @@ absl::StatusOr<Tensor> Product(backend::Backend& backend, const Tensor& x, bool 
 
 }  // namespace
 
+namespace internal {
+
+absl::StatusOr<std::vector<std::optional<Tensor>>> MatMulGradients(
+    backend::Backend& backend, const Tensor& a, bool ta, const Tensor& b, bool tb, const Tensor& g,
+    bool need_a, bool need_b, backend::Precision precision) {
+  backend::ScopedPrecision scope(precision);
+  SLUICE_ASSIGN_OR_RETURN(const Tensor gc, backend.ComputeOperand(g));
+  std::vector<std::optional<Tensor>> grads(2);
+  if (need_a) {
+    SLUICE_ASSIGN_OR_RETURN(
+        grads[0], ta ? Product(backend, b, tb, gc, true) : Product(backend, gc, false, b, !tb));
+  }
+  if (need_b) {
+    SLUICE_ASSIGN_OR_RETURN(
+        grads[1], tb ? Product(backend, gc, true, a, ta) : Product(backend, a, !ta, gc, false));
+  }
+  return grads;
+}
+
+}  // namespace internal
+
 absl::StatusOr<Tensor> MatMul(const Tensor& a_in, const Tensor& b_in, MatMulOptions options) {
   SLUICE_ASSIGN_OR_RETURN(const Tensor a, AutoCast(a_in));
   SLUICE_ASSIGN_OR_RETURN(const Tensor b, AutoCast(b_in));
@@ -58,20 +79,7 @@ absl::StatusOr<Tensor> MatMul(const Tensor& a_in, const Tensor& b_in, MatMulOpti
         [backend, a = need_b ? ac : Tensor(), b = need_a ? bc : Tensor(), ta, tb, need_a, need_b,
          precision = backend::CurrentPrecision()](
             const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
-          // dA = g op(b)^T, dB = op(a)^T g, each laid out like its operand, under the forward
-          // pass's precision policy, both reading one converted copy of g.
-          backend::ScopedPrecision scope(precision);
-          SLUICE_ASSIGN_OR_RETURN(const Tensor gc, backend->ComputeOperand(g));
-          std::vector<std::optional<Tensor>> grads(2);
-          if (need_a) {
-            SLUICE_ASSIGN_OR_RETURN(grads[0], ta ? Product(*backend, b, tb, gc, true)
-                                                 : Product(*backend, gc, false, b, !tb));
-          }
-          if (need_b) {
-            SLUICE_ASSIGN_OR_RETURN(grads[1], tb ? Product(*backend, gc, true, a, ta)
-                                                 : Product(*backend, a, !ta, gc, false));
-          }
-          return grads;
+          return internal::MatMulGradients(*backend, a, ta, b, tb, g, need_a, need_b, precision);
         });
   }
   return out;

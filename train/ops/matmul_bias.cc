@@ -8,6 +8,7 @@
 #include "train/backend/compute_precision.h"
 #include "train/backend/require_float32.h"
 #include "train/ops/autocast.h"
+#include "train/ops/matmul.h"
 
 namespace sluice::train::ops {
 
@@ -41,7 +42,6 @@ absl::StatusOr<Tensor> MatMulBias(const Tensor& a_in, const Tensor& b_in, const 
         [backend, a = need_b ? ac : Tensor(), b = need_a ? bc : Tensor(), bias, out, relu, need_a,
          need_b, need_bias, precision = backend::CurrentPrecision()](
             const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
-          std::vector<std::optional<Tensor>> grads(3);
           // The gradient before the ReLU: g where out > 0 (relu's backward from its output).
           Tensor gz = g;
           if (relu) {
@@ -49,26 +49,17 @@ absl::StatusOr<Tensor> MatMulBias(const Tensor& a_in, const Tensor& b_in, const 
             SLUICE_RETURN_IF_ERROR(
                 backend->UnaryBackward(backend::UnaryOp::kRelu, out, out, g, gz));
           }
+          std::optional<Tensor> grad_bias;
           if (need_bias) {
-            SLUICE_ASSIGN_OR_RETURN(grads[2], backend->Allocate(DType::kFloat32, bias.shape()));
+            SLUICE_ASSIGN_OR_RETURN(grad_bias, backend->Allocate(DType::kFloat32, bias.shape()));
             // Add's backward for a broadcast bias: the same sum, so the same bits.
             SLUICE_RETURN_IF_ERROR(backend->BinaryBackward(backend::BinaryOp::kAdd, gz, bias, gz,
-                                                           nullptr, &*grads[2]));
+                                                           nullptr, &*grad_bias));
           }
-          backend::ScopedPrecision scope(precision);
-          SLUICE_ASSIGN_OR_RETURN(const Tensor gc, backend->ComputeOperand(gz));
-          if (need_a) {  // g b^T
-            SLUICE_ASSIGN_OR_RETURN(grads[0],
-                                    backend->Allocate(DType::kFloat32, Shape{gz.dim(0), b.dim(0)}));
-            SLUICE_RETURN_IF_ERROR(backend->MatMul(gc, false, b, true, *grads[0]));
-            SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics("MatMul", *grads[0]));
-          }
-          if (need_b) {  // a^T g
-            SLUICE_ASSIGN_OR_RETURN(grads[1],
-                                    backend->Allocate(DType::kFloat32, Shape{a.dim(1), gz.dim(1)}));
-            SLUICE_RETURN_IF_ERROR(backend->MatMul(a, true, gc, false, *grads[1]));
-            SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics("MatMul", *grads[1]));
-          }
+          SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<Tensor>> grads,
+                                  internal::MatMulGradients(*backend, a, false, b, false, gz,
+                                                            need_a, need_b, precision));
+          grads.push_back(std::move(grad_bias));
           return grads;
         });
   }

@@ -435,7 +435,8 @@ absl::Status CpuBackend::MatMulWith(const Tensor& a, bool transpose_a, const Ten
   return Guard(bias ? "MatMulBias" : "MatMul", [&] {
     const memory::desc a_user = MatrixDesc(m, k, transpose_a),
                        b_user = MatrixDesc(k, n, transpose_b);
-    const memory::desc bias_md({1, n}, kF32, memory::dims{n, 1});
+    const memory::desc bias_md =
+        bias ? memory::desc({1, n}, kF32, memory::dims{n, 1}) : memory::desc();
     auto entry = DnnlPrimitiveCache::Global().GetOrCreate<MatMulEntry>(
         absl::StrCat(bf16 ? "matmul_bf16:" : "matmul:", m, ",", k, ",", n, ",", transpose_a, ",",
                      transpose_b, bias ? ",bias" : "", relu ? ",relu" : ""),
