@@ -3,6 +3,9 @@
 
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
 namespace sluice {
 
 // kGuarded is a test device (tests/train/backend/guarded_backend.h): host memory the host may
@@ -34,6 +37,11 @@ struct Device {
     return a.type == b.type && a.index == b.index;
   }
 };
+
+// A device as users name it: "cpu", "cuda" (cuda:0), "cuda:N", and the spellings of PyTorch and
+// TensorFlow ("gpu:N", "/gpu:N", "/device:GPU:N"), in any case. InvalidArgument "want cpu, cuda or
+// cuda:N, got 'tpu'" for another name. The test device has no name.
+absl::StatusOr<Device> ParseDevice(absl::string_view name);
 
 }  // namespace sluice
 

@@ -12,11 +12,14 @@
 #include "dataset/element_spec.h"
 #include "dataset/options.h"
 #include "io/compression.h"
+#include "python/device_binding.h"
 #include "python/errors.h"
 #include "python/iterator_binding.h"
 #include "python/ops_binding.h"
 #include "python/py_function.h"
 #include "python/tensor_binding.h"
+#include "train/backend/backend.h"
+#include "train/data/prefetch_to_device.h"
 
 namespace sluice::python {
 namespace {
@@ -354,6 +357,28 @@ void RegisterTransformations(py::class_<PyDataset>& c) {
             return Wrap(self.dataset.Prefetch(buffer_size));
           },
           py::arg("buffer_size"), "tf.data.Dataset.prefetch (AUTOTUNE lets it size the buffer).")
+      .def(
+          "prefetch_to_device",
+          [](const PyDataset& self, const py::object& device, int64_t buffer_size) {
+            const Device d = DeviceFromPython(device);
+            if (buffer_size < 1) {
+              throw py::value_error(
+                  absl::StrCat("prefetch_to_device: buffer_size must be >= 1, not ", buffer_size));
+            }
+            absl::StatusOr<train::backend::Backend*> backend;
+            {
+              py::gil_scoped_release release;  // a CUDA device loads the plugin: seconds
+              backend = train::backend::BackendFor(d);
+            }
+            if (!backend.ok()) ThrowStatus(backend.status());
+            return Wrap(train::data::PrefetchToDevice(self.dataset, d, buffer_size));
+          },
+          py::arg("device"), py::arg("buffer_size") = 2,
+          "tf.data.experimental.prefetch_to_device, as the pipeline's last step: a thread of its "
+          "own copies up to buffer_size elements ahead to `device` ('cuda:0'), from page-locked "
+          "memory on a copy stream, while the consumer computes. The components are then tensors "
+          "on that device: torch.from_dlpack(x) and jax.dlpack.from_dlpack(x) take them without "
+          "a copy, ordered after the copy on the stream they pass. On 'cpu' it is prefetch.")
       .def(
           "repeat",
           [](const PyDataset& self, std::optional<int64_t> count) {

@@ -2,6 +2,7 @@
 
 #include "autotune/controller.h"  // installs AUTOTUNE in every iterator (its inline registration)
 #include "python/dataset_binding.h"
+#include "python/device_binding.h"
 #include "python/errors.h"
 #include "python/iterator_binding.h"
 #include "python/ops_binding.h"
@@ -25,6 +26,7 @@ PYBIND11_MODULE(_sluice, m) {
   python::RegisterTensor(m);
   python::RegisterOps(m);
   python::RegisterIterator(m);
+  python::RegisterDevice(m);
   python::RegisterDataset(m);
   python::RegisterBench(m);
   python::RegisterImageDirectory(m);

@@ -13,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/device.h"
 #include "core/dtype.h"
+#include "python/errors.h"
+#include "train/backend/backend.h"
 
 namespace sluice::python {
 namespace {
@@ -84,11 +86,14 @@ void* DataOf(const Tensor& tensor) {
 }
 
 // What a DLPack capsule owns: a view of the tensor (holding its buffer) and the shape and strides
-// the DLTensor points into.
+// the DLTensor points into. For a device tensor, the consumer's stream: when the consumer lets go,
+// the backend's later work (reusing the block) is ordered after what that stream had queued.
 struct DLPackHolder {
   Tensor tensor;
   std::vector<int64_t> shape, strides;
   DLManagedTensor managed{};
+  train::backend::Backend* backend = nullptr;  // set for a device tensor ordered on `queue`
+  uintptr_t queue = 0;
 };
 
 DLDataType DLDataTypeOf(DType dtype) {
@@ -131,17 +136,51 @@ void DeleteUnconsumedCapsule(PyObject* capsule) {
   if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
 }
 
+// DLPack's stream argument for a CUDA tensor: None is the legacy default stream (1), -1 asks for
+// no ordering, 0 is refused (ambiguous); otherwise a cudaStream_t as an integer.
+int64_t StreamOf(const py::object& stream) {
+  if (stream.is_none()) return 1;
+  if (!py::isinstance<py::int_>(stream)) {
+    throw py::type_error("__dlpack__: stream must be an int (a cudaStream_t, 1, 2 or -1) or None");
+  }
+  const int64_t s = stream.cast<int64_t>();
+  if (s == 0 || s < -1) {
+    throw py::value_error(absl::StrCat(
+        "__dlpack__: stream ", s,
+        " is not one (DLPack: 1 the legacy default stream, 2 the per-thread one, -1 none, or a "
+        "cudaStream_t)"));
+  }
+  return s;
+}
+
 py::capsule ToDLPack(const Tensor& tensor, const py::object& stream) {
   const DLDevice device = DLDeviceOf(tensor.device());
   if (device.device_type == kDLCPU && !stream.is_none()) {
     throw py::value_error("__dlpack__: a CPU tensor takes no stream (stream must be None)");
   }
+  train::backend::Backend* backend = nullptr;
+  int64_t queue = -1;
   if (device.device_type != kDLCPU) {
-    // The producer would have to order its writes before `stream`; this build makes no CUDA
-    // tensors for Python.
-    throw py::type_error("__dlpack__: CUDA tensors are not exported by this build");
+    queue = StreamOf(stream);
+    absl::StatusOr<train::backend::Backend*> found = train::backend::BackendFor(tensor.device());
+    if (!found.ok()) ThrowStatus(found.status());
+    backend = *found;
+    if (queue != -1) {
+      // The consumer's stream reads the tensor after the copy that wrote it, without the host
+      // waiting (DLPack: the producer orders its work before `stream`).
+      absl::Status ordered;
+      {
+        py::gil_scoped_release release;
+        ordered = backend->OrderQueueAfterThis(static_cast<uintptr_t>(queue));
+      }
+      if (!ordered.ok()) ThrowStatus(ordered);
+    }
   }
-  auto* holder = new DLPackHolder{tensor, {}, {}, {}};
+  auto* holder = new DLPackHolder{tensor, {}, {}, {}, nullptr, 0};
+  if (backend != nullptr && queue != -1) {
+    holder->backend = backend;
+    holder->queue = static_cast<uintptr_t>(queue);
+  }
   for (int i = 0; i < tensor.rank(); ++i) holder->shape.push_back(tensor.dim(i));
   holder->strides.resize(holder->shape.size());
   int64_t stride = 1;
@@ -158,9 +197,13 @@ py::capsule ToDLPack(const Tensor& tensor, const py::object& stream) {
   dl.strides = holder->strides.data();
   dl.byte_offset = 0;
   holder->managed.manager_ctx = holder;
-  // May run on any thread, without the GIL: it touches C++ reference counts only.
+  // May run on any thread, without the GIL: it touches C++ reference counts and, for a device
+  // tensor, queues one wait (the consumer may still have kernels reading the block queued on its
+  // stream; the backend reuses it only after them).
   holder->managed.deleter = [](DLManagedTensor* self) {
-    delete static_cast<DLPackHolder*>(self->manager_ctx);
+    auto* h = static_cast<DLPackHolder*>(self->manager_ctx);
+    if (h->backend != nullptr) h->backend->OrderThisAfterQueue(h->queue).IgnoreError();
+    delete h;
   };
   PyObject* capsule = PyCapsule_New(&holder->managed, "dltensor", DeleteUnconsumedCapsule);
   if (capsule == nullptr) {
@@ -380,12 +423,32 @@ shared with other elements (a cache, from_tensor_slices' arrays); np.array(t) co
                             })
       .def(
           "__dlpack__",
-          [](const PyTensor& self, const py::object& stream) {
+          [](const PyTensor& self, const py::object& stream, const py::object& /*max_version*/,
+             const py::object& dl_device, const py::object& copy) {
+            if (!copy.is_none() && copy.cast<bool>()) {
+              throw py::buffer_error(
+                  "__dlpack__(copy=True): sluice exports views only; copy on the consumer's side");
+            }
+            if (!dl_device.is_none()) {
+              const DLDevice d = DLDeviceOf(self.tensor().device());
+              const auto want = dl_device.cast<std::pair<int, int>>();
+              if (want.first != static_cast<int>(d.device_type) || want.second != d.device_id) {
+                throw py::buffer_error(absl::StrCat("__dlpack__(dl_device=(", want.first, ", ",
+                                                    want.second, ")): the tensor is on ",
+                                                    self.tensor().device().DebugString(),
+                                                    " and sluice exports views only"));
+              }
+            }
             return ToDLPack(self.tensor(), stream);
           },
-          py::kw_only(), py::arg("stream") = py::none(),
-          "A DLPack capsule viewing this tensor; it keeps the memory alive until its consumer "
-          "releases it.")
+          py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
+          py::arg("dl_device") = py::none(), py::arg("copy") = py::none(),
+          "A DLPack capsule viewing this tensor (an unversioned one, whatever max_version asks: "
+          "consumers take both); it keeps the memory alive until its consumer releases it. For a "
+          "CUDA tensor, `stream` is the consumer's (DLPack: None or 1 the legacy default stream, "
+          "2 the per-thread one, a cudaStream_t, or -1 for no ordering): its later work waits for "
+          "the copy that wrote the tensor, and sluice reuses the memory only after the work that "
+          "stream had queued when the consumer released it.")
       .def("__dlpack_device__",
            [](const PyTensor& self) {
              const DLDevice d = DLDeviceOf(self.tensor().device());

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "python/errors.h"
 #include "python/ops_binding.h"
+#include "train/backend/plugin.h"
 
 // sluice._testing: what tests/python needs to reach states a user's pipeline reaches only by
 // chance: an op that blocks in C++ (without the GIL) and every status code as an exception.
@@ -35,6 +36,15 @@ void RegisterTesting(py::module_& m) {
         ThrowStatus(absl::Status(static_cast<absl::StatusCode>(code), message));
       },
       py::arg("code"), py::arg("message"), "Raises absl::Status(code, message) as Python sees it.");
+  t.def(
+      "load_plugin_file",
+      [](const std::string& path) {
+        absl::Status status = train::backend::LoadPluginFile(path);
+        if (!status.ok()) ThrowStatus(status);
+      },
+      py::arg("path"),
+      "Loads the device plugin at `path` into this process as the CUDA plugin is loaded "
+      "(train/backend/plugin.h); raises the loader's error.");
 }
 
 }  // namespace sluice::python

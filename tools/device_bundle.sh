@@ -8,17 +8,20 @@
 # 2. packs, with tools/pack_binaries.sh, the stripped programs (sluice, gpu_tests,
 #    train_step_bench), libsluice_cuda.so and every non-system library they load (not glibc, not
 #    the CUDA libraries, which the GPU machine's own are);
-# 3. adds the data: Fashion-MNIST's IDX files (half the training set, all of the test set), which
+# 3. builds the Python module (issue 43) for the GPU machine's Python, 3.12 (PYTHON_FOR_DEVICE, or a
+#    python3.12 found here with its headers; none: the bundle has no module and the runner says so),
+#    in OUT_DIR/python-build, and packs it as python/sluice with the libraries it loads;
+# 4. adds the data: Fashion-MNIST's IDX files (half the training set, all of the test set), which
 #    the runner converts with `sluice convert`, the photo fixture that `sluice bench`'s comparison
 #    replicates, and the scripts the runner calls;
-# 4. writes OUT_DIR/bundle.tar.gz and prints its size and the command for the device machine:
+# 5. writes OUT_DIR/bundle.tar.gz and prints its size and the command for the device machine:
 #      run: bash tools/device_check.sh build-device/bundle.tar.gz "$OUT"   carry: build-device
 # The working tree (about 12 MiB) and the bundle travel together under the device tool's 64 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=
 case "${1:-}" in
-  -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   --build) build=${2:?--build needs a directory}; shift 2 ;;
 esac
 out=$(mkdir -p "${1:-build-device}" && cd "${1:-build-device}" && pwd)
@@ -40,6 +43,41 @@ trap 'rm -rf "$stage"' EXIT
 echo "== device_bundle: programs and libraries"
 bash tools/pack_binaries.sh "$stage" "$build/sluice" "$build/tests/gpu_tests" \
   "$build/bench/train_step_bench" "$build/libsluice_cuda.so"
+
+echo "== device_bundle: the Python module for the device's Python"
+# The GPU machine's python3 is 3.12 (the device tool's KINDS.md); a module is built for one
+# Python only. Its libraries are built again in a build folder of its own, configured for CUDA
+# so that it loads the bundle's plugin (the same compiler: the same plugin ABI).
+py_device=${PYTHON_FOR_DEVICE:-}
+if [ -z "$py_device" ]; then
+  for cand in python3.12 "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
+    if command -v "$cand" >/dev/null 2>&1 &&
+      [ -f "$("$cand" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ]; then
+      py_device=$(command -v "$cand")
+      break
+    fi
+  done
+fi
+python_note="no Python 3.12 with headers here (set PYTHON_FOR_DEVICE): the bundle has no Python module"
+if [ -n "$py_device" ]; then
+  pybuild=$out/python-build
+  if cmake -S . -B "$pybuild" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_CUDA=ON \
+    -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8 -DSLUICE_BUILD_TESTS=OFF \
+    -DSLUICE_BUILD_BENCH=OFF -DPython3_EXECUTABLE="$py_device" >"$out/python-build.log" 2>&1 &&
+    cmake --build "$pybuild" --parallel "$(nproc)" --target sluice_python >>"$out/python-build.log" 2>&1; then
+    module=$(ls "$pybuild"/python/sluice/_sluice*.so)
+    bash tools/pack_binaries.sh "$stage" "$module"
+    mkdir -p "$stage/python/sluice"
+    mv "$stage/lib/$(basename "$module")" "$stage/python/sluice/"
+    cp "$pybuild"/python/sluice/*.py "$stage/python/sluice/"
+    python_note="$("$py_device" --version 2>&1) ($(basename "$module"))"
+  else
+    tail -20 "$out/python-build.log" >&2
+    echo "device_bundle: the Python module did not build for $py_device ($out/python-build.log)" >&2
+    exit 1
+  fi
+fi
+echo "device_bundle: Python module: $python_note"
 
 echo "== device_bundle: data"
 # Fashion-MNIST's IDX files, cut to the first 30,000 training images (plenty to compare devices)
@@ -71,6 +109,7 @@ cp tools/device_check.sh bench/pytorch_train_compare.py bench/pytorch_compare.py
   echo "{\"commit\": \"$(git rev-parse HEAD)\", \"dirty\": $([ -z "$(git status --porcelain)" ] && echo false || echo true),"
   echo " \"built\": \"$(date -u +%FT%TZ)\", \"nvcc\": \"$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')\","
   echo " \"cuda_architectures\": \"$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt")\","
+  echo " \"python_module\": \"$python_note\","
   echo " \"build_cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')\"}"
 } >"$stage/manifest.json"
 

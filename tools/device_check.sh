@@ -15,6 +15,9 @@
 #                    interleaved, two rounds;
 #   input            the JPEG pipeline (--data) feeding resnet-20 at batch 256: input wait share,
 #                    and the profiler's device busy share;
+#   python-cuda      `import sluice` (issue 43) with the bundle's module, when it was built for
+#                    this Python: prefetch_to_device("cuda:0") into PyTorch and JAX through DLPack
+#                    (values, no copy, stream order, release, lifetime, images/s);
 #   tensorboard      TensorBoard's EventAccumulator on sluice's event files, and the profile;
 #   onnx             ONNX Runtime on `sluice export`'s model against `sluice predict`'s top-1.
 # Writes OUT_DIR/summary.json (bench/results/ keeps it), OUT_DIR/logs/, and prints a table last.
@@ -22,7 +25,7 @@
 # device" and a small CPU run checks that the bundle's programs start. The whole run stays under
 # 7 minutes (DEADLINE_S, default 400 s: a part that would start later is skipped, saying so).
 set -uo pipefail
-[ $# -eq 2 ] || { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 bundle=$(readlink -f "$1")
 out=$(mkdir -p "$2" && cd "$2" && pwd)
 deadline=${DEADLINE_S:-400}
@@ -135,7 +138,7 @@ if [ $gpu = 0 ]; then
   else
     run gpu_tests 120 "$b/bin/gpu_tests" --gtest_output="json:$out/gpu_tests.json"
   fi
-  for p in accuracy precision speed input tensorboard onnx; do skip_gpu "$p"; done
+  for p in accuracy precision python-cuda speed input tensorboard onnx; do skip_gpu "$p"; done
 else
   # CPU references for the accuracy goal, beside the GPU parts on half the cores.
   (
@@ -153,6 +156,19 @@ else
     run "precision-$p" 90 "${train[@]}" --model cnn --epochs 1 --device cuda --precision "$p"
   done
   wait "$cpu_refs"
+
+  # The Python module, built for one CPython (tools/device_bundle.sh): run where it is this one.
+  module=$(ls "$b"/python/sluice/_sluice*.so 2>/dev/null | head -1)
+  if [ -z "$module" ]; then
+    record python-cuda skipped 0 "skipped: the bundle has no Python module ($(grep -o '"python_module": "[^"]*"' "$b/manifest.json"))"
+  elif ! "$py" -c "import sys, sysconfig; sys.exit('$(basename "$module")'.split('.')[1] != sysconfig.get_config_var('SOABI'))"; then
+    record python-cuda skipped 0 "skipped: $(basename "$module") is not for $("$py" --version 2>&1)"
+  elif ! has_py torch; then
+    record python-cuda skipped 0 "skipped: $py has no torch"
+  else
+    run python-cuda 90 env PYTHONPATH="$b/python" XLA_PYTHON_CLIENT_PREALLOCATE=false \
+      "$py" "$b/scripts/python_cuda_check.py" "$data"
+  fi
 
   # Speed, interleaved: sluice then PyTorch at each batch, two rounds.
   for round in 1 2; do

@@ -9,11 +9,11 @@
 
 namespace sluice::tools {
 
-// The --device option of `sluice train` and `sluice bench`: "cpu", "cuda" or "cuda:N" (the
-// guarded test device is not offered to users).
-absl::StatusOr<Device> ParseDevice(absl::string_view text);
+// The --device option of `sluice train` and `sluice bench`: sluice::ParseDevice ("cpu", "cuda",
+// "cuda:N"; the guarded test device is not offered to users), its error after "--device: ".
+absl::StatusOr<Device> ParseDeviceOption(absl::string_view text);
 
-// A --device option's row spec: ParseDevice, and the device's name for --help.
+// A --device option's row spec: ParseDeviceOption, and the device's name for --help.
 OptionSpec<Device> DeviceOptionSpec();
 
 // OK when `device` has a backend here; otherwise the backend's own reason (a build without

@@ -27,6 +27,7 @@ from ._sluice import (
     Tensor,
     __version__,
     bench,
+    cuda,
     image_dataset_from_directory,
     io,
     ops,
@@ -55,6 +56,31 @@ def _as_numpy_iterator(self):
 
 Dataset.as_numpy_iterator = _as_numpy_iterator
 
+
+def _apply(self, transformation_func):
+    """tf.data's apply: transformation_func(self), which must return a sluice.Dataset."""
+    result = transformation_func(self)
+    if not isinstance(result, Dataset):
+        raise TypeError(
+            f"apply: transformation_func must return a sluice.Dataset, not {type(result).__name__}"
+        )
+    return result
+
+
+Dataset.apply = _apply
+
+
+class experimental:  # noqa: N801  (tf.data.experimental's name)
+    """tf.data.experimental's names that sluice has."""
+
+    @staticmethod
+    def prefetch_to_device(device, buffer_size=None):
+        """tf.data.experimental.prefetch_to_device, for Dataset.apply:
+        ds.apply(sluice.experimental.prefetch_to_device("cuda:0")). buffer_size None is 2
+        (device memory is scarcer than host memory, so it is not tuned)."""
+        size = 2 if buffer_size is None else buffer_size
+        return lambda ds: ds.prefetch_to_device(device, buffer_size=size)
+
 __all__ = [
     "AUTOTUNE",
     "INFINITE_CARDINALITY",
@@ -68,6 +94,8 @@ __all__ = [
     "Tensor",
     "__version__",
     "bench",
+    "cuda",
+    "experimental",
     "image_dataset_from_directory",
     "io",
     "ops",

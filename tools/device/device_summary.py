@@ -5,7 +5,7 @@
 
 Reads OUT_DIR/parts.jsonl (one line per part), gpu.csv (nvidia-smi), gpu_tests.json (GoogleTest),
 the JSON outputs of `sluice train --json` (accuracy-*, precision-*, input-*), of train_step_bench
-(speed-sluice-*) and of bench/pytorch_train_compare.py (speed-torch-*), tensorboard.out, onnx.out
+(speed-sluice-*) and of bench/pytorch_train_compare.py (speed-torch-*), tensorboard.out, python-cuda.out, onnx.out
 and the profile summaries. Only the standard library: it also runs in a rehearsal without numpy.
 Exits non-zero when a part failed.
 """
@@ -132,6 +132,11 @@ def main():
                             "device_busy": device_busy(os.path.join(out, "profile-resnet-20-b256.txt"))}
     summary["tensorboard"] = load(os.path.join(out, "tensorboard.out"))
     summary["onnx"] = load(os.path.join(out, "onnx.out"))
+    python_cuda = load(os.path.join(out, "python-cuda.out"))
+    if python_cuda:
+        summary["python_cuda"] = {
+            "checks": {k: v.get("passed") for k, v in python_cuda.get("checks", {}).items()},
+            "images_per_second": python_cuda.get("images_per_second")}
     summary["cpu_smoke"] = load(os.path.join(out, "cpu_smoke.out"))
     summary["parts"] = parts
     failed = [p["part"] for p in parts if p["status"] == "failed"]
@@ -152,7 +157,7 @@ def main():
             print(f"speed {model} b{batch}: sluice {e.get('sluice')}  compiled "
                   f"{e.get('sluice_compiled')}  pytorch {e.get('pytorch')}  ratio {e.get('ratio')}  "
                   f"compiled/eager {e.get('compiled_vs_eager')}")
-    for key in ("precision", "input", "tensorboard", "onnx"):
+    for key in ("precision", "input", "python_cuda", "tensorboard", "onnx"):
         if summary.get(key):
             print(f"{key}: {json.dumps(summary[key])[:300]}")
     sys.exit(1 if failed else 0)

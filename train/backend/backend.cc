@@ -71,6 +71,10 @@ absl::StatusOr<std::shared_ptr<Event>> Backend::CopyAsync(const Tensor& src, Ten
 
 absl::Status Backend::WaitEvent(Event& event) { return event.Synchronize(); }
 
+absl::Status Backend::OrderQueueAfterThis(uintptr_t /*queue*/) { return absl::OkStatus(); }
+
+absl::Status Backend::OrderThisAfterQueue(uintptr_t /*queue*/) { return absl::OkStatus(); }
+
 absl::StatusOr<Tensor> Backend::ComputeOperand(const Tensor& t) {
   if (t.dtype() != DType::kFloat32 || !ReadsBFloat16Operands()) return t;
   SLUICE_ASSIGN_OR_RETURN(Tensor copy, Allocate(DType::kBFloat16, t.shape()));

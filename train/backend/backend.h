@@ -126,6 +126,19 @@ class Backend {
   // reads a CopyAsync destination.
   virtual absl::Status WaitEvent(Event& event);
 
+  // --- queues of other libraries (DLPack's stream exchange) ---------------------
+  // `queue` is a queue of this device that another library puts its work on: on CUDA a
+  // cudaStream_t, or DLPack's 1 and 2 for the legacy and the per-thread default stream (0 is
+  // refused: DLPack calls it ambiguous). Neither call makes the host wait. The defaults suit a
+  // backend that runs each call to the end (the CPU): there is nothing to order.
+  //
+  // Work queued on `queue` from now on starts after the work queued on this backend so far: a
+  // consumer (PyTorch, JAX) may read what this backend wrote, without the host waiting.
+  virtual absl::Status OrderQueueAfterThis(uintptr_t queue);
+  // Work queued on this backend from now on starts after the work queued on `queue` so far: this
+  // backend may reuse memory that a consumer's queued kernels still read.
+  virtual absl::Status OrderThisAfterQueue(uintptr_t queue);
+
   // --- dense linear algebra and convolution -------------------------------
   // Whether MatMul and the Conv2D kernels compute from bfloat16 operands under the current
   // precision policy (compute_precision.h): the CPU's under mixed_bfloat16.

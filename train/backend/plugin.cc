@@ -13,9 +13,14 @@
 #include "absl/strings/str_join.h"
 #include "core/mutex.h"
 #include "core/status_macros.h"
+#include "core/trace_recorder.h"
+#include "train/backend/backend.h"
+#include "train/backend/broadcast.h"
+#include "train/backend/compute_precision.h"
 #include "train/backend/plugin_config.h"
+#include "train/backend/require_float32.h"
 
-// Found by dlsym(RTLD_DEFAULT) only where the program exports its symbols, which a plugin needs
+// In the global scope only where the program exports its symbols, which a plugin needs
 // (LoadPluginFile checks it first, to say so instead of failing on some undefined symbol).
 // Declared extern first: a const at namespace scope is otherwise local to this file.
 extern "C" {
@@ -23,8 +28,69 @@ extern const int sluice_plugin_host;
 const int sluice_plugin_host = 1;
 }
 
+// One function of each file whose functions a plugin calls, referenced beside the loader: a
+// program links a file of a static library only when it calls into it, so a program that can
+// load a plugin (it links this file) holds them all, even where it calls none itself (the Python
+// module calls no broadcast helper). A plugin needing a file not listed here fails to load with
+// "undefined symbol" (tests: a plugin calling these, loaded by a test program and by Python).
+// External and extern "C", so that no compiler drops it as unused.
+extern "C" {
+extern const void* const sluice_plugin_host_interface[];
+const void* const sluice_plugin_host_interface[] = {
+    // backend.cc: the registries, Backend's defaults
+    reinterpret_cast<const void*>(
+        static_cast<absl::StatusOr<sluice::train::backend::Backend*> (*)(const sluice::Device&)>(
+            &sluice::train::backend::BackendFor)),
+    reinterpret_cast<const void*>(&sluice::train::backend::BroadcastStrides),  // broadcast.cc
+    reinterpret_cast<const void*>(
+        &sluice::train::backend::CurrentPrecision),                          // compute_precision.cc
+    reinterpret_cast<const void*>(&sluice::train::backend::RequireFloat32),  // require_float32.cc
+    reinterpret_cast<const void*>(&sluice::profiler::RecordTrackSpan),  // core/trace_recorder.cc
+};
+}
+
 namespace sluice::train::backend {
 namespace {
+
+// Whether `name` is in the global scope, which a plugin's undefined symbols bind to (dlsym on the
+// program's own handle; RTLD_DEFAULT would search this caller's scope too, which holds the
+// caller's object even when that object is not global).
+bool InGlobalScope(const char* name) {
+  void* program = dlopen(nullptr, RTLD_NOW);
+  return program != nullptr && dlsym(program, name) != nullptr;
+}
+
+// Whether sluice's functions are in the global scope. An executable linked with -rdynamic puts
+// them there. A shared object holding sluice (the Python module, which Python opens RTLD_LOCAL)
+// shows them only to what it opened itself: it is opened again, RTLD_NOLOAD (the object already
+// loaded) | RTLD_GLOBAL, which adds it to that scope.
+bool HostExportsSluice() {
+  if (InGlobalScope("sluice_plugin_host")) return true;
+  Dl_info info;
+  if (dladdr(&sluice_plugin_host, &info) == 0 || info.dli_fname == nullptr ||
+      *info.dli_fname == '\0') {
+    return false;
+  }
+  if (dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL) == nullptr) return false;
+  return InGlobalScope("sluice_plugin_host");
+}
+
+// The folder of the shared object that holds this code when it is not the executable (the
+// Python module's), or empty.
+std::string HolderDir(const std::string& exe_dir) {
+  Dl_info info;
+  if (dladdr(&sluice_plugin_host, &info) == 0 || info.dli_fname == nullptr) return "";
+  char resolved[PATH_MAX];
+  if (realpath(info.dli_fname, resolved) == nullptr) return "";
+  const std::string holder(resolved);
+  const size_t slash = holder.rfind('/');
+  if (slash == std::string::npos) return "";
+  const std::string dir = holder.substr(0, slash);
+  char exe[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0 && holder == std::string(exe, static_cast<size_t>(n))) return "";
+  return dir == exe_dir ? "" : dir;
+}
 
 struct PluginInfo {
   const char* file;         // libsluice_cuda.so
@@ -59,7 +125,7 @@ std::string DlopenError(const std::string& path) {
 
 // Opens, checks and registers the plugin at `path`; its handle.
 absl::StatusOr<void*> OpenPlugin(const std::string& path) {
-  if (dlsym(RTLD_DEFAULT, "sluice_plugin_host") == nullptr) {
+  if (!HostExportsSluice()) {
     return absl::FailedPreconditionError(absl::StrCat(
         path,
         ": this program does not export sluice's functions, which the plugin calls: link it with "
@@ -152,6 +218,8 @@ std::vector<std::string> PluginSearchPath(DeviceType type) {
     places.push_back(absl::StrCat(exe_dir, "/", info->file));
     places.push_back(absl::StrCat(exe_dir, "/../lib/", info->file));
   }
+  const std::string holder_dir = HolderDir(exe_dir);
+  if (!holder_dir.empty()) places.push_back(absl::StrCat(holder_dir, "/", info->file));
   places.push_back(absl::StrCat(SLUICE_INSTALL_FULL_LIBDIR, "/", info->file));
   places.push_back(info->file);
   return places;

@@ -20,7 +20,10 @@ namespace sluice::train::backend {
 // A plugin calls sluice's own functions in the program that loads it, and registers its backends
 // in that program's registries: it is built from the same sources, by the same compiler, and does
 // not link sluice's static libraries itself. So the program must export its symbols (executables
-// that link sluice::train_backend are linked with -rdynamic), and the plugin's ABI string (sluice's
+// that link sluice::train_backend are linked with -rdynamic; a shared object holding sluice, such
+// as the Python module, makes its own global when it first loads a plugin), and every file the
+// plugin calls into must be linked in (plugin.cc references one function of each, its host
+// interface), and the plugin's ABI string (sluice's
 // version, the compiler, the sanitizers) must equal the program's. A plugin calls only core/ and
 // train/backend/ code, which every program that can load one has (its CPU backend uses the same),
 // plus stateless helpers of the layers above, which it compiles in (distributed/communicator.cc).
@@ -30,8 +33,10 @@ namespace sluice::train::backend {
 //      the dynamic linker's search);
 //   2. beside the executable (/proc/self/exe's folder): a build tree, or a bundle's folder;
 //   3. ../lib from there: an installed prefix's bin/ and lib/, wherever it was moved;
-//   4. the library folder sluice was configured to install into (CMAKE_INSTALL_FULL_LIBDIR);
-//   5. the dynamic linker's own search: LD_LIBRARY_PATH, the program's RUNPATH, ld.so.cache.
+//   4. beside the shared object that holds this code, when that is not the executable (the
+//      Python module's folder, where the build tree links the plugin);
+//   5. the library folder sluice was configured to install into (CMAKE_INSTALL_FULL_LIBDIR);
+//   6. the dynamic linker's own search: LD_LIBRARY_PATH, the program's RUNPATH, ld.so.cache.
 // The first file that exists is the one loaded: when it fails to load (a library it needs is
 // missing, say), that failure is the error; later places are not tried.
 

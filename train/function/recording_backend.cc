@@ -101,6 +101,14 @@ absl::Status RecordingBackend::WaitEvent(backend::Event&) {
   return Refuse("waits for an event of the input pipeline's copies");
 }
 
+absl::Status RecordingBackend::OrderQueueAfterThis(uintptr_t) {
+  return Refuse("orders another library's queue after the step's kernels (DLPack's exchange)");
+}
+
+absl::Status RecordingBackend::OrderThisAfterQueue(uintptr_t) {
+  return Refuse("orders the step's kernels after another library's queue (DLPack's exchange)");
+}
+
 absl::Status RecordingBackend::RecordCheck(const char* name, const Tensor& t,
                                            backend::TensorCheck check) {
   {

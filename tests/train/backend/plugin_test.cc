@@ -2,6 +2,7 @@
 // every build: what libsluice_cuda.so goes through, without CUDA.
 #include "train/backend/plugin.h"
 
+#include <dlfcn.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -60,6 +61,20 @@ TEST(PluginTest, LoadsAndRegistersThroughTheProgramsOwnSymbols) {
   absl::Status status = LoadPluginFile(TestPlugin("good"));
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(testing::registrations, before + 1);
+}
+
+// What libsluice_cuda.so calls in its host (train/backend/plugin.cc's host interface) binds to
+// this program's exported functions and works.
+TEST(PluginTest, APluginCallsTheHostInterface) {
+  const std::string path = TestPlugin("host_interface");
+  absl::Status status = LoadPluginFile(path);
+  ASSERT_TRUE(status.ok()) << status;
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto* checks = reinterpret_cast<int (*)()>(dlsym(handle, "sluice_test_host_interface_checks"));
+  ASSERT_NE(checks, nullptr);
+  EXPECT_EQ(checks(), 4);
+  dlclose(handle);  // the loader's own reference keeps it loaded
 }
 
 TEST(PluginTest, APluginOfAnotherBuildIsRefused) {

@@ -172,6 +172,21 @@ TEST(FunctionTest, RefusesWhatAReplayWouldGetWrong) {
         return in;
       },
       "Synchronize");
+  // Ordering another library's queue (DLPack's exchange): a replay would not repeat it.
+  expect_refused(
+      [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        SLUICE_ASSIGN_OR_RETURN(backend::Backend * b, backend::BackendFor(in[0].device()));
+        SLUICE_RETURN_IF_ERROR(b->OrderQueueAfterThis(1));
+        return in;
+      },
+      "orders another library's queue");
+  expect_refused(
+      [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        SLUICE_ASSIGN_OR_RETURN(backend::Backend * b, backend::BackendFor(in[0].device()));
+        SLUICE_RETURN_IF_ERROR(b->OrderThisAfterQueue(1));
+        return in;
+      },
+      "after another library's queue");
   // A Dropout op called directly has no seed source: every replay would repeat its mask.
   expect_refused(
       [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {

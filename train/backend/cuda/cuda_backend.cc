@@ -19,6 +19,7 @@
 #include "train/backend/compute_precision.h"
 #include "train/backend/cuda/conv_plan.h"
 #include "train/backend/cuda/cuda_check.h"
+#include "train/backend/cuda/device_scope.h"
 #include "train/backend/cuda/kernels.h"
 #include "train/backend/cuda/strided_index.h"
 #include "train/backend/require_float32.h"
@@ -338,6 +339,42 @@ absl::Status CudaBackend::WaitEvent(train::backend::Event& event) {
   }
   CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   return stream_.Wait(copy->event());
+}
+
+namespace {
+
+// The stream DLPack's `queue` names (1 and 2 are the default streams), or an error for 0.
+absl::StatusOr<cudaStream_t> ForeignStream(uintptr_t queue) {
+  if (queue == 0) {
+    return absl::InvalidArgumentError(
+        "stream 0 is ambiguous (DLPack): pass 1 for the legacy default stream, 2 for the "
+        "per-thread one, or a cudaStream_t");
+  }
+  if (queue == 1) return cudaStreamLegacy;
+  if (queue == 2) return cudaStreamPerThread;
+  return reinterpret_cast<cudaStream_t>(queue);
+}
+
+}  // namespace
+
+absl::Status CudaBackend::OrderQueueAfterThis(uintptr_t queue) {
+  SLUICE_ASSIGN_OR_RETURN(cudaStream_t foreign, ForeignStream(queue));
+  const DeviceScope scope(device_);  // a consumer's thread keeps its own current device
+  CUDA_RETURN_IF_ERROR(scope.status());
+  SLUICE_ASSIGN_OR_RETURN(Event ours, Event::Create(device_));
+  SLUICE_RETURN_IF_ERROR(ours.Record(stream_));
+  // The event may be destroyed at once: a wait already queued keeps what it needs.
+  CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(foreign, ours.get(), 0));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::OrderThisAfterQueue(uintptr_t queue) {
+  SLUICE_ASSIGN_OR_RETURN(cudaStream_t foreign, ForeignStream(queue));
+  const DeviceScope scope(device_);  // a consumer's thread keeps its own current device
+  CUDA_RETURN_IF_ERROR(scope.status());
+  SLUICE_ASSIGN_OR_RETURN(Event theirs, Event::Create(device_));
+  CUDA_RETURN_IF_ERROR(cudaEventRecord(theirs.get(), foreign));
+  return stream_.Wait(theirs);
 }
 
 size_t CudaBackend::NumConvolutionPlans() const {

@@ -82,6 +82,8 @@ class CudaBackend final : public train::backend::Backend {
   absl::StatusOr<std::shared_ptr<train::backend::Event>> CopyAsync(const Tensor& src,
                                                                    Tensor& dst) override;
   absl::Status WaitEvent(train::backend::Event& event) override;
+  absl::Status OrderQueueAfterThis(uintptr_t queue) override;
+  absl::Status OrderThisAfterQueue(uintptr_t queue) override;
 
   absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
                       Tensor& out) override;

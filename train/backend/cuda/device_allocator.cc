@@ -7,6 +7,7 @@
 #include "core/mutex.h"
 #include "core/status_macros.h"
 #include "train/backend/cuda/cuda_check.h"
+#include "train/backend/cuda/device_scope.h"
 
 namespace sluice::train::backend::cuda {
 namespace {
@@ -14,23 +15,6 @@ namespace {
 constexpr size_t kSmallGranule = 512;
 constexpr size_t kSmallLimit = size_t{1} << 20;
 constexpr int kMaxDevices = 64;
-
-// Makes `device` current for the scope and restores the caller's device.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    if (previous_ != device) status_ = cudaSetDevice(device);
-  }
-  ~DeviceScope() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
-  }
-  cudaError_t status() const { return status_; }
-
- private:
-  int previous_ = -1;
-  cudaError_t status_ = cudaSuccess;
-};
 
 }  // namespace
 
