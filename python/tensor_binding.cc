@@ -250,7 +250,9 @@ Tensor BytesTensorFromArray(const py::array& array) {
 // The sluice dtype a NumPy array converts to, by its kind and item size.
 DType DTypeForNumpy(const py::dtype& dtype) {
   const char kind = dtype.kind();
-  const py::ssize_t size = dtype.itemsize();
+  // Read as a Python attribute: pybind11 2.10 reads the descriptor's struct, whose elsize field
+  // moved in NumPy 2.
+  const auto size = dtype.attr("itemsize").cast<py::ssize_t>();
   if (kind == 'b') return DType::kUint8;
   if (kind == 'u') return size == 1 ? DType::kUint8 : size == 2 ? DType::kInt32 : DType::kInt64;
   if (kind == 'i') return size <= 4 ? DType::kInt32 : DType::kInt64;
@@ -394,7 +396,11 @@ void RegisterTensor(py::module_& m) {
   // pybind11's NumPy API table is a function-local static that imports NumPy: made first by a
   // pipeline thread (a map function's arguments), it deadlocked that thread, which holds the GIL,
   // against another inside the import, which waits for it. Made here, once, by the importer.
-  py::detail::npy_api::get();
+  try {
+    py::detail::npy_api::get();
+  } catch (py::error_already_set& e) {
+    throw py::import_error(absl::StrCat("sluice needs NumPy: ", e.what()));
+  }
   py::class_<PyTensor> cls(m, "Tensor", py::buffer_protocol(), R"doc(
 One component of a sluice element: a view of a C++ tensor, shared without a copy.
 

@@ -16,6 +16,7 @@ batch) runs twice: on the host, and ending in prefetch_to_device("cuda:0"). Chec
   jax         jax.dlpack.from_dlpack of a CUDA batch equals the host batch (skipped without JAX);
 and the images/s of the loop that feeds PyTorch, with and without prefetch_to_device (then
 torch's .cuda(non_blocking=True) copies). Prints one JSON object; exits non-zero on a failure.
+SLUICE_CHECK_DEVICE=cpu runs what does not need a GPU (a rehearsal of the script here).
 """
 import glob
 import json
@@ -46,16 +47,24 @@ def main():
     if not files:
         sys.exit(f"no train-*.tfrecord in {sys.argv[1]}")
     checks = {}
+
+    def sync():
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
     report = {"sluice": sluice.__version__, "torch": torch.__version__,
-              "cuda_devices": sluice.cuda.device_count(), "checks": checks}
-    device = torch.device("cuda:0")
+              "cuda_devices": sluice.cuda.device_count() if sluice.cuda.is_built() else None,
+              "device": None, "checks": checks}
+    name = os.environ.get("SLUICE_CHECK_DEVICE", "cuda:0")
+    device = torch.device(name)
+    on_gpu = device.type == "cuda"
+    report["device"] = name
 
     # values, no_copy: the first 40 batches of 1,024 images, host and device side by side.
     host = pipeline(files, 1024).take(40)
-    cuda = host.prefetch_to_device("cuda:0", buffer_size=3)
+    cuda = host.prefetch_to_device(name, buffer_size=3)
     mismatches, pointers_equal, n = 0, True, 0
     for (hx, hy), (cx, cy) in zip(host, cuda):
-        assert cx.device == "cuda:0", cx.device
+        assert cx.device == name, cx.device
         tx, ty = torch.from_dlpack(cx), torch.from_dlpack(cy)
         pointers_equal &= tx.data_ptr() == cx.data_ptr and tx.device == device
         mismatches += not torch.equal(tx.cpu(), torch.from_dlpack(hx))
@@ -67,12 +76,15 @@ def main():
 
     # streams: consume at once on a side stream, which from_dlpack hands to sluice.
     want = [float(np.asarray(hx, dtype=np.float64).sum()) for hx, _ in host]
-    side = torch.cuda.Stream(device)
     sums = []
-    with torch.cuda.stream(side):
-        for cx, _ in cuda:
-            sums.append(torch.from_dlpack(cx).double().sum())
-    side.synchronize()
+    if on_gpu:
+        side = torch.cuda.Stream(device)
+        with torch.cuda.stream(side):
+            for cx, _ in cuda:
+                sums.append(torch.from_dlpack(cx).double().sum())
+        side.synchronize()
+    else:
+        sums = [torch.from_dlpack(cx).double().sum() for cx, _ in cuda]
     got = [float(s) for s in sums]
     checks["streams"] = {"passed": got == want, "batches": len(got),
                          "wrong": sum(g != w for g, w in zip(got, want))}
@@ -87,15 +99,15 @@ def main():
             y = y * 1.0
         results.append(y.sum())
         del x, cx, y
-    torch.cuda.synchronize()
+    sync()
     got = [float(r) for r in results]
     checks["release"] = {"passed": got == want, "wrong": sum(g != w for g, w in zip(got, want))}
 
     # lifetime: a batch outlives its iterator and dataset.
-    it = iter(pipeline(files, 256).take(1).prefetch_to_device("cuda:0"))
+    it = iter(pipeline(files, 256).take(1).prefetch_to_device(name))
     kept = torch.from_dlpack(next(it)[0])
     del it
-    torch.cuda.synchronize()
+    sync()
     first = np.asarray(next(iter(pipeline(files, 256).take(1)))[0])
     checks["lifetime"] = {"passed": bool(np.array_equal(kept.cpu().numpy(), first))}
 
@@ -103,7 +115,7 @@ def main():
     try:
         import jax
         import jax.dlpack
-        cx, _ = next(iter(pipeline(files, 256).take(1).prefetch_to_device("cuda:0")))
+        cx, _ = next(iter(pipeline(files, 256).take(1).prefetch_to_device(name)))
         ja = jax.dlpack.from_dlpack(cx)
         checks["jax"] = {"passed": bool(np.array_equal(np.asarray(ja), first)),
                          "jax": jax.__version__, "device": str(ja.devices())}
@@ -116,17 +128,17 @@ def main():
     def loop(use_prefetch, batches=60):
         ds = pipeline(files, 256).repeat().take(batches)
         if use_prefetch:
-            ds = ds.prefetch_to_device("cuda:0")
+            ds = ds.prefetch_to_device(name)
         else:
             ds = ds.prefetch(2)
         start = time.perf_counter()
         total = torch.zeros((), device=device, dtype=torch.float64)
         for x, _ in ds:
             t = torch.from_dlpack(x)
-            if not use_prefetch:
+            if not use_prefetch and on_gpu:
                 t = t.pin_memory().to(device, non_blocking=True)
             total += t.double().sum()
-        torch.cuda.synchronize()
+        sync()
         return batches * 256 / (time.perf_counter() - start)
 
     speed = {"prefetch_to_device": [], "host_then_torch_copy": []}
