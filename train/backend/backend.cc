@@ -96,6 +96,13 @@ absl::Status Backend::Conv2DBiasForward(const ConvGeometry& geo, const Tensor& i
   return Binary(BinaryOp::kAdd, conv, bias, output);  // [o] broadcasts over [n, oh, ow, o]
 }
 
+absl::Status Backend::Conv2DBiasReluForward(const ConvGeometry& geo, const Tensor& input,
+                                            const Tensor& filter, const Tensor& bias,
+                                            Tensor& output) {
+  SLUICE_RETURN_IF_ERROR(Conv2DBiasForward(geo, input, filter, bias, output));
+  return Unary(UnaryOp::kRelu, output, output);
+}
+
 absl::Status Backend::Conv2DBackwardFilterBias(const ConvGeometry& geo, const Tensor& input,
                                                const Tensor& grad_output, Tensor& grad_filter,
                                                Tensor& grad_bias) {

@@ -174,6 +174,12 @@ class Backend {
   virtual absl::Status Conv2DBackwardFilterBias(const ConvGeometry& geo, const Tensor& input,
                                                 const Tensor& grad_output, Tensor& grad_filter,
                                                 Tensor& grad_bias);
+  // Conv2DBiasForward, then max(., 0) in place: a convolution and the ReLU after it, `output`
+  // float32. The default runs the two; the CPU runs the ReLU inside its float32 convolution
+  // (oneDNN's eltwise post-op), which saves a pass over the output.
+  virtual absl::Status Conv2DBiasReluForward(const ConvGeometry& geo, const Tensor& input,
+                                             const Tensor& filter, const Tensor& bias,
+                                             Tensor& output);
 
   // --- pooling --------------------------------------------------------------
   // Returns the workspace the backward pass needs (max pooling's argmax on the

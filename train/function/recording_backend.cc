@@ -167,6 +167,15 @@ absl::Status RecordingBackend::Conv2DBiasForward(const backend::ConvGeometry& ge
       [geo](Backend& b, Tensors& t) { return b.Conv2DBiasForward(geo, t[0], t[1], t[2], t[3]); });
 }
 
+absl::Status RecordingBackend::Conv2DBiasReluForward(const backend::ConvGeometry& geo,
+                                                     const Tensor& input, const Tensor& filter,
+                                                     const Tensor& bias, Tensor& output) {
+  return Record("Conv2DBiasReluForward", {&input, &filter, &bias, &output},
+                [geo](Backend& b, Tensors& t) {
+                  return b.Conv2DBiasReluForward(geo, t[0], t[1], t[2], t[3]);
+                });
+}
+
 absl::Status RecordingBackend::Conv2DBackwardFilterBias(const backend::ConvGeometry& geo,
                                                         const Tensor& input,
                                                         const Tensor& grad_output,

@@ -94,6 +94,9 @@ class RecordingBackend final : public backend::Backend, public backend::CheckRec
                                     const Tensor& grad_output, Tensor& grad_filter) override;
   absl::Status Conv2DBiasForward(const backend::ConvGeometry& geo, const Tensor& input,
                                  const Tensor& filter, const Tensor& bias, Tensor& output) override;
+  absl::Status Conv2DBiasReluForward(const backend::ConvGeometry& geo, const Tensor& input,
+                                     const Tensor& filter, const Tensor& bias,
+                                     Tensor& output) override;
   absl::Status Conv2DBackwardFilterBias(const backend::ConvGeometry& geo, const Tensor& input,
                                         const Tensor& grad_output, Tensor& grad_filter,
                                         Tensor& grad_bias) override;

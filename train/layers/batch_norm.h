@@ -31,8 +31,10 @@ class BatchNorm : public Module {
   explicit BatchNorm(int64_t channels, BatchNormOptions options = {});
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
   // Relu(Forward(input, training)), the ReLU fused into the batch norm's pass when training
-  // (ops::BatchNormReluTraining): what a block that follows its batch norm with a ReLU calls.
-  absl::StatusOr<Tensor> ForwardRelu(const Tensor& input, bool training);
+  // (ops::BatchNormReluTraining), the same bits: what a block that follows its batch norm with a
+  // ReLU calls, and Sequential for a BatchNorm and a plain ReLU.
+  bool FusesRelu() const override { return true; }
+  absl::StatusOr<Tensor> ForwardRelu(const Tensor& input, bool training) override;
   absl::Status Build(const Shape& input_shape) override;
   bool built() override { return gamma_.has_value(); }
   std::string name() const override { return "batch_norm"; }

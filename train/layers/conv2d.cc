@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/ops/activations.h"
 
 namespace sluice::train::layers {
 Conv2D::Conv2D(int64_t filters, KernelSize kernel_size, Conv2DLayerOptions options)
@@ -53,7 +54,15 @@ absl::Status Conv2D::Build(const Shape& input_shape) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Tensor> Conv2D::Forward(const Tensor& input, bool) {
+absl::StatusOr<Tensor> Conv2D::Forward(const Tensor& input, bool) { return Run(input, false); }
+
+bool Conv2D::FusesRelu() const {
+  return activation() == Activation::kLinear && use_bias() && !conv_.keep_compute_dtype;
+}
+
+absl::StatusOr<Tensor> Conv2D::ForwardRelu(const Tensor& input, bool) { return Run(input, true); }
+
+absl::StatusOr<Tensor> Conv2D::Run(const Tensor& input, bool relu) {
   if (!built()) {
     SLUICE_RETURN_IF_ERROR(BuildFor(input));
   } else if (input.rank() != 4 || input.dim(3) != *in_channels_) {
@@ -61,11 +70,16 @@ absl::StatusOr<Tensor> Conv2D::Forward(const Tensor& input, bool) {
                                                    " input channels, got input ",
                                                    input.shape().DebugString()));
   }
-  // The bias in the convolution's own kernels, forward and backward.
+  // The bias, and a ReLU (relu twice is relu once), in the convolution's own kernels.
+  if (bias() != nullptr && !conv_.keep_compute_dtype &&
+      (activation() == Activation::kRelu || (relu && activation() == Activation::kLinear))) {
+    return ops::Conv2DBiasRelu(input, kernel().value(), bias()->value(), conv_);
+  }
   SLUICE_ASSIGN_OR_RETURN(
       Tensor y, bias() != nullptr ? ops::Conv2D(input, kernel().value(), bias()->value(), conv_)
                                   : ops::Conv2D(input, kernel().value(), conv_));
-  return Activate(activation(), y);
+  SLUICE_ASSIGN_OR_RETURN(Tensor out, Activate(activation(), y));
+  return relu ? ops::Relu(out) : out;
 }
 
 absl::StatusOr<LayerConfig> Conv2D::GetConfig() {

@@ -36,10 +36,15 @@ class Conv2D : public KernelLayer {
   Conv2D(int64_t in_channels, int64_t filters, int64_t kernel_h, int64_t kernel_w,
          Conv2DLayerOptions options = {});
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
+  // With a bias, a linear activation and a float32 output, in one kernel (ops::Conv2DBiasRelu).
+  bool FusesRelu() const override;
+  absl::StatusOr<Tensor> ForwardRelu(const Tensor& input, bool training) override;
   absl::Status Build(const Shape& input_shape) override;
   absl::StatusOr<LayerConfig> GetConfig() override;
 
  private:
+  absl::StatusOr<Tensor> Run(const Tensor& input, bool relu);
+
   ops::Conv2DOptions conv_;
   int64_t filters_;
   KernelSize kernel_size_;

@@ -46,6 +46,8 @@ absl::Status Dense::Build(const Shape& input_shape) {
 
 absl::StatusOr<Tensor> Dense::Forward(const Tensor& input, bool) { return Run(input, false); }
 
+bool Dense::FusesRelu() const { return activation() == Activation::kLinear && use_bias(); }
+
 absl::StatusOr<Tensor> Dense::ForwardRelu(const Tensor& input, bool) { return Run(input, true); }
 
 absl::StatusOr<Tensor> Dense::Run(const Tensor& input, bool relu) {

@@ -28,10 +28,9 @@ class Dense : public KernelLayer {
   Dense(int64_t units, DenseOptions options) : Dense(units, Activation::kLinear, options) {}
   Dense(int64_t in_features, int64_t units, DenseOptions options = {});
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
-  // Forward, then max(x, 0): what this layer and a ReLU after it compute, in one kernel when the
-  // layer has a bias and a linear or relu activation (ops::MatMulBias). Sequential calls it for a
-  // Dense followed by a plain ReLU.
-  absl::StatusOr<Tensor> ForwardRelu(const Tensor& input, bool training);
+  // With a bias and a linear activation, in one kernel (ops::MatMulBias).
+  bool FusesRelu() const override;
+  absl::StatusOr<Tensor> ForwardRelu(const Tensor& input, bool training) override;
   absl::Status Build(const Shape& input_shape) override;
   absl::StatusOr<LayerConfig> GetConfig() override;
   int64_t units() const { return units_; }

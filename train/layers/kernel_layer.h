@@ -48,6 +48,7 @@ class KernelLayer : public Module {
   autodiff::Variable& kernel() { return *kernel_; }
   autodiff::Variable* bias() { return bias_ ? &*bias_ : nullptr; }
   Activation activation() const { return config_.activation; }
+  bool use_bias() const { return config_.use_bias; }
   // Adds the shared fields (use_bias, initializers, seed, activation, kernel_regularizer) to a
   // saved config, and reads them back into Options (DenseOptions or Conv2DLayerOptions).
   void AddKernelConfig(LayerConfig& config) const;

@@ -6,8 +6,14 @@
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
+#include "train/ops/activations.h"
 
 namespace sluice::train::layers {
+
+absl::StatusOr<Tensor> Module::ForwardRelu(const Tensor& input, bool training) {
+  SLUICE_ASSIGN_OR_RETURN(Tensor y, Forward(input, training));
+  return ops::Relu(y);
+}
 
 std::vector<autodiff::Variable*> Module::TrainableVariables() {
   std::vector<autodiff::Variable*> out;

@@ -32,6 +32,13 @@ class Module {
   // of several inputs (Add, Concatenate) override it; the default is Forward on the one input,
   // and InvalidArgument naming the layer for any other count.
   virtual absl::StatusOr<Tensor> ForwardInputs(const std::vector<Tensor>& inputs, bool training);
+  // Whether ForwardRelu runs this layer and a ReLU after it as one kernel (a Dense or Conv2D of
+  // a bias and a linear activation, a BatchNorm): Sequential then calls it for the layer and a
+  // plain ReLU after it.
+  virtual bool FusesRelu() const { return false; }
+  // Forward, then max(x, 0), with the values and gradients of the two layers. The default runs
+  // the two.
+  virtual absl::StatusOr<Tensor> ForwardRelu(const Tensor& input, bool training);
 
   // The layer's kind in summaries and errors ("dense", "conv2d"): Keras' layer names without
   // the numbering, which containers add ("0/dense").

@@ -55,16 +55,14 @@ absl::Status Sequential::RecomputeLayers(size_t begin, size_t end) {
 
 namespace {
 
-// A Dense of linear activation followed by a ReLU of Keras' defaults: one kernel
-// (Dense::ForwardRelu), which the two layers' values and gradients are bit for bit.
-Dense* DenseBeforeRelu(Module& layer, Module& next) {
-  auto* dense = dynamic_cast<Dense*>(&layer);
+// A layer that runs a ReLU inside its kernel (Module::FusesRelu: Dense, Conv2D, BatchNorm)
+// followed by a ReLU of Keras' defaults: one kernel (Module::ForwardRelu), which the two layers'
+// values and gradients are bit for bit.
+Module* FusedBeforeRelu(Module& layer, Module& next) {
   auto* relu = dynamic_cast<ReLU*>(&next);
-  if (dense == nullptr || relu == nullptr || dense->activation() != Activation::kLinear) {
-    return nullptr;
-  }
+  if (relu == nullptr || !layer.FusesRelu()) return nullptr;
   const ReLUOptions& o = relu->options();
-  return !o.max_value && o.negative_slope == 0 && o.threshold == 0 ? dense : nullptr;
+  return !o.max_value && o.negative_slope == 0 && o.threshold == 0 ? &layer : nullptr;
 }
 
 }  // namespace
@@ -73,7 +71,7 @@ absl::StatusOr<Tensor> Sequential::RunLayers(size_t begin, size_t end, Tensor x,
   for (size_t i = begin; i < end; ++i) {
     std::optional<autodiff::NumericsLayerScope> scope;
     if (autodiff::CheckNumericsEnabled()) scope.emplace(LayerLabel(i));
-    Dense* fused = i + 1 < end ? DenseBeforeRelu(*modules_[i], *modules_[i + 1]) : nullptr;
+    Module* fused = i + 1 < end ? FusedBeforeRelu(*modules_[i], *modules_[i + 1]) : nullptr;
     absl::StatusOr<Tensor> y;
     {
       profiler::Span span("forward", profiler::Active() ? LayerLabel(i) : nullptr);

@@ -12,11 +12,13 @@ namespace sluice::train::ops {
 
 namespace {
 
+// `relu`: max(., 0) after the bias, in the convolution's kernel (a bias is then required).
 absl::StatusOr<Tensor> Convolve(const Tensor& input, const Tensor& filter, const Tensor* bias,
-                                const Conv2DOptions& options) {
+                                bool relu, const Conv2DOptions& options) {
+  const char* const op = relu ? "Conv2DBiasRelu" : "Conv2D";
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend,
-                          bias != nullptr ? backend::BackendFor("Conv2D", {&input, &filter, bias})
-                                          : backend::BackendFor("Conv2D", {&input, &filter}));
+                          bias != nullptr ? backend::BackendFor(op, {&input, &filter, bias})
+                                          : backend::BackendFor(op, {&input, &filter}));
   // A bfloat16 input is already in the form a backend that reads bfloat16 operands computes from
   // (a batch norm's output under mixed_bfloat16); its gradient is bfloat16 too.
   if (input.dtype() != DType::kBFloat16 || !backend->ReadsBFloat16Operands()) {
@@ -63,6 +65,11 @@ absl::StatusOr<Tensor> Convolve(const Tensor& input, const Tensor& filter, const
   geo.pad_top = wh.pad_before, geo.pad_bottom = wh.pad_after;
   geo.pad_left = ww.pad_before, geo.pad_right = ww.pad_after;
   const bool bf16 = backend->ReadsBFloat16Operands();
+  if (relu && options.keep_compute_dtype && bf16) {
+    return absl::InvalidArgumentError(
+        "Conv2DBiasRelu: writes float32 (keep_compute_dtype is for a convolution feeding a batch "
+        "norm)");
+  }
   SLUICE_ASSIGN_OR_RETURN(
       Tensor out,
       backend->Allocate(options.keep_compute_dtype && bf16 ? DType::kBFloat16 : DType::kFloat32,
@@ -71,12 +78,14 @@ absl::StatusOr<Tensor> Convolve(const Tensor& input, const Tensor& filter, const
   // Under mixed_bfloat16 the input is converted once: the forward and the filter gradient read
   // the copy, and the backward keeps it instead of the float32 input.
   SLUICE_ASSIGN_OR_RETURN(Tensor x, backend->ComputeOperand(input));
-  if (bias != nullptr) {
+  if (relu) {
+    SLUICE_RETURN_IF_ERROR(backend->Conv2DBiasReluForward(geo, x, filter, *bias, out));
+  } else if (bias != nullptr) {
     SLUICE_RETURN_IF_ERROR(backend->Conv2DBiasForward(geo, x, filter, *bias, out));
   } else {
     SLUICE_RETURN_IF_ERROR(backend->Conv2DForward(geo, x, filter, out));
   }
-  SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics("Conv2D", out));
+  SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics(op, out));
   std::vector<Tensor> inputs = {input, filter};
   if (bias != nullptr) inputs.push_back(*bias);
   if (autodiff::ShouldRecord(inputs)) {
@@ -85,12 +94,20 @@ absl::StatusOr<Tensor> Convolve(const Tensor& input, const Tensor& filter, const
     autodiff::RecordOperation(
         inputs, out,
         [backend, x, filter, geo, input_grad, input_type = input.dtype(),
-         with_bias = bias != nullptr, precision = backend::CurrentPrecision()](
+         with_bias = bias != nullptr, relu, out = relu ? out : Tensor(),
+         precision = backend::CurrentPrecision()](
             const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
           // The gradients' kernels run under the forward pass's precision policy, and both read
           // one converted copy of the output gradient.
           backend::ScopedPrecision scope(precision);
-          SLUICE_ASSIGN_OR_RETURN(const Tensor gc, backend->ComputeOperand(g));
+          // The gradient before the ReLU: g where out > 0 (relu's backward from its output).
+          Tensor gz = g;
+          if (relu) {
+            SLUICE_ASSIGN_OR_RETURN(gz, backend->Allocate(DType::kFloat32, out.shape()));
+            SLUICE_RETURN_IF_ERROR(
+                backend->UnaryBackward(backend::UnaryOp::kRelu, out, out, g, gz));
+          }
+          SLUICE_ASSIGN_OR_RETURN(const Tensor gc, backend->ComputeOperand(gz));
           std::vector<std::optional<Tensor>> grads(with_bias ? 3 : 2);
           if (input_grad) {
             SLUICE_ASSIGN_OR_RETURN(grads[0], backend->Allocate(input_type, x.shape()));
@@ -113,12 +130,17 @@ absl::StatusOr<Tensor> Convolve(const Tensor& input, const Tensor& filter, const
 }  // namespace
 
 absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter, Conv2DOptions options) {
-  return Convolve(input, filter, nullptr, options);
+  return Convolve(input, filter, nullptr, /*relu=*/false, options);
 }
 
 absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter, const Tensor& bias,
                               Conv2DOptions options) {
-  return Convolve(input, filter, &bias, options);
+  return Convolve(input, filter, &bias, /*relu=*/false, options);
+}
+
+absl::StatusOr<Tensor> Conv2DBiasRelu(const Tensor& input, const Tensor& filter, const Tensor& bias,
+                                      Conv2DOptions options) {
+  return Convolve(input, filter, &bias, /*relu=*/true, options);
 }
 
 }  // namespace sluice::train::ops

@@ -41,6 +41,12 @@ absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter,
 // one over its gradient fewer than Conv2D and Add.
 absl::StatusOr<Tensor> Conv2D(const Tensor& input, const Tensor& filter, const Tensor& bias,
                               Conv2DOptions options = {});
+// The same, then max(., 0): a convolution, its bias and the ReLU after them with the ReLU inside
+// the convolution's kernel (Backend::Conv2DBiasReluForward; the CPU's float32 convolution runs it
+// as a post-op): the values and gradients of Conv2D then Relu, a pass over the output fewer. The
+// output is float32 (options.keep_compute_dtype is refused under mixed_bfloat16).
+absl::StatusOr<Tensor> Conv2DBiasRelu(const Tensor& input, const Tensor& filter, const Tensor& bias,
+                                      Conv2DOptions options = {});
 
 }  // namespace sluice::train::ops
 

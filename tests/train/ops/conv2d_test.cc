@@ -3,12 +3,20 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
+#include <vector>
 
 #include "tests/train/gradient_check.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/compute_precision.h"
 #include "train/backend/cpu/cpu_backend.h"
+#include "train/layers/batch_norm.h"
+#include "train/layers/conv2d.h"
+#include "train/layers/relu.h"
+#include "train/layers/sequential.h"
+#include "train/ops/activations.h"
 #include "train/ops/arithmetic.h"
 #include "train/ops/reduce.h"
 
@@ -278,6 +286,124 @@ TEST(Conv2DTest, TheBackendsDefaultBiasKernelsMatchTheFusedOnes) {
     for (int64_t i = o; i < g.num_elements(); i += 4) sum += g.data<float>()[i];
     EXPECT_NEAR(gb_fused.data<float>()[o], sum, 1e-5) << o;
   }
+}
+
+// Conv2DBiasRelu (the ReLU inside the convolution's kernel) against Conv2D with bias, then Relu:
+// the output and the three gradients, bit for bit, in float32 and under mixed_bfloat16.
+void ExpectBiasReluGivesTheBitsOfConvThenRelu(backend::Precision precision) {
+  backend::ScopedPrecision scope(precision);
+  // A bias that makes about half the outputs negative; channels past one vector.
+  const Tensor x = RandomTensor({3, 9, 9, 5}, 31), f = RandomTensor({3, 3, 5, 19}, 32),
+               b = RandomTensor({19}, 33, -0.5f, 0.5f), w = RandomTensor({3, 9, 9, 19}, 34);
+  const Conv2DOptions options{.padding = Padding::kSame};
+  auto run = [&](bool fused) {
+    autodiff::Tape tape;
+    for (const Tensor* t : {&x, &f, &b}) tape.Watch(*t);
+    absl::StatusOr<Tensor> y =
+        fused ? Conv2DBiasRelu(x, f, b, options) : Relu(*Conv2D(x, f, b, options));
+    EXPECT_TRUE(y.ok()) << y.status();
+    auto g = tape.Gradient(*Sum(*Mul(*y, w)), {x, f, b});
+    EXPECT_TRUE(g.ok()) << g.status();
+    std::vector<Tensor> out = {*y};
+    for (const auto& t : *g) out.push_back(*t);
+    return out;
+  };
+  const std::vector<Tensor> fused = run(true), apart = run(false);
+  ASSERT_EQ(fused.size(), 4u);
+  int64_t zeros = 0;
+  for (int64_t i = 0; i < fused[0].num_elements(); ++i) zeros += fused[0].data<float>()[i] == 0;
+  EXPECT_GT(zeros, fused[0].num_elements() / 5);  // the ReLU cut something
+  for (size_t i = 0; i < fused.size(); ++i) EXPECT_TRUE(fused[i].Equals(apart[i])) << i;
+}
+
+TEST(Conv2DTest, BiasReluGivesTheBitsOfConvThenReluInFloat32) {
+  ExpectBiasReluGivesTheBitsOfConvThenRelu(backend::Precision::kFloat32);
+}
+
+TEST(Conv2DTest, BiasReluGivesTheBitsOfConvThenReluUnderMixedBFloat16) {
+  ExpectBiasReluGivesTheBitsOfConvThenRelu(backend::Precision::kMixedBFloat16);
+}
+
+TEST(Conv2DTest, BiasReluGradientsMatchFiniteDifferences) {
+  // Inputs away from the ReLU's kink: the bias shifts every sum well above or below 0.
+  const Tensor x = RandomTensor({1, 4, 4, 2}, 41), f = RandomTensor({2, 2, 2, 3}, 42),
+               b = T({1.5f, -3.0f, 2.0f}, {3});
+  CheckGradients(
+      [](const std::vector<Tensor>& in) { return Conv2DBiasRelu(in[0], in[1], in[2], {}); },
+      {x, f, b});
+}
+
+TEST(Conv2DTest, BiasReluWritesFloat32Only) {
+  backend::ScopedPrecision scope(backend::Precision::kMixedBFloat16);
+  absl::StatusOr<Tensor> y =
+      Conv2DBiasRelu(RandomTensor({1, 4, 4, 2}, 43), RandomTensor({2, 2, 2, 3}, 44),
+                     RandomTensor({3}, 45), {.keep_compute_dtype = true});
+  EXPECT_EQ(y.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(y.status().message(), ::testing::HasSubstr("Conv2DBiasRelu: writes float32"));
+}
+
+// The default for a backend without the fused kernel (convolution, then relu in place), called
+// on the CPU's own through the base class, gives the fused kernel's bits.
+TEST(Conv2DTest, TheBackendsDefaultBiasReluMatchesTheFusedKernel) {
+  backend::cpu::CpuBackend& cpu = backend::cpu::CpuBackend::Get();
+  backend::Backend& base = cpu;
+  backend::ConvGeometry geo;
+  geo.n = 2, geo.h = 6, geo.w = 6, geo.c = 3, geo.kh = 3, geo.kw = 3, geo.o = 4;
+  geo.oh = 4, geo.ow = 4;
+  const Tensor x = RandomTensor({2, 6, 6, 3}, 82), f = RandomTensor({3, 3, 3, 4}, 83),
+               b = RandomTensor({4}, 84, -0.5f, 0.5f);
+  Tensor fused(DType::kFloat32, Shape{2, 4, 4, 4}), apart(DType::kFloat32, Shape{2, 4, 4, 4});
+  ASSERT_TRUE(cpu.Conv2DBiasReluForward(geo, x, f, b, fused).ok());
+  ASSERT_TRUE(base.Backend::Conv2DBiasReluForward(geo, x, f, b, apart).ok());
+  EXPECT_TRUE(fused.Equals(apart));
+  const std::vector<float> values = Values(fused);
+  EXPECT_EQ(*std::min_element(values.begin(), values.end()), 0.0f);  // some cut, none below
+}
+
+// Sequential runs a Conv2D (bias, linear) or a BatchNorm followed by a plain ReLU as one op: the
+// same bits as the layers run apart (each in a Sequential of its own, where nothing fuses).
+TEST(Conv2DTest, SequentialFusesConvolutionsAndBatchNormsWithTheReluAfterThem) {
+  auto make = [](bool apart) {
+    auto model = std::make_unique<layers::Sequential>();
+    auto add = [&](std::unique_ptr<layers::Module> m) {
+      if (!apart) {
+        model->Add(std::move(m));
+        return;
+      }
+      auto wrapped = std::make_unique<layers::Sequential>();
+      wrapped->Add(std::move(m));
+      model->Add(std::move(wrapped));
+    };
+    layers::Conv2DLayerOptions conv{.conv = {.padding = Padding::kSame}, .seed = 5};
+    add(std::make_unique<layers::Conv2D>(3, 8, 3, 3, conv));
+    add(std::make_unique<layers::ReLU>());
+    conv.use_bias = false;
+    conv.seed = 6;
+    add(std::make_unique<layers::Conv2D>(8, 8, 3, 3, conv));
+    add(std::make_unique<layers::BatchNorm>(8));
+    add(std::make_unique<layers::ReLU>());
+    return model;
+  };
+  auto fused = make(false), apart = make(true);
+  EXPECT_TRUE(fused->module(0).FusesRelu());
+  EXPECT_FALSE(fused->module(2).FusesRelu());  // no bias: nothing to fuse into
+  EXPECT_TRUE(fused->module(3).FusesRelu());
+  const Tensor x = RandomTensor({4, 7, 7, 3}, 7), w = RandomTensor({4, 7, 7, 8}, 8);
+  auto run = [&](layers::Sequential& model) {
+    autodiff::Tape tape;
+    Tensor y = *model.Forward(x, true);
+    auto g = tape.Gradient(*Sum(*Mul(y, w)), model.Variables());
+    EXPECT_TRUE(g.ok()) << g.status();
+    std::vector<Tensor> out = {y};
+    for (const auto& t : *g) {
+      if (t) out.push_back(*t);
+    }
+    return out;
+  };
+  const std::vector<Tensor> a = run(*fused), b = run(*apart);
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_GE(a.size(), 6u);  // y, the kernels, the bias, gamma and beta
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].Equals(b[i])) << i;
 }
 
 }  // namespace

@@ -122,10 +122,20 @@ ConvDescs MakeConvDescs(const ConvGeometry& g) {
 // is left to oneDNN, which prefers a blocked one for its JIT kernels, and the
 // filter (small) is reordered to and from HWIO.
 // An empty bias desc (zero dims) means no bias to oneDNN.
-dnnl::convolution_forward::primitive_desc ConvForwardPd(const ConvDescs& d, bool bias) {
+// `relu`: max(., 0) inside the kernel (an eltwise post-op), for the forward primitive only (the
+// backward ones take the descriptor as a hint, which names no post-op).
+dnnl::convolution_forward::primitive_desc ConvForwardPd(const ConvDescs& d, bool bias,
+                                                        bool relu = false) {
+  dnnl::primitive_attr attr;
+  if (relu) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
   return {
       {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.src, d.any_weights,
        bias ? d.bias : memory::desc(), d.dst, d.strides, d.dilates, d.pad_l, d.pad_r},
+      attr,
       CpuEngine()};
 }
 
@@ -469,22 +479,29 @@ absl::Status CpuBackend::MatMulWith(const Tensor& a, bool transpose_a, const Ten
 
 absl::Status CpuBackend::Conv2DForward(const ConvGeometry& geo, const Tensor& input,
                                        const Tensor& filter, Tensor& output) {
-  return ConvForward(geo, input, filter, nullptr, output);
+  return ConvForward(geo, input, filter, nullptr, /*relu=*/false, output);
 }
 
 absl::Status CpuBackend::Conv2DBiasForward(const ConvGeometry& geo, const Tensor& input,
                                            const Tensor& filter, const Tensor& bias,
                                            Tensor& output) {
-  return ConvForward(geo, input, filter, &bias, output);
+  return ConvForward(geo, input, filter, &bias, /*relu=*/false, output);
+}
+
+absl::Status CpuBackend::Conv2DBiasReluForward(const ConvGeometry& geo, const Tensor& input,
+                                               const Tensor& filter, const Tensor& bias,
+                                               Tensor& output) {
+  return ConvForward(geo, input, filter, &bias, /*relu=*/true, output);
 }
 
 absl::Status CpuBackend::ConvForward(const ConvGeometry& geo, const Tensor& input,
-                                     const Tensor& filter, const Tensor* bias, Tensor& output) {
+                                     const Tensor& filter, const Tensor* bias, bool relu,
+                                     Tensor& output) {
   const dnnl::engine& engine = CpuEngine();
   const ConvDescs d = MakeConvDescs(geo);
   if (Bf16({&input, &filter}) || output.dtype() == DType::kBFloat16) {
-    return WithBFloat16Output(output, [&](Tensor& out) {
-      return Guard("Conv2D (mixed_bfloat16)", [&] {
+    return WithBFloat16Output(output, [&](Tensor& out) -> absl::Status {
+      SLUICE_RETURN_IF_ERROR(Guard("Conv2D (mixed_bfloat16)", [&] {
         auto entry = ConvBf16(geo, d, bias != nullptr);
         Operands operands;
         std::unordered_map<int, memory> args = {
@@ -493,15 +510,18 @@ absl::Status CpuBackend::ConvForward(const ConvGeometry& geo, const Tensor& inpu
             {DNNL_ARG_WEIGHTS, operands.Input(entry->weights, d.user_weights, filter)}};
         if (bias != nullptr) args.insert({DNNL_ARG_BIAS, memory(d.bias, engine, Ptr(*bias))});
         Execute(entry->forward, args);
-      });
+      }));
+      // Its primitive is shared with the backward passes: the ReLU runs after it, on the float32
+      // result (rounding and max(., 0) commute).
+      return relu ? Unary(UnaryOp::kRelu, out, out) : absl::OkStatus();
     });
   }
   std::unordered_map<int, memory> args = {{DNNL_ARG_DST, memory(d.dst, engine, output.raw_data())}};
   if (bias != nullptr) args.insert({DNNL_ARG_BIAS, memory(d.bias, engine, Ptr(*bias))});
   return Guard("Conv2D", [&] {
     auto entry = DnnlPrimitiveCache::Global().GetOrCreate<ConvForwardEntry>(
-        ConvKey("conv_fwd", geo, bias != nullptr), [&] {
-          auto pd = ConvForwardPd(d, bias != nullptr);
+        ConvKey(relu ? "conv_fwd_relu" : "conv_fwd", geo, bias != nullptr), [&] {
+          auto pd = ConvForwardPd(d, bias != nullptr, relu);
           const bool reorder = pd.weights_desc() != d.user_weights;
           return std::make_shared<ConvForwardEntry>(
               ConvForwardEntry{pd.weights_desc(), reorder,

@@ -39,6 +39,9 @@ class CpuBackend final : public Backend {
                                   const Tensor& filter, Tensor& grad_input) override;
   absl::Status Conv2DBackwardFilter(const ConvGeometry& geo, const Tensor& input,
                                     const Tensor& grad_output, Tensor& grad_filter) override;
+  absl::Status Conv2DBiasReluForward(const ConvGeometry& geo, const Tensor& input,
+                                     const Tensor& filter, const Tensor& bias,
+                                     Tensor& output) override;
   absl::Status Conv2DBiasForward(const ConvGeometry& geo, const Tensor& input, const Tensor& filter,
                                  const Tensor& bias, Tensor& output) override;
   absl::Status Conv2DBackwardFilterBias(const ConvGeometry& geo, const Tensor& input,
@@ -127,9 +130,9 @@ class CpuBackend final : public Backend {
   // MatMul with an optional bias (null: none) and ReLU, fused by oneDNN.
   absl::Status MatMulWith(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
                           const Tensor* bias, bool relu, Tensor& out);
-  // The convolutions with an optional bias (null: none), fused by oneDNN.
+  // The convolutions with an optional bias (null: none) and ReLU (forward), fused by oneDNN.
   absl::Status ConvForward(const ConvGeometry& geo, const Tensor& input, const Tensor& filter,
-                           const Tensor* bias, Tensor& output);
+                           const Tensor* bias, bool relu, Tensor& output);
   absl::Status ConvBackwardFilter(const ConvGeometry& geo, const Tensor& input,
                                   const Tensor& grad_output, Tensor& grad_filter,
                                   Tensor* grad_bias);
