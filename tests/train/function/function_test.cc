@@ -1,5 +1,6 @@
 #include "train/function/function.h"
 
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -164,29 +165,21 @@ TEST(FunctionTest, RefusesWhatAReplayWouldGetWrong) {
     EXPECT_NE(out.status().message().find(reason), std::string::npos) << out.status();
     EXPECT_EQ(traced.traces_made(), 0);
   };
+  // A step that calls `call` on its input's backend.
+  auto calling = [](std::function<absl::Status(backend::Backend&)> call) {
+    return [call](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+      SLUICE_ASSIGN_OR_RETURN(backend::Backend * b, backend::BackendFor(in[0].device()));
+      SLUICE_RETURN_IF_ERROR(call(*b));
+      return in;
+    };
+  };
   // A host read: waiting for the device to read a value.
-  expect_refused(
-      [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
-        SLUICE_ASSIGN_OR_RETURN(backend::Backend * b, backend::BackendFor(in[0].device()));
-        SLUICE_RETURN_IF_ERROR(b->Synchronize());
-        return in;
-      },
-      "Synchronize");
+  expect_refused(calling([](backend::Backend& b) { return b.Synchronize(); }), "Synchronize");
   // Ordering another library's queue (DLPack's exchange): a replay would not repeat it.
-  expect_refused(
-      [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
-        SLUICE_ASSIGN_OR_RETURN(backend::Backend * b, backend::BackendFor(in[0].device()));
-        SLUICE_RETURN_IF_ERROR(b->OrderQueueAfterThis(1));
-        return in;
-      },
-      "orders another library's queue");
-  expect_refused(
-      [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
-        SLUICE_ASSIGN_OR_RETURN(backend::Backend * b, backend::BackendFor(in[0].device()));
-        SLUICE_RETURN_IF_ERROR(b->OrderThisAfterQueue(1));
-        return in;
-      },
-      "after another library's queue");
+  expect_refused(calling([](backend::Backend& b) { return b.OrderQueueAfterThis(1); }),
+                 "orders another library's queue");
+  expect_refused(calling([](backend::Backend& b) { return b.OrderThisAfterQueue(1); }),
+                 "after another library's queue");
   // A Dropout op called directly has no seed source: every replay would repeat its mask.
   expect_refused(
       [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {

@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "tests/train/gradient_check.h"
+#include "tests/train/sequential_fusion.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/compute_precision.h"
 #include "train/backend/cpu/cpu_backend.h"
 #include "train/layers/batch_norm.h"
 #include "train/layers/conv2d.h"
 #include "train/layers/relu.h"
-#include "train/layers/sequential.h"
 #include "train/ops/activations.h"
 #include "train/ops/arithmetic.h"
 #include "train/ops/reduce.h"
@@ -280,6 +280,14 @@ TEST(Conv2DTest, TheBackendsDefaultBiasKernelsMatchTheFusedOnes) {
   EXPECT_THAT(Values(y_fused), Pointwise(FloatNear(1e-5f), Values(y_default)));
   EXPECT_THAT(Values(gf_fused), Pointwise(FloatNear(1e-5f), Values(gf_default)));
   EXPECT_THAT(Values(gb_fused), Pointwise(FloatNear(1e-5f), Values(gb_default)));
+  // With the ReLU (Conv2DBiasReluForward; the default runs it in place after): the same bits,
+  // max(., 0) being exact.
+  Tensor r_fused(DType::kFloat32, y_fused.shape()), r_default(DType::kFloat32, y_fused.shape());
+  ASSERT_TRUE(cpu.Conv2DBiasReluForward(geo, x, f, b, r_fused).ok());
+  ASSERT_TRUE(base.Backend::Conv2DBiasReluForward(geo, x, f, b, r_default).ok());
+  EXPECT_TRUE(r_fused.Equals(r_default));
+  const std::vector<float> relu = Values(r_fused);
+  EXPECT_EQ(*std::min_element(relu.begin(), relu.end()), 0.0f);  // some cut, none below
   // And the bias gradient is the sum of g over its 32 positions per channel.
   for (int64_t o = 0; o < 4; ++o) {
     double sum = 0;
@@ -342,65 +350,28 @@ TEST(Conv2DTest, BiasReluWritesFloat32Only) {
   EXPECT_THAT(y.status().message(), ::testing::HasSubstr("Conv2DBiasRelu: writes float32"));
 }
 
-// The default for a backend without the fused kernel (convolution, then relu in place), called
-// on the CPU's own through the base class, gives the fused kernel's bits.
-TEST(Conv2DTest, TheBackendsDefaultBiasReluMatchesTheFusedKernel) {
-  backend::cpu::CpuBackend& cpu = backend::cpu::CpuBackend::Get();
-  backend::Backend& base = cpu;
-  backend::ConvGeometry geo;
-  geo.n = 2, geo.h = 6, geo.w = 6, geo.c = 3, geo.kh = 3, geo.kw = 3, geo.o = 4;
-  geo.oh = 4, geo.ow = 4;
-  const Tensor x = RandomTensor({2, 6, 6, 3}, 82), f = RandomTensor({3, 3, 3, 4}, 83),
-               b = RandomTensor({4}, 84, -0.5f, 0.5f);
-  Tensor fused(DType::kFloat32, Shape{2, 4, 4, 4}), apart(DType::kFloat32, Shape{2, 4, 4, 4});
-  ASSERT_TRUE(cpu.Conv2DBiasReluForward(geo, x, f, b, fused).ok());
-  ASSERT_TRUE(base.Backend::Conv2DBiasReluForward(geo, x, f, b, apart).ok());
-  EXPECT_TRUE(fused.Equals(apart));
-  const std::vector<float> values = Values(fused);
-  EXPECT_EQ(*std::min_element(values.begin(), values.end()), 0.0f);  // some cut, none below
-}
-
 // Sequential runs a Conv2D (bias, linear) or a BatchNorm followed by a plain ReLU as one op: the
 // same bits as the layers run apart (each in a Sequential of its own, where nothing fuses).
 TEST(Conv2DTest, SequentialFusesConvolutionsAndBatchNormsWithTheReluAfterThem) {
   auto make = [](bool apart) {
-    auto model = std::make_unique<layers::Sequential>();
-    auto add = [&](std::unique_ptr<layers::Module> m) {
-      if (!apart) {
-        model->Add(std::move(m));
-        return;
-      }
-      auto wrapped = std::make_unique<layers::Sequential>();
-      wrapped->Add(std::move(m));
-      model->Add(std::move(wrapped));
-    };
+    std::vector<std::unique_ptr<layers::Module>> layers;
     layers::Conv2DLayerOptions conv{.conv = {.padding = Padding::kSame}, .seed = 5};
-    add(std::make_unique<layers::Conv2D>(3, 8, 3, 3, conv));
-    add(std::make_unique<layers::ReLU>());
+    layers.push_back(std::make_unique<layers::Conv2D>(3, 8, 3, 3, conv));
+    layers.push_back(std::make_unique<layers::ReLU>());
     conv.use_bias = false;
     conv.seed = 6;
-    add(std::make_unique<layers::Conv2D>(8, 8, 3, 3, conv));
-    add(std::make_unique<layers::BatchNorm>(8));
-    add(std::make_unique<layers::ReLU>());
-    return model;
+    layers.push_back(std::make_unique<layers::Conv2D>(8, 8, 3, 3, conv));
+    layers.push_back(std::make_unique<layers::BatchNorm>(8));
+    layers.push_back(std::make_unique<layers::ReLU>());
+    return testing::SequentialOf(std::move(layers), apart);
   };
   auto fused = make(false), apart = make(true);
   EXPECT_TRUE(fused->module(0).FusesRelu());
   EXPECT_FALSE(fused->module(2).FusesRelu());  // no bias: nothing to fuse into
   EXPECT_TRUE(fused->module(3).FusesRelu());
   const Tensor x = RandomTensor({4, 7, 7, 3}, 7), w = RandomTensor({4, 7, 7, 8}, 8);
-  auto run = [&](layers::Sequential& model) {
-    autodiff::Tape tape;
-    Tensor y = *model.Forward(x, true);
-    auto g = tape.Gradient(*Sum(*Mul(y, w)), model.Variables());
-    EXPECT_TRUE(g.ok()) << g.status();
-    std::vector<Tensor> out = {y};
-    for (const auto& t : *g) {
-      if (t) out.push_back(*t);
-    }
-    return out;
-  };
-  const std::vector<Tensor> a = run(*fused), b = run(*apart);
+  const std::vector<Tensor> a = testing::OutputAndGradients(*fused, x, w),
+                            b = testing::OutputAndGradients(*apart, x, w);
   ASSERT_EQ(a.size(), b.size());
   ASSERT_GE(a.size(), 6u);  // y, the kernels, the bias, gamma and beta
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].Equals(b[i])) << i;
