@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "dataset/dataset_base.h"
 #include "dataset/list_files.h"
@@ -23,8 +24,7 @@ absl::Status FindListFiles(const DatasetBase& node, std::vector<ListedFiles>& ou
   if (const std::vector<std::string>* patterns = ListFilesPatterns(node)) {
     absl::StatusOr<std::vector<std::string>> files = Glob(*patterns);
     if (!files.ok()) {
-      return absl::Status(files.status().code(), absl::StrCat("auto-shard: ", node.name(), ": ",
-                                                              files.status().message()));
+      return WithContext(files.status(), absl::StrCat("auto-shard: ", node.name(), ": "));
     }
     out.push_back({&node, static_cast<int64_t>(files->size())});
   }

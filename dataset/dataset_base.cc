@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/buffer_pool.h"
 #include "core/splitmix64.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "core/trace_recorder.h"
 #include "io/feature_wire.h"
@@ -128,8 +129,8 @@ absl::Status IteratorBase::Annotate(const absl::Status& status, int64_t element_
       status.code() == absl::StatusCode::kCancelled) {
     return status;
   }
-  absl::Status named(status.code(),
-                     absl::StrCat(name_, " at element ", element_index, ": ", status.message()));
+  absl::Status named =
+      WithContext(status, absl::StrCat(name_, " at element ", element_index, ": "));
   named.SetPayload(kOriginPayload, absl::Cord(name_));
   return named;
 }

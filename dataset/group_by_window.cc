@@ -9,6 +9,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
@@ -203,8 +204,8 @@ class GroupByWindowIterator : public IteratorBase {
     absl::Status made = d_->MakeReduced(ctx(), key, window_, index, &reduced_dataset_, &reduced_);
     if (!made.ok()) {
       CloseWindow();
-      return absl::Status(made.code(), absl::StrCat(name(), ": reducing window ", index, " (key ",
-                                                    key, "): ", made.message()));
+      return WithContext(made,
+                         absl::StrCat(name(), ": reducing window ", index, " (key ", key, "): "));
     }
     return absl::OkStatus();
   }

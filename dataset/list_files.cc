@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
@@ -55,8 +56,7 @@ class ListFilesDataset : public DatasetBase {
     }
     absl::StatusOr<std::vector<std::string>> files = Glob(patterns_);
     if (!files.ok()) {
-      return absl::Status(files.status().code(),
-                          absl::StrCat(name(), ": ", files.status().message()));
+      return WithContext(files.status(), absl::StrCat(name(), ": "));
     }
     if (const std::optional<FileShard>& shard = ctx.options.file_shard) {
       if (shard->num_shards < 1 || shard->index < 0 || shard->index >= shard->num_shards) {

@@ -2,6 +2,7 @@
 // dataset directory (dataset/saved_dataset.h). The manifest goes in last, so an error part-way
 // leaves the directory as it was.
 #include "absl/strings/str_cat.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 #include "dataset/iterator.h"
@@ -11,7 +12,7 @@ namespace sluice {
 
 absl::Status Dataset::Save(const std::string& path, SaveOptions options) const {
   auto in_save = [&path](const absl::Status& s) {
-    return absl::Status(s.code(), absl::StrCat("Save to ", path, ": ", s.message()));
+    return WithContext(s, absl::StrCat("Save to ", path, ": "));
   };
   absl::StatusOr<proto::SavedDatasetManifest> identity = internal::DescribeSavedInput(*base_, "");
   if (!identity.ok()) return in_save(identity.status());

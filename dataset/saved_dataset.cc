@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "core/buffer_pool.h"
 #include "core/runtime.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "io/atomic_file.h"
 #include "io/input_stream.h"
@@ -151,8 +152,7 @@ absl::Status SavedDatasetWriter::Append(const Element& element) {
   if (options_.shard_fn) {
     absl::StatusOr<int64_t> chosen = options_.shard_fn(element);
     if (!chosen.ok()) {
-      return absl::Status(chosen.status().code(), absl::StrCat("shard_fn at element ", elements_,
-                                                               ": ", chosen.status().message()));
+      return WithContext(chosen.status(), absl::StrCat("shard_fn at element ", elements_, ": "));
     }
     if (*chosen < 0 || *chosen >= kMaxShardId) {
       return absl::InvalidArgumentError(absl::StrCat("shard_fn gave element ", elements_, " shard ",

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 
 namespace sluice::internal {
@@ -334,8 +335,7 @@ absl::Status MaterializeFeatures(const FeatureSpec& spec, absl::Span<const MapSl
 }
 
 absl::Status Prefixed(absl::string_view prefix, const absl::Status& status) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
+  return WithContext(status, prefix);
 }
 
 }  // namespace sluice::internal

@@ -38,9 +38,9 @@ PendingExceptions& Pending() {
 
 PyObject* data_loss_error = nullptr;
 
-// The exception a status came from: by its payload, or, where a node put its name in front of
-// the message (and dropped the payload: dataset_base.cc's Annotate), by the message's end. Newest
-// first.
+// The exception a status came from: by its payload (WithContext and the pipeline's node names
+// keep it), or, where some wrapper rebuilt the status without its payloads, by the message's end.
+// Newest first.
 const py::object* FindException(const absl::Status& status) {
   const auto& entries = Pending().entries;
   uint64_t id = 0;

@@ -1,6 +1,7 @@
 #include "tools/option_table.h"
 
 #include "absl/strings/numbers.h"
+#include "core/status_context.h"
 
 namespace sluice::tools {
 
@@ -41,8 +42,7 @@ absl::StatusOr<uint64_t> UnsignedInteger(absl::string_view flag, const std::stri
 }
 
 absl::Status Prefixed(absl::string_view prefix, const absl::Status& status) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
+  return WithContext(status, prefix);
 }
 
 }  // namespace sluice::tools

@@ -104,6 +104,25 @@ TEST_P(MapTest, CheckpointResumesExactly) {
 
 INSTANTIATE_TEST_SUITE_P(Parallelism, MapTest, ::testing::Values(1, 2, 8, kAutotune));
 
+// The node's name goes in front of a failed call's message, and the payloads the function put on
+// its status stay (how the Python module finds a Python function's exception again).
+TEST_P(MapTest, AFailedCallIsNamedAndKeepsItsPayloads) {
+  auto ds = Dataset::Range(10).Map(
+      [](Element e) -> absl::StatusOr<Element> {
+        if (e[0].scalar<int64_t>() != 3) return e;
+        absl::Status s = absl::InvalidArgumentError("bad value");
+        s.SetPayload("sluice.dev/test", absl::Cord("three"));
+        return s;
+      },
+      {.num_parallel_calls = GetParam()});
+  absl::StatusOr<std::vector<Element>> out = Collect(ds);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("at element 3: bad value"));
+  ASSERT_TRUE(out.status().GetPayload("sluice.dev/test").has_value());
+  EXPECT_EQ(*out.status().GetPayload("sluice.dev/test"), "three");
+}
+
 TEST(MapTest, NonDeterministicYieldsEveryElement) {
   auto ds = Dataset::Range(200).Map(
       [](Element e) -> absl::StatusOr<Element> {
