@@ -16,23 +16,40 @@
 See docs/python.md.
 """
 
-from ._sluice import (
-    AUTOTUNE,
-    INFINITE_CARDINALITY,
-    UNKNOWN_CARDINALITY,
-    DataLossError,
-    Dataset,
-    Iterator,
-    Options,
-    Tensor,
-    __version__,
-    bench,
-    cuda,
-    image_dataset_from_directory,
-    io,
-    ops,
-)
-from ._sluice import _testing  # noqa: F401  (tests/python)
+import importlib as _importlib
+import sys as _sys
+import warnings as _warnings
+
+# The C++ module reaches NumPy's C API through numpy.core.multiarray (pybind11 before 2.12 asks
+# for that name), which NumPy 2 keeps as a deprecated alias of numpy._core.multiarray: the
+# alias is made where it is missing, and its warnings are not the user's.
+with _warnings.catch_warnings():
+    _warnings.simplefilter("ignore", DeprecationWarning)
+    try:
+        _importlib.import_module("numpy.core.multiarray")
+    except ImportError:
+        try:
+            _sys.modules["numpy.core.multiarray"] = _importlib.import_module(
+                "numpy._core.multiarray")
+        except ImportError:
+            pass  # no NumPy: the module says so
+    from ._sluice import (
+        AUTOTUNE,
+        INFINITE_CARDINALITY,
+        UNKNOWN_CARDINALITY,
+        DataLossError,
+        Dataset,
+        Iterator,
+        Options,
+        Tensor,
+        __version__,
+        bench,
+        cuda,
+        image_dataset_from_directory,
+        io,
+        ops,
+    )
+    from ._sluice import _testing  # noqa: F401  (tests/python)
 
 # The statistics torchvision's ImageNet models are trained with (RGB, on [0, 1] values).
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
