@@ -371,7 +371,12 @@ void RegisterTransformations(py::class_<PyDataset>& c) {
               backend = train::backend::BackendFor(d);
             }
             if (!backend.ok()) ThrowStatus(backend.status());
-            return Wrap(train::data::PrefetchToDevice(self.dataset, d, buffer_size));
+            py::object out =
+                py::cast(Wrap(train::data::PrefetchToDevice(self.dataset, d, buffer_size)));
+            // Where its elements live: sluice/__init__.py refuses the transformations that would
+            // read them on the host after it.
+            if (!d.is_cpu()) out.attr("_device") = d.DebugString();
+            return out;
           },
           py::arg("device"), py::arg("buffer_size") = 2,
           "tf.data.experimental.prefetch_to_device, as the pipeline's last step: a thread of its "

@@ -87,6 +87,39 @@ def _apply(self, transformation_func):
 Dataset.apply = _apply
 
 
+# The transformations that read elements on the host: refused after prefetch_to_device put them
+# on a GPU (tf.data's rule: prefetch_to_device is the last step).
+_READS_ELEMENTS = {"map", "filter", "batch", "padded_batch", "unbatch", "cache", "snapshot", "save",
+                   "window", "scan", "interleave", "as_numpy_iterator"}
+
+
+def _device_checked(name, method):
+    """Dataset.<name> that knows where prefetch_to_device put the elements: refused for a
+    transformation that reads them on the host, and passed on by the others (take, repeat,
+    shuffle, ...), whose result holds the same device elements."""
+
+    def checked(self, *args, **kwargs):
+        device = getattr(self, "_device", None)
+        if device is not None and name in _READS_ELEMENTS:
+            raise ValueError(
+                f"{name}() after prefetch_to_device('{device}'): the elements are on {device} "
+                f"and {name} reads them on the host; make prefetch_to_device the pipeline's last "
+                f"step (as tf.data does)")
+        result = method(self, *args, **kwargs)
+        if device is not None and isinstance(result, Dataset):
+            result._device = device
+        return result
+
+    checked.__name__ = name
+    checked.__doc__ = method.__doc__
+    return checked
+
+
+for _name, _method in list(Dataset.__dict__.items()):
+    if not _name.startswith("_") and type(_method).__name__ in ("instancemethod", "function"):
+        setattr(Dataset, _name, _device_checked(_name, _method))
+
+
 class experimental:  # noqa: N801  (tf.data.experimental's name)
     """tf.data.experimental's names that sluice has."""
 

@@ -118,3 +118,22 @@ def test_dlpack_keywords_of_the_array_api():
         t.__dlpack__(stream=1)
     # What a consumer of the newer protocol does: from_dlpack with the keywords, no copy.
     assert np.from_dlpack(t).ctypes.data == t.data_ptr
+
+
+def test_transformations_that_read_elements_are_refused_after_a_gpu_prefetch():
+    # prefetch_to_device("cuda:N") marks its dataset so (no GPU here: the mark is set by hand).
+    ds = rows()
+    ds._device = "cuda:0"
+    for call in (lambda d: d.map(lambda x: x), lambda d: d.batch(2), lambda d: d.filter(bool),
+                 lambda d: d.cache(), lambda d: d.unbatch(), lambda d: d.as_numpy_iterator()):
+        with pytest.raises(ValueError, match=r"after prefetch_to_device\('cuda:0'\): the elements "
+                                             r"are on cuda:0 .* last step"):
+            call(ds)
+    # Those that only pass elements on keep the mark, so a later map is still refused.
+    later = ds.take(5).repeat(2).shuffle(4, seed=1)
+    assert later._device == "cuda:0"
+    with pytest.raises(ValueError, match=r"map\(\) after prefetch_to_device"):
+        later.map(lambda x: x)
+    # A CPU pipeline is untouched, and so is the doc of what is wrapped.
+    assert not hasattr(rows().take(2), "_device")
+    assert "tf.data.Dataset.batch" in sluice.Dataset.batch.__doc__
