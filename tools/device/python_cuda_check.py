@@ -8,6 +8,7 @@ TFRECORD_DIR: `sluice convert fashion-mnist`'s JPEG shards. One pipeline (parse,
 batch) runs twice: on the host, and ending in prefetch_to_device("cuda:0"). Checked:
   values      every CUDA batch, taken by torch.from_dlpack, equals the host batch;
   no_copy     torch's tensor points at sluice's memory (data_ptr), on cuda:0;
+  last_step   a map after prefetch_to_device("cuda:0") is refused (tf.data's rule);
   streams     batches read at once on a side stream of PyTorch (torch.from_dlpack passes it, and
               sluice orders it after the copy): their sums equal the host's;
   release     batches released while PyTorch kernels still read them: later batches (whose
@@ -73,6 +74,14 @@ def main():
     checks["values"] = {"passed": mismatches == 0 and n == 40, "batches": n,
                         "mismatches": mismatches}
     checks["no_copy"] = {"passed": bool(pointers_equal)}
+
+    # last_step: after a GPU prefetch, a transformation that reads elements on the host is refused.
+    try:
+        cuda.map(lambda x, y: (x, y))
+        refused = not on_gpu  # on the CPU rehearsal nothing is refused
+    except ValueError as e:
+        refused = on_gpu and "last step" in str(e)
+    checks["last_step"] = {"passed": refused}
 
     # streams: consume at once on a side stream, which from_dlpack hands to sluice.
     want = [float(np.asarray(hx, dtype=np.float64).sum()) for hx, _ in host]
