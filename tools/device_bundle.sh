@@ -9,8 +9,10 @@
 #    train_step_bench), libsluice_cuda.so and every non-system library they load (not glibc, not
 #    the CUDA libraries, which the GPU machine's own are);
 # 3. builds the Python module (issue 43) for the GPU machine's Python, 3.12 (PYTHON_FOR_DEVICE, or a
-#    python3.12 found here with its headers; none: the bundle has no module and the runner says so),
-#    in OUT_DIR/python-build, and packs it as python/sluice with the libraries it loads;
+#    python3.12 found here with its headers; none found, or PYTHON_FOR_DEVICE=none as CI's
+#    rehearsal sets it: the bundle has no module and the runner says so), in OUT_DIR/python-build
+#    (about 3 minutes on 2 cores the first time), and packs it as python/sluice with the libraries
+#    it loads;
 # 4. adds the data: Fashion-MNIST's IDX files (half the training set, all of the test set), which
 #    the runner converts with `sluice convert`, the photo fixture that `sluice bench`'s comparison
 #    replicates, and the scripts the runner calls;
@@ -21,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=
 case "${1:-}" in
-  -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   --build) build=${2:?--build needs a directory}; shift 2 ;;
 esac
 out=$(mkdir -p "${1:-build-device}" && cd "${1:-build-device}" && pwd)
@@ -49,7 +51,11 @@ echo "== device_bundle: the Python module for the device's Python"
 # Python only. Its libraries are built again in a build folder of its own, configured for CUDA
 # so that it loads the bundle's plugin (the same compiler: the same plugin ABI).
 py_device=${PYTHON_FOR_DEVICE:-}
-if [ -z "$py_device" ]; then
+python_note="no Python 3.12 with headers here (set PYTHON_FOR_DEVICE): the bundle has no Python module"
+if [ "$py_device" = none ]; then
+  py_device=
+  python_note="PYTHON_FOR_DEVICE=none: the bundle has no Python module"
+elif [ -z "$py_device" ]; then
   for cand in python3.12 "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
     if command -v "$cand" >/dev/null 2>&1 &&
       [ -f "$("$cand" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ]; then
@@ -58,7 +64,6 @@ if [ -z "$py_device" ]; then
     fi
   done
 fi
-python_note="no Python 3.12 with headers here (set PYTHON_FOR_DEVICE): the bundle has no Python module"
 if [ -n "$py_device" ]; then
   pybuild=$out/python-build
   if cmake -S . -B "$pybuild" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_CUDA=ON \
