@@ -23,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=
 case "${1:-}" in
-  -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   --build) build=${2:?--build needs a directory}; shift 2 ;;
 esac
 out=$(mkdir -p "${1:-build-device}" && cd "${1:-build-device}" && pwd)
