@@ -158,29 +158,25 @@ py::capsule ToDLPack(const Tensor& tensor, const py::object& stream) {
   if (device.device_type == kDLCPU && !stream.is_none()) {
     throw py::value_error("__dlpack__: a CPU tensor takes no stream (stream must be None)");
   }
-  train::backend::Backend* backend = nullptr;
-  int64_t queue = -1;
-  if (device.device_type != kDLCPU) {
-    queue = StreamOf(stream);
-    absl::StatusOr<train::backend::Backend*> found = train::backend::BackendFor(tensor.device());
-    if (!found.ok()) ThrowStatus(found.status());
-    backend = *found;
-    if (queue != -1) {
-      // The consumer's stream reads the tensor after the copy that wrote it, without the host
-      // waiting (DLPack: the producer orders its work before `stream`).
-      absl::Status ordered;
-      {
-        py::gil_scoped_release release;
-        ordered = backend->OrderQueueAfterThis(static_cast<uintptr_t>(queue));
-      }
-      if (!ordered.ok()) ThrowStatus(ordered);
+  // The backend whose later work waits for the consumer's stream once it lets go: none for a CPU
+  // tensor or a consumer that asked for no ordering (-1).
+  const int64_t queue = device.device_type == kDLCPU ? -1 : StreamOf(stream);
+  train::backend::Backend* ordered = nullptr;
+  if (queue != -1) {
+    absl::StatusOr<train::backend::Backend*> backend = train::backend::BackendFor(tensor.device());
+    if (!backend.ok()) ThrowStatus(backend.status());
+    // The consumer's stream reads the tensor after the copy that wrote it, without the host
+    // waiting (DLPack: the producer orders its work before `stream`).
+    absl::Status status;
+    {
+      py::gil_scoped_release release;
+      status = (*backend)->OrderQueueAfterThis(static_cast<uintptr_t>(queue));
     }
+    if (!status.ok()) ThrowStatus(status);
+    ordered = *backend;
   }
-  auto* holder = new DLPackHolder{tensor, {}, {}, {}, nullptr, 0};
-  if (backend != nullptr && queue != -1) {
-    holder->backend = backend;
-    holder->queue = static_cast<uintptr_t>(queue);
-  }
+  auto* holder =
+      new DLPackHolder{tensor, {}, {}, {}, ordered, ordered ? static_cast<uintptr_t>(queue) : 0};
   for (int i = 0; i < tensor.rank(); ++i) holder->shape.push_back(tensor.dim(i));
   holder->strides.resize(holder->shape.size());
   int64_t stride = 1;

@@ -7,6 +7,7 @@
 #include "train/backend/backend.h"
 #include "train/backend/compute_precision.h"
 #include "train/backend/require_float32.h"
+#include "train/ops/unary_op.h"
 
 namespace sluice::train::ops {
 
@@ -103,9 +104,7 @@ absl::StatusOr<Tensor> Convolve(const Tensor& input, const Tensor& filter, const
           // The gradient before the ReLU: g where out > 0 (relu's backward from its output).
           Tensor gz = g;
           if (relu) {
-            SLUICE_ASSIGN_OR_RETURN(gz, backend->Allocate(DType::kFloat32, out.shape()));
-            SLUICE_RETURN_IF_ERROR(
-                backend->UnaryBackward(backend::UnaryOp::kRelu, out, out, g, gz));
+            SLUICE_ASSIGN_OR_RETURN(gz, internal::ReluGradientFromOutput(*backend, out, g));
           }
           SLUICE_ASSIGN_OR_RETURN(const Tensor gc, backend->ComputeOperand(gz));
           std::vector<std::optional<Tensor>> grads(with_bias ? 3 : 2);

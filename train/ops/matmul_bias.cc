@@ -9,6 +9,7 @@
 #include "train/backend/require_float32.h"
 #include "train/ops/autocast.h"
 #include "train/ops/matmul.h"
+#include "train/ops/unary_op.h"
 
 namespace sluice::train::ops {
 
@@ -45,9 +46,7 @@ absl::StatusOr<Tensor> MatMulBias(const Tensor& a_in, const Tensor& b_in, const 
           // The gradient before the ReLU: g where out > 0 (relu's backward from its output).
           Tensor gz = g;
           if (relu) {
-            SLUICE_ASSIGN_OR_RETURN(gz, backend->Allocate(DType::kFloat32, out.shape()));
-            SLUICE_RETURN_IF_ERROR(
-                backend->UnaryBackward(backend::UnaryOp::kRelu, out, out, g, gz));
+            SLUICE_ASSIGN_OR_RETURN(gz, internal::ReluGradientFromOutput(*backend, out, g));
           }
           std::optional<Tensor> grad_bias;
           if (need_bias) {

@@ -30,4 +30,11 @@ absl::StatusOr<Tensor> UnaryOp(backend::UnaryOp op, const char* name, const Tens
   return y;
 }
 
+absl::StatusOr<Tensor> ReluGradientFromOutput(backend::Backend& backend, const Tensor& out,
+                                              const Tensor& g) {
+  SLUICE_ASSIGN_OR_RETURN(Tensor gz, backend.Allocate(DType::kFloat32, out.shape()));
+  SLUICE_RETURN_IF_ERROR(backend.UnaryBackward(backend::UnaryOp::kRelu, out, out, g, gz));
+  return gz;
+}
+
 }  // namespace sluice::train::ops::internal

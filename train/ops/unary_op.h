@@ -12,6 +12,12 @@ namespace sluice::train::ops::internal {
 // the elementwise math ops.
 absl::StatusOr<Tensor> UnaryOp(backend::UnaryOp op, const char* name, const Tensor& x);
 
+// The gradient before a ReLU that ran inside another op's kernel, from that op's float32 output:
+// g where out > 0 (the ReLU's backward from its output, as Relu's own). MatMulBias's and
+// Conv2DBiasRelu's backward.
+absl::StatusOr<Tensor> ReluGradientFromOutput(backend::Backend& backend, const Tensor& out,
+                                              const Tensor& g);
+
 }  // namespace sluice::train::ops::internal
 
 #endif  // SLUICE_TRAIN_OPS_UNARY_OP_H_
