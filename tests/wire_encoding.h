@@ -35,6 +35,12 @@ inline std::string Fixed32Field(uint32_t field, float f) {
   return s;
 }
 
+// An entry of a protobuf map field (Features.feature, FeatureLists.feature_list): key = 1,
+// value = 2.
+inline std::string MapEntry(const std::string& key, const std::string& value) {
+  return LenField(1, LenField(1, key) + LenField(2, value));
+}
+
 }  // namespace sluice::testing
 
 #endif  // SLUICE_TESTS_WIRE_ENCODING_H_

@@ -94,7 +94,7 @@ struct BenchArgs {
   bool skewed() const { return pipeline_name == "skewed"; }
 };
 
-using Row = OptionRow<BenchArgs>;
+using BenchRow = OptionRow<BenchArgs>;
 using Pipeline = train::recipes::ImageNetPipelineOptions;
 
 template <typename... Members>
@@ -116,7 +116,7 @@ absl::StatusOr<int> Parallelism(absl::string_view flag, const std::string& text)
   return value;
 }
 
-std::vector<Row> SourceAndTuningRows() {
+std::vector<BenchRow> SourceAndTuningRows() {
   return {
       Option("files", "GLOB", Pipe(&Pipeline::files),
              "TFRecord files of image/encoded + image/class/label; required for --pipeline images "
@@ -153,7 +153,7 @@ std::vector<Row> SourceAndTuningRows() {
   };
 }
 
-std::vector<Row> PipelineRows() {
+std::vector<BenchRow> PipelineRows() {
   return {
       Option("batch", "N", Pipe(&Pipeline::batch_size), "batch size", {.min = 1}),
       Option("image-size", "N", Pipe(&Pipeline::image_size), "output height and width of the crop",
@@ -176,7 +176,7 @@ std::vector<Row> PipelineRows() {
   };
 }
 
-std::vector<Row> CheckpointAndOutputRows() {
+std::vector<BenchRow> CheckpointAndOutputRows() {
   return {
       Option("checkpoint-after", "N", Arg(&BenchArgs::checkpoint_after),
              "instead of measuring throughput: read N elements, save the iterator's checkpoint, "

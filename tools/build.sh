@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds sluice into build/ (Release). Extra arguments go to cmake, after ours.
-# The library builds as unity sources of 8 files each (the suites, the command line and the CUDA
-# plugin never do: their files share helper names), about a third of its compile time from
-# scratch; -DCMAKE_UNITY_BUILD=OFF for file-by-file incremental builds while editing.
+# The library, the command line and the test suites build as unity sources of 8 files each (the
+# CUDA plugin never does: its files share helper names), a third to a quarter of their compile
+# time from scratch; -DCMAKE_UNITY_BUILD=OFF for file-by-file incremental builds while editing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh

@@ -14,12 +14,12 @@
 namespace sluice::tools {
 namespace {
 
-int Fail(const absl::Status& status) {
+int FailExport(const absl::Status& status) {
   std::fprintf(stderr, "sluice export: %s\n", std::string(status.message()).c_str());
   return 1;
 }
 
-int Run(const CommandLine& command_line) {
+int ExportModel(const CommandLine& command_line) {
   const std::string& dir = command_line.Value("model");
   const std::string& out = command_line.Value("out");
   if (dir.empty()) return command_line.ReportUsageError("--model DIR is required");
@@ -29,14 +29,14 @@ int Run(const CommandLine& command_line) {
   absl::StatusOr<int64_t> opset = command_line.IntValue("opset", 13, 17);
   if (!opset.ok()) return command_line.ReportUsageError(opset.status().message());
   absl::StatusOr<train::fit::LoadedModel> loaded = train::fit::LoadModel(dir);
-  if (!loaded.ok()) return Fail(loaded.status());
+  if (!loaded.ok()) return FailExport(loaded.status());
   const train::exporting::OnnxExportOptions options{
       .input_name = command_line.Value("input-name"),
       .output_name = command_line.Value("output-name"),
       .opset = *opset,
       .producer_version = SLUICE_VERSION};
   absl::Status s = train::exporting::ExportOnnx(*loaded->model, loaded->input_shape, out, options);
-  if (!s.ok()) return Fail(s);
+  if (!s.ok()) return FailExport(s);
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(out, ec);
   Shape input = loaded->input_shape;
@@ -84,7 +84,7 @@ int RunExport(int argc, char** argv) {
   command_line.AddOption("output-name", "NAME", "output", "the graph output's name");
   command_line.AddFlag("json", "print one JSON object: model, onnx, bytes, opset, input, output");
   if (std::optional<int> exit = command_line.ParseOrReport(argc, argv)) return *exit;
-  return Run(command_line);
+  return ExportModel(command_line);
 }
 
 }  // namespace sluice::tools

@@ -15,12 +15,12 @@
 namespace sluice::tools {
 namespace {
 
-int Fail(const absl::Status& status) {
+int FailImport(const absl::Status& status) {
   std::fprintf(stderr, "sluice import: %s\n", std::string(status.message()).c_str());
   return 1;
 }
 
-int Run(const CommandLine& command_line) {
+int ImportModel(const CommandLine& command_line) {
   if (command_line.positional().size() != 1) {
     return command_line.ReportUsageError("one ONNX file is required");
   }
@@ -34,12 +34,12 @@ int Run(const CommandLine& command_line) {
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<std::unique_ptr<train::layers::Model>> model = train::importing::ImportOnnx(
       path, {.height = *height, .width = *width, .name = command_line.Value("name")});
-  if (!model.ok()) return Fail(model.status());
+  if (!model.ok()) return FailImport(model.status());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const Shape input = (*model)->inputs()[0].shape();
   absl::Status saved = train::fit::SaveModel(**model, input, out);
-  if (!saved.ok()) return Fail(saved);
+  if (!saved.ok()) return FailImport(saved);
   int64_t parameters = 0;
   for (train::autodiff::Variable* v : (*model)->Variables()) {
     parameters += v->shape().num_elements();
@@ -98,7 +98,7 @@ int RunImport(int argc, char** argv) {
                        "print one JSON object: onnx, model, layers, parameters, input, "
                        "seconds");
   if (std::optional<int> exit = command_line.ParseOrReport(argc, argv)) return *exit;
-  return Run(command_line);
+  return ImportModel(command_line);
 }
 
 }  // namespace sluice::tools

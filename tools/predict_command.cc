@@ -220,7 +220,7 @@ std::vector<Prediction> Predict(train::fit::LoadedModel& loaded,
   return predictions;
 }
 
-int Run(const CommandLine& command_line) {
+int PredictFiles(const CommandLine& command_line) {
   const std::string& dir = command_line.Value("model");
   absl::StatusOr<int64_t> k = command_line.IntValue("top", 1);
   if (dir.empty()) return command_line.ReportUsageError("--model DIR is required");
@@ -268,7 +268,7 @@ int RunPredict(int argc, char** argv) {
                        "name, probability}] or error}]");
   command_line.AddPositional("FILE", "JPEG or TFRecord files", /*repeated=*/true);
   if (std::optional<int> exit = command_line.ParseOrReport(argc, argv)) return *exit;
-  return Run(command_line);
+  return PredictFiles(command_line);
 }
 
 }  // namespace sluice::tools

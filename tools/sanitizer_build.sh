@@ -2,8 +2,8 @@
 # Configures and builds a clang sanitizer build: tools/sanitizer_build.sh DIR SANITIZERS MODULES
 # [CMAKE_ARGS... --] TARGETS... (tools/test.sh's ASan + UBSan and TSan builds; tools/fuzz.sh's
 # fuzzers, in the ASan build). -O1 with line tables: readable reports, a fraction of -O2 -g's
-# build time. The library builds as unity sources of 8 files each (the suites do not:
-# tests/CMakeLists.txt), which halves its compile time here: these builds exist for CI.
+# build time. The library, the CLI and the suites build as unity sources of 8 files each
+# (tests/CMakeLists.txt), which halves to quarters their compile time: these builds exist for CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$1 sanitize=$2 modules=$3

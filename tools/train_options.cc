@@ -23,7 +23,7 @@ using Classifier = train::recipes::ImageClassifierOptions;
 using Optimizer = train::recipes::OptimizerOptions;
 using Schedule = train::recipes::ScheduleOptions;
 using Callbacks = train::recipes::CallbackOptions;
-using Row = OptionRow<TrainConfig>;
+using TrainRow = OptionRow<TrainConfig>;
 
 template <typename... Members>
 auto In(Members... path) {
@@ -51,7 +51,7 @@ absl::StatusOr<std::pair<int64_t, int64_t>> StepRange(absl::string_view flag,
   return steps;
 }
 
-std::vector<Row> DataAndModelRows() {
+std::vector<TrainRow> DataAndModelRows() {
   return {
       Option("data", "DIR", In(&Classifier::tfrecord_dir),
              "folder with train-*.tfrecord and test-*.tfrecord"),
@@ -87,7 +87,7 @@ std::vector<Row> DataAndModelRows() {
   };
 }
 
-std::vector<Row> OptimizerRows() {
+std::vector<TrainRow> OptimizerRows() {
   return {
       Option("optimizer", "NAME", In(&Classifier::optimizer, &Optimizer::name),
              "sgd, adam, adamw, rmsprop, adagrad, adadelta, adamax or nadam (Keras defaults)"),
@@ -114,7 +114,7 @@ std::vector<Row> OptimizerRows() {
   };
 }
 
-std::vector<Row> ComputeRows() {
+std::vector<TrainRow> ComputeRows() {
   const std::string resnets = absl::StrJoin(train::models::ResNetNames(), " and ");
   return {
       Option("precision", "POLICY", In(&Classifier::precision),
@@ -154,7 +154,7 @@ std::vector<Row> ComputeRows() {
   };
 }
 
-std::vector<Row> OutputRows() {
+std::vector<TrainRow> OutputRows() {
   return {
       Flag("check-numerics", In(&Classifier::check_numerics),
            "stop at the first op that produces a NaN or an Inf, naming the op, the layer and the "
@@ -200,7 +200,7 @@ std::vector<Row> OutputRows() {
   };
 }
 
-std::vector<Row> RunRows() {
+std::vector<TrainRow> RunRows() {
   return {
       Option("threads", "N", In(&Classifier::cpu_threads), "threads for the training kernels",
              {.shown_default = "all cores", .min = 1}),

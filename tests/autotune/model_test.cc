@@ -10,7 +10,7 @@ namespace sluice {
 namespace {
 
 constexpr double kMs = 1e6;  // ns
-constexpr int64_t kMiB = 1 << 20;
+constexpr int64_t kOneMiB = 1 << 20;
 
 KnobState Knob(int64_t value, int64_t min, int64_t max, bool autotune = true) {
   KnobState k;
@@ -163,13 +163,13 @@ TEST(ModelTest, PredictFollowsTheSlowestStage) {
 TEST(ModelTest, BuffersGrowWhenTheConsumerKeepsPaceAndStopAtTheRamBudget) {
   // 8 MiB elements; the map (2 workers of 4 ms) and the consumer (2 ms) run
   // at the same pace, so a deeper prefetch buffer hides more stalls.
-  Model roomy = MapPipeline(1000, 4 * kMs, 2, 8 * kMiB, 2 * kMs);
+  Model roomy = MapPipeline(1000, 4 * kMs, 2, 8 * kOneMiB, 2 * kMs);
   Plan big = roomy.Optimize({2, int64_t{1} << 34});
-  Model tight = MapPipeline(1000, 4 * kMs, 2, 8 * kMiB, 2 * kMs);
-  Plan small = tight.Optimize({2, 64 * kMiB});
+  Model tight = MapPipeline(1000, 4 * kMs, 2, 8 * kOneMiB, 2 * kMs);
+  Plan small = tight.Optimize({2, 64 * kOneMiB});
   EXPECT_EQ(small.assignment.parallelism[1], 2);
   EXPECT_GT(small.assignment.buffer_size[2], 2);
-  EXPECT_LE(small.prediction.buffered_bytes, 64 * kMiB);
+  EXPECT_LE(small.prediction.buffered_bytes, 64 * kOneMiB);
   // 4 map results (2 per worker) + 4 prefetched elements fill 64 MiB exactly.
   EXPECT_EQ(small.assignment.buffer_size[2], 4);
   EXPECT_GT(big.assignment.buffer_size[2], small.assignment.buffer_size[2]);
@@ -180,8 +180,8 @@ TEST(ModelTest, ParallelismCappedByRamBudget) {
   // Each map result holds 8 MiB and a Map holds 2 per worker: 40 MiB allows
   // 2 workers plus one prefetched element, though 8 workers would be 4x
   // faster.
-  Model m = MapPipeline(1000, 4 * kMs, 8, 8 * kMiB);
-  Plan plan = m.Optimize({8, 40 * kMiB});
+  Model m = MapPipeline(1000, 4 * kMs, 8, 8 * kOneMiB);
+  Plan plan = m.Optimize({8, 40 * kOneMiB});
   EXPECT_EQ(plan.assignment.parallelism[1], 2);
   EXPECT_EQ(plan.assignment.buffer_size[2], 1);
   EXPECT_EQ(plan.bottleneck_kind, BottleneckKind::kRamBudget);
@@ -190,18 +190,18 @@ TEST(ModelTest, ParallelismCappedByRamBudget) {
 TEST(ModelTest, AnOrderedMapsWiderWindowIsInTheMemoryEstimate) {
   // 1 MiB results at parallelism 2: 4 results in a Map out of order, 16 in order (MapWindow),
   // plus the Prefetch's 2.
-  Model m = MapPipeline(1000, 2 * kMs, 8, 1 * kMiB);
+  Model m = MapPipeline(1000, 2 * kMs, 8, 1 * kOneMiB);
   Assignment a = m.Current();
   a.parallelism[1] = 2;
-  EXPECT_EQ(m.Predict(a, 2).buffered_bytes, (4 + 2) * kMiB);
+  EXPECT_EQ(m.Predict(a, 2).buffered_bytes, (4 + 2) * kOneMiB);
   std::vector<NodeEstimate> nodes = m.nodes();
   nodes[1].min_window = kMinOrderedWindow;
   m.SetEstimates(nodes);
-  EXPECT_EQ(m.Predict(a, 2).buffered_bytes, (16 + 2) * kMiB);
+  EXPECT_EQ(m.Predict(a, 2).buffered_bytes, (16 + 2) * kOneMiB);
   // Plans keep it within the RAM budget.
-  Plan plan = m.Optimize({2, 20 * kMiB});
-  EXPECT_LE(plan.prediction.buffered_bytes, 20 * kMiB);
-  EXPECT_GT(plan.prediction.buffered_bytes, 16 * kMiB);
+  Plan plan = m.Optimize({2, 20 * kOneMiB});
+  EXPECT_LE(plan.prediction.buffered_bytes, 20 * kOneMiB);
+  EXPECT_GT(plan.prediction.buffered_bytes, 16 * kOneMiB);
 }
 
 TEST(ModelTest, FixedKnobsAreLeftAlone) {

@@ -20,21 +20,9 @@ namespace {
 
 using ::sluice::testing::Collect;
 using ::sluice::testing::Drain;
+using ::sluice::testing::TestContext;
+using ::sluice::testing::Values;
 using ::testing::ElementsAre;
-
-std::vector<int64_t> Values(const Tensor& t) {
-  auto v = t.flat<int64_t>();
-  return std::vector<int64_t>(v.begin(), v.end());
-}
-
-// A context for driving internal (non-sticky) iterators directly.
-IteratorContext TestContext() {
-  IteratorContext ctx;
-  ctx.runtime = std::make_shared<Runtime>(4);
-  ctx.cancellation = std::make_shared<CancellationManager>();
-  ctx.stats = std::make_shared<StatsRegistry>();
-  return ctx;
-}
 
 // (int64 scalar i, float32 [2] {i, i + 0.5}, bytes scalar "e<i>").
 Dataset ThreeComponents(int64_t n) {
@@ -314,7 +302,7 @@ TEST(BatchTest, QueuedCopyTasksHoldNoRowsAndDoNotOutliveTheIterator) {
     bool open = false;
   };
   auto gate = std::make_shared<Gate>();
-  IteratorContext ctx = TestContext();
+  IteratorContext ctx = TestContext(4);
   ctx.runtime = std::make_shared<Runtime>(2);
   for (int w = 0; w < 2; ++w) {
     ctx.runtime->Schedule([gate] {
@@ -432,7 +420,7 @@ TEST(BatchTest, DTypeAndArityMismatch) {
 
 TEST(BatchTest, InputErrorPassesThroughAndDropsThePartialBatch) {
   auto ds = Dataset::Range(10).Map([](Element e) { return FailAt(std::move(e), 4); }).Batch(3);
-  auto it = ds.base()->MakeIterator(TestContext());
+  auto it = ds.base()->MakeIterator(TestContext(4));
   ASSERT_TRUE(it.ok());
   auto b0 = (*it)->GetNext();
   ASSERT_TRUE(b0.ok() && b0->has_value());
@@ -459,7 +447,7 @@ TEST(BatchTest, ContinuesAfterAMismatchedBatch) {
                   return e;
                 })
                 .Batch(2);
-  auto it = ds.base()->MakeIterator(TestContext());
+  auto it = ds.base()->MakeIterator(TestContext(4));
   ASSERT_TRUE(it.ok());
   EXPECT_FALSE((*it)->GetNext().ok());
   auto next = (*it)->GetNext();

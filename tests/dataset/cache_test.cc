@@ -309,8 +309,8 @@ TEST(CacheTest, MemoryRecordingCheckpointRestoresIntoAReplayingIterator) {
 }
 
 // An internal iterator with its own context: observes the iterator after an error.
-struct Internal {
-  explicit Internal(const Dataset& ds) : base(ds.base()) {
+struct CacheInternal {
+  explicit CacheInternal(const Dataset& ds) : base(ds.base()) {
     ctx.runtime = std::make_shared<Runtime>(2);
     ctx.cancellation = std::make_shared<CancellationManager>();
     ctx.stats = std::make_shared<StatsRegistry>();
@@ -332,7 +332,7 @@ TEST(CacheTest, MemoryCheckpointAfterAnInputErrorStillRecordsNothing) {
                   return e;
                 })
                 .Cache();
-  Internal internal(ds);
+  CacheInternal internal(ds);
   auto it = internal.Make();
   ASSERT_TRUE(it->GetNext().ok());
   ASSERT_FALSE(it->GetNext().ok());

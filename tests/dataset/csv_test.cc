@@ -15,12 +15,9 @@ namespace {
 using ::sluice::testing::Collect;
 using ::sluice::testing::ExpectCheckpointsResumeExactly;
 using ::sluice::testing::ScopedTempDir;
+using ::sluice::testing::WriteText;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-void WriteText(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
 
 // "required" column defaults: empty tensors of the type.
 Tensor Required(DType dtype) { return Tensor(dtype, Shape{0}); }

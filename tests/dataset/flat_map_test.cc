@@ -10,17 +10,12 @@ namespace {
 
 using ::sluice::testing::Collect;
 using ::sluice::testing::Drain;
+using ::sluice::testing::InnerSeeds;
 using ::sluice::testing::Ints;
+using ::sluice::testing::Tens;
+using ::sluice::testing::Value;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-
-int64_t Value(const Element& e) { return e[0].scalar<int64_t>(); }
-
-// x -> Range(10x, 10x + x): x elements.
-absl::StatusOr<Dataset> Tens(Element e) {
-  const int64_t x = Value(e);
-  return Dataset::Range(x * 10, x * 10 + x);
-}
 
 TEST(FlatMapTest, EmitsEachInnerDatasetInTurn) {
   auto ds = Dataset::Range(1, 5).FlatMap(Tens);
@@ -98,13 +93,6 @@ TEST(FlatMapTest, InnerDatasetThatCannotStartIsNamed) {
       [](Element e) -> absl::StatusOr<Dataset> { return Dataset::Range(0, 5, Value(e) - 1); }));
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().message(), "FlatMap[1] at element 1: Range: step must not be 0");
-}
-
-// x -> three elements carrying their Map seeds.
-absl::StatusOr<Dataset> InnerSeeds(Element) {
-  return Dataset::Range(3).Map([](Element, const ElementContext& c) -> absl::StatusOr<Element> {
-    return Element{Tensor::Scalar<int64_t>(static_cast<int64_t>(c.seed >> 1))};
-  });
 }
 
 TEST(FlatMapTest, EachInnerPipelineHasItsOwnSeedsReproducibly) {

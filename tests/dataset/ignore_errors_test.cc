@@ -12,11 +12,10 @@ namespace {
 using ::sluice::testing::Collect;
 using ::sluice::testing::Drain;
 using ::sluice::testing::Ints;
+using ::sluice::testing::Value;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-
-int64_t Value(const Element& e) { return e[0].scalar<int64_t>(); }
 
 // Fails elements whose value satisfies `fail`.
 Dataset FailingRange(int64_t n, std::function<bool(int64_t)> fail, int parallel = 1) {

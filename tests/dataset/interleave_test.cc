@@ -18,18 +18,13 @@ namespace {
 
 using ::sluice::testing::Collect;
 using ::sluice::testing::Drain;
+using ::sluice::testing::InnerSeeds;
 using ::sluice::testing::Ints;
+using ::sluice::testing::Tens;
+using ::sluice::testing::Value;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::IsEmpty;
-
-int64_t Value(const Element& e) { return e[0].scalar<int64_t>(); }
-
-// x -> Range(10x, 10x + x): x elements.
-absl::StatusOr<Dataset> Tens(Element e) {
-  const int64_t x = Value(e);
-  return Dataset::Range(x * 10, x * 10 + x);
-}
 
 // The results of `it` up to the end or the first error.
 std::vector<int64_t> ReadUntilError(Iterator& it, absl::Status* error) {
@@ -188,13 +183,6 @@ TEST_P(InterleaveTest, InputErrorPassesThrough) {
   auto skipped = Collect(ds.IgnoreErrors());
   ASSERT_TRUE(skipped.ok()) << skipped.status();
   EXPECT_THAT(Ints(*skipped), ElementsAre(10, 30, 31, 40, 41, 32, 42, 43, 50, 51, 52, 53, 54));
-}
-
-// x -> three elements carrying their Map seeds.
-absl::StatusOr<Dataset> InnerSeeds(Element) {
-  return Dataset::Range(3).Map([](Element, const ElementContext& c) -> absl::StatusOr<Element> {
-    return Element{Tensor::Scalar<int64_t>(static_cast<int64_t>(c.seed >> 1))};
-  });
 }
 
 TEST_P(InterleaveTest, EachInnerPipelineHasItsOwnSeedsWhateverTheParallelism) {

@@ -12,12 +12,8 @@ namespace {
 
 using ::sluice::testing::Collect;
 using ::sluice::testing::Drain;
+using ::sluice::testing::Values;
 using ::testing::ElementsAre;
-
-std::vector<int64_t> Values(const Tensor& t) {
-  auto v = t.flat<int64_t>();
-  return std::vector<int64_t>(v.begin(), v.end());
-}
 
 // Element i: int64 [i % 4] holding i in every entry.
 Dataset Ragged(int64_t n) {

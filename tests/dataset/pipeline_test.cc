@@ -34,7 +34,7 @@ Dataset Pipeline(int parallelism, uint64_t seed) {
       .WithOptions({.seed = seed});
 }
 
-std::vector<int64_t> Ids(const std::vector<Element>& batches) {
+std::vector<int64_t> BatchIds(const std::vector<Element>& batches) {
   std::vector<int64_t> ids;
   for (const Element& b : batches) {
     for (int64_t id : b[0].flat<int64_t>()) ids.push_back(id);
@@ -48,7 +48,7 @@ TEST(PipelineTest, YieldsEveryRecordOnceAndBatchesThem) {
   ASSERT_EQ(out->size(), 19u);  // ceil(300 / 16)
   EXPECT_EQ((*out)[0][0].shape(), Shape({16}));
   EXPECT_EQ(out->back()[0].shape(), Shape({300 % 16}));
-  std::vector<int64_t> ids = Ids(*out);
+  std::vector<int64_t> ids = BatchIds(*out);
   std::sort(ids.begin(), ids.end());
   std::vector<int64_t> want;
   for (int64_t i = 0; i < 100; ++i) want.insert(want.end(), {i, i, i});
@@ -68,7 +68,7 @@ TEST(PipelineTest, DeterministicWhateverTheParallelism) {
   }
   auto reseeded = Collect(Pipeline(2, 8));
   ASSERT_TRUE(reseeded.ok());
-  EXPECT_NE(Ids(*reseeded), Ids(*one));
+  EXPECT_NE(BatchIds(*reseeded), BatchIds(*one));
 }
 
 TEST(PipelineTest, CheckpointResumesExactly) {

@@ -18,15 +18,8 @@ using ::sluice::testing::Collect;
 using ::sluice::testing::Drain;
 using ::sluice::testing::Ints;
 using ::sluice::testing::Iota;
+using ::sluice::testing::TestContext;
 using ::testing::ElementsAreArray;
-
-IteratorContext TestContext() {
-  IteratorContext ctx;
-  ctx.runtime = std::make_shared<Runtime>(2);
-  ctx.cancellation = std::make_shared<CancellationManager>();
-  ctx.stats = std::make_shared<StatsRegistry>();
-  return ctx;
-}
 
 // Range(n) whose elements count themselves in `pulled` as they are made.
 Dataset Counting(int64_t n, std::shared_ptr<std::atomic<int64_t>> pulled) {

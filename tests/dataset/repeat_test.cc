@@ -12,10 +12,9 @@ namespace {
 using ::sluice::testing::Collect;
 using ::sluice::testing::Drain;
 using ::sluice::testing::Ints;
+using ::sluice::testing::Value;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-
-int64_t Value(const Element& e) { return e[0].scalar<int64_t>(); }
 
 // Each element replaced by (part of) its Map seed.
 Dataset Seeds(int64_t n, int parallel = 1) {

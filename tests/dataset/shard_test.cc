@@ -8,10 +8,9 @@ namespace {
 using ::sluice::testing::Collect;
 using ::sluice::testing::Drain;
 using ::sluice::testing::Ints;
+using ::sluice::testing::Value;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-
-int64_t Value(const Element& e) { return e[0].scalar<int64_t>(); }
 
 TEST(ShardTest, EveryNumShardsThElementStartingAtIndex) {
   auto s0 = Collect(Dataset::Range(10).Shard(3, 0));

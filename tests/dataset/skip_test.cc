@@ -15,14 +15,7 @@ using ::sluice::testing::Collect;
 using ::sluice::testing::Drain;
 using ::sluice::testing::Ints;
 using ::sluice::testing::Iota;
-
-IteratorContext TestContext() {
-  IteratorContext ctx;
-  ctx.runtime = std::make_shared<Runtime>(2);
-  ctx.cancellation = std::make_shared<CancellationManager>();
-  ctx.stats = std::make_shared<StatsRegistry>();
-  return ctx;
-}
+using ::sluice::testing::TestContext;
 
 TEST(SkipTest, SkipsTheFirstElements) {
   auto out = Collect(Dataset::Range(10).Skip(3));
@@ -76,7 +69,7 @@ TEST(SkipTest, EmptyInputAndEndOfSequenceAtEveryPosition) {
   }
 }
 
-Dataset FailingAt(int64_t n, int64_t bad) {
+Dataset FailingAtIndex(int64_t n, int64_t bad) {
   return Dataset::Range(n).Map([bad](Element e) -> absl::StatusOr<Element> {
     if (e[0].scalar<int64_t>() == bad) return absl::InvalidArgumentError("bad");
     return e;
@@ -84,7 +77,7 @@ Dataset FailingAt(int64_t n, int64_t bad) {
 }
 
 TEST(SkipTest, ErrorsWhileSkippingPassThroughAndDoNotCount) {
-  auto ds = FailingAt(10, 1).Skip(3);
+  auto ds = FailingAtIndex(10, 1).Skip(3);
   auto user = ds.MakeIterator();
   auto got = Drain(*user);
   ASSERT_FALSE(got.ok());
@@ -103,7 +96,7 @@ TEST(SkipTest, ErrorsWhileSkippingPassThroughAndDoNotCount) {
 TEST(SkipTest, SkippedCountSurvivesACheckpointTakenMidSkip) {
   // The error interrupts skipping after one element; the checkpoint must
   // remember that one so the restored iterator skips only two more.
-  auto ds = FailingAt(10, 1).Skip(3);
+  auto ds = FailingAtIndex(10, 1).Skip(3);
   auto it = ds.base()->MakeIterator(TestContext());
   ASSERT_TRUE(it.ok());
   ASSERT_FALSE((*it)->GetNext().ok());

@@ -2,6 +2,8 @@
 #define SLUICE_TESTS_DATASET_TEST_UTIL_H_
 
 #include <cstdint>
+#include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
+#include "dataset/dataset_base.h"
 #include "dataset/iterator.h"
 #include "gtest/gtest.h"
 
@@ -55,6 +58,41 @@ inline std::vector<int64_t> Ints(const std::vector<Element>& elements) {
   std::vector<int64_t> out;
   for (const Element& e : elements) out.push_back(e.at(0).flat<int64_t>()[0]);
   return out;
+}
+
+// The int64 scalar first component of an element.
+inline int64_t Value(const Element& e) { return e[0].scalar<int64_t>(); }
+
+// The values of an int64 tensor.
+inline std::vector<int64_t> Values(const Tensor& t) {
+  auto v = t.flat<int64_t>();
+  return std::vector<int64_t>(v.begin(), v.end());
+}
+
+// A context for driving internal (non-sticky) iterators directly.
+inline IteratorContext TestContext(int threads = 2) {
+  IteratorContext ctx;
+  ctx.runtime = std::make_shared<Runtime>(threads);
+  ctx.cancellation = std::make_shared<CancellationManager>();
+  ctx.stats = std::make_shared<StatsRegistry>();
+  return ctx;
+}
+
+inline void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// x -> Range(10x, 10x + x): x elements (FlatMap's and Interleave's inner datasets).
+inline absl::StatusOr<Dataset> Tens(Element e) {
+  const int64_t x = Value(e);
+  return Dataset::Range(x * 10, x * 10 + x);
+}
+
+// x -> three elements carrying their Map seeds.
+inline absl::StatusOr<Dataset> InnerSeeds(Element) {
+  return Dataset::Range(3).Map([](Element, const ElementContext& c) -> absl::StatusOr<Element> {
+    return Element{Tensor::Scalar<int64_t>(static_cast<int64_t>(c.seed >> 1))};
+  });
 }
 
 inline std::vector<int64_t> Iota(int64_t start, int64_t stop) {

@@ -16,13 +16,10 @@ using ::sluice::testing::Collect;
 using ::sluice::testing::Drain;
 using ::sluice::testing::ExpectCheckpointsResumeExactly;
 using ::sluice::testing::ScopedTempDir;
+using ::sluice::testing::WriteText;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
-
-void WriteText(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
 
 void WriteGzip(const std::string& path, const std::string& text) {
   gzFile f = gzopen(path.c_str(), "wb");

@@ -28,7 +28,7 @@ using ::testing::StartsWith;
 std::string Data(const std::string& name) { return std::string(SLUICE_TEST_DATA) + "/" + name; }
 
 // The records, checking that each element is one scalar bytes tensor.
-std::vector<std::string> Records(const std::vector<Element>& elements) {
+std::vector<std::string> RecordStrings(const std::vector<Element>& elements) {
   std::vector<std::string> out;
   for (const Element& e : elements) {
     EXPECT_EQ(e.size(), 1u);
@@ -42,7 +42,7 @@ std::vector<std::string> Records(const std::vector<Element>& elements) {
 // The `id` feature of each record (a tf.train.Example of the small100 files).
 std::vector<int64_t> Ids(const std::vector<Element>& elements) {
   std::vector<int64_t> out;
-  for (const std::string& r : Records(elements)) {
+  for (const std::string& r : RecordStrings(elements)) {
     proto::Example ex;
     EXPECT_TRUE(ex.ParseFromString(r));
     const auto& f = ex.features().feature();
@@ -68,8 +68,8 @@ std::vector<int64_t> Without(std::vector<int64_t> v, int64_t x) {
   return v;
 }
 
-std::optional<NodeStatsSnapshot> FindNode(const std::vector<NodeStatsSnapshot>& stats,
-                                          const std::string& name) {
+std::optional<NodeStatsSnapshot> FindNodeSnapshot(const std::vector<NodeStatsSnapshot>& stats,
+                                                  const std::string& name) {
   for (const auto& s : stats) {
     if (s.name == name) return s;
   }
@@ -186,10 +186,10 @@ TEST_P(TFRecordParallelTest, AfterAnErrorTheNextFileFollows) {
   ASSERT_TRUE(out.ok()) << out.status();
   auto small = Collect(Dataset::TFRecord(Data("small100.tfrecord")));
   ASSERT_TRUE(small.ok());
-  std::vector<std::vector<std::string>> files = {Records(*small), {}, Records(*small)};
+  std::vector<std::vector<std::string>> files = {RecordStrings(*small), {}, RecordStrings(*small)};
   files[0].resize(41);  // The corrupt file ends at its error; the missing one is empty.
-  EXPECT_EQ(Records(*out), RoundRobin(files, GetParam() == kAutotune ? 16 : GetParam()));
-  std::optional<NodeStatsSnapshot> ignore = FindNode(it->Stats(), "IgnoreErrors[1]");
+  EXPECT_EQ(RecordStrings(*out), RoundRobin(files, GetParam() == kAutotune ? 16 : GetParam()));
+  std::optional<NodeStatsSnapshot> ignore = FindNodeSnapshot(it->Stats(), "IgnoreErrors[1]");
   ASSERT_TRUE(ignore.has_value());
   EXPECT_EQ(ignore->skipped, 2);  // The corrupt record and the missing file.
 }
@@ -209,7 +209,7 @@ TEST_P(TFRecordParallelTest, SkipCorruptSkipsAndCounts) {
   auto out = Drain(*it);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(Ids(*out), ElementsAreArray(Without(Iota(0, 100), 41)));
-  std::optional<NodeStatsSnapshot> node = FindNode(it->Stats(), "TFRecord[0]");
+  std::optional<NodeStatsSnapshot> node = FindNodeSnapshot(it->Stats(), "TFRecord[0]");
   ASSERT_TRUE(node.has_value());
   EXPECT_EQ(node->skipped, 1);
   EXPECT_EQ(node->elements_produced, 99);
@@ -225,14 +225,14 @@ TEST_P(TFRecordParallelTest, GoldenFilesInterleaveRoundRobin) {
     paths.push_back(Data(n));
     auto one = Collect(Dataset::TFRecord(Data(n), {.skip_corrupt = true}));
     ASSERT_TRUE(one.ok()) << one.status();
-    per_file.push_back(Records(*one));
+    per_file.push_back(RecordStrings(*one));
   }
   ASSERT_EQ(per_file[1].size(), 3u);
   ASSERT_EQ(per_file[3].size(), 99u);  // The truncated last record is skipped.
   auto out = Collect(Dataset::TFRecord(paths, ReadOptions(true)));
   ASSERT_TRUE(out.ok()) << out.status();
   const size_t cycle = GetParam() == kAutotune ? 16 : GetParam();
-  EXPECT_EQ(Records(*out), RoundRobin(per_file, cycle));
+  EXPECT_EQ(RecordStrings(*out), RoundRobin(per_file, cycle));
 }
 
 TEST_P(TFRecordParallelTest, CheckpointsMidFile) {
@@ -340,7 +340,7 @@ TEST_F(TFRecordFilesTest, OrderIsARoundRobinInterleaveWhateverTheThreads) {
   for (int reads : {1, 2, 3, 8, 16}) {
     auto out = Collect(Dataset::TFRecord(paths, {.num_parallel_reads = reads}));
     ASSERT_TRUE(out.ok()) << out.status();
-    EXPECT_EQ(Records(*out), RoundRobin(expected_, reads)) << "num_parallel_reads=" << reads;
+    EXPECT_EQ(RecordStrings(*out), RoundRobin(expected_, reads)) << "num_parallel_reads=" << reads;
   }
 }
 
@@ -359,8 +359,8 @@ TEST_F(TFRecordFilesTest, OrderDoesNotDependOnTheKnobsAutotuneTurns) {
       }
       auto rest = Drain(*it);
       ASSERT_TRUE(rest.ok()) << rest.status();
-      std::vector<std::string> got = Records(*first);
-      for (const std::string& r : Records(*rest)) got.push_back(r);
+      std::vector<std::string> got = RecordStrings(*first);
+      for (const std::string& r : RecordStrings(*rest)) got.push_back(r);
       EXPECT_EQ(got, want) << "threads=" << threads << " buffer=" << buffer;
     }
   }
@@ -372,7 +372,7 @@ TEST_F(TFRecordFilesTest, NonDeterministicYieldsEveryRecord) {
       Dataset::TFRecord(paths, {.num_parallel_reads = 3}).WithOptions({.deterministic = false});
   auto out = Collect(ds);
   ASSERT_TRUE(out.ok()) << out.status();
-  std::vector<std::string> got = Records(*out);
+  std::vector<std::string> got = RecordStrings(*out);
   std::vector<std::string> want;
   for (const auto& f : expected_) want.insert(want.end(), f.begin(), f.end());
   std::sort(got.begin(), got.end());
@@ -394,14 +394,14 @@ TEST_F(TFRecordFilesTest, StatsReportKnobsAndBoundedBuffers) {
   // Each file's buffer fills to 16 records; the first file's, down to 15, is
   // not refilled before half of it is gone.
   for (int i = 0; i < 400; ++i) {
-    std::optional<NodeStatsSnapshot> node = FindNode(it->Stats(), "TFRecord[0]");
+    std::optional<NodeStatsSnapshot> node = FindNodeSnapshot(it->Stats(), "TFRecord[0]");
     ASSERT_TRUE(node.has_value());
     if (node->buffered_elements >= 31) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // Would it overfill?
   auto stats = it->Stats();
-  std::optional<NodeStatsSnapshot> node = FindNode(stats, "TFRecord[0]");
+  std::optional<NodeStatsSnapshot> node = FindNodeSnapshot(stats, "TFRecord[0]");
   ASSERT_TRUE(node.has_value());
   EXPECT_EQ(node->parallelism, 2);   // At most one reader per open file.
   EXPECT_EQ(node->buffer_size, 16);  // Records buffered per file.
@@ -412,15 +412,15 @@ TEST_F(TFRecordFilesTest, StatsReportKnobsAndBoundedBuffers) {
   // Taking 7 more from each file brings the first to 8, half of 16: refilled.
   ASSERT_TRUE(Drain(*it, 14).ok());
   for (int i = 0; i < 400; ++i) {
-    if (FindNode(it->Stats(), "TFRecord[0]")->buffered_elements == 9 + 16) break;
+    if (FindNodeSnapshot(it->Stats(), "TFRecord[0]")->buffered_elements == 9 + 16) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  EXPECT_EQ(FindNode(it->Stats(), "TFRecord[0]")->buffered_elements, 9 + 16);
+  EXPECT_EQ(FindNodeSnapshot(it->Stats(), "TFRecord[0]")->buffered_elements, 9 + 16);
   auto rest = Drain(*it);
   ASSERT_TRUE(rest.ok());
   EXPECT_EQ(rest->size(), 185u);
   stats = it->Stats();
-  node = FindNode(stats, "TFRecord[0]");
+  node = FindNodeSnapshot(stats, "TFRecord[0]");
   EXPECT_EQ(node->elements_produced, 200);
   EXPECT_GT(node->busy_ns, 0);
   EXPECT_EQ(node->buffered_elements, 0);
@@ -502,7 +502,7 @@ TEST_F(TFRecordFilesTest, AFileOfAnotherSizeIsDetectedAndAnUnchangedOneRestoresE
   ASSERT_TRUE(fresh->Restore(*saved).ok());
   auto again = Drain(*fresh);
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(Records(*again), Records(*rest));
+  EXPECT_EQ(RecordStrings(*again), RecordStrings(*rest));
   // One record appended: the records before the position are the same, the file is not.
   records.push_back("one more");
   WriteRecords(path, records);
@@ -545,7 +545,7 @@ TEST_F(TFRecordFilesTest, ACheckpointWithoutAFingerprintStillRestores) {
     ASSERT_TRUE(fresh->Restore(checkpoint.SerializeAsString()).ok());
     auto again = Drain(*fresh);
     ASSERT_TRUE(again.ok()) << again.status();
-    EXPECT_EQ(Records(*again), Records(*rest)) << "num_parallel_reads=" << reads;
+    EXPECT_EQ(RecordStrings(*again), RecordStrings(*rest)) << "num_parallel_reads=" << reads;
   }
 }
 

@@ -33,13 +33,13 @@ auto ToVector(const R& r) {
   return std::vector<typename R::value_type>(r.begin(), r.end());
 }
 
-constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 TEST(ExampleBuilderTest, ProtobufReadsBackEveryValue) {
   const std::string bytes =
       ExampleBuilder()
-          .AddInt64("ints", {0, 1, -1, 300, kMin})
+          .AddInt64("ints", {0, 1, -1, 300, kInt64Min})
           .AddFloat("floats", {1.5f, -0.0f, kInf, 3e-40f})
           .AddBytes("strs", {"", std::string("\0\xff", 2), std::string(200, 'x')})
           .AddInt64("empty", {})
@@ -48,7 +48,7 @@ TEST(ExampleBuilderTest, ProtobufReadsBackEveryValue) {
   ASSERT_TRUE(ex.ParseFromString(bytes));
   const auto& f = ex.features().feature();
   ASSERT_EQ(f.size(), 4u);
-  EXPECT_THAT(ToVector(f.at("ints").int64_list().value()), ElementsAre(0, 1, -1, 300, kMin));
+  EXPECT_THAT(ToVector(f.at("ints").int64_list().value()), ElementsAre(0, 1, -1, 300, kInt64Min));
   const std::vector<float> floats = ToVector(f.at("floats").float_list().value());
   ASSERT_EQ(floats.size(), 4u);
   EXPECT_EQ(floats[0], 1.5f);

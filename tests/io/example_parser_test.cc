@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "io/example_builder.h"
 #include "io/proto/example.pb.h"
+#include "tests/tensor_values.h"
 #include "tests/wire_encoding.h"
 
 namespace sluice {
@@ -23,7 +24,9 @@ namespace {
 
 using ::sluice::testing::Fixed32Field;
 using ::sluice::testing::LenField;
+using ::sluice::testing::MapEntry;
 using ::sluice::testing::Tag;
+using ::sluice::testing::Values;
 using ::sluice::testing::Varint;
 using ::sluice::testing::VarintField;
 using ::testing::ElementsAre;
@@ -35,10 +38,6 @@ std::string PackedFloats(const std::vector<float>& v) {
   std::string s;
   for (float f : v) s += Fixed32Field(1, f).substr(1);  // Drop the one-byte tag.
   return s;
-}
-// An entry of Features.feature: key = 1, value = 2.
-std::string Entry(const std::string& key, const std::string& feature) {
-  return LenField(1, LenField(1, key) + LenField(2, feature));
 }
 std::string ExampleOf(const std::string& entries) { return LenField(1, entries); }
 // Feature oneof: bytes_list = 1, float_list = 2, int64_list = 3.
@@ -53,12 +52,6 @@ std::string UnknownFields() {
 }
 
 // ---- Helpers.
-
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  auto f = t.flat<T>();
-  return std::vector<T>(f.begin(), f.end());
-}
 
 std::string Serialize(const proto::Example& example) {
   std::string s;
@@ -336,7 +329,7 @@ TEST(ParseExampleTest, UnpackedInt64AndFloatLists) {
                            VarintField(1, static_cast<uint64_t>(kMin));
   const std::string floats = Fixed32Field(1, 1.5f) + Fixed32Field(1, -2.25f);
   const std::string bytes =
-      ExampleOf(Entry("ints", Int64Feature(ints)) + Entry("floats", FloatFeature(floats)));
+      ExampleOf(MapEntry("ints", Int64Feature(ints)) + MapEntry("floats", FloatFeature(floats)));
   // Sanity: protobuf itself reads this encoding as the values we expect.
   proto::Example ex;
   ASSERT_TRUE(ex.ParseFromString(bytes));
@@ -356,7 +349,7 @@ TEST(ParseExampleTest, PackedAndUnpackedOccurrencesConcatenate) {
   const std::string floats =
       LenField(1, PackedFloats({1, 2})) + Fixed32Field(1, 3) + LenField(1, PackedFloats({4}));
   const std::string bytes =
-      ExampleOf(Entry("ints", Int64Feature(ints)) + Entry("floats", FloatFeature(floats)));
+      ExampleOf(MapEntry("ints", Int64Feature(ints)) + MapEntry("floats", FloatFeature(floats)));
   absl::StatusOr<std::vector<Tensor>> t =
       ParseExample(bytes, FeatureSpec{{{"ints", VarLenFeature{DType::kInt64}},
                                        {"floats", VarLenFeature{DType::kFloat32}}}});
@@ -393,9 +386,10 @@ TEST(ParseExampleTest, KeyMayFollowValueInAnEntry) {
 }
 
 TEST(ParseExampleTest, RepeatedMapEntriesLastOneWins) {
-  const std::string bytes = ExampleOf(Entry("x", Int64Feature(LenField(1, Varint(1) + Varint(2)))) +
-                                      Entry("y", Int64Feature(LenField(1, Varint(9)))) +
-                                      Entry("x", FloatFeature(LenField(1, PackedFloats({7.5f})))));
+  const std::string bytes =
+      ExampleOf(MapEntry("x", Int64Feature(LenField(1, Varint(1) + Varint(2)))) +
+                MapEntry("y", Int64Feature(LenField(1, Varint(9)))) +
+                MapEntry("x", FloatFeature(LenField(1, PackedFloats({7.5f})))));
   proto::Example ex;
   ASSERT_TRUE(ex.ParseFromString(bytes));
   ASSERT_EQ(ex.features().feature().at("x").float_list().value_size(), 1);  // Protobuf agrees.
@@ -406,8 +400,8 @@ TEST(ParseExampleTest, RepeatedMapEntriesLastOneWins) {
 }
 
 TEST(ParseExampleTest, RepeatedFeaturesFieldsMerge) {
-  const std::string bytes = ExampleOf(Entry("a", Int64Feature(LenField(1, Varint(1))))) +
-                            ExampleOf(Entry("b", Int64Feature(LenField(1, Varint(2)))));
+  const std::string bytes = ExampleOf(MapEntry("a", Int64Feature(LenField(1, Varint(1))))) +
+                            ExampleOf(MapEntry("b", Int64Feature(LenField(1, Varint(2)))));
   absl::StatusOr<std::vector<Tensor>> t =
       ParseExample(bytes, FeatureSpec{{{"a", FixedLenFeature{.dtype = DType::kInt64}},
                                        {"b", FixedLenFeature{.dtype = DType::kInt64}}}});
@@ -429,7 +423,7 @@ TEST(ParseExampleTest, FeatureListsMergeOrReplaceAsProtobufDoes) {
       LenField(1, LenField(1, "c") + LenField(2, BytesFeature(LenField(1, "u"))) +
                       LenField(2, BytesFeature(LenField(1, "v"))));
   const std::string bytes =
-      ExampleOf(Entry("a", merged_in_feature) + Entry("b", replaced) + split_value);
+      ExampleOf(MapEntry("a", merged_in_feature) + MapEntry("b", replaced) + split_value);
   proto::Example ex;
   ASSERT_TRUE(ex.ParseFromString(bytes));
   EXPECT_EQ(ex.features().feature().at("a").int64_list().value_size(), 2);
@@ -450,7 +444,7 @@ TEST(ParseExampleTest, FeatureListsMergeOrReplaceAsProtobufDoes) {
 TEST(ParseExampleTest, LargeSpecInAnyOrder) {
   std::string entries;
   for (int i = 39; i >= 0; --i) {
-    entries += Entry(absl::StrCat("f", i), Int64Feature(LenField(1, Varint(i * 10))));
+    entries += MapEntry(absl::StrCat("f", i), Int64Feature(LenField(1, Varint(i * 10))));
   }
   FeatureSpec spec;
   for (int i = 0; i < 40; i += 2) {  // Every other feature, in the other order.
@@ -468,17 +462,17 @@ TEST(ParseExampleTest, MalformedListsAreDataLossNamingTheFeature) {
   FeatureSpec spec{{{"x", VarLenFeature{DType::kInt64}}}};
   // A packed list that ends inside a varint.
   absl::StatusOr<std::vector<Tensor>> t =
-      ParseExample(ExampleOf(Entry("x", Int64Feature(LenField(1, "\x01\x80")))), spec);
+      ParseExample(ExampleOf(MapEntry("x", Int64Feature(LenField(1, "\x01\x80")))), spec);
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(t.status().message(), HasSubstr("feature 'x'"));
   // An eleven-byte varint.
   t = ParseExample(
-      ExampleOf(Entry("x", Int64Feature(LenField(1, std::string(10, '\x80') + "\x01")))), spec);
+      ExampleOf(MapEntry("x", Int64Feature(LenField(1, std::string(10, '\x80') + "\x01")))), spec);
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), absl::StatusCode::kDataLoss);
   // A packed float list whose length is not a multiple of 4.
-  t = ParseExample(ExampleOf(Entry("x", FloatFeature(LenField(1, "abcde")))),
+  t = ParseExample(ExampleOf(MapEntry("x", FloatFeature(LenField(1, "abcde")))),
                    FeatureSpec{{{"x", VarLenFeature{DType::kFloat32}}}});
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), absl::StatusCode::kDataLoss);
@@ -602,11 +596,11 @@ FeatureSpec FuzzSpec() {
 std::string FuzzSeed() {
   const std::string u = UnknownFields();
   return ExampleOf(
-      Entry("a", Int64Feature(VarintField(1, 3) + LenField(1, Varint(1u << 20)))) +
-      Entry("b", FloatFeature(LenField(1, PackedFloats({1, 2})) + Fixed32Field(1, 3))) + u +
-      Entry("c", BytesFeature(LenField(1, "str"))) +
-      Entry("d", Int64Feature(LenField(1, Varint(7)) + VarintField(1, 8))) +
-      Entry("zz", BytesFeature(LenField(1, "not in spec"))));
+      MapEntry("a", Int64Feature(VarintField(1, 3) + LenField(1, Varint(1u << 20)))) +
+      MapEntry("b", FloatFeature(LenField(1, PackedFloats({1, 2})) + Fixed32Field(1, 3))) + u +
+      MapEntry("c", BytesFeature(LenField(1, "str"))) +
+      MapEntry("d", Int64Feature(LenField(1, Varint(7)) + VarintField(1, 8))) +
+      MapEntry("zz", BytesFeature(LenField(1, "not in spec"))));
 }
 
 TEST(ParseExampleFuzzTest, MutationsAgreeWithProtobufAndNeverCrash) {

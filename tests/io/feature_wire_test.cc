@@ -76,7 +76,7 @@ TEST(WireReaderTest, ReadsEveryWireType) {
   EXPECT_TRUE(r.done());
 }
 
-absl::Status ReadAll(const std::string& msg);
+absl::Status ReadAllFeatures(const std::string& msg);
 
 // Protobuf reads a tag in at most five bytes and drops the bits past 32.
 TEST(WireReaderTest, TagsAreReadAsProtobufReadsThem) {
@@ -107,7 +107,7 @@ TEST(WireReaderTest, FieldNumberZeroIsRefusedLikeProtobufDoes) {
   }
 }
 
-absl::Status ReadAll(const std::string& msg) {
+absl::Status ReadAllFeatures(const std::string& msg) {
   WireReader r(msg, msg.data());
   WireField f;
   while (!r.done()) {
@@ -145,7 +145,7 @@ TEST(WireReaderTest, MalformedInputIsDataLossWithOffset) {
       {"\x80\x80\x80\x80\x80\x01", "at byte 0: truncated or overlong field tag"},  // 6 bytes
   };
   for (const Case& c : cases) {
-    absl::Status s = ReadAll(c.bytes);
+    absl::Status s = ReadAllFeatures(c.bytes);
     EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << c.message;
     EXPECT_THAT(s.message(), HasSubstr(c.message));
   }
@@ -154,13 +154,13 @@ TEST(WireReaderTest, MalformedInputIsDataLossWithOffset) {
 TEST(WireReaderTest, DeeplyNestedGroupsFailInsteadOfOverflowingTheStack) {
   std::string open, close;
   for (int i = 0; i < 100000; ++i) open += "\x0b";
-  absl::Status s = ReadAll(open);
+  absl::Status s = ReadAllFeatures(open);
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(s.message(), HasSubstr("groups nested too deeply"));
   // Sixty levels are fine.
   open.resize(60);
   close.assign(60, '\x0c');
-  EXPECT_TRUE(ReadAll(open + close).ok());
+  EXPECT_TRUE(ReadAllFeatures(open + close).ok());
 }
 
 TEST(FeatureViewTest, MergeFeatureFollowsOneofAndMergeRules) {

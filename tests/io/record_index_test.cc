@@ -28,12 +28,12 @@ using ::sluice::testing::WriteFile;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-const std::string kData = SLUICE_TEST_DATA;
+const std::string kDataDir = SLUICE_TEST_DATA;
 
 // Copies a fixture into `dir`, so that index files land in the temporary directory.
 std::string CopyFixture(const ScopedTempDir& dir, const std::string& fixture) {
   const std::string to = dir.File(fixture);
-  fs::copy_file(kData + "/" + fixture, to);
+  fs::copy_file(kDataDir + "/" + fixture, to);
   return to;
 }
 
@@ -74,35 +74,35 @@ void ExpectMatches(const RecordIndex& index, const Sequential& s) {
 
 TEST(RecordIndexTest, BuildFindsEveryRecord) {
   for (const std::string name : {"small100.tfrecord", "images3.tfrecord"}) {
-    const std::string path = kData + "/" + name;
+    const std::string path = kDataDir + "/" + name;
     auto index = RecordIndex::Build(path);
     ASSERT_TRUE(index.ok()) << index.status();
     ExpectMatches(*index, ReadSequentially(path));
     EXPECT_EQ(index->file_size(), fs::file_size(path));
   }
-  auto images = RecordIndex::Build(kData + "/images3.tfrecord");
+  auto images = RecordIndex::Build(kDataDir + "/images3.tfrecord");
   EXPECT_EQ(images->size(), 3);
   EXPECT_GT(images->length(2), 68135u);  // The JPEG and the other features.
 }
 
 TEST(RecordIndexTest, BuildChecksHeadersNotData) {
   // Only record 41's data is corrupt: every header is intact.
-  auto corrupt = RecordIndex::Build(kData + "/small100.corrupt-record41.tfrecord");
+  auto corrupt = RecordIndex::Build(kDataDir + "/small100.corrupt-record41.tfrecord");
   ASSERT_TRUE(corrupt.ok()) << corrupt.status();
   EXPECT_EQ(corrupt->size(), 100);
 
-  const std::string truncated_path = kData + "/small100.truncated.tfrecord";
+  const std::string truncated_path = kDataDir + "/small100.truncated.tfrecord";
   auto truncated = RecordIndex::Build(truncated_path);
   EXPECT_EQ(truncated.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(truncated.status().message(), HasSubstr(truncated_path + ": record 99 at offset "));
   EXPECT_THAT(truncated.status().message(), HasSubstr("truncated record"));
 
-  auto gz = RecordIndex::Build(kData + "/small100.tfrecord.gz");
+  auto gz = RecordIndex::Build(kDataDir + "/small100.tfrecord.gz");
   EXPECT_EQ(gz.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(gz.status().message(), HasSubstr("record 0 at offset 0: length CRC mismatch"));
   EXPECT_THAT(gz.status().message(), HasSubstr("GZIP"));
 
-  auto missing = RecordIndex::Build(kData + "/missing.tfrecord");
+  auto missing = RecordIndex::Build(kDataDir + "/missing.tfrecord");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
 }
 
@@ -359,7 +359,7 @@ TEST(IndexedTFRecordFileTest, VerifiesCrcsOnRead) {
 }
 
 TEST(IndexedTFRecordFileTest, MissingFileIsNotFound) {
-  auto file = IndexedTFRecordFile::Open(kData + "/missing.tfrecord");
+  auto file = IndexedTFRecordFile::Open(kDataDir + "/missing.tfrecord");
   EXPECT_EQ(file.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(file.status().message(), HasSubstr("missing.tfrecord"));
 }

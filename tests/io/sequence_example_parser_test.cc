@@ -9,22 +9,19 @@
 #include "google/protobuf/stubs/logging.h"
 #include "gtest/gtest.h"
 #include "io/proto/example.pb.h"
+#include "tests/tensor_values.h"
 #include "tests/wire_encoding.h"
 
 namespace sluice {
 namespace {
 
 using ::sluice::testing::LenField;
+using ::sluice::testing::MapEntry;
+using ::sluice::testing::Values;
 using ::sluice::testing::Varint;
 using ::sluice::testing::VarintField;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  auto f = t.flat<T>();
-  return std::vector<T>(f.begin(), f.end());
-}
 
 // ---- Building SequenceExamples with the protobuf classes.
 
@@ -54,9 +51,6 @@ std::string Serialize(const proto::SequenceExample& ex) {
 
 // ---- Hand encoding.
 
-std::string Entry(const std::string& key, const std::string& value) {
-  return LenField(1, LenField(1, key) + LenField(2, value));
-}
 // A Feature holding an unpacked int64_list.
 std::string UnpackedInt64Step(std::vector<int64_t> v) {
   std::string list;
@@ -221,7 +215,7 @@ TEST(ParseSequenceExampleTest, UnpackedStepsRepeatedEntriesAndSplitValues) {
   // "a": two entries, the last wins. "b": one entry whose value field
   // (a FeatureList) occurs twice: protobuf merges them, so the steps concatenate.
   const std::string lists =
-      Entry("a", UnpackedInt64Step({9, 9, 9})) + Entry("a", UnpackedInt64Step({1, 2})) +
+      MapEntry("a", UnpackedInt64Step({9, 9, 9})) + MapEntry("a", UnpackedInt64Step({1, 2})) +
       LenField(1, LenField(2, UnpackedInt64Step({5})) + LenField(1, "b") +
                       LenField(2, UnpackedInt64Step({6, 7}) + UnpackedInt64Step({-8})));
   const std::string bytes = LenField(2, lists);
@@ -337,7 +331,8 @@ TEST(ParseSequenceExampleFuzzTest, MutationsAgreeWithProtobufAndNeverCrash) {
   AddInt64Step(&seed_ex, "v", {-4});
   AddFloatStep(&seed_ex, "f", {1, 2});
   AddFloatStep(&seed_ex, "f", {3, 4});
-  const std::string seed = Serialize(seed_ex) + LenField(2, Entry("v", UnpackedInt64Step({7, 8})));
+  const std::string seed =
+      Serialize(seed_ex) + LenField(2, MapEntry("v", UnpackedInt64Step({7, 8})));
   const FeatureSpec context{{{"c", VarLenFeature{DType::kBytes}}}};
   const FeatureSpec sequence{{{"v", VarLenFeature{DType::kInt64}},
                               {"f", FixedLenFeature{.dtype = DType::kFloat32, .shape = {2}}}}};

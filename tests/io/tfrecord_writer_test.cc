@@ -21,8 +21,6 @@ using ::sluice::testing::ScopedTempDir;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-const std::string kData = SLUICE_TEST_DATA;
-
 // Decompresses a whole file with zlib's inflate: a decoder independent of ours.
 std::string InflateFile(const std::string& path, Compression c) {
   const std::string compressed = ReadFile(path);
@@ -137,7 +135,7 @@ INSTANTIATE_TEST_SUITE_P(AllCompressions, WriterRoundTripTest,
 
 TEST(TFRecordWriterTest, ReproducesTheGoldenFileByteForByte) {
   ScopedTempDir dir;
-  const std::string golden = kData + "/small100.tfrecord";
+  const std::string golden = std::string(SLUICE_TEST_DATA) + "/small100.tfrecord";
   const std::string path = dir.File("copy.tfrecord");
   auto writer = TFRecordWriter::Open(path);
   ASSERT_TRUE(writer.ok());

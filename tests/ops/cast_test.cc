@@ -7,15 +7,12 @@
 
 #include "core/float16.h"
 #include "gtest/gtest.h"
+#include "tests/tensor_values.h"
 
 namespace sluice {
 namespace {
 
-template <typename T>
-std::vector<T> Values(const Tensor& t) {
-  auto s = t.flat<T>();
-  return std::vector<T>(s.begin(), s.end());
-}
+using ::sluice::testing::Values;
 
 TEST(CastTest, FloatToIntegerTruncatesAndSaturates) {
   const float nan = std::numeric_limits<float>::quiet_NaN();

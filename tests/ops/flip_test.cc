@@ -11,19 +11,20 @@ namespace {
 using ::sluice::testing::At;
 using ::sluice::testing::MakeImage;
 
-int Value(int64_t y, int64_t x, int64_t c) {
+int FlipPattern(int64_t y, int64_t x, int64_t c) {
   return static_cast<int>((y * 17 + x * 5 + c * 3) % 256);
 }
 
 TEST(FlipTest, MirrorsColumns) {
   for (int64_t channels : {1, 3, 4, 5}) {
-    const Tensor image = MakeImage(6, 7, channels, Value);
+    const Tensor image = MakeImage(6, 7, channels, FlipPattern);
     auto out = FlipLeftRight(image);
     ASSERT_TRUE(out.ok());
     ASSERT_EQ(out->shape(), image.shape());
     for (int64_t y = 0; y < 6; ++y) {
       for (int64_t x = 0; x < 7; ++x) {
-        for (int64_t c = 0; c < channels; ++c) ASSERT_EQ(At(*out, y, x, c), Value(y, 6 - x, c));
+        for (int64_t c = 0; c < channels; ++c)
+          ASSERT_EQ(At(*out, y, x, c), FlipPattern(y, 6 - x, c));
       }
     }
   }
@@ -34,7 +35,7 @@ TEST(FlipTest, MirrorsColumns) {
 }
 
 TEST(FlipTest, TwiceIsIdentity) {
-  const Tensor image = MakeImage(11, 13, 3, Value);
+  const Tensor image = MakeImage(11, 13, 3, FlipPattern);
   auto once = FlipLeftRight(image);
   auto twice = FlipLeftRight(*once);
   ASSERT_TRUE(twice.ok());
@@ -43,7 +44,7 @@ TEST(FlipTest, TwiceIsIdentity) {
 }
 
 TEST(FlipTest, RandomFlipIsReproducibleAndFlipsAboutHalf) {
-  const Tensor image = MakeImage(4, 5, 3, Value);
+  const Tensor image = MakeImage(4, 5, 3, FlipPattern);
   auto mirrored = FlipLeftRight(image);
   int flipped = 0;
   for (uint64_t seed = 0; seed < 1000; ++seed) {

@@ -24,7 +24,7 @@ using ::sluice::cli_test::ShellQuote;
 using ::sluice::cli_test::TempPath;
 using ::testing::HasSubstr;
 
-constexpr char kSource[] = "/usr/share/datasets/fashion-mnist";
+constexpr char kFashionMnistSource[] = "/usr/share/datasets/fashion-mnist";
 
 // The number after `"key": ` in a JSON object printed on one line.
 double JsonNumber(const std::string& json, const std::string& key) {
@@ -38,9 +38,9 @@ class TrainCommandTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     data_ = new std::string(TempPath("train_fashion_mnist"));
-    CliResult r = RunSluice("convert fashion-mnist --source " + std::string(kSource) + " --out " +
-                            ShellQuote(*data_) + " --shards 2");
-    ASSERT_EQ(r.exit_code, 0) << "converting " << kSource
+    CliResult r = RunSluice("convert fashion-mnist --source " + std::string(kFashionMnistSource) +
+                            " --out " + ShellQuote(*data_) + " --shards 2");
+    ASSERT_EQ(r.exit_code, 0) << "converting " << kFashionMnistSource
                               << " (Debian package dataset-fashion-mnist) failed: " << r.err;
   }
   static void TearDownTestSuite() {
@@ -126,8 +126,8 @@ TEST_F(TrainCommandTest, ProfileWritesATraceAndPrintsTheSummary) {
 // names agree with the records' labels about as often as the test accuracy says.
 TEST_F(TrainCommandTest, PredictWithASavedModelMatchesTheLabels) {
   const std::string raw = TempPath("predict_raw");
-  ASSERT_EQ(RunSluice("convert fashion-mnist --source " + std::string(kSource) + " --out " +
-                      ShellQuote(raw) + " --shards 1 --format raw")
+  ASSERT_EQ(RunSluice("convert fashion-mnist --source " + std::string(kFashionMnistSource) +
+                      " --out " + ShellQuote(raw) + " --shards 1 --format raw")
                 .exit_code,
             0);
   const std::string model = TempPath("predict_model");

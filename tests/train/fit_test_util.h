@@ -54,6 +54,13 @@ inline Dataset BlobsDataset(int64_t n, uint32_t seed, int64_t batch) {
 }
 
 // 4 -> 16 (ReLU) -> 3.
+// Sets every variable of `model` to `value`, standing in for an epoch of training.
+inline void Fill(layers::Module& model, float value) {
+  for (autodiff::Variable* v : model.Variables()) {
+    for (float& x : v->mutable_value().flat<float>()) x = value;
+  }
+}
+
 inline std::unique_ptr<layers::Sequential> TinyModel(uint64_t seed, int64_t hidden = 16) {
   auto model = std::make_unique<layers::Sequential>();
   model->Add(std::make_unique<layers::Dense>(kFeatures, hidden, layers::DenseOptions{.seed = seed}))

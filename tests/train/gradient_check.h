@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/tensor.h"
 #include "train/autodiff/tape.h"
+#include "train/autodiff/variable.h"
 
 namespace sluice::train::testing {
 
@@ -104,6 +105,13 @@ inline std::string CheckGradients(const OpFn& f, std::vector<Tensor> inputs,
 }
 
 // The values of a float32 tensor, for EXPECT_THAT(..., ElementsAre(...)).
+// The names of `vars`, in order.
+inline std::vector<std::string> Names(const std::vector<autodiff::Variable*>& vars) {
+  std::vector<std::string> names;
+  for (autodiff::Variable* v : vars) names.push_back(v->name());
+  return names;
+}
+
 inline std::vector<float> Values(const Tensor& t) {
   return std::vector<float>(t.data<float>(), t.data<float>() + t.num_elements());
 }

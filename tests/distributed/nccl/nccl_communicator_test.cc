@@ -48,7 +48,7 @@ Tensor OnDevice(const Tensor& host, const Device& device) {
   return *t;
 }
 
-std::vector<float> Floats(const Tensor& t) {
+std::vector<float> NcclFloats(const Tensor& t) {
   absl::StatusOr<Tensor> host = train::backend::ToHost(t);
   EXPECT_TRUE(host.ok()) << host.status();
   const float* p = host->data<float>();
@@ -91,8 +91,8 @@ TEST(NcclCommunicatorTest, AllReduceEveryOpOnTheDevice) {
                                         : hi;
     }
     if (op == ReduceOp::kSum) want_b[0] = 5.0f * n;
-    EXPECT_THAT(Floats(a), ElementsAreArray(want));
-    EXPECT_THAT(Floats(b), ElementsAreArray(want_b));
+    EXPECT_THAT(NcclFloats(a), ElementsAreArray(want));
+    EXPECT_THAT(NcclFloats(b), ElementsAreArray(want_b));
   }
 }
 
@@ -104,7 +104,7 @@ TEST(NcclCommunicatorTest, BroadcastAndAllGather) {
   const int root = n - 1;
   Tensor t = OnDevice(Tensor::FromVector<float>({1.0f * r, -1.0f * r}), nccl->device());
   ASSERT_TRUE(nccl->Broadcast({t}, root).ok());
-  EXPECT_THAT(Floats(t), ElementsAreArray({1.0f * root, -1.0f * root}));
+  EXPECT_THAT(NcclFloats(t), ElementsAreArray({1.0f * root, -1.0f * root}));
 
   Tensor mine = OnDevice(Tensor::FromVector<float>({10.0f * r, 10.0f * r + 1}), nccl->device());
   absl::StatusOr<Tensor> all = nccl->AllGather(mine);
@@ -115,7 +115,7 @@ TEST(NcclCommunicatorTest, BroadcastAndAllGather) {
     want.push_back(10.0f * k);
     want.push_back(10.0f * k + 1);
   }
-  EXPECT_THAT(Floats(*all), ElementsAreArray(want));
+  EXPECT_THAT(NcclFloats(*all), ElementsAreArray(want));
 }
 
 TEST(NcclCommunicatorTest, HostTensorsAndBadArgumentsAreClearErrors) {

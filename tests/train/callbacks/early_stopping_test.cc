@@ -11,6 +11,7 @@ namespace sluice::train::callbacks {
 namespace {
 
 using ::sluice::train::testing::BlobsDataset;
+using ::sluice::train::testing::Fill;
 using ::sluice::train::testing::RecordingCallback;
 using ::sluice::train::testing::T;
 using ::sluice::train::testing::TinyModel;
@@ -21,13 +22,6 @@ std::vector<std::vector<float>> VariableValues(layers::Module& model) {
   std::vector<std::vector<float>> out;
   for (autodiff::Variable* v : model.Variables()) out.push_back(Values(v->value()));
   return out;
-}
-
-// Sets every variable of `model` to `value`, standing in for an epoch of training.
-void Fill(layers::Module& model, float value) {
-  for (autodiff::Variable* v : model.Variables()) {
-    for (float& x : v->mutable_value().flat<float>()) x = value;
-  }
 }
 
 TEST(EarlyStoppingTest, StopsAfterPatienceAndRestoresTheBestEpoch) {

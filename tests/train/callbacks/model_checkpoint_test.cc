@@ -15,10 +15,11 @@ namespace sluice::train::callbacks {
 namespace {
 
 using ::sluice::train::testing::BlobsDataset;
+using ::sluice::train::testing::Fill;
 using ::sluice::train::testing::TinyModel;
 using ::sluice::train::testing::Values;
 
-std::string TempDir(const std::string& name) {
+std::string CheckpointDir(const std::string& name) {
   std::string dir =
       ::testing::TempDir() + "/model_checkpoint_" + name + "_" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
@@ -26,14 +27,8 @@ std::string TempDir(const std::string& name) {
   return dir;
 }
 
-void Fill(layers::Module& model, float value) {
-  for (autodiff::Variable* v : model.Variables()) {
-    for (float& x : v->mutable_value().flat<float>()) x = value;
-  }
-}
-
 TEST(ModelCheckpointTest, BestOnlyWritesOnlyOnImprovement) {
-  const std::string dir = TempDir("best");
+  const std::string dir = CheckpointDir("best");
   auto model = TinyModel(1);
   optimizers::Sgd sgd;
   fit::Trainer trainer(*model, sgd);
@@ -61,7 +56,7 @@ TEST(ModelCheckpointTest, BestOnlyWritesOnlyOnImprovement) {
 }
 
 TEST(ModelCheckpointTest, MaxModeForAccuracy) {
-  const std::string dir = TempDir("max");
+  const std::string dir = CheckpointDir("max");
   auto model = TinyModel(1);
   optimizers::Sgd sgd;
   fit::Trainer trainer(*model, sgd);
@@ -77,7 +72,7 @@ TEST(ModelCheckpointTest, MaxModeForAccuracy) {
 }
 
 TEST(ModelCheckpointTest, EveryEpochAndEveryNStepsInFit) {
-  const std::string dir = TempDir("fit");
+  const std::string dir = CheckpointDir("fit");
   auto model = TinyModel(2);
   optimizers::Sgd sgd;
   fit::Trainer trainer(*model, sgd);

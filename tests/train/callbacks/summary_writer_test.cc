@@ -19,7 +19,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-std::string TempDir(const std::string& name) {
+std::string SummaryDir(const std::string& name) {
   std::string dir =
       ::testing::TempDir() + "/summary_writer_" + name + "_" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
@@ -44,7 +44,7 @@ std::vector<proto::Event> ReadEvents(const std::string& path) {
 }
 
 TEST(SummaryWriterTest, WritesTensorBoardEventFile) {
-  const std::string dir = TempDir("basic");
+  const std::string dir = SummaryDir("basic");
   auto writer = SummaryWriter::Create(dir + "/run");
   ASSERT_TRUE(writer.ok()) << writer.status();
   const std::string path = (*writer)->path();
@@ -95,7 +95,7 @@ TEST(SummaryWriterTest, ZeroValueIsOnTheWire) {
 }
 
 TEST(SummaryWriterTest, UnbufferedUntilFlushWhenAsked) {
-  const std::string dir = TempDir("buffered");
+  const std::string dir = SummaryDir("buffered");
   auto writer = SummaryWriter::Create(dir, {.flush_each = false});
   ASSERT_TRUE(writer.ok()) << writer.status();
   ASSERT_TRUE((*writer)->Scalar("a", 1.0f, 0).ok());

@@ -52,8 +52,8 @@ struct Trained {
   int64_t traces = 0;
 };
 
-Trained Train(const std::string& model_name, optimizers::Optimizer& optimizer, bool eager,
-              Device device = Device::Cpu()) {
+Trained TrainModel(const std::string& model_name, optimizers::Optimizer& optimizer, bool eager,
+                   Device device = Device::Cpu()) {
   Trained t;
   absl::StatusOr<std::unique_ptr<layers::Module>> model =
       models::MakeModel(model_name, {.height = 12, .width = 12, .channels = 1, .classes = 4}, 5);
@@ -74,8 +74,8 @@ TEST(CompiledTrainStepTest, ZooModelsTrainAsEagerly) {
     SCOPED_TRACE(name);
     optimizers::Sgd sgd_a({.learning_rate = 0.05f, .momentum = 0.9f});
     optimizers::Sgd sgd_b({.learning_rate = 0.05f, .momentum = 0.9f});
-    Trained eager = Train(name, sgd_a, /*eager=*/true);
-    Trained compiled = Train(name, sgd_b, /*eager=*/false);
+    Trained eager = TrainModel(name, sgd_a, /*eager=*/true);
+    Trained compiled = TrainModel(name, sgd_b, /*eager=*/false);
     ASSERT_TRUE(eager.model && compiled.model);
     ExpectSameTraining(*eager.model, eager.history, *compiled.model, compiled.history);
     // The loss moved: the steps trained something.
@@ -89,8 +89,8 @@ TEST(CompiledTrainStepTest, EveryOptimizerAsEagerly) {
   for (const auto& [name, make] : EveryOptimizer()) {
     SCOPED_TRACE(name);
     std::unique_ptr<optimizers::Optimizer> a = make(), b = make();
-    Trained eager = Train("resnet-small", *a, /*eager=*/true);
-    Trained compiled = Train("resnet-small", *b, /*eager=*/false);
+    Trained eager = TrainModel("resnet-small", *a, /*eager=*/true);
+    Trained compiled = TrainModel("resnet-small", *b, /*eager=*/false);
     ASSERT_TRUE(eager.model && compiled.model);
     ExpectSameTraining(*eager.model, eager.history, *compiled.model, compiled.history);
   }
@@ -132,9 +132,9 @@ TEST(CompiledTrainStepTest, GuardedDeviceReplaysAsCpuEager) {
   for (const std::string name : {"cnn", "resnet-20"}) {
     SCOPED_TRACE(name);
     optimizers::Adam adam_a, adam_b;
-    Trained eager = Train(name, adam_a, /*eager=*/true);
+    Trained eager = TrainModel(name, adam_a, /*eager=*/true);
     const int64_t kernels_before = GuardedKernelCalls();
-    Trained compiled = Train(name, adam_b, /*eager=*/false, Device::Guarded());
+    Trained compiled = TrainModel(name, adam_b, /*eager=*/false, Device::Guarded());
     EXPECT_GT(GuardedKernelCalls() - kernels_before, 100);
     ASSERT_TRUE(eager.model && compiled.model);
     ExpectSameTraining(*eager.model, eager.history, *compiled.model, compiled.history);

@@ -28,7 +28,7 @@ using ::sluice::train::testing::kFeatures;
 using ::sluice::train::testing::TinyModel;
 using ::testing::HasSubstr;
 
-std::string TempPath(const std::string& name) {
+std::string FineTuningTempPath(const std::string& name) {
   return ::testing::TempDir() + "/fine_tuning_test_" + name + "_" + std::to_string(getpid());
 }
 
@@ -69,7 +69,7 @@ TEST(FineTuningTest, FrozenBaseStaysBitIdenticalThenUnfreezesAtALowerRate) {
   EXPECT_EQ(Values(base.Variables()), base_before);
   EXPECT_NE(Values(model->module(2).Variables()), head_before);
   // No slots for frozen variables: a full checkpoint holds the head's m and v only.
-  const std::string path = TempPath("frozen.ckpt");
+  const std::string path = FineTuningTempPath("frozen.ckpt");
   ASSERT_TRUE(trainer.SaveCheckpoint(path).ok());
   absl::StatusOr<TrainingCheckpoint> ckpt = ReadCheckpoint(path);
   ASSERT_TRUE(ckpt.ok()) << ckpt.status();
@@ -135,7 +135,7 @@ TEST(FineTuningTest, WeightsOnlySavesInACreatedFolderAndLoadBack) {
   auto model = TinyModel(4);
   optimizers::Adam adam;
   Trainer trainer(*model, adam);
-  const std::string dir = TempPath("weights") + "/nested/folder";
+  const std::string dir = FineTuningTempPath("weights") + "/nested/folder";
   callbacks::ModelCheckpoint weights({.path = dir + "/w-{epoch}", .save_weights_only = true});
   callbacks::ModelCheckpoint full({.path = dir + "/full-{epoch}"});
   // A large shuffle buffer: a full checkpoint saves it, a weights-only one does not.
@@ -155,7 +155,7 @@ TEST(FineTuningTest, WeightsOnlySavesInACreatedFolderAndLoadBack) {
   ASSERT_TRUE(loader.LoadCheckpoint(dir + "/w-1").ok());
   EXPECT_EQ(Values(fresh->Variables()), Values(model->Variables()));
   EXPECT_EQ(adam2.iterations(), 0);  // no optimizer state in a weights-only file
-  std::filesystem::remove_all(TempPath("weights"));
+  std::filesystem::remove_all(FineTuningTempPath("weights"));
 }
 
 TEST(FineTuningTest, LoadingIntoAnUnbuiltModelSaysToBuildIt) {

@@ -36,8 +36,8 @@ struct Outcome {
   std::vector<std::pair<std::string, Tensor>> before, after;
 };
 
-Outcome Train(std::optional<optimizers::DynamicLossScaleOptions> loss_scale, int64_t epochs = 2,
-              int accumulation_steps = 1) {
+Outcome TrainWithLossScale(std::optional<optimizers::DynamicLossScaleOptions> loss_scale,
+                           int64_t epochs = 2, int accumulation_steps = 1) {
   Outcome run;
   auto model = TinyModel(8);
   optimizers::Adam adam;
@@ -51,8 +51,8 @@ Outcome Train(std::optional<optimizers::DynamicLossScaleOptions> loss_scale, int
 }
 
 TEST(LossScalingTest, WithoutOverflowItEqualsUnscaledTrainingBitForBit) {
-  Outcome plain = Train(std::nullopt);
-  Outcome scaled = Train(optimizers::DynamicLossScaleOptions{.initial_scale = 1024});
+  Outcome plain = TrainWithLossScale(std::nullopt);
+  Outcome scaled = TrainWithLossScale(optimizers::DynamicLossScaleOptions{.initial_scale = 1024});
   ASSERT_TRUE(plain.history.ok() && scaled.history.ok()) << scaled.history.status();
   EXPECT_EQ(plain.history->at("loss"), scaled.history->at("loss"));
   EXPECT_EQ(plain.history->at("accuracy"), scaled.history->at("accuracy"));
@@ -79,14 +79,16 @@ TEST(LossScalingTest, AnOverflowingStepChangesNoVariableAndHalvesTheScale) {
 }
 
 TEST(LossScalingTest, TheScaleGrowsAfterCleanSteps) {
-  Outcome run = Train(optimizers::DynamicLossScaleOptions{.initial_scale = 16, .growth_steps = 2},
-                      /*epochs=*/1);
+  Outcome run = TrainWithLossScale(
+      optimizers::DynamicLossScaleOptions{.initial_scale = 16, .growth_steps = 2},
+      /*epochs=*/1);
   ASSERT_TRUE(run.history.ok()) << run.history.status();
   EXPECT_EQ(run.history->at("loss_scale").back(), 128.0);  // 6 clean steps: 3 doublings
 }
 
 TEST(LossScalingTest, GradientAccumulationIsRefusedWithAReason) {
-  Outcome run = Train(optimizers::DynamicLossScaleOptions{}, 1, /*accumulation_steps=*/2);
+  Outcome run =
+      TrainWithLossScale(optimizers::DynamicLossScaleOptions{}, 1, /*accumulation_steps=*/2);
   EXPECT_EQ(run.history.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(run.history.status().message().find("gradient accumulation"), std::string::npos);
 }

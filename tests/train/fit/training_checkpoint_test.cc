@@ -24,7 +24,7 @@ using ::sluice::train::testing::Values;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string TempPath(const std::string& name) {
+std::string CheckpointTempPath(const std::string& name) {
   return ::testing::TempDir() + "/checkpoint_test_" + name + "_" + std::to_string(getpid());
 }
 
@@ -48,7 +48,7 @@ TrainingCheckpoint Sample() {
 }
 
 TEST(CheckpointTest, RoundTripsEverything) {
-  const std::string path = TempPath("roundtrip");
+  const std::string path = CheckpointTempPath("roundtrip");
   ASSERT_TRUE(WriteCheckpoint(path, Sample()).ok());
   absl::StatusOr<TrainingCheckpoint> c = ReadCheckpoint(path);
   ASSERT_TRUE(c.ok()) << c.status();
@@ -81,7 +81,7 @@ TEST(CheckpointTest, RoundTripsEverything) {
 }
 
 TEST(CheckpointTest, OptionalPartsStayAbsent) {
-  const std::string path = TempPath("absent");
+  const std::string path = CheckpointTempPath("absent");
   TrainingCheckpoint in;
   in.variables = {{"w", T({1}, {1})}};
   in.iterator_state = std::string();  // an empty state is still a state
@@ -98,7 +98,7 @@ TEST(CheckpointTest, OptionalPartsStayAbsent) {
 }
 
 TEST(CheckpointTest, WriteReplacesAtomicallyAndLeavesNoTemporaryFile) {
-  const std::string dir = TempPath("atomic");
+  const std::string dir = CheckpointTempPath("atomic");
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/ckpt";
@@ -117,7 +117,7 @@ TEST(CheckpointTest, WriteReplacesAtomicallyAndLeavesNoTemporaryFile) {
 }
 
 TEST(CheckpointTest, CorruptFileIsDataLossNamingTheFile) {
-  const std::string path = TempPath("corrupt");
+  const std::string path = CheckpointTempPath("corrupt");
   ASSERT_TRUE(WriteCheckpoint(path, Sample()).ok());
   std::string bytes = ReadFile(path);
   bytes[bytes.size() - 10] ^= 0x40;  // inside the payload
@@ -151,7 +151,7 @@ void RewritePayload(const std::string& path, Edit edit) {
 // Found by training_checkpoint_fuzzer: a variable's shape whose element count overflows int64
 // (undefined behaviour in Shape::num_elements, then a byte count that wrapped to the data's).
 TEST(CheckpointTest, ShapeWhoseSizeOverflowsIsDataLoss) {
-  const std::string path = TempPath("overflow");
+  const std::string path = CheckpointTempPath("overflow");
   ASSERT_TRUE(WriteCheckpoint(path, Sample()).ok());
   RewritePayload(path, [](proto::TrainingCheckpointProto& p) {
     auto* shape = p.mutable_variables(0)->mutable_shape();
@@ -170,7 +170,7 @@ TEST(CheckpointTest, ShapeWhoseSizeOverflowsIsDataLoss) {
 // shares): a saved element allocated its tensor from the claimed shape before checking the bytes,
 // 2^61 bytes here.
 TEST(CheckpointTest, ElementClaimingMoreThanItHoldsIsDataLossWithoutAllocating) {
-  const std::string path = TempPath("huge_element");
+  const std::string path = CheckpointTempPath("huge_element");
   ASSERT_TRUE(WriteCheckpoint(path, Sample()).ok());
   RewritePayload(path, [](proto::TrainingCheckpointProto& p) {
     auto* t = p.mutable_pending_element()->mutable_components(1);
@@ -186,7 +186,7 @@ TEST(CheckpointTest, ElementClaimingMoreThanItHoldsIsDataLossWithoutAllocating) 
 }
 
 TEST(CheckpointTest, TruncatedFileIsDataLoss) {
-  const std::string path = TempPath("truncated");
+  const std::string path = CheckpointTempPath("truncated");
   ASSERT_TRUE(WriteCheckpoint(path, Sample()).ok());
   const std::string bytes = ReadFile(path);
   WriteFile(path, bytes.substr(0, bytes.size() - 7));
@@ -200,7 +200,7 @@ TEST(CheckpointTest, TruncatedFileIsDataLoss) {
 }
 
 TEST(CheckpointTest, NotACheckpointAndMissingFile) {
-  const std::string path = TempPath("other");
+  const std::string path = CheckpointTempPath("other");
   WriteFile(path, "this is a text file, not a checkpoint");
   absl::StatusOr<TrainingCheckpoint> c = ReadCheckpoint(path);
   ASSERT_FALSE(c.ok());

@@ -38,7 +38,7 @@ using ::sluice::testing::Shell;
 using ::sluice::testing::WriteFile;
 using ::testing::HasSubstr;
 
-Tensor Uniform(const Shape& shape, uint32_t seed) {
+Tensor UniformTensor(const Shape& shape, uint32_t seed) {
   Tensor t(DType::kFloat32, shape);
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -106,7 +106,7 @@ TEST(OnnxImportTest, EveryOperatorAgreesWithOnnxRuntime) {
     ASSERT_NE(activation_layer, nullptr) << name;
     EXPECT_EQ(activation_layer->activation(), activation) << name;
   }
-  const Tensor x = Uniform(Shape{3, 3, 9, 8}, 1);
+  const Tensor x = UniformTensor(Shape{3, 3, 9, 8}, 1);
   ExpectAgreement(**model, path, x, dir.path());
   // Import, SaveModel, LoadModel, ExportOnnx: ONNX Runtime agrees again.
   const std::string saved = dir.path() + "/saved";
@@ -132,7 +132,7 @@ TEST(OnnxImportTest, AnNhwcInputTransposedToNchwIsTakenAsItIs) {
   auto model = ImportOnnx(path);
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ((*model)->inputs()[0].shape(), (Shape{1, 7, 6, 2}));
-  const Tensor x = Uniform(Shape{2, 7, 6, 2}, 2);
+  const Tensor x = UniformTensor(Shape{2, 7, 6, 2}, 2);
   auto ours = (*model)->Forward(x, false);
   ASSERT_TRUE(ours.ok()) << ours.status();
   auto theirs = RunOnnxRuntime(path, x, dir.path());
@@ -161,7 +161,7 @@ TEST_P(TorchvisionImportTest, AgreesWithOnnxRuntimeAndRoundTrips) {
     ASSERT_EQ(rc, 0) << output;
     auto model = ImportOnnx(path);
     ASSERT_TRUE(model.ok()) << model.status();
-    const Tensor x = Uniform(Shape{2, 3, kSize, kSize}, 3);
+    const Tensor x = UniformTensor(Shape{2, 3, kSize, kSize}, 3);
     ExpectAgreement(**model, path, x, dir.path());
     if (mode == "training") {
       EXPECT_THAT(layers::Summary(**model), HasSubstr("(batch_norm)"));

@@ -37,17 +37,12 @@ namespace {
 using ::sluice::testing::ScopedTempDir;
 using ::sluice::train::testing::CheckGradients;
 using ::sluice::train::testing::CheckModuleGradients;
+using ::sluice::train::testing::Names;
 using ::sluice::train::testing::RandomTensor;
 using ::sluice::train::testing::T;
 using ::sluice::train::testing::Values;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-std::vector<std::string> Names(const std::vector<autodiff::Variable*>& vars) {
-  std::vector<std::string> names;
-  for (autodiff::Variable* v : vars) names.push_back(v->name());
-  return names;
-}
 
 void ExpectNear(const Tensor& a, const Tensor& b, float tolerance = 1e-6f) {
   ASSERT_EQ(a.shape(), b.shape());

@@ -14,20 +14,20 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 TEST(ParameterLimitTest, SaturatingArithmetic) {
   EXPECT_EQ(SaturatingProduct({}), 1);
   EXPECT_EQ(SaturatingProduct({3, 4, 5}), 60);
-  EXPECT_EQ(SaturatingProduct({int64_t{1} << 40, int64_t{1} << 30}), kMax);
+  EXPECT_EQ(SaturatingProduct({int64_t{1} << 40, int64_t{1} << 30}), kInt64Max);
   EXPECT_EQ(SaturatingProduct({7, -1}), 0);
-  EXPECT_EQ(SaturatingAdd(kMax - 1, 2), kMax);
+  EXPECT_EQ(SaturatingAdd(kInt64Max - 1, 2), kInt64Max);
   EXPECT_EQ(SaturatingAdd(2, 3), 5);
 }
 
 TEST(ParameterLimitTest, LayersReserveTheirVariablesAndStopAtTheLimit) {
   // No limit: anything goes.
-  EXPECT_TRUE(ReserveParameters("x", kMax).ok());
+  EXPECT_TRUE(ReserveParameters("x", kInt64Max).ok());
   ParameterLimit limit(20);
   Dense a(4);
   ASSERT_TRUE(a.Build(Shape{1, 3}).ok());  // 3*4 + 4
@@ -40,7 +40,7 @@ TEST(ParameterLimitTest, LayersReserveTheirVariablesAndStopAtTheLimit) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("asks for 10 more variable elements"));
   EXPECT_FALSE(b.built());  // nothing made: it can still be built without the limit
   {
-    ParameterLimit inner(kMax);  // the innermost counts
+    ParameterLimit inner(kInt64Max);  // the innermost counts
     EXPECT_TRUE(b.Build(Shape{1, 4}).ok());
     EXPECT_TRUE(b.built());
   }

@@ -103,7 +103,7 @@ void ExpectIdentical(const Step& plain, const Step& recomputed) {
   }
 }
 
-void ExpectSameVariables(Module& a, Module& b) {
+void ExpectSameModuleVariables(Module& a, Module& b) {
   std::vector<autodiff::Variable*> va = a.Variables(), vb = b.Variables();
   ASSERT_EQ(va.size(), vb.size());
   for (size_t i = 0; i < va.size(); ++i) {
@@ -138,7 +138,7 @@ TEST(RecomputeTest, GradientsEqualNoRecomputeBitForBit) {
   for (int step = 0; step < 3; ++step) {
     SCOPED_TRACE(step);
     ExpectIdentical(RunStep(*plain, x), RunStep(*recomputed, x));
-    ExpectSameVariables(*plain, *recomputed);
+    ExpectSameModuleVariables(*plain, *recomputed);
   }
 }
 
@@ -171,7 +171,7 @@ TEST(RecomputeTest, InsideALargerModelAndAPersistentTape) {
   for (size_t i = 0; i < results[0].size(); ++i) {
     EXPECT_TRUE(results[0][i]->Equals(*results[1][i])) << i;
   }
-  ExpectSameVariables(plain, recomputed);
+  ExpectSameModuleVariables(plain, recomputed);
 }
 
 TEST(RecomputeTest, BatchNormStatisticsMoveOnce) {
@@ -190,7 +190,7 @@ TEST(RecomputeTest, BatchNormStatisticsMoveOnce) {
   // Moved (away from zeros), and by exactly one update: a second one, from the recomputation,
   // would move them again by half the distance left.
   EXPECT_FALSE(bn->moving_mean().mutable_value().Equals(mean0));
-  ExpectSameVariables(*plain, r);
+  ExpectSameModuleVariables(*plain, r);
 }
 
 TEST(RecomputeTest, CalledTwiceInOneStep) {
@@ -216,7 +216,7 @@ TEST(RecomputeTest, CalledTwiceInOneStep) {
     ASSERT_TRUE(results[0][i] && results[1][i]) << i;
     EXPECT_TRUE(results[0][i]->Equals(*results[1][i])) << i;
   }
-  ExpectSameVariables(*plain, recomputed);
+  ExpectSameModuleVariables(*plain, recomputed);
   EXPECT_EQ(dynamic_cast<Dropout*>(recomputed.Children()[0]->Children()[3])->calls(), 2);
 }
 
@@ -330,7 +330,7 @@ TEST(RecomputeTest, NoTapeRunsTheModuleAlone) {
   const Tensor x = RandomTensor({2, 5, 5, 3}, 9);
   EXPECT_TRUE(plain->Forward(x, true)->Equals(*r.Forward(x, true)));
   EXPECT_TRUE(plain->Forward(x, false)->Equals(*r.Forward(x, false)));
-  ExpectSameVariables(*plain, r);
+  ExpectSameModuleVariables(*plain, r);
 }
 
 TEST(RecomputeTest, LazyLayers) {
@@ -351,7 +351,7 @@ TEST(RecomputeTest, LazyLayers) {
     SCOPED_TRACE(step);
     ExpectIdentical(RunStep(*plain, x), RunStep(r, x));
     EXPECT_TRUE(r.built());
-    ExpectSameVariables(*plain, r);
+    ExpectSameModuleVariables(*plain, r);
   }
   // Build() reaches the wrapped module too: the same weights as built by a first call.
   Recompute built(make());
@@ -421,19 +421,19 @@ TEST(RecomputeTest, SummaryShowsTheWrappedModule) {
 }
 
 TEST(RecomputeTest, GuardedGradientsMatchCpu) {
-  testing::RegisterGuardedBackend();
+  ::sluice::train::testing::RegisterGuardedBackend();
   auto cpu = Recomputed(Block());
   auto guarded = Recomputed(Block());
   ASSERT_TRUE(guarded->To(Device::Guarded()).ok());
   const Tensor x = RandomTensor({2, 5, 5, 3}, 13);
   const Tensor gx = *backend::CopyTo(x, Device::Guarded());
-  const int64_t kernels = testing::GuardedKernelCalls();
+  const int64_t kernels = ::sluice::train::testing::GuardedKernelCalls();
   for (int step = 0; step < 2; ++step) {
     SCOPED_TRACE(step);
     ExpectIdentical(RunStep(*cpu, x), RunStep(*guarded, gx));
-    ExpectSameVariables(*cpu, *guarded);
+    ExpectSameModuleVariables(*cpu, *guarded);
   }
-  EXPECT_GT(testing::GuardedKernelCalls() - kernels, 20);
+  EXPECT_GT(::sluice::train::testing::GuardedKernelCalls() - kernels, 20);
 }
 
 // The bytes of CPU-allocator tensors that a training forward pass of `m` on `x` leaves alive under
@@ -473,7 +473,7 @@ TEST(RecomputeLayersTest, GradientsEqualNoRecomputeBitForBit) {
   for (int step = 0; step < 3; ++step) {
     SCOPED_TRACE(step);
     ExpectIdentical(RunStep(*plain, x), RunStep(*recomputed, x));
-    ExpectSameVariables(*plain, *recomputed);  // names too: "0/conv2d/kernel", ...
+    ExpectSameModuleVariables(*plain, *recomputed);  // names too: "0/conv2d/kernel", ...
   }
   EXPECT_EQ(recomputed->Variables()[0]->name(), "0/conv2d/kernel");
 }
@@ -558,7 +558,7 @@ TEST(ResidualBlockRecomputeTest, GradientsAndStatisticsEqualNoRecomputeBitForBit
     for (int step = 0; step < 2; ++step) {
       SCOPED_TRACE(step);
       ExpectIdentical(RunStep(plain, x), RunStep(recomputed, x));
-      ExpectSameVariables(plain, recomputed);  // batch norm's moving statistics moved once
+      ExpectSameModuleVariables(plain, recomputed);  // batch norm's moving statistics moved once
     }
   }
 }
@@ -595,7 +595,7 @@ TEST(ResidualBlockRecomputeTest, SavedInTheConfig) {
 }
 
 TEST(ResidualBlockRecomputeTest, GuardedGradientsMatchCpu) {
-  testing::RegisterGuardedBackend();
+  ::sluice::train::testing::RegisterGuardedBackend();
   ResidualBlock cpu(3, 4, {.stride = 2, .seed = 76, .recompute = true});
   ResidualBlock guarded(3, 4, {.stride = 2, .seed = 76, .recompute = true});
   ASSERT_TRUE(guarded.To(Device::Guarded()).ok());
@@ -604,7 +604,7 @@ TEST(ResidualBlockRecomputeTest, GuardedGradientsMatchCpu) {
   for (int step = 0; step < 2; ++step) {
     SCOPED_TRACE(step);
     ExpectIdentical(RunStep(cpu, x), RunStep(guarded, gx));
-    ExpectSameVariables(cpu, guarded);
+    ExpectSameModuleVariables(cpu, guarded);
   }
 }
 

@@ -45,7 +45,8 @@ TEST(RegularizerTest, LayersReportTheirKernelPenaltyOnly) {
   ASSERT_TRUE(model.module(1).AddLosses(losses).ok());
   ASSERT_EQ(losses.size(), 1u);
   double sum_sq = 0;
-  for (float v : testing::Values(static_cast<Dense&>(model.module(0)).kernel().value())) {
+  for (float v :
+       ::sluice::train::testing::Values(static_cast<Dense&>(model.module(0)).kernel().value())) {
     sum_sq += double{v} * v;
   }
   EXPECT_NEAR(losses[0].scalar<float>(), sum_sq, 1e-5);

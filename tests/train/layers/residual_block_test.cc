@@ -12,18 +12,13 @@ namespace sluice::train::layers {
 namespace {
 
 using ::sluice::train::testing::CheckModuleGradients;
+using ::sluice::train::testing::Names;
 using ::sluice::train::testing::RandomTensor;
 using ::sluice::train::testing::T;
 using ::sluice::train::testing::Values;
 using ::testing::ElementsAre;
 using ::testing::FloatNear;
 using ::testing::Pointwise;
-
-std::vector<std::string> Names(const std::vector<autodiff::Variable*>& vars) {
-  std::vector<std::string> names;
-  for (autodiff::Variable* v : vars) names.push_back(v->name());
-  return names;
-}
 
 autodiff::Variable* Find(ResidualBlock& block, const std::string& name) {
   for (autodiff::Variable* v : block.Variables()) {

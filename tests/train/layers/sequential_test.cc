@@ -25,14 +25,9 @@
 namespace sluice::train::layers {
 namespace {
 
+using ::sluice::train::testing::Names;
 using ::sluice::train::testing::RandomTensor;
 using ::testing::ElementsAre;
-
-std::vector<std::string> Names(const std::vector<autodiff::Variable*>& vars) {
-  std::vector<std::string> names;
-  for (autodiff::Variable* v : vars) names.push_back(v->name());
-  return names;
-}
 
 TEST(SequentialTest, VariablesAreUniqueAndTrainableFirst) {
   Sequential model;

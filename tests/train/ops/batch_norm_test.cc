@@ -79,12 +79,12 @@ TEST(BatchNormTest, MovingStatisticsGetNoGradient) {
 }
 
 // y, and the gradients of sum(w * y) for x, gamma and beta.
-struct Differentiated {
+struct BatchNormDifferentiated {
   Tensor y, mean, variance;
   std::vector<Tensor> grads;
 };
-Differentiated Differentiate(bool fused, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                             const Tensor& w) {
+BatchNormDifferentiated DifferentiateBatchNorm(bool fused, const Tensor& x, const Tensor& gamma,
+                                               const Tensor& beta, const Tensor& w) {
   autodiff::Tape tape;
   for (const Tensor* t : {&x, &gamma, &beta}) tape.Watch(*t);
   absl::StatusOr<BatchNormTrainingResult> r = BatchNormTraining(x, gamma, beta);
@@ -107,8 +107,8 @@ TEST(BatchNormTest, FusedReluGivesTheBitsOfBatchNormThenRelu) {
   const Tensor x = RandomTensor({4, 5, 5, 8}, 90, -3, 3);
   const Tensor gamma = RandomTensor({8}, 91, 0.5f, 1.5f), beta = RandomTensor({8}, 92);
   const Tensor w = RandomTensor({4, 5, 5, 8}, 93);
-  const Differentiated fused = Differentiate(true, x, gamma, beta, w);
-  const Differentiated plain = Differentiate(false, x, gamma, beta, w);
+  const BatchNormDifferentiated fused = DifferentiateBatchNorm(true, x, gamma, beta, w);
+  const BatchNormDifferentiated plain = DifferentiateBatchNorm(false, x, gamma, beta, w);
   // Some outputs clipped, some not: the mask matters in both passes.
   const std::vector<float> y = Values(fused.y);
   EXPECT_GT(std::count(y.begin(), y.end(), 0.0f), 100);

@@ -32,19 +32,20 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // The value of f(a, b, bias) and the gradients of sum(w * f) for the three.
-struct Differentiated {
+struct MatMulBiasDifferentiated {
   Tensor out;
   std::vector<Tensor> grads;
 };
 template <typename Fn>
-Differentiated Differentiate(Fn f, const std::vector<Tensor>& in, const Tensor& w) {
+MatMulBiasDifferentiated DifferentiateMatMulBias(Fn f, const std::vector<Tensor>& in,
+                                                 const Tensor& w) {
   autodiff::Tape tape;
   for (const Tensor& t : in) tape.Watch(t);
   absl::StatusOr<Tensor> out = f(in[0], in[1], in[2]);
   EXPECT_TRUE(out.ok()) << out.status();
   absl::StatusOr<std::vector<std::optional<Tensor>>> g = tape.Gradient(*Sum(*Mul(*out, w)), in);
   EXPECT_TRUE(g.ok()) << g.status();
-  Differentiated d{*out, {}};
+  MatMulBiasDifferentiated d{*out, {}};
   for (const auto& t : *g) d.grads.push_back(*t);
   return d;
 }
@@ -58,11 +59,11 @@ void ExpectTheBitsOfTheUnfusedOps(backend::Precision precision) {
   const Tensor w = RandomTensor({67, 37}, 4);
   for (const bool relu : {false, true}) {
     SCOPED_TRACE(relu ? "relu" : "linear");
-    const Differentiated fused =
-        Differentiate([relu](const Tensor& a, const Tensor& b,
-                             const Tensor& bias) { return MatMulBias(a, b, bias, relu); },
-                      in, w);
-    const Differentiated plain = Differentiate(
+    const MatMulBiasDifferentiated fused =
+        DifferentiateMatMulBias([relu](const Tensor& a, const Tensor& b,
+                                       const Tensor& bias) { return MatMulBias(a, b, bias, relu); },
+                                in, w);
+    const MatMulBiasDifferentiated plain = DifferentiateMatMulBias(
         [relu](const Tensor& a, const Tensor& b, const Tensor& bias) -> absl::StatusOr<Tensor> {
           absl::StatusOr<Tensor> z = Add(*MatMul(a, b), bias);
           return relu ? Relu(*z) : z;
