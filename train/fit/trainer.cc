@@ -48,7 +48,8 @@ absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
   absl::Cleanup end_fit = [this] {
     input_.reset();
     step_.reset();
-    profile_.reset();  // a profile still recording (Fit failed) is dropped
+    profile_.reset();               // a profile still recording (Fit failed) is dropped
+    autodiff::SetNumericsStep(-1);  // later errors on this thread are not of a Fit step
     in_fit_ = false;
   };
   SLUICE_RETURN_IF_ERROR(StartFit(shard, options));
