@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/dataset/test_util.h"
+#include "tests/tensor_values.h"
 
 namespace sluice {
 namespace {
@@ -52,10 +53,10 @@ TEST(BatchTest, RangeBy3KeepsTheRemainder) {
   }
   EXPECT_EQ((*out)[0][0].shape(), Shape({3}));
   EXPECT_EQ((*out)[3][0].shape(), Shape({1}));
-  EXPECT_THAT(Values((*out)[0][0]), ElementsAre(0, 1, 2));
-  EXPECT_THAT(Values((*out)[1][0]), ElementsAre(3, 4, 5));
-  EXPECT_THAT(Values((*out)[2][0]), ElementsAre(6, 7, 8));
-  EXPECT_THAT(Values((*out)[3][0]), ElementsAre(9));
+  EXPECT_THAT(Values<int64_t>((*out)[0][0]), ElementsAre(0, 1, 2));
+  EXPECT_THAT(Values<int64_t>((*out)[1][0]), ElementsAre(3, 4, 5));
+  EXPECT_THAT(Values<int64_t>((*out)[2][0]), ElementsAre(6, 7, 8));
+  EXPECT_THAT(Values<int64_t>((*out)[3][0]), ElementsAre(9));
 }
 
 TEST(BatchTest, RangeBy3DropsTheRemainder) {
@@ -64,7 +65,7 @@ TEST(BatchTest, RangeBy3DropsTheRemainder) {
   auto out = Collect(ds);
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ(out->size(), 3u);
-  EXPECT_THAT(Values((*out)[2][0]), ElementsAre(6, 7, 8));
+  EXPECT_THAT(Values<int64_t>((*out)[2][0]), ElementsAre(6, 7, 8));
   // An exact multiple keeps its last batch.
   auto exact = Collect(Dataset::Range(9).Batch(3, {.drop_remainder = true}));
   ASSERT_TRUE(exact.ok());
@@ -87,7 +88,7 @@ TEST(BatchTest, MultiComponentElements) {
   ASSERT_EQ(b.size(), 3u);
   EXPECT_EQ(b[0].dtype(), DType::kInt64);
   EXPECT_EQ(b[0].shape(), Shape({2}));
-  EXPECT_THAT(Values(b[0]), ElementsAre(2, 3));
+  EXPECT_THAT(Values<int64_t>(b[0]), ElementsAre(2, 3));
   EXPECT_EQ(b[1].dtype(), DType::kFloat32);
   EXPECT_EQ(b[1].shape(), Shape({2, 2}));
   auto f = b[1].flat<float>();
@@ -424,17 +425,17 @@ TEST(BatchTest, InputErrorPassesThroughAndDropsThePartialBatch) {
   ASSERT_TRUE(it.ok());
   auto b0 = (*it)->GetNext();
   ASSERT_TRUE(b0.ok() && b0->has_value());
-  EXPECT_THAT(Values((**b0)[0]), ElementsAre(0, 1, 2));
+  EXPECT_THAT(Values<int64_t>((**b0)[0]), ElementsAre(0, 1, 2));
   auto err = (*it)->GetNext();  // 3 was gathered, then 4 failed.
   ASSERT_FALSE(err.ok());
   EXPECT_EQ(err.status().message(), "Map[1] at element 4: bad");
   // Internal iterators go on after an error; 3 went with it.
   auto b1 = (*it)->GetNext();
   ASSERT_TRUE(b1.ok() && b1->has_value());
-  EXPECT_THAT(Values((**b1)[0]), ElementsAre(5, 6, 7));
+  EXPECT_THAT(Values<int64_t>((**b1)[0]), ElementsAre(5, 6, 7));
   auto b2 = (*it)->GetNext();
   ASSERT_TRUE(b2.ok() && b2->has_value());
-  EXPECT_THAT(Values((**b2)[0]), ElementsAre(8, 9));
+  EXPECT_THAT(Values<int64_t>((**b2)[0]), ElementsAre(8, 9));
   auto end = (*it)->GetNext();
   ASSERT_TRUE(end.ok());
   EXPECT_FALSE(end->has_value());
@@ -452,7 +453,7 @@ TEST(BatchTest, ContinuesAfterAMismatchedBatch) {
   EXPECT_FALSE((*it)->GetNext().ok());
   auto next = (*it)->GetNext();
   ASSERT_TRUE(next.ok() && next->has_value());
-  EXPECT_THAT(Values((**next)[0]), ElementsAre(2, 3));
+  EXPECT_THAT(Values<int64_t>((**next)[0]), ElementsAre(2, 3));
 }
 
 TEST(BatchTest, InvalidArguments) {

@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/dataset/test_util.h"
+#include "tests/file_util.h"
 #include "tests/temp_dir.h"
 
 namespace sluice {
@@ -15,7 +16,7 @@ namespace {
 using ::sluice::testing::Collect;
 using ::sluice::testing::ExpectCheckpointsResumeExactly;
 using ::sluice::testing::ScopedTempDir;
-using ::sluice::testing::WriteText;
+using ::sluice::testing::WriteFile;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -58,7 +59,7 @@ std::vector<std::string> Records(const Dataset& ds) {
 TEST(CsvTest, TypedColumnsDefaultsAndHeader) {
   ScopedTempDir dir;
   const std::string a = dir.path() + "/a.csv";
-  WriteText(a,
+  WriteFile(a,
             "id,count,score,name\n"
             "1,10,0.5,alpha\r\n"
             "2,,1e3,\"beta, with comma\"\n"
@@ -75,7 +76,7 @@ TEST(CsvTest, TypedColumnsDefaultsAndHeader) {
 TEST(CsvTest, SelectColsDelimiterAndQuotesOff) {
   ScopedTempDir dir;
   const std::string a = dir.path() + "/a.tsv";
-  WriteText(a, "x\t1\t\"q\"\t9\ny\t2\t\"r\t3\n");
+  WriteFile(a, "x\t1\t\"q\"\t9\ny\t2\t\"r\t3\n");
   const Dataset ds =
       Dataset::Csv({a}, {Required(DType::kBytes), Required(DType::kInt64)},
                    {.field_delim = '\t', .use_quote_delim = false, .select_cols = {2, 3}});
@@ -85,7 +86,7 @@ TEST(CsvTest, SelectColsDelimiterAndQuotesOff) {
 TEST(CsvTest, MalformedRecordsNameTheFileLineAndColumnAndTheFileGoesOn) {
   ScopedTempDir dir;
   const std::string a = dir.path() + "/bad.csv";
-  WriteText(a,
+  WriteFile(a,
             "1,2\n"
             "3\n"             // too few fields
             "4,x\n"           // not a number
@@ -141,7 +142,7 @@ TEST(CsvTest, GzipAndCheckpointsResumeExactly) {
   std::string text = "a,b\n";
   for (int i = 0; i < 40; ++i) text += std::to_string(i) + "," + std::to_string(i * 0.25) + "\n";
   const std::string plain = dir.path() + "/p.csv", gz = dir.path() + "/g.csv.gz";
-  WriteText(plain, text);
+  WriteFile(plain, text);
   gzFile f = gzopen(gz.c_str(), "wb");
   ASSERT_NE(f, nullptr);
   ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())),
@@ -163,8 +164,8 @@ TEST(CsvTest, BatchSizeEqualsBatchingTheRecords) {
     text += std::to_string(i) + "," + std::to_string(i * 0.5) + ",\"s" + std::to_string(i) + "\"\n";
   }
   const std::string a = dir.path() + "/a.csv", b = dir.path() + "/b.csv";
-  WriteText(a, text);
-  WriteText(b, "100,1.5,x\n");
+  WriteFile(a, text);
+  WriteFile(b, "100,1.5,x\n");
   const std::vector<Tensor> defaults = {Required(DType::kInt32), Required(DType::kFloat32),
                                         Required(DType::kBytes)};
   auto want = Collect(Dataset::Csv({a, b}, defaults).Batch(5));
@@ -184,7 +185,7 @@ TEST(CsvTest, BatchSizeEqualsBatchingTheRecords) {
 TEST(CsvTest, BatchSizeKeepsTheRecordsBeforeAnError) {
   ScopedTempDir dir;
   const std::string a = dir.path() + "/a.csv";
-  WriteText(a, "1\n2\nx\n4\n5\n6\n");
+  WriteFile(a, "1\n2\nx\n4\n5\n6\n");
   const Dataset ds = Dataset::Csv({a}, {Required(DType::kInt64)}, {.batch_size = 4});
   auto it = ds.MakeIterator();
   auto first = it->GetNext();

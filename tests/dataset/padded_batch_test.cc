@@ -6,6 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/dataset/test_util.h"
+#include "tests/tensor_values.h"
 
 namespace sluice {
 namespace {
@@ -31,10 +32,10 @@ TEST(PaddedBatchTest, PadsToTheLongestInTheBatch) {
   ASSERT_EQ(out->size(), 2u);
   // Lengths 0, 1, 2.
   EXPECT_EQ((*out)[0][0].shape(), Shape({3, 2}));
-  EXPECT_THAT(Values((*out)[0][0]), ElementsAre(0, 0, 1, 0, 2, 2));
+  EXPECT_THAT(Values<int64_t>((*out)[0][0]), ElementsAre(0, 0, 1, 0, 2, 2));
   // Lengths 3, 0, 1.
   EXPECT_EQ((*out)[1][0].shape(), Shape({3, 3}));
-  EXPECT_THAT(Values((*out)[1][0]), ElementsAre(3, 3, 3, 0, 0, 0, 5, 0, 0));
+  EXPECT_THAT(Values<int64_t>((*out)[1][0]), ElementsAre(3, 3, 3, 0, 0, 0, 5, 0, 0));
 }
 
 TEST(PaddedBatchTest, FixedShapeAndPaddingValue) {
@@ -43,10 +44,10 @@ TEST(PaddedBatchTest, FixedShapeAndPaddingValue) {
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ(out->size(), 3u);
   EXPECT_EQ((*out)[0][0].shape(), Shape({2, 4}));
-  EXPECT_THAT(Values((*out)[0][0]), ElementsAre(-1, -1, -1, -1, 1, -1, -1, -1));
-  EXPECT_THAT(Values((*out)[1][0]), ElementsAre(2, 2, -1, -1, 3, 3, 3, -1));
+  EXPECT_THAT(Values<int64_t>((*out)[0][0]), ElementsAre(-1, -1, -1, -1, 1, -1, -1, -1));
+  EXPECT_THAT(Values<int64_t>((*out)[1][0]), ElementsAre(2, 2, -1, -1, 3, 3, 3, -1));
   EXPECT_EQ((*out)[2][0].shape(), Shape({1, 4}));
-  EXPECT_THAT(Values((*out)[2][0]), ElementsAre(-1, -1, -1, -1));  // element 4 is empty
+  EXPECT_THAT(Values<int64_t>((*out)[2][0]), ElementsAre(-1, -1, -1, -1));  // element 4 is empty
 }
 
 TEST(PaddedBatchTest, ElementLargerThanAFixedDimensionIsAnError) {
@@ -83,7 +84,7 @@ TEST(PaddedBatchTest, TwoDimensionsWithAMixedSpec) {
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ(out->size(), 1u);
   const Element& b = (*out)[0];
-  EXPECT_THAT(Values(b[0]), ElementsAre(0, 1, 2, 3, 4));
+  EXPECT_THAT(Values<int64_t>(b[0]), ElementsAre(0, 1, 2, 3, 4));
   ASSERT_EQ(b[1].shape(), Shape({5, 3, 4}));
   auto v = b[1].flat<float>();
   for (int64_t i = 0; i < 5; ++i) {
@@ -131,7 +132,7 @@ TEST(PaddedBatchTest, BytesPadWithEmptyOrGivenStrings) {
 TEST(PaddedBatchTest, SameShapesNeedNoPadding) {
   auto out = Collect(Dataset::Range(4).PaddedBatch(4));
   ASSERT_TRUE(out.ok());
-  EXPECT_THAT(Values((*out)[0][0]), ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(Values<int64_t>((*out)[0][0]), ElementsAre(0, 1, 2, 3));
 }
 
 TEST(PaddedBatchTest, DropRemainderAndCardinality) {
@@ -213,7 +214,7 @@ TEST(PaddedBatchTest, InputErrorPassesThroughAndIterationContinues) {
   EXPECT_EQ(err.status().message(), "Map[2] at element 3: bad");
   auto b1 = (*it)->GetNext();  // elements 4 (empty) and 5
   ASSERT_TRUE(b1.ok() && b1->has_value());
-  EXPECT_THAT(Values((**b1)[0]), ElementsAre(0, 5));
+  EXPECT_THAT(Values<int64_t>((**b1)[0]), ElementsAre(0, 5));
 }
 
 TEST(PaddedBatchTest, CheckpointResumesExactly) {

@@ -2,7 +2,6 @@
 #define SLUICE_TESTS_DATASET_TEST_UTIL_H_
 
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,12 +62,6 @@ inline std::vector<int64_t> Ints(const std::vector<Element>& elements) {
 // The int64 scalar first component of an element.
 inline int64_t Value(const Element& e) { return e[0].scalar<int64_t>(); }
 
-// The values of an int64 tensor.
-inline std::vector<int64_t> Values(const Tensor& t) {
-  auto v = t.flat<int64_t>();
-  return std::vector<int64_t>(v.begin(), v.end());
-}
-
 // A context for driving internal (non-sticky) iterators directly.
 inline IteratorContext TestContext(int threads = 2) {
   IteratorContext ctx;
@@ -76,10 +69,6 @@ inline IteratorContext TestContext(int threads = 2) {
   ctx.cancellation = std::make_shared<CancellationManager>();
   ctx.stats = std::make_shared<StatsRegistry>();
   return ctx;
-}
-
-inline void WriteText(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
 }
 
 // x -> Range(10x, 10x + x): x elements (FlatMap's and Interleave's inner datasets).

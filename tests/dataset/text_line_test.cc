@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/dataset/test_util.h"
+#include "tests/file_util.h"
 #include "tests/temp_dir.h"
 
 namespace sluice {
@@ -16,7 +17,7 @@ using ::sluice::testing::Collect;
 using ::sluice::testing::Drain;
 using ::sluice::testing::ExpectCheckpointsResumeExactly;
 using ::sluice::testing::ScopedTempDir;
-using ::sluice::testing::WriteText;
+using ::sluice::testing::WriteFile;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
@@ -42,24 +43,24 @@ TEST(TextLineTest, LinesWithoutTheirNewlines) {
   ScopedTempDir dir;
   const std::string a = dir.path() + "/a.txt", b = dir.path() + "/b.txt";
   // CRLF and LF, an empty line in the middle, no newline at the very end.
-  WriteText(a, "first\r\nsecond\n\nfourth\n");
-  WriteText(b, "x,1\ny,2");
+  WriteFile(a, "first\r\nsecond\n\nfourth\n");
+  WriteFile(b, "x,1\ny,2");
   EXPECT_THAT(Lines(Dataset::TextLine({a, b})),
               ElementsAre("first", "second", "", "fourth", "x,1", "y,2"));
   // A lone "\r" inside a line stays; an empty file has no lines; a file of one "\n" has one.
   const std::string c = dir.path() + "/c.txt", d = dir.path() + "/d.txt", e = dir.path() + "/e";
-  WriteText(c, "a\rb\n");
-  WriteText(d, "");
-  WriteText(e, "\n");
+  WriteFile(c, "a\rb\n");
+  WriteFile(d, "");
+  WriteFile(e, "\n");
   EXPECT_THAT(Lines(Dataset::TextLine({c, d, e})), ElementsAre("a\rb", ""));
 }
 
 TEST(TextLineTest, SkipsHeaderLinesInEveryFile) {
   ScopedTempDir dir;
   const std::string a = dir.path() + "/a.csv", b = dir.path() + "/b.csv", c = dir.path() + "/c.csv";
-  WriteText(a, "name,value\nx,1\ny,2\n");
-  WriteText(b, "name,value\nz,3\n");
-  WriteText(c, "name,value\n");  // a header only
+  WriteFile(a, "name,value\nx,1\ny,2\n");
+  WriteFile(b, "name,value\nz,3\n");
+  WriteFile(c, "name,value\n");  // a header only
   EXPECT_THAT(Lines(Dataset::TextLine({a, b, c}, {.skip_header_lines = 1})),
               ElementsAre("x,1", "y,2", "z,3"));
 }
@@ -84,7 +85,7 @@ TEST(TextLineTest, ReadsGzipAndZlibFiles) {
             Z_OK);
   deflated.resize(size);
   const std::string zlib = dir.path() + "/big.zz";
-  WriteText(zlib, deflated);
+  WriteFile(zlib, deflated);
   EXPECT_THAT(Lines(Dataset::TextLine(zlib, {.compression = Compression::kZlib})),
               ElementsAreArray(want));
 }
@@ -94,7 +95,7 @@ TEST(TextLineTest, CheckpointsResumeExactlyPlainAndCompressed) {
   const std::string a = dir.path() + "/a.txt", b = dir.path() + "/b.txt.gz";
   std::string text;
   for (int i = 0; i < 30; ++i) text += "row " + std::to_string(i) + (i % 3 ? "\n" : "\r\n");
-  WriteText(a, "header\n" + text);
+  WriteFile(a, "header\n" + text);
   WriteGzip(b, "header\n" + text + "last without newline");
   const Dataset ds = Dataset::TextLine({a, b}, {.skip_header_lines = 1, .buffer_size = 16});
   ExpectCheckpointsResumeExactly(ds, {0, 1, 15, 29, 30, 31, 45, 60, 61});
@@ -121,8 +122,8 @@ TEST(TextLineTest, ErrorsNameTheFileAndLineAndEndOnlyThatFile) {
   ScopedTempDir dir;
   const std::string missing = dir.path() + "/missing.txt", long_lines = dir.path() + "/long.txt",
                     good = dir.path() + "/good.txt";
-  WriteText(long_lines, "short\n" + std::string(100, 'y') + "\nnever read\n");
-  WriteText(good, "ok\n");
+  WriteFile(long_lines, "short\n" + std::string(100, 'y') + "\nnever read\n");
+  WriteFile(good, "ok\n");
   const Dataset ds = Dataset::TextLine({missing, long_lines, good}, {.max_line_bytes = 64});
   auto it = ds.MakeIterator();
   auto first = it->GetNext();
