@@ -9,6 +9,7 @@
 #include "core/status_macros.h"
 #include "core/trace_recorder.h"
 #include "dataset/dataset.h"
+#include "io/deterministic_proto.h"
 
 namespace sluice {
 namespace {
@@ -133,7 +134,8 @@ absl::StatusOr<std::string> Iterator::Save() {
   // which would restore as nothing. Buffers saved whole (elements without sources) get there.
   const size_t bytes = ckpt.ByteSizeLong();
   std::string out;
-  if (bytes > static_cast<size_t>(INT32_MAX) || !ckpt.SerializeToString(&out)) {
+  if (bytes <= static_cast<size_t>(INT32_MAX)) out = SerializeDeterministically(ckpt);
+  if (out.size() != bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the iterator checkpoint would be ", bytes,
         " bytes, over protobuf's 2 GiB: buffers of elements that no source describes are "

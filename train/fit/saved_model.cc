@@ -12,6 +12,7 @@
 #include "core/status_macros.h"
 #include "io/atomic_file.h"
 #include "io/crc32c.h"
+#include "io/deterministic_proto.h"
 #include "train/autodiff/variable.h"
 #include "train/fit/training_checkpoint.h"
 #include "train/layers/layer_config.h"
@@ -144,7 +145,7 @@ absl::Status SaveModel(layers::Module& model, const Shape& input_shape, const st
   saved.set_format(kFormat);
   saved.set_version(kSavedModelVersion);
   for (int i = 0; i < input_shape.rank(); ++i) saved.add_input_shape(input_shape.dim(i));
-  saved.set_config(config_proto.SerializeAsString());
+  saved.set_config(SerializeDeterministically(config_proto));
   saved.set_config_crc32c(MaskCrc32c(Crc32c(saved.config())));
   for (const std::string& name : options.class_names) saved.add_class_names(name);
 
@@ -167,7 +168,7 @@ absl::Status SaveModel(layers::Module& model, const Shape& input_shape, const st
   // The weights first: a model.pb always has weights beside it (if perhaps newer ones, which
   // LoadModel then refuses by name and shape when they do not fit).
   SLUICE_RETURN_IF_ERROR(WriteCheckpoint(WeightsPath(dir), weights));
-  return WriteFileAtomically(ModelPath(dir), saved.SerializeAsString());
+  return WriteFileAtomically(ModelPath(dir), SerializeDeterministically(saved));
 }
 
 absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const LoadModelOptions& options) {

@@ -80,6 +80,40 @@ TEST(CheckpointTest, RoundTripsEverything) {
   std::filesystem::remove(path);
 }
 
+// The file's payload is written piece by piece, the tensors from where they are; its bytes must
+// be exactly protobuf's own serialization of the message they parse to.
+TEST(CheckpointTest, PayloadIsProtobufsOwnSerialization) {
+  TrainingCheckpoint full = Sample();
+  full.variables.push_back({"empty", Tensor(DType::kFloat32, Shape({0, 4}))});
+  full.variables.push_back({"", T({2.5f}, {})});  // proto3 leaves an empty name out
+  full.frozen_variables = {"empty"};
+  RankPosition rank;
+  rank.iterator_state = "rank state";
+  rank.metrics = {{"loss", 1, 2}};
+  full.ranks = {rank, rank};
+  TrainingCheckpoint bare;  // every field at its default
+  TrainingCheckpoint weights;
+  weights.weights_only = true;
+  weights.variables = Sample().variables;
+  for (const TrainingCheckpoint* c : {&full, &bare, &weights}) {
+    const std::string path = CheckpointTempPath("canonical");
+    ASSERT_TRUE(WriteCheckpoint(path, *c).ok());
+    const std::string file = ReadFile(path);
+    std::filesystem::remove(path);
+    const size_t header = std::string("sluice-checkpoint-1\n").size() + 12;
+    ASSERT_GE(file.size(), header);
+    const std::string payload = file.substr(header);
+    EXPECT_EQ(tfrecord::DecodeFixed64(file.data() + header - 12), payload.size());
+    EXPECT_EQ(tfrecord::DecodeFixed32(file.data() + header - 4), MaskCrc32c(Crc32c(payload)));
+    proto::TrainingCheckpointProto p;
+    ASSERT_TRUE(p.ParseFromString(payload));
+    EXPECT_EQ(p.SerializeAsString(), payload);
+    EXPECT_EQ(p.variables_size(), static_cast<int>(c->variables.size()));
+    EXPECT_EQ(p.optimizer().slots_size(), static_cast<int>(c->optimizer.slots.size()));
+    EXPECT_EQ(p.ranks_size(), static_cast<int>(c->ranks.size()));
+  }
+}
+
 TEST(CheckpointTest, OptionalPartsStayAbsent) {
   const std::string path = CheckpointTempPath("absent");
   TrainingCheckpoint in;
