@@ -20,8 +20,9 @@ clone of this repository at /src: what a new Debian machine that has only
   2. Each run unpacks it into a new temporary directory, mounts /proc, /sys
      (read-only), a minimal /dev, /dev/pts (a new instance) and /dev/shm (tmpfs)
      inside it, copies /etc/resolv.conf and this machine's CA bundle (for a
-     TLS-inspecting proxy; NODE_EXTRA_CA_CERTS names it), and clones the
-     repository into /src.
+     TLS-inspecting proxy; NODE_EXTRA_CA_CERTS names it), sets dpkg's
+     force-unsafe-io (no fsync per file, as container images do), and clones
+     the repository into /src.
   3. CMD runs under chroot in /src, with a clean environment: PATH, HOME=/root,
      LANG=C.UTF-8, plus TERM, CI, http(s)_proxy/no_proxy and
      every SLUICE_* variable passed through from the caller.
@@ -299,6 +300,9 @@ apt-config dump 2>/dev/null |
   grep -E '^Acquire::(https?::Proxy|ftp::Proxy|Check-Valid-Until|Check-Date|Max-FutureTime) ' \
   >"$root/etc/apt/apt.conf.d/00fresh-root-host" || rm -f "$root/etc/apt/apt.conf.d/00fresh-root-host"
 cat -- /etc/resolv.conf >"$root/etc/resolv.conf" 2>/dev/null || true
+# dpkg without an fsync per file, as Debian's container images set it: the root is thrown away
+# after the run. What gets installed is the same (setup.sh in a fresh root: 201 -> 162 s).
+echo force-unsafe-io >"$root/etc/dpkg/dpkg.cfg.d/00fresh-root-unsafe-io"
 # The network's trust anchors too: where HTTPS goes through a TLS-inspecting proxy (as on these
 # machines, whose package registries are reached so), a new root's own CA list does not know its
 # CA. Kept apart from the root's CA files, and named by NODE_EXTRA_CA_CERTS (npm).
