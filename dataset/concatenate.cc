@@ -5,6 +5,7 @@
 // not is an error naming it, and the next call goes on with the one after.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
@@ -75,9 +76,7 @@ class ConcatenateDataset : public DatasetBase {
           absl::StatusOr<std::unique_ptr<IteratorBase>> it = d_->inputs()[1]->MakeIterator(ctx());
           if (!it.ok()) {
             stage_ = Stage::kEnded;  // Report once; retrying would fail the same way.
-            return absl::Status(
-                it.status().code(),
-                absl::StrCat("cannot iterate the appended dataset: ", it.status().message()));
+            return WithContext(it.status(), "cannot iterate the appended dataset: ");
           }
           second_ = std::move(*it);
         }

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/mutex.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "train/backend/transfer.h"
 
@@ -408,9 +409,8 @@ absl::Status MpiCommunicator::Execute(Job& job) {
   {
     MutexLock lock(&mu_);
     if (!broken_.ok()) {
-      return absl::Status(
-          broken_.code(),
-          absl::StrCat(job.what, ": the group is broken by an earlier error: ", broken_.message()));
+      return WithContext(broken_,
+                         absl::StrCat(job.what, ": the group is broken by an earlier error: "));
     }
     seq = ++collectives_;
   }

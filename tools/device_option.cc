@@ -1,6 +1,7 @@
 #include "tools/device_option.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/status_context.h"
 #include "train/backend/backend.h"
 
 namespace sluice::tools {
@@ -20,8 +21,7 @@ OptionSpec<Device> DeviceOptionSpec() {
 absl::Status CheckDeviceAvailable(const Device& device) {
   absl::StatusOr<train::backend::Backend*> backend = train::backend::BackendFor(device);
   if (backend.ok()) return absl::OkStatus();
-  return absl::Status(backend.status().code(), absl::StrCat("--device ", device.DebugString(), ": ",
-                                                            backend.status().message()));
+  return WithContext(backend.status(), absl::StrCat("--device ", device.DebugString(), ": "));
 }
 
 }  // namespace sluice::tools

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "train/backend/cuda/cuda_backend.h"
 #include "train/backend/cuda/cuda_check.h"
@@ -133,9 +134,7 @@ double NcclCommunicator::busy_seconds() const {
 absl::Status NcclCommunicator::Broken(absl::string_view what) const {
   MutexLock lock(&mu_);
   if (broken_.ok()) return absl::OkStatus();
-  return absl::Status(
-      broken_.code(),
-      absl::StrCat(what, ": the group is broken by an earlier error: ", broken_.message()));
+  return WithContext(broken_, absl::StrCat(what, ": the group is broken by an earlier error: "));
 }
 
 absl::Status NcclCommunicator::Break(absl::Status status) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/mutex.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "train/backend/cpu/cpu_backend.h"
 #include "train/backend/plugin.h"
@@ -159,9 +160,8 @@ absl::StatusOr<Backend*> BackendFor(const Device& device) {
   if (device.is_cpu()) return &cpu::CpuBackend::Get();
   absl::StatusOr<BackendFactory> factory = Registered(&Registry::factories, device.type);
   if (!factory.ok()) {
-    return absl::Status(
-        factory.status().code(),
-        absl::StrCat("a tensor is on ", device.DebugString(), " but ", factory.status().message()));
+    return WithContext(factory.status(),
+                       absl::StrCat("a tensor is on ", device.DebugString(), " but "));
   }
   return (*factory)(device.index);
 }
@@ -188,8 +188,7 @@ absl::StatusOr<Backend*> BackendFor(absl::string_view op,
   }
   absl::StatusOr<Backend*> backend = BackendFor(device);
   if (!backend.ok()) {
-    return absl::Status(backend.status().code(),
-                        absl::StrCat(op, ": ", backend.status().message()));
+    return WithContext(backend.status(), absl::StrCat(op, ": "));
   }
   return backend;
 }

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/mutex.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "core/trace_recorder.h"
 #include "train/backend/backend.h"
@@ -173,9 +174,8 @@ absl::StatusOr<void*> FindAndOpen(DeviceType type) {
       break;
     }
     if (!handle.ok()) {
-      return absl::Status(handle.status().code(),
-                          absl::StrCat("sluice's ", info->what, " backend could not be loaded: ",
-                                       handle.status().message()));
+      return WithContext(handle.status(),
+                         absl::StrCat("sluice's ", info->what, " backend could not be loaded: "));
     }
     return handle;
   }

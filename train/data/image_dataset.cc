@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
 #include "io/example_parser.h"
@@ -124,8 +125,7 @@ absl::StatusOr<Dataset> MakeImageDataset(const ImageDatasetOptions& options) {
           return normalized;
         }();
         if (!image.ok()) {
-          return absl::Status(image.status().code(), absl::StrCat(file, ": record ", index, ": ",
-                                                                  image.status().message()));
+          return WithContext(image.status(), absl::StrCat(file, ": record ", index, ": "));
         }
         return Element{*std::move(image), std::move(label)};
       },

@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
 #include "ops/counter_rng.h"
@@ -239,7 +240,7 @@ absl::StatusOr<Tensor> LoadImage(const std::string& path, int64_t height, int64_
   if (image.ok()) return image;
   // ReadFile's errors name the path already; decode errors do not.
   if (absl::StrContains(image.status().message(), path)) return image.status();
-  return absl::Status(image.status().code(), absl::StrCat(path, ": ", image.status().message()));
+  return WithContext(image.status(), absl::StrCat(path, ": "));
 }
 
 // Appends `label` to `out` as label_mode has it: an int32, a one-hot float32 vector, or a float32

@@ -13,6 +13,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "core/mutex.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "dataset/buffered_entry.h"
 #include "dataset/dataset_base.h"
@@ -318,8 +319,7 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> PrefetchToDeviceDataset::MakeItera
   }
   absl::StatusOr<backend::Backend*> backend = backend::BackendFor(device_);
   if (!backend.ok()) {
-    return absl::Status(backend.status().code(),
-                        absl::StrCat(name(), ": ", backend.status().message()));
+    return WithContext(backend.status(), absl::StrCat(name(), ": "));
   }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
   return std::unique_ptr<IteratorBase>(

@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "io/atomic_file.h"
 #include "onnx/onnx_pb.h"  // defines ONNX_API, then includes onnx-ml.pb.h (ONNX_ML)
@@ -689,9 +690,8 @@ absl::StatusOr<Value> GraphBuilder::Custom(const OnnxLayerExporter& exporter, la
   LayerGraph graph(*this, path);
   absl::StatusOr<Value> out = exporter(layer, graph, in);
   if (!out.ok()) {
-    return absl::Status(out.status().code(),
-                        absl::StrCat("ONNX export: layer '", path, "' (", layer.name(),
-                                     "): ", out.status().message()));
+    return WithContext(out.status(),
+                       absl::StrCat("ONNX export: layer '", path, "' (", layer.name(), "): "));
   }
   if (out->name.empty() || out->dims.empty()) {
     return absl::InvalidArgumentError(

@@ -4,6 +4,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "train/backend/backend.h"
 #include "train/backend/transfer.h"
@@ -33,7 +34,7 @@ absl::Status DeferredLabelChecks::CheckAll() {
   if (invalid == 0) return absl::OkStatus();
   for (const auto& [context, check] : checks_) {
     absl::Status s = check.Check();
-    if (!s.ok()) return absl::Status(s.code(), absl::StrCat(context, s.message()));
+    if (!s.ok()) return WithContext(s, context);
   }
   return absl::InternalError(absl::StrCat("the device counted ", invalid,
                                           " labels out of range but no step's check finds one"));

@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "io/atomic_file.h"
 #include "io/crc32c.h"
@@ -197,9 +198,8 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const LoadModelOpt
   // model.pb (a Dense of 2^40 units) must not allocate before its weights are checked.
   absl::StatusOr<layers::LayerSize> size = layers::LayerSizeFromConfig(config, Shape(one));
   if (!size.ok()) {
-    return absl::Status(size.status().code(),
-                        absl::StrCat(path, ": sizing for input ", input_shape.DebugString(), ": ",
-                                     size.status().message()));
+    return WithContext(size.status(),
+                       absl::StrCat(path, ": sizing for input ", input_shape.DebugString(), ": "));
   }
   if (size->parameters > options.max_parameters) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -223,13 +223,12 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const LoadModelOpt
   layers::ParameterLimit limit(total_saved);
   absl::StatusOr<std::unique_ptr<layers::Module>> model = layers::LayerFromConfig(config);
   if (!model.ok()) {
-    return absl::Status(model.status().code(), absl::StrCat(path, ": ", model.status().message()));
+    return WithContext(model.status(), absl::StrCat(path, ": "));
   }
   absl::Status built = (*model)->Build(Shape(one));
   if (!built.ok()) {
-    return absl::Status(built.code(),
-                        absl::StrCat(path, ": building for input ", input_shape.DebugString(), ": ",
-                                     built.message()));
+    return WithContext(
+        built, absl::StrCat(path, ": building for input ", input_shape.DebugString(), ": "));
   }
   SLUICE_RETURN_IF_ERROR(
       autodiff::AssignVariables(weights.variables, (*model)->Variables(), weights_path));

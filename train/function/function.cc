@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "train/backend/backend.h"
 #include "train/backend/trace_hooks.h"
@@ -142,9 +143,8 @@ absl::StatusOr<std::vector<Tensor>> Function::MakeTrace(const std::vector<Tensor
     backend::ScopedTracingBackend tracing(&recorder, &recorder);
     absl::StatusOr<std::vector<Tensor>> outputs = fn_(trace.inputs);
     if (!outputs.ok()) {
-      return absl::Status(outputs.status().code(),
-                          absl::StrCat("Function '", options_.name,
-                                       "', while tracing: ", outputs.status().message()));
+      return WithContext(outputs.status(),
+                         absl::StrCat("Function '", options_.name, "', while tracing: "));
     }
     trace.outputs = *std::move(outputs);
   }

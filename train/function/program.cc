@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "core/trace_recorder.h"
 
@@ -181,8 +182,7 @@ absl::Status Program::Replay() {
       absl::Status status = bound.call.run(backend_, bound.tensors);
       if (!status.ok() && bound.call.check) return status;
       if (!status.ok()) {
-        return absl::Status(status.code(),
-                            absl::StrCat("replaying ", bound.call.name, ": ", status.message()));
+        return WithContext(status, absl::StrCat("replaying ", bound.call.name, ": "));
       }
     }
   }

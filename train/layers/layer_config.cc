@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "core/mutex.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "train/layers/activation.h"
 #include "train/layers/activation_layer.h"
@@ -309,8 +310,7 @@ Made MakeSequential(const LayerConfig& config) {
   for (size_t i = 0; i < config.layers.size(); ++i) {
     absl::StatusOr<std::unique_ptr<Module>> layer = Child(config, i);
     if (!layer.ok()) {
-      return absl::Status(layer.status().code(),
-                          absl::StrCat("layer ", i, ": ", layer.status().message()));
+      return WithContext(layer.status(), absl::StrCat("layer ", i, ": "));
     }
     sequential->Add(*std::move(layer));
   }
@@ -537,8 +537,7 @@ Sized SizeSequential(const LayerConfig& config, const Shape& input) {
   for (size_t i = 0; i < config.layers.size(); ++i) {
     absl::StatusOr<LayerSize> layer = LayerSizeFromConfig(config.layers[i], x);
     if (!layer.ok()) {
-      return absl::Status(layer.status().code(),
-                          absl::StrCat("layer ", i, ": ", layer.status().message()));
+      return WithContext(layer.status(), absl::StrCat("layer ", i, ": "));
     }
     layer->prefix = absl::StrCat(i, "/");
     size.parameters = SaturatingAdd(size.parameters, layer->parameters);

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "core/trace_recorder.h"
 #include "train/autodiff/check_numerics.h"
@@ -51,8 +52,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Make(std::vector<SymbolicTensor> i
   }
   for (const SymbolicTensor& t : outputs) {
     if (!t.ok()) {
-      return absl::Status(t.status().code(),
-                          absl::StrCat("Model '", name, "': ", t.status().message()));
+      return WithContext(t.status(), absl::StrCat("Model '", name, "': "));
     }
   }
   auto model = std::unique_ptr<Model>(new Model());
@@ -191,7 +191,7 @@ absl::StatusOr<std::vector<Tensor>> Model::Call(const std::vector<Tensor>& input
       y = step.layer->ForwardInputs(args, training);
     }
     if (!y.ok()) {
-      return absl::Status(y.status().code(), absl::StrCat(step.label, ": ", y.status().message()));
+      return WithContext(y.status(), absl::StrCat(step.label, ": "));
     }
     values[s] = *std::move(y);
     // Drop what no later step reads, so that memory stays as a Sequential's.
@@ -268,8 +268,7 @@ absl::StatusOr<LayerConfig> Model::GetConfig() {
   for (size_t k = 0; k < layers_.size(); ++k) {
     absl::StatusOr<LayerConfig> layer = layers_[k]->GetConfig();
     if (!layer.ok()) {
-      return absl::Status(layer.status().code(), absl::StrCat("layer '", layers_[k]->layer_name(),
-                                                              "': ", layer.status().message()));
+      return WithContext(layer.status(), absl::StrCat("layer '", layers_[k]->layer_name(), "': "));
     }
     config.layers.push_back(*std::move(layer));
     config.strings[absl::StrCat("layer_", k, "_name")] = layers_[k]->layer_name();
@@ -448,8 +447,7 @@ absl::StatusOr<std::unique_ptr<Module>> FunctionalFromConfig(const LayerConfig& 
   for (size_t k = 0; k < config.layers.size(); ++k) {
     absl::StatusOr<std::unique_ptr<Module>> layer = LayerFromConfig(config.layers[k]);
     if (!layer.ok()) {
-      return absl::Status(layer.status().code(), absl::StrCat("layer '", g.layer_names[k],
-                                                              "': ", layer.status().message()));
+      return WithContext(layer.status(), absl::StrCat("layer '", g.layer_names[k], "': "));
     }
     (*layer)->set_layer_name(g.layer_names[k]);
     layers.push_back(std::shared_ptr<Module>(*std::move(layer)));
@@ -502,8 +500,7 @@ absl::StatusOr<LayerSize> FunctionalSize(const LayerConfig& config, const Shape&
     std::vector<Shape> in;
     for (int i : node.inbound) in.push_back(shapes[i]);
     auto named = [&](const absl::Status& status) {
-      return absl::Status(status.code(), absl::StrCat("layer '", g.layer_names[node.layer],
-                                                      "': ", status.message()));
+      return WithContext(status, absl::StrCat("layer '", g.layer_names[node.layer], "': "));
     };
     absl::StatusOr<std::optional<Shape>> merged = MergedShape(layer, in);
     if (!merged.ok()) return named(merged.status());

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
@@ -64,9 +65,8 @@ absl::Status Module::Build(const Shape& input_shape) {
   }
   const absl::Status called = CallOnZeros(*this, input_shape, Device::Cpu());
   if (!called.ok()) {
-    return absl::Status(called.code(),
-                        absl::StrCat(name(), ": building for input ", input_shape.DebugString(),
-                                     ": ", called.message()));
+    return WithContext(
+        called, absl::StrCat(name(), ": building for input ", input_shape.DebugString(), ": "));
   }
   return absl::OkStatus();
 }
@@ -103,8 +103,8 @@ absl::Status Module::To(const Device& device) {
   for (autodiff::Variable* v : Variables()) {
     absl::Status s = v->MoveTo(device);
     if (!s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("moving '", v->name(), "' to ",
-                                                 device.DebugString(), ": ", s.message()));
+      return WithContext(s,
+                         absl::StrCat("moving '", v->name(), "' to ", device.DebugString(), ": "));
     }
   }
   return absl::OkStatus();

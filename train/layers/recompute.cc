@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
 #include "train/autodiff/variable.h"
@@ -119,10 +120,9 @@ absl::StatusOr<Tensor> RecomputeGrad(absl::string_view name, std::vector<Module*
                                              output_shape, std::move(grad_output));
     const absl::Status restored = Restore(state, state_after);
     if (!grads.ok()) {
-      return absl::Status(
-          grads.status().code(),
-          absl::StrCat("recompute (", name, "): recomputing the forward pass for its gradient: ",
-                       grads.status().message()));
+      return WithContext(
+          grads.status(),
+          absl::StrCat("recompute (", name, "): recomputing the forward pass for its gradient: "));
     }
     SLUICE_RETURN_IF_ERROR(restored);
     return grads;

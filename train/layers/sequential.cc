@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "core/trace_recorder.h"
 #include "train/autodiff/check_numerics.h"
@@ -78,8 +79,7 @@ absl::StatusOr<Tensor> Sequential::RunLayers(size_t begin, size_t end, Tensor x,
       y = fused ? fused->ForwardRelu(x, training) : modules_[i]->Forward(x, training);
     }
     if (!y.ok()) {
-      return absl::Status(y.status().code(),
-                          absl::StrCat(LayerLabel(i), ": ", y.status().message()));
+      return WithContext(y.status(), absl::StrCat(LayerLabel(i), ": "));
     }
     x = *std::move(y);
     output_shapes_[i] = x.shape();
@@ -136,8 +136,7 @@ absl::StatusOr<LayerConfig> Sequential::GetConfig() {
   for (size_t i = 0; i < modules_.size(); ++i) {
     absl::StatusOr<LayerConfig> layer = modules_[i]->GetConfig();
     if (!layer.ok()) {
-      return absl::Status(layer.status().code(),
-                          absl::StrCat("layer ", i, ": ", layer.status().message()));
+      return WithContext(layer.status(), absl::StrCat("layer ", i, ": "));
     }
     config.layers.push_back(*std::move(layer));
   }

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/status_context.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 
@@ -103,9 +104,8 @@ SymbolicTensor Apply(std::shared_ptr<Module> layer, const std::vector<SymbolicTe
   if (!y.ok()) {
     return SymbolicTensor(
         Failed(layer, inputs,
-               absl::Status(y.status().code(),
-                            absl::StrCat(label, " on inputs ", absl::StrJoin(shapes, ", "), ": ",
-                                         y.status().message()))));
+               WithContext(y.status(),
+                           absl::StrCat(label, " on inputs ", absl::StrJoin(shapes, ", "), ": "))));
   }
   auto node = std::make_shared<FunctionalNode>();
   node->layer = std::move(layer);

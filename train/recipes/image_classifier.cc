@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "train/autodiff/check_numerics.h"
 #include "train/backend/backend.h"
@@ -33,16 +34,14 @@ absl::Status CheckBeforeData(const ImageClassifierOptions& options) {
   if (!options.device.is_cpu()) {
     absl::StatusOr<backend::Backend*> backend = backend::BackendFor(options.device);
     if (!backend.ok()) {
-      return absl::Status(
-          backend.status().code(),
-          absl::StrCat("device ", options.device.DebugString(), ": ", backend.status().message()));
+      return WithContext(backend.status(),
+                         absl::StrCat("device ", options.device.DebugString(), ": "));
     }
   }
   absl::Status supported = backend::CheckPrecisionSupported(options.device, options.precision);
   if (!supported.ok()) {
-    return absl::Status(supported.code(),
-                        absl::StrCat("precision ", backend::PrecisionName(options.precision), ": ",
-                                     supported.message()));
+    return WithContext(supported,
+                       absl::StrCat("precision ", backend::PrecisionName(options.precision), ": "));
   }
   if (options.freeze_base_epochs < 0 || options.freeze_base_epochs > options.epochs) {
     return absl::InvalidArgumentError(
