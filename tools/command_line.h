@@ -17,6 +17,9 @@ namespace sluice::tools {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;  // The command ran and something failed.
 inline constexpr int kExitUsage = 2;    // The command line itself was wrong.
+// Stopped by SIGTERM after writing a backup (`sluice train --backup-dir`): 128 + SIGTERM, what a
+// shell reports for a job the signal ended, so schedulers treat it as the preemption it was.
+inline constexpr int kExitPreempted = 143;
 
 // One `sluice` subcommand. main.cc keeps the table; a command is one file that
 // provides `Run`, which receives argv with argv[0] set to the command's name.

@@ -17,6 +17,7 @@
 #include "tools/option_table.h"
 #include "tools/train_options.h"
 #include "train/backend/compute_precision.h"
+#include "train/callbacks/backup_and_restore.h"
 #include "train/callbacks/callback.h"
 #include "train/recipes/image_classifier.h"
 
@@ -124,6 +125,13 @@ int RunTrain(int argc, char** argv) {
     if (!job) return kExitFailure;
   }
   absl::StatusOr<Result> result = Train(config.run, job ? job->collectives() : nullptr);
+  if (!result.ok() && train::callbacks::IsPreemption(result.status())) {
+    // Every rank stopped after the same step and the backup is written: no abort.
+    if (!job || job->rank() == 0) {
+      std::fprintf(stderr, "sluice train: %s\n", std::string(result.status().message()).c_str());
+    }
+    return kExitPreempted;
+  }
   if (!result.ok()) {
     if (job) return job->Fail("sluice train", result.status());
     std::fprintf(stderr, "sluice train: %s\n", std::string(result.status().message()).c_str());

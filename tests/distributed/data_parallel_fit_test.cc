@@ -1,4 +1,6 @@
 // Fit over several ranks (mpirun -np 2 and 3) against one process.
+#include <signal.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -13,7 +15,9 @@
 #include "gtest/gtest.h"
 #include "tests/distributed/test_communicator.h"
 #include "tests/train/fit_test_util.h"
+#include "train/callbacks/backup_and_restore.h"
 #include "train/fit/trainer.h"
+#include "train/fit/training_checkpoint.h"
 #include "train/optimizers/adam.h"
 #include "train/optimizers/sgd.h"
 
@@ -256,6 +260,44 @@ TEST(DataParallelFitTest, CheckpointResumesEveryRankExactly) {
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(refused.message(),
               HasSubstr(absl::StrCat("written by a job of ", comm.size(), " ranks")));
+  ASSERT_TRUE(comm.Barrier().ok());
+  if (comm.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+// save_before_preemption over ranks: only the last rank gets SIGTERM (after step 5), yet every
+// rank stops after that step with the same Preempted error, and rank 0's backup of step 5 holds
+// every rank's position.
+TEST(DataParallelFitTest, ASigtermOnOneRankStopsEveryRankAfterTheSameStep) {
+  SLUICE_REQUIRE_RANKS(2);
+  distributed::MpiCommunicator& comm = TestComm();
+  std::string dir = ::testing::TempDir() + "/sluice_dp_preempt_" + std::to_string(getpid());
+  absl::StatusOr<std::vector<std::string>> dirs = comm.AllGatherBytes(dir);
+  ASSERT_TRUE(dirs.ok());
+  dir = (*dirs)[0];
+  std::unique_ptr<layers::Sequential> model = TinyModel(3);
+  optimizers::Adam adam({.learning_rate = 0.01f});
+  Trainer t(*model, adam, {.communicator = &comm});
+  RecordingCallback signaller;
+  signaller.on_batch_end = [&](int64_t, const callbacks::Logs&) {
+    if (comm.rank() == comm.size() - 1 && t.global_step() == 5) raise(SIGTERM);
+    return absl::OkStatus();
+  };
+  callbacks::BackupAndRestore backup(
+      {.backup_dir = dir, .save_freq = 100, .save_before_preemption = true});
+  const absl::Status stopped =
+      t.Fit(Dataset::FromTensorSlices(Blobs(96, 4)).Batch(4),
+            {.epochs = 2, .callbacks = {&signaller, &backup}, .verbose = 0})
+          .status();
+  EXPECT_TRUE(callbacks::IsPreemption(stopped)) << stopped;
+  EXPECT_EQ(t.global_step(), 5);
+  ASSERT_TRUE(comm.Barrier().ok());
+  absl::StatusOr<std::vector<std::string>> backups = backup.Backups();
+  ASSERT_TRUE(backups.ok()) << backups.status();
+  ASSERT_EQ(backups->size(), 1u);
+  absl::StatusOr<TrainingCheckpoint> ckpt = ReadCheckpoint((*backups)[0]);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+  EXPECT_EQ(ckpt->global_step, 5);
+  EXPECT_EQ(ckpt->ranks.size(), static_cast<size_t>(comm.size()));
   ASSERT_TRUE(comm.Barrier().ok());
   if (comm.rank() == 0) std::filesystem::remove_all(dir);
 }

@@ -47,16 +47,18 @@ constexpr int kSanitized = 0;
 #endif
 
 struct KillableRun {
-  bool killed = false;
+  bool killed = false;  // by SIGKILL
+  int signal = 0;       // the signal that ended it, if one did
   int exit_code = -1;
   double seconds = 0;
   std::string out;
 };
 
-// Runs `sluice args...` with SLUICE_CRASH_AT=`crash_at` (when not empty), killing it with
-// SIGKILL after `kill_after` seconds (when > 0) unless it ended before.
+// Runs `sluice args...` with SLUICE_CRASH_AT=`crash_at` (when not empty), sending it `signal`
+// after `kill_after` seconds (when > 0) unless it ended before, then waiting for its end (a
+// SIGKILL after 300 s in all).
 KillableRun RunSluiceUntil(const std::vector<std::string>& args, const std::string& crash_at,
-                           double kill_after) {
+                           double kill_after, int signal = SIGKILL) {
   const std::string out_path = TempPath("crash_stdout");
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = fork();
@@ -74,6 +76,7 @@ KillableRun RunSluiceUntil(const std::vector<std::string>& args, const std::stri
   }
   KillableRun run;
   int status = 0;
+  bool sent = false;
   while (true) {
     const pid_t done = waitpid(pid, &status, WNOHANG);
     const double elapsed =
@@ -82,7 +85,11 @@ KillableRun RunSluiceUntil(const std::vector<std::string>& args, const std::stri
       run.seconds = elapsed;
       break;
     }
-    if ((kill_after > 0 && elapsed >= kill_after) || elapsed > 300) {
+    if (!sent && kill_after > 0 && elapsed >= kill_after) {
+      kill(pid, signal);
+      sent = true;
+    }
+    if (elapsed > 300) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       run.seconds = elapsed;
@@ -90,7 +97,8 @@ KillableRun RunSluiceUntil(const std::vector<std::string>& args, const std::stri
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  run.killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+  run.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  run.killed = run.signal == SIGKILL;
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   run.out = ReadFile(out_path);
   std::filesystem::remove(out_path);
@@ -116,7 +124,8 @@ void ExpectSameWeights(const std::string& a_dir, const std::string& b_dir) {
   }
 }
 
-class CrashResumeTest : public ::testing::TestWithParam<std::string> {
+// Fashion-MNIST's records, made once per suite.
+class FashionMnistRuns : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     data_ = new std::string(TempPath("crash_fashion_mnist"));
@@ -131,10 +140,15 @@ class CrashResumeTest : public ::testing::TestWithParam<std::string> {
   static void TearDownTestSuite() {
     std::filesystem::remove_all(*data_);
     delete data_;
+    data_ = nullptr;
   }
   static std::string* data_;
 };
-std::string* CrashResumeTest::data_ = nullptr;
+std::string* FashionMnistRuns::data_ = nullptr;
+
+class CrashResumeTest : public FashionMnistRuns,
+                        public ::testing::WithParamInterface<std::string> {};
+class PreemptionTest : public FashionMnistRuns {};
 
 // The cnn, 2 epochs of 6 steps, a backup every 3 steps: kills land before, between and inside
 // backups; each restart continues from the newest whole one.
@@ -212,6 +226,60 @@ TEST_P(CrashResumeTest, KilledAndRestartedRunsEndAsTheUninterruptedRun) {
   EXPECT_FALSE(JsonField(straight.out, "test_loss").empty()) << straight.out;
   std::printf("[ crash    ] %s: %d kills (%d inside a backup's write), %d whole runs\n",
               precision.c_str(), kills, in_write, whole);
+  for (const std::string& dir : {reference, backups, model}) std::filesystem::remove_all(dir);
+}
+
+// SIGTERM, as a scheduler preempts a job: the run writes a backup after the step in progress and
+// exits with 143 (no periodic backups here: every backup is a preemption's), and the runs
+// started again end as the run never interrupted. A SIGTERM before training begins ends the
+// process as it always did; one after training ended lets it finish.
+TEST_F(PreemptionTest, PreemptedRunsWriteABackupOfTheirStepAndResumeFromIt) {
+  if (kSanitized) GTEST_SKIP() << "in the Release build only (CI's time)";
+  const std::vector<std::string> common = {"train",   "--data", *data_,    "--model", "cnn",
+                                           "--limit", "192",    "--batch", "32",      "--epochs",
+                                           "2",       "--seed", "5",       "--json"};
+  const std::string reference = TempPath("preempt_reference");
+  std::vector<std::string> args = common;
+  args.insert(args.end(), {"--save", reference});
+  const KillableRun straight = RunSluiceUntil(args, "", 0);
+  ASSERT_EQ(straight.exit_code, 0) << straight.out;
+
+  const std::string backups = TempPath("preempt_backups");
+  const std::string model = TempPath("preempt_model");
+  args = common;
+  args.insert(args.end(), {"--backup-dir", backups, "--checkpoint-every", "1000", "--save", model});
+  // Moments before the final evaluation, which takes the run's last quarter or so.
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> moment(0.05 * straight.seconds, 0.75 * straight.seconds);
+  int preempted = 0, before_training = 0, whole = 0;
+  for (int attempt = 0; preempted < 3 && attempt < 60; ++attempt) {
+    const KillableRun run = RunSluiceUntil(args, "", moment(rng), SIGTERM);
+    if (run.exit_code == 143) {
+      ++preempted;
+      // Its backup is the only one (the resumed run deleted none: it never ended).
+      std::vector<std::string> left;
+      for (const auto& entry : std::filesystem::directory_iterator(backups)) {
+        left.push_back(entry.path().filename().string());
+      }
+      EXPECT_FALSE(left.empty()) << "a preempted run left no backup";
+      EXPECT_EQ(JsonField(run.out, "test_loss"), "") << "a preempted run reported a result";
+    } else if (run.signal == SIGTERM) {
+      ++before_training;
+    } else {
+      ASSERT_EQ(run.exit_code, 0) << run.out;
+      ++whole;
+      EXPECT_EQ(JsonField(run.out, "test_loss"), JsonField(straight.out, "test_loss"));
+      ExpectSameWeights(reference, model);
+    }
+  }
+  EXPECT_EQ(preempted, 3);
+  const KillableRun last = RunSluiceUntil(args, "", 0);
+  ASSERT_EQ(last.exit_code, 0) << last.out;
+  EXPECT_EQ(JsonField(last.out, "test_loss"), JsonField(straight.out, "test_loss"));
+  ExpectSameWeights(reference, model);
+  EXPECT_TRUE(std::filesystem::is_empty(backups));
+  std::printf("[ preempt  ] %d preempted runs, %d ended before training, %d whole runs\n",
+              preempted, before_training, whole);
   for (const std::string& dir : {reference, backups, model}) std::filesystem::remove_all(dir);
 }
 

@@ -8,6 +8,7 @@
 #include <system_error>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr char kPreemptedPayload[] = "sluice.dev/preempted";
 constexpr char kPrefix[] = "ckpt-";
 constexpr char kSuffix[] = ".ckpt";
 
@@ -33,6 +35,18 @@ int64_t StepOf(const std::string& file_name) {
 }
 
 }  // namespace
+
+absl::Status Preempted(const std::string& backup, int64_t global_step) {
+  absl::Status status = absl::CancelledError(
+      absl::StrCat("preempted: SIGTERM received; the backup of global step ", global_step,
+                   " is written (", backup, "): run the same command again to resume from it"));
+  status.SetPayload(kPreemptedPayload, absl::Cord(backup));
+  return status;
+}
+
+bool IsPreemption(const absl::Status& status) {
+  return status.GetPayload(kPreemptedPayload).has_value();
+}
 
 BackupAndRestore::BackupAndRestore(BackupAndRestoreOptions options)
     : options_(std::move(options)) {}
@@ -80,6 +94,9 @@ absl::Status BackupAndRestore::OnTrainBegin(const Logs& logs) {
     return absl::PermissionDeniedError(absl::StrCat("BackupAndRestore: cannot create ",
                                                     options_.backup_dir, ": ", error.message()));
   }
+  if (options_.save_before_preemption) {
+    SLUICE_ASSIGN_OR_RETURN(termination_, TerminationSignal::Install());
+  }
   // What a write killed half-way left (AtomicFile's temporary files): nothing writes them now.
   for (const fs::directory_entry& entry : fs::directory_iterator(options_.backup_dir, error)) {
     const std::string name = entry.path().filename().string();
@@ -90,12 +107,16 @@ absl::Status BackupAndRestore::OnTrainBegin(const Logs& logs) {
   return absl::OkStatus();
 }
 
+std::string BackupAndRestore::BackupPath() const {
+  return (fs::path(options_.backup_dir) /
+          absl::StrFormat("%s%012" PRId64 "%s", kPrefix, trainer()->global_step(), kSuffix))
+      .string();
+}
+
 absl::Status BackupAndRestore::Save() {
   const int64_t step = trainer()->global_step();
   if (step == last_saved_step_) return absl::OkStatus();  // the epoch's last step saved already
-  const std::string path = (fs::path(options_.backup_dir) /
-                            absl::StrFormat("%s%012" PRId64 "%s", kPrefix, step, kSuffix))
-                               .string();
+  const std::string path = BackupPath();
   SLUICE_RETURN_IF_ERROR(trainer()->SaveCheckpoint(path));
   ++saves_;
   last_saved_step_ = step;
@@ -114,6 +135,15 @@ absl::Status BackupAndRestore::OnEpochEnd(int64_t epoch, const Logs& logs) {
 }
 
 absl::Status BackupAndRestore::OnBatchEnd(int64_t batch, const Logs& logs) {
+  if (termination_ != nullptr) {
+    // A collective when data-parallel: every rank stops after the same step.
+    SLUICE_ASSIGN_OR_RETURN(const bool preempted, trainer()->AnyReplica(termination_->received()));
+    if (preempted) {
+      SLUICE_RETURN_IF_ERROR(Save());
+      termination_.reset();  // a next SIGTERM ends the process as it would have
+      return Preempted(BackupPath(), trainer()->global_step());
+    }
+  }
   if (options_.save_freq == 0 || trainer()->global_step() % options_.save_freq != 0) {
     return absl::OkStatus();
   }
@@ -121,6 +151,7 @@ absl::Status BackupAndRestore::OnBatchEnd(int64_t batch, const Logs& logs) {
 }
 
 absl::Status BackupAndRestore::OnTrainEnd(const Logs& logs) {
+  termination_.reset();
   if (!options_.delete_checkpoint) return absl::OkStatus();
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> backups, Backups());
   for (const std::string& path : backups) {

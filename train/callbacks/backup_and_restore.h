@@ -2,10 +2,13 @@
 #define SLUICE_TRAIN_CALLBACKS_BACKUP_AND_RESTORE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/termination_signal.h"
 #include "train/callbacks/callback.h"
 
 namespace sluice::train::callbacks {
@@ -22,7 +25,19 @@ struct BackupAndRestoreOptions {
   // Delete the backups when Fit ends normally (Keras' delete_checkpoint): the next run starts
   // afresh. A run that fails or is killed keeps them.
   bool delete_checkpoint = true;
+  // Keras' save_before_preemption: while Fit runs, a SIGTERM (what Kubernetes, Slurm and a spot
+  // VM's shutdown send before they kill a job) is noted, and after the step in progress a backup
+  // is written and Fit returns a Preempted() error (IsPreemption), so that no step is lost in
+  // the grace period. A second SIGTERM ends the process as before. Data-parallel: every rank
+  // must set it the same (the ranks agree after each step whether any was signalled, and stop
+  // together). One Fit with it at a time per process.
+  bool save_before_preemption = false;
 };
+
+// The error a Fit stopped by save_before_preemption returns (Cancelled, naming the backup).
+absl::Status Preempted(const std::string& backup, int64_t global_step);
+// Whether `status` (or an error that wraps it with WithContext) is Preempted's.
+bool IsPreemption(const absl::Status& status);
 
 // keras.callbacks.BackupAndRestore: full training checkpoints (Trainer::SaveCheckpoint: weights,
 // optimizer, metrics, the input pipeline's position) at epoch ends or every `save_freq` steps,
@@ -48,12 +63,15 @@ class BackupAndRestore : public Callback {
   int64_t saves() const { return saves_; }
 
  private:
+  // The path of the backup of the current step.
+  std::string BackupPath() const;
   absl::Status Save();
   absl::Status CheckOptions() const;
 
   BackupAndRestoreOptions options_;
   int64_t saves_ = 0;
   int64_t last_saved_step_ = -1;
+  std::unique_ptr<TerminationSignal> termination_;  // while Fit runs, with save_before_preemption
 };
 
 }  // namespace sluice::train::callbacks

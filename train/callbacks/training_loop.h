@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "train/layers/module.h"
 #include "train/optimizers/optimizer.h"
 
@@ -28,6 +29,9 @@ class TrainingLoop {
   virtual absl::Status SaveCheckpoint(const std::string& path) = 0;
   // Writes only the model's variables (see fit::Trainer::SaveWeights).
   virtual absl::Status SaveWeights(const std::string& path) = 0;
+  // Whether `flag` is true on any of the processes training together: data-parallel, a
+  // collective every rank calls after the same step; in one process, `flag`.
+  virtual absl::StatusOr<bool> AnyReplica(bool flag) { return flag; }
 };
 
 }  // namespace sluice::train::callbacks

@@ -312,6 +312,12 @@ absl::Status Trainer::WriteEveryRank(const std::string& path, TrainingCheckpoint
   return replicas_.AgreeOnWrite(path, written);
 }
 
+absl::StatusOr<bool> Trainer::AnyReplica(bool flag) {
+  if (!replicas_.distributed()) return flag;
+  SLUICE_ASSIGN_OR_RETURN(const std::vector<double> flags, replicas_.Sum({flag ? 1.0 : 0.0}));
+  return flags[0] > 0;
+}
+
 absl::Status Trainer::SaveWeights(const std::string& path) {
   profiler::Span span("checkpoint", "SaveWeights");
   TrainingCheckpoint ckpt;

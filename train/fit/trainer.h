@@ -89,6 +89,8 @@ class Trainer : public callbacks::TrainingLoop {
   // Saves only the model's variables and which are frozen (Keras' save_weights): about the
   // model's size, whatever the pipeline holds. Data-parallel: rank 0 writes; call on every rank.
   absl::Status SaveWeights(const std::string& path) override;
+  // Data-parallel: a sum over the ranks (a collective).
+  absl::StatusOr<bool> AnyReplica(bool flag) override;
 
   // Ends Fit after the current step (Keras' model.stop_training = True).
   void StopTraining() override { position_.stop_training = true; }

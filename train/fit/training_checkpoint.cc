@@ -1,6 +1,7 @@
 #include "train/fit/training_checkpoint.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -227,6 +228,14 @@ absl::Status WriteCheckpoint(const std::string& path, const TrainingCheckpoint& 
   rest.set_weights_only(checkpoint.weights_only);
   payload.AddMessage(rest);
 
+  // ReadCheckpoint parses the payload as one message, which protobuf limits to 2 GiB: a larger
+  // file could be written but never read back.
+  if (payload.size() > static_cast<uint64_t>(INT32_MAX)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        path, ": the checkpoint would be ", payload.size(),
+        " bytes, over the 2 GiB that protobuf parses; checkpoints of models this large are not "
+        "supported (nothing was written)"));
+  }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file, AtomicFile::Create(path));
   char fixed[12];
   tfrecord::EncodeFixed64(fixed, payload.size());

@@ -14,7 +14,8 @@ std::vector<std::unique_ptr<callbacks::Callback>> MakeCallbacks(const CallbackOp
     made.push_back(std::make_unique<callbacks::BackupAndRestore>(
         callbacks::BackupAndRestoreOptions{.backup_dir = options.backup_dir,
                                            .save_freq = options.checkpoint_every_steps,
-                                           .keep = options.keep_checkpoints}));
+                                           .keep = options.keep_checkpoints,
+                                           .save_before_preemption = true}));
   }
   if (!options.log_dir.empty() && options.chief) {
     made.push_back(std::make_unique<callbacks::TensorBoard>(callbacks::TensorBoardOptions{

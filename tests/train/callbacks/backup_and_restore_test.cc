@@ -4,12 +4,14 @@
 #include "train/callbacks/backup_and_restore.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "core/status_context.h"
 #include "tests/temp_dir.h"
 #include "tests/train/fit_test_util.h"
 #include "train/autodiff/variable.h"
@@ -30,6 +32,20 @@ class FailAtStep : public Callback {
   explicit FailAtStep(int64_t step) : step_(step) {}
   absl::Status OnBatchEnd(int64_t, const Logs&) override {
     if (trainer()->global_step() == step_) return absl::AbortedError("the machine went away");
+    return absl::OkStatus();
+  }
+  bool NeedsBatchLogs() const override { return false; }
+
+ private:
+  int64_t step_;
+};
+
+// Sends this process SIGTERM after global step `step`, as a scheduler preempting the job would.
+class TerminateAtStep : public Callback {
+ public:
+  explicit TerminateAtStep(int64_t step) : step_(step) {}
+  absl::Status OnBatchEnd(int64_t, const Logs&) override {
+    if (trainer()->global_step() == step_) raise(SIGTERM);
     return absl::OkStatus();
   }
   bool NeedsBatchLogs() const override { return false; }
@@ -101,6 +117,41 @@ TEST(BackupAndRestoreTest, AFailedRunResumesFromItsNewestBackupExactly) {
   absl::StatusOr<Snapshot> resumed = Train({&second, &counter});
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   EXPECT_EQ(counter.steps(), 8);  // 11 to 18: not a fresh start, which would also end equal
+  ExpectEqual(*straight, *resumed);
+}
+
+// save_before_preemption: a SIGTERM mid-epoch (between the every-5-steps backups) gives a backup
+// of the step in progress and a Preempted error, not the death of the process; the next run
+// resumes there and ends as a run never interrupted.
+TEST(BackupAndRestoreTest, ASigtermWritesABackupOfTheStepAndTheRunResumesThere) {
+  absl::StatusOr<Snapshot> straight = Train({});
+  ASSERT_TRUE(straight.ok()) << straight.status();
+  ScopedTempDir dir;
+  BackupAndRestore first(
+      {.backup_dir = dir.path(), .save_freq = 5, .save_before_preemption = true});
+  TerminateAtStep preempt(8);  // before `first` in the list: noticed after the same step
+  const absl::Status stopped = Train({&preempt, &first}).status();
+  EXPECT_EQ(stopped.code(), absl::StatusCode::kCancelled) << stopped;
+  EXPECT_TRUE(IsPreemption(stopped)) << stopped;
+  EXPECT_TRUE(IsPreemption(WithContext(stopped, "sluice train: ")));
+  EXPECT_FALSE(IsPreemption(absl::CancelledError("preempted")));
+  EXPECT_NE(stopped.message().find("ckpt-000000000008.ckpt"), absl::string_view::npos) << stopped;
+  absl::StatusOr<std::vector<std::string>> backups = first.Backups();
+  ASSERT_TRUE(backups.ok()) << backups.status();
+  ASSERT_EQ(backups->size(), 2u);  // steps 8 and 5
+  EXPECT_EQ(std::filesystem::path((*backups)[0]).filename(), "ckpt-000000000008.ckpt");
+
+  // The handler is gone with the Fit: SIGTERM has its default disposition again.
+  struct sigaction now;
+  ASSERT_EQ(sigaction(SIGTERM, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_DFL);
+
+  BackupAndRestore second(
+      {.backup_dir = dir.path(), .save_freq = 5, .save_before_preemption = true});
+  StepCounter counter;
+  absl::StatusOr<Snapshot> resumed = Train({&second, &counter});
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(counter.steps(), 10);  // 9 to 18
   ExpectEqual(*straight, *resumed);
 }
 

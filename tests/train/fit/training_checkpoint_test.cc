@@ -3,6 +3,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -112,6 +113,26 @@ TEST(CheckpointTest, PayloadIsProtobufsOwnSerialization) {
     EXPECT_EQ(p.optimizer().slots_size(), static_cast<int>(c->optimizer.slots.size()));
     EXPECT_EQ(p.ranks_size(), static_cast<int>(c->ranks.size()));
   }
+}
+
+// Protobuf parses at most 2 GiB, so a larger checkpoint is refused before anything is written
+// (the tensor's 2 GiB are reserved address space, never touched).
+TEST(CheckpointTest, OverTwoGibibytesIsRefusedBeforeWriting) {
+  constexpr size_t kBytes = size_t{1} << 31;
+  void* block =
+      mmap(nullptr, kBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(block, MAP_FAILED);
+  absl::StatusOr<Tensor> huge = Tensor::FromBuffer(
+      DType::kFloat32, Shape({static_cast<int64_t>(kBytes / sizeof(float))}),
+      Buffer::Wrap(block, kBytes, Device::Cpu(), [](void* p) { munmap(p, kBytes); }));
+  ASSERT_TRUE(huge.ok()) << huge.status();
+  TrainingCheckpoint c;
+  c.variables = {{"huge", *std::move(huge)}};
+  const std::string path = CheckpointTempPath("huge");
+  const absl::Status s = WriteCheckpoint(path, c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("2 GiB"));
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 TEST(CheckpointTest, OptionalPartsStayAbsent) {

@@ -1,0 +1,33 @@
+#ifndef SLUICE_CORE_TERMINATION_SIGNAL_H_
+#define SLUICE_CORE_TERMINATION_SIGNAL_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+
+namespace sluice {
+
+// Notes the arrival of SIGTERM, the signal schedulers send a job before they kill it (Kubernetes'
+// and Slurm's preemption, a spot VM's shutdown), so that training can write a backup in the grace
+// period instead of dying at once. While a TerminationSignal lives, the first SIGTERM only sets
+// its flag; a second one gets the disposition the process had before (by default: death), so a
+// job that does not stop can still be ended. One at a time per process; the destructor restores
+// the previous disposition.
+class TerminationSignal {
+ public:
+  // FailedPrecondition while another one lives.
+  static absl::StatusOr<std::unique_ptr<TerminationSignal>> Install();
+  ~TerminationSignal();
+  TerminationSignal(const TerminationSignal&) = delete;
+  TerminationSignal& operator=(const TerminationSignal&) = delete;
+
+  // Whether SIGTERM arrived since Install.
+  bool received() const;
+
+ private:
+  TerminationSignal() = default;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_CORE_TERMINATION_SIGNAL_H_

@@ -1,0 +1,61 @@
+// TerminationSignal (core/termination_signal.h): the first SIGTERM is noted, not fatal; the second
+// gets the process's previous disposition; one watch at a time; the previous disposition back
+// afterwards.
+#include "core/termination_signal.h"
+
+#include <signal.h>
+
+#include <memory>
+
+#include "gtest/gtest.h"
+
+namespace sluice {
+namespace {
+
+TEST(TerminationSignalTest, TheFirstSigtermIsNotedAndTheProcessGoesOn) {
+  absl::StatusOr<std::unique_ptr<TerminationSignal>> watch = TerminationSignal::Install();
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  EXPECT_FALSE((*watch)->received());
+  ASSERT_EQ(raise(SIGTERM), 0);
+  EXPECT_TRUE((*watch)->received());
+}
+
+TEST(TerminationSignalTest, TheSecondSigtermEndsTheProcess) {
+  EXPECT_EXIT(
+      {
+        auto watch = TerminationSignal::Install();
+        if (!watch.ok()) _exit(3);
+        raise(SIGTERM);
+        if (!(*watch)->received()) _exit(4);
+        raise(SIGTERM);
+        _exit(5);  // not reached: the default disposition ends the process
+      },
+      ::testing::KilledBySignal(SIGTERM), "");
+}
+
+TEST(TerminationSignalTest, OneWatchAtATimeAndThePreviousDispositionComesBack) {
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction before;
+  ASSERT_EQ(sigaction(SIGTERM, &ignore, &before), 0);
+  {
+    absl::StatusOr<std::unique_ptr<TerminationSignal>> watch = TerminationSignal::Install();
+    ASSERT_TRUE(watch.ok()) << watch.status();
+    EXPECT_EQ(TerminationSignal::Install().status().code(), absl::StatusCode::kFailedPrecondition);
+    struct sigaction during;
+    ASSERT_EQ(sigaction(SIGTERM, nullptr, &during), 0);
+    EXPECT_NE(during.sa_handler, SIG_IGN);
+  }
+  struct sigaction after;
+  ASSERT_EQ(sigaction(SIGTERM, nullptr, &after), 0);
+  EXPECT_EQ(after.sa_handler, SIG_IGN);
+  // A new watch starts with no signal noted.
+  absl::StatusOr<std::unique_ptr<TerminationSignal>> again = TerminationSignal::Install();
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE((*again)->received());
+  again->reset();
+  ASSERT_EQ(sigaction(SIGTERM, &before, nullptr), 0);
+}
+
+}  // namespace
+}  // namespace sluice
