@@ -51,6 +51,13 @@ void ExpectNear(const std::vector<std::vector<float>>& a, const std::vector<std:
   }
 }
 
+// A path under the temporary folder that rank 0 names for every rank (empty on failure).
+std::string RankZerosPath(distributed::MpiCommunicator& comm, const std::string& prefix) {
+  absl::StatusOr<std::vector<std::string>> paths =
+      comm.AllGatherBytes(::testing::TempDir() + "/" + prefix + std::to_string(getpid()));
+  return paths.ok() ? (*paths)[0] : std::string();
+}
+
 // N ranks with per-rank batch B / N train exactly as one process with batch B: the sharded
 // batches of B / N together are the B-batch (element sharding), and the mean of the ranks' mean
 // gradients is the mean gradient over B. Rank r starts from other values (seed r): Fit copies
@@ -221,11 +228,8 @@ TEST(DataParallelFitTest, AMismatchedModelIsFoundAtStartUp) {
 TEST(DataParallelFitTest, CheckpointResumesEveryRankExactly) {
   SLUICE_REQUIRE_RANKS(2);
   distributed::MpiCommunicator& comm = TestComm();
-  // Rank 0 names the file, for all.
-  std::string dir = ::testing::TempDir() + "/sluice_dp_ckpt_" + std::to_string(getpid());
-  absl::StatusOr<std::vector<std::string>> dirs = comm.AllGatherBytes(dir);
-  ASSERT_TRUE(dirs.ok());
-  dir = (*dirs)[0];
+  const std::string dir = RankZerosPath(comm, "sluice_dp_ckpt_");
+  ASSERT_FALSE(dir.empty());
   if (comm.rank() == 0) std::filesystem::create_directories(dir);
   ASSERT_TRUE(comm.Barrier().ok());
   const std::string path = dir + "/mid.ckpt";
@@ -270,10 +274,8 @@ TEST(DataParallelFitTest, CheckpointResumesEveryRankExactly) {
 TEST(DataParallelFitTest, ASigtermOnOneRankStopsEveryRankAfterTheSameStep) {
   SLUICE_REQUIRE_RANKS(2);
   distributed::MpiCommunicator& comm = TestComm();
-  std::string dir = ::testing::TempDir() + "/sluice_dp_preempt_" + std::to_string(getpid());
-  absl::StatusOr<std::vector<std::string>> dirs = comm.AllGatherBytes(dir);
-  ASSERT_TRUE(dirs.ok());
-  dir = (*dirs)[0];
+  const std::string dir = RankZerosPath(comm, "sluice_dp_preempt_");
+  ASSERT_FALSE(dir.empty());
   std::unique_ptr<layers::Sequential> model = TinyModel(3);
   optimizers::Adam adam({.learning_rate = 0.01f});
   Trainer t(*model, adam, {.communicator = &comm});

@@ -113,6 +113,13 @@ std::string JsonField(const std::string& json, const std::string& key) {
   return json.substr(at + needle.size(), end - at - needle.size());
 }
 
+// `sluice train` with `common` args plus each of `extra`.
+std::vector<std::string> With(std::vector<std::string> common,
+                              const std::vector<std::string>& extra) {
+  common.insert(common.end(), extra.begin(), extra.end());
+  return common;
+}
+
 void ExpectSameWeights(const std::string& a_dir, const std::string& b_dir) {
   auto a = train::fit::ReadCheckpoint(a_dir + "/weights.ckpt");
   auto b = train::fit::ReadCheckpoint(b_dir + "/weights.ckpt");
@@ -169,15 +176,13 @@ TEST_P(CrashResumeTest, KilledAndRestartedRunsEndAsTheUninterruptedRun) {
       "train", "--data",   *data_, "--model", "cnn", "--limit",     "192",     "--batch",
       "32",    "--epochs", "2",    "--seed",  "5",   "--precision", precision, "--json"};
   const std::string reference = TempPath("crash_reference");
-  std::vector<std::string> args = common;
-  args.insert(args.end(), {"--save", reference});
-  const KillableRun straight = RunSluiceUntil(args, "", 0);
+  const KillableRun straight = RunSluiceUntil(With(common, {"--save", reference}), "", 0);
   ASSERT_EQ(straight.exit_code, 0) << straight.out;
 
   const std::string backups = TempPath("crash_backups");
   const std::string model = TempPath("crash_model");
-  args = common;
-  args.insert(args.end(), {"--backup-dir", backups, "--checkpoint-every", "3", "--save", model});
+  const std::vector<std::string> args =
+      With(common, {"--backup-dir", backups, "--checkpoint-every", "3", "--save", model});
   // A crash inside each of the first three backup writes of a run started afresh, then kills at
   // random moments over the reference run's length (a run that ends before its kill is checked
   // too, and the next starts afresh: it deleted its backups).
@@ -239,15 +244,13 @@ TEST_F(PreemptionTest, PreemptedRunsWriteABackupOfTheirStepAndResumeFromIt) {
                                            "--limit", "192",    "--batch", "32",      "--epochs",
                                            "2",       "--seed", "5",       "--json"};
   const std::string reference = TempPath("preempt_reference");
-  std::vector<std::string> args = common;
-  args.insert(args.end(), {"--save", reference});
-  const KillableRun straight = RunSluiceUntil(args, "", 0);
+  const KillableRun straight = RunSluiceUntil(With(common, {"--save", reference}), "", 0);
   ASSERT_EQ(straight.exit_code, 0) << straight.out;
 
   const std::string backups = TempPath("preempt_backups");
   const std::string model = TempPath("preempt_model");
-  args = common;
-  args.insert(args.end(), {"--backup-dir", backups, "--checkpoint-every", "1000", "--save", model});
+  const std::vector<std::string> args =
+      With(common, {"--backup-dir", backups, "--checkpoint-every", "1000", "--save", model});
   // Moments before the final evaluation, which takes the run's last quarter or so.
   std::mt19937 rng(11);
   std::uniform_real_distribution<double> moment(0.05 * straight.seconds, 0.75 * straight.seconds);
