@@ -130,20 +130,24 @@ absl::Status BackupAndRestore::Save() {
   return absl::OkStatus();
 }
 
+absl::Status BackupAndRestore::StopIfPreempted() {
+  if (termination_ == nullptr) return absl::OkStatus();
+  // A collective when data-parallel: every rank stops at the same point.
+  SLUICE_ASSIGN_OR_RETURN(const bool preempted, trainer()->AnyReplica(termination_->received()));
+  if (!preempted) return absl::OkStatus();
+  SLUICE_RETURN_IF_ERROR(Save());
+  termination_.reset();  // a next SIGTERM ends the process as it would have
+  return Preempted(BackupPath(), trainer()->global_step());
+}
+
 absl::Status BackupAndRestore::OnEpochEnd(int64_t epoch, const Logs& logs) {
+  // A SIGTERM during the epoch's validation: the epoch's backup, then the stop.
+  SLUICE_RETURN_IF_ERROR(StopIfPreempted());
   return options_.save_freq == 0 ? Save() : absl::OkStatus();
 }
 
 absl::Status BackupAndRestore::OnBatchEnd(int64_t batch, const Logs& logs) {
-  if (termination_ != nullptr) {
-    // A collective when data-parallel: every rank stops after the same step.
-    SLUICE_ASSIGN_OR_RETURN(const bool preempted, trainer()->AnyReplica(termination_->received()));
-    if (preempted) {
-      SLUICE_RETURN_IF_ERROR(Save());
-      termination_.reset();  // a next SIGTERM ends the process as it would have
-      return Preempted(BackupPath(), trainer()->global_step());
-    }
-  }
+  SLUICE_RETURN_IF_ERROR(StopIfPreempted());
   if (options_.save_freq == 0 || trainer()->global_step() % options_.save_freq != 0) {
     return absl::OkStatus();
   }

@@ -66,6 +66,8 @@ class BackupAndRestore : public Callback {
   // The path of the backup of the current step.
   std::string BackupPath() const;
   absl::Status Save();
+  // With save_before_preemption, after a SIGTERM on any rank: a backup, then Preempted().
+  absl::Status StopIfPreempted();
   absl::Status CheckOptions() const;
 
   BackupAndRestoreOptions options_;

@@ -40,18 +40,24 @@ class FailAtStep : public Callback {
   int64_t step_;
 };
 
-// Sends this process SIGTERM after global step `step`, as a scheduler preempting the job would.
-class TerminateAtStep : public Callback {
+// Sends this process SIGTERM after global step `step` (or at the end of epoch `epoch`, where
+// validation runs), as a scheduler preempting the job would.
+class TerminateAt : public Callback {
  public:
-  explicit TerminateAtStep(int64_t step) : step_(step) {}
+  explicit TerminateAt(int64_t step, int64_t epoch = -1) : step_(step), epoch_(epoch) {}
   absl::Status OnBatchEnd(int64_t, const Logs&) override {
     if (trainer()->global_step() == step_) raise(SIGTERM);
+    return absl::OkStatus();
+  }
+  absl::Status OnEpochEnd(int64_t epoch, const Logs&) override {
+    if (epoch == epoch_) raise(SIGTERM);
     return absl::OkStatus();
   }
   bool NeedsBatchLogs() const override { return false; }
 
  private:
   int64_t step_;
+  int64_t epoch_;
 };
 
 // Counts the steps one Fit takes: a resumed Fit takes only those after its backup.
@@ -129,7 +135,7 @@ TEST(BackupAndRestoreTest, ASigtermWritesABackupOfTheStepAndTheRunResumesThere) 
   ScopedTempDir dir;
   BackupAndRestore first(
       {.backup_dir = dir.path(), .save_freq = 5, .save_before_preemption = true});
-  TerminateAtStep preempt(8);  // before `first` in the list: noticed after the same step
+  TerminateAt preempt(8);  // before `first` in the list: noticed after the same step
   const absl::Status stopped = Train({&preempt, &first}).status();
   EXPECT_EQ(stopped.code(), absl::StatusCode::kCancelled) << stopped;
   EXPECT_TRUE(IsPreemption(stopped)) << stopped;
@@ -152,6 +158,25 @@ TEST(BackupAndRestoreTest, ASigtermWritesABackupOfTheStepAndTheRunResumesThere) 
   absl::StatusOr<Snapshot> resumed = Train({&second, &counter});
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   EXPECT_EQ(counter.steps(), 10);  // 9 to 18
+  ExpectEqual(*straight, *resumed);
+}
+
+// A SIGTERM at an epoch's end (during its validation, say) stops Fit there with the epoch's
+// backup, and the next run starts with the next epoch.
+TEST(BackupAndRestoreTest, ASigtermAtAnEpochEndStopsWithThatEpochsBackup) {
+  absl::StatusOr<Snapshot> straight = Train({});
+  ASSERT_TRUE(straight.ok()) << straight.status();
+  ScopedTempDir dir;
+  BackupAndRestore first({.backup_dir = dir.path(), .save_before_preemption = true});
+  TerminateAt preempt(/*step=*/-1, /*epoch=*/0);
+  const absl::Status stopped = Train({&preempt, &first}).status();
+  EXPECT_TRUE(IsPreemption(stopped)) << stopped;
+  EXPECT_NE(stopped.message().find("ckpt-000000000006.ckpt"), absl::string_view::npos) << stopped;
+  BackupAndRestore second({.backup_dir = dir.path(), .save_before_preemption = true});
+  StepCounter counter;
+  absl::StatusOr<Snapshot> resumed = Train({&second, &counter});
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(counter.steps(), 12);  // epochs 2 and 3
   ExpectEqual(*straight, *resumed);
 }
 
