@@ -133,8 +133,12 @@ train=("$b/bin/sluice" train --data "$data" --json --seed 1)
 if [ $gpu = 0 ]; then
   # A rehearsal: the bundle's programs run here, and every GPU part says it was skipped.
   run cpu_smoke 120 "${train[@]}" --model cnn --limit 2000 --threads "$cores"
-  if ldd "$b/bin/gpu_tests" | grep -q "not found"; then
-    record gpu_tests skipped 0 "skipped: no CUDA runtime library here ($(ldd "$b/bin/gpu_tests" | grep -m1 "not found" | awk '{print $1}'))"
+  # ldd's whole output first: `ldd | grep -q` under pipefail fails at random when grep exits at
+  # the first match and ldd, still writing, dies of SIGPIPE (CI ran gpu_tests here once so).
+  deps=$(ldd "$b/bin/gpu_tests" 2>&1 || true)
+  missing=$(awk '/not found/ {print $1; exit}' <<<"$deps")
+  if [ -n "$missing" ]; then
+    record gpu_tests skipped 0 "skipped: no CUDA runtime library here ($missing)"
   else
     run gpu_tests 120 "$b/bin/gpu_tests" --gtest_output="json:$out/gpu_tests.json"
   fi
