@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <system_error>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -250,25 +252,20 @@ absl::Status WriteCheckpoint(const std::string& path, const TrainingCheckpoint& 
 
 namespace {
 
-// The file's bytes in one read into a buffer of its size (a stream's rdbuf() into a stringstream
-// copied them twice more).
+// The file's bytes, in one read into a buffer of its size (as ImportOnnx reads a model; a
+// stream's rdbuf() into a stringstream copied them twice more). A file that shrank meanwhile
+// reads short, and CheckedPayload names what is missing.
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::unique_ptr<FILE, int (*)(FILE*)> in(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (in == nullptr) {
-    return absl::ErrnoToStatus(errno, absl::StrCat(path, ": cannot open the checkpoint"));
+  std::error_code error;
+  const uintmax_t size = std::filesystem::file_size(path, error);
+  if (error) {
+    return absl::ErrnoToStatus(error.value(), absl::StrCat(path, ": cannot open the checkpoint"));
   }
-  std::string bytes;
-  char chunk[1 << 16];
-  if (std::fseek(in.get(), 0, SEEK_END) == 0) {
-    const long size = std::ftell(in.get());
-    if (size > 0) bytes.reserve(static_cast<size_t>(size));
-    std::rewind(in.get());
-  }
-  size_t n;
-  while ((n = std::fread(chunk, 1, sizeof(chunk), in.get())) > 0) bytes.append(chunk, n);
-  if (std::ferror(in.get())) {
-    return absl::DataLossError(absl::StrCat(path, ": read error after ", bytes.size(), " bytes"));
-  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::ErrnoToStatus(errno, absl::StrCat(path, ": cannot open the checkpoint"));
+  std::string bytes(size, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  bytes.resize(static_cast<size_t>(in.gcount()));
   return bytes;
 }
 
