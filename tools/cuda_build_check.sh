@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# What a CUDA build must do on a machine without a GPU (issue 42; .ci/run runs it after the CUDA
-# build, as root):
+# What a CUDA build must do on a machine without a GPU (issue 42; .ci/run runs it, as root, on the
+# CUDA build that tools/test.sh made in its fresh root):
 #   tools/cuda_build_check.sh BUILD_DIR
-# BUILD_DIR holds a CUDA build's sluice, libsluice_cuda.so and tests/gpu_tests.
+# BUILD_DIR holds a CUDA build's sluice, libsluice_cuda.so, tests/gpu_tests and
+# bench/train_step_bench, built (nothing here builds them).
 #  1. gpu_tests passes, its GPU tests skipped, saying so;
 #  2. `sluice --help` stays under 40 MB resident: the CUDA libraries are not loaded for it;
 #  3. here, where the CUDA libraries are, `sluice train --device cuda` loads the plugin (every
@@ -71,7 +72,7 @@ bash tools/fresh_root.sh --copy "$work/pack" bash pack/check.sh </dev/null ||
 echo "== 5. the device check's bundle, rehearsed in a fresh root without a GPU"
 mkdir -p "$work/device"
 # Without the Python module: the rehearsal root has no Python, and its build would cost CI minutes.
-PYTHON_FOR_DEVICE=none bash tools/device_bundle.sh --build "$build" "$work/device" >"$work/bundle.log" 2>&1 ||
+PYTHON_FOR_DEVICE=none bash tools/device_bundle.sh --prebuilt "$build" "$work/device" >"$work/bundle.log" 2>&1 ||
   { cat "$work/bundle.log"; fail "tools/device_bundle.sh"; }
 grep "^device_bundle: " "$work/bundle.log"
 cat >"$work/device/rehearse.sh" <<'EOF'

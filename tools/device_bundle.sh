@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Prepares the GPU device check (issue 42) on this machine, so that a lent GPU's minutes go to
 # running it, not to building:
-#   tools/device_bundle.sh [--build DIR] [OUT_DIR]      (OUT_DIR: build-device/, ignored by git)
+#   tools/device_bundle.sh [--build DIR | --prebuilt DIR] [OUT_DIR]   (OUT_DIR: build-device/)
 # 1. builds build/ (tools/build.sh: Release; the CUDA plugin for sm_80 and sm_90 when nvcc is
-#    here), or the CUDA build already configured in DIR (CI's), and its targets sluice_cli,
-#    sluice_cuda, gpu_tests and train_step_bench;
+#    here), or the CUDA build already configured in DIR, and its targets sluice_cli,
+#    sluice_cuda, gpu_tests and train_step_bench; with --prebuilt, takes those programs as DIR
+#    holds them (sluice, libsluice_cuda.so, tests/gpu_tests, bench/train_step_bench: what .ci/run
+#    copies out of the fresh root that built them) and builds nothing;
 # 2. packs, with tools/pack_binaries.sh, the stripped programs (sluice, gpu_tests,
 #    train_step_bench), libsluice_cuda.so and every non-system library they load (not glibc, not
 #    the CUDA libraries, which the GPU machine's own are);
@@ -21,22 +23,29 @@
 # The working tree (about 12 MiB) and the bundle travel together under the device tool's 64 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=
+build= prebuilt=0
 case "${1:-}" in
-  -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   --build) build=${2:?--build needs a directory}; shift 2 ;;
+  --prebuilt) build=${2:?--prebuilt needs a directory}; prebuilt=1; shift 2 ;;
 esac
 out=$(mkdir -p "${1:-build-device}" && cd "${1:-build-device}" && pwd)
 nvcc=/usr/local/cuda/bin/nvcc
 [ -x "$nvcc" ] || { echo "device_bundle: no $nvcc here: the bundle needs a CUDA build" >&2; exit 1; }
 
 echo "== device_bundle: build (Release, CUDA)"
-if [ -z "$build" ]; then
-  bash tools/build.sh
-  build=build
+if [ "$prebuilt" = 1 ]; then
+  for f in sluice libsluice_cuda.so tests/gpu_tests bench/train_step_bench; do
+    [ -f "$build/$f" ] || { echo "device_bundle: --prebuilt $build has no $f" >&2; exit 1; }
+  done
+else
+  if [ -z "$build" ]; then
+    bash tools/build.sh
+    build=build
+  fi
+  cmake --build "$build" --parallel "$(nproc)" --target sluice_cli sluice_cuda gpu_tests train_step_bench
+  [ -f "$build/libsluice_cuda.so" ] || { echo "device_bundle: $build made no libsluice_cuda.so" >&2; exit 1; }
 fi
-cmake --build "$build" --parallel "$(nproc)" --target sluice_cli sluice_cuda gpu_tests train_step_bench
-[ -f "$build/libsluice_cuda.so" ] || { echo "device_bundle: $build made no libsluice_cuda.so" >&2; exit 1; }
 
 stage=$out/bundle
 rm -rf "$stage" "$out/bundle.tar.gz"
@@ -113,7 +122,7 @@ cp tools/device_check.sh bench/pytorch_train_compare.py bench/pytorch_compare.py
 {
   echo "{\"commit\": \"$(git rev-parse HEAD)\", \"dirty\": $([ -z "$(git status --porcelain)" ] && echo false || echo true),"
   echo " \"built\": \"$(date -u +%FT%TZ)\", \"nvcc\": \"$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')\","
-  echo " \"cuda_architectures\": \"$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt")\","
+  echo " \"cuda_architectures\": \"$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)\","
   echo " \"python_module\": \"$python_note\","
   echo " \"build_cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')\"}"
 } >"$stage/manifest.json"

@@ -44,6 +44,14 @@ Options:
                 untracked (not ignored) files, deletions; what .ci/run tests
   --copy PATH   also copy the file or folder PATH (ignored build outputs, say) into
                 /src/ under its own name; may be given more than once
+  --bind PATH   make this machine's PATH (a toolkit outside Debian's packages, such as
+                /usr/local/cuda) visible read-only at the same path in the root; a
+                symbolic link is made again there, to its target, bound the same way;
+                may be given more than once
+  --export SRC DEST
+                after CMD ends (whatever its status), copy /src/SRC out of the root
+                to DEST on this machine (what CMD built, for a later check); may be
+                given more than once; a missing SRC is only noted
   --refresh     rebuild the cached bare root before running
   --no-cache    bootstrap a new root for this run only; neither read nor write the cache
   --keep        keep the temporary root afterwards (its path is printed)
@@ -94,6 +102,13 @@ if [ "${1-}" = "--in-namespace" ]; then
   mount -t devpts -o newinstance,ptmxmode=0666,mode=0620,gid=5 devpts "$root/dev/pts"
   ln -s pts/ptmx "$root/dev/ptmx"
   mount -t tmpfs -o nosuid,nodev,mode=1777 shm "$root/dev/shm"
+  # --bind: read-only at the same path (a bind mount is read-only only once remounted so).
+  while IFS= read -r path; do
+    [ -n "$path" ] || continue
+    mkdir -p "$root$path"
+    mount --bind "$path" "$root$path"
+    mount -o remount,bind,ro "$root$path"
+  done <<<"${SLUICE_FRESH_ROOT_BINDS-}"
 
   env_args=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)
   [ -f "$root/etc/fresh-root/host-ca-certificates.crt" ] &&
@@ -117,7 +132,7 @@ self=$(readlink -f "$0")
 from=$(dirname "$self")/..
 rev=HEAD
 refresh=0 use_cache=1 keep=0 worktree=0
-copies=()
+copies=() binds=() exports=()
 while [ $# -gt 0 ]; do
   case $1 in
     -h | --help) usage; exit 0 ;;
@@ -126,6 +141,12 @@ while [ $# -gt 0 ]; do
     --worktree) worktree=1; shift ;;
     --copy) [ $# -ge 2 ] || die "--copy needs a path"; [ -e "$2" ] || die "--copy: no $2"
       copies+=("$(readlink -f "$2")"); shift 2 ;;
+    --bind) [ $# -ge 2 ] || die "--bind needs a path"; [ -e "$2" ] || die "--bind: no $2"
+      case $2 in /*) ;; *) die "--bind needs an absolute path" ;; esac
+      binds+=("$2"); shift 2 ;;
+    --export) [ $# -ge 3 ] || die "--export needs SRC and DEST"
+      case $2 in /* | *..*) die "--export: SRC is a path under /src, without .." ;; esac
+      exports+=("$2" "$3"); shift 3 ;;
     --refresh) refresh=1; shift ;;
     --no-cache) use_cache=0; shift ;;
     --keep) keep=1; shift ;;
@@ -329,13 +350,27 @@ for path in ${copies[@]+"${copies[@]}"}; do
   cp -a -- "$path" "$root/src/"
   log "--copy: $path -> /src/$(basename "$path") ($(du -sm "$path" | cut -f1) MB)"
 done
+# --bind: a link is made again in the root and its target bound; the mounts themselves are made
+# in the namespace (phase 3).
+bind_paths=""
+for path in ${binds[@]+"${binds[@]}"}; do
+  if [ -L "$path" ]; then
+    target=$(readlink -f "$path")
+    mkdir -p "$root$(dirname "$path")"
+    ln -sfn "$target" "$root$path"
+    path=$target
+  fi
+  bind_paths+="$path"$'\n'
+  log "--bind: $path (read-only)"
+done
 log "prepare root $root ($(git -C "$root/src" log -1 --format='%h %s' | cut -c1-72)): $(since "$t")"
 
 # Phase 3: CMD, in new mount and PID namespaces.
 t=$(now)
 log "run: $*"
 set +e
-unshare --mount --propagation private --pid --fork --kill-child -- \
+SLUICE_FRESH_ROOT_BINDS=$bind_paths \
+  unshare --mount --propagation private --pid --fork --kill-child -- \
   bash "$self" --in-namespace "$root" "$@" <&0 &
 inner=$!
 wait "$inner"
@@ -343,4 +378,16 @@ status=$?
 inner=""
 set -e
 log "command: $(since "$t"), exit status $status"
+set -- ${exports[@]+"${exports[@]}"}
+while [ $# -gt 0 ]; do
+  if [ -e "$root/src/$1" ]; then
+    mkdir -p "$(dirname "$2")"
+    rm -rf -- "$2"
+    cp -a -- "$root/src/$1" "$2"
+    log "--export: /src/$1 -> $2"
+  else
+    log "--export: no /src/$1 to copy"
+  fi
+  shift 2
+done
 exit "$status"
