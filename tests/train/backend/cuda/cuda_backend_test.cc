@@ -738,7 +738,6 @@ TEST_F(CudaBackendTest, SteadyStateStepsDoNoDeviceAllocation) {
   EXPECT_EQ(gpu_->allocator().GetStats().device_allocations, mallocs);
 }
 
-}  // namespace
 // The copy stream starts after the compute stream's queued work (Fill), and a kernel queued after
 // WaitEvent sees the copied values: the events order both ways without a host wait.
 TEST_F(CudaBackendTest, CopyAsyncIsOrderedByEventsBothWays) {
@@ -766,4 +765,5 @@ TEST_F(CudaBackendTest, CopyAsyncIsOrderedByEventsBothWays) {
   EXPECT_FALSE(gpu_->CopyAsync(dst, out).ok());
 }
 
+}  // namespace
 }  // namespace sluice::train::backend::cuda
