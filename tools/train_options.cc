@@ -187,7 +187,8 @@ std::vector<TrainRow> OutputRows() {
              "Keras' BackupAndRestore: full checkpoints in DIR after each epoch (or every "
              "--checkpoint-every steps), the newest --keep-checkpoints kept; a run started again "
              "with the same DIR resumes from the newest readable one, exact to the step, and a "
-             "run that ends normally deletes them; a SIGTERM (a scheduler's preemption) writes a "
+             "run deletes them once its test evaluation and --save are written; a SIGTERM (a "
+             "scheduler's preemption) writes a "
              "backup after the step in progress and exits with status 143"),
       Option("checkpoint-every", "N",
              In(&Classifier::callbacks, &Callbacks::checkpoint_every_steps),

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -20,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "tests/file_util.h"
 #include "tests/tools/cli_test_util.h"
+#include "tests/train/recipes/recipe_test_util.h"
 #include "train/backend/compute_precision.h"
 #include "train/fit/training_checkpoint.h"
 
@@ -236,8 +238,9 @@ TEST_P(CrashResumeTest, KilledAndRestartedRunsEndAsTheUninterruptedRun) {
 
 // SIGTERM, as a scheduler preempts a job: the run writes a backup after the step in progress and
 // exits with 143 (no periodic backups here: every backup is a preemption's), and the runs
-// started again end as the run never interrupted. A SIGTERM before training begins ends the
-// process as it always did; one after training ended lets it finish.
+// started again end as the run never interrupted. A SIGTERM outside Fit (before training, or in
+// the test evaluation after it) ends the process as it always did; the backups stay until a run
+// has written its result, so the run started again finishes it.
 TEST_F(PreemptionTest, PreemptedRunsWriteABackupOfTheirStepAndResumeFromIt) {
   if (kSanitized) GTEST_SKIP() << "in the Release build only (CI's time)";
   const std::vector<std::string> common = {"train",   "--data", *data_,    "--model", "cnn",
@@ -254,7 +257,7 @@ TEST_F(PreemptionTest, PreemptedRunsWriteABackupOfTheirStepAndResumeFromIt) {
   // Moments before the final evaluation, which takes the run's last quarter or so.
   std::mt19937 rng(11);
   std::uniform_real_distribution<double> moment(0.05 * straight.seconds, 0.75 * straight.seconds);
-  int preempted = 0, before_training = 0, whole = 0;
+  int preempted = 0, outside_fit = 0, whole = 0;
   for (int attempt = 0; preempted < 3 && attempt < 60; ++attempt) {
     const KillableRun run = RunSluiceUntil(args, "", moment(rng), SIGTERM);
     if (run.exit_code == 143) {
@@ -267,7 +270,12 @@ TEST_F(PreemptionTest, PreemptedRunsWriteABackupOfTheirStepAndResumeFromIt) {
       EXPECT_FALSE(left.empty()) << "a preempted run left no backup";
       EXPECT_EQ(JsonField(run.out, "test_loss"), "") << "a preempted run reported a result";
     } else if (run.signal == SIGTERM) {
-      ++before_training;
+      ++outside_fit;
+      const KillableRun rest = RunSluiceUntil(args, "", 0);
+      ASSERT_EQ(rest.exit_code, 0) << rest.out;
+      EXPECT_EQ(JsonField(rest.out, "test_loss"), JsonField(straight.out, "test_loss"));
+      ExpectSameWeights(reference, model);
+      EXPECT_TRUE(std::filesystem::is_empty(backups));
     } else {
       ASSERT_EQ(run.exit_code, 0) << run.out;
       ++whole;
@@ -281,9 +289,70 @@ TEST_F(PreemptionTest, PreemptedRunsWriteABackupOfTheirStepAndResumeFromIt) {
   EXPECT_EQ(JsonField(last.out, "test_loss"), JsonField(straight.out, "test_loss"));
   ExpectSameWeights(reference, model);
   EXPECT_TRUE(std::filesystem::is_empty(backups));
-  std::printf("[ preempt  ] %d preempted runs, %d ended before training, %d whole runs\n",
-              preempted, before_training, whole);
+  std::printf("[ preempt  ] %d preempted runs, %d ended outside Fit, %d whole runs\n", preempted,
+              outside_fit, whole);
   for (const std::string& dir : {reference, backups, model}) std::filesystem::remove_all(dir);
+}
+
+// Transfer learning's two Fits (the head on the frozen base, then fine-tuning), each with backups
+// of its own, and the run's end (the test evaluation, --save): a run killed inside any of its
+// atomic writes ends, started again, as the run never interrupted; one killed after training
+// ended trains nothing again (the backups stay until the saved model is written).
+TEST(TransferLearningCrashTest, RunsKilledInEitherPhaseOrAfterTrainingResumeExactly) {
+  if (kSanitized) GTEST_SKIP() << "in the Release build only (CI's time)";
+  const std::string images = TempPath("crash_images");
+  ASSERT_NO_FATAL_FAILURE(train::recipes::testing::WriteDarkAndLightTree(images));
+  const std::string base = TempPath("crash_base.onnx");
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + ShellQuote(std::string(SLUICE_TEST_DATA)) +
+                         "/../onnx/make_models.py small_base " + ShellQuote(base))
+                            .c_str()),
+            0);
+  // 32 training images, 4 steps an epoch: the head 2 epochs, then fine-tuning 2.
+  const std::vector<std::string> common = {
+      "train", "--images",    images, "--base",  base,   "--freeze-base-epochs",
+      "2",     "--epochs",    "4",    "--batch", "8",    "--image-size",
+      "8",     "--optimizer", "adam", "--lr",    "0.01", "--fine-tune-lr",
+      "0.001", "--seed",      "3",    "--json"};
+  const std::string reference = TempPath("crash_tl_reference");
+  const KillableRun straight = RunSluiceUntil(With(common, {"--save", reference}), "", 0);
+  ASSERT_EQ(straight.exit_code, 0) << straight.out;
+  ASSERT_FALSE(JsonField(straight.out, "test_loss").empty()) << straight.out;
+
+  const std::string backups = TempPath("crash_tl_backups");
+  const std::string model = TempPath("crash_tl_model");
+  const std::vector<std::string> args = With(common, {"--backup-dir", backups, "--save", model});
+  // A backup at each epoch's end: epochs 1 and 2 in head/, 1 and 2 of fine-tuning in fine-tune/.
+  // Killed writing the 4th, a run resumes fine-tuning from its 1st epoch's backup (not the head's
+  // Fit from it); killed in the save's writes, it resumes at the end of both Fits.
+  constexpr int kBackupWrites = 4;
+  int crashes = 0;
+  for (int n = 1; n <= 20; ++n) {
+    const KillableRun killed = RunSluiceUntil(args, absl::StrCat("atomic_file_commit:", n), 0);
+    if (!killed.killed) {  // past the run's last write: it ended whole
+      ASSERT_EQ(killed.exit_code, 0) << killed.out;
+      EXPECT_GT(n, kBackupWrites + 1);
+      break;
+    }
+    ++crashes;
+    if (n > kBackupWrites) {
+      EXPECT_FALSE(std::filesystem::is_empty(backups)) << "killed in the save, after training";
+    }
+    const KillableRun again = RunSluiceUntil(args, "", 0);
+    ASSERT_EQ(again.exit_code, 0) << "killed in write " << n << ": " << again.out;
+    EXPECT_EQ(JsonField(again.out, "test_loss"), JsonField(straight.out, "test_loss"))
+        << "killed in write " << n;
+    ExpectSameWeights(reference, model);
+    if (n > kBackupWrites) {
+      EXPECT_EQ(again.out.find("\"loss\": ["), std::string::npos)
+          << "killed in write " << n << " (the save), the run trained again: " << again.out;
+    }
+    EXPECT_TRUE(std::filesystem::is_empty(backups)) << "killed in write " << n;
+    std::filesystem::remove_all(model);
+  }
+  EXPECT_GT(crashes, kBackupWrites);
+  for (const std::string& path : {images, base, reference, backups, model}) {
+    std::filesystem::remove_all(path);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, CrashResumeTest,

@@ -9,11 +9,10 @@
 #include <string>
 
 #include "absl/strings/match.h"
-#include "core/tensor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ops/encode_jpeg.h"
 #include "tests/tools/cli_test_util.h"
+#include "tests/train/recipes/recipe_test_util.h"
 
 namespace sluice {
 namespace {
@@ -280,23 +279,8 @@ TEST_F(TrainCommandTest, Float16OnTheCpuFailsWithTheReason) {
 }
 
 // --images: two classes of 20 JPEGs each, dark and light with a texture, that an MLP tells
-// apart; 20% of them (8) are held out as the test set.
-void WriteDarkAndLightTree(const std::string& root) {
-  for (int label = 0; label < 2; ++label) {
-    std::filesystem::create_directories(root + (label == 0 ? "/dark" : "/light"));
-    for (int i = 0; i < 20; ++i) {
-      Tensor image(DType::kUint8, Shape{16, 16, 3});
-      for (int k = 0; k < 16 * 16 * 3; ++k) {
-        image.data<uint8_t>()[k] = static_cast<uint8_t>((label == 0 ? 40 : 200) + (k * 7 + i) % 30);
-      }
-      auto jpeg = EncodeJpeg(image);
-      ASSERT_TRUE(jpeg.ok());
-      std::ofstream(root + (label == 0 ? "/dark/" : "/light/") + std::to_string(i) + ".jpg",
-                    std::ios::binary)
-          << *jpeg;
-    }
-  }
-}
+// apart (tests/train/recipes/recipe_test_util.h); 20% of them (8) are held out as the test set.
+using ::sluice::train::recipes::testing::WriteDarkAndLightTree;
 
 TEST(TrainImagesTest, TrainsOnAFolderOfClassFolders) {
   const std::string root = TempPath("train_images");

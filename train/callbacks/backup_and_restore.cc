@@ -48,6 +48,21 @@ bool IsPreemption(const absl::Status& status) {
   return status.GetPayload(kPreemptedPayload).has_value();
 }
 
+absl::Status DeleteBackups(const std::string& backup_dir) {
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> backups,
+                          BackupAndRestore({.backup_dir = backup_dir}).Backups());
+  for (const std::string& path : backups) {
+    std::error_code error;
+    // Data-parallel ranks may delete the same shared folder's files: one already gone is fine.
+    fs::remove(path, error);
+    if (error && error != std::errc::no_such_file_or_directory) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("BackupAndRestore: cannot delete ", path, ": ", error.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 BackupAndRestore::BackupAndRestore(BackupAndRestoreOptions options)
     : options_(std::move(options)) {}
 
@@ -157,12 +172,7 @@ absl::Status BackupAndRestore::OnBatchEnd(int64_t batch, const Logs& logs) {
 absl::Status BackupAndRestore::OnTrainEnd(const Logs& logs) {
   termination_.reset();
   if (!options_.delete_checkpoint) return absl::OkStatus();
-  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> backups, Backups());
-  for (const std::string& path : backups) {
-    std::error_code ignored;
-    fs::remove(path, ignored);
-  }
-  return absl::OkStatus();
+  return DeleteBackups(options_.backup_dir);
 }
 
 }  // namespace sluice::train::callbacks

@@ -23,7 +23,9 @@ struct BackupAndRestoreOptions {
   // The newest backups kept; older ones are deleted once a newer one is written (>= 1).
   int64_t keep = 2;
   // Delete the backups when Fit ends normally (Keras' delete_checkpoint): the next run starts
-  // afresh. A run that fails or is killed keeps them.
+  // afresh. A run that fails or is killed keeps them. A program with more to do after Fit (an
+  // evaluation, a saved model) sets it false and calls DeleteBackups once that is written, so
+  // that a kill in between loses nothing.
   bool delete_checkpoint = true;
   // Keras' save_before_preemption: while Fit runs, a SIGTERM (what Kubernetes, Slurm and a spot
   // VM's shutdown send before they kill a job) is noted, and after the step in progress a backup
@@ -38,6 +40,10 @@ struct BackupAndRestoreOptions {
 absl::Status Preempted(const std::string& backup, int64_t global_step);
 // Whether `status` (or an error that wraps it with WithContext) is Preempted's.
 bool IsPreemption(const absl::Status& status);
+
+// Deletes the backups (ckpt-<step>.ckpt files) in `backup_dir`, as delete_checkpoint does when Fit
+// ends; other files are left. A missing folder has none.
+absl::Status DeleteBackups(const std::string& backup_dir);
 
 // keras.callbacks.BackupAndRestore: full training checkpoints (Trainer::SaveCheckpoint: weights,
 // optimizer, metrics, the input pipeline's position) at epoch ends or every `save_freq` steps,

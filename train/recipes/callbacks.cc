@@ -7,16 +7,19 @@
 
 namespace sluice::train::recipes {
 
+std::unique_ptr<callbacks::Callback> MakeBackupAndRestore(const CallbackOptions& options) {
+  return std::make_unique<callbacks::BackupAndRestore>(
+      callbacks::BackupAndRestoreOptions{.backup_dir = options.backup_dir,
+                                         .save_freq = options.checkpoint_every_steps,
+                                         .keep = options.keep_checkpoints,
+                                         .delete_checkpoint = options.delete_backups,
+                                         .save_before_preemption = true});
+}
+
 std::vector<std::unique_ptr<callbacks::Callback>> MakeCallbacks(const CallbackOptions& options) {
   std::vector<std::unique_ptr<callbacks::Callback>> made;
   // Every rank: a backup is a collective (rank 0 writes every rank's position).
-  if (!options.backup_dir.empty()) {
-    made.push_back(std::make_unique<callbacks::BackupAndRestore>(
-        callbacks::BackupAndRestoreOptions{.backup_dir = options.backup_dir,
-                                           .save_freq = options.checkpoint_every_steps,
-                                           .keep = options.keep_checkpoints,
-                                           .save_before_preemption = true}));
-  }
+  if (!options.backup_dir.empty()) made.push_back(MakeBackupAndRestore(options));
   if (!options.log_dir.empty() && options.chief) {
     made.push_back(std::make_unique<callbacks::TensorBoard>(callbacks::TensorBoardOptions{
         .log_dir = options.log_dir, .update_freq = options.log_every_steps}));

@@ -24,6 +24,10 @@ struct CallbackOptions {
   std::string backup_dir;
   int64_t checkpoint_every_steps = 0;  // 0: at each epoch's end
   int64_t keep_checkpoints = 2;
+  // Whether Fit deletes the backups when it ends (BackupAndRestore's delete_checkpoint). The
+  // image-classifier recipe deletes them itself, once the test evaluation and the saved model are
+  // written.
+  bool delete_backups = true;
   // Stop when val_loss has not improved for this many epochs, restoring the best weights
   // (EarlyStopping); 0: never.
   int64_t early_stopping_patience = 0;
@@ -35,6 +39,9 @@ struct CallbackOptions {
 // The callbacks `options` asks for, in the order Fit should call them: BackupAndRestore,
 // TensorBoard, ModelCheckpoint, EarlyStopping.
 std::vector<std::unique_ptr<callbacks::Callback>> MakeCallbacks(const CallbackOptions& options);
+
+// The BackupAndRestore of `options` (backup_dir not empty): SIGTERM writes a backup and stops.
+std::unique_ptr<callbacks::Callback> MakeBackupAndRestore(const CallbackOptions& options);
 
 }  // namespace sluice::train::recipes
 

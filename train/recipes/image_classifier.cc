@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "train/backend/backend.h"
 #include "train/backend/cpu/cpu_allocator.h"
 #include "train/backend/cpu/cpu_threads.h"
+#include "train/callbacks/backup_and_restore.h"
 #include "train/fit/saved_model.h"
 #include "train/layers/summary.h"
 #include "train/losses/sparse_categorical_crossentropy.h"
@@ -169,6 +171,17 @@ void MeasureTraining(double seconds, ImageClassifierResult& result) {
   result.train_peak_tensor_held_mb = backend::cpu::CpuAllocator::peak_held_bytes() / kMiB;
 }
 
+// With a frozen-base phase, each of the two Fits keeps its backups in a subfolder of the backup
+// folder of its own: a run started again resumes the head's Fit from the head's backups (which
+// restore its end when it had ended) and fine-tuning from fine-tuning's, never one phase from the
+// other's.
+constexpr char kHeadBackups[] = "head";
+constexpr char kFineTuneBackups[] = "fine-tune";
+
+bool TwoPhases(const ImageClassifierOptions& options) {
+  return !options.base_onnx.empty() && options.freeze_base_epochs > 0;
+}
+
 // Everything a run sets up before Fit, owned together (the trainer refers to the model and the
 // optimizer, Fit's options to the callbacks).
 struct Session {
@@ -177,8 +190,26 @@ struct Session {
   std::unique_ptr<optimizers::Optimizer> optimizer;
   std::unique_ptr<fit::Trainer> trainer;
   std::vector<std::unique_ptr<callbacks::Callback>> callbacks;
+  // Of two phases: the backups of the head's Fit, in its place in `callbacks` for that Fit
+  // (callbacks' own BackupAndRestore, `backup`, is fine-tuning's).
+  std::unique_ptr<callbacks::Callback> head_backup;
+  callbacks::Callback* backup = nullptr;
   int64_t steps_per_epoch = 0;
 };
+
+// The run's backups, once nothing it wrote needs them: the test evaluation and the saved model
+// are written (Fit leaves them, so that a kill after training loses nothing).
+absl::Status DeleteRunBackups(const ImageClassifierOptions& options) {
+  const std::string& dir = options.callbacks.backup_dir;
+  if (!TwoPhases(options)) return callbacks::DeleteBackups(dir);
+  for (const char* phase : {kHeadBackups, kFineTuneBackups}) {
+    const std::filesystem::path sub = std::filesystem::path(dir) / phase;
+    SLUICE_RETURN_IF_ERROR(callbacks::DeleteBackups(sub.string()));
+    std::error_code not_empty;  // a folder the user put other files in stays
+    std::filesystem::remove(sub, not_empty);
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<Session> SetUp(const ImageClassifierOptions& options,
                               distributed::Communicator* comm,
@@ -203,7 +234,15 @@ absl::StatusOr<Session> SetUp(const ImageClassifierOptions& options,
                                              MakeTrainerOptions(options, comm));
   CallbackOptions callbacks = options.callbacks;
   callbacks.chief = chief;
+  callbacks.delete_backups = false;  // DeleteRunBackups, after the evaluation and the save
+  if (TwoPhases(options) && !callbacks.backup_dir.empty()) {
+    const std::filesystem::path dir(callbacks.backup_dir);
+    callbacks.backup_dir = (dir / kHeadBackups).string();
+    s.head_backup = MakeBackupAndRestore(callbacks);
+    callbacks.backup_dir = (dir / kFineTuneBackups).string();
+  }
   s.callbacks = MakeCallbacks(callbacks);
+  if (!callbacks.backup_dir.empty()) s.backup = s.callbacks.front().get();  // MakeCallbacks' first
   return s;
 }
 
@@ -254,8 +293,10 @@ absl::StatusOr<ImageClassifierResult> TrainImageClassifier(const ImageClassifier
                   static_cast<long long>(options.freeze_base_epochs));
     }
     s.model.base->set_trainable(false);
-    fit.epochs = options.freeze_base_epochs;
-    SLUICE_ASSIGN_OR_RETURN(result.history, s.trainer->Fit(s.data.train, fit));
+    fit::FitOptions head = fit;
+    head.epochs = options.freeze_base_epochs;
+    std::replace(head.callbacks.begin(), head.callbacks.end(), s.backup, s.head_backup.get());
+    SLUICE_ASSIGN_OR_RETURN(result.history, s.trainer->Fit(s.data.train, head));
     s.model.base->set_trainable(true);
     fit.epochs = options.epochs - options.freeze_base_epochs;
     if (fit.epochs > 0) {
@@ -278,6 +319,9 @@ absl::StatusOr<ImageClassifierResult> TrainImageClassifier(const ImageClassifier
         fit::SaveModel(*s.model.module, s.model.input_shape, options.save_dir,
                        {.class_names = s.data.class_names, .optimizer = s.optimizer.get()}));
     if (options.verbose > 0) std::printf("saved the model to %s\n", options.save_dir.c_str());
+  }
+  if (!options.callbacks.backup_dir.empty() && chief) {
+    SLUICE_RETURN_IF_ERROR(DeleteRunBackups(options));
   }
   result.skipped_records = skipped->count();
   result.first_skipped = skipped->first();

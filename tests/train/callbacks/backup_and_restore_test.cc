@@ -109,6 +109,22 @@ TEST(BackupAndRestoreTest, KeepsTheNewestBackupsAndDeletesThemWhenTrainingEnds) 
   EXPECT_TRUE(std::filesystem::is_empty(dir.path() + "/d"));
 }
 
+// What a program with more to do after Fit calls once that is written: the backups go, other
+// files stay, and a folder with none (or none at all) is no error.
+TEST(BackupAndRestoreTest, DeleteBackupsDeletesOnlyTheBackups) {
+  ScopedTempDir dir;
+  BackupAndRestore kept(
+      {.backup_dir = dir.path() + "/b", .save_freq = 4, .delete_checkpoint = false});
+  ASSERT_TRUE(Train({&kept}).ok());
+  std::ofstream(dir.path() + "/b/notes.txt") << "mine";
+  ASSERT_EQ(kept.Backups()->size(), 2u);
+  ASSERT_TRUE(DeleteBackups(dir.path() + "/b").ok());
+  EXPECT_TRUE(kept.Backups()->empty());
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/b/notes.txt"));
+  EXPECT_TRUE(DeleteBackups(dir.path() + "/b").ok());
+  EXPECT_TRUE(DeleteBackups(dir.path() + "/missing").ok());
+}
+
 TEST(BackupAndRestoreTest, AFailedRunResumesFromItsNewestBackupExactly) {
   absl::StatusOr<Snapshot> straight = Train({});
   ASSERT_TRUE(straight.ok()) << straight.status();

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -93,6 +94,31 @@ TEST_F(ImageClassifierTest, ResumingFromTheCheckpointEndsWhereOneRunEnds) {
   EXPECT_EQ(resumed->history.at("loss").size(), 2u);  // epochs 3 and 4
   EXPECT_EQ(callbacks::LogValue(resumed->test, "loss"),
             callbacks::LogValue(straight->test, "loss"));
+}
+
+// The backups outlive Fit until the run's end is written: a run whose save fails (as one killed
+// then would) keeps them, and the same run started again resumes at the end of training, trains
+// nothing, and evaluates and saves the same model; only then are they deleted.
+TEST_F(ImageClassifierTest, BackupsStayUntilTheSavedModelIsWritten) {
+  ScopedTempDir out;
+  ImageClassifierOptions options = Options();
+  options.epochs = 3;
+  absl::StatusOr<ImageClassifierResult> straight = TrainImageClassifier(options);
+  ASSERT_TRUE(straight.ok()) << straight.status();
+  options.callbacks.backup_dir = out.File("backups");
+  std::ofstream(out.File("a-file")) << "not a folder";
+  options.save_dir = out.File("a-file") + "/model";  // cannot be made
+  ASSERT_FALSE(TrainImageClassifier(options).ok());
+  ASSERT_FALSE(std::filesystem::is_empty(options.callbacks.backup_dir));
+
+  options.save_dir = out.File("model");
+  absl::StatusOr<ImageClassifierResult> resumed = TrainImageClassifier(options);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_TRUE(resumed->history.history.empty()) << "trained again";
+  EXPECT_EQ(callbacks::LogValue(resumed->test, "loss"),
+            callbacks::LogValue(straight->test, "loss"));
+  EXPECT_TRUE(std::filesystem::exists(options.save_dir));
+  EXPECT_TRUE(std::filesystem::is_empty(options.callbacks.backup_dir));
 }
 
 // tests/onnx/make_models.py's small base (written by ONNX's own helper) at `path`.
