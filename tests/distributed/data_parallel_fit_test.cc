@@ -269,8 +269,8 @@ TEST(DataParallelFitTest, CheckpointResumesEveryRankExactly) {
 }
 
 // save_before_preemption over ranks: only the last rank gets SIGTERM (after step 5), yet every
-// rank stops after that step with the same Preempted error, and rank 0's backup of step 5 holds
-// every rank's position.
+// rank stops after that step with the same Preempted error, without the epoch's validation (the
+// grace period is the backup's), and rank 0's backup of step 5 holds every rank's position.
 TEST(DataParallelFitTest, ASigtermOnOneRankStopsEveryRankAfterTheSameStep) {
   SLUICE_REQUIRE_RANKS(2);
   distributed::MpiCommunicator& comm = TestComm();
@@ -284,14 +284,22 @@ TEST(DataParallelFitTest, ASigtermOnOneRankStopsEveryRankAfterTheSameStep) {
     if (comm.rank() == comm.size() - 1 && t.global_step() == 5) raise(SIGTERM);
     return absl::OkStatus();
   };
+  bool validated = false;
+  signaller.on_epoch_end = [&](int64_t, const callbacks::Logs& logs) {
+    validated = validated || logs.contains("val_loss");
+    return absl::OkStatus();
+  };
   callbacks::BackupAndRestore backup(
       {.backup_dir = dir, .save_freq = 100, .save_before_preemption = true});
+  const Dataset data = Dataset::FromTensorSlices(Blobs(96, 4)).Batch(4);
   const absl::Status stopped =
-      t.Fit(Dataset::FromTensorSlices(Blobs(96, 4)).Batch(4),
-            {.epochs = 2, .callbacks = {&signaller, &backup}, .verbose = 0})
+      t.Fit(
+           data,
+           {.epochs = 2, .validation_data = data, .callbacks = {&signaller, &backup}, .verbose = 0})
           .status();
   EXPECT_TRUE(callbacks::IsPreemption(stopped)) << stopped;
   EXPECT_EQ(t.global_step(), 5);
+  EXPECT_FALSE(validated);
   ASSERT_TRUE(comm.Barrier().ok());
   absl::StatusOr<std::vector<std::string>> backups = backup.Backups();
   ASSERT_TRUE(backups.ok()) << backups.status();

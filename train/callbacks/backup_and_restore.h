@@ -31,8 +31,9 @@ struct BackupAndRestoreOptions {
   // VM's shutdown send before they kill a job) is noted, and after the step in progress a backup
   // is written and Fit returns a Preempted() error (IsPreemption), so that no step is lost in
   // the grace period. A second SIGTERM ends the process as before. Data-parallel: every rank
-  // must set it the same (the ranks agree after each step whether any was signalled, and stop
-  // together). One Fit with it at a time per process.
+  // must set it the same; the ranks agree whether any was signalled with the agreement before
+  // each step, stop together, skip the epoch's validation and write the backup of that step.
+  // One Fit with it at a time per process.
   bool save_before_preemption = false;
 };
 
@@ -73,7 +74,9 @@ class BackupAndRestore : public Callback {
   std::string BackupPath() const;
   absl::Status Save();
   // With save_before_preemption, after a SIGTERM on any rank: a backup, then Preempted().
-  absl::Status StopIfPreempted();
+  // Data-parallel, after a step, only the request to stop (TrainingLoop::StopForPreemption); the
+  // backup at the epoch's end.
+  absl::Status StopIfPreempted(bool epoch_end);
   absl::Status CheckOptions() const;
 
   BackupAndRestoreOptions options_;

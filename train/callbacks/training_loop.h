@@ -32,6 +32,14 @@ class TrainingLoop {
   // Whether `flag` is true on any of the processes training together: data-parallel, a
   // collective every rank calls after the same step; in one process, `flag`.
   virtual absl::StatusOr<bool> AnyReplica(bool flag) { return flag; }
+  // The processes training together (data-parallel ranks); 1 in one process.
+  virtual int replicas() const { return 1; }
+  // Data-parallel: asks every rank to stop before the next step, for a preemption noticed after
+  // this one. The ranks agree on it with the agreement each step already makes (no collective of
+  // its own), skip the epoch's validation, and reach OnEpochEnd together, where preempting() is
+  // true on every rank. In one process, as StopTraining.
+  virtual void StopForPreemption() { StopTraining(); }
+  virtual bool preempting() const { return false; }
 };
 
 }  // namespace sluice::train::callbacks

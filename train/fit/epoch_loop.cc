@@ -28,8 +28,9 @@ absl::StatusOr<EpochResult> EpochLoop::Run() {
 
 absl::Status EpochLoop::AgreeOnLogReaders() {
   if (!p_.replicas.distributed()) return absl::OkStatus();
-  const bool mine =
-      (progress_ != nullptr && progress_->interactive()) || !options_.callbacks.empty();
+  // Callbacks that read no batch logs (BackupAndRestore) need no agreement per step.
+  bool mine = progress_ != nullptr && progress_->interactive();
+  for (callbacks::Callback* cb : options_.callbacks) mine = mine || cb->NeedsBatchLogs();
   absl::StatusOr<std::vector<double>> any = p_.replicas.Sum({mine ? 1.0 : 0.0});
   if (!any.ok()) return WithContext(any.status(), "Fit: ");
   logs_may_be_read_ = (*any)[0] > 0;
@@ -89,12 +90,14 @@ absl::StatusOr<bool> EpochLoop::AgreeOnStep(std::optional<Element>& next, bool n
   LoopPosition& pos = p_.position;
   const int ranks = p_.replicas.size();
   absl::StatusOr<std::vector<double>> agreed =
-      p_.replicas.Sum({next.has_value() && !next_pass ? 1.0 : 0.0, pos.stop_training ? 1.0 : 0.0});
+      p_.replicas.Sum({next.has_value() && !next_pass ? 1.0 : 0.0, pos.stop_training ? 1.0 : 0.0,
+                       pos.preemption_requested ? 1.0 : 0.0});
   if (!agreed.ok()) return WithContext(agreed.status(), where);
-  if ((*agreed)[1] == 0 && (*agreed)[0] == ranks) return true;
+  if ((*agreed)[1] == 0 && (*agreed)[2] == 0 && (*agreed)[0] == ranks) return true;
   if (next.has_value()) p_.input.HoldBack(*std::move(next));  // not trained on: kept
-  if ((*agreed)[1] > 0) {
+  if ((*agreed)[1] > 0 || (*agreed)[2] > 0) {
     pos.stop_training = true;
+    pos.preempting = (*agreed)[2] > 0;
     interrupted_ = true;  // a resumed run finishes the epoch
     return false;
   }

@@ -30,6 +30,10 @@ struct LoopPosition {
   int64_t step_in_epoch = 0;  // steps of that epoch already taken
   int64_t global_step = 0;    // steps taken in all
   bool stop_training = false;
+  // Data-parallel preemption (TrainingLoop::StopForPreemption): this rank's request, summed with
+  // the next step's agreement, and the ranks' agreed stop.
+  bool preemption_requested = false;
+  bool preempting = false;
 };
 
 // What one epoch's steps produced.

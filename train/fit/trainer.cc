@@ -80,6 +80,8 @@ absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
 absl::Status Trainer::StartFit(const Dataset& train, const FitOptions& options) {
   in_fit_ = true;
   position_.stop_training = false;
+  position_.preemption_requested = false;
+  position_.preempting = false;
   // The pass's index stays on the host: it is added after the copies to the device.
   input_ = std::make_unique<EpochIterator>(OnModelDevice(train, device_, options_.device_prefetch),
                                            options.seed);
@@ -164,7 +166,8 @@ absl::StatusOr<callbacks::Logs> Trainer::FitEpoch(const FitOptions& options,
                  options, steps_in_epoch, progress ? &*progress : nullptr);
   SLUICE_ASSIGN_OR_RETURN(EpochResult result, loop.Run());
   callbacks::Logs logs = std::move(result.logs);
-  if (options.validation_data) {
+  // Not in a preemption's grace period: the backup is what matters then.
+  if (options.validation_data && !position_.preempting) {
     SLUICE_ASSIGN_OR_RETURN(callbacks::Logs val, Evaluate(*options.validation_data));
     for (const auto& [key, value] : val) logs["val_" + key] = value;
   }

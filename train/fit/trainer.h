@@ -91,6 +91,9 @@ class Trainer : public callbacks::TrainingLoop {
   absl::Status SaveWeights(const std::string& path) override;
   // Data-parallel: a sum over the ranks (a collective).
   absl::StatusOr<bool> AnyReplica(bool flag) override;
+  int replicas() const override { return replicas_.size(); }
+  void StopForPreemption() override { position_.preemption_requested = true; }
+  bool preempting() const override { return position_.preempting; }
 
   // Ends Fit after the current step (Keras' model.stop_training = True).
   void StopTraining() override { position_.stop_training = true; }
