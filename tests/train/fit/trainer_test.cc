@@ -216,9 +216,12 @@ TEST(TrainerTest, CheckpointInsideAnAccumulationIsRefused) {
 TEST(TrainerTest, ReportsInputWaitShare) {
   auto model = TinyModel(9);
   optimizers::Sgd sgd;
-  Trainer trainer(*model, sgd);
+  // Eager: a compiled Fit's first step traces and plans, which under ASan on a loaded machine took
+  // longer than the input's waits of a 4-step epoch (a share of 0.63 in CI). And 10 steps, as the
+  // first batch, read to build the model, is not waited for inside a step.
+  Trainer trainer(*model, sgd, {.run_eagerly = true});
   // Each batch takes 20 ms to produce, far more than a step of this tiny model.
-  Dataset slow = BlobsDataset(40, 3, 10).Map([](Element e) -> absl::StatusOr<Element> {
+  Dataset slow = BlobsDataset(100, 3, 10).Map([](Element e) -> absl::StatusOr<Element> {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     return e;
   });
@@ -226,7 +229,7 @@ TEST(TrainerTest, ReportsInputWaitShare) {
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_GT(h->at("input_wait_share")[0], 0.7);
   EXPECT_LE(h->at("input_wait_share")[0], 1.0);
-  EXPECT_LT(h->at("images_per_second")[0], 40 / 0.08);  // at most 10 images per 20 ms
+  EXPECT_LT(h->at("images_per_second")[0], 10 / 0.02);  // at most 10 images per 20 ms
 }
 
 TEST(TrainerTest, BadElementsAreClearErrors) {
