@@ -188,8 +188,8 @@ std::vector<TrainRow> OutputRows() {
              "--checkpoint-every steps), the newest --keep-checkpoints kept; a run started again "
              "with the same DIR resumes from the newest readable one, exact to the step, and a "
              "run deletes them once its test evaluation and --save are written; a SIGTERM (a "
-             "scheduler's preemption) writes a "
-             "backup after the step in progress and exits with status 143"),
+             "scheduler's preemption) writes a backup after the step in progress and exits with "
+             "status 143"),
       Option("checkpoint-every", "N",
              In(&Classifier::callbacks, &Callbacks::checkpoint_every_steps),
              "save --checkpoint or --backup-dir every N global steps instead of after each epoch",

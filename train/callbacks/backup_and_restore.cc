@@ -34,6 +34,25 @@ int64_t StepOf(const std::string& file_name) {
   return step;
 }
 
+// The backups in `dir`, newest (highest step) first; none when it does not exist.
+absl::StatusOr<std::vector<std::string>> BackupsIn(const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code error;
+  if (!fs::exists(dir, error)) return std::vector<std::string>{};
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+    const int64_t step = StepOf(entry.path().filename().string());
+    if (step >= 0) found.emplace_back(step, entry.path().string());
+  }
+  if (error) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("BackupAndRestore: cannot list ", dir, ": ", error.message()));
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a > b; });
+  std::vector<std::string> paths;
+  for (auto& [step, path] : found) paths.push_back(std::move(path));
+  return paths;
+}
+
 }  // namespace
 
 absl::Status Preempted(const std::string& backup, int64_t global_step) {
@@ -49,8 +68,7 @@ bool IsPreemption(const absl::Status& status) {
 }
 
 absl::Status DeleteBackups(const std::string& backup_dir) {
-  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> backups,
-                          BackupAndRestore({.backup_dir = backup_dir}).Backups());
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> backups, BackupsIn(backup_dir));
   for (const std::string& path : backups) {
     std::error_code error;
     // Data-parallel ranks may delete the same shared folder's files: one already gone is fine.
@@ -79,21 +97,7 @@ absl::Status BackupAndRestore::CheckOptions() const {
 }
 
 absl::StatusOr<std::vector<std::string>> BackupAndRestore::Backups() const {
-  std::vector<std::pair<int64_t, std::string>> found;
-  std::error_code error;
-  if (!fs::exists(options_.backup_dir, error)) return std::vector<std::string>{};
-  for (const fs::directory_entry& entry : fs::directory_iterator(options_.backup_dir, error)) {
-    const int64_t step = StepOf(entry.path().filename().string());
-    if (step >= 0) found.emplace_back(step, entry.path().string());
-  }
-  if (error) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("BackupAndRestore: cannot list ", options_.backup_dir, ": ", error.message()));
-  }
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a > b; });
-  std::vector<std::string> paths;
-  for (auto& [step, path] : found) paths.push_back(std::move(path));
-  return paths;
+  return BackupsIn(options_.backup_dir);
 }
 
 absl::StatusOr<std::vector<std::string>> BackupAndRestore::CheckpointsToResume() {

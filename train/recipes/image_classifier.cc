@@ -178,6 +178,7 @@ void MeasureTraining(double seconds, ImageClassifierResult& result) {
 constexpr char kHeadBackups[] = "head";
 constexpr char kFineTuneBackups[] = "fine-tune";
 
+// Whether the run trains the head on the frozen base first (base_onnx makes ImageModel::base).
 bool TwoPhases(const ImageClassifierOptions& options) {
   return !options.base_onnx.empty() && options.freeze_base_epochs > 0;
 }
@@ -286,7 +287,7 @@ absl::StatusOr<ImageClassifierResult> TrainImageClassifier(const ImageClassifier
                                .ranks = comm != nullptr ? comm->size() : 1};
   const auto start = std::chrono::steady_clock::now();
   fit::FitOptions fit = MakeFitOptions(options, s.steps_per_epoch, s.data.test, s.callbacks);
-  if (s.model.base != nullptr && options.freeze_base_epochs > 0) {
+  if (TwoPhases(options)) {
     // Keras' guide: the head first, on the frozen base; then everything, slowly.
     if (chief && options.verbose > 0) {
       std::printf("training the head on the frozen base for %lld epoch(s)\n",
