@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/buffer_pool.h"
+#include "core/device.h"
 #include "core/element.h"
 #include "core/runtime.h"
 #include "dataset/cancellation.h"
@@ -87,6 +88,10 @@ class DatasetBase : public std::enable_shared_from_this<DatasetBase> {
   }
   // The node and its parameters, e.g. "Batch(64, drop_remainder)".
   virtual std::string Describe() const { return kind_; }
+  // The device this node moves its elements' tensors to, when it takes them off the host
+  // (train::data::PrefetchToDevice); nullopt for the nodes that leave them where they are.
+  // dataset/device_elements.h refuses a node after it that reads elements on the host.
+  virtual std::optional<Device> MovesElementsTo() const { return std::nullopt; }
   // The whole pipeline up to this node, e.g. "Range(10) -> Map -> Batch(4)".
   std::string DebugString() const;
 

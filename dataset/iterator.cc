@@ -9,6 +9,7 @@
 #include "core/status_macros.h"
 #include "core/trace_recorder.h"
 #include "dataset/dataset.h"
+#include "dataset/device_elements.h"
 #include "io/deterministic_proto.h"
 
 namespace sluice {
@@ -91,6 +92,11 @@ Iterator::~Iterator() {
 absl::Status Iterator::EnsureStarted() {
   if (started_) return error_;
   started_ = true;
+  // A node that would read device memory on the host fails here, before any node starts.
+  if (absl::Status s = CheckNoHostReadsOfDeviceElements(*dataset_); !s.ok()) {
+    error_ = s;
+    return error_;
+  }
   auto root = dataset_->MakeIterator(ctx_);
   if (!root.ok()) {
     error_ = root.status();

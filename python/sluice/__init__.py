@@ -89,14 +89,16 @@ Dataset.apply = _apply
 
 # The transformations that read elements on the host: refused after prefetch_to_device put them
 # on a GPU (tf.data's rule: prefetch_to_device is the last step).
+# shuffle and prefetch too: their checkpoints copy the elements they hold on the host. The C++
+# pipeline refuses the same when its iterator starts (dataset/device_elements.h).
 _READS_ELEMENTS = {"map", "filter", "batch", "padded_batch", "unbatch", "cache", "snapshot", "save",
-                   "window", "scan", "interleave", "as_numpy_iterator"}
+                   "window", "scan", "interleave", "as_numpy_iterator", "shuffle", "prefetch"}
 
 
 def _device_checked(name, method):
     """Dataset.<name> that knows where prefetch_to_device put the elements: refused for a
     transformation that reads them on the host, and passed on by the others (take, repeat,
-    shuffle, ...), whose result holds the same device elements."""
+    skip, ...), whose result holds the same device elements."""
 
     def checked(self, *args, **kwargs):
         device = getattr(self, "_device", None)

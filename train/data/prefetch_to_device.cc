@@ -87,6 +87,7 @@ class PrefetchToDeviceDataset : public DatasetBase {
     return absl::StrCat("PrefetchToDevice(", device_.DebugString(), ", ", buffer_size_, ")");
   }
 
+  std::optional<Device> MovesElementsTo() const override { return device_; }
   const Device& device() const { return device_; }
   int64_t buffer_size() const { return buffer_size_; }
 

@@ -156,5 +156,24 @@ TEST_F(PrefetchToDeviceTest, RefusesABadBufferSizeAndAMissingDevice) {
   EXPECT_NE(e.status().message().find("PrefetchToDevice"), std::string::npos) << e.status();
 }
 
+// tf.data's rule: PrefetchToDevice is the last step. After it, a node that reads elements on the
+// host (here a Batch, which would copy device memory on the host: a crash on a GPU, and on the
+// guarded device) is refused when the iterator starts; nodes that pass elements on work.
+TEST_F(PrefetchToDeviceTest, GuardedPrefetchToDeviceIsTheLastStep) {
+  const Dataset on_device = PrefetchToDevice(Source(10), Device::Guarded());
+  absl::StatusOr<std::optional<Element>> e = on_device.Take(4).Batch(2).MakeIterator()->GetNext();
+  EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(e.status().message().find("Batch[4] reads its input's elements on the host, but "
+                                      "PrefetchToDevice[2] put them on guarded:0"),
+            std::string::npos)
+      << e.status();
+  std::unique_ptr<Iterator> it = on_device.Skip(2).Take(3).Repeat(2).MakeIterator();
+  for (int64_t i : {2, 3, 4, 2, 3, 4}) {
+    e = it->GetNext();
+    ASSERT_TRUE(e.ok() && e->has_value()) << e.status();
+    ExpectElement(**e, i, Device::Guarded());
+  }
+}
+
 }  // namespace
 }  // namespace sluice::train::data
