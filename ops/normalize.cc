@@ -20,13 +20,12 @@ T FromFloat(float v) {
   }
 }
 
+// `lut` is the table's values in T: NormalizeTable::at(0) itself for float32.
 template <typename T>
-void Apply(const uint8_t* in, int64_t pixels, int channels, const std::vector<float>& lut_f,
-           bool channels_first, T* out) {
-  std::vector<T> lut(lut_f.size());
-  for (size_t i = 0; i < lut_f.size(); ++i) lut[i] = FromFloat<T>(lut_f[i]);
+void Apply(const uint8_t* in, int64_t pixels, int channels, const T* lut, bool channels_first,
+           T* out) {
   if (channels_first && channels == 3) {  // One pass over the input, three output streams.
-    const T* t0 = lut.data();
+    const T* t0 = lut;
     const T* t1 = t0 + 256;
     const T* t2 = t1 + 256;
     T* p0 = out;
@@ -41,14 +40,14 @@ void Apply(const uint8_t* in, int64_t pixels, int channels, const std::vector<fl
   }
   if (channels_first) {
     for (int c = 0; c < channels; ++c) {
-      const T* table = lut.data() + c * 256;
+      const T* table = lut + c * 256;
       T* plane = out + static_cast<size_t>(c) * pixels;
       for (int64_t i = 0; i < pixels; ++i) plane[i] = table[in[i * channels + c]];
     }
     return;
   }
   if (channels == 3) {  // The common case, unrolled.
-    const T* t0 = lut.data();
+    const T* t0 = lut;
     const T* t1 = t0 + 256;
     const T* t2 = t1 + 256;
     for (int64_t i = 0; i < pixels; ++i) {
@@ -106,13 +105,32 @@ NormalizeTable NormalizeTable::Rescaling(int channels, float scale, float offset
   return t;
 }
 
-absl::StatusOr<Tensor> Normalize(const Tensor& image, absl::Span<const float> mean,
-                                 absl::Span<const float> stddev, const NormalizeOptions& options) {
+namespace {
+
+// The table in T, rounded to nearest even from its float32 values.
+template <typename T>
+void ApplyRounded(const uint8_t* in, int64_t pixels, const NormalizeTable& table,
+                  bool channels_first, T* out) {
+  const int channels = table.channels();
+  std::vector<T> lut(static_cast<size_t>(channels) * 256);
+  for (size_t i = 0; i < lut.size(); ++i) lut[i] = FromFloat<T>(table.at(0)[i]);
+  Apply<T>(in, pixels, channels, lut.data(), channels_first, out);
+}
+
+absl::Status CheckImage(const Tensor& image) {
   if (image.dtype() != DType::kUint8 || image.rank() != 3) {
     return absl::InvalidArgumentError(
         absl::StrCat("Normalize: expected a uint8 [height, width, channels] image, got ",
                      DTypeName(image.dtype()), image.shape().DebugString()));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> Normalize(const Tensor& image, const NormalizeTable& table,
+                                 const NormalizeOptions& options) {
+  SLUICE_RETURN_IF_ERROR(CheckImage(image));
   const DType dtype = options.dtype;
   if (dtype != DType::kFloat32 && dtype != DType::kBFloat16 && dtype != DType::kFloat16) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -120,25 +138,35 @@ absl::StatusOr<Tensor> Normalize(const Tensor& image, absl::Span<const float> me
   }
   const int64_t h = image.dim(0), w = image.dim(1);
   const int channels = static_cast<int>(image.dim(2));
-  SLUICE_ASSIGN_OR_RETURN(const NormalizeTable table,
-                          NormalizeTable::Create(channels, mean, stddev));
-  const std::vector<float> lut(table.at(0), table.at(0) + static_cast<size_t>(channels) * 256);
+  if (channels != table.channels()) {
+    return absl::InvalidArgumentError(absl::StrCat("Normalize: the image has ", channels,
+                                                   " channels but the table was made for ",
+                                                   table.channels()));
+  }
   const Shape shape = options.channels_first ? Shape{channels, h, w} : Shape{h, w, channels};
   Tensor out(dtype, shape);
   const uint8_t* in = image.data<uint8_t>();
   const int64_t pixels = h * w;
   switch (dtype) {
     case DType::kFloat32:
-      Apply<float>(in, pixels, channels, lut, options.channels_first, out.data<float>());
+      Apply<float>(in, pixels, channels, table.at(0), options.channels_first, out.data<float>());
       break;
     case DType::kBFloat16:
-      Apply<BFloat16>(in, pixels, channels, lut, options.channels_first, out.data<BFloat16>());
+      ApplyRounded<BFloat16>(in, pixels, table, options.channels_first, out.data<BFloat16>());
       break;
     default:
-      Apply<Float16>(in, pixels, channels, lut, options.channels_first, out.data<Float16>());
+      ApplyRounded<Float16>(in, pixels, table, options.channels_first, out.data<Float16>());
       break;
   }
   return out;
+}
+
+absl::StatusOr<Tensor> Normalize(const Tensor& image, absl::Span<const float> mean,
+                                 absl::Span<const float> stddev, const NormalizeOptions& options) {
+  SLUICE_RETURN_IF_ERROR(CheckImage(image));
+  SLUICE_ASSIGN_OR_RETURN(const NormalizeTable table,
+                          NormalizeTable::Create(static_cast<int>(image.dim(2)), mean, stddev));
+  return Normalize(image, table, options);
 }
 
 }  // namespace sluice

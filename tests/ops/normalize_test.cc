@@ -1,5 +1,7 @@
 #include "ops/normalize.h"
 
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/float16.h"
@@ -125,6 +127,38 @@ TEST(NormalizeTest, RescalingIsKerasMultiplyThenAdd) {
   EXPECT_EQ(centred.at(0)[0], -1.0f);
   EXPECT_EQ(centred.at(0)[255], 1.0f);
   EXPECT_NEAR(centred.at(0)[128], 1.0f / 255.0f, 2e-7f);
+}
+
+TEST(NormalizeTest, ATableMadeOnceGivesTheBitsOfMeanAndStd) {
+  const Tensor image = MakeImage(
+      3, 4, 3, [](int64_t y, int64_t x, int64_t c) { return (97 * (y * 4 + x) + c) % 256; });
+  const std::vector<float> mean = {0.485f, 0.456f, 0.406f}, stddev = {0.229f, 0.224f, 0.225f};
+  auto table = NormalizeTable::Create(3, mean, stddev);
+  ASSERT_TRUE(table.ok());
+  for (const DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
+    for (const bool channels_first : {false, true}) {
+      const NormalizeOptions options{.dtype = dtype, .channels_first = channels_first};
+      auto from_statistics = Normalize(image, mean, stddev, options);
+      auto from_table = Normalize(image, *table, options);
+      ASSERT_TRUE(from_statistics.ok() && from_table.ok());
+      ASSERT_EQ(from_table->shape(), from_statistics->shape());
+      ASSERT_EQ(from_table->dtype(), dtype);
+      EXPECT_EQ(
+          std::memcmp(from_table->raw_data(), from_statistics->raw_data(), from_table->byte_size()),
+          0)
+          << DTypeName(dtype) << (channels_first ? " CHW" : " HWC");
+    }
+  }
+  // Pixel (2, 3), channel 1, by hand: ((97 * 11 + 1) % 256 / 255 - 0.456) / 0.224.
+  const float x = static_cast<float>((97 * 11 + 1) % 256) / 255.0f;
+  EXPECT_EQ(Normalize(image, *table)->data<float>()[(2 * 4 + 3) * 3 + 1], (x - 0.456f) / 0.224f);
+  // A table for another channel count is refused, naming both.
+  const NormalizeTable gray = NormalizeTable::Rescaling(1);
+  const absl::Status mismatch = Normalize(image, gray).status();
+  EXPECT_EQ(mismatch.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(mismatch.message().find("the image has 3 channels but the table was made for 1"),
+            std::string::npos)
+      << mismatch;
 }
 
 TEST(NormalizeTest, Errors) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -106,9 +107,14 @@ absl::StatusOr<Dataset> MakeImageDataset(const ImageDatasetOptions& options) {
   const int channels = options.channels;
   const bool augment = options.augment;
   const int64_t pad = options.pad_crop;
+  // ToTensor's x / 255, as a table made once.
+  const float zero = 0.0f, one = 1.0f;
+  SLUICE_ASSIGN_OR_RETURN(NormalizeTable table,
+                          NormalizeTable::Create(channels, {&zero, 1}, {&one, 1}));
+  auto to_float = std::make_shared<const NormalizeTable>(std::move(table));
   dataset = dataset.Map(
-      [parser, channels, augment, pad](Element element,
-                                       const ElementContext& context) -> absl::StatusOr<Element> {
+      [parser, channels, augment, pad, to_float](
+          Element element, const ElementContext& context) -> absl::StatusOr<Element> {
         const int64_t index = element[0].scalar<int64_t>();
         const std::string& file = element[2].scalar<std::string>();
         Tensor label;
@@ -119,8 +125,7 @@ absl::StatusOr<Dataset> MakeImageDataset(const ImageDatasetOptions& options) {
             SLUICE_ASSIGN_OR_RETURN(decoded, RandomFlipLeftRight(decoded, context.seed));
             decoded = RandomPadCrop(decoded, pad, context.seed);
           }
-          const float zero = 0.0f, one = 1.0f;
-          SLUICE_ASSIGN_OR_RETURN(Tensor normalized, Normalize(decoded, {&zero, 1}, {&one, 1}));
+          SLUICE_ASSIGN_OR_RETURN(Tensor normalized, Normalize(decoded, *to_float));
           label = std::move(parsed[kLabel]);
           return normalized;
         }();
