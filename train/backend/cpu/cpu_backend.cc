@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -72,6 +73,13 @@ void Execute(const dnnl::primitive& p, const std::unordered_map<int, memory>& ar
 }
 
 // --- matmul -------------------------------------------------------------------
+
+// Products of at most this many multiply-adds (m * n * k) run on one thread: about 20 us of
+// work on one core, less than waking the OpenMP team costs on a VM (measured on the mlp's
+// matmuls, 2-core AMD EPYC VM, passive OpenMP waiting: a 64x128x256 product took 46 us on two
+// threads and 22 us on one; 64x100x10, 24 and 2 us). OpenBLAS runs GEMMs below 2^18 on one
+// thread for the same reason.
+constexpr int64_t kOneThreadMatMulMacs = int64_t{1} << 21;
 
 struct MatMulEntry {
   memory::desc a, b, c;
@@ -442,6 +450,10 @@ absl::Status CpuBackend::MatMulWith(const Tensor& a, bool transpose_a, const Ten
   if (k == 0 && bias == nullptr) return Fill(out, 0.0f);
   if (k == 0) return Backend::MatMulBias(a, b, *bias, relu, out);  // oneDNN wants k >= 1
   const bool bf16 = Bf16({&a, &b});
+  // A small product runs on this thread: waking the OpenMP team costs more than it saves.
+  const bool one_thread = m * n * k <= kOneThreadMatMulMacs;
+  std::optional<OneOpenMpThread> single;
+  if (one_thread) single.emplace();
   return Guard(bias ? "MatMulBias" : "MatMul", [&] {
     const memory::desc a_user = MatrixDesc(m, k, transpose_a),
                        b_user = MatrixDesc(k, n, transpose_b);
@@ -449,7 +461,8 @@ absl::Status CpuBackend::MatMulWith(const Tensor& a, bool transpose_a, const Ten
         bias ? memory::desc({1, n}, kF32, memory::dims{n, 1}) : memory::desc();
     auto entry = DnnlPrimitiveCache::Global().GetOrCreate<MatMulEntry>(
         absl::StrCat(bf16 ? "matmul_bf16:" : "matmul:", m, ",", k, ",", n, ",", transpose_a, ",",
-                     transpose_b, bias ? ",bias" : "", relu ? ",relu" : ""),
+                     transpose_b, bias ? ",bias" : "", relu ? ",relu" : "",
+                     one_thread ? ",1t" : ""),
         [&] {
           // bf16: copies in the operands' own strides, so a transposed view stays a view.
           memory::desc a_md = bf16 ? AsBf16(a_user) : a_user;

@@ -71,6 +71,15 @@ void ApplyCpuThreadsToOpenMp() {
   if (OmpSetNumThreads fn = OmpSetter()) fn(CpuThreads());
 }
 
+OneOpenMpThread::OneOpenMpThread() {
+  ApplyCpuThreadsToOpenMp();
+  if (OmpSetNumThreads fn = OmpSetter()) fn(1);
+}
+
+OneOpenMpThread::~OneOpenMpThread() {
+  if (OmpSetNumThreads fn = OmpSetter()) fn(CpuThreads());
+}
+
 void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);

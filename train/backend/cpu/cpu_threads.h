@@ -18,6 +18,18 @@ int CpuThreads();
 // primitives applies it; cheap when already applied.
 void ApplyCpuThreadsToOpenMp();
 
+// While alive, the calling thread's oneDNN primitives run on one thread: those it creates are
+// planned for one (oneDNN bakes the team size into a primitive, so they need their own cache
+// keys) and run without an OpenMP parallel region. For kernels too small to repay waking the
+// OpenMP team (OpenBLAS also runs small GEMMs on one thread).
+class OneOpenMpThread {
+ public:
+  OneOpenMpThread();
+  ~OneOpenMpThread();
+  OneOpenMpThread(const OneOpenMpThread&) = delete;
+  OneOpenMpThread& operator=(const OneOpenMpThread&) = delete;
+};
+
 // Runs fn(begin, end) over disjoint chunks covering [0, n), in parallel on the
 // kernel arena when n is at least 2 * grain, else inline. Chunks depend only on
 // n, grain and CpuThreads(), so a reduction written per chunk is reproducible.

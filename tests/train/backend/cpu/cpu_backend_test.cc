@@ -1,5 +1,6 @@
 #include "train/backend/cpu/cpu_backend.h"
 
+#include <dlfcn.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <xmmintrin.h>
@@ -315,6 +316,31 @@ TEST_F(CpuBackendTest, BatchNormTrainingNormalisesPerChannel) {
           gamma.data<float>()[c] * (x.data<float>()[i * 3 + c] - mu) / std::sqrt(v + 1e-3) +
           beta.data<float>()[c];
       EXPECT_NEAR(y.data<float>()[i * 3 + c], want, 1e-4);
+    }
+  }
+}
+
+// Products of up to 2^21 multiply-adds run on the calling thread (kOneThreadMatMulMacs), larger
+// ones on the OpenMP team: both sides of the limit compute the product, and the small one leaves
+// the thread's team as it was.
+TEST_F(CpuBackendTest, MatMulsOnEitherSideOfTheOneThreadLimit) {
+  using GetMax = int (*)();
+  auto get_max = reinterpret_cast<GetMax>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  for (const int64_t n : {256, 257}) {  // 64 x 128 x 256 = 2^21: one thread; 257: the team
+    Tensor a = RandomTensor({64, 128}, 4), b = RandomTensor({128, n}, 5);
+    Tensor out(DType::kFloat32, Shape{64, n});
+    ASSERT_TRUE(backend_.MatMul(a, false, b, false, out).ok());
+    if (get_max != nullptr) {
+      EXPECT_EQ(get_max(), 2) << "n " << n;
+    }
+    for (int64_t i = 0; i < 64; i += 7) {
+      for (int64_t j = 0; j < n; j += 11) {
+        double want = 0;
+        for (int64_t k = 0; k < 128; ++k) {
+          want += double{a.data<float>()[i * 128 + k]} * b.data<float>()[k * n + j];
+        }
+        EXPECT_NEAR(out.data<float>()[i * n + j], want, 1e-4) << i << "," << j << " n " << n;
+      }
     }
   }
 }

@@ -65,6 +65,19 @@ TEST(CpuThreadsTest, OpenMpTeamFollowsTheSetting) {
   SetCpuThreads(0);
 }
 
+TEST(CpuThreadsTest, OneOpenMpThreadLastsItsScope) {
+  using GetMax = int (*)();
+  auto get_max = reinterpret_cast<GetMax>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  if (get_max == nullptr) GTEST_SKIP() << "oneDNN here is not built on OpenMP";
+  SetCpuThreads(3);
+  {
+    OneOpenMpThread one;
+    EXPECT_EQ(get_max(), 1);
+  }
+  EXPECT_EQ(get_max(), 3);
+  SetCpuThreads(0);
+}
+
 }  // namespace
 }  // namespace sluice::train::backend::cpu
 
