@@ -51,6 +51,13 @@ OmpSetNumThreads OmpSetter() {
   return fn;
 }
 
+using OmpGetMaxThreads = int (*)();
+OmpGetMaxThreads OmpGetter() {
+  static const OmpGetMaxThreads fn =
+      reinterpret_cast<OmpGetMaxThreads>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+  return fn;
+}
+
 }  // namespace
 
 void SetCpuThreads(int threads) {
@@ -73,11 +80,12 @@ void ApplyCpuThreadsToOpenMp() {
 
 OneOpenMpThread::OneOpenMpThread() {
   ApplyCpuThreadsToOpenMp();
+  if (OmpGetMaxThreads get = OmpGetter()) previous_ = get();
   if (OmpSetNumThreads fn = OmpSetter()) fn(1);
 }
 
 OneOpenMpThread::~OneOpenMpThread() {
-  if (OmpSetNumThreads fn = OmpSetter()) fn(CpuThreads());
+  if (OmpSetNumThreads fn = OmpSetter()) fn(previous_);
 }
 
 void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {

@@ -21,13 +21,17 @@ void ApplyCpuThreadsToOpenMp();
 // While alive, the calling thread's oneDNN primitives run on one thread: those it creates are
 // planned for one (oneDNN bakes the team size into a primitive, so they need their own cache
 // keys) and run without an OpenMP parallel region. For kernels too small to repay waking the
-// OpenMP team (OpenBLAS also runs small GEMMs on one thread).
+// OpenMP team (OpenBLAS also runs small GEMMs on one thread). Scopes nest: each restores the
+// team size it found.
 class OneOpenMpThread {
  public:
   OneOpenMpThread();
   ~OneOpenMpThread();
   OneOpenMpThread(const OneOpenMpThread&) = delete;
   OneOpenMpThread& operator=(const OneOpenMpThread&) = delete;
+
+ private:
+  int previous_ = CpuThreads();
 };
 
 // Runs fn(begin, end) over disjoint chunks covering [0, n), in parallel on the

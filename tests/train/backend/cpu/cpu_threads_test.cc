@@ -73,6 +73,11 @@ TEST(CpuThreadsTest, OneOpenMpThreadLastsItsScope) {
   {
     OneOpenMpThread one;
     EXPECT_EQ(get_max(), 1);
+    {
+      OneOpenMpThread nested;  // a small reorder inside a small matmul
+      EXPECT_EQ(get_max(), 1);
+    }
+    EXPECT_EQ(get_max(), 1);
   }
   EXPECT_EQ(get_max(), 3);
   SetCpuThreads(0);
