@@ -278,7 +278,10 @@ AutotuneReport AutotuneController::Report() const {
   const Prediction cur = model_.Predict(model_.Current(), static_cast<double>(budgets_.cpu));
   r.modelled_throughput = cur.throughput;
   r.predicted_buffered_bytes = cur.buffered_bytes;
-  if (!est.empty()) r.observed_throughput = est.back().observed_rate;
+  if (!est.empty()) {
+    r.observed_throughput = est.back().observed_rate;
+    r.consumer_us = est.back().consumer_ns / 1e3;
+  }
   r.bottleneck_kind = last_plan_.bottleneck_kind;
   // Named from the same plan as its kind (the values the model wants).
   const int b = last_plan_.prediction.bottleneck;
@@ -308,10 +311,11 @@ AutotuneReport AutotuneController::Report() const {
 std::string AutotuneReport::ToString() const {
   std::string out = absl::StrFormat(
       "AUTOTUNE after %.2f s, %d steps; budgets: cpu %d, ram %s\n"
-      "throughput: modelled %.1f/s, observed %.1f/s; bottleneck: %s (%s)\n"
+      "throughput: modelled %.1f/s, observed %.1f/s; consumer %.1f us/element; bottleneck: %s "
+      "(%s)\n"
       "buffered: predicted %s, peak observed %s\n",
       elapsed_s, steps, cpu_budget, Bytes(static_cast<double>(ram_budget)), modelled_throughput,
-      observed_throughput, bottleneck.empty() ? std::string("-") : bottleneck,
+      observed_throughput, consumer_us, bottleneck.empty() ? std::string("-") : bottleneck,
       BottleneckKindName(bottleneck_kind), Bytes(static_cast<double>(predicted_buffered_bytes)),
       Bytes(static_cast<double>(peak_observed_buffered_bytes)));
   absl::StrAppendFormat(&out, "%-14s %-10s %4s %4s %4s %11s %6s %10s %11s %11s %10s %3s\n", "node",
@@ -354,6 +358,7 @@ std::string AutotuneReport::ToJson() const {
   integer("ram_budget", ram_budget);
   number("modelled_throughput", modelled_throughput);
   number("observed_throughput", observed_throughput);
+  number("consumer_us", consumer_us);
   integer("predicted_buffered_bytes", predicted_buffered_bytes);
   integer("peak_observed_buffered_bytes", peak_observed_buffered_bytes);
   string("bottleneck", bottleneck);

@@ -62,6 +62,10 @@ struct AutotuneReport {
   int64_t ram_budget = 0;
   double modelled_throughput = 0;  // root elements/s under the current values
   double observed_throughput = 0;  // root elements/s over the last interval
+  // The caller's own time per root element, between its GetNext calls, as the model measures it:
+  // a consumer as slow as the pipeline makes buffer slots (a parallel Map's workers among them)
+  // worth having.
+  double consumer_us = 0;
   int64_t predicted_buffered_bytes = 0;
   int64_t peak_observed_buffered_bytes = 0;  // over every RAM check
   std::string bottleneck;                    // node name, "consumer" or ""

@@ -128,6 +128,9 @@ TEST(AutotuneControllerTest, ReportFieldsAreFilled) {
   EXPECT_EQ(json.back(), '}');
   EXPECT_NE(json.find("\"stages\": [{\"name\": \"Range[0]\""), std::string::npos);
   EXPECT_NE(json.find("\"bottleneck_kind\": \""), std::string::npos);
+  EXPECT_NE(json.find("\"consumer_us\": "), std::string::npos);
+  EXPECT_GE(r.consumer_us, 0);
+  EXPECT_NE(text.find(" us/element; bottleneck: "), std::string::npos);
   EXPECT_NE(json.find("\"history\": ["), std::string::npos);
 }
 
@@ -180,7 +183,16 @@ TEST(AutotuneControllerTest, InputBoundMapSettlesWithinOneOfTheOptimum) {
     const double needed = map_us / source_us;
     EXPECT_GE(chosen, std::max<int64_t>(1, static_cast<int64_t>(std::ceil(needed - 0.25))))
         << report.ToString();
-    EXPECT_LE(chosen, static_cast<int64_t>(std::lround(needed)) + 1) << report.ToString();
+    // Unless this loop itself measured as slow as the source (a saturated machine descheduling
+    // it: one TSan run in CI measured 9 ms per element for both, and kept 3 workers): the map's
+    // workers are then also the buffer slots between two equally slow ends, which the model
+    // rightly keeps. The map is no longer simply input-bound, and the upper bound says nothing.
+    if (report.consumer_us < 0.5 * source_us) {
+      EXPECT_LE(chosen, static_cast<int64_t>(std::lround(needed)) + 1) << report.ToString();
+    } else {
+      std::cout << "consumer measured " << report.consumer_us << " us per element against the "
+                << "source's " << source_us << " us: the upper bound is not checked\n";
+    }
     std::cout << report.ToString();
   }
 }
