@@ -145,6 +145,22 @@ TEST(ModelTest, InputBoundMapStopsWhereMoreWorkersStopHelping) {
   EXPECT_NEAR(plan.prediction.throughput, 1e9 / (1.2 * kMs), 5.0);
 }
 
+TEST(ModelTest, AConsumerAsSlowAsTheSourceMakesTheMapsWorkersBufferSlots) {
+  // A 9 ms source, a 4 ms map: one worker keeps pace. With a consumer of 5 ms per element (a
+  // saturated machine descheduling it, as in one CI run of the controller's test), both ends
+  // are slow and jittery, and the map's workers are the buffer slots between them: more of them
+  // cut the modelled waits, so the plan keeps more than one.
+  for (const double consumer_ms : {0.0, 5.0}) {
+    Model m = MapPipeline(9 * kMs, 4 * kMs, 8, 8, consumer_ms * kMs);
+    const Plan plan = m.Optimize({8, 1 << 30});
+    if (consumer_ms == 0) {
+      EXPECT_EQ(plan.assignment.parallelism[1], 1);
+    } else {
+      EXPECT_GT(plan.assignment.parallelism[1], 1);
+    }
+  }
+}
+
 TEST(ModelTest, PredictFollowsTheSlowestStage) {
   Model m = MapPipeline(1000, 2 * kMs, 8);
   Assignment a = m.Current();
