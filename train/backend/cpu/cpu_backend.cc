@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -90,15 +89,13 @@ constexpr size_t kOneThreadReorderBytes = size_t{256} << 10;
 // A reorder primitive from `from` to `to`; a small one is planned for one thread (oneDNN bakes
 // the team size into it), to run under Reorder's OneOpenMpThread.
 dnnl::reorder MakeReorder(const memory::desc& from, const memory::desc& to) {
-  std::optional<OneOpenMpThread> single;
-  if (from.get_size() <= kOneThreadReorderBytes) single.emplace();
+  OneOpenMpThread single(from.get_size() <= kOneThreadReorderBytes);
   return dnnl::reorder(memory(from, CpuEngine()), memory(to, CpuEngine()));
 }
 
 // Runs a reorder made by MakeReorder.
 void Reorder(const dnnl::reorder& reorder, const memory& from, const memory& to) {
-  std::optional<OneOpenMpThread> single;
-  if (from.get_desc().get_size() <= kOneThreadReorderBytes) single.emplace();
+  OneOpenMpThread single(from.get_desc().get_size() <= kOneThreadReorderBytes);
   Execute(reorder, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
 
@@ -473,8 +470,7 @@ absl::Status CpuBackend::MatMulWith(const Tensor& a, bool transpose_a, const Ten
   const bool bf16 = Bf16({&a, &b});
   // A small product runs on this thread: waking the OpenMP team costs more than it saves.
   const bool one_thread = m * n * k <= kOneThreadMatMulMacs;
-  std::optional<OneOpenMpThread> single;
-  if (one_thread) single.emplace();
+  OneOpenMpThread single(one_thread);
   return Guard(bias ? "MatMulBias" : "MatMul", [&] {
     const memory::desc a_user = MatrixDesc(m, k, transpose_a),
                        b_user = MatrixDesc(k, n, transpose_b);

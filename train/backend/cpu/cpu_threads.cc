@@ -78,13 +78,20 @@ void ApplyCpuThreadsToOpenMp() {
   if (OmpSetNumThreads fn = OmpSetter()) fn(CpuThreads());
 }
 
-OneOpenMpThread::OneOpenMpThread() {
+int OpenMpThreads() {
+  OmpGetMaxThreads get = OmpGetter();
+  return get != nullptr ? get() : 0;
+}
+
+OneOpenMpThread::OneOpenMpThread(bool small) : active_(small) {
+  if (!active_) return;
   ApplyCpuThreadsToOpenMp();
-  if (OmpGetMaxThreads get = OmpGetter()) previous_ = get();
+  previous_ = OpenMpThreads();
   if (OmpSetNumThreads fn = OmpSetter()) fn(1);
 }
 
 OneOpenMpThread::~OneOpenMpThread() {
+  if (!active_) return;
   if (OmpSetNumThreads fn = OmpSetter()) fn(previous_);
 }
 

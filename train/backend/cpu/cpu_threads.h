@@ -18,20 +18,26 @@ int CpuThreads();
 // primitives applies it; cheap when already applied.
 void ApplyCpuThreadsToOpenMp();
 
+// The calling thread's OpenMP team size (omp_get_max_threads), or 0 where oneDNN does not run on
+// OpenMP.
+int OpenMpThreads();
+
 // While alive, the calling thread's oneDNN primitives run on one thread: those it creates are
 // planned for one (oneDNN bakes the team size into a primitive, so they need their own cache
 // keys) and run without an OpenMP parallel region. For kernels too small to repay waking the
 // OpenMP team (OpenBLAS also runs small GEMMs on one thread). Scopes nest: each restores the
-// team size it found.
+// team size it found. `small` false leaves the team as it is: the scope of a kernel that may or
+// may not be small.
 class OneOpenMpThread {
  public:
-  OneOpenMpThread();
+  explicit OneOpenMpThread(bool small = true);
   ~OneOpenMpThread();
   OneOpenMpThread(const OneOpenMpThread&) = delete;
   OneOpenMpThread& operator=(const OneOpenMpThread&) = delete;
 
  private:
-  int previous_ = CpuThreads();
+  bool active_ = false;
+  int previous_ = 0;
 };
 
 // Runs fn(begin, end) over disjoint chunks covering [0, n), in parallel on the

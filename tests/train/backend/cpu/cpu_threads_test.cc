@@ -1,6 +1,5 @@
 #include "train/backend/cpu/cpu_threads.h"
 
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -45,41 +44,43 @@ TEST(CpuThreadsTest, ParallelForCoversTheRangeOnce) {
 }
 
 TEST(CpuThreadsTest, OpenMpTeamFollowsTheSetting) {
-  using GetMax = int (*)();
-  auto get_max = reinterpret_cast<GetMax>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-  if (get_max == nullptr) GTEST_SKIP() << "oneDNN here is not built on OpenMP";
+  if (OpenMpThreads() == 0) GTEST_SKIP() << "oneDNN here is not built on OpenMP";
   SetCpuThreads(3);
   ApplyCpuThreadsToOpenMp();
-  EXPECT_EQ(get_max(), 3);
+  EXPECT_EQ(OpenMpThreads(), 3);
   // Per thread: a new thread applies it too.
   int other = 0;
   std::thread t([&] {
     ApplyCpuThreadsToOpenMp();
-    other = get_max();
+    other = OpenMpThreads();
   });
   t.join();
   EXPECT_EQ(other, 3);
   SetCpuThreads(1);
   ApplyCpuThreadsToOpenMp();
-  EXPECT_EQ(get_max(), 1);
+  EXPECT_EQ(OpenMpThreads(), 1);
   SetCpuThreads(0);
 }
 
 TEST(CpuThreadsTest, OneOpenMpThreadLastsItsScope) {
-  using GetMax = int (*)();
-  auto get_max = reinterpret_cast<GetMax>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-  if (get_max == nullptr) GTEST_SKIP() << "oneDNN here is not built on OpenMP";
+  if (OpenMpThreads() == 0) GTEST_SKIP() << "oneDNN here is not built on OpenMP";
   SetCpuThreads(3);
+  ApplyCpuThreadsToOpenMp();  // as every kernel does first
+  {
+    OneOpenMpThread large(/*small=*/false);  // a kernel big enough for the team
+    EXPECT_EQ(OpenMpThreads(), 3);
+  }
+  EXPECT_EQ(OpenMpThreads(), 3);
   {
     OneOpenMpThread one;
-    EXPECT_EQ(get_max(), 1);
+    EXPECT_EQ(OpenMpThreads(), 1);
     {
       OneOpenMpThread nested;  // a small reorder inside a small matmul
-      EXPECT_EQ(get_max(), 1);
+      EXPECT_EQ(OpenMpThreads(), 1);
     }
-    EXPECT_EQ(get_max(), 1);
+    EXPECT_EQ(OpenMpThreads(), 1);
   }
-  EXPECT_EQ(get_max(), 3);
+  EXPECT_EQ(OpenMpThreads(), 3);
   SetCpuThreads(0);
 }
 
