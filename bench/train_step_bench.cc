@@ -214,8 +214,13 @@ int BenchThreads() {
   return env != nullptr ? std::atoi(env) : 2;
 }
 
+// How a step runs: op by op; traced and replayed (as CUDA graphs where the backend captures
+// them); traced and replayed call by call (FunctionOptions::device_graphs = false).
+enum class Mode { kEager, kCompiled, kCompiledNoGraphs };
+
 template <typename Model, typename Opt>
-void BM_TrainStep(benchmark::State& state, backend::Precision precision, bool compiled) {
+void BM_TrainStep(benchmark::State& state, backend::Precision precision, Mode mode) {
+  const bool compiled = mode != Mode::kEager;
   backend::cpu::SetCpuThreads(BenchThreads());
   Model model;
   Opt optimizer;
@@ -243,7 +248,8 @@ void BM_TrainStep(benchmark::State& state, backend::Precision precision, bool co
   // Compiled: the forward and backward passes traced on the first step and replayed after it
   // (train/function/), the optimizer applied eagerly, as Fit's CompiledTrainStep does.
   function::Function traced(
-      [&](const std::vector<Tensor>& in) { return ForwardBackward(model, in[0], in[1]); });
+      [&](const std::vector<Tensor>& in) { return ForwardBackward(model, in[0], in[1]); },
+      {.name = "train_step", .device_graphs = mode == Mode::kCompiled});
   auto step = [&]() -> absl::Status {
     std::vector<Tensor> grads;
     if (compiled) {
@@ -274,12 +280,15 @@ void BM_TrainStep(benchmark::State& state, backend::Precision precision, bool co
   state.counters["images_per_second"] = benchmark::Counter(
       static_cast<double>(bench_batch), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["threads"] = backend::cpu::CpuThreads();
-  if (compiled) state.counters["arena_mb"] = static_cast<double>(traced.arena_bytes()) / (1 << 20);
+  if (compiled) {
+    state.counters["arena_mb"] = static_cast<double>(traced.arena_bytes()) / (1 << 20);
+    state.counters["device_graphs"] = traced.device_graphs();
+  }
   state.counters["batch"] = static_cast<double>(bench_batch);
   state.SetLabel(bench_device.DebugString());
 }
 
-std::vector<bool> bench_modes = {false};  // compiled?
+std::vector<Mode> bench_modes = {Mode::kEager};
 
 template <typename Model, typename Opt>
 void Register(const std::string& name, backend::Precision precision) {
@@ -287,9 +296,11 @@ void Register(const std::string& name, backend::Precision precision) {
   std::string full = precision == backend::Precision::kFloat32
                          ? name
                          : absl::StrCat(name, "/", backend::PrecisionName(precision));
-  for (bool compiled : bench_modes) {
-    benchmark::RegisterBenchmark((compiled ? full + "/compiled" : full).c_str(),
-                                 BM_TrainStep<Model, Opt>, precision, compiled)
+  for (Mode mode : bench_modes) {
+    const char* suffix = mode == Mode::kEager      ? ""
+                         : mode == Mode::kCompiled ? "/compiled"
+                                                   : "/compiled_no_graphs";
+    benchmark::RegisterBenchmark((full + suffix).c_str(), BM_TrainStep<Model, Opt>, precision, mode)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }
@@ -300,8 +311,10 @@ void Register(const std::string& name, backend::Precision precision) {
 
 // --precision=float32,mixed_bfloat16 (default float32): the policies to measure, side by side.
 // --batch=N (default 64), --device=cpu|cuda|cuda:N (default cpu).
-// --mode=eager,compiled (default eager): op by op, and/or traced once and replayed; a compiled
-// benchmark's name ends in /compiled.
+// --mode=eager,compiled,compiled_no_graphs (default eager): op by op, and/or traced once and
+// replayed (on CUDA as CUDA graphs; compiled_no_graphs replays call by call there); a compiled
+// benchmark's name ends in /compiled or /compiled_no_graphs. On the CPU the two compiled modes
+// are the same program.
 int main(int argc, char** argv) {
   using sluice::train::backend::Precision;
   std::vector<Precision> precisions = {Precision::kFloat32};
@@ -318,11 +331,16 @@ int main(int argc, char** argv) {
     if (absl::ConsumePrefix(&arg, "--mode=")) {
       sluice::train::bench_modes.clear();
       for (absl::string_view mode : absl::StrSplit(arg, ',')) {
-        if (mode != "eager" && mode != "compiled") {
-          std::fprintf(stderr, "train_step_bench: --mode takes eager, compiled or both\n");
+        using sluice::train::Mode;
+        if (mode != "eager" && mode != "compiled" && mode != "compiled_no_graphs") {
+          std::fprintf(stderr,
+                       "train_step_bench: --mode takes eager, compiled and/or compiled_no_graphs, "
+                       "comma-separated\n");
           return 2;
         }
-        sluice::train::bench_modes.push_back(mode == "compiled");
+        sluice::train::bench_modes.push_back(mode == "eager"      ? Mode::kEager
+                                             : mode == "compiled" ? Mode::kCompiled
+                                                                  : Mode::kCompiledNoGraphs);
       }
       continue;
     }

@@ -9,7 +9,8 @@
 #   accuracy         `sluice train` of cnn and resnet-20 on Fashion-MNIST on cuda:0 and on the CPU
 #                    (the same seeds and epochs; goal: within 0.5 points);
 #   precision        cnn on cuda:0 under mixed_float16 and mixed_bfloat16;
-#   speed            train_step_bench --device=cuda, eager and compiled, against PyTorch's eager
+#   speed            train_step_bench --device=cuda, eager, compiled (CUDA graphs) and compiled
+#                    call by call, against PyTorch's eager
 #                    step on the same GPU
 #                    (bench/pytorch_train_compare.py: same models, batch 64 and 256, SGD, float32),
 #                    interleaved, two rounds;
@@ -25,7 +26,7 @@
 # device" and a small CPU run checks that the bundle's programs start. The whole run stays under
 # 7 minutes (DEADLINE_S, default 400 s: a part that would start later is skipped, saying so).
 set -uo pipefail
-[ $# -eq 2 ] || { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 bundle=$(readlink -f "$1")
 out=$(mkdir -p "$2" && cd "$2" && pwd)
 deadline=${DEADLINE_S:-400}
@@ -177,10 +178,11 @@ else
   # Speed, interleaved: sluice then PyTorch at each batch, two rounds.
   for round in 1 2; do
     for batch in 64 256; do
-      # Eager and compiled (traced once, replayed: train/function/), interleaved.
+      # Eager, compiled (traced once, replayed as CUDA graphs: train/function/) and compiled
+      # without graphs (the same replay, call by call), interleaved.
       run "speed-sluice-b$batch-r$round" 90 "$b/bin/train_step_bench" --device=cuda --batch="$batch" \
-        --mode=eager,compiled --benchmark_enable_random_interleaving=true \
-        '--benchmark_filter=^train_step/(mlp|cnn|resnet-20)/sgd(/compiled)?/real_time$' \
+        --mode=eager,compiled,compiled_no_graphs --benchmark_enable_random_interleaving=true \
+        '--benchmark_filter=^train_step/(mlp|cnn|resnet-20)/sgd(/compiled(_no_graphs)?)?/real_time$' \
         --benchmark_repetitions=3 --benchmark_min_time=0.5 --benchmark_format=json
       if has_py torch; then
         run "speed-torch-b$batch-r$round" 90 "$py" "$b/scripts/pytorch_train_compare.py" \

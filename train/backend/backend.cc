@@ -74,6 +74,14 @@ absl::Status Backend::WaitEvent(Event& event) { return event.Synchronize(); }
 
 absl::Status Backend::OrderQueueAfterThis(uintptr_t /*queue*/) { return absl::OkStatus(); }
 
+absl::StatusOr<std::unique_ptr<DeviceGraph>> Backend::Capture(
+    const std::function<absl::Status()>& /*work*/) {
+  return absl::FailedPreconditionError(
+      absl::StrCat(device().DebugString(),
+                   "'s backend runs each kernel as it is called and records no device graphs "
+                   "(CapturesGraphs() is false): replay the calls one by one"));
+}
+
 absl::Status Backend::OrderThisAfterQueue(uintptr_t /*queue*/) { return absl::OkStatus(); }
 
 absl::StatusOr<Tensor> Backend::ComputeOperand(const Tensor& t) {

@@ -83,6 +83,18 @@ class Event {
   virtual absl::Status Synchronize() = 0;
 };
 
+// Device work recorded once and run again as one launch (a CUDA graph): what Backend::Capture
+// made. Its kernels read and write the addresses they were captured with, so the tensors they
+// touched must stay alive, and the memory they allocated stays the graph's until it is destroyed.
+class DeviceGraph {
+ public:
+  virtual ~DeviceGraph() = default;
+  // Queues the recorded work after the work queued on the backend so far; the host does not wait.
+  virtual absl::Status Launch() = 0;
+  // How many kernels and copies it holds.
+  virtual size_t nodes() const = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -138,6 +150,19 @@ class Backend {
   // Work queued on this backend from now on starts after the work queued on `queue` so far: this
   // backend may reuse memory that a consumer's queued kernels still read.
   virtual absl::Status OrderThisAfterQueue(uintptr_t queue);
+
+  // --- device graphs (a traced step's replay, train/function/program.h) ------------------
+  // Whether Capture works: a backend that queues kernels on a device (CUDA) can record a sequence
+  // of them and launch it again at the cost of one launch. A backend that runs each call to the
+  // end (the CPU) has nothing to gain: the default says no, and its Capture fails.
+  virtual bool CapturesGraphs() const { return false; }
+  // Calls `work` on this thread with this backend in capture mode: the kernels `work` calls are
+  // recorded into the returned graph, not run. Other threads' calls meanwhile are not captured.
+  // `work` must not read device memory on the host or wait for the device (a capture error); its
+  // host values (shapes, scalars, seeds) are frozen into the graph. Memory allocated while
+  // capturing is kept for the graph and reused by no one else while it lives.
+  virtual absl::StatusOr<std::unique_ptr<DeviceGraph>> Capture(
+      const std::function<absl::Status()>& work);
 
   // --- dense linear algebra and convolution -------------------------------
   // Whether MatMul and the Conv2D kernels compute from bfloat16 operands under the current

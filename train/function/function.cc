@@ -30,6 +30,10 @@ size_t Function::pinned_bytes() const {
   return traces_.empty() ? 0 : traces_.front().program->pinned_bytes();
 }
 
+int Function::device_graphs() const {
+  return traces_.empty() ? 0 : traces_.front().program->device_graphs();
+}
+
 void Function::Warn(const std::string& message) const {
   if (options_.warn) {
     options_.warn(message);
@@ -107,6 +111,12 @@ absl::StatusOr<std::vector<Tensor>> Function::operator()(const std::vector<Tenso
       SLUICE_RETURN_IF_ERROR(backend->Copy(inputs[i], trace.inputs[i]));
     }
     SLUICE_RETURN_IF_ERROR(trace.program->Replay());
+    if (!trace.program->capture_error().ok() && !warned_capture_) {
+      warned_capture_ = true;
+      Warn(absl::StrCat("Function '", options_.name,
+                        "': ", trace.program->capture_error().message(),
+                        "; replaying those calls one by one (FunctionOptions::device_graphs)"));
+    }
     ++replays_;
     return trace.outputs;
   }
@@ -150,7 +160,8 @@ absl::StatusOr<std::vector<Tensor>> Function::MakeTrace(const std::vector<Tensor
   }
   // The eager results go back to this caller; replays return the arena's views of them.
   std::vector<Tensor> results = trace.outputs;
-  SLUICE_ASSIGN_OR_RETURN(trace.program, Program::Plan(recorder, trace.outputs));
+  SLUICE_ASSIGN_OR_RETURN(trace.program,
+                          Program::Plan(recorder, trace.outputs, options_.device_graphs));
   ++traces_made_;
   traces_.push_front(std::move(trace));
   if (static_cast<int>(traces_.size()) > options_.max_traces) {

@@ -28,6 +28,10 @@ struct FunctionOptions {
   // reduce_retracing bounds its traces the same way).
   int max_traces = 8;
   PartialBatch partial_batch = PartialBatch::kEager;
+  // On a backend that captures device graphs (CUDA), replays launch the step as CUDA graphs, the
+  // host-work calls (a Dropout's seed, a host check) between them (Program::Plan); false
+  // replays every call one by one, as on the CPU.
+  bool device_graphs = true;
   // Where warnings go (a retrace and what changed, a dropped trace); stderr when empty.
   std::function<void(const std::string&)> warn;
 };
@@ -68,6 +72,8 @@ class Function {
   // The arena and escaped-output bytes of the trace used last (0 before the first).
   size_t arena_bytes() const;
   size_t pinned_bytes() const;
+  // The device graphs of the trace used last (0 on the CPU, or before its first replay).
+  int device_graphs() const;
 
  private:
   struct Signature {
@@ -100,6 +106,7 @@ class Function {
   int64_t traces_made_ = 0;
   int64_t replays_ = 0;
   int64_t eager_calls_ = 0;
+  bool warned_capture_ = false;
 };
 
 }  // namespace sluice::train::function

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <numeric>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_context.h"
@@ -85,7 +86,8 @@ size_t PlaceSlots(std::vector<SlotPlacement>& slots) {
 }
 
 absl::StatusOr<std::unique_ptr<Program>> Program::Plan(RecordingBackend& recorder,
-                                                       std::vector<Tensor>& outputs) {
+                                                       std::vector<Tensor>& outputs,
+                                                       bool device_graphs) {
   std::unique_ptr<Program> program(new Program(recorder.inner()));
   std::vector<RecordedSlot>& slots = recorder.slots();
   const int end = static_cast<int>(recorder.calls().size());
@@ -159,6 +161,19 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Plan(RecordingBackend& recorde
     program->calls_.push_back(std::move(bound));
   }
   recorder.calls().clear();
+  program->produced_by_graph_.assign(slots.size(), 0);
+  // Runs of calls without host work become graphs where the backend captures them; the host-work
+  // calls between them run one by one.
+  const bool graphs = device_graphs && recorder.inner().CapturesGraphs();
+  std::vector<Segment>& segments = program->segments_;
+  for (size_t i = 0; i < program->calls_.size(); ++i) {
+    const bool capture = graphs && !program->calls_[i].call.host_work;
+    if (segments.empty() || capture != segments.back().capture) {
+      segments.push_back(Segment{.begin = i, .end = i + 1, .capture = capture});
+    } else {
+      segments.back().end = i + 1;
+    }
+  }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Argument& arg = output_args[i];
     if (arg.slot < 0) continue;
@@ -169,11 +184,19 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Plan(RecordingBackend& recorde
   return program;
 }
 
-absl::Status Program::Replay() {
-  for (BoundCall& bound : calls_) {
+int Program::device_graphs() const {
+  int n = 0;
+  for (const Segment& segment : segments_) n += segment.graph != nullptr;
+  return n;
+}
+
+absl::Status Program::RunCalls(size_t begin, size_t end, bool spans) {
+  for (size_t i = begin; i < end; ++i) {
+    BoundCall& bound = calls_[i];
     // The profile of a compiled step: each replayed kernel by name (the eager step's layer and
     // backward spans come from code a replay does not run).
-    profiler::Span span("replay", bound.call.name);
+    std::optional<profiler::Span> span;
+    if (spans) span.emplace("replay", bound.call.name);
     for (const auto& [arg, slot] : bound.produced_args) bound.tensors[arg] = produced_[slot];
     if (bound.call.run_producing) {
       SLUICE_ASSIGN_OR_RETURN(Tensor workspace, bound.call.run_producing(backend_, bound.tensors));
@@ -186,7 +209,46 @@ absl::Status Program::Replay() {
       }
     }
   }
-  for (Tensor& t : produced_) t = Tensor();
+  return absl::OkStatus();
+}
+
+absl::Status Program::CaptureAndLaunch(Segment& segment) {
+  segment.capture = false;  // one try
+  absl::StatusOr<std::unique_ptr<backend::DeviceGraph>> graph;
+  {
+    profiler::Span span("replay", "capture device graph");
+    graph = backend_.Capture([&] { return RunCalls(segment.begin, segment.end, false); });
+  }
+  if (!graph.ok()) {
+    if (capture_error_.ok()) {
+      capture_error_ = WithContext(
+          graph.status(), absl::StrCat("capturing calls ", segment.begin, " to ", segment.end - 1,
+                                       " (", calls_[segment.begin].call.name, " to ",
+                                       calls_[segment.end - 1].call.name, ") as a device graph: "));
+    }
+    return RunCalls(segment.begin, segment.end, true);
+  }
+  segment.graph = *std::move(graph);
+  for (size_t i = segment.begin; i < segment.end; ++i) {
+    if (calls_[i].call.produces >= 0) produced_by_graph_[calls_[i].call.produces] = 1;
+  }
+  return segment.graph->Launch();
+}
+
+absl::Status Program::Replay() {
+  for (Segment& segment : segments_) {
+    if (segment.graph) {
+      profiler::Span span("replay", "device graph");
+      SLUICE_RETURN_IF_ERROR(segment.graph->Launch());
+    } else if (segment.capture) {
+      SLUICE_RETURN_IF_ERROR(CaptureAndLaunch(segment));
+    } else {
+      SLUICE_RETURN_IF_ERROR(RunCalls(segment.begin, segment.end, true));
+    }
+  }
+  for (size_t slot = 0; slot < produced_.size(); ++slot) {
+    if (!produced_by_graph_[slot]) produced_[slot] = Tensor();
+  }
   return absl::OkStatus();
 }
 

@@ -40,8 +40,15 @@ class Program {
   // arena too, alive to the end of the program, and are replaced by their views there, which
   // every replay writes. Any other block still alive now escaped (a layer holds it): it stays
   // where it is. Call this after everything else the function made is gone.
+  //
+  // With `device_graphs` on a backend that captures them (CUDA), the first replay captures each
+  // run of calls without host work (RecordedCall::host_work) into a device graph, and later
+  // replays launch the graphs, running only the host-work calls one by one between them (as
+  // PyTorch's make_graphed_callables; the graphs' kernels keep the arena's addresses). Where a
+  // capture fails, that run replays call by call from then on, and capture_error() says why.
   static absl::StatusOr<std::unique_ptr<Program>> Plan(RecordingBackend& recorder,
-                                                       std::vector<Tensor>& outputs);
+                                                       std::vector<Tensor>& outputs,
+                                                       bool device_graphs = true);
 
   absl::Status Replay();
 
@@ -50,6 +57,10 @@ class Program {
   // the arena.
   size_t pinned_bytes() const { return pinned_bytes_; }
   size_t kernels() const { return calls_.size(); }
+  // The device graphs captured so far.
+  int device_graphs() const;
+  // Why a capture failed (OK when none did).
+  const absl::Status& capture_error() const { return capture_error_; }
 
  private:
   explicit Program(backend::Backend& backend) : backend_(backend) {}
@@ -59,10 +70,28 @@ class Program {
     std::vector<Tensor> tensors;
     std::vector<std::pair<size_t, int>> produced_args;  // (argument, slot) filled at replay
   };
+  // Calls [begin, end): captured into `graph` at the first replay when `capture`, else run one
+  // by one.
+  struct Segment {
+    size_t begin = 0, end = 0;
+    bool capture = false;
+    std::unique_ptr<backend::DeviceGraph> graph;
+  };
+
+  // Runs calls [begin, end) one by one; `spans` names each in the profile.
+  absl::Status RunCalls(size_t begin, size_t end, bool spans);
+  // Captures `segment` into a graph and launches it; on a capture error, runs its calls instead
+  // and never tries again.
+  absl::Status CaptureAndLaunch(Segment& segment);
 
   backend::Backend& backend_;
   std::vector<BoundCall> calls_;
+  std::vector<Segment> segments_;
   std::vector<Tensor> produced_;  // by slot: the workspaces of this replay
+  // Slots whose workspace a graph's kernel wrote: kept for the graph's life, since launches do not
+  // run the producing call on the host again.
+  std::vector<char> produced_by_graph_;
+  absl::Status capture_error_;
   Tensor arena_;
   size_t arena_bytes_ = 0;
   size_t pinned_bytes_ = 0;

@@ -70,7 +70,13 @@ absl::Status RecordingBackend::Copy(const Tensor& src, Tensor& dst) {
   if (dst.device().is_cpu() && !src.device().is_cpu()) {
     return Refuse("copies a device tensor to the host, a host read that a replay would not repeat");
   }
-  return Record("Copy", {&src, &dst}, [](Backend& b, Tensors& t) { return b.Copy(t[0], t[1]); });
+  SLUICE_RETURN_IF_ERROR(inner_.Copy(src, dst));
+  // A copy from the host (a constant) waits for it on a GPU: host work.
+  Append(RecordedCall{.name = "Copy",
+                      .run = [](Backend& b, Tensors& t) { return b.Copy(t[0], t[1]); },
+                      .host_work = src.device().is_cpu() || dst.device().is_cpu()},
+         {&src, &dst});
+  return absl::OkStatus();
 }
 
 absl::Status RecordingBackend::Fill(Tensor& t, float value) {
@@ -119,7 +125,8 @@ absl::Status RecordingBackend::RecordCheck(const char* name, const Tensor& t,
   Append(
       RecordedCall{.name = name,
                    .run = [check = std::move(check)](Backend&, Tensors& a) { return check(a[0]); },
-                   .check = true},
+                   .check = true,
+                   .host_work = true},
       {&t});
   return absl::OkStatus();
 }
@@ -334,7 +341,8 @@ absl::Status RecordingBackend::Dropout(const Tensor& x, float rate, uint64_t see
                                                                 Tensors& t) -> absl::Status {
                         SLUICE_ASSIGN_OR_RETURN(const uint64_t next, source());
                         return b.Dropout(t[0], rate, next, t[1], t[2]);
-                      }},
+                      },
+                      .host_work = true},
          {&x, &mask, &out});
   return absl::OkStatus();
 }

@@ -40,6 +40,9 @@ struct RecordedCall {
   std::function<absl::StatusOr<Tensor>(backend::Backend&, std::vector<Tensor>&)> run_producing;
   // A host check (backend::CheckAtEveryReplay): its error stops a replay as it is.
   bool check = false;
+  // The call does host work at each replay (draws a Dropout seed, copies to or from the host,
+  // checks values on the host), so no device graph may freeze it: it runs between graphs.
+  bool host_work = false;
 };
 
 // A block a traced step allocated: `bytes` long, used by calls first..last.

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "core/buffer.h"
 #include "core/mutex.h"
 #include "core/status_macros.h"
@@ -37,6 +39,42 @@ std::atomic<int64_t> live_allocations{0};
 std::atomic<int64_t> kernel_calls{0};
 std::atomic<int64_t> async_copies{0};
 std::atomic<int64_t> host_reads{0};
+std::atomic<int64_t> graphs_captured{0};
+std::atomic<int64_t> graph_launches{0};
+
+// Set while this thread runs a GuardedGraph's launch.
+thread_local bool in_graph = false;
+
+// Host work that a real device graph could not hold (it would break the capture, or freeze a
+// value that must change at every launch): an error when a graph's launch does it.
+absl::Status RefuseInGraph(absl::string_view what) {
+  if (!in_graph) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "GuardedBackend: ", what, " inside a device graph, which a CUDA graph cannot replay"));
+}
+
+// The test double of a CUDA graph: the capture keeps `work` without running it, and each launch
+// runs it again, refusing the host work a real capture could not hold (RefuseInGraph). Unlike a
+// real graph it re-reads host values at every launch, so it cannot catch a value frozen by
+// capture; the Program keeps those out of graphs by their RecordedCall::host_work.
+class GuardedGraph final : public backend::DeviceGraph {
+ public:
+  explicit GuardedGraph(std::function<absl::Status()> work) : work_(std::move(work)) {}
+  absl::Status Launch() override {
+    ++graph_launches;
+    const int64_t before = kernel_calls.load();
+    in_graph = true;
+    absl::Status status = work_();
+    in_graph = false;
+    if (nodes_ == 0) nodes_ = static_cast<size_t>(kernel_calls.load() - before);
+    return status;
+  }
+  size_t nodes() const override { return nodes_; }
+
+ private:
+  std::function<absl::Status()> work_;
+  size_t nodes_ = 0;
+};
 
 // The end of one CopyAsync, done on the backend's copy thread. `waited` says that the host has
 // ordered itself after it (WaitEvent or Synchronize): only then may a kernel read the copy.
@@ -214,6 +252,9 @@ class GuardedBackend final : public Backend {
             absl::StrCat("GuardedBackend::Copy: a tensor is on ", t->device().DebugString()));
       }
     }
+    if (src.device().is_cpu() || dst.device().is_cpu()) {
+      SLUICE_RETURN_IF_ERROR(RefuseInGraph("a copy to or from the host"));
+    }
     // On a GPU, a copy to the host waits for every queued kernel.
     if (dst.device().is_cpu() && !src.device().is_cpu()) ++host_reads;
     Tensor s = a.View(src), d = a.View(dst);
@@ -234,7 +275,15 @@ class GuardedBackend final : public Backend {
     return cpu().Axpby(alpha, a.View(x), beta, vy);
   }
 
-  absl::Status Synchronize() override { return absl::OkStatus(); }
+  absl::Status Synchronize() override { return RefuseInGraph("Synchronize"); }
+
+  bool CapturesGraphs() const override { return true; }
+  absl::StatusOr<std::unique_ptr<backend::DeviceGraph>> Capture(
+      const std::function<absl::Status()>& work) override {
+    if (in_graph) return absl::FailedPreconditionError("GuardedBackend: Capture inside a graph");
+    ++graphs_captured;
+    return std::unique_ptr<backend::DeviceGraph>(std::make_unique<GuardedGraph>(work));
+  }
 
   // As a GPU's copy engine: the copy runs on a thread of its own, after a delay, so that the
   // compute overlaps it and a consumer that forgets WaitEvent dies (IncomingCopies).
@@ -321,10 +370,15 @@ class GuardedBackend final : public Backend {
       Tensor o = a.View(output);
       SLUICE_ASSIGN_OR_RETURN(host_workspace, cpu().Pool2DForward(geo, a.View(input), o));
     }
-    // The CPU kernel's workspace is host memory: it moves to the device like any result.
+    // The CPU kernel's workspace is host memory: it moves to the device like any result. That
+    // copy is this double's, not host work of the caller (CUDA's kernel writes it on the device),
+    // so a graph may hold it.
     SLUICE_ASSIGN_OR_RETURN(Tensor workspace,
                             Allocate(host_workspace.dtype(), host_workspace.shape()));
-    SLUICE_RETURN_IF_ERROR(Copy(host_workspace, workspace));
+    const bool launching = std::exchange(in_graph, false);
+    absl::Status copied = Copy(host_workspace, workspace);
+    in_graph = launching;
+    SLUICE_RETURN_IF_ERROR(copied);
     return workspace;
   }
   absl::Status Pool2DBackward(const PoolGeometry& geo, const Tensor& input, const Tensor& output,
@@ -439,6 +493,7 @@ class GuardedBackend final : public Backend {
   }
   absl::Status Dropout(const Tensor& x, float rate, uint64_t seed, Tensor& mask,
                        Tensor& out) override {
+    SLUICE_RETURN_IF_ERROR(RefuseInGraph("a Dropout (its seed would be frozen)"));
     Access a(mu_, device_);
     SLUICE_RETURN_IF_ERROR(a.Require("Dropout", {&x, &mask, &out}));
     Tensor m = a.View(mask), o = a.View(out);
@@ -678,5 +733,7 @@ int64_t GuardedLiveAllocations() { return live_allocations.load(); }
 int64_t GuardedKernelCalls() { return kernel_calls.load(); }
 int64_t GuardedAsyncCopies() { return async_copies.load(); }
 int64_t GuardedHostReads() { return host_reads.load(); }
+int64_t GuardedGraphsCaptured() { return graphs_captured.load(); }
+int64_t GuardedGraphLaunches() { return graph_launches.load(); }
 
 }  // namespace sluice::train::testing

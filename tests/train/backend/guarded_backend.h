@@ -11,7 +11,9 @@
 // here must equal the CPU run bit for bit. Like the CUDA backend, every kernel refuses operands
 // that are not on its device (only Copy takes the host). CopyAsync runs on a copy thread of its
 // own, as a GPU's copy engine runs beside its kernels, and a kernel that reads its destination
-// before Backend::WaitEvent dies, so prefetching to the device is tested here too. The tests that
+// before Backend::WaitEvent dies, so prefetching to the device is tested here too. It captures
+// device graphs as CUDA does (a launch runs the captured calls again), so traced steps replay
+// here as they would on a GPU. The tests that
 // use it have "Guarded" in their names: `ctest -R Guarded` runs them all.
 #ifndef SLUICE_TESTS_TRAIN_BACKEND_GUARDED_BACKEND_H_
 #define SLUICE_TESTS_TRAIN_BACKEND_GUARDED_BACKEND_H_
@@ -32,6 +34,11 @@ int64_t GuardedKernelCalls();
 int64_t GuardedAsyncCopies();
 // Copies from the device to the host: each would wait for the GPU's queued work.
 int64_t GuardedHostReads();
+// Device graphs captured, and their launches. The guarded backend captures graphs as CUDA does
+// (Backend::Capture), so a traced step's replays here launch graphs; a launch refuses the host
+// work a CUDA graph could not hold (a host copy, a Dropout, Synchronize).
+int64_t GuardedGraphsCaptured();
+int64_t GuardedGraphLaunches();
 
 }  // namespace sluice::train::testing
 

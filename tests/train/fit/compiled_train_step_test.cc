@@ -127,8 +127,8 @@ TEST(CompiledTrainStepTest, MixedBFloat16AsEagerly) {
   }
 }
 
-// On the guarded device a replay runs the kernels there too, and nothing in the plan touches
-// device memory from the host (a host touch crashes this test).
+// On the guarded device a replay runs the kernels there too, as device graphs, and nothing in the
+// plan touches device memory from the host (a host touch crashes this test).
 TEST(CompiledTrainStepTest, GuardedDeviceReplaysAsCpuEager) {
   RegisterGuardedBackend();
   for (const std::string name : {"cnn", "resnet-20"}) {
@@ -136,8 +136,12 @@ TEST(CompiledTrainStepTest, GuardedDeviceReplaysAsCpuEager) {
     optimizers::Adam adam_a, adam_b;
     Trained eager = TrainModel(name, adam_a, /*eager=*/true);
     const int64_t kernels_before = GuardedKernelCalls();
+    const int64_t captured = GuardedGraphsCaptured(), launches = GuardedGraphLaunches();
     Trained compiled = TrainModel(name, adam_b, /*eager=*/false, Device::Guarded());
     EXPECT_GT(GuardedKernelCalls() - kernels_before, 100);
+    // The guarded device captures graphs as CUDA does: the replays launched them.
+    EXPECT_GT(GuardedGraphsCaptured() - captured, 0);
+    EXPECT_GT(GuardedGraphLaunches() - launches, GuardedGraphsCaptured() - captured);
     ASSERT_TRUE(eager.model && compiled.model);
     ExpectSameTraining(*eager.model, eager.history, *compiled.model, compiled.history);
   }

@@ -7,11 +7,13 @@
 
 #include "core/status_macros.h"
 #include "gtest/gtest.h"
+#include "tests/train/backend/guarded_backend.h"
 #include "tests/train/gradient_check.h"
 #include "train/autodiff/tape.h"
 #include "train/autodiff/variable.h"
 #include "train/backend/backend.h"
 #include "train/backend/cpu/cpu_allocator.h"
+#include "train/backend/transfer.h"
 #include "train/function/program.h"
 #include "train/layers/dropout.h"
 #include "train/models/model_zoo.h"
@@ -221,6 +223,55 @@ TEST(FunctionTest, DropoutReplaysDrawNewMasksAsEagerWould) {
   }
   EXPECT_EQ(compiled.calls(), 4);
   EXPECT_EQ(traced.replays(), 3);
+}
+
+// On a backend that captures device graphs (the guarded test device, as CUDA), the first replay
+// captures the calls on each side of a Dropout as two graphs, and later replays launch them, the
+// Dropout drawing its new mask between them: the same values as the eager function, step by step.
+// With FunctionOptions::device_graphs off, every call replays one by one.
+TEST(FunctionTest, GuardedDeviceReplaysLaunchGraphsAroundHostWork) {
+  testing::RegisterGuardedBackend();
+  const Device guarded = Device::Guarded();
+  for (const bool graphs : {true, false}) {
+    SCOPED_TRACE(graphs ? "device graphs" : "call by call");
+    absl::StatusOr<Tensor> w0 = backend::CopyTo(RandomTensor({8, 16}, 1), guarded);
+    ASSERT_TRUE(w0.ok()) << w0.status();
+    autodiff::Variable w_eager(*w0, "w"), w_traced(*w0, "w");
+    layers::Dropout drop_eager(0.5f, 9), drop_traced(0.5f, 9);
+    auto step = [](autodiff::Variable& w, layers::Dropout& drop,
+                   const Tensor& x) -> absl::StatusOr<std::vector<Tensor>> {
+      autodiff::Tape tape;
+      SLUICE_ASSIGN_OR_RETURN(Tensor h, ops::MatMul(x, w.value()));
+      SLUICE_ASSIGN_OR_RETURN(Tensor r, ops::Relu(h));
+      SLUICE_ASSIGN_OR_RETURN(Tensor d, drop.Forward(r, /*training=*/true));
+      SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::Sum(d));
+      SLUICE_ASSIGN_OR_RETURN(auto grads, tape.Gradient(y, std::vector<autodiff::Variable*>{&w}));
+      return std::vector<Tensor>{y, *grads[0]};
+    };
+    Function traced(
+        [&](const std::vector<Tensor>& in) { return step(w_traced, drop_traced, in[0]); },
+        {.name = "dropout_step", .device_graphs = graphs});
+    const int64_t captured = testing::GuardedGraphsCaptured();
+    const int64_t launches = testing::GuardedGraphLaunches();
+    for (uint32_t i = 0; i < 4; ++i) {
+      absl::StatusOr<Tensor> x = backend::CopyTo(RandomTensor({32, 8}, 20 + i), guarded);
+      ASSERT_TRUE(x.ok()) << x.status();
+      absl::StatusOr<std::vector<Tensor>> want = step(w_eager, drop_eager, *x);
+      absl::StatusOr<std::vector<Tensor>> got = traced({*x});
+      ASSERT_TRUE(want.ok()) << want.status();
+      ASSERT_TRUE(got.ok()) << got.status();
+      for (size_t k = 0; k < 2; ++k) {
+        absl::StatusOr<Tensor> a = backend::ToHost((*got)[k]), b = backend::ToHost((*want)[k]);
+        ASSERT_TRUE(a.ok() && b.ok());
+        EXPECT_TRUE(a->Equals(*b)) << "step " << i << ", output " << k;
+      }
+    }
+    EXPECT_EQ(traced.replays(), 3);
+    // Before the Dropout: MatMul and Relu; after it: the sum and the backward pass.
+    EXPECT_EQ(traced.device_graphs(), graphs ? 2 : 0);
+    EXPECT_EQ(testing::GuardedGraphsCaptured() - captured, graphs ? 2 : 0);
+    EXPECT_EQ(testing::GuardedGraphLaunches() - launches, graphs ? 6 : 0);
+  }
 }
 
 // The arena of a residual network's forward and backward passes, with the outputs kept out of

@@ -33,6 +33,9 @@ using train::backend::ReduceOp;
 using train::backend::RepeatedDims;
 using train::backend::UnaryOp;
 
+// cuBLAS' workspace: the 32 MiB its documentation recommends for Hopper, ample for older GPUs.
+constexpr int64_t kCublasWorkspaceBytes = int64_t{32} << 20;
+
 float* F(const Tensor& t) { return static_cast<float*>(const_cast<void*>(t.raw_data())); }
 
 kernels::BinaryKind KindOf(BinaryOp op) {
@@ -170,10 +173,15 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(int device, Opt
   }
   std::unique_ptr<CudaBackend> backend(
       new CudaBackend(device, options, std::move(stream), std::move(copy_stream), cublas, cudnn));
-  CUBLAS_RETURN_IF_ERROR(cublasSetStream(cublas, backend->stream()));
   CUBLAS_RETURN_IF_ERROR(cublasSetMathMode(
       cublas, options.tf32_matmul ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-  CUDNN_RETURN_IF_ERROR(cudnnSetStream(cudnn, backend->stream()));
+  SLUICE_ASSIGN_OR_RETURN(backend->cublas_workspace_,
+                          backend->allocator_.AllocateTensor(
+                              DType::kUint8, Shape{kCublasWorkspaceBytes}, backend->stream()));
+  {
+    MutexLock lock(&backend->library_mu_);
+    SLUICE_RETURN_IF_ERROR(backend->BindLibrariesLocked());
+  }
   return backend;
 }
 
@@ -211,11 +219,31 @@ absl::Status CudaBackend::CheckTensors(const char* op,
   return absl::OkStatus();
 }
 
+thread_local CudaBackend::CaptureTarget CudaBackend::capture_;
+
+cudaStream_t CudaBackend::stream() const { return Capturing() ? capture_.stream : stream_.get(); }
+
+KernelTimer::Scope CudaBackend::Timed(const char* op) const {
+  if (Capturing()) return KernelTimer::Scope();
+  return timer_.Time(op, stream_);
+}
+
+absl::Status CudaBackend::BindLibrariesLocked() {
+  const cudaStream_t s = stream();
+  if (s == library_stream_) return absl::OkStatus();
+  CUBLAS_RETURN_IF_ERROR(cublasSetStream(cublas_, s));
+  CUBLAS_RETURN_IF_ERROR(
+      cublasSetWorkspace(cublas_, cublas_workspace_.raw_data(), cublas_workspace_.byte_size()));
+  CUDNN_RETURN_IF_ERROR(cudnnSetStream(cudnn_, s));
+  library_stream_ = s;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<KernelTimer::Scope> CudaBackend::Enter(
     const char* op, std::initializer_list<const Tensor*> tensors) const {
   SLUICE_RETURN_IF_ERROR(CheckTensors(op, tensors));
   CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
-  return timer_.Time(op, stream_);
+  return Timed(op);
 }
 
 // --- memory -----------------------------------------------------------------------
@@ -243,7 +271,7 @@ absl::Status CudaBackend::Copy(const Tensor& src, Tensor& dst) {
   const cudaMemcpyKind kind = src_host
                                   ? (dst_host ? cudaMemcpyHostToHost : cudaMemcpyHostToDevice)
                                   : (dst_host ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice);
-  const KernelTimer::Scope timed = timer_.Time("Copy", stream_);
+  const KernelTimer::Scope timed = Timed("Copy");
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), bytes, kind, stream()));
   // The host side is the caller's again once Copy returns: wait for the copy.
   if (src_host || dst_host) CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream()));
@@ -414,6 +442,7 @@ absl::Status CudaBackend::MatMul(const Tensor& a, bool transpose_a, const Tensor
   const int ldb = static_cast<int>(transpose_b ? k : n);
   const float one = 1.0f, zero = 0.0f;
   MutexLock lock(&library_mu_);
+  SLUICE_RETURN_IF_ERROR(BindLibrariesLocked());
   CUBLAS_RETURN_IF_ERROR(cublasGemmEx(
       cublas_, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
       static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &one, b.raw_data(), CUDA_R_32F,

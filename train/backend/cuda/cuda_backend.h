@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -64,7 +65,9 @@ class CudaBackend final : public train::backend::Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   Device device() const override { return Device::Cuda(device_); }
-  cudaStream_t stream() const { return stream_.get(); }
+  // The stream this thread's calls queue on: the backend's one stream, or, on a thread capturing
+  // a graph (Capture), the capture's stream.
+  cudaStream_t stream() const;
   DeviceAllocator& allocator() const { return allocator_; }
   const Options& options() const { return options_; }
 
@@ -84,6 +87,13 @@ class CudaBackend final : public train::backend::Backend {
   absl::Status WaitEvent(train::backend::Event& event) override;
   absl::Status OrderQueueAfterThis(uintptr_t queue) override;
   absl::Status OrderThisAfterQueue(uintptr_t queue) override;
+
+  // CUDA graphs (cuda_graph.cc): `work` runs on a capture stream of its own, which only the
+  // calling thread's calls of this backend queue on, and its allocations come from a pool that
+  // stays the graph's (DeviceAllocator::Reserve). A graph launches on the backend's stream.
+  bool CapturesGraphs() const override { return true; }
+  absl::StatusOr<std::unique_ptr<train::backend::DeviceGraph>> Capture(
+      const std::function<absl::Status()>& work) override;
 
   absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
                       Tensor& out) override;
@@ -173,6 +183,22 @@ class CudaBackend final : public train::backend::Backend {
   CudaBackend(int device, Options options, Stream stream, Stream copy_stream, cublasContext* cublas,
               cudnnContext* cudnn);
 
+  friend class CudaGraph;
+
+  // The thread's capture (Capture): which backend's calls go to which capture stream.
+  struct CaptureTarget {
+    const CudaBackend* backend = nullptr;
+    cudaStream_t stream = nullptr;
+  };
+  static thread_local CaptureTarget capture_;
+  bool Capturing() const { return capture_.backend == this; }
+  // Times the op's work while the profiler records (KernelTimer), except while capturing: a
+  // captured kernel runs later, inside the graph, which is timed as one span.
+  KernelTimer::Scope Timed(const char* op) const;
+  // Points cuBLAS and cuDNN at stream() (and cuBLAS at our workspace, which cublasSetStream
+  // forgets). Call with library_mu_ held, before a library call.
+  absl::Status BindLibrariesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(library_mu_);
+
   // Checks that every tensor lives on this backend's device.
   absl::Status CheckTensors(const char* op, std::initializer_list<const Tensor*> tensors) const;
   // CheckTensors, then makes this backend's device current on the calling
@@ -208,6 +234,12 @@ class CudaBackend final : public train::backend::Backend {
   cudnnContext* cudnn_;
   // cuBLAS and cuDNN handles are not to be used by two threads at once.
   mutable Mutex library_mu_;
+  // The stream the handles are set to.
+  cudaStream_t library_stream_ ABSL_GUARDED_BY(library_mu_) = nullptr;
+  // cuBLAS' workspace, ours rather than its own pool, so that captured matmuls use memory that
+  // outlives the capture (as PyTorch sets one). Every use is ordered on the backend's stream
+  // (graphs launch there), so one serves all.
+  Tensor cublas_workspace_;
   // Device spans for the profiler (train/backend/cuda/kernel_timer.h).
   mutable KernelTimer timer_;
   std::unordered_map<std::string, std::unique_ptr<ConvPlan>> conv_plans_

@@ -282,6 +282,7 @@ absl::Status CudaBackend::Conv2DForward(const train::backend::ConvGeometry& geo,
   if (output.num_elements() == 0) return absl::OkStatus();
   SLUICE_ASSIGN_OR_RETURN(Tensor w, FilterToOhwi(filter));
   MutexLock lock(&library_mu_);
+  SLUICE_RETURN_IF_ERROR(BindLibrariesLocked());
   SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kForward, geo));
   SLUICE_ASSIGN_OR_RETURN(Tensor x, PaddedInput(*plan, geo, input));
   SLUICE_ASSIGN_OR_RETURN(
@@ -303,6 +304,7 @@ absl::Status CudaBackend::Conv2DBackwardData(const train::backend::ConvGeometry&
   if (grad_output.num_elements() == 0) return Fill(grad_input, 0.0f);
   SLUICE_ASSIGN_OR_RETURN(Tensor w, FilterToOhwi(filter));
   MutexLock lock(&library_mu_);
+  SLUICE_RETURN_IF_ERROR(BindLibrariesLocked());
   SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kBackwardData, geo));
   const bool padded =
       plan->extra_top + plan->extra_bottom + plan->extra_left + plan->extra_right > 0;
@@ -343,6 +345,7 @@ absl::Status CudaBackend::Conv2DBackwardFilter(const train::backend::ConvGeometr
       Tensor dw, Allocate(DType::kFloat32, Shape{geo.o, geo.kh, geo.kw, geo.c / geo.groups}));
   {
     MutexLock lock(&library_mu_);
+    SLUICE_RETURN_IF_ERROR(BindLibrariesLocked());
     SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kBackwardFilter, geo));
     SLUICE_ASSIGN_OR_RETURN(Tensor x, PaddedInput(*plan, geo, input));
     SLUICE_ASSIGN_OR_RETURN(
@@ -379,6 +382,7 @@ absl::Status CudaBackend::BatchNormForwardTraining(const Tensor& x, const Tensor
   }
   BnDescriptors d;
   MutexLock lock(&library_mu_);
+  SLUICE_RETURN_IF_ERROR(BindLibrariesLocked());
   SLUICE_RETURN_IF_ERROR(d.Init(s));
   // With an averaging factor of 1 the "running" statistics are the batch's;
   // they are read before written (times 1 - factor = 0), so must not hold NaN.
@@ -407,6 +411,7 @@ absl::Status CudaBackend::BatchNormForwardInference(const Tensor& x, const Tenso
   if (s.c == 0 || s.rows() == 0) return absl::OkStatus();
   BnDescriptors d;
   MutexLock lock(&library_mu_);
+  SLUICE_RETURN_IF_ERROR(BindLibrariesLocked());
   SLUICE_RETURN_IF_ERROR(d.Init(s));
   const float one = 1.0f, zero = 0.0f;
   CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationForwardInference(
@@ -450,6 +455,7 @@ absl::Status CudaBackend::BatchNormBackward(const Tensor& x, const Tensor& gamma
   }
   BnDescriptors d;
   MutexLock lock(&library_mu_);
+  SLUICE_RETURN_IF_ERROR(BindLibrariesLocked());
   SLUICE_RETURN_IF_ERROR(d.Init(s));
   const float one = 1.0f, zero = 0.0f;
   CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationBackward(

@@ -49,7 +49,12 @@ absl::StatusOr<void*> DeviceAllocator::Allocate(size_t bytes, cudaStream_t strea
   } else {
     DeviceScope scope(device_);
     CUDA_RETURN_IF_ERROR(scope.status());
+    // A thread capturing a CUDA graph may not call cudaMalloc in its capture mode; the block is
+    // not part of the graph (it is the graph's pool), so the call is safe in relaxed mode.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    CUDA_RETURN_IF_ERROR(cudaThreadExchangeStreamCaptureMode(&mode));
     cudaError_t err = cudaMalloc(&ptr, size);
+    cudaThreadExchangeStreamCaptureMode(&mode);
     if (err == cudaErrorMemoryAllocation && stats_.bytes_cached > 0) {
       cudaGetLastError();  // clear it: the retry decides
       SLUICE_RETURN_IF_ERROR(EmptyCacheLocked());
@@ -94,6 +99,33 @@ absl::StatusOr<Tensor> DeviceAllocator::AllocateTensor(DType dtype, const Shape&
   return Tensor::FromBuffer(dtype, shape, std::move(buffer));
 }
 
+void DeviceAllocator::Reserve(cudaStream_t stream) {
+  MutexLock lock(&mu_);
+  reserved_.push_back(stream);
+}
+
+void DeviceAllocator::Unreserve(cudaStream_t stream, cudaStream_t to) {
+  MutexLock lock(&mu_);
+  reserved_.erase(std::remove(reserved_.begin(), reserved_.end(), stream), reserved_.end());
+  // Taken out first: inserting into free_ while walking it could rehash it.
+  std::vector<std::pair<size_t, std::vector<void*>>> moved;
+  for (auto it = free_.begin(); it != free_.end();) {
+    if (it->first.first != stream) {
+      ++it;
+      continue;
+    }
+    moved.emplace_back(it->first.second, std::move(it->second));
+    it = free_.erase(it);
+  }
+  for (auto& [size, blocks] : moved) {
+    std::vector<void*>& into = free_[{to, size}];
+    into.insert(into.end(), blocks.begin(), blocks.end());
+  }
+  for (auto& [ptr, block] : live_) {
+    if (block.stream == stream) block.stream = to;
+  }
+}
+
 absl::Status DeviceAllocator::EmptyCache() {
   MutexLock lock(&mu_);
   return EmptyCacheLocked();
@@ -104,14 +136,19 @@ absl::Status DeviceAllocator::EmptyCacheLocked() {
   CUDA_RETURN_IF_ERROR(scope.status());
   // Kernels queued before a block was freed may still be reading it.
   CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
-  for (auto& [key, blocks] : free_) {
-    for (void* p : blocks) {
-      CUDA_RETURN_IF_ERROR(cudaFree(p));
-      stats_.bytes_cached -= static_cast<int64_t>(key.second);
+  for (auto it = free_.begin(); it != free_.end();) {
+    if (std::find(reserved_.begin(), reserved_.end(), it->first.first) != reserved_.end()) {
+      ++it;
+      continue;
     }
-    blocks.clear();
+    std::vector<void*>& blocks = it->second;
+    while (!blocks.empty()) {
+      CUDA_RETURN_IF_ERROR(cudaFree(blocks.back()));
+      stats_.bytes_cached -= static_cast<int64_t>(it->first.second);
+      blocks.pop_back();
+    }
+    it = free_.erase(it);
   }
-  free_.clear();
   return absl::OkStatus();
 }
 

@@ -53,7 +53,16 @@ class DeviceAllocator {
   // when its last view is dropped.
   absl::StatusOr<Tensor> AllocateTensor(DType dtype, const Shape& shape, cudaStream_t stream);
 
-  // Releases every cached block to the driver (cudaFree waits for the device).
+  // A CUDA graph's private pool (cuda_graph.cc): blocks allocated for `stream` (a capture
+  // stream) while it is reserved are its own. EmptyCache keeps them, since a graph's kernels
+  // write them at every launch.
+  void Reserve(cudaStream_t stream);
+  // Ends the reservation: the blocks of `stream`, cached or live, become `to`'s. Call once the
+  // graph is gone and its launches on `to` were the last work on them.
+  void Unreserve(cudaStream_t stream, cudaStream_t to);
+
+  // Releases every cached block to the driver (cudaFree waits for the device), except those of
+  // reserved streams.
   absl::Status EmptyCache();
   Stats GetStats() const;
   int device() const { return device_; }
@@ -79,6 +88,7 @@ class DeviceAllocator {
   std::unordered_map<std::pair<cudaStream_t, size_t>, std::vector<void*>, KeyHash> free_
       ABSL_GUARDED_BY(mu_);
   Stats stats_ ABSL_GUARDED_BY(mu_);
+  std::vector<cudaStream_t> reserved_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace sluice::train::backend::cuda

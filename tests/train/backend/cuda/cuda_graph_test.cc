@@ -1,0 +1,192 @@
+// CudaBackend::Capture and a traced step's replay as CUDA graphs (train/function/program.h), on a
+// real GPU; skipped, visibly, without one.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/status_macros.h"
+#include "train/autodiff/tape.h"
+#include "train/backend/backend.h"
+#include "train/backend/cuda/cuda_backend.h"
+#include "train/backend/transfer.h"
+#include "train/function/function.h"
+#include "train/layers/module.h"
+#include "train/models/model_zoo.h"
+#include "train/ops/cross_entropy.h"
+#include "train/ops/reduce.h"
+
+namespace sluice::train::backend::cuda {
+namespace {
+
+Tensor GraphTestRandom(const Shape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  Tensor t(DType::kFloat32, shape);
+  for (float& v : t.flat<float>()) v = u(rng);
+  return t;
+}
+
+float GraphTestScalar(const Tensor& t) {
+  absl::StatusOr<float> v = ReadScalar(t);
+  EXPECT_TRUE(v.ok()) << v.status();
+  return v.ok() ? *v : NAN;
+}
+
+class CudaGraphTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) {
+      GTEST_SKIP() << "no CUDA device: CUDA graphs are captured and launched on a GPU";
+    }
+    absl::StatusOr<std::unique_ptr<CudaBackend>> backend = CudaBackend::Create(0, {});
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    gpu_ = *std::move(backend);
+  }
+  Tensor Scalar(float value) {
+    absl::StatusOr<Tensor> t = gpu_->Allocate(DType::kFloat32, Shape{1});
+    EXPECT_TRUE(t.ok()) << t.status();
+    EXPECT_TRUE(gpu_->Fill(*t, value).ok());
+    return *t;
+  }
+
+  std::unique_ptr<CudaBackend> gpu_;
+};
+
+// A capture runs nothing; each launch runs the captured kernels once, with the addresses they
+// were captured with.
+TEST_F(CudaGraphTest, CaptureRunsNothingAndEachLaunchRunsTheKernelsOnce) {
+  ASSERT_TRUE(gpu_->CapturesGraphs());
+  Tensor x = Scalar(1.0f), y = Scalar(10.0f);
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> graph =
+      gpu_->Capture([&] { return gpu_->Axpby(2.0f, x, 1.0f, y); });  // y += 2x
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_GE((*graph)->nodes(), 1u);
+  EXPECT_EQ(GraphTestScalar(y), 10.0f);
+  ASSERT_TRUE((*graph)->Launch().ok());
+  ASSERT_TRUE((*graph)->Launch().ok());
+  ASSERT_TRUE(gpu_->Fill(x, 100.0f).ok());  // a launch reads x as it is then
+  ASSERT_TRUE((*graph)->Launch().ok());
+  EXPECT_EQ(GraphTestScalar(y), 10.0f + 2.0f + 2.0f + 200.0f);
+}
+
+// Memory allocated while capturing is the graph's: an allocation after the capture never gets a
+// block the graph's kernels write, even after the captured code dropped it, and EmptyCache keeps
+// it. Destroying the graph gives the blocks back.
+TEST_F(CudaGraphTest, BlocksAllocatedWhileCapturingStayTheGraphs) {
+  Tensor out = Scalar(0.0f);
+  const Shape shape{1 << 16};
+  const void* scratch = nullptr;
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> graph = gpu_->Capture([&]() -> absl::Status {
+    SLUICE_ASSIGN_OR_RETURN(Tensor t, gpu_->Allocate(DType::kFloat32, shape));
+    scratch = t.raw_data();
+    SLUICE_RETURN_IF_ERROR(gpu_->Fill(t, 0.5f));
+    return gpu_->Reduce(ReduceOp::kSum, t, {true}, 1.0f, out);  // t is dropped here
+  });
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_TRUE(gpu_->ReleaseCachedMemory().ok());
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<Tensor> other = gpu_->Allocate(DType::kFloat32, shape);
+    ASSERT_TRUE(other.ok()) << other.status();
+    EXPECT_NE(other->raw_data(), scratch) << "allocation " << i;
+    ASSERT_TRUE(gpu_->Fill(*other, 7.0f).ok());
+  }
+  ASSERT_TRUE((*graph)->Launch().ok());
+  EXPECT_EQ(GraphTestScalar(out), 0.5f * (1 << 16));
+  graph->reset();
+  // The cache hands out its newest block first: the graph's, given back to the backend's stream.
+  absl::StatusOr<Tensor> after = gpu_->Allocate(DType::kFloat32, shape);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->raw_data(), scratch);
+}
+
+// Only the capturing thread's calls are captured: another thread's kernel, queued meanwhile on
+// the same backend, runs at once.
+TEST_F(CudaGraphTest, AnotherThreadsCallsAreNotCaptured) {
+  Tensor captured = Scalar(0.0f), other = Scalar(0.0f);
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> graph = gpu_->Capture([&]() -> absl::Status {
+    absl::Status from_thread;
+    std::thread t([&] { from_thread = gpu_->Fill(other, 3.0f); });
+    t.join();
+    SLUICE_RETURN_IF_ERROR(from_thread);
+    return gpu_->Fill(captured, 5.0f);
+  });
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(GraphTestScalar(other), 3.0f);
+  EXPECT_EQ(GraphTestScalar(captured), 0.0f);
+  ASSERT_TRUE((*graph)->Launch().ok());
+  EXPECT_EQ(GraphTestScalar(captured), 5.0f);
+}
+
+// A host read inside a capture fails the capture with CUDA's error, and the backend goes on.
+TEST_F(CudaGraphTest, AHostReadFailsTheCaptureAndTheBackendGoesOn) {
+  Tensor x = Scalar(4.0f);
+  Tensor host(DType::kFloat32, Shape{1});
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> graph =
+      gpu_->Capture([&] { return gpu_->Copy(x, host); });
+  EXPECT_FALSE(graph.ok());
+  ASSERT_TRUE(gpu_->Fill(x, 6.0f).ok());
+  EXPECT_EQ(GraphTestScalar(x), 6.0f);
+}
+
+// A model's forward and backward pass traced on cuda:0: replays launch CUDA graphs, and each
+// gives what the eager pass gives on the same inputs (cuDNN's backward algorithms may sum in any
+// order, so within float32 rounding of a sum over the batch).
+TEST_F(CudaGraphTest, ReplayedModelStepsMatchEager) {
+  const Device cuda = Device::Cuda(0);
+  for (const std::string name : {"cnn", "resnet-20"}) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<std::unique_ptr<layers::Module>> model =
+        models::MakeModel(name, {.height = 16, .width = 16, .channels = 1, .classes = 10}, 3);
+    ASSERT_TRUE(model.ok()) << model.status();
+    ASSERT_TRUE((*model)->Build(Shape{1, 16, 16, 1}).ok());
+    ASSERT_TRUE((*model)->To(cuda).ok());
+    auto fn = [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+      autodiff::Tape tape;
+      SLUICE_ASSIGN_OR_RETURN(Tensor logits, (*model)->Forward(in[0], /*training=*/true));
+      SLUICE_ASSIGN_OR_RETURN(Tensor losses,
+                              ops::SparseSoftmaxCrossEntropyWithLogits(logits, in[1]));
+      SLUICE_ASSIGN_OR_RETURN(Tensor loss, ops::Mean(losses));
+      SLUICE_ASSIGN_OR_RETURN(auto grads, tape.Gradient(loss, (*model)->TrainableVariables()));
+      std::vector<Tensor> out = {loss};
+      for (auto& g : grads) out.push_back(*g);
+      return out;
+    };
+    std::vector<std::string> warnings;
+    function::Function traced(
+        fn, {.name = name, .warn = [&](const std::string& w) { warnings.push_back(w); }});
+    std::vector<int64_t> label_values(32);
+    for (int64_t i = 0; i < 32; ++i) label_values[i] = (i * 7) % 10;
+    absl::StatusOr<Tensor> labels = CopyTo(Tensor::FromVector(label_values), cuda);
+    ASSERT_TRUE(labels.ok()) << labels.status();
+    for (uint32_t step = 0; step < 5; ++step) {
+      absl::StatusOr<Tensor> x = CopyTo(GraphTestRandom(Shape{32, 16, 16, 1}, 50 + step), cuda);
+      ASSERT_TRUE(x.ok()) << x.status();
+      absl::StatusOr<std::vector<Tensor>> want = fn({*x, *labels});
+      absl::StatusOr<std::vector<Tensor>> got = traced({*x, *labels});
+      ASSERT_TRUE(want.ok()) << want.status();
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_EQ(got->size(), want->size());
+      for (size_t k = 0; k < got->size(); ++k) {
+        absl::StatusOr<Tensor> g = ToHost((*got)[k]), w = ToHost((*want)[k]);
+        ASSERT_TRUE(g.ok() && w.ok());
+        auto gv = g->flat<float>(), wv = w->flat<float>();
+        for (size_t i = 0; i < gv.size(); ++i) {
+          ASSERT_NEAR(gv[i], wv[i], 1e-5f + 1e-4f * std::fabs(wv[i]))
+              << "step " << step << ", output " << k << ", element " << i;
+        }
+      }
+    }
+    EXPECT_TRUE(warnings.empty()) << warnings.front();
+    EXPECT_EQ(traced.replays(), 4);
+    EXPECT_GE(traced.device_graphs(), 1);
+  }
+}
+
+}  // namespace
+}  // namespace sluice::train::backend::cuda
