@@ -220,6 +220,9 @@ absl::Status Program::CaptureAndLaunch(Segment& segment) {
     graph = backend_.Capture([&] { return RunCalls(segment.begin, segment.end, false); });
   }
   if (!graph.ok()) {
+    // No later segment is captured either: a graph would freeze the address of a workspace
+    // (Pool2DForward's) that this segment, now run call by call, makes anew at every replay.
+    for (Segment& s : segments_) s.capture = false;
     if (capture_error_.ok()) {
       capture_error_ = WithContext(
           graph.status(), absl::StrCat("capturing calls ", segment.begin, " to ", segment.end - 1,

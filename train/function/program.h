@@ -45,7 +45,8 @@ class Program {
   // run of calls without host work (RecordedCall::host_work) into a device graph, and later
   // replays launch the graphs, running only the host-work calls one by one between them (as
   // PyTorch's make_graphed_callables; the graphs' kernels keep the arena's addresses). Where a
-  // capture fails, that run replays call by call from then on, and capture_error() says why.
+  // capture fails, that run and the runs not yet captured replay call by call from then on, and
+  // capture_error() says why.
   static absl::StatusOr<std::unique_ptr<Program>> Plan(RecordingBackend& recorder,
                                                        std::vector<Tensor>& outputs,
                                                        bool device_graphs = true);

@@ -41,6 +41,7 @@ std::atomic<int64_t> async_copies{0};
 std::atomic<int64_t> host_reads{0};
 std::atomic<int64_t> graphs_captured{0};
 std::atomic<int64_t> graph_launches{0};
+std::atomic<int> captures_to_fail{0};
 
 // Set while this thread runs a GuardedGraph's launch.
 thread_local bool in_graph = false;
@@ -281,6 +282,10 @@ class GuardedBackend final : public Backend {
   absl::StatusOr<std::unique_ptr<backend::DeviceGraph>> Capture(
       const std::function<absl::Status()>& work) override {
     if (in_graph) return absl::FailedPreconditionError("GuardedBackend: Capture inside a graph");
+    if (captures_to_fail.load() > 0) {
+      --captures_to_fail;
+      return absl::InternalError("GuardedBackend: this capture fails (FailGuardedCaptures)");
+    }
     ++graphs_captured;
     return std::unique_ptr<backend::DeviceGraph>(std::make_unique<GuardedGraph>(work));
   }
@@ -735,5 +740,6 @@ int64_t GuardedAsyncCopies() { return async_copies.load(); }
 int64_t GuardedHostReads() { return host_reads.load(); }
 int64_t GuardedGraphsCaptured() { return graphs_captured.load(); }
 int64_t GuardedGraphLaunches() { return graph_launches.load(); }
+void FailGuardedCaptures(int n) { captures_to_fail = n; }
 
 }  // namespace sluice::train::testing

@@ -39,6 +39,8 @@ int64_t GuardedHostReads();
 // work a CUDA graph could not hold (a host copy, a Dropout, Synchronize).
 int64_t GuardedGraphsCaptured();
 int64_t GuardedGraphLaunches();
+// The next `n` captures fail, as a CUDA capture does when a call breaks it.
+void FailGuardedCaptures(int n);
 
 }  // namespace sluice::train::testing
 

@@ -274,6 +274,48 @@ TEST(FunctionTest, GuardedDeviceReplaysLaunchGraphsAroundHostWork) {
   }
 }
 
+// A capture that fails leaves the replay to run call by call, that part and every part not yet
+// captured (a later graph could freeze a workspace the failed part makes anew at each replay),
+// with one warning that names the calls and the error; the values stay the eager ones.
+TEST(FunctionTest, AFailedCaptureReplaysCallByCallWithOneWarning) {
+  testing::RegisterGuardedBackend();
+  const Device guarded = Device::Guarded();
+  absl::StatusOr<Tensor> w0 = backend::CopyTo(RandomTensor({8, 16}, 1), guarded);
+  ASSERT_TRUE(w0.ok()) << w0.status();
+  autodiff::Variable w(*w0, "w");
+  layers::Dropout drop_eager(0.5f, 9), drop_traced(0.5f, 9);
+  auto step = [&](layers::Dropout& drop, const Tensor& x) -> absl::StatusOr<std::vector<Tensor>> {
+    SLUICE_ASSIGN_OR_RETURN(Tensor h, ops::MatMul(x, w.value()));
+    SLUICE_ASSIGN_OR_RETURN(Tensor r, ops::Relu(h));
+    SLUICE_ASSIGN_OR_RETURN(Tensor d, drop.Forward(r, /*training=*/true));
+    SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::Sum(d));
+    return std::vector<Tensor>{y};
+  };
+  std::vector<std::string> warnings;
+  Function traced([&](const std::vector<Tensor>& in) { return step(drop_traced, in[0]); },
+                  {.name = "fails", .warn = [&](const std::string& m) { warnings.push_back(m); }});
+  testing::FailGuardedCaptures(1);
+  const int64_t captured = testing::GuardedGraphsCaptured();
+  for (uint32_t i = 0; i < 4; ++i) {
+    absl::StatusOr<Tensor> x = backend::CopyTo(RandomTensor({32, 8}, 40 + i), guarded);
+    ASSERT_TRUE(x.ok()) << x.status();
+    absl::StatusOr<std::vector<Tensor>> want = step(drop_eager, *x), got = traced({*x});
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_TRUE(got.ok()) << got.status();
+    absl::StatusOr<Tensor> a = backend::ToHost((*got)[0]), b = backend::ToHost((*want)[0]);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_TRUE(a->Equals(*b)) << "step " << i;
+  }
+  testing::FailGuardedCaptures(0);
+  EXPECT_EQ(traced.device_graphs(), 0);
+  EXPECT_EQ(testing::GuardedGraphsCaptured(), captured);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("Function 'fails': capturing calls 0 to 1 (MatMul to Unary) as a "
+                             "device graph: GuardedBackend: this capture fails"),
+            std::string::npos)
+      << warnings[0];
+}
+
 // The arena of a residual network's forward and backward passes, with the outputs kept out of
 // it, needs no more memory than the eager step's peak; and planning hands the blocks the trace
 // freed back to the system instead of holding them beside the arena.

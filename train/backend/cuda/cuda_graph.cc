@@ -16,6 +16,7 @@
 #include "core/status_macros.h"
 #include "train/backend/cuda/cuda_backend.h"
 #include "train/backend/cuda/cuda_check.h"
+#include "train/backend/cuda/device_scope.h"
 #include "train/backend/cuda/stream.h"
 
 namespace sluice::train::backend::cuda {
@@ -28,10 +29,9 @@ class CudaGraph final : public train::backend::DeviceGraph {
   CudaGraph& operator=(const CudaGraph&) = delete;
 
   ~CudaGraph() override {
-    if (cudaSetDevice(backend_.device_) == cudaSuccess) {
-      // A launch in flight still writes the pool: let it end before the blocks go back.
-      cudaStreamSynchronize(backend_.stream_.get());
-    }
+    const DeviceScope scope(backend_.device_);  // the destroying thread keeps its own device
+    // A launch in flight still writes the pool: let it end before the blocks go back.
+    if (scope.status() == cudaSuccess) cudaStreamSynchronize(backend_.stream_.get());
     if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
     if (graph_ != nullptr) cudaGraphDestroy(graph_);
     backend_.allocator_.Unreserve(capture_stream_.get(), backend_.stream_.get());
@@ -84,17 +84,24 @@ absl::StatusOr<std::unique_ptr<train::backend::DeviceGraph>> CudaBackend::Captur
   capture_ = CaptureTarget{.backend = this, .stream = s};
   const absl::Status worked = work();
   capture_ = CaptureTarget{};
+  absl::Status rebound;
   {
-    // The handles are bound to the capture stream, which dies with the graph: rebind at next use.
+    // The handles are bound to the capture stream, which dies with the graph: back to ours.
     MutexLock lock(&library_mu_);
-    library_stream_ = nullptr;
+    rebound = BindLibrariesLocked();
   }
   const absl::Status finished = graph->Finish();
+  // A failed call's error stays the thread's last error; cleared, so that the next kernel
+  // launch's check (cudaGetLastError) does not report it.
   if (!worked.ok()) {
-    cudaGetLastError();  // the failed call's error, so that the next launch's check misses it
+    cudaGetLastError();
     return worked;
   }
-  if (!finished.ok()) return finished;
+  if (!finished.ok()) {
+    cudaGetLastError();
+    return finished;
+  }
+  SLUICE_RETURN_IF_ERROR(rebound);
   return std::unique_ptr<train::backend::DeviceGraph>(std::move(graph));
 }
 

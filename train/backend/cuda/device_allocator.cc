@@ -55,7 +55,10 @@ absl::StatusOr<void*> DeviceAllocator::Allocate(size_t bytes, cudaStream_t strea
     CUDA_RETURN_IF_ERROR(cudaThreadExchangeStreamCaptureMode(&mode));
     cudaError_t err = cudaMalloc(&ptr, size);
     cudaThreadExchangeStreamCaptureMode(&mode);
-    if (err == cudaErrorMemoryAllocation && stats_.bytes_cached > 0) {
+    // The retry empties the cache, which waits for the device: not while capturing for a graph
+    // (a reserved stream), where that would break the capture.
+    const bool capturing = std::find(reserved_.begin(), reserved_.end(), stream) != reserved_.end();
+    if (err == cudaErrorMemoryAllocation && stats_.bytes_cached > 0 && !capturing) {
       cudaGetLastError();  // clear it: the retry decides
       SLUICE_RETURN_IF_ERROR(EmptyCacheLocked());
       err = cudaMalloc(&ptr, size);
