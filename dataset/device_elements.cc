@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/status_macros.h"
 
 namespace sluice {
 namespace {
@@ -72,6 +73,18 @@ absl::Status CheckNoHostReadsOfDeviceElements(const DatasetBase& root) {
       }
     }
     for (const auto& input : node->inputs()) stack.push_back(input.get());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckInnerPipeline(const DatasetBase& owner, const DatasetBase& inner) {
+  SLUICE_RETURN_IF_ERROR(CheckNoHostReadsOfDeviceElements(inner));
+  if (std::optional<DeviceElements> d = ElementsDevice(inner)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        owner.name(), "'s function returned a pipeline whose elements ", d->moved_by->name(),
+        " put on ", d->device.DebugString(), " (", inner.DebugString(), "), but ", owner.name(),
+        " reads its inner pipelines' elements on the host; apply ", d->moved_by->kind(), " after ",
+        owner.name(), ", as the pipeline's last step, as tf.data does"));
   }
   return absl::OkStatus();
 }

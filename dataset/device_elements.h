@@ -31,6 +31,12 @@ std::optional<DeviceElements> ElementsDevice(const DatasetBase& node);
 // elements that a node before it moved to a device; OK when there is none.
 absl::Status CheckNoHostReadsOfDeviceElements(const DatasetBase& root);
 
+// The same rule for a pipeline that `owner` builds while it runs (Interleave's, FlatMap's and
+// GroupByWindow's functions): `inner` must pass CheckNoHostReadsOfDeviceElements, and its
+// elements must be on the host, since `owner` reads or holds them there. InvalidArgument naming
+// both nodes otherwise.
+absl::Status CheckInnerPipeline(const DatasetBase& owner, const DatasetBase& inner);
+
 }  // namespace sluice
 
 #endif  // SLUICE_DATASET_DEVICE_ELEMENTS_H_

@@ -7,6 +7,7 @@
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
+#include "dataset/device_elements.h"
 
 namespace sluice {
 namespace {
@@ -31,6 +32,7 @@ class FlatMapDataset : public DatasetBase {
                          std::shared_ptr<const DatasetBase>* dataset,
                          std::unique_ptr<IteratorBase>* iterator) const {
     SLUICE_ASSIGN_OR_RETURN(Dataset inner, fn_(std::move(element)));
+    SLUICE_RETURN_IF_ERROR(CheckInnerPipeline(*this, *inner.base()));
     SLUICE_ASSIGN_OR_RETURN(
         *iterator, inner.base()->MakeIterator(ctx.ForInner(name(), static_cast<uint64_t>(index))));
     *dataset = inner.base();

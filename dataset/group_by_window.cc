@@ -13,6 +13,7 @@
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
+#include "dataset/device_elements.h"
 #include "dataset/group_window.h"
 
 namespace sluice {
@@ -56,6 +57,7 @@ class GroupByWindowDataset : public DatasetBase {
     SLUICE_ASSIGN_OR_RETURN(Dataset reduced,
                             reduce_fn_(key, Dataset(std::make_shared<GroupWindowDataset>(
                                                 std::move(window), inputs()[0]->element_spec()))));
+    SLUICE_RETURN_IF_ERROR(CheckInnerPipeline(*this, *reduced.base()));
     SLUICE_ASSIGN_OR_RETURN(*iterator, reduced.base()->MakeIterator(
                                            ctx.ForInner(name(), static_cast<uint64_t>(index))));
     *dataset = reduced.base();

@@ -9,6 +9,7 @@
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
+#include "dataset/device_elements.h"
 #include "dataset/knob.h"
 
 // Interleave(fn, {cycle_length, block_length, num_parallel_calls,
@@ -65,6 +66,7 @@ class InterleaveDataset : public DatasetBase {
                          std::shared_ptr<const DatasetBase>* dataset,
                          std::unique_ptr<IteratorBase>* iterator) const {
     SLUICE_ASSIGN_OR_RETURN(Dataset inner, fn_(std::move(element)));
+    SLUICE_RETURN_IF_ERROR(CheckInnerPipeline(*this, *inner.base()));
     {
       // Iterator constructors set their node's shared Tunables without
       // atomics; two inner pipelines of this node share those nodes.

@@ -103,6 +103,47 @@ TEST(DeviceElementsTest, ZipAndConcatenatePassAMovedInputOn) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// A pipeline that Interleave, FlatMap or GroupByWindow builds at run time follows the same rule:
+// it may not end on a device (its owner reads or holds the elements on the host), nor read
+// device elements on the host itself. The error names the owner and the moving node.
+TEST(DeviceElementsTest, PipelinesMadeWhileRunningAreCheckedToo) {
+  auto to_device = [](Element e) -> absl::StatusOr<Dataset> {
+    return MovedTo(Dataset::FromTensors(std::move(e)));
+  };
+  auto reads_on_host = [](Element e) -> absl::StatusOr<Dataset> {
+    return MovedTo(Dataset::FromTensors(std::move(e))).Batch(1);
+  };
+  const std::pair<std::string, Dataset> owners[] = {
+      {"Interleave[1]", Dataset::Range(4).Interleave(to_device, {.cycle_length = 2})},
+      {"Interleave[1]",
+       Dataset::Range(4).Interleave(to_device, {.cycle_length = 2, .num_parallel_calls = 2})},
+      {"FlatMap[1]", Dataset::Range(4).FlatMap(to_device)},
+      {"GroupByWindow[1]",
+       Dataset::Range(4).GroupByWindow(
+           [](const Element&) -> absl::StatusOr<int64_t> { return 0; },
+           [](int64_t, Dataset window) -> absl::StatusOr<Dataset> { return MovedTo(window); }, 2)},
+  };
+  for (const auto& [name, dataset] : owners) {
+    SCOPED_TRACE(name);
+    const absl::Status s = FirstElementStatus(dataset);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(s.message(), HasSubstr(name + "'s function returned a pipeline whose elements "
+                                              "ClaimsToMoveElements["));
+    EXPECT_THAT(s.message(), HasSubstr("put on cuda:0"));
+    EXPECT_THAT(s.message(), HasSubstr("apply ClaimsToMoveElements after " + name));
+  }
+  const absl::Status s = FirstElementStatus(Dataset::Range(4).FlatMap(reads_on_host));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("reads its input's elements on the host, but "
+                                     "ClaimsToMoveElements["));
+  // A host pipeline inside is fine.
+  EXPECT_EQ(
+      CountOnDevicePipeline(Dataset::Range(4).FlatMap([](Element e) -> absl::StatusOr<Dataset> {
+        return Dataset::FromTensors(std::move(e)).Repeat(2);
+      })),
+      8);
+}
+
 // ChooseFromDatasets passes its datasets' elements on but reads its choices on the host.
 TEST(DeviceElementsTest, ChooseFromDatasetsReadsOnlyItsChoicesOnTheHost) {
   const Dataset choices =
