@@ -26,6 +26,9 @@ struct ConvPlan {
   cudnnTensorDescriptor_t y_desc = nullptr;  // NHWC
   cudnnFilterDescriptor_t w_desc = nullptr;  // OHWI
   cudnnConvolutionDescriptor_t conv_desc = nullptr;
+  // 16-bit data (float16 or bfloat16, under the mixed policies), multiplied on the tensor cores
+  // and summed in float32; else float32.
+  bool half = false;
   int algorithm = 0;  // a cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
   size_t workspace_bytes = 0;
   // Zeros added explicitly on each side beyond cuDNN's symmetric padding.

@@ -92,9 +92,14 @@ absl::StatusOr<kernels::CastType> CastTypeOf(DType dtype) {
       return kernels::CastType::kInt32;
     case DType::kInt64:
       return kernels::CastType::kInt64;
+    case DType::kFloat16:
+      return kernels::CastType::kFloat16;
+    case DType::kBFloat16:
+      return kernels::CastType::kBFloat16;
     default:
       return absl::InvalidArgumentError(
-          absl::StrCat("CudaBackend::Cast: float32, int32 or int64 only, got ", DTypeName(dtype)));
+          absl::StrCat("CudaBackend::Cast: float32, int32, int64, float16 or bfloat16 only, got ",
+                       DTypeName(dtype)));
   }
 }
 
@@ -649,6 +654,13 @@ absl::Status CudaBackend::Cast(const Tensor& x, Tensor& y) {
   }
   SLUICE_ASSIGN_OR_RETURN(kernels::CastType from, CastTypeOf(x.dtype()));
   SLUICE_ASSIGN_OR_RETURN(kernels::CastType to, CastTypeOf(y.dtype()));
+  const auto is16 = [](DType d) { return d == DType::kFloat16 || d == DType::kBFloat16; };
+  if ((is16(x.dtype()) || is16(y.dtype())) &&
+      (is16(x.dtype()) ? y.dtype() : x.dtype()) != DType::kFloat32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CudaBackend::Cast: float16 and bfloat16 convert to and from float32 only, got ",
+        DTypeName(x.dtype()), " into ", DTypeName(y.dtype())));
+  }
   CUDA_RETURN_IF_ERROR(
       kernels::Cast(x.raw_data(), from, y.raw_data(), to, x.num_elements(), stream()));
   return absl::OkStatus();

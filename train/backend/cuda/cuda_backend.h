@@ -211,10 +211,17 @@ class CudaBackend final : public train::backend::Backend {
   // The gradients of BinaryOp::kMaximum (kMinimum).
   absl::Status SelectBackward(bool maximum, const Tensor& a, const Tensor& b,
                               const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b);
-  // The plan of `geo` for `direction`, made (descriptors set up and an
-  // algorithm chosen) on first use. Call with library_mu_ held.
+  // The plan of `geo` for `direction` with `dtype` data (ConvDType), made (descriptors set up and
+  // an algorithm chosen) on first use. Call with library_mu_ held.
   absl::StatusOr<const ConvPlan*> GetConvPlan(ConvDirection direction,
-                                              const train::backend::ConvGeometry& geo);
+                                              const train::backend::ConvGeometry& geo, DType dtype);
+  // The data type convolutions run in under the calling thread's precision policy: float16 or
+  // bfloat16 under the mixed policies (cuDNN's pseudo-half configurations: 16-bit operands and
+  // results, float32 sums), else float32. Their float32 operands are converted and their results
+  // converted back, as PyTorch's autocast runs a convolution in float16.
+  DType ConvDType() const;
+  // `t` (float32) as a convolution reads it in `dtype`: itself for float32, else a converted copy.
+  absl::StatusOr<Tensor> ConvOperand(const Tensor& t, DType dtype);
   // The steps of GetConvPlan after the descriptors: the algorithm cuDNN offers first for
   // `direction` within the workspace limit (and its math type), and that algorithm's workspace.
   absl::Status ChooseConvAlgorithm(ConvDirection direction, ConvPlan& plan);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "core/mutex.h"
 #include "core/status_macros.h"
+#include "train/backend/compute_precision.h"
 #include "train/backend/cuda/conv_plan.h"
 #include "train/backend/cuda/cuda_backend.h"
 #include "train/backend/cuda/cuda_check.h"
@@ -23,8 +24,19 @@ namespace {
 
 float* F(const Tensor& t) { return static_cast<float*>(const_cast<void*>(t.raw_data())); }
 
-std::string ConvKey(int direction, const train::backend::ConvGeometry& g) {
-  return absl::StrCat(direction, ":",
+cudnnDataType_t CudnnType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16:
+      return CUDNN_DATA_HALF;
+    case DType::kBFloat16:
+      return CUDNN_DATA_BFLOAT16;
+    default:
+      return CUDNN_DATA_FLOAT;
+  }
+}
+
+std::string ConvKey(int direction, DType dtype, const train::backend::ConvGeometry& g) {
+  return absl::StrCat(direction, ":", DTypeName(dtype), ":",
                       absl::StrJoin({g.n, g.h, g.w, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.stride_h,
                                      g.stride_w, g.dilation_h, g.dilation_w, g.pad_top,
                                      g.pad_bottom, g.pad_left, g.pad_right, g.groups},
@@ -102,10 +114,13 @@ class BnDescriptors {
   cudnnTensorDescriptor_t stats_ = nullptr;
 };
 
-// Sets up `plan`'s descriptors for `geo` (input, output, filter and convolution), with the math
-// type TF32 allows, and checks that cuDNN computes the output the op expects.
-absl::Status DescribeConvolution(const train::backend::ConvGeometry& geo, bool tf32,
+// Sets up `plan`'s descriptors for `geo` (input, output, filter and convolution) in `dtype`, with
+// the math type TF32 allows (16-bit data: tensor cores, float32 sums), and checks that cuDNN
+// computes the output the op expects.
+absl::Status DescribeConvolution(const train::backend::ConvGeometry& geo, bool tf32, DType dtype,
                                  ConvPlan& plan) {
+  const cudnnDataType_t data = CudnnType(dtype);
+  plan.half = data != CUDNN_DATA_FLOAT;
   // cuDNN pads both sides alike: the smaller padding goes to cuDNN, the rest
   // is added to the input explicitly (TF's SAME padding with stride 2).
   const int64_t pad_h = std::min(geo.pad_top, geo.pad_bottom);
@@ -121,17 +136,17 @@ absl::Status DescribeConvolution(const train::backend::ConvGeometry& geo, bool t
   CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&plan.y_desc));
   CUDNN_RETURN_IF_ERROR(cudnnCreateFilterDescriptor(&plan.w_desc));
   CUDNN_RETURN_IF_ERROR(cudnnCreateConvolutionDescriptor(&plan.conv_desc));
-  CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(plan.x_desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT,
+  CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(plan.x_desc, CUDNN_TENSOR_NHWC, data,
                                                    static_cast<int>(geo.n), static_cast<int>(geo.c),
                                                    hp, wp));
   CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(
-      plan.y_desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, static_cast<int>(geo.n),
-      static_cast<int>(geo.o), static_cast<int>(geo.oh), static_cast<int>(geo.ow)));
+      plan.y_desc, CUDNN_TENSOR_NHWC, data, static_cast<int>(geo.n), static_cast<int>(geo.o),
+      static_cast<int>(geo.oh), static_cast<int>(geo.ow)));
   // NHWC filter format is KRSC: OHWI, with C the channels of one group (cuDNN's grouped
   // convolution takes output channel k from the input channels of group k / (o / groups), as
   // ConvGeometry does).
   CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(
-      plan.w_desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, static_cast<int>(geo.o),
+      plan.w_desc, data, CUDNN_TENSOR_NHWC, static_cast<int>(geo.o),
       static_cast<int>(geo.c / geo.groups), static_cast<int>(geo.kh), static_cast<int>(geo.kw)));
   // TF and oneDNN convolutions are cross-correlations.
   CUDNN_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(
@@ -141,8 +156,9 @@ absl::Status DescribeConvolution(const train::backend::ConvGeometry& geo, bool t
       CUDNN_DATA_FLOAT));
   CUDNN_RETURN_IF_ERROR(
       cudnnSetConvolutionGroupCount(plan.conv_desc, static_cast<int>(geo.groups)));
-  CUDNN_RETURN_IF_ERROR(
-      cudnnSetConvolutionMathType(plan.conv_desc, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(
+      plan.conv_desc,
+      plan.half ? CUDNN_TENSOR_OP_MATH : (tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)));
 
   int on = 0, oc = 0, oh = 0, ow = 0;
   CUDNN_RETURN_IF_ERROR(cudnnGetConvolution2dForwardOutputDim(plan.conv_desc, plan.x_desc,
@@ -158,14 +174,34 @@ absl::Status DescribeConvolution(const train::backend::ConvGeometry& geo, bool t
 
 }  // namespace
 
+DType CudaBackend::ConvDType() const {
+  switch (train::backend::CurrentPrecision()) {
+    case train::backend::Precision::kMixedBFloat16:
+      return DType::kBFloat16;
+    case train::backend::Precision::kMixedFloat16:
+      return DType::kFloat16;
+    case train::backend::Precision::kFloat32:
+      break;
+  }
+  return DType::kFloat32;
+}
+
+absl::StatusOr<Tensor> CudaBackend::ConvOperand(const Tensor& t, DType dtype) {
+  if (dtype == DType::kFloat32) return t;
+  SLUICE_ASSIGN_OR_RETURN(Tensor converted, Allocate(dtype, t.shape()));
+  SLUICE_RETURN_IF_ERROR(Cast(t, converted));
+  return converted;
+}
+
 absl::StatusOr<const ConvPlan*> CudaBackend::GetConvPlan(ConvDirection direction,
-                                                         const train::backend::ConvGeometry& geo) {
-  const std::string key = ConvKey(static_cast<int>(direction), geo);
+                                                         const train::backend::ConvGeometry& geo,
+                                                         DType dtype) {
+  const std::string key = ConvKey(static_cast<int>(direction), dtype, geo);
   auto it = conv_plans_.find(key);
   if (it != conv_plans_.end()) return it->second.get();
   SLUICE_RETURN_IF_ERROR(RequireInts(geo));
   auto plan = std::make_unique<ConvPlan>();
-  SLUICE_RETURN_IF_ERROR(DescribeConvolution(geo, options_.tf32_convolution, *plan));
+  SLUICE_RETURN_IF_ERROR(DescribeConvolution(geo, options_.tf32_convolution, dtype, *plan));
   SLUICE_RETURN_IF_ERROR(ChooseConvAlgorithm(direction, *plan));
   SLUICE_ASSIGN_OR_RETURN(plan->workspace_bytes, ConvWorkspaceSize(direction, *plan));
   const ConvPlan* raw = plan.get();
@@ -174,7 +210,8 @@ absl::StatusOr<const ConvPlan*> CudaBackend::GetConvPlan(ConvDirection direction
 }
 
 absl::Status CudaBackend::ChooseConvAlgorithm(ConvDirection direction, ConvPlan& plan) {
-  const bool tf32 = options_.tf32_convolution;
+  // 16-bit data runs on the tensor cores whatever TF32 says: every math type is allowed.
+  const bool tf32 = options_.tf32_convolution || plan.half;
   const size_t max_ws = options_.max_convolution_workspace_bytes;
   cudnnMathType_t math = CUDNN_FMA_MATH;
   switch (direction) {
@@ -280,18 +317,28 @@ absl::Status CudaBackend::Conv2DForward(const train::backend::ConvGeometry& geo,
   SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
                           Enter("Conv2DForward", {&input, &filter, &output}));
   if (output.num_elements() == 0) return absl::OkStatus();
+  const DType dtype = ConvDType();
   SLUICE_ASSIGN_OR_RETURN(Tensor w, FilterToOhwi(filter));
-  MutexLock lock(&library_mu_);
-  SLUICE_RETURN_IF_ERROR(BindLibrariesLocked());
-  SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kForward, geo));
-  SLUICE_ASSIGN_OR_RETURN(Tensor x, PaddedInput(*plan, geo, input));
-  SLUICE_ASSIGN_OR_RETURN(
-      Tensor ws, Allocate(DType::kUint8, Shape{static_cast<int64_t>(plan->workspace_bytes)}));
-  const float one = 1.0f, zero = 0.0f;
-  CUDNN_RETURN_IF_ERROR(cudnnConvolutionForward(
-      cudnn_, &one, plan->x_desc, x.raw_data(), plan->w_desc, w.raw_data(), plan->conv_desc,
-      static_cast<cudnnConvolutionFwdAlgo_t>(plan->algorithm), ws.raw_data(), plan->workspace_bytes,
-      &zero, plan->y_desc, output.raw_data()));
+  SLUICE_ASSIGN_OR_RETURN(w, ConvOperand(w, dtype));
+  Tensor y = output;
+  if (dtype != DType::kFloat32) {
+    SLUICE_ASSIGN_OR_RETURN(y, Allocate(dtype, output.shape()));
+  }
+  {
+    MutexLock lock(&library_mu_);
+    SLUICE_RETURN_IF_ERROR(BindLibrariesLocked());
+    SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kForward, geo, dtype));
+    SLUICE_ASSIGN_OR_RETURN(Tensor x, PaddedInput(*plan, geo, input));
+    SLUICE_ASSIGN_OR_RETURN(x, ConvOperand(x, dtype));
+    SLUICE_ASSIGN_OR_RETURN(
+        Tensor ws, Allocate(DType::kUint8, Shape{static_cast<int64_t>(plan->workspace_bytes)}));
+    const float one = 1.0f, zero = 0.0f;
+    CUDNN_RETURN_IF_ERROR(cudnnConvolutionForward(
+        cudnn_, &one, plan->x_desc, x.raw_data(), plan->w_desc, w.raw_data(), plan->conv_desc,
+        static_cast<cudnnConvolutionFwdAlgo_t>(plan->algorithm), ws.raw_data(),
+        plan->workspace_bytes, &zero, plan->y_desc, y.raw_data()));
+  }
+  if (dtype != DType::kFloat32) SLUICE_RETURN_IF_ERROR(Cast(y, output));
   return absl::OkStatus();
 }
 
@@ -302,25 +349,39 @@ absl::Status CudaBackend::Conv2DBackwardData(const train::backend::ConvGeometry&
                           Enter("Conv2DBackwardData", {&grad_output, &filter, &grad_input}));
   if (grad_input.num_elements() == 0) return absl::OkStatus();
   if (grad_output.num_elements() == 0) return Fill(grad_input, 0.0f);
+  const DType dtype = ConvDType();
   SLUICE_ASSIGN_OR_RETURN(Tensor w, FilterToOhwi(filter));
+  SLUICE_ASSIGN_OR_RETURN(w, ConvOperand(w, dtype));
+  SLUICE_ASSIGN_OR_RETURN(const Tensor dy, ConvOperand(grad_output, dtype));
   MutexLock lock(&library_mu_);
   SLUICE_RETURN_IF_ERROR(BindLibrariesLocked());
-  SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kBackwardData, geo));
+  SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan,
+                          GetConvPlan(ConvDirection::kBackwardData, geo, dtype));
   const bool padded =
       plan->extra_top + plan->extra_bottom + plan->extra_left + plan->extra_right > 0;
   const int64_t hp = geo.h + plan->extra_top + plan->extra_bottom;
   const int64_t wp = geo.w + plan->extra_left + plan->extra_right;
+  // What cuDNN writes: grad_input itself, or the padded and/or 16-bit gradient made into it below.
   Tensor dx = grad_input;
-  if (padded) {
-    SLUICE_ASSIGN_OR_RETURN(dx, Allocate(DType::kFloat32, Shape{geo.n, hp, wp, geo.c}));
+  if (padded || dtype != DType::kFloat32) {
+    SLUICE_ASSIGN_OR_RETURN(
+        dx, Allocate(dtype, padded ? Shape{geo.n, hp, wp, geo.c} : grad_input.shape()));
   }
   SLUICE_ASSIGN_OR_RETURN(
       Tensor ws, Allocate(DType::kUint8, Shape{static_cast<int64_t>(plan->workspace_bytes)}));
   const float one = 1.0f, zero = 0.0f;
   CUDNN_RETURN_IF_ERROR(cudnnConvolutionBackwardData(
-      cudnn_, &one, plan->w_desc, w.raw_data(), plan->y_desc, grad_output.raw_data(),
-      plan->conv_desc, static_cast<cudnnConvolutionBwdDataAlgo_t>(plan->algorithm), ws.raw_data(),
+      cudnn_, &one, plan->w_desc, w.raw_data(), plan->y_desc, dy.raw_data(), plan->conv_desc,
+      static_cast<cudnnConvolutionBwdDataAlgo_t>(plan->algorithm), ws.raw_data(),
       plan->workspace_bytes, &zero, plan->x_desc, dx.raw_data()));
+  if (dtype != DType::kFloat32) {
+    Tensor dx32 = grad_input;
+    if (padded) {
+      SLUICE_ASSIGN_OR_RETURN(dx32, Allocate(DType::kFloat32, dx.shape()));
+    }
+    SLUICE_RETURN_IF_ERROR(Cast(dx, dx32));
+    dx = dx32;
+  }
   if (padded) {
     // The gradient of the explicit padding is dropped: crop back to [n, h, w, c].
     SLUICE_ASSIGN_OR_RETURN(
@@ -341,20 +402,29 @@ absl::Status CudaBackend::Conv2DBackwardFilter(const train::backend::ConvGeometr
                           Enter("Conv2DBackwardFilter", {&input, &grad_output, &grad_filter}));
   if (grad_filter.num_elements() == 0) return absl::OkStatus();
   if (grad_output.num_elements() == 0) return Fill(grad_filter, 0.0f);
-  SLUICE_ASSIGN_OR_RETURN(
-      Tensor dw, Allocate(DType::kFloat32, Shape{geo.o, geo.kh, geo.kw, geo.c / geo.groups}));
+  const DType dtype = ConvDType();
+  SLUICE_ASSIGN_OR_RETURN(const Tensor dy, ConvOperand(grad_output, dtype));
+  SLUICE_ASSIGN_OR_RETURN(Tensor dw,
+                          Allocate(dtype, Shape{geo.o, geo.kh, geo.kw, geo.c / geo.groups}));
   {
     MutexLock lock(&library_mu_);
     SLUICE_RETURN_IF_ERROR(BindLibrariesLocked());
-    SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kBackwardFilter, geo));
+    SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan,
+                            GetConvPlan(ConvDirection::kBackwardFilter, geo, dtype));
     SLUICE_ASSIGN_OR_RETURN(Tensor x, PaddedInput(*plan, geo, input));
+    SLUICE_ASSIGN_OR_RETURN(x, ConvOperand(x, dtype));
     SLUICE_ASSIGN_OR_RETURN(
         Tensor ws, Allocate(DType::kUint8, Shape{static_cast<int64_t>(plan->workspace_bytes)}));
     const float one = 1.0f, zero = 0.0f;
     CUDNN_RETURN_IF_ERROR(cudnnConvolutionBackwardFilter(
-        cudnn_, &one, plan->x_desc, x.raw_data(), plan->y_desc, grad_output.raw_data(),
-        plan->conv_desc, static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan->algorithm),
-        ws.raw_data(), plan->workspace_bytes, &zero, plan->w_desc, dw.raw_data()));
+        cudnn_, &one, plan->x_desc, x.raw_data(), plan->y_desc, dy.raw_data(), plan->conv_desc,
+        static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan->algorithm), ws.raw_data(),
+        plan->workspace_bytes, &zero, plan->w_desc, dw.raw_data()));
+  }
+  if (dtype != DType::kFloat32) {
+    SLUICE_ASSIGN_OR_RETURN(Tensor dw32, Allocate(DType::kFloat32, dw.shape()));
+    SLUICE_RETURN_IF_ERROR(Cast(dw, dw32));
+    dw = dw32;
   }
   return Transpose(dw, {1, 2, 3, 0}, grad_filter);  // OHWI -> HWIO
 }

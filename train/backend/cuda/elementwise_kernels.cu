@@ -2,6 +2,9 @@
 // dropout and the pointwise parts of batch norm and max backward. All are
 // grid-stride loops over the output.
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cmath>
 #include <type_traits>
 
@@ -180,9 +183,35 @@ __global__ void CastKernel(const From* x, To* y, int64_t n) {
   }
 }
 
+// float32 to and from the 16-bit floats of the mixed-precision convolutions.
+template <typename Half>
+__global__ void ToHalfKernel(const float* x, Half* y, int64_t n) {
+  SLUICE_GRID_LOOP(i, n) {
+    if constexpr (std::is_same_v<Half, __half>) {
+      y[i] = __float2half_rn(x[i]);
+    } else {
+      y[i] = __float2bfloat16_rn(x[i]);
+    }
+  }
+}
+
+template <typename Half>
+__global__ void FromHalfKernel(const Half* x, float* y, int64_t n) {
+  SLUICE_GRID_LOOP(i, n) {
+    if constexpr (std::is_same_v<Half, __half>) {
+      y[i] = __half2float(x[i]);
+    } else {
+      y[i] = __bfloat162float(x[i]);
+    }
+  }
+}
+
 template <typename From>
 cudaError_t LaunchCast(const From* x, void* y, CastType to, int64_t n, cudaStream_t stream) {
   switch (to) {
+    case CastType::kFloat16:
+    case CastType::kBFloat16:
+      return cudaErrorInvalidValue;  // Cast converts float32 to these itself
     case CastType::kFloat32:
       CastKernel<<<GridFor(n), kThreads, 0, stream>>>(x, static_cast<float*>(y), n);
       break;
@@ -297,6 +326,26 @@ cudaError_t SelectBackward(bool maximum, const float* a, const float* b, const f
 cudaError_t Cast(const void* x, CastType from, void* y, CastType to, int64_t n,
                  cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
+  const bool half_from = from == CastType::kFloat16 || from == CastType::kBFloat16;
+  const bool half_to = to == CastType::kFloat16 || to == CastType::kBFloat16;
+  if (half_from || half_to) {
+    if (half_from == half_to || (half_from ? to : from) != CastType::kFloat32) {
+      return cudaErrorInvalidValue;
+    }
+    const float* f = static_cast<const float*>(x);
+    if (to == CastType::kFloat16) {
+      ToHalfKernel<<<GridFor(n), kThreads, 0, stream>>>(f, static_cast<__half*>(y), n);
+    } else if (to == CastType::kBFloat16) {
+      ToHalfKernel<<<GridFor(n), kThreads, 0, stream>>>(f, static_cast<__nv_bfloat16*>(y), n);
+    } else if (from == CastType::kFloat16) {
+      FromHalfKernel<<<GridFor(n), kThreads, 0, stream>>>(static_cast<const __half*>(x),
+                                                         static_cast<float*>(y), n);
+    } else {
+      FromHalfKernel<<<GridFor(n), kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(x),
+                                                         static_cast<float*>(y), n);
+    }
+    return cudaGetLastError();
+  }
   switch (from) {
     case CastType::kFloat32:
       return LaunchCast(static_cast<const float*>(x), y, to, n, stream);
@@ -304,6 +353,9 @@ cudaError_t Cast(const void* x, CastType from, void* y, CastType to, int64_t n,
       return LaunchCast(static_cast<const int32_t*>(x), y, to, n, stream);
     case CastType::kInt64:
       break;
+    case CastType::kFloat16:
+    case CastType::kBFloat16:
+      return cudaErrorInvalidValue;  // handled above
   }
   return LaunchCast(static_cast<const long long*>(x), y, to, n, stream);
 }

@@ -28,7 +28,7 @@ struct StridedIndex {
 enum class BinaryKind : int { kAdd, kSub, kMul, kDiv, kEqualMask, kMaximum, kMinimum, kGreater };
 enum class UnaryKind : int { kRelu, kSigmoid, kTanh, kGelu, kExp, kLog, kAbs, kSoftplus, kSquare };
 // Element types of Cast.
-enum class CastType : int { kFloat32, kInt32, kInt64 };
+enum class CastType : int { kFloat32, kInt32, kInt64, kFloat16, kBFloat16 };
 enum class ReduceKind : int { kSum, kMax };
 
 // --- elementwise_kernels.cu ---------------------------------------------------
@@ -52,7 +52,9 @@ cudaError_t SelectBackward(bool maximum, const float* a, const float* b, const f
 cudaError_t Unary(UnaryKind op, const float* x, float* y, int64_t n, cudaStream_t stream);
 cudaError_t UnaryBackward(UnaryKind op, const float* x, const float* y, const float* grad_y,
                           float* grad_x, int64_t n, cudaStream_t stream);
-// y[i] = x[i] converted; float to integer truncates and saturates, NaN giving 0.
+// y[i] = x[i] converted; float to integer truncates and saturates, NaN giving 0. The 16-bit
+// floats convert to and from float32 only (to them: rounded to nearest even);
+// cudaErrorInvalidValue for other pairs.
 cudaError_t Cast(const void* x, CastType from, void* y, CastType to, int64_t n,
                  cudaStream_t stream);
 // mask[i] = (u_i >= rate) / (1 - rate), u_i uniform in [0, 1) from a hash of

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "train/backend/broadcast.h"
+#include "train/backend/compute_precision.h"
 #include "train/backend/cpu/cpu_backend.h"
 
 namespace sluice::train::backend::cuda {
@@ -179,6 +180,92 @@ TEST_F(CudaBackendTest, Conv2DForwardAndBackwardMatchCpu) {
     EXPECT_TRUE(AllClose(Host(gdf), df, 5e-4f, 1e-3f));
   }
   EXPECT_EQ(gpu_->NumConvolutionPlans(), 3 * cases.size());
+}
+
+// ||got - want|| / ||want|| over every element: the error of a 16-bit computation, whose
+// elementwise error grows with each sum's size.
+double RelativeL2Error(const Tensor& got, const Tensor& want) {
+  auto g = got.flat<float>();
+  auto w = want.flat<float>();
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < g.size() && i < w.size(); ++i) {
+    diff += (double{g[i]} - w[i]) * (double{g[i]} - w[i]);
+    norm += double{w[i]} * w[i];
+  }
+  return norm == 0 ? std::sqrt(diff) : std::sqrt(diff / norm);
+}
+
+// Under mixed_float16 and mixed_bfloat16 the convolutions run on 16-bit operands and results
+// (cuDNN's pseudo-half configurations, float32 sums) with float32 tensors on both sides: close
+// to the CPU's float32 results within the 16-bit formats' rounding (float16: 11 bits, bfloat16:
+// 8 bits of mantissa), and each policy gets plans of its own beside the float32 ones.
+TEST_F(CudaBackendTest, SixteenBitConvolutionsUnderTheMixedPoliciesStayClose) {
+  const std::vector<ConvGeometry> cases = {
+      Geometry(4, 12, 12, 8, 3, 16, 1, 1, 1, 1, 1, 1),  // SAME, stride 1
+      Geometry(3, 10, 10, 5, 3, 7, 2, 1, 0, 1, 0, 1),   // TF SAME, stride 2: asymmetric
+      Geometry(2, 9, 9, 16, 1, 8, 2, 1, 0, 0, 0, 0),    // 1x1, stride 2
+  };
+  struct Policy {
+    train::backend::Precision precision;
+    double bound;
+  };
+  for (const Policy policy : {Policy{train::backend::Precision::kMixedFloat16, 4e-3},
+                              Policy{train::backend::Precision::kMixedBFloat16, 2.5e-2}}) {
+    SCOPED_TRACE(train::backend::PrecisionName(policy.precision));
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const ConvGeometry& g = cases[i];
+      SCOPED_TRACE("case " + std::to_string(i));
+      Tensor x = Random({g.n, g.h, g.w, g.c}, 70 + i);
+      Tensor f = Random({g.kh, g.kw, g.c, g.o}, 80 + i);
+      Tensor dy = Random({g.n, g.oh, g.ow, g.o}, 90 + i);
+      Tensor y(DType::kFloat32, dy.shape()), dx(DType::kFloat32, x.shape()),
+          df(DType::kFloat32, f.shape());
+      ASSERT_TRUE(cpu_.Conv2DForward(g, x, f, y).ok());
+      ASSERT_TRUE(cpu_.Conv2DBackwardData(g, dy, f, dx).ok());
+      ASSERT_TRUE(cpu_.Conv2DBackwardFilter(g, x, dy, df).ok());
+      Tensor gy = DevEmpty(y.shape()), gdx = DevEmpty(x.shape()), gdf = DevEmpty(f.shape());
+      Tensor x_dev = Dev(x), f_dev = Dev(f), dy_dev = Dev(dy);
+      {
+        train::backend::ScopedPrecision scope(policy.precision);
+        absl::Status s = gpu_->Conv2DForward(g, x_dev, f_dev, gy);
+        ASSERT_TRUE(s.ok()) << s;
+        s = gpu_->Conv2DBackwardData(g, dy_dev, f_dev, gdx);
+        ASSERT_TRUE(s.ok()) << s;
+        s = gpu_->Conv2DBackwardFilter(g, x_dev, dy_dev, gdf);
+        ASSERT_TRUE(s.ok()) << s;
+      }
+      EXPECT_LT(RelativeL2Error(Host(gy), y), policy.bound);
+      EXPECT_LT(RelativeL2Error(Host(gdx), dx), policy.bound);
+      EXPECT_LT(RelativeL2Error(Host(gdf), df), policy.bound);
+      // Not float32 in disguise: 16-bit rounding shows.
+      EXPECT_GT(RelativeL2Error(Host(gy), y), 1e-5);
+    }
+  }
+  EXPECT_EQ(gpu_->NumConvolutionPlans(), 2 * 3 * cases.size());
+}
+
+// float32 <-> float16 and bfloat16 casts round to nearest even, and other pairs with a 16-bit
+// float are refused with a message.
+TEST_F(CudaBackendTest, SixteenBitCastsRoundToNearest) {
+  // 1 + 2^-12 is not a float16 (11-bit mantissa): it rounds to 1; 1 + 3 * 2^-11 rounds to even,
+  // 1 + 2^-9; bfloat16 keeps 8 bits: 1 + 2^-9 rounds to 1.
+  Tensor x = Tensor::FromVector<float>({1.0f, 1.0f + 0x1p-12f, 1.0f + 3 * 0x1p-11f, -2.5f});
+  for (const DType half : {DType::kFloat16, DType::kBFloat16}) {
+    Tensor h = DevEmpty(x.shape(), half), back = DevEmpty(x.shape());
+    ASSERT_TRUE(gpu_->Cast(Dev(x), h).ok());
+    ASSERT_TRUE(gpu_->Cast(h, back).ok());
+    const Tensor got = Host(back);
+    const std::vector<float> want = half == DType::kFloat16
+                                        ? std::vector<float>{1.0f, 1.0f, 1.0f + 0x1p-9f, -2.5f}
+                                        : std::vector<float>{1.0f, 1.0f, 1.0f, -2.5f};
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got.flat<float>()[i], want[i]) << DTypeName(half) << " element " << i;
+    }
+  }
+  Tensor ints = DevEmpty(x.shape(), DType::kInt32), h = DevEmpty(x.shape(), DType::kFloat16);
+  const absl::Status s = gpu_->Cast(ints, h);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("to and from float32 only"));
 }
 
 // Grouped convolutions (cuDNN's group count) and depthwise ones (groups = channels), with the
