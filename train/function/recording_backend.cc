@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/backend/compute_precision.h"
 #include "train/backend/trace_hooks.h"
 
 namespace sluice::train::function {
@@ -47,6 +48,23 @@ void RecordingBackend::Use(int slot, int call) {
 }
 
 int RecordingBackend::Append(RecordedCall call, const std::vector<const Tensor*>& tensors) {
+  // A kernel may read the precision policy itself (CUDA's matmul compute type and convolution
+  // data type; the CPU's matmul on float32 operands): a replay runs it under the policy it was
+  // traced under, which the caller of a replay need not have set (Fit sets it around the
+  // forward pass only).
+  const backend::Precision precision = backend::CurrentPrecision();
+  if (call.run) {
+    call.run = [precision, run = std::move(call.run)](Backend& b, Tensors& t) {
+      backend::ScopedPrecision scope(precision);
+      return run(b, t);
+    };
+  }
+  if (call.run_producing) {
+    call.run_producing = [precision, run = std::move(call.run_producing)](Backend& b, Tensors& t) {
+      backend::ScopedPrecision scope(precision);
+      return run(b, t);
+    };
+  }
   const int index = static_cast<int>(calls_.size());
   for (const Tensor* t : tensors) {
     call.args.push_back(ArgumentOf(*t));

@@ -12,6 +12,7 @@
 #include "train/autodiff/tape.h"
 #include "train/autodiff/variable.h"
 #include "train/backend/backend.h"
+#include "train/backend/compute_precision.h"
 #include "train/backend/cpu/cpu_allocator.h"
 #include "train/backend/transfer.h"
 #include "train/function/program.h"
@@ -314,6 +315,43 @@ TEST(FunctionTest, AFailedCaptureReplaysCallByCallWithOneWarning) {
                              "device graph: GuardedBackend: this capture fails"),
             std::string::npos)
       << warnings[0];
+}
+
+// A replay runs each kernel under the precision policy it was traced under, whatever the caller
+// of the replay has set (Fit sets it around the forward pass only, and CUDA's kernels read it
+// themselves): a matmul of float32 operands traced under mixed_bfloat16 replays in bfloat16
+// outside the scope too. Skipped, visibly, on a CPU without bfloat16.
+TEST(FunctionTest, ReplaysRunUnderThePrecisionTheyWereTracedUnder) {
+  if (absl::Status s =
+          backend::CheckPrecisionSupported(Device::Cpu(), backend::Precision::kMixedBFloat16);
+      !s.ok()) {
+    GTEST_SKIP() << s;
+  }
+  const Tensor w = RandomTensor({64, 48}, 2);
+  // The backend's own matmul, on float32 operands: its kernel reads the policy.
+  auto fn = [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    SLUICE_ASSIGN_OR_RETURN(backend::Backend * b, backend::BackendFor(Device::Cpu()));
+    SLUICE_ASSIGN_OR_RETURN(Tensor out, b->Allocate(DType::kFloat32, Shape{in[0].dim(0), 48}));
+    SLUICE_RETURN_IF_ERROR(b->MatMul(in[0], false, w, false, out));
+    return std::vector<Tensor>{out};
+  };
+  const Tensor x = RandomTensor({32, 64}, 3);
+  absl::StatusOr<std::vector<Tensor>> f32 = fn({x});
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  Function traced(fn);
+  Tensor in_trace;
+  {
+    backend::ScopedPrecision scope(backend::Precision::kMixedBFloat16);
+    absl::StatusOr<std::vector<Tensor>> t = traced({x});
+    ASSERT_TRUE(t.ok()) << t.status();
+    in_trace = (*t)[0].Clone();
+  }
+  ASSERT_FALSE(in_trace.Equals((*f32)[0])) << "bfloat16 products should round differently";
+  absl::StatusOr<std::vector<Tensor>> replayed = traced({x});
+  ASSERT_TRUE(replayed.ok()) << replayed.status();
+  EXPECT_EQ(traced.replays(), 1);
+  EXPECT_TRUE((*replayed)[0].Equals(in_trace));
+  EXPECT_EQ(backend::CurrentPrecision(), backend::Precision::kFloat32);
 }
 
 // The arena of a residual network's forward and backward passes, with the outputs kept out of

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -220,6 +221,12 @@ class CudaBackend final : public train::backend::Backend {
   // results, float32 sums), else float32. Their float32 operands are converted and their results
   // converted back, as PyTorch's autocast runs a convolution in float16.
   DType ConvDType() const;
+  // The plan for `geo` and `direction` in ConvDType(), or in float32 where cuDNN has no 16-bit
+  // algorithm for it (said once on stderr); `dtype` is set to the one chosen. Call with
+  // library_mu_ held.
+  absl::StatusOr<const ConvPlan*> ConvPlanFor(ConvDirection direction,
+                                              const train::backend::ConvGeometry& geo, DType& dtype)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(library_mu_);
   // `t` (float32) as a convolution reads it in `dtype`: itself for float32, else a converted copy.
   absl::StatusOr<Tensor> ConvOperand(const Tensor& t, DType dtype);
   // The steps of GetConvPlan after the descriptors: the algorithm cuDNN offers first for
@@ -251,6 +258,8 @@ class CudaBackend final : public train::backend::Backend {
   mutable KernelTimer timer_;
   std::unordered_map<std::string, std::unique_ptr<ConvPlan>> conv_plans_
       ABSL_GUARDED_BY(library_mu_);
+  // The 16-bit plans cuDNN could not make (ConvPlanFor runs those in float32).
+  std::unordered_set<std::string> no_half_plan_ ABSL_GUARDED_BY(library_mu_);
 };
 
 // Registers the CUDA backend factory (train::backend::RegisterBackend) and the device count

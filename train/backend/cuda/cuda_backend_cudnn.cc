@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -66,9 +68,17 @@ absl::StatusOr<const Perf*> PickAlgorithm(const std::vector<Perf>& perfs, int re
     if (!allow_tf32 && p.mathType != CUDNN_FMA_MATH && p.mathType != CUDNN_DEFAULT_MATH) continue;
     return &p;
   }
+  // Why each was passed over: its status (NOT_SUPPORTED for a data type or layout it cannot
+  // run), or its workspace.
+  std::vector<std::string> why;
+  for (int i = 0; i < returned; ++i) {
+    why.push_back(perfs[i].status != CUDNN_STATUS_SUCCESS
+                      ? cudnnGetErrorString(perfs[i].status)
+                      : absl::StrCat(perfs[i].memory, " bytes"));
+  }
   return absl::InternalError(absl::StrCat("cuDNN offers no usable ", what, " algorithm (of ",
-                                          returned, ") within a ", max_workspace,
-                                          "-byte workspace"));
+                                          returned, ": ", absl::StrJoin(why, ", "), ") within a ",
+                                          max_workspace, "-byte workspace"));
 }
 
 // x [.., C] as the NHWC tensor cuDNN's spatial batch norm reduces over all
@@ -209,6 +219,27 @@ absl::StatusOr<const ConvPlan*> CudaBackend::GetConvPlan(ConvDirection direction
   return raw;
 }
 
+absl::StatusOr<const ConvPlan*> CudaBackend::ConvPlanFor(ConvDirection direction,
+                                                         const train::backend::ConvGeometry& geo,
+                                                         DType& dtype) {
+  dtype = ConvDType();
+  if (dtype == DType::kFloat32) return GetConvPlan(direction, geo, dtype);
+  const std::string key = ConvKey(static_cast<int>(direction), dtype, geo);
+  if (!no_half_plan_.contains(key)) {
+    absl::StatusOr<const ConvPlan*> half = GetConvPlan(direction, geo, dtype);
+    if (half.ok()) return half;
+    // cuDNN has no 16-bit algorithm for this geometry (a layout or channel count it cannot run
+    // in 16 bits): float32 it is, said once.
+    no_half_plan_.insert(key);
+    const std::string note =
+        absl::StrCat("CudaBackend: no ", DTypeName(dtype), " convolution for ", key, " (",
+                     half.status().message(), "); running it in float32\n");
+    std::fputs(note.c_str(), stderr);
+  }
+  dtype = DType::kFloat32;
+  return GetConvPlan(direction, geo, dtype);
+}
+
 absl::Status CudaBackend::ChooseConvAlgorithm(ConvDirection direction, ConvPlan& plan) {
   // 16-bit data runs on the tensor cores whatever TF32 says: every math type is allowed.
   const bool tf32 = options_.tf32_convolution || plan.half;
@@ -317,17 +348,17 @@ absl::Status CudaBackend::Conv2DForward(const train::backend::ConvGeometry& geo,
   SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
                           Enter("Conv2DForward", {&input, &filter, &output}));
   if (output.num_elements() == 0) return absl::OkStatus();
-  const DType dtype = ConvDType();
   SLUICE_ASSIGN_OR_RETURN(Tensor w, FilterToOhwi(filter));
-  SLUICE_ASSIGN_OR_RETURN(w, ConvOperand(w, dtype));
   Tensor y = output;
-  if (dtype != DType::kFloat32) {
-    SLUICE_ASSIGN_OR_RETURN(y, Allocate(dtype, output.shape()));
-  }
+  DType dtype = DType::kFloat32;
   {
     MutexLock lock(&library_mu_);
     SLUICE_RETURN_IF_ERROR(BindLibrariesLocked());
-    SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan, GetConvPlan(ConvDirection::kForward, geo, dtype));
+    SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan, ConvPlanFor(ConvDirection::kForward, geo, dtype));
+    SLUICE_ASSIGN_OR_RETURN(w, ConvOperand(w, dtype));
+    if (dtype != DType::kFloat32) {
+      SLUICE_ASSIGN_OR_RETURN(y, Allocate(dtype, output.shape()));
+    }
     SLUICE_ASSIGN_OR_RETURN(Tensor x, PaddedInput(*plan, geo, input));
     SLUICE_ASSIGN_OR_RETURN(x, ConvOperand(x, dtype));
     SLUICE_ASSIGN_OR_RETURN(
@@ -349,14 +380,14 @@ absl::Status CudaBackend::Conv2DBackwardData(const train::backend::ConvGeometry&
                           Enter("Conv2DBackwardData", {&grad_output, &filter, &grad_input}));
   if (grad_input.num_elements() == 0) return absl::OkStatus();
   if (grad_output.num_elements() == 0) return Fill(grad_input, 0.0f);
-  const DType dtype = ConvDType();
   SLUICE_ASSIGN_OR_RETURN(Tensor w, FilterToOhwi(filter));
-  SLUICE_ASSIGN_OR_RETURN(w, ConvOperand(w, dtype));
-  SLUICE_ASSIGN_OR_RETURN(const Tensor dy, ConvOperand(grad_output, dtype));
   MutexLock lock(&library_mu_);
   SLUICE_RETURN_IF_ERROR(BindLibrariesLocked());
+  DType dtype = DType::kFloat32;
   SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan,
-                          GetConvPlan(ConvDirection::kBackwardData, geo, dtype));
+                          ConvPlanFor(ConvDirection::kBackwardData, geo, dtype));
+  SLUICE_ASSIGN_OR_RETURN(w, ConvOperand(w, dtype));
+  SLUICE_ASSIGN_OR_RETURN(const Tensor dy, ConvOperand(grad_output, dtype));
   const bool padded =
       plan->extra_top + plan->extra_bottom + plan->extra_left + plan->extra_right > 0;
   const int64_t hp = geo.h + plan->extra_top + plan->extra_bottom;
@@ -402,15 +433,15 @@ absl::Status CudaBackend::Conv2DBackwardFilter(const train::backend::ConvGeometr
                           Enter("Conv2DBackwardFilter", {&input, &grad_output, &grad_filter}));
   if (grad_filter.num_elements() == 0) return absl::OkStatus();
   if (grad_output.num_elements() == 0) return Fill(grad_filter, 0.0f);
-  const DType dtype = ConvDType();
-  SLUICE_ASSIGN_OR_RETURN(const Tensor dy, ConvOperand(grad_output, dtype));
-  SLUICE_ASSIGN_OR_RETURN(Tensor dw,
-                          Allocate(dtype, Shape{geo.o, geo.kh, geo.kw, geo.c / geo.groups}));
+  DType dtype = DType::kFloat32;
+  Tensor dw;
   {
     MutexLock lock(&library_mu_);
     SLUICE_RETURN_IF_ERROR(BindLibrariesLocked());
     SLUICE_ASSIGN_OR_RETURN(const ConvPlan* plan,
-                            GetConvPlan(ConvDirection::kBackwardFilter, geo, dtype));
+                            ConvPlanFor(ConvDirection::kBackwardFilter, geo, dtype));
+    SLUICE_ASSIGN_OR_RETURN(const Tensor dy, ConvOperand(grad_output, dtype));
+    SLUICE_ASSIGN_OR_RETURN(dw, Allocate(dtype, Shape{geo.o, geo.kh, geo.kw, geo.c / geo.groups}));
     SLUICE_ASSIGN_OR_RETURN(Tensor x, PaddedInput(*plan, geo, input));
     SLUICE_ASSIGN_OR_RETURN(x, ConvOperand(x, dtype));
     SLUICE_ASSIGN_OR_RETURN(
