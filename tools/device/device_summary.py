@@ -76,15 +76,21 @@ def precision(out):
 
 def speed(out):
     """Median images/s per model and batch, over both rounds: sluice's iterations, PyTorch's repeats."""
-    rates = {}
+    rates, graphs = {}, {}
     for path in glob.glob(os.path.join(out, "speed-sluice-b*.out")):
         batch = re.search(r"-b(\d+)-", path).group(1)
         for b in (load(path) or {}).get("benchmarks", []):
             if b.get("run_type") == "aggregate" or "images_per_second" not in b or b.get("error_occurred"):
                 continue
-            model = b["name"].split("/")[1]
-            side = "sluice_compiled" if "/compiled/" in b["name"] else "sluice"
+            # train_step/MODEL/OPTIMIZER[/compiled|/compiled_no_graphs]/real_time
+            parts = b["name"].split("/")
+            model = parts[1]
+            mode = parts[3] if len(parts) > 4 else ""
+            side = {"compiled": "sluice_compiled",
+                    "compiled_no_graphs": "sluice_compiled_no_graphs"}.get(mode, "sluice")
             rates.setdefault((model, batch), {}).setdefault(side, []).append(b["images_per_second"])
+            if mode == "compiled":  # how many CUDA graphs a replay launched (0: none captured)
+                graphs.setdefault((model, batch), []).append(b.get("device_graphs"))
     for path in glob.glob(os.path.join(out, "speed-torch-b*.out")):
         batch = re.search(r"-b(\d+)-", path).group(1)
         for model, values in (load(path) or {}).get("all_rates", {}).items():
@@ -97,6 +103,11 @@ def speed(out):
             entry["ratio"] = round(entry["sluice"] / entry["pytorch"], 3)
         if "sluice" in entry and "sluice_compiled" in entry:
             entry["compiled_vs_eager"] = round(entry["sluice_compiled"] / entry["sluice"], 3)
+        if "sluice_compiled" in entry and "sluice_compiled_no_graphs" in entry:
+            entry["graphs_vs_calls"] = round(
+                entry["sluice_compiled"] / entry["sluice_compiled_no_graphs"], 3)
+        if (model, batch) in graphs:
+            entry["device_graphs"] = graphs[(model, batch)]
         result.setdefault(model, {})[batch] = entry
     return result
 
@@ -155,8 +166,10 @@ def main():
     for model, batches in summary["speed"].items():
         for batch, e in batches.items():
             print(f"speed {model} b{batch}: sluice {e.get('sluice')}  compiled "
-                  f"{e.get('sluice_compiled')}  pytorch {e.get('pytorch')}  ratio {e.get('ratio')}  "
-                  f"compiled/eager {e.get('compiled_vs_eager')}")
+                  f"{e.get('sluice_compiled')}  (no graphs {e.get('sluice_compiled_no_graphs')})  "
+                  f"pytorch {e.get('pytorch')}  ratio {e.get('ratio')}  "
+                  f"compiled/eager {e.get('compiled_vs_eager')}  graphs/calls "
+                  f"{e.get('graphs_vs_calls')}  graphs {e.get('device_graphs')}")
     for key in ("precision", "input", "python_cuda", "tensorboard", "onnx"):
         if summary.get(key):
             print(f"{key}: {json.dumps(summary[key])[:300]}")
