@@ -17,17 +17,21 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
@@ -217,6 +221,19 @@ int BenchThreads() {
 // How a step runs: op by op; traced and replayed (as CUDA graphs where the backend captures
 // them); traced and replayed call by call (FunctionOptions::device_graphs = false).
 enum class Mode { kEager, kCompiled, kCompiledNoGraphs };
+// --mode's names; a compiled mode's name also ends its benchmarks' names.
+constexpr std::pair<Mode, absl::string_view> kModeNames[] = {
+    {Mode::kEager, "eager"},
+    {Mode::kCompiled, "compiled"},
+    {Mode::kCompiledNoGraphs, "compiled_no_graphs"},
+};
+
+absl::string_view NameOf(Mode mode) {
+  for (const auto& [m, name] : kModeNames) {
+    if (m == mode) return name;
+  }
+  return "";
+}
 
 template <typename Model, typename Opt>
 void BM_TrainStep(benchmark::State& state, backend::Precision precision, Mode mode) {
@@ -297,10 +314,8 @@ void Register(const std::string& name, backend::Precision precision) {
                          ? name
                          : absl::StrCat(name, "/", backend::PrecisionName(precision));
   for (Mode mode : bench_modes) {
-    const char* suffix = mode == Mode::kEager      ? ""
-                         : mode == Mode::kCompiled ? "/compiled"
-                                                   : "/compiled_no_graphs";
-    benchmark::RegisterBenchmark((full + suffix).c_str(), BM_TrainStep<Model, Opt>, precision, mode)
+    const std::string name = mode == Mode::kEager ? full : absl::StrCat(full, "/", NameOf(mode));
+    benchmark::RegisterBenchmark(name.c_str(), BM_TrainStep<Model, Opt>, precision, mode)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }
@@ -331,16 +346,16 @@ int main(int argc, char** argv) {
     if (absl::ConsumePrefix(&arg, "--mode=")) {
       sluice::train::bench_modes.clear();
       for (absl::string_view mode : absl::StrSplit(arg, ',')) {
-        using sluice::train::Mode;
-        if (mode != "eager" && mode != "compiled" && mode != "compiled_no_graphs") {
+        const auto* named =
+            std::find_if(std::begin(sluice::train::kModeNames), std::end(sluice::train::kModeNames),
+                         [&](const auto& entry) { return entry.second == mode; });
+        if (named == std::end(sluice::train::kModeNames)) {
           std::fprintf(stderr,
                        "train_step_bench: --mode takes eager, compiled and/or compiled_no_graphs, "
                        "comma-separated\n");
           return 2;
         }
-        sluice::train::bench_modes.push_back(mode == "eager"      ? Mode::kEager
-                                             : mode == "compiled" ? Mode::kCompiled
-                                                                  : Mode::kCompiledNoGraphs);
+        sluice::train::bench_modes.push_back(named->first);
       }
       continue;
     }

@@ -213,7 +213,6 @@ absl::Status Program::RunCalls(size_t begin, size_t end, bool spans) {
 }
 
 absl::Status Program::CaptureAndLaunch(Segment& segment) {
-  segment.capture = false;  // one try
   absl::StatusOr<std::unique_ptr<backend::DeviceGraph>> graph;
   {
     profiler::Span span("replay", "capture device graph");

@@ -52,19 +52,15 @@ int RecordingBackend::Append(RecordedCall call, const std::vector<const Tensor*>
   // data type; the CPU's matmul on float32 operands): a replay runs it under the policy it was
   // traced under, which the caller of a replay need not have set (Fit sets it around the
   // forward pass only).
-  const backend::Precision precision = backend::CurrentPrecision();
-  if (call.run) {
-    call.run = [precision, run = std::move(call.run)](Backend& b, Tensors& t) {
+  auto under_traced_precision = [precision = backend::CurrentPrecision()](auto run) {
+    return [precision, run = std::move(run)](Backend& b, Tensors& t) {
       backend::ScopedPrecision scope(precision);
       return run(b, t);
     };
-  }
-  if (call.run_producing) {
-    call.run_producing = [precision, run = std::move(call.run_producing)](Backend& b, Tensors& t) {
-      backend::ScopedPrecision scope(precision);
-      return run(b, t);
-    };
-  }
+  };
+  if (call.run) call.run = under_traced_precision(std::move(call.run));
+  if (call.run_producing)
+    call.run_producing = under_traced_precision(std::move(call.run_producing));
   const int index = static_cast<int>(calls_.size());
   for (const Tensor* t : tensors) {
     call.args.push_back(ArgumentOf(*t));
@@ -74,13 +70,13 @@ int RecordingBackend::Append(RecordedCall call, const std::vector<const Tensor*>
   return index;
 }
 
-absl::Status RecordingBackend::Record(const char* name, std::vector<const Tensor*> tensors,
-                                      Run run) {
+absl::Status RecordingBackend::Record(const char* name, std::vector<const Tensor*> tensors, Run run,
+                                      bool host_work) {
   Tensors now;
   now.reserve(tensors.size());
   for (const Tensor* t : tensors) now.push_back(*t);
   SLUICE_RETURN_IF_ERROR(run(inner_, now));
-  Append(RecordedCall{.name = name, .run = std::move(run)}, tensors);
+  Append(RecordedCall{.name = name, .run = std::move(run), .host_work = host_work}, tensors);
   return absl::OkStatus();
 }
 
@@ -88,13 +84,10 @@ absl::Status RecordingBackend::Copy(const Tensor& src, Tensor& dst) {
   if (dst.device().is_cpu() && !src.device().is_cpu()) {
     return Refuse("copies a device tensor to the host, a host read that a replay would not repeat");
   }
-  SLUICE_RETURN_IF_ERROR(inner_.Copy(src, dst));
   // A copy from the host (a constant) waits for it on a GPU: host work.
-  Append(RecordedCall{.name = "Copy",
-                      .run = [](Backend& b, Tensors& t) { return b.Copy(t[0], t[1]); },
-                      .host_work = src.device().is_cpu() || dst.device().is_cpu()},
-         {&src, &dst});
-  return absl::OkStatus();
+  return Record(
+      "Copy", {&src, &dst}, [](Backend& b, Tensors& t) { return b.Copy(t[0], t[1]); },
+      /*host_work=*/src.device().is_cpu() || dst.device().is_cpu());
 }
 
 absl::Status RecordingBackend::Fill(Tensor& t, float value) {

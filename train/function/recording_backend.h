@@ -184,7 +184,9 @@ class RecordingBackend final : public backend::Backend, public backend::CheckRec
   using Run = std::function<absl::Status(backend::Backend&, std::vector<Tensor>&)>;
   // Runs `run` on the real backend with `tensors` (the call's tensor arguments, in the order
   // `run` indexes them) and records the call.
-  absl::Status Record(const char* name, std::vector<const Tensor*> tensors, Run run);
+  // `host_work`: RecordedCall::host_work.
+  absl::Status Record(const char* name, std::vector<const Tensor*> tensors, Run run,
+                      bool host_work = false);
   // Adds `call` with `tensors` as its arguments, noting each slot's use; returns its index.
   int Append(RecordedCall call, const std::vector<const Tensor*>& tensors);
   // Notes that call `call` uses slot `slot`.
