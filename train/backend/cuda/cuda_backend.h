@@ -233,10 +233,13 @@ class CudaBackend final : public train::backend::Backend {
   // `direction` within the workspace limit (and its math type), and that algorithm's workspace.
   absl::Status ChooseConvAlgorithm(ConvDirection direction, ConvPlan& plan);
   absl::StatusOr<size_t> ConvWorkspaceSize(ConvDirection direction, const ConvPlan& plan);
-  // The input, zero-padded on the sides where the geometry pads more than
-  // cuDNN's symmetric padding does (or the input itself).
-  absl::StatusOr<Tensor> PaddedInput(const ConvPlan& plan, const train::backend::ConvGeometry& geo,
-                                     const Tensor& input);
+  // The input as cuDNN reads it: zero-padded on the sides where the geometry pads more than
+  // cuDNN's symmetric padding does, and in `dtype` (ConvOperand); the input itself when neither
+  // applies.
+  absl::StatusOr<Tensor> ConvInput(const ConvPlan& plan, const train::backend::ConvGeometry& geo,
+                                   const Tensor& input, DType dtype);
+  // A workspace of the plan's size.
+  absl::StatusOr<Tensor> ConvWorkspace(const ConvPlan& plan);
   absl::StatusOr<Tensor> FilterToOhwi(const Tensor& filter);
 
   const int device_;

@@ -318,12 +318,12 @@ absl::StatusOr<size_t> CudaBackend::ConvWorkspaceSize(ConvDirection direction,
   return ws;
 }
 
-absl::StatusOr<Tensor> CudaBackend::PaddedInput(const ConvPlan& plan,
-                                                const train::backend::ConvGeometry& geo,
-                                                const Tensor& input) {
+absl::StatusOr<Tensor> CudaBackend::ConvInput(const ConvPlan& plan,
+                                              const train::backend::ConvGeometry& geo,
+                                              const Tensor& input, DType dtype) {
   if (plan.extra_top == 0 && plan.extra_bottom == 0 && plan.extra_left == 0 &&
       plan.extra_right == 0) {
-    return input;
+    return ConvOperand(input, dtype);
   }
   SLUICE_ASSIGN_OR_RETURN(
       Tensor padded,
@@ -332,7 +332,11 @@ absl::StatusOr<Tensor> CudaBackend::PaddedInput(const ConvPlan& plan,
   CUDA_RETURN_IF_ERROR(kernels::PadNhwc(F(input), F(padded), geo.n, geo.h, geo.w, geo.c,
                                         plan.extra_top, plan.extra_bottom, plan.extra_left,
                                         plan.extra_right, stream()));
-  return padded;
+  return ConvOperand(padded, dtype);
+}
+
+absl::StatusOr<Tensor> CudaBackend::ConvWorkspace(const ConvPlan& plan) {
+  return Allocate(DType::kUint8, Shape{static_cast<int64_t>(plan.workspace_bytes)});
 }
 
 absl::StatusOr<Tensor> CudaBackend::FilterToOhwi(const Tensor& filter) {
@@ -359,10 +363,8 @@ absl::Status CudaBackend::Conv2DForward(const train::backend::ConvGeometry& geo,
     if (dtype != DType::kFloat32) {
       SLUICE_ASSIGN_OR_RETURN(y, Allocate(dtype, output.shape()));
     }
-    SLUICE_ASSIGN_OR_RETURN(Tensor x, PaddedInput(*plan, geo, input));
-    SLUICE_ASSIGN_OR_RETURN(x, ConvOperand(x, dtype));
-    SLUICE_ASSIGN_OR_RETURN(
-        Tensor ws, Allocate(DType::kUint8, Shape{static_cast<int64_t>(plan->workspace_bytes)}));
+    SLUICE_ASSIGN_OR_RETURN(const Tensor x, ConvInput(*plan, geo, input, dtype));
+    SLUICE_ASSIGN_OR_RETURN(Tensor ws, ConvWorkspace(*plan));
     const float one = 1.0f, zero = 0.0f;
     CUDNN_RETURN_IF_ERROR(cudnnConvolutionForward(
         cudnn_, &one, plan->x_desc, x.raw_data(), plan->w_desc, w.raw_data(), plan->conv_desc,
@@ -398,8 +400,7 @@ absl::Status CudaBackend::Conv2DBackwardData(const train::backend::ConvGeometry&
     SLUICE_ASSIGN_OR_RETURN(
         dx, Allocate(dtype, padded ? Shape{geo.n, hp, wp, geo.c} : grad_input.shape()));
   }
-  SLUICE_ASSIGN_OR_RETURN(
-      Tensor ws, Allocate(DType::kUint8, Shape{static_cast<int64_t>(plan->workspace_bytes)}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor ws, ConvWorkspace(*plan));
   const float one = 1.0f, zero = 0.0f;
   CUDNN_RETURN_IF_ERROR(cudnnConvolutionBackwardData(
       cudnn_, &one, plan->w_desc, w.raw_data(), plan->y_desc, dy.raw_data(), plan->conv_desc,
@@ -442,10 +443,8 @@ absl::Status CudaBackend::Conv2DBackwardFilter(const train::backend::ConvGeometr
                             ConvPlanFor(ConvDirection::kBackwardFilter, geo, dtype));
     SLUICE_ASSIGN_OR_RETURN(const Tensor dy, ConvOperand(grad_output, dtype));
     SLUICE_ASSIGN_OR_RETURN(dw, Allocate(dtype, Shape{geo.o, geo.kh, geo.kw, geo.c / geo.groups}));
-    SLUICE_ASSIGN_OR_RETURN(Tensor x, PaddedInput(*plan, geo, input));
-    SLUICE_ASSIGN_OR_RETURN(x, ConvOperand(x, dtype));
-    SLUICE_ASSIGN_OR_RETURN(
-        Tensor ws, Allocate(DType::kUint8, Shape{static_cast<int64_t>(plan->workspace_bytes)}));
+    SLUICE_ASSIGN_OR_RETURN(const Tensor x, ConvInput(*plan, geo, input, dtype));
+    SLUICE_ASSIGN_OR_RETURN(Tensor ws, ConvWorkspace(*plan));
     const float one = 1.0f, zero = 0.0f;
     CUDNN_RETURN_IF_ERROR(cudnnConvolutionBackwardFilter(
         cudnn_, &one, plan->x_desc, x.raw_data(), plan->y_desc, dy.raw_data(), plan->conv_desc,

@@ -57,8 +57,7 @@ absl::StatusOr<void*> DeviceAllocator::Allocate(size_t bytes, cudaStream_t strea
     cudaThreadExchangeStreamCaptureMode(&mode);
     // The retry empties the cache, which waits for the device: not while capturing for a graph
     // (a reserved stream), where that would break the capture.
-    const bool capturing = std::find(reserved_.begin(), reserved_.end(), stream) != reserved_.end();
-    if (err == cudaErrorMemoryAllocation && stats_.bytes_cached > 0 && !capturing) {
+    if (err == cudaErrorMemoryAllocation && stats_.bytes_cached > 0 && !ReservedLocked(stream)) {
       cudaGetLastError();  // clear it: the retry decides
       SLUICE_RETURN_IF_ERROR(EmptyCacheLocked());
       err = cudaMalloc(&ptr, size);
@@ -102,6 +101,10 @@ absl::StatusOr<Tensor> DeviceAllocator::AllocateTensor(DType dtype, const Shape&
   return Tensor::FromBuffer(dtype, shape, std::move(buffer));
 }
 
+bool DeviceAllocator::ReservedLocked(cudaStream_t stream) const {
+  return std::find(reserved_.begin(), reserved_.end(), stream) != reserved_.end();
+}
+
 void DeviceAllocator::Reserve(cudaStream_t stream) {
   MutexLock lock(&mu_);
   reserved_.push_back(stream);
@@ -140,7 +143,7 @@ absl::Status DeviceAllocator::EmptyCacheLocked() {
   // Kernels queued before a block was freed may still be reading it.
   CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   for (auto it = free_.begin(); it != free_.end();) {
-    if (std::find(reserved_.begin(), reserved_.end(), it->first.first) != reserved_.end()) {
+    if (ReservedLocked(it->first.first)) {
       ++it;
       continue;
     }

@@ -81,6 +81,8 @@ class DeviceAllocator {
   };
 
   absl::Status EmptyCacheLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `stream` is a graph's (Reserve).
+  bool ReservedLocked(cudaStream_t stream) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int device_;
   mutable Mutex mu_;

@@ -165,9 +165,12 @@ __global__ void UnaryBackwardKernel(UnaryKind op, const float* x, const float* y
 }
 
 // Float to integer as the CPU backend: truncated, saturated, NaN to 0 (the __float2*_rz
-// conversions saturate and give 0 for NaN).
+// conversions saturate and give 0 for NaN). Float to the 16-bit floats of the mixed-precision
+// convolutions: rounded to nearest even.
 template <typename To>
 __device__ inline To Convert(float v) {
+  if constexpr (std::is_same_v<To, __half>) return __float2half_rn(v);
+  if constexpr (std::is_same_v<To, __nv_bfloat16>) return __float2bfloat16_rn(v);
   if constexpr (sizeof(To) == 4) return __float2int_rz(v);
   return __float2ll_rz(v);
 }
@@ -179,29 +182,6 @@ __global__ void CastKernel(const From* x, To* y, int64_t n) {
       y[i] = Convert<To>(x[i]);
     } else {
       y[i] = static_cast<To>(x[i]);
-    }
-  }
-}
-
-// float32 to and from the 16-bit floats of the mixed-precision convolutions.
-template <typename Half>
-__global__ void ToHalfKernel(const float* x, Half* y, int64_t n) {
-  SLUICE_GRID_LOOP(i, n) {
-    if constexpr (std::is_same_v<Half, __half>) {
-      y[i] = __float2half_rn(x[i]);
-    } else {
-      y[i] = __float2bfloat16_rn(x[i]);
-    }
-  }
-}
-
-template <typename Half>
-__global__ void FromHalfKernel(const Half* x, float* y, int64_t n) {
-  SLUICE_GRID_LOOP(i, n) {
-    if constexpr (std::is_same_v<Half, __half>) {
-      y[i] = __half2float(x[i]);
-    } else {
-      y[i] = __bfloat162float(x[i]);
     }
   }
 }
@@ -332,17 +312,17 @@ cudaError_t Cast(const void* x, CastType from, void* y, CastType to, int64_t n,
     if (half_from == half_to || (half_from ? to : from) != CastType::kFloat32) {
       return cudaErrorInvalidValue;
     }
+    // CastKernel: Convert to them, their exact conversion to float32 from them.
     const float* f = static_cast<const float*>(x);
+    float* to_f = static_cast<float*>(y);
     if (to == CastType::kFloat16) {
-      ToHalfKernel<<<GridFor(n), kThreads, 0, stream>>>(f, static_cast<__half*>(y), n);
+      CastKernel<<<GridFor(n), kThreads, 0, stream>>>(f, static_cast<__half*>(y), n);
     } else if (to == CastType::kBFloat16) {
-      ToHalfKernel<<<GridFor(n), kThreads, 0, stream>>>(f, static_cast<__nv_bfloat16*>(y), n);
+      CastKernel<<<GridFor(n), kThreads, 0, stream>>>(f, static_cast<__nv_bfloat16*>(y), n);
     } else if (from == CastType::kFloat16) {
-      FromHalfKernel<<<GridFor(n), kThreads, 0, stream>>>(static_cast<const __half*>(x),
-                                                         static_cast<float*>(y), n);
+      CastKernel<<<GridFor(n), kThreads, 0, stream>>>(static_cast<const __half*>(x), to_f, n);
     } else {
-      FromHalfKernel<<<GridFor(n), kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(x),
-                                                         static_cast<float*>(y), n);
+      CastKernel<<<GridFor(n), kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(x), to_f, n);
     }
     return cudaGetLastError();
   }

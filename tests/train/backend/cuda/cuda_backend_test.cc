@@ -86,6 +86,22 @@ class CudaBackendTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s;
     return t;
   }
+  // Random operands of `g` (input, filter and output gradient from seeds `seed`, `seed` + 10
+  // and `seed` + 20) and the CPU's float32 forward and backward results for them.
+  struct ConvReference {
+    Tensor x, f, dy, y, dx, df;
+  };
+  void CpuConv(const ConvGeometry& g, uint32_t seed, ConvReference* r) {
+    r->x = Random({g.n, g.h, g.w, g.c}, seed);
+    r->f = Random({g.kh, g.kw, g.c / g.groups, g.o}, seed + 10);
+    r->dy = Random({g.n, g.oh, g.ow, g.o}, seed + 20);
+    r->y = Tensor(DType::kFloat32, r->dy.shape());
+    r->dx = Tensor(DType::kFloat32, r->x.shape());
+    r->df = Tensor(DType::kFloat32, r->f.shape());
+    ASSERT_TRUE(cpu_.Conv2DForward(g, r->x, r->f, r->y).ok());
+    ASSERT_TRUE(cpu_.Conv2DBackwardData(g, r->dy, r->f, r->dx).ok());
+    ASSERT_TRUE(cpu_.Conv2DBackwardFilter(g, r->x, r->dy, r->df).ok());
+  }
 
   std::unique_ptr<CudaBackend> gpu_;
   train::backend::cpu::CpuBackend& cpu_ = train::backend::cpu::CpuBackend::Get();
@@ -160,14 +176,9 @@ TEST_F(CudaBackendTest, Conv2DForwardAndBackwardMatchCpu) {
   for (size_t i = 0; i < cases.size(); ++i) {
     const ConvGeometry& g = cases[i];
     SCOPED_TRACE("case " + std::to_string(i));
-    Tensor x = Random({g.n, g.h, g.w, g.c}, 10 + i);
-    Tensor f = Random({g.kh, g.kw, g.c, g.o}, 20 + i);
-    Tensor dy = Random({g.n, g.oh, g.ow, g.o}, 30 + i);
-    Tensor y(DType::kFloat32, dy.shape()), dx(DType::kFloat32, x.shape()),
-        df(DType::kFloat32, f.shape());
-    ASSERT_TRUE(cpu_.Conv2DForward(g, x, f, y).ok());
-    ASSERT_TRUE(cpu_.Conv2DBackwardData(g, dy, f, dx).ok());
-    ASSERT_TRUE(cpu_.Conv2DBackwardFilter(g, x, dy, df).ok());
+    ConvReference r;
+    ASSERT_NO_FATAL_FAILURE(CpuConv(g, 10 + i, &r));
+    const Tensor &x = r.x, &f = r.f, &dy = r.dy, &y = r.y, &dx = r.dx, &df = r.df;
     Tensor gy = DevEmpty(y.shape()), gdx = DevEmpty(x.shape()), gdf = DevEmpty(f.shape());
     Tensor dx_dev = Dev(x), df_dev = Dev(f), dy_dev = Dev(dy);
     ASSERT_TRUE(gpu_->Conv2DForward(g, dx_dev, df_dev, gy).ok());
@@ -218,14 +229,9 @@ TEST_F(CudaBackendTest, SixteenBitConvolutionsUnderTheMixedPoliciesStayClose) {
     for (size_t i = 0; i < cases.size(); ++i) {
       const ConvGeometry& g = cases[i];
       SCOPED_TRACE("case " + std::to_string(i));
-      Tensor x = Random({g.n, g.h, g.w, g.c}, 70 + i);
-      Tensor f = Random({g.kh, g.kw, g.c / g.groups, g.o}, 80 + i);
-      Tensor dy = Random({g.n, g.oh, g.ow, g.o}, 90 + i);
-      Tensor y(DType::kFloat32, dy.shape()), dx(DType::kFloat32, x.shape()),
-          df(DType::kFloat32, f.shape());
-      ASSERT_TRUE(cpu_.Conv2DForward(g, x, f, y).ok());
-      ASSERT_TRUE(cpu_.Conv2DBackwardData(g, dy, f, dx).ok());
-      ASSERT_TRUE(cpu_.Conv2DBackwardFilter(g, x, dy, df).ok());
+      ConvReference r;
+      ASSERT_NO_FATAL_FAILURE(CpuConv(g, 70 + i, &r));
+      const Tensor &x = r.x, &f = r.f, &dy = r.dy, &y = r.y, &dx = r.dx, &df = r.df;
       Tensor gy = DevEmpty(y.shape()), gdx = DevEmpty(x.shape()), gdf = DevEmpty(f.shape());
       Tensor x_dev = Dev(x), f_dev = Dev(f), dy_dev = Dev(dy);
       {
@@ -290,14 +296,9 @@ TEST_F(CudaBackendTest, GroupedConv2DMatchesCpu) {
     ConvGeometry g = cases[i].g;
     g.groups = cases[i].groups;
     SCOPED_TRACE("case " + std::to_string(i));
-    Tensor x = Random({g.n, g.h, g.w, g.c}, 40 + i);
-    Tensor f = Random({g.kh, g.kw, g.c / g.groups, g.o}, 50 + i);
-    Tensor dy = Random({g.n, g.oh, g.ow, g.o}, 60 + i);
-    Tensor y(DType::kFloat32, dy.shape()), dx(DType::kFloat32, x.shape()),
-        df(DType::kFloat32, f.shape());
-    ASSERT_TRUE(cpu_.Conv2DForward(g, x, f, y).ok());
-    ASSERT_TRUE(cpu_.Conv2DBackwardData(g, dy, f, dx).ok());
-    ASSERT_TRUE(cpu_.Conv2DBackwardFilter(g, x, dy, df).ok());
+    ConvReference r;
+    ASSERT_NO_FATAL_FAILURE(CpuConv(g, 40 + i, &r));
+    const Tensor &x = r.x, &f = r.f, &dy = r.dy, &y = r.y, &dx = r.dx, &df = r.df;
     Tensor gy = DevEmpty(y.shape()), gdx = DevEmpty(x.shape()), gdf = DevEmpty(f.shape());
     Tensor dx_dev = Dev(x), df_dev = Dev(f), dy_dev = Dev(dy);
     absl::Status s = gpu_->Conv2DForward(g, dx_dev, df_dev, gy);
