@@ -149,6 +149,17 @@ absl::Status Backend::AddReluBackward(const Tensor& out, const Tensor& grad_out,
   return Copy(grad_a, grad_b);
 }
 
+absl::Status CheckStepScalars(absl::string_view op, const Tensor& step, const Tensor& w) {
+  if (step.dtype() != DType::kFloat32 || step.shape() != Shape({kStepScalars}) ||
+      step.device() != w.device()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": the step scalars must be float32[", kStepScalars, "] on ",
+                     w.device().DebugString(), ", not ", DTypeName(step.dtype()),
+                     step.shape().DebugString(), " on ", step.device().DebugString()));
+  }
+  return absl::OkStatus();
+}
+
 void RegisterBackend(DeviceType type, BackendFactory factory) {
   Registry& r = GetRegistry();
   MutexLock lock(&r.mu);

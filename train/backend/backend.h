@@ -95,6 +95,19 @@ class DeviceGraph {
   virtual size_t nodes() const = 0;
 };
 
+// The entries of an optimizer update's `step` tensor (Backend::SgdUpdate and the others).
+enum StepScalar : int {
+  kStepRate = 0,                 // the learning rate, or Adam's and Adamax's alpha, or Nadam's
+                                 // momentum coefficient
+  kStepDecay = 1,                // lr * weight_decay, or 0 where the variable is not decayed
+  kStepGradientCoefficient = 2,  // Nadam's coefficient of the gradient
+  kStepVScale = 3,               // Nadam's 1 / (1 - beta_2^t)
+  kStepScalars = 4,              // the tensor's length
+};
+
+// OK when `step` is a float32 [kStepScalars] tensor on `w`'s device; `op` names the caller.
+absl::Status CheckStepScalars(absl::string_view op, const Tensor& step, const Tensor& w);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -328,44 +341,52 @@ class Backend {
                               bool first_max_only, Tensor& out) = 0;
 
   // --- optimizer updates, fused (one pass over the variable) ----------------
-  // Keras SGD: with momentum, v = momentum v - lr g and w += v (Nesterov:
-  // w += momentum v - lr g); without, w -= lr g. Weight decay first:
-  // w -= lr * weight_decay * w. `velocity` may be null when momentum is 0.
-  virtual absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr,
-                                 float momentum, bool nesterov, float weight_decay) = 0;
-  // Keras Adam: m += (g - m)(1 - beta_1), v += (g^2 - v)(1 - beta_2),
-  // w -= alpha m / (sqrt(v) + epsilon), alpha holding the bias corrections.
-  // Decoupled weight decay first (AdamW): w -= decay * w, decay = lr * weight_decay.
-  virtual absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
-                                  float beta_1, float beta_2, float epsilon, float decay) = 0;
-  // The Keras optimizers below take `decay` = lr * weight_decay, applied first as in AdamUpdate.
+  // What changes from step to step (the learning rate, the bias corrections, the weight decay)
+  // is read by the kernel where it runs, from `step`: float32 [kStepScalars] on the variable's
+  // device (StepScalar names its entries), written before each step. So a replayed or graphed
+  // update uses each step's values, as PyTorch's "capturable" optimizers keep their step on the
+  // device. The other arguments are the optimizer's constants. Every update applies
+  // step[kStepDecay] (lr * weight_decay, or 0) first: w -= decay * w, as Keras applies weight
+  // decay before update_step.
   //
-  // Keras RMSprop: v = rho v + (1 - rho) g^2. Centered (`average_gradient` non-null):
+  // Keras SGD, rate = lr: with momentum, v = momentum v - lr g and w += v (Nesterov:
+  // w += momentum v - lr g); without, w -= lr g. `velocity` may be null when momentum is 0.
+  virtual absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, const Tensor& step,
+                                 float momentum, bool nesterov) = 0;
+  // Keras Adam, rate = alpha (the bias corrections folded in): m += (g - m)(1 - beta_1),
+  // v += (g^2 - v)(1 - beta_2), w -= alpha m / (sqrt(v) + epsilon). AdamW is Adam with a decay.
+  virtual absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
+                                  const Tensor& step, float beta_1, float beta_2,
+                                  float epsilon) = 0;
+  // Keras RMSprop, rate = lr: v = rho v + (1 - rho) g^2. Centered (`average_gradient` non-null):
   // a = rho a + (1 - rho) g, step = lr g / sqrt(v - a^2 + epsilon); else
   // step = lr g / sqrt(v + epsilon) (epsilon inside the root, unlike PyTorch). With a `momentum`
   // slot (non-null, momentum > 0): b = momentum b + step, w -= b; else w -= step.
   virtual absl::Status RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity,
-                                     Tensor* average_gradient, Tensor* momentum_slot, float lr,
-                                     float rho, float momentum, float epsilon, float decay) = 0;
-  // Keras Adagrad: a += g^2, w -= lr g / sqrt(a + epsilon).
-  virtual absl::Status AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, float lr,
-                                     float epsilon, float decay) = 0;
-  // Keras Adadelta: a = rho a + (1 - rho) g^2, d = -sqrt(ad + epsilon) / sqrt(a + epsilon) g,
-  // ad = rho ad + (1 - rho) d^2, w += lr d (a: accumulated_grad, ad: accumulated_delta).
+                                     Tensor* average_gradient, Tensor* momentum_slot,
+                                     const Tensor& step, float rho, float momentum,
+                                     float epsilon) = 0;
+  // Keras Adagrad, rate = lr: a += g^2, w -= lr g / sqrt(a + epsilon).
+  virtual absl::Status AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator,
+                                     const Tensor& step, float epsilon) = 0;
+  // Keras Adadelta, rate = lr: a = rho a + (1 - rho) g^2,
+  // d = -sqrt(ad + epsilon) / sqrt(a + epsilon) g, ad = rho ad + (1 - rho) d^2, w += lr d
+  // (a: accumulated_grad, ad: accumulated_delta).
   virtual absl::Status AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
-                                      Tensor& accumulated_delta, float lr, float rho, float epsilon,
-                                      float decay) = 0;
-  // Keras Adamax: m += (g - m)(1 - beta_1), u = max(beta_2 u, |g|),
-  // w -= alpha m / (u + epsilon), alpha = lr / (1 - beta_1^t).
-  virtual absl::Status AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u, float alpha,
-                                    float beta_1, float beta_2, float epsilon, float decay) = 0;
+                                      Tensor& accumulated_delta, const Tensor& step, float rho,
+                                      float epsilon) = 0;
+  // Keras Adamax, rate = alpha = lr / (1 - beta_1^t): m += (g - m)(1 - beta_1),
+  // u = max(beta_2 u, |g|), w -= alpha m / (u + epsilon).
+  virtual absl::Status AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u,
+                                    const Tensor& step, float beta_1, float beta_2,
+                                    float epsilon) = 0;
   // Keras Nadam: m += (g - m)(1 - beta_1), v += (g^2 - v)(1 - beta_2),
-  // w -= (m_coefficient m + g_coefficient g) / (sqrt(v_scale v) + epsilon). The caller folds the
-  // learning rate and the momentum schedule into the coefficients (nadam.cc) and
-  // v_scale = 1 / (1 - beta_2^t).
+  // w -= (rate m + step[kStepGradientCoefficient] g) / (sqrt(step[kStepVScale] v) + epsilon).
+  // The caller folds the learning rate and the momentum schedule into the two coefficients
+  // (nadam.cc), and v_scale = 1 / (1 - beta_2^t).
   virtual absl::Status NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
-                                   float m_coefficient, float g_coefficient, float v_scale,
-                                   float beta_1, float beta_2, float epsilon, float decay) = 0;
+                                   const Tensor& step, float beta_1, float beta_2,
+                                   float epsilon) = 0;
 };
 
 // The backend for `device`: the CPU one always; another when one is registered for the device's

@@ -35,6 +35,10 @@ absl::StatusOr<std::vector<Tensor>> CompiledTrainStep::ForwardBackward(
   std::vector<Tensor> outputs = {loss, y_pred,
                                  check.invalid_count() ? *check.invalid_count() : Tensor()};
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<Tensor>> grads, tape.Gradient(loss, vars_));
+  if (optimizer_ != nullptr) {
+    SLUICE_RETURN_IF_ERROR(optimizer_->UpdateVariables(grads, vars_));
+    return outputs;
+  }
   for (std::optional<Tensor>& g : grads) outputs.push_back(g ? *std::move(g) : Tensor());
   return outputs;
 }
@@ -45,6 +49,14 @@ absl::Status CompiledTrainStep::Run(const Tensor& x, const Tensor& y, const std:
     vars_ = std::move(vars);
     function_.Reset();  // the traces differentiate against the old list
   }
+  optimizers::Optimizer* optimizer = parts_.strategy.TracedOptimizer();
+  const int64_t generation = optimizer != nullptr ? optimizer->generation() : -1;
+  if (optimizer != optimizer_ || generation != optimizer_generation_) {
+    optimizer_ = optimizer;
+    optimizer_generation_ = generation;
+    function_.Reset();  // the traces update other slots, or none
+  }
+  if (optimizer_ != nullptr) SLUICE_RETURN_IF_ERROR(optimizer_->PrepareStep(vars_));
   SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> out, function_({x, y}));
   parts_.phases.Mark("forward_backward");
   const Tensor& loss = out[0];
@@ -56,12 +68,14 @@ absl::Status CompiledTrainStep::Run(const Tensor& x, const Tensor& y, const std:
     SLUICE_RETURN_IF_ERROR(backend->Copy(out[2], invalid));
     parts_.loss.AddLabelCheck(where, ops::LabelRangeCheck(std::move(invalid), y, label_classes_));
   }
-  std::vector<std::optional<Tensor>> grads;
-  for (size_t i = 3; i < out.size(); ++i) {
-    grads.push_back(out[i].buffer() ? std::optional<Tensor>(out[i]) : std::nullopt);
+  if (optimizer_ == nullptr) {
+    std::vector<std::optional<Tensor>> grads;
+    for (size_t i = 3; i < out.size(); ++i) {
+      grads.push_back(out[i].buffer() ? std::optional<Tensor>(out[i]) : std::nullopt);
+    }
+    SLUICE_RETURN_IF_ERROR(parts_.strategy.ApplyGradients(std::move(grads), vars_));
+    parts_.phases.Mark("optimizer");
   }
-  SLUICE_RETURN_IF_ERROR(parts_.strategy.ApplyGradients(std::move(grads), vars_));
-  parts_.phases.Mark("optimizer");
   absl::Status status = parts_.metrics.Update(loss, y, y_pred);
   parts_.phases.Mark("metrics");
   return status;

@@ -10,19 +10,24 @@
 #include "train/autodiff/variable.h"
 #include "train/fit/train_step.h"
 #include "train/function/function.h"
+#include "train/optimizers/optimizer.h"
 
 namespace sluice::train::fit {
 
 // Fit's built-in step traced once per batch signature and then replayed (tf.function around
-// Keras' train_step): the forward pass (in the precision policy), the compiled loss and the
-// backward pass are one function::Function. The gradients it returns are applied by the
-// strategy, and the metrics updated, eagerly after each replay: the optimizers' learning rates
-// and bias corrections are host values of each step. Only a strategy that is Traceable() (the
-// local one) may use it; Fit runs the others eagerly.
+// Keras' train_step): the forward pass (in the precision policy), the compiled loss, the backward
+// pass and the optimizer's update are one function::Function. The optimizer's host work (its
+// iterations, schedule and bias corrections) runs before each call (Optimizer::PrepareStep) and
+// leaves the step's scalars on the device, where the recorded update kernels read them. Where
+// the strategy has no TracedOptimizer() (clipping by global norm), the function returns the
+// gradients and the strategy applies them eagerly after each replay. The metrics are updated
+// eagerly after it. Only a strategy that is Traceable() (the local one) may use it; Fit runs the
+// others eagerly.
 //
 // The results equal EagerTrainStep's bit for bit: a replay runs the same kernels on the same
-// values in the same order. A change of the trainable variables (a layer frozen or unfrozen)
-// drops the traces.
+// values in the same order. A change of the trainable variables (a layer frozen or unfrozen), of
+// the optimizer's generation() (its slots restored, its weight decay exclusions changed) or of
+// whether the update is traced drops the traces.
 class CompiledTrainStep : public TrainStep {
  public:
   CompiledTrainStep(StepParts parts, function::FunctionOptions options);
@@ -31,13 +36,18 @@ class CompiledTrainStep : public TrainStep {
   const function::Function& function() const { return function_; }
 
  private:
-  // The traced part: outputs loss, y_pred, the label check's count (or an empty tensor), then one
-  // gradient per variable of vars_ (an empty tensor for none).
+  // The traced part: outputs loss, y_pred, the label check's count (or an empty tensor), then,
+  // unless it updates the variables itself (optimizer_), one gradient per variable of vars_ (an
+  // empty tensor for none).
   absl::StatusOr<std::vector<Tensor>> ForwardBackward(const std::vector<Tensor>& inputs);
 
   StepParts parts_;
   std::vector<autodiff::Variable*> vars_;
   int64_t label_classes_ = 0;  // of the label check, set while tracing
+  // The optimizer the traces update with (null: they return the gradients), and its generation()
+  // when they were made.
+  optimizers::Optimizer* optimizer_ = nullptr;
+  int64_t optimizer_generation_ = -1;
   function::Function function_;
 };
 

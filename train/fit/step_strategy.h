@@ -32,6 +32,11 @@ class StepStrategy {
   // Whether the forward and backward passes may be traced and replayed (CompiledTrainStep): no
   // loss factor and no hook in the backward pass, whose host work a replay would skip.
   virtual bool Traceable() const { return false; }
+  // The optimizer whose update a traced step may record too (Optimizer::PrepareStep before the
+  // step, UpdateVariables inside it), or null when the gradients must come out of the step to
+  // ApplyGradients: a strategy that does host work between the backward pass and the update,
+  // or an optimizer that is not Traceable() (clipping by global norm).
+  virtual optimizers::Optimizer* TracedOptimizer() { return nullptr; }
   // Called before the backward pass over `vars`: a hook for Tape::Gradient that sees each
   // gradient as soon as it is final, or nullptr.
   virtual autodiff::Tape::GradientReadyFn BeginBackward(
@@ -53,6 +58,9 @@ class LocalStrategy : public StepStrategy {
   explicit LocalStrategy(optimizers::Optimizer& optimizer) : optimizer_(optimizer) {}
   float LossFactor() const override { return 1.0f; }
   bool Traceable() const override { return true; }
+  optimizers::Optimizer* TracedOptimizer() override {
+    return optimizer_.Traceable() ? &optimizer_ : nullptr;
+  }
   autodiff::Tape::GradientReadyFn BeginBackward(
       const std::vector<autodiff::Variable*>& /*vars*/) override {
     return nullptr;

@@ -43,7 +43,8 @@ struct FunctionOptions {
 //
 // What `fn` may do: any ops on the inputs, the variables and constants, with a tape. What it may
 // not do is refused when traced, never replayed wrong (recording_backend.h): read a value on the
-// host, apply an optimizer, run a Dropout with no seed source. Host code in `fn` runs only while
+// host, call Optimizer::Apply (call PrepareStep before the function and UpdateVariables in it),
+// run a Dropout with no seed source. Host code in `fn` runs only while
 // tracing: a counter it bumps counts traces, not calls (tf.function's classic pitfall), and a
 // host value it computes is frozen in the trace. Variables must be updated in place (they are:
 // Variable::Assign and the optimizers write into their buffers).

@@ -56,9 +56,10 @@ struct RecordedSlot {
 // The backend a step is traced through: each call runs on `inner` at once, as eagerly, and is
 // recorded with its arguments. What a replay could not repeat is refused here with a message,
 // never replayed wrong: reading a tensor on the host (a copy to the host, Synchronize), the
-// copies that overlap compute (the input pipeline's), a Dropout whose seed has no source, and
-// the optimizer updates (their learning rate and bias corrections are host values of each step).
-// The host checks of check numerics are recorded as calls of their own (RecordCheck).
+// copies that overlap compute (the input pipeline's), and a Dropout whose seed has no source.
+// The optimizer updates are recorded like any kernel: they read their step's scalars from a
+// device tensor (Optimizer::PrepareStep). The host checks of check numerics are recorded as calls
+// of their own (RecordCheck).
 class RecordingBackend final : public backend::Backend, public backend::CheckRecorder {
  public:
   explicit RecordingBackend(backend::Backend& inner) : inner_(inner) {}
@@ -162,23 +163,22 @@ class RecordingBackend final : public backend::Backend, public backend::CheckRec
                           Tensor& invalid) override;
   absl::Status InTopK(const Tensor& predictions, const Tensor& labels, int k, bool first_max_only,
                       Tensor& out) override;
-  absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr, float momentum,
-                         bool nesterov, float weight_decay) override;
-  absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
-                          float beta_1, float beta_2, float epsilon, float decay) override;
+  absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, const Tensor& step,
+                         float momentum, bool nesterov) override;
+  absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor& step,
+                          float beta_1, float beta_2, float epsilon) override;
   absl::Status RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity, Tensor* average_gradient,
-                             Tensor* momentum_slot, float lr, float rho, float momentum,
-                             float epsilon, float decay) override;
-  absl::Status AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, float lr,
-                             float epsilon, float decay) override;
+                             Tensor* momentum_slot, const Tensor& step, float rho, float momentum,
+                             float epsilon) override;
+  absl::Status AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, const Tensor& step,
+                             float epsilon) override;
   absl::Status AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
-                              Tensor& accumulated_delta, float lr, float rho, float epsilon,
-                              float decay) override;
-  absl::Status AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u, float alpha,
-                            float beta_1, float beta_2, float epsilon, float decay) override;
-  absl::Status NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float m_coefficient,
-                           float g_coefficient, float v_scale, float beta_1, float beta_2,
-                           float epsilon, float decay) override;
+                              Tensor& accumulated_delta, const Tensor& step, float rho,
+                              float epsilon) override;
+  absl::Status AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u, const Tensor& step,
+                            float beta_1, float beta_2, float epsilon) override;
+  absl::Status NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor& step,
+                           float beta_1, float beta_2, float epsilon) override;
 
  private:
   using Run = std::function<absl::Status(backend::Backend&, std::vector<Tensor>&)>;
@@ -192,7 +192,6 @@ class RecordingBackend final : public backend::Backend, public backend::CheckRec
   // Notes that call `call` uses slot `slot`.
   void Use(int slot, int call);
   absl::Status Refuse(absl::string_view what) const;
-  absl::Status RefuseOptimizer(absl::string_view kernel) const;
 
   backend::Backend& inner_;
   std::vector<RecordedCall> calls_;

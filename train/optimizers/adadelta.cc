@@ -11,14 +11,17 @@ Adadelta::Adadelta(AdadeltaOptions options)
     : Optimizer(options.learning_rate, {"accumulated_grad", "accumulated_delta_var"}),
       options_(options) {}
 
-absl::Status Adadelta::Update(autodiff::Variable& var, const Tensor& grad, int64_t, float lr) {
+Optimizer::StepValues Adadelta::ValuesAt(int64_t, float lr) const {
+  return {.rate = lr, .decay = lr * options_.weight_decay};
+}
+
+absl::Status Adadelta::Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) {
   Tensor& w = var.mutable_value();
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Adadelta", {&w, &grad}));
   SLUICE_ASSIGN_OR_RETURN(Tensor * accumulated_grad, Slot(var, 0));
   SLUICE_ASSIGN_OR_RETURN(Tensor * accumulated_delta, Slot(var, 1));
-  const float decay = DecaysWeightsOf(var) ? lr * options_.weight_decay : 0.0f;
-  return backend->AdadeltaUpdate(w, grad, *accumulated_grad, *accumulated_delta, lr, options_.rho,
-                                 options_.epsilon, decay);
+  return backend->AdadeltaUpdate(w, grad, *accumulated_grad, *accumulated_delta, step, options_.rho,
+                                 options_.epsilon);
 }
 
 Adadelta::Adadelta(float learning_rate, AdadeltaOptions options)

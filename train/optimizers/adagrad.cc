@@ -12,7 +12,11 @@ Adagrad::Adagrad(AdagradOptions options)
     : Optimizer(options.learning_rate, {"accumulator"}, {options.initial_accumulator_value}),
       options_(options) {}
 
-absl::Status Adagrad::Update(autodiff::Variable& var, const Tensor& grad, int64_t, float lr) {
+Optimizer::StepValues Adagrad::ValuesAt(int64_t, float lr) const {
+  return {.rate = lr, .decay = lr * options_.weight_decay};
+}
+
+absl::Status Adagrad::Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) {
   // A negative start would take square roots of negative sums: NaN weights, silently.
   if (!(options_.initial_accumulator_value >= 0)) {
     return absl::InvalidArgumentError(
@@ -22,8 +26,7 @@ absl::Status Adagrad::Update(autodiff::Variable& var, const Tensor& grad, int64_
   Tensor& w = var.mutable_value();
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Adagrad", {&w, &grad}));
   SLUICE_ASSIGN_OR_RETURN(Tensor * accumulator, Slot(var, 0));
-  const float decay = DecaysWeightsOf(var) ? lr * options_.weight_decay : 0.0f;
-  return backend->AdagradUpdate(w, grad, *accumulator, lr, options_.epsilon, decay);
+  return backend->AdagradUpdate(w, grad, *accumulator, step, options_.epsilon);
 }
 
 Adagrad::Adagrad(float learning_rate, AdagradOptions options)

@@ -33,8 +33,9 @@ class Adam : public Optimizer {
   explicit Adam(std::shared_ptr<const LearningRateSchedule> schedule, AdamOptions options = {});
 
  protected:
-  absl::Status Update(autodiff::Variable& var, const Tensor& grad, int64_t step,
-                      float learning_rate) override;
+  StepValues ValuesAt(int64_t step, float learning_rate) const override;
+  float weight_decay() const override { return options_.weight_decay; }
+  absl::Status Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) override;
 
  private:
   AdamOptions options_;

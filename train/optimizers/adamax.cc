@@ -11,16 +11,19 @@ namespace sluice::train::optimizers {
 Adamax::Adamax(AdamaxOptions options)
     : Optimizer(options.learning_rate, {"momentum", "norm"}), options_(options) {}
 
-absl::Status Adamax::Update(autodiff::Variable& var, const Tensor& grad, int64_t step, float lr) {
+Optimizer::StepValues Adamax::ValuesAt(int64_t step, float lr) const {
   const float alpha = static_cast<float>(
       lr / (1 - std::pow(static_cast<double>(options_.beta_1), static_cast<double>(step))));
+  return {.rate = alpha, .decay = lr * options_.weight_decay};
+}
+
+absl::Status Adamax::Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) {
   Tensor& w = var.mutable_value();
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Adamax", {&w, &grad}));
   SLUICE_ASSIGN_OR_RETURN(Tensor * m, Slot(var, 0));
   SLUICE_ASSIGN_OR_RETURN(Tensor * u, Slot(var, 1));
-  const float decay = DecaysWeightsOf(var) ? lr * options_.weight_decay : 0.0f;
-  return backend->AdamaxUpdate(w, grad, *m, *u, alpha, options_.beta_1, options_.beta_2,
-                               options_.epsilon, decay);
+  return backend->AdamaxUpdate(w, grad, *m, *u, step, options_.beta_1, options_.beta_2,
+                               options_.epsilon);
 }
 
 Adamax::Adamax(float learning_rate, AdamaxOptions options)

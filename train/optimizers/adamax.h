@@ -32,8 +32,9 @@ class Adamax : public Optimizer {
   explicit Adamax(std::shared_ptr<const LearningRateSchedule> schedule, AdamaxOptions options = {});
 
  protected:
-  absl::Status Update(autodiff::Variable& var, const Tensor& grad, int64_t step,
-                      float learning_rate) override;
+  StepValues ValuesAt(int64_t step, float learning_rate) const override;
+  float weight_decay() const override { return options_.weight_decay; }
+  absl::Status Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) override;
 
  private:
   AdamaxOptions options_;

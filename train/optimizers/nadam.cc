@@ -25,21 +25,26 @@ double Nadam::MomentumAt(int64_t step) const {
 // Keras advances its u_product once per apply, before the variables' updates; so does this.
 void Nadam::BeginStep(int64_t step) { u_product_ *= MomentumAt(step); }
 
-absl::Status Nadam::Update(autodiff::Variable& var, const Tensor& grad, int64_t step, float lr) {
+Optimizer::StepValues Nadam::ValuesAt(int64_t step, float lr) const {
   const double u_t = MomentumAt(step);
   const double u_next = MomentumAt(step + 1);
   const double product_next = u_product_ * u_next;
-  const auto m_coefficient = static_cast<float>(lr * u_next / (1 - product_next));
-  const auto g_coefficient = static_cast<float>(lr * (1 - u_t) / (1 - u_product_));
-  const auto v_scale = static_cast<float>(
-      1 / (1 - std::pow(static_cast<double>(options_.beta_2), static_cast<double>(step))));
+  return {
+      .rate = static_cast<float>(lr * u_next / (1 - product_next)),
+      .decay = lr * options_.weight_decay,
+      .gradient_coefficient = static_cast<float>(lr * (1 - u_t) / (1 - u_product_)),
+      .v_scale = static_cast<float>(
+          1 / (1 - std::pow(static_cast<double>(options_.beta_2), static_cast<double>(step)))),
+  };
+}
+
+absl::Status Nadam::Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) {
   Tensor& w = var.mutable_value();
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Nadam", {&w, &grad}));
   SLUICE_ASSIGN_OR_RETURN(Tensor * m, Slot(var, 0));
   SLUICE_ASSIGN_OR_RETURN(Tensor * v, Slot(var, 1));
-  const float decay = DecaysWeightsOf(var) ? lr * options_.weight_decay : 0.0f;
-  return backend->NadamUpdate(w, grad, *m, *v, m_coefficient, g_coefficient, v_scale,
-                              options_.beta_1, options_.beta_2, options_.epsilon, decay);
+  return backend->NadamUpdate(w, grad, *m, *v, step, options_.beta_1, options_.beta_2,
+                              options_.epsilon);
 }
 
 std::vector<std::pair<std::string, double>> Nadam::ScalarState() const {

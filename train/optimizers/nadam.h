@@ -45,8 +45,9 @@ class Nadam : public Optimizer {
 
  protected:
   void BeginStep(int64_t step) override;
-  absl::Status Update(autodiff::Variable& var, const Tensor& grad, int64_t step,
-                      float learning_rate) override;
+  StepValues ValuesAt(int64_t step, float learning_rate) const override;
+  float weight_decay() const override { return options_.weight_decay; }
+  absl::Status Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) override;
   std::vector<std::pair<std::string, double>> ScalarState() const override;
   absl::Status RestoreScalarState(const std::vector<std::pair<std::string, double>>& scalars,
                                   int64_t iterations) override;

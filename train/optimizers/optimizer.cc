@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -9,6 +10,7 @@
 #include "core/status_macros.h"
 #include "train/backend/backend.h"
 #include "train/backend/sum_all.h"
+#include "train/backend/trace_hooks.h"
 #include "train/backend/transfer.h"
 #include "train/optimizers/learning_rate_schedule.h"
 #include "train/optimizers/scaled_copy.h"
@@ -63,21 +65,37 @@ float Optimizer::learning_rate() const {
                             initial_learning_rate_);
 }
 
-absl::Status Optimizer::Apply(const std::vector<std::optional<Tensor>>& grads,
-                              const std::vector<autodiff::Variable*>& vars) {
+namespace {
+
+absl::Status CheckGradients(absl::string_view who, const std::vector<std::optional<Tensor>>& grads,
+                            const std::vector<autodiff::Variable*>& vars) {
   if (grads.size() != vars.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("Optimizer::Apply: ", grads.size(),
-                                                   " gradients for ", vars.size(), " variables"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(who, ": ", grads.size(), " gradients for ", vars.size(), " variables"));
   }
   for (size_t i = 0; i < vars.size(); ++i) {
     if (grads[i] &&
         (grads[i]->dtype() != DType::kFloat32 || grads[i]->shape() != vars[i]->shape())) {
       return absl::InvalidArgumentError(
-          absl::StrCat("Optimizer::Apply: gradient ", i, " is ", DTypeName(grads[i]->dtype()),
+          absl::StrCat(who, ": gradient ", i, " is ", DTypeName(grads[i]->dtype()),
                        grads[i]->shape().DebugString(), " but variable '", vars[i]->name(),
                        "' is float32", vars[i]->shape().DebugString()));
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Optimizer::Apply(const std::vector<std::optional<Tensor>>& grads,
+                              const std::vector<autodiff::Variable*>& vars) {
+  if (backend::Tracing()) {
+    return absl::FailedPreconditionError(
+        "cannot trace this step: it applies an optimizer (Optimizer::Apply), whose learning rate "
+        "and step-dependent coefficients are host values of each step; call PrepareStep outside "
+        "the traced function and UpdateVariables inside it, or apply the gradients outside it");
+  }
+  SLUICE_RETURN_IF_ERROR(CheckGradients("Optimizer::Apply", grads, vars));
   // tf.clip_by_global_norm: every gradient times max_norm / max(norm, max_norm).
   float scale = 1;
   if (clip_global_norm_ > 0) {
@@ -89,19 +107,87 @@ absl::Status Optimizer::Apply(const std::vector<std::optional<Tensor>>& grads,
     const double norm = std::sqrt(static_cast<double>(sum_sq));
     if (norm > clip_global_norm_) scale = static_cast<float>(clip_global_norm_ / norm);
   }
-  const float lr = learning_rate();
-  ++iterations_;
-  BeginStep(iterations_);
+  SLUICE_RETURN_IF_ERROR(AdvanceStep(vars, &grads));
   for (size_t i = 0; i < vars.size(); ++i) {
     if (!grads[i]) continue;
+    SLUICE_ASSIGN_OR_RETURN(const Tensor* step, StepTensorFor(*vars[i], /*make=*/false));
     if (scale == 1) {
-      SLUICE_RETURN_IF_ERROR(Update(*vars[i], *grads[i], iterations_, lr));
+      SLUICE_RETURN_IF_ERROR(Update(*vars[i], *grads[i], *step));
       continue;
     }
     SLUICE_ASSIGN_OR_RETURN(const Tensor clipped, ScaledCopy(*grads[i], scale, "clip_global_norm"));
-    SLUICE_RETURN_IF_ERROR(Update(*vars[i], clipped, iterations_, lr));
+    SLUICE_RETURN_IF_ERROR(Update(*vars[i], clipped, *step));
   }
   return absl::OkStatus();
+}
+
+absl::Status Optimizer::PrepareStep(const std::vector<autodiff::Variable*>& vars) {
+  if (!Traceable()) {
+    return absl::FailedPreconditionError(
+        "Optimizer::PrepareStep: clip_global_norm computes its scale on the host at each step, "
+        "so this optimizer's update cannot be traced; use Apply");
+  }
+  if (!slot_names_.empty()) {
+    for (autodiff::Variable* var : vars) SLUICE_RETURN_IF_ERROR(Slot(*var, 0).status());
+  }
+  return AdvanceStep(vars, nullptr);
+}
+
+absl::Status Optimizer::UpdateVariables(const std::vector<std::optional<Tensor>>& grads,
+                                        const std::vector<autodiff::Variable*>& vars) {
+  SLUICE_RETURN_IF_ERROR(CheckGradients("Optimizer::UpdateVariables", grads, vars));
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (!grads[i]) continue;
+    SLUICE_ASSIGN_OR_RETURN(const Tensor* step, StepTensorFor(*vars[i], /*make=*/false));
+    SLUICE_RETURN_IF_ERROR(Update(*vars[i], *grads[i], *step));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Optimizer::AdvanceStep(const std::vector<autodiff::Variable*>& vars,
+                                    const std::vector<std::optional<Tensor>>* grads) {
+  const float lr = learning_rate();
+  ++iterations_;
+  BeginStep(iterations_);
+  values_ = ValuesAt(iterations_, lr);
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (grads == nullptr || (*grads)[i]) {
+      SLUICE_RETURN_IF_ERROR(StepTensorFor(*vars[i], /*make=*/true).status());
+    }
+  }
+  for (StepTensor& step : step_tensors_) {
+    const float values[backend::kStepScalars] = {values_.rate, step.decayed ? values_.decay : 0.0f,
+                                                 values_.gradient_coefficient, values_.v_scale};
+    SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(step.device));
+    for (int i = 0; i < backend::kStepScalars; ++i) {
+      // Compared as bits: a NaN rate is written too.
+      if (!step.fresh && std::memcmp(&step.written[i], &values[i], sizeof(float)) == 0) continue;
+      SLUICE_ASSIGN_OR_RETURN(Tensor entry, step.tensor.Slice(i, i + 1));
+      SLUICE_RETURN_IF_ERROR(backend->Fill(entry, values[i]));
+      step.written[i] = values[i];
+    }
+    step.fresh = false;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const Tensor*> Optimizer::StepTensorFor(const autodiff::Variable& var, bool make) {
+  const Device device = var.device();
+  const bool decayed = weight_decay() != 0 && DecaysWeightsOf(var);
+  for (const StepTensor& step : step_tensors_) {
+    if (step.device == device && step.decayed == decayed) return &step.tensor;
+  }
+  if (!make) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Optimizer::UpdateVariables: no step scalars on ", device.DebugString(),
+                     " for variable '", var.name(), "' (call PrepareStep with it first)"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(device));
+  SLUICE_ASSIGN_OR_RETURN(Tensor tensor,
+                          backend->Allocate(DType::kFloat32, Shape({backend::kStepScalars})));
+  step_tensors_.push_back(
+      StepTensor{.device = device, .decayed = decayed, .tensor = std::move(tensor)});
+  return &step_tensors_.back().tensor;
 }
 
 absl::StatusOr<Tensor*> Optimizer::Slot(autodiff::Variable& var, int index) {
@@ -173,6 +259,7 @@ absl::Status Optimizer::RestoreState(const OptimizerState& state,
   // Last of the checks: it changes the scalars only when it succeeds.
   SLUICE_RETURN_IF_ERROR(RestoreScalarState(state.scalars, state.iterations));
   slots_ = std::move(slots);
+  ++generation_;  // new slot tensors: a traced update still writes the old ones
   iterations_ = state.iterations;
   base_learning_rate_ = state.learning_rate;
   return absl::OkStatus();

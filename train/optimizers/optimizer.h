@@ -2,6 +2,7 @@
 #define SLUICE_TRAIN_OPTIMIZERS_OPTIMIZER_H_
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -49,9 +50,26 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   // grads[i] is the gradient of vars[i]; `vars` keeps one order across calls
-  // (slots are saved by index into it).
+  // (slots are saved by index into it). Refused inside a traced function: its host half
+  // (PrepareStep) would run only while tracing.
   absl::Status Apply(const std::vector<std::optional<Tensor>>& grads,
                      const std::vector<autodiff::Variable*>& vars);
+
+  // Apply in two halves, for a step traced into a function::Function (CompiledTrainStep), as
+  // PyTorch's "capturable" optimizers keep their step on the device. PrepareStep, outside the
+  // trace, does the host work: it advances iterations() and the schedule, writes the step's
+  // scalars (the rate, the bias corrections, the decay: backend::StepScalar) into a tensor on
+  // the variables' device, and makes the slots of every variable of `vars` (as Keras'
+  // optimizer.build). UpdateVariables, inside the trace, runs one fused kernel per variable with
+  // a gradient that reads those scalars where it runs: device work only, so a replay or a CUDA
+  // graph updates with each step's values. Both need Traceable(); they give what Apply gives.
+  bool Traceable() const { return clip_global_norm_ == 0; }
+  absl::Status PrepareStep(const std::vector<autodiff::Variable*>& vars);
+  absl::Status UpdateVariables(const std::vector<std::optional<Tensor>>& grads,
+                               const std::vector<autodiff::Variable*>& vars);
+  // Changes whenever a setting changes that a traced UpdateVariables would freeze (the weight
+  // decay exclusions, the clipping): a traced step made under another one traces again.
+  int64_t generation() const { return generation_; }
   int64_t iterations() const { return iterations_; }
 
   // The rate the next Apply() uses: the schedule's value at iterations() when a schedule is
@@ -64,12 +82,16 @@ class Optimizer {
     schedule_ = std::move(schedule);
   }
   // Clip gradients by their global norm before each update (tf.clip_by_global_norm); 0: off.
-  void set_clip_global_norm(float max_norm) { clip_global_norm_ = max_norm; }
+  void set_clip_global_norm(float max_norm) {
+    clip_global_norm_ = max_norm;
+    ++generation_;
+  }
   // Keras' exclude_from_weight_decay(var_names=...): a variable whose name contains any of
   // `name_parts` (e.g. {"bias", "batch_norm"}) is not decayed. Replaces an earlier list.
   // Only optimizers whose weight_decay option is set decay at all.
   void ExcludeFromWeightDecay(std::vector<std::string> name_parts) {
     weight_decay_exclusions_ = std::move(name_parts);
+    ++generation_;
   }
 
   absl::StatusOr<OptimizerState> SaveState(const std::vector<autodiff::Variable*>& vars) const;
@@ -96,10 +118,21 @@ class Optimizer {
   virtual absl::Status RestoreScalarState(
       const std::vector<std::pair<std::string, double>>& scalars, int64_t iterations);
 
-  // One variable's update with `learning_rate`, through the backend of the variable's
-  // device; `step` counts from 1.
-  virtual absl::Status Update(autodiff::Variable& var, const Tensor& grad, int64_t step,
-                              float learning_rate) = 0;
+  // What the kernels of step `step` (from 1) read from their step tensor (backend::StepScalar),
+  // computed on the host after BeginStep(step). `decay` is learning_rate * weight_decay(); a
+  // variable that is not decayed reads 0 instead.
+  struct StepValues {
+    float rate = 0;
+    float decay = 0;
+    float gradient_coefficient = 0;
+    float v_scale = 0;
+  };
+  virtual StepValues ValuesAt(int64_t step, float learning_rate) const = 0;
+  // The optimizer's weight decay option: whether any variable needs a decayed step tensor.
+  virtual float weight_decay() const = 0;
+  // One variable's update through the backend of the variable's device, its step's scalars in
+  // `step` (float32 [backend::kStepScalars] on that device). Device work only: it may be traced.
+  virtual absl::Status Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) = 0;
 
   // Slot `index` (of slot_names) of `var`, on the variable's device, at its initial value on
   // first use.
@@ -110,6 +143,24 @@ class Optimizer {
  private:
   // Every slot of a variable of `shape` on `device`, at its initial value.
   absl::StatusOr<std::vector<Tensor>> NewSlots(const Device& device, const Shape& shape) const;
+  // The host half of a step: the rate, iterations_, BeginStep, values_; then every step tensor
+  // the variables of `vars` (those with a gradient, when `grads` is given) read is made and holds
+  // values_.
+  absl::Status AdvanceStep(const std::vector<autodiff::Variable*>& vars,
+                           const std::vector<std::optional<Tensor>>* grads);
+  // The step tensor `var` reads (made by AdvanceStep): with the decay, or with 0 where `var` is
+  // not decayed.
+  absl::StatusOr<const Tensor*> StepTensorFor(const autodiff::Variable& var, bool make);
+
+  // A step tensor and what was last written to it, so that a step writes only what changed (one
+  // Fill kernel per changed entry; a copy from the host would wait for the device).
+  struct StepTensor {
+    Device device = Device::Cpu();
+    bool decayed = false;
+    Tensor tensor;
+    float written[4] = {};
+    bool fresh = true;  // nothing written yet
+  };
 
   float initial_learning_rate_;
   float base_learning_rate_;
@@ -120,6 +171,9 @@ class Optimizer {
   std::vector<float> slot_initial_values_;
   std::vector<std::string> weight_decay_exclusions_;
   std::map<const autodiff::Variable*, std::vector<Tensor>> slots_;
+  std::deque<StepTensor> step_tensors_;  // a deque: StepTensorFor hands out pointers
+  StepValues values_;
+  int64_t generation_ = 0;
 };
 
 }  // namespace sluice::train::optimizers

@@ -27,7 +27,11 @@ Rmsprop::Rmsprop(RmspropOptions options)
   if (options_.centered) average_gradient_slot_ = next++;
 }
 
-absl::Status Rmsprop::Update(autodiff::Variable& var, const Tensor& grad, int64_t, float lr) {
+Optimizer::StepValues Rmsprop::ValuesAt(int64_t, float lr) const {
+  return {.rate = lr, .decay = lr * options_.weight_decay};
+}
+
+absl::Status Rmsprop::Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) {
   Tensor& w = var.mutable_value();
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("RMSprop", {&w, &grad}));
   SLUICE_ASSIGN_OR_RETURN(Tensor * velocity, Slot(var, 0));
@@ -39,10 +43,8 @@ absl::Status Rmsprop::Update(autodiff::Variable& var, const Tensor& grad, int64_
   if (average_gradient_slot_ >= 0) {
     SLUICE_ASSIGN_OR_RETURN(average_gradient, Slot(var, average_gradient_slot_));
   }
-  const float decay = DecaysWeightsOf(var) ? lr * options_.weight_decay : 0.0f;
-  return backend->RmspropUpdate(w, grad, *velocity, average_gradient, momentum, lr, options_.rho,
-                                momentum != nullptr ? options_.momentum : 0.0f, options_.epsilon,
-                                decay);
+  return backend->RmspropUpdate(w, grad, *velocity, average_gradient, momentum, step, options_.rho,
+                                momentum != nullptr ? options_.momentum : 0.0f, options_.epsilon);
 }
 
 Rmsprop::Rmsprop(float learning_rate, RmspropOptions options)

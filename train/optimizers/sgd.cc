@@ -11,15 +11,18 @@ Sgd::Sgd(SgdOptions options)
                                            : std::vector<std::string>{"velocity"}),
       options_(options) {}
 
-absl::Status Sgd::Update(autodiff::Variable& var, const Tensor& grad, int64_t, float lr) {
+Optimizer::StepValues Sgd::ValuesAt(int64_t, float lr) const {
+  return {.rate = lr, .decay = lr * options_.weight_decay};
+}
+
+absl::Status Sgd::Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) {
   Tensor& w = var.mutable_value();
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Sgd", {&w, &grad}));
   Tensor* velocity = nullptr;
   if (options_.momentum != 0) {
     SLUICE_ASSIGN_OR_RETURN(velocity, Slot(var, 0));
   }
-  const float decay = DecaysWeightsOf(var) ? options_.weight_decay : 0.0f;
-  return backend->SgdUpdate(w, grad, velocity, lr, options_.momentum, options_.nesterov, decay);
+  return backend->SgdUpdate(w, grad, velocity, step, options_.momentum, options_.nesterov);
 }
 
 Sgd::Sgd(float learning_rate, SgdOptions options) : Sgd(WithLearningRate(options, learning_rate)) {}

@@ -30,8 +30,9 @@ class Sgd : public Optimizer {
   explicit Sgd(std::shared_ptr<const LearningRateSchedule> schedule, SgdOptions options = {});
 
  protected:
-  absl::Status Update(autodiff::Variable& var, const Tensor& grad, int64_t step,
-                      float learning_rate) override;
+  StepValues ValuesAt(int64_t step, float learning_rate) const override;
+  float weight_decay() const override { return options_.weight_decay; }
+  absl::Status Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) override;
 
  private:
   SgdOptions options_;

@@ -611,62 +611,59 @@ class GuardedBackend final : public Backend {
     return cpu().InTopK(a.View(predictions), a.View(labels), k, first_max_only, o);
   }
 
-  absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr, float momentum,
-                         bool nesterov, float weight_decay) override {
+  absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, const Tensor& step,
+                         float momentum, bool nesterov) override {
     Access a(mu_, device_);
-    SLUICE_RETURN_IF_ERROR(a.Require("SgdUpdate", {&w, &g, velocity}));
+    SLUICE_RETURN_IF_ERROR(a.Require("SgdUpdate", {&w, &g, velocity, &step}));
     Tensor vw = a.View(w);
-    return cpu().SgdUpdate(vw, a.View(g), a.ViewPtr(velocity), lr, momentum, nesterov,
-                           weight_decay);
+    return cpu().SgdUpdate(vw, a.View(g), a.ViewPtr(velocity), a.View(step), momentum, nesterov);
   }
-  absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
-                          float beta_1, float beta_2, float epsilon, float decay) override {
+  absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor& step,
+                          float beta_1, float beta_2, float epsilon) override {
     Access a(mu_, device_);
-    SLUICE_RETURN_IF_ERROR(a.Require("AdamUpdate", {&w, &g, &m, &v}));
+    SLUICE_RETURN_IF_ERROR(a.Require("AdamUpdate", {&w, &g, &m, &v, &step}));
     Tensor vw = a.View(w), vm = a.View(m), vv = a.View(v);
-    return cpu().AdamUpdate(vw, a.View(g), vm, vv, alpha, beta_1, beta_2, epsilon, decay);
+    return cpu().AdamUpdate(vw, a.View(g), vm, vv, a.View(step), beta_1, beta_2, epsilon);
   }
   absl::Status RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity, Tensor* average_gradient,
-                             Tensor* momentum_slot, float lr, float rho, float momentum,
-                             float epsilon, float decay) override {
+                             Tensor* momentum_slot, const Tensor& step, float rho, float momentum,
+                             float epsilon) override {
     Access a(mu_, device_);
     SLUICE_RETURN_IF_ERROR(
-        a.Require("RmspropUpdate", {&w, &g, &velocity, average_gradient, momentum_slot}));
+        a.Require("RmspropUpdate", {&w, &g, &velocity, average_gradient, momentum_slot, &step}));
     Tensor vw = a.View(w), vv = a.View(velocity);
     return cpu().RmspropUpdate(vw, a.View(g), vv, a.ViewPtr(average_gradient),
-                               a.ViewPtr(momentum_slot), lr, rho, momentum, epsilon, decay);
+                               a.ViewPtr(momentum_slot), a.View(step), rho, momentum, epsilon);
   }
-  absl::Status AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, float lr,
-                             float epsilon, float decay) override {
+  absl::Status AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, const Tensor& step,
+                             float epsilon) override {
     Access a(mu_, device_);
-    SLUICE_RETURN_IF_ERROR(a.Require("AdagradUpdate", {&w, &g, &accumulator}));
+    SLUICE_RETURN_IF_ERROR(a.Require("AdagradUpdate", {&w, &g, &accumulator, &step}));
     Tensor vw = a.View(w), va = a.View(accumulator);
-    return cpu().AdagradUpdate(vw, a.View(g), va, lr, epsilon, decay);
+    return cpu().AdagradUpdate(vw, a.View(g), va, a.View(step), epsilon);
   }
   absl::Status AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
-                              Tensor& accumulated_delta, float lr, float rho, float epsilon,
-                              float decay) override {
+                              Tensor& accumulated_delta, const Tensor& step, float rho,
+                              float epsilon) override {
     Access a(mu_, device_);
     SLUICE_RETURN_IF_ERROR(
-        a.Require("AdadeltaUpdate", {&w, &g, &accumulated_grad, &accumulated_delta}));
+        a.Require("AdadeltaUpdate", {&w, &g, &accumulated_grad, &accumulated_delta, &step}));
     Tensor vw = a.View(w), vg = a.View(accumulated_grad), vd = a.View(accumulated_delta);
-    return cpu().AdadeltaUpdate(vw, a.View(g), vg, vd, lr, rho, epsilon, decay);
+    return cpu().AdadeltaUpdate(vw, a.View(g), vg, vd, a.View(step), rho, epsilon);
   }
-  absl::Status AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u, float alpha,
-                            float beta_1, float beta_2, float epsilon, float decay) override {
+  absl::Status AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u, const Tensor& step,
+                            float beta_1, float beta_2, float epsilon) override {
     Access a(mu_, device_);
-    SLUICE_RETURN_IF_ERROR(a.Require("AdamaxUpdate", {&w, &g, &m, &u}));
+    SLUICE_RETURN_IF_ERROR(a.Require("AdamaxUpdate", {&w, &g, &m, &u, &step}));
     Tensor vw = a.View(w), vm = a.View(m), vu = a.View(u);
-    return cpu().AdamaxUpdate(vw, a.View(g), vm, vu, alpha, beta_1, beta_2, epsilon, decay);
+    return cpu().AdamaxUpdate(vw, a.View(g), vm, vu, a.View(step), beta_1, beta_2, epsilon);
   }
-  absl::Status NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float m_coefficient,
-                           float g_coefficient, float v_scale, float beta_1, float beta_2,
-                           float epsilon, float decay) override {
+  absl::Status NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor& step,
+                           float beta_1, float beta_2, float epsilon) override {
     Access a(mu_, device_);
-    SLUICE_RETURN_IF_ERROR(a.Require("NadamUpdate", {&w, &g, &m, &v}));
+    SLUICE_RETURN_IF_ERROR(a.Require("NadamUpdate", {&w, &g, &m, &v, &step}));
     Tensor vw = a.View(w), vm = a.View(m), vv = a.View(v);
-    return cpu().NadamUpdate(vw, a.View(g), vm, vv, m_coefficient, g_coefficient, v_scale, beta_1,
-                             beta_2, epsilon, decay);
+    return cpu().NadamUpdate(vw, a.View(g), vm, vv, a.View(step), beta_1, beta_2, epsilon);
   }
 
  private:

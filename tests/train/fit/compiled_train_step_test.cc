@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,8 @@
 #include "train/optimizers/adagrad.h"
 #include "train/optimizers/adam.h"
 #include "train/optimizers/adamax.h"
+#include "train/optimizers/adamw.h"
+#include "train/optimizers/learning_rate_schedule.h"
 #include "train/optimizers/nadam.h"
 #include "train/optimizers/rmsprop.h"
 #include "train/optimizers/sgd.h"
@@ -52,8 +55,10 @@ struct Trained {
   int64_t traces = 0;
 };
 
-Trained TrainModel(const std::string& model_name, optimizers::Optimizer& optimizer, bool eager,
-                   Device device = Device::Cpu()) {
+Trained TrainModel(
+    const std::string& model_name, optimizers::Optimizer& optimizer, bool eager,
+    Device device = Device::Cpu(),
+    const std::function<std::vector<callbacks::Callback*>(layers::Module&)>& callbacks = nullptr) {
   Trained t;
   absl::StatusOr<std::unique_ptr<layers::Module>> model =
       models::MakeModel(model_name, {.height = 12, .width = 12, .channels = 1, .classes = 4}, 5);
@@ -63,7 +68,11 @@ Trained TrainModel(const std::string& model_name, optimizers::Optimizer& optimiz
   EXPECT_TRUE(t.model->Build(Shape{1, 12, 12, 1}).ok());
   EXPECT_TRUE(t.model->To(device).ok());
   fit::Trainer trainer(*t.model, optimizer, {.run_eagerly = eager});
-  absl::StatusOr<fit::History> h = trainer.Fit(Images(3), {.epochs = 2, .verbose = 0});
+  absl::StatusOr<fit::History> h = trainer.Fit(
+      Images(3),
+      {.epochs = 2,
+       .callbacks = callbacks ? callbacks(*t.model) : std::vector<callbacks::Callback*>{},
+       .verbose = 0});
   EXPECT_TRUE(h.ok()) << h.status();
   if (h.ok()) t.history = *h;
   return t;
@@ -96,6 +105,69 @@ TEST(CompiledTrainStepTest, EveryOptimizerAsEagerly) {
     ASSERT_TRUE(eager.model && compiled.model);
     ExpectSameTraining(*eager.model, eager.history, *compiled.model, compiled.history);
   }
+}
+
+// Saves the optimizer's state after the first step and restores it at the end of the first
+// epoch: new slot tensors, holding other values than the ones the traces so far update.
+class RewindOptimizer : public callbacks::Callback {
+ public:
+  RewindOptimizer(optimizers::Optimizer& optimizer, layers::Module& model)
+      : optimizer_(optimizer), model_(model) {}
+  absl::Status OnBatchEnd(int64_t batch, const callbacks::Logs&) override {
+    if (saved_) return absl::OkStatus();
+    SLUICE_ASSIGN_OR_RETURN(saved_, optimizer_.SaveState(model_.TrainableVariables()));
+    return absl::OkStatus();
+  }
+  absl::Status OnEpochEnd(int64_t epoch, const callbacks::Logs&) override {
+    if (epoch != 0) return absl::OkStatus();
+    return optimizer_.RestoreState(*saved_, model_.TrainableVariables());
+  }
+
+ private:
+  optimizers::Optimizer& optimizer_;
+  layers::Module& model_;
+  std::optional<optimizers::OptimizerState> saved_;
+};
+
+// The compiled step traces the optimizer's update too, and the update follows what changes
+// between steps as the eager one does: a schedule's rate (halved every 2 steps), AdamW's bias
+// corrections and decay with the biases excluded (they read a step tensor of their own), and a
+// state restored mid-training (new slot tensors, so the step traces again). Clipping by global
+// norm keeps the update out of the trace (its scale is a host value), and gives the eager
+// result too.
+TEST(CompiledTrainStepTest, TracedUpdatesFollowSchedulesExclusionsAndRestores) {
+  auto adamw = [] {
+    auto o = std::make_unique<optimizers::AdamW>(optimizers::StepDecay(0.01, 2, 0.5),
+                                                 optimizers::AdamWOptions{.weight_decay = 0.1f});
+    o->ExcludeFromWeightDecay({"bias"});
+    return o;
+  };
+  std::unique_ptr<optimizers::Optimizer> a = adamw(), b = adamw();
+  std::vector<std::unique_ptr<RewindOptimizer>> rewinds;
+  auto rewind = [&](optimizers::Optimizer& o) {
+    return [&rewinds, &o](layers::Module& model) {
+      rewinds.push_back(std::make_unique<RewindOptimizer>(o, model));
+      return std::vector<callbacks::Callback*>{rewinds.back().get()};
+    };
+  };
+  Trained eager = TrainModel("cnn", *a, /*eager=*/true, Device::Cpu(), rewind(*a));
+  Trained compiled = TrainModel("cnn", *b, /*eager=*/false, Device::Cpu(), rewind(*b));
+  ASSERT_TRUE(eager.model && compiled.model);
+  ExpectSameTraining(*eager.model, eager.history, *compiled.model, compiled.history);
+  // 6 steps, rewound to 1 after the third: 4.
+  EXPECT_EQ(a->iterations(), 4);
+  EXPECT_EQ(b->iterations(), 4);
+
+  optimizers::Sgd clip_a({.learning_rate = 0.05f, .momentum = 0.9f}),
+      clip_b({.learning_rate = 0.05f, .momentum = 0.9f});
+  clip_a.set_clip_global_norm(0.5f);
+  clip_b.set_clip_global_norm(0.5f);
+  EXPECT_FALSE(clip_b.Traceable());
+  Trained eager_clip = TrainModel("cnn", clip_a, /*eager=*/true);
+  Trained compiled_clip = TrainModel("cnn", clip_b, /*eager=*/false);
+  ASSERT_TRUE(eager_clip.model && compiled_clip.model);
+  ExpectSameTraining(*eager_clip.model, eager_clip.history, *compiled_clip.model,
+                     compiled_clip.history);
 }
 
 // Under mixed_bfloat16 the trace records the casts and the bfloat16 kernels as the eager step

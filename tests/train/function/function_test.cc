@@ -1,8 +1,11 @@
 #include "train/function/function.h"
 
 #include <functional>
+#include <memory>
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status_macros.h"
@@ -19,10 +22,13 @@
 #include "train/layers/dropout.h"
 #include "train/models/model_zoo.h"
 #include "train/ops/activations.h"
+#include "train/ops/arithmetic.h"
 #include "train/ops/cross_entropy.h"
 #include "train/ops/dropout.h"
 #include "train/ops/matmul.h"
 #include "train/ops/reduce.h"
+#include "train/optimizers/adamw.h"
+#include "train/optimizers/learning_rate_schedule.h"
 #include "train/optimizers/sgd.h"
 
 namespace sluice::train::function {
@@ -198,7 +204,7 @@ TEST(FunctionTest, RefusesWhatAReplayWouldGetWrong) {
         SLUICE_RETURN_IF_ERROR(sgd.Apply({in[0]}, {&w}));
         return in;
       },
-      "optimizer (SgdUpdate)");
+      "applies an optimizer (Optimizer::Apply)");
 }
 
 // The Dropout layer hands its seed source to the trace: each replay draws the mask the eager
@@ -273,6 +279,72 @@ TEST(FunctionTest, GuardedDeviceReplaysLaunchGraphsAroundHostWork) {
     EXPECT_EQ(testing::GuardedGraphsCaptured() - captured, graphs ? 2 : 0);
     EXPECT_EQ(testing::GuardedGraphLaunches() - launches, graphs ? 6 : 0);
   }
+}
+
+// An optimizer's update traced into the step (Optimizer::PrepareStep before each call,
+// UpdateVariables inside it) reads the scalars PrepareStep wrote to the device at every replay,
+// also from inside a device graph: AdamW's bias corrections change every step, its schedule every
+// second one, and the bias, excluded from weight decay, reads a step tensor of its own. The
+// variables equal those of eager Apply bit for bit; frozen scalars would not.
+TEST(FunctionTest, TracedOptimizerUpdatesReadEachStepsScalars) {
+  testing::RegisterGuardedBackend();
+  const Device guarded = Device::Guarded();
+  absl::StatusOr<Tensor> w0 = backend::CopyTo(RandomTensor({8, 16}, 1), guarded);
+  absl::StatusOr<Tensor> b0 = backend::CopyTo(RandomTensor({16}, 2), guarded);
+  ASSERT_TRUE(w0.ok() && b0.ok());
+  struct Model {
+    autodiff::Variable w, b;
+    optimizers::AdamW adamw;
+    std::vector<autodiff::Variable*> vars() { return {&w, &b}; }
+  };
+  auto make = [&](const Tensor& w, const Tensor& b) {
+    absl::StatusOr<Tensor> wc = backend::Clone(w), bc = backend::Clone(b);
+    EXPECT_TRUE(wc.ok() && bc.ok());
+    // new: an aggregate holding an optimizer, which does not move.
+    std::unique_ptr<Model> m(
+        new Model{autodiff::Variable(*wc, "dense/kernel"), autodiff::Variable(*bc, "dense/bias"),
+                  optimizers::AdamW(optimizers::StepDecay(0.01, 2, 0.5), {.weight_decay = 0.1f})});
+    m->adamw.ExcludeFromWeightDecay({"bias"});
+    return m;
+  };
+  std::unique_ptr<Model> eager = make(*w0, *b0), traced_model = make(*w0, *b0);
+  auto gradients = [](Model& m,
+                      const Tensor& x) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+    autodiff::Tape tape;
+    SLUICE_ASSIGN_OR_RETURN(Tensor h, ops::MatMul(x, m.w.value()));
+    SLUICE_ASSIGN_OR_RETURN(Tensor hb, ops::Add(h, m.b.value()));
+    SLUICE_ASSIGN_OR_RETURN(Tensor r, ops::Relu(hb));
+    SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::Sum(r));
+    return tape.Gradient(y, m.vars());
+  };
+  Function traced(
+      [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        SLUICE_ASSIGN_OR_RETURN(auto grads, gradients(*traced_model, in[0]));
+        SLUICE_RETURN_IF_ERROR(traced_model->adamw.UpdateVariables(grads, traced_model->vars()));
+        return std::vector<Tensor>{};
+      },
+      {.name = "adamw_step"});
+  const int64_t launches = testing::GuardedGraphLaunches();
+  for (uint32_t i = 0; i < 5; ++i) {
+    absl::StatusOr<Tensor> x = backend::CopyTo(RandomTensor({32, 8}, 60 + i), guarded);
+    ASSERT_TRUE(x.ok()) << x.status();
+    absl::StatusOr<std::vector<std::optional<Tensor>>> grads = gradients(*eager, *x);
+    ASSERT_TRUE(grads.ok()) << grads.status();
+    ASSERT_TRUE(eager->adamw.Apply(*grads, eager->vars()).ok());
+    ASSERT_TRUE(traced_model->adamw.PrepareStep(traced_model->vars()).ok());
+    absl::StatusOr<std::vector<Tensor>> got = traced({*x});
+    ASSERT_TRUE(got.ok()) << got.status();
+    for (auto [a, b] : {std::pair{&eager->w, &traced_model->w}, {&eager->b, &traced_model->b}}) {
+      absl::StatusOr<Tensor> want = backend::ToHost(a->value()), have = backend::ToHost(b->value());
+      ASSERT_TRUE(want.ok() && have.ok());
+      EXPECT_TRUE(have->Equals(*want)) << a->name() << " after step " << i;
+    }
+  }
+  EXPECT_EQ(traced_model->adamw.iterations(), 5);
+  EXPECT_EQ(traced.replays(), 4);
+  // No host work in the step: one graph, launched by every replay after the capture.
+  EXPECT_EQ(traced.device_graphs(), 1);
+  EXPECT_EQ(testing::GuardedGraphLaunches() - launches, 4);
 }
 
 // A capture that fails leaves the replay to run call by call, that part and every part not yet

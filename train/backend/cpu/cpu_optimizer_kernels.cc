@@ -8,6 +8,8 @@
 #include <xmmintrin.h>
 #endif
 
+#include "absl/strings/string_view.h"
+#include "core/status_macros.h"
 #include "train/backend/cpu/cpu_backend.h"
 #include "train/backend/cpu/cpu_kernel_util.h"
 
@@ -17,7 +19,7 @@ namespace {
 SLUICE_KERNEL_CLONES void SgdRun(float* w, const float* g, float* v, int64_t n, float lr, float mu,
                                  bool nesterov, float decay) {
   if (decay != 0) {
-    for (int64_t i = 0; i < n; ++i) w[i] -= lr * decay * w[i];
+    for (int64_t i = 0; i < n; ++i) w[i] -= decay * w[i];
   }
   if (v == nullptr) {
     for (int64_t i = 0; i < n; ++i) w[i] -= lr * g[i];
@@ -148,10 +150,22 @@ void UpdateElementwise(int64_t n, const Fn& fn) {
   });
 }
 
+// The step's scalars (backend.h's StepScalar), read when the update runs: a replayed update reads
+// the values written for its own step.
+struct Step {
+  float rate, decay, gradient_coefficient, v_scale;
+};
+absl::StatusOr<Step> ReadStep(absl::string_view op, const Tensor& step, const Tensor& w) {
+  SLUICE_RETURN_IF_ERROR(CheckStepScalars(op, step, w));
+  const float* s = step.data<float>();
+  return Step{s[kStepRate], s[kStepDecay], s[kStepGradientCoefficient], s[kStepVScale]};
+}
+
 }  // namespace
 
-absl::Status CpuBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr,
-                                   float momentum, bool nesterov, float weight_decay) {
+absl::Status CpuBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, const Tensor& step,
+                                   float momentum, bool nesterov) {
+  SLUICE_ASSIGN_OR_RETURN(const Step s, ReadStep("SgdUpdate", step, w));
   float* pw = w.data<float>();
   const float* pg = g.data<float>();
   float* pv = momentum != 0 && velocity != nullptr ? velocity->data<float>() : nullptr;
@@ -159,26 +173,29 @@ absl::Status CpuBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity,
     return absl::InvalidArgumentError("SgdUpdate: momentum needs a velocity tensor");
   }
   UpdateElementwise(w.num_elements(), [&](int64_t b, int64_t e) {
-    SgdRun(pw + b, pg + b, pv ? pv + b : nullptr, e - b, lr, momentum, nesterov, weight_decay);
+    SgdRun(pw + b, pg + b, pv ? pv + b : nullptr, e - b, s.rate, momentum, nesterov, s.decay);
   });
   return absl::OkStatus();
 }
 
-absl::Status CpuBackend::AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
-                                    float beta_1, float beta_2, float epsilon, float decay) {
+absl::Status CpuBackend::AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
+                                    const Tensor& step, float beta_1, float beta_2, float epsilon) {
+  SLUICE_ASSIGN_OR_RETURN(const Step s, ReadStep("AdamUpdate", step, w));
   float* pw = w.data<float>();
   const float* pg = g.data<float>();
   float* pm = m.data<float>();
   float* pv = v.data<float>();
   UpdateElementwise(w.num_elements(), [&](int64_t b, int64_t e) {
-    AdamRun(pw + b, pg + b, pm + b, pv + b, e - b, alpha, beta_1, beta_2, epsilon, decay);
+    AdamRun(pw + b, pg + b, pm + b, pv + b, e - b, s.rate, beta_1, beta_2, epsilon, s.decay);
   });
   return absl::OkStatus();
 }
 
 absl::Status CpuBackend::RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity,
-                                       Tensor* average_gradient, Tensor* momentum_slot, float lr,
-                                       float rho, float momentum, float epsilon, float decay) {
+                                       Tensor* average_gradient, Tensor* momentum_slot,
+                                       const Tensor& step, float rho, float momentum,
+                                       float epsilon) {
+  SLUICE_ASSIGN_OR_RETURN(const Step s, ReadStep("RmspropUpdate", step, w));
   if (momentum != 0 && momentum_slot == nullptr) {
     return absl::InvalidArgumentError("RmspropUpdate: momentum needs a momentum tensor");
   }
@@ -188,58 +205,63 @@ absl::Status CpuBackend::RmspropUpdate(Tensor& w, const Tensor& g, Tensor& veloc
   float* pa = average_gradient != nullptr ? average_gradient->data<float>() : nullptr;
   float* pb = momentum != 0 ? momentum_slot->data<float>() : nullptr;
   UpdateElementwise(w.num_elements(), [&](int64_t b, int64_t e) {
-    RmspropRun(pw + b, pg + b, pv + b, pa ? pa + b : nullptr, pb ? pb + b : nullptr, e - b, lr, rho,
-               momentum, epsilon, decay);
+    RmspropRun(pw + b, pg + b, pv + b, pa ? pa + b : nullptr, pb ? pb + b : nullptr, e - b, s.rate,
+               rho, momentum, epsilon, s.decay);
   });
   return absl::OkStatus();
 }
 
-absl::Status CpuBackend::AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, float lr,
-                                       float epsilon, float decay) {
+absl::Status CpuBackend::AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator,
+                                       const Tensor& step, float epsilon) {
+  SLUICE_ASSIGN_OR_RETURN(const Step s, ReadStep("AdagradUpdate", step, w));
   float* pw = w.data<float>();
   const float* pg = g.data<float>();
   float* pa = accumulator.data<float>();
   UpdateElementwise(w.num_elements(), [&](int64_t b, int64_t e) {
-    AdagradRun(pw + b, pg + b, pa + b, e - b, lr, epsilon, decay);
+    AdagradRun(pw + b, pg + b, pa + b, e - b, s.rate, epsilon, s.decay);
   });
   return absl::OkStatus();
 }
 
 absl::Status CpuBackend::AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
-                                        Tensor& accumulated_delta, float lr, float rho,
-                                        float epsilon, float decay) {
+                                        Tensor& accumulated_delta, const Tensor& step, float rho,
+                                        float epsilon) {
+  SLUICE_ASSIGN_OR_RETURN(const Step s, ReadStep("AdadeltaUpdate", step, w));
   float* pw = w.data<float>();
   const float* pg = g.data<float>();
   float* pa = accumulated_grad.data<float>();
   float* pd = accumulated_delta.data<float>();
   UpdateElementwise(w.num_elements(), [&](int64_t b, int64_t e) {
-    AdadeltaRun(pw + b, pg + b, pa + b, pd + b, e - b, lr, rho, epsilon, decay);
+    AdadeltaRun(pw + b, pg + b, pa + b, pd + b, e - b, s.rate, rho, epsilon, s.decay);
   });
   return absl::OkStatus();
 }
 
-absl::Status CpuBackend::AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u, float alpha,
-                                      float beta_1, float beta_2, float epsilon, float decay) {
+absl::Status CpuBackend::AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u,
+                                      const Tensor& step, float beta_1, float beta_2,
+                                      float epsilon) {
+  SLUICE_ASSIGN_OR_RETURN(const Step s, ReadStep("AdamaxUpdate", step, w));
   float* pw = w.data<float>();
   const float* pg = g.data<float>();
   float* pm = m.data<float>();
   float* pu = u.data<float>();
   UpdateElementwise(w.num_elements(), [&](int64_t b, int64_t e) {
-    AdamaxRun(pw + b, pg + b, pm + b, pu + b, e - b, alpha, beta_1, beta_2, epsilon, decay);
+    AdamaxRun(pw + b, pg + b, pm + b, pu + b, e - b, s.rate, beta_1, beta_2, epsilon, s.decay);
   });
   return absl::OkStatus();
 }
 
 absl::Status CpuBackend::NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
-                                     float m_coefficient, float g_coefficient, float v_scale,
-                                     float beta_1, float beta_2, float epsilon, float decay) {
+                                     const Tensor& step, float beta_1, float beta_2,
+                                     float epsilon) {
+  SLUICE_ASSIGN_OR_RETURN(const Step s, ReadStep("NadamUpdate", step, w));
   float* pw = w.data<float>();
   const float* pg = g.data<float>();
   float* pm = m.data<float>();
   float* pv = v.data<float>();
   UpdateElementwise(w.num_elements(), [&](int64_t b, int64_t e) {
-    NadamRun(pw + b, pg + b, pm + b, pv + b, e - b, m_coefficient, g_coefficient, v_scale, beta_1,
-             beta_2, epsilon, decay);
+    NadamRun(pw + b, pg + b, pm + b, pv + b, e - b, s.rate, s.gradient_coefficient, s.v_scale,
+             beta_1, beta_2, epsilon, s.decay);
   });
   return absl::OkStatus();
 }

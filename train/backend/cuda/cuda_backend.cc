@@ -953,9 +953,10 @@ absl::Status CudaBackend::InTopK(const Tensor& predictions, const Tensor& labels
 
 // --- optimizer updates ---------------------------------------------------------------------
 
-absl::Status CudaBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr,
-                                    float momentum, bool nesterov, float weight_decay) {
-  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("SgdUpdate", {&w, &g}));
+absl::Status CudaBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity,
+                                    const Tensor& step, float momentum, bool nesterov) {
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("SgdUpdate", {&w, &g, &step}));
+  SLUICE_RETURN_IF_ERROR(CheckStepScalars("CudaBackend::SgdUpdate", step, w));
   float* v = nullptr;
   if (momentum != 0) {
     if (velocity == nullptr) {
@@ -964,24 +965,29 @@ absl::Status CudaBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity
     SLUICE_RETURN_IF_ERROR(CheckTensors("SgdUpdate", {velocity}));
     v = F(*velocity);
   }
-  CUDA_RETURN_IF_ERROR(kernels::SgdUpdate(F(w), F(g), v, w.num_elements(), lr, momentum, nesterov,
-                                          weight_decay, stream()));
+  CUDA_RETURN_IF_ERROR(
+      kernels::SgdUpdate(F(w), F(g), v, w.num_elements(), F(step), momentum, nesterov, stream()));
   return absl::OkStatus();
 }
 
-absl::Status CudaBackend::AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
-                                     float beta_1, float beta_2, float epsilon, float decay) {
-  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("AdamUpdate", {&w, &g, &m, &v}));
-  CUDA_RETURN_IF_ERROR(kernels::AdamUpdate(F(w), F(g), F(m), F(v), w.num_elements(), alpha, beta_1,
-                                           beta_2, epsilon, decay, stream()));
+absl::Status CudaBackend::AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
+                                     const Tensor& step, float beta_1, float beta_2,
+                                     float epsilon) {
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("AdamUpdate", {&w, &g, &m, &v, &step}));
+  SLUICE_RETURN_IF_ERROR(CheckStepScalars("CudaBackend::AdamUpdate", step, w));
+  CUDA_RETURN_IF_ERROR(kernels::AdamUpdate(F(w), F(g), F(m), F(v), w.num_elements(), F(step),
+                                           beta_1, beta_2, epsilon, stream()));
   return absl::OkStatus();
 }
 
 absl::Status CudaBackend::RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity,
-                                        Tensor* average_gradient, Tensor* momentum_slot, float lr,
-                                        float rho, float momentum, float epsilon, float decay) {
+                                        Tensor* average_gradient, Tensor* momentum_slot,
+                                        const Tensor& step, float rho, float momentum,
+                                        float epsilon) {
   SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
-                          Enter("RmspropUpdate", {&w, &g, &velocity}));
+                          Enter("RmspropUpdate", {&w, &g, &velocity, &step}));
+  SLUICE_RETURN_IF_ERROR(CheckStepScalars("CudaBackend::RmspropUpdate", step, w));
   float* a = nullptr;
   if (average_gradient != nullptr) {
     SLUICE_RETURN_IF_ERROR(CheckTensors("RmspropUpdate", {average_gradient}));
@@ -996,47 +1002,53 @@ absl::Status CudaBackend::RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velo
     SLUICE_RETURN_IF_ERROR(CheckTensors("RmspropUpdate", {momentum_slot}));
     b = F(*momentum_slot);
   }
-  CUDA_RETURN_IF_ERROR(kernels::RmspropUpdate(F(w), F(g), F(velocity), a, b, w.num_elements(), lr,
-                                              rho, momentum, epsilon, decay, stream()));
+  CUDA_RETURN_IF_ERROR(kernels::RmspropUpdate(F(w), F(g), F(velocity), a, b, w.num_elements(),
+                                              F(step), rho, momentum, epsilon, stream()));
   return absl::OkStatus();
 }
 
-absl::Status CudaBackend::AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, float lr,
-                                        float epsilon, float decay) {
+absl::Status CudaBackend::AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator,
+                                        const Tensor& step, float epsilon) {
   SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
-                          Enter("AdagradUpdate", {&w, &g, &accumulator}));
-  CUDA_RETURN_IF_ERROR(kernels::AdagradUpdate(F(w), F(g), F(accumulator), w.num_elements(), lr,
-                                              epsilon, decay, stream()));
+                          Enter("AdagradUpdate", {&w, &g, &accumulator, &step}));
+  SLUICE_RETURN_IF_ERROR(CheckStepScalars("CudaBackend::AdagradUpdate", step, w));
+  CUDA_RETURN_IF_ERROR(kernels::AdagradUpdate(F(w), F(g), F(accumulator), w.num_elements(), F(step),
+                                              epsilon, stream()));
   return absl::OkStatus();
 }
 
 absl::Status CudaBackend::AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
-                                         Tensor& accumulated_delta, float lr, float rho,
-                                         float epsilon, float decay) {
-  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
-                          Enter("AdadeltaUpdate", {&w, &g, &accumulated_grad, &accumulated_delta}));
+                                         Tensor& accumulated_delta, const Tensor& step, float rho,
+                                         float epsilon) {
+  SLUICE_ASSIGN_OR_RETURN(
+      const KernelTimer::Scope timed,
+      Enter("AdadeltaUpdate", {&w, &g, &accumulated_grad, &accumulated_delta, &step}));
+  SLUICE_RETURN_IF_ERROR(CheckStepScalars("CudaBackend::AdadeltaUpdate", step, w));
   CUDA_RETURN_IF_ERROR(kernels::AdadeltaUpdate(F(w), F(g), F(accumulated_grad),
-                                               F(accumulated_delta), w.num_elements(), lr, rho,
-                                               epsilon, decay, stream()));
+                                               F(accumulated_delta), w.num_elements(), F(step), rho,
+                                               epsilon, stream()));
   return absl::OkStatus();
 }
 
 absl::Status CudaBackend::AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u,
-                                       float alpha, float beta_1, float beta_2, float epsilon,
-                                       float decay) {
-  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("AdamaxUpdate", {&w, &g, &m, &u}));
-  CUDA_RETURN_IF_ERROR(kernels::AdamaxUpdate(F(w), F(g), F(m), F(u), w.num_elements(), alpha,
-                                             beta_1, beta_2, epsilon, decay, stream()));
+                                       const Tensor& step, float beta_1, float beta_2,
+                                       float epsilon) {
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("AdamaxUpdate", {&w, &g, &m, &u, &step}));
+  SLUICE_RETURN_IF_ERROR(CheckStepScalars("CudaBackend::AdamaxUpdate", step, w));
+  CUDA_RETURN_IF_ERROR(kernels::AdamaxUpdate(F(w), F(g), F(m), F(u), w.num_elements(), F(step),
+                                             beta_1, beta_2, epsilon, stream()));
   return absl::OkStatus();
 }
 
 absl::Status CudaBackend::NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
-                                      float m_coefficient, float g_coefficient, float v_scale,
-                                      float beta_1, float beta_2, float epsilon, float decay) {
-  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("NadamUpdate", {&w, &g, &m, &v}));
-  CUDA_RETURN_IF_ERROR(kernels::NadamUpdate(F(w), F(g), F(m), F(v), w.num_elements(), m_coefficient,
-                                            g_coefficient, v_scale, beta_1, beta_2, epsilon, decay,
-                                            stream()));
+                                      const Tensor& step, float beta_1, float beta_2,
+                                      float epsilon) {
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
+                          Enter("NadamUpdate", {&w, &g, &m, &v, &step}));
+  SLUICE_RETURN_IF_ERROR(CheckStepScalars("CudaBackend::NadamUpdate", step, w));
+  CUDA_RETURN_IF_ERROR(kernels::NadamUpdate(F(w), F(g), F(m), F(v), w.num_elements(), F(step),
+                                            beta_1, beta_2, epsilon, stream()));
   return absl::OkStatus();
 }
 

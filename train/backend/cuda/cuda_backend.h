@@ -153,23 +153,22 @@ class CudaBackend final : public train::backend::Backend {
                           Tensor& invalid) override;
   absl::Status InTopK(const Tensor& predictions, const Tensor& labels, int k, bool first_max_only,
                       Tensor& out) override;
-  absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, float lr, float momentum,
-                         bool nesterov, float weight_decay) override;
-  absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float alpha,
-                          float beta_1, float beta_2, float epsilon, float decay) override;
+  absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, const Tensor& step,
+                         float momentum, bool nesterov) override;
+  absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor& step,
+                          float beta_1, float beta_2, float epsilon) override;
   absl::Status RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity, Tensor* average_gradient,
-                             Tensor* momentum_slot, float lr, float rho, float momentum,
-                             float epsilon, float decay) override;
-  absl::Status AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, float lr,
-                             float epsilon, float decay) override;
+                             Tensor* momentum_slot, const Tensor& step, float rho, float momentum,
+                             float epsilon) override;
+  absl::Status AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, const Tensor& step,
+                             float epsilon) override;
   absl::Status AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
-                              Tensor& accumulated_delta, float lr, float rho, float epsilon,
-                              float decay) override;
-  absl::Status AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u, float alpha,
-                            float beta_1, float beta_2, float epsilon, float decay) override;
-  absl::Status NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, float m_coefficient,
-                           float g_coefficient, float v_scale, float beta_1, float beta_2,
-                           float epsilon, float decay) override;
+                              Tensor& accumulated_delta, const Tensor& step, float rho,
+                              float epsilon) override;
+  absl::Status AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u, const Tensor& step,
+                            float beta_1, float beta_2, float epsilon) override;
+  absl::Status NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor& step,
+                           float beta_1, float beta_2, float epsilon) override;
 
   // Convolution plans made so far (one per direction and geometry), each with
   // the cuDNN algorithm chosen for it.

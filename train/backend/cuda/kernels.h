@@ -105,28 +105,28 @@ cudaError_t SparseSoftmaxCrossEntropyBackward(const float* probs, const int64_t*
                                               int64_t rows, int64_t c, cudaStream_t stream);
 
 // --- optimizer_kernels.cu --------------------------------------------------------
-// velocity may be null (plain SGD).
-cudaError_t SgdUpdate(float* w, const float* g, float* velocity, int64_t n, float lr,
-                      float momentum, bool nesterov, float weight_decay, cudaStream_t stream);
-// decay: decoupled weight decay applied first, w -= decay * w.
-cudaError_t AdamUpdate(float* w, const float* g, float* m, float* v, int64_t n, float alpha,
-                       float beta_1, float beta_2, float epsilon, float decay, cudaStream_t stream);
-// The Keras optimizers of backend.h; decay = lr * weight_decay, applied first. RMSprop's
-// average_gradient is null unless centered, its momentum_slot null when momentum is 0.
+// `step` points at the update's per-step scalars on the device (backend.h's StepScalar: rate,
+// decay, Nadam's gradient coefficient and v_scale), read by the kernel when it runs, so that a
+// captured graph reads each step's values. The decay (lr * weight_decay) is applied first,
+// w -= decay * w. SGD's velocity is null without momentum; RMSprop's average_gradient is null
+// unless centered, its momentum_slot null when momentum is 0.
+constexpr int kStepRate = 0, kStepDecay = 1, kStepGradientCoefficient = 2, kStepVScale = 3;
+cudaError_t SgdUpdate(float* w, const float* g, float* velocity, int64_t n, const float* step,
+                      float momentum, bool nesterov, cudaStream_t stream);
+cudaError_t AdamUpdate(float* w, const float* g, float* m, float* v, int64_t n, const float* step,
+                       float beta_1, float beta_2, float epsilon, cudaStream_t stream);
 cudaError_t RmspropUpdate(float* w, const float* g, float* velocity, float* average_gradient,
-                          float* momentum_slot, int64_t n, float lr, float rho, float momentum,
-                          float epsilon, float decay, cudaStream_t stream);
-cudaError_t AdagradUpdate(float* w, const float* g, float* accumulator, int64_t n, float lr,
-                          float epsilon, float decay, cudaStream_t stream);
+                          float* momentum_slot, int64_t n, const float* step, float rho,
+                          float momentum, float epsilon, cudaStream_t stream);
+cudaError_t AdagradUpdate(float* w, const float* g, float* accumulator, int64_t n,
+                          const float* step, float epsilon, cudaStream_t stream);
 cudaError_t AdadeltaUpdate(float* w, const float* g, float* accumulated_grad,
-                           float* accumulated_delta, int64_t n, float lr, float rho, float epsilon,
-                           float decay, cudaStream_t stream);
-cudaError_t AdamaxUpdate(float* w, const float* g, float* m, float* u, int64_t n, float alpha,
-                         float beta_1, float beta_2, float epsilon, float decay,
-                         cudaStream_t stream);
-cudaError_t NadamUpdate(float* w, const float* g, float* m, float* v, int64_t n,
-                        float m_coefficient, float g_coefficient, float v_scale, float beta_1,
-                        float beta_2, float epsilon, float decay, cudaStream_t stream);
+                           float* accumulated_delta, int64_t n, const float* step, float rho,
+                           float epsilon, cudaStream_t stream);
+cudaError_t AdamaxUpdate(float* w, const float* g, float* m, float* u, int64_t n, const float* step,
+                         float beta_1, float beta_2, float epsilon, cudaStream_t stream);
+cudaError_t NadamUpdate(float* w, const float* g, float* m, float* v, int64_t n, const float* step,
+                        float beta_1, float beta_2, float epsilon, cudaStream_t stream);
 
 // --- label_kernels.cu -----------------------------------------------------------------
 // out[i] = labels[i] (int32 or int64) where it lies in [0, classes), else 0;

@@ -8,12 +8,13 @@
 namespace sluice::train::backend::cuda::kernels {
 namespace {
 
-__global__ void SgdKernel(float* w, const float* g, float* v, int64_t n, float lr, float mu,
-                          bool nesterov, float decay) {
+__global__ void SgdKernel(float* w, const float* g, float* v, int64_t n, const float* step,
+                          float mu, bool nesterov) {
+  const float lr = step[kStepRate], decay = step[kStepDecay];
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     float wi = w[i];
-    if (decay != 0.0f) wi -= lr * decay * wi;  // decoupled decay first, as on the CPU
+    if (decay != 0.0f) wi -= decay * wi;  // decoupled decay first, as on the CPU
     const float gi = g[i];
     if (v == nullptr) {
       wi -= lr * gi;
@@ -26,8 +27,9 @@ __global__ void SgdKernel(float* w, const float* g, float* v, int64_t n, float l
   }
 }
 
-__global__ void AdamKernel(float* w, const float* g, float* m, float* v, int64_t n, float alpha,
-                           float b1, float b2, float eps, float decay) {
+__global__ void AdamKernel(float* w, const float* g, float* m, float* v, int64_t n,
+                           const float* step, float b1, float b2, float eps) {
+  const float alpha = step[kStepRate], decay = step[kStepDecay];
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const float gi = g[i];
@@ -43,7 +45,8 @@ __global__ void AdamKernel(float* w, const float* g, float* m, float* v, int64_t
 // The Keras optimizers of backend.h, each as the CPU computes it (cpu_optimizer_kernels.cc);
 // decay = lr * weight_decay, applied to w first.
 __global__ void RmspropKernel(float* w, const float* g, float* v, float* a, float* b, int64_t n,
-                              float lr, float rho, float mu, float eps, float decay) {
+                              const float* step, float rho, float mu, float eps) {
+  const float lr = step[kStepRate], decay = step[kStepDecay];
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const float gi = g[i];
@@ -67,8 +70,9 @@ __global__ void RmspropKernel(float* w, const float* g, float* v, float* a, floa
   }
 }
 
-__global__ void AdagradKernel(float* w, const float* g, float* acc, int64_t n, float lr, float eps,
-                              float decay) {
+__global__ void AdagradKernel(float* w, const float* g, float* acc, int64_t n, const float* step,
+                              float eps) {
+  const float lr = step[kStepRate], decay = step[kStepDecay];
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const float gi = g[i];
@@ -79,7 +83,8 @@ __global__ void AdagradKernel(float* w, const float* g, float* acc, int64_t n, f
 }
 
 __global__ void AdadeltaKernel(float* w, const float* g, float* acc_g, float* acc_d, int64_t n,
-                               float lr, float rho, float eps, float decay) {
+                               const float* step, float rho, float eps) {
+  const float lr = step[kStepRate], decay = step[kStepDecay];
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const float gi = g[i];
@@ -91,8 +96,9 @@ __global__ void AdadeltaKernel(float* w, const float* g, float* acc_g, float* ac
   }
 }
 
-__global__ void AdamaxKernel(float* w, const float* g, float* m, float* u, int64_t n, float alpha,
-                             float b1, float b2, float eps, float decay) {
+__global__ void AdamaxKernel(float* w, const float* g, float* m, float* u, int64_t n,
+                             const float* step, float b1, float b2, float eps) {
+  const float alpha = step[kStepRate], decay = step[kStepDecay];
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const float gi = g[i];
@@ -106,8 +112,10 @@ __global__ void AdamaxKernel(float* w, const float* g, float* m, float* u, int64
   }
 }
 
-__global__ void NadamKernel(float* w, const float* g, float* m, float* v, int64_t n, float cm,
-                            float cg, float v_scale, float b1, float b2, float eps, float decay) {
+__global__ void NadamKernel(float* w, const float* g, float* m, float* v, int64_t n,
+                            const float* step, float b1, float b2, float eps) {
+  const float cm = step[kStepRate], decay = step[kStepDecay];
+  const float cg = step[kStepGradientCoefficient], v_scale = step[kStepVScale];
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const float gi = g[i];
@@ -121,63 +129,59 @@ __global__ void NadamKernel(float* w, const float* g, float* m, float* v, int64_
 
 }  // namespace
 
-cudaError_t SgdUpdate(float* w, const float* g, float* velocity, int64_t n, float lr,
-                      float momentum, bool nesterov, float weight_decay, cudaStream_t stream) {
+cudaError_t SgdUpdate(float* w, const float* g, float* velocity, int64_t n, const float* step,
+                      float momentum, bool nesterov, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  SgdKernel<<<GridFor(n), kThreads, 0, stream>>>(w, g, velocity, n, lr, momentum, nesterov,
-                                                 weight_decay);
+  SgdKernel<<<GridFor(n), kThreads, 0, stream>>>(w, g, velocity, n, step, momentum, nesterov);
   return cudaGetLastError();
 }
 
-cudaError_t AdamUpdate(float* w, const float* g, float* m, float* v, int64_t n, float alpha,
-                       float beta_1, float beta_2, float epsilon, float decay,
-                       cudaStream_t stream) {
+cudaError_t AdamUpdate(float* w, const float* g, float* m, float* v, int64_t n, const float* step,
+                       float beta_1, float beta_2, float epsilon, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  AdamKernel<<<GridFor(n), kThreads, 0, stream>>>(w, g, m, v, n, alpha, beta_1, beta_2, epsilon,
-                                                  decay);
+  AdamKernel<<<GridFor(n), kThreads, 0, stream>>>(w, g, m, v, n, step, beta_1, beta_2, epsilon);
   return cudaGetLastError();
 }
 
 cudaError_t RmspropUpdate(float* w, const float* g, float* velocity, float* average_gradient,
-                          float* momentum_slot, int64_t n, float lr, float rho, float momentum,
-                          float epsilon, float decay, cudaStream_t stream) {
+                          float* momentum_slot, int64_t n, const float* step, float rho,
+                          float momentum, float epsilon, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  RmspropKernel<<<GridFor(n), kThreads, 0, stream>>>(
-      w, g, velocity, average_gradient, momentum_slot, n, lr, rho, momentum, epsilon, decay);
+  RmspropKernel<<<GridFor(n), kThreads, 0, stream>>>(w, g, velocity, average_gradient,
+                                                     momentum_slot, n, step, rho, momentum,
+                                                     epsilon);
   return cudaGetLastError();
 }
 
-cudaError_t AdagradUpdate(float* w, const float* g, float* accumulator, int64_t n, float lr,
-                          float epsilon, float decay, cudaStream_t stream) {
+cudaError_t AdagradUpdate(float* w, const float* g, float* accumulator, int64_t n,
+                          const float* step, float epsilon, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  AdagradKernel<<<GridFor(n), kThreads, 0, stream>>>(w, g, accumulator, n, lr, epsilon, decay);
+  AdagradKernel<<<GridFor(n), kThreads, 0, stream>>>(w, g, accumulator, n, step, epsilon);
   return cudaGetLastError();
 }
 
 cudaError_t AdadeltaUpdate(float* w, const float* g, float* accumulated_grad,
-                           float* accumulated_delta, int64_t n, float lr, float rho, float epsilon,
-                           float decay, cudaStream_t stream) {
+                           float* accumulated_delta, int64_t n, const float* step, float rho,
+                           float epsilon, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   AdadeltaKernel<<<GridFor(n), kThreads, 0, stream>>>(w, g, accumulated_grad, accumulated_delta, n,
-                                                      lr, rho, epsilon, decay);
+                                                      step, rho, epsilon);
   return cudaGetLastError();
 }
 
-cudaError_t AdamaxUpdate(float* w, const float* g, float* m, float* u, int64_t n, float alpha,
-                         float beta_1, float beta_2, float epsilon, float decay,
+cudaError_t AdamaxUpdate(float* w, const float* g, float* m, float* u, int64_t n,
+                         const float* step, float beta_1, float beta_2, float epsilon,
                          cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  AdamaxKernel<<<GridFor(n), kThreads, 0, stream>>>(w, g, m, u, n, alpha, beta_1, beta_2, epsilon,
-                                                    decay);
+  AdamaxKernel<<<GridFor(n), kThreads, 0, stream>>>(w, g, m, u, n, step, beta_1, beta_2, epsilon);
   return cudaGetLastError();
 }
 
 cudaError_t NadamUpdate(float* w, const float* g, float* m, float* v, int64_t n,
-                        float m_coefficient, float g_coefficient, float v_scale, float beta_1,
-                        float beta_2, float epsilon, float decay, cudaStream_t stream) {
+                        const float* step, float beta_1, float beta_2, float epsilon,
+                        cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  NadamKernel<<<GridFor(n), kThreads, 0, stream>>>(w, g, m, v, n, m_coefficient, g_coefficient,
-                                                   v_scale, beta_1, beta_2, epsilon, decay);
+  NadamKernel<<<GridFor(n), kThreads, 0, stream>>>(w, g, m, v, n, step, beta_1, beta_2, epsilon);
   return cudaGetLastError();
 }
 

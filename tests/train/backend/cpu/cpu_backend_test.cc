@@ -218,33 +218,43 @@ TEST_F(CpuBackendTest, ConcatAndSplitAreInverse) {
   EXPECT_TRUE(back[1].Equals(parts[1]));
 }
 
+// An optimizer update's step scalars (backend::StepScalar): rate, decay, Nadam's two.
+Tensor Step(float rate, float decay = 0, float gradient_coefficient = 0, float v_scale = 0) {
+  return T({rate, decay, gradient_coefficient, v_scale}, {4});
+}
+
 TEST_F(CpuBackendTest, SgdUpdateMatchesHandComputedSteps) {
   Tensor w = T({1, 2}, {2}), g = T({0.5f, -1}, {2});
-  ASSERT_TRUE(backend_.SgdUpdate(w, g, nullptr, 0.1f, 0, false, 0).ok());
+  ASSERT_TRUE(backend_.SgdUpdate(w, g, nullptr, Step(0.1f), 0, false).ok());
   EXPECT_THAT(Values(w), Pointwise(FloatNear(1e-6f), {0.95f, 2.1f}));
   // Momentum 0.9 from v = 1: v = 0.9 - 0.1 * 0.5 = 0.85, w = 1 + 0.85.
   w = T({1}, {1});
   Tensor v = T({1}, {1});
-  ASSERT_TRUE(backend_.SgdUpdate(w, T({0.5f}, {1}), &v, 0.1f, 0.9f, false, 0).ok());
+  ASSERT_TRUE(backend_.SgdUpdate(w, T({0.5f}, {1}), &v, Step(0.1f), 0.9f, false).ok());
   EXPECT_THAT(Values(v), Pointwise(FloatNear(1e-6f), {0.85f}));
   EXPECT_THAT(Values(w), Pointwise(FloatNear(1e-6f), {1.85f}));
   // Nesterov: w += 0.9 * 0.85 - 0.05; decay first: w = 1 - 0.1 * 0.5 * 1.
   w = T({1}, {1});
   v = T({1}, {1});
-  ASSERT_TRUE(backend_.SgdUpdate(w, T({0.5f}, {1}), &v, 0.1f, 0.9f, true, 0.5f).ok());
+  ASSERT_TRUE(backend_.SgdUpdate(w, T({0.5f}, {1}), &v, Step(0.1f, 0.05f), 0.9f, true).ok());
   EXPECT_THAT(Values(w), Pointwise(FloatNear(1e-6f), {0.95f + 0.9f * 0.85f - 0.05f}));
-  EXPECT_FALSE(backend_.SgdUpdate(w, T({0.5f}, {1}), nullptr, 0.1f, 0.9f, false, 0).ok());
+  EXPECT_FALSE(backend_.SgdUpdate(w, T({0.5f}, {1}), nullptr, Step(0.1f), 0.9f, false).ok());
+  // The step's scalars are float32[4]: a bare learning rate is refused, naming what came.
+  const absl::Status short_step =
+      backend_.SgdUpdate(w, T({0.5f}, {1}), nullptr, T({0.1f}, {1}), 0, false);
+  EXPECT_EQ(short_step.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(short_step.message().find("float32[4]"), std::string::npos) << short_step;
 }
 
 TEST_F(CpuBackendTest, AdamUpdateMatchesHandComputedStep) {
   Tensor w = T({1}, {1}), g = T({2}, {1}), m = T({0}, {1}), v = T({0}, {1});
-  ASSERT_TRUE(backend_.AdamUpdate(w, g, m, v, 0.01f, 0.9f, 0.999f, 1e-7f, 0).ok());
+  ASSERT_TRUE(backend_.AdamUpdate(w, g, m, v, Step(0.01f), 0.9f, 0.999f, 1e-7f).ok());
   // m = 0.2, v = 0.004, w = 1 - 0.01 * 0.2 / (sqrt(0.004) + 1e-7).
   EXPECT_THAT(Values(m), Pointwise(FloatNear(1e-6f), {0.2f}));
   EXPECT_THAT(Values(v), Pointwise(FloatNear(1e-7f), {0.004f}));
   EXPECT_THAT(Values(w), Pointwise(FloatNear(1e-6f), {1 - 0.01f * 0.2f / std::sqrt(0.004f)}));
   // With decay 0.5 the weight halves before the same kind of step: m = 0.38, v = 0.007996.
-  ASSERT_TRUE(backend_.AdamUpdate(w, g, m, v, 0.01f, 0.9f, 0.999f, 1e-7f, 0.5f).ok());
+  ASSERT_TRUE(backend_.AdamUpdate(w, g, m, v, Step(0.01f, 0.5f), 0.9f, 0.999f, 1e-7f).ok());
   const float w1 = 1 - 0.01f * 0.2f / std::sqrt(0.004f);
   EXPECT_THAT(Values(w),
               Pointwise(FloatNear(1e-6f), {0.5f * w1 - 0.01f * 0.38f / std::sqrt(0.007996f)}));
@@ -258,7 +268,7 @@ TEST_F(CpuBackendTest, OptimizerUpdatesFlushDenormalSlotsToZero) {
   Tensor w = T({1, 1}, {2}), g = T({0, 0}, {2}), m = T({denormal, 0.5f}, {2}),
          v = T({denormal, 1}, {2});
   const unsigned csr = _mm_getcsr();
-  ASSERT_TRUE(backend_.AdamUpdate(w, g, m, v, 0.01f, 0.9f, 0.999f, 1e-7f, 0).ok());
+  ASSERT_TRUE(backend_.AdamUpdate(w, g, m, v, Step(0.01f), 0.9f, 0.999f, 1e-7f).ok());
   EXPECT_EQ(_mm_getcsr(), csr);
   // Element 0 as if its moments were 0: they stay 0 (not 0.9 * 1e-39) and w does not move.
   EXPECT_EQ(m.data<float>()[0], 0.0f);
@@ -268,7 +278,7 @@ TEST_F(CpuBackendTest, OptimizerUpdatesFlushDenormalSlotsToZero) {
   EXPECT_FLOAT_EQ(m.data<float>()[1], 0.45f);
   EXPECT_FLOAT_EQ(v.data<float>()[1], 0.999f);
   Tensor velocity = T({denormal}, {1}), w2 = T({2}, {1});
-  ASSERT_TRUE(backend_.SgdUpdate(w2, T({0}, {1}), &velocity, 0.1f, 0.9f, false, 0).ok());
+  ASSERT_TRUE(backend_.SgdUpdate(w2, T({0}, {1}), &velocity, Step(0.1f), 0.9f, false).ok());
   EXPECT_EQ(velocity.data<float>()[0], 0.0f);
   EXPECT_EQ(w2.data<float>()[0], 2.0f);
   // The thread's own arithmetic still keeps denormals.

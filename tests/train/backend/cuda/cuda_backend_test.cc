@@ -603,6 +603,14 @@ TEST_F(CudaBackendTest, SoftmaxAndCrossEntropyMatchCpu) {
   EXPECT_TRUE(AllClose(Host(gdl), dl, 1e-6f, 1e-4f));
 }
 
+// An optimizer update's step scalars on the host (backend::StepScalar): rate, decay, Nadam's two.
+Tensor StepScalars(float rate, float decay, float gradient_coefficient = 0, float v_scale = 0) {
+  Tensor s(DType::kFloat32, Shape{4});
+  float* p = s.data<float>();
+  p[0] = rate, p[1] = decay, p[2] = gradient_coefficient, p[3] = v_scale;
+  return s;
+}
+
 TEST_F(CudaBackendTest, OptimizerUpdatesMatchCpuOverSteps) {
   const Shape shape{1000, 17};
   struct Sgd {
@@ -615,8 +623,9 @@ TEST_F(CudaBackendTest, OptimizerUpdatesMatchCpuOverSteps) {
     Tensor wd = Dev(w), vd = Dev(v);
     for (int step = 0; step < 3; ++step) {
       Tensor g = Random(shape, 170 + step);
-      ASSERT_TRUE(cpu_.SgdUpdate(w, g, &v, 0.1f, o.momentum, o.nesterov, o.decay).ok());
-      ASSERT_TRUE(gpu_->SgdUpdate(wd, Dev(g), &vd, 0.1f, o.momentum, o.nesterov, o.decay).ok());
+      const Tensor s = StepScalars(0.1f, 0.1f * o.decay);
+      ASSERT_TRUE(cpu_.SgdUpdate(w, g, &v, s, o.momentum, o.nesterov).ok());
+      ASSERT_TRUE(gpu_->SgdUpdate(wd, Dev(g), &vd, Dev(s), o.momentum, o.nesterov).ok());
     }
     EXPECT_TRUE(AllClose(Host(wd), w, 1e-6f, 1e-5f)) << o.momentum << o.nesterov;
     if (o.momentum != 0) {
@@ -631,8 +640,9 @@ TEST_F(CudaBackendTest, OptimizerUpdatesMatchCpuOverSteps) {
     const float alpha = 1e-3f * std::sqrt(1 - std::pow(0.999f, step)) / (1 - std::pow(0.9f, step));
     // Step 2 decays the weights too (AdamW).
     const float decay = step == 2 ? 4e-6f : 0.0f;
-    ASSERT_TRUE(cpu_.AdamUpdate(w, g, m, v, alpha, 0.9f, 0.999f, 1e-7f, decay).ok());
-    ASSERT_TRUE(gpu_->AdamUpdate(wd, Dev(g), md, vd, alpha, 0.9f, 0.999f, 1e-7f, decay).ok());
+    const Tensor s = StepScalars(alpha, decay);
+    ASSERT_TRUE(cpu_.AdamUpdate(w, g, m, v, s, 0.9f, 0.999f, 1e-7f).ok());
+    ASSERT_TRUE(gpu_->AdamUpdate(wd, Dev(g), md, vd, Dev(s), 0.9f, 0.999f, 1e-7f).ok());
   }
   EXPECT_TRUE(AllClose(Host(wd), w, 1e-6f, 1e-5f));
   EXPECT_TRUE(AllClose(Host(md), m, 1e-6f, 1e-5f));
@@ -651,11 +661,12 @@ TEST_F(CudaBackendTest, KerasOptimizerUpdatesMatchCpuOverSteps) {
     for (int step = 1; step <= 3; ++step) {
       Tensor g = Random(shape, 310 + step);
       const float decay = step == 2 ? 1e-3f : 0.0f;
-      ASSERT_TRUE(cpu_.RmspropUpdate(w, g, v, full ? &a : nullptr, full ? &b : nullptr, 1e-2f, 0.9f,
-                                     momentum, 1e-7f, decay)
+      const Tensor s = StepScalars(1e-2f, decay);
+      ASSERT_TRUE(cpu_.RmspropUpdate(w, g, v, full ? &a : nullptr, full ? &b : nullptr, s, 0.9f,
+                                     momentum, 1e-7f)
                       .ok());
       ASSERT_TRUE(gpu_->RmspropUpdate(wd, Dev(g), vd, full ? &ad : nullptr, full ? &bd : nullptr,
-                                      1e-2f, 0.9f, momentum, 1e-7f, decay)
+                                      Dev(s), 0.9f, momentum, 1e-7f)
                       .ok());
     }
     EXPECT_TRUE(AllClose(Host(wd), w, 1e-6f, 1e-5f)) << full;
@@ -669,8 +680,9 @@ TEST_F(CudaBackendTest, KerasOptimizerUpdatesMatchCpuOverSteps) {
   for (int step = 1; step <= 3; ++step) {
     Tensor g = Random(shape, 330 + step);
     const float decay = step == 2 ? 1e-3f : 0.0f;
-    ASSERT_TRUE(cpu_.AdagradUpdate(w, g, s1, 0.1f, 1e-7f, decay).ok());
-    ASSERT_TRUE(gpu_->AdagradUpdate(wd, Dev(g), s1d, 0.1f, 1e-7f, decay).ok());
+    const Tensor s = StepScalars(0.1f, decay);
+    ASSERT_TRUE(cpu_.AdagradUpdate(w, g, s1, s, 1e-7f).ok());
+    ASSERT_TRUE(gpu_->AdagradUpdate(wd, Dev(g), s1d, Dev(s), 1e-7f).ok());
   }
   EXPECT_TRUE(AllClose(Host(wd), w, 1e-6f, 1e-5f));
   EXPECT_TRUE(AllClose(Host(s1d), s1, 1e-6f, 1e-5f));
@@ -679,8 +691,9 @@ TEST_F(CudaBackendTest, KerasOptimizerUpdatesMatchCpuOverSteps) {
   for (int step = 1; step <= 3; ++step) {
     Tensor g = Random(shape, 350 + step);
     const float decay = step == 2 ? 1e-3f : 0.0f;
-    ASSERT_TRUE(cpu_.AdadeltaUpdate(w, g, s1, s2, 1.0f, 0.95f, 1e-7f, decay).ok());
-    ASSERT_TRUE(gpu_->AdadeltaUpdate(wd, Dev(g), s1d, s2d, 1.0f, 0.95f, 1e-7f, decay).ok());
+    const Tensor s = StepScalars(1.0f, decay);
+    ASSERT_TRUE(cpu_.AdadeltaUpdate(w, g, s1, s2, s, 0.95f, 1e-7f).ok());
+    ASSERT_TRUE(gpu_->AdadeltaUpdate(wd, Dev(g), s1d, s2d, Dev(s), 0.95f, 1e-7f).ok());
   }
   EXPECT_TRUE(AllClose(Host(wd), w, 1e-6f, 1e-5f));
   EXPECT_TRUE(AllClose(Host(s1d), s1, 1e-7f, 1e-5f));
@@ -691,8 +704,9 @@ TEST_F(CudaBackendTest, KerasOptimizerUpdatesMatchCpuOverSteps) {
     Tensor g = Random(shape, 370 + step);
     const float decay = step == 2 ? 1e-3f : 0.0f;
     const float alpha = 1e-2f / (1 - std::pow(0.9f, step));
-    ASSERT_TRUE(cpu_.AdamaxUpdate(w, g, s1, s2, alpha, 0.9f, 0.999f, 1e-7f, decay).ok());
-    ASSERT_TRUE(gpu_->AdamaxUpdate(wd, Dev(g), s1d, s2d, alpha, 0.9f, 0.999f, 1e-7f, decay).ok());
+    const Tensor s = StepScalars(alpha, decay);
+    ASSERT_TRUE(cpu_.AdamaxUpdate(w, g, s1, s2, s, 0.9f, 0.999f, 1e-7f).ok());
+    ASSERT_TRUE(gpu_->AdamaxUpdate(wd, Dev(g), s1d, s2d, Dev(s), 0.9f, 0.999f, 1e-7f).ok());
   }
   EXPECT_TRUE(AllClose(Host(wd), w, 1e-6f, 1e-5f));
   EXPECT_TRUE(AllClose(Host(s1d), s1, 1e-6f, 1e-5f));
@@ -704,9 +718,9 @@ TEST_F(CudaBackendTest, KerasOptimizerUpdatesMatchCpuOverSteps) {
     const float decay = step == 2 ? 1e-3f : 0.0f;
     // Coefficients of the size Nadam passes (nadam.cc); the kernels need not know where from.
     const float cm = 1e-2f * 0.8f, cg = 1e-2f * 0.5f, v_scale = 1 / (1 - std::pow(0.999f, step));
-    ASSERT_TRUE(cpu_.NadamUpdate(w, g, s1, s2, cm, cg, v_scale, 0.9f, 0.999f, 1e-7f, decay).ok());
-    ASSERT_TRUE(
-        gpu_->NadamUpdate(wd, Dev(g), s1d, s2d, cm, cg, v_scale, 0.9f, 0.999f, 1e-7f, decay).ok());
+    const Tensor s = StepScalars(cm, decay, cg, v_scale);
+    ASSERT_TRUE(cpu_.NadamUpdate(w, g, s1, s2, s, 0.9f, 0.999f, 1e-7f).ok());
+    ASSERT_TRUE(gpu_->NadamUpdate(wd, Dev(g), s1d, s2d, Dev(s), 0.9f, 0.999f, 1e-7f).ok());
   }
   EXPECT_TRUE(AllClose(Host(wd), w, 1e-6f, 1e-5f));
   EXPECT_TRUE(AllClose(Host(s1d), s1, 1e-6f, 1e-5f));
