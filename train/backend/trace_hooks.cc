@@ -22,6 +22,11 @@ absl::Status CheckAtEveryReplay(const char* name, const Tensor& t, TensorCheck c
   return check(t);
 }
 
+void AtEveryCall(std::function<void()> fn) {
+  fn();
+  if (Tracing() && check_recorder != nullptr) check_recorder->RecordAtEveryCall(std::move(fn));
+}
+
 ScopedTracingBackend::ScopedTracingBackend(Backend* backend, CheckRecorder* checks)
     : previous_(tracing_backend),
       previous_checks_(check_recorder),

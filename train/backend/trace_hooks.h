@@ -35,11 +35,17 @@ using TensorCheck = std::function<absl::Status(const Tensor&)>;
 // what an eager one does; `check` then runs with tracing off (its own reads are not recorded).
 absl::Status CheckAtEveryReplay(const char* name, const Tensor& t, TensorCheck check);
 
-// What a tracing backend does with CheckAtEveryReplay: run the check and record it.
+// Host bookkeeping of a traced step that must happen at every call: a metric's count of what it
+// has seen (a host number, from shapes). Runs `fn` now; while this thread traces, the recorder
+// also keeps it to run after each replay's kernels have been queued (it reads no tensor).
+void AtEveryCall(std::function<void()> fn);
+
+// What a tracing backend does with CheckAtEveryReplay and AtEveryCall: run them and record them.
 class CheckRecorder {
  public:
   virtual ~CheckRecorder() = default;
   virtual absl::Status RecordCheck(const char* name, const Tensor& t, TensorCheck check) = 0;
+  virtual void RecordAtEveryCall(std::function<void()> fn) = 0;
 };
 
 // Makes BackendFor() return `backend` for its device on this thread while the scope lives, and

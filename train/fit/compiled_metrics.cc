@@ -69,6 +69,12 @@ absl::Status CompiledMetrics::Update(const Tensor& batch_loss, const Tensor& y_t
   return absl::OkStatus();
 }
 
+absl::Status CompiledMetrics::PrepareOn(const Device& device) {
+  SLUICE_RETURN_IF_ERROR(loss_.PrepareOn(device));
+  for (auto& m : compiled_) SLUICE_RETURN_IF_ERROR(m->PrepareOn(device));
+  return absl::OkStatus();
+}
+
 void CompiledMetrics::Reset() {
   loss_.Reset();
   for (auto& m : compiled_) m->Reset();

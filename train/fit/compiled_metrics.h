@@ -33,6 +33,8 @@ class CompiledMetrics {
   // `batch_loss`: the batch's reduced loss, a float32 scalar on the device.
   absl::Status Update(const Tensor& batch_loss, const Tensor& y_true, const Tensor& y_pred);
   void Reset();
+  // Before a traced step that updates the metrics on `device` (metrics::Metric::PrepareOn).
+  absl::Status PrepareOn(const Device& device);
 
   // The metrics' values by name (each after `prefix`): over every rank's examples when the
   // replicas are distributed (a collective every rank calls).

@@ -32,14 +32,15 @@ absl::StatusOr<std::vector<Tensor>> CompiledTrainStep::ForwardBackward(
   ops::LabelRangeCheck check;
   SLUICE_ASSIGN_OR_RETURN(Tensor loss, parts_.loss.Compute(y, y_pred, check));
   label_classes_ = check.classes();
-  std::vector<Tensor> outputs = {loss, y_pred,
-                                 check.invalid_count() ? *check.invalid_count() : Tensor()};
+  std::vector<Tensor> outputs = {check.invalid_count() ? *check.invalid_count() : Tensor()};
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<Tensor>> grads, tape.Gradient(loss, vars_));
   if (optimizer_ != nullptr) {
     SLUICE_RETURN_IF_ERROR(optimizer_->UpdateVariables(grads, vars_));
-    return outputs;
+  } else {
+    for (std::optional<Tensor>& g : grads) outputs.push_back(g ? *std::move(g) : Tensor());
   }
-  for (std::optional<Tensor>& g : grads) outputs.push_back(g ? *std::move(g) : Tensor());
+  // After the update, as the eager step: the metrics read the forward pass's values.
+  SLUICE_RETURN_IF_ERROR(parts_.metrics.Update(loss, y, y_pred));
   return outputs;
 }
 
@@ -57,28 +58,27 @@ absl::Status CompiledTrainStep::Run(const Tensor& x, const Tensor& y, const std:
     function_.Reset();  // the traces update other slots, or none
   }
   if (optimizer_ != nullptr) SLUICE_RETURN_IF_ERROR(optimizer_->PrepareStep(vars_));
+  if (!vars_.empty()) SLUICE_RETURN_IF_ERROR(parts_.metrics.PrepareOn(vars_[0]->device()));
   SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> out, function_({x, y}));
   parts_.phases.Mark("forward_backward");
-  const Tensor& loss = out[0];
-  const Tensor& y_pred = out[1];
-  if (out[2].buffer()) {
+  if (out[0].buffer()) {
     // The count is overwritten by the next replay: the deferred check keeps a copy of its own.
-    SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(out[2].device()));
-    SLUICE_ASSIGN_OR_RETURN(Tensor invalid, backend->Allocate(out[2].dtype(), out[2].shape()));
-    SLUICE_RETURN_IF_ERROR(backend->Copy(out[2], invalid));
+    SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(out[0].device()));
+    SLUICE_ASSIGN_OR_RETURN(Tensor invalid, backend->Allocate(out[0].dtype(), out[0].shape()));
+    SLUICE_RETURN_IF_ERROR(backend->Copy(out[0], invalid));
     parts_.loss.AddLabelCheck(where, ops::LabelRangeCheck(std::move(invalid), y, label_classes_));
   }
   if (optimizer_ == nullptr) {
+    // The gradients came out of the step (the strategy's update is not traced); the metrics ran
+    // in it before this update, as in the eager step they run after it on the same values.
     std::vector<std::optional<Tensor>> grads;
-    for (size_t i = 3; i < out.size(); ++i) {
+    for (size_t i = 1; i < out.size(); ++i) {
       grads.push_back(out[i].buffer() ? std::optional<Tensor>(out[i]) : std::nullopt);
     }
     SLUICE_RETURN_IF_ERROR(parts_.strategy.ApplyGradients(std::move(grads), vars_));
     parts_.phases.Mark("optimizer");
   }
-  absl::Status status = parts_.metrics.Update(loss, y, y_pred);
-  parts_.phases.Mark("metrics");
-  return status;
+  return absl::OkStatus();
 }
 
 }  // namespace sluice::train::fit

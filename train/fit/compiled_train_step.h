@@ -20,9 +20,10 @@ namespace sluice::train::fit {
 // iterations, schedule and bias corrections) runs before each call (Optimizer::PrepareStep) and
 // leaves the step's scalars on the device, where the recorded update kernels read them. Where
 // the strategy has no TracedOptimizer() (clipping by global norm), the function returns the
-// gradients and the strategy applies them eagerly after each replay. The metrics are updated
-// eagerly after it. Only a strategy that is Traceable() (the local one) may use it; Fit runs the
-// others eagerly.
+// gradients and the strategy applies them eagerly after each replay. The metric updates are in
+// the function too, after the update (their running totals prepared on the device before each
+// call: CompiledMetrics::PrepareOn). Only a strategy that is Traceable() (the local one) may use
+// it; Fit runs the others eagerly.
 //
 // The results equal EagerTrainStep's bit for bit: a replay runs the same kernels on the same
 // values in the same order. A change of the trainable variables (a layer frozen or unfrozen), of
@@ -36,9 +37,9 @@ class CompiledTrainStep : public TrainStep {
   const function::Function& function() const { return function_; }
 
  private:
-  // The traced part: outputs loss, y_pred, the label check's count (or an empty tensor), then,
-  // unless it updates the variables itself (optimizer_), one gradient per variable of vars_ (an
-  // empty tensor for none).
+  // The traced part: outputs the label check's count (or an empty tensor), then, unless it
+  // updates the variables itself (optimizer_), one gradient per variable of vars_ (an empty
+  // tensor for none).
   absl::StatusOr<std::vector<Tensor>> ForwardBackward(const std::vector<Tensor>& inputs);
 
   StepParts parts_;

@@ -89,6 +89,7 @@ absl::StatusOr<std::unique_ptr<Program>> Program::Plan(RecordingBackend& recorde
                                                        std::vector<Tensor>& outputs,
                                                        bool device_graphs) {
   std::unique_ptr<Program> program(new Program(recorder.inner()));
+  program->at_every_call_ = std::move(recorder.at_every_call());
   std::vector<RecordedSlot>& slots = recorder.slots();
   const int end = static_cast<int>(recorder.calls().size());
   // The outputs' slots live to the end; an output the calls never wrote (a constant) stays as is.
@@ -251,6 +252,7 @@ absl::Status Program::Replay() {
   for (size_t slot = 0; slot < produced_.size(); ++slot) {
     if (!produced_by_graph_[slot]) produced_[slot] = Tensor();
   }
+  for (const std::function<void()>& fn : at_every_call_) fn();
   return absl::OkStatus();
 }
 

@@ -2,6 +2,7 @@
 #define SLUICE_TRAIN_FUNCTION_PROGRAM_H_
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -46,7 +47,7 @@ class Program {
   // replays launch the graphs, running only the host-work calls one by one between them (as
   // PyTorch's make_graphed_callables; the graphs' kernels keep the arena's addresses). Where a
   // capture fails, that run and the runs not yet captured replay call by call from then on, and
-  // capture_error() says why.
+  // capture_error() says why. What backend::AtEveryCall recorded runs after a replay's calls.
   static absl::StatusOr<std::unique_ptr<Program>> Plan(RecordingBackend& recorder,
                                                        std::vector<Tensor>& outputs,
                                                        bool device_graphs = true);
@@ -88,6 +89,8 @@ class Program {
   backend::Backend& backend_;
   std::vector<BoundCall> calls_;
   std::vector<Segment> segments_;
+  // backend::AtEveryCall's host bookkeeping, run after each replay's calls.
+  std::vector<std::function<void()>> at_every_call_;
   std::vector<Tensor> produced_;  // by slot: the workspaces of this replay
   // Slots whose workspace a graph's kernel wrote: kept for the graph's life, since launches do not
   // run the producing call on the host again.

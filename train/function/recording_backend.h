@@ -84,6 +84,9 @@ class RecordingBackend final : public backend::Backend, public backend::CheckRec
   absl::Status OrderQueueAfterThis(uintptr_t queue) override;
   absl::Status OrderThisAfterQueue(uintptr_t queue) override;
   absl::Status RecordCheck(const char* name, const Tensor& t, backend::TensorCheck check) override;
+  void RecordAtEveryCall(std::function<void()> fn) override { at_every_call_.push_back(fn); }
+  // What backend::AtEveryCall recorded, in order: run after each replay.
+  std::vector<std::function<void()>>& at_every_call() { return at_every_call_; }
 
   bool ReadsBFloat16Operands() const override { return inner_.ReadsBFloat16Operands(); }
   absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
@@ -197,6 +200,7 @@ class RecordingBackend final : public backend::Backend, public backend::CheckRec
   std::vector<RecordedCall> calls_;
   std::vector<RecordedSlot> slots_;
   std::unordered_map<const Buffer*, int> slot_of_;
+  std::vector<std::function<void()>> at_every_call_;
 };
 
 }  // namespace sluice::train::function

@@ -22,7 +22,7 @@ absl::Status Mean::Update(const Tensor& value, double weight) {
                                                    DTypeName(value.dtype()),
                                                    value.shape().DebugString()));
   }
-  // weight * value into a tensor of its own: Accumulate keeps and updates what it is given.
+  // weight * value into a tensor of its own, then added as any batch total (one rounding each).
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(value.device()));
   SLUICE_ASSIGN_OR_RETURN(Tensor weighted, backend->Allocate(DType::kFloat32, Shape{1}));
   SLUICE_ASSIGN_OR_RETURN(Tensor flat, value.Reshape(Shape{1}));

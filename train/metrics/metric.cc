@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/backend/backend.h"
+#include "train/backend/trace_hooks.h"
 #include "train/backend/transfer.h"
 #include "train/ops/cast.h"
 #include "train/ops/reduce.h"
@@ -54,7 +55,7 @@ absl::StatusOr<LabelledRows> OneHotToIndices(absl::string_view metric, const Ten
 }  // namespace internal
 
 absl::StatusOr<double> Metric::total() const {
-  if (!pending_) return total_;
+  if (!pending_ || refill_) return total_;
   SLUICE_ASSIGN_OR_RETURN(float pending, backend::ReadScalar(*pending_));
   return total_ + pending;
 }
@@ -64,14 +65,11 @@ absl::StatusOr<double> Metric::Result() const {
   return count_ > 0 ? total / count_ : 0.0;
 }
 
-void Metric::Reset() {
-  pending_.reset();
-  total_ = 0;
-  count_ = 0;
-}
+void Metric::Reset() { SetState(0, 0); }
 
 void Metric::SetState(double total, double count) {
-  pending_.reset();
+  // The tensor stays (a traced update adds to it): the next PrepareOn refills it.
+  refill_ = pending_.has_value();
   total_ = total;
   count_ = count;
 }
@@ -81,27 +79,37 @@ void Metric::Accumulate(double total, double count) {
   count_ += count;
 }
 
-absl::Status Metric::Accumulate(Tensor batch_total, double count) {
-  if (pending_ && !(pending_->device() == batch_total.device())) {
+absl::Status Metric::PrepareOn(const Device& device) {
+  const bool moved = pending_ && !(pending_->device() == device);
+  if (pending_ && !refill_ && !moved) return absl::OkStatus();
+  if (backend::Tracing()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot trace this step: metric '", name(), "' is updated before its running total is on ",
+        device.DebugString(), " (call PrepareOn before the traced function)"));
+  }
+  if (moved) {
     // The updates moved to another device: the chain continues there.
     SLUICE_ASSIGN_OR_RETURN(total_, total());
     pending_.reset();
   }
-  if (!pending_ && total_ == 0) {
-    pending_ = std::move(batch_total);
-  } else {
-    if (!pending_) {
-      // Start the device chain from the host total: a restored run adds its next batch to the
-      // same float32 value as the run it resumes.
-      SLUICE_ASSIGN_OR_RETURN(
-          pending_, backend::CopyTo(Tensor::FromVector<float>({static_cast<float>(total_)}),
-                                    batch_total.device()));
-      total_ = 0;
-    }
-    SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(pending_->device()));
-    SLUICE_RETURN_IF_ERROR(backend->Axpby(1.0f, batch_total, 1.0f, *pending_));
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(device));
+  if (!pending_) {
+    SLUICE_ASSIGN_OR_RETURN(pending_, backend->Allocate(DType::kFloat32, Shape{1}));
   }
-  count_ += count;
+  // The chain starts from the host total as a float32: a restored run adds its next batch to the
+  // same value as the run it resumes.
+  SLUICE_RETURN_IF_ERROR(backend->Fill(*pending_, static_cast<float>(total_)));
+  total_ = 0;
+  refill_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status Metric::Accumulate(const Tensor& batch_total, double count) {
+  SLUICE_RETURN_IF_ERROR(PrepareOn(batch_total.device()));
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(pending_->device()));
+  SLUICE_RETURN_IF_ERROR(backend->Axpby(1.0f, batch_total, 1.0f, *pending_));
+  // A host number: a replay of a traced update counts again.
+  backend::AtEveryCall([this, count] { count_ += count; });
   return absl::OkStatus();
 }
 

@@ -21,7 +21,8 @@ namespace sluice::train::metrics {
 // the two sums so that a run resumed mid-epoch reports the same means.
 //
 // Updates run on the device of their inputs: a batch's total is reduced there and added to a
-// float32 running total that stays there, so that a training step never waits for the device.
+// float32 running total that stays there, so that a training step never waits for the device,
+// and a traced step records the updates with its kernels (PrepareOn).
 // Reading (Result, total) copies that one number back and changes nothing: the sums are one
 // float32 chain, as Keras' metric variables, whenever and however often the loop reads them, so
 // a run resumed from a checkpoint (SetState) continues the very chain of the run it left. Counts
@@ -39,17 +40,26 @@ class Metric {
   double count() const { return count_; }
   void SetState(double total, double count);
 
+  // Makes the running total a tensor on `device` that holds it, before a traced step whose
+  // updates run there (function::Function, CompiledTrainStep): a traced update only adds to it,
+  // and its count comes back at every replay (backend::AtEveryCall). Updates call it themselves
+  // when not traced. The tensor stays the same one (Reset and SetState refill it) unless the
+  // updates move to another device.
+  absl::Status PrepareOn(const Device& device);
+
  protected:
   void Accumulate(double total, double count);
   // Adds `batch_total` (float32 [1], on any device, not used by the caller afterwards) to the
-  // pending sum on its device.
-  absl::Status Accumulate(Tensor batch_total, double count);
+  // running total on its device.
+  absl::Status Accumulate(const Tensor& batch_total, double count);
 
  private:
   std::string name_;
-  // The running total on the device of the updates; total_ holds what came from the host
-  // (SetState, host updates) until the next device update starts the chain from it.
+  // The running total on the device of the updates, from the first device update on; total_
+  // holds what came from the host (SetState, host updates) until the next PrepareOn writes it
+  // into pending_ (refill_).
   std::optional<Tensor> pending_;
+  bool refill_ = false;  // pending_ is stale: the next PrepareOn fills it with total_
   double total_ = 0;
   double count_ = 0;
 };

@@ -17,9 +17,11 @@
 #include "train/backend/backend.h"
 #include "train/backend/compute_precision.h"
 #include "train/backend/cpu/cpu_allocator.h"
+#include "train/backend/trace_hooks.h"
 #include "train/backend/transfer.h"
 #include "train/function/program.h"
 #include "train/layers/dropout.h"
+#include "train/metrics/mean.h"
 #include "train/models/model_zoo.h"
 #include "train/ops/activations.h"
 #include "train/ops/arithmetic.h"
@@ -345,6 +347,47 @@ TEST(FunctionTest, TracedOptimizerUpdatesReadEachStepsScalars) {
   // No host work in the step: one graph, launched by every replay after the capture.
   EXPECT_EQ(traced.device_graphs(), 1);
   EXPECT_EQ(testing::GuardedGraphLaunches() - launches, 4);
+}
+
+// A metric updated inside a traced function: refused until its running total is on the device
+// (Metric::PrepareOn), then it adds each replay's batch on the device, and its count, a host
+// number, comes back at every call (backend::AtEveryCall): the mean of 4 calls, as eagerly.
+TEST(FunctionTest, MetricsUpdatedInATraceCountEveryCall) {
+  metrics::Mean traced_mean("traced"), eager_mean("eager");
+  auto update = [](metrics::Mean& mean, const Tensor& x) -> absl::StatusOr<std::vector<Tensor>> {
+    SLUICE_ASSIGN_OR_RETURN(Tensor r, ops::Relu(x));
+    SLUICE_RETURN_IF_ERROR(mean.Update(r));
+    return std::vector<Tensor>{};
+  };
+  Function traced([&](const std::vector<Tensor>& in) { return update(traced_mean, in[0]); },
+                  {.name = "mean"});
+  absl::StatusOr<std::vector<Tensor>> refused = traced({RandomTensor({8, 4}, 1)});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(
+                "metric 'traced' is updated before its running total is on cpu"),
+            std::string::npos)
+      << refused.status();
+  int calls = 0;
+  Function counted(
+      [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        backend::AtEveryCall([&calls] { ++calls; });
+        return update(traced_mean, in[0]);
+      },
+      {.name = "mean"});
+  for (uint32_t i = 0; i < 4; ++i) {
+    const Tensor x = RandomTensor({8, 4}, 10 + i);
+    ASSERT_TRUE(traced_mean.PrepareOn(Device::Cpu()).ok());
+    ASSERT_TRUE(counted({x}).ok());
+    ASSERT_TRUE(update(eager_mean, x).ok());
+  }
+  EXPECT_EQ(counted.traces_made(), 1);
+  EXPECT_EQ(counted.replays(), 3);
+  EXPECT_EQ(calls, 4);
+  EXPECT_EQ(traced_mean.count(), 4 * 32);
+  absl::StatusOr<double> got = traced_mean.Result(), want = eager_mean.Result();
+  ASSERT_TRUE(got.ok() && want.ok());
+  EXPECT_EQ(*got, *want);
+  EXPECT_GT(*want, 0);
 }
 
 // A capture that fails leaves the replay to run call by call, that part and every part not yet
