@@ -34,13 +34,14 @@ absl::StatusOr<std::vector<Tensor>> CompiledTrainStep::ForwardBackward(
   label_classes_ = check.classes();
   std::vector<Tensor> outputs = {check.invalid_count() ? *check.invalid_count() : Tensor()};
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<Tensor>> grads, tape.Gradient(loss, vars_));
+  // The metrics before the update (the eager step runs them after it, on the same values): what
+  // a trace refuses then comes before any variable changed, so Run can take the step back.
+  SLUICE_RETURN_IF_ERROR(parts_.metrics.Update(loss, y, y_pred));
   if (optimizer_ != nullptr) {
     SLUICE_RETURN_IF_ERROR(optimizer_->UpdateVariables(grads, vars_));
   } else {
     for (std::optional<Tensor>& g : grads) outputs.push_back(g ? *std::move(g) : Tensor());
   }
-  // After the update, as the eager step: the metrics read the forward pass's values.
-  SLUICE_RETURN_IF_ERROR(parts_.metrics.Update(loss, y, y_pred));
   return outputs;
 }
 
@@ -57,9 +58,15 @@ absl::Status CompiledTrainStep::Run(const Tensor& x, const Tensor& y, const std:
     optimizer_generation_ = generation;
     function_.Reset();  // the traces update other slots, or none
   }
+  SLUICE_RETURN_IF_ERROR(parts_.metrics.PrepareOn(parts_.model.device()));
   if (optimizer_ != nullptr) SLUICE_RETURN_IF_ERROR(optimizer_->PrepareStep(vars_));
-  if (!vars_.empty()) SLUICE_RETURN_IF_ERROR(parts_.metrics.PrepareOn(vars_[0]->device()));
-  SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> out, function_({x, y}));
+  absl::StatusOr<std::vector<Tensor>> called = function_({x, y});
+  if (!called.ok()) {
+    // A refused trace stops before the update: the optimizer has not taken this step.
+    if (optimizer_ != nullptr) optimizer_->CancelStep().IgnoreError();
+    return called.status();
+  }
+  std::vector<Tensor> out = *std::move(called);
   parts_.phases.Mark("forward_backward");
   if (out[0].buffer()) {
     // The count is overwritten by the next replay: the deferred check keeps a copy of its own.
@@ -69,8 +76,7 @@ absl::Status CompiledTrainStep::Run(const Tensor& x, const Tensor& y, const std:
     parts_.loss.AddLabelCheck(where, ops::LabelRangeCheck(std::move(invalid), y, label_classes_));
   }
   if (optimizer_ == nullptr) {
-    // The gradients came out of the step (the strategy's update is not traced); the metrics ran
-    // in it before this update, as in the eager step they run after it on the same values.
+    // The gradients came out of the step (the strategy's update is not traced).
     std::vector<std::optional<Tensor>> grads;
     for (size_t i = 1; i < out.size(); ++i) {
       grads.push_back(out[i].buffer() ? std::optional<Tensor>(out[i]) : std::nullopt);

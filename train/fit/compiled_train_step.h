@@ -21,9 +21,10 @@ namespace sluice::train::fit {
 // leaves the step's scalars on the device, where the recorded update kernels read them. Where
 // the strategy has no TracedOptimizer() (clipping by global norm), the function returns the
 // gradients and the strategy applies them eagerly after each replay. The metric updates are in
-// the function too, after the update (their running totals prepared on the device before each
-// call: CompiledMetrics::PrepareOn). Only a strategy that is Traceable() (the local one) may use
-// it; Fit runs the others eagerly.
+// the function too, before the update (their running totals prepared on the device before each
+// call: CompiledMetrics::PrepareOn), so that a refused trace stops before any variable changed
+// and the optimizer's step is taken back (Optimizer::CancelStep). Only a strategy that is
+// Traceable() (the local one) may use it; Fit runs the others eagerly.
 //
 // The results equal EagerTrainStep's bit for bit: a replay runs the same kernels on the same
 // values in the same order. A change of the trainable variables (a layer frozen or unfrozen), of

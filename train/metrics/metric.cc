@@ -75,8 +75,11 @@ void Metric::SetState(double total, double count) {
 }
 
 void Metric::Accumulate(double total, double count) {
-  total_ += total;
-  count_ += count;
+  // Host numbers: inside a traced step, added again at every replay.
+  backend::AtEveryCall([this, total, count] {
+    total_ += total;
+    count_ += count;
+  });
 }
 
 absl::Status Metric::PrepareOn(const Device& device) {

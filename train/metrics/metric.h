@@ -40,11 +40,12 @@ class Metric {
   double count() const { return count_; }
   void SetState(double total, double count);
 
-  // Makes the running total a tensor on `device` that holds it, before a traced step whose
-  // updates run there (function::Function, CompiledTrainStep): a traced update only adds to it,
-  // and its count comes back at every replay (backend::AtEveryCall). Updates call it themselves
-  // when not traced. The tensor stays the same one (Reset and SetState refill it) unless the
-  // updates move to another device.
+  // Makes the running total a tensor on `device` that holds it, before every call of a traced
+  // step whose updates run there (function::Function, CompiledTrainStep): a traced update only
+  // adds to it, and its count comes back at every replay (backend::AtEveryCall). Updates call it
+  // themselves when not traced. The tensor stays the same one unless the updates move to
+  // another device; Reset and SetState mark it stale, and this call refills it, so a replay
+  // after them without this call would add to the stale total.
   absl::Status PrepareOn(const Device& device);
 
  protected:

@@ -122,6 +122,12 @@ absl::Status Optimizer::Apply(const std::vector<std::optional<Tensor>>& grads,
 }
 
 absl::Status Optimizer::PrepareStep(const std::vector<autodiff::Variable*>& vars) {
+  if (backend::Tracing()) {
+    // Its allocations and writes would be recorded, and replayed with this step's values.
+    return absl::FailedPreconditionError(
+        "cannot trace this step: it calls Optimizer::PrepareStep, the host half of the update, "
+        "which belongs before the traced function");
+  }
   if (!Traceable()) {
     return absl::FailedPreconditionError(
         "Optimizer::PrepareStep: clip_global_norm computes its scale on the host at each step, "
@@ -130,17 +136,41 @@ absl::Status Optimizer::PrepareStep(const std::vector<autodiff::Variable*>& vars
   if (!slot_names_.empty()) {
     for (autodiff::Variable* var : vars) SLUICE_RETURN_IF_ERROR(Slot(*var, 0).status());
   }
+  prepared_from_ = PreparedFrom{.iterations = iterations_, .scalars = ScalarState()};
   return AdvanceStep(vars, nullptr);
+}
+
+absl::Status Optimizer::CancelStep() {
+  if (!prepared_from_) {
+    return absl::FailedPreconditionError("Optimizer::CancelStep: no step was prepared");
+  }
+  PreparedFrom from = *std::move(prepared_from_);
+  prepared_from_.reset();
+  SLUICE_RETURN_IF_ERROR(RestoreScalarState(from.scalars, from.iterations));
+  iterations_ = from.iterations;
+  return absl::OkStatus();
 }
 
 absl::Status Optimizer::UpdateVariables(const std::vector<std::optional<Tensor>>& grads,
                                         const std::vector<autodiff::Variable*>& vars) {
   SLUICE_RETURN_IF_ERROR(CheckGradients("Optimizer::UpdateVariables", grads, vars));
+  // Everything the kernels read must exist before the first of them runs: made here, inside a
+  // trace, a slot's start would be replayed at every step, and a refusal after some updates
+  // would leave the others undone.
+  std::vector<const Tensor*> steps(vars.size(), nullptr);
   for (size_t i = 0; i < vars.size(); ++i) {
     if (!grads[i]) continue;
-    SLUICE_ASSIGN_OR_RETURN(const Tensor* step, StepTensorFor(*vars[i], /*make=*/false));
-    SLUICE_RETURN_IF_ERROR(Update(*vars[i], *grads[i], *step));
+    if (!slot_names_.empty() && !slots_.contains(vars[i])) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("Optimizer::UpdateVariables: variable '", vars[i]->name(),
+                       "' has no slots yet (call PrepareStep with it first)"));
+    }
+    SLUICE_ASSIGN_OR_RETURN(steps[i], StepTensorFor(*vars[i], /*make=*/false));
   }
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (grads[i]) SLUICE_RETURN_IF_ERROR(Update(*vars[i], *grads[i], *steps[i]));
+  }
+  prepared_from_.reset();
   return absl::OkStatus();
 }
 
@@ -150,12 +180,17 @@ absl::Status Optimizer::AdvanceStep(const std::vector<autodiff::Variable*>& vars
   ++iterations_;
   BeginStep(iterations_);
   values_ = ValuesAt(iterations_, lr);
+  // Only the step tensors this step's variables read: one left on a device the model moved off
+  // is not written again.
+  std::vector<const Tensor*> used;
   for (size_t i = 0; i < vars.size(); ++i) {
     if (grads == nullptr || (*grads)[i]) {
-      SLUICE_RETURN_IF_ERROR(StepTensorFor(*vars[i], /*make=*/true).status());
+      SLUICE_ASSIGN_OR_RETURN(const Tensor* step, StepTensorFor(*vars[i], /*make=*/true));
+      used.push_back(step);
     }
   }
   for (StepTensor& step : step_tensors_) {
+    if (std::find(used.begin(), used.end(), &step.tensor) == used.end()) continue;
     const float values[backend::kStepScalars] = {values_.rate, step.decayed ? values_.decay : 0.0f,
                                                  values_.gradient_coefficient, values_.v_scale};
     SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(step.device));

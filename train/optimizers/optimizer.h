@@ -63,10 +63,15 @@ class Optimizer {
   // optimizer.build). UpdateVariables, inside the trace, runs one fused kernel per variable with
   // a gradient that reads those scalars where it runs: device work only, so a replay or a CUDA
   // graph updates with each step's values. Both need Traceable(); they give what Apply gives.
+  // PrepareStep is refused inside a trace, and UpdateVariables refuses a variable PrepareStep
+  // did not see (its slots would be made, and their start replayed, inside the trace).
   bool Traceable() const { return clip_global_norm_ == 0; }
   absl::Status PrepareStep(const std::vector<autodiff::Variable*>& vars);
   absl::Status UpdateVariables(const std::vector<std::optional<Tensor>>& grads,
                                const std::vector<autodiff::Variable*>& vars);
+  // Takes back a PrepareStep whose UpdateVariables never ran (the traced step failed before
+  // it): iterations() and the shared scalars (Nadam's) are as before it.
+  absl::Status CancelStep();
   // Changes whenever a setting changes that a traced UpdateVariables would freeze (the weight
   // decay exclusions, the clipping): a traced step made under another one traces again.
   int64_t generation() const { return generation_; }
@@ -171,6 +176,12 @@ class Optimizer {
   std::vector<float> slot_initial_values_;
   std::vector<std::string> weight_decay_exclusions_;
   std::map<const autodiff::Variable*, std::vector<Tensor>> slots_;
+  // iterations_ and ScalarState() before the last PrepareStep, until its UpdateVariables.
+  struct PreparedFrom {
+    int64_t iterations = 0;
+    std::vector<std::pair<std::string, double>> scalars;
+  };
+  std::optional<PreparedFrom> prepared_from_;
   std::deque<StepTensor> step_tensors_;  // a deque: StepTensorFor hands out pointers
   StepValues values_;
   int64_t generation_ = 0;

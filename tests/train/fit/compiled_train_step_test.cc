@@ -16,6 +16,7 @@
 #include "tests/train/fit_test_util.h"
 #include "tests/train/gradient_check.h"
 #include "tests/train/training_comparison.h"
+#include "train/backend/backend.h"
 #include "train/backend/compute_precision.h"
 #include "train/backend/transfer.h"
 #include "train/fit/trainer.h"
@@ -168,6 +169,53 @@ TEST(CompiledTrainStepTest, TracedUpdatesFollowSchedulesExclusionsAndRestores) {
   ASSERT_TRUE(eager_clip.model && compiled_clip.model);
   ExpectSameTraining(*eager_clip.model, eager_clip.history, *compiled_clip.model,
                      compiled_clip.history);
+}
+
+// A metric of one's own that reads its batch on the host: a compiled Fit refuses it while
+// tracing, before any variable changed, and the optimizer's prepared step is taken back.
+class HostReadingMetric : public metrics::PredictionMetric {
+ public:
+  HostReadingMetric() : PredictionMetric("host_read") {}
+  absl::Status Update(const Tensor& y_true, const Tensor& y_pred) override {
+    // Waits for the device to read y_pred on the host (on the CPU, a no-op eagerly).
+    SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(y_pred.device()));
+    SLUICE_RETURN_IF_ERROR(backend->Synchronize());
+    Accumulate(static_cast<double>(y_pred.num_elements()), 1);
+    return absl::OkStatus();
+  }
+};
+
+TEST(CompiledTrainStepTest, ARefusedTraceLeavesTheModelAndOptimizerAsTheyWere) {
+  absl::StatusOr<std::unique_ptr<layers::Module>> model =
+      models::MakeModel("mlp", {.height = 12, .width = 12, .channels = 1, .classes = 4}, 5);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_TRUE((*model)->Build(Shape{1, 12, 12, 1}).ok());
+  std::vector<Tensor> before;
+  for (autodiff::Variable* v : (*model)->Variables()) before.push_back(v->value().Clone());
+  optimizers::Nadam nadam;
+  fit::Trainer trainer(**model, nadam,
+                       {.metrics = std::vector<fit::MetricSpec>{fit::MetricSpec(
+                            "host_read", [] { return std::make_unique<HostReadingMetric>(); })},
+                        .run_eagerly = false});
+  absl::StatusOr<fit::History> h = trainer.Fit(Images(3), {.epochs = 1, .verbose = 0});
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.status().message().find("cannot trace this step"), std::string::npos) << h.status();
+  EXPECT_EQ(nadam.iterations(), 0);
+  EXPECT_EQ(nadam.u_product(), 1.0);
+  std::vector<autodiff::Variable*> after = (*model)->Variables();
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < before.size(); ++i) {
+    EXPECT_TRUE(after[i]->value().Equals(before[i])) << after[i]->name();
+  }
+  // Eagerly the same metric works.
+  optimizers::Nadam eager_nadam;
+  fit::Trainer eager(**model, eager_nadam,
+                     {.metrics = std::vector<fit::MetricSpec>{fit::MetricSpec(
+                          "host_read", [] { return std::make_unique<HostReadingMetric>(); })},
+                      .run_eagerly = true});
+  absl::StatusOr<fit::History> eager_history = eager.Fit(Images(3), {.epochs = 1, .verbose = 0});
+  ASSERT_TRUE(eager_history.ok()) << eager_history.status();
+  EXPECT_EQ(eager_nadam.iterations(), 3);
 }
 
 // Under mixed_bfloat16 the trace records the casts and the bfloat16 kernels as the eager step

@@ -207,6 +207,28 @@ TEST(FunctionTest, RefusesWhatAReplayWouldGetWrong) {
         return in;
       },
       "applies an optimizer (Optimizer::Apply)");
+  // Its host half inside: the step's scalars would be written once, and replayed frozen.
+  expect_refused(
+      [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        SLUICE_RETURN_IF_ERROR(sgd.PrepareStep({&w}));
+        return in;
+      },
+      "calls Optimizer::PrepareStep");
+  EXPECT_EQ(sgd.iterations(), 0);
+  // Its device half for a variable PrepareStep has not seen: the slots would be made inside.
+  optimizers::Sgd momentum({.momentum = 0.9f});
+  Function update(
+      [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        SLUICE_RETURN_IF_ERROR(momentum.UpdateVariables({in[0]}, {&w}));
+        return in;
+      },
+      {.name = "update"});
+  absl::StatusOr<std::vector<Tensor>> unprepared = update({x});
+  ASSERT_FALSE(unprepared.ok());
+  EXPECT_NE(unprepared.status().message().find(
+                "variable 'w' has no slots yet (call PrepareStep with it first)"),
+            std::string::npos)
+      << unprepared.status();
 }
 
 // The Dropout layer hands its seed source to the trace: each replay draws the mask the eager
@@ -367,10 +389,16 @@ TEST(FunctionTest, MetricsUpdatedInATraceCountEveryCall) {
                 "metric 'traced' is updated before its running total is on cpu"),
             std::string::npos)
       << refused.status();
+  // Host numbers a metric adds itself (Accumulate(total, count)) come back at every call too.
+  struct HostCount : metrics::Metric {
+    HostCount() : Metric("host_count") {}
+    void Add(double n) { Accumulate(n, 1); }
+  } host_count;
   int calls = 0;
   Function counted(
       [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
         backend::AtEveryCall([&calls] { ++calls; });
+        host_count.Add(static_cast<double>(in[0].dim(0)));
         return update(traced_mean, in[0]);
       },
       {.name = "mean"});
@@ -384,6 +412,10 @@ TEST(FunctionTest, MetricsUpdatedInATraceCountEveryCall) {
   EXPECT_EQ(counted.replays(), 3);
   EXPECT_EQ(calls, 4);
   EXPECT_EQ(traced_mean.count(), 4 * 32);
+  EXPECT_EQ(host_count.count(), 4);
+  absl::StatusOr<double> host_total = host_count.total();
+  ASSERT_TRUE(host_total.ok());
+  EXPECT_EQ(*host_total, 4 * 8);
   absl::StatusOr<double> got = traced_mean.Result(), want = eager_mean.Result();
   ASSERT_TRUE(got.ok() && want.ok());
   EXPECT_EQ(*got, *want);

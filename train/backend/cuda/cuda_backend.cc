@@ -953,6 +953,11 @@ absl::Status CudaBackend::InTopK(const Tensor& predictions, const Tensor& labels
 
 // --- optimizer updates ---------------------------------------------------------------------
 
+// kernels.h repeats backend.h's StepScalar for the .cu files, which include no Abseil.
+static_assert(kernels::kStepRate == kStepRate && kernels::kStepDecay == kStepDecay &&
+              kernels::kStepGradientCoefficient == kStepGradientCoefficient &&
+              kernels::kStepVScale == kStepVScale && kStepScalars == 4);
+
 absl::Status CudaBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity,
                                     const Tensor& step, float momentum, bool nesterov) {
   SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("SgdUpdate", {&w, &g, &step}));

@@ -58,14 +58,14 @@ __global__ void RmspropKernel(float* w, const float* g, float* v, float* a, floa
       a[i] = ai;
       denominator = vi - ai * ai + eps;
     }
-    const float step = lr * gi / sqrtf(denominator);
+    const float delta = lr * gi / sqrtf(denominator);
     const float wi = w[i] - decay * w[i];
     if (b != nullptr) {
-      const float bi = mu * b[i] + step;
+      const float bi = mu * b[i] + delta;
       b[i] = bi;
       w[i] = wi - bi;
     } else {
-      w[i] = wi - step;
+      w[i] = wi - delta;
     }
   }
 }
