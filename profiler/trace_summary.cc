@@ -187,11 +187,12 @@ std::string Summarize(const std::vector<ThreadTrace>& threads, int64_t dropped) 
     const double step = static_cast<double>(s.step_ns);
     absl::StrAppendFormat(&out, "Step time: %d steps, %.2f ms each:", s.steps,
                           Ms(s.step_ns) / static_cast<double>(s.steps));
-    // An eager step has forward, loss and backward phases; a compiled one replays them as one.
+    // An eager step has forward, loss, backward, optimizer and metrics phases; a compiled one
+    // replays them as one (the optimizer outside it only where clipping keeps it eager).
     const bool compiled = s.forward_backward_ns > 0 && s.forward_ns == 0;
     const std::vector<std::pair<const char*, int64_t>> phases =
         compiled ? std::vector<std::pair<const char*, int64_t>>{{"input", s.input_ns},
-                                                                {"forward + backward (replayed)",
+                                                                {"step (replayed)",
                                                                  s.forward_backward_ns},
                                                                 {"optimizer", s.optimizer_ns},
                                                                 {"metrics", s.metrics_ns},

@@ -192,12 +192,15 @@ TEST(CompiledTrainStepTest, ARefusedTraceLeavesTheModelAndOptimizerAsTheyWere) {
   ASSERT_TRUE((*model)->Build(Shape{1, 12, 12, 1}).ok());
   std::vector<Tensor> before;
   for (autodiff::Variable* v : (*model)->Variables()) before.push_back(v->value().Clone());
+  auto train = [&](optimizers::Optimizer& optimizer, bool eager) {
+    fit::Trainer trainer(**model, optimizer,
+                         {.metrics = std::vector<fit::MetricSpec>{fit::MetricSpec(
+                              "host_read", [] { return std::make_unique<HostReadingMetric>(); })},
+                          .run_eagerly = eager});
+    return trainer.Fit(Images(3), {.epochs = 1, .verbose = 0});
+  };
   optimizers::Nadam nadam;
-  fit::Trainer trainer(**model, nadam,
-                       {.metrics = std::vector<fit::MetricSpec>{fit::MetricSpec(
-                            "host_read", [] { return std::make_unique<HostReadingMetric>(); })},
-                        .run_eagerly = false});
-  absl::StatusOr<fit::History> h = trainer.Fit(Images(3), {.epochs = 1, .verbose = 0});
+  absl::StatusOr<fit::History> h = train(nadam, /*eager=*/false);
   ASSERT_FALSE(h.ok());
   EXPECT_NE(h.status().message().find("cannot trace this step"), std::string::npos) << h.status();
   EXPECT_EQ(nadam.iterations(), 0);
@@ -209,11 +212,7 @@ TEST(CompiledTrainStepTest, ARefusedTraceLeavesTheModelAndOptimizerAsTheyWere) {
   }
   // Eagerly the same metric works.
   optimizers::Nadam eager_nadam;
-  fit::Trainer eager(**model, eager_nadam,
-                     {.metrics = std::vector<fit::MetricSpec>{fit::MetricSpec(
-                          "host_read", [] { return std::make_unique<HostReadingMetric>(); })},
-                      .run_eagerly = true});
-  absl::StatusOr<fit::History> eager_history = eager.Fit(Images(3), {.epochs = 1, .verbose = 0});
+  absl::StatusOr<fit::History> eager_history = train(eager_nadam, /*eager=*/true);
   ASSERT_TRUE(eager_history.ok()) << eager_history.status();
   EXPECT_EQ(eager_nadam.iterations(), 3);
 }
