@@ -108,17 +108,7 @@ absl::Status Optimizer::Apply(const std::vector<std::optional<Tensor>>& grads,
     if (norm > clip_global_norm_) scale = static_cast<float>(clip_global_norm_ / norm);
   }
   SLUICE_RETURN_IF_ERROR(AdvanceStep(vars, &grads));
-  for (size_t i = 0; i < vars.size(); ++i) {
-    if (!grads[i]) continue;
-    SLUICE_ASSIGN_OR_RETURN(const Tensor* step, StepTensorFor(*vars[i], /*make=*/false));
-    if (scale == 1) {
-      SLUICE_RETURN_IF_ERROR(Update(*vars[i], *grads[i], *step));
-      continue;
-    }
-    SLUICE_ASSIGN_OR_RETURN(const Tensor clipped, ScaledCopy(*grads[i], scale, "clip_global_norm"));
-    SLUICE_RETURN_IF_ERROR(Update(*vars[i], clipped, *step));
-  }
-  return absl::OkStatus();
+  return UpdateEach(grads, vars, scale, /*slots_made=*/false);
 }
 
 absl::Status Optimizer::PrepareStep(const std::vector<autodiff::Variable*>& vars) {
@@ -154,13 +144,21 @@ absl::Status Optimizer::CancelStep() {
 absl::Status Optimizer::UpdateVariables(const std::vector<std::optional<Tensor>>& grads,
                                         const std::vector<autodiff::Variable*>& vars) {
   SLUICE_RETURN_IF_ERROR(CheckGradients("Optimizer::UpdateVariables", grads, vars));
-  // Everything the kernels read must exist before the first of them runs: made here, inside a
-  // trace, a slot's start would be replayed at every step, and a refusal after some updates
-  // would leave the others undone.
+  SLUICE_RETURN_IF_ERROR(UpdateEach(grads, vars, /*scale=*/1, /*slots_made=*/true));
+  prepared_from_.reset();
+  return absl::OkStatus();
+}
+
+absl::Status Optimizer::UpdateEach(const std::vector<std::optional<Tensor>>& grads,
+                                   const std::vector<autodiff::Variable*>& vars, float scale,
+                                   bool slots_made) {
+  // Everything the kernels read must exist before the first of them runs: made inside a trace, a
+  // slot's start would be replayed at every step, and a refusal after some updates would leave
+  // the others undone.
   std::vector<const Tensor*> steps(vars.size(), nullptr);
   for (size_t i = 0; i < vars.size(); ++i) {
     if (!grads[i]) continue;
-    if (!slot_names_.empty() && !slots_.contains(vars[i])) {
+    if (slots_made && !slot_names_.empty() && !slots_.contains(vars[i])) {
       return absl::FailedPreconditionError(
           absl::StrCat("Optimizer::UpdateVariables: variable '", vars[i]->name(),
                        "' has no slots yet (call PrepareStep with it first)"));
@@ -168,9 +166,15 @@ absl::Status Optimizer::UpdateVariables(const std::vector<std::optional<Tensor>>
     SLUICE_ASSIGN_OR_RETURN(steps[i], StepTensorFor(*vars[i], /*make=*/false));
   }
   for (size_t i = 0; i < vars.size(); ++i) {
-    if (grads[i]) SLUICE_RETURN_IF_ERROR(Update(*vars[i], *grads[i], *steps[i]));
+    if (!grads[i]) continue;
+    if (scale == 1) {
+      SLUICE_RETURN_IF_ERROR(Update(*vars[i], *grads[i], *steps[i]));
+      continue;
+    }
+    // One clipped copy alive at a time.
+    SLUICE_ASSIGN_OR_RETURN(const Tensor clipped, ScaledCopy(*grads[i], scale, "clip_global_norm"));
+    SLUICE_RETURN_IF_ERROR(Update(*vars[i], clipped, *steps[i]));
   }
-  prepared_from_.reset();
   return absl::OkStatus();
 }
 
@@ -179,7 +183,7 @@ absl::Status Optimizer::AdvanceStep(const std::vector<autodiff::Variable*>& vars
   const float lr = learning_rate();
   ++iterations_;
   BeginStep(iterations_);
-  values_ = ValuesAt(iterations_, lr);
+  const StepValues now = ValuesAt(iterations_, lr);
   // Only the step tensors this step's variables read: one left on a device the model moved off
   // is not written again.
   std::vector<const Tensor*> used;
@@ -191,8 +195,9 @@ absl::Status Optimizer::AdvanceStep(const std::vector<autodiff::Variable*>& vars
   }
   for (StepTensor& step : step_tensors_) {
     if (std::find(used.begin(), used.end(), &step.tensor) == used.end()) continue;
-    const float values[backend::kStepScalars] = {values_.rate, step.decayed ? values_.decay : 0.0f,
-                                                 values_.gradient_coefficient, values_.v_scale};
+    static_assert(sizeof(step.written) == backend::kStepScalars * sizeof(float));
+    const float values[backend::kStepScalars] = {now.rate, step.decayed ? now.decay : 0.0f,
+                                                 now.gradient_coefficient, now.v_scale};
     SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(step.device));
     for (int i = 0; i < backend::kStepScalars; ++i) {
       // Compared as bits: a NaN rate is written too.

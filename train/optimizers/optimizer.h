@@ -148,11 +148,17 @@ class Optimizer {
  private:
   // Every slot of a variable of `shape` on `device`, at its initial value.
   absl::StatusOr<std::vector<Tensor>> NewSlots(const Device& device, const Shape& shape) const;
-  // The host half of a step: the rate, iterations_, BeginStep, values_; then every step tensor
+  // The host half of a step: the rate, iterations_, BeginStep, ValuesAt; then every step tensor
   // the variables of `vars` (those with a gradient, when `grads` is given) read is made and holds
-  // values_.
+  // those values.
   absl::Status AdvanceStep(const std::vector<autodiff::Variable*>& vars,
                            const std::vector<std::optional<Tensor>>* grads);
+  // The device half, shared by Apply and UpdateVariables: finds every step tensor (and, with
+  // `slots_made`, checks every slot) before the first kernel, then updates each variable with a
+  // gradient, the gradient times `scale` (clipping) unless it is 1.
+  absl::Status UpdateEach(const std::vector<std::optional<Tensor>>& grads,
+                          const std::vector<autodiff::Variable*>& vars, float scale,
+                          bool slots_made);
   // The step tensor `var` reads (made by AdvanceStep): with the decay, or with 0 where `var` is
   // not decayed.
   absl::StatusOr<const Tensor*> StepTensorFor(const autodiff::Variable& var, bool make);
@@ -183,7 +189,6 @@ class Optimizer {
   };
   std::optional<PreparedFrom> prepared_from_;
   std::deque<StepTensor> step_tensors_;  // a deque: StepTensorFor hands out pointers
-  StepValues values_;
   int64_t generation_ = 0;
 };
 
