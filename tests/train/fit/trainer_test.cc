@@ -101,9 +101,11 @@ TEST(TrainerTest, EvaluateAndPredictAgree) {
   }
   EXPECT_DOUBLE_EQ(eval->at("accuracy"), correct / 70.0);
   EXPECT_NEAR(eval->at("loss"), loss / 70, 1e-5);
-  // Predict takes images alone, too.
+  // Predict takes images alone, too. Batched as before: oneDNN's matrix products may sum in
+  // another order for another batch size (an AVX2 EPYC's did for 64 against 32), so only the
+  // same batches give the same bits.
   absl::StatusOr<Tensor> again =
-      trainer.Predict(Dataset::FromTensorSlices(Element{test[0]}).Batch(64));
+      trainer.Predict(Dataset::FromTensorSlices(Element{test[0]}).Batch(32));
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(again->Equals(*logits));
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/train/gradient_check.h"
+#include "tests/train/skip_without_bfloat16.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/compute_precision.h"
 #include "train/ops/arithmetic.h"
@@ -66,9 +67,7 @@ TEST(CastTest, BFloat16RoundsToNearestEvenAndItsGradientCastsBack) {
   const Tensor x = T({1.00390625f, 1.01171875f, -3, 0.1f}, {4});
   // Outside the mixed policy the CPU makes no bfloat16.
   EXPECT_EQ(Cast(x, DType::kBFloat16).status().code(), absl::StatusCode::kInvalidArgument);
-  if (!backend::CheckPrecisionSupported(Device::Cpu(), backend::Precision::kMixedBFloat16).ok()) {
-    GTEST_SKIP() << "no AVX512-BF16";
-  }
+  SLUICE_SKIP_WITHOUT_CPU_BFLOAT16();
   backend::ScopedPrecision policy(backend::Precision::kMixedBFloat16);
   autodiff::Tape tape;
   tape.Watch(x);

@@ -10,6 +10,7 @@
 
 #include "tests/train/gradient_check.h"
 #include "tests/train/sequential_fusion.h"
+#include "tests/train/skip_without_bfloat16.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/compute_precision.h"
 #include "train/backend/cpu/cpu_backend.h"
@@ -232,6 +233,7 @@ TEST(Conv2DTest, GroupedGradientsMatchFiniteDifferences) {
 // Under mixed_bfloat16 the CPU reads bfloat16 operands through its own grouped primitives:
 // the forward within bfloat16's rounding of the reference, and the gradients have their shapes.
 TEST(Conv2DTest, GroupedConvolutionRunsUnderMixedBFloat16) {
+  SLUICE_SKIP_WITHOUT_CPU_BFLOAT16();
   backend::ScopedPrecision scope(backend::Precision::kMixedBFloat16);
   const Conv2DOptions options{.padding = Padding::kSame, .groups = 4};
   const Tensor x = RandomTensor({2, 5, 5, 4}, 99), f = RandomTensor({3, 3, 1, 8}, 100);
@@ -329,6 +331,7 @@ TEST(Conv2DTest, BiasReluGivesTheBitsOfConvThenReluInFloat32) {
 }
 
 TEST(Conv2DTest, BiasReluGivesTheBitsOfConvThenReluUnderMixedBFloat16) {
+  SLUICE_SKIP_WITHOUT_CPU_BFLOAT16();
   ExpectBiasReluGivesTheBitsOfConvThenRelu(backend::Precision::kMixedBFloat16);
 }
 

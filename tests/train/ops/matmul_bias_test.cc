@@ -11,6 +11,7 @@
 
 #include "tests/train/gradient_check.h"
 #include "tests/train/sequential_fusion.h"
+#include "tests/train/skip_without_bfloat16.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/compute_precision.h"
 #include "train/layers/dense.h"
@@ -84,6 +85,7 @@ TEST(MatMulBiasTest, GivesTheBitsOfMatMulAddRelu) {
 }
 
 TEST(MatMulBiasTest, GivesTheBitsOfTheUnfusedOpsUnderMixedBFloat16) {
+  SLUICE_SKIP_WITHOUT_CPU_BFLOAT16();
   ExpectTheBitsOfTheUnfusedOps(backend::Precision::kMixedBFloat16);
 }
 
