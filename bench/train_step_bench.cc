@@ -11,6 +11,8 @@
 // NxNx3 (issue 47's goal: torchvision's ResNet-18 at 224, batch 32, against PyTorch's on the same
 // architecture, bench/compare_pytorch_train.sh).
 //
+// --updates adds the optimizer's update alone, one pass against one call per variable.
+//
 // --batch=N changes the batch; --device=cuda[:N] runs the steps on a GPU (the model and the
 // batch copied there first; each timed step ends with the device's Synchronize, so a step is the
 // device's time, as PyTorch's side times it: tools/device_check.sh).
@@ -22,6 +24,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -244,29 +247,39 @@ absl::string_view NameOf(Mode mode) {
   return "";
 }
 
+// A batch of random images and labels on --device, the model moved there too.
+struct DeviceBatch {
+  backend::Backend* backend = nullptr;
+  Tensor x, labels;
+};
+template <typename Model>
+absl::StatusOr<DeviceBatch> OnDevice(Model& model) {
+  std::mt19937 rng(7);
+  Tensor x(DType::kFloat32, model.input_shape());
+  for (float& v : x.flat<float>()) v = static_cast<float>(rng() >> 8) / static_cast<float>(1 << 24);
+  Tensor labels(DType::kInt64, Shape{bench_batch});
+  for (int64_t& l : labels.flat<int64_t>()) l = static_cast<int64_t>(rng() % 10);
+  DeviceBatch batch;
+  SLUICE_ASSIGN_OR_RETURN(batch.backend, backend::BackendFor(bench_device));
+  SLUICE_RETURN_IF_ERROR(model.To(bench_device));
+  SLUICE_ASSIGN_OR_RETURN(batch.x, backend::CopyTo(x, bench_device));
+  SLUICE_ASSIGN_OR_RETURN(batch.labels, backend::CopyTo(labels, bench_device));
+  return batch;
+}
+
 template <typename Model, typename Opt>
 void BM_TrainStep(benchmark::State& state, backend::Precision precision, Mode mode) {
   const bool compiled = mode != Mode::kEager;
   backend::cpu::SetCpuThreads(BenchThreads());
   Model model;
   Opt optimizer;
-  std::mt19937 rng(7);
-  Tensor x(DType::kFloat32, model.input_shape());
-  for (float& v : x.flat<float>()) v = static_cast<float>(rng() >> 8) / static_cast<float>(1 << 24);
-  Tensor labels(DType::kInt64, Shape{bench_batch});
-  for (int64_t& l : labels.flat<int64_t>()) l = static_cast<int64_t>(rng() % 10);
   absl::Status ready = backend::CheckPrecisionSupported(bench_device, precision);
-  absl::StatusOr<backend::Backend*> backend = backend::BackendFor(bench_device);
-  if (ready.ok()) ready = backend.status();
-  if (ready.ok()) ready = model.To(bench_device);
-  absl::StatusOr<Tensor> device_x = backend::CopyTo(x, bench_device);
-  absl::StatusOr<Tensor> device_labels = backend::CopyTo(labels, bench_device);
-  if (ready.ok()) ready = device_x.status();
-  if (ready.ok()) ready = device_labels.status();
-  if (!ready.ok()) {
-    state.SkipWithError(ready.ToString().c_str());
+  absl::StatusOr<DeviceBatch> batch = ready.ok() ? OnDevice(model) : ready;
+  if (!batch.ok()) {
+    state.SkipWithError(batch.status().ToString().c_str());
     return;
   }
+  backend::Backend* const backend = batch->backend;
   // The whole step under the policy, as Trainer runs it (the backward closures capture it).
   backend::ScopedPrecision scope(precision);
   // One step, then the device's queue drained (a no-op on the CPU, which runs each kernel to its
@@ -284,13 +297,13 @@ void BM_TrainStep(benchmark::State& state, backend::Precision precision, Mode mo
   auto step = [&]() -> absl::Status {
     if (compiled) {
       SLUICE_RETURN_IF_ERROR(optimizer.PrepareStep(model.variables()));
-      SLUICE_RETURN_IF_ERROR(traced({*device_x, *device_labels}).status());
+      SLUICE_RETURN_IF_ERROR(traced({batch->x, batch->labels}).status());
     } else {
       SLUICE_ASSIGN_OR_RETURN(std::vector<Tensor> grads,
-                              ForwardBackward(model, *device_x, *device_labels));
+                              ForwardBackward(model, batch->x, batch->labels));
       SLUICE_RETURN_IF_ERROR(Apply(optimizer, grads, model.variables()));
     }
-    return (*backend)->Synchronize();
+    return backend->Synchronize();
   };
   // Warm up: the first step builds and caches the oneDNN primitives (cuDNN's plans on a GPU);
   // compiled, it traces, and the first replay faults in the fresh arena's pages (resnet-20: about
@@ -320,7 +333,51 @@ void BM_TrainStep(benchmark::State& state, backend::Precision precision, Mode mo
   state.SetLabel(bench_device.DebugString());
 }
 
+// The optimizer's update alone (PrepareStep, then UpdateVariables, gradients fixed): in one
+// backend pass over all the variables, as the optimizers run it, or in one call per variable,
+// as they did before the multi-tensor updates (issue 44). --updates registers these.
+template <typename Model, typename Opt>
+void BM_Update(benchmark::State& state, bool one_pass) {
+  backend::cpu::SetCpuThreads(BenchThreads());
+  Model model;
+  Opt optimizer;
+  absl::StatusOr<DeviceBatch> batch = OnDevice(model);
+  absl::StatusOr<std::vector<Tensor>> grads =
+      batch.ok() ? ForwardBackward(model, batch->x, batch->labels) : batch.status();
+  if (!grads.ok()) {
+    state.SkipWithError(grads.status().ToString().c_str());
+    return;
+  }
+  backend::Backend* const backend = batch->backend;
+  const std::vector<autodiff::Variable*> vars = model.variables();
+  const std::vector<std::optional<Tensor>> all = Gradients(*grads);
+  auto update = [&]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(optimizer.PrepareStep(vars));
+    if (one_pass) {
+      SLUICE_RETURN_IF_ERROR(optimizer.UpdateVariables(all, vars));
+    } else {
+      for (size_t i = 0; i < vars.size(); ++i) {
+        SLUICE_RETURN_IF_ERROR(optimizer.UpdateVariables({all[i]}, {vars[i]}));
+      }
+    }
+    return backend->Synchronize();
+  };
+  if (absl::Status s = update(); !s.ok()) {
+    state.SkipWithError(s.ToString().c_str());
+    return;
+  }
+  for (auto _ : state) {
+    if (absl::Status s = update(); !s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      return;
+    }
+  }
+  state.counters["variables"] = static_cast<double>(vars.size());
+  state.SetLabel(bench_device.DebugString());
+}
+
 std::vector<Mode> bench_modes = {Mode::kEager};
+bool bench_updates = false;  // --updates
 
 template <typename Model, typename Opt>
 void Register(const std::string& name, backend::Precision precision) {
@@ -334,6 +391,15 @@ void Register(const std::string& name, backend::Precision precision) {
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }
+  if (bench_updates && precision == backend::Precision::kFloat32) {
+    for (const bool one_pass : {true, false}) {
+      const std::string name =
+          absl::StrCat(full, "/update/", one_pass ? "one_pass" : "per_variable");
+      benchmark::RegisterBenchmark(name.c_str(), BM_Update<Model, Opt>, one_pass)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
 }
 
 }  // namespace
@@ -344,7 +410,8 @@ void Register(const std::string& name, backend::Precision precision) {
 // --mode=eager,compiled,compiled_no_graphs (default eager): op by op, and/or traced once and
 // replayed (on CUDA as CUDA graphs; compiled_no_graphs replays call by call there); a compiled
 // benchmark's name ends in /compiled or /compiled_no_graphs. On the CPU the two compiled modes
-// are the same program.
+// are the same program. --updates adds each model's optimizer update alone, in one pass over
+// all the variables and in one call per variable (.../update/one_pass, .../update/per_variable).
 int main(int argc, char** argv) {
   using sluice::train::backend::Precision;
   std::vector<Precision> precisions = {Precision::kFloat32};
@@ -372,6 +439,10 @@ int main(int argc, char** argv) {
         }
         sluice::train::bench_modes.push_back(named->first);
       }
+      continue;
+    }
+    if (arg == "--updates") {
+      sluice::train::bench_updates = true;
       continue;
     }
     if (absl::ConsumePrefix(&arg, "--onnx=")) {

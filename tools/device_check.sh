@@ -14,6 +14,8 @@
 #                    step on the same GPU
 #                    (bench/pytorch_train_compare.py: same models, batch 64 and 256, SGD, float32),
 #                    interleaved, two rounds;
+#   speed-updates    the optimizer's update alone, one multi-tensor pass against one call per
+#                    variable (train_step_bench --updates: mlp and resnet-20, SGD and Adam);
 #   input            the JPEG pipeline (--data) feeding resnet-20 at batch 256: input wait share,
 #                    and the profiler's device busy share;
 #   python-cuda      `import sluice` (issue 43) with the bundle's module, when it was built for
@@ -26,7 +28,7 @@
 # device" and a small CPU run checks that the bundle's programs start. The whole run stays under
 # 7 minutes (DEADLINE_S, default 400 s: a part that would start later is skipped, saying so).
 set -uo pipefail
-[ $# -eq 2 ] || { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 bundle=$(readlink -f "$1")
 out=$(mkdir -p "$2" && cd "$2" && pwd)
 deadline=${DEADLINE_S:-400}
@@ -193,6 +195,12 @@ else
       fi
     done
   done
+
+  # The update alone: one multi-tensor launch against one launch per variable (issue 44).
+  run speed-updates 60 "$b/bin/train_step_bench" --device=cuda --updates \
+    '--benchmark_filter=^train_step/(mlp|resnet-20)/(sgd|adam)/update/' \
+    --benchmark_enable_random_interleaving=true --benchmark_repetitions=3 \
+    --benchmark_min_time=0.2 --benchmark_format=json
 
   run input-resnet-20-b256 150 "${train[@]}" --model resnet-20 --batch 256 --epochs 1 \
     --device cuda --profile "$work/prof256" --profile-steps 20:60

@@ -5,7 +5,7 @@
 
 Reads OUT_DIR/parts.jsonl (one line per part), gpu.csv (nvidia-smi), gpu_tests.json (GoogleTest),
 the JSON outputs of `sluice train --json` (accuracy-*, precision-*, input-*), of train_step_bench
-(speed-sluice-*) and of bench/pytorch_train_compare.py (speed-torch-*), tensorboard.out, python-cuda.out, onnx.out
+(speed-sluice-*, speed-updates) and of bench/pytorch_train_compare.py (speed-torch-*), tensorboard.out, python-cuda.out, onnx.out
 and the profile summaries. Only the standard library: it also runs in a rehearsal without numpy.
 Exits non-zero when a part failed.
 """
@@ -112,6 +112,27 @@ def speed(out):
     return result
 
 
+def updates(out):
+    """The optimizer's update alone (train_step_bench --updates): median microseconds of one
+    multi-tensor pass and of one call per variable, per model and optimizer."""
+    times = {}
+    for b in (load(os.path.join(out, "speed-updates.out")) or {}).get("benchmarks", []):
+        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
+            continue
+        # train_step/MODEL/OPTIMIZER/update/one_pass|per_variable
+        parts = b["name"].split("/")
+        if len(parts) < 5:
+            continue
+        times.setdefault(f"{parts[1]}/{parts[2]}", {}).setdefault(parts[4], []).append(b["real_time"])
+    result = {}
+    for key, ways in sorted(times.items()):
+        entry = {f"{way}_us": round(statistics.median(v), 1) for way, v in ways.items()}
+        if "one_pass_us" in entry and "per_variable_us" in entry and entry["one_pass_us"] > 0:
+            entry["speedup"] = round(entry["per_variable_us"] / entry["one_pass_us"], 2)
+        result[key] = entry
+    return result
+
+
 def device_busy(summary_path):
     try:
         text = open(summary_path).read()
@@ -135,6 +156,7 @@ def main():
     summary["accuracy"] = accuracy(out)
     summary["precision"] = precision(out)
     summary["speed"] = speed(out)
+    summary["updates"] = updates(out)
     run = load(os.path.join(out, "input-resnet-20-b256.out"))
     if run:
         summary["input"] = {"model": "resnet-20", "batch": 256,
@@ -170,6 +192,9 @@ def main():
                   f"pytorch {e.get('pytorch')}  ratio {e.get('ratio')}  "
                   f"compiled/eager {e.get('compiled_vs_eager')}  graphs/calls "
                   f"{e.get('graphs_vs_calls')}  graphs {e.get('device_graphs')}")
+    for key, e in summary["updates"].items():
+        print(f"update {key}: one pass {e.get('one_pass_us')} us, per variable "
+              f"{e.get('per_variable_us')} us, speed-up {e.get('speedup')}")
     for key in ("precision", "input", "python_cuda", "tensorboard", "onnx"):
         if summary.get(key):
             print(f"{key}: {json.dumps(summary[key])[:300]}")

@@ -160,6 +160,66 @@ absl::Status CheckStepScalars(absl::string_view op, const Tensor& step, const Te
   return absl::OkStatus();
 }
 
+absl::Status Backend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, const Tensor& step,
+                                float momentum, bool nesterov) {
+  const UpdateOperands var{.w = &w, .g = &g, .slots = {momentum != 0 ? velocity : nullptr}};
+  return OptimizerUpdate({.kind = UpdateKind::kSgd, .momentum = momentum, .nesterov = nesterov},
+                         {&var, 1}, step);
+}
+
+absl::Status Backend::AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
+                                 const Tensor& step, float beta_1, float beta_2, float epsilon) {
+  const UpdateOperands var{.w = &w, .g = &g, .slots = {&m, &v}};
+  return OptimizerUpdate(
+      {.kind = UpdateKind::kAdam, .beta_1 = beta_1, .beta_2 = beta_2, .epsilon = epsilon},
+      {&var, 1}, step);
+}
+
+absl::Status Backend::RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity,
+                                    Tensor* average_gradient, Tensor* momentum_slot,
+                                    const Tensor& step, float rho, float momentum, float epsilon) {
+  const UpdateOperands var{
+      .w = &w,
+      .g = &g,
+      .slots = {&velocity, average_gradient, momentum != 0 ? momentum_slot : nullptr}};
+  return OptimizerUpdate({.kind = UpdateKind::kRmsprop,
+                          .momentum = momentum,
+                          .rho = rho,
+                          .centered = average_gradient != nullptr,
+                          .epsilon = epsilon},
+                         {&var, 1}, step);
+}
+
+absl::Status Backend::AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator,
+                                    const Tensor& step, float epsilon) {
+  const UpdateOperands var{.w = &w, .g = &g, .slots = {&accumulator}};
+  return OptimizerUpdate({.kind = UpdateKind::kAdagrad, .epsilon = epsilon}, {&var, 1}, step);
+}
+
+absl::Status Backend::AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
+                                     Tensor& accumulated_delta, const Tensor& step, float rho,
+                                     float epsilon) {
+  const UpdateOperands var{.w = &w, .g = &g, .slots = {&accumulated_grad, &accumulated_delta}};
+  return OptimizerUpdate({.kind = UpdateKind::kAdadelta, .rho = rho, .epsilon = epsilon}, {&var, 1},
+                         step);
+}
+
+absl::Status Backend::AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u,
+                                   const Tensor& step, float beta_1, float beta_2, float epsilon) {
+  const UpdateOperands var{.w = &w, .g = &g, .slots = {&m, &u}};
+  return OptimizerUpdate(
+      {.kind = UpdateKind::kAdamax, .beta_1 = beta_1, .beta_2 = beta_2, .epsilon = epsilon},
+      {&var, 1}, step);
+}
+
+absl::Status Backend::NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
+                                  const Tensor& step, float beta_1, float beta_2, float epsilon) {
+  const UpdateOperands var{.w = &w, .g = &g, .slots = {&m, &v}};
+  return OptimizerUpdate(
+      {.kind = UpdateKind::kNadam, .beta_1 = beta_1, .beta_2 = beta_2, .epsilon = epsilon},
+      {&var, 1}, step);
+}
+
 void RegisterBackend(DeviceType type, BackendFactory factory) {
   Registry& r = GetRegistry();
   MutexLock lock(&r.mu);

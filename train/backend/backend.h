@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "core/device.h"
 #include "core/tensor.h"
+#include "train/backend/optimizer_update.h"
 
 namespace sluice::train::backend {
 
@@ -340,53 +341,58 @@ class Backend {
   virtual absl::Status InTopK(const Tensor& predictions, const Tensor& labels, int k,
                               bool first_max_only, Tensor& out) = 0;
 
-  // --- optimizer updates, fused (one pass over the variable) ----------------
+  // --- optimizer updates, fused (one pass over many variables) ----------------
+  // Updates every variable of `vars` by `rule` in one pass over all of them and their slots
+  // (PyTorch's multi-tensor "foreach" updates): one kernel for a whole model, not one per
+  // variable. `vars` are on this backend's device and share `step` (CheckUpdate).
   // What changes from step to step (the learning rate, the bias corrections, the weight decay)
   // is read by the kernel where it runs, from `step`: float32 [kStepScalars] on the variable's
   // device (StepScalar names its entries), written before each step. So a replayed or graphed
   // update uses each step's values, as PyTorch's "capturable" optimizers keep their step on the
-  // device. The other arguments are the optimizer's constants. Every update applies
+  // device. `rule` holds the optimizer's constants. Every update applies
   // step[kStepDecay] (lr * weight_decay, or 0) first: w -= decay * w, as Keras applies weight
-  // decay before update_step.
+  // decay before update_step. Each element's arithmetic is the same however the variables are
+  // grouped, so one call over many variables gives the bits of one call per variable.
+  virtual absl::Status OptimizerUpdate(const UpdateRule& rule,
+                                       absl::Span<const UpdateOperands> vars,
+                                       const Tensor& step) = 0;
+
+  // One variable's update by each rule (OptimizerUpdate of one variable):
   //
   // Keras SGD, rate = lr: with momentum, v = momentum v - lr g and w += v (Nesterov:
   // w += momentum v - lr g); without, w -= lr g. `velocity` may be null when momentum is 0.
-  virtual absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, const Tensor& step,
-                                 float momentum, bool nesterov) = 0;
+  absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, const Tensor& step,
+                         float momentum, bool nesterov);
   // Keras Adam, rate = alpha (the bias corrections folded in): m += (g - m)(1 - beta_1),
   // v += (g^2 - v)(1 - beta_2), w -= alpha m / (sqrt(v) + epsilon). AdamW is Adam with a decay.
-  virtual absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
-                                  const Tensor& step, float beta_1, float beta_2,
-                                  float epsilon) = 0;
+  absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor& step,
+                          float beta_1, float beta_2, float epsilon);
   // Keras RMSprop, rate = lr: v = rho v + (1 - rho) g^2. Centered (`average_gradient` non-null):
   // a = rho a + (1 - rho) g, step = lr g / sqrt(v - a^2 + epsilon); else
   // step = lr g / sqrt(v + epsilon) (epsilon inside the root, unlike PyTorch). With a `momentum`
   // slot (non-null, momentum > 0): b = momentum b + step, w -= b; else w -= step.
-  virtual absl::Status RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity,
-                                     Tensor* average_gradient, Tensor* momentum_slot,
-                                     const Tensor& step, float rho, float momentum,
-                                     float epsilon) = 0;
+  absl::Status RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity, Tensor* average_gradient,
+                             Tensor* momentum_slot, const Tensor& step, float rho, float momentum,
+                             float epsilon);
   // Keras Adagrad, rate = lr: a += g^2, w -= lr g / sqrt(a + epsilon).
-  virtual absl::Status AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator,
-                                     const Tensor& step, float epsilon) = 0;
+  absl::Status AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, const Tensor& step,
+                             float epsilon);
   // Keras Adadelta, rate = lr: a = rho a + (1 - rho) g^2,
   // d = -sqrt(ad + epsilon) / sqrt(a + epsilon) g, ad = rho ad + (1 - rho) d^2, w += lr d
   // (a: accumulated_grad, ad: accumulated_delta).
-  virtual absl::Status AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
-                                      Tensor& accumulated_delta, const Tensor& step, float rho,
-                                      float epsilon) = 0;
+  absl::Status AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
+                              Tensor& accumulated_delta, const Tensor& step, float rho,
+                              float epsilon);
   // Keras Adamax, rate = alpha = lr / (1 - beta_1^t): m += (g - m)(1 - beta_1),
   // u = max(beta_2 u, |g|), w -= alpha m / (u + epsilon).
-  virtual absl::Status AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u,
-                                    const Tensor& step, float beta_1, float beta_2,
-                                    float epsilon) = 0;
+  absl::Status AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u, const Tensor& step,
+                            float beta_1, float beta_2, float epsilon);
   // Keras Nadam: m += (g - m)(1 - beta_1), v += (g^2 - v)(1 - beta_2),
   // w -= (rate m + step[kStepGradientCoefficient] g) / (sqrt(step[kStepVScale] v) + epsilon).
   // The caller folds the learning rate and the momentum schedule into the two coefficients
   // (nadam.cc), and v_scale = 1 / (1 - beta_2^t).
-  virtual absl::Status NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
-                                   const Tensor& step, float beta_1, float beta_2,
-                                   float epsilon) = 0;
+  absl::Status NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor& step,
+                           float beta_1, float beta_2, float epsilon);
 };
 
 // The backend for `device`: the CPU one always; another when one is registered for the device's

@@ -1,7 +1,9 @@
 #include "train/function/recording_backend.h"
 
 #include <algorithm>
+#include <array>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -451,74 +453,37 @@ absl::Status RecordingBackend::InTopK(const Tensor& predictions, const Tensor& l
 }
 
 // The updates read their step's scalars from a device tensor (Optimizer::PrepareStep writes it
-// before each step), so they replay like any other kernel.
-absl::Status RecordingBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity,
-                                         const Tensor& step, float momentum, bool nesterov) {
-  if (velocity == nullptr) {
-    return Record("SgdUpdate", {&w, &g, &step}, [momentum, nesterov](Backend& k, Tensors& t) {
-      return k.SgdUpdate(t[0], t[1], nullptr, t[2], momentum, nesterov);
-    });
+// before each step), so they replay like any other kernel. The call is recorded with every
+// variable's w, g and used slots, then the step.
+absl::Status RecordingBackend::OptimizerUpdate(const backend::UpdateRule& rule,
+                                               absl::Span<const backend::UpdateOperands> vars,
+                                               const Tensor& step) {
+  SLUICE_RETURN_IF_ERROR(backend::CheckUpdate(rule, vars, step));
+  std::array<bool, backend::kMaxUpdateSlots> used = {};
+  for (int j = 0; j < backend::kMaxUpdateSlots; ++j) used[j] = backend::UpdateUsesSlot(rule, j);
+  std::vector<const Tensor*> tensors;
+  for (const backend::UpdateOperands& var : vars) {
+    tensors.push_back(var.w);
+    tensors.push_back(var.g);
+    for (int j = 0; j < backend::kMaxUpdateSlots; ++j) {
+      if (used[j]) tensors.push_back(var.slots[j]);
+    }
   }
-  return Record("SgdUpdate", {&w, &g, velocity, &step},
-                [momentum, nesterov](Backend& k, Tensors& t) {
-                  return k.SgdUpdate(t[0], t[1], &t[2], t[3], momentum, nesterov);
+  tensors.push_back(&step);
+  const size_t count = vars.size();
+  return Record(backend::UpdateName(rule.kind), std::move(tensors),
+                [rule, used, count](Backend& k, Tensors& t) {
+                  std::vector<backend::UpdateOperands> operands(count);
+                  size_t next = 0;
+                  for (backend::UpdateOperands& var : operands) {
+                    var.w = &t[next++];
+                    var.g = &t[next++];
+                    for (int j = 0; j < backend::kMaxUpdateSlots; ++j) {
+                      if (used[j]) var.slots[j] = &t[next++];
+                    }
+                  }
+                  return k.OptimizerUpdate(rule, operands, t[next]);
                 });
-}
-
-absl::Status RecordingBackend::AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
-                                          const Tensor& step, float beta_1, float beta_2,
-                                          float epsilon) {
-  return Record("AdamUpdate", {&w, &g, &m, &v, &step}, [=](Backend& k, Tensors& t) {
-    return k.AdamUpdate(t[0], t[1], t[2], t[3], t[4], beta_1, beta_2, epsilon);
-  });
-}
-
-absl::Status RecordingBackend::RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity,
-                                             Tensor* average_gradient, Tensor* momentum_slot,
-                                             const Tensor& step, float rho, float momentum,
-                                             float epsilon) {
-  // w, g, velocity, step, then the optional slots that are there.
-  std::vector<const Tensor*> tensors = {&w, &g, &velocity, &step};
-  const bool centered = average_gradient != nullptr, has_momentum = momentum_slot != nullptr;
-  if (centered) tensors.push_back(average_gradient);
-  if (has_momentum) tensors.push_back(momentum_slot);
-  return Record("RmspropUpdate", std::move(tensors), [=](Backend& k, Tensors& t) {
-    Tensor* a = centered ? &t[4] : nullptr;
-    Tensor* b = has_momentum ? &t[centered ? 5 : 4] : nullptr;
-    return k.RmspropUpdate(t[0], t[1], t[2], a, b, t[3], rho, momentum, epsilon);
-  });
-}
-
-absl::Status RecordingBackend::AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator,
-                                             const Tensor& step, float epsilon) {
-  return Record("AdagradUpdate", {&w, &g, &accumulator, &step}, [=](Backend& k, Tensors& t) {
-    return k.AdagradUpdate(t[0], t[1], t[2], t[3], epsilon);
-  });
-}
-
-absl::Status RecordingBackend::AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
-                                              Tensor& accumulated_delta, const Tensor& step,
-                                              float rho, float epsilon) {
-  return Record("AdadeltaUpdate", {&w, &g, &accumulated_grad, &accumulated_delta, &step},
-                [=](Backend& k, Tensors& t) {
-                  return k.AdadeltaUpdate(t[0], t[1], t[2], t[3], t[4], rho, epsilon);
-                });
-}
-
-absl::Status RecordingBackend::AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u,
-                                            const Tensor& step, float beta_1, float beta_2,
-                                            float epsilon) {
-  return Record("AdamaxUpdate", {&w, &g, &m, &u, &step}, [=](Backend& k, Tensors& t) {
-    return k.AdamaxUpdate(t[0], t[1], t[2], t[3], t[4], beta_1, beta_2, epsilon);
-  });
-}
-
-absl::Status RecordingBackend::NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
-                                           const Tensor& step, float beta_1, float beta_2,
-                                           float epsilon) {
-  return Record("NadamUpdate", {&w, &g, &m, &v, &step}, [=](Backend& k, Tensors& t) {
-    return k.NadamUpdate(t[0], t[1], t[2], t[3], t[4], beta_1, beta_2, epsilon);
-  });
 }
 
 }  // namespace sluice::train::function

@@ -15,13 +15,8 @@ Optimizer::StepValues Adadelta::ValuesAt(int64_t, float lr) const {
   return {.rate = lr, .decay = lr * options_.weight_decay};
 }
 
-absl::Status Adadelta::Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) {
-  Tensor& w = var.mutable_value();
-  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Adadelta", {&w, &grad}));
-  SLUICE_ASSIGN_OR_RETURN(Tensor * accumulated_grad, Slot(var, 0));
-  SLUICE_ASSIGN_OR_RETURN(Tensor * accumulated_delta, Slot(var, 1));
-  return backend->AdadeltaUpdate(w, grad, *accumulated_grad, *accumulated_delta, step, options_.rho,
-                                 options_.epsilon);
+backend::UpdateRule Adadelta::Rule() const {
+  return {.kind = backend::UpdateKind::kAdadelta, .rho = options_.rho, .epsilon = options_.epsilon};
 }
 
 Adadelta::Adadelta(float learning_rate, AdadeltaOptions options)

@@ -33,7 +33,7 @@ class Adadelta : public Optimizer {
  protected:
   StepValues ValuesAt(int64_t step, float learning_rate) const override;
   float weight_decay() const override { return options_.weight_decay; }
-  absl::Status Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) override;
+  backend::UpdateRule Rule() const override;
 
  private:
   AdadeltaOptions options_;

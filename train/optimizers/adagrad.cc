@@ -16,17 +16,18 @@ Optimizer::StepValues Adagrad::ValuesAt(int64_t, float lr) const {
   return {.rate = lr, .decay = lr * options_.weight_decay};
 }
 
-absl::Status Adagrad::Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) {
+absl::Status Adagrad::CheckOptions() const {
   // A negative start would take square roots of negative sums: NaN weights, silently.
   if (!(options_.initial_accumulator_value >= 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("Adagrad: initial_accumulator_value must be >= 0 (Keras' rule), not ",
                      options_.initial_accumulator_value));
   }
-  Tensor& w = var.mutable_value();
-  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Adagrad", {&w, &grad}));
-  SLUICE_ASSIGN_OR_RETURN(Tensor * accumulator, Slot(var, 0));
-  return backend->AdagradUpdate(w, grad, *accumulator, step, options_.epsilon);
+  return absl::OkStatus();
+}
+
+backend::UpdateRule Adagrad::Rule() const {
+  return {.kind = backend::UpdateKind::kAdagrad, .epsilon = options_.epsilon};
 }
 
 Adagrad::Adagrad(float learning_rate, AdagradOptions options)

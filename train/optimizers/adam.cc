@@ -16,13 +16,11 @@ Optimizer::StepValues Adam::ValuesAt(int64_t step, float lr) const {
   return {.rate = alpha, .decay = lr * options_.weight_decay};
 }
 
-absl::Status Adam::Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) {
-  Tensor& w = var.mutable_value();
-  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Adam", {&w, &grad}));
-  SLUICE_ASSIGN_OR_RETURN(Tensor * m, Slot(var, 0));
-  SLUICE_ASSIGN_OR_RETURN(Tensor * v, Slot(var, 1));
-  return backend->AdamUpdate(w, grad, *m, *v, step, options_.beta_1, options_.beta_2,
-                             options_.epsilon);
+backend::UpdateRule Adam::Rule() const {
+  return {.kind = backend::UpdateKind::kAdam,
+          .beta_1 = options_.beta_1,
+          .beta_2 = options_.beta_2,
+          .epsilon = options_.epsilon};
 }
 
 Adam::Adam(float learning_rate, AdamOptions options)

@@ -17,13 +17,11 @@ Optimizer::StepValues Adamax::ValuesAt(int64_t step, float lr) const {
   return {.rate = alpha, .decay = lr * options_.weight_decay};
 }
 
-absl::Status Adamax::Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) {
-  Tensor& w = var.mutable_value();
-  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Adamax", {&w, &grad}));
-  SLUICE_ASSIGN_OR_RETURN(Tensor * m, Slot(var, 0));
-  SLUICE_ASSIGN_OR_RETURN(Tensor * u, Slot(var, 1));
-  return backend->AdamaxUpdate(w, grad, *m, *u, step, options_.beta_1, options_.beta_2,
-                               options_.epsilon);
+backend::UpdateRule Adamax::Rule() const {
+  return {.kind = backend::UpdateKind::kAdamax,
+          .beta_1 = options_.beta_1,
+          .beta_2 = options_.beta_2,
+          .epsilon = options_.epsilon};
 }
 
 Adamax::Adamax(float learning_rate, AdamaxOptions options)

@@ -38,13 +38,11 @@ Optimizer::StepValues Nadam::ValuesAt(int64_t step, float lr) const {
   };
 }
 
-absl::Status Nadam::Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) {
-  Tensor& w = var.mutable_value();
-  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Nadam", {&w, &grad}));
-  SLUICE_ASSIGN_OR_RETURN(Tensor * m, Slot(var, 0));
-  SLUICE_ASSIGN_OR_RETURN(Tensor * v, Slot(var, 1));
-  return backend->NadamUpdate(w, grad, *m, *v, step, options_.beta_1, options_.beta_2,
-                              options_.epsilon);
+backend::UpdateRule Nadam::Rule() const {
+  return {.kind = backend::UpdateKind::kNadam,
+          .beta_1 = options_.beta_1,
+          .beta_2 = options_.beta_2,
+          .epsilon = options_.epsilon};
 }
 
 std::vector<std::pair<std::string, double>> Nadam::ScalarState() const {

@@ -47,7 +47,7 @@ class Nadam : public Optimizer {
   void BeginStep(int64_t step) override;
   StepValues ValuesAt(int64_t step, float learning_rate) const override;
   float weight_decay() const override { return options_.weight_decay; }
-  absl::Status Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) override;
+  backend::UpdateRule Rule() const override;
   std::vector<std::pair<std::string, double>> ScalarState() const override;
   absl::Status RestoreScalarState(const std::vector<std::pair<std::string, double>>& scalars,
                                   int64_t iterations) override;

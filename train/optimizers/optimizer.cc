@@ -1,6 +1,7 @@
 #include "train/optimizers/optimizer.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -152,10 +153,18 @@ absl::Status Optimizer::UpdateVariables(const std::vector<std::optional<Tensor>>
 absl::Status Optimizer::UpdateEach(const std::vector<std::optional<Tensor>>& grads,
                                    const std::vector<autodiff::Variable*>& vars, float scale,
                                    bool slots_made) {
+  SLUICE_RETURN_IF_ERROR(CheckOptions());
+  const backend::UpdateRule rule = Rule();
+  const std::array<int, backend::kMaxUpdateSlots> rule_slots = RuleSlots();
   // Everything the kernels read must exist before the first of them runs: made inside a trace, a
   // slot's start would be replayed at every step, and a refusal after some updates would leave
-  // the others undone.
-  std::vector<const Tensor*> steps(vars.size(), nullptr);
+  // the others undone. The variables that read one step tensor (one device, decayed or not) are
+  // one backend call: one pass over all of them.
+  struct Group {
+    const Tensor* step;
+    std::vector<backend::UpdateOperands> vars;
+  };
+  std::vector<Group> groups;
   for (size_t i = 0; i < vars.size(); ++i) {
     if (!grads[i]) continue;
     if (slots_made && !slot_names_.empty() && !slots_.contains(vars[i])) {
@@ -163,19 +172,39 @@ absl::Status Optimizer::UpdateEach(const std::vector<std::optional<Tensor>>& gra
           absl::StrCat("Optimizer::UpdateVariables: variable '", vars[i]->name(),
                        "' has no slots yet (call PrepareStep with it first)"));
     }
-    SLUICE_ASSIGN_OR_RETURN(steps[i], StepTensorFor(*vars[i], /*make=*/false));
+    SLUICE_ASSIGN_OR_RETURN(const Tensor* step, StepTensorFor(*vars[i], /*make=*/false));
+    backend::UpdateOperands var{.w = &vars[i]->mutable_value(), .g = &*grads[i]};
+    for (int j = 0; j < backend::kMaxUpdateSlots; ++j) {
+      if (rule_slots[j] < 0) continue;
+      SLUICE_ASSIGN_OR_RETURN(var.slots[j], Slot(*vars[i], rule_slots[j]));
+    }
+    auto group =
+        std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.step == step; });
+    if (group == groups.end()) group = groups.insert(groups.end(), Group{.step = step});
+    group->vars.push_back(var);
   }
-  for (size_t i = 0; i < vars.size(); ++i) {
-    if (!grads[i]) continue;
+  for (const Group& group : groups) {
+    SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(group.step->device()));
     if (scale == 1) {
-      SLUICE_RETURN_IF_ERROR(Update(*vars[i], *grads[i], *steps[i]));
+      SLUICE_RETURN_IF_ERROR(backend->OptimizerUpdate(rule, group.vars, *group.step));
       continue;
     }
-    // One clipped copy alive at a time.
-    SLUICE_ASSIGN_OR_RETURN(const Tensor clipped, ScaledCopy(*grads[i], scale, "clip_global_norm"));
-    SLUICE_RETURN_IF_ERROR(Update(*vars[i], clipped, *steps[i]));
+    for (backend::UpdateOperands var : group.vars) {
+      // One clipped copy alive at a time.
+      SLUICE_ASSIGN_OR_RETURN(const Tensor clipped, ScaledCopy(*var.g, scale, "clip_global_norm"));
+      var.g = &clipped;
+      SLUICE_RETURN_IF_ERROR(backend->OptimizerUpdate(rule, {&var, 1}, *group.step));
+    }
   }
   return absl::OkStatus();
+}
+
+std::array<int, backend::kMaxUpdateSlots> Optimizer::RuleSlots() const {
+  std::array<int, backend::kMaxUpdateSlots> slots;
+  for (int j = 0; j < backend::kMaxUpdateSlots; ++j) {
+    slots[j] = j < static_cast<int>(slot_names_.size()) ? j : -1;
+  }
+  return slots;
 }
 
 absl::Status Optimizer::AdvanceStep(const std::vector<autodiff::Variable*>& vars,

@@ -1,6 +1,7 @@
 #ifndef SLUICE_TRAIN_OPTIMIZERS_OPTIMIZER_H_
 #define SLUICE_TRAIN_OPTIMIZERS_OPTIMIZER_H_
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -14,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "core/tensor.h"
 #include "train/autodiff/variable.h"
+#include "train/backend/optimizer_update.h"
 
 namespace sluice::train::optimizers {
 
@@ -60,11 +62,12 @@ class Optimizer {
   // trace, does the host work: it advances iterations() and the schedule, writes the step's
   // scalars (the rate, the bias corrections, the decay: backend::StepScalar) into a tensor on
   // the variables' device, and makes the slots of every variable of `vars` (as Keras'
-  // optimizer.build). UpdateVariables, inside the trace, runs one fused kernel per variable with
-  // a gradient that reads those scalars where it runs: device work only, so a replay or a CUDA
-  // graph updates with each step's values. Both need Traceable(); they give what Apply gives.
-  // PrepareStep is refused inside a trace, and UpdateVariables refuses a variable PrepareStep
-  // did not see (its slots would be made, and their start replayed, inside the trace).
+  // optimizer.build). UpdateVariables, inside the trace, runs one fused pass over the variables
+  // with a gradient (backend::OptimizerUpdate) that reads those scalars where it runs: device work
+  // only, so a replay or a CUDA graph updates with each step's values. Both need Traceable(); they
+  // give what Apply gives. PrepareStep is refused inside a trace, and UpdateVariables refuses a
+  // variable PrepareStep did not see (its slots would be made, and their start replayed, inside the
+  // trace).
   bool Traceable() const { return clip_global_norm_ == 0; }
   absl::Status PrepareStep(const std::vector<autodiff::Variable*>& vars);
   absl::Status UpdateVariables(const std::vector<std::optional<Tensor>>& grads,
@@ -135,9 +138,15 @@ class Optimizer {
   virtual StepValues ValuesAt(int64_t step, float learning_rate) const = 0;
   // The optimizer's weight decay option: whether any variable needs a decayed step tensor.
   virtual float weight_decay() const = 0;
-  // One variable's update through the backend of the variable's device, its step's scalars in
-  // `step` (float32 [backend::kStepScalars] on that device). Device work only: it may be traced.
-  virtual absl::Status Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) = 0;
+  // The update's rule and constants: every variable's update is one backend OptimizerUpdate
+  // over all the variables that share a step tensor (one pass, one kernel on a GPU), device work
+  // only, so it may be traced.
+  virtual backend::UpdateRule Rule() const = 0;
+  // Which of slot_names() fills each of the rule's slots (optimizer_update.h's order), -1 for
+  // none: by default slot j is slot_names()[j].
+  virtual std::array<int, backend::kMaxUpdateSlots> RuleSlots() const;
+  // Refuses options no update can run with, before any variable changes.
+  virtual absl::Status CheckOptions() const { return absl::OkStatus(); }
 
   // Slot `index` (of slot_names) of `var`, on the variable's device, at its initial value on
   // first use.
@@ -153,9 +162,10 @@ class Optimizer {
   // those values.
   absl::Status AdvanceStep(const std::vector<autodiff::Variable*>& vars,
                            const std::vector<std::optional<Tensor>>* grads);
-  // The device half, shared by Apply and UpdateVariables: finds every step tensor (and, with
-  // `slots_made`, checks every slot) before the first kernel, then updates each variable with a
-  // gradient, the gradient times `scale` (clipping) unless it is 1.
+  // The device half, shared by Apply and UpdateVariables: finds every step tensor and slot (with
+  // `slots_made`, checks every slot was made) before the first kernel, then updates the
+  // variables with a gradient, one OptimizerUpdate per step tensor; with a `scale` (clipping)
+  // other than 1, one variable at a time, its gradient times `scale`.
   absl::Status UpdateEach(const std::vector<std::optional<Tensor>>& grads,
                           const std::vector<autodiff::Variable*>& vars, float scale,
                           bool slots_made);

@@ -31,20 +31,16 @@ Optimizer::StepValues Rmsprop::ValuesAt(int64_t, float lr) const {
   return {.rate = lr, .decay = lr * options_.weight_decay};
 }
 
-absl::Status Rmsprop::Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) {
-  Tensor& w = var.mutable_value();
-  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("RMSprop", {&w, &grad}));
-  SLUICE_ASSIGN_OR_RETURN(Tensor * velocity, Slot(var, 0));
-  Tensor* momentum = nullptr;
-  if (momentum_slot_ >= 0) {
-    SLUICE_ASSIGN_OR_RETURN(momentum, Slot(var, momentum_slot_));
-  }
-  Tensor* average_gradient = nullptr;
-  if (average_gradient_slot_ >= 0) {
-    SLUICE_ASSIGN_OR_RETURN(average_gradient, Slot(var, average_gradient_slot_));
-  }
-  return backend->RmspropUpdate(w, grad, *velocity, average_gradient, momentum, step, options_.rho,
-                                momentum != nullptr ? options_.momentum : 0.0f, options_.epsilon);
+backend::UpdateRule Rmsprop::Rule() const {
+  return {.kind = backend::UpdateKind::kRmsprop,
+          .momentum = momentum_slot_ >= 0 ? options_.momentum : 0.0f,
+          .rho = options_.rho,
+          .centered = average_gradient_slot_ >= 0,
+          .epsilon = options_.epsilon};
+}
+
+std::array<int, backend::kMaxUpdateSlots> Rmsprop::RuleSlots() const {
+  return {0, average_gradient_slot_, momentum_slot_};
 }
 
 Rmsprop::Rmsprop(float learning_rate, RmspropOptions options)

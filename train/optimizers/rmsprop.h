@@ -1,6 +1,7 @@
 #ifndef SLUICE_TRAIN_OPTIMIZERS_RMSPROP_H_
 #define SLUICE_TRAIN_OPTIMIZERS_RMSPROP_H_
 
+#include <array>
 #include <memory>
 
 #include "train/optimizers/optimizer.h"
@@ -40,7 +41,8 @@ class Rmsprop : public Optimizer {
  protected:
   StepValues ValuesAt(int64_t step, float learning_rate) const override;
   float weight_decay() const override { return options_.weight_decay; }
-  absl::Status Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) override;
+  backend::UpdateRule Rule() const override;
+  std::array<int, backend::kMaxUpdateSlots> RuleSlots() const override;
 
  private:
   RmspropOptions options_;

@@ -15,14 +15,10 @@ Optimizer::StepValues Sgd::ValuesAt(int64_t, float lr) const {
   return {.rate = lr, .decay = lr * options_.weight_decay};
 }
 
-absl::Status Sgd::Update(autodiff::Variable& var, const Tensor& grad, const Tensor& step) {
-  Tensor& w = var.mutable_value();
-  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("Sgd", {&w, &grad}));
-  Tensor* velocity = nullptr;
-  if (options_.momentum != 0) {
-    SLUICE_ASSIGN_OR_RETURN(velocity, Slot(var, 0));
-  }
-  return backend->SgdUpdate(w, grad, velocity, step, options_.momentum, options_.nesterov);
+backend::UpdateRule Sgd::Rule() const {
+  return {.kind = backend::UpdateKind::kSgd,
+          .momentum = options_.momentum,
+          .nesterov = options_.nesterov};
 }
 
 Sgd::Sgd(float learning_rate, SgdOptions options) : Sgd(WithLearningRate(options, learning_rate)) {}

@@ -198,7 +198,7 @@ class Access {
     return *Tensor::FromBuffer(t.dtype(), t.shape(), std::move(host), t.byte_offset());
   }
   // For outputs passed by pointer: a view with a stable address, or null.
-  Tensor* ViewPtr(Tensor* t) {
+  Tensor* ViewPtr(const Tensor* t) {
     if (t == nullptr) return nullptr;
     return &views_.emplace_back(View(*t));
   }
@@ -611,59 +611,20 @@ class GuardedBackend final : public Backend {
     return cpu().InTopK(a.View(predictions), a.View(labels), k, first_max_only, o);
   }
 
-  absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, const Tensor& step,
-                         float momentum, bool nesterov) override {
+  absl::Status OptimizerUpdate(const backend::UpdateRule& rule,
+                               absl::Span<const backend::UpdateOperands> vars,
+                               const Tensor& step) override {
     Access a(mu_, device_);
-    SLUICE_RETURN_IF_ERROR(a.Require("SgdUpdate", {&w, &g, velocity, &step}));
-    Tensor vw = a.View(w);
-    return cpu().SgdUpdate(vw, a.View(g), a.ViewPtr(velocity), a.View(step), momentum, nesterov);
-  }
-  absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor& step,
-                          float beta_1, float beta_2, float epsilon) override {
-    Access a(mu_, device_);
-    SLUICE_RETURN_IF_ERROR(a.Require("AdamUpdate", {&w, &g, &m, &v, &step}));
-    Tensor vw = a.View(w), vm = a.View(m), vv = a.View(v);
-    return cpu().AdamUpdate(vw, a.View(g), vm, vv, a.View(step), beta_1, beta_2, epsilon);
-  }
-  absl::Status RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity, Tensor* average_gradient,
-                             Tensor* momentum_slot, const Tensor& step, float rho, float momentum,
-                             float epsilon) override {
-    Access a(mu_, device_);
-    SLUICE_RETURN_IF_ERROR(
-        a.Require("RmspropUpdate", {&w, &g, &velocity, average_gradient, momentum_slot, &step}));
-    Tensor vw = a.View(w), vv = a.View(velocity);
-    return cpu().RmspropUpdate(vw, a.View(g), vv, a.ViewPtr(average_gradient),
-                               a.ViewPtr(momentum_slot), a.View(step), rho, momentum, epsilon);
-  }
-  absl::Status AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, const Tensor& step,
-                             float epsilon) override {
-    Access a(mu_, device_);
-    SLUICE_RETURN_IF_ERROR(a.Require("AdagradUpdate", {&w, &g, &accumulator, &step}));
-    Tensor vw = a.View(w), va = a.View(accumulator);
-    return cpu().AdagradUpdate(vw, a.View(g), va, a.View(step), epsilon);
-  }
-  absl::Status AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
-                              Tensor& accumulated_delta, const Tensor& step, float rho,
-                              float epsilon) override {
-    Access a(mu_, device_);
-    SLUICE_RETURN_IF_ERROR(
-        a.Require("AdadeltaUpdate", {&w, &g, &accumulated_grad, &accumulated_delta, &step}));
-    Tensor vw = a.View(w), vg = a.View(accumulated_grad), vd = a.View(accumulated_delta);
-    return cpu().AdadeltaUpdate(vw, a.View(g), vg, vd, a.View(step), rho, epsilon);
-  }
-  absl::Status AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u, const Tensor& step,
-                            float beta_1, float beta_2, float epsilon) override {
-    Access a(mu_, device_);
-    SLUICE_RETURN_IF_ERROR(a.Require("AdamaxUpdate", {&w, &g, &m, &u, &step}));
-    Tensor vw = a.View(w), vm = a.View(m), vu = a.View(u);
-    return cpu().AdamaxUpdate(vw, a.View(g), vm, vu, a.View(step), beta_1, beta_2, epsilon);
-  }
-  absl::Status NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor& step,
-                           float beta_1, float beta_2, float epsilon) override {
-    Access a(mu_, device_);
-    SLUICE_RETURN_IF_ERROR(a.Require("NadamUpdate", {&w, &g, &m, &v, &step}));
-    Tensor vw = a.View(w), vm = a.View(m), vv = a.View(v);
-    return cpu().NadamUpdate(vw, a.View(g), vm, vv, a.View(step), beta_1, beta_2, epsilon);
+    std::vector<backend::UpdateOperands> views(vars.begin(), vars.end());
+    for (backend::UpdateOperands& var : views) {
+      SLUICE_RETURN_IF_ERROR(a.Require(backend::UpdateName(rule.kind),
+                                       {var.w, var.g, var.slots[0], var.slots[1], var.slots[2]}));
+      var.w = a.ViewPtr(var.w);
+      var.g = a.ViewPtr(var.g);
+      for (Tensor*& slot : var.slots) slot = a.ViewPtr(slot);
+    }
+    SLUICE_RETURN_IF_ERROR(a.Require(backend::UpdateName(rule.kind), {&step}));
+    return cpu().OptimizerUpdate(rule, views, a.View(step));
   }
 
  private:

@@ -6,7 +6,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/train/backend/guarded_backend.h"
 #include "tests/train/gradient_check.h"
+#include "train/backend/transfer.h"
 #include "train/optimizers/adam.h"
 #include "train/optimizers/adamw.h"
 #include "train/optimizers/learning_rate_schedule.h"
@@ -166,6 +173,52 @@ TEST(OptimizerTest, TheLearningRateOrASchedulePositionallyAsInKeras) {
   ASSERT_TRUE(scheduled.Apply({T({1}, {1})}, {&w}).ok());  // w = 1 - 1 * 1
   EXPECT_FLOAT_EQ(scheduled.learning_rate(), 0.5f);
   EXPECT_FLOAT_EQ(w.value().data<float>()[0], 0.0f);
+}
+
+// The variables that read one step tensor are updated by one backend call (one kernel on a
+// GPU, one node of its graph), and a decay exclusion makes two: counted on the guarded device,
+// which counts every kernel call. The values are Apply's on the CPU, bit for bit.
+TEST(OptimizerTest, UpdatesTheVariablesOfOneStepTensorInOneBackendCall) {
+  train::testing::RegisterGuardedBackend();
+  const std::vector<Shape> shapes = {{8, 16}, {16}, {16, 4}, {4}};
+  const std::vector<std::string> names = {"d1/kernel", "d1/bias", "d2/kernel", "d2/bias"};
+  for (const bool exclude : {false, true}) {
+    SCOPED_TRACE(exclude ? "biases not decayed" : "all decayed");
+    std::vector<std::unique_ptr<autodiff::Variable>> on_cpu, guarded;
+    std::vector<autodiff::Variable*> cpu_vars, guarded_vars;
+    std::vector<std::optional<Tensor>> cpu_grads, guarded_grads;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const uint32_t seed = static_cast<uint32_t>(i);
+      absl::StatusOr<Tensor> w = backend::CopyTo(RandomTensor(shapes[i], seed), Device::Guarded());
+      absl::StatusOr<Tensor> g =
+          backend::CopyTo(RandomTensor(shapes[i], seed + 10), Device::Guarded());
+      ASSERT_TRUE(w.ok() && g.ok());
+      on_cpu.push_back(
+          std::make_unique<autodiff::Variable>(RandomTensor(shapes[i], seed), names[i]));
+      guarded.push_back(std::make_unique<autodiff::Variable>(*w, names[i]));
+      cpu_vars.push_back(on_cpu.back().get());
+      guarded_vars.push_back(guarded.back().get());
+      cpu_grads.push_back(RandomTensor(shapes[i], seed + 10));
+      guarded_grads.push_back(*g);
+    }
+    AdamW cpu_adamw(0.01f, {.weight_decay = 0.1f}), guarded_adamw(0.01f, {.weight_decay = 0.1f});
+    if (exclude) {
+      cpu_adamw.ExcludeFromWeightDecay({"bias"});
+      guarded_adamw.ExcludeFromWeightDecay({"bias"});
+    }
+    for (int step = 0; step < 2; ++step) {
+      ASSERT_TRUE(cpu_adamw.Apply(cpu_grads, cpu_vars).ok());
+      ASSERT_TRUE(guarded_adamw.PrepareStep(guarded_vars).ok());
+      const int64_t before = train::testing::GuardedKernelCalls();
+      ASSERT_TRUE(guarded_adamw.UpdateVariables(guarded_grads, guarded_vars).ok());
+      EXPECT_EQ(train::testing::GuardedKernelCalls() - before, exclude ? 2 : 1);
+    }
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      absl::StatusOr<Tensor> have = backend::ToHost(guarded[i]->value());
+      ASSERT_TRUE(have.ok());
+      EXPECT_TRUE(have->Equals(on_cpu[i]->value())) << names[i];
+    }
+  }
 }
 
 }  // namespace

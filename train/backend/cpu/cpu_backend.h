@@ -105,22 +105,8 @@ class CpuBackend final : public Backend {
                           Tensor& invalid) override;
   absl::Status InTopK(const Tensor& predictions, const Tensor& labels, int k, bool first_max_only,
                       Tensor& out) override;
-  absl::Status SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity, const Tensor& step,
-                         float momentum, bool nesterov) override;
-  absl::Status AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor& step,
-                          float beta_1, float beta_2, float epsilon) override;
-  absl::Status RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity, Tensor* average_gradient,
-                             Tensor* momentum_slot, const Tensor& step, float rho, float momentum,
-                             float epsilon) override;
-  absl::Status AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator, const Tensor& step,
-                             float epsilon) override;
-  absl::Status AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
-                              Tensor& accumulated_delta, const Tensor& step, float rho,
-                              float epsilon) override;
-  absl::Status AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u, const Tensor& step,
-                            float beta_1, float beta_2, float epsilon) override;
-  absl::Status NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const Tensor& step,
-                           float beta_1, float beta_2, float epsilon) override;
+  absl::Status OptimizerUpdate(const UpdateRule& rule, absl::Span<const UpdateOperands> vars,
+                               const Tensor& step) override;
 
  private:
   CpuBackend() = default;

@@ -958,102 +958,41 @@ static_assert(kernels::kStepRate == kStepRate && kernels::kStepDecay == kStepDec
               kernels::kStepGradientCoefficient == kStepGradientCoefficient &&
               kernels::kStepVScale == kStepVScale && kStepScalars == 4);
 
-absl::Status CudaBackend::SgdUpdate(Tensor& w, const Tensor& g, Tensor* velocity,
-                                    const Tensor& step, float momentum, bool nesterov) {
-  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("SgdUpdate", {&w, &g, &step}));
-  SLUICE_RETURN_IF_ERROR(CheckStepScalars("CudaBackend::SgdUpdate", step, w));
-  float* v = nullptr;
-  if (momentum != 0) {
-    if (velocity == nullptr) {
-      return absl::InvalidArgumentError("CudaBackend::SgdUpdate: momentum needs a velocity tensor");
+// optimizer_update.h's kinds and slot order, repeated by kernels.h.
+static_assert(
+    static_cast<int>(kernels::UpdateKind::kSgd) == static_cast<int>(UpdateKind::kSgd) &&
+    static_cast<int>(kernels::UpdateKind::kAdam) == static_cast<int>(UpdateKind::kAdam) &&
+    static_cast<int>(kernels::UpdateKind::kRmsprop) == static_cast<int>(UpdateKind::kRmsprop) &&
+    static_cast<int>(kernels::UpdateKind::kAdagrad) == static_cast<int>(UpdateKind::kAdagrad) &&
+    static_cast<int>(kernels::UpdateKind::kAdadelta) == static_cast<int>(UpdateKind::kAdadelta) &&
+    static_cast<int>(kernels::UpdateKind::kAdamax) == static_cast<int>(UpdateKind::kAdamax) &&
+    static_cast<int>(kernels::UpdateKind::kNadam) == static_cast<int>(UpdateKind::kNadam) &&
+    kMaxUpdateSlots == 3);
+
+absl::Status CudaBackend::OptimizerUpdate(const UpdateRule& rule,
+                                          absl::Span<const UpdateOperands> vars,
+                                          const Tensor& step) {
+  const char* name = UpdateName(rule.kind);
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter(name, {&step}));
+  SLUICE_RETURN_IF_ERROR(CheckUpdate(rule, vars, step));  // every operand on step's device
+  std::vector<kernels::UpdateTensor> tensors(vars.size());
+  for (size_t i = 0; i < vars.size(); ++i) {
+    tensors[i].w = F(*vars[i].w);
+    tensors[i].g = F(*vars[i].g);
+    for (int j = 0; j < kMaxUpdateSlots; ++j) {
+      tensors[i].slots[j] = vars[i].slots[j] != nullptr ? F(*vars[i].slots[j]) : nullptr;
     }
-    SLUICE_RETURN_IF_ERROR(CheckTensors("SgdUpdate", {velocity}));
-    v = F(*velocity);
+    tensors[i].n = vars[i].w->num_elements();
   }
-  CUDA_RETURN_IF_ERROR(
-      kernels::SgdUpdate(F(w), F(g), v, w.num_elements(), F(step), momentum, nesterov, stream()));
-  return absl::OkStatus();
-}
-
-absl::Status CudaBackend::AdamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
-                                     const Tensor& step, float beta_1, float beta_2,
-                                     float epsilon) {
-  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
-                          Enter("AdamUpdate", {&w, &g, &m, &v, &step}));
-  SLUICE_RETURN_IF_ERROR(CheckStepScalars("CudaBackend::AdamUpdate", step, w));
-  CUDA_RETURN_IF_ERROR(kernels::AdamUpdate(F(w), F(g), F(m), F(v), w.num_elements(), F(step),
-                                           beta_1, beta_2, epsilon, stream()));
-  return absl::OkStatus();
-}
-
-absl::Status CudaBackend::RmspropUpdate(Tensor& w, const Tensor& g, Tensor& velocity,
-                                        Tensor* average_gradient, Tensor* momentum_slot,
-                                        const Tensor& step, float rho, float momentum,
-                                        float epsilon) {
-  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
-                          Enter("RmspropUpdate", {&w, &g, &velocity, &step}));
-  SLUICE_RETURN_IF_ERROR(CheckStepScalars("CudaBackend::RmspropUpdate", step, w));
-  float* a = nullptr;
-  if (average_gradient != nullptr) {
-    SLUICE_RETURN_IF_ERROR(CheckTensors("RmspropUpdate", {average_gradient}));
-    a = F(*average_gradient);
-  }
-  float* b = nullptr;
-  if (momentum != 0) {
-    if (momentum_slot == nullptr) {
-      return absl::InvalidArgumentError(
-          "CudaBackend::RmspropUpdate: momentum needs a momentum tensor");
-    }
-    SLUICE_RETURN_IF_ERROR(CheckTensors("RmspropUpdate", {momentum_slot}));
-    b = F(*momentum_slot);
-  }
-  CUDA_RETURN_IF_ERROR(kernels::RmspropUpdate(F(w), F(g), F(velocity), a, b, w.num_elements(),
-                                              F(step), rho, momentum, epsilon, stream()));
-  return absl::OkStatus();
-}
-
-absl::Status CudaBackend::AdagradUpdate(Tensor& w, const Tensor& g, Tensor& accumulator,
-                                        const Tensor& step, float epsilon) {
-  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
-                          Enter("AdagradUpdate", {&w, &g, &accumulator, &step}));
-  SLUICE_RETURN_IF_ERROR(CheckStepScalars("CudaBackend::AdagradUpdate", step, w));
-  CUDA_RETURN_IF_ERROR(kernels::AdagradUpdate(F(w), F(g), F(accumulator), w.num_elements(), F(step),
-                                              epsilon, stream()));
-  return absl::OkStatus();
-}
-
-absl::Status CudaBackend::AdadeltaUpdate(Tensor& w, const Tensor& g, Tensor& accumulated_grad,
-                                         Tensor& accumulated_delta, const Tensor& step, float rho,
-                                         float epsilon) {
-  SLUICE_ASSIGN_OR_RETURN(
-      const KernelTimer::Scope timed,
-      Enter("AdadeltaUpdate", {&w, &g, &accumulated_grad, &accumulated_delta, &step}));
-  SLUICE_RETURN_IF_ERROR(CheckStepScalars("CudaBackend::AdadeltaUpdate", step, w));
-  CUDA_RETURN_IF_ERROR(kernels::AdadeltaUpdate(F(w), F(g), F(accumulated_grad),
-                                               F(accumulated_delta), w.num_elements(), F(step), rho,
-                                               epsilon, stream()));
-  return absl::OkStatus();
-}
-
-absl::Status CudaBackend::AdamaxUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& u,
-                                       const Tensor& step, float beta_1, float beta_2,
-                                       float epsilon) {
-  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
-                          Enter("AdamaxUpdate", {&w, &g, &m, &u, &step}));
-  SLUICE_RETURN_IF_ERROR(CheckStepScalars("CudaBackend::AdamaxUpdate", step, w));
-  CUDA_RETURN_IF_ERROR(kernels::AdamaxUpdate(F(w), F(g), F(m), F(u), w.num_elements(), F(step),
-                                             beta_1, beta_2, epsilon, stream()));
-  return absl::OkStatus();
-}
-
-absl::Status CudaBackend::NadamUpdate(Tensor& w, const Tensor& g, Tensor& m, Tensor& v,
-                                      const Tensor& step, float beta_1, float beta_2,
-                                      float epsilon) {
-  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
-                          Enter("NadamUpdate", {&w, &g, &m, &v, &step}));
-  SLUICE_RETURN_IF_ERROR(CheckStepScalars("CudaBackend::NadamUpdate", step, w));
-  CUDA_RETURN_IF_ERROR(kernels::NadamUpdate(F(w), F(g), F(m), F(v), w.num_elements(), F(step),
-                                            beta_1, beta_2, epsilon, stream()));
+  const kernels::UpdateConstants constants{.kind = static_cast<kernels::UpdateKind>(rule.kind),
+                                           .momentum = rule.momentum,
+                                           .nesterov = rule.nesterov,
+                                           .beta_1 = rule.beta_1,
+                                           .beta_2 = rule.beta_2,
+                                           .rho = rule.rho,
+                                           .epsilon = rule.epsilon};
+  CUDA_RETURN_IF_ERROR(kernels::OptimizerUpdate(
+      constants, tensors.data(), static_cast<int>(tensors.size()), F(step), stream()));
   return absl::OkStatus();
 }
 

@@ -108,25 +108,28 @@ cudaError_t SparseSoftmaxCrossEntropyBackward(const float* probs, const int64_t*
 // `step` points at the update's per-step scalars on the device (backend.h's StepScalar: rate,
 // decay, Nadam's gradient coefficient and v_scale), read by the kernel when it runs, so that a
 // captured graph reads each step's values. The decay (lr * weight_decay) is applied first,
-// w -= decay * w. SGD's velocity is null without momentum; RMSprop's average_gradient is null
-// unless centered, its momentum_slot null when momentum is 0.
+// w -= decay * w.
 constexpr int kStepRate = 0, kStepDecay = 1, kStepGradientCoefficient = 2, kStepVScale = 3;
-cudaError_t SgdUpdate(float* w, const float* g, float* velocity, int64_t n, const float* step,
-                      float momentum, bool nesterov, cudaStream_t stream);
-cudaError_t AdamUpdate(float* w, const float* g, float* m, float* v, int64_t n, const float* step,
-                       float beta_1, float beta_2, float epsilon, cudaStream_t stream);
-cudaError_t RmspropUpdate(float* w, const float* g, float* velocity, float* average_gradient,
-                          float* momentum_slot, int64_t n, const float* step, float rho,
-                          float momentum, float epsilon, cudaStream_t stream);
-cudaError_t AdagradUpdate(float* w, const float* g, float* accumulator, int64_t n,
-                          const float* step, float epsilon, cudaStream_t stream);
-cudaError_t AdadeltaUpdate(float* w, const float* g, float* accumulated_grad,
-                           float* accumulated_delta, int64_t n, const float* step, float rho,
-                           float epsilon, cudaStream_t stream);
-cudaError_t AdamaxUpdate(float* w, const float* g, float* m, float* u, int64_t n, const float* step,
-                         float beta_1, float beta_2, float epsilon, cudaStream_t stream);
-cudaError_t NadamUpdate(float* w, const float* g, float* m, float* v, int64_t n, const float* step,
-                        float beta_1, float beta_2, float epsilon, cudaStream_t stream);
+// optimizer_update.h's UpdateKind, UpdateRule and slot order, repeated for the .cu files.
+enum class UpdateKind : int { kSgd, kAdam, kRmsprop, kAdagrad, kAdadelta, kAdamax, kNadam };
+struct UpdateConstants {
+  UpdateKind kind = UpdateKind::kSgd;
+  float momentum = 0;
+  bool nesterov = false;
+  float beta_1 = 0, beta_2 = 0, rho = 0, epsilon = 0;
+};
+// A variable, its gradient and its slots (null where the rule keeps none: SGD's velocity without
+// momentum, RMSprop's average gradient unless centered and its momentum slot at momentum 0).
+struct UpdateTensor {
+  float* w = nullptr;
+  const float* g = nullptr;
+  float* slots[3] = {};
+  int64_t n = 0;
+};
+// Updates vars[0, count) in as few launches as the kernel's argument block allows (up to 72
+// variables a launch), each block of a launch taking a piece of one variable.
+cudaError_t OptimizerUpdate(const UpdateConstants& rule, const UpdateTensor* vars, int count,
+                            const float* step, cudaStream_t stream);
 
 // --- label_kernels.cu -----------------------------------------------------------------
 // out[i] = labels[i] (int32 or int64) where it lies in [0, classes), else 0;

@@ -5,15 +5,18 @@
 #include <xmmintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/float16.h"
 #include "tests/train/gradient_check.h"
 #include "train/backend/broadcast.h"
 #include "train/backend/cpu/cpu_threads.h"
 #include "train/backend/cpu/dnnl_primitive_cache.h"
+#include "train/backend/optimizer_update.h"
 
 namespace sluice::train::backend::cpu {
 namespace {
@@ -284,6 +287,87 @@ TEST_F(CpuBackendTest, OptimizerUpdatesFlushDenormalSlotsToZero) {
   // The thread's own arithmetic still keeps denormals.
   volatile float x = denormal;
   EXPECT_EQ(std::fpclassify(x * 0.5f), FP_SUBNORMAL);
+}
+
+// Every rule and its variants, for the tests of many variables in one update.
+std::vector<UpdateRule> EveryUpdateRule() {
+  return {
+      {.kind = UpdateKind::kSgd},
+      {.kind = UpdateKind::kSgd, .momentum = 0.9f},
+      {.kind = UpdateKind::kSgd, .momentum = 0.9f, .nesterov = true},
+      {.kind = UpdateKind::kAdam, .beta_1 = 0.9f, .beta_2 = 0.999f, .epsilon = 1e-7f},
+      {.kind = UpdateKind::kRmsprop, .rho = 0.9f, .epsilon = 1e-7f},
+      {.kind = UpdateKind::kRmsprop,
+       .momentum = 0.5f,
+       .rho = 0.9f,
+       .centered = true,
+       .epsilon = 1e-7f},
+      {.kind = UpdateKind::kAdagrad, .epsilon = 1e-7f},
+      {.kind = UpdateKind::kAdadelta, .rho = 0.95f, .epsilon = 1e-7f},
+      {.kind = UpdateKind::kAdamax, .beta_1 = 0.9f, .beta_2 = 0.999f, .epsilon = 1e-7f},
+      {.kind = UpdateKind::kNadam, .beta_1 = 0.9f, .beta_2 = 0.999f, .epsilon = 1e-7f},
+  };
+}
+
+// One OptimizerUpdate over many variables, whose sizes straddle the threads' chunks (an empty
+// one among them), gives for every rule the bits of one call per variable over three steps:
+// every element is updated once, with its own variable's gradient and slots.
+TEST_F(CpuBackendTest, OptimizerUpdateOverManyVariablesGivesTheBitsOfOneCallEach) {
+  const std::vector<int64_t> sizes = {1, 31, 40000, 0, 70001, 5, 32768};
+  for (const UpdateRule& rule : EveryUpdateRule()) {
+    SCOPED_TRACE(absl::StrCat(UpdateName(rule.kind), " momentum ", rule.momentum, " centered ",
+                              rule.centered));
+    // Two equal sets of variables and slots (slots positive: accumulators of squares).
+    struct Variables {
+      std::vector<Tensor> w;
+      std::vector<std::array<Tensor, kMaxUpdateSlots>> slots;
+    };
+    auto make = [&] {
+      Variables set;
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        const uint32_t seed = static_cast<uint32_t>(10 * i);
+        set.w.push_back(RandomTensor({sizes[i]}, seed));
+        auto& slots = set.slots.emplace_back();
+        for (int j = 0; j < kMaxUpdateSlots; ++j) {
+          slots[j] = RandomTensor({sizes[i]}, seed + 1 + j, 0.01f, 1.0f);
+        }
+      }
+      return set;
+    };
+    Variables together = make(), alone = make();
+    auto operands = [&](Variables& set, size_t i, const Tensor& g) {
+      UpdateOperands var{.w = &set.w[i], .g = &g};
+      for (int j = 0; j < kMaxUpdateSlots; ++j) {
+        if (UpdateUsesSlot(rule, j)) var.slots[j] = &set.slots[i][j];
+      }
+      return var;
+    };
+    for (int step = 0; step < 3; ++step) {
+      std::vector<Tensor> grads;
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        grads.push_back(RandomTensor({sizes[i]}, static_cast<uint32_t>(1000 + 10 * step + i)));
+      }
+      // Decay on the second step; Nadam's two coefficients in every step.
+      const Tensor s =
+          Step(0.01f * static_cast<float>(step + 1), step == 1 ? 1e-3f : 0.0f, 0.02f, 1.5f);
+      std::vector<UpdateOperands> all;
+      for (size_t i = 0; i < sizes.size(); ++i) all.push_back(operands(together, i, grads[i]));
+      ASSERT_TRUE(backend_.OptimizerUpdate(rule, all, s).ok());
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        const UpdateOperands one = operands(alone, i, grads[i]);
+        ASSERT_TRUE(backend_.OptimizerUpdate(rule, {&one, 1}, s).ok());
+      }
+    }
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      EXPECT_TRUE(together.w[i].Equals(alone.w[i])) << "variable " << i;
+      for (int j = 0; j < kMaxUpdateSlots; ++j) {
+        EXPECT_TRUE(together.slots[i][j].Equals(alone.slots[i][j]))
+            << "variable " << i << " slot " << j;
+      }
+    }
+    // And the update moved the weights.
+    EXPECT_FALSE(together.w[2].Equals(RandomTensor({sizes[2]}, 20)));
+  }
 }
 
 TEST_F(CpuBackendTest, LargeElementwiseKernelsMatchScalarFormulas) {

@@ -18,6 +18,7 @@
 #include "train/backend/broadcast.h"
 #include "train/backend/compute_precision.h"
 #include "train/backend/cpu/cpu_backend.h"
+#include "train/backend/optimizer_update.h"
 
 namespace sluice::train::backend::cuda {
 namespace {
@@ -725,6 +726,65 @@ TEST_F(CudaBackendTest, KerasOptimizerUpdatesMatchCpuOverSteps) {
   EXPECT_TRUE(AllClose(Host(wd), w, 1e-6f, 1e-5f));
   EXPECT_TRUE(AllClose(Host(s1d), s1, 1e-6f, 1e-5f));
   EXPECT_TRUE(AllClose(Host(s2d), s2, 1e-7f, 1e-5f));
+}
+
+// One update over 150 variables (three launches of at most 72; sizes from 0 to past a block's
+// piece of 2,048 elements, so that some variables span many blocks) matches the CPU's, for the
+// rules with the most slots and branches, over two steps.
+TEST_F(CudaBackendTest, OptimizerUpdateOfManyVariablesMatchesCpu) {
+  using train::backend::UpdateKind;
+  using train::backend::UpdateOperands;
+  using train::backend::UpdateRule;
+  const std::vector<UpdateRule> rules = {
+      {.kind = UpdateKind::kSgd, .momentum = 0.9f, .nesterov = true},
+      {.kind = UpdateKind::kAdam, .beta_1 = 0.9f, .beta_2 = 0.999f, .epsilon = 1e-7f},
+      {.kind = UpdateKind::kRmsprop,
+       .momentum = 0.5f,
+       .rho = 0.9f,
+       .centered = true,
+       .epsilon = 1e-7f},
+      {.kind = UpdateKind::kNadam, .beta_1 = 0.9f, .beta_2 = 0.999f, .epsilon = 1e-7f},
+  };
+  constexpr int kVariables = 150;
+  for (const UpdateRule& rule : rules) {
+    SCOPED_TRACE(train::backend::UpdateName(rule.kind));
+    // Per variable: w and its three slots, on the host and on the device.
+    std::vector<std::vector<Tensor>> host(kVariables), device(kVariables);
+    for (int i = 0; i < kVariables; ++i) {
+      const int64_t n = (i * 977) % 6000;  // 0 for the first
+      for (int k = 0; k < 4; ++k) {
+        host[i].push_back(Random({n}, 1000 + 4 * i + k, k == 0 ? -1.0f : 0.01f, 1.0f));
+        device[i].push_back(Dev(host[i].back()));
+      }
+    }
+    for (int step = 1; step <= 2; ++step) {
+      const Tensor s = StepScalars(1e-2f, step == 2 ? 1e-3f : 0.0f, 5e-3f, 1.5f), sd = Dev(s);
+      std::vector<Tensor> grads, grads_d;
+      for (int i = 0; i < kVariables; ++i) {
+        grads.push_back(Random(host[i][0].shape(), 5000 + 100 * step + i));
+        grads_d.push_back(Dev(grads.back()));
+      }
+      std::vector<UpdateOperands> on_cpu(kVariables), on_gpu(kVariables);
+      for (int i = 0; i < kVariables; ++i) {
+        on_cpu[i] = {.w = &host[i][0], .g = &grads[i]};
+        on_gpu[i] = {.w = &device[i][0], .g = &grads_d[i]};
+        for (int j = 0; j < train::backend::kMaxUpdateSlots; ++j) {
+          if (!train::backend::UpdateUsesSlot(rule, j)) continue;
+          on_cpu[i].slots[j] = &host[i][1 + j];
+          on_gpu[i].slots[j] = &device[i][1 + j];
+        }
+      }
+      ASSERT_TRUE(cpu_.OptimizerUpdate(rule, on_cpu, s).ok());
+      const absl::Status status = gpu_->OptimizerUpdate(rule, on_gpu, sd);
+      ASSERT_TRUE(status.ok()) << status;
+    }
+    for (int i = 0; i < kVariables; ++i) {
+      for (int k = 0; k < 4; ++k) {
+        EXPECT_TRUE(AllClose(Host(device[i][k]), host[i][k], 1e-6f, 1e-5f))
+            << "variable " << i << " tensor " << k;
+      }
+    }
+  }
 }
 
 TEST_F(CudaBackendTest, AxpbyLabelsAndInTopKMatchCpu) {
