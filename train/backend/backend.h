@@ -343,7 +343,7 @@ class Backend {
 
   // --- optimizer updates, fused (one pass over many variables) ----------------
   // Updates every variable of `vars` by `rule` in one pass over all of them and their slots
-  // (PyTorch's multi-tensor "foreach" updates): one kernel for a whole model, not one per
+  // (PyTorch's multi-tensor "foreach" updates): one kernel for many variables, not one per
   // variable. `vars` are on this backend's device and share `step` (CheckUpdate).
   // What changes from step to step (the learning rate, the bias corrections, the weight decay)
   // is read by the kernel where it runs, from `step`: float32 [kStepScalars] on the variable's

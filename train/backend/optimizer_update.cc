@@ -1,6 +1,8 @@
 #include "train/backend/optimizer_update.h"
 
+#include <algorithm>
 #include <cstddef>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -47,6 +49,10 @@ const char* UpdateName(UpdateKind kind) {
 absl::Status CheckUpdate(const UpdateRule& rule, absl::Span<const UpdateOperands> vars,
                          const Tensor& step) {
   const char* name = UpdateName(rule.kind);
+  if (step.dtype() != DType::kFloat32 || step.shape() != Shape({kStepScalars})) {
+    return CheckStepScalars(name, step, step);  // its message names what came
+  }
+  std::vector<const void*> seen;  // each variable's data, once
   for (size_t i = 0; i < vars.size(); ++i) {
     const UpdateOperands& var = vars[i];
     if (var.w == nullptr || var.g == nullptr) {
@@ -54,6 +60,14 @@ absl::Status CheckUpdate(const UpdateRule& rule, absl::Span<const UpdateOperands
                                                      var.w == nullptr ? "value" : "gradient"));
     }
     SLUICE_RETURN_IF_ERROR(CheckStepScalars(name, step, *var.w));
+    // One pass updates all of them at once: a variable listed twice would be written by two
+    // threads (or GPU blocks) at the same time.
+    if (var.w->num_elements() > 0 &&
+        std::find(seen.begin(), seen.end(), var.w->raw_data()) != seen.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": variable ", i, " is an earlier variable again"));
+    }
+    seen.push_back(var.w->raw_data());
     const int64_t n = var.w->num_elements();
     auto check = [&](const Tensor& t, absl::string_view what) -> absl::Status {
       if (t.dtype() != DType::kFloat32 || t.num_elements() != n || t.device() != step.device()) {

@@ -50,8 +50,8 @@ bool UpdateUsesSlot(const UpdateRule& rule, int j);
 const char* UpdateName(UpdateKind kind);
 
 // OK when every operand is float32, on `step`'s device, with its variable's element count, the
-// rule's slots are there (and no others), and `step` holds the step's scalars
-// (CheckStepScalars). The error names the variable's position and the operand.
+// rule's slots are there (and no others), no variable comes twice, and `step` holds the step's
+// scalars (CheckStepScalars). The error names the variable's position in `vars` and the operand.
 absl::Status CheckUpdate(const UpdateRule& rule, absl::Span<const UpdateOperands> vars,
                          const Tensor& step);
 

@@ -75,13 +75,29 @@ absl::Status CheckGradients(absl::string_view who, const std::vector<std::option
         absl::StrCat(who, ": ", grads.size(), " gradients for ", vars.size(), " variables"));
   }
   for (size_t i = 0; i < vars.size(); ++i) {
-    if (grads[i] &&
-        (grads[i]->dtype() != DType::kFloat32 || grads[i]->shape() != vars[i]->shape())) {
+    if (!grads[i]) continue;
+    if (grads[i]->dtype() != DType::kFloat32 || grads[i]->shape() != vars[i]->shape()) {
       return absl::InvalidArgumentError(
           absl::StrCat(who, ": gradient ", i, " is ", DTypeName(grads[i]->dtype()),
                        grads[i]->shape().DebugString(), " but variable '", vars[i]->name(),
                        "' is float32", vars[i]->shape().DebugString()));
     }
+    if (grads[i]->device() != vars[i]->device()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          who, ": gradient ", i, " is on ", grads[i]->device().DebugString(), " but variable '",
+          vars[i]->name(), "' is on ", vars[i]->device().DebugString()));
+    }
+  }
+  // One pass updates every variable at once: a variable listed twice would be written by two
+  // threads (or GPU blocks) at the same time.
+  std::vector<const autodiff::Variable*> seen;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (!grads[i]) continue;
+    if (std::find(seen.begin(), seen.end(), vars[i]) != seen.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, ": variable '", vars[i]->name(), "' is listed twice"));
+    }
+    seen.push_back(vars[i]);
   }
   return absl::OkStatus();
 }
@@ -97,6 +113,7 @@ absl::Status Optimizer::Apply(const std::vector<std::optional<Tensor>>& grads,
         "the traced function and UpdateVariables inside it, or apply the gradients outside it");
   }
   SLUICE_RETURN_IF_ERROR(CheckGradients("Optimizer::Apply", grads, vars));
+  SLUICE_RETURN_IF_ERROR(CheckOptions());
   // tf.clip_by_global_norm: every gradient times max_norm / max(norm, max_norm).
   float scale = 1;
   if (clip_global_norm_ > 0) {
@@ -127,6 +144,7 @@ absl::Status Optimizer::PrepareStep(const std::vector<autodiff::Variable*>& vars
   if (!slot_names_.empty()) {
     for (autodiff::Variable* var : vars) SLUICE_RETURN_IF_ERROR(Slot(*var, 0).status());
   }
+  SLUICE_RETURN_IF_ERROR(CheckOptions());
   prepared_from_ = PreparedFrom{.iterations = iterations_, .scalars = ScalarState()};
   return AdvanceStep(vars, nullptr);
 }
@@ -153,7 +171,6 @@ absl::Status Optimizer::UpdateVariables(const std::vector<std::optional<Tensor>>
 absl::Status Optimizer::UpdateEach(const std::vector<std::optional<Tensor>>& grads,
                                    const std::vector<autodiff::Variable*>& vars, float scale,
                                    bool slots_made) {
-  SLUICE_RETURN_IF_ERROR(CheckOptions());
   const backend::UpdateRule rule = Rule();
   const std::array<int, backend::kMaxUpdateSlots> rule_slots = RuleSlots();
   // Everything the kernels read must exist before the first of them runs: made inside a trace, a

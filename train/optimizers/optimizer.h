@@ -116,8 +116,8 @@ class Optimizer {
   Optimizer(float learning_rate, std::vector<std::string> slot_names,
             std::vector<float> slot_initial_values = {});
 
-  // Called once per Apply with the step about to be taken (from 1), before any variable's
-  // Update: Nadam advances its momentum schedule here, once however many variables there are.
+  // Called once per Apply with the step about to be taken (from 1), before the step's
+  // update: Nadam advances its momentum schedule here, once however many variables there are.
   virtual void BeginStep(int64_t /*step*/) {}
   // The optimizer's shared scalars, for SaveState (OptimizerState::scalars).
   virtual std::vector<std::pair<std::string, double>> ScalarState() const { return {}; }
@@ -145,7 +145,8 @@ class Optimizer {
   // Which of slot_names() fills each of the rule's slots (optimizer_update.h's order), -1 for
   // none: by default slot j is slot_names()[j].
   virtual std::array<int, backend::kMaxUpdateSlots> RuleSlots() const;
-  // Refuses options no update can run with, before any variable changes.
+  // Refuses options no update can run with; Apply and PrepareStep call it first, so a refused
+  // step changes nothing.
   virtual absl::Status CheckOptions() const { return absl::OkStatus(); }
 
   // Slot `index` (of slot_names) of `var`, on the variable's device, at its initial value on

@@ -41,6 +41,8 @@ TEST(OptimizerUpdateTest, RefusesOperandsThatDoNotFitTheRule) {
             "AdamUpdate: variable 1's gradient must be float32 with 3 elements on cpu, not "
             "float32[4] on cpu");
   EXPECT_EQ(refused(adam, {.w = &w1, .g = nullptr}), "AdamUpdate: variable 1 has no gradient");
+  // The same variable twice would be written twice at once by one pass.
+  EXPECT_EQ(refused(adam, good), "AdamUpdate: variable 1 is an earlier variable again");
   // SGD keeps a velocity only with momentum; RMSprop an average gradient only when centered.
   const UpdateRule sgd{.kind = UpdateKind::kSgd};
   const UpdateOperands plain{.w = &w0, .g = &g0};
@@ -51,6 +53,8 @@ TEST(OptimizerUpdateTest, RefusesOperandsThatDoNotFitTheRule) {
   EXPECT_NE(refused(centered, {.w = &w1, .g = &g1, .slots = {&m1}}).find("slot 1 is missing"),
             std::string::npos);
   EXPECT_NE(refused(sgd, plain, T({0.1f}, {1})).find("float32[4]"), std::string::npos);
+  // The step is checked with no variable too.
+  EXPECT_FALSE(CheckUpdate(sgd, {}, T({0.1f}, {1})).ok());
   EXPECT_EQ(UpdateName(UpdateKind::kNadam), std::string("NadamUpdate"));
 }
 

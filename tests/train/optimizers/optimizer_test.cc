@@ -221,5 +221,24 @@ TEST(OptimizerTest, UpdatesTheVariablesOfOneStepTensorInOneBackendCall) {
   }
 }
 
+// A variable listed twice, or a gradient on another device than its variable, is refused
+// before anything changes, naming the variable.
+TEST(OptimizerTest, RefusesAVariableTwiceAndAGradientOnAnotherDevice) {
+  train::testing::RegisterGuardedBackend();
+  autodiff::Variable v(T({1, 2}, {2}), "dense/kernel");
+  const Tensor g = T({0.5f, 0.5f}, {2});
+  Sgd sgd(0.1f);
+  const absl::Status twice = sgd.Apply({g, g}, {&v, &v});
+  EXPECT_EQ(twice.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(twice.message(), HasSubstr("variable 'dense/kernel' is listed twice"));
+  absl::StatusOr<Tensor> elsewhere = backend::CopyTo(g, Device::Guarded());
+  ASSERT_TRUE(elsewhere.ok());
+  const absl::Status moved = sgd.Apply({*elsewhere}, {&v});
+  EXPECT_EQ(moved.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(moved.message(), HasSubstr("but variable 'dense/kernel' is on cpu"));
+  EXPECT_EQ(sgd.iterations(), 0);
+  EXPECT_THAT(Values(v.value()), ElementsAre(1, 2));
+}
+
 }  // namespace
 }  // namespace sluice::train::optimizers

@@ -753,7 +753,10 @@ TEST_F(CudaBackendTest, OptimizerUpdateOfManyVariablesMatchesCpu) {
     for (int i = 0; i < kVariables; ++i) {
       const int64_t n = (i * 977) % 6000;  // 0 for the first
       for (int k = 0; k < 4; ++k) {
-        host[i].push_back(Random({n}, 1000 + 4 * i + k, k == 0 ? -1.0f : 0.01f, 1.0f));
+        // Slots positive; slot 1 (RMSprop's average gradient) small enough that its square
+        // stays under the velocity's, so that sqrt(v - a^2 + epsilon) is a number.
+        host[i].push_back(
+            Random({n}, 1000 + 4 * i + k, k == 0 ? -1.0f : 0.01f, k == 2 ? 0.05f : 1.0f));
         device[i].push_back(Dev(host[i].back()));
       }
     }
