@@ -186,36 +186,44 @@ class ParallelMapIterator : public IteratorBase {
   }
 
   absl::Status SaveInternal(proto::IteratorStateProto* state) override {
-    MutexLock l(&shared_->mu);
-    // Quiesce: the workers finish every queued and running call (the consumer,
-    // which is us, fetches nothing meanwhile).
-    while (!shared_->cancelled && (shared_->running > 0 || !shared_->queue.empty())) {
-      StartWorkerIfIdle();
-      shared_->consumer_waiting = true;
-      shared_->consumer_cv.Wait(&shared_->mu);
-      shared_->consumer_waiting = false;
-    }
-    if (shared_->cancelled) return absl::CancelledError("iterator destroyed");
-    (*state->mutable_ints())["next_index"] = next_index_;
-    (*state->mutable_ints())["input_ended"] = input_ended_;
-    for (const auto& slot : shared_->results) {
-      if (!slot->result.ok() && slot->from_fn) {
-        ResultToProto(Annotate(slot->result.status(), slot->index), state->add_buffer());
-      } else {
-        BufferedToProto(slot->result, slot->source, state->add_buffer());
+    {
+      MutexLock l(&shared_->mu);
+      // Quiesce: the workers finish every queued and running call (the consumer,
+      // which is us, fetches nothing meanwhile).
+      while (!shared_->cancelled && (shared_->running > 0 || !shared_->queue.empty())) {
+        StartWorkerIfIdle();
+        shared_->consumer_waiting = true;
+        shared_->consumer_cv.Wait(&shared_->mu);
+        shared_->consumer_waiting = false;
+      }
+      if (shared_->cancelled) return absl::CancelledError("iterator destroyed");
+      (*state->mutable_ints())["next_index"] = next_index_;
+      (*state->mutable_ints())["input_ended"] = input_ended_;
+      for (const auto& slot : shared_->results) {
+        if (!slot->result.ok() && slot->from_fn) {
+          ResultToProto(Annotate(slot->result.status(), slot->index), state->add_buffer());
+        } else {
+          BufferedToProto(slot->result, slot->source, state->add_buffer());
+        }
       }
     }
+    // The input is saved unlocked: nothing is queued or running, and only the consumer (us)
+    // queues calls. A worker task still queued in the pool then takes the lock, finds nothing and
+    // frees its thread, which the input's own parallel nodes may need to quiesce: held here, a
+    // one-thread pool deadlocked (MapTest.NestedParallelMapsSaveOnAOneThreadPool).
     return SaveInput(input_.get(), state);
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    MutexLock l(&shared_->mu);
+    // Unlocked while the input restores and the saved sources are recomputed through it, for
+    // the reason SaveInternal saves its input unlocked; only the consumer (us) queues calls.
     SLUICE_ASSIGN_OR_RETURN(next_index_, SavedInt(state, "next_index"));
     // The input first: results saved as sources are recomputed through it.
     SLUICE_RETURN_IF_ERROR(RestoreInput(input_.get(), state));
     // Checks that an ended input left its end marker last: without one, GetNext would wait for
     // a call that nothing will start.
     SLUICE_ASSIGN_OR_RETURN(SavedBuffer saved, ReadSavedBuffer(state, *this, this));
+    MutexLock l(&shared_->mu);
     input_ended_ = saved.input_ended;
     for (size_t i = 0; i < saved.results.size(); ++i) {
       auto slot = std::make_shared<Slot>();

@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <thread>
 
@@ -321,6 +323,38 @@ TEST(MapTest, ParallelRestoreRefusesAnEndedInputWithoutItsEndMarker) {
   absl::Status s = fresh->Restore(checkpoint.SerializeAsString());
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(s.message(), HasSubstr("inconsistent end of input"));
+}
+
+// A parallel Map over another one saves on a one-thread pool without a deadlock. Its worker
+// tasks can sit queued when its consumer has run their calls itself (short calls run inline);
+// such a task, started later, takes the Map's lock, finds nothing and leaves. The outer Map once
+// held its lock while saving its input: the stale task then held the pool's only thread waiting
+// for that lock while the inner Map's save waited for a task of its own (a hang first seen in
+// CI, in ElementSourceFilesTest.ThePipelineOfSluiceBenchResumesFromSources on a 2-core AVX2
+// EPYC). A watchdog turns a hang into a failure that says so.
+TEST(MapTest, NestedParallelMapsSaveOnAOneThreadPool) {
+  const auto add = [](Element e) { return Times(e, 1); };
+  const Dataset ds = Dataset::Range(1000000)
+                         .Map(add, {.num_parallel_calls = 2})
+                         .Map(add, {.num_parallel_calls = 2})
+                         .WithOptions({.threads = 1});
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 600 && !done.load(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!done.load()) {
+      std::fprintf(stderr, "MapTest.NestedParallelMapsSaveOnAOneThreadPool: Save hung (60 s)\n");
+      std::abort();
+    }
+  });
+  for (int round = 0; round < 300; ++round) {
+    auto it = ds.MakeIterator();
+    for (int i = 0; i <= round % 5; ++i) ASSERT_TRUE(it->GetNext().ok());
+    ASSERT_TRUE(it->Save().ok()) << "round " << round;
+  }
+  done = true;
+  watchdog.join();
 }
 
 }  // namespace
