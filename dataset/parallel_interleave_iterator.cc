@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "core/mutex.h"
 #include "core/status_macros.h"
@@ -85,15 +86,23 @@ class ParallelInterleaveIterator : public InterleaveIterator {
   }
 
   absl::Status SaveInternal(proto::IteratorStateProto* state) override {
-    MutexLock l(&signal_->mu);
+    signal_->mu.Lock();
     // Quiesce: no new jobs; wait for the workers' current ones.
     paused_ = true;
     signal_->cv.SignalAll();
     while (!signal_->cancelled && active_ != 0) signal_->cv.Wait(&signal_->mu);
-    absl::Status s = signal_->cancelled ? absl::CancelledError("iterator destroyed")
-                                        : SaveState(state, futures_);
+    absl::Status s = absl::CancelledError("iterator destroyed");
+    if (!signal_->cancelled) {
+      // Saved unlocked, as Prefetch saves its input: a cancellation takes the lock before it
+      // cancels the inner pipelines, so an inner Save waiting on something only a cancellation
+      // ends (a blocked generator or map function) would otherwise wait forever.
+      signal_->mu.Unlock();
+      s = SaveWhilePaused(state);
+      signal_->mu.Lock();
+    }
     paused_ = false;
     signal_->cv.SignalAll();
+    signal_->mu.Unlock();
     return s;
   }
 
@@ -124,6 +133,13 @@ class ParallelInterleaveIterator : public InterleaveIterator {
 
   int64_t Parallelism() const {
     return std::max<int64_t>(1, parallelism_->value.load(std::memory_order_relaxed));
+  }
+
+  // SaveState with signal_->mu released, which the analysis cannot follow: paused_ is set and no
+  // job is under way (active_ == 0), so the workers touch neither the cycle, the futures nor the
+  // input until SaveInternal clears paused_ (FindJob returns no job while paused).
+  absl::Status SaveWhilePaused(proto::IteratorStateProto* state) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return SaveState(state, futures_);
   }
 
   // The consumer's step in tf.data's order (the sequential loop, reading

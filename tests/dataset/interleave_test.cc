@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/dataset/test_util.h"
@@ -597,6 +599,48 @@ TEST(InterleaveFilesTest, ACorruptRecordsErrorPassesThrough) {
     EXPECT_THAT(std::string(error.message()), ::testing::HasSubstr("TFRecord"));
     EXPECT_THAT(std::string(error.message()), ::testing::HasSubstr("corrupt-record41"));
   }
+}
+
+// A Save of a parallel Interleave that waits on an inner Prefetch whose producer is stuck in a
+// map function ends when the pipeline is cancelled: the Interleave saves its inner pipelines
+// without holding its lock, so the cancellation (which takes that lock first) reaches them. With
+// the lock held the Save waited until the function gave up (here after 30 s) and returned OK.
+TEST(InterleaveCancellationTest, CancellingEndsASaveWaitingOnAStuckInnerPipeline) {
+  absl::Notification release;  // the stuck calls' way out, once the Save has returned
+  std::atomic<int> stuck{0};
+  const Dataset ds = Dataset::Range(2).Interleave(
+      [&](const Element&) -> absl::StatusOr<Dataset> {
+        auto calls = std::make_shared<std::atomic<int>>(0);
+        // Calls 1-3 fill the Interleave's slot (2) and the Prefetch's buffer (1); the 4th is
+        // the producer's pull ahead, which blocks (in the first inner pipeline at least).
+        return Dataset::Range(100)
+            .Map([&, calls](Element e) {
+              if (++*calls == 4) {
+                ++stuck;
+                release.WaitForNotificationWithTimeout(absl::Seconds(30));
+              }
+              return e;
+            })
+            .Prefetch(1);
+      },
+      {.cycle_length = 2, .block_length = 1, .num_parallel_calls = 2});
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(it->GetNext().ok());
+  for (int i = 0; i < 1000 && stuck.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(stuck.load(), 0) << "no producer reached its blocking call";
+  // The Interleave's workers finish their read-ahead: every slot full, none busy.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  absl::StatusOr<std::string> saved;
+  std::thread saver([&] {
+    saved = it->Save();
+    release.Notify();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  it->context().cancellation->Cancel();
+  saver.join();
+  EXPECT_EQ(saved.status().code(), absl::StatusCode::kCancelled) << saved.status();
 }
 
 }  // namespace
