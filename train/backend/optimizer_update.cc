@@ -49,6 +49,7 @@ const char* UpdateName(UpdateKind kind) {
 absl::Status CheckUpdate(const UpdateRule& rule, absl::Span<const UpdateOperands> vars,
                          const Tensor& step) {
   const char* name = UpdateName(rule.kind);
+  // The step's dtype and shape once here; each operand's device (the step's) below.
   if (step.dtype() != DType::kFloat32 || step.shape() != Shape({kStepScalars})) {
     return CheckStepScalars(name, step, step);  // its message names what came
   }
@@ -59,7 +60,6 @@ absl::Status CheckUpdate(const UpdateRule& rule, absl::Span<const UpdateOperands
       return absl::InvalidArgumentError(absl::StrCat(name, ": variable ", i, " has no ",
                                                      var.w == nullptr ? "value" : "gradient"));
     }
-    SLUICE_RETURN_IF_ERROR(CheckStepScalars(name, step, *var.w));
     // One pass updates all of them at once: a variable listed twice would be written by two
     // threads (or GPU blocks) at the same time.
     if (var.w->num_elements() > 0 &&
