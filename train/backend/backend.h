@@ -298,6 +298,10 @@ class Backend {
   // over those dims, times `scale` (1/count gives a mean; ignored for kMax).
   virtual absl::Status Reduce(ReduceOp op, const Tensor& x, const std::vector<bool>& reduced,
                               float scale, Tensor& out) = 0;
+  // total (float32 [1]) += scale * the sum of every element of x (float32, any shape; an empty x
+  // adds 0), with the bits of Reduce over all of x with `scale` followed by Axpby(1, that, 1,
+  // total): a batch's sum added to a metric's running total in one kernel, not three.
+  virtual absl::Status AccumulateSum(const Tensor& x, float scale, Tensor& total) = 0;
   // out = scale * in broadcast to out's shape (in has out's rank, 1 where it
   // repeats): the backward of a sum or mean.
   virtual absl::Status BroadcastTo(const Tensor& in, float scale, Tensor& out) = 0;
@@ -318,12 +322,17 @@ class Backend {
   virtual absl::Status Softmax(const Tensor& logits, Tensor& y) = 0;
   virtual absl::Status SoftmaxBackward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) = 0;
   // logits [N, C], labels int64 [N] (already checked to lie in [0, C)): the
-  // per-example loss [N] and the softmax probabilities [N, C].
+  // per-example loss [N] and the softmax probabilities [N, C]. With `reduced` (float32 [1]) the
+  // same call also writes reduced = scale * the sum of the per-example losses (1/N: their mean),
+  // with the bits of Reduce over `loss` with `scale`: the loss's reduction in its own kernel.
   virtual absl::Status SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels,
-                                                 Tensor& loss, Tensor& probs) = 0;
-  // grad_logits = grad_loss[n] * (probs - one_hot(labels)).
+                                                 Tensor& loss, Tensor& probs, float scale,
+                                                 Tensor* reduced) = 0;
+  // grad_logits row n = (scale * grad_loss[n]) * (probs - one_hot(labels)), the scaled gradient
+  // rounded once (as BroadcastTo rounds it). grad_loss is [N], or [1] for every row: the
+  // backward of the reduced loss, without broadcasting its gradient first.
   virtual absl::Status SparseSoftmaxCrossEntropyBackward(const Tensor& probs, const Tensor& labels,
-                                                         const Tensor& grad_loss,
+                                                         const Tensor& grad_loss, float scale,
                                                          Tensor& grad_logits) = 0;
 
   // --- labels and metrics, so that no label leaves the device ---------------

@@ -367,6 +367,11 @@ absl::Status RecordingBackend::Reduce(backend::ReduceOp op, const Tensor& x,
   });
 }
 
+absl::Status RecordingBackend::AccumulateSum(const Tensor& x, float scale, Tensor& total) {
+  return Record("AccumulateSum", {&x, &total},
+                [scale](Backend& b, Tensors& t) { return b.AccumulateSum(t[0], scale, t[1]); });
+}
+
 absl::Status RecordingBackend::BroadcastTo(const Tensor& in, float scale, Tensor& out) {
   return Record("BroadcastTo", {&in, &out},
                 [scale](Backend& b, Tensors& t) { return b.BroadcastTo(t[0], scale, t[1]); });
@@ -421,19 +426,27 @@ absl::Status RecordingBackend::SoftmaxBackward(const Tensor& y, const Tensor& gr
 }
 
 absl::Status RecordingBackend::SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels,
-                                                         Tensor& loss, Tensor& probs) {
-  return Record(
-      "SparseSoftmaxCrossEntropy", {&logits, &labels, &loss, &probs},
-      [](Backend& b, Tensors& t) { return b.SparseSoftmaxCrossEntropy(t[0], t[1], t[2], t[3]); });
+                                                         Tensor& loss, Tensor& probs, float scale,
+                                                         Tensor* reduced) {
+  if (reduced == nullptr) {
+    return Record("SparseSoftmaxCrossEntropy", {&logits, &labels, &loss, &probs},
+                  [scale](Backend& b, Tensors& t) {
+                    return b.SparseSoftmaxCrossEntropy(t[0], t[1], t[2], t[3], scale, nullptr);
+                  });
+  }
+  return Record("SparseSoftmaxCrossEntropy", {&logits, &labels, &loss, &probs, reduced},
+                [scale](Backend& b, Tensors& t) {
+                  return b.SparseSoftmaxCrossEntropy(t[0], t[1], t[2], t[3], scale, &t[4]);
+                });
 }
 
 absl::Status RecordingBackend::SparseSoftmaxCrossEntropyBackward(const Tensor& probs,
                                                                  const Tensor& labels,
                                                                  const Tensor& grad_loss,
-                                                                 Tensor& grad_logits) {
+                                                                 float scale, Tensor& grad_logits) {
   return Record("SparseSoftmaxCrossEntropyBackward", {&probs, &labels, &grad_loss, &grad_logits},
-                [](Backend& b, Tensors& t) {
-                  return b.SparseSoftmaxCrossEntropyBackward(t[0], t[1], t[2], t[3]);
+                [scale](Backend& b, Tensors& t) {
+                  return b.SparseSoftmaxCrossEntropyBackward(t[0], t[1], t[2], scale, t[3]);
                 });
 }
 

@@ -148,6 +148,7 @@ class RecordingBackend final : public backend::Backend, public backend::CheckRec
                        Tensor& out) override;
   absl::Status Reduce(backend::ReduceOp op, const Tensor& x, const std::vector<bool>& reduced,
                       float scale, Tensor& out) override;
+  absl::Status AccumulateSum(const Tensor& x, float scale, Tensor& total) override;
   absl::Status BroadcastTo(const Tensor& in, float scale, Tensor& out) override;
   absl::Status ReduceMaxBackward(const Tensor& x, const Tensor& max, const Tensor& grad_max,
                                  Tensor& grad_x) override;
@@ -158,9 +159,9 @@ class RecordingBackend final : public backend::Backend, public backend::CheckRec
   absl::Status Softmax(const Tensor& logits, Tensor& y) override;
   absl::Status SoftmaxBackward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) override;
   absl::Status SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels, Tensor& loss,
-                                         Tensor& probs) override;
+                                         Tensor& probs, float scale, Tensor* reduced) override;
   absl::Status SparseSoftmaxCrossEntropyBackward(const Tensor& probs, const Tensor& labels,
-                                                 const Tensor& grad_loss,
+                                                 const Tensor& grad_loss, float scale,
                                                  Tensor& grad_logits) override;
   absl::Status CastLabels(const Tensor& labels, int64_t num_classes, Tensor& labels64,
                           Tensor& invalid) override;

@@ -29,6 +29,10 @@ absl::StatusOr<Tensor> Loss::Reduce(const Tensor& per_example) const {
 
 absl::StatusOr<Tensor> Loss::operator()(const Tensor& y_true, const Tensor& y_pred,
                                         ops::LabelRangeCheck* deferred) const {
+  if (reduction_ != Reduction::kNone) {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<Tensor> fused, FusedReduced(y_true, y_pred, deferred));
+    if (fused) return *std::move(fused);
+  }
   SLUICE_ASSIGN_OR_RETURN(Tensor per_example, PerExample(y_true, y_pred, deferred));
   return Reduce(per_example);
 }

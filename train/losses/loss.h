@@ -1,6 +1,7 @@
 #ifndef SLUICE_TRAIN_LOSSES_LOSS_H_
 #define SLUICE_TRAIN_LOSSES_LOSS_H_
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -41,7 +42,7 @@ class Loss {
   // batch); kSum: its sum; kNone: itself.
   absl::StatusOr<Tensor> Reduce(const Tensor& per_example) const;
 
-  // PerExample, then Reduce.
+  // PerExample, then Reduce (or FusedReduced, which gives their values).
   absl::StatusOr<Tensor> operator()(const Tensor& y_true, const Tensor& y_pred,
                                     ops::LabelRangeCheck* deferred = nullptr) const;
 
@@ -51,6 +52,16 @@ class Loss {
 
   const std::string& name() const { return name_; }
   Reduction reduction() const { return reduction_; }
+
+ protected:
+  // operator()'s value for a reduction other than kNone in fewer kernels than PerExample then
+  // Reduce (the reduction fused into the loss's kernel), with their values; nullopt where this
+  // loss has no such form for these arguments.
+  virtual absl::StatusOr<std::optional<Tensor>> FusedReduced(
+      const Tensor& /*y_true*/, const Tensor& /*y_pred*/,
+      ops::LabelRangeCheck* /*deferred*/) const {
+    return std::nullopt;
+  }
 
  private:
   std::string name_;

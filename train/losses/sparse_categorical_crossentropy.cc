@@ -20,8 +20,8 @@ SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(
       from_logits_(options.from_logits),
       label_smoothing_(options.label_smoothing) {}
 
-absl::StatusOr<Tensor> SparseCategoricalCrossentropy::PerExample(
-    const Tensor& y_true, const Tensor& y_pred, ops::LabelRangeCheck* deferred) const {
+absl::StatusOr<SparseCategoricalCrossentropy::Rows> SparseCategoricalCrossentropy::ToRows(
+    const Tensor& y_true, const Tensor& y_pred) const {
   SLUICE_RETURN_IF_ERROR(internal::CheckPredictions(name(), y_pred, y_true, 2));
   const int64_t classes = y_pred.dim(y_pred.rank() - 1);
   SLUICE_RETURN_IF_ERROR(internal::CheckSeveralClasses(name(), y_true, y_pred));
@@ -56,8 +56,28 @@ absl::StatusOr<Tensor> SparseCategoricalCrossentropy::PerExample(
                             internal::Clip(logits, internal::kEpsilon, 1.0f - internal::kEpsilon));
     SLUICE_ASSIGN_OR_RETURN(logits, ops::Log(clipped));
   }
+  return Rows{.labels = std::move(labels), .logits = std::move(logits)};
+}
+
+absl::StatusOr<std::optional<Tensor>> SparseCategoricalCrossentropy::FusedReduced(
+    const Tensor& y_true, const Tensor& y_pred, ops::LabelRangeCheck* deferred) const {
+  const int64_t n = y_pred.rank() == 2 ? y_pred.dim(0) : 0;
+  if (label_smoothing_ != 0 || n == 0) return std::nullopt;
+  SLUICE_ASSIGN_OR_RETURN(Rows rows, ToRows(y_true, y_pred));
+  // Mean's scale, so that the loss has its bits.
+  const float scale =
+      reduction() == Reduction::kSumOverBatchSize ? 1.0f / static_cast<float>(n) : 1.0f;
+  SLUICE_ASSIGN_OR_RETURN(Tensor loss, ops::ReducedSparseSoftmaxCrossEntropyWithLogits(
+                                           rows.logits, rows.labels, scale, deferred));
+  return loss;
+}
+
+absl::StatusOr<Tensor> SparseCategoricalCrossentropy::PerExample(
+    const Tensor& y_true, const Tensor& y_pred, ops::LabelRangeCheck* deferred) const {
+  SLUICE_ASSIGN_OR_RETURN(Rows rows, ToRows(y_true, y_pred));
+  const Tensor& logits = rows.logits;
   SLUICE_ASSIGN_OR_RETURN(Tensor loss,
-                          ops::SparseSoftmaxCrossEntropyWithLogits(logits, labels, deferred));
+                          ops::SparseSoftmaxCrossEntropyWithLogits(logits, rows.labels, deferred));
   if (label_smoothing_ > 0) {
     // -sum(target * log p) with target = (1 - e) onehot(y) + e / C splits into the sparse loss
     // and the mean of -log p over the classes: no one-hot tensor is made.
@@ -68,7 +88,7 @@ absl::StatusOr<Tensor> SparseCategoricalCrossentropy::PerExample(
     SLUICE_ASSIGN_OR_RETURN(loss, ops::Sub(loss, mean_log_p));
   }
   if (y_pred.rank() == 2) return loss;
-  std::vector<int64_t> dims(rows_shape.dims().begin(), rows_shape.dims().end());
+  std::vector<int64_t> dims(y_pred.shape().dims().begin(), y_pred.shape().dims().end() - 1);
   SLUICE_ASSIGN_OR_RETURN(Tensor per_row, ops::Reshape(loss, std::move(dims)));
   return internal::MeanOverNonBatch(per_row);
 }

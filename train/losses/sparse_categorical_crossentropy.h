@@ -42,7 +42,20 @@ class SparseCategoricalCrossentropy : public Loss {
   bool from_logits() const { return from_logits_; }
   float label_smoothing() const { return label_smoothing_; }
 
+ protected:
+  // Without label smoothing, for y_pred [N, C]: ops::ReducedSparseSoftmaxCrossEntropyWithLogits.
+  absl::StatusOr<std::optional<Tensor>> FusedReduced(const Tensor& y_true, const Tensor& y_pred,
+                                                     ops::LabelRangeCheck* deferred) const override;
+
  private:
+  // y_true and y_pred checked, as rows: labels [R] and logits [R, C] (log(clip(p)) from
+  // probabilities).
+  struct Rows {
+    Tensor labels;
+    Tensor logits;
+  };
+  absl::StatusOr<Rows> ToRows(const Tensor& y_true, const Tensor& y_pred) const;
+
   bool from_logits_;
   float label_smoothing_;
 };

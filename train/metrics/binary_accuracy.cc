@@ -4,7 +4,6 @@
 
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
-#include "train/backend/sum_all.h"
 #include "train/losses/loss_util.h"
 #include "train/ops/arithmetic.h"
 #include "train/ops/scalar.h"
@@ -22,8 +21,7 @@ absl::Status BinaryAccuracy::Update(const Tensor& y_true, const Tensor& y_pred) 
   SLUICE_ASSIGN_OR_RETURN(Tensor threshold, ops::ScalarLike(threshold_, y_pred));
   SLUICE_ASSIGN_OR_RETURN(Tensor predicted, ops::Greater(y_pred, threshold));
   SLUICE_ASSIGN_OR_RETURN(Tensor hits, ops::Equal(predicted, labels));
-  SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend::SumAll(hits));
-  return Accumulate(std::move(sum), static_cast<double>(hits.num_elements()));
+  return AccumulateSum(hits, 1.0f, static_cast<double>(hits.num_elements()));
 }
 
 }  // namespace sluice::train::metrics

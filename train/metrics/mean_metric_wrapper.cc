@@ -5,7 +5,6 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
-#include "train/backend/sum_all.h"
 
 namespace sluice::train::metrics {
 
@@ -21,8 +20,7 @@ absl::Status MeanMetricWrapper::Update(const Tensor& y_true, const Tensor& y_pre
                                                    DTypeName(values.dtype()),
                                                    values.shape().DebugString()));
   }
-  SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend::SumAll(values));
-  return Accumulate(std::move(sum), static_cast<double>(values.num_elements()));
+  return AccumulateSum(values, 1.0f, static_cast<double>(values.num_elements()));
 }
 
 }  // namespace sluice::train::metrics

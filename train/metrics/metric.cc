@@ -107,10 +107,14 @@ absl::Status Metric::PrepareOn(const Device& device) {
   return absl::OkStatus();
 }
 
-absl::Status Metric::Accumulate(const Tensor& batch_total, double count) {
-  SLUICE_RETURN_IF_ERROR(PrepareOn(batch_total.device()));
+absl::Status Metric::AccumulateSum(const Tensor& values, float scale, double count) {
+  if (values.dtype() != DType::kFloat32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name(), ": the values to add must be float32, got ", DTypeName(values.dtype())));
+  }
+  SLUICE_RETURN_IF_ERROR(PrepareOn(values.device()));
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(pending_->device()));
-  SLUICE_RETURN_IF_ERROR(backend->Axpby(1.0f, batch_total, 1.0f, *pending_));
+  SLUICE_RETURN_IF_ERROR(backend->AccumulateSum(values, scale, *pending_));
   // A host number: a replay of a traced update counts again.
   backend::AtEveryCall([this, count] { count_ += count; });
   return absl::OkStatus();

@@ -50,9 +50,9 @@ class Metric {
 
  protected:
   void Accumulate(double total, double count);
-  // Adds `batch_total` (float32 [1], on any device, not used by the caller afterwards) to the
-  // running total on its device.
-  absl::Status Accumulate(const Tensor& batch_total, double count);
+  // Adds scale * the sum of `values` (float32, any shape, on any device) to the running total on
+  // their device, in one kernel (Backend::AccumulateSum), and `count` to the count.
+  absl::Status AccumulateSum(const Tensor& values, float scale, double count);
 
  private:
   std::string name_;

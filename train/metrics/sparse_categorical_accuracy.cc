@@ -2,7 +2,6 @@
 
 #include "core/status_macros.h"
 #include "train/backend/backend.h"
-#include "train/backend/sum_all.h"
 
 namespace sluice::train::metrics {
 
@@ -14,8 +13,7 @@ absl::Status SparseCategoricalAccuracy::Update(const Tensor& labels, const Tenso
   const int64_t n = predictions.dim(0);
   SLUICE_ASSIGN_OR_RETURN(Tensor hits, backend->Allocate(DType::kFloat32, Shape{n}));
   SLUICE_RETURN_IF_ERROR(backend->InTopK(predictions, labels, 1, /*first_max_only=*/true, hits));
-  SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend::SumAll(hits));
-  return Accumulate(std::move(sum), static_cast<double>(n));
+  return AccumulateSum(hits, 1.0f, static_cast<double>(n));
 }
 
 }  // namespace sluice::train::metrics

@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/backend/backend.h"
-#include "train/backend/sum_all.h"
 
 namespace sluice::train::metrics {
 
@@ -23,8 +22,7 @@ absl::Status SparseTopKAccuracy::Update(const Tensor& labels, const Tensor& pred
   const int64_t n = predictions.dim(0);
   SLUICE_ASSIGN_OR_RETURN(Tensor hits, backend->Allocate(DType::kFloat32, Shape{n}));
   SLUICE_RETURN_IF_ERROR(backend->InTopK(predictions, labels, k_, /*first_max_only=*/false, hits));
-  SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend::SumAll(hits));
-  return Accumulate(std::move(sum), static_cast<double>(n));
+  return AccumulateSum(hits, 1.0f, static_cast<double>(n));
 }
 
 }  // namespace sluice::train::metrics

@@ -6,7 +6,6 @@
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
-#include "train/backend/sum_all.h"
 
 namespace sluice::train::metrics {
 
@@ -23,8 +22,7 @@ absl::Status TopKCategoricalAccuracy::Update(const Tensor& y_true, const Tensor&
   const int64_t n = rows.labels.num_elements();
   SLUICE_ASSIGN_OR_RETURN(Tensor hits, backend->Allocate(DType::kFloat32, Shape{n}));
   SLUICE_RETURN_IF_ERROR(backend->InTopK(rows.predictions, rows.labels, k_, first_max_only_, hits));
-  SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend::SumAll(hits));
-  return Accumulate(std::move(sum), static_cast<double>(n));
+  return AccumulateSum(hits, 1.0f, static_cast<double>(n));
 }
 
 }  // namespace sluice::train::metrics

@@ -33,10 +33,14 @@ absl::Status LabelRangeCheck::Check() const {
                                           ") but the host finds none"));
 }
 
-absl::StatusOr<Tensor> SparseSoftmaxCrossEntropyWithLogits(const Tensor& logits_in,
-                                                           const Tensor& labels,
-                                                           LabelRangeCheck* deferred) {
-  constexpr char kOp[] = "SparseSoftmaxCrossEntropyWithLogits";
+namespace {
+
+constexpr char kOp[] = "SparseSoftmaxCrossEntropyWithLogits";
+
+// Both forms of the op: the per-example loss [N], or (`reduced`) its sum times `scale` as a
+// scalar, computed in the same backend call.
+absl::StatusOr<Tensor> SparseCrossEntropy(const Tensor& logits_in, const Tensor& labels,
+                                          LabelRangeCheck* deferred, bool reduced, float scale) {
   SLUICE_ASSIGN_OR_RETURN(const Tensor logits, AutoCast(logits_in));
   SLUICE_RETURN_IF_ERROR(backend::RequireFloat32(logits, kOp, "logits"));
   if (logits.rank() != 2 || labels.rank() != 1 || labels.dim(0) != logits.dim(0)) {
@@ -60,22 +64,47 @@ absl::StatusOr<Tensor> SparseSoftmaxCrossEntropyWithLogits(const Tensor& logits_
   } else {
     SLUICE_RETURN_IF_ERROR(check.Check());
   }
-  SLUICE_ASSIGN_OR_RETURN(Tensor loss, backend->Allocate(DType::kFloat32, Shape{n}));
+  SLUICE_ASSIGN_OR_RETURN(Tensor per_example, backend->Allocate(DType::kFloat32, Shape{n}));
   SLUICE_ASSIGN_OR_RETURN(Tensor probs, backend->Allocate(DType::kFloat32, logits.shape()));
-  SLUICE_RETURN_IF_ERROR(backend->SparseSoftmaxCrossEntropy(logits, device_labels, loss, probs));
-  SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics("SparseSoftmaxCrossEntropyWithLogits", loss));
+  Tensor loss = per_example;
+  if (reduced) {
+    SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend->Allocate(DType::kFloat32, Shape{1}));
+    SLUICE_RETURN_IF_ERROR(
+        backend->SparseSoftmaxCrossEntropy(logits, device_labels, per_example, probs, scale, &sum));
+    SLUICE_ASSIGN_OR_RETURN(loss, sum.Reshape(Shape{}));
+  } else {
+    SLUICE_RETURN_IF_ERROR(backend->SparseSoftmaxCrossEntropy(logits, device_labels, per_example,
+                                                              probs, 1.0f, nullptr));
+  }
+  SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics(kOp, loss));
   if (autodiff::ShouldRecord({logits})) {
+    // The reduced loss's gradient (one number) reaches every row inside the backward kernel.
+    const float grad_scale = reduced ? scale : 1.0f;
     autodiff::RecordOperation(
         {logits, labels}, loss,
-        [backend, probs,
-         device_labels](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+        [backend, probs, device_labels,
+         grad_scale](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
           SLUICE_ASSIGN_OR_RETURN(Tensor gx, backend->Allocate(DType::kFloat32, probs.shape()));
           SLUICE_RETURN_IF_ERROR(
-              backend->SparseSoftmaxCrossEntropyBackward(probs, device_labels, g, gx));
+              backend->SparseSoftmaxCrossEntropyBackward(probs, device_labels, g, grad_scale, gx));
           return std::vector<std::optional<Tensor>>{gx, std::nullopt};
         });
   }
   return loss;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> SparseSoftmaxCrossEntropyWithLogits(const Tensor& logits,
+                                                           const Tensor& labels,
+                                                           LabelRangeCheck* deferred) {
+  return SparseCrossEntropy(logits, labels, deferred, /*reduced=*/false, 1.0f);
+}
+
+absl::StatusOr<Tensor> ReducedSparseSoftmaxCrossEntropyWithLogits(const Tensor& logits,
+                                                                  const Tensor& labels, float scale,
+                                                                  LabelRangeCheck* deferred) {
+  return SparseCrossEntropy(logits, labels, deferred, /*reduced=*/true, scale);
 }
 
 }  // namespace sluice::train::ops

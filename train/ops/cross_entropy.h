@@ -45,6 +45,13 @@ absl::StatusOr<Tensor> SparseSoftmaxCrossEntropyWithLogits(const Tensor& logits,
                                                            const Tensor& labels,
                                                            LabelRangeCheck* deferred = nullptr);
 
+// SparseSoftmaxCrossEntropyWithLogits summed over the batch, times `scale`, as a scalar: with
+// scale 1 the bits of that op followed by Sum, with 1/N those of Mean (Keras' default loss
+// reduction), computed in the same kernel as the per-example losses. Its backward is one kernel
+// too (the gradient is not broadcast to [N] first). Labels get no gradient.
+absl::StatusOr<Tensor> ReducedSparseSoftmaxCrossEntropyWithLogits(
+    const Tensor& logits, const Tensor& labels, float scale, LabelRangeCheck* deferred = nullptr);
+
 }  // namespace sluice::train::ops
 
 #endif  // SLUICE_TRAIN_OPS_CROSS_ENTROPY_H_

@@ -512,6 +512,12 @@ class GuardedBackend final : public Backend {
     Tensor o = a.View(out);
     return cpu().Reduce(op, a.View(x), reduced, scale, o);
   }
+  absl::Status AccumulateSum(const Tensor& x, float scale, Tensor& total) override {
+    Access a(mu_, device_);
+    SLUICE_RETURN_IF_ERROR(a.Require("AccumulateSum", {&x, &total}));
+    Tensor t = a.View(total);
+    return cpu().AccumulateSum(a.View(x), scale, t);
+  }
   absl::Status BroadcastTo(const Tensor& in, float scale, Tensor& out) override {
     Access a(mu_, device_);
     SLUICE_RETURN_IF_ERROR(a.Require("BroadcastTo", {&in, &out}));
@@ -566,22 +572,26 @@ class GuardedBackend final : public Backend {
     return cpu().SoftmaxBackward(a.View(y), a.View(grad_y), gx);
   }
   absl::Status SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels, Tensor& loss,
-                                         Tensor& probs) override {
+                                         Tensor& probs, float scale, Tensor* reduced) override {
     Access a(mu_, device_);
     SLUICE_RETURN_IF_ERROR(
-        a.Require("SparseSoftmaxCrossEntropy", {&logits, &labels, &loss, &probs}));
+        a.Require("SparseSoftmaxCrossEntropy", {&logits, &labels, &loss, &probs, reduced}));
     Tensor l = a.View(loss), p = a.View(probs);
-    return cpu().SparseSoftmaxCrossEntropy(a.View(logits), a.View(labels), l, p);
+    if (reduced == nullptr) {
+      return cpu().SparseSoftmaxCrossEntropy(a.View(logits), a.View(labels), l, p, scale, nullptr);
+    }
+    Tensor r = a.View(*reduced);
+    return cpu().SparseSoftmaxCrossEntropy(a.View(logits), a.View(labels), l, p, scale, &r);
   }
   absl::Status SparseSoftmaxCrossEntropyBackward(const Tensor& probs, const Tensor& labels,
-                                                 const Tensor& grad_loss,
+                                                 const Tensor& grad_loss, float scale,
                                                  Tensor& grad_logits) override {
     Access a(mu_, device_);
     SLUICE_RETURN_IF_ERROR(a.Require("SparseSoftmaxCrossEntropyBackward",
                                      {&probs, &labels, &grad_loss, &grad_logits}));
     Tensor g = a.View(grad_logits);
     return cpu().SparseSoftmaxCrossEntropyBackward(a.View(probs), a.View(labels), a.View(grad_loss),
-                                                   g);
+                                                   scale, g);
   }
 
   absl::Status Cast(const Tensor& x, Tensor& y) override {

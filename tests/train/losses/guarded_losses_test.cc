@@ -11,6 +11,7 @@
 #include "core/status_macros.h"
 #include "tests/train/backend/guarded_backend.h"
 #include "tests/train/gradient_check.h"
+#include "train/autodiff/tape.h"
 #include "train/backend/transfer.h"
 #include "train/losses/binary_crossentropy.h"
 #include "train/losses/categorical_crossentropy.h"
@@ -116,6 +117,30 @@ TEST(GuardedLossesTest, GuardedSparseLabelCheckCanBeDeferred) {
   ASSERT_TRUE(loss(labels, logits, &check).ok());
   EXPECT_EQ(check.Check().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(loss(labels, logits).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Fit's default loss reduces in its own kernel both ways: forward, the labels' cast and check
+// and the loss with its mean (not a third kernel for the mean); backward, the seed of the
+// gradient and one kernel (no broadcast of the mean's gradient first). Counted on the guarded
+// device, which counts every kernel call.
+TEST(GuardedLossesTest, TheSparseLossAndItsMeanAreOneKernelEachWay) {
+  testing::RegisterGuardedBackend();
+  SparseCategoricalCrossentropy loss({.from_logits = true});
+  Tensor labels(DType::kInt32, Shape{64});
+  for (int i = 0; i < 64; ++i) labels.flat<int32_t>()[i] = i % 10;
+  const Tensor t = *backend::CopyTo(labels, Device::Guarded());
+  const Tensor p = *backend::CopyTo(RandomTensor({64, 10}, 4, -3.0f, 3.0f), Device::Guarded());
+  autodiff::Tape tape;
+  tape.Watch(p);
+  ops::LabelRangeCheck check;
+  int64_t before = testing::GuardedKernelCalls();
+  absl::StatusOr<Tensor> value = loss(t, p, &check);
+  ASSERT_TRUE(value.ok()) << value.status();
+  EXPECT_EQ(testing::GuardedKernelCalls() - before, 2);  // CastLabels, SparseSoftmaxCrossEntropy
+  before = testing::GuardedKernelCalls();
+  ASSERT_TRUE(tape.Gradient(*value, {p}).ok());
+  EXPECT_EQ(testing::GuardedKernelCalls() - before, 2);  // the seed's Fill, the backward
+  EXPECT_TRUE(check.Check().ok());
 }
 
 }  // namespace

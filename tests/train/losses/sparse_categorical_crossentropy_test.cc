@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "tests/train/gradient_check.h"
+#include "train/autodiff/tape.h"
 #include "train/losses/categorical_crossentropy.h"
 
 namespace sluice::train::losses {
@@ -123,6 +125,34 @@ TEST(SparseCategoricalCrossentropyTest, GradientsMatchFiniteDifferences) {
                        {RandomTensor({4, 4}, 6, 0.1f, 0.9f)}),
         "")
         << smoothing;
+  }
+}
+
+// Called, the loss reduces in its kernel (FusedReduced); the values and gradients are those of
+// PerExample then Reduce, bit for bit, from logits and from probabilities, labels [N] or [N, 1].
+TEST(SparseCategoricalCrossentropyTest, FusedReductionGivesTheBitsOfPerExampleThenReduce) {
+  const Tensor labels = *Tensor::FromVector<int32_t>({0, 3, 1, 2, 2, 1, 0}, Shape{7, 1});
+  for (Reduction reduction : {Reduction::kSumOverBatchSize, Reduction::kSum}) {
+    for (const bool from_logits : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << static_cast<int>(reduction) << " " << from_logits);
+      SparseCategoricalCrossentropy loss({.from_logits = from_logits, .reduction = reduction});
+      const Tensor y_pred = from_logits ? RandomTensor({7, 4}, 5, -3.0f, 3.0f)
+                                        : RandomTensor({7, 4}, 5, 0.05f, 0.95f);
+      auto run = [&](bool fused) -> std::pair<Tensor, Tensor> {
+        autodiff::Tape tape;
+        tape.Watch(y_pred);
+        absl::StatusOr<Tensor> value =
+            fused ? loss(labels, y_pred) : loss.Reduce(*loss.PerExample(labels, y_pred));
+        EXPECT_TRUE(value.ok()) << value.status();
+        auto grads = tape.Gradient(*value, {y_pred});
+        EXPECT_TRUE(grads.ok()) << grads.status();
+        return {*value, *(*grads)[0]};
+      };
+      const auto [fused_value, fused_grad] = run(true);
+      const auto [value, grad] = run(false);
+      EXPECT_TRUE(fused_value.Equals(value)) << Values(fused_value)[0] << " " << Values(value)[0];
+      EXPECT_TRUE(fused_grad.Equals(grad));
+    }
   }
 }
 

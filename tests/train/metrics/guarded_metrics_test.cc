@@ -15,6 +15,7 @@
 #include "train/metrics/mean.h"
 #include "train/metrics/mean_absolute_error.h"
 #include "train/metrics/mean_squared_error.h"
+#include "train/metrics/sparse_categorical_accuracy.h"
 #include "train/metrics/top_k_categorical_accuracy.h"
 
 namespace sluice::train::metrics {
@@ -68,6 +69,37 @@ TEST(GuardedMetricsTest, GuardedMeanOfDeviceScalars) {
   ASSERT_TRUE(loss.Update(*backend::CopyTo(Tensor::Scalar(4.0f), Device::Guarded()), 1.0).ok());
   EXPECT_EQ(testing::GuardedHostReads(), reads);
   EXPECT_DOUBLE_EQ(*loss.Result(), 2.5);  // (2 * 3 + 4) / 4
+}
+
+// Fit's metrics add a batch in one kernel each beyond what they compute: the loss tracker its
+// weighted batch loss (one kernel, not a Fill and two Axpby), the accuracy its hits (InTopK and
+// one kernel, not a Reduce and an Axpby). Counted on the guarded device, which counts every
+// kernel call; the values are the CPU's.
+TEST(GuardedMetricsTest, AMetricAddsABatchInOneKernel) {
+  testing::RegisterGuardedBackend();
+  Mean loss("loss"), cpu_loss("loss");
+  SparseCategoricalAccuracy accuracy, cpu_accuracy;
+  ASSERT_TRUE(loss.PrepareOn(Device::Guarded()).ok());
+  ASSERT_TRUE(accuracy.PrepareOn(Device::Guarded()).ok());
+  Tensor labels(DType::kInt64, Shape{64});
+  for (int i = 0; i < 64; ++i) labels.flat<int64_t>()[i] = i % 10;
+  const Tensor y_pred = RandomTensor({64, 10}, 9);
+  const Tensor t = *backend::CopyTo(labels, Device::Guarded());
+  const Tensor p = *backend::CopyTo(y_pred, Device::Guarded());
+  for (int step = 0; step < 3; ++step) {
+    const Tensor batch_loss = Tensor::Scalar(0.25f + 0.1f * static_cast<float>(step));
+    const Tensor on_device = *backend::CopyTo(batch_loss, Device::Guarded());
+    int64_t before = testing::GuardedKernelCalls();
+    ASSERT_TRUE(loss.Update(on_device, 64.0).ok());
+    EXPECT_EQ(testing::GuardedKernelCalls() - before, 1);
+    before = testing::GuardedKernelCalls();
+    ASSERT_TRUE(accuracy.Update(t, p).ok());
+    EXPECT_EQ(testing::GuardedKernelCalls() - before, 2);
+    ASSERT_TRUE(cpu_loss.Update(batch_loss, 64.0).ok());
+    ASSERT_TRUE(cpu_accuracy.Update(labels, y_pred).ok());
+  }
+  EXPECT_EQ(*loss.total(), *cpu_loss.total());
+  EXPECT_EQ(*accuracy.Result(), *cpu_accuracy.Result());
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "tests/train/gradient_check.h"
 #include "train/metrics/mean.h"
@@ -65,6 +67,21 @@ TEST(MeanTest, ReadingOrResumingDoesNotChangeTheSums) {
   EXPECT_EQ(*every_step.Result(), *once.Result());
   EXPECT_EQ(*resumed.Result(), *once.Result());
   EXPECT_EQ(resumed.count(), once.count());
+}
+
+// The loss tracker's running total is the float32 chain total = total + round(loss * weight),
+// as Keras' total += value * sample_weight: each product rounded, then each sum.
+TEST(MeanTest, TheLossTrackersTotalRoundsEachProductThenEachSum) {
+  Mean loss("loss");
+  volatile float total = 0.0f;  // volatile: no fused multiply-add in the reference
+  const std::vector<std::pair<float, float>> batches = {
+      {0.1f, 64.0f}, {2.3456789f, 37.0f}, {1e-3f, 3.0f}, {0.7777777f, 64.0f}};
+  for (const auto& [value, weight] : batches) {
+    ASSERT_TRUE(loss.Update(Tensor::Scalar(value), weight).ok());
+    volatile float product = value * weight;
+    total = total + product;
+  }
+  EXPECT_EQ(static_cast<float>(*loss.total()), total);
 }
 
 TEST(SparseCategoricalAccuracyTest, ArgmaxAgainstLabels) {

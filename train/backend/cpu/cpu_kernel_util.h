@@ -114,6 +114,10 @@ void Elementwise(int64_t n, const Fn& fn) {
 // along, into `grad` (a copy when the shapes are equal).
 absl::Status SumInto(const Tensor& full, Tensor& grad);
 
+// scale * the sum of x[0, n) in order, rounded as Reduce rounds a sum over all of a tensor: the
+// kernels that fuse a reduction into another pass give its bits.
+float ScaledSum(const float* x, int64_t n, float scale);
+
 }  // namespace sluice::train::backend::cpu
 
 #endif  // SLUICE_TRAIN_BACKEND_CPU_CPU_KERNEL_UTIL_H_

@@ -145,6 +145,19 @@ absl::Status CpuBackend::Reduce(ReduceOp op, const Tensor& x, const std::vector<
   return absl::OkStatus();
 }
 
+float ScaledSum(const float* x, int64_t n, float scale) {
+  // One sequential run, as Reduce sums over all of x (its plan merges every reduced dim into one),
+  // then scaled as its `finish` scales.
+  float sum = ReduceRun<ReduceOp::kSum>(x, n);
+  if (scale != 1.0f) sum *= scale;
+  return sum;
+}
+
+absl::Status CpuBackend::AccumulateSum(const Tensor& x, float scale, Tensor& total) {
+  total.data<float>()[0] += ScaledSum(x.data<float>(), x.num_elements(), scale);
+  return absl::OkStatus();
+}
+
 absl::Status CpuBackend::BroadcastTo(const Tensor& in, float scale, Tensor& out) {
   const StridedPlan plan = MakePlan(out.shape(), BroadcastStrides(in.shape(), out.shape()),
                                     std::vector<int64_t>(out.rank(), 0));

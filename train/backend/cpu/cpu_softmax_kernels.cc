@@ -55,7 +55,8 @@ absl::Status CpuBackend::SoftmaxBackward(const Tensor& y, const Tensor& grad_y, 
 }
 
 absl::Status CpuBackend::SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels,
-                                                   Tensor& loss, Tensor& probs) {
+                                                   Tensor& loss, Tensor& probs, float scale,
+                                                   Tensor* reduced) {
   const int64_t n = logits.dim(0), c = logits.dim(1);
   const int64_t* label = labels.data<int64_t>();
   ParallelFor(n, std::max<int64_t>(1, kGrain / std::max<int64_t>(c, 1) / 8),
@@ -73,21 +74,24 @@ absl::Status CpuBackend::SparseSoftmaxCrossEntropy(const Tensor& logits, const T
                   loss.data<float>()[i] = static_cast<float>(m + log_sum - x[label[i]]);
                 }
               });
+  // The rows' losses summed in order after the parallel pass: Reduce's bits (as in AccumulateSum).
+  if (reduced != nullptr) reduced->data<float>()[0] = ScaledSum(loss.data<float>(), n, scale);
   return absl::OkStatus();
 }
 
 absl::Status CpuBackend::SparseSoftmaxCrossEntropyBackward(const Tensor& probs,
                                                            const Tensor& labels,
-                                                           const Tensor& grad_loss,
+                                                           const Tensor& grad_loss, float scale,
                                                            Tensor& grad_logits) {
   const int64_t n = probs.dim(0), c = probs.dim(1);
   const int64_t* label = labels.data<int64_t>();
+  const bool one_gradient = grad_loss.num_elements() == 1;  // the reduced loss's
   ParallelFor(n, std::max<int64_t>(1, kGrain / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       // d loss_n / d logits_n = softmax - one_hot(label).
       const float* p = probs.data<float>() + i * c;
       float* o = grad_logits.data<float>() + i * c;
-      const float d = grad_loss.data<float>()[i];
+      const float d = grad_loss.data<float>()[one_gradient ? 0 : i] * scale;
       for (int64_t j = 0; j < c; ++j) o[j] = d * p[j];
       o[label[i]] -= d;
     }

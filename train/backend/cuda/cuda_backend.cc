@@ -215,7 +215,7 @@ void RegisterCudaBackend() {
 absl::Status CudaBackend::CheckTensors(const char* op,
                                        std::initializer_list<const Tensor*> tensors) const {
   for (const Tensor* t : tensors) {
-    if (!(t->device() == Device::Cuda(device_))) {
+    if (t != nullptr && !(t->device() == Device::Cuda(device_))) {
       return absl::InvalidArgumentError(absl::StrCat("CudaBackend::", op, ": a tensor is on ",
                                                      t->device().DebugString(),
                                                      ", not cuda:", device_));
@@ -752,6 +752,20 @@ absl::Status CudaBackend::Reduce(ReduceOp op, const Tensor& x, const std::vector
   return absl::OkStatus();
 }
 
+absl::Status CudaBackend::AccumulateSum(const Tensor& x, float scale, Tensor& total) {
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("AccumulateSum", {&x, &total}));
+  if (x.dtype() != DType::kFloat32 || total.dtype() != DType::kFloat32 ||
+      total.num_elements() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CudaBackend::AccumulateSum: want float32 x and a float32 [1] total, got ",
+                     DTypeName(x.dtype()), x.shape().DebugString(), " and ",
+                     DTypeName(total.dtype()), total.shape().DebugString()));
+  }
+  CUDA_RETURN_IF_ERROR(
+      kernels::ScaledSum(F(x), x.num_elements(), scale, /*accumulate=*/true, F(total), stream()));
+  return absl::OkStatus();
+}
+
 absl::Status CudaBackend::BroadcastTo(const Tensor& in, float scale, Tensor& out) {
   SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("BroadcastTo", {&in, &out}));
   if (out.num_elements() == 0) return absl::OkStatus();
@@ -868,9 +882,11 @@ absl::Status CudaBackend::SoftmaxBackward(const Tensor& y, const Tensor& grad_y,
 }
 
 absl::Status CudaBackend::SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels,
-                                                    Tensor& loss, Tensor& probs) {
-  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
-                          Enter("SparseSoftmaxCrossEntropy", {&logits, &labels, &loss, &probs}));
+                                                    Tensor& loss, Tensor& probs, float scale,
+                                                    Tensor* reduced) {
+  SLUICE_ASSIGN_OR_RETURN(
+      const KernelTimer::Scope timed,
+      Enter("SparseSoftmaxCrossEntropy", {&logits, &labels, &loss, &probs, reduced}));
   if (labels.dtype() != DType::kInt64) {
     return absl::InvalidArgumentError(
         absl::StrCat("CudaBackend::SparseSoftmaxCrossEntropy: labels must be int64, got ",
@@ -879,12 +895,18 @@ absl::Status CudaBackend::SparseSoftmaxCrossEntropy(const Tensor& logits, const 
   CUDA_RETURN_IF_ERROR(kernels::SparseSoftmaxCrossEntropy(F(logits), labels.data<int64_t>(),
                                                           F(loss), F(probs), logits.dim(0),
                                                           logits.dim(1), stream()));
+  if (reduced != nullptr) {
+    // A second launch: the rows' blocks cannot sum their losses in one without a grid-wide
+    // barrier.
+    CUDA_RETURN_IF_ERROR(kernels::ScaledSum(F(loss), loss.num_elements(), scale,
+                                            /*accumulate=*/false, F(*reduced), stream()));
+  }
   return absl::OkStatus();
 }
 
 absl::Status CudaBackend::SparseSoftmaxCrossEntropyBackward(const Tensor& probs,
                                                             const Tensor& labels,
-                                                            const Tensor& grad_loss,
+                                                            const Tensor& grad_loss, float scale,
                                                             Tensor& grad_logits) {
   SLUICE_ASSIGN_OR_RETURN(
       const KernelTimer::Scope timed,
@@ -895,8 +917,8 @@ absl::Status CudaBackend::SparseSoftmaxCrossEntropyBackward(const Tensor& probs,
                      DTypeName(labels.dtype())));
   }
   CUDA_RETURN_IF_ERROR(kernels::SparseSoftmaxCrossEntropyBackward(
-      F(probs), labels.data<int64_t>(), F(grad_loss), F(grad_logits), probs.dim(0), probs.dim(1),
-      stream()));
+      F(probs), labels.data<int64_t>(), F(grad_loss), grad_loss.num_elements() == 1, scale,
+      F(grad_logits), probs.dim(0), probs.dim(1), stream()));
   return absl::OkStatus();
 }
 

@@ -135,6 +135,7 @@ class CudaBackend final : public train::backend::Backend {
                        Tensor& out) override;
   absl::Status Reduce(train::backend::ReduceOp op, const Tensor& x,
                       const std::vector<bool>& reduced, float scale, Tensor& out) override;
+  absl::Status AccumulateSum(const Tensor& x, float scale, Tensor& total) override;
   absl::Status BroadcastTo(const Tensor& in, float scale, Tensor& out) override;
   absl::Status ReduceMaxBackward(const Tensor& x, const Tensor& max, const Tensor& grad_max,
                                  Tensor& grad_x) override;
@@ -145,9 +146,9 @@ class CudaBackend final : public train::backend::Backend {
   absl::Status Softmax(const Tensor& logits, Tensor& y) override;
   absl::Status SoftmaxBackward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) override;
   absl::Status SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels, Tensor& loss,
-                                         Tensor& probs) override;
+                                         Tensor& probs, float scale, Tensor* reduced) override;
   absl::Status SparseSoftmaxCrossEntropyBackward(const Tensor& probs, const Tensor& labels,
-                                                 const Tensor& grad_loss,
+                                                 const Tensor& grad_loss, float scale,
                                                  Tensor& grad_logits) override;
   absl::Status CastLabels(const Tensor& labels, int64_t num_classes, Tensor& labels64,
                           Tensor& invalid) override;
@@ -185,7 +186,8 @@ class CudaBackend final : public train::backend::Backend {
   // forgets). Call with library_mu_ held, before a library call.
   absl::Status BindLibrariesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(library_mu_);
 
-  // Checks that every tensor lives on this backend's device.
+  // Checks that every tensor lives on this backend's device (a null entry, an absent optional
+  // operand, is skipped).
   absl::Status CheckTensors(const char* op, std::initializer_list<const Tensor*> tensors) const;
   // CheckTensors, then makes this backend's device current on the calling
   // thread; the op's work on the stream is timed while the Scope lives, when

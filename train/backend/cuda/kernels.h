@@ -83,6 +83,10 @@ cudaError_t BatchNormConstantBackward(const float* x, const float* grad_y, const
 cudaError_t ReduceGeneric(ReduceKind op, const float* in, float* out, int64_t n_out,
                           const StridedIndex& kept, const StridedIndex& reduced, int64_t r_count,
                           float scale, cudaStream_t stream);
+// out[0] = scale * the sum of in[0, n), plus out[0] when `accumulate`: one block, so one
+// launch (a metric's batch total added to its running total, a loss's reduction).
+cudaError_t ScaledSum(const float* in, int64_t n, float scale, bool accumulate, float* out,
+                      cudaStream_t stream);
 // in [k1, r, k2] reduced over r into [k1, k2], columns coalesced. With
 // splits > 1 the rows are cut into `splits` slices whose partial results go to
 // partial [splits, k1, k2] (then reduced over its first dim); else straight to
@@ -100,9 +104,11 @@ cudaError_t SoftmaxBackward(const float* y, const float* grad_y, float* grad_x, 
                             int64_t c, cudaStream_t stream);
 cudaError_t SparseSoftmaxCrossEntropy(const float* logits, const int64_t* labels, float* loss,
                                       float* probs, int64_t rows, int64_t c, cudaStream_t stream);
+// grad_logits row n = (scale * grad_loss[one_gradient ? 0 : n]) * (probs - one_hot(label)).
 cudaError_t SparseSoftmaxCrossEntropyBackward(const float* probs, const int64_t* labels,
-                                              const float* grad_loss, float* grad_logits,
-                                              int64_t rows, int64_t c, cudaStream_t stream);
+                                              const float* grad_loss, bool one_gradient,
+                                              float scale, float* grad_logits, int64_t rows,
+                                              int64_t c, cudaStream_t stream);
 
 // --- optimizer_kernels.cu --------------------------------------------------------
 // `step` points at the update's per-step scalars on the device (backend.h's StepScalar: rate,

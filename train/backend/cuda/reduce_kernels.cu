@@ -89,7 +89,27 @@ cudaError_t LaunchColumns(const float* in, float* out, int64_t k1, int64_t r, in
   return cudaGetLastError();
 }
 
+// One block over all of in: out[0] = scale * sum (plus out[0] when accumulating), the product and
+// the sum rounded apart (no FMA), as Reduce then Axpby round them.
+__global__ void ScaledSumKernel(const float* in, int64_t n, float scale, bool accumulate,
+                                float* out) {
+  __shared__ float scratch[32];
+  float acc = 0.0f;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) acc += in[i];
+  acc = BlockReduce<false>(acc, scratch);
+  if (threadIdx.x == 0) {
+    const float scaled = __fmul_rn(acc, scale);
+    out[0] = accumulate ? __fadd_rn(out[0], scaled) : scaled;
+  }
+}
+
 }  // namespace
+
+cudaError_t ScaledSum(const float* in, int64_t n, float scale, bool accumulate, float* out,
+                      cudaStream_t stream) {
+  ScaledSumKernel<<<1, 1024, 0, stream>>>(in, n, scale, accumulate, out);
+  return cudaGetLastError();
+}
 
 cudaError_t ReduceGeneric(ReduceKind op, const float* in, float* out, int64_t n_out,
                           const StridedIndex& kept, const StridedIndex& reduced, int64_t r_count,

@@ -71,11 +71,13 @@ __global__ void SparseXentKernel(const float* logits, const int64_t* labels, flo
 }
 
 __global__ void SparseXentBackwardKernel(const float* probs, const int64_t* labels,
-                                         const float* grad_loss, float* gx, int64_t n, int64_t c) {
+                                         const float* grad_loss, bool one_gradient, float scale,
+                                         float* gx, int64_t n, int64_t c) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const int64_t row = i / c, j = i - row * c;
-    const float d = grad_loss[row];
+    // Rounded on its own, as the broadcast of a reduced loss's gradient rounds it.
+    const float d = __fmul_rn(grad_loss[one_gradient ? 0 : row], scale);
     gx[i] = d * probs[i] - (j == labels[row] ? d : 0.0f);
   }
 }
@@ -104,12 +106,13 @@ cudaError_t SparseSoftmaxCrossEntropy(const float* logits, const int64_t* labels
 }
 
 cudaError_t SparseSoftmaxCrossEntropyBackward(const float* probs, const int64_t* labels,
-                                              const float* grad_loss, float* grad_logits,
-                                              int64_t rows, int64_t c, cudaStream_t stream) {
+                                              const float* grad_loss, bool one_gradient,
+                                              float scale, float* grad_logits, int64_t rows,
+                                              int64_t c, cudaStream_t stream) {
   const int64_t n = rows * c;
   if (n == 0) return cudaSuccess;
-  SparseXentBackwardKernel<<<GridFor(n), kThreads, 0, stream>>>(probs, labels, grad_loss,
-                                                                grad_logits, n, c);
+  SparseXentBackwardKernel<<<GridFor(n), kThreads, 0, stream>>>(
+      probs, labels, grad_loss, one_gradient, scale, grad_logits, n, c);
   return cudaGetLastError();
 }
 

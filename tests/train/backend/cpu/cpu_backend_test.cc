@@ -535,5 +535,63 @@ TEST(CpuBackendSupportKernelsTest, InTopKFollowsInTopKAndArgmaxRules) {
   EXPECT_THAT(Values(hits), ElementsAre(0, 1, 0));
 }
 
+// A metric's batch total added in one kernel has the bits of the three it replaces: a sum over
+// all of x times the scale (Reduce), added to the total (Axpby). Checked over a chain of batches
+// so that the running total's rounding is compared too, for shapes that Reduce plans alike and
+// the empty batch.
+TEST(CpuBackendSupportKernelsTest, AccumulateSumGivesTheBitsOfReduceThenAxpby) {
+  CpuBackend& b = CpuBackend::Get();
+  for (const Shape& shape : {Shape{0}, Shape{1}, Shape{64}, Shape{37, 3}, Shape{2, 1, 5000}}) {
+    for (const float scale : {1.0f, 0.5f, 1.0f / 64.0f, 3.7f}) {
+      SCOPED_TRACE(absl::StrCat(shape.DebugString(), " scale ", scale));
+      Tensor fused = Tensor::FromVector<float>({0.3f}), unfused = Tensor::FromVector<float>({0.3f});
+      Tensor sum(DType::kFloat32, Shape{1});
+      for (uint32_t batch = 0; batch < 4; ++batch) {
+        const Tensor x = ::sluice::train::testing::RandomTensor(shape, 40 + batch, -3.0f, 5.0f);
+        ASSERT_TRUE(b.AccumulateSum(x, scale, fused).ok());
+        Tensor kept = *sum.Reshape([&] {
+          Shape ones;
+          for (int d = 0; d < shape.rank(); ++d) ones.AddDim(1);
+          return ones;
+        }());
+        ASSERT_TRUE(
+            b.Reduce(ReduceOp::kSum, x, std::vector<bool>(shape.rank(), true), scale, kept).ok());
+        ASSERT_TRUE(b.Axpby(1.0f, sum, 1.0f, unfused).ok());
+        ASSERT_EQ(fused.data<float>()[0], unfused.data<float>()[0]) << "batch " << batch;
+      }
+    }
+  }
+}
+
+// The sparse cross-entropy's reduction in its kernel gives the bits of Reduce over its
+// per-example losses, and its backward from one gradient those of BroadcastTo then the backward
+// from [N] gradients. 3,000 rows are split across the threads; their losses are still summed in
+// order.
+TEST_F(CpuBackendTest, SparseCrossEntropyReducedInItsKernelGivesTheBitsOfReduce) {
+  CpuBackend& b = backend_;
+  for (const int64_t n : {1, 64, 3000}) {
+    for (const int64_t c : {3, 10, 1000}) {
+      SCOPED_TRACE(absl::StrCat(n, " x ", c));
+      const float scale = 1.0f / static_cast<float>(n);
+      const Tensor logits = ::sluice::train::testing::RandomTensor({n, c}, 7, -4.0f, 4.0f);
+      Tensor labels(DType::kInt64, Shape{n});
+      for (int64_t i = 0; i < n; ++i) labels.flat<int64_t>()[i] = (i * 7) % c;
+      Tensor loss(DType::kFloat32, Shape{n}), probs(DType::kFloat32, Shape{n, c});
+      Tensor fused(DType::kFloat32, Shape{1}), unfused(DType::kFloat32, Shape{1});
+      ASSERT_TRUE(b.SparseSoftmaxCrossEntropy(logits, labels, loss, probs, scale, &fused).ok());
+      ASSERT_TRUE(b.Reduce(ReduceOp::kSum, loss, {true}, scale, unfused).ok());
+      EXPECT_EQ(fused.data<float>()[0], unfused.data<float>()[0]);
+
+      const Tensor g = Tensor::FromVector<float>({1.7f});
+      Tensor broadcast(DType::kFloat32, Shape{n});
+      Tensor one(DType::kFloat32, Shape{n, c}), each(DType::kFloat32, Shape{n, c});
+      ASSERT_TRUE(b.SparseSoftmaxCrossEntropyBackward(probs, labels, g, scale, one).ok());
+      ASSERT_TRUE(b.BroadcastTo(g, scale, broadcast).ok());
+      ASSERT_TRUE(b.SparseSoftmaxCrossEntropyBackward(probs, labels, broadcast, 1.0f, each).ok());
+      EXPECT_TRUE(one.Equals(each));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sluice::train::backend::cpu

@@ -594,14 +594,53 @@ TEST_F(CudaBackendTest, SoftmaxAndCrossEntropyMatchCpu) {
   for (int64_t i = 0; i < n; ++i) labels.flat<int64_t>()[i] = (i * 7) % c;
   Tensor loss(DType::kFloat32, Shape{n}), probs(DType::kFloat32, Shape{n, c}),
       dl(DType::kFloat32, Shape{n, c});
-  ASSERT_TRUE(cpu_.SparseSoftmaxCrossEntropy(logits, labels, loss, probs).ok());
-  ASSERT_TRUE(cpu_.SparseSoftmaxCrossEntropyBackward(probs, labels, grad_loss, dl).ok());
+  ASSERT_TRUE(cpu_.SparseSoftmaxCrossEntropy(logits, labels, loss, probs, 1.0f, nullptr).ok());
+  ASSERT_TRUE(cpu_.SparseSoftmaxCrossEntropyBackward(probs, labels, grad_loss, 1.0f, dl).ok());
   Tensor ld = Dev(labels), gloss = DevEmpty({n}), gprobs = DevEmpty({n, c}), gdl = DevEmpty({n, c});
-  ASSERT_TRUE(gpu_->SparseSoftmaxCrossEntropy(Dev(logits), ld, gloss, gprobs).ok());
-  ASSERT_TRUE(gpu_->SparseSoftmaxCrossEntropyBackward(gprobs, ld, Dev(grad_loss), gdl).ok());
+  ASSERT_TRUE(gpu_->SparseSoftmaxCrossEntropy(Dev(logits), ld, gloss, gprobs, 1.0f, nullptr).ok());
+  ASSERT_TRUE(gpu_->SparseSoftmaxCrossEntropyBackward(gprobs, ld, Dev(grad_loss), 1.0f, gdl).ok());
   EXPECT_TRUE(AllClose(Host(gloss), loss, 1e-5f, 1e-5f));
   EXPECT_TRUE(AllClose(Host(gprobs), probs, 1e-6f, 1e-4f));
   EXPECT_TRUE(AllClose(Host(gdl), dl, 1e-6f, 1e-4f));
+}
+
+// The loss's reduction in its kernel, its one-gradient backward, and a metric's AccumulateSum:
+// each against the CPU (the sums are added in another order on the device: a tolerance).
+TEST_F(CudaBackendTest, FusedLossAndMetricReductionsMatchCpu) {
+  for (const int64_t n : {1, 64, 3000}) {
+    const int64_t c = 10;
+    const float scale = 1.0f / static_cast<float>(n);
+    Tensor logits = Random({n, c}, 160, -4.0f, 4.0f), g = Random({1}, 161);
+    Tensor labels(DType::kInt64, Shape{n});
+    for (int64_t i = 0; i < n; ++i) labels.flat<int64_t>()[i] = (i * 3) % c;
+    Tensor loss(DType::kFloat32, Shape{n}), probs(DType::kFloat32, Shape{n, c}),
+        mean(DType::kFloat32, Shape{1}), dl(DType::kFloat32, Shape{n, c});
+    ASSERT_TRUE(cpu_.SparseSoftmaxCrossEntropy(logits, labels, loss, probs, scale, &mean).ok());
+    ASSERT_TRUE(cpu_.SparseSoftmaxCrossEntropyBackward(probs, labels, g, scale, dl).ok());
+    Tensor ld = Dev(labels), gloss = DevEmpty({n}), gprobs = DevEmpty({n, c}),
+           gmean = DevEmpty({1}), gdl = DevEmpty({n, c});
+    ASSERT_TRUE(
+        gpu_->SparseSoftmaxCrossEntropy(Dev(logits), ld, gloss, gprobs, scale, &gmean).ok());
+    ASSERT_TRUE(gpu_->SparseSoftmaxCrossEntropyBackward(gprobs, ld, Dev(g), scale, gdl).ok());
+    EXPECT_TRUE(AllClose(Host(gmean), mean, 1e-5f, 1e-5f)) << n;
+    EXPECT_TRUE(AllClose(Host(gdl), dl, 1e-7f, 1e-4f)) << n;
+
+    // total += scale * sum, twice: the running total carries over.
+    Tensor values = Random({n, 3}, 162), total(DType::kFloat32, Shape{1});
+    total.flat<float>()[0] = 2.5f;
+    Tensor gtotal = Dev(total);
+    for (int k = 0; k < 2; ++k) {
+      ASSERT_TRUE(cpu_.AccumulateSum(values, 0.5f, total).ok());
+      ASSERT_TRUE(gpu_->AccumulateSum(Dev(values), 0.5f, gtotal).ok());
+    }
+    EXPECT_TRUE(AllClose(Host(gtotal), total, 1e-5f, 1e-5f)) << n;
+  }
+  // An empty batch adds nothing.
+  Tensor total(DType::kFloat32, Shape{1});
+  total.flat<float>()[0] = 7.0f;
+  Tensor gtotal = Dev(total);
+  ASSERT_TRUE(gpu_->AccumulateSum(DevEmpty({0}), 1.0f, gtotal).ok());
+  EXPECT_EQ(Host(gtotal).flat<float>()[0], 7.0f);
 }
 
 // An optimizer update's step scalars on the host (backend::StepScalar): rate, decay, Nadam's two.
