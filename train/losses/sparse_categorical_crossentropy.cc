@@ -1,5 +1,6 @@
 #include "train/losses/sparse_categorical_crossentropy.h"
 
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -61,6 +62,8 @@ absl::StatusOr<SparseCategoricalCrossentropy::Rows> SparseCategoricalCrossentrop
 
 absl::StatusOr<std::optional<Tensor>> SparseCategoricalCrossentropy::FusedReduced(
     const Tensor& y_true, const Tensor& y_pred, ops::LabelRangeCheck* deferred) const {
+  // A subclass may override PerExample, which the fused form would skip.
+  if (typeid(*this) != typeid(SparseCategoricalCrossentropy)) return std::nullopt;
   const int64_t n = y_pred.rank() == 2 ? y_pred.dim(0) : 0;
   if (label_smoothing_ != 0 || n == 0) return std::nullopt;
   SLUICE_ASSIGN_OR_RETURN(Rows rows, ToRows(y_true, y_pred));

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status_macros.h"
@@ -119,28 +120,55 @@ TEST(GuardedLossesTest, GuardedSparseLabelCheckCanBeDeferred) {
   EXPECT_EQ(loss(labels, logits).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-// Fit's default loss reduces in its own kernel both ways: forward, the labels' cast and check
-// and the loss with its mean (not a third kernel for the mean); backward, the seed of the
-// gradient and one kernel (no broadcast of the mean's gradient first). Counted on the guarded
-// device, which counts every kernel call.
-TEST(GuardedLossesTest, TheSparseLossAndItsMeanAreOneKernelEachWay) {
+// The sparse loss reduces in its own kernel both ways: forward, the labels' cast and check and
+// the loss with its reduction, one kernel fewer than PerExample then Reduce (the Reduce);
+// backward, one fewer (the BroadcastTo of the reduction's gradient). For logits and
+// probabilities, labels [N] and [N, 1], the mean and the sum. Counted on the guarded device,
+// which counts every kernel call.
+TEST(GuardedLossesTest, TheSparseLossReducesInItsKernelBothWays) {
   testing::RegisterGuardedBackend();
-  SparseCategoricalCrossentropy loss({.from_logits = true});
-  Tensor labels(DType::kInt32, Shape{64});
-  for (int i = 0; i < 64; ++i) labels.flat<int32_t>()[i] = i % 10;
-  const Tensor t = *backend::CopyTo(labels, Device::Guarded());
-  const Tensor p = *backend::CopyTo(RandomTensor({64, 10}, 4, -3.0f, 3.0f), Device::Guarded());
-  autodiff::Tape tape;
-  tape.Watch(p);
-  ops::LabelRangeCheck check;
-  int64_t before = testing::GuardedKernelCalls();
-  absl::StatusOr<Tensor> value = loss(t, p, &check);
-  ASSERT_TRUE(value.ok()) << value.status();
-  EXPECT_EQ(testing::GuardedKernelCalls() - before, 2);  // CastLabels, SparseSoftmaxCrossEntropy
-  before = testing::GuardedKernelCalls();
-  ASSERT_TRUE(tape.Gradient(*value, {p}).ok());
-  EXPECT_EQ(testing::GuardedKernelCalls() - before, 2);  // the seed's Fill, the backward
-  EXPECT_TRUE(check.Check().ok());
+  Tensor flat_labels(DType::kInt32, Shape{64});
+  for (int i = 0; i < 64; ++i) flat_labels.flat<int32_t>()[i] = i % 10;
+  const Tensor column_labels = *flat_labels.Reshape(Shape{64, 1});
+  const Tensor logits = *backend::CopyTo(RandomTensor({64, 10}, 4, -3.0f, 3.0f), Device::Guarded());
+  const Tensor probs = *backend::CopyTo(RandomTensor({64, 10}, 5, 0.05f, 0.95f), Device::Guarded());
+  // Kernels of the forward and of the backward.
+  auto count = [](const std::function<absl::StatusOr<Tensor>()>& forward, const Tensor& p) {
+    autodiff::Tape tape;
+    tape.Watch(p);
+    int64_t before = testing::GuardedKernelCalls();
+    absl::StatusOr<Tensor> value = forward();
+    EXPECT_TRUE(value.ok()) << value.status();
+    const int64_t forward_calls = testing::GuardedKernelCalls() - before;
+    before = testing::GuardedKernelCalls();
+    EXPECT_TRUE(tape.Gradient(*value, {p}).ok());
+    return std::pair<int64_t, int64_t>(forward_calls, testing::GuardedKernelCalls() - before);
+  };
+  for (const bool from_logits : {true, false}) {
+    for (const Tensor& host_labels : {flat_labels, column_labels}) {
+      for (const Reduction reduction : {Reduction::kSumOverBatchSize, Reduction::kSum}) {
+        SCOPED_TRACE(::testing::Message() << from_logits << " " << host_labels.rank() << " "
+                                          << static_cast<int>(reduction));
+        SparseCategoricalCrossentropy loss({.from_logits = from_logits, .reduction = reduction});
+        const Tensor t = *backend::CopyTo(host_labels, Device::Guarded());
+        const Tensor& p = from_logits ? logits : probs;
+        const auto fused = count([&] { return loss(t, p); }, p);
+        const auto unfused = count(
+            [&]() -> absl::StatusOr<Tensor> {
+              SLUICE_ASSIGN_OR_RETURN(Tensor each, loss.PerExample(t, p));
+              return loss.Reduce(each);
+            },
+            p);
+        EXPECT_EQ(fused.first, unfused.first - 1);
+        EXPECT_EQ(fused.second, unfused.second - 1);
+        if (from_logits) {
+          // CastLabels, the copy back of the bad labels' count (not deferred here), the loss.
+          EXPECT_EQ(fused.first, 3);
+          EXPECT_EQ(fused.second, 2);  // the seed's Fill, the backward
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

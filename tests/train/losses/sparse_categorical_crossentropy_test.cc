@@ -7,9 +7,11 @@
 #include <cmath>
 #include <utility>
 
+#include "core/status_macros.h"
 #include "tests/train/gradient_check.h"
 #include "train/autodiff/tape.h"
 #include "train/losses/categorical_crossentropy.h"
+#include "train/ops/scalar.h"
 
 namespace sluice::train::losses {
 namespace {
@@ -154,6 +156,28 @@ TEST(SparseCategoricalCrossentropyTest, FusedReductionGivesTheBitsOfPerExampleTh
       EXPECT_TRUE(fused_grad.Equals(grad));
     }
   }
+}
+
+// A subclass that overrides PerExample is called through it: the fused reduction, which would
+// skip it, is the base class's alone.
+TEST(SparseCategoricalCrossentropyTest, ASubclassesPerExampleIsNotSkipped) {
+  class Doubled : public SparseCategoricalCrossentropy {
+   public:
+    Doubled() : SparseCategoricalCrossentropy({.from_logits = true}) {}
+    absl::StatusOr<Tensor> PerExample(const Tensor& y_true, const Tensor& y_pred,
+                                      ops::LabelRangeCheck* deferred) const override {
+      SLUICE_ASSIGN_OR_RETURN(Tensor each,
+                              SparseCategoricalCrossentropy::PerExample(y_true, y_pred, deferred));
+      return ops::Scale(each, 2.0f);
+    }
+  };
+  const Tensor labels = Tensor::FromVector<int64_t>({2, 0});
+  const Tensor logits = T({1, 2, 3, 1, 1, 1}, {2, 3});
+  absl::StatusOr<Tensor> base =
+      SparseCategoricalCrossentropy({.from_logits = true})(labels, logits);
+  absl::StatusOr<Tensor> doubled = Doubled()(labels, logits);
+  ASSERT_TRUE(base.ok() && doubled.ok());
+  EXPECT_FLOAT_EQ(Values(*doubled)[0], 2 * Values(*base)[0]);
 }
 
 TEST(SparseCategoricalCrossentropyTest, OneOutputUnitIsAnError) {

@@ -102,6 +102,18 @@ TEST(CrossEntropyTest, ReducedLossHasTheBitsOfMeanOrSumOverTheOp) {
   }
 }
 
+TEST(CrossEntropyTest, ReducedLossGivesLabelsNoGradient) {
+  Tensor logits = T({0, 0, 0, std::log(3.0f)}, {2, 2});
+  Tensor labels = Tensor::FromVector<int32_t>({0, 1});
+  autodiff::Tape tape;
+  tape.Watch(logits);
+  auto g = *tape.Gradient(*ReducedSparseSoftmaxCrossEntropyWithLogits(logits, labels, 0.5f),
+                          {logits, labels});
+  // Half of SparseSoftmaxCrossEntropyWithLogits' softmax - one_hot, as Mean's gradient is.
+  EXPECT_THAT(Values(*g[0]), Pointwise(FloatNear(1e-6), {-0.25f, 0.25f, 0.125f, -0.125f}));
+  EXPECT_FALSE(g[1]);
+}
+
 TEST(CrossEntropyTest, ReducedGradientsMatchFiniteDifferences) {
   Tensor labels = Tensor::FromVector<int64_t>({2, 0, 4});
   for (const float scale : {1.0f, 1.0f / 3.0f}) {

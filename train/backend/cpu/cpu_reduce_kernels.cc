@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/backend/broadcast.h"
 #include "train/backend/cpu/cpu_backend.h"
@@ -145,7 +146,9 @@ absl::Status CpuBackend::Reduce(ReduceOp op, const Tensor& x, const std::vector<
   return absl::OkStatus();
 }
 
-float ScaledSum(const float* x, int64_t n, float scale) {
+// Not inlined: the caller's `total += ScaledSum(...)` must not become one fused multiply-add
+// where the target has one (Reduce and Axpby round the product and the sum apart).
+__attribute__((noinline)) float ScaledSum(const float* x, int64_t n, float scale) {
   // One sequential run, as Reduce sums over all of x (its plan merges every reduced dim into one),
   // then scaled as its `finish` scales.
   float sum = ReduceRun<ReduceOp::kSum>(x, n);
@@ -154,6 +157,13 @@ float ScaledSum(const float* x, int64_t n, float scale) {
 }
 
 absl::Status CpuBackend::AccumulateSum(const Tensor& x, float scale, Tensor& total) {
+  if (x.dtype() != DType::kFloat32 || total.dtype() != DType::kFloat32 ||
+      total.num_elements() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CpuBackend::AccumulateSum: want float32 x and a float32 [1] total, got ",
+                     DTypeName(x.dtype()), x.shape().DebugString(), " and ",
+                     DTypeName(total.dtype()), total.shape().DebugString()));
+  }
   total.data<float>()[0] += ScaledSum(x.data<float>(), x.num_elements(), scale);
   return absl::OkStatus();
 }

@@ -84,7 +84,8 @@ cudaError_t ReduceGeneric(ReduceKind op, const float* in, float* out, int64_t n_
                           const StridedIndex& kept, const StridedIndex& reduced, int64_t r_count,
                           float scale, cudaStream_t stream);
 // out[0] = scale * the sum of in[0, n), plus out[0] when `accumulate`: one block, so one
-// launch (a metric's batch total added to its running total, a loss's reduction).
+// launch (a metric's batch total added to its running total, a loss's reduction), with the bits
+// of ReduceGeneric over all of in (then Axpby(1, ., 1, out) when accumulating).
 cudaError_t ScaledSum(const float* in, int64_t n, float scale, bool accumulate, float* out,
                       cudaStream_t stream);
 // in [k1, r, k2] reduced over r into [k1, k2], columns coalesced. With

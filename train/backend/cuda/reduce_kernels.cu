@@ -30,6 +30,13 @@ __global__ void ReduceGenericKernel(const float* in, float* out, int64_t n_out, 
   }
 }
 
+// The threads of a block that reduces r elements: a warp at least, kThreads at most; short rows
+// get narrow blocks.
+int BlockThreads(int64_t r) {
+  const int threads = static_cast<int>(((r < kThreads ? r : kThreads) + 31) / 32 * 32);
+  return threads == 0 ? 32 : threads;
+}
+
 constexpr int kColumnTile = 32;  // columns per block (one warp wide)
 constexpr int kColumnRows = 8;   // rows read at once per block
 
@@ -90,7 +97,8 @@ cudaError_t LaunchColumns(const float* in, float* out, int64_t k1, int64_t r, in
 }
 
 // One block over all of in: out[0] = scale * sum (plus out[0] when accumulating), the product and
-// the sum rounded apart (no FMA), as Reduce then Axpby round them.
+// the sum rounded apart (no FMA), as Reduce then Axpby round them. Launched as ReduceGeneric
+// launches a full reduction (BlockThreads), it adds in Reduce's order too: Reduce's bits.
 __global__ void ScaledSumKernel(const float* in, int64_t n, float scale, bool accumulate,
                                 float* out) {
   __shared__ float scratch[32];
@@ -107,7 +115,7 @@ __global__ void ScaledSumKernel(const float* in, int64_t n, float scale, bool ac
 
 cudaError_t ScaledSum(const float* in, int64_t n, float scale, bool accumulate, float* out,
                       cudaStream_t stream) {
-  ScaledSumKernel<<<1, 1024, 0, stream>>>(in, n, scale, accumulate, out);
+  ScaledSumKernel<<<1, BlockThreads(n), 0, stream>>>(in, n, scale, accumulate, out);
   return cudaGetLastError();
 }
 
@@ -115,9 +123,7 @@ cudaError_t ReduceGeneric(ReduceKind op, const float* in, float* out, int64_t n_
                           const StridedIndex& kept, const StridedIndex& reduced, int64_t r_count,
                           float scale, cudaStream_t stream) {
   if (n_out == 0) return cudaSuccess;
-  // A warp at least, a block at most; short rows get narrow blocks.
-  int threads = static_cast<int>(((r_count < kThreads ? r_count : kThreads) + 31) / 32 * 32);
-  if (threads == 0) threads = 32;
+  const int threads = BlockThreads(r_count);
   const unsigned grid = static_cast<unsigned>(n_out < (1 << 20) ? n_out : (1 << 20));
   if (op == ReduceKind::kMax) {
     ReduceGenericKernel<true>
