@@ -107,8 +107,16 @@ class ParallelInterleaveIterator : public InterleaveIterator {
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
+    {
+      MutexLock l(&signal_->mu);
+      if (!workers_.empty()) {
+        return absl::FailedPreconditionError("Interleave: Restore after the first GetNext");
+      }
+    }
+    // Restored unlocked, as it is saved: a cancellation takes the lock before it cancels the
+    // inner pipelines, and restoring them recomputes their saved elements (map functions).
+    SLUICE_RETURN_IF_ERROR(RestoreBeforeStart(state));
     MutexLock l(&signal_->mu);
-    SLUICE_RETURN_IF_ERROR(RestoreState(state, inner_ctx_, &futures_));
     buffered_elements_ = buffered_bytes_ = 0;
     for (const auto& slot : cycle_) {
       if (slot != nullptr) CountBuffered(*slot, +1);
@@ -140,6 +148,14 @@ class ParallelInterleaveIterator : public InterleaveIterator {
   // input until SaveInternal clears paused_ (FindJob returns no job while paused).
   absl::Status SaveWhilePaused(proto::IteratorStateProto* state) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     return SaveState(state, futures_);
+  }
+
+  // RestoreState with signal_->mu released, which the analysis cannot follow: no worker has
+  // started (they start at the first GetNext), so nothing else touches the cycle, the futures or
+  // the input.
+  absl::Status RestoreBeforeStart(const proto::IteratorStateProto& state)
+      ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return RestoreState(state, inner_ctx_, &futures_);
   }
 
   // The consumer's step in tf.data's order (the sequential loop, reading

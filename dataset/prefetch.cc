@@ -152,10 +152,17 @@ class PrefetchIterator : public IteratorBase {
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    MutexLock l(&mu_);
-    // The input first: elements saved as sources are recomputed through it.
+    {
+      MutexLock l(&mu_);
+      if (started_) {
+        return absl::FailedPreconditionError("Prefetch: Restore after the first GetNext");
+      }
+    }
+    // No producer yet: the input is restored, and the saved elements recomputed through it (a
+    // map function's time), without the lock, which a cancellation callback takes.
     SLUICE_RETURN_IF_ERROR(RestoreInput(input_.get(), state));
     SLUICE_ASSIGN_OR_RETURN(SavedBuffer saved, ReadSavedBuffer(state, *this, input_.get()));
+    MutexLock l(&mu_);
     input_ended_ = saved.input_ended;
     for (size_t i = 0; i < saved.results.size(); ++i) {
       Push(std::move(saved.results[i]), std::move(saved.sources[i]));

@@ -643,5 +643,32 @@ TEST(InterleaveCancellationTest, CancellingEndsASaveWaitingOnAStuckInnerPipeline
   EXPECT_EQ(saved.status().code(), absl::StatusCode::kCancelled) << saved.status();
 }
 
+// A parallel Interleave's restore recomputes its slots' saved elements through their inner
+// pipelines (a map function's time); a cancellation meanwhile returns at once instead of
+// waiting for it: the Interleave restores without the lock its cancellation callback takes,
+// as it saves. Before, the callback waited for the whole restore.
+TEST(InterleaveCancellationTest, CancellingDuringARestoreDoesNotWaitForIt) {
+  testing::BlockingMapGate gate;
+  const Dataset ds = Dataset::Range(2).Interleave(
+      [&](const Element&) -> absl::StatusOr<Dataset> { return Dataset::Range(100).Map(gate.Fn()); },
+      {.cycle_length = 2, .block_length = 1, .num_parallel_calls = 2});
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(it->GetNext().ok());
+  // The workers fill the slots' buffers.
+  auto buffered = [&] {
+    for (const NodeStatsSnapshot& node : it->Stats()) {
+      if (node.name.rfind("Interleave", 0) == 0) return node.buffered_elements;
+    }
+    return int64_t{0};
+  };
+  for (int i = 0; i < 1000 && buffered() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GE(buffered(), 2);
+  absl::StatusOr<std::string> saved = it->Save();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_TRUE(testing::CancellationReturnsDuringRestore(ds, *saved, gate));
+}
+
 }  // namespace
 }  // namespace sluice

@@ -240,6 +240,20 @@ TEST(PrefetchTest, DestroyingWithAFullBufferOrBeforeStartingReturnsQuickly) {
   }
 }
 
+// A restore recomputes the saved elements through the input (a map function's time); a
+// cancellation meanwhile returns at once instead of waiting for it: Prefetch restores without
+// the lock its cancellation callback takes. Before, the callback waited for the whole restore.
+TEST(PrefetchTest, CancellingDuringARestoreDoesNotWaitForIt) {
+  testing::BlockingMapGate gate;
+  const Dataset ds = Dataset::Range(100).Map(gate.Fn()).Prefetch(4);
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(Drain(*it, 2).ok());
+  ASSERT_TRUE(WaitFor([&] { return it->Stats().back().buffered_elements >= 4; }));
+  absl::StatusOr<std::string> saved = it->Save();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_TRUE(testing::CancellationReturnsDuringRestore(ds, *saved, gate));
+}
+
 TEST(PrefetchTest, InvalidBufferSize) {
   auto got = Collect(Dataset::Range(3).Prefetch(0));
   ASSERT_FALSE(got.ok());

@@ -1,13 +1,18 @@
 #ifndef SLUICE_TESTS_DATASET_TEST_UTIL_H_
 #define SLUICE_TESTS_DATASET_TEST_UTIL_H_
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/config.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
 #include "dataset/dataset_base.h"
@@ -117,6 +122,54 @@ inline void ExpectCheckpointsResumeExactly(const Dataset& ds, const std::vector<
           << ElementDebugString((*full)[i]);
     }
   }
+}
+
+// A map function that blocks once armed: the first call after Arm() notifies `entered` and
+// waits for Release() (at most 30 s). For tests of what a cancellation does while a pipeline is
+// inside a user function.
+class BlockingMapGate {
+ public:
+  void Arm() { armed_ = true; }
+  void Release() { release_.Notify(); }
+  absl::Notification& entered() { return entered_; }
+  // The map function: the identity, blocking as above.
+  std::function<absl::StatusOr<Element>(Element)> Fn() {
+    return [this](Element e) -> absl::StatusOr<Element> {
+      if (armed_.load() && !blocked_.exchange(true)) {
+        entered_.Notify();
+        release_.WaitForNotificationWithTimeout(absl::Seconds(30));
+      }
+      return e;
+    };
+  }
+
+ private:
+  std::atomic<bool> armed_{false}, blocked_{false};
+  absl::Notification entered_, release_;
+};
+
+// Restores `checkpoint` into a fresh iterator of `ds` on a thread of its own, which the armed
+// `gate` stops inside a map function recomputing a saved element, and cancels the pipeline from
+// another thread meanwhile. Returns whether that cancellation returned before the function was
+// released (within 10 s): a node that restores holding a lock its cancellation callback takes
+// makes it wait for the whole restore. Then releases the function and joins both threads.
+inline bool CancellationReturnsDuringRestore(const Dataset& ds, const std::string& checkpoint,
+                                             BlockingMapGate& gate) {
+  std::unique_ptr<Iterator> it = ds.MakeIterator();
+  gate.Arm();
+  std::thread restorer([&] { it->Restore(checkpoint).IgnoreError(); });
+  const bool entered = gate.entered().WaitForNotificationWithTimeout(absl::Seconds(10));
+  absl::Notification cancelled;
+  std::thread canceller([&] {
+    it->context().cancellation->Cancel();
+    cancelled.Notify();
+  });
+  const bool returned = cancelled.WaitForNotificationWithTimeout(absl::Seconds(10));
+  gate.Release();
+  canceller.join();
+  restorer.join();
+  EXPECT_TRUE(entered) << "the restore never reached the map function";
+  return entered && returned;
 }
 
 }  // namespace sluice::testing

@@ -10,7 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "core/mutex.h"
 #include "core/status_context.h"
@@ -145,39 +144,38 @@ class PrefetchToDeviceIterator : public IteratorBase {
   }
 
   absl::Status SaveInternal(proto::IteratorStateProto* state) override {
-    MutexLock l(&mu_);
+    mu_.Lock();
     // Quiesce: the producer finishes the element it is staging and starts no other.
     paused_ = true;
-    absl::Cleanup resume = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      paused_ = false;
-      producer_cv_.Signal();
-    };
     while (!cancelled_ && fetching_) consumer_cv_.Wait(&mu_);
-    if (cancelled_) return absl::CancelledError("iterator destroyed");
-    (*state->mutable_ints())["input_ended"] = input_ended_;
-    for (const Entry& e : buffer_) {
-      // An element with a source is saved as it: no copy back from the device.
-      if (SavesAsSource(e.result, e.source)) {
-        BufferedToProto(e.result, e.source, state->add_buffer());
-        continue;
-      }
-      SLUICE_ASSIGN_OR_RETURN(Result host, OnHost(e));
-      ResultToProto(host, state->add_buffer());
+    absl::Status s = absl::CancelledError("iterator destroyed");
+    if (!cancelled_) {
+      (*state->mutable_ints())["input_ended"] = input_ended_;
+      // The paused producer touches neither the buffer nor the input, and the consumer is the
+      // caller: both are saved unlocked, so that a cancellation callback never waits for the
+      // copies back from the device or the input's Save.
+      mu_.Unlock();
+      s = SaveWhilePaused(state);
+      mu_.Lock();
     }
-    // The paused producer does not touch the input: save it unlocked, so that a cancellation
-    // callback never waits for the input's Save.
+    paused_ = false;
     mu_.Unlock();
-    absl::Status s = SaveInput(input_.get(), state);
-    mu_.Lock();
+    producer_cv_.Signal();
     return s;
   }
 
   absl::Status RestoreInternal(const proto::IteratorStateProto& state) override {
-    MutexLock l(&mu_);
-    // The input first: elements saved as sources are recomputed through it.
+    {
+      MutexLock l(&mu_);
+      if (started_) {
+        return absl::FailedPreconditionError("PrefetchToDevice: Restore after the first GetNext");
+      }
+    }
+    // No producer yet: the input is restored, the saved elements recomputed through it and
+    // copied to the device without the lock, which a cancellation callback takes.
     SLUICE_RETURN_IF_ERROR(RestoreInput(input_.get(), state));
     SLUICE_ASSIGN_OR_RETURN(SavedBuffer saved, ReadSavedBuffer(state, *this, input_.get()));
-    input_ended_ = saved.input_ended;
+    std::vector<Entry> entries(saved.results.size());
     for (size_t i = 0; i < saved.results.size(); ++i) {
       Result& result = saved.results[i];
       if (result.ok() && result->has_value()) {
@@ -185,11 +183,12 @@ class PrefetchToDeviceIterator : public IteratorBase {
         SLUICE_ASSIGN_OR_RETURN(**result,
                                 backend::ElementToDevice(std::move(**result), backend_->device()));
       }
-      Entry e;
-      e.result = std::move(result);
-      e.source = std::move(saved.sources[i]);
-      Push(std::move(e));
+      entries[i].result = std::move(result);
+      entries[i].source = std::move(saved.sources[i]);
     }
+    MutexLock l(&mu_);
+    input_ended_ = saved.input_ended;
+    for (Entry& e : entries) Push(std::move(e));
     return absl::OkStatus();
   }
 
@@ -210,6 +209,20 @@ class PrefetchToDeviceIterator : public IteratorBase {
     cancelled_ = true;
     consumer_cv_.SignalAll();
     producer_cv_.SignalAll();
+  }
+
+  // The buffer (an element with a source as it, no copy back from the device) and the input,
+  // with mu_ released, which the analysis cannot follow: see SaveInternal.
+  absl::Status SaveWhilePaused(proto::IteratorStateProto* state) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    for (const Entry& e : buffer_) {
+      if (SavesAsSource(e.result, e.source)) {
+        BufferedToProto(e.result, e.source, state->add_buffer());
+        continue;
+      }
+      SLUICE_ASSIGN_OR_RETURN(Result host, OnHost(e));
+      ResultToProto(host, state->add_buffer());
+    }
+    return SaveInput(input_.get(), state);
   }
 
   // Host copies of a buffered element's device tensors, for a checkpoint.

@@ -6,11 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "dataset/iterator.h"
+#include "tests/dataset/test_util.h"
 #include "tests/train/backend/guarded_backend.h"
 #include "train/backend/transfer.h"
 
@@ -108,6 +111,23 @@ void PrefetchToDeviceTest::ExpectResumesExactly(const Dataset& ds) {
   absl::StatusOr<std::optional<Element>> end = resumed->GetNext();
   ASSERT_TRUE(end.ok());
   EXPECT_FALSE(end->has_value());
+}
+
+// A restore recomputes the saved elements through the input and copies them to the device; a
+// cancellation meanwhile returns at once instead of waiting for it (PrefetchToDevice restores
+// without the lock its cancellation callback takes).
+TEST_F(PrefetchToDeviceTest, CancellingDuringARestoreDoesNotWaitForIt) {
+  sluice::testing::BlockingMapGate gate;
+  const Dataset ds = PrefetchToDevice(Dataset::Range(100).Map(gate.Fn()), Device::Guarded(), 4);
+  std::unique_ptr<Iterator> it = ds.MakeIterator();
+  ASSERT_TRUE(it->GetNext().ok());
+  for (int i = 0; i < 1000 && it->Stats().back().buffered_elements < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GE(it->Stats().back().buffered_elements, 2);
+  absl::StatusOr<std::string> saved = it->Save();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_TRUE(sluice::testing::CancellationReturnsDuringRestore(ds, *saved, gate));
 }
 
 TEST_F(PrefetchToDeviceTest, GuardedPrefetchToDeviceKeepsErrorsInPlace) {
