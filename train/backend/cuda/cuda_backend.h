@@ -200,9 +200,11 @@ class CudaBackend final : public train::backend::Backend {
   absl::Status SelectBackward(bool maximum, const Tensor& a, const Tensor& b,
                               const Tensor& grad_out, Tensor* grad_a, Tensor* grad_b);
   // The plan of `geo` for `direction` with `dtype` data (ConvDType), made (descriptors set up and
-  // an algorithm chosen) on first use. Call with library_mu_ held.
+  // an algorithm chosen) on first use; `key` is their ConvKey, made once by the caller. Call with
+  // library_mu_ held.
   absl::StatusOr<const ConvPlan*> GetConvPlan(ConvDirection direction,
-                                              const train::backend::ConvGeometry& geo, DType dtype);
+                                              const train::backend::ConvGeometry& geo, DType dtype,
+                                              const std::string& key);
   // The data type convolutions run in under the calling thread's precision policy: float16 or
   // bfloat16 under the mixed policies (cuDNN's pseudo-half configurations: 16-bit operands and
   // results, float32 sums), else float32. Their float32 operands are converted and their results

@@ -205,8 +205,7 @@ absl::StatusOr<Tensor> CudaBackend::ConvOperand(const Tensor& t, DType dtype) {
 
 absl::StatusOr<const ConvPlan*> CudaBackend::GetConvPlan(ConvDirection direction,
                                                          const train::backend::ConvGeometry& geo,
-                                                         DType dtype) {
-  const std::string key = ConvKey(static_cast<int>(direction), dtype, geo);
+                                                         DType dtype, const std::string& key) {
   auto it = conv_plans_.find(key);
   if (it != conv_plans_.end()) return it->second.get();
   SLUICE_RETURN_IF_ERROR(RequireInts(geo));
@@ -223,10 +222,10 @@ absl::StatusOr<const ConvPlan*> CudaBackend::ConvPlanFor(ConvDirection direction
                                                          const train::backend::ConvGeometry& geo,
                                                          DType& dtype) {
   dtype = ConvDType();
-  if (dtype == DType::kFloat32) return GetConvPlan(direction, geo, dtype);
   const std::string key = ConvKey(static_cast<int>(direction), dtype, geo);
+  if (dtype == DType::kFloat32) return GetConvPlan(direction, geo, dtype, key);
   if (!no_half_plan_.contains(key)) {
-    absl::StatusOr<const ConvPlan*> half = GetConvPlan(direction, geo, dtype);
+    absl::StatusOr<const ConvPlan*> half = GetConvPlan(direction, geo, dtype, key);
     if (half.ok()) return half;
     // cuDNN has no 16-bit algorithm for this geometry (a layout or channel count it cannot run
     // in 16 bits): float32 it is, said once.
@@ -237,7 +236,7 @@ absl::StatusOr<const ConvPlan*> CudaBackend::ConvPlanFor(ConvDirection direction
     std::fputs(note.c_str(), stderr);
   }
   dtype = DType::kFloat32;
-  return GetConvPlan(direction, geo, dtype);
+  return GetConvPlan(direction, geo, dtype, ConvKey(static_cast<int>(direction), dtype, geo));
 }
 
 absl::Status CudaBackend::ChooseConvAlgorithm(ConvDirection direction, ConvPlan& plan) {
