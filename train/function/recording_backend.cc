@@ -428,16 +428,12 @@ absl::Status RecordingBackend::SoftmaxBackward(const Tensor& y, const Tensor& gr
 absl::Status RecordingBackend::SparseSoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels,
                                                          Tensor& loss, Tensor& probs, float scale,
                                                          Tensor* reduced) {
-  if (reduced == nullptr) {
-    return Record("SparseSoftmaxCrossEntropy", {&logits, &labels, &loss, &probs},
-                  [scale](Backend& b, Tensors& t) {
-                    return b.SparseSoftmaxCrossEntropy(t[0], t[1], t[2], t[3], scale, nullptr);
-                  });
-  }
-  return Record("SparseSoftmaxCrossEntropy", {&logits, &labels, &loss, &probs, reduced},
-                [scale](Backend& b, Tensors& t) {
-                  return b.SparseSoftmaxCrossEntropy(t[0], t[1], t[2], t[3], scale, &t[4]);
-                });
+  std::vector<const Tensor*> tensors = {&logits, &labels, &loss, &probs};
+  if (reduced != nullptr) tensors.push_back(reduced);  // the fifth, when there is one
+  return Record("SparseSoftmaxCrossEntropy", std::move(tensors), [scale](Backend& b, Tensors& t) {
+    return b.SparseSoftmaxCrossEntropy(t[0], t[1], t[2], t[3], scale,
+                                       t.size() > 4 ? &t[4] : nullptr);
+  });
 }
 
 absl::Status RecordingBackend::SparseSoftmaxCrossEntropyBackward(const Tensor& probs,

@@ -37,8 +37,8 @@ namespace {
 
 constexpr char kOp[] = "SparseSoftmaxCrossEntropyWithLogits";
 
-// Both forms of the op: the per-example loss [N], or (`reduced`) its sum times `scale` as a
-// scalar, computed in the same backend call.
+// Both forms of the op: the per-example loss [N] (scale 1), or (`reduced`) their sum times `scale`
+// as a scalar, computed in the same backend call.
 absl::StatusOr<Tensor> SparseCrossEntropy(const Tensor& logits_in, const Tensor& labels,
                                           LabelRangeCheck* deferred, bool reduced, float scale) {
   SLUICE_ASSIGN_OR_RETURN(const Tensor logits, AutoCast(logits_in));
@@ -74,19 +74,19 @@ absl::StatusOr<Tensor> SparseCrossEntropy(const Tensor& logits_in, const Tensor&
     SLUICE_ASSIGN_OR_RETURN(loss, sum.Reshape(Shape{}));
   } else {
     SLUICE_RETURN_IF_ERROR(backend->SparseSoftmaxCrossEntropy(logits, device_labels, per_example,
-                                                              probs, 1.0f, nullptr));
+                                                              probs, scale, nullptr));
   }
   SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics(kOp, loss));
   if (autodiff::ShouldRecord({logits})) {
-    // The reduced loss's gradient (one number) reaches every row inside the backward kernel.
-    const float grad_scale = reduced ? scale : 1.0f;
+    // The reduced loss's gradient (one number) reaches every row inside the backward kernel,
+    // scaled there; the per-example form has scale 1.
     autodiff::RecordOperation(
         {logits, labels}, loss,
         [backend, probs, device_labels,
-         grad_scale](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
+         scale](const Tensor& g) -> absl::StatusOr<std::vector<std::optional<Tensor>>> {
           SLUICE_ASSIGN_OR_RETURN(Tensor gx, backend->Allocate(DType::kFloat32, probs.shape()));
           SLUICE_RETURN_IF_ERROR(
-              backend->SparseSoftmaxCrossEntropyBackward(probs, device_labels, g, grad_scale, gx));
+              backend->SparseSoftmaxCrossEntropyBackward(probs, device_labels, g, scale, gx));
           return std::vector<std::optional<Tensor>>{gx, std::nullopt};
         });
   }

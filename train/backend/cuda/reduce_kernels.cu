@@ -15,9 +15,12 @@ __device__ inline float Combine(float acc, float v) {
   return kMax ? fmaxf(acc, v) : acc + v;
 }
 
+// With `accumulate` (sums only), out[k] += the scaled sum, the product and the sum rounded apart
+// (no FMA), as Reduce then Axpby(1, ., 1, out) round them.
 template <bool kMax>
 __global__ void ReduceGenericKernel(const float* in, float* out, int64_t n_out, StridedIndex kept,
-                                    StridedIndex reduced, int64_t r_count, float scale) {
+                                    StridedIndex reduced, int64_t r_count, float scale,
+                                    bool accumulate) {
   __shared__ float scratch[32];
   for (int64_t k = blockIdx.x; k < n_out; k += gridDim.x) {
     const int64_t base = OffsetA(kept, k);
@@ -26,7 +29,10 @@ __global__ void ReduceGenericKernel(const float* in, float* out, int64_t n_out, 
       acc = Combine<kMax>(acc, in[base + OffsetA(reduced, r)]);
     }
     acc = BlockReduce<kMax>(acc, scratch);
-    if (threadIdx.x == 0) out[k] = kMax ? acc : acc * scale;
+    if (threadIdx.x == 0) {
+      const float v = kMax ? acc : __fmul_rn(acc, scale);
+      out[k] = accumulate ? __fadd_rn(out[k], v) : v;
+    }
   }
 }
 
@@ -96,26 +102,17 @@ cudaError_t LaunchColumns(const float* in, float* out, int64_t k1, int64_t r, in
   return cudaGetLastError();
 }
 
-// One block over all of in: out[0] = scale * sum (plus out[0] when accumulating), the product and
-// the sum rounded apart (no FMA), as Reduce then Axpby round them. Launched as ReduceGeneric
-// launches a full reduction (BlockThreads), it adds in Reduce's order too: Reduce's bits.
-__global__ void ScaledSumKernel(const float* in, int64_t n, float scale, bool accumulate,
-                                float* out) {
-  __shared__ float scratch[32];
-  float acc = 0.0f;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) acc += in[i];
-  acc = BlockReduce<false>(acc, scratch);
-  if (threadIdx.x == 0) {
-    const float scaled = __fmul_rn(acc, scale);
-    out[0] = accumulate ? __fadd_rn(out[0], scaled) : scaled;
-  }
-}
-
 }  // namespace
 
 cudaError_t ScaledSum(const float* in, int64_t n, float scale, bool accumulate, float* out,
                       cudaStream_t stream) {
-  ScaledSumKernel<<<1, BlockThreads(n), 0, stream>>>(in, n, scale, accumulate, out);
+  // ReduceGeneric's launch for a sum over all of a contiguous tensor, so its bits.
+  StridedIndex kept, all;
+  all.rank = 1;
+  all.dims[0] = n;
+  all.stride_a[0] = 1;
+  ReduceGenericKernel<false>
+      <<<1, BlockThreads(n), 0, stream>>>(in, out, 1, kept, all, n, scale, accumulate);
   return cudaGetLastError();
 }
 
@@ -127,10 +124,10 @@ cudaError_t ReduceGeneric(ReduceKind op, const float* in, float* out, int64_t n_
   const unsigned grid = static_cast<unsigned>(n_out < (1 << 20) ? n_out : (1 << 20));
   if (op == ReduceKind::kMax) {
     ReduceGenericKernel<true>
-        <<<grid, threads, 0, stream>>>(in, out, n_out, kept, reduced, r_count, scale);
+        <<<grid, threads, 0, stream>>>(in, out, n_out, kept, reduced, r_count, scale, false);
   } else {
     ReduceGenericKernel<false>
-        <<<grid, threads, 0, stream>>>(in, out, n_out, kept, reduced, r_count, scale);
+        <<<grid, threads, 0, stream>>>(in, out, n_out, kept, reduced, r_count, scale, false);
   }
   return cudaGetLastError();
 }
