@@ -22,8 +22,9 @@
 // num_parallel_calls == 1 runs that loop in the caller. Otherwise worker
 // std::threads (inner GetNext may block, so not oneTBB tasks) open the next
 // input elements ahead of time ("futures", in input order) and prefetch from
-// the open inner iterators into bounded per-slot buffers; the consumer walks
-// the same cycle over those buffers, so deterministic mode yields exactly the
+// the open inner iterators into bounded per-slot buffers (a block, or up to
+// 64 KiB of small elements, refilled from half empty); the consumer walks the
+// same cycle over those buffers, so deterministic mode yields exactly the
 // sequential order, while deterministic=false takes whatever is ready.
 //
 // Inner iterator i is made with ctx.ForInner(name(), i). A checkpoint holds the input

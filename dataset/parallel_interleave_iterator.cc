@@ -26,6 +26,13 @@ int64_t SlotBufferCapacity(int64_t block_length) {
   return std::clamp<int64_t>(block_length, 2, 16);
 }
 
+// Small elements (records of a few KB) get deeper slot buffers, up to this many bytes a slot and
+// kMaxSmallElementCapacity elements: a worker woken at a slot's low-water mark then reads half a
+// buffer per wake-up instead of one element. With two elements a slot, every element cost a
+// wake-up each way, ~14 us on 2 cores, more than reading a record.
+constexpr int64_t kSlotBufferBytes = 64 << 10;
+constexpr int64_t kMaxSmallElementCapacity = 64;
+
 class ParallelInterleaveIterator : public InterleaveIterator {
  public:
   ParallelInterleaveIterator(const InterleaveDataset* d, const IteratorContext& ctx,
@@ -38,28 +45,20 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     Tunable& p = stats().parallelism;
     p.DeclareFromOption(requested, /*autotune_max=*/cycle_length_);
     num_workers_ = p.max;
-    buffer_capacity_ = SlotBufferCapacity(block_length_);
+    base_capacity_ = SlotBufferCapacity(block_length_);
     future_limit_ = cycle_length_;
     // Inner pipelines get a cancellation of their own, so that destroying this
     // iterator wakes their blocked waits even when the pipeline goes on.
     inner_ctx_ = ctx;
     inner_ctx_.cancellation = inner_cancel_;
     cancel_token_ = ctx.cancellation->Register([s = signal_, inner = inner_cancel_] {
-      {
-        MutexLock l(&s->mu);
-        s->cancelled = true;
-        s->cv.SignalAll();
-      }
+      s->Cancel();
       inner->Cancel();
     });
   }
 
   ~ParallelInterleaveIterator() override {
-    {
-      MutexLock l(&signal_->mu);
-      signal_->cancelled = true;
-      signal_->cv.SignalAll();
-    }
+    signal_->Cancel();
     inner_cancel_->Cancel();
     for (std::thread& w : workers_) w.join();
     ctx().cancellation->Deregister(cancel_token_);
@@ -76,11 +75,12 @@ class ParallelInterleaveIterator : public InterleaveIterator {
       if (signal_->cancelled) return absl::CancelledError("iterator destroyed");
       Result out;
       const Step step = deterministic_ ? StepInOrder(&out) : StepAny(&out);
-      if (step != Step::kWait) signal_->cv.SignalAll();  // Room in a buffer, or a slot closed.
+      // Room in a buffer, a slot closed or a future taken: a sleeping worker may have work.
+      WakeWorkerIfDue();
       if (step == Step::kReturn) return out;
       if (step == Step::kWait) {
         profiler::Span span("wait", profiler::Active() ? WaitSpanName() : nullptr);
-        signal_->cv.Wait(&signal_->mu);
+        WaitAsConsumer();
       }
     }
   }
@@ -89,8 +89,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     signal_->mu.Lock();
     // Quiesce: no new jobs; wait for the workers' current ones.
     paused_ = true;
-    signal_->cv.SignalAll();
-    while (!signal_->cancelled && active_ != 0) signal_->cv.Wait(&signal_->mu);
+    while (!signal_->cancelled && active_ != 0) WaitAsConsumer();
     absl::Status s = absl::CancelledError("iterator destroyed");
     if (!signal_->cancelled) {
       // Saved unlocked, as Prefetch saves its input: a cancellation takes the lock before it
@@ -101,7 +100,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
       signal_->mu.Lock();
     }
     paused_ = false;
-    signal_->cv.SignalAll();
+    signal_->worker_cv.SignalAll();
     signal_->mu.Unlock();
     return s;
   }
@@ -126,11 +125,22 @@ class ParallelInterleaveIterator : public InterleaveIterator {
   }
 
  private:
-  // What the cancellation callback touches; it may run while we are destroyed.
+  // What the cancellation callback touches; it may run while we are destroyed. The consumer
+  // (GetNext, or Save waiting for quiet) and the workers wait on conditions of their own, and each
+  // side wakes the other only when it sleeps and has something to do: a wake-up per element each
+  // way cost more than a small element's read.
   struct Signal {
     Mutex mu;
-    CondVar cv;
+    CondVar consumer_cv;
+    CondVar worker_cv;
     bool cancelled ABSL_GUARDED_BY(mu) = false;
+
+    void Cancel() {
+      MutexLock l(&mu);
+      cancelled = true;
+      consumer_cv.SignalAll();
+      worker_cv.SignalAll();
+    }
   };
   enum class Step { kReturn, kAgain, kWait };
   enum class JobKind { kNone, kInput, kInner };
@@ -249,7 +259,12 @@ class ParallelInterleaveIterator : public InterleaveIterator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
     inner->buffer.push_back(std::move(r));
     inner->sources.push_back(std::move(source));
-    CountResult(inner->buffer.back(), +1);
+    const Result& pushed = inner->buffer.back();
+    ++pushed_elements_;
+    if (pushed.ok() && pushed->has_value()) {
+      pushed_bytes_ += static_cast<int64_t>(ElementByteSize(**pushed));
+    }
+    CountResult(pushed, +1);
   }
   const IteratorContext& InnerContext() const override { return inner_ctx_; }
 
@@ -273,15 +288,29 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     for (const Result& r : inner.buffer) CountResult(r, sign);
   }
 
-  bool Runnable(const InnerPipeline* inner) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+  // Elements a slot buffers: SlotBufferCapacity, or more while the elements are small.
+  int64_t Capacity() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+    if (pushed_elements_ == 0) return base_capacity_;
+    const int64_t mean_bytes = std::max<int64_t>(1, pushed_bytes_ / pushed_elements_);
+    return std::clamp(kSlotBufferBytes / mean_bytes, base_capacity_,
+                      std::max(base_capacity_, kMaxSmallElementCapacity));
+  }
+  // A sleeping worker is woken for a slot once its buffer is down to this; an awake worker fills
+  // buffers to Capacity().
+  int64_t LowWaterMark() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) { return Capacity() / 2; }
+
+  // Whether a worker may read ahead in `inner` now, while its buffer holds fewer than `room`.
+  bool Runnable(const InnerPipeline* inner, int64_t room) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
     return inner->iterator != nullptr && !inner->busy && !inner->ended &&
-           static_cast<int64_t>(inner->buffer.size()) < buffer_capacity_;
+           static_cast<int64_t>(inner->buffer.size()) < room;
   }
 
   // The most urgent work: opening the next input element when the cycle has
   // a hole, then the cycle's slots from the consumer's position on, then
-  // opening ahead, then reading ahead in the futures.
-  Job FindJob() ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+  // opening ahead, then reading ahead in the futures. Buffers count as having room while they
+  // hold fewer than `room` elements.
+  Job FindJob(int64_t room) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
     if (paused_ || active_ >= Parallelism()) return {};
     const bool input_wanted =
         !input_busy_ && !input_ended_ && static_cast<int64_t>(futures_.size()) < future_limit_;
@@ -290,21 +319,40 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     }
     for (int64_t k = 0; k < cycle_length_; ++k) {
       InnerPipeline* slot = cycle_[(cycle_index_ + k) % cycle_length_].get();
-      if (slot != nullptr && Runnable(slot)) return {JobKind::kInner, slot};
+      if (slot != nullptr && Runnable(slot, room)) return {JobKind::kInner, slot};
     }
     if (input_wanted) return {JobKind::kInput, nullptr};
     for (const auto& future : futures_) {
-      if (Runnable(future.get())) return {JobKind::kInner, future.get()};
+      if (Runnable(future.get(), room)) return {JobKind::kInner, future.get()};
     }
     return {};
   }
 
+  // Wakes one sleeping worker when there is work below the low-water mark (or an input to
+  // open), for a worker that sleeps only when every buffer is full.
+  void WakeWorkerIfDue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+    if (idle_workers_ > 0 && FindJob(LowWaterMark() + 1).kind != JobKind::kNone) {
+      signal_->worker_cv.Signal();
+    }
+  }
+
+  // The consumer's wait; a worker wakes it after any job, which may be what it waits for.
+  void WaitAsConsumer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+    consumer_waiting_ = true;
+    signal_->consumer_cv.Wait(&signal_->mu);
+    consumer_waiting_ = false;
+  }
+
+  // A worker keeps taking jobs, filling buffers to Capacity(), and sleeps only when none is
+  // left; WakeWorkerIfDue wakes it again once a buffer is down to the low-water mark.
   void WorkerLoop() {
     MutexLock l(&signal_->mu);
     while (true) {
       Job job;
-      while (!signal_->cancelled && (job = FindJob()).kind == JobKind::kNone) {
-        signal_->cv.Wait(&signal_->mu);
+      while (!signal_->cancelled && (job = FindJob(Capacity())).kind == JobKind::kNone) {
+        ++idle_workers_;
+        signal_->worker_cv.Wait(&signal_->mu);
+        --idle_workers_;
       }
       if (signal_->cancelled) return;
       ++active_;
@@ -316,7 +364,11 @@ class ParallelInterleaveIterator : public InterleaveIterator {
       }
       --active_;
       stats().active_workers.fetch_sub(1, std::memory_order_relaxed);
-      signal_->cv.SignalAll();
+      // A result, a new future, an end or quiet for Save: whatever the consumer waits for.
+      if (consumer_waiting_) signal_->consumer_cv.Signal();
+      // The job may have made more (an opened future to read, the input free again) than this
+      // worker takes next.
+      WakeWorkerIfDue();
     }
   }
 
@@ -412,7 +464,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
   Tunable* parallelism_ = &stats().parallelism;
   bool deterministic_ = true;
   int64_t num_workers_ = 1;
-  int64_t buffer_capacity_ = 2;
+  int64_t base_capacity_ = 2;
   int64_t future_limit_ = 1;
   int64_t cancel_token_ = -1;
   // Guarded by signal_->mu here, as the cycle state of the base class is (which the sequential
@@ -420,6 +472,11 @@ class ParallelInterleaveIterator : public InterleaveIterator {
   Futures futures_ ABSL_GUARDED_BY(signal_->mu);
   bool input_busy_ ABSL_GUARDED_BY(signal_->mu) = false;
   bool paused_ ABSL_GUARDED_BY(signal_->mu) = false;
+  bool consumer_waiting_ ABSL_GUARDED_BY(signal_->mu) = false;
+  int64_t idle_workers_ ABSL_GUARDED_BY(signal_->mu) = 0;  // asleep in WorkerLoop
+  // Every result pushed so far, and the bytes of those that are elements: Capacity()'s mean.
+  int64_t pushed_elements_ ABSL_GUARDED_BY(signal_->mu) = 0;
+  int64_t pushed_bytes_ ABSL_GUARDED_BY(signal_->mu) = 0;
   int64_t active_ ABSL_GUARDED_BY(signal_->mu) = 0;
   int64_t buffered_elements_ ABSL_GUARDED_BY(signal_->mu) = 0;
   int64_t buffered_bytes_ ABSL_GUARDED_BY(signal_->mu) = 0;

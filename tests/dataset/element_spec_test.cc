@@ -411,7 +411,8 @@ TEST(ElementSpecTest, RestoreRefusesTheInputElementOfAnInnerPipelineBeforeCallin
   int calls_with_a_bad_element = 0;
   auto inner = [&](Element e) -> absl::StatusOr<Dataset> {
     if (e.size() != 1 || e[0].dtype() != DType::kInt64) ++calls_with_a_bad_element;
-    return Dataset::Range(10);
+    // Longer than a parallel slot's buffer (64 small elements): the slot saved keeps its input.
+    return Dataset::Range(1000);
   };
   const Dataset flat = Dataset::Range(3).FlatMap(inner);
   ExpectRefused(flat,
@@ -432,8 +433,10 @@ TEST(ElementSpecTest, RestoreRefusesTheInputElementOfAnInnerPipelineBeforeCallin
 
 TEST(ElementSpecTest, RestoreChecksAnInterleaveSlotsBufferAgainstItsInnerDataset) {
   // Undeclared, the Interleave's spec is unknown; its inner datasets' (Range: int64[]) is not.
+  // Inner datasets longer than a slot's buffer (64 small elements), so that the slot saved still
+  // has its iterator.
   const Dataset ds = Dataset::Range(3).Interleave(
-      [](Element e) -> absl::StatusOr<Dataset> { return Dataset::Range(10); },
+      [](Element e) -> absl::StatusOr<Dataset> { return Dataset::Range(1000); },
       {.cycle_length = 2, .num_parallel_calls = 2});
   const std::string saved = SavedAfter(ds.WithOptions({.checkpoint_sources = false}), 2);
   ExpectRefused(ds.WithOptions({.checkpoint_sources = false}),

@@ -251,9 +251,16 @@ TEST_P(InterleaveTest, StatsAndTunables) {
 // read that slot (a hang with idle threads), and the sequential loop called a null iterator. Each
 // such checkpoint, and a miscounted cycle, is DataLoss now.
 TEST_P(InterleaveTest, RestoreRefusesSlotsAndCountsTheLoopCannotServe) {
-  auto ds = Dataset::Range(1, 6).Interleave(Tens, Opts(2, 2));
+  // Inner pipelines of 100 x elements, longer than a parallel slot buffers (64 small elements), so
+  // that both slots still have their iterators when saved.
+  auto ds = Dataset::Range(1, 6).Interleave(
+      [](Element e) -> absl::StatusOr<Dataset> {
+        const int64_t x = Value(e);
+        return Dataset::Range(x * 1000, x * 1000 + 100 * x);
+      },
+      Opts(2, 2));
   auto it = ds.MakeIterator();
-  // 10, 20, 21, 30: slot 0 reads [30 31 32], slot 1 has [20 21] (its end not yet taken).
+  // 1000, 1001, 2000, 2001: back at slot 0.
   ASSERT_TRUE(Drain(*it, 4).ok());
   auto saved = it->Save();
   ASSERT_TRUE(saved.ok()) << saved.status();
@@ -261,14 +268,14 @@ TEST_P(InterleaveTest, RestoreRefusesSlotsAndCountsTheLoopCannotServe) {
   ASSERT_TRUE(genuine.ParseFromString(*saved));
   const proto::IteratorStateProto& root = genuine.root();
   ASSERT_EQ(root.ints().at("num_open"), 2);
-  ASSERT_TRUE(root.input_present(1));  // slot 0, with its iterator (2 left, at most 2 buffered)
+  ASSERT_TRUE(root.input_present(1));  // slot 0, with its iterator
   ASSERT_TRUE(root.inputs(1).input_present(0));
   {  // As saved, it restores and reads on.
     auto fresh = ds.MakeIterator();
     ASSERT_TRUE(fresh->Restore(*saved).ok());
     auto rest = Drain(*fresh);
     ASSERT_TRUE(rest.ok()) << rest.status();
-    EXPECT_EQ(rest->size(), 11u);
+    EXPECT_EQ(rest->size(), 1500u - 4u);
   }
   const std::vector<std::pair<std::string, std::function<void(proto::IteratorStateProto*)>>>
       damages = {
@@ -408,6 +415,47 @@ TEST(InterleaveParallelTest, CheckpointHoldsBufferedElementsAndFutures) {
   std::vector<int64_t> joined = Ints(*first);
   for (int64_t v : Ints(*resumed)) joined.push_back(v);
   EXPECT_EQ(joined, Ints(*sequential));
+}
+
+// What the workers buffer once they have filled every slot they may (waits for the figure to
+// reach `at_least`, then lets the workers run on a while and reads it again).
+int64_t BufferedWhenFull(const Dataset& ds, int64_t at_least) {
+  auto it = ds.MakeIterator();
+  EXPECT_TRUE(Drain(*it, 1).ok());
+  const auto buffered = [&] {
+    const auto stats = it->Stats();
+    const NodeStatsSnapshot* node = Node(stats, "Interleave[1]");
+    return node == nullptr ? -1 : node->buffered_elements;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (buffered() < at_least && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return buffered();
+}
+
+// Small elements (records of a few KB and less) are read ahead 64 a slot, so that a worker wakes
+// once per half buffer instead of once per element; large ones two a slot (block_length 1), as
+// before, so that decoded images stay bounded.
+TEST(InterleaveParallelTest, SlotsBufferSmallElementsDeeplyAndLargeOnesTwoAtATime) {
+  const InterleaveOptions options{.cycle_length = 4, .num_parallel_calls = 2};
+  const Dataset small = Dataset::Range(4).Interleave(
+      [](Element) -> absl::StatusOr<Dataset> { return Dataset::Range(1000); }, options);
+  // 4 slots of 64, less the element taken (which the workers may or may not have replaced).
+  const int64_t deep = BufferedWhenFull(small, 4 * 64 - 1);
+  EXPECT_GE(deep, 4 * 64 - 1);
+  EXPECT_LE(deep, 4 * 64);
+  const Dataset large = Dataset::Range(4).Interleave(
+      [](Element) -> absl::StatusOr<Dataset> {
+        return Dataset::Range(1000).Map([](Element) -> absl::StatusOr<Element> {
+          return Element{Tensor(DType::kFloat32, Shape{64 << 10})};  // 256 KB
+        });
+      },
+      options);
+  const int64_t shallow = BufferedWhenFull(large, 4 * 2 - 1);
+  EXPECT_GE(shallow, 4 * 2 - 1);
+  EXPECT_LE(shallow, 4 * 2);
 }
 
 TEST(InterleaveParallelTest, UnderRepeatAcrossEpochs) {
