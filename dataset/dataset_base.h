@@ -126,6 +126,13 @@ class DatasetBase : public std::enable_shared_from_this<DatasetBase> {
   mutable ElementSpec element_spec_;
 };
 
+// What IteratorBase::WaitForNext found.
+enum class NextReadiness {
+  kReady,    // GetNext returns at once
+  kNotYet,   // the deadline passed first
+  kUnknown,  // the node cannot wait for its next element without taking it
+};
+
 // Produces the elements of one DatasetBase. Not thread-safe: one consumer at
 // a time (the user-facing Iterator adds the lock). An error is returned once
 // and the iterator may continue after it (IgnoreErrors relies on that); the
@@ -151,6 +158,12 @@ class IteratorBase {
   // integers that recompute it. False when this node, or one below it, cannot recompute its
   // elements; what it appended is then to be dropped. Call it right after that GetNext.
   bool DescribeLast(ElementSource* out) { return DescribeLastInternal(out); }
+  // Waits until GetNext would return at once, without waiting for another thread (a buffered
+  // element, error or end is at hand), or until `deadline`. kUnknown where the node cannot tell
+  // (the default). Called by the consumer, as GetNext is; kReady holds until its next call.
+  NextReadiness WaitForNext(std::chrono::steady_clock::time_point deadline) {
+    return WaitForNextInternal(deadline);
+  }
   // The element `source` describes, exactly as GetNext returned it then. Called only while
   // restoring, before this iterator's first GetNext (no worker of it runs yet); the position does
   // not move. Errors name this node; a file changed since is DataLoss naming it.
@@ -207,6 +220,10 @@ class IteratorBase {
     return false;
   }
   virtual absl::StatusOr<Element> RecomputeInternal(SourceCursor& source);
+  virtual NextReadiness WaitForNextInternal(std::chrono::steady_clock::time_point deadline) {
+    (void)deadline;
+    return NextReadiness::kUnknown;
+  }
 
   // Whether this node's buffers save elements as their sources where the input can describe
   // them (Options::checkpoint_sources, true unless set to false).

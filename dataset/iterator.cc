@@ -122,6 +122,13 @@ absl::StatusOr<std::optional<Element>> Iterator::GetNext() {
   return result;
 }
 
+NextReadiness Iterator::WaitForNext(std::chrono::steady_clock::time_point deadline) {
+  MutexLock l(&mu_);
+  if (!error_.ok()) return NextReadiness::kReady;
+  if (root_ == nullptr) return NextReadiness::kUnknown;
+  return root_->WaitForNext(deadline);
+}
+
 absl::Status Iterator::Initialize() {
   MutexLock l(&mu_);
   return EnsureStarted();

@@ -55,6 +55,12 @@ class Iterator {
 
   // The next element; std::nullopt at the end of the sequence.
   absl::StatusOr<std::optional<Element>> GetNext();
+  // Waits, up to `deadline`, until GetNext would return without waiting for the pipeline's
+  // threads: the last node (a Prefetch, under any WithOptions) has an element, error or end
+  // buffered, or the iterator holds its sticky error. kUnknown before the first GetNext, and where
+  // no such node ends the pipeline. Python's next() waits so, waking for signals, and then calls
+  // GetNext on its own thread, instead of handing each call to a thread it can leave.
+  NextReadiness WaitForNext(std::chrono::steady_clock::time_point deadline);
 
   // Makes the pipeline's nodes now (otherwise the first GetNext does) without
   // starting any work: their stats and knobs then exist, so that AUTOTUNE can

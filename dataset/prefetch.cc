@@ -174,6 +174,20 @@ class PrefetchIterator : public IteratorBase {
   absl::StatusOr<Element> RecomputeInternal(SourceCursor& source) override {
     return input_->Recompute(source);  // The producer has not started: the input is free.
   }
+  // As GetNextInternal waits, up to `deadline`; the entry stays for GetNext.
+  NextReadiness WaitForNextInternal(std::chrono::steady_clock::time_point deadline) override {
+    if (!ready_.empty()) return NextReadiness::kReady;
+    MutexLock l(&mu_);
+    if (!started_) return NextReadiness::kUnknown;  // GetNext starts the producer
+    while (!cancelled_ && shared_.empty() && std::chrono::steady_clock::now() < deadline) {
+      consumer_waiting_ = true;
+      profiler::Span span("prefetch", profiler::Active() ? WaitSpanName() : nullptr);
+      consumer_cv_.WaitUntil(&mu_, deadline);
+    }
+    consumer_waiting_ = false;
+    // Cancelled, GetNext returns its error at once.
+    return cancelled_ || !shared_.empty() ? NextReadiness::kReady : NextReadiness::kNotYet;
+  }
 
  private:
   using Entry = BufferedEntry;

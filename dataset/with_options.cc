@@ -30,6 +30,9 @@ class OptionsDataset : public DatasetBase {
 
    protected:
     absl::StatusOr<std::optional<Element>> GetNextInternal() override { return input_->GetNext(); }
+    NextReadiness WaitForNextInternal(std::chrono::steady_clock::time_point deadline) override {
+      return input_->WaitForNext(deadline);
+    }
     absl::Status SaveInternal(proto::IteratorStateProto* state) override {
       return SaveInput(input_.get(), state);
     }

@@ -254,6 +254,54 @@ TEST(PrefetchTest, CancellingDuringARestoreDoesNotWaitForIt) {
   EXPECT_TRUE(testing::CancellationReturnsDuringRestore(ds, *saved, gate));
 }
 
+// Iterator::WaitForNext (Python's next() waits with it): it waits for the final Prefetch's buffer
+// without taking anything, says kNotYet at the deadline, and is kUnknown where it cannot tell.
+TEST(PrefetchTest, WaitForNextWaitsForTheBufferWithoutTakingAnElement) {
+  const auto soon = [] { return std::chrono::steady_clock::now() + std::chrono::milliseconds(20); };
+  const auto later = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(30); };
+  testing::BlockingMapGate gate;
+  const Dataset ds = Dataset::Range(10).Map(gate.Fn()).Prefetch(1).WithOptions({});
+  auto it = ds.MakeIterator();
+  EXPECT_EQ(it->WaitForNext(later()), NextReadiness::kUnknown);  // the producer starts at GetNext
+  ASSERT_TRUE(Drain(*it, 1).ok());
+  gate.Arm();  // the next call of the map function blocks
+  // Take what comes until the producer is blocked in it and the buffer has run dry.
+  std::vector<int64_t> got = {0};
+  while (true) {
+    const NextReadiness r = it->WaitForNext(soon());
+    if (r == NextReadiness::kReady) {
+      auto e = it->GetNext();
+      ASSERT_TRUE(e.ok() && e->has_value());
+      got.push_back(testing::Value(**e));
+      continue;
+    }
+    ASSERT_EQ(r, NextReadiness::kNotYet);
+    if (gate.entered().HasBeenNotified()) break;
+  }
+  EXPECT_EQ(it->WaitForNext(soon()), NextReadiness::kNotYet);
+  gate.Release();
+  while (true) {
+    ASSERT_EQ(it->WaitForNext(later()), NextReadiness::kReady);
+    auto e = it->GetNext();
+    ASSERT_TRUE(e.ok());
+    if (!e->has_value()) break;
+    got.push_back(testing::Value(**e));
+  }
+  EXPECT_EQ(got, Iota(0, 10));  // nothing skipped or repeated by the waits
+  EXPECT_EQ(it->WaitForNext(later()), NextReadiness::kReady);  // the end stays at hand
+
+  // Without a final Prefetch the iterator cannot tell; with a sticky error it can.
+  auto plain = Dataset::Range(3).MakeIterator();
+  ASSERT_TRUE(Drain(*plain, 1).ok());
+  EXPECT_EQ(plain->WaitForNext(later()), NextReadiness::kUnknown);
+  auto failing =
+      Dataset::Range(3)
+          .Map([](Element) -> absl::StatusOr<Element> { return absl::InvalidArgumentError("bad"); })
+          .MakeIterator();
+  EXPECT_FALSE(failing->GetNext().ok());
+  EXPECT_EQ(failing->WaitForNext(later()), NextReadiness::kReady);
+}
+
 TEST(PrefetchTest, InvalidBufferSize) {
   auto got = Collect(Dataset::Range(3).Prefetch(0));
   ASSERT_FALSE(got.ok());

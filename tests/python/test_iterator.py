@@ -126,6 +126,72 @@ def interrupt_a_blocking_next():
     timer.join()
 
 
+def test_ctrl_c_interrupts_a_next_waiting_on_a_final_prefetch():
+    # Ending with a prefetch, next() waits for its buffer on the Python thread (no hand-off to the
+    # fetching thread) after the first element; Ctrl-C still interrupts that wait, and nothing is
+    # taken meanwhile.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        ds = sluice.Dataset.range(3).map(sluice._testing.sleep(1.5)).prefetch(1)
+        it = iter(ds)
+        assert int(np.asarray(next(it))) == 0
+        timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
+        start = time.monotonic()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            next(it)
+        assert time.monotonic() - start < 1.0
+        timer.join()
+        # No element was waiting in the Python iterator: the position saves, and resumes at 1.
+        state = it.state_dict()
+        assert [int(np.asarray(v)) for v in it] == [1, 2]
+        resumed = iter(ds)
+        resumed.load_state_dict(state)
+        assert [int(np.asarray(v)) for v in resumed] == [1, 2]
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_gil_released_while_next_waits_on_a_final_prefetch():
+    ds = sluice.Dataset.range(3).map(sluice._testing.sleep(0.5)).prefetch(1)
+    it = iter(ds)
+    next(it)
+    ticks = 0
+    stop = threading.Event()
+
+    def count():
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+
+    t = threading.Thread(target=count)
+    t.start()
+    try:
+        next(it)
+    finally:
+        stop.set()
+        t.join()
+    assert ticks > 10000, f"the Python thread counted only {ticks} while next() waited"
+
+
+def test_threads_sharing_an_iterator_that_ends_with_a_prefetch_lose_nothing():
+    it = iter(sluice.Dataset.range(4000).prefetch(8))
+    seen = [[] for _ in range(4)]
+
+    def drain(out):
+        for v in it:
+            out.append(int(np.asarray(v)))
+
+    threads = [threading.Thread(target=drain, args=(out,)) for out in seen]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(v for out in seen for v in out) == list(range(4000))
+    for out in seen:
+        assert out == sorted(out)  # each thread's in the pipeline's order
+
+
 STATUS_CODES = {  # absl::StatusCode -> the exception it raises
     1: RuntimeError,  # Cancelled
     2: RuntimeError,  # Unknown
