@@ -1,5 +1,6 @@
 """The iterator: state_dict round trips, the GIL released while next() waits, Ctrl-C, errors."""
 
+import contextlib
 import os
 import signal
 import threading
@@ -76,86 +77,9 @@ def test_load_state_dict_misuse():
         iter(ds).load_state_dict({})
 
 
-def test_gil_released_while_next_waits():
-    ds = sluice.Dataset.range(2).map(sluice._testing.sleep(0.5))
-    it = iter(ds)
-    ticks = 0
-    stop = threading.Event()
-
-    def count():
-        nonlocal ticks
-        while not stop.is_set():
-            ticks += 1  # pure Python: runs only while nobody else holds the GIL
-
-    t = threading.Thread(target=count)
-    t.start()
-    try:
-        start = time.monotonic()
-        next(it)
-        waited = time.monotonic() - start
-    finally:
-        stop.set()
-        t.join()
-    assert waited >= 0.4
-    assert ticks > 10000, f"the Python thread counted only {ticks} while next() waited"
-
-
-def test_ctrl_c_interrupts_a_blocking_next():
-    # Python's own SIGINT handler, which Python does not install when it starts with SIGINT
-    # ignored (as a shell's background job does).
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        interrupt_a_blocking_next()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def interrupt_a_blocking_next():
-    ds = sluice.Dataset.range(3).map(sluice._testing.sleep(1.5))
-    it = iter(ds)
-    timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
-    start = time.monotonic()
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        next(it)
-    assert time.monotonic() - start < 1.0
-    with pytest.raises(ValueError, match="interrupted"):
-        it.state_dict()
-    # The element the interrupted next() waited for is not lost.
-    assert int(np.asarray(next(it))) == 0
-    timer.join()
-
-
-def test_ctrl_c_interrupts_a_next_waiting_on_a_final_prefetch():
-    # Ending with a prefetch, next() waits for its buffer on the Python thread (no hand-off to the
-    # fetching thread) after the first element; Ctrl-C still interrupts that wait, and nothing is
-    # taken meanwhile.
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        ds = sluice.Dataset.range(3).map(sluice._testing.sleep(1.5)).prefetch(1)
-        it = iter(ds)
-        assert int(np.asarray(next(it))) == 0
-        timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
-        start = time.monotonic()
-        timer.start()
-        with pytest.raises(KeyboardInterrupt):
-            next(it)
-        assert time.monotonic() - start < 1.0
-        timer.join()
-        # No element was waiting in the Python iterator: the position saves, and resumes at 1.
-        state = it.state_dict()
-        assert [int(np.asarray(v)) for v in it] == [1, 2]
-        resumed = iter(ds)
-        resumed.load_state_dict(state)
-        assert [int(np.asarray(v)) for v in resumed] == [1, 2]
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def test_gil_released_while_next_waits_on_a_final_prefetch():
-    ds = sluice.Dataset.range(3).map(sluice._testing.sleep(0.5)).prefetch(1)
-    it = iter(ds)
-    next(it)
+def ticks_while(call):
+    """Runs call() while a pure-Python thread counts (it runs only while nobody else holds the
+    GIL); returns the count."""
     ticks = 0
     stop = threading.Event()
 
@@ -167,11 +91,77 @@ def test_gil_released_while_next_waits_on_a_final_prefetch():
     t = threading.Thread(target=count)
     t.start()
     try:
-        next(it)
+        call()
     finally:
         stop.set()
         t.join()
+    return ticks
+
+
+def test_gil_released_while_next_waits():
+    it = iter(sluice.Dataset.range(2).map(sluice._testing.sleep(0.5)))
+    start = time.monotonic()
+    ticks = ticks_while(lambda: next(it))
+    assert time.monotonic() - start >= 0.4
     assert ticks > 10000, f"the Python thread counted only {ticks} while next() waited"
+
+
+def test_gil_released_while_next_waits_on_a_final_prefetch():
+    it = iter(sluice.Dataset.range(3).map(sluice._testing.sleep(0.5)).prefetch(1))
+    next(it)  # later calls wait for the prefetch buffer on this thread
+    ticks = ticks_while(lambda: next(it))
+    assert ticks > 10000, f"the Python thread counted only {ticks} while next() waited"
+
+
+@contextlib.contextmanager
+def python_sigint_handler():
+    # Python's own SIGINT handler, which Python does not install when it starts with SIGINT
+    # ignored (as a shell's background job does).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def interrupted_next(it):
+    """next(it), interrupted by a SIGINT after 0.2 s: asserts it raised KeyboardInterrupt soon."""
+    timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            next(it)
+        assert time.monotonic() - start < 1.0
+    finally:
+        timer.join()
+
+
+def test_ctrl_c_interrupts_a_blocking_next():
+    with python_sigint_handler():
+        it = iter(sluice.Dataset.range(3).map(sluice._testing.sleep(1.5)))
+        interrupted_next(it)
+        with pytest.raises(ValueError, match="interrupted"):
+            it.state_dict()
+        # The element the interrupted next() waited for is not lost.
+        assert int(np.asarray(next(it))) == 0
+
+
+def test_ctrl_c_interrupts_a_next_waiting_on_a_final_prefetch():
+    # Ending with a prefetch, next() waits for its buffer on the Python thread (no hand-off to the
+    # fetching thread) after the first element; Ctrl-C still interrupts that wait, and nothing is
+    # taken meanwhile.
+    with python_sigint_handler():
+        ds = sluice.Dataset.range(3).map(sluice._testing.sleep(1.5)).prefetch(1)
+        it = iter(ds)
+        assert int(np.asarray(next(it))) == 0
+        interrupted_next(it)
+        # No element was waiting in the Python iterator: the position saves, and resumes at 1.
+        state = it.state_dict()
+        assert [int(np.asarray(v)) for v in it] == [1, 2]
+        resumed = iter(ds)
+        resumed.load_state_dict(state)
+        assert [int(np.asarray(v)) for v in resumed] == [1, 2]
 
 
 def test_threads_sharing_an_iterator_that_ends_with_a_prefetch_lose_nothing():
