@@ -119,6 +119,14 @@ absl::StatusOr<std::optional<Element>> IteratorBase::GetNext() {
   return result;
 }
 
+NextReadiness IteratorBase::WaitForNext(std::chrono::steady_clock::time_point deadline) {
+  if (!async()) return WaitForNextInternal(deadline);
+  const int64_t start = profiler::NowNs();
+  const NextReadiness readiness = WaitForNextInternal(deadline);
+  stats_->wait_ns.fetch_add(profiler::NowNs() - start, std::memory_order_relaxed);
+  return readiness;
+}
+
 const char* IteratorBase::WaitSpanName() {
   if (wait_span_name_ == nullptr) wait_span_name_ = profiler::Intern(name_ + " wait");
   return wait_span_name_;

@@ -161,9 +161,9 @@ class IteratorBase {
   // Waits until GetNext would return at once, without waiting for another thread (a buffered
   // element, error or end is at hand), or until `deadline`. kUnknown where the node cannot tell
   // (the default). Called by the consumer, as GetNext is; kReady holds until its next call.
-  NextReadiness WaitForNext(std::chrono::steady_clock::time_point deadline) {
-    return WaitForNextInternal(deadline);
-  }
+  // An async node counts the wait in its wait_ns, as GetNext's, so that AUTOTUNE sees a consumer
+  // waiting here as waiting, not as the consumer's own work.
+  NextReadiness WaitForNext(std::chrono::steady_clock::time_point deadline);
   // The element `source` describes, exactly as GetNext returned it then. Called only while
   // restoring, before this iterator's first GetNext (no worker of it runs yet); the position does
   // not move. Errors name this node; a file changed since is DataLoss naming it.

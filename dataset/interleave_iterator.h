@@ -26,6 +26,7 @@ struct InnerPipeline {
   std::shared_ptr<const DatasetBase> dataset;  // declared first: outlives `iterator`
   std::unique_ptr<IteratorBase> iterator;      // null once ended, or when making it failed
   std::deque<Result> buffer;
+  int64_t buffered_bytes = 0;  // of the elements in `buffer` (parallel mode)
   // Parallel to `buffer` (parallel mode): each element's source in the inner pipeline, or empty.
   std::deque<ElementSource> sources;
   // The input element's source (element_source.h); empty when the input cannot describe it.

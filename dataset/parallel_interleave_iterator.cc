@@ -26,10 +26,12 @@ int64_t SlotBufferCapacity(int64_t block_length) {
   return std::clamp<int64_t>(block_length, 2, 16);
 }
 
-// Small elements (records of a few KB) get deeper slot buffers, up to this many bytes a slot and
-// kMaxSmallElementCapacity elements: a worker woken at a slot's low-water mark then reads half a
-// buffer per wake-up instead of one element. With two elements a slot, every element cost a
-// wake-up each way, ~14 us on 2 cores, more than reading a record.
+// Past that block, a slot buffers more while it holds under this many bytes and
+// kMaxSmallElementCapacity elements: small elements (records of a few KB) get deep buffers, and a
+// worker woken at a slot's low-water mark (half of either bound) reads half a buffer per wake-up
+// instead of one element. With two elements a slot, every element cost a wake-up each way, ~14 us
+// on 2 cores, more than reading a record. Counted per slot, in bytes, so that a slot of large
+// elements stays a block deep whatever its neighbours hold.
 constexpr int64_t kSlotBufferBytes = 64 << 10;
 constexpr int64_t kMaxSmallElementCapacity = 64;
 
@@ -121,6 +123,14 @@ class ParallelInterleaveIterator : public InterleaveIterator {
       if (slot != nullptr) CountBuffered(*slot, +1);
     }
     for (const auto& future : futures_) CountBuffered(*future, +1);
+    const auto count_bytes = [](InnerPipeline& inner) {
+      inner.buffered_bytes = 0;
+      for (const Result& r : inner.buffer) inner.buffered_bytes += ResultBytes(r);
+    };
+    for (const auto& slot : cycle_) {
+      if (slot != nullptr) count_bytes(*slot);
+    }
+    for (const auto& future : futures_) count_bytes(*future);
     return absl::OkStatus();
   }
 
@@ -252,6 +262,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     SetLastSource(*inner, inner->sources.front());
     inner->sources.pop_front();
     CountResult(r, -1);
+    inner->buffered_bytes -= ResultBytes(r);
     return r;
   }
   // Appends to an inner pipeline's buffer, with the result's source there (or none).
@@ -259,12 +270,11 @@ class ParallelInterleaveIterator : public InterleaveIterator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
     inner->buffer.push_back(std::move(r));
     inner->sources.push_back(std::move(source));
-    const Result& pushed = inner->buffer.back();
-    ++pushed_elements_;
-    if (pushed.ok() && pushed->has_value()) {
-      pushed_bytes_ += static_cast<int64_t>(ElementByteSize(**pushed));
-    }
-    CountResult(pushed, +1);
+    inner->buffered_bytes += ResultBytes(inner->buffer.back());
+    CountResult(inner->buffer.back(), +1);
+  }
+  static int64_t ResultBytes(const Result& r) {
+    return r.ok() && r->has_value() ? static_cast<int64_t>(ElementByteSize(**r)) : 0;
   }
   const IteratorContext& InnerContext() const override { return inner_ctx_; }
 
@@ -288,29 +298,27 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     for (const Result& r : inner.buffer) CountResult(r, sign);
   }
 
-  // Elements a slot buffers: SlotBufferCapacity, or more while the elements are small.
-  int64_t Capacity() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
-    if (pushed_elements_ == 0) return base_capacity_;
-    const int64_t mean_bytes = std::max<int64_t>(1, pushed_bytes_ / pushed_elements_);
-    return std::clamp(kSlotBufferBytes / mean_bytes, base_capacity_,
-                      std::max(base_capacity_, kMaxSmallElementCapacity));
-  }
-  // A sleeping worker is woken for a slot once its buffer is down to this; an awake worker fills
-  // buffers to Capacity().
-  int64_t LowWaterMark() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) { return Capacity() / 2; }
-
-  // Whether a worker may read ahead in `inner` now, while its buffer holds fewer than `room`.
-  bool Runnable(const InnerPipeline* inner, int64_t room) const
+  // Whether a worker may read ahead in `inner` now. Its buffer has room below a block, or, past it,
+  // below kMaxSmallElementCapacity elements and kSlotBufferBytes; `low` asks instead whether it is
+  // down to half of those (a sleeping worker is woken then; an awake one fills buffers to the
+  // full bounds).
+  bool Runnable(const InnerPipeline* inner, bool low) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
-    return inner->iterator != nullptr && !inner->busy && !inner->ended &&
-           static_cast<int64_t>(inner->buffer.size()) < room;
+    if (inner->iterator == nullptr || inner->busy || inner->ended) return false;
+    const auto n = static_cast<int64_t>(inner->buffer.size());
+    if (low) {
+      return n <= base_capacity_ / 2 ||
+             (n <= kMaxSmallElementCapacity / 2 && inner->buffered_bytes <= kSlotBufferBytes / 2);
+    }
+    return n < base_capacity_ ||
+           (n < kMaxSmallElementCapacity && inner->buffered_bytes < kSlotBufferBytes);
   }
 
   // The most urgent work: opening the next input element when the cycle has
   // a hole, then the cycle's slots from the consumer's position on, then
-  // opening ahead, then reading ahead in the futures. Buffers count as having room while they
-  // hold fewer than `room` elements.
-  Job FindJob(int64_t room) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+  // opening ahead, then reading ahead in the futures. Buffers count as having room as Runnable
+  // says (`low`: only those down to their low-water mark).
+  Job FindJob(bool low) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
     if (paused_ || active_ >= Parallelism()) return {};
     const bool input_wanted =
         !input_busy_ && !input_ended_ && static_cast<int64_t>(futures_.size()) < future_limit_;
@@ -319,11 +327,11 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     }
     for (int64_t k = 0; k < cycle_length_; ++k) {
       InnerPipeline* slot = cycle_[(cycle_index_ + k) % cycle_length_].get();
-      if (slot != nullptr && Runnable(slot, room)) return {JobKind::kInner, slot};
+      if (slot != nullptr && Runnable(slot, low)) return {JobKind::kInner, slot};
     }
     if (input_wanted) return {JobKind::kInput, nullptr};
     for (const auto& future : futures_) {
-      if (Runnable(future.get(), room)) return {JobKind::kInner, future.get()};
+      if (Runnable(future.get(), low)) return {JobKind::kInner, future.get()};
     }
     return {};
   }
@@ -331,7 +339,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
   // Wakes one sleeping worker when there is work below the low-water mark (or an input to
   // open), for a worker that sleeps only when every buffer is full.
   void WakeWorkerIfDue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
-    if (idle_workers_ > 0 && FindJob(LowWaterMark() + 1).kind != JobKind::kNone) {
+    if (idle_workers_ > 0 && FindJob(/*low=*/true).kind != JobKind::kNone) {
       signal_->worker_cv.Signal();
     }
   }
@@ -343,13 +351,13 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     consumer_waiting_ = false;
   }
 
-  // A worker keeps taking jobs, filling buffers to Capacity(), and sleeps only when none is
+  // A worker keeps taking jobs, filling buffers to their bounds, and sleeps only when none is
   // left; WakeWorkerIfDue wakes it again once a buffer is down to the low-water mark.
   void WorkerLoop() {
     MutexLock l(&signal_->mu);
     while (true) {
       Job job;
-      while (!signal_->cancelled && (job = FindJob(Capacity())).kind == JobKind::kNone) {
+      while (!signal_->cancelled && (job = FindJob(/*low=*/false)).kind == JobKind::kNone) {
         ++idle_workers_;
         signal_->worker_cv.Wait(&signal_->mu);
         --idle_workers_;
@@ -366,9 +374,8 @@ class ParallelInterleaveIterator : public InterleaveIterator {
       stats().active_workers.fetch_sub(1, std::memory_order_relaxed);
       // A result, a new future, an end or quiet for Save: whatever the consumer waits for.
       if (consumer_waiting_) signal_->consumer_cv.Signal();
-      // The job may have made more (an opened future to read, the input free again) than this
-      // worker takes next.
-      WakeWorkerIfDue();
+      // Whatever work the job made (an opened future to read, the input free again), this worker
+      // takes next; a second job wakes another as it claims its own.
     }
   }
 
@@ -377,6 +384,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
   // open a file), and the input is free for the next worker meanwhile.
   void OpenNextInput() ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
     input_busy_ = true;
+    WakeWorkerIfDue();  // for work beyond this job
     signal_->mu.Unlock();
     Result in;
     {
@@ -405,6 +413,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     future->input = std::move(**in);
     future->busy = future->opening = true;
     futures_.push_back(std::move(entry));
+    WakeWorkerIfDue();  // the input is free again while this worker opens the future
     signal_->mu.Unlock();
     std::shared_ptr<const DatasetBase> dataset;
     std::unique_ptr<IteratorBase> iterator;
@@ -428,6 +437,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
   // One GetNext on an inner iterator, into its buffer.
   void ReadAhead(InnerPipeline* inner) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
     inner->busy = true;
+    WakeWorkerIfDue();  // for work beyond this job
     signal_->mu.Unlock();
     Result r;
     {
@@ -474,9 +484,6 @@ class ParallelInterleaveIterator : public InterleaveIterator {
   bool paused_ ABSL_GUARDED_BY(signal_->mu) = false;
   bool consumer_waiting_ ABSL_GUARDED_BY(signal_->mu) = false;
   int64_t idle_workers_ ABSL_GUARDED_BY(signal_->mu) = 0;  // asleep in WorkerLoop
-  // Every result pushed so far, and the bytes of those that are elements: Capacity()'s mean.
-  int64_t pushed_elements_ ABSL_GUARDED_BY(signal_->mu) = 0;
-  int64_t pushed_bytes_ ABSL_GUARDED_BY(signal_->mu) = 0;
   int64_t active_ ABSL_GUARDED_BY(signal_->mu) = 0;
   int64_t buffered_elements_ ABSL_GUARDED_BY(signal_->mu) = 0;
   int64_t buffered_bytes_ ABSL_GUARDED_BY(signal_->mu) = 0;

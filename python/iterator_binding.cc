@@ -10,6 +10,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/mutex.h"
@@ -83,7 +84,7 @@ class PyIterator {
       ended_ = true;
       throw py::stop_iteration();
     }
-    started_ = true;
+    started_ = returned_ = true;
     return ElementToPython(**result);
   }
 
@@ -156,9 +157,13 @@ class PyIterator {
   // kSignalCheckInterval for signal handlers. A handler's exception (KeyboardInterrupt)
   // propagates and leaves the request running.
   Result Wait() {
-    while (true) {
-      bool not_yet = false;
-      if (std::optional<Result> taken = TakeWhenReady(&not_yet)) return *std::move(taken);
+    while (waits_itself_) {
+      bool not_yet = false, unknown = false;
+      if (std::optional<Result> taken = TakeWhenReady(&not_yet, &unknown)) {
+        return *std::move(taken);
+      }
+      // Past the first element, a pipeline that cannot wait itself never will: skip the attempt.
+      if (unknown && returned_) waits_itself_ = false;
       if (!not_yet) break;
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     }
@@ -182,32 +187,35 @@ class PyIterator {
   }
 
   // The next result, taken on this thread without the GIL once the iterator has it at hand, waiting
-  // up to kSignalCheckInterval for it (`*not_yet` then). Nothing where the iterator cannot wait so,
-  // or a request of the fetching thread is under way or waiting to be taken (it comes first).
-  std::optional<Result> TakeWhenReady(bool* not_yet) {
+  // up to kSignalCheckInterval for it (`*not_yet` then). Nothing where the iterator cannot wait so
+  // (`*unknown`), or a request of the fetching thread is under way or waiting to be taken (it comes
+  // first).
+  std::optional<Result> TakeWhenReady(bool* not_yet, bool* unknown) {
     py::gil_scoped_release release;
     {
       MutexLock l(&mu_);
       if (stop_ || requested_ || result_.has_value() || direct_) return std::nullopt;
       direct_ = true;  // no request starts meanwhile
     }
-    std::optional<Result> result;
+    // Cleared however this returns: Close waits for it.
+    absl::Cleanup done = [this] {
+      {
+        MutexLock l(&mu_);
+        direct_ = false;
+      }
+      cv_.SignalAll();  // another thread's next() may wait to request, or Close to finish
+    };
     switch (iterator_->WaitForNext(std::chrono::steady_clock::now() + kSignalCheckInterval)) {
       case NextReadiness::kReady:
-        result = iterator_->GetNext();
-        break;
+        return iterator_->GetNext();
       case NextReadiness::kNotYet:
         *not_yet = true;
-        break;
+        return std::nullopt;
       case NextReadiness::kUnknown:
-        break;
+        *unknown = true;
+        return std::nullopt;
     }
-    {
-      MutexLock l(&mu_);
-      direct_ = false;
-    }
-    cv_.SignalAll();  // another thread's next() may wait to request, or Close to finish
-    return result;
+    return std::nullopt;
   }
 
   // The fetching thread: one GetNext per request.
@@ -238,7 +246,9 @@ class PyIterator {
   // Touched only with the GIL held (Python calls the methods above with it).
   bool started_ = false;  // a next() returned, or a state was loaded
   bool ended_ = false;
-  std::thread thread_;  // started by the first next(); joined by the destructor
+  bool returned_ = false;     // a next() returned an element
+  bool waits_itself_ = true;  // until the pipeline says it cannot (no final Prefetch)
+  std::thread thread_;        // started by the first next(); joined by the destructor
 
   Mutex mu_;
   CondVar cv_;

@@ -417,11 +417,11 @@ TEST(InterleaveParallelTest, CheckpointHoldsBufferedElementsAndFutures) {
   EXPECT_EQ(joined, Ints(*sequential));
 }
 
-// What the workers buffer once they have filled every slot they may (waits for the figure to
-// reach `at_least`, then lets the workers run on a while and reads it again).
-int64_t BufferedWhenFull(const Dataset& ds, int64_t at_least) {
+// What the workers buffer once they have filled every slot they may, after `taken` elements (waits
+// for the figure to reach `at_least`, then lets the workers run on a while and reads it again).
+int64_t BufferedWhenFull(const Dataset& ds, int64_t at_least, int64_t taken = 1) {
   auto it = ds.MakeIterator();
-  EXPECT_TRUE(Drain(*it, 1).ok());
+  EXPECT_TRUE(Drain(*it, taken).ok());
   const auto buffered = [&] {
     const auto stats = it->Stats();
     const NodeStatsSnapshot* node = Node(stats, "Interleave[1]");
@@ -456,6 +456,23 @@ TEST(InterleaveParallelTest, SlotsBufferSmallElementsDeeplyAndLargeOnesTwoAtATim
   const int64_t shallow = BufferedWhenFull(large, 4 * 2 - 1);
   EXPECT_GE(shallow, 4 * 2 - 1);
   EXPECT_LE(shallow, 4 * 2);
+}
+
+// The depth follows the elements' recent size: after 5,000 small elements, the large ones that
+// follow are buffered two at a time at once (an average over every element so far would have
+// kept the slot 64 deep for hundreds of them: 16 MB).
+TEST(InterleaveParallelTest, ASlotsDepthFollowsAChangeOfElementSize) {
+  const Dataset ds = Dataset::Range(2).Interleave(
+      [](Element e) -> absl::StatusOr<Dataset> {
+        if (Value(e) == 0) return Dataset::Range(5000);
+        return Dataset::Range(1000).Map([](Element) -> absl::StatusOr<Element> {
+          return Element{Tensor(DType::kFloat32, Shape{64 << 10})};  // 256 KB
+        });
+      },
+      {.cycle_length = 1, .num_parallel_calls = 2});
+  const int64_t buffered = BufferedWhenFull(ds, /*at_least=*/1, /*taken=*/5010);
+  EXPECT_GE(buffered, 1);
+  EXPECT_LE(buffered, 2);
 }
 
 TEST(InterleaveParallelTest, UnderRepeatAcrossEpochs) {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -289,6 +290,29 @@ TEST(PrefetchTest, WaitForNextWaitsForTheBufferWithoutTakingAnElement) {
   }
   EXPECT_EQ(got, Iota(0, 10));  // nothing skipped or repeated by the waits
   EXPECT_EQ(it->WaitForNext(later()), NextReadiness::kReady);  // the end stays at hand
+  // The waits count as the Prefetch's wait (what AUTOTUNE takes for the consumer waiting): the
+  // 20 ms ones alone add up to more than the element's own 0 ms of GetNext.
+  const auto stats = it->Stats();
+  const auto prefetch = std::find_if(stats.begin(), stats.end(), [](const NodeStatsSnapshot& s) {
+    return s.name == "Prefetch[2]";
+  });
+  ASSERT_NE(prefetch, stats.end());
+  EXPECT_GE(prefetch->wait_ns, 20'000'000);
+
+  // Restored, the Prefetch has buffered elements but no producer until GetNext: it cannot tell.
+  absl::StatusOr<std::string> saved;
+  {
+    auto first = Dataset::Range(10).Prefetch(4).MakeIterator();
+    ASSERT_TRUE(Drain(*first, 2).ok());
+    saved = first->Save();
+    ASSERT_TRUE(saved.ok()) << saved.status();
+  }
+  auto restored = Dataset::Range(10).Prefetch(4).MakeIterator();
+  ASSERT_TRUE(restored->Restore(*saved).ok());
+  EXPECT_EQ(restored->WaitForNext(later()), NextReadiness::kUnknown);
+  auto rest = Drain(*restored);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_EQ(Ints(*rest), Iota(2, 10));
 
   // Without a final Prefetch the iterator cannot tell; with a sticky error it can.
   auto plain = Dataset::Range(3).MakeIterator();
