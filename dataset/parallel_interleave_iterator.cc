@@ -123,14 +123,6 @@ class ParallelInterleaveIterator : public InterleaveIterator {
       if (slot != nullptr) CountBuffered(*slot, +1);
     }
     for (const auto& future : futures_) CountBuffered(*future, +1);
-    const auto count_bytes = [](InnerPipeline& inner) {
-      inner.buffered_bytes = 0;
-      for (const Result& r : inner.buffer) inner.buffered_bytes += ResultBytes(r);
-    };
-    for (const auto& slot : cycle_) {
-      if (slot != nullptr) count_bytes(*slot);
-    }
-    for (const auto& future : futures_) count_bytes(*future);
     return absl::OkStatus();
   }
 
@@ -261,8 +253,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     inner->buffer.pop_front();
     SetLastSource(*inner, inner->sources.front());
     inner->sources.pop_front();
-    CountResult(r, -1);
-    inner->buffered_bytes -= ResultBytes(r);
+    CountResult(*inner, r, -1);
     return r;
   }
   // Appends to an inner pipeline's buffer, with the result's source there (or none).
@@ -270,11 +261,7 @@ class ParallelInterleaveIterator : public InterleaveIterator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
     inner->buffer.push_back(std::move(r));
     inner->sources.push_back(std::move(source));
-    inner->buffered_bytes += ResultBytes(inner->buffer.back());
-    CountResult(inner->buffer.back(), +1);
-  }
-  static int64_t ResultBytes(const Result& r) {
-    return r.ok() && r->has_value() ? static_cast<int64_t>(ElementByteSize(**r)) : 0;
+    CountResult(*inner, inner->buffer.back(), +1);
   }
   const IteratorContext& InnerContext() const override { return inner_ctx_; }
 
@@ -285,17 +272,19 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     --num_open_;
   }
 
-  void CountResult(const Result& r, int sign) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+  // Counts `r`, in or out of `inner`'s buffer, in the node's totals and the pipeline's own.
+  void CountResult(InnerPipeline& inner, const Result& r, int sign)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+    const int64_t bytes =
+        r.ok() && r->has_value() ? sign * static_cast<int64_t>(ElementByteSize(**r)) : 0;
     buffered_elements_ += sign;
-    if (r.ok() && r->has_value()) {
-      buffered_bytes_ += sign * static_cast<int64_t>(ElementByteSize(**r));
-    }
+    buffered_bytes_ += bytes;
+    inner.buffered_bytes += bytes;
     stats().buffered_elements.store(buffered_elements_, std::memory_order_relaxed);
     stats().buffered_bytes.store(buffered_bytes_, std::memory_order_relaxed);
   }
-  void CountBuffered(const InnerPipeline& inner, int sign)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
-    for (const Result& r : inner.buffer) CountResult(r, sign);
+  void CountBuffered(InnerPipeline& inner, int sign) ABSL_EXCLUSIVE_LOCKS_REQUIRED(signal_->mu) {
+    for (const Result& r : inner.buffer) CountResult(inner, r, sign);
   }
 
   // Whether a worker may read ahead in `inner` now. Its buffer has room below a block, or, past it,

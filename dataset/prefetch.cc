@@ -19,7 +19,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <deque>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -180,9 +182,7 @@ class PrefetchIterator : public IteratorBase {
     MutexLock l(&mu_);
     if (!started_) return NextReadiness::kUnknown;  // GetNext starts the producer
     while (!cancelled_ && shared_.empty() && std::chrono::steady_clock::now() < deadline) {
-      consumer_waiting_ = true;
-      profiler::Span span("prefetch", profiler::Active() ? WaitSpanName() : nullptr);
-      consumer_cv_.WaitUntil(&mu_, deadline);
+      WaitAsConsumer(deadline);
     }
     consumer_waiting_ = false;
     // Cancelled, GetNext returns its error at once.
@@ -231,14 +231,19 @@ class PrefetchIterator : public IteratorBase {
   }
   void Uncount(const Entry& e) { UncountBuffered(stats(), e); }
 
-  // Waits on consumer_cv_ once; the caller loops until its condition holds, then clears
-  // consumer_waiting_. The producer clears it when it signals, so that it signals (a system
-  // call) once per sleep.
-  void WaitAsConsumer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // Waits on consumer_cv_ once (until `deadline` at the latest, if any); the caller loops until its
+  // condition holds, then clears consumer_waiting_. The producer clears it when it signals, so that
+  // it signals (a system call) once per sleep.
+  void WaitAsConsumer(std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     consumer_waiting_ = true;
     // The profiler shows when the buffer ran dry and for how long.
     profiler::Span span("prefetch", profiler::Active() ? WaitSpanName() : nullptr);
-    consumer_cv_.Wait(&mu_);
+    if (deadline) {
+      consumer_cv_.WaitUntil(&mu_, *deadline);
+    } else {
+      consumer_cv_.Wait(&mu_);
+    }
   }
 
   void ProducerLoop() {
