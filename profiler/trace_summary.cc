@@ -232,12 +232,32 @@ std::string Summarize(const std::vector<ThreadTrace>& threads, int64_t dropped) 
   }
   if (s.steps > 0) {
     const double input_share = static_cast<double>(s.input_ns) / static_cast<double>(s.step_ns);
-    // The TF profiler's thresholds: over 20% of the step waiting for input is input-bound.
-    const char* verdict = input_share > 0.20   ? "input-bound"
-                          : input_share > 0.05 ? "moderately input-bound"
-                                               : "compute-bound";
-    absl::StrAppendFormat(&out, "Verdict: %s: %.1f%% of the step time waits for input\n", verdict,
-                          100 * input_share);
+    // A device that is busy nearly all the steps' time sets the pace: the host, which only
+    // queues its work, then waits wherever it next blocks, often on input whose copies queue
+    // behind the device's kernels. So that wait is the device's, not the input's.
+    const TraceStats::Device* busiest = nullptr;
+    for (const TraceStats::Device& d : s.devices) {
+      if (d.window_ns > 0 && static_cast<double>(d.busy_ns) >= 0.9 * d.window_ns &&
+          (busiest == nullptr || d.busy_ns * busiest->window_ns > busiest->busy_ns * d.window_ns)) {
+        busiest = &d;
+      }
+    }
+    if (busiest != nullptr) {
+      absl::StrAppendFormat(
+          &out,
+          "Verdict: device-bound: %s is busy %.1f%% of the step time (the host "
+          "waits for it, %.1f%% of the step in input)\n",
+          busiest->track,
+          100.0 * static_cast<double>(busiest->busy_ns) / static_cast<double>(busiest->window_ns),
+          100 * input_share);
+    } else {
+      // The TF profiler's thresholds: over 20% of the step waiting for input is input-bound.
+      const char* verdict = input_share > 0.20   ? "input-bound"
+                            : input_share > 0.05 ? "moderately input-bound"
+                                                 : "compute-bound";
+      absl::StrAppendFormat(&out, "Verdict: %s: %.1f%% of the step time waits for input\n", verdict,
+                            100 * input_share);
+    }
   } else {
     absl::StrAppend(&out, "Verdict: no training steps recorded (a pipeline-only profile)\n");
   }

@@ -406,6 +406,27 @@ TEST(ProfilerTest, FlushHooksRecordDeviceSpansOnTheirOwnTrack) {
   std::filesystem::remove_all(dir);
 }
 
+// A step whose device is busy nearly all of it is device-bound, however long the host waited for
+// input meanwhile (its input's copies queue behind the device's kernels); below 90% busy the
+// input share decides, as before.
+TEST(ProfilerTest, AnAlmostAlwaysBusyDeviceMakesTheVerdictDeviceBound) {
+  const auto threads_with_busy = [](int64_t busy_end) {
+    return std::vector<ThreadTrace>{
+        {.tid = 1,
+         .name = "main",
+         .events = {{"step", "step", 0, 100, 0, false}, {"phase", "input", 0, 80, 1, false}}},
+        {.tid = kFirstTrackTid,
+         .name = "cuda:0",
+         .events = {TraceEvent{"kernel", "CudaGraph", 0, busy_end, 0, false}}},
+    };
+  };
+  EXPECT_THAT(Summarize(threads_with_busy(95), 0),
+              HasSubstr("Verdict: device-bound: cuda:0 is busy 95.0% of the step time (the host "
+                        "waits for it, 80.0% of the step in input)"));
+  EXPECT_THAT(Summarize(threads_with_busy(50), 0),
+              HasSubstr("Verdict: input-bound: 80.0% of the step time waits for input"));
+}
+
 // A device's utilisation is the union of its spans within the steps' window.
 TEST(ProfilerTest, DeviceBusyTimeIsTheUnionOfItsSpansWithinTheSteps) {
   const auto span = [](const char* name, int64_t start, int64_t end) {

@@ -84,7 +84,7 @@ absl::Status RecordingBackend::Record(const char* name, std::vector<const Tensor
 
 absl::Status RecordingBackend::Copy(const Tensor& src, Tensor& dst) {
   if (dst.device().is_cpu() && !src.device().is_cpu()) {
-    return Refuse("copies a device tensor to the host, a host read that a replay would not repeat");
+    return Refuse("copies a device tensor to the host (a host read)");
   }
   // A copy from the host (a constant) waits for it on a GPU: host work.
   return Record(

@@ -6,6 +6,7 @@
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/require_float32.h"
+#include "train/backend/trace_hooks.h"
 #include "train/backend/transfer.h"
 #include "train/ops/autocast.h"
 
@@ -15,6 +16,14 @@ absl::Status LabelRangeCheck::Check() const {
   if (!invalid_) return absl::OkStatus();
   SLUICE_ASSIGN_OR_RETURN(float invalid, backend::ReadScalar(*invalid_));
   if (invalid == 0) return absl::OkStatus();
+  if (!labels_.buffer()) {
+    // A traced step's check (below): the labels of a replay are not at hand.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SparseSoftmaxCrossEntropyWithLogits: ", invalid, " labels of this batch are outside [0, ",
+        classes_, "): the model's output has ", classes_,
+        " classes; does its last Dense have as many units as the data has classes? (Run "
+        "eagerly to name the first.)"));
+  }
   // The error path alone copies the labels back, to name the first bad one.
   SLUICE_ASSIGN_OR_RETURN(Tensor host, backend::ToHost(labels_));
   for (int64_t i = 0; i < host.num_elements(); ++i) {
@@ -61,6 +70,11 @@ absl::StatusOr<Tensor> SparseCrossEntropy(const Tensor& logits_in, const Tensor&
   LabelRangeCheck check(std::move(invalid), labels, c);
   if (deferred != nullptr) {
     *deferred = std::move(check);
+  } else if (backend::Tracing()) {
+    // A replay must check its own batch: the count is read back after each replay's kernels.
+    SLUICE_RETURN_IF_ERROR(backend::CheckAtEveryReplay(
+        kOp, *check.invalid_count(),
+        [c](const Tensor& count) { return LabelRangeCheck(count, Tensor(), c).Check(); }));
   } else {
     SLUICE_RETURN_IF_ERROR(check.Check());
   }

@@ -40,7 +40,9 @@ class LabelRangeCheck {
 // number back from the device, which waits for the device: a training loop
 // that must not wait passes `deferred`, and the op then stores the check there
 // for the loop to run when it next reads from the device (the loss of a bad
-// label is computed with label 0 meanwhile).
+// label is computed with label 0 meanwhile). Inside a traced step (train/function/) without
+// `deferred`, the check is recorded to run after every replay's kernels: a host read per call (on
+// CUDA it ends a device graph there), and its error gives the count of bad labels, not the first.
 absl::StatusOr<Tensor> SparseSoftmaxCrossEntropyWithLogits(const Tensor& logits,
                                                            const Tensor& labels,
                                                            LabelRangeCheck* deferred = nullptr);

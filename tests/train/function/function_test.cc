@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/status_macros.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/train/backend/guarded_backend.h"
 #include "tests/train/gradient_check.h"
@@ -36,6 +37,7 @@
 namespace sluice::train::function {
 namespace {
 
+using ::testing::HasSubstr;
 using testing::RandomTensor;
 
 // Random lifetimes and sizes: blocks whose lives overlap never share a byte, every offset is
@@ -499,6 +501,23 @@ TEST(FunctionTest, ReplaysRunUnderThePrecisionTheyWereTracedUnder) {
   EXPECT_EQ(traced.replays(), 1);
   EXPECT_TRUE((*replayed)[0].Equals(in_trace));
   EXPECT_EQ(backend::CurrentPrecision(), backend::Precision::kFloat32);
+}
+
+// A cross-entropy's label check that is not deferred runs again after every replay: a replay's
+// bad label is an error there too, not only the trace's (which alone ran the eager check before).
+TEST(FunctionTest, AnUndeferredLabelCheckChecksEveryReplay) {
+  Function traced([](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    SLUICE_ASSIGN_OR_RETURN(Tensor losses, ops::SparseSoftmaxCrossEntropyWithLogits(in[0], in[1]));
+    return std::vector<Tensor>{losses};
+  });
+  const Tensor logits = *Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, Shape{2, 3});
+  ASSERT_TRUE(traced({logits, Tensor::FromVector<int64_t>({0, 2})}).ok());
+  ASSERT_TRUE(traced({logits, Tensor::FromVector<int64_t>({1, 1})}).ok());
+  EXPECT_EQ(traced.replays(), 1);
+  const absl::StatusOr<std::vector<Tensor>> bad =
+      traced({logits, Tensor::FromVector<int64_t>({1, 3})});
+  ASSERT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
+  EXPECT_THAT(bad.status().message(), HasSubstr("1 labels of this batch are outside [0, 3)"));
 }
 
 // The arena of a residual network's forward and backward passes, with the outputs kept out of

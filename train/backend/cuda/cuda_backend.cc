@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -195,7 +197,12 @@ absl::StatusOr<CudaBackend*> CudaBackend::ForDevice(int device) {
   MutexLock lock(&shared.mu);
   auto it = shared.backends.find(device);
   if (it != shared.backends.end()) return it->second.get();
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> backend, Create(device, Options()));
+  Options options;
+  const char* benchmark = std::getenv("SLUICE_CUDNN_BENCHMARK");
+  if (benchmark != nullptr && std::string_view(benchmark) == "0") {
+    options.benchmark_convolutions = false;
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> backend, Create(device, options));
   CudaBackend* raw = backend.get();
   // Kept for the life of the process: tensors and tape closures hold raw
   // pointers to it.
@@ -747,8 +754,13 @@ absl::Status CudaBackend::Reduce(ReduceOp op, const Tensor& x, const std::vector
     ++ix.rank;
     (kinds[d] ? r_count : n_out) *= dims[d];
   }
-  CUDA_RETURN_IF_ERROR(
-      kernels::ReduceGeneric(kind, F(x), F(out), n_out, kept, red, r_count, scale, stream()));
+  const int splits = kernels::GenericSplits(n_out, r_count);
+  Tensor partial;
+  if (splits > 1) {
+    SLUICE_ASSIGN_OR_RETURN(partial, Allocate(DType::kFloat32, Shape{n_out, splits}));
+  }
+  CUDA_RETURN_IF_ERROR(kernels::ReduceGeneric(kind, F(x), F(out), n_out, kept, red, r_count, scale,
+                                              splits, splits > 1 ? F(partial) : nullptr, stream()));
   return absl::OkStatus();
 }
 

@@ -53,6 +53,11 @@ class CudaBackend final : public train::backend::Backend {
     bool tf32_convolution = true;
     // The largest workspace a cuDNN convolution algorithm may use.
     size_t max_convolution_workspace_bytes = size_t{1} << 30;
+    // On the first use of each convolution geometry and direction, time cuDNN's algorithms
+    // (cudnnFind*Ex, as PyTorch's torch.backends.cudnn.benchmark = True) and keep the fastest,
+    // instead of taking its heuristic's first choice. The shared backends take it from
+    // SLUICE_CUDNN_BENCHMARK (0 turns it off).
+    bool benchmark_convolutions = true;
   };
 
   // A backend of its own (own stream and library handles) on `device`.
@@ -194,6 +199,8 @@ class CudaBackend final : public train::backend::Backend {
   // the profiler records. `op` is a literal.
   absl::StatusOr<KernelTimer::Scope> Enter(const char* op,
                                            std::initializer_list<const Tensor*> tensors) const;
+  // out[k] = scale * the sum of rows[.., k] (rows [m, c], out c elements): Reduce's column sums.
+  absl::Status SumRows(const Tensor& rows, float scale, Tensor& out);
   // sum of `full` over the dims `grad` repeats along, times `scale`, into grad.
   absl::Status SumInto(const Tensor& full, float scale, Tensor& grad);
   // The gradients of BinaryOp::kMaximum (kMinimum).
@@ -218,8 +225,9 @@ class CudaBackend final : public train::backend::Backend {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(library_mu_);
   // `t` (float32) as a convolution reads it in `dtype`: itself for float32, else a converted copy.
   absl::StatusOr<Tensor> ConvOperand(const Tensor& t, DType dtype);
-  // The steps of GetConvPlan after the descriptors: the algorithm cuDNN offers first for
-  // `direction` within the workspace limit (and its math type), and that algorithm's workspace.
+  // The steps of GetConvPlan after the descriptors: for `direction`, the fastest algorithm cuDNN
+  // times (Options::benchmark_convolutions; not while the stream is being captured) or else the
+  // one it offers first, within the workspace limit, with its math type; and its workspace.
   absl::Status ChooseConvAlgorithm(ConvDirection direction, ConvPlan& plan);
   absl::StatusOr<size_t> ConvWorkspaceSize(ConvDirection direction, const ConvPlan& plan);
   // The input as cuDNN reads it: zero-padded on the sides where the geometry pads more than

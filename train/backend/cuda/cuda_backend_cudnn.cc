@@ -1,6 +1,6 @@
 // CudaBackend's cuDNN ops: convolution forward and backward (NHWC
 // activations; filters reordered between Keras' HWIO and cuDNN's OHWI), with
-// an algorithm chosen once per geometry and direction, and batch norm.
+// an algorithm chosen once per geometry and direction.
 
 #include <cudnn.h>
 
@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -56,6 +57,28 @@ absl::Status RequireInts(const train::backend::ConvGeometry& g) {
   return absl::OkStatus();
 }
 
+// The operands and workspace that cudnnFind*Ex times the algorithms on, made with cudaMalloc
+// outside the caching allocator (a find is once per geometry; the workspace may be large) and
+// freed when the find is done.
+class FindScratch {
+ public:
+  FindScratch() = default;
+  FindScratch(const FindScratch&) = delete;
+  FindScratch& operator=(const FindScratch&) = delete;
+  ~FindScratch() {
+    for (void* p : blocks_) cudaFree(p);
+  }
+  absl::StatusOr<void*> Get(size_t bytes) {
+    void* p = nullptr;
+    CUDA_RETURN_IF_ERROR(cudaMalloc(&p, std::max<size_t>(bytes, 256)));
+    blocks_.push_back(p);
+    return p;
+  }
+
+ private:
+  std::vector<void*> blocks_;
+};
+
 // Picks the first algorithm (cuDNN sorts them by expected speed) that works,
 // fits the workspace limit and, without TF32, multiplies in full fp32.
 template <typename Perf>
@@ -80,49 +103,6 @@ absl::StatusOr<const Perf*> PickAlgorithm(const std::vector<Perf>& perfs, int re
                                           returned, ": ", absl::StrJoin(why, ", "), ") within a ",
                                           max_workspace, "-byte workspace"));
 }
-
-// x [.., C] as the NHWC tensor cuDNN's spatial batch norm reduces over all
-// but C: n = the first dim, h = the rest of the rows, w = 1.
-struct BnShape {
-  int64_t n, h, c;
-  int64_t rows() const { return n * h; }
-};
-BnShape BnShapeOf(const Tensor& x) {
-  const int64_t c = x.dim(x.rank() - 1);
-  const int64_t rows = c == 0 ? 0 : x.num_elements() / c;
-  const int64_t n = x.rank() >= 2 ? x.dim(0) : 1;
-  return {n, n == 0 ? 0 : rows / n, c};
-}
-
-// Owns the two descriptors a batch norm call needs.
-class BnDescriptors {
- public:
-  ~BnDescriptors() {
-    if (x_ != nullptr) cudnnDestroyTensorDescriptor(x_);
-    if (stats_ != nullptr) cudnnDestroyTensorDescriptor(stats_);
-  }
-  absl::Status Init(const BnShape& s) {
-    for (int64_t v : {s.n, s.h, s.c}) {
-      if (v > INT_MAX) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("BatchNorm on CUDA: dimension ", v, " does not fit cuDNN's int sizes"));
-      }
-    }
-    CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&x_));
-    CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&stats_));
-    CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT,
-                                                     static_cast<int>(s.n), static_cast<int>(s.c),
-                                                     static_cast<int>(s.h), 1));
-    CUDNN_RETURN_IF_ERROR(cudnnDeriveBNTensorDescriptor(stats_, x_, CUDNN_BATCHNORM_SPATIAL));
-    return absl::OkStatus();
-  }
-  cudnnTensorDescriptor_t x() const { return x_; }
-  cudnnTensorDescriptor_t stats() const { return stats_; }
-
- private:
-  cudnnTensorDescriptor_t x_ = nullptr;
-  cudnnTensorDescriptor_t stats_ = nullptr;
-};
 
 // Sets up `plan`'s descriptors for `geo` (input, output, filter and convolution) in `dtype`, with
 // the math type TF32 allows (16-bit data: tensor cores, float32 sums), and checks that cuDNN
@@ -242,16 +222,48 @@ absl::StatusOr<const ConvPlan*> CudaBackend::ConvPlanFor(ConvDirection direction
 absl::Status CudaBackend::ChooseConvAlgorithm(ConvDirection direction, ConvPlan& plan) {
   // 16-bit data runs on the tensor cores whatever TF32 says: every math type is allowed.
   const bool tf32 = options_.tf32_convolution || plan.half;
-  const size_t max_ws = options_.max_convolution_workspace_bytes;
+  size_t max_ws = options_.max_convolution_workspace_bytes;
+  // Timing the algorithms (cudnnFind*Ex) runs them, which a stream being captured into a graph
+  // must not: there cuDNN's heuristic picks.
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream(), &capturing));
+  const bool find = options_.benchmark_convolutions && capturing == cudaStreamCaptureStatusNone;
+  FindScratch scratch;
+  void *x = nullptr, *w = nullptr, *y = nullptr, *ws = nullptr;
+  size_t ws_bytes = 0;
+  if (find) {
+    size_t x_bytes = 0, w_bytes = 0, y_bytes = 0;
+    CUDNN_RETURN_IF_ERROR(cudnnGetTensorSizeInBytes(plan.x_desc, &x_bytes));
+    CUDNN_RETURN_IF_ERROR(cudnnGetFilterSizeInBytes(plan.w_desc, &w_bytes));
+    CUDNN_RETURN_IF_ERROR(cudnnGetTensorSizeInBytes(plan.y_desc, &y_bytes));
+    SLUICE_ASSIGN_OR_RETURN(x, scratch.Get(x_bytes));
+    SLUICE_ASSIGN_OR_RETURN(w, scratch.Get(w_bytes));
+    SLUICE_ASSIGN_OR_RETURN(y, scratch.Get(y_bytes));
+    // A constant non-zero pattern, not zeros (which some algorithms run faster on).
+    for (auto [p, n] : {std::pair{x, x_bytes}, std::pair{w, w_bytes}, std::pair{y, y_bytes}}) {
+      CUDA_RETURN_IF_ERROR(cudaMemsetAsync(p, 0x3c, n, stream()));
+    }
+    // The timing offers at most 256 MiB of workspace: an algorithm that wants more is rarely
+    // the fastest, and the allocation is made for the find alone.
+    ws_bytes = std::min<size_t>(max_ws, size_t{256} << 20);
+    SLUICE_ASSIGN_OR_RETURN(ws, scratch.Get(ws_bytes));
+    max_ws = ws_bytes;
+  }
   cudnnMathType_t math = CUDNN_FMA_MATH;
   switch (direction) {
     case ConvDirection::kForward: {
       int count = 0, returned = 0;
       CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithmMaxCount(cudnn_, &count));
       std::vector<cudnnConvolutionFwdAlgoPerf_t> perfs(std::max(count, 1));
-      CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, plan.x_desc, plan.w_desc,
-                                                                   plan.conv_desc, plan.y_desc,
-                                                                   count, &returned, perfs.data()));
+      if (find) {
+        CUDNN_RETURN_IF_ERROR(cudnnFindConvolutionForwardAlgorithmEx(
+            cudnn_, plan.x_desc, x, plan.w_desc, w, plan.conv_desc, plan.y_desc, y, count,
+            &returned, perfs.data(), ws, ws_bytes));
+      } else {
+        CUDNN_RETURN_IF_ERROR(
+            cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, plan.x_desc, plan.w_desc, plan.conv_desc,
+                                                   plan.y_desc, count, &returned, perfs.data()));
+      }
       SLUICE_ASSIGN_OR_RETURN(const cudnnConvolutionFwdAlgoPerf_t* p,
                               PickAlgorithm(perfs, returned, tf32, max_ws, "forward convolution"));
       plan.algorithm = static_cast<int>(p->algo);
@@ -262,9 +274,15 @@ absl::Status CudaBackend::ChooseConvAlgorithm(ConvDirection direction, ConvPlan&
       int count = 0, returned = 0;
       CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnn_, &count));
       std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perfs(std::max(count, 1));
-      CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-          cudnn_, plan.w_desc, plan.y_desc, plan.conv_desc, plan.x_desc, count, &returned,
-          perfs.data()));
+      if (find) {
+        CUDNN_RETURN_IF_ERROR(cudnnFindConvolutionBackwardDataAlgorithmEx(
+            cudnn_, plan.w_desc, w, plan.y_desc, y, plan.conv_desc, plan.x_desc, x, count,
+            &returned, perfs.data(), ws, ws_bytes));
+      } else {
+        CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+            cudnn_, plan.w_desc, plan.y_desc, plan.conv_desc, plan.x_desc, count, &returned,
+            perfs.data()));
+      }
       SLUICE_ASSIGN_OR_RETURN(
           const cudnnConvolutionBwdDataAlgoPerf_t* p,
           PickAlgorithm(perfs, returned, tf32, max_ws, "backward-data convolution"));
@@ -276,9 +294,15 @@ absl::Status CudaBackend::ChooseConvAlgorithm(ConvDirection direction, ConvPlan&
       int count = 0, returned = 0;
       CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnn_, &count));
       std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(std::max(count, 1));
-      CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-          cudnn_, plan.x_desc, plan.y_desc, plan.conv_desc, plan.w_desc, count, &returned,
-          perfs.data()));
+      if (find) {
+        CUDNN_RETURN_IF_ERROR(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            cudnn_, plan.x_desc, x, plan.y_desc, y, plan.conv_desc, plan.w_desc, w, count,
+            &returned, perfs.data(), ws, ws_bytes));
+      } else {
+        CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+            cudnn_, plan.x_desc, plan.y_desc, plan.conv_desc, plan.w_desc, count, &returned,
+            perfs.data()));
+      }
       SLUICE_ASSIGN_OR_RETURN(
           const cudnnConvolutionBwdFilterAlgoPerf_t* p,
           PickAlgorithm(perfs, returned, tf32, max_ws, "backward-filter convolution"));
@@ -456,113 +480,6 @@ absl::Status CudaBackend::Conv2DBackwardFilter(const train::backend::ConvGeometr
     dw = dw32;
   }
   return Transpose(dw, {1, 2, 3, 0}, grad_filter);  // OHWI -> HWIO
-}
-
-// --- batch norm ------------------------------------------------------------------------------
-
-absl::Status CudaBackend::BatchNormForwardTraining(const Tensor& x, const Tensor& gamma,
-                                                   const Tensor& beta, float epsilon, Tensor& y,
-                                                   Tensor& mean, Tensor& variance) {
-  SLUICE_ASSIGN_OR_RETURN(
-      const KernelTimer::Scope timed,
-      Enter("BatchNormForwardTraining", {&x, &gamma, &beta, &y, &mean, &variance}));
-  const BnShape s = BnShapeOf(x);
-  if (s.c == 0) return absl::OkStatus();
-  if (s.rows() <= 1) {
-    // One row: the mean is the row, the variance 0, and y = beta. cuDNN's
-    // unbiased running variance would divide by zero.
-    if (s.rows() == 1) {
-      SLUICE_RETURN_IF_ERROR(Copy(x, mean));
-      SLUICE_RETURN_IF_ERROR(Copy(beta, y));
-      return Fill(variance, 0.0f);
-    }
-    SLUICE_RETURN_IF_ERROR(Fill(mean, 0.0f));
-    return Fill(variance, 0.0f);
-  }
-  BnDescriptors d;
-  MutexLock lock(&library_mu_);
-  SLUICE_RETURN_IF_ERROR(BindLibrariesLocked());
-  SLUICE_RETURN_IF_ERROR(d.Init(s));
-  // With an averaging factor of 1 the "running" statistics are the batch's;
-  // they are read before written (times 1 - factor = 0), so must not hold NaN.
-  CUDA_RETURN_IF_ERROR(kernels::Fill(F(mean), s.c, 0.0f, stream()));
-  CUDA_RETURN_IF_ERROR(kernels::Fill(F(variance), s.c, 0.0f, stream()));
-  const float one = 1.0f, zero = 0.0f;
-  CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationForwardTraining(
-      cudnn_, CUDNN_BATCHNORM_SPATIAL, &one, &zero, d.x(), x.raw_data(), d.x(), y.raw_data(),
-      d.stats(), gamma.raw_data(), beta.raw_data(), 1.0, mean.raw_data(), variance.raw_data(),
-      static_cast<double>(epsilon), nullptr, nullptr));
-  // cuDNN's running variance is unbiased (divides by m - 1); the contract's is
-  // the biased one y was normalised with.
-  const float m = static_cast<float>(s.rows());
-  CUDA_RETURN_IF_ERROR(kernels::Scale(F(variance), (m - 1.0f) / m, F(variance), s.c, stream()));
-  return absl::OkStatus();
-}
-
-absl::Status CudaBackend::BatchNormForwardInference(const Tensor& x, const Tensor& gamma,
-                                                    const Tensor& beta, const Tensor& mean,
-                                                    const Tensor& variance, float epsilon,
-                                                    Tensor& y) {
-  SLUICE_ASSIGN_OR_RETURN(
-      const KernelTimer::Scope timed,
-      Enter("BatchNormForwardInference", {&x, &gamma, &beta, &mean, &variance, &y}));
-  const BnShape s = BnShapeOf(x);
-  if (s.c == 0 || s.rows() == 0) return absl::OkStatus();
-  BnDescriptors d;
-  MutexLock lock(&library_mu_);
-  SLUICE_RETURN_IF_ERROR(BindLibrariesLocked());
-  SLUICE_RETURN_IF_ERROR(d.Init(s));
-  const float one = 1.0f, zero = 0.0f;
-  CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationForwardInference(
-      cudnn_, CUDNN_BATCHNORM_SPATIAL, &one, &zero, d.x(), x.raw_data(), d.x(), y.raw_data(),
-      d.stats(), gamma.raw_data(), beta.raw_data(), mean.raw_data(), variance.raw_data(),
-      static_cast<double>(epsilon)));
-  return absl::OkStatus();
-}
-
-absl::Status CudaBackend::BatchNormBackward(const Tensor& x, const Tensor& gamma,
-                                            const Tensor& mean, const Tensor& variance,
-                                            const Tensor& grad_y, float epsilon,
-                                            bool statistics_are_constant, Tensor& grad_x,
-                                            Tensor& grad_gamma, Tensor& grad_beta) {
-  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed,
-                          Enter("BatchNormBackward", {&x, &gamma, &mean, &variance, &grad_y,
-                                                      &grad_x, &grad_gamma, &grad_beta}));
-  const BnShape s = BnShapeOf(x);
-  if (s.c == 0) return absl::OkStatus();
-  if (s.rows() == 0) {
-    SLUICE_RETURN_IF_ERROR(Fill(grad_gamma, 0.0f));
-    return Fill(grad_beta, 0.0f);
-  }
-  SLUICE_ASSIGN_OR_RETURN(Tensor inv_std, Allocate(DType::kFloat32, Shape{s.c}));
-  CUDA_RETURN_IF_ERROR(kernels::InvStd(F(variance), epsilon, F(inv_std), s.c, stream()));
-  SLUICE_ASSIGN_OR_RETURN(Tensor g2, grad_y.Reshape(Shape{s.rows(), s.c}));
-  SLUICE_ASSIGN_OR_RETURN(Tensor beta_view, grad_beta.Reshape(Shape{1, s.c}));
-  if (statistics_are_constant || s.rows() == 1) {
-    // mean and variance are inputs (or, for one row, x - mean is 0 whatever
-    // x is): grad_x = g gamma inv_std, grad_gamma = sum g (x - mean) inv_std.
-    SLUICE_ASSIGN_OR_RETURN(Tensor xhat_g, Allocate(DType::kFloat32, Shape{s.rows(), s.c}));
-    CUDA_RETURN_IF_ERROR(kernels::BatchNormConstantBackward(F(x), F(grad_y), F(gamma), F(mean),
-                                                            F(inv_std), F(grad_x), F(xhat_g),
-                                                            s.rows(), s.c, stream()));
-    // One row in training: x_i moves its mean with it, so grad_x is 0.
-    if (!statistics_are_constant) SLUICE_RETURN_IF_ERROR(Fill(grad_x, 0.0f));
-    SLUICE_ASSIGN_OR_RETURN(Tensor gamma_view, grad_gamma.Reshape(Shape{1, s.c}));
-    SLUICE_RETURN_IF_ERROR(
-        Reduce(train::backend::ReduceOp::kSum, xhat_g, {true, false}, 1.0f, gamma_view));
-    return Reduce(train::backend::ReduceOp::kSum, g2, {true, false}, 1.0f, beta_view);
-  }
-  BnDescriptors d;
-  MutexLock lock(&library_mu_);
-  SLUICE_RETURN_IF_ERROR(BindLibrariesLocked());
-  SLUICE_RETURN_IF_ERROR(d.Init(s));
-  const float one = 1.0f, zero = 0.0f;
-  CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationBackward(
-      cudnn_, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, d.x(), x.raw_data(), d.x(),
-      grad_y.raw_data(), d.x(), grad_x.raw_data(), d.stats(), gamma.raw_data(),
-      grad_gamma.raw_data(), grad_beta.raw_data(), static_cast<double>(epsilon), mean.raw_data(),
-      inv_std.raw_data()));
-  return absl::OkStatus();
 }
 
 }  // namespace sluice::train::backend::cuda

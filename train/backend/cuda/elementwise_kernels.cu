@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <climits>
 #include <cmath>
 #include <type_traits>
 
@@ -14,10 +15,6 @@
 
 namespace sluice::train::backend::cuda::kernels {
 namespace {
-
-#define SLUICE_GRID_LOOP(i, n)                                                           \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
 __global__ void FillKernel(float* p, int64_t n, float value) {
   SLUICE_GRID_LOOP(i, n) { p[i] = value; }
@@ -164,15 +161,24 @@ __global__ void UnaryBackwardKernel(UnaryKind op, const float* x, const float* y
   }
 }
 
-// Float to integer as the CPU backend: truncated, saturated, NaN to 0 (the __float2*_rz
-// conversions saturate and give 0 for NaN). Float to the 16-bit floats of the mixed-precision
+// Float to integer as the CPU backend: truncated, saturated, NaN to 0, spelled out because
+// __float2ll_rz gives INT64_MIN for NaN (seen on an H200). The limits as floats round up (2^31,
+// 2^63): anything at or past them saturates. Float to the 16-bit floats of the mixed-precision
 // convolutions: rounded to nearest even.
 template <typename To>
 __device__ inline To Convert(float v) {
-  if constexpr (std::is_same_v<To, __half>) return __float2half_rn(v);
-  if constexpr (std::is_same_v<To, __nv_bfloat16>) return __float2bfloat16_rn(v);
-  if constexpr (sizeof(To) == 4) return __float2int_rz(v);
-  return __float2ll_rz(v);
+  if constexpr (std::is_same_v<To, __half>) {
+    return __float2half_rn(v);
+  } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
+    return __float2bfloat16_rn(v);
+  } else {
+    constexpr To kMax = sizeof(To) == 4 ? To{INT_MAX} : To{LLONG_MAX};
+    constexpr To kMin = sizeof(To) == 4 ? To{INT_MIN} : To{LLONG_MIN};
+    if (v != v) return 0;
+    if (v >= static_cast<float>(kMax)) return kMax;
+    if (v <= static_cast<float>(kMin)) return kMin;
+    return static_cast<To>(v);
+  }
 }
 
 template <typename From, typename To>
@@ -225,7 +231,7 @@ __global__ void MaxBackwardKernel(const float* mask, const float* g, const float
 }
 
 __global__ void InvStdKernel(const float* var, float eps, float* inv_std, int64_t c) {
-  SLUICE_GRID_LOOP(i, c) { inv_std[i] = rsqrtf(var[i] + eps); }
+  SLUICE_GRID_LOOP(i, c) { inv_std[i] = 1.0f / sqrtf(var[i] + eps); }
 }
 
 __global__ void ScaleKernel(const float* src, float factor, float* dst, int64_t n) {
@@ -322,7 +328,8 @@ cudaError_t Cast(const void* x, CastType from, void* y, CastType to, int64_t n,
     } else if (from == CastType::kFloat16) {
       CastKernel<<<GridFor(n), kThreads, 0, stream>>>(static_cast<const __half*>(x), to_f, n);
     } else {
-      CastKernel<<<GridFor(n), kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(x), to_f, n);
+      CastKernel<<<GridFor(n), kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(x), to_f,
+                                                      n);
     }
     return cudaGetLastError();
   }

@@ -76,16 +76,43 @@ cudaError_t BatchNormConstantBackward(const float* x, const float* grad_y, const
                                       const float* mean, const float* inv_std, float* grad_x,
                                       float* xhat_g, int64_t m, int64_t c, cudaStream_t stream);
 
+// --- batch_norm_kernels.cu ------------------------------------------------------
+// Over x [m, c], channels innermost. out = (x - mean[k])^2, summed by ReduceColumns into the
+// biased variance.
+cudaError_t BatchNormCentredSquares(const float* x, const float* mean, float* out, int64_t m,
+                                    int64_t c, cudaStream_t stream);
+// y = (x - mean[k]) / sqrt(variance[k] + epsilon) * gamma[k] + beta[k].
+cudaError_t BatchNormNormalize(const float* x, const float* mean, const float* variance,
+                               const float* gamma, const float* beta, float epsilon, float* y,
+                               int64_t m, int64_t c, cudaStream_t stream);
+// out = grad_y * (x - mean[k]) * inv_std[k], summed by ReduceColumns into grad_gamma.
+cudaError_t BatchNormXhatGrad(const float* x, const float* grad_y, const float* mean,
+                              const float* inv_std, float* out, int64_t m, int64_t c,
+                              cudaStream_t stream);
+// The input's gradient through the batch's statistics: grad_x = gamma inv_std (grad_y -
+// grad_beta / m - xhat grad_gamma / m), xhat = (x - mean) inv_std, from the column sums
+// grad_beta = sum grad_y and grad_gamma = sum grad_y xhat.
+cudaError_t BatchNormInputGrad(const float* x, const float* grad_y, const float* gamma,
+                               const float* mean, const float* inv_std, const float* grad_gamma,
+                               const float* grad_beta, float* grad_x, int64_t m, int64_t c,
+                               cudaStream_t stream);
+
 // --- reduce_kernels.cu ----------------------------------------------------------
 // out[k] = scale * reduce_{r} in[kept_offset(k) + reduced_offset(r)]: one block
 // per output. `kept` maps an output index (its dims) to an input offset
-// (stride_a); `reduced` likewise for the r_count reduced elements.
+// (stride_a); `reduced` likewise for the r_count reduced elements. With
+// splits > 1 (GenericSplits) each output's elements are cut into `splits`
+// slices, one block each, into partial [n_out, splits], then reduced over
+// those: deterministic, no atomics.
+constexpr int64_t kGenericSplitMin = 65536;  // fewer elements an output: one block
+int GenericSplits(int64_t n_out, int64_t r_count);
 cudaError_t ReduceGeneric(ReduceKind op, const float* in, float* out, int64_t n_out,
                           const StridedIndex& kept, const StridedIndex& reduced, int64_t r_count,
-                          float scale, cudaStream_t stream);
+                          float scale, int splits, float* partial, cudaStream_t stream);
 // out[0] = scale * the sum of in[0, n), plus out[0] when `accumulate`: one block, so one
 // launch (a metric's batch total added to its running total, a loss's reduction), with the bits
-// of ReduceGeneric over all of in (then Axpby(1, ., 1, out) when accumulating).
+// of ReduceGeneric over all of in for n < kGenericSplitMin, where that is one block too (then
+// Axpby(1, ., 1, out) when accumulating).
 cudaError_t ScaledSum(const float* in, int64_t n, float scale, bool accumulate, float* out,
                       cudaStream_t stream);
 // in [k1, r, k2] reduced over r into [k1, k2], columns coalesced. With

@@ -21,6 +21,11 @@ inline unsigned GridFor(int64_t n) {
   return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(blocks, 65535 * 8)));
 }
 
+// A grid-stride loop over [0, n).
+#define SLUICE_GRID_LOOP(i, n)                                                           \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+
 // Offset of output element i in operand a (and b when asked).
 __device__ inline int64_t OffsetA(const StridedIndex& ix, int64_t i) {
   int64_t off = 0;

@@ -36,6 +36,26 @@ __global__ void ReduceGenericKernel(const float* in, float* out, int64_t n_out, 
   }
 }
 
+// ReduceGenericKernel's first pass when there are few outputs and many elements to reduce into
+// each: block b reduces slice b % splits of output b / splits into partial[b], unscaled.
+template <bool kMax>
+__global__ void ReduceGenericSlicesKernel(const float* in, float* partial, int64_t n_out,
+                                          StridedIndex kept, StridedIndex reduced, int64_t r_count,
+                                          int64_t splits, int64_t per_split) {
+  __shared__ float scratch[32];
+  for (int64_t b = blockIdx.x; b < n_out * splits; b += gridDim.x) {
+    const int64_t k = b / splits, r0 = (b % splits) * per_split;
+    const int64_t r1 = r0 + per_split < r_count ? r0 + per_split : r_count;
+    const int64_t base = OffsetA(kept, k);
+    float acc = kMax ? -INFINITY : 0.0f;
+    for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x) {
+      acc = Combine<kMax>(acc, in[base + OffsetA(reduced, r)]);
+    }
+    acc = BlockReduce<kMax>(acc, scratch);
+    if (threadIdx.x == 0) partial[b] = acc;
+  }
+}
+
 // The threads of a block that reduces r elements: a warp at least, kThreads at most; short rows
 // get narrow blocks.
 int BlockThreads(int64_t r) {
@@ -116,10 +136,44 @@ cudaError_t ScaledSum(const float* in, int64_t n, float scale, bool accumulate, 
   return cudaGetLastError();
 }
 
+int GenericSplits(int64_t n_out, int64_t r_count) {
+  // One block per output reads at most one SM's bandwidth: below two waves of a 132-SM H100,
+  // long reductions are cut into slices of at least 16K elements.
+  if (r_count < kGenericSplitMin || n_out >= 264) return 1;
+  int64_t splits = (r_count + 16383) / 16384;
+  const int64_t fill = (2048 + n_out - 1) / n_out;
+  if (splits > fill) splits = fill;
+  if (splits > 1024) splits = 1024;
+  return static_cast<int>(splits < 1 ? 1 : splits);
+}
+
 cudaError_t ReduceGeneric(ReduceKind op, const float* in, float* out, int64_t n_out,
                           const StridedIndex& kept, const StridedIndex& reduced, int64_t r_count,
-                          float scale, cudaStream_t stream) {
+                          float scale, int splits, float* partial, cudaStream_t stream) {
   if (n_out == 0) return cudaSuccess;
+  if (splits > 1) {
+    const int64_t per_split = (r_count + splits - 1) / splits;
+    const int64_t blocks = n_out * splits;
+    const unsigned grid1 = static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20));
+    if (op == ReduceKind::kMax) {
+      ReduceGenericSlicesKernel<true><<<grid1, kThreads, 0, stream>>>(
+          in, partial, n_out, kept, reduced, r_count, splits, per_split);
+    } else {
+      ReduceGenericSlicesKernel<false><<<grid1, kThreads, 0, stream>>>(
+          in, partial, n_out, kept, reduced, r_count, splits, per_split);
+    }
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+    // partial [n_out, splits], reduced over its last dim.
+    StridedIndex outputs, slices;
+    outputs.rank = slices.rank = 1;
+    outputs.dims[0] = n_out;
+    outputs.stride_a[0] = splits;
+    slices.dims[0] = splits;
+    slices.stride_a[0] = 1;
+    return ReduceGeneric(op, partial, out, n_out, outputs, slices, splits, scale, 1, nullptr,
+                         stream);
+  }
   const int threads = BlockThreads(r_count);
   const unsigned grid = static_cast<unsigned>(n_out < (1 << 20) ? n_out : (1 << 20));
   if (op == ReduceKind::kMax) {

@@ -362,7 +362,9 @@ TEST_F(CudaBackendTest, PoolingMatchesCpuWithAsymmetricPadding) {
 
 TEST_F(CudaBackendTest, BatchNormMatchesCpu) {
   const float eps = 1e-3f;
-  for (const Shape& shape : {Shape{8, 5, 5, 16}, Shape{32, 3}, Shape{1, 6}}) {
+  // resnet-20's first stage at batch 32 (many rows), and more channels than a column tile.
+  for (const Shape& shape : {Shape{8, 5, 5, 16}, Shape{32, 3}, Shape{1, 6}, Shape{32, 28, 28, 16},
+                             Shape{4, 6, 6, 100}}) {
     SCOPED_TRACE(shape.DebugString());
     const int64_t c = shape.dim(shape.rank() - 1);
     Tensor x = Random(shape, 50, -2.0f, 3.0f), dy = Random(shape, 51);
@@ -496,6 +498,10 @@ TEST_F(CudaBackendTest, ReduceMatchesCpuOnEveryPattern) {
       {{3, 5000, 40}, {false, true, false}},
       {{100000}, {true}},
       {{2, 1, 3}, {false, true, true}},
+      // Few outputs of many elements each: cut into slices (GenericSplits), strided or not.
+      {{3, 300000}, {false, true}},
+      {{2, 3, 50000, 2}, {true, false, true, false}},
+      {{1000, 700}, {true, true}},
   };
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
     for (const Case& c : cases) {
