@@ -123,6 +123,7 @@ void AddOps(const OpTable& ops, TraceStats& stats) {
       if (name == "forward_backward") stats.forward_backward_ns += op.total_ns;
       if (name == "optimizer") stats.optimizer_ns += op.total_ns;
       if (name == "metrics") stats.metrics_ns += op.total_ns;
+      if (name == "device_wait") stats.device_wait_ns += op.total_ns;
     } else if (category == "pipeline") {
       node_work[name] += op.self_ns;  // waits on workers are child spans: not in self
     } else if (category == "map" && absl::EndsWith(name, " call")) {
@@ -152,9 +153,10 @@ TraceStats ComputeStats(const std::vector<ThreadTrace>& threads) {
     }
   }
   AddOps(ops, stats);
-  stats.other_ns = std::max<int64_t>(
-      0, stats.step_ns - stats.input_ns - stats.forward_ns - stats.loss_ns - stats.backward_ns -
-             stats.forward_backward_ns - stats.optimizer_ns - stats.metrics_ns);
+  stats.other_ns =
+      std::max<int64_t>(0, stats.step_ns - stats.input_ns - stats.forward_ns - stats.loss_ns -
+                               stats.backward_ns - stats.forward_backward_ns - stats.optimizer_ns -
+                               stats.metrics_ns - stats.device_wait_ns);
   std::sort(
       stats.ops.begin(), stats.ops.end(),
       [](const TraceStats::Op& a, const TraceStats::Op& b) { return a.total_ns > b.total_ns; });
@@ -196,13 +198,19 @@ std::string Summarize(const std::vector<ThreadTrace>& threads, int64_t dropped) 
                                                                  s.forward_backward_ns},
                                                                 {"optimizer", s.optimizer_ns},
                                                                 {"metrics", s.metrics_ns},
+                                                                {"device wait", s.device_wait_ns},
                                                                 {"other", s.other_ns}}
-                 : std::vector<std::pair<const char*, int64_t>>{
-                       {"input", s.input_ns},         {"forward", s.forward_ns},
-                       {"loss", s.loss_ns},           {"backward", s.backward_ns},
-                       {"optimizer", s.optimizer_ns}, {"metrics", s.metrics_ns},
-                       {"other", s.other_ns}};
+                 : std::vector<std::pair<const char*, int64_t>>{{"input", s.input_ns},
+                                                                {"forward", s.forward_ns},
+                                                                {"loss", s.loss_ns},
+                                                                {"backward", s.backward_ns},
+                                                                {"optimizer", s.optimizer_ns},
+                                                                {"metrics", s.metrics_ns},
+                                                                {"device wait", s.device_wait_ns},
+                                                                {"other", s.other_ns}};
     for (size_t i = 0; i < phases.size(); ++i) {
+      // A device wait only where there is a device that the host waits for.
+      if (phases[i].second == 0 && phases[i].first == std::string_view("device wait")) continue;
       absl::StrAppendFormat(&out, "%s %s %.1f%%", i == 0 ? "" : ",", phases[i].first,
                             100 * static_cast<double>(phases[i].second) / step);
     }
@@ -235,10 +243,13 @@ std::string Summarize(const std::vector<ThreadTrace>& threads, int64_t dropped) 
     // A device that is busy nearly all the steps' time sets the pace: the host, which only
     // queues its work, then waits wherever it next blocks, often on input whose copies queue
     // behind the device's kernels. So that wait is the device's, not the input's.
+    const auto share = [](const TraceStats::Device& x) {
+      return static_cast<double>(x.busy_ns) / static_cast<double>(x.window_ns);
+    };
     const TraceStats::Device* busiest = nullptr;
     for (const TraceStats::Device& d : s.devices) {
-      if (d.window_ns > 0 && static_cast<double>(d.busy_ns) >= 0.9 * d.window_ns &&
-          (busiest == nullptr || d.busy_ns * busiest->window_ns > busiest->busy_ns * d.window_ns)) {
+      if (d.window_ns > 0 && share(d) >= 0.9 &&
+          (busiest == nullptr || share(d) > share(*busiest))) {
         busiest = &d;
       }
     }

@@ -21,11 +21,12 @@ struct TraceStats {
   std::vector<Op> ops;  // every (category, name), by total time, longest first
   // Training steps: category "step", name "step"; their phases: category "phase", names
   // "input", "forward", "loss", "backward" (an eager step), "forward_backward" (a compiled step's
-  // replay), "optimizer", "metrics"; "other" is the rest of the steps' time.
+  // replay), "optimizer", "metrics", "device_wait" (the host waiting for the device to finish an
+  // earlier step, so as to run at most a few steps ahead); "other" is the rest of the steps' time.
   int64_t steps = 0;
   int64_t step_ns = 0;
   int64_t input_ns = 0, forward_ns = 0, loss_ns = 0, backward_ns = 0, forward_backward_ns = 0,
-          optimizer_ns = 0, metrics_ns = 0, other_ns = 0;
+          optimizer_ns = 0, metrics_ns = 0, device_wait_ns = 0, other_ns = 0;
   // The pipeline node with the most work of its own: the self time of its GetNext spans
   // (category "pipeline", without the waits on its workers, category "wait" or "prefetch"), plus
   // its parallel calls on worker threads (category "map", "<node> call"); empty when none.

@@ -150,7 +150,10 @@ if [ $gpu = 0 ]; then
   else
     run gpu_tests 120 "$b/bin/gpu_tests" --gtest_output="json:$out/gpu_tests.json"
   fi
-  for p in accuracy precision python-cuda speed input tensorboard onnx; do skip_gpu "$p"; done
+  for p in accuracy precision python-cuda speed input profile pipeline-bench speed-heuristic \
+    tensorboard onnx; do
+    skip_gpu "$p"
+  done
 else
   # CPU references for the accuracy goal, beside the GPU parts on half the cores.
   # resnet-20's test accuracy after 2 epochs moves by a point or two with the order of float sums

@@ -151,6 +151,12 @@ class Backend {
   // wait (CUDA: cudaStreamWaitEvent). Call before the first kernel that
   // reads a CopyAsync destination.
   virtual absl::Status WaitEvent(Event& event);
+  // The event of the end of the work queued on this backend so far; the host does not wait.
+  // A training loop waits for the one of a step a few steps back, so that the host runs at most
+  // that far ahead of the device: a device-bound loop then waits on the device, where a profile
+  // shows it, instead of wherever it next blocks (its input, whose copies queue behind the
+  // kernels). The default (a backend that runs each call to the end: the CPU) is done already.
+  virtual absl::StatusOr<std::shared_ptr<Event>> RecordEvent();
 
   // --- queues of other libraries (DLPack's stream exchange) ---------------------
   // `queue` is a queue of this device that another library puts its work on: on CUDA a

@@ -55,6 +55,7 @@ absl::StatusOr<bool> EpochLoop::Step() {
   SLUICE_ASSIGN_OR_RETURN(const bool takes, TakesStep(*next, next_pass, where));
   if (!takes) return false;
   SLUICE_RETURN_IF_ERROR(Train(**next, where));
+  SLUICE_RETURN_IF_ERROR(WithContext(BoundRunAhead(), where));
   SLUICE_RETURN_IF_ERROR(AfterStep(step_start, t1, where));
   SLUICE_RETURN_IF_ERROR(p_.profile.AfterStep(pos.global_step, /*fit_ends=*/false));
   // Data-parallel ranks stop together, at the next step's agreement.
@@ -121,6 +122,20 @@ absl::Status EpochLoop::Train(const Element& element, const std::string& where) 
   result_.images += batch.inputs.dim(0);
   ++p_.position.step_in_epoch;
   ++p_.position.global_step;
+  return absl::OkStatus();
+}
+
+absl::Status EpochLoop::BoundRunAhead() {
+  if (p_.device.is_cpu()) return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(p_.device));
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<backend::Event> done, backend->RecordEvent());
+  in_flight_.push_back(std::move(done));
+  while (in_flight_.size() > kMaxStepsInFlight) {
+    const absl::Status waited = in_flight_.front()->Synchronize();
+    in_flight_.pop_front();
+    SLUICE_RETURN_IF_ERROR(waited);
+  }
+  p_.phases.Mark("device_wait");
   return absl::OkStatus();
 }
 

@@ -2,6 +2,8 @@
 #define SLUICE_TRAIN_FIT_EPOCH_LOOP_H_
 
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -9,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "core/device.h"
 #include "core/element.h"
+#include "train/backend/backend.h"
 #include "train/callbacks/callback.h"
 #include "train/callbacks/progress_bar.h"
 #include "train/fit/compiled_loss.h"
@@ -72,6 +75,8 @@ class EpochLoop {
  private:
   // The label checks of this many steps at most wait for a read of the logs.
   static constexpr size_t kMaxDeferredLabelChecks = 64;
+  // The host queues at most this many steps ahead of the device (BoundRunAhead).
+  static constexpr size_t kMaxStepsInFlight = 2;
 
   // Data-parallel: whether any rank has something that may read a step's logs.
   absl::Status AgreeOnLogReaders();
@@ -84,6 +89,11 @@ class EpochLoop {
   absl::StatusOr<bool> AgreeOnStep(std::optional<Element>& next, bool next_pass,
                                    const std::string& where);
   absl::Status Train(const Element& element, const std::string& where);
+  // After a step is queued on a device that runs asynchronously: waits for the end of the step
+  // kMaxStepsInFlight back, so that a device-bound loop waits here, as device time, and not in
+  // its input, whose copies queue behind the kernels (it would read as input-bound). Bounds the
+  // memory that queued steps hold, too. Nothing on the CPU.
+  absl::Status BoundRunAhead();
   // After a step: the logs when read, the callbacks and the progress.
   absl::Status AfterStep(int64_t step_start, double compute_start, const std::string& where);
   bool WantsLogs() const;
@@ -105,6 +115,8 @@ class EpochLoop {
   // Data-parallel: whether any rank may read a step's logs (a live progress bar, a callback).
   // Where none may, the steps skip agreeing on it: one small all-reduce a step less.
   bool logs_may_be_read_ = true;
+  // The ends of the steps queued and not yet waited for, oldest first.
+  std::deque<std::shared_ptr<backend::Event>> in_flight_;
 };
 
 }  // namespace sluice::train::fit

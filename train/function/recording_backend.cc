@@ -120,6 +120,10 @@ absl::Status RecordingBackend::WaitEvent(backend::Event&) {
   return Refuse("waits for an event of the input pipeline's copies");
 }
 
+absl::StatusOr<std::shared_ptr<backend::Event>> RecordingBackend::RecordEvent() {
+  return Refuse("records an event for the host to wait on (the training loop's, outside the step)");
+}
+
 absl::Status RecordingBackend::OrderQueueAfterThis(uintptr_t) {
   return Refuse("orders another library's queue after the step's kernels (DLPack's exchange)");
 }

@@ -81,6 +81,7 @@ class RecordingBackend final : public backend::Backend, public backend::CheckRec
   absl::StatusOr<std::shared_ptr<backend::Event>> CopyAsync(const Tensor& src,
                                                             Tensor& dst) override;
   absl::Status WaitEvent(backend::Event& event) override;
+  absl::StatusOr<std::shared_ptr<backend::Event>> RecordEvent() override;
   absl::Status OrderQueueAfterThis(uintptr_t queue) override;
   absl::Status OrderThisAfterQueue(uintptr_t queue) override;
   absl::Status RecordCheck(const char* name, const Tensor& t, backend::TensorCheck check) override;

@@ -19,8 +19,8 @@ absl::Status LabelRangeCheck::Check() const {
   if (!labels_.buffer()) {
     // A traced step's check (below): the labels of a replay are not at hand.
     return absl::InvalidArgumentError(absl::StrCat(
-        "SparseSoftmaxCrossEntropyWithLogits: ", invalid, " labels of this batch are outside [0, ",
-        classes_, "): the model's output has ", classes_,
+        "SparseSoftmaxCrossEntropyWithLogits: ", static_cast<int64_t>(invalid),
+        " labels of this batch are outside [0, ", classes_, "): the model's output has ", classes_,
         " classes; does its last Dense have as many units as the data has classes? (Run "
         "eagerly to name the first.)"));
   }

@@ -39,6 +39,8 @@ std::atomic<int64_t> live_allocations{0};
 std::atomic<int64_t> kernel_calls{0};
 std::atomic<int64_t> async_copies{0};
 std::atomic<int64_t> host_reads{0};
+std::atomic<int64_t> recorded_events{0};
+std::atomic<int64_t> event_waits{0};
 std::atomic<int64_t> graphs_captured{0};
 std::atomic<int64_t> graph_launches{0};
 std::atomic<int> captures_to_fail{0};
@@ -75,6 +77,16 @@ class GuardedGraph final : public backend::DeviceGraph {
  private:
   std::function<absl::Status()> work_;
   size_t nodes_ = 0;
+};
+
+// RecordEvent's: the guarded kernels run on the calling thread, so the work is done; a wait is
+// counted.
+class RecordedEvent final : public backend::Event {
+ public:
+  absl::Status Synchronize() override {
+    ++event_waits;
+    return absl::OkStatus();
+  }
 };
 
 // The end of one CopyAsync, done on the backend's copy thread. `waited` says that the host has
@@ -317,6 +329,12 @@ class GuardedBackend final : public Backend {
     }
     // This device's "stream" is the calling thread: ordering after the copy is waiting for it.
     return event.Synchronize();
+  }
+
+  absl::StatusOr<std::shared_ptr<backend::Event>> RecordEvent() override {
+    SLUICE_RETURN_IF_ERROR(RefuseInGraph("RecordEvent"));
+    ++recorded_events;
+    return std::shared_ptr<backend::Event>(std::make_shared<RecordedEvent>());
   }
 
   // The CPU's kernels run here, so their operands take the CPU's form (made by this backend's
@@ -706,6 +724,8 @@ int64_t GuardedLiveAllocations() { return live_allocations.load(); }
 int64_t GuardedKernelCalls() { return kernel_calls.load(); }
 int64_t GuardedAsyncCopies() { return async_copies.load(); }
 int64_t GuardedHostReads() { return host_reads.load(); }
+int64_t GuardedRecordedEvents() { return recorded_events.load(); }
+int64_t GuardedEventWaits() { return event_waits.load(); }
 int64_t GuardedGraphsCaptured() { return graphs_captured.load(); }
 int64_t GuardedGraphLaunches() { return graph_launches.load(); }
 void FailGuardedCaptures(int n) { captures_to_fail = n; }

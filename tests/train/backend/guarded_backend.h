@@ -1,6 +1,6 @@
 // A TEST DEVICE, not a product backend: memory the host may not touch.
 //
-// No GPU has been lent to this project, yet the training core must run on one. A CUDA tensor's
+// The training core must run on a GPU that most test machines lack. A CUDA tensor's
 // pointer dereferenced on the host crashes; a host copy of a device tensor taken where the code
 // forgot an explicit copy is a silent bug on a GPU. This backend makes both visible on any
 // machine: a Device::Guarded(i) tensor lives in pages of its own (one mmap per allocation) kept
@@ -34,6 +34,9 @@ int64_t GuardedKernelCalls();
 int64_t GuardedAsyncCopies();
 // Copies from the device to the host: each would wait for the GPU's queued work.
 int64_t GuardedHostReads();
+// RecordEvent calls, and waits for the events they returned.
+int64_t GuardedRecordedEvents();
+int64_t GuardedEventWaits();
 // Device graphs captured, and their launches. The guarded backend captures graphs as CUDA does
 // (Backend::Capture), so a traced step's replays here launch graphs; a launch refuses the host
 // work a CUDA graph could not hold (a host copy, a Dropout, Synchronize).

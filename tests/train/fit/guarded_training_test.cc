@@ -331,6 +331,23 @@ TEST_F(GuardedTrainingTest, GuardedFitReadsBackOncePerEpochUnlessBatchLogsAreRea
   EXPECT_EQ(recorder.batch_losses.size(), 18u);
 }
 
+// Fit queues at most two steps ahead of the device: after each step it records the device's
+// event and waits for the one two steps back, so a device-bound loop waits there (as device
+// time) and not in its input. 3 epochs of 6 steps: 18 events, 3 * (6 - 2) waits (an epoch's end
+// reads the metrics, which waits for everything).
+TEST_F(GuardedTrainingTest, GuardedFitRunsAtMostTwoStepsAheadOfTheDevice) {
+  auto model = TinyModel(4);
+  ASSERT_TRUE(model->To(Device::Guarded()).ok());
+  optimizers::Sgd sgd;
+  fit::Trainer trainer(*model, sgd);
+  const int64_t recorded = GuardedRecordedEvents(), waits = GuardedEventWaits();
+  absl::StatusOr<fit::History> h =
+      trainer.Fit(BlobsDataset(96, 3, 16), {.epochs = 3, .verbose = 0});
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(GuardedRecordedEvents() - recorded, 18);
+  EXPECT_EQ(GuardedEventWaits() - waits, 3 * 4);
+}
+
 // mixed_bfloat16: the policy reaches every matmul of Fit, Evaluate and Predict (the history
 // differs from float32's), the model still learns, and the guarded device, which runs the CPU's
 // kernels, gives the CPU's bf16 results bit for bit. mixed_float16 is refused on the CPU.

@@ -1,7 +1,7 @@
 // Batch norm's elementwise passes over x [m, c] (NHWC rows, channels innermost); the per-channel
-// sums between them are ReduceColumns' (reduce_kernels.cu). cuDNN's spatial batch norm on NHWC
-// float32 took 0.6 ms (forward) and 0.9 ms (backward) for resnet-20's [256, 28, 28, 16] on an
-// H200, some 40 times what reading the tensor takes.
+// sums between them are Reduce's (its column kernel, reduce_kernels.cu). cuDNN's spatial batch norm
+// on NHWC float32 took 0.6 ms (forward) and 0.9 ms (backward) for resnet-20's [256, 28, 28, 16] on
+// an H200, some 40 times what reading the tensor takes.
 
 #include "train/backend/cuda/kernels.h"
 #include "train/backend/cuda/launch_util.cuh"

@@ -315,7 +315,8 @@ absl::Status CudaBackend::Synchronize() {
 
 namespace {
 
-// The end of one CopyAsync on the copy stream.
+// A CUDA event of this backend: the end of one CopyAsync on the copy stream, or of the work
+// queued on the compute stream (RecordEvent).
 class CopyEvent final : public train::backend::Event {
  public:
   CopyEvent(int device, cuda::Event event) : device_(device), event_(std::move(event)) {}
@@ -367,6 +368,15 @@ absl::StatusOr<std::shared_ptr<train::backend::Event>> CudaBackend::CopyAsync(co
                                        cudaMemcpyHostToDevice, copy_stream_.get()));
   SLUICE_ASSIGN_OR_RETURN(Event done, Event::Create(device_));
   SLUICE_RETURN_IF_ERROR(done.Record(copy_stream_));
+  return std::shared_ptr<train::backend::Event>(
+      std::make_shared<CopyEvent>(device_, std::move(done)));
+}
+
+absl::StatusOr<std::shared_ptr<train::backend::Event>> CudaBackend::RecordEvent() {
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  SLUICE_ASSIGN_OR_RETURN(Event done, Event::Create(device_));
+  // The backend's stream: a training loop records between steps, never while capturing.
+  SLUICE_RETURN_IF_ERROR(done.Record(stream_));
   return std::shared_ptr<train::backend::Event>(
       std::make_shared<CopyEvent>(device_, std::move(done)));
 }
@@ -773,8 +783,18 @@ absl::Status CudaBackend::AccumulateSum(const Tensor& x, float scale, Tensor& to
                      DTypeName(x.dtype()), x.shape().DebugString(), " and ",
                      DTypeName(total.dtype()), total.shape().DebugString()));
   }
-  CUDA_RETURN_IF_ERROR(
-      kernels::ScaledSum(F(x), x.num_elements(), scale, /*accumulate=*/true, F(total), stream()));
+  return ScaledSum(x, scale, /*accumulate=*/true, total);
+}
+
+absl::Status CudaBackend::ScaledSum(const Tensor& x, float scale, bool accumulate, Tensor& out) {
+  const int64_t n = x.num_elements();
+  const int splits = kernels::GenericSplits(1, n);
+  Tensor partial;
+  if (splits > 1) {
+    SLUICE_ASSIGN_OR_RETURN(partial, Allocate(DType::kFloat32, Shape{splits}));
+  }
+  CUDA_RETURN_IF_ERROR(kernels::ScaledSum(F(x), n, scale, accumulate, splits,
+                                          splits > 1 ? F(partial) : nullptr, F(out), stream()));
   return absl::OkStatus();
 }
 
@@ -910,8 +930,7 @@ absl::Status CudaBackend::SparseSoftmaxCrossEntropy(const Tensor& logits, const 
   if (reduced != nullptr) {
     // A second launch: the rows' blocks cannot sum their losses in one without a grid-wide
     // barrier.
-    CUDA_RETURN_IF_ERROR(kernels::ScaledSum(F(loss), loss.num_elements(), scale,
-                                            /*accumulate=*/false, F(*reduced), stream()));
+    SLUICE_RETURN_IF_ERROR(ScaledSum(loss, scale, /*accumulate=*/false, *reduced));
   }
   return absl::OkStatus();
 }

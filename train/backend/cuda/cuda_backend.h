@@ -91,6 +91,7 @@ class CudaBackend final : public train::backend::Backend {
   absl::StatusOr<std::shared_ptr<train::backend::Event>> CopyAsync(const Tensor& src,
                                                                    Tensor& dst) override;
   absl::Status WaitEvent(train::backend::Event& event) override;
+  absl::StatusOr<std::shared_ptr<train::backend::Event>> RecordEvent() override;
   absl::Status OrderQueueAfterThis(uintptr_t queue) override;
   absl::Status OrderThisAfterQueue(uintptr_t queue) override;
 
@@ -199,6 +200,8 @@ class CudaBackend final : public train::backend::Backend {
   // the profiler records. `op` is a literal.
   absl::StatusOr<KernelTimer::Scope> Enter(const char* op,
                                            std::initializer_list<const Tensor*> tensors) const;
+  // out[0] = scale * the sum of x (plus out[0] when `accumulate`), with Reduce's bits.
+  absl::Status ScaledSum(const Tensor& x, float scale, bool accumulate, Tensor& out);
   // out[k] = scale * the sum of rows[.., k] (rows [m, c], out c elements): Reduce's column sums.
   absl::Status SumRows(const Tensor& rows, float scale, Tensor& out);
   // sum of `full` over the dims `grad` repeats along, times `scale`, into grad.

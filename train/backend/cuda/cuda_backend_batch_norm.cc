@@ -84,18 +84,18 @@ absl::Status CudaBackend::BatchNormBackward(const Tensor& x, const Tensor& gamma
   SLUICE_ASSIGN_OR_RETURN(Tensor inv_std, Allocate(DType::kFloat32, Shape{s.c}));
   CUDA_RETURN_IF_ERROR(kernels::InvStd(F(variance), epsilon, F(inv_std), s.c, stream()));
   SLUICE_ASSIGN_OR_RETURN(const Tensor g_rows, grad_y.Reshape(Shape{s.m, s.c}));
-  // grad_beta = sum g; grad_gamma = sum g xhat.
+  // grad_beta = sum g; grad_gamma = sum g xhat, xhat = (x - mean) inv_std.
   SLUICE_RETURN_IF_ERROR(SumRows(g_rows, 1.0f, grad_beta));
   SLUICE_ASSIGN_OR_RETURN(Tensor xhat_g, Allocate(DType::kFloat32, Shape{s.m, s.c}));
+  if (statistics_are_constant) {
+    // mean and variance are inputs: grad_x = g gamma inv_std, in the same pass as g xhat.
+    CUDA_RETURN_IF_ERROR(kernels::BatchNormConstantBackward(
+        F(x), F(grad_y), F(gamma), F(mean), F(inv_std), F(grad_x), F(xhat_g), s.m, s.c, stream()));
+    return SumRows(xhat_g, 1.0f, grad_gamma);
+  }
   CUDA_RETURN_IF_ERROR(kernels::BatchNormXhatGrad(F(x), F(grad_y), F(mean), F(inv_std), F(xhat_g),
                                                   s.m, s.c, stream()));
   SLUICE_RETURN_IF_ERROR(SumRows(xhat_g, 1.0f, grad_gamma));
-  if (statistics_are_constant) {
-    // mean and variance are inputs: grad_x = g gamma inv_std.
-    CUDA_RETURN_IF_ERROR(kernels::BatchNormConstantBackward(
-        F(x), F(grad_y), F(gamma), F(mean), F(inv_std), F(grad_x), F(xhat_g), s.m, s.c, stream()));
-    return absl::OkStatus();
-  }
   // Through the batch's statistics (for one row, x - mean is 0 whatever x is: grad_x is 0, as
   // the formula gives).
   CUDA_RETURN_IF_ERROR(kernels::BatchNormInputGrad(F(x), F(grad_y), F(gamma), F(mean), F(inv_std),

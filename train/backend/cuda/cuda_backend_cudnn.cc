@@ -79,7 +79,8 @@ class FindScratch {
   std::vector<void*> blocks_;
 };
 
-// Picks the first algorithm (cuDNN sorts them by expected speed) that works,
+// Picks the first algorithm (cuDNN sorts them by measured time when timed, else by expected
+// speed) that works,
 // fits the workspace limit and, without TF32, multiplies in full fp32.
 template <typename Perf>
 absl::StatusOr<const Perf*> PickAlgorithm(const std::vector<Perf>& perfs, int returned,
@@ -222,100 +223,118 @@ absl::StatusOr<const ConvPlan*> CudaBackend::ConvPlanFor(ConvDirection direction
 absl::Status CudaBackend::ChooseConvAlgorithm(ConvDirection direction, ConvPlan& plan) {
   // 16-bit data runs on the tensor cores whatever TF32 says: every math type is allowed.
   const bool tf32 = options_.tf32_convolution || plan.half;
-  size_t max_ws = options_.max_convolution_workspace_bytes;
+  const size_t workspace_limit = options_.max_convolution_workspace_bytes;
   // Timing the algorithms (cudnnFind*Ex) runs them, which a stream being captured into a graph
   // must not: there cuDNN's heuristic picks.
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream(), &capturing));
-  const bool find = options_.benchmark_convolutions && capturing == cudaStreamCaptureStatusNone;
-  FindScratch scratch;
-  void *x = nullptr, *w = nullptr, *y = nullptr, *ws = nullptr;
-  size_t ws_bytes = 0;
-  if (find) {
-    size_t x_bytes = 0, w_bytes = 0, y_bytes = 0;
-    CUDNN_RETURN_IF_ERROR(cudnnGetTensorSizeInBytes(plan.x_desc, &x_bytes));
-    CUDNN_RETURN_IF_ERROR(cudnnGetFilterSizeInBytes(plan.w_desc, &w_bytes));
-    CUDNN_RETURN_IF_ERROR(cudnnGetTensorSizeInBytes(plan.y_desc, &y_bytes));
-    SLUICE_ASSIGN_OR_RETURN(x, scratch.Get(x_bytes));
-    SLUICE_ASSIGN_OR_RETURN(w, scratch.Get(w_bytes));
-    SLUICE_ASSIGN_OR_RETURN(y, scratch.Get(y_bytes));
-    // A constant non-zero pattern, not zeros (which some algorithms run faster on).
-    for (auto [p, n] : {std::pair{x, x_bytes}, std::pair{w, w_bytes}, std::pair{y, y_bytes}}) {
-      CUDA_RETURN_IF_ERROR(cudaMemsetAsync(p, 0x3c, n, stream()));
+  const bool time_them =
+      options_.benchmark_convolutions && capturing == cudaStreamCaptureStatusNone;
+  const auto choose = [&](bool find) -> absl::Status {
+    size_t max_ws = workspace_limit;
+    FindScratch scratch;
+    void *x = nullptr, *w = nullptr, *y = nullptr, *ws = nullptr;
+    size_t ws_bytes = 0;
+    if (find) {
+      size_t x_bytes = 0, w_bytes = 0, y_bytes = 0;
+      CUDNN_RETURN_IF_ERROR(cudnnGetTensorSizeInBytes(plan.x_desc, &x_bytes));
+      CUDNN_RETURN_IF_ERROR(cudnnGetFilterSizeInBytes(plan.w_desc, &w_bytes));
+      CUDNN_RETURN_IF_ERROR(cudnnGetTensorSizeInBytes(plan.y_desc, &y_bytes));
+      SLUICE_ASSIGN_OR_RETURN(x, scratch.Get(x_bytes));
+      SLUICE_ASSIGN_OR_RETURN(w, scratch.Get(w_bytes));
+      SLUICE_ASSIGN_OR_RETURN(y, scratch.Get(y_bytes));
+      // A constant non-zero pattern, not zeros (which some algorithms run faster on).
+      for (auto [p, n] : {std::pair{x, x_bytes}, std::pair{w, w_bytes}, std::pair{y, y_bytes}}) {
+        CUDA_RETURN_IF_ERROR(cudaMemsetAsync(p, 0x3c, n, stream()));
+      }
+      // The timing offers at most 256 MiB of workspace: an algorithm that wants more is rarely
+      // the fastest, and the allocation is made for the find alone.
+      ws_bytes = std::min<size_t>(max_ws, size_t{256} << 20);
+      SLUICE_ASSIGN_OR_RETURN(ws, scratch.Get(ws_bytes));
+      max_ws = ws_bytes;
     }
-    // The timing offers at most 256 MiB of workspace: an algorithm that wants more is rarely
-    // the fastest, and the allocation is made for the find alone.
-    ws_bytes = std::min<size_t>(max_ws, size_t{256} << 20);
-    SLUICE_ASSIGN_OR_RETURN(ws, scratch.Get(ws_bytes));
-    max_ws = ws_bytes;
+    cudnnMathType_t math = CUDNN_FMA_MATH;
+    switch (direction) {
+      case ConvDirection::kForward: {
+        int count = 0, returned = 0;
+        CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithmMaxCount(cudnn_, &count));
+        std::vector<cudnnConvolutionFwdAlgoPerf_t> perfs(std::max(count, 1));
+        if (find) {
+          CUDNN_RETURN_IF_ERROR(cudnnFindConvolutionForwardAlgorithmEx(
+              cudnn_, plan.x_desc, x, plan.w_desc, w, plan.conv_desc, plan.y_desc, y, count,
+              &returned, perfs.data(), ws, ws_bytes));
+        } else {
+          CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(
+              cudnn_, plan.x_desc, plan.w_desc, plan.conv_desc, plan.y_desc, count, &returned,
+              perfs.data()));
+        }
+        SLUICE_ASSIGN_OR_RETURN(
+            const cudnnConvolutionFwdAlgoPerf_t* p,
+            PickAlgorithm(perfs, returned, tf32, max_ws, "forward convolution"));
+        plan.algorithm = static_cast<int>(p->algo);
+        math = p->mathType;
+        break;
+      }
+      case ConvDirection::kBackwardData: {
+        int count = 0, returned = 0;
+        CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnn_, &count));
+        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perfs(std::max(count, 1));
+        if (find) {
+          CUDNN_RETURN_IF_ERROR(cudnnFindConvolutionBackwardDataAlgorithmEx(
+              cudnn_, plan.w_desc, w, plan.y_desc, y, plan.conv_desc, plan.x_desc, x, count,
+              &returned, perfs.data(), ws, ws_bytes));
+        } else {
+          CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+              cudnn_, plan.w_desc, plan.y_desc, plan.conv_desc, plan.x_desc, count, &returned,
+              perfs.data()));
+        }
+        SLUICE_ASSIGN_OR_RETURN(
+            const cudnnConvolutionBwdDataAlgoPerf_t* p,
+            PickAlgorithm(perfs, returned, tf32, max_ws, "backward-data convolution"));
+        plan.algorithm = static_cast<int>(p->algo);
+        math = p->mathType;
+        break;
+      }
+      case ConvDirection::kBackwardFilter: {
+        int count = 0, returned = 0;
+        CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnn_, &count));
+        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(std::max(count, 1));
+        if (find) {
+          CUDNN_RETURN_IF_ERROR(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+              cudnn_, plan.x_desc, x, plan.y_desc, y, plan.conv_desc, plan.w_desc, w, count,
+              &returned, perfs.data(), ws, ws_bytes));
+        } else {
+          CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+              cudnn_, plan.x_desc, plan.y_desc, plan.conv_desc, plan.w_desc, count, &returned,
+              perfs.data()));
+        }
+        SLUICE_ASSIGN_OR_RETURN(
+            const cudnnConvolutionBwdFilterAlgoPerf_t* p,
+            PickAlgorithm(perfs, returned, tf32, max_ws, "backward-filter convolution"));
+        plan.algorithm = static_cast<int>(p->algo);
+        math = p->mathType;
+        break;
+      }
+    }
+    // The algorithm runs with the math type it was listed with (FMA only when
+    // TF32 is off).
+    if (!tf32) math = CUDNN_FMA_MATH;
+    CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(plan.conv_desc, math));
+    return absl::OkStatus();
+  };
+  if (time_them) {
+    const absl::Status timed = choose(true);
+    if (timed.ok()) return timed;
+    // Timing takes scratch memory and runs every algorithm; where it fails (out of memory, say),
+    // cuDNN's heuristic picks, and the failed call's error is cleared so that the next launch's
+    // check does not report it.
+    cudaGetLastError();
+    std::fputs(absl::StrCat("CudaBackend: timing convolution algorithms failed (", timed.message(),
+                            "); cuDNN's heuristic picks instead\n")
+                   .c_str(),
+               stderr);
   }
-  cudnnMathType_t math = CUDNN_FMA_MATH;
-  switch (direction) {
-    case ConvDirection::kForward: {
-      int count = 0, returned = 0;
-      CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithmMaxCount(cudnn_, &count));
-      std::vector<cudnnConvolutionFwdAlgoPerf_t> perfs(std::max(count, 1));
-      if (find) {
-        CUDNN_RETURN_IF_ERROR(cudnnFindConvolutionForwardAlgorithmEx(
-            cudnn_, plan.x_desc, x, plan.w_desc, w, plan.conv_desc, plan.y_desc, y, count,
-            &returned, perfs.data(), ws, ws_bytes));
-      } else {
-        CUDNN_RETURN_IF_ERROR(
-            cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, plan.x_desc, plan.w_desc, plan.conv_desc,
-                                                   plan.y_desc, count, &returned, perfs.data()));
-      }
-      SLUICE_ASSIGN_OR_RETURN(const cudnnConvolutionFwdAlgoPerf_t* p,
-                              PickAlgorithm(perfs, returned, tf32, max_ws, "forward convolution"));
-      plan.algorithm = static_cast<int>(p->algo);
-      math = p->mathType;
-      break;
-    }
-    case ConvDirection::kBackwardData: {
-      int count = 0, returned = 0;
-      CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnn_, &count));
-      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perfs(std::max(count, 1));
-      if (find) {
-        CUDNN_RETURN_IF_ERROR(cudnnFindConvolutionBackwardDataAlgorithmEx(
-            cudnn_, plan.w_desc, w, plan.y_desc, y, plan.conv_desc, plan.x_desc, x, count,
-            &returned, perfs.data(), ws, ws_bytes));
-      } else {
-        CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-            cudnn_, plan.w_desc, plan.y_desc, plan.conv_desc, plan.x_desc, count, &returned,
-            perfs.data()));
-      }
-      SLUICE_ASSIGN_OR_RETURN(
-          const cudnnConvolutionBwdDataAlgoPerf_t* p,
-          PickAlgorithm(perfs, returned, tf32, max_ws, "backward-data convolution"));
-      plan.algorithm = static_cast<int>(p->algo);
-      math = p->mathType;
-      break;
-    }
-    case ConvDirection::kBackwardFilter: {
-      int count = 0, returned = 0;
-      CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnn_, &count));
-      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perfs(std::max(count, 1));
-      if (find) {
-        CUDNN_RETURN_IF_ERROR(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-            cudnn_, plan.x_desc, x, plan.y_desc, y, plan.conv_desc, plan.w_desc, w, count,
-            &returned, perfs.data(), ws, ws_bytes));
-      } else {
-        CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-            cudnn_, plan.x_desc, plan.y_desc, plan.conv_desc, plan.w_desc, count, &returned,
-            perfs.data()));
-      }
-      SLUICE_ASSIGN_OR_RETURN(
-          const cudnnConvolutionBwdFilterAlgoPerf_t* p,
-          PickAlgorithm(perfs, returned, tf32, max_ws, "backward-filter convolution"));
-      plan.algorithm = static_cast<int>(p->algo);
-      math = p->mathType;
-      break;
-    }
-  }
-  // The algorithm runs with the math type it was listed with (FMA only when
-  // TF32 is off).
-  if (!tf32) math = CUDNN_FMA_MATH;
-  CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(plan.conv_desc, math));
-  return absl::OkStatus();
+  return choose(false);
 }
 
 absl::StatusOr<size_t> CudaBackend::ConvWorkspaceSize(ConvDirection direction,

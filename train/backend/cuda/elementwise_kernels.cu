@@ -171,12 +171,15 @@ __device__ inline To Convert(float v) {
     return __float2half_rn(v);
   } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
     return __float2bfloat16_rn(v);
-  } else {
-    constexpr To kMax = sizeof(To) == 4 ? To{INT_MAX} : To{LLONG_MAX};
-    constexpr To kMin = sizeof(To) == 4 ? To{INT_MIN} : To{LLONG_MIN};
+  } else if constexpr (sizeof(To) == 4) {
     if (v != v) return 0;
-    if (v >= static_cast<float>(kMax)) return kMax;
-    if (v <= static_cast<float>(kMin)) return kMin;
+    if (v >= static_cast<float>(INT_MAX)) return INT_MAX;
+    if (v <= static_cast<float>(INT_MIN)) return INT_MIN;
+    return static_cast<To>(v);
+  } else {
+    if (v != v) return 0;
+    if (v >= static_cast<float>(LLONG_MAX)) return LLONG_MAX;
+    if (v <= static_cast<float>(LLONG_MIN)) return LLONG_MIN;
     return static_cast<To>(v);
   }
 }

@@ -64,8 +64,7 @@ cudaError_t Dropout(const float* x, float* mask, float* out, int64_t n, float ra
 // grad_x[i] = mask[i] != 0 ? grad_max[p] / ties[p] : 0, p = offset_a(i).
 cudaError_t MaxBackward(const float* mask, const float* grad_max, const float* ties, float* grad_x,
                         int64_t n, const StridedIndex& index, cudaStream_t stream);
-// Batch norm helpers over x [m, c]: inv_std[c] = 1 / sqrt(var[c] + eps);
-// scaled[i] = src[i] * factor (the biased variance from cuDNN's unbiased one).
+// inv_std[c] = 1 / sqrt(var[c] + eps) (batch norm); scaled[i] = src[i] * factor.
 cudaError_t InvStd(const float* variance, float epsilon, float* inv_std, int64_t c,
                    cudaStream_t stream);
 cudaError_t Scale(const float* src, float factor, float* dst, int64_t n, cudaStream_t stream);
@@ -77,15 +76,15 @@ cudaError_t BatchNormConstantBackward(const float* x, const float* grad_y, const
                                       float* xhat_g, int64_t m, int64_t c, cudaStream_t stream);
 
 // --- batch_norm_kernels.cu ------------------------------------------------------
-// Over x [m, c], channels innermost. out = (x - mean[k])^2, summed by ReduceColumns into the
-// biased variance.
+// Over x [m, c], channels innermost. out = (x - mean[k])^2, summed by Reduce into the biased
+// variance.
 cudaError_t BatchNormCentredSquares(const float* x, const float* mean, float* out, int64_t m,
                                     int64_t c, cudaStream_t stream);
 // y = (x - mean[k]) / sqrt(variance[k] + epsilon) * gamma[k] + beta[k].
 cudaError_t BatchNormNormalize(const float* x, const float* mean, const float* variance,
                                const float* gamma, const float* beta, float epsilon, float* y,
                                int64_t m, int64_t c, cudaStream_t stream);
-// out = grad_y * (x - mean[k]) * inv_std[k], summed by ReduceColumns into grad_gamma.
+// out = grad_y * (x - mean[k]) * inv_std[k], summed by Reduce into grad_gamma.
 cudaError_t BatchNormXhatGrad(const float* x, const float* grad_y, const float* mean,
                               const float* inv_std, float* out, int64_t m, int64_t c,
                               cudaStream_t stream);
@@ -109,12 +108,12 @@ int GenericSplits(int64_t n_out, int64_t r_count);
 cudaError_t ReduceGeneric(ReduceKind op, const float* in, float* out, int64_t n_out,
                           const StridedIndex& kept, const StridedIndex& reduced, int64_t r_count,
                           float scale, int splits, float* partial, cudaStream_t stream);
-// out[0] = scale * the sum of in[0, n), plus out[0] when `accumulate`: one block, so one
-// launch (a metric's batch total added to its running total, a loss's reduction), with the bits
-// of ReduceGeneric over all of in for n < kGenericSplitMin, where that is one block too (then
-// Axpby(1, ., 1, out) when accumulating).
-cudaError_t ScaledSum(const float* in, int64_t n, float scale, bool accumulate, float* out,
-                      cudaStream_t stream);
+// out[0] = scale * the sum of in[0, n), plus out[0] when `accumulate` (a metric's batch total
+// added to its running total, a loss's reduction), with the bits of ReduceGeneric over all of in
+// (then Axpby(1, ., 1, out) when accumulating): one launch, or with splits = GenericSplits(1, n)
+// > 1 two, through partial [splits].
+cudaError_t ScaledSum(const float* in, int64_t n, float scale, bool accumulate, int splits,
+                      float* partial, float* out, cudaStream_t stream);
 // in [k1, r, k2] reduced over r into [k1, k2], columns coalesced. With
 // splits > 1 the rows are cut into `splits` slices whose partial results go to
 // partial [splits, k1, k2] (then reduced over its first dim); else straight to

@@ -124,13 +124,30 @@ cudaError_t LaunchColumns(const float* in, float* out, int64_t k1, int64_t r, in
 
 }  // namespace
 
-cudaError_t ScaledSum(const float* in, int64_t n, float scale, bool accumulate, float* out,
-                      cudaStream_t stream) {
-  // ReduceGeneric's launch for a sum over all of a contiguous tensor, so its bits.
+cudaError_t ScaledSum(const float* in, int64_t n, float scale, bool accumulate, int splits,
+                      float* partial, float* out, cudaStream_t stream) {
+  // ReduceGeneric's launches for a sum over all of a contiguous tensor, so its bits.
   StridedIndex kept, all;
   all.rank = 1;
   all.dims[0] = n;
   all.stride_a[0] = 1;
+  if (splits > 1) {
+    const int64_t per_split = (n + splits - 1) / splits;
+    ReduceGenericSlicesKernel<false>
+        <<<static_cast<unsigned>(splits), kThreads, 0, stream>>>(in, partial, 1, kept, all, n,
+                                                                  splits, per_split);
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+    StridedIndex one, slices;
+    one.rank = slices.rank = 1;
+    one.dims[0] = 1;
+    one.stride_a[0] = splits;
+    slices.dims[0] = splits;
+    slices.stride_a[0] = 1;
+    ReduceGenericKernel<false><<<1, BlockThreads(splits), 0, stream>>>(
+        partial, out, 1, one, slices, splits, scale, accumulate);
+    return cudaGetLastError();
+  }
   ReduceGenericKernel<false>
       <<<1, BlockThreads(n), 0, stream>>>(in, out, 1, kept, all, n, scale, accumulate);
   return cudaGetLastError();
@@ -138,8 +155,8 @@ cudaError_t ScaledSum(const float* in, int64_t n, float scale, bool accumulate, 
 
 int GenericSplits(int64_t n_out, int64_t r_count) {
   // One block per output reads at most one SM's bandwidth: below two waves of a 132-SM H100,
-  // long reductions are cut into slices of at least 16K elements.
-  if (r_count < kGenericSplitMin || n_out >= 264) return 1;
+  // long reductions are cut into slices of about 16K elements, at most 1,024 of them.
+  if (n_out < 1 || r_count < kGenericSplitMin || n_out >= 264) return 1;
   int64_t splits = (r_count + 16383) / 16384;
   const int64_t fill = (2048 + n_out - 1) / n_out;
   if (splits > fill) splits = fill;

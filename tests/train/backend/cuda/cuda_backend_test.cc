@@ -613,7 +613,8 @@ TEST_F(CudaBackendTest, SoftmaxAndCrossEntropyMatchCpu) {
 // The loss's reduction in its kernel, its one-gradient backward, and a metric's AccumulateSum:
 // each against the CPU (the sums are added in another order on the device: a tolerance).
 TEST_F(CudaBackendTest, FusedLossAndMetricReductionsMatchCpu) {
-  for (const int64_t n : {1, 64, 3000}) {
+  // 40,000: 120,000 values, past kGenericSplitMin: summed in slices (two launches).
+  for (const int64_t n : {1, 64, 3000, 40000}) {
     const int64_t c = 10;
     const float scale = 1.0f / static_cast<float>(n);
     Tensor logits = Random({n, c}, 160, -4.0f, 4.0f), g = Random({1}, 161);
@@ -640,6 +641,13 @@ TEST_F(CudaBackendTest, FusedLossAndMetricReductionsMatchCpu) {
       ASSERT_TRUE(gpu_->AccumulateSum(Dev(values), 0.5f, gtotal).ok());
     }
     EXPECT_TRUE(AllClose(Host(gtotal), total, 1e-5f, 1e-5f)) << n;
+    // The bits of Reduce then Axpby on this device, as AccumulateSum's contract says.
+    Tensor fused = DevEmpty({1}), sum = DevEmpty({1, 1}), unfused = DevEmpty({1});
+    ASSERT_TRUE(gpu_->Fill(fused, 2.5f).ok() && gpu_->Fill(unfused, 2.5f).ok());
+    ASSERT_TRUE(gpu_->AccumulateSum(Dev(values), 0.5f, fused).ok());
+    ASSERT_TRUE(gpu_->Reduce(ReduceOp::kSum, Dev(values), {true, true}, 0.5f, sum).ok());
+    ASSERT_TRUE(gpu_->Axpby(1.0f, *sum.Reshape(Shape{1}), 1.0f, unfused).ok());
+    EXPECT_EQ(Host(fused).flat<float>()[0], Host(unfused).flat<float>()[0]) << n;
   }
   // An empty batch adds nothing.
   Tensor total(DType::kFloat32, Shape{1});
