@@ -122,7 +122,9 @@ cp tools/device_check.sh bench/pytorch_train_compare.py bench/pytorch_compare.py
 {
   echo "{\"commit\": \"$(git rev-parse HEAD)\", \"dirty\": $([ -z "$(git status --porcelain)" ] && echo false || echo true),"
   echo " \"built\": \"$(date -u +%FT%TZ)\", \"nvcc\": \"$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')\","
-  echo " \"cuda_architectures\": \"$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)\","
+  # The plugin's targets as its nvcc lines name them (CMAKE_CUDA_ARCHITECTURES is not cached).
+  echo " \"cuda_architectures\": \"$(grep -o -- '--generate-code=arch=compute_[0-9a-z]*,code=\[[^]]*\]' \
+    "$build/build.ninja" 2>/dev/null | sed 's/.*code=\[\(.*\)\]/\1/' | sort -u | paste -sd, -)\","
   echo " \"python_module\": \"$python_note\","
   echo " \"build_cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')\"}"
 } >"$stage/manifest.json"
