@@ -200,7 +200,9 @@ else
     for batch in 64 256; do
       # Eager, compiled (traced once, replayed as CUDA graphs: train/function/) and compiled
       # without graphs (the same replay, call by call), interleaved.
-      run "speed-sluice-b$batch-r$round" 90 "$b/bin/train_step_bench" --device=cuda --batch="$batch" \
+      # SLUICE_CUDNN_LOG: each convolution's candidates and choice, in the part's log.
+      run "speed-sluice-b$batch-r$round" 90 env SLUICE_CUDNN_LOG=1 "$b/bin/train_step_bench" \
+        --device=cuda --batch="$batch" \
         --mode=eager,compiled,compiled_no_graphs --benchmark_enable_random_interleaving=true \
         '--benchmark_filter=^train_step/(mlp|cnn|resnet-20)/sgd(/compiled(_no_graphs)?)?/real_time$' \
         --benchmark_repetitions=3 --benchmark_min_time=0.5 --benchmark_format=json
@@ -236,7 +238,8 @@ else
   run pipeline-bench 40 "$b/bin/sluice" bench --files "$data/train-*" --image-size 28 \
     --seconds 5 --json
   # cuDNN's heuristic choice of convolution algorithms against timing them (the default).
-  run speed-heuristic-b256 60 env SLUICE_CUDNN_BENCHMARK=0 "$b/bin/train_step_bench" \
+  run speed-heuristic-b256 60 env SLUICE_CUDNN_BENCHMARK=0 SLUICE_CUDNN_LOG=1 \
+    "$b/bin/train_step_bench" \
     --device=cuda --batch=256 --mode=eager,compiled \
     '--benchmark_filter=^train_step/(cnn|resnet-20)/sgd(/compiled)?/real_time$' \
     --benchmark_repetitions=3 --benchmark_min_time=0.5 --benchmark_format=json

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -79,13 +81,36 @@ class FindScratch {
   std::vector<void*> blocks_;
 };
 
+// SLUICE_CUDNN_LOG=1: each convolution plan's candidates and choice on stderr, to compare the
+// timed choice with the heuristic's (SLUICE_CUDNN_BENCHMARK=0) on a device.
+bool LogConvolutionChoices() {
+  static const bool log = [] {
+    const char* v = std::getenv("SLUICE_CUDNN_LOG");
+    return v != nullptr && std::string_view(v) == "1";
+  }();
+  return log;
+}
+
 // Picks the first algorithm (cuDNN sorts them by measured time when timed, else by expected
-// speed) that works,
-// fits the workspace limit and, without TF32, multiplies in full fp32.
+// speed) that works, fits the workspace limit and, without TF32, multiplies in full fp32.
 template <typename Perf>
 absl::StatusOr<const Perf*> PickAlgorithm(const std::vector<Perf>& perfs, int returned,
                                           bool allow_tf32, size_t max_workspace,
                                           absl::string_view what) {
+  if (LogConvolutionChoices()) {
+    std::vector<std::string> listed;
+    for (int i = 0; i < returned; ++i) {
+      const Perf& p = perfs[i];
+      listed.push_back(absl::StrCat(static_cast<int>(p.algo), ":", p.time, "ms:", p.memory,
+                                    "B:", static_cast<int>(p.mathType), ":",
+                                    p.status == CUDNN_STATUS_SUCCESS ? "ok" : "unusable"));
+    }
+    std::fputs(
+        absl::StrCat("sluice cudnn: ", what, " candidates (algo:time:workspace:math:status) ",
+                     absl::StrJoin(listed, " "), "\n")
+            .c_str(),
+        stderr);
+  }
   for (int i = 0; i < returned; ++i) {
     const Perf& p = perfs[i];
     if (p.status != CUDNN_STATUS_SUCCESS || p.memory > max_workspace) continue;
@@ -194,6 +219,12 @@ absl::StatusOr<const ConvPlan*> CudaBackend::GetConvPlan(ConvDirection direction
   SLUICE_RETURN_IF_ERROR(DescribeConvolution(geo, options_.tf32_convolution, dtype, *plan));
   SLUICE_RETURN_IF_ERROR(ChooseConvAlgorithm(direction, *plan));
   SLUICE_ASSIGN_OR_RETURN(plan->workspace_bytes, ConvWorkspaceSize(direction, *plan));
+  if (LogConvolutionChoices()) {
+    std::fputs(absl::StrCat("sluice cudnn: plan ", key, ": algorithm ", plan->algorithm, ", ",
+                            plan->workspace_bytes, " bytes of workspace\n")
+                   .c_str(),
+               stderr);
+  }
   const ConvPlan* raw = plan.get();
   conv_plans_.emplace(key, std::move(plan));
   return raw;
