@@ -254,13 +254,10 @@ std::string Summarize(const std::vector<ThreadTrace>& threads, int64_t dropped) 
       }
     }
     if (busiest != nullptr) {
-      absl::StrAppendFormat(
-          &out,
-          "Verdict: device-bound: %s is busy %.1f%% of the step time (the host "
-          "waits for it, %.1f%% of the step in input)\n",
-          busiest->track,
-          100.0 * static_cast<double>(busiest->busy_ns) / static_cast<double>(busiest->window_ns),
-          100 * input_share);
+      absl::StrAppendFormat(&out,
+                            "Verdict: device-bound: %s is busy %.1f%% of the step time (the host "
+                            "waits for it, %.1f%% of the step in input)\n",
+                            busiest->track, 100 * share(*busiest), 100 * input_share);
     } else {
       // The TF profiler's thresholds: over 20% of the step waiting for input is input-bound.
       const char* verdict = input_share > 0.20   ? "input-bound"

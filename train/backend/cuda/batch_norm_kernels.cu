@@ -17,9 +17,23 @@ __global__ void CentredSquaresKernel(const float* x, const float* mean, float* o
   }
 }
 
-// 1 / sqrt(variance + eps) as InvStd computes it, so that the forward and backward agree.
+// 1 / sqrt(variance + eps): the forward's normalisation and InvStd's, so that they agree.
 __device__ inline float InvStdOf(float variance, float epsilon) {
   return 1.0f / sqrtf(variance + epsilon);
+}
+
+__global__ void InvStdKernel(const float* var, float eps, float* inv_std, int64_t c) {
+  SLUICE_GRID_LOOP(i, c) { inv_std[i] = InvStdOf(var[i], eps); }
+}
+
+__global__ void ConstantBackwardKernel(const float* x, const float* g, const float* gamma,
+                                       const float* mean, const float* inv_std, float* gx,
+                                       float* xhat_g, int64_t n, int64_t c) {
+  SLUICE_GRID_LOOP(i, n) {
+    const int64_t k = i % c;
+    gx[i] = g[i] * gamma[k] * inv_std[k];
+    xhat_g[i] = g[i] * (x[i] - mean[k]) * inv_std[k];
+  }
 }
 
 __global__ void NormalizeKernel(const float* x, const float* mean, const float* variance,
@@ -52,6 +66,23 @@ __global__ void InputGradKernel(const float* x, const float* grad_y, const float
 }
 
 }  // namespace
+
+cudaError_t InvStd(const float* variance, float epsilon, float* inv_std, int64_t c,
+                   cudaStream_t stream) {
+  if (c == 0) return cudaSuccess;
+  InvStdKernel<<<GridFor(c), kThreads, 0, stream>>>(variance, epsilon, inv_std, c);
+  return cudaGetLastError();
+}
+
+cudaError_t BatchNormConstantBackward(const float* x, const float* grad_y, const float* gamma,
+                                      const float* mean, const float* inv_std, float* grad_x,
+                                      float* xhat_g, int64_t m, int64_t c, cudaStream_t stream) {
+  const int64_t n = m * c;
+  if (n == 0) return cudaSuccess;
+  ConstantBackwardKernel<<<GridFor(n), kThreads, 0, stream>>>(x, grad_y, gamma, mean, inv_std,
+                                                              grad_x, xhat_g, n, c);
+  return cudaGetLastError();
+}
 
 cudaError_t BatchNormCentredSquares(const float* x, const float* mean, float* out, int64_t m,
                                     int64_t c, cudaStream_t stream) {

@@ -171,15 +171,13 @@ __device__ inline To Convert(float v) {
     return __float2half_rn(v);
   } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
     return __float2bfloat16_rn(v);
-  } else if constexpr (sizeof(To) == 4) {
-    if (v != v) return 0;
-    if (v >= static_cast<float>(INT_MAX)) return INT_MAX;
-    if (v <= static_cast<float>(INT_MIN)) return INT_MIN;
-    return static_cast<To>(v);
   } else {
+    // static_cast, not braces: the width not taken is narrowed without being used.
+    constexpr To kMax = sizeof(To) == 4 ? static_cast<To>(INT_MAX) : static_cast<To>(LLONG_MAX);
+    constexpr To kMin = sizeof(To) == 4 ? static_cast<To>(INT_MIN) : static_cast<To>(LLONG_MIN);
     if (v != v) return 0;
-    if (v >= static_cast<float>(LLONG_MAX)) return LLONG_MAX;
-    if (v <= static_cast<float>(LLONG_MIN)) return LLONG_MIN;
+    if (v >= static_cast<float>(kMax)) return kMax;
+    if (v <= static_cast<float>(kMin)) return kMin;
     return static_cast<To>(v);
   }
 }
@@ -233,22 +231,8 @@ __global__ void MaxBackwardKernel(const float* mask, const float* g, const float
   }
 }
 
-__global__ void InvStdKernel(const float* var, float eps, float* inv_std, int64_t c) {
-  SLUICE_GRID_LOOP(i, c) { inv_std[i] = 1.0f / sqrtf(var[i] + eps); }
-}
-
 __global__ void ScaleKernel(const float* src, float factor, float* dst, int64_t n) {
   SLUICE_GRID_LOOP(i, n) { dst[i] = src[i] * factor; }
-}
-
-__global__ void BatchNormConstantBackwardKernel(const float* x, const float* g, const float* gamma,
-                                                const float* mean, const float* inv_std, float* gx,
-                                                float* xhat_g, int64_t n, int64_t c) {
-  SLUICE_GRID_LOOP(i, n) {
-    const int64_t k = i % c;
-    gx[i] = g[i] * gamma[k] * inv_std[k];
-    xhat_g[i] = g[i] * (x[i] - mean[k]) * inv_std[k];
-  }
 }
 
 }  // namespace
@@ -385,26 +369,9 @@ cudaError_t MaxBackward(const float* mask, const float* grad_max, const float* t
   return cudaGetLastError();
 }
 
-cudaError_t InvStd(const float* variance, float epsilon, float* inv_std, int64_t c,
-                   cudaStream_t stream) {
-  if (c == 0) return cudaSuccess;
-  InvStdKernel<<<GridFor(c), kThreads, 0, stream>>>(variance, epsilon, inv_std, c);
-  return cudaGetLastError();
-}
-
 cudaError_t Scale(const float* src, float factor, float* dst, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   ScaleKernel<<<GridFor(n), kThreads, 0, stream>>>(src, factor, dst, n);
-  return cudaGetLastError();
-}
-
-cudaError_t BatchNormConstantBackward(const float* x, const float* grad_y, const float* gamma,
-                                      const float* mean, const float* inv_std, float* grad_x,
-                                      float* xhat_g, int64_t m, int64_t c, cudaStream_t stream) {
-  const int64_t n = m * c;
-  if (n == 0) return cudaSuccess;
-  BatchNormConstantBackwardKernel<<<GridFor(n), kThreads, 0, stream>>>(
-      x, grad_y, gamma, mean, inv_std, grad_x, xhat_g, n, c);
   return cudaGetLastError();
 }
 

@@ -64,18 +64,18 @@ cudaError_t Dropout(const float* x, float* mask, float* out, int64_t n, float ra
 // grad_x[i] = mask[i] != 0 ? grad_max[p] / ties[p] : 0, p = offset_a(i).
 cudaError_t MaxBackward(const float* mask, const float* grad_max, const float* ties, float* grad_x,
                         int64_t n, const StridedIndex& index, cudaStream_t stream);
-// inv_std[c] = 1 / sqrt(var[c] + eps) (batch norm); scaled[i] = src[i] * factor.
+// scaled[i] = src[i] * factor.
+cudaError_t Scale(const float* src, float factor, float* dst, int64_t n, cudaStream_t stream);
+
+// --- batch_norm_kernels.cu ------------------------------------------------------
+// inv_std[c] = 1 / sqrt(var[c] + eps), as BatchNormNormalize computes it.
 cudaError_t InvStd(const float* variance, float epsilon, float* inv_std, int64_t c,
                    cudaStream_t stream);
-cudaError_t Scale(const float* src, float factor, float* dst, int64_t n, cudaStream_t stream);
-// For batch norm with constant statistics: grad_x = g * gamma * inv_std and
-// xhat_g = g * (x - mean) * inv_std (summed over rows afterwards into
-// grad_gamma).
+// With constant statistics: grad_x = g * gamma * inv_std and xhat_g = g * (x - mean) * inv_std
+// (summed over rows afterwards into grad_gamma).
 cudaError_t BatchNormConstantBackward(const float* x, const float* grad_y, const float* gamma,
                                       const float* mean, const float* inv_std, float* grad_x,
                                       float* xhat_g, int64_t m, int64_t c, cudaStream_t stream);
-
-// --- batch_norm_kernels.cu ------------------------------------------------------
 // Over x [m, c], channels innermost. out = (x - mean[k])^2, summed by Reduce into the biased
 // variance.
 cudaError_t BatchNormCentredSquares(const float* x, const float* mean, float* out, int64_t m,

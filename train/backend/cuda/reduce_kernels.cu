@@ -122,35 +122,46 @@ cudaError_t LaunchColumns(const float* in, float* out, int64_t k1, int64_t r, in
   return cudaGetLastError();
 }
 
+// ReduceGeneric's launches, which ScaledSum shares so that it gives Reduce's bits: one block per
+// output, or with splits > 1 the slices into partial [n_out, splits] and then one block per
+// output over those. `accumulate` (sums only) adds to out.
+template <bool kMax>
+cudaError_t LaunchGeneric(const float* in, float* out, int64_t n_out, const StridedIndex& kept,
+                          const StridedIndex& reduced, int64_t r_count, float scale,
+                          bool accumulate, int splits, float* partial, cudaStream_t stream) {
+  if (splits > 1) {
+    const int64_t per_split = (r_count + splits - 1) / splits;
+    const int64_t blocks = n_out * splits;
+    ReduceGenericSlicesKernel<kMax>
+        <<<static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20)), kThreads, 0, stream>>>(
+            in, partial, n_out, kept, reduced, r_count, splits, per_split);
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+    StridedIndex outputs, slices;
+    outputs.rank = slices.rank = 1;
+    outputs.dims[0] = n_out;
+    outputs.stride_a[0] = splits;
+    slices.dims[0] = splits;
+    slices.stride_a[0] = 1;
+    return LaunchGeneric<kMax>(partial, out, n_out, outputs, slices, splits, scale, accumulate, 1,
+                               nullptr, stream);
+  }
+  const unsigned grid = static_cast<unsigned>(n_out < (1 << 20) ? n_out : (1 << 20));
+  ReduceGenericKernel<kMax><<<grid, BlockThreads(r_count), 0, stream>>>(
+      in, out, n_out, kept, reduced, r_count, scale, accumulate);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t ScaledSum(const float* in, int64_t n, float scale, bool accumulate, int splits,
                       float* partial, float* out, cudaStream_t stream) {
-  // ReduceGeneric's launches for a sum over all of a contiguous tensor, so its bits.
+  // Reduce's launches for a sum over all of a contiguous tensor (its dims merged into one).
   StridedIndex kept, all;
   all.rank = 1;
   all.dims[0] = n;
   all.stride_a[0] = 1;
-  if (splits > 1) {
-    const int64_t per_split = (n + splits - 1) / splits;
-    ReduceGenericSlicesKernel<false>
-        <<<static_cast<unsigned>(splits), kThreads, 0, stream>>>(in, partial, 1, kept, all, n,
-                                                                  splits, per_split);
-    const cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) return err;
-    StridedIndex one, slices;
-    one.rank = slices.rank = 1;
-    one.dims[0] = 1;
-    one.stride_a[0] = splits;
-    slices.dims[0] = splits;
-    slices.stride_a[0] = 1;
-    ReduceGenericKernel<false><<<1, BlockThreads(splits), 0, stream>>>(
-        partial, out, 1, one, slices, splits, scale, accumulate);
-    return cudaGetLastError();
-  }
-  ReduceGenericKernel<false>
-      <<<1, BlockThreads(n), 0, stream>>>(in, out, 1, kept, all, n, scale, accumulate);
-  return cudaGetLastError();
+  return LaunchGeneric<false>(in, out, 1, kept, all, n, scale, accumulate, splits, partial, stream);
 }
 
 int GenericSplits(int64_t n_out, int64_t r_count) {
@@ -168,39 +179,10 @@ cudaError_t ReduceGeneric(ReduceKind op, const float* in, float* out, int64_t n_
                           const StridedIndex& kept, const StridedIndex& reduced, int64_t r_count,
                           float scale, int splits, float* partial, cudaStream_t stream) {
   if (n_out == 0) return cudaSuccess;
-  if (splits > 1) {
-    const int64_t per_split = (r_count + splits - 1) / splits;
-    const int64_t blocks = n_out * splits;
-    const unsigned grid1 = static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20));
-    if (op == ReduceKind::kMax) {
-      ReduceGenericSlicesKernel<true><<<grid1, kThreads, 0, stream>>>(
-          in, partial, n_out, kept, reduced, r_count, splits, per_split);
-    } else {
-      ReduceGenericSlicesKernel<false><<<grid1, kThreads, 0, stream>>>(
-          in, partial, n_out, kept, reduced, r_count, splits, per_split);
-    }
-    const cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) return err;
-    // partial [n_out, splits], reduced over its last dim.
-    StridedIndex outputs, slices;
-    outputs.rank = slices.rank = 1;
-    outputs.dims[0] = n_out;
-    outputs.stride_a[0] = splits;
-    slices.dims[0] = splits;
-    slices.stride_a[0] = 1;
-    return ReduceGeneric(op, partial, out, n_out, outputs, slices, splits, scale, 1, nullptr,
-                         stream);
-  }
-  const int threads = BlockThreads(r_count);
-  const unsigned grid = static_cast<unsigned>(n_out < (1 << 20) ? n_out : (1 << 20));
-  if (op == ReduceKind::kMax) {
-    ReduceGenericKernel<true>
-        <<<grid, threads, 0, stream>>>(in, out, n_out, kept, reduced, r_count, scale, false);
-  } else {
-    ReduceGenericKernel<false>
-        <<<grid, threads, 0, stream>>>(in, out, n_out, kept, reduced, r_count, scale, false);
-  }
-  return cudaGetLastError();
+  return op == ReduceKind::kMax ? LaunchGeneric<true>(in, out, n_out, kept, reduced, r_count, scale,
+                                                      false, splits, partial, stream)
+                                : LaunchGeneric<false>(in, out, n_out, kept, reduced, r_count,
+                                                       scale, false, splits, partial, stream);
 }
 
 int ColumnSplits(int64_t k1, int64_t r, int64_t k2) {
