@@ -12,6 +12,7 @@ Exits non-zero when a part failed.
 import datetime
 import glob
 import json
+import math
 import os
 import re
 import statistics
@@ -50,7 +51,8 @@ def gpu_tests(out):
 def accuracy(out):
     """The test accuracy on each device after the same epochs, with the seed in the file name's
     -seedN (none: seed 1); the goal is read on the mean over the seeds both devices ran, since one
-    run's test accuracy at 2 epochs moves by a point or two with the order of float sums."""
+    run's test accuracy moves by up to a point between seeds, and by as much with the order of
+    float sums."""
     result = {}
     for model in ("cnn", "resnet-20"):
         entry, means = {}, {}
@@ -80,6 +82,12 @@ def accuracy(out):
             entry["seeds"] = seeds
             entry["difference_points"] = round(diff, 2)
             entry["within_0_5_points"] = abs(diff) <= 0.5
+            # How far the means move by chance: the standard error of their difference, from the
+            # spread between seeds on each device (a reader's guide, not part of the goal).
+            if len(seeds) >= 2:
+                var = sum(statistics.variance([100 * means[dev][k]["test_accuracy"] for k in seeds])
+                          for dev in ("cuda", "cpu"))
+                entry["standard_error_points"] = round(math.sqrt(var / len(seeds)), 2)
         if entry:
             result[model] = entry
     return result
