@@ -185,14 +185,67 @@ bool AutotuneController::EnforceRamLocked() {
   return history_.size() != before;
 }
 
+bool AutotuneController::DeepenUnderrunBuffers(const std::vector<std::shared_ptr<NodeStats>>& nodes,
+                                               int64_t now_ns) {
+  // Several underruns in one interval, and waits that matter: one stall of the producer empties
+  // any buffer once.
+  constexpr int64_t kMinUnderruns = 2;
+  constexpr double kMinWaitShare = 0.02;
+  const double dt_ns = static_cast<double>(now_ns - underrun_prev_ns_);
+  const bool measured = underrun_prev_ns_ != 0 && dt_ns > 0;
+  underrun_prev_ns_ = now_ns;
+  const double cpu = static_cast<double>(budgets_.cpu);
+  bool changed = false;
+  for (const auto& n : nodes) {
+    const UnderrunCount now{n->underruns.load(std::memory_order_relaxed),
+                            n->wait_ns.load(std::memory_order_relaxed)};
+    auto [prev, first] = underrun_prev_.try_emplace(n->name, now);
+    const UnderrunCount before = prev->second;
+    prev->second = now;
+    Tunable& knob = n->buffer_size;
+    if (first || !measured || !knob.present.load() || !knob.autotune.load()) continue;
+    const int64_t underruns = now.underruns - before.underruns;
+    const double wait_share = static_cast<double>(now.wait_ns - before.wait_ns) / dt_ns;
+    const int64_t from = knob.value.load();
+    if (underruns < kMinUnderruns || wait_share < kMinWaitShare || from >= knob.max.load()) {
+      continue;
+    }
+    // Double it, as far as the RAM budget lets the model's estimate of the bytes held grow (a
+    // node the model has not measured yet waits for its bytes per element).
+    const auto& est = model_.nodes();
+    size_t i = 0;
+    while (i < est.size() && est[i].name != n->name) ++i;
+    if (i == est.size() || !est[i].measured) continue;
+    Assignment a = model_.Current();
+    int64_t to = std::min(2 * from, knob.max.load());
+    for (; to > from; --to) {
+      a.buffer_size[i] = to;
+      if (budgets_.ram_bytes <= 0 || model_.Predict(a, cpu).buffered_bytes <= budgets_.ram_bytes) {
+        break;
+      }
+    }
+    if (to == from) continue;
+    SetKnob(*n, knob, "buffer_size", to,
+            absl::StrFormat("the consumer found the buffer empty %d times after it had filled, "
+                            "waiting %.0f%% of the time: too shallow for the hand-offs",
+                            underruns, 100 * wait_share));
+    changed = true;
+  }
+  return changed;
+}
+
 void AutotuneController::Step() {
   MutexLock l(&mu_);
   ++steps_;
   std::vector<std::shared_ptr<NodeStats>> nodes;
   model_.Update(Sample(&nodes), NowNs());
   const bool shrunk = EnforceRamLocked();
-  if (shrunk) {
-    model_.Update(Sample(&nodes), NowNs());  // see the shrunk knobs
+  // tf.data's prefetch autotuner: a buffer that fills and then runs dry under its consumer, again
+  // and again, is too shallow for the hand-offs between the two threads, whatever the producer's
+  // pace, which is all the model sees: it doubles.
+  const bool deepened = !shrunk && DeepenUnderrunBuffers(nodes, NowNs());
+  if (shrunk || deepened) {
+    model_.Update(Sample(&nodes), NowNs());  // see the changed knobs
   }
 
   const Assignment current = model_.Current();
@@ -209,7 +262,7 @@ void AutotuneController::Step() {
       capped.parallelism[i] = std::min<int64_t>(capped.parallelism[i], budgets_.cpu);
     }
   }
-  bool changed = shrunk;
+  bool changed = shrunk || deepened;
   if (!model_.ready()) {
     // No costs measured yet: only bring the knobs within the CPU budget.
     if (!(capped == current)) {

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -121,6 +122,8 @@ class AutotuneController : public IteratorTuner {
   std::vector<NodeSample> Sample(std::vector<std::shared_ptr<NodeStats>>* nodes) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool EnforceRamLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool DeepenUnderrunBuffers(const std::vector<std::shared_ptr<NodeStats>>& nodes, int64_t now_ns)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Apply(const Assignment& a, const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SetKnob(NodeStats& node, Tunable& knob, const char* knob_name, int64_t value,
                const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -139,6 +142,12 @@ class AutotuneController : public IteratorTuner {
   Prediction last_current_ ABSL_GUARDED_BY(mu_);
   std::vector<KnobChange> history_ ABSL_GUARDED_BY(mu_);
   std::chrono::milliseconds interval_ ABSL_GUARDED_BY(mu_);
+  // Each node's underruns and consumer wait at the last step (DeepenUnderrunBuffers).
+  struct UnderrunCount {
+    int64_t underruns = 0, wait_ns = 0;
+  };
+  std::map<std::string, UnderrunCount> underrun_prev_ ABSL_GUARDED_BY(mu_);
+  int64_t underrun_prev_ns_ ABSL_GUARDED_BY(mu_) = 0;
 
   Mutex stop_mu_;
   CondVar stop_cv_;

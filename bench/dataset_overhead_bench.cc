@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "autotune/controller.h"  // kAutotune knobs tuned as in any program that includes it
 #include "benchmark/benchmark.h"
 #include "core/element.h"
 #include "dataset/dataset.h"
@@ -127,7 +128,7 @@ BENCHMARK(BM_Range_Batch32);
 void BM_Range_Prefetch(benchmark::State& state) {
   Drain(state, Dataset::Range(kElements).Prefetch(state.range(0)), kElements);
 }
-BENCHMARK(BM_Range_Prefetch)->Arg(kAutotune)->Arg(64)->UseRealTime()->MeasureProcessCPUTime();
+BENCHMARK(BM_Range_Prefetch)->Arg(kAutotune)->Arg(2)->Arg(8)->Arg(64)->UseRealTime()->MeasureProcessCPUTime();
 
 void BM_Range_Take(benchmark::State& state) {
   Drain(state, Dataset::Range(kElements).Take(kElements), kElements);

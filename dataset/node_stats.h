@@ -62,6 +62,11 @@ struct NodeStats {
   std::atomic<int64_t> buffered_bytes{0};
   std::atomic<int64_t> active_workers{0};  // workers busy right now
   std::atomic<int64_t> skipped{0};         // errors ignored, corrupt records skipped
+  // Times the consumer found the buffer empty after it had filled (Prefetch): the buffer is too
+  // shallow to cover the hand-offs, each a wake-up of the other thread, whatever the producer's
+  // pace. AUTOTUNE deepens an autotuned buffer that keeps doing this (tf.data's prefetch
+  // autotuner's rule).
+  std::atomic<int64_t> underruns{0};
   // A parallel Map in input order: the window of results it keeps at least (see MapWindow);
   // 0 for every other node.
   std::atomic<int64_t> min_window{0};
@@ -92,6 +97,7 @@ struct NodeStatsSnapshot {
   int64_t buffered_elements, buffered_bytes, active_workers, skipped;
   int64_t parallelism, buffer_size, cycle_length;  // -1 where the node has no such knob
   int64_t min_window;
+  int64_t underruns;
 };
 
 // Every node of one pipeline, in creation order (inputs before the nodes

@@ -100,6 +100,7 @@ class PrefetchIterator : public IteratorBase {
         started_ = true;
         if (!input_ended_) producer_ = std::thread([this] { ProducerLoop(); });
       }
+      NoteUnderrun();
       while (!cancelled_ && shared_.empty()) WaitAsConsumer();
       consumer_waiting_ = false;
       if (cancelled_) return absl::CancelledError("iterator destroyed");
@@ -181,6 +182,7 @@ class PrefetchIterator : public IteratorBase {
     if (!ready_.empty()) return NextReadiness::kReady;
     MutexLock l(&mu_);
     if (!started_) return NextReadiness::kUnknown;  // GetNext starts the producer
+    NoteUnderrun();
     while (!cancelled_ && shared_.empty() && std::chrono::steady_clock::now() < deadline) {
       WaitAsConsumer(deadline);
     }
@@ -231,6 +233,14 @@ class PrefetchIterator : public IteratorBase {
   }
   void Uncount(const Entry& e) { UncountBuffered(stats(), e); }
 
+  // The consumer is about to wait for an element: if the buffer had filled since the last time,
+  // it is too shallow for the hand-offs (see NodeStats::underruns).
+  void NoteUnderrun() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!filled_ || cancelled_ || !shared_.empty()) return;
+    filled_ = false;
+    stats().underruns.fetch_add(1, std::memory_order_relaxed);
+  }
+
   // Waits on consumer_cv_ once (until `deadline` at the latest, if any); the caller loops until its
   // condition holds, then clears consumer_waiting_. The producer clears it when it signals, so that
   // it signals (a system call) once per sleep.
@@ -255,6 +265,7 @@ class PrefetchIterator : public IteratorBase {
           // Set before the check: see GetNextInternal.
           producer_waiting_.store(true);
           if (CanFetch()) break;
+          if (Buffered() >= BufferSize()) filled_ = true;
           producer_cv_.Wait(&mu_);
         }
         producer_waiting_.store(false);
@@ -302,6 +313,8 @@ class PrefetchIterator : public IteratorBase {
   std::atomic<int64_t> shared_count_{0};           // shared_.size(), written under mu_
   std::atomic<bool> producer_waiting_{false};
   bool consumer_waiting_ ABSL_GUARDED_BY(mu_) = false;
+  bool filled_ ABSL_GUARDED_BY(mu_) = false;    // the producer stopped at a full buffer since the
+                                                // consumer last waited
   bool fetching_ ABSL_GUARDED_BY(mu_) = false;  // the producer is inside input_->GetNext
   bool paused_ ABSL_GUARDED_BY(mu_) = false;    // Save in progress
   bool input_ended_ ABSL_GUARDED_BY(mu_) = false;

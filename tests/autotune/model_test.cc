@@ -241,8 +241,8 @@ TEST(ModelTest, SlowConsumerIsTheBottleneck) {
 NodeSample Sample(const std::string& name, NodeKind kind, int64_t elements, int64_t bytes,
                   int64_t busy_ns, int64_t wait_ns = 0) {
   NodeSample s;
-  s.stats =
-      NodeStatsSnapshot{name, kind, elements, bytes, busy_ns, wait_ns, 0, 0, 0, 0, -1, -1, -1, 0};
+  s.stats = NodeStatsSnapshot{name, kind, elements, bytes, busy_ns, wait_ns, 0, 0,
+                              0,    0,    -1,       -1,    -1,      0,       0};
   return s;
 }
 

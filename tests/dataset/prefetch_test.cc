@@ -170,6 +170,31 @@ TEST(PrefetchTest, AutotuneStartsAtTwoAndFollowsTheKnob) {
   EXPECT_EQ(pulled->load(), 8);
 }
 
+// An underrun (what AUTOTUNE deepens an autotuned buffer for): the consumer finds the buffer empty
+// after the producer had filled it. Waiting for a producer that never got ahead is none.
+TEST(PrefetchTest, CountsAnUnderrunWhenTheConsumerFindsAFilledBufferEmpty) {
+  testing::BlockingMapGate gate;
+  auto it = Dataset::Range(10).Map(gate.Fn()).Prefetch(2).WithOptions({}).MakeIterator();
+  ASSERT_TRUE(Drain(*it, 1).ok());  // waited for the first element: the buffer had never filled
+  NodeStats* node = FindNode(*it, "Prefetch[2]");
+  ASSERT_NE(node, nullptr);
+  // 1 and 2 fill the buffer, and the producer stops there.
+  ASSERT_TRUE(WaitFor([&] { return node->buffered_elements.load() == 2; }));
+  gate.Arm();  // the producer's next pull (3, after a pop makes room) blocks
+  ASSERT_TRUE(Drain(*it, 2).ok());
+  EXPECT_EQ(node->underruns.load(), 0);  // 1 and 2 were there
+  // The next GetNext finds the buffer empty: one underrun, then the element once released.
+  std::thread releaser([&] {
+    WaitFor([&] { return node->underruns.load() > 0; });
+    gate.Release();
+  });
+  auto three = it->GetNext();
+  releaser.join();
+  ASSERT_TRUE(three.ok() && three->has_value());
+  EXPECT_EQ(testing::Value(**three), 3);
+  EXPECT_EQ(node->underruns.load(), 1);
+}
+
 TEST(PrefetchTest, BufferedErrorsSurviveACheckpoint) {
   auto ds = FailingAt(10, {3, 6}).Prefetch(8);
   auto ctx = TestContext();
