@@ -22,6 +22,7 @@
 #   profile-*        where the device time goes op by op (resnet-20 eager at batch 256; the cnn
 #                    under mixed_float16);
 #   speed-heuristic  resnet-20 and cnn with cuDNN's heuristic algorithms instead of timed ones;
+#   speed-find1g     the same, timed with 1 GiB of workspace offered instead of 256 MiB;
 #   pipeline-bench   `sluice bench` of the Fashion-MNIST JPEG pipeline alone, on this machine;
 #   python-cuda      `import sluice` (issue 43) with the bundle's module, when it was built for
 #                    this Python: prefetch_to_device("cuda:0") into PyTorch and JAX through DLPack
@@ -33,7 +34,7 @@
 # device" and a small CPU run checks that the bundle's programs start. The whole run stays under
 # 7 minutes (DEADLINE_S, default 400 s: a part that would start later is skipped, saying so).
 set -uo pipefail
-[ $# -eq 2 ] || { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 bundle=$(readlink -f "$1")
 out=$(mkdir -p "$2" && cd "$2" && pwd)
 deadline=${DEADLINE_S:-400}
@@ -152,7 +153,7 @@ if [ $gpu = 0 ]; then
     run gpu_tests 120 "$b/bin/gpu_tests" --gtest_output="json:$out/gpu_tests.json"
   fi
   for p in accuracy precision python-cuda speed input profile pipeline-bench speed-heuristic \
-    tensorboard onnx; do
+    speed-find1g tensorboard onnx; do
     skip_gpu "$p"
   done
 else
@@ -259,6 +260,12 @@ else
     --seconds 5 --json
   # cuDNN's heuristic choice of convolution algorithms against timing them (the default).
   run speed-heuristic-b256 60 env SLUICE_CUDNN_BENCHMARK=0 SLUICE_CUDNN_LOG=1 \
+    "$b/bin/train_step_bench" \
+    --device=cuda --batch=256 --mode=eager,compiled \
+    '--benchmark_filter=^train_step/(cnn|resnet-20)/sgd(/compiled)?/real_time$' \
+    --benchmark_repetitions=3 --benchmark_min_time=0.5 --benchmark_format=json
+  # Timing that may pick what the heuristic may (its 1 GiB limit), not only what fits 256 MiB.
+  run speed-find1g-b256 60 env SLUICE_CUDNN_FIND_WORKSPACE_MB=1024 SLUICE_CUDNN_LOG=1 \
     "$b/bin/train_step_bench" \
     --device=cuda --batch=256 --mode=eager,compiled \
     '--benchmark_filter=^train_step/(cnn|resnet-20)/sgd(/compiled)?/real_time$' \

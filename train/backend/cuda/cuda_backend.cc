@@ -13,6 +13,7 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/buffer.h"
 #include "core/mutex.h"
@@ -201,6 +202,16 @@ absl::StatusOr<CudaBackend*> CudaBackend::ForDevice(int device) {
   const char* benchmark = std::getenv("SLUICE_CUDNN_BENCHMARK");
   if (benchmark != nullptr && std::string_view(benchmark) == "0") {
     options.benchmark_convolutions = false;
+  }
+  // Which algorithms timing may pick: the device check compares 256 MiB (the default) with more.
+  const char* find_mb = std::getenv("SLUICE_CUDNN_FIND_WORKSPACE_MB");
+  int64_t mb = 0;
+  if (find_mb != nullptr) {
+    if (!absl::SimpleAtoi(find_mb, &mb) || mb < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "SLUICE_CUDNN_FIND_WORKSPACE_MB must be a number of MiB >= 0, got '", find_mb, "'"));
+    }
+    options.max_find_workspace_bytes = static_cast<size_t>(mb) << 20;
   }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> backend, Create(device, options));
   CudaBackend* raw = backend.get();

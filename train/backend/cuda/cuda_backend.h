@@ -58,6 +58,10 @@ class CudaBackend final : public train::backend::Backend {
     // instead of taking its heuristic's first choice. The shared backends take it from
     // SLUICE_CUDNN_BENCHMARK (0 turns it off).
     bool benchmark_convolutions = true;
+    // The workspace that timing offers the algorithms (capped by
+    // max_convolution_workspace_bytes): one that wants more is not timed, and so not chosen. The
+    // shared backends take it from SLUICE_CUDNN_FIND_WORKSPACE_MB.
+    size_t max_find_workspace_bytes = size_t{256} << 20;
   };
 
   // A backend of its own (own stream and library handles) on `device`.

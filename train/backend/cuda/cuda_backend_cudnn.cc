@@ -278,9 +278,9 @@ absl::Status CudaBackend::ChooseConvAlgorithm(ConvDirection direction, ConvPlan&
       for (auto [p, n] : {std::pair{x, x_bytes}, std::pair{w, w_bytes}, std::pair{y, y_bytes}}) {
         CUDA_RETURN_IF_ERROR(cudaMemsetAsync(p, 0x3c, n, stream()));
       }
-      // The timing offers at most 256 MiB of workspace: an algorithm that wants more is rarely
-      // the fastest, and the allocation is made for the find alone.
-      ws_bytes = std::min<size_t>(max_ws, size_t{256} << 20);
+      // The timing offers at most Options::max_find_workspace_bytes (256 MiB unless set): the
+      // allocation is made for the find alone.
+      ws_bytes = std::min(max_ws, options_.max_find_workspace_bytes);
       SLUICE_ASSIGN_OR_RETURN(ws, scratch.Get(ws_bytes));
       max_ws = ws_bytes;
     }
