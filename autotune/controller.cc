@@ -178,56 +178,71 @@ bool AutotuneController::EnforceRamLocked() {
     Tunable& b = n->buffer_size.present ? n->buffer_size : n->parallelism;
     if (!b.present || !b.autotune || n->buffered_bytes.load() == 0) continue;
     const int64_t v = b.value.load();
-    SetKnob(*n, b, n->buffer_size.present ? "buffer_size" : "parallelism",
-            std::min<int64_t>(v - 1, static_cast<int64_t>(std::floor(v * factor))), reason);
+    const int64_t cut = std::min<int64_t>(v - 1, static_cast<int64_t>(std::floor(v * factor)));
+    SetKnob(*n, b, n->buffer_size.present ? "buffer_size" : "parallelism", cut, reason);
+    if (n->buffer_size.present) ram_ceiling_[n->name] = std::max<int64_t>(1, cut);
   }
   if (history_.size() != before) interval_ = options_.first_interval;
   return history_.size() != before;
 }
 
 bool AutotuneController::DeepenUnderrunBuffers(const std::vector<std::shared_ptr<NodeStats>>& nodes,
-                                               int64_t now_ns) {
-  // Several underruns in one interval, and waits that matter: one stall of the producer empties
-  // any buffer once.
+                                               int64_t now_ns, bool allowed) {
+  // Several underruns in one interval, and a consumer that spent a share of it in GetNext: one
+  // stall of the producer empties any buffer once.
   constexpr int64_t kMinUnderruns = 2;
   constexpr double kMinWaitShare = 0.02;
   const double dt_ns = static_cast<double>(now_ns - underrun_prev_ns_);
   const bool measured = underrun_prev_ns_ != 0 && dt_ns > 0;
   underrun_prev_ns_ = now_ns;
   const double cpu = static_cast<double>(budgets_.cpu);
+  const auto& est = model_.nodes();
+  // One assignment for every node deepened in this step, so that two buffers together stay
+  // within the RAM budget.
+  Assignment a = model_.Current();
+  int64_t observed = 0;  // bytes every node holds now (the RAM check's measure)
+  for (const auto& n : nodes) observed += n->buffered_bytes.load(std::memory_order_relaxed);
   bool changed = false;
   for (const auto& n : nodes) {
+    // The counts move on every step, also when this one deepens nothing (after a RAM cut, say),
+    // so that the next step sees only its own interval.
     const UnderrunCount now{n->underruns.load(std::memory_order_relaxed),
                             n->wait_ns.load(std::memory_order_relaxed)};
     auto [prev, first] = underrun_prev_.try_emplace(n->name, now);
     const UnderrunCount before = prev->second;
     prev->second = now;
     Tunable& knob = n->buffer_size;
-    if (first || !measured || !knob.present.load() || !knob.autotune.load()) continue;
+    if (!allowed || first || !measured || !knob.present.load() || !knob.autotune.load()) continue;
     const int64_t underruns = now.underruns - before.underruns;
     const double wait_share = static_cast<double>(now.wait_ns - before.wait_ns) / dt_ns;
     const int64_t from = knob.value.load();
-    if (underruns < kMinUnderruns || wait_share < kMinWaitShare || from >= knob.max.load()) {
-      continue;
+    // Never above what the RAM check last cut the buffer to: doubling back would only be cut
+    // again.
+    int64_t ceiling = knob.max.load();
+    if (auto cut = ram_ceiling_.find(n->name); cut != ram_ceiling_.end()) {
+      ceiling = std::min(ceiling, cut->second);
     }
-    // Double it, as far as the RAM budget lets the model's estimate of the bytes held grow (a
-    // node the model has not measured yet waits for its bytes per element).
-    const auto& est = model_.nodes();
+    if (underruns < kMinUnderruns || wait_share < kMinWaitShare || from >= ceiling) continue;
+    // Only top-level nodes the model has measured: their bytes per element bound the growth.
     size_t i = 0;
     while (i < est.size() && est[i].name != n->name) ++i;
     if (i == est.size() || !est[i].measured) continue;
-    Assignment a = model_.Current();
-    int64_t to = std::min(2 * from, knob.max.load());
+    int64_t to = std::min(2 * from, ceiling);
     for (; to > from; --to) {
       a.buffer_size[i] = to;
-      if (budgets_.ram_bytes <= 0 || model_.Predict(a, cpu).buffered_bytes <= budgets_.ram_bytes) {
+      const double more = static_cast<double>(to - from) * est[i].bytes_per_element;
+      if (budgets_.ram_bytes <= 0 ||
+          (model_.Predict(a, cpu).buffered_bytes <= budgets_.ram_bytes &&
+           static_cast<double>(observed) + more <= static_cast<double>(budgets_.ram_bytes))) {
         break;
       }
     }
+    a.buffer_size[i] = to;
     if (to == from) continue;
+    observed += static_cast<int64_t>(static_cast<double>(to - from) * est[i].bytes_per_element);
     SetKnob(*n, knob, "buffer_size", to,
             absl::StrFormat("the consumer found the buffer empty %d times after it had filled, "
-                            "waiting %.0f%% of the time: too shallow for the hand-offs",
+                            "in GetNext %.0f%% of the time: too shallow for the hand-offs",
                             underruns, 100 * wait_share));
     changed = true;
   }
@@ -238,14 +253,16 @@ void AutotuneController::Step() {
   MutexLock l(&mu_);
   ++steps_;
   std::vector<std::shared_ptr<NodeStats>> nodes;
-  model_.Update(Sample(&nodes), NowNs());
+  const int64_t now_ns = NowNs();
+  model_.Update(Sample(&nodes), now_ns);
   const bool shrunk = EnforceRamLocked();
   // tf.data's prefetch autotuner: a buffer that fills and then runs dry under its consumer, again
   // and again, is too shallow for the hand-offs between the two threads, whatever the producer's
-  // pace, which is all the model sees: it doubles.
-  const bool deepened = !shrunk && DeepenUnderrunBuffers(nodes, NowNs());
+  // pace, which is all the model sees: it doubles (not in a step that cut buffers for RAM).
+  const bool deepened = DeepenUnderrunBuffers(nodes, now_ns, /*allowed=*/!shrunk);
   if (shrunk || deepened) {
-    model_.Update(Sample(&nodes), NowNs());  // see the changed knobs
+    // The changed knobs, at the same time: no interval of a few microseconds to measure.
+    model_.Update(Sample(&nodes), now_ns);
   }
 
   const Assignment current = model_.Current();
@@ -272,7 +289,22 @@ void AutotuneController::Step() {
     last_plan_ = Plan{capped, model_.Predict(capped, cpu), BottleneckKind::kUnknown};
   } else {
     Plan plan = model_.Optimize(budgets_);
-    const bool over = !(capped == current) || last_current_.buffered_bytes > budgets_.ram_bytes;
+    const bool ram_over = last_current_.buffered_bytes > budgets_.ram_bytes;
+    const bool over = !(capped == current) || ram_over;
+    // Buffers are shrunk only for RAM: the climb starts every buffer at its minimum, and applying
+    // its plan for another knob would otherwise undo a buffer deepened for its underruns.
+    if (!ram_over) {
+      Assignment floored = plan.assignment;
+      for (size_t i = 0; i < est.size() && i < floored.buffer_size.size(); ++i) {
+        if (est[i].buffer_size.autotune) {
+          floored.buffer_size[i] = std::max(floored.buffer_size[i], current.buffer_size[i]);
+        }
+      }
+      if (!(floored == plan.assignment)) {
+        const Prediction p = model_.Predict(floored, cpu);
+        if (p.buffered_bytes <= budgets_.ram_bytes) plan = Plan{floored, p, plan.bottleneck_kind};
+      }
+    }
     const double gain = last_current_.throughput > 0
                             ? plan.prediction.throughput / last_current_.throughput - 1
                             : 0;

@@ -122,8 +122,10 @@ class AutotuneController : public IteratorTuner {
   std::vector<NodeSample> Sample(std::vector<std::shared_ptr<NodeStats>>* nodes) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool EnforceRamLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool DeepenUnderrunBuffers(const std::vector<std::shared_ptr<NodeStats>>& nodes, int64_t now_ns)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Doubles autotuned buffers that keep running dry after filling (`allowed`: else it only
+  // moves the counts on).
+  bool DeepenUnderrunBuffers(const std::vector<std::shared_ptr<NodeStats>>& nodes, int64_t now_ns,
+                             bool allowed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Apply(const Assignment& a, const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SetKnob(NodeStats& node, Tunable& knob, const char* knob_name, int64_t value,
                const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -148,6 +150,8 @@ class AutotuneController : public IteratorTuner {
   };
   std::map<std::string, UnderrunCount> underrun_prev_ ABSL_GUARDED_BY(mu_);
   int64_t underrun_prev_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  // The buffer size the RAM check last cut each node to: never deepened past it.
+  std::map<std::string, int64_t> ram_ceiling_ ABSL_GUARDED_BY(mu_);
 
   Mutex stop_mu_;
   CondVar stop_cv_;

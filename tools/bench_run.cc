@@ -178,6 +178,8 @@ std::string ReportJson(const BenchmarkResult& result, int64_t batches, int64_t b
     json.Int(s.buffered_elements);
     json.Key("skipped");
     json.Int(s.skipped);
+    json.Key("underruns");
+    json.Int(s.underruns);
     json.EndObject();
   }
   json.EndArray();

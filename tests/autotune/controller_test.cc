@@ -429,14 +429,22 @@ TEST(AutotuneControllerTest, DoublesABufferThatRunsDryAfterFilling) {
   ao.max_interval = milliseconds(60'000);
   auto c = AutotuneController::Start(p.registry, 2, none, ao);
   for (int round = 0; round < 10; ++round) {
-    p.Produce(100, 1000);
+    // A map of 2 ms an element: the model's plan raises its parallelism meanwhile, and applying
+    // that plan must not undo the deeper buffer.
+    p.Produce(100, 2'000'000);
     p.prefetch->underruns += 5;
     p.prefetch->wait_ns += 1'000'000'000;  // far above 2% of the interval
     std::this_thread::sleep_for(milliseconds(2));
     c->Step();
   }
   EXPECT_EQ(p.prefetch->buffer_size.value.load(), 64);
+  EXPECT_EQ(p.map->parallelism.value.load(), 2);
   AutotuneReport r = c->Report();
+  for (const KnobChange& k : r.history) {
+    if (k.node == "Prefetch[2]") {
+      EXPECT_GT(k.to, k.from) << r.ToString();
+    }
+  }
   std::vector<KnobChange> deepened;
   for (const KnobChange& k : r.history) {
     if (k.reason.find("found the buffer empty") != std::string::npos) deepened.push_back(k);
@@ -495,6 +503,66 @@ TEST(AutotuneControllerTest, DeepensABufferOnlyAsFarAsTheRamBudgetAllows) {
   const int64_t size = p.prefetch->buffer_size.value.load();
   EXPECT_GT(size, 2) << c->Report().ToString();
   EXPECT_LE(size * 8 * kMiB, 64 * kMiB) << c->Report().ToString();
+}
+
+TEST(AutotuneControllerTest, TwoDeepenedBuffersStayWithinTheRamBudgetTogether) {
+  auto registry = std::make_shared<StatsRegistry>();
+  auto range = registry->GetOrCreate("Range[0]", NodeKind::kSource);
+  std::vector<std::shared_ptr<NodeStats>> prefetches = {
+      registry->GetOrCreate("Prefetch[1]", NodeKind::kAsync),
+      registry->GetOrCreate("Prefetch[2]", NodeKind::kAsync)};
+  for (auto& n : prefetches) n->buffer_size.DeclareTunable(2, 1, 64);
+  Options none;
+  AutotuneOptions ao;
+  ao.cpu_budget = 2;
+  ao.ram_budget = 64 * kMiB;
+  ao.first_interval = milliseconds(60'000);
+  ao.max_interval = milliseconds(60'000);
+  auto c = AutotuneController::Start(registry, 2, none, ao);
+  for (int round = 0; round < 10; ++round) {
+    range->elements_produced += 100;
+    range->bytes_produced += 100 * 8;
+    range->busy_ns += 100 * 1000;
+    for (auto& n : prefetches) {
+      n->elements_produced += 100;
+      n->bytes_produced += 100 * 4 * kMiB;  // 4 MiB elements
+      n->busy_ns += 100 * 1000;
+      n->underruns += 5;
+      n->wait_ns += 1'000'000'000;
+    }
+    std::this_thread::sleep_for(milliseconds(2));
+    c->Step();
+  }
+  const int64_t a = prefetches[0]->buffer_size.value.load();
+  const int64_t b = prefetches[1]->buffer_size.value.load();
+  EXPECT_GT(a + b, 4) << c->Report().ToString();
+  EXPECT_LE((a + b) * 4 * kMiB, 64 * kMiB) << c->Report().ToString();
+}
+
+TEST(AutotuneControllerTest, NeverDeepensABufferPastWhereTheRamCheckCutIt) {
+  FakePipeline p;
+  Options none;
+  AutotuneOptions ao;
+  ao.cpu_budget = 2;
+  ao.ram_budget = 64 * kMiB;
+  ao.first_interval = milliseconds(60'000);
+  ao.max_interval = milliseconds(60'000);
+  ao.enforce_interval = milliseconds(60'000);
+  auto c = AutotuneController::Start(p.registry, 2, none, ao);
+  p.prefetch->buffer_size.value = 32;
+  p.prefetch->buffered_bytes = 32 * 8 * kMiB;  // held: 256 MiB, 4x the budget
+  ASSERT_TRUE(c->EnforceRamBudget());
+  const int64_t cut = p.prefetch->buffer_size.value.load();
+  ASSERT_LE(cut, 8);
+  p.prefetch->buffered_bytes = 0;  // drained
+  for (int round = 0; round < 10; ++round) {
+    p.Produce(100, 1000);  // 8-byte elements: the model alone would allow 64
+    p.prefetch->underruns += 5;
+    p.prefetch->wait_ns += 1'000'000'000;
+    std::this_thread::sleep_for(milliseconds(2));
+    c->Step();
+  }
+  EXPECT_LE(p.prefetch->buffer_size.value.load(), cut) << c->Report().ToString();
 }
 
 // Live: Range into Prefetch(kAutotune), drained as fast as it comes. The producer outruns any

@@ -21,7 +21,8 @@ def test_bench_returns_the_cli_report(data):
         assert key in report, key
     assert report["elements"] == 12 and report["batches"] == 6
     assert report["bytes"] > 3 * 100_000  # the photos' records, each read 4 times
-    assert {"name", "kind", "busy_ns", "utilization", "parallelism"} <= set(report["stages"][0])
+    assert {"name", "kind", "busy_ns", "utilization", "parallelism", "underruns"} <= set(
+        report["stages"][0])
     tuned = sluice.bench(ds.repeat(), seconds=0.3, autotune_report=True)
     assert "autotune" in tuned and tuned["seconds"] >= 0.3
 
