@@ -418,36 +418,54 @@ TEST(AutotuneControllerTest, ShrinksBuffersAtOnceWhenOverTheRamBudget) {
   EXPECT_EQ(p.prefetch->buffer_size.value.load(), 32);
 }
 
+// Options for a test that takes the controller's steps itself.
+AutotuneOptions SteppedByTheTest(int64_t ram_budget = 0) {
+  AutotuneOptions ao;
+  ao.cpu_budget = 2;
+  ao.ram_budget = ram_budget;  // 0: the default
+  ao.first_interval = milliseconds(60'000);
+  ao.max_interval = milliseconds(60'000);
+  ao.enforce_interval = milliseconds(60'000);
+  return ao;
+}
+
+// `count` underruns of `n` in an interval whose consumer spent `wait_ns` in n's GetNext.
+void RunDry(NodeStats& n, int64_t count, int64_t wait_ns) {
+  n.underruns += count;
+  n.wait_ns += wait_ns;
+}
+
+// A step a little later, so that the interval is not empty.
+void StepLater(AutotuneController& c) {
+  std::this_thread::sleep_for(milliseconds(2));
+  c.Step();
+}
+
+bool SaysUnderruns(const KnobChange& k) {
+  return k.reason.find("found the buffer empty") != std::string::npos;
+}
+
 // tf.data's prefetch autotuner's rule: a buffer that fills and then runs dry under its consumer,
 // several times an interval with waits that matter, doubles, up to its maximum.
 TEST(AutotuneControllerTest, DoublesABufferThatRunsDryAfterFilling) {
   FakePipeline p;
-  Options none;
-  AutotuneOptions ao;
-  ao.cpu_budget = 2;
-  ao.first_interval = milliseconds(60'000);  // this test takes the steps itself
-  ao.max_interval = milliseconds(60'000);
-  auto c = AutotuneController::Start(p.registry, 2, none, ao);
+  auto c = AutotuneController::Start(p.registry, 2, Options(), SteppedByTheTest());
   for (int round = 0; round < 10; ++round) {
     // A map of 2 ms an element: the model's plan raises its parallelism meanwhile, and applying
     // that plan must not undo the deeper buffer.
     p.Produce(100, 2'000'000);
-    p.prefetch->underruns += 5;
-    p.prefetch->wait_ns += 1'000'000'000;  // far above 2% of the interval
-    std::this_thread::sleep_for(milliseconds(2));
-    c->Step();
+    RunDry(*p.prefetch, 5, 1'000'000'000);  // far above 2% of the interval
+    StepLater(*c);
   }
   EXPECT_EQ(p.prefetch->buffer_size.value.load(), 64);
   EXPECT_EQ(p.map->parallelism.value.load(), 2);
   AutotuneReport r = c->Report();
+  std::vector<KnobChange> deepened;
   for (const KnobChange& k : r.history) {
+    if (SaysUnderruns(k)) deepened.push_back(k);
     if (k.node == "Prefetch[2]") {
       EXPECT_GT(k.to, k.from) << r.ToString();
     }
-  }
-  std::vector<KnobChange> deepened;
-  for (const KnobChange& k : r.history) {
-    if (k.reason.find("found the buffer empty") != std::string::npos) deepened.push_back(k);
   }
   ASSERT_FALSE(deepened.empty()) << r.ToString();
   EXPECT_EQ(deepened[0].node, "Prefetch[2]");
@@ -461,44 +479,27 @@ TEST(AutotuneControllerTest, DoublesABufferThatRunsDryAfterFilling) {
 
 TEST(AutotuneControllerTest, LeavesABufferAloneWhoseUnderrunsAreRareOrCostNothing) {
   FakePipeline p;
-  Options none;
-  AutotuneOptions ao;
-  ao.cpu_budget = 2;
-  ao.first_interval = milliseconds(60'000);
-  ao.max_interval = milliseconds(60'000);
-  auto c = AutotuneController::Start(p.registry, 2, none, ao);
+  auto c = AutotuneController::Start(p.registry, 2, Options(), SteppedByTheTest());
   for (int round = 0; round < 10; ++round) {
     p.Produce(100, 1000);
     if (round % 2 == 0) {
-      p.prefetch->underruns += 5;  // many, but the consumer hardly waited
+      RunDry(*p.prefetch, 5, 0);  // many, but the consumer hardly waited
     } else {
-      p.prefetch->underruns += 1;  // one stall of the producer: any buffer runs dry once
-      p.prefetch->wait_ns += 1'000'000'000;
+      RunDry(*p.prefetch, 1, 1'000'000'000);  // one stall of the producer: any buffer runs dry once
     }
-    std::this_thread::sleep_for(milliseconds(2));
-    c->Step();
+    StepLater(*c);
   }
-  for (const KnobChange& k : c->Report().history) {
-    EXPECT_EQ(k.reason.find("found the buffer empty"), std::string::npos) << k.reason;
-  }
+  for (const KnobChange& k : c->Report().history) EXPECT_FALSE(SaysUnderruns(k)) << k.reason;
 }
 
 TEST(AutotuneControllerTest, DeepensABufferOnlyAsFarAsTheRamBudgetAllows) {
   FakePipeline p;
-  Options none;
-  AutotuneOptions ao;
-  ao.cpu_budget = 2;
-  ao.ram_budget = 64 * kMiB;
-  ao.first_interval = milliseconds(60'000);
-  ao.max_interval = milliseconds(60'000);
-  auto c = AutotuneController::Start(p.registry, 2, none, ao);
+  auto c = AutotuneController::Start(p.registry, 2, Options(), SteppedByTheTest(64 * kMiB));
   for (int round = 0; round < 10; ++round) {
     p.Produce(100, 1000);
     p.prefetch->bytes_produced += 100 * 8 * kMiB;  // 8 MiB elements
-    p.prefetch->underruns += 5;
-    p.prefetch->wait_ns += 1'000'000'000;
-    std::this_thread::sleep_for(milliseconds(2));
-    c->Step();
+    RunDry(*p.prefetch, 5, 1'000'000'000);
+    StepLater(*c);
   }
   const int64_t size = p.prefetch->buffer_size.value.load();
   EXPECT_GT(size, 2) << c->Report().ToString();
@@ -512,13 +513,7 @@ TEST(AutotuneControllerTest, TwoDeepenedBuffersStayWithinTheRamBudgetTogether) {
       registry->GetOrCreate("Prefetch[1]", NodeKind::kAsync),
       registry->GetOrCreate("Prefetch[2]", NodeKind::kAsync)};
   for (auto& n : prefetches) n->buffer_size.DeclareTunable(2, 1, 64);
-  Options none;
-  AutotuneOptions ao;
-  ao.cpu_budget = 2;
-  ao.ram_budget = 64 * kMiB;
-  ao.first_interval = milliseconds(60'000);
-  ao.max_interval = milliseconds(60'000);
-  auto c = AutotuneController::Start(registry, 2, none, ao);
+  auto c = AutotuneController::Start(registry, 2, Options(), SteppedByTheTest(64 * kMiB));
   for (int round = 0; round < 10; ++round) {
     range->elements_produced += 100;
     range->bytes_produced += 100 * 8;
@@ -527,11 +522,9 @@ TEST(AutotuneControllerTest, TwoDeepenedBuffersStayWithinTheRamBudgetTogether) {
       n->elements_produced += 100;
       n->bytes_produced += 100 * 4 * kMiB;  // 4 MiB elements
       n->busy_ns += 100 * 1000;
-      n->underruns += 5;
-      n->wait_ns += 1'000'000'000;
+      RunDry(*n, 5, 1'000'000'000);
     }
-    std::this_thread::sleep_for(milliseconds(2));
-    c->Step();
+    StepLater(*c);
   }
   const int64_t a = prefetches[0]->buffer_size.value.load();
   const int64_t b = prefetches[1]->buffer_size.value.load();
@@ -541,14 +534,7 @@ TEST(AutotuneControllerTest, TwoDeepenedBuffersStayWithinTheRamBudgetTogether) {
 
 TEST(AutotuneControllerTest, NeverDeepensABufferPastWhereTheRamCheckCutIt) {
   FakePipeline p;
-  Options none;
-  AutotuneOptions ao;
-  ao.cpu_budget = 2;
-  ao.ram_budget = 64 * kMiB;
-  ao.first_interval = milliseconds(60'000);
-  ao.max_interval = milliseconds(60'000);
-  ao.enforce_interval = milliseconds(60'000);
-  auto c = AutotuneController::Start(p.registry, 2, none, ao);
+  auto c = AutotuneController::Start(p.registry, 2, Options(), SteppedByTheTest(64 * kMiB));
   p.prefetch->buffer_size.value = 32;
   p.prefetch->buffered_bytes = 32 * 8 * kMiB;  // held: 256 MiB, 4x the budget
   ASSERT_TRUE(c->EnforceRamBudget());
@@ -557,10 +543,8 @@ TEST(AutotuneControllerTest, NeverDeepensABufferPastWhereTheRamCheckCutIt) {
   p.prefetch->buffered_bytes = 0;  // drained
   for (int round = 0; round < 10; ++round) {
     p.Produce(100, 1000);  // 8-byte elements: the model alone would allow 64
-    p.prefetch->underruns += 5;
-    p.prefetch->wait_ns += 1'000'000'000;
-    std::this_thread::sleep_for(milliseconds(2));
-    c->Step();
+    RunDry(*p.prefetch, 5, 1'000'000'000);
+    StepLater(*c);
   }
   EXPECT_LE(p.prefetch->buffer_size.value.load(), cut) << c->Report().ToString();
 }
@@ -583,8 +567,7 @@ TEST(AutotuneControllerTest, LiveRangePrefetchDeepensItsBufferForTheHandOffs) {
   absl::StatusOr<AutotuneReport> r = it->AutotuneReport();
   ASSERT_TRUE(r.ok()) << r.status();
   bool said = false;
-  for (const KnobChange& k : r->history)
-    said |= k.reason.find("found the buffer empty") != std::string::npos;
+  for (const KnobChange& k : r->history) said |= SaysUnderruns(k);
   EXPECT_TRUE(said) << r->ToString();
 }
 
