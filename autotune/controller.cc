@@ -39,6 +39,13 @@ std::string Bytes(double b) {
 
 std::string Knob(int64_t v) { return v < 0 ? std::string("-") : absl::StrCat(v); }
 
+// The bytes `nodes` hold now: what the RAM budget is checked against.
+int64_t HeldBytes(const std::vector<std::shared_ptr<NodeStats>>& nodes) {
+  int64_t held = 0;
+  for (const auto& n : nodes) held += n->buffered_bytes.load(std::memory_order_relaxed);
+  return held;
+}
+
 }  // namespace
 
 int64_t DefaultRamBudget() {
@@ -161,8 +168,7 @@ bool AutotuneController::EnforceRamBudget() {
 
 bool AutotuneController::EnforceRamLocked() {
   const auto nodes = registry_->Nodes();
-  int64_t observed = 0;
-  for (const auto& n : nodes) observed += n->buffered_bytes.load(std::memory_order_relaxed);
+  const int64_t observed = HeldBytes(nodes);
   peak_buffered_ = std::max(peak_buffered_, observed);
   if (observed <= budgets_.ram_bytes) return false;
   // Shrink every autotuned buffer in proportion, so that once the consumer
@@ -200,8 +206,7 @@ bool AutotuneController::DeepenUnderrunBuffers(const std::vector<std::shared_ptr
   // One assignment for every node deepened in this step, so that two buffers together stay
   // within the RAM budget.
   Assignment a = model_.Current();
-  int64_t observed = 0;  // bytes every node holds now (the RAM check's measure)
-  for (const auto& n : nodes) observed += n->buffered_bytes.load(std::memory_order_relaxed);
+  int64_t observed = HeldBytes(nodes);
   bool changed = false;
   for (const auto& n : nodes) {
     // The counts move on every step, also when this one deepens nothing (after a RAM cut, say),

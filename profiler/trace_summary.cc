@@ -192,25 +192,20 @@ std::string Summarize(const std::vector<ThreadTrace>& threads, int64_t dropped) 
     // An eager step has forward, loss, backward, optimizer and metrics phases; a compiled one
     // replays them as one (the optimizer outside it only where clipping keeps it eager).
     const bool compiled = s.forward_backward_ns > 0 && s.forward_ns == 0;
-    const std::vector<std::pair<const char*, int64_t>> phases =
-        compiled ? std::vector<std::pair<const char*, int64_t>>{{"input", s.input_ns},
-                                                                {"step (replayed)",
-                                                                 s.forward_backward_ns},
-                                                                {"optimizer", s.optimizer_ns},
-                                                                {"metrics", s.metrics_ns},
-                                                                {"device wait", s.device_wait_ns},
-                                                                {"other", s.other_ns}}
-                 : std::vector<std::pair<const char*, int64_t>>{{"input", s.input_ns},
-                                                                {"forward", s.forward_ns},
-                                                                {"loss", s.loss_ns},
-                                                                {"backward", s.backward_ns},
-                                                                {"optimizer", s.optimizer_ns},
-                                                                {"metrics", s.metrics_ns},
-                                                                {"device wait", s.device_wait_ns},
-                                                                {"other", s.other_ns}};
+    std::vector<std::pair<const char*, int64_t>> phases = {{"input", s.input_ns}};
+    if (compiled) {
+      phases.push_back({"step (replayed)", s.forward_backward_ns});
+    } else {
+      phases.push_back({"forward", s.forward_ns});
+      phases.push_back({"loss", s.loss_ns});
+      phases.push_back({"backward", s.backward_ns});
+    }
+    phases.push_back({"optimizer", s.optimizer_ns});
+    phases.push_back({"metrics", s.metrics_ns});
+    // A device wait only where there is a device that the host waits for.
+    if (s.device_wait_ns > 0) phases.push_back({"device wait", s.device_wait_ns});
+    phases.push_back({"other", s.other_ns});
     for (size_t i = 0; i < phases.size(); ++i) {
-      // A device wait only where there is a device that the host waits for.
-      if (phases[i].second == 0 && phases[i].first == std::string_view("device wait")) continue;
       absl::StrAppendFormat(&out, "%s %s %.1f%%", i == 0 ? "" : ",", phases[i].first,
                             100 * static_cast<double>(phases[i].second) / step);
     }

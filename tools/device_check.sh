@@ -137,6 +137,8 @@ for m in torch tensorboard onnxruntime; do
 done
 has_py() { [ -n "${py_has[$1]:-}" ]; }
 skip_gpu() { record "$1" skipped 0 "skipped: no device"; }
+# The file names' seed suffix, which device_summary.py reads back: none for seed 1, else -seedN.
+seed_suffix() { [ "$1" = 1 ] || printf -- '-seed%s' "$1"; }
 
 train_any_seed=("$b/bin/sluice" train --data "$data" --json)
 train=("${train_any_seed[@]}" --seed 1)
@@ -181,8 +183,8 @@ else
       (
         first=$((half + lane * per))
         for ((i = lane; i < ${#refs[@]}; i += lanes)); do
-          m=${refs[$i]%:*} seed=${refs[$i]#*:} suffix=
-          [ "$seed" = 1 ] || suffix=-seed$seed
+          m=${refs[$i]%:*} seed=${refs[$i]#*:}
+          suffix=$(seed_suffix "$seed")
           left=$((refs_end - SECONDS))
           if [ "$left" -lt 60 ]; then
             echo "not run: $left s left before the deadline" >"$logs/accuracy-$m-cpu$suffix.log"
@@ -203,9 +205,7 @@ else
   run accuracy-cnn-cuda 120 "${train[@]}" --model cnn "${acc[@]}" --device cuda \
     --save "$work/cnn-model" --logdir "$work/tb" --profile "$work/prof" --profile-steps 20:40
   for seed in "${acc_seeds[@]}"; do
-    suffix=
-    [ "$seed" = 1 ] || suffix=-seed$seed
-    run "accuracy-resnet-20-cuda$suffix" 150 "${train_any_seed[@]}" --model resnet-20 "${acc[@]}" \
+    run "accuracy-resnet-20-cuda$(seed_suffix "$seed")" 150 "${train_any_seed[@]}" --model resnet-20 "${acc[@]}" \
       --device cuda --seed "$seed"
   done
   for p in mixed_float16 mixed_bfloat16; do

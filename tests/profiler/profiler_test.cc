@@ -427,6 +427,24 @@ TEST(ProfilerTest, AnAlmostAlwaysBusyDeviceMakesTheVerdictDeviceBound) {
               HasSubstr("Verdict: input-bound: 80.0% of the step time waits for input"));
 }
 
+// The step line names a device wait (Fit bounding how far the host runs ahead of a device) only
+// where the host waited for one.
+TEST(ProfilerTest, TheStepLineShowsADeviceWaitOnlyWhereThereIsOne) {
+  const auto steps = [](bool waits) {
+    std::vector<TraceEvent> events = {{"step", "step", 0, 100, 0, false},
+                                      {"phase", "input", 0, 20, 1, false},
+                                      {"phase", "forward_backward", 20, 50, 1, false}};
+    if (waits) events.push_back({"phase", "device_wait", 70, 30, 1, false});
+    return std::vector<ThreadTrace>{{.tid = 1, .name = "main", .events = events}};
+  };
+  EXPECT_THAT(Summarize(steps(true), 0),
+              HasSubstr(": input 20.0%, step (replayed) 50.0%, optimizer 0.0%, metrics 0.0%, "
+                        "device wait 30.0%, other 0.0%\n"));
+  EXPECT_THAT(Summarize(steps(false), 0),
+              HasSubstr(": input 20.0%, step (replayed) 50.0%, optimizer 0.0%, metrics 0.0%, "
+                        "other 30.0%\n"));
+}
+
 // A device's utilisation is the union of its spans within the steps' window.
 TEST(ProfilerTest, DeviceBusyTimeIsTheUnionOfItsSpansWithinTheSteps) {
   const auto span = [](const char* name, int64_t start, int64_t end) {

@@ -204,9 +204,8 @@ absl::StatusOr<CudaBackend*> CudaBackend::ForDevice(int device) {
     options.benchmark_convolutions = false;
   }
   // Which algorithms timing may pick: the device check compares 256 MiB (the default) with more.
-  const char* find_mb = std::getenv("SLUICE_CUDNN_FIND_WORKSPACE_MB");
-  int64_t mb = 0;
-  if (find_mb != nullptr) {
+  if (const char* find_mb = std::getenv("SLUICE_CUDNN_FIND_WORKSPACE_MB"); find_mb != nullptr) {
+    int64_t mb = 0;
     if (!absl::SimpleAtoi(find_mb, &mb) || mb < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "SLUICE_CUDNN_FIND_WORKSPACE_MB must be a number of MiB >= 0, got '", find_mb, "'"));
