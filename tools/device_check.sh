@@ -9,7 +9,8 @@
 #   accuracy         `sluice train` of cnn and resnet-20 on Fashion-MNIST on cuda:0 and on the CPU
 #                    (the same seeds, 2 epochs, cosine schedule; resnet-20 six seeds, compared on
 #                    their means; goal: within 0.5 points);
-#   precision        cnn on cuda:0 under mixed_float16 and mixed_bfloat16;
+#   precision        cnn on cuda:0 under mixed_float16 and mixed_bfloat16, resnet-20 (batch norm)
+#                    under mixed_float16;
 #   speed            train_step_bench --device=cuda, eager, compiled (CUDA graphs) and compiled
 #                    call by call, against PyTorch's eager
 #                    step on the same GPU
@@ -20,7 +21,7 @@
 #   input            the JPEG pipeline (--data) feeding resnet-20 at batch 256: input wait share,
 #                    and the profiler's device busy share;
 #   profile-*        where the device time goes op by op (resnet-20 eager at batch 256; the cnn
-#                    under mixed_float16);
+#                    eager at batch 64, and under mixed_float16);
 #   speed-heuristic  resnet-20 and cnn with cuDNN's heuristic algorithms instead of timed ones;
 #   speed-find1g     the same, timed with 1 GiB of workspace offered instead of 256 MiB;
 #   pipeline-bench   `sluice bench` of the Fashion-MNIST JPEG pipeline alone, on this machine;
@@ -34,7 +35,7 @@
 # device" and a small CPU run checks that the bundle's programs start. The whole run stays under
 # 7 minutes (DEADLINE_S, default 400 s: a part that would start later is skipped, saying so).
 set -uo pipefail
-[ $# -eq 2 ] || { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,/^set -uo/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 bundle=$(readlink -f "$1")
 out=$(mkdir -p "$2" && cd "$2" && pwd)
 deadline=${DEADLINE_S:-400}
@@ -211,6 +212,9 @@ else
   for p in mixed_float16 mixed_bfloat16; do
     run "precision-$p" 90 "${train[@]}" --model cnn --epochs 1 --device cuda --precision "$p"
   done
+  # Batch norm (and its fused ReLU) under a 16-bit policy: the resnets' layers the cnn lacks.
+  run precision-resnet-20-mixed_float16 60 "${train[@]}" --model resnet-20 --epochs 1 \
+    --limit 10240 --device cuda --precision mixed_float16
 
   # The Python module, built for one CPython (tools/device_bundle.sh): run where it is this one.
   module=$(ls "$b"/python/sluice/_sluice*.so 2>/dev/null | head -1)
@@ -264,6 +268,10 @@ else
   run profile-cnn-mixed_float16 60 "${train[@]}" --model cnn --epochs 1 --limit 10240 \
     --device cuda --precision mixed_float16 --profile "$work/prof-f16" --profile-steps 20:60
   cp "$work/prof-f16/summary.txt" "$out/profile-cnn-mixed_float16.txt" 2>/dev/null
+  # The cnn's float32 step op by op at batch 64: what its graphs replay (issue 44's graphs goal).
+  run profile-cnn-eager-b64 40 "${train[@]}" --model cnn --epochs 1 --limit 5120 \
+    --device cuda --eager --profile "$work/prof-cnn-eager" --profile-steps 20:60
+  cp "$work/prof-cnn-eager/summary.txt" "$out/profile-cnn-eager-b64.txt" 2>/dev/null
   # The JPEG pipeline alone on this machine's cores: what it can feed a device.
   run pipeline-bench 40 "$b/bin/sluice" bench --files "$data/train-*" --image-size 28 \
     --seconds 5 --json

@@ -98,7 +98,11 @@ def precision(out):
     for path in sorted(glob.glob(os.path.join(out, "precision-*.out"))):
         r = load(path)
         if r:
-            result[r.get("precision")] = {"test_accuracy": r.get("test_accuracy"),
+            # The cnn's runs by precision alone (as run 3 had them), any other model's prefixed.
+            key = r.get("precision")
+            if r.get("model", "cnn") != "cnn":
+                key = "%s %s" % (r.get("model"), key)
+            result[key] = {"test_accuracy": r.get("test_accuracy"),
                                           "train_images_per_second": r.get("train_images_per_second")}
     return result
 

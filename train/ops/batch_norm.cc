@@ -101,6 +101,11 @@ absl::StatusOr<BatchNormTrainingResult> Training(const char* name, const Tensor&
         backend->BatchNormForwardTraining(x, gamma, beta, epsilon, y, mean, variance));
   }
   SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics(name, y));
+  if (relu) {
+    // The fused ReLU turns a NaN output to 0: the statistics still hold a NaN from x.
+    SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics(name, mean));
+    SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics(name, variance));
+  }
   if (autodiff::ShouldRecord({x, gamma, beta})) {
     autodiff::RecordOperation(
         {x, gamma, beta}, y,

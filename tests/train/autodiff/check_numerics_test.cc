@@ -15,6 +15,7 @@
 #include "train/fit/trainer.h"
 #include "train/function/function.h"
 #include "train/ops/arithmetic.h"
+#include "train/ops/batch_norm.h"
 #include "train/optimizers/sgd.h"
 
 namespace sluice::train::autodiff {
@@ -50,6 +51,19 @@ TEST_F(CheckNumericsTest, NamesTheOpAndTheElement) {
   // Large finite values whose sum overflows are not an error.
   const float big = std::numeric_limits<float>::max();
   EXPECT_TRUE(ops::Add(T({big, big}, {2}), T({0, 0}, {2})).ok());
+}
+
+// A fused batch norm + ReLU turns a NaN output into 0; the NaN in x still shows in the batch's
+// statistics, which the check reads too.
+TEST_F(CheckNumericsTest, SeesANaNInputThroughAFusedBatchNormRelu) {
+  EnableCheckNumerics();
+  Tensor x = T({1, 2, 3, 4, 5, 6}, {3, 2});
+  ASSERT_TRUE(ops::BatchNormReluTraining(x, T({1, 1}, {2}), T({0, 0}, {2}), 1e-3f).ok());
+  x.data<float>()[2] = std::numeric_limits<float>::quiet_NaN();
+  const absl::Status s =
+      ops::BatchNormReluTraining(x, T({1, 1}, {2}), T({0, 0}, {2}), 1e-3f).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("BatchNormReluTraining produced NaN"));
 }
 
 // Eagerly and compiled (the trace records the checks; steps 2 and 3 are replays).

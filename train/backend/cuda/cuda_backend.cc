@@ -483,6 +483,26 @@ absl::Status CudaBackend::MatMul(const Tensor& a, bool transpose_a, const Tensor
   return absl::OkStatus();
 }
 
+absl::Status CudaBackend::AddBias(const char* op, const Tensor& bias, bool relu, Tensor& out) {
+  SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("BiasActivation", {&bias, &out}));
+  SLUICE_RETURN_IF_ERROR(train::backend::RequireFloat32(out, op, "the output"));
+  SLUICE_RETURN_IF_ERROR(train::backend::RequireFloat32(bias, op, "the bias"));
+  const int64_t c = out.rank() == 0 ? 1 : out.dim(out.rank() - 1);
+  if (bias.num_elements() != c) {
+    return absl::InvalidArgumentError(absl::StrCat(op, ": the bias has ", bias.num_elements(),
+                                                   " elements, the output's rows ", c));
+  }
+  CUDA_RETURN_IF_ERROR(
+      kernels::BiasActivation(F(out), F(bias), out.num_elements(), c, relu, stream()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::MatMulBias(const Tensor& a, const Tensor& b, const Tensor& bias,
+                                     bool relu, Tensor& out) {
+  SLUICE_RETURN_IF_ERROR(MatMul(a, false, b, false, out));
+  return AddBias("MatMulBias", bias, relu, out);
+}
+
 // --- pooling (own kernels: cuDNN cannot pad asymmetrically) ----------------------------
 
 namespace {

@@ -110,6 +110,15 @@ class CudaBackend final : public train::backend::Backend {
                       Tensor& out) override;
   absl::Status Conv2DForward(const train::backend::ConvGeometry& geo, const Tensor& input,
                              const Tensor& filter, Tensor& output) override;
+  // The bias (and the ReLU) in one pass over the output after cuBLAS' or cuDNN's kernel, instead
+  // of an add and a relu (and, for the convolutions, a temporary output).
+  absl::Status MatMulBias(const Tensor& a, const Tensor& b, const Tensor& bias, bool relu,
+                          Tensor& out) override;
+  absl::Status Conv2DBiasForward(const train::backend::ConvGeometry& geo, const Tensor& input,
+                                 const Tensor& filter, const Tensor& bias, Tensor& output) override;
+  absl::Status Conv2DBiasReluForward(const train::backend::ConvGeometry& geo, const Tensor& input,
+                                     const Tensor& filter, const Tensor& bias,
+                                     Tensor& output) override;
   absl::Status Conv2DBackwardData(const train::backend::ConvGeometry& geo,
                                   const Tensor& grad_output, const Tensor& filter,
                                   Tensor& grad_input) override;
@@ -132,6 +141,18 @@ class CudaBackend final : public train::backend::Backend {
                                  const Tensor& variance, const Tensor& grad_y, float epsilon,
                                  bool statistics_are_constant, Tensor& grad_x, Tensor& grad_gamma,
                                  Tensor& grad_beta) override;
+  // The ReLU after a batch norm in its normalising pass, its mask (a byte an element) the
+  // workspace; the backward reads the mask in its passes: no ReLU kernels either way.
+  bool FusesBatchNormRelu() const override { return true; }
+  int64_t BatchNormReluWorkspaceBytes(const Tensor& x) const override;
+  absl::Status BatchNormReluForwardTraining(const Tensor& x, const Tensor& gamma,
+                                            const Tensor& beta, float epsilon, Tensor& y,
+                                            Tensor& mean, Tensor& variance,
+                                            Tensor& workspace) override;
+  absl::Status BatchNormReluBackward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                     const Tensor& variance, const Tensor& workspace,
+                                     const Tensor& grad_y, float epsilon, Tensor& grad_x,
+                                     Tensor& grad_gamma, Tensor& grad_beta) override;
 
   absl::Status Binary(train::backend::BinaryOp op, const Tensor& a, const Tensor& b,
                       Tensor& out) override;
@@ -206,8 +227,17 @@ class CudaBackend final : public train::backend::Backend {
                                            std::initializer_list<const Tensor*> tensors) const;
   // out[0] = scale * the sum of x (plus out[0] when `accumulate`), with Reduce's bits.
   absl::Status ScaledSum(const Tensor& x, float scale, bool accumulate, Tensor& out);
-  // out[k] = scale * the sum of rows[.., k] (rows [m, c], out c elements): Reduce's column sums.
-  absl::Status SumRows(const Tensor& rows, float scale, Tensor& out);
+  // out [.., c] += bias [c], then max(., 0) with `relu`.
+  absl::Status AddBias(const char* op, const Tensor& bias, bool relu, Tensor& out);
+  // Batch norm's training forward and its backward, with the fused ReLU's mask where
+  // `relu_mask` is given (a workspace of BatchNormReluWorkspaceBytes).
+  absl::Status BatchNormTraining(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                 float epsilon, Tensor& y, Tensor& mean, Tensor& variance,
+                                 const Tensor* relu_mask);
+  absl::Status BatchNormGradients(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                  const Tensor& variance, const Tensor* relu_mask,
+                                  const Tensor& grad_y, float epsilon, bool statistics_are_constant,
+                                  Tensor& grad_x, Tensor& grad_gamma, Tensor& grad_beta);
   // sum of `full` over the dims `grad` repeats along, times `scale`, into grad.
   absl::Status SumInto(const Tensor& full, float scale, Tensor& grad);
   // The gradients of BinaryOp::kMaximum (kMinimum).

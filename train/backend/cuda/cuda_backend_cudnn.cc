@@ -448,6 +448,20 @@ absl::Status CudaBackend::Conv2DForward(const train::backend::ConvGeometry& geo,
   return absl::OkStatus();
 }
 
+absl::Status CudaBackend::Conv2DBiasForward(const train::backend::ConvGeometry& geo,
+                                            const Tensor& input, const Tensor& filter,
+                                            const Tensor& bias, Tensor& output) {
+  SLUICE_RETURN_IF_ERROR(Conv2DForward(geo, input, filter, output));
+  return AddBias("Conv2DBiasForward", bias, /*relu=*/false, output);
+}
+
+absl::Status CudaBackend::Conv2DBiasReluForward(const train::backend::ConvGeometry& geo,
+                                                const Tensor& input, const Tensor& filter,
+                                                const Tensor& bias, Tensor& output) {
+  SLUICE_RETURN_IF_ERROR(Conv2DForward(geo, input, filter, output));
+  return AddBias("Conv2DBiasReluForward", bias, /*relu=*/true, output);
+}
+
 absl::Status CudaBackend::Conv2DBackwardData(const train::backend::ConvGeometry& geo,
                                              const Tensor& grad_output, const Tensor& filter,
                                              Tensor& grad_input) {

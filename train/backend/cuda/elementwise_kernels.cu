@@ -235,6 +235,18 @@ __global__ void ScaleKernel(const float* src, float factor, float* dst, int64_t 
   SLUICE_GRID_LOOP(i, n) { dst[i] = src[i] * factor; }
 }
 
+// out[i] += bias[i's channel], then max(out, 0) with `relu`: the same additions and comparisons
+// as Binary's kAdd and Unary's kRelu one after the other, in one pass.
+__global__ void BiasActivationKernel(float* out, const float* bias, int64_t n, int64_t c,
+                                     bool relu) {
+  ForChannelElements(
+      n, c, [&](int64_t k) { return bias[k]; },
+      [&](int64_t i, float b) {
+        const float v = out[i] + b;
+        out[i] = relu ? (v > 0.0f ? v : 0.0f) : v;
+      });
+}
+
 }  // namespace
 
 cudaError_t Fill(float* p, int64_t n, float value, cudaStream_t stream) {
@@ -372,6 +384,13 @@ cudaError_t MaxBackward(const float* mask, const float* grad_max, const float* t
 cudaError_t Scale(const float* src, float factor, float* dst, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   ScaleKernel<<<GridFor(n), kThreads, 0, stream>>>(src, factor, dst, n);
+  return cudaGetLastError();
+}
+
+cudaError_t BiasActivation(float* out, const float* bias, int64_t n, int64_t c, bool relu,
+                           cudaStream_t stream) {
+  if (n == 0 || c == 0) return cudaSuccess;
+  BiasActivationKernel<<<GridFor(n), kThreads, 0, stream>>>(out, bias, n, c, relu);
   return cudaGetLastError();
 }
 

@@ -66,34 +66,41 @@ cudaError_t MaxBackward(const float* mask, const float* grad_max, const float* t
                         int64_t n, const StridedIndex& index, cudaStream_t stream);
 // scaled[i] = src[i] * factor.
 cudaError_t Scale(const float* src, float factor, float* dst, int64_t n, cudaStream_t stream);
+// out [n / c, c] += bias [c] along the rows, then max(out, 0) with `relu`: a matmul's or a
+// convolution's bias and activation in one pass, with Binary's and Unary's arithmetic.
+cudaError_t BiasActivation(float* out, const float* bias, int64_t n, int64_t c, bool relu,
+                           cudaStream_t stream);
 
 // --- batch_norm_kernels.cu ------------------------------------------------------
-// inv_std[c] = 1 / sqrt(var[c] + eps), as BatchNormNormalize computes it.
-cudaError_t InvStd(const float* variance, float epsilon, float* inv_std, int64_t c,
-                   cudaStream_t stream);
-// With constant statistics: grad_x = g * gamma * inv_std and xhat_g = g * (x - mean) * inv_std
-// (summed over rows afterwards into grad_gamma).
-cudaError_t BatchNormConstantBackward(const float* x, const float* grad_y, const float* gamma,
-                                      const float* mean, const float* inv_std, float* grad_x,
-                                      float* xhat_g, int64_t m, int64_t c, cudaStream_t stream);
-// Over x [m, c], channels innermost. out = (x - mean[k])^2, summed by Reduce into the biased
-// variance.
-cudaError_t BatchNormCentredSquares(const float* x, const float* mean, float* out, int64_t m,
-                                    int64_t c, cudaStream_t stream);
-// y = (x - mean[k]) / sqrt(variance[k] + epsilon) * gamma[k] + beta[k].
+// Batch norm over x [m, c], channels innermost. The per-channel sums go through `partial`
+// [2, slices, c] (slices of rows summed in a fixed order: deterministic, no atomics); slices from
+// BatchNormSlices. relu_mask (uint8 [m, c], may be null) is the fused ReLU's: the forward writes
+// it, the backward passes the gradient only where it is 1.
+int BatchNormSlices(int64_t m, int64_t c);
+constexpr int64_t kBatchNormMaxChannels = 65535 * 32;  // the sums' column tiles: a grid dim
+// mean = sum x / m.
+cudaError_t BatchNormMean(const float* x, int64_t m, int64_t c, int slices, float* partial,
+                          float* mean, cudaStream_t stream);
+// variance = sum (x - mean)^2 / m (biased; about the mean, so no cancellation of large squares).
+cudaError_t BatchNormVariance(const float* x, const float* mean, int64_t m, int64_t c, int slices,
+                              float* partial, float* variance, cudaStream_t stream);
+// y = (x - mean[k]) / sqrt(variance[k] + epsilon) * gamma[k] + beta[k]; with relu_mask,
+// y = max(y, 0) and relu_mask = y > 0.
 cudaError_t BatchNormNormalize(const float* x, const float* mean, const float* variance,
                                const float* gamma, const float* beta, float epsilon, float* y,
-                               int64_t m, int64_t c, cudaStream_t stream);
-// out = grad_y * (x - mean[k]) * inv_std[k], summed by Reduce into grad_gamma.
-cudaError_t BatchNormXhatGrad(const float* x, const float* grad_y, const float* mean,
-                              const float* inv_std, float* out, int64_t m, int64_t c,
-                              cudaStream_t stream);
-// The input's gradient through the batch's statistics: grad_x = gamma inv_std (grad_y -
-// grad_beta / m - xhat grad_gamma / m), xhat = (x - mean) inv_std, from the column sums
-// grad_beta = sum grad_y and grad_gamma = sum grad_y xhat.
-cudaError_t BatchNormInputGrad(const float* x, const float* grad_y, const float* gamma,
-                               const float* mean, const float* inv_std, const float* grad_gamma,
-                               const float* grad_beta, float* grad_x, int64_t m, int64_t c,
+                               uint8_t* relu_mask, int64_t m, int64_t c, cudaStream_t stream);
+// grad_beta = sum g', grad_gamma = sum g' xhat, xhat = (x - mean) / sqrt(variance + epsilon),
+// g' = grad_y (masked by relu_mask).
+cudaError_t BatchNormParamGrads(const float* x, const float* grad_y, const uint8_t* relu_mask,
+                                const float* mean, const float* variance, float epsilon, int64_t m,
+                                int64_t c, int slices, float* partial, float* grad_gamma,
+                                float* grad_beta, cudaStream_t stream);
+// grad_x = g' gamma inv_std with constant statistics, else through the batch's statistics:
+// gamma inv_std (g' - grad_beta / m - xhat grad_gamma / m), from BatchNormParamGrads' sums.
+cudaError_t BatchNormInputGrad(const float* x, const float* grad_y, const uint8_t* relu_mask,
+                               const float* gamma, const float* mean, const float* variance,
+                               float epsilon, const float* grad_gamma, const float* grad_beta,
+                               bool statistics_are_constant, float* grad_x, int64_t m, int64_t c,
                                cudaStream_t stream);
 
 // --- reduce_kernels.cu ----------------------------------------------------------

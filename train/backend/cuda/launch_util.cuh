@@ -26,6 +26,23 @@ inline unsigned GridFor(int64_t n) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
+// Runs body(i, load(k)) for the elements i of [n / c, c] this thread owns, k being i's channel.
+// Where the grid's stride is a multiple of c (c divides kThreads), all of a thread's elements
+// are of one channel: `load` runs once per thread, not once per element, and no element pays
+// for a 64-bit division.
+template <class Load, class Body>
+__device__ inline void ForChannelElements(int64_t n, int64_t c, Load load, Body body) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (stride % c == 0) {
+    if (i >= n) return;
+    const auto p = load(i % c);
+    for (; i < n; i += stride) body(i, p);
+  } else {
+    for (; i < n; i += stride) body(i, load(i % c));
+  }
+}
+
 // Offset of output element i in operand a (and b when asked).
 __device__ inline int64_t OffsetA(const StridedIndex& ix, int64_t i) {
   int64_t off = 0;

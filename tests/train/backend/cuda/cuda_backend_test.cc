@@ -194,6 +194,54 @@ TEST_F(CudaBackendTest, Conv2DForwardAndBackwardMatchCpu) {
   EXPECT_EQ(gpu_->NumConvolutionPlans(), 3 * cases.size());
 }
 
+// The bias (and ReLU) after a matmul or a convolution in one pass: bit for bit what MatMul or
+// Conv2DForward, Binary's add and Unary's relu give one after the other, and close to the CPU's
+// fused kernels (oneDNN's post-ops).
+TEST_F(CudaBackendTest, BiasAndReluAfterMatMulAndConvolutionMatchTheUnfusedOpsAndCpu) {
+  const Tensor a = Random({37, 53}, 80), b = Random({53, 48}, 81), bias = Random({48}, 82);
+  const Tensor ad = Dev(a), bd = Dev(b), biasd = Dev(bias);
+  for (bool relu : {false, true}) {
+    SCOPED_TRACE(relu ? "relu" : "no relu");
+    Tensor fused = DevEmpty({37, 48}), unfused = DevEmpty({37, 48});
+    ASSERT_TRUE(gpu_->MatMulBias(ad, bd, biasd, relu, fused).ok());
+    ASSERT_TRUE(gpu_->MatMul(ad, false, bd, false, unfused).ok());
+    ASSERT_TRUE(gpu_->Binary(BinaryOp::kAdd, unfused, biasd, unfused).ok());
+    if (relu) {
+      ASSERT_TRUE(gpu_->Unary(UnaryOp::kRelu, unfused, unfused).ok());
+    }
+    EXPECT_TRUE(AllClose(Host(fused), Host(unfused), 0.0f, 0.0f));
+    Tensor want(DType::kFloat32, Shape{37, 48});
+    ASSERT_TRUE(cpu_.MatMulBias(a, b, bias, relu, want).ok());
+    EXPECT_TRUE(AllClose(Host(fused), want, 1e-4f, 1e-4f));
+  }
+  // 16 channels (a whole number of them in a block's threads) and 7 (not).
+  for (int64_t o : {16, 7}) {
+    SCOPED_TRACE("filters " + std::to_string(o));
+    const ConvGeometry g = Geometry(4, 12, 12, 8, 3, o, 1, 1, 1, 1, 1, 1);
+    const Tensor x = Random({g.n, g.h, g.w, g.c}, 83), f = Random({g.kh, g.kw, g.c, g.o}, 84);
+    const Tensor cb = Random({o}, 85);
+    const Tensor xd = Dev(x), fd = Dev(f), cbd = Dev(cb);
+    const Shape out_shape{g.n, g.oh, g.ow, g.o};
+    Tensor plain = DevEmpty(out_shape), with_bias = DevEmpty(out_shape),
+           with_relu = DevEmpty(out_shape), unfused = DevEmpty(out_shape);
+    ASSERT_TRUE(gpu_->Conv2DForward(g, xd, fd, plain).ok());
+    ASSERT_TRUE(gpu_->Conv2DBiasForward(g, xd, fd, cbd, with_bias).ok());
+    ASSERT_TRUE(gpu_->Conv2DBiasReluForward(g, xd, fd, cbd, with_relu).ok());
+    ASSERT_TRUE(gpu_->Binary(BinaryOp::kAdd, plain, cbd, unfused).ok());
+    EXPECT_TRUE(AllClose(Host(with_bias), Host(unfused), 0.0f, 0.0f));
+    ASSERT_TRUE(gpu_->Unary(UnaryOp::kRelu, unfused, unfused).ok());
+    EXPECT_TRUE(AllClose(Host(with_relu), Host(unfused), 0.0f, 0.0f));
+    Tensor want(DType::kFloat32, out_shape);
+    ASSERT_TRUE(cpu_.Conv2DBiasReluForward(g, x, f, cb, want).ok());
+    EXPECT_TRUE(AllClose(Host(with_relu), want, 5e-4f, 1e-3f));
+  }
+  // A bias that does not match the output's channels is an error.
+  Tensor out = DevEmpty({37, 48});
+  const absl::Status s = gpu_->MatMulBias(ad, bd, Dev(Random({47}, 86)), false, out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("the bias has 47 elements"), std::string::npos) << s;
+}
+
 // ||got - want|| / ||want|| over every element: the error of a 16-bit computation, whose
 // elementwise error grows with each sum's size.
 double RelativeL2Error(const Tensor& got, const Tensor& want) {
@@ -363,8 +411,11 @@ TEST_F(CudaBackendTest, PoolingMatchesCpuWithAsymmetricPadding) {
 TEST_F(CudaBackendTest, BatchNormMatchesCpu) {
   const float eps = 1e-3f;
   // resnet-20's first stage at batch 32 (many rows), and more channels than a column tile.
-  for (const Shape& shape : {Shape{8, 5, 5, 16}, Shape{32, 3}, Shape{1, 6}, Shape{32, 28, 28, 16},
-                             Shape{4, 6, 6, 100}}) {
+  // Also: one channel; more than a block's threads (several column tiles); empty trailing
+  // slices of rows (10,241 rows cut into 1,024 slices of 11).
+  for (const Shape& shape :
+       {Shape{8, 5, 5, 16}, Shape{32, 3}, Shape{1, 6}, Shape{32, 28, 28, 16}, Shape{4, 6, 6, 100},
+        Shape{4096, 1}, Shape{40, 257}, Shape{40, 2048}, Shape{10241, 256}}) {
     SCOPED_TRACE(shape.DebugString());
     const int64_t c = shape.dim(shape.rank() - 1);
     Tensor x = Random(shape, 50, -2.0f, 3.0f), dy = Random(shape, 51);
@@ -400,6 +451,61 @@ TEST_F(CudaBackendTest, BatchNormMatchesCpu) {
     ASSERT_TRUE(gpu_->BatchNormForwardInference(xd, gd, bd, Dev(rm), Dev(rv), eps, gyi).ok());
     EXPECT_TRUE(AllClose(Host(gyi), yi, 1e-5f, 1e-4f));
   }
+}
+
+// The fused batch norm + ReLU: its forward against the CPU's (oneDNN's, each backend with its own
+// workspace), and both ways bit for bit against the unfused ops on the GPU, which
+// BatchNormMatchesCpu compares with the CPU. (The fused backward is not compared with the CPU's:
+// where a pre-activation lies within rounding of 0, the two devices' ReLUs may decide apart, and
+// that element's gradient differs by its whole size.)
+TEST_F(CudaBackendTest, BatchNormReluMatchesCpuAndTheUnfusedOps) {
+  ASSERT_TRUE(gpu_->FusesBatchNormRelu());
+  const float eps = 1e-3f;
+  for (const Shape& shape :
+       {Shape{8, 5, 5, 16}, Shape{32, 3}, Shape{32, 28, 28, 16}, Shape{4, 6, 6, 100},
+        Shape{64, 7, 7, 64}, Shape{4096, 1}, Shape{40, 2048}, Shape{10241, 256}}) {
+    SCOPED_TRACE(shape.DebugString());
+    const int64_t c = shape.dim(shape.rank() - 1);
+    Tensor x = Random(shape, 70, -2.0f, 3.0f), dy = Random(shape, 71);
+    Tensor gamma = Random({c}, 72, 0.5f, 1.5f), beta = Random({c}, 73, -0.5f, 0.5f);
+    Tensor y(DType::kFloat32, shape), mean(DType::kFloat32, Shape{c}),
+        var(DType::kFloat32, Shape{c});
+    Tensor ws(DType::kUint8, Shape{cpu_.BatchNormReluWorkspaceBytes(x)});
+    ASSERT_TRUE(cpu_.BatchNormReluForwardTraining(x, gamma, beta, eps, y, mean, var, ws).ok());
+
+    Tensor xd = Dev(x), gd = Dev(gamma), bd = Dev(beta), dyd = Dev(dy);
+    Tensor gy = DevEmpty(shape), gmean = DevEmpty({c}), gvar = DevEmpty({c});
+    Tensor gws = DevEmpty(Shape{gpu_->BatchNormReluWorkspaceBytes(xd)}, DType::kUint8);
+    absl::Status s = gpu_->BatchNormReluForwardTraining(xd, gd, bd, eps, gy, gmean, gvar, gws);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_TRUE(AllClose(Host(gy), y, 1e-4f, 1e-4f));
+    EXPECT_TRUE(AllClose(Host(gmean), mean, 1e-5f, 1e-4f));
+    EXPECT_TRUE(AllClose(Host(gvar), var, 1e-5f, 1e-4f));
+    Tensor gdx = DevEmpty(shape), gdg = DevEmpty({c}), gdb = DevEmpty({c});
+    s = gpu_->BatchNormReluBackward(xd, gd, gmean, gvar, gws, dyd, eps, gdx, gdg, gdb);
+    ASSERT_TRUE(s.ok()) << s;
+
+    // The same on the GPU unfused: batch norm, ReLU, the ReLU's backward, batch norm's backward.
+    Tensor uy = DevEmpty(shape), umean = DevEmpty({c}), uvar = DevEmpty({c});
+    ASSERT_TRUE(gpu_->BatchNormForwardTraining(xd, gd, bd, eps, uy, umean, uvar).ok());
+    Tensor ur = DevEmpty(shape), ug = DevEmpty(shape);
+    ASSERT_TRUE(gpu_->Unary(UnaryOp::kRelu, uy, ur).ok());
+    EXPECT_TRUE(AllClose(Host(gy), Host(ur), 0.0f, 0.0f)) << "the fused ReLU's output";
+    ASSERT_TRUE(gpu_->UnaryBackward(UnaryOp::kRelu, uy, ur, dyd, ug).ok());
+    Tensor udx = DevEmpty(shape), udg = DevEmpty({c}), udb = DevEmpty({c});
+    ASSERT_TRUE(gpu_->BatchNormBackward(xd, gd, umean, uvar, ug, eps, false, udx, udg, udb).ok());
+    EXPECT_TRUE(AllClose(Host(gdx), Host(udx), 0.0f, 0.0f)) << "the mask passes what relu does";
+    EXPECT_TRUE(AllClose(Host(gdg), Host(udg), 0.0f, 0.0f));
+    EXPECT_TRUE(AllClose(Host(gdb), Host(udb), 0.0f, 0.0f));
+  }
+  // A workspace too small is an error, not a write past its end.
+  Tensor xd = Dev(Random({4, 8}, 74)), gd = Dev(Random({8}, 75)), bd = Dev(Random({8}, 76));
+  Tensor gy = DevEmpty({4, 8}), gmean = DevEmpty({8}), gvar = DevEmpty({8});
+  Tensor small = DevEmpty(Shape{31}, DType::kUint8);
+  const absl::Status s =
+      gpu_->BatchNormReluForwardTraining(xd, gd, bd, 1e-3f, gy, gmean, gvar, small);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("at least 32 bytes"), std::string::npos) << s;
 }
 
 struct ShapePair {

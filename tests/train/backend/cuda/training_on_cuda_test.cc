@@ -5,11 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <memory>
 
 #include "tests/train/fit_test_util.h"
+#include "train/autodiff/check_numerics.h"
 #include "train/backend/cuda/cuda_backend.h"
+#include "train/backend/transfer.h"
 #include "train/fit/trainer.h"
+#include "train/ops/batch_norm.h"
 #include "train/optimizers/sgd.h"
 
 namespace sluice::train::testing {
@@ -59,6 +63,26 @@ TEST(TrainingOnCudaTest, FitEvaluatePredictMatchTheCpu) {
   for (int64_t i = 0; i < cpu.predictions.num_elements(); ++i) {
     EXPECT_NEAR(cpu.predictions.data<float>()[i], gpu.predictions.data<float>()[i], 1e-4) << i;
   }
+}
+
+// CUDA's fused batch norm + ReLU gives 0 where the normalised value is NaN (as its ReLU does); a
+// NaN in x is still caught by check numerics, in the batch's statistics.
+TEST(TrainingOnCudaTest, CheckNumericsSeesANaNThroughTheFusedBatchNormRelu) {
+  if (backend::cuda::CudaDeviceCount() == 0) {
+    GTEST_SKIP() << "no CUDA device: the fused batch norm + ReLU runs on a GPU";
+  }
+  Tensor x = T({1, 2, 3, 4, 5, 6}, {3, 2});
+  x.data<float>()[2] = std::numeric_limits<float>::quiet_NaN();
+  const Device gpu = Device::Cuda(0);
+  const absl::StatusOr<Tensor> xd = backend::CopyTo(x, gpu),
+                               gamma = backend::CopyTo(T({1, 1}, {2}), gpu),
+                               beta = backend::CopyTo(T({0, 0}, {2}), gpu);
+  ASSERT_TRUE(xd.ok() && gamma.ok() && beta.ok());
+  autodiff::EnableCheckNumerics();
+  const absl::Status s = ops::BatchNormReluTraining(*xd, *gamma, *beta, 1e-3f).status();
+  autodiff::DisableCheckNumerics();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("BatchNormReluTraining produced NaN"), std::string::npos) << s;
 }
 
 }  // namespace
