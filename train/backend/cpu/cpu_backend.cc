@@ -13,6 +13,7 @@
 #include "train/backend/compute_precision.h"
 #include "train/backend/cpu/bfloat16_convert.h"
 #include "train/backend/cpu/cpu_allocator.h"
+#include "train/backend/cpu/cpu_batch_norm_kernels.h"
 #include "train/backend/cpu/cpu_threads.h"
 #include "train/backend/cpu/dnnl_engine.h"
 #include "train/backend/cpu/dnnl_primitive_cache.h"
@@ -727,12 +728,51 @@ absl::Status SameBatchNormType(const char* op, const Tensor& x,
   return absl::OkStatus();
 }
 
+// x [.., C] as the rows [m, C] batch norm reduces over.
+struct BnRows {
+  int64_t m, c;
+};
+BnRows BnRowsOf(const Tensor& x) {
+  const int64_t c = x.rank() == 0 ? 1 : x.dim(x.rank() - 1);
+  return {c == 0 ? 0 : x.num_elements() / c, c};
+}
+
+const float* In(const Tensor& t) { return static_cast<const float*>(t.raw_data()); }
+float* Out(const Tensor& t) { return static_cast<float*>(const_cast<void*>(t.raw_data())); }
+uint8_t* Mask(const Tensor* t) {
+  return t == nullptr ? nullptr : static_cast<uint8_t*>(const_cast<void*>(t->raw_data()));
+}
+
+// The fused ReLU's float32 workspace: its mask, a byte an element (bfloat16's is oneDNN's).
+absl::Status CheckReluMask(const char* op, const Tensor* workspace, const Tensor& x) {
+  if (workspace == nullptr || workspace->byte_size() >= static_cast<size_t>(x.num_elements())) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(op, ": the workspace has ", workspace->byte_size(),
+                                                 " bytes, not the ", x.num_elements(),
+                                                 " of BatchNormReluWorkspaceBytes"));
+}
+
 // Training (batch statistics written to mean and variance) or inference (read from them); with
-// `workspace`, the ReLU fused in and its mask written there.
+// `workspace`, the ReLU fused in and its mask written there. float32 runs our kernels
+// (cpu_batch_norm_kernels.cc: oneDNN's NHWC batch norm was several times slower), bfloat16
+// oneDNN's.
 absl::Status BatchNormForward(const char* op, const Tensor& x, const Tensor& gamma,
                               const Tensor& beta, float epsilon, bool global, Tensor& y,
                               const Tensor& mean, const Tensor& variance, Tensor* workspace) {
   SLUICE_RETURN_IF_ERROR(SameBatchNormType(op, x, {&y}));
+  if (x.dtype() == DType::kFloat32) {
+    SLUICE_RETURN_IF_ERROR(CheckReluMask(op, workspace, x));
+    const BnRows r = BnRowsOf(x);
+    if (global) {
+      BatchNormInferenceF32(In(x), r.m, r.c, In(gamma), In(beta), In(mean), In(variance), epsilon,
+                            Out(y));
+    } else {
+      BatchNormTrainingF32(In(x), r.m, r.c, In(gamma), In(beta), epsilon, Out(y), Out(mean),
+                           Out(variance), Mask(workspace));
+    }
+    return absl::OkStatus();
+  }
   return Guard(op, [&] {
     auto entry = BnForward(x, epsilon, global, /*relu=*/workspace != nullptr);
     const dnnl::engine& engine = CpuEngine();
@@ -756,6 +796,14 @@ absl::Status BatchNormBackwardRun(const char* op, const Tensor& x, const Tensor&
                                   bool global, Tensor& grad_x, Tensor& grad_gamma,
                                   Tensor& grad_beta) {
   SLUICE_RETURN_IF_ERROR(SameBatchNormType(op, x, {&grad_y, &grad_x}));
+  if (x.dtype() == DType::kFloat32) {
+    SLUICE_RETURN_IF_ERROR(CheckReluMask(op, workspace, x));
+    const BnRows r = BnRowsOf(x);
+    BatchNormBackwardF32(In(x), In(grad_y), Mask(workspace), r.m, r.c, In(gamma), In(mean),
+                         In(variance), epsilon, global, Out(grad_x), Out(grad_gamma),
+                         Out(grad_beta));
+    return absl::OkStatus();
+  }
   return Guard(op, [&] {
     auto entry = BnBackward(x, epsilon, global, /*relu=*/workspace != nullptr);
     const dnnl::engine& engine = CpuEngine();
@@ -805,6 +853,7 @@ absl::Status CpuBackend::BatchNormBackward(const Tensor& x, const Tensor& gamma,
 
 int64_t CpuBackend::BatchNormReluWorkspaceBytes(const Tensor& x) const {
   if (x.num_elements() == 0) return 0;
+  if (x.dtype() == DType::kFloat32) return x.num_elements();  // our kernels' mask
   return static_cast<int64_t>(
       BnForward(x, /*epsilon=*/0, /*global=*/false, /*relu=*/true)->workspace.get_size());
 }

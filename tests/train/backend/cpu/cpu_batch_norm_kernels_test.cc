@@ -1,0 +1,179 @@
+// The CPU backend's float32 batch norm kernels against a plain double-precision batch norm written
+// here, on the channel counts the kernels unroll (16, 32, 64) and others, over many chunks of rows;
+// the same bits on any thread count; and the variance of data far from 0.
+#include "train/backend/cpu/cpu_batch_norm_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "train/backend/cpu/cpu_threads.h"
+
+namespace sluice::train::backend::cpu {
+namespace {
+
+std::vector<float> BnRandom(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// Batch norm (+ ReLU) in double, from the definitions.
+struct BnReference {
+  std::vector<double> mean, variance, y, grad_x, grad_gamma, grad_beta;
+};
+BnReference ComputeBn(const std::vector<float>& x, const std::vector<float>& g, int64_t m,
+                      int64_t c, const std::vector<float>& gamma, const std::vector<float>& beta,
+                      double eps, bool relu, bool constant_statistics) {
+  BnReference r;
+  r.mean.assign(c, 0);
+  r.variance.assign(c, 0);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < c; ++j) r.mean[j] += x[i * c + j];
+  }
+  for (int64_t j = 0; j < c; ++j) r.mean[j] /= m;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < c; ++j) {
+      const double d = x[i * c + j] - r.mean[j];
+      r.variance[j] += d * d;
+    }
+  }
+  for (int64_t j = 0; j < c; ++j) r.variance[j] /= m;
+  r.y.resize(m * c);
+  std::vector<double> passed(m * c);  // the gradient reaching the batch norm's output
+  for (int64_t i = 0; i < m * c; ++i) {
+    const int64_t j = i % c;
+    const double v = (x[i] - r.mean[j]) / std::sqrt(r.variance[j] + eps) * gamma[j] + beta[j];
+    r.y[i] = relu && v <= 0 ? 0 : v;
+    passed[i] = relu && v <= 0 ? 0 : g[i];
+  }
+  r.grad_beta.assign(c, 0);
+  r.grad_gamma.assign(c, 0);
+  for (int64_t i = 0; i < m * c; ++i) {
+    const int64_t j = i % c;
+    r.grad_beta[j] += passed[i];
+    r.grad_gamma[j] += passed[i] * (x[i] - r.mean[j]) / std::sqrt(r.variance[j] + eps);
+  }
+  r.grad_x.resize(m * c);
+  for (int64_t i = 0; i < m * c; ++i) {
+    const int64_t j = i % c;
+    const double inv_std = 1 / std::sqrt(r.variance[j] + eps);
+    const double xhat = (x[i] - r.mean[j]) * inv_std;
+    r.grad_x[i] =
+        constant_statistics
+            ? passed[i] * gamma[j] * inv_std
+            : gamma[j] * inv_std * (passed[i] - r.grad_beta[j] / m - xhat * r.grad_gamma[j] / m);
+  }
+  return r;
+}
+
+::testing::AssertionResult NearBn(const std::vector<float>& got, const std::vector<double>& want,
+                                  double atol, double rtol, const char* what) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!(std::fabs(got[i] - want[i]) <= atol + rtol * std::fabs(want[i]))) {
+      return ::testing::AssertionFailure()
+             << what << " element " << i << ": got " << got[i] << ", want " << want[i];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+struct BnCase {
+  int64_t m, c;
+};
+
+TEST(CpuBatchNormKernelsTest, MatchADoublePrecisionBatchNorm) {
+  // The unrolled channel counts and others; one chunk (a few rows) and many (4096 / c rows each).
+  for (const BnCase& k :
+       {BnCase{1, 16}, BnCase{7, 16}, BnCase{1000, 16}, BnCase{600, 32}, BnCase{333, 64},
+        BnCase{50, 3}, BnCase{700, 24}, BnCase{129, 100}, BnCase{64, 300}}) {
+    for (bool relu : {false, true}) {
+      SCOPED_TRACE("m " + std::to_string(k.m) + " c " + std::to_string(k.c) +
+                   (relu ? " relu" : ""));
+      const int64_t n = k.m * k.c;
+      const std::vector<float> x = BnRandom(n, 1, -2, 3), g = BnRandom(n, 2, -1, 1);
+      const std::vector<float> gamma = BnRandom(k.c, 3, 0.5f, 1.5f), beta = BnRandom(k.c, 4, -1, 1);
+      const float eps = 1e-3f;
+      std::vector<float> y(n), mean(k.c), variance(k.c);
+      std::vector<uint8_t> mask(relu ? n : 0);
+      BatchNormTrainingF32(x.data(), k.m, k.c, gamma.data(), beta.data(), eps, y.data(),
+                           mean.data(), variance.data(), relu ? mask.data() : nullptr);
+      const BnReference want = ComputeBn(x, g, k.m, k.c, gamma, beta, eps, relu, false);
+      EXPECT_TRUE(NearBn(mean, want.mean, 1e-6, 1e-5, "mean"));
+      EXPECT_TRUE(NearBn(variance, want.variance, 1e-6, 1e-5, "variance"));
+      EXPECT_TRUE(NearBn(y, want.y, 1e-5, 1e-4, "y"));
+      std::vector<float> gx(n), gg(k.c), gb(k.c);
+      BatchNormBackwardF32(x.data(), g.data(), relu ? mask.data() : nullptr, k.m, k.c, gamma.data(),
+                           mean.data(), variance.data(), eps, false, gx.data(), gg.data(),
+                           gb.data());
+      EXPECT_TRUE(NearBn(gb, want.grad_beta, 1e-4, 1e-4, "grad_beta"));
+      EXPECT_TRUE(NearBn(gg, want.grad_gamma, 1e-4, 1e-4, "grad_gamma"));
+      EXPECT_TRUE(NearBn(gx, want.grad_x, 1e-5, 1e-3, "grad_x"));
+      if (relu) continue;
+      // Constant statistics (inference's backward), and inference's forward with the batch's.
+      const BnReference fixed = ComputeBn(x, g, k.m, k.c, gamma, beta, eps, false, true);
+      BatchNormBackwardF32(x.data(), g.data(), nullptr, k.m, k.c, gamma.data(), mean.data(),
+                           variance.data(), eps, true, gx.data(), gg.data(), gb.data());
+      EXPECT_TRUE(NearBn(gx, fixed.grad_x, 1e-5, 1e-4, "constant grad_x"));
+      EXPECT_TRUE(NearBn(gg, fixed.grad_gamma, 1e-4, 1e-4, "constant grad_gamma"));
+      std::vector<float> yi(n);
+      BatchNormInferenceF32(x.data(), k.m, k.c, gamma.data(), beta.data(), mean.data(),
+                            variance.data(), eps, yi.data());
+      EXPECT_EQ(yi, y);
+    }
+  }
+}
+
+// The sums run over fixed chunks of rows combined in order: one thread or two, the same bits.
+TEST(CpuBatchNormKernelsTest, GiveTheSameBitsOnAnyThreadCount) {
+  const int64_t m = 64 * 28 * 28, c = 16, n = m * c;
+  const std::vector<float> x = BnRandom(n, 5, -2, 3), g = BnRandom(n, 6, -1, 1);
+  const std::vector<float> gamma = BnRandom(c, 7, 0.5f, 1.5f), beta = BnRandom(c, 8, -1, 1);
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 2, 3}) {
+    SetCpuThreads(threads);
+    std::vector<float> y(n), mean(c), variance(c), gx(n), gg(c), gb(c);
+    std::vector<uint8_t> mask(n);
+    BatchNormTrainingF32(x.data(), m, c, gamma.data(), beta.data(), 1e-3f, y.data(), mean.data(),
+                         variance.data(), mask.data());
+    BatchNormBackwardF32(x.data(), g.data(), mask.data(), m, c, gamma.data(), mean.data(),
+                         variance.data(), 1e-3f, false, gx.data(), gg.data(), gb.data());
+    std::vector<float> all = y;
+    for (const std::vector<float>* v : {&mean, &variance, &gx, &gg, &gb}) {
+      all.insert(all.end(), v->begin(), v->end());
+    }
+    results.push_back(all);
+  }
+  SetCpuThreads(0);
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(results[0], results[2]);
+}
+
+// Activations far from 0 (mean 1000, deviation 0.01): the variance about each chunk's mean keeps
+// its digits, where a sum of squares minus the squared mean would lose them all in float.
+TEST(CpuBatchNormKernelsTest, KeepTheVarianceOfDataFarFromZero) {
+  const int64_t m = 5000, c = 32, n = m * c;
+  std::vector<float> x = BnRandom(n, 9, -0.01f, 0.01f);
+  for (float& v : x) v += 1000.0f;
+  const std::vector<float> gamma(c, 1.0f), beta(c, 0.0f), g = BnRandom(n, 10, -1, 1);
+  std::vector<float> y(n), mean(c), variance(c);
+  BatchNormTrainingF32(x.data(), m, c, gamma.data(), beta.data(), 0.0f, y.data(), mean.data(),
+                       variance.data(), nullptr);
+  const BnReference want = ComputeBn(x, g, m, c, gamma, beta, 0.0, false, false);
+  EXPECT_TRUE(NearBn(variance, want.variance, 0, 3e-4, "variance"));
+  // y about the float mean the kernel gives (x - mean is then exact): to float's rounding.
+  std::vector<double> want_y(n);
+  for (int64_t i = 0; i < n; ++i) {
+    want_y[i] = (static_cast<double>(x[i]) - mean[i % c]) / std::sqrt(variance[i % c]);
+  }
+  EXPECT_TRUE(NearBn(y, want_y, 1e-5, 1e-5, "y"));
+}
+
+}  // namespace
+}  // namespace sluice::train::backend::cpu
