@@ -25,8 +25,9 @@ absl::StatusOr<BatchNormTrainingResult> BatchNormTraining(const Tensor& x, const
                                                           float epsilon = 1e-3f);
 
 // max(BatchNormTraining(x, ...).output, 0), the ReLU fused into the batch norm's pass where the
-// backend has the kernel (oneDNN's fuse_norm_relu: its backward reads a bit mask instead of the
-// output), else the two ops. The same values and gradients either way, bit for bit on the CPU.
+// backend has the kernel (its backward reads the ReLU's mask, a workspace of the backend's
+// BatchNormReluWorkspaceBytes, instead of the output), else the two ops. The same values and
+// gradients either way, bit for bit on the CPU.
 absl::StatusOr<BatchNormTrainingResult> BatchNormReluTraining(const Tensor& x, const Tensor& gamma,
                                                               const Tensor& beta,
                                                               float epsilon = 1e-3f);

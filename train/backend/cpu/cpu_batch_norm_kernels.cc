@@ -23,8 +23,9 @@
 namespace sluice::train::backend::cpu {
 namespace {
 
-// Rows per chunk: about 16 KB of x, so that a chunk's second pass reads L1.
-int64_t ChunkRows(int64_t c) { return std::max<int64_t>(1, 4096 / std::max<int64_t>(c, 1)); }
+// Rows per chunk: about 16 KB of x, so that a chunk's second pass reads L1; at least 32, so that
+// the chunks' sums (combined on one thread) stay a 32nd of x however wide its rows.
+int64_t ChunkRows(int64_t c) { return std::max<int64_t>(32, 4096 / std::max<int64_t>(c, 1)); }
 
 // Runs fn(chunk, row_begin, row_end) for every chunk, chunks spread over the kernel threads.
 template <typename Fn>
@@ -174,8 +175,8 @@ SLUICE_KERNEL_CLONES void SumGradientRows(const float* __restrict x, const float
   }
 }
 
-// grad_x = g' a + (x - mean) b + d per channel (a, b, d from the parameter gradients; b and d 0
-// with constant statistics).
+// grad_x = g' a + (x - mean) b + d per channel (a, b, d from the parameter gradients); g' a
+// alone where b is null (constant statistics: x does not enter, an infinite x gives no NaN).
 template <int kC>
 SLUICE_KERNEL_CLONES void InputGradRows(const float* __restrict x, const float* __restrict g,
                                         const uint8_t* __restrict mask, int64_t r0, int64_t r1,
@@ -187,7 +188,11 @@ SLUICE_KERNEL_CLONES void InputGradRows(const float* __restrict x, const float* 
     const float* xr = x + r * c;
     const float* gr = g + r * c;
     float* out = gx + r * c;
-    if (mask == nullptr) {
+    if (b == nullptr) {
+      for (int64_t j = 0; j < c; ++j) {
+        out[j] = (mask == nullptr ? gr[j] : Passed(gr[j], mask[r * c + j])) * a[j];
+      }
+    } else if (mask == nullptr) {
       for (int64_t j = 0; j < c; ++j) out[j] = gr[j] * a[j] + ((xr[j] - mean[j]) * b[j] + d[j]);
     } else {
       const uint8_t* mk = mask + r * c;
@@ -285,32 +290,31 @@ void BatchNormBackwardF32(const float* x, const float* grad_y, const uint8_t* re
                                            chunk_gb.data() + k * c, chunk_gx.data() + k * c);
     });
   });
+  // The chunks' sums in chunk order, in double, reading them row by row.
+  std::vector<double> sum_g(c, 0.0), sum_gx(c, 0.0);
+  for (int64_t k = 0; k < chunks; ++k) {
+    for (int64_t j = 0; j < c; ++j) {
+      sum_g[j] += chunk_gb[k * c + j];
+      sum_gx[j] += chunk_gx[k * c + j];
+    }
+  }
   std::vector<float> a(c), b(c), d(c);
   for (int64_t j = 0; j < c; ++j) {
-    double sum_g = 0.0, sum_gx = 0.0;
-    for (int64_t k = 0; k < chunks; ++k) {
-      sum_g += chunk_gb[k * c + j];
-      sum_gx += chunk_gx[k * c + j];
-    }
     const float inv_std = InvStd(variance[j], epsilon);
-    grad_beta[j] = static_cast<float>(sum_g);
-    grad_gamma[j] = static_cast<float>(sum_gx) * inv_std;
+    grad_beta[j] = static_cast<float>(sum_g[j]);
+    grad_gamma[j] = static_cast<float>(sum_gx[j]) * inv_std;
     // grad_x = gamma inv_std (g' - grad_beta / m - xhat grad_gamma / m), xhat = (x - mean)
     // inv_std: g' a + (x - mean) b + d. With constant statistics, g' gamma inv_std.
     a[j] = gamma[j] * inv_std;
-    if (statistics_are_constant) {
-      b[j] = 0.0f;
-      d[j] = 0.0f;
-    } else {
-      const float inv_m = 1.0f / static_cast<float>(m);
-      b[j] = -a[j] * inv_std * grad_gamma[j] * inv_m;
-      d[j] = -a[j] * grad_beta[j] * inv_m;
-    }
+    const float inv_m = 1.0f / static_cast<float>(m);
+    b[j] = -a[j] * inv_std * grad_gamma[j] * inv_m;
+    d[j] = -a[j] * grad_beta[j] * inv_m;
   }
   WithChannels(c, [&](auto kc) {
     ForEachChunk(m, c, [&](int64_t, int64_t r0, int64_t r1) {
-      InputGradRows<decltype(kc)::value>(x, grad_y, relu_mask, r0, r1, c, mean, a.data(), b.data(),
-                                         d.data(), grad_x);
+      InputGradRows<decltype(kc)::value>(x, grad_y, relu_mask, r0, r1, c, mean, a.data(),
+                                         statistics_are_constant ? nullptr : b.data(), d.data(),
+                                         grad_x);
     });
   });
 }

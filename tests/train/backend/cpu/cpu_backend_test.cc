@@ -418,6 +418,25 @@ TEST_F(CpuBackendTest, BatchNormTrainingNormalisesPerChannel) {
   }
 }
 
+// float32's fused ReLU keeps a byte of mask an element; a smaller workspace is refused, not
+// written past its end.
+TEST_F(CpuBackendTest, BatchNormReluRefusesAWorkspaceTooSmall) {
+  Tensor x = RandomTensor({6, 4}, 10, -2, 5);
+  Tensor gamma = T({1, 2, 3, 4}, {4}), beta = T({0, 1, -1, 0}, {4});
+  Tensor y(DType::kFloat32, x.shape()), mean(DType::kFloat32, Shape{4}),
+      var(DType::kFloat32, Shape{4});
+  EXPECT_EQ(backend_.BatchNormReluWorkspaceBytes(x), 24);
+  Tensor small(DType::kUint8, Shape{23});
+  absl::Status s =
+      backend_.BatchNormReluForwardTraining(x, gamma, beta, 1e-3f, y, mean, var, small);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("the workspace has 23 bytes"));
+  Tensor dx(DType::kFloat32, x.shape()), dg(DType::kFloat32, Shape{4}),
+      db(DType::kFloat32, Shape{4});
+  s = backend_.BatchNormReluBackward(x, gamma, mean, var, small, y, 1e-3f, dx, dg, db);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+}
+
 // Products of up to 2^21 multiply-adds run on the calling thread (kOneThreadMatMulMacs), larger
 // ones on the OpenMP team: both sides of the limit compute the product, and the small one leaves
 // the thread's team as it was.

@@ -89,10 +89,11 @@ struct BnCase {
 };
 
 TEST(CpuBatchNormKernelsTest, MatchADoublePrecisionBatchNorm) {
-  // The unrolled channel counts and others; one chunk (a few rows) and many (4096 / c rows each).
-  for (const BnCase& k :
-       {BnCase{1, 16}, BnCase{7, 16}, BnCase{1000, 16}, BnCase{600, 32}, BnCase{333, 64},
-        BnCase{50, 3}, BnCase{700, 24}, BnCase{129, 100}, BnCase{64, 300}}) {
+  // The unrolled channel counts and others; one chunk (a few rows) and many (4096 / c rows each,
+  // at least 32).
+  for (const BnCase& k : {BnCase{1, 16}, BnCase{7, 16}, BnCase{1000, 16}, BnCase{600, 32},
+                          BnCase{333, 64}, BnCase{50, 3}, BnCase{700, 24}, BnCase{129, 100},
+                          BnCase{64, 300}, BnCase{5, 5000}, BnCase{70, 3000}}) {
     for (bool relu : {false, true}) {
       SCOPED_TRACE("m " + std::to_string(k.m) + " c " + std::to_string(k.c) +
                    (relu ? " relu" : ""));
@@ -122,6 +123,23 @@ TEST(CpuBatchNormKernelsTest, MatchADoublePrecisionBatchNorm) {
                            variance.data(), eps, true, gx.data(), gg.data(), gb.data());
       EXPECT_TRUE(NearBn(gx, fixed.grad_x, 1e-5, 1e-4, "constant grad_x"));
       EXPECT_TRUE(NearBn(gg, fixed.grad_gamma, 1e-4, 1e-4, "constant grad_gamma"));
+      EXPECT_TRUE(NearBn(gb, fixed.grad_beta, 1e-4, 1e-4, "constant grad_beta"));
+      // Moving statistics other than the batch's: xhat and the gradients follow them.
+      const std::vector<float> moving_mean = BnRandom(k.c, 11, -1, 1),
+                               moving_var = BnRandom(k.c, 12, 0.5f, 2);
+      BatchNormBackwardF32(x.data(), g.data(), nullptr, k.m, k.c, gamma.data(), moving_mean.data(),
+                           moving_var.data(), eps, true, gx.data(), gg.data(), gb.data());
+      std::vector<double> want_gx(n), want_gg(k.c, 0), want_gb(k.c, 0);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t j = i % k.c;
+        const double inv_std = 1 / std::sqrt(double(moving_var[j]) + eps);
+        want_gx[i] = g[i] * gamma[j] * inv_std;
+        want_gb[j] += g[i];
+        want_gg[j] += g[i] * (x[i] - double(moving_mean[j])) * inv_std;
+      }
+      EXPECT_TRUE(NearBn(gx, want_gx, 1e-5, 1e-4, "moving grad_x"));
+      EXPECT_TRUE(NearBn(gg, want_gg, 1e-4, 1e-4, "moving grad_gamma"));
+      EXPECT_TRUE(NearBn(gb, want_gb, 1e-4, 1e-4, "moving grad_beta"));
       std::vector<float> yi(n);
       BatchNormInferenceF32(x.data(), k.m, k.c, gamma.data(), beta.data(), mean.data(),
                             variance.data(), eps, yi.data());
@@ -155,24 +173,65 @@ TEST(CpuBatchNormKernelsTest, GiveTheSameBitsOnAnyThreadCount) {
   EXPECT_EQ(results[0], results[2]);
 }
 
+// The fused ReLU against the plain passes with a ReLU after them, bit for bit, on the unrolled
+// channel counts and a generic one: y = max(y, 0), the mask where y > 0, and the backward through
+// the mask as the plain backward given the gradient zeroed where the ReLU cut.
+TEST(CpuBatchNormKernelsTest, FusedReluGivesTheBitsOfThePlainPassesAndARelu) {
+  for (int64_t c : {16, 32, 64, 24}) {
+    SCOPED_TRACE("c " + std::to_string(c));
+    const int64_t m = 700, n = m * c;
+    const std::vector<float> x = BnRandom(n, 13, -2, 3), g = BnRandom(n, 14, -1, 1);
+    const std::vector<float> gamma = BnRandom(c, 15, 0.5f, 1.5f), beta = BnRandom(c, 16, -1, 1);
+    std::vector<float> y(n), yr(n), mean(c), variance(c), mean_r(c), variance_r(c);
+    std::vector<uint8_t> mask(n);
+    BatchNormTrainingF32(x.data(), m, c, gamma.data(), beta.data(), 1e-3f, y.data(), mean.data(),
+                         variance.data(), nullptr);
+    BatchNormTrainingF32(x.data(), m, c, gamma.data(), beta.data(), 1e-3f, yr.data(), mean_r.data(),
+                         variance_r.data(), mask.data());
+    EXPECT_EQ(mean_r, mean);
+    EXPECT_EQ(variance_r, variance);
+    std::vector<float> cut = g;
+    int64_t passed = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(yr[i], y[i] > 0 ? y[i] : 0.0f) << i;
+      ASSERT_EQ(mask[i], y[i] > 0 ? 1 : 0) << i;
+      if (y[i] <= 0) cut[i] = 0;
+      passed += mask[i];
+    }
+    EXPECT_GT(passed, n / 4);
+    EXPECT_LT(passed, 3 * n / 4);
+    std::vector<float> gx(n), gg(c), gb(c), ux(n), ug(c), ub(c);
+    BatchNormBackwardF32(x.data(), g.data(), mask.data(), m, c, gamma.data(), mean.data(),
+                         variance.data(), 1e-3f, false, gx.data(), gg.data(), gb.data());
+    BatchNormBackwardF32(x.data(), cut.data(), nullptr, m, c, gamma.data(), mean.data(),
+                         variance.data(), 1e-3f, false, ux.data(), ug.data(), ub.data());
+    EXPECT_EQ(gx, ux);
+    EXPECT_EQ(gg, ug);
+    EXPECT_EQ(gb, ub);
+  }
+}
+
 // Activations far from 0 (mean 1000, deviation 0.01): the variance about each chunk's mean keeps
 // its digits, where a sum of squares minus the squared mean would lose them all in float.
 TEST(CpuBatchNormKernelsTest, KeepTheVarianceOfDataFarFromZero) {
-  const int64_t m = 5000, c = 32, n = m * c;
-  std::vector<float> x = BnRandom(n, 9, -0.01f, 0.01f);
-  for (float& v : x) v += 1000.0f;
-  const std::vector<float> gamma(c, 1.0f), beta(c, 0.0f), g = BnRandom(n, 10, -1, 1);
-  std::vector<float> y(n), mean(c), variance(c);
-  BatchNormTrainingF32(x.data(), m, c, gamma.data(), beta.data(), 0.0f, y.data(), mean.data(),
-                       variance.data(), nullptr);
-  const BnReference want = ComputeBn(x, g, m, c, gamma, beta, 0.0, false, false);
-  EXPECT_TRUE(NearBn(variance, want.variance, 0, 3e-4, "variance"));
-  // y about the float mean the kernel gives (x - mean is then exact): to float's rounding.
-  std::vector<double> want_y(n);
-  for (int64_t i = 0; i < n; ++i) {
-    want_y[i] = (static_cast<double>(x[i]) - mean[i % c]) / std::sqrt(variance[i % c]);
+  for (int64_t c : {32, 24}) {
+    SCOPED_TRACE("c " + std::to_string(c));
+    const int64_t m = 5000, n = m * c;
+    std::vector<float> x = BnRandom(n, 9, -0.01f, 0.01f);
+    for (float& v : x) v += 1000.0f;
+    const std::vector<float> gamma(c, 1.0f), beta(c, 0.0f), g = BnRandom(n, 10, -1, 1);
+    std::vector<float> y(n), mean(c), variance(c);
+    BatchNormTrainingF32(x.data(), m, c, gamma.data(), beta.data(), 0.0f, y.data(), mean.data(),
+                         variance.data(), nullptr);
+    const BnReference want = ComputeBn(x, g, m, c, gamma, beta, 0.0, false, false);
+    EXPECT_TRUE(NearBn(variance, want.variance, 0, 3e-4, "variance"));
+    // y about the float mean the kernel gives (x - mean is then exact): to float's rounding.
+    std::vector<double> want_y(n);
+    for (int64_t i = 0; i < n; ++i) {
+      want_y[i] = (static_cast<double>(x[i]) - mean[i % c]) / std::sqrt(variance[i % c]);
+    }
+    EXPECT_TRUE(NearBn(y, want_y, 1e-5, 1e-5, "y"));
   }
-  EXPECT_TRUE(NearBn(y, want_y, 1e-5, 1e-5, "y"));
 }
 
 }  // namespace

@@ -453,7 +453,7 @@ TEST_F(CudaBackendTest, BatchNormMatchesCpu) {
   }
 }
 
-// The fused batch norm + ReLU: its forward against the CPU's (oneDNN's, each backend with its own
+// The fused batch norm + ReLU: its forward against the CPU's (each backend with its own
 // workspace), and both ways bit for bit against the unfused ops on the GPU, which
 // BatchNormMatchesCpu compares with the CPU. (The fused backward is not compared with the CPU's:
 // where a pre-activation lies within rounding of 0, the two devices' ReLUs may decide apart, and
