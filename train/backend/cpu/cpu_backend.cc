@@ -1,8 +1,12 @@
 #include "train/backend/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -400,6 +404,86 @@ memory PrimitiveWeights(const Entry& entry, const ConvDescs& d, const Tensor& fi
   return weights;
 }
 
+// --- a convolution's forward as a deconvolution -----------------------------------------
+
+std::atomic<int> conv_forward_algorithm{-1};  // a ConvForwardAlgorithm, -1 before the first read
+
+ConvForwardAlgorithm ConvForwardAlgorithmSetting() {
+  int v = conv_forward_algorithm.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* env = std::getenv("SLUICE_CONV_FORWARD");
+    const std::string name = env == nullptr ? "auto" : env;
+    ConvForwardAlgorithm a = ConvForwardAlgorithm::kAuto;
+    if (name == "direct") {
+      a = ConvForwardAlgorithm::kDirect;
+    } else if (name == "deconvolution") {
+      a = ConvForwardAlgorithm::kDeconvolution;
+    } else if (name != "auto") {
+      std::fprintf(stderr,
+                   "sluice: SLUICE_CONV_FORWARD=%s is not auto, direct or deconvolution: "
+                   "auto it is\n",
+                   name.c_str());
+    }
+    int expected = -1;
+    conv_forward_algorithm.compare_exchange_strong(expected, static_cast<int>(a));
+    v = conv_forward_algorithm.load(std::memory_order_relaxed);
+  }
+  return static_cast<ConvForwardAlgorithm>(v);
+}
+
+// The geometry a flipped 3x3 filter turns into the same deconvolution: stride 1, no dilation,
+// one pixel of padding each side (the deconvolution's padding is then 3 - 1 - 1 = 1 too).
+bool DeconvolvableGeometry(const ConvGeometry& g) {
+  return g.groups == 1 && g.kh == 3 && g.kw == 3 && g.stride_h == 1 && g.stride_w == 1 &&
+         g.dilation_h == 1 && g.dilation_w == 1 && g.pad_top == 1 && g.pad_bottom == 1 &&
+         g.pad_left == 1 && g.pad_right == 1;
+}
+
+struct DeconvForwardEntry {
+  memory::desc weights;
+  bool reorder_weights;
+  dnnl::reorder weights_reorder;  // the flipped HWIO filter -> weights, when reorder_weights
+  dnnl::deconvolution_forward primitive;
+};
+
+// y = conv(x, F) as deconv(x, F'), F'[kh][kw] = F[2 - kh][2 - kw]: oneDNN's deconvolution is its
+// convolution's backward-data pass, dst[i] = sum_k src[i + p - k] W[k], and with k = 2 - k' and
+// p = 1 that is conv's sum_k' x[i - 1 + k'] F[k'].
+void DeconvolutionForward(const ConvGeometry& geo, const ConvDescs& d, const Tensor& input,
+                          const Tensor& filter, Tensor& output) {
+  auto entry = DnnlPrimitiveCache::Global().GetOrCreate<DeconvForwardEntry>(
+      ConvKey("deconv_fwd", geo, /*bias=*/false), [&] {
+        dnnl::deconvolution_forward::primitive_desc pd(
+            {dnnl::prop_kind::forward_training, dnnl::algorithm::deconvolution_direct, d.src,
+             d.any_weights, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r},
+            CpuEngine());
+        const bool reorder = pd.weights_desc() != d.user_weights;
+        return std::make_shared<DeconvForwardEntry>(DeconvForwardEntry{
+            pd.weights_desc(), reorder,
+            reorder ? MakeReorder(d.user_weights, pd.weights_desc()) : dnnl::reorder(),
+            dnnl::deconvolution_forward(pd)});
+      });
+  // The filter [3, 3, c, o] flipped in space: its nine [c, o] blocks in reverse order, in a
+  // buffer of oneDNN's, as the reordered filters are (a compiled step's plan holds no temporaries
+  // of the backend's).
+  const dnnl::engine& engine = CpuEngine();
+  memory user_weights(d.user_weights, engine);
+  const size_t block = static_cast<size_t>(geo.c * geo.o);
+  const float* from = static_cast<const float*>(filter.raw_data());
+  float* to = static_cast<float*>(user_weights.get_data_handle());
+  for (size_t b = 0; b < 9; ++b) {
+    std::memcpy(to + b * block, from + (8 - b) * block, block * sizeof(float));
+  }
+  memory weights = user_weights;
+  if (entry->reorder_weights) {
+    weights = memory(entry->weights, engine);
+    Reorder(entry->weights_reorder, user_weights, weights);
+  }
+  Execute(entry->primitive, {{DNNL_ARG_SRC, memory(d.src, engine, Ptr(input))},
+                             {DNNL_ARG_WEIGHTS, weights},
+                             {DNNL_ARG_DST, memory(d.dst, engine, output.raw_data())}});
+}
+
 }  // namespace
 
 bool CpuBackend::ReadsBFloat16Operands() const {
@@ -541,6 +625,10 @@ absl::Status CpuBackend::ConvForward(const ConvGeometry& geo, const Tensor& inpu
       // was slower: oneDNN 2.6 picked a 1.7x slower kernel for the cnn's 14x14 convolution.
       return relu ? Unary(UnaryOp::kRelu, out, out) : absl::OkStatus();
     });
+  }
+  if (bias == nullptr && !relu &&
+      ConvForwardAlgorithmFor(geo) == ConvForwardAlgorithm::kDeconvolution) {
+    return Guard("Conv2D", [&] { DeconvolutionForward(geo, d, input, filter, output); });
   }
   std::unordered_map<int, memory> args = {{DNNL_ARG_DST, memory(d.dst, engine, output.raw_data())}};
   if (bias != nullptr) args.insert({DNNL_ARG_BIAS, memory(d.bias, engine, Ptr(*bias))});
@@ -873,6 +961,27 @@ absl::Status CpuBackend::BatchNormReluBackward(const Tensor& x, const Tensor& ga
                                                Tensor& grad_beta) {
   return BatchNormBackwardRun("BatchNormRelu backward", x, gamma, mean, variance, &workspace,
                               grad_y, epsilon, /*global=*/false, grad_x, grad_gamma, grad_beta);
+}
+
+void SetConvForwardAlgorithm(ConvForwardAlgorithm algorithm) {
+  conv_forward_algorithm.store(static_cast<int>(algorithm), std::memory_order_relaxed);
+}
+
+ConvForwardAlgorithm ConvForwardAlgorithmFor(const ConvGeometry& geo) {
+  if (!DeconvolvableGeometry(geo)) return ConvForwardAlgorithm::kDirect;
+  switch (ConvForwardAlgorithmSetting()) {
+    case ConvForwardAlgorithm::kDirect:
+      return ConvForwardAlgorithm::kDirect;
+    case ConvForwardAlgorithm::kDeconvolution:
+      return ConvForwardAlgorithm::kDeconvolution;
+    case ConvForwardAlgorithm::kAuto:
+      break;
+  }
+  static const bool avx2 = [] {
+    const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+    return isa == dnnl::cpu_isa::avx2 || isa == dnnl::cpu_isa::avx2_vnni;
+  }();
+  return avx2 ? ConvForwardAlgorithm::kDeconvolution : ConvForwardAlgorithm::kDirect;
 }
 
 }  // namespace sluice::train::backend::cpu

@@ -13,7 +13,7 @@ namespace sluice::train::backend::cpu {
 //
 // The oneDNN kernels are in cpu_backend.cc, the elementwise, reduction, loss
 // and optimizer kernels in cpu_elementwise_kernels.cc, the label and metric
-// kernels in cpu_label_kernels.cc.
+// kernels in cpu_label_kernels.cc, float32 batch norm in cpu_batch_norm_kernels.cc.
 class CpuBackend final : public Backend {
  public:
   static CpuBackend& Get();
@@ -123,6 +123,19 @@ class CpuBackend final : public Backend {
                                   const Tensor& grad_output, Tensor& grad_filter,
                                   Tensor* grad_bias);
 };
+
+// How a float32 convolution runs forward. kDeconvolution: as oneDNN's deconvolution (its
+// backward-data kernel) with the filter flipped in space, which computes the same sums, for 3x3
+// filters at stride 1 with one pixel of padding on every side (SAME) and no bias; others run
+// kDirect. On AVX2, where oneDNN 2.6's backward-data kernel measured 6-35% faster than its forward
+// one on resnet-20's and resnet-small's 3x3 shapes (docs/benchmarks.md), kAuto picks
+// kDeconvolution; on CPUs with AVX-512 (other kernels, not measured) kDirect.
+// $SLUICE_CONV_FORWARD (auto, direct or deconvolution) sets it at start; the default is kAuto.
+enum class ConvForwardAlgorithm { kAuto, kDirect, kDeconvolution };
+void SetConvForwardAlgorithm(ConvForwardAlgorithm algorithm);
+// What a float32 convolution of `geo` without a bias runs forward as now: kDirect or
+// kDeconvolution.
+ConvForwardAlgorithm ConvForwardAlgorithmFor(const ConvGeometry& geo);
 
 }  // namespace sluice::train::backend::cpu
 

@@ -418,6 +418,64 @@ TEST_F(CpuBackendTest, BatchNormTrainingNormalisesPerChannel) {
   }
 }
 
+// A 3x3 SAME convolution at stride 1 runs forward as a deconvolution with the filter flipped
+// (ConvForwardAlgorithm): the same sums as the direct convolution, checked against a plain loop
+// here both ways, on channel counts of oneDNN's different kernels; other geometries stay direct.
+TEST_F(CpuBackendTest, ConvolutionForwardAsADeconvolutionGivesTheConvolution) {
+  for (const auto& [n, h, c, o] : std::vector<std::array<int64_t, 4>>{
+           {2, 6, 3, 4}, {2, 7, 1, 16}, {3, 5, 16, 16}, {2, 9, 24, 40}, {1, 4, 64, 8}}) {
+    SCOPED_TRACE(absl::StrCat("n ", n, " h ", h, " c ", c, " o ", o));
+    ConvGeometry geo;
+    geo.n = n, geo.h = h, geo.w = h + 1, geo.c = c, geo.kh = 3, geo.kw = 3, geo.o = o;
+    geo.oh = h, geo.ow = h + 1;
+    geo.pad_top = geo.pad_bottom = geo.pad_left = geo.pad_right = 1;
+    const Tensor x = RandomTensor({n, h, h + 1, c}, 20), f = RandomTensor({3, 3, c, o}, 21);
+    // y[n, i, j, o] = sum over (di, dj, ci) of x[n, i + di - 1, j + dj - 1, ci] f[di, dj, ci, o].
+    std::vector<double> want(n * h * (h + 1) * o, 0.0);
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t i = 0; i < h; ++i)
+        for (int64_t j = 0; j <= h; ++j)
+          for (int64_t di = 0; di < 3; ++di)
+            for (int64_t dj = 0; dj < 3; ++dj) {
+              const int64_t si = i + di - 1, sj = j + dj - 1;
+              if (si < 0 || si >= h || sj < 0 || sj > h) continue;
+              for (int64_t ci = 0; ci < c; ++ci)
+                for (int64_t oc = 0; oc < o; ++oc) {
+                  want[((b * h + i) * (h + 1) + j) * o + oc] +=
+                      double(x.data<float>()[((b * h + si) * (h + 1) + sj) * c + ci]) *
+                      f.data<float>()[((di * 3 + dj) * c + ci) * o + oc];
+                }
+            }
+    for (ConvForwardAlgorithm a :
+         {ConvForwardAlgorithm::kDirect, ConvForwardAlgorithm::kDeconvolution}) {
+      SetConvForwardAlgorithm(a);
+      EXPECT_EQ(ConvForwardAlgorithmFor(geo), a);
+      Tensor y(DType::kFloat32, Shape{n, h, h + 1, o});
+      ASSERT_TRUE(backend_.Conv2DForward(geo, x, f, y).ok());
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_NEAR(y.data<float>()[i], want[i], 1e-4 * (1 + std::fabs(want[i])))
+            << "element " << i
+            << (a == ConvForwardAlgorithm::kDirect ? " direct" : " deconvolution");
+      }
+    }
+  }
+  // Only that geometry: a 5x5 filter, stride 2 or VALID padding run the direct convolution.
+  SetConvForwardAlgorithm(ConvForwardAlgorithm::kDeconvolution);
+  ConvGeometry other;
+  other.n = 1, other.h = other.w = 8, other.c = other.o = 4, other.kh = other.kw = 5;
+  other.oh = other.ow = 8;
+  other.pad_top = other.pad_bottom = other.pad_left = other.pad_right = 2;
+  EXPECT_EQ(ConvForwardAlgorithmFor(other), ConvForwardAlgorithm::kDirect);
+  other.kh = other.kw = 3, other.pad_top = other.pad_bottom = other.pad_left = other.pad_right = 1;
+  EXPECT_EQ(ConvForwardAlgorithmFor(other), ConvForwardAlgorithm::kDeconvolution);
+  other.stride_h = other.stride_w = 2, other.oh = other.ow = 4;
+  EXPECT_EQ(ConvForwardAlgorithmFor(other), ConvForwardAlgorithm::kDirect);
+  other.stride_h = other.stride_w = 1, other.oh = other.ow = 6;
+  other.pad_top = other.pad_bottom = other.pad_left = other.pad_right = 0;
+  EXPECT_EQ(ConvForwardAlgorithmFor(other), ConvForwardAlgorithm::kDirect);
+  SetConvForwardAlgorithm(ConvForwardAlgorithm::kAuto);
+}
+
 // float32's fused ReLU keeps a byte of mask an element; a smaller workspace is refused, not
 // written past its end.
 TEST_F(CpuBackendTest, BatchNormReluRefusesAWorkspaceTooSmall) {
