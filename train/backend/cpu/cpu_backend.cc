@@ -967,6 +967,8 @@ void SetConvForwardAlgorithm(ConvForwardAlgorithm algorithm) {
   conv_forward_algorithm.store(static_cast<int>(algorithm), std::memory_order_relaxed);
 }
 
+ConvForwardAlgorithm GetConvForwardAlgorithm() { return ConvForwardAlgorithmSetting(); }
+
 ConvForwardAlgorithm ConvForwardAlgorithmFor(const ConvGeometry& geo) {
   if (!DeconvolvableGeometry(geo)) return ConvForwardAlgorithm::kDirect;
   switch (ConvForwardAlgorithmSetting()) {

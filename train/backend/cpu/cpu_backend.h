@@ -133,6 +133,7 @@ class CpuBackend final : public Backend {
 // $SLUICE_CONV_FORWARD (auto, direct or deconvolution) sets it at start; the default is kAuto.
 enum class ConvForwardAlgorithm { kAuto, kDirect, kDeconvolution };
 void SetConvForwardAlgorithm(ConvForwardAlgorithm algorithm);
+ConvForwardAlgorithm GetConvForwardAlgorithm();  // the setting (kAuto, kDirect, kDeconvolution)
 // What a float32 convolution of `geo` without a bias runs forward as now: kDirect or
 // kDeconvolution.
 ConvForwardAlgorithm ConvForwardAlgorithmFor(const ConvGeometry& geo);

@@ -421,7 +421,18 @@ TEST_F(CpuBackendTest, BatchNormTrainingNormalisesPerChannel) {
 // A 3x3 SAME convolution at stride 1 runs forward as a deconvolution with the filter flipped
 // (ConvForwardAlgorithm): the same sums as the direct convolution, checked against a plain loop
 // here both ways, on channel counts of oneDNN's different kernels; other geometries stay direct.
+// Restores the ConvForwardAlgorithm setting it found, however the test ends.
+class ScopedConvForwardAlgorithm {
+ public:
+  ScopedConvForwardAlgorithm() : previous_(GetConvForwardAlgorithm()) {}
+  ~ScopedConvForwardAlgorithm() { SetConvForwardAlgorithm(previous_); }
+
+ private:
+  ConvForwardAlgorithm previous_;
+};
+
 TEST_F(CpuBackendTest, ConvolutionForwardAsADeconvolutionGivesTheConvolution) {
+  ScopedConvForwardAlgorithm restore;
   for (const auto& [n, h, c, o] : std::vector<std::array<int64_t, 4>>{
            {2, 6, 3, 4}, {2, 7, 1, 16}, {3, 5, 16, 16}, {2, 9, 24, 40}, {1, 4, 64, 8}}) {
     SCOPED_TRACE(absl::StrCat("n ", n, " h ", h, " c ", c, " o ", o));
@@ -451,7 +462,11 @@ TEST_F(CpuBackendTest, ConvolutionForwardAsADeconvolutionGivesTheConvolution) {
       SetConvForwardAlgorithm(a);
       EXPECT_EQ(ConvForwardAlgorithmFor(geo), a);
       Tensor y(DType::kFloat32, Shape{n, h, h + 1, o});
+      // The first call of an algorithm for this geometry makes its primitive: one cache miss
+      // each, so the deconvolution did run (these shapes are this test's own).
+      const int64_t misses = DnnlPrimitiveCache::Global().misses();
       ASSERT_TRUE(backend_.Conv2DForward(geo, x, f, y).ok());
+      EXPECT_EQ(DnnlPrimitiveCache::Global().misses(), misses + 1);
       for (size_t i = 0; i < want.size(); ++i) {
         ASSERT_NEAR(y.data<float>()[i], want[i], 1e-4 * (1 + std::fabs(want[i])))
             << "element " << i
@@ -472,8 +487,35 @@ TEST_F(CpuBackendTest, ConvolutionForwardAsADeconvolutionGivesTheConvolution) {
   EXPECT_EQ(ConvForwardAlgorithmFor(other), ConvForwardAlgorithm::kDirect);
   other.stride_h = other.stride_w = 1, other.oh = other.ow = 6;
   other.pad_top = other.pad_bottom = other.pad_left = other.pad_right = 0;
-  EXPECT_EQ(ConvForwardAlgorithmFor(other), ConvForwardAlgorithm::kDirect);
-  SetConvForwardAlgorithm(ConvForwardAlgorithm::kAuto);
+  EXPECT_EQ(ConvForwardAlgorithmFor(other), ConvForwardAlgorithm::kDirect);  // VALID
+  const ConvGeometry same = [&] {
+    ConvGeometry g = other;
+    g.oh = g.ow = 8;
+    g.pad_top = g.pad_bottom = g.pad_left = g.pad_right = 1;
+    return g;
+  }();
+  ConvGeometry grouped = same;
+  grouped.groups = 2;
+  ConvGeometry dilated = same;
+  dilated.dilation_h = dilated.dilation_w = 2;
+  ConvGeometry uneven = same;
+  uneven.pad_bottom = 2, uneven.oh = 9;
+  ConvGeometry wide = same;
+  wide.kw = 5, wide.pad_left = wide.pad_right = 2;
+  for (const ConvGeometry* g : {&grouped, &dilated, &uneven, &wide}) {
+    EXPECT_EQ(ConvForwardAlgorithmFor(*g), ConvForwardAlgorithm::kDirect);
+  }
+  // With a bias the forward stays the convolution's (its fused bias): no new primitive kind.
+  const Tensor x = RandomTensor({1, 8, 8, 4}, 22), f = RandomTensor({3, 3, 4, 4}, 23),
+               bias = RandomTensor({4}, 24);
+  Tensor with_bias(DType::kFloat32, Shape{1, 8, 8, 4}), plain(DType::kFloat32, Shape{1, 8, 8, 4});
+  ASSERT_TRUE(backend_.Conv2DBiasForward(same, x, f, bias, with_bias).ok());
+  ASSERT_TRUE(backend_.Conv2DForward(same, x, f, plain).ok());
+  for (int64_t i = 0; i < plain.num_elements(); ++i) {
+    ASSERT_NEAR(with_bias.data<float>()[i], plain.data<float>()[i] + bias.data<float>()[i % 4],
+                1e-4)
+        << i;
+  }
 }
 
 // float32's fused ReLU keeps a byte of mask an element; a smaller workspace is refused, not
