@@ -27,11 +27,20 @@ namespace {
 // the chunks' sums (combined on one thread) stay a 32nd of x however wide its rows.
 int64_t ChunkRows(int64_t c) { return std::max<int64_t>(32, 4096 / std::max<int64_t>(c, 1)); }
 
+// The chunks of m rows of c channels: `rows` rows each (the last fewer), `count` of them.
+struct Chunks {
+  int64_t rows, count;
+};
+Chunks ChunksOf(int64_t m, int64_t c) {
+  const int64_t rows = ChunkRows(c);
+  return {rows, (m + rows - 1) / rows};
+}
+
 // Runs fn(chunk, row_begin, row_end) for every chunk, chunks spread over the kernel threads.
 template <typename Fn>
 void ForEachChunk(int64_t m, int64_t c, const Fn& fn) {
-  const int64_t rows = ChunkRows(c);
-  const int64_t chunks = (m + rows - 1) / rows;
+  const Chunks chunking = ChunksOf(m, c);
+  const int64_t rows = chunking.rows, chunks = chunking.count;
   ParallelFor(chunks, std::max<int64_t>(1, kGrain / (rows * c)), [&](int64_t begin, int64_t end) {
     for (int64_t k = begin; k < end; ++k) fn(k, k * rows, std::min(m, (k + 1) * rows));
   });
@@ -228,8 +237,8 @@ void BatchNormTrainingF32(const float* x, int64_t m, int64_t c, const float* gam
     std::fill(variance, variance + c, 0.0f);
     return;
   }
-  const int64_t rows = ChunkRows(c);
-  const int64_t chunks = (m + rows - 1) / rows;
+  const Chunks chunking = ChunksOf(m, c);
+  const int64_t rows = chunking.rows, chunks = chunking.count;
   // Per chunk: its mean (summed about its first row), then its sum of squares about that mean
   // (the chunk still in L1).
   std::vector<float> chunk_mean(chunks * c, 0.0f), chunk_m2(chunks * c, 0.0f);
@@ -281,8 +290,7 @@ void BatchNormBackwardF32(const float* x, const float* grad_y, const uint8_t* re
     std::fill(grad_beta, grad_beta + c, 0.0f);
     return;
   }
-  const int64_t rows = ChunkRows(c);
-  const int64_t chunks = (m + rows - 1) / rows;
+  const int64_t chunks = ChunksOf(m, c).count;
   std::vector<float> chunk_gb(chunks * c, 0.0f), chunk_gx(chunks * c, 0.0f);
   WithChannels(c, [&](auto kc) {
     ForEachChunk(m, c, [&](int64_t k, int64_t r0, int64_t r1) {
