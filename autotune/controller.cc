@@ -219,7 +219,10 @@ bool AutotuneController::DeepenUnderrunBuffers(const std::vector<std::shared_ptr
     Tunable& knob = n->buffer_size;
     if (!allowed || first || !measured || !knob.present.load() || !knob.autotune.load()) continue;
     const int64_t underruns = now.underruns - before.underruns;
-    const double wait_share = static_cast<double>(now.wait_ns - before.wait_ns) / dt_ns;
+    // A wait is counted when it ends, whole: one begun in the last interval may take this one's
+    // share past 1, which it cannot be.
+    const double wait_share =
+        std::min(1.0, static_cast<double>(now.wait_ns - before.wait_ns) / dt_ns);
     const int64_t from = knob.value.load();
     // Never above what the RAM check last cut the buffer to: doubling back would only be cut
     // again.
