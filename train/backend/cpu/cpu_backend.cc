@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "oneapi/dnnl/dnnl.hpp"
+#include "train/backend/batch_norm_rows.h"
 #include "train/backend/compute_precision.h"
 #include "train/backend/cpu/bfloat16_convert.h"
 #include "train/backend/cpu/cpu_allocator.h"
@@ -174,19 +175,27 @@ dnnl::convolution_forward::primitive_desc ConvForwardPd(const ConvDescs& d, bool
           CpuEngine()};
 }
 
-struct ConvForwardEntry {
+// A primitive that reads a filter (forward, backward data, a deconvolution's forward), and the
+// reorder of an HWIO filter to the layout it wants.
+template <typename Primitive>
+struct WeightsEntry {
   memory::desc weights;  // the layout the primitive wants
   bool reorder_weights;
   dnnl::reorder weights_reorder;  // HWIO -> weights, when reorder_weights
-  dnnl::convolution_forward primitive;
+  Primitive primitive;
 };
+using ConvForwardEntry = WeightsEntry<dnnl::convolution_forward>;
+using ConvBackwardDataEntry = WeightsEntry<dnnl::convolution_backward_data>;
+using DeconvForwardEntry = WeightsEntry<dnnl::deconvolution_forward>;
 
-struct ConvBackwardDataEntry {
-  memory::desc weights;
-  bool reorder_weights;
-  dnnl::reorder weights_reorder;
-  dnnl::convolution_backward_data primitive;
-};
+template <typename Primitive, typename PrimitiveDesc>
+std::shared_ptr<WeightsEntry<Primitive>> MakeWeightsEntry(const PrimitiveDesc& pd,
+                                                          const ConvDescs& d) {
+  const bool reorder = pd.weights_desc() != d.user_weights;
+  return std::make_shared<WeightsEntry<Primitive>>(WeightsEntry<Primitive>{
+      pd.weights_desc(), reorder,
+      reorder ? MakeReorder(d.user_weights, pd.weights_desc()) : dnnl::reorder(), Primitive(pd)});
+}
 
 struct ConvBackwardFilterEntry {
   memory::desc diff_weights;  // the layout the primitive writes
@@ -393,15 +402,19 @@ absl::Status WithBFloat16Output(Tensor& result, const Write& write) {
   return absl::OkStatus();
 }
 
-// The filter in the layout `entry`'s primitive reads: the HWIO tensor itself, or a
+// The HWIO filter `user_weights` in the layout `entry`'s primitive reads: itself, or a
 // reordered copy when the primitive wants its own blocked layout.
-template <typename Entry>
-memory PrimitiveWeights(const Entry& entry, const ConvDescs& d, const Tensor& filter) {
-  memory user_weights(d.user_weights, CpuEngine(), Ptr(filter));
+template <typename Primitive>
+memory PrimitiveWeights(const WeightsEntry<Primitive>& entry, const memory& user_weights) {
   if (!entry.reorder_weights) return user_weights;
   memory weights(entry.weights, CpuEngine());
   Reorder(entry.weights_reorder, user_weights, weights);
   return weights;
+}
+template <typename Primitive>
+memory PrimitiveWeights(const WeightsEntry<Primitive>& entry, const ConvDescs& d,
+                        const Tensor& filter) {
+  return PrimitiveWeights(entry, memory(d.user_weights, CpuEngine(), Ptr(filter)));
 }
 
 // --- a convolution's forward as a deconvolution -----------------------------------------
@@ -439,13 +452,6 @@ bool DeconvolvableGeometry(const ConvGeometry& g) {
          g.pad_left == 1 && g.pad_right == 1;
 }
 
-struct DeconvForwardEntry {
-  memory::desc weights;
-  bool reorder_weights;
-  dnnl::reorder weights_reorder;  // the flipped HWIO filter -> weights, when reorder_weights
-  dnnl::deconvolution_forward primitive;
-};
-
 // y = conv(x, F) as deconv(x, F'), F'[kh][kw] = F[2 - kh][2 - kw]: oneDNN's deconvolution is its
 // convolution's backward-data pass, dst[i] = sum_k src[i + p - k] W[k], and with k = 2 - k' and
 // p = 1 that is conv's sum_k' x[i - 1 + k'] F[k'].
@@ -453,15 +459,12 @@ void DeconvolutionForward(const ConvGeometry& geo, const ConvDescs& d, const Ten
                           const Tensor& filter, Tensor& output) {
   auto entry = DnnlPrimitiveCache::Global().GetOrCreate<DeconvForwardEntry>(
       ConvKey("deconv_fwd", geo, /*bias=*/false), [&] {
-        dnnl::deconvolution_forward::primitive_desc pd(
-            {dnnl::prop_kind::forward_training, dnnl::algorithm::deconvolution_direct, d.src,
-             d.any_weights, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r},
-            CpuEngine());
-        const bool reorder = pd.weights_desc() != d.user_weights;
-        return std::make_shared<DeconvForwardEntry>(DeconvForwardEntry{
-            pd.weights_desc(), reorder,
-            reorder ? MakeReorder(d.user_weights, pd.weights_desc()) : dnnl::reorder(),
-            dnnl::deconvolution_forward(pd)});
+        return MakeWeightsEntry<dnnl::deconvolution_forward>(
+            dnnl::deconvolution_forward::primitive_desc(
+                {dnnl::prop_kind::forward_training, dnnl::algorithm::deconvolution_direct, d.src,
+                 d.any_weights, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r},
+                CpuEngine()),
+            d);
       });
   // The filter [3, 3, c, o] flipped in space: its nine [c, o] blocks in reverse order, in a
   // buffer of oneDNN's, as the reordered filters are (a compiled step's plan holds no temporaries
@@ -474,13 +477,8 @@ void DeconvolutionForward(const ConvGeometry& geo, const ConvDescs& d, const Ten
   for (size_t b = 0; b < 9; ++b) {
     std::memcpy(to + b * block, from + (8 - b) * block, block * sizeof(float));
   }
-  memory weights = user_weights;
-  if (entry->reorder_weights) {
-    weights = memory(entry->weights, engine);
-    Reorder(entry->weights_reorder, user_weights, weights);
-  }
   Execute(entry->primitive, {{DNNL_ARG_SRC, memory(d.src, engine, Ptr(input))},
-                             {DNNL_ARG_WEIGHTS, weights},
+                             {DNNL_ARG_WEIGHTS, PrimitiveWeights(*entry, user_weights)},
                              {DNNL_ARG_DST, memory(d.dst, engine, output.raw_data())}});
 }
 
@@ -635,12 +633,8 @@ absl::Status CpuBackend::ConvForward(const ConvGeometry& geo, const Tensor& inpu
   return Guard("Conv2D", [&] {
     auto entry = DnnlPrimitiveCache::Global().GetOrCreate<ConvForwardEntry>(
         ConvKey(relu ? "conv_fwd_relu" : "conv_fwd", geo, bias != nullptr), [&] {
-          auto pd = ConvForwardPd(d, bias != nullptr, relu);
-          const bool reorder = pd.weights_desc() != d.user_weights;
-          return std::make_shared<ConvForwardEntry>(ConvForwardEntry{
-              pd.weights_desc(), reorder,
-              reorder ? MakeReorder(d.user_weights, pd.weights_desc()) : dnnl::reorder(),
-              dnnl::convolution_forward(pd)});
+          return MakeWeightsEntry<dnnl::convolution_forward>(
+              ConvForwardPd(d, bias != nullptr, relu), d);
         });
     args.insert({DNNL_ARG_SRC, memory(d.src, engine, Ptr(input))});
     args.insert({DNNL_ARG_WEIGHTS, PrimitiveWeights(*entry, d, filter)});
@@ -669,15 +663,12 @@ absl::Status CpuBackend::Conv2DBackwardData(const ConvGeometry& geo, const Tenso
     const ConvDescs d = MakeConvDescs(geo);
     auto entry = DnnlPrimitiveCache::Global().GetOrCreate<ConvBackwardDataEntry>(
         ConvKey("conv_bwd_data", geo, /*bias=*/false), [&] {
-          dnnl::convolution_backward_data::primitive_desc pd(
-              {dnnl::algorithm::convolution_direct, d.src, d.any_weights, d.dst, d.strides,
-               d.dilates, d.pad_l, d.pad_r},
-              CpuEngine(), ConvForwardPd(d, /*bias=*/false));
-          const bool reorder = pd.weights_desc() != d.user_weights;
-          return std::make_shared<ConvBackwardDataEntry>(ConvBackwardDataEntry{
-              pd.weights_desc(), reorder,
-              reorder ? MakeReorder(d.user_weights, pd.weights_desc()) : dnnl::reorder(),
-              dnnl::convolution_backward_data(pd)});
+          return MakeWeightsEntry<dnnl::convolution_backward_data>(
+              dnnl::convolution_backward_data::primitive_desc(
+                  {dnnl::algorithm::convolution_direct, d.src, d.any_weights, d.dst, d.strides,
+                   d.dilates, d.pad_l, d.pad_r},
+                  CpuEngine(), ConvForwardPd(d, /*bias=*/false)),
+              d);
         });
     const dnnl::engine& engine = CpuEngine();
     const memory weights = PrimitiveWeights(*entry, d, filter);
@@ -816,15 +807,6 @@ absl::Status SameBatchNormType(const char* op, const Tensor& x,
   return absl::OkStatus();
 }
 
-// x [.., C] as the rows [m, C] batch norm reduces over.
-struct BnRows {
-  int64_t m, c;
-};
-BnRows BnRowsOf(const Tensor& x) {
-  const int64_t c = x.rank() == 0 ? 1 : x.dim(x.rank() - 1);
-  return {c == 0 ? 0 : x.num_elements() / c, c};
-}
-
 const float* In(const Tensor& t) { return static_cast<const float*>(t.raw_data()); }
 float* Out(const Tensor& t) { return static_cast<float*>(const_cast<void*>(t.raw_data())); }
 uint8_t* Mask(const Tensor* t) {
@@ -851,7 +833,7 @@ absl::Status BatchNormForward(const char* op, const Tensor& x, const Tensor& gam
   SLUICE_RETURN_IF_ERROR(SameBatchNormType(op, x, {&y}));
   if (x.dtype() == DType::kFloat32) {
     SLUICE_RETURN_IF_ERROR(CheckReluMask(op, workspace, x));
-    const BnRows r = BnRowsOf(x);
+    const BatchNormRows r = BatchNormRowsOf(x);
     if (global) {
       BatchNormInferenceF32(In(x), r.m, r.c, In(gamma), In(beta), In(mean), In(variance), epsilon,
                             Out(y));
@@ -886,7 +868,7 @@ absl::Status BatchNormBackwardRun(const char* op, const Tensor& x, const Tensor&
   SLUICE_RETURN_IF_ERROR(SameBatchNormType(op, x, {&grad_y, &grad_x}));
   if (x.dtype() == DType::kFloat32) {
     SLUICE_RETURN_IF_ERROR(CheckReluMask(op, workspace, x));
-    const BnRows r = BnRowsOf(x);
+    const BatchNormRows r = BatchNormRowsOf(x);
     BatchNormBackwardF32(In(x), In(grad_y), Mask(workspace), r.m, r.c, In(gamma), In(mean),
                          In(variance), epsilon, global, Out(grad_x), Out(grad_gamma),
                          Out(grad_beta));
@@ -971,13 +953,9 @@ ConvForwardAlgorithm GetConvForwardAlgorithm() { return ConvForwardAlgorithmSett
 
 ConvForwardAlgorithm ConvForwardAlgorithmFor(const ConvGeometry& geo) {
   if (!DeconvolvableGeometry(geo)) return ConvForwardAlgorithm::kDirect;
-  switch (ConvForwardAlgorithmSetting()) {
-    case ConvForwardAlgorithm::kDirect:
-      return ConvForwardAlgorithm::kDirect;
-    case ConvForwardAlgorithm::kDeconvolution:
-      return ConvForwardAlgorithm::kDeconvolution;
-    case ConvForwardAlgorithm::kAuto:
-      break;
+  if (const ConvForwardAlgorithm set = ConvForwardAlgorithmSetting();
+      set != ConvForwardAlgorithm::kAuto) {
+    return set;
   }
   static const bool avx2 = [] {
     const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();

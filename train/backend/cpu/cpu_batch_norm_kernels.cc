@@ -69,6 +69,15 @@ void WithChannels(int64_t c, const Fn& fn) {
   }
 }
 
+// p[0, kC) copied into `local` where kC > 0, so that the unrolled loop reading it keeps it in
+// registers; p itself where kC == 0.
+template <int kC>
+const float* Hoisted(const float* p, float* local) {
+  if constexpr (kC == 0) return p;
+  for (int j = 0; j < kC; ++j) local[j] = p[j];
+  return local;
+}
+
 // sum[j] = the sum of x[r, j] - x[r0, j] over rows [r0, r1): about the chunk's first row, so
 // that data far from 0 keeps its digits.
 template <int kC>
@@ -77,11 +86,7 @@ SLUICE_KERNEL_CLONES void SumRowsAboutTheFirst(const float* __restrict x, int64_
   if constexpr (kC > 0) c = kC;
   float acc[kC > 0 ? kC : 1], first[kC > 0 ? kC : 1];
   float* a = kC > 0 ? acc : sum;
-  const float* f = x + r0 * c;
-  if constexpr (kC > 0) {
-    for (int64_t j = 0; j < c; ++j) first[j] = f[j];
-    f = first;
-  }
+  const float* f = Hoisted<kC>(x + r0 * c, first);
   for (int64_t j = 0; j < c; ++j) a[j] = 0.0f;
   for (int64_t r = r0 + 1; r < r1; ++r) {
     const float* row = x + r * c;
@@ -100,11 +105,7 @@ SLUICE_KERNEL_CLONES void SumCentredSquares(const float* __restrict x, int64_t r
   if constexpr (kC > 0) c = kC;
   float acc[kC > 0 ? kC : 1], mu[kC > 0 ? kC : 1];
   float* a = kC > 0 ? acc : sq;
-  const float* m = mean;
-  if constexpr (kC > 0) {
-    for (int64_t j = 0; j < c; ++j) mu[j] = mean[j];
-    m = mu;
-  }
+  const float* m = Hoisted<kC>(mean, mu);
   for (int64_t j = 0; j < c; ++j) a[j] = 0.0f;
   for (int64_t r = r0; r < r1; ++r) {
     const float* row = x + r * c;
@@ -153,11 +154,7 @@ SLUICE_KERNEL_CLONES void SumGradientRows(const float* __restrict x, const float
   float acc_b[kC > 0 ? kC : 1], acc_x[kC > 0 ? kC : 1], mu[kC > 0 ? kC : 1];
   float* ab = kC > 0 ? acc_b : gb;
   float* ax = kC > 0 ? acc_x : gx;
-  const float* m = mean;
-  if constexpr (kC > 0) {
-    for (int64_t j = 0; j < c; ++j) mu[j] = mean[j];
-    m = mu;
-  }
+  const float* m = Hoisted<kC>(mean, mu);
   for (int64_t j = 0; j < c; ++j) ab[j] = ax[j] = 0.0f;
   for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * c;

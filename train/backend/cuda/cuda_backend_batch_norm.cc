@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/backend/batch_norm_rows.h"
 #include "train/backend/cuda/cuda_backend.h"
 #include "train/backend/cuda/cuda_check.h"
 #include "train/backend/cuda/kernels.h"
@@ -16,15 +17,6 @@ namespace {
 float* F(const Tensor& t) { return static_cast<float*>(const_cast<void*>(t.raw_data())); }
 uint8_t* Mask(const Tensor* t) {
   return t == nullptr ? nullptr : static_cast<uint8_t*>(const_cast<void*>(t->raw_data()));
-}
-
-// x [.., C] as the rows [m, C] the statistics reduce over.
-struct BnShape {
-  int64_t m, c;
-};
-BnShape BnShapeOf(const Tensor& x) {
-  const int64_t c = x.rank() == 0 ? 1 : x.dim(x.rank() - 1);
-  return {c == 0 ? 0 : x.num_elements() / c, c};
 }
 
 // The sums' column tiles are a grid dimension (at most 65,535 tiles of 32 channels).
@@ -53,7 +45,7 @@ absl::Status CudaBackend::BatchNormTraining(const Tensor& x, const Tensor& gamma
                                             Tensor& mean, Tensor& variance,
                                             const Tensor* relu_mask) {
   SLUICE_RETURN_IF_ERROR(train::backend::RequireFloat32(x, "CudaBackend::BatchNorm", "x"));
-  const BnShape s = BnShapeOf(x);
+  const auto s = train::backend::BatchNormRowsOf(x);
   SLUICE_RETURN_IF_ERROR(CheckChannels("CudaBackend::BatchNorm", s.c));
   if (s.c == 0) return absl::OkStatus();
   if (s.m == 0) {
@@ -105,7 +97,7 @@ absl::Status CudaBackend::BatchNormForwardInference(const Tensor& x, const Tenso
   SLUICE_ASSIGN_OR_RETURN(
       const KernelTimer::Scope timed,
       Enter("BatchNormForwardInference", {&x, &gamma, &beta, &mean, &variance, &y}));
-  const BnShape s = BnShapeOf(x);
+  const auto s = train::backend::BatchNormRowsOf(x);
   CUDA_RETURN_IF_ERROR(kernels::BatchNormNormalize(F(x), F(mean), F(variance), F(gamma), F(beta),
                                                    epsilon, F(y), nullptr, s.m, s.c, stream()));
   return absl::OkStatus();
@@ -122,7 +114,7 @@ absl::Status CudaBackend::BatchNormGradients(const Tensor& x, const Tensor& gamm
   for (const Tensor* t : {&x, &grad_y}) {
     SLUICE_RETURN_IF_ERROR(train::backend::RequireFloat32(*t, op, "x and grad_y"));
   }
-  const BnShape s = BnShapeOf(x);
+  const auto s = train::backend::BatchNormRowsOf(x);
   SLUICE_RETURN_IF_ERROR(CheckChannels(op, s.c));
   if (s.c == 0) return absl::OkStatus();
   if (s.m == 0) {
