@@ -419,27 +419,30 @@ memory PrimitiveWeights(const WeightsEntry<Primitive>& entry, const ConvDescs& d
 
 // --- a convolution's forward as a deconvolution -----------------------------------------
 
-std::atomic<int> conv_forward_algorithm{-1};  // a ConvForwardAlgorithm, -1 before the first read
+// A ConvForwardAlgorithm; kUnread before $SLUICE_CONV_FORWARD is read, kInvalid when it named
+// none.
+constexpr int kUnread = -1, kInvalid = -2;
+std::atomic<int> conv_forward_algorithm{kUnread};
 
-ConvForwardAlgorithm ConvForwardAlgorithmSetting() {
+absl::StatusOr<ConvForwardAlgorithm> ConvForwardAlgorithmSetting() {
   int v = conv_forward_algorithm.load(std::memory_order_relaxed);
-  if (v < 0) {
+  if (v == kUnread) {
     const char* env = std::getenv("SLUICE_CONV_FORWARD");
-    const std::string name = env == nullptr ? "auto" : env;
-    ConvForwardAlgorithm a = ConvForwardAlgorithm::kAuto;
-    if (name == "direct") {
-      a = ConvForwardAlgorithm::kDirect;
-    } else if (name == "deconvolution") {
-      a = ConvForwardAlgorithm::kDeconvolution;
-    } else if (name != "auto") {
-      std::fprintf(stderr,
-                   "sluice: SLUICE_CONV_FORWARD=%s is not auto, direct or deconvolution: "
-                   "auto it is\n",
-                   name.c_str());
-    }
-    int expected = -1;
-    conv_forward_algorithm.compare_exchange_strong(expected, static_cast<int>(a));
+    const absl::string_view name = env == nullptr ? "auto" : env;
+    int read = kInvalid;
+    if (name == "auto") read = static_cast<int>(ConvForwardAlgorithm::kAuto);
+    if (name == "direct") read = static_cast<int>(ConvForwardAlgorithm::kDirect);
+    if (name == "deconvolution") read = static_cast<int>(ConvForwardAlgorithm::kDeconvolution);
+    int expected = kUnread;
+    conv_forward_algorithm.compare_exchange_strong(expected, read);
     v = conv_forward_algorithm.load(std::memory_order_relaxed);
+  }
+  if (v == kInvalid) {
+    // A typo must not measure or train with another algorithm than the one asked for.
+    const char* env = std::getenv("SLUICE_CONV_FORWARD");
+    return absl::InvalidArgumentError(
+        absl::StrCat("SLUICE_CONV_FORWARD must be auto, direct or deconvolution, got '",
+                     env == nullptr ? "" : env, "'"));
   }
   return static_cast<ConvForwardAlgorithm>(v);
 }
@@ -624,8 +627,8 @@ absl::Status CpuBackend::ConvForward(const ConvGeometry& geo, const Tensor& inpu
       return relu ? Unary(UnaryOp::kRelu, out, out) : absl::OkStatus();
     });
   }
-  if (bias == nullptr && !relu &&
-      ConvForwardAlgorithmFor(geo) == ConvForwardAlgorithm::kDeconvolution) {
+  SLUICE_ASSIGN_OR_RETURN(const ConvForwardAlgorithm algorithm, ConvForwardAlgorithmFor(geo));
+  if (bias == nullptr && !relu && algorithm == ConvForwardAlgorithm::kDeconvolution) {
     return Guard("Conv2D", [&] { DeconvolutionForward(geo, d, input, filter, output); });
   }
   std::unordered_map<int, memory> args = {{DNNL_ARG_DST, memory(d.dst, engine, output.raw_data())}};
@@ -949,14 +952,18 @@ void SetConvForwardAlgorithm(ConvForwardAlgorithm algorithm) {
   conv_forward_algorithm.store(static_cast<int>(algorithm), std::memory_order_relaxed);
 }
 
-ConvForwardAlgorithm GetConvForwardAlgorithm() { return ConvForwardAlgorithmSetting(); }
+void ReadConvForwardAlgorithmFromEnvironment() {
+  conv_forward_algorithm.store(kUnread, std::memory_order_relaxed);
+}
 
-ConvForwardAlgorithm ConvForwardAlgorithmFor(const ConvGeometry& geo) {
+absl::StatusOr<ConvForwardAlgorithm> GetConvForwardAlgorithm() {
+  return ConvForwardAlgorithmSetting();
+}
+
+absl::StatusOr<ConvForwardAlgorithm> ConvForwardAlgorithmFor(const ConvGeometry& geo) {
+  SLUICE_ASSIGN_OR_RETURN(const ConvForwardAlgorithm set, ConvForwardAlgorithmSetting());
   if (!DeconvolvableGeometry(geo)) return ConvForwardAlgorithm::kDirect;
-  if (const ConvForwardAlgorithm set = ConvForwardAlgorithmSetting();
-      set != ConvForwardAlgorithm::kAuto) {
-    return set;
-  }
+  if (set != ConvForwardAlgorithm::kAuto) return set;
   static const bool avx2 = [] {
     const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
     return isa == dnnl::cpu_isa::avx2 || isa == dnnl::cpu_isa::avx2_vnni;

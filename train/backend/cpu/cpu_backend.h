@@ -130,13 +130,19 @@ class CpuBackend final : public Backend {
 // kDirect. On AVX2, where oneDNN 2.6's backward-data kernel measured 6-35% faster than its forward
 // one on resnet-20's and resnet-small's 3x3 shapes (docs/benchmarks.md), kAuto picks
 // kDeconvolution; on CPUs with AVX-512 (other kernels, not measured) kDirect.
-// $SLUICE_CONV_FORWARD (auto, direct or deconvolution) sets it at start; the default is kAuto.
+// $SLUICE_CONV_FORWARD (auto, direct or deconvolution) sets it at the first convolution; the
+// default is kAuto. Another value is an error of every convolution forward (InvalidArgument).
 enum class ConvForwardAlgorithm { kAuto, kDirect, kDeconvolution };
+// Overrides $SLUICE_CONV_FORWARD.
 void SetConvForwardAlgorithm(ConvForwardAlgorithm algorithm);
-ConvForwardAlgorithm GetConvForwardAlgorithm();  // the setting (kAuto, kDirect, kDeconvolution)
+// Drops what SetConvForwardAlgorithm set: $SLUICE_CONV_FORWARD is read again at the next
+// convolution.
+void ReadConvForwardAlgorithmFromEnvironment();
+// The setting (kAuto, kDirect, kDeconvolution), or the environment's error.
+absl::StatusOr<ConvForwardAlgorithm> GetConvForwardAlgorithm();
 // What a float32 convolution of `geo` without a bias runs forward as now: kDirect or
 // kDeconvolution.
-ConvForwardAlgorithm ConvForwardAlgorithmFor(const ConvGeometry& geo);
+absl::StatusOr<ConvForwardAlgorithm> ConvForwardAlgorithmFor(const ConvGeometry& geo);
 
 }  // namespace sluice::train::backend::cpu
 

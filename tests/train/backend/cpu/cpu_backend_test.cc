@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -421,15 +424,20 @@ TEST_F(CpuBackendTest, BatchNormTrainingNormalisesPerChannel) {
 // A 3x3 SAME convolution at stride 1 runs forward as a deconvolution with the filter flipped
 // (ConvForwardAlgorithm): the same sums as the direct convolution, checked against a plain loop
 // here both ways, on channel counts of oneDNN's different kernels; other geometries stay direct.
-// Restores the ConvForwardAlgorithm setting it found, however the test ends.
+// Returns the ConvForwardAlgorithm setting to the environment's, however the test ends.
 class ScopedConvForwardAlgorithm {
  public:
-  ScopedConvForwardAlgorithm() : previous_(GetConvForwardAlgorithm()) {}
-  ~ScopedConvForwardAlgorithm() { SetConvForwardAlgorithm(previous_); }
-
- private:
-  ConvForwardAlgorithm previous_;
+  ~ScopedConvForwardAlgorithm() { ReadConvForwardAlgorithmFromEnvironment(); }
 };
+
+// ConvForwardAlgorithmFor's algorithm, or -1 for an error.
+int AlgorithmFor(const ConvGeometry& geo) {
+  const absl::StatusOr<ConvForwardAlgorithm> a = ConvForwardAlgorithmFor(geo);
+  EXPECT_TRUE(a.ok()) << a.status();
+  return a.ok() ? static_cast<int>(*a) : -1;
+}
+constexpr int kDirect = static_cast<int>(ConvForwardAlgorithm::kDirect);
+constexpr int kDeconvolution = static_cast<int>(ConvForwardAlgorithm::kDeconvolution);
 
 TEST_F(CpuBackendTest, ConvolutionForwardAsADeconvolutionGivesTheConvolution) {
   ScopedConvForwardAlgorithm restore;
@@ -460,7 +468,7 @@ TEST_F(CpuBackendTest, ConvolutionForwardAsADeconvolutionGivesTheConvolution) {
     for (ConvForwardAlgorithm a :
          {ConvForwardAlgorithm::kDirect, ConvForwardAlgorithm::kDeconvolution}) {
       SetConvForwardAlgorithm(a);
-      EXPECT_EQ(ConvForwardAlgorithmFor(geo), a);
+      EXPECT_EQ(AlgorithmFor(geo), static_cast<int>(a));
       Tensor y(DType::kFloat32, Shape{n, h, h + 1, o});
       // The first call of an algorithm for this geometry makes its primitive: one cache miss
       // each, so the deconvolution did run (these shapes are this test's own).
@@ -480,14 +488,14 @@ TEST_F(CpuBackendTest, ConvolutionForwardAsADeconvolutionGivesTheConvolution) {
   other.n = 1, other.h = other.w = 8, other.c = other.o = 4, other.kh = other.kw = 5;
   other.oh = other.ow = 8;
   other.pad_top = other.pad_bottom = other.pad_left = other.pad_right = 2;
-  EXPECT_EQ(ConvForwardAlgorithmFor(other), ConvForwardAlgorithm::kDirect);
+  EXPECT_EQ(AlgorithmFor(other), kDirect);
   other.kh = other.kw = 3, other.pad_top = other.pad_bottom = other.pad_left = other.pad_right = 1;
-  EXPECT_EQ(ConvForwardAlgorithmFor(other), ConvForwardAlgorithm::kDeconvolution);
+  EXPECT_EQ(AlgorithmFor(other), kDeconvolution);
   other.stride_h = other.stride_w = 2, other.oh = other.ow = 4;
-  EXPECT_EQ(ConvForwardAlgorithmFor(other), ConvForwardAlgorithm::kDirect);
+  EXPECT_EQ(AlgorithmFor(other), kDirect);
   other.stride_h = other.stride_w = 1, other.oh = other.ow = 6;
   other.pad_top = other.pad_bottom = other.pad_left = other.pad_right = 0;
-  EXPECT_EQ(ConvForwardAlgorithmFor(other), ConvForwardAlgorithm::kDirect);  // VALID
+  EXPECT_EQ(AlgorithmFor(other), kDirect);  // VALID
   const ConvGeometry same = [&] {
     ConvGeometry g = other;
     g.oh = g.ow = 8;
@@ -503,7 +511,7 @@ TEST_F(CpuBackendTest, ConvolutionForwardAsADeconvolutionGivesTheConvolution) {
   ConvGeometry wide = same;
   wide.kw = 5, wide.pad_left = wide.pad_right = 2;
   for (const ConvGeometry* g : {&grouped, &dilated, &uneven, &wide}) {
-    EXPECT_EQ(ConvForwardAlgorithmFor(*g), ConvForwardAlgorithm::kDirect);
+    EXPECT_EQ(AlgorithmFor(*g), kDirect);
   }
   // With a bias the forward stays the convolution's (its fused bias): no new primitive kind.
   const Tensor x = RandomTensor({1, 8, 8, 4}, 22), f = RandomTensor({3, 3, 4, 4}, 23),
@@ -515,6 +523,42 @@ TEST_F(CpuBackendTest, ConvolutionForwardAsADeconvolutionGivesTheConvolution) {
     ASSERT_NEAR(with_bias.data<float>()[i], plain.data<float>()[i] + bias.data<float>()[i % 4],
                 1e-4)
         << i;
+  }
+}
+
+// A $SLUICE_CONV_FORWARD naming no algorithm fails every convolution forward with its value,
+// rather than running one the user did not ask for; valid values take effect.
+TEST_F(CpuBackendTest, ConvolutionForwardRefusesAnUnknownSluiceConvForward) {
+  ScopedConvForwardAlgorithm restore;
+  const char* was = std::getenv("SLUICE_CONV_FORWARD");
+  const std::optional<std::string> previous =
+      was == nullptr ? std::nullopt : std::optional<std::string>(was);
+  ConvGeometry same;
+  same.n = 1, same.h = same.w = same.oh = same.ow = 5, same.c = same.o = 2, same.kh = same.kw = 3;
+  same.pad_top = same.pad_bottom = same.pad_left = same.pad_right = 1;
+  const Tensor x = RandomTensor({1, 5, 5, 2}, 30), f = RandomTensor({3, 3, 2, 2}, 31);
+  Tensor y(DType::kFloat32, Shape{1, 5, 5, 2});
+  setenv("SLUICE_CONV_FORWARD", "deconvolutoin", 1);
+  ReadConvForwardAlgorithmFromEnvironment();
+  const absl::Status s = backend_.Conv2DForward(same, x, f, y);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::HasSubstr("SLUICE_CONV_FORWARD must be auto, direct or deconvolution, "
+                                   "got 'deconvolutoin'"));
+  EXPECT_FALSE(GetConvForwardAlgorithm().ok());
+  // SetConvForwardAlgorithm overrides the environment.
+  SetConvForwardAlgorithm(ConvForwardAlgorithm::kDirect);
+  EXPECT_TRUE(backend_.Conv2DForward(same, x, f, y).ok());
+  setenv("SLUICE_CONV_FORWARD", "direct", 1);
+  ReadConvForwardAlgorithmFromEnvironment();
+  EXPECT_EQ(AlgorithmFor(same), kDirect);
+  setenv("SLUICE_CONV_FORWARD", "deconvolution", 1);
+  ReadConvForwardAlgorithmFromEnvironment();
+  EXPECT_EQ(AlgorithmFor(same), kDeconvolution);
+  if (previous) {
+    setenv("SLUICE_CONV_FORWARD", previous->c_str(), 1);
+  } else {
+    unsetenv("SLUICE_CONV_FORWARD");
   }
 }
 
