@@ -57,6 +57,12 @@ absl::StatusOr<size_t> FileInputStream::ReadThen(char* dst, size_t n, char* then
   }
 }
 
+absl::StatusOr<uint64_t> FileInputStream::Size() const {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) return absl::ErrnoToStatus(errno, absl::StrCat(path_, ": fstat"));
+  return static_cast<uint64_t>(st.st_size);
+}
+
 absl::Status FileInputStream::Seek(uint64_t offset) {
   if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat(path_, ": cannot seek to offset ", offset));

@@ -40,6 +40,8 @@ class FileInputStream : public InputStream {
   absl::StatusOr<size_t> Read(char* dst, size_t n) override;
   absl::StatusOr<size_t> ReadThen(char* dst, size_t n, char* then, size_t then_n) override;
   absl::Status Seek(uint64_t offset);
+  // The file's size now (fstat(2)).
+  absl::StatusOr<uint64_t> Size() const;
   const std::string& path() const { return path_; }
 
  private:

@@ -1,9 +1,9 @@
 #include "train/fit/saved_model.h"
 
+#include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -14,6 +14,7 @@
 #include "io/atomic_file.h"
 #include "io/crc32c.h"
 #include "io/deterministic_proto.h"
+#include "io/read_file.h"
 #include "train/autodiff/variable.h"
 #include "train/fit/training_checkpoint.h"
 #include "train/layers/layer_config.h"
@@ -27,6 +28,9 @@ constexpr char kFormat[] = "sluice.SavedModel";
 constexpr int kSavedModelVersion = 1;
 // Containers nest; a corrupt config must not recurse without end.
 constexpr int kMaxDepth = 64;
+// model.pb holds layer configs, a few KB; a file far larger is not one (nothing read from a file
+// is trusted to size an allocation).
+constexpr uint64_t kMaxModelFileBytes = uint64_t{256} << 20;
 
 std::string ModelPath(const std::string& dir) { return dir + "/model.pb"; }
 std::string WeightsPath(const std::string& dir) { return dir + "/weights.ckpt"; }
@@ -59,15 +63,14 @@ absl::StatusOr<layers::LayerConfig> FromProto(const proto::LayerConfigProto& p, 
 // The model.pb of `dir`, checked: its format, version and the architecture's CRC.
 absl::StatusOr<proto::SavedModelProto> ReadSavedModel(const std::string& dir,
                                                       const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  absl::StatusOr<std::string> bytes = ReadFileToString(path, kMaxModelFileBytes);
+  if (absl::IsNotFound(bytes.status())) {
     return absl::NotFoundError(
         absl::StrCat(path, ": cannot open (is ", dir, " a model saved by SaveModel?)"));
   }
-  std::stringstream bytes;
-  bytes << in.rdbuf();
+  if (!bytes.ok()) return bytes.status();
   proto::SavedModelProto saved;
-  if (!saved.ParseFromString(bytes.str()) || saved.format() != kFormat) {
+  if (!saved.ParseFromString(*bytes) || saved.format() != kFormat) {
     return absl::DataLossError(
         absl::StrCat(path, ": not a sluice saved model (expected format \"", kFormat, "\")"));
   }

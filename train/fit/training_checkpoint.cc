@@ -4,10 +4,11 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
-#include <filesystem>
-#include <fstream>
+#include <limits>
 #include <memory>
-#include <system_error>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -19,8 +20,10 @@
 #include "google/protobuf/message_lite.h"
 #include "google/protobuf/wire_format_lite.h"
 #include "io/atomic_file.h"
+#include "io/checksummed_wire_reader.h"
 #include "io/crc32c.h"
 #include "io/deterministic_proto.h"
+#include "io/input_stream.h"
 #include "io/tfrecord_format.h"
 #include "train/proto/checkpoint.pb.h"
 
@@ -121,24 +124,6 @@ class CheckpointPayload {
   uint64_t size_ = 0;
 };
 
-absl::StatusOr<Tensor> FromProto(const proto::NamedTensorProto& p, absl::string_view where) {
-  const absl::StatusOr<Shape> checked = Shape::FromUntrustedDims(p.shape());
-  if (!checked.ok()) {
-    return absl::DataLossError(
-        absl::StrCat(where, ": tensor '", p.name(), "': ", checked.status().message()));
-  }
-  const Shape& shape = *checked;
-  const size_t expected = static_cast<size_t>(shape.num_elements()) * sizeof(float);
-  if (p.data().size() != expected) {
-    return absl::DataLossError(absl::StrCat(where, ": tensor '", p.name(), "' of shape ",
-                                            shape.DebugString(), " expects ", expected,
-                                            " bytes of float32 data, found ", p.data().size()));
-  }
-  Tensor t(DType::kFloat32, shape);
-  if (expected > 0) std::memcpy(t.raw_data(), p.data().data(), expected);
-  return t;
-}
-
 // The position fields, which TrainingCheckpointProto and RankPositionProto share.
 template <typename P>
 void PositionToProto(const RankPosition& position, P* p) {
@@ -230,14 +215,6 @@ absl::Status WriteCheckpoint(const std::string& path, const TrainingCheckpoint& 
   rest.set_weights_only(checkpoint.weights_only);
   payload.AddMessage(rest);
 
-  // ReadCheckpoint parses the payload as one message, which protobuf limits to 2 GiB: a larger
-  // file could be written but never read back.
-  if (payload.size() > static_cast<uint64_t>(INT32_MAX)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        path, ": the checkpoint would be ", payload.size(),
-        " bytes, over the 2 GiB that protobuf parses; checkpoints of models this large are not "
-        "supported (nothing was written)"));
-  }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file, AtomicFile::Create(path));
   char fixed[12];
   tfrecord::EncodeFixed64(fixed, payload.size());
@@ -252,95 +229,213 @@ absl::Status WriteCheckpoint(const std::string& path, const TrainingCheckpoint& 
 
 namespace {
 
-// The file's bytes, in one read into a buffer of its size (as ImportOnnx reads a model; a
-// stream's rdbuf() into a stringstream copied them twice more). A file that shrank meanwhile
-// reads short, and CheckedPayload names what is missing.
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::error_code error;
-  const uintmax_t size = std::filesystem::file_size(path, error);
-  if (error) {
-    return absl::ErrnoToStatus(error.value(), absl::StrCat(path, ": cannot open the checkpoint"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::ErrnoToStatus(errno, absl::StrCat(path, ": cannot open the checkpoint"));
-  std::string bytes(size, '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(size));
-  bytes.resize(static_cast<size_t>(in.gcount()));
-  return bytes;
-}
+constexpr int kVersionField = 1;      // TrainingCheckpointProto.version
+constexpr int kTensorNameField = 1;   // NamedTensorProto.name
+constexpr int kTensorShapeField = 2;  // NamedTensorProto.shape
 
-// The payload of a checkpoint file's bytes, after checking its magic, length and CRC.
-absl::StatusOr<absl::string_view> CheckedPayload(const std::string& path, absl::string_view file) {
-  if (file.size() < kMagic.size() || file.substr(0, kMagic.size()) != kMagic) {
-    return absl::DataLossError(absl::StrCat(path, ": at offset 0: expected the checkpoint magic \"",
-                                            absl::string_view(kMagic).substr(0, kMagic.size() - 1),
-                                            "\\n\"; not a sluice checkpoint"));
-  }
-  if (file.size() < kHeaderSize) {
-    return absl::DataLossError(absl::StrCat(path, ": truncated: expected a ", kHeaderSize,
-                                            "-byte header, the file has ", file.size(), " bytes"));
-  }
-  const uint64_t length = tfrecord::DecodeFixed64(file.data() + kMagic.size());
-  const uint32_t stored_crc = tfrecord::DecodeFixed32(file.data() + kMagic.size() + 8);
-  if (file.size() - kHeaderSize != length) {
-    return absl::DataLossError(absl::StrCat(path, ": at offset ", kHeaderSize, ": expected ",
-                                            length, " bytes of payload, found ",
-                                            file.size() - kHeaderSize, " (truncated or extended)"));
-  }
-  const absl::string_view payload = file.substr(kHeaderSize);
-  const uint32_t crc = MaskCrc32c(Crc32c(payload));
-  if (crc != stored_crc) {
-    return absl::DataLossError(absl::StrCat(path, ": at offset ", kHeaderSize,
-                                            ": payload checksum mismatch (stored ", stored_crc,
-                                            ", computed ", crc, "): the file is corrupt"));
-  }
-  return payload;
-}
+// Reads a checkpoint's payload field by field (ChecksummedWireReader), not as one protobuf
+// message: protobuf parses at most 2 GiB, and it would hold every tensor twice (the file's
+// bytes, then the parsed bytes fields) before the tensors were made, three copies in all. Here
+// each tensor's bytes go from the file straight into the tensor; the other fields (small: the
+// counters, the input position, the metrics) are gathered and parsed by protobuf.
+class PayloadParser {
+ public:
+  PayloadParser(const std::string& path, ChecksummedWireReader& in) : path_(path), in_(in) {}
 
-absl::StatusOr<TrainingCheckpoint> CheckpointFromProto(const proto::TrainingCheckpointProto& p,
-                                                       const std::string& path) {
-  TrainingCheckpoint ckpt;
-  for (const proto::NamedTensorProto& v : p.variables()) {
-    SLUICE_ASSIGN_OR_RETURN(Tensor t, FromProto(v, path));
-    ckpt.variables.emplace_back(v.name(), std::move(t));
+  absl::StatusOr<TrainingCheckpoint> Parse(uint64_t end) {
+    TrainingCheckpoint ckpt;
+    std::string rest;  // the fields besides the version, the variables and the optimizer
+    int64_t version = 0;
+    while (in_.position() < end) {
+      SLUICE_ASSIGN_OR_RETURN(const Key key, Wire(in_.ReadKey(end)));
+      if (key.number == kVersionField && key.wire_type == Reader::kVarint) {
+        const uint64_t at = in_.position();
+        SLUICE_ASSIGN_OR_RETURN(const uint64_t v, Wire(in_.ReadVarint(end)));
+        version = static_cast<int32_t>(v);  // an int32 field, as protobuf reads it
+        if (version != kCheckpointVersion) {
+          return absl::DataLossError(absl::StrCat(path_, ": at offset ", at,
+                                                  ": expected checkpoint version ",
+                                                  kCheckpointVersion, ", found ", version));
+        }
+      } else if (key.number == kVariablesField && key.wire_type == Reader::kLengthDelimited) {
+        SLUICE_ASSIGN_OR_RETURN(const uint64_t length, Wire(in_.ReadLength(end)));
+        SLUICE_ASSIGN_OR_RETURN(auto variable, ReadTensor(in_.position() + length));
+        ckpt.variables.push_back(std::move(variable));
+      } else if (key.number == kOptimizerField && key.wire_type == Reader::kLengthDelimited) {
+        SLUICE_ASSIGN_OR_RETURN(const uint64_t length, Wire(in_.ReadLength(end)));
+        SLUICE_RETURN_IF_ERROR(ReadOptimizer(in_.position() + length, ckpt.optimizer));
+      } else {
+        SLUICE_RETURN_IF_ERROR(Wire(in_.CopyValue(key, end, &rest)));
+      }
+    }
+    if (version != kCheckpointVersion) {
+      return absl::DataLossError(absl::StrCat(path_, ": expected checkpoint version ",
+                                              kCheckpointVersion, ", found ", version));
+    }
+    proto::TrainingCheckpointProto p;
+    SLUICE_RETURN_IF_ERROR(ParseGathered(rest, p));
+    ckpt.frozen_variables.assign(p.frozen_variables().begin(), p.frozen_variables().end());
+    ckpt.weights_only = p.weights_only();
+    ckpt.epoch = p.epoch();
+    ckpt.step_in_epoch = p.step_in_epoch();
+    ckpt.global_step = p.global_step();
+    SLUICE_RETURN_IF_ERROR(PositionFromProto(p, path_, ckpt));
+    for (const proto::RankPositionProto& r : p.ranks()) {
+      SLUICE_RETURN_IF_ERROR(PositionFromProto(r, absl::StrCat(path_, ": rank ", ckpt.ranks.size()),
+                                               ckpt.ranks.emplace_back()));
+    }
+    return ckpt;
   }
-  ckpt.optimizer.iterations = p.optimizer().iterations();
-  ckpt.optimizer.learning_rate = p.optimizer().learning_rate();
-  for (const proto::NamedTensorProto& s : p.optimizer().slots()) {
-    SLUICE_ASSIGN_OR_RETURN(Tensor t, FromProto(s, path));
-    ckpt.optimizer.slots.emplace_back(s.name(), std::move(t));
+
+ private:
+  using Reader = ChecksummedWireReader;
+  using Key = Reader::Key;
+
+  // The reader's errors, with the file's name.
+  absl::Status Wire(absl::Status s) const {
+    if (s.ok()) return s;
+    return absl::Status(s.code(), absl::StrCat(path_, ": ", s.message()));
   }
-  for (const proto::NamedScalarProto& s : p.optimizer().scalars()) {
-    ckpt.optimizer.scalars.emplace_back(s.name(), s.value());
+  template <typename T>
+  absl::StatusOr<T> Wire(absl::StatusOr<T> v) const {
+    if (v.ok()) return v;
+    return Wire(v.status());
   }
-  ckpt.frozen_variables.assign(p.frozen_variables().begin(), p.frozen_variables().end());
-  ckpt.weights_only = p.weights_only();
-  ckpt.epoch = p.epoch();
-  ckpt.step_in_epoch = p.step_in_epoch();
-  ckpt.global_step = p.global_step();
-  SLUICE_RETURN_IF_ERROR(PositionFromProto(p, path, ckpt));
-  for (const proto::RankPositionProto& r : p.ranks()) {
-    SLUICE_RETURN_IF_ERROR(PositionFromProto(r, absl::StrCat(path, ": rank ", ckpt.ranks.size()),
-                                             ckpt.ranks.emplace_back()));
+
+  // Parses fields gathered by CopyValue as protobuf's message `P`.
+  template <typename P>
+  absl::Status ParseGathered(const std::string& bytes, P& p) const {
+    if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+        !p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      return absl::DataLossError(absl::StrCat(path_, ": expected a ", p.GetTypeName(),
+                                              ", cannot parse its fields besides the tensors"));
+    }
+    return absl::OkStatus();
   }
-  return ckpt;
-}
+
+  absl::Status ReadOptimizer(uint64_t end, optimizers::OptimizerState& out) {
+    std::string rest;
+    while (in_.position() < end) {
+      SLUICE_ASSIGN_OR_RETURN(const Key key, Wire(in_.ReadKey(end)));
+      if (key.number == kSlotsField && key.wire_type == Reader::kLengthDelimited) {
+        SLUICE_ASSIGN_OR_RETURN(const uint64_t length, Wire(in_.ReadLength(end)));
+        SLUICE_ASSIGN_OR_RETURN(auto slot, ReadTensor(in_.position() + length));
+        out.slots.push_back(std::move(slot));
+      } else {
+        SLUICE_RETURN_IF_ERROR(Wire(in_.CopyValue(key, end, &rest)));
+      }
+    }
+    proto::OptimizerStateProto p;
+    SLUICE_RETURN_IF_ERROR(ParseGathered(rest, p));
+    // Protobuf merges a message field met twice: so do these.
+    if (p.iterations() != 0) out.iterations = p.iterations();
+    if (p.learning_rate() != 0) out.learning_rate = p.learning_rate();
+    for (const proto::NamedScalarProto& s : p.scalars())
+      out.scalars.emplace_back(s.name(), s.value());
+    return absl::OkStatus();
+  }
+
+  // A NamedTensorProto ending at `end`, its data read straight into the tensor.
+  absl::StatusOr<std::pair<std::string, Tensor>> ReadTensor(uint64_t end) {
+    std::string name;
+    std::vector<int64_t> dims;
+    std::optional<Tensor> data;  // flat, until the shape is known
+    uint64_t data_bytes = 0;
+    while (in_.position() < end) {
+      SLUICE_ASSIGN_OR_RETURN(const Key key, Wire(in_.ReadKey(end)));
+      if (key.number == kTensorNameField && key.wire_type == Reader::kLengthDelimited) {
+        SLUICE_ASSIGN_OR_RETURN(const uint64_t length, Wire(in_.ReadLength(end)));
+        SLUICE_ASSIGN_OR_RETURN(name, Wire(in_.ReadString(length, end)));
+      } else if (key.number == kTensorShapeField && key.wire_type == Reader::kVarint) {
+        SLUICE_ASSIGN_OR_RETURN(const uint64_t d, Wire(in_.ReadVarint(end)));
+        dims.push_back(static_cast<int64_t>(d));
+      } else if (key.number == kTensorShapeField && key.wire_type == Reader::kLengthDelimited) {
+        SLUICE_ASSIGN_OR_RETURN(const uint64_t length, Wire(in_.ReadLength(end)));
+        const uint64_t packed_end = in_.position() + length;  // packed, as proto3 writes it
+        while (in_.position() < packed_end) {
+          SLUICE_ASSIGN_OR_RETURN(const uint64_t d, Wire(in_.ReadVarint(packed_end)));
+          dims.push_back(static_cast<int64_t>(d));
+        }
+      } else if (key.number == kTensorDataField && key.wire_type == Reader::kLengthDelimited) {
+        SLUICE_ASSIGN_OR_RETURN(data_bytes, Wire(in_.ReadLength(end)));
+        data.reset();
+        if (data_bytes % sizeof(float) != 0) {
+          // Not float32 data: reported below with the shape it should have matched.
+          SLUICE_RETURN_IF_ERROR(Wire(in_.Skip(data_bytes, end)));
+        } else if (data_bytes > 0) {
+          data.emplace(DType::kFloat32, Shape({static_cast<int64_t>(data_bytes / sizeof(float))}));
+          SLUICE_RETURN_IF_ERROR(
+              Wire(in_.Read(static_cast<char*>(data->raw_data()), data_bytes, end)));
+        }
+      } else {
+        SLUICE_RETURN_IF_ERROR(Wire(in_.CopyValue(key, end, nullptr)));
+      }
+    }
+    const absl::StatusOr<Shape> checked = Shape::FromUntrustedDims(dims);
+    if (!checked.ok()) {
+      return absl::DataLossError(
+          absl::StrCat(path_, ": tensor '", name, "': ", checked.status().message()));
+    }
+    const uint64_t expected = static_cast<uint64_t>(checked->num_elements()) * sizeof(float);
+    if (data_bytes != expected) {
+      return absl::DataLossError(absl::StrCat(path_, ": tensor '", name, "' of shape ",
+                                              checked->DebugString(), " expects ", expected,
+                                              " bytes of float32 data, found ", data_bytes));
+    }
+    if (expected == 0) return std::make_pair(std::move(name), Tensor(DType::kFloat32, *checked));
+    SLUICE_ASSIGN_OR_RETURN(Tensor t, data->Reshape(*checked));
+    return std::make_pair(std::move(name), std::move(t));
+  }
+
+  const std::string& path_;
+  Reader& in_;
+};
 
 }  // namespace
 
 absl::StatusOr<TrainingCheckpoint> ReadCheckpoint(const std::string& path) {
-  SLUICE_ASSIGN_OR_RETURN(const std::string file, ReadWholeFile(path));
-  SLUICE_ASSIGN_OR_RETURN(const absl::string_view payload, CheckedPayload(path, file));
-  proto::TrainingCheckpointProto p;
-  if (!p.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<FileInputStream> file, FileInputStream::Open(path));
+  SLUICE_ASSIGN_OR_RETURN(const uint64_t size, file->Size());
+  return ReadCheckpoint(std::move(file), size, path);
+}
+
+absl::StatusOr<TrainingCheckpoint> ReadCheckpoint(std::unique_ptr<InputStream> source,
+                                                  uint64_t size, const std::string& path) {
+  BufferedInputStream in(std::move(source), 64 << 10);
+  // The header: magic, payload length, masked CRC.
+  SLUICE_ASSIGN_OR_RETURN(const size_t have, in.Ensure(kHeaderSize));
+  const absl::string_view head(in.data(), have);
+  if (head.size() < kMagic.size() || head.substr(0, kMagic.size()) != kMagic) {
+    return absl::DataLossError(absl::StrCat(path, ": at offset 0: expected the checkpoint magic \"",
+                                            absl::string_view(kMagic).substr(0, kMagic.size() - 1),
+                                            "\\n\"; not a sluice checkpoint"));
+  }
+  if (head.size() < kHeaderSize) {
+    return absl::DataLossError(absl::StrCat(path, ": truncated: expected a ", kHeaderSize,
+                                            "-byte header, the file has ", head.size(), " bytes"));
+  }
+  const uint64_t length = tfrecord::DecodeFixed64(head.data() + kMagic.size());
+  const uint32_t stored_crc = tfrecord::DecodeFixed32(head.data() + kMagic.size() + 8);
+  in.Consume(kHeaderSize);
+  if (size - kHeaderSize != length) {
+    return absl::DataLossError(absl::StrCat(path, ": at offset ", kHeaderSize, ": expected ",
+                                            length, " bytes of payload, found ", size - kHeaderSize,
+                                            " (truncated or extended)"));
+  }
+  ChecksummedWireReader reader(in);
+  absl::StatusOr<TrainingCheckpoint> ckpt = PayloadParser(path, reader).Parse(size);
+  // A payload that does not parse is most likely corrupt: the checksum says which, so the rest
+  // is read for it.
+  if (!ckpt.ok() && reader.position() <= size) {
+    (void)reader.Skip(size - reader.position(), size);
+  }
+  const uint32_t crc = MaskCrc32c(reader.crc());
+  if (reader.position() == size && crc != stored_crc) {
     return absl::DataLossError(absl::StrCat(path, ": at offset ", kHeaderSize,
-                                            ": expected a TrainingCheckpointProto, cannot parse"));
+                                            ": payload checksum mismatch (stored ", stored_crc,
+                                            ", computed ", crc, "): the file is corrupt"));
   }
-  if (p.version() != kCheckpointVersion) {
-    return absl::DataLossError(absl::StrCat(path, ": expected checkpoint version ",
-                                            kCheckpointVersion, ", found ", p.version()));
-  }
-  return CheckpointFromProto(p, path);
+  return ckpt;
 }
 
 absl::Status CheckResumingRanks(const std::string& path, const TrainingCheckpoint& ckpt,

@@ -2,6 +2,7 @@
 #define SLUICE_TRAIN_FIT_TRAINING_CHECKPOINT_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "core/element.h"
 #include "core/tensor.h"
+#include "io/input_stream.h"
 #include "train/autodiff/variable.h"
 #include "train/optimizers/optimizer.h"
 
@@ -52,11 +54,17 @@ absl::StatusOr<RankPosition> ParseRankPosition(absl::string_view bytes, absl::st
 
 // Writes `checkpoint` to `path` atomically (a temporary file renamed into place): `path` holds
 // either the previous checkpoint or the complete new one. The file is a magic string, the
-// payload's length and masked CRC-32C, then a serialized TrainingCheckpointProto.
+// payload's length and masked CRC-32C, then a serialized TrainingCheckpointProto. The tensors'
+// bytes are written from where they are, and a checkpoint may exceed the 2 GiB that protobuf
+// parses: ReadCheckpoint does not parse it as one message.
 absl::Status WriteCheckpoint(const std::string& path, const TrainingCheckpoint& checkpoint);
-// Reads a file WriteCheckpoint wrote. A truncated or corrupt file is DataLoss naming the file,
-// the byte offset and what was expected there.
+// Reads a file WriteCheckpoint wrote, each tensor's bytes straight from the file into the
+// tensor: the memory it needs is the tensors' and little more. A truncated or corrupt file is
+// DataLoss naming the file, the byte offset and what was expected there.
 absl::StatusOr<TrainingCheckpoint> ReadCheckpoint(const std::string& path);
+// The same from the `size` bytes of `source`, a checkpoint file's, named `path` in errors.
+absl::StatusOr<TrainingCheckpoint> ReadCheckpoint(std::unique_ptr<InputStream> source,
+                                                  uint64_t size, const std::string& path);
 
 // FailedPrecondition, saying how to resume, when `checkpoint` holds the input positions of a
 // job with another number of ranks than `ranks` (each rank's position is saved).

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
@@ -22,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/status_macros.h"
+#include "io/read_file.h"
 #include "onnx/onnx_pb.h"  // Debian's libonnx-dev: the ONNX protos
 #include "train/backend/transfer.h"
 #include "train/layers/activation_layer.h"
@@ -854,20 +853,17 @@ absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnxBytes(absl::string_view
 
 absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnx(const std::string& path,
                                                           const OnnxImportOptions& options) {
-  std::error_code error;
-  const auto size = std::filesystem::file_size(path, error);
-  if (error) return absl::NotFoundError(absl::StrCat(path, ": ", error.message()));
-  if (static_cast<int64_t>(size) > options.max_file_bytes) {
+  if (options.max_file_bytes < 0) {
+    return absl::InvalidArgumentError("OnnxImportOptions::max_file_bytes must be >= 0");
+  }
+  absl::StatusOr<std::string> bytes =
+      ReadFileToString(path, static_cast<uint64_t>(options.max_file_bytes));
+  if (absl::IsResourceExhausted(bytes.status())) {
     return absl::ResourceExhaustedError(
-        absl::StrCat(path, ": ", size, " bytes, over OnnxImportOptions::max_file_bytes"));
+        absl::StrCat(bytes.status().message(), " bytes (OnnxImportOptions::max_file_bytes)"));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::string bytes(size, '\0');
-  if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) {
-    return absl::DataLossError(absl::StrCat(path, ": read fewer than its ", size, " bytes"));
-  }
-  return ImportOnnxBytes(bytes, path, options);
+  if (!bytes.ok()) return bytes.status();
+  return ImportOnnxBytes(*bytes, path, options);
 }
 
 }  // namespace sluice::train::importing

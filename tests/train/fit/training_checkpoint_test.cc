@@ -3,22 +3,30 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "io/crc32c.h"
+#include "io/input_stream.h"
 #include "io/tfrecord_format.h"
 #include "tests/file_util.h"
 #include "tests/train/gradient_check.h"
+#include "tests/wire_encoding.h"
 #include "train/proto/checkpoint.pb.h"
 
 namespace sluice::train::fit {
 namespace {
 
 using ::sluice::testing::ReadFile;
+using ::sluice::testing::Tag;
+using ::sluice::testing::Varint;
 using ::sluice::testing::WriteFile;
 using ::sluice::train::testing::T;
 using ::sluice::train::testing::Values;
@@ -115,24 +123,153 @@ TEST(CheckpointTest, PayloadIsProtobufsOwnSerialization) {
   }
 }
 
-// Protobuf parses at most 2 GiB, so a larger checkpoint is refused before anything is written
-// (the tensor's 2 GiB are reserved address space, never touched).
-TEST(CheckpointTest, OverTwoGibibytesIsRefusedBeforeWriting) {
-  constexpr size_t kBytes = size_t{1} << 31;
-  void* block =
-      mmap(nullptr, kBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  ASSERT_NE(block, MAP_FAILED);
-  absl::StatusOr<Tensor> huge = Tensor::FromBuffer(
-      DType::kFloat32, Shape({static_cast<int64_t>(kBytes / sizeof(float))}),
-      Buffer::Wrap(block, kBytes, Device::Cpu(), [](void* p) { munmap(p, kBytes); }));
-  ASSERT_TRUE(huge.ok()) << huge.status();
-  TrainingCheckpoint c;
-  c.variables = {{"huge", *std::move(huge)}};
-  const std::string path = CheckpointTempPath("huge");
-  const absl::Status s = WriteCheckpoint(path, c);
-  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
-  EXPECT_THAT(s.message(), HasSubstr("2 GiB"));
-  EXPECT_FALSE(std::filesystem::exists(path));
+// A checkpoint file's header: magic, the payload's length and its masked CRC-32C.
+std::string CheckpointHeader(uint64_t length, uint32_t crc) {
+  char fixed[12];
+  tfrecord::EncodeFixed64(fixed, length);
+  tfrecord::EncodeFixed32(fixed + 8, MaskCrc32c(crc));
+  return "sluice-checkpoint-1\n" + std::string(fixed, sizeof(fixed));
+}
+void WriteFramed(const std::string& path, const std::string& payload) {
+  WriteFile(path, CheckpointHeader(payload.size(), Crc32c(payload)) + payload);
+}
+// Field `field`'s key with wire type 2, and `length`: what precedes a length-delimited value.
+std::string Delimited(int field, uint64_t length) { return Tag(field, 2) + Varint(length); }
+
+// A checkpoint file's bytes made up as they are read: `head`, then `zeros` zero bytes, then
+// `tail`. A real file of 2 GiB would take this VM 20 s to write or read back.
+class ZerosBetween : public InputStream {
+ public:
+  ZerosBetween(std::string head, uint64_t zeros, std::string tail)
+      : head_(std::move(head)), zeros_(zeros), tail_(std::move(tail)) {}
+  uint64_t size() const { return head_.size() + zeros_ + tail_.size(); }
+  absl::StatusOr<size_t> Read(char* dst, size_t n) override {
+    if (at_ < head_.size()) return Take(head_, at_, dst, n);
+    if (at_ < head_.size() + zeros_) {
+      const size_t take = static_cast<size_t>(std::min<uint64_t>(n, head_.size() + zeros_ - at_));
+      std::memset(dst, 0, take);
+      at_ += take;
+      return take;
+    }
+    return Take(tail_, at_ - head_.size() - zeros_, dst, n);
+  }
+
+ private:
+  size_t Take(const std::string& part, uint64_t from, char* dst, size_t n) {
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(n, part.size() - from));
+    std::memcpy(dst, part.data() + from, take);
+    at_ += take;
+    return take;
+  }
+
+  std::string head_;
+  uint64_t zeros_;
+  std::string tail_;
+  uint64_t at_ = 0;
+};
+
+// Protobuf parses at most 2 GiB; checkpoints are read field by field, so a variable of more than
+// 2 GiB reads back, and so does what follows it.
+TEST(CheckpointTest, AVariableOverTwoGibibytesReadsBack) {
+  constexpr int64_t kElements = (int64_t{1} << 29) + 1;  // 2^31 + 4 bytes
+  constexpr uint64_t kBytes = uint64_t{kElements} * sizeof(float);
+  const std::string shape = Varint(kElements);
+  const std::string huge_head = "\x0a\x04huge" + Delimited(2, shape.size()) + shape +
+                                Delimited(3, kBytes);  // then kBytes of zeros
+  const uint64_t huge_length = huge_head.size() + kBytes;
+  const std::string prefix = std::string("\x08\x01", 2) + Delimited(2, huge_length) + huge_head;
+  const float after_values[2] = {1.5f, -2.0f};
+  const std::string after_tensor = "\x0a\x05" + std::string("after") + "\x12\x01\x02" +
+                                   Delimited(3, 8) +
+                                   std::string(reinterpret_cast<const char*>(after_values), 8);
+  const std::string suffix =
+      Delimited(2, after_tensor.size()) + after_tensor + "\x20\x07";  // epoch
+  uint32_t crc = Crc32cExtend(0, prefix);
+  const std::string zeros(4 << 20, '\0');
+  for (uint64_t left = kBytes; left > 0;) {
+    const uint64_t n = std::min<uint64_t>(left, zeros.size());
+    crc = Crc32cExtend(crc, absl::string_view(zeros.data(), n));
+    left -= n;
+  }
+  crc = Crc32cExtend(crc, suffix);
+  const uint64_t length = prefix.size() + kBytes + suffix.size();
+  ASSERT_GT(length, uint64_t{1} << 31);
+  auto file =
+      std::make_unique<ZerosBetween>(CheckpointHeader(length, crc) + prefix, kBytes, suffix);
+  const uint64_t size = file->size();
+
+  absl::StatusOr<TrainingCheckpoint> c = ReadCheckpoint(std::move(file), size, "huge.ckpt");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->variables.size(), 2u);
+  EXPECT_EQ(c->variables[0].first, "huge");
+  EXPECT_EQ(c->variables[0].second.shape(), Shape({kElements}));
+  const float* huge = c->variables[0].second.data<float>();
+  for (int64_t i = 0; i < kElements; i += 4093) ASSERT_EQ(huge[i], 0.0f) << i;
+  EXPECT_EQ(huge[kElements - 1], 0.0f);
+  EXPECT_EQ(c->variables[1].first, "after");
+  EXPECT_THAT(Values(c->variables[1].second), ElementsAre(1.5f, -2.0f));
+  EXPECT_EQ(c->epoch, 7);
+}
+
+// Fields in another order than WriteCheckpoint's (the data before the shape, the optimizer's
+// slots before its counters), unknown fields and a message met twice read as protobuf reads
+// them.
+TEST(CheckpointTest, FieldsInAnyOrderAndUnknownFieldsReadAsProtobufReadsThem) {
+  const float values[3] = {1, 2, 3};
+  const std::string data =
+      Delimited(3, 12) + std::string(reinterpret_cast<const char*>(values), 12);
+  const std::string tensor = data + "\x12\x02\x01\x03" + "\x0a\x01w" + "\x78\x05";  // field 15
+  const std::string slot = "\x0a\x01m" + std::string("\x10\x03", 2) + data;  // unpacked shape
+  const std::string optimizer = Delimited(3, slot.size()) + slot + std::string("\x08\x2a", 2);
+  const std::string payload = "\x20\x02" + Delimited(2, tensor.size()) + tensor +
+                              Delimited(3, optimizer.size()) + optimizer +
+                              std::string("\x08\x01", 2) + Delimited(99, 3) + "abc";
+  const std::string path = CheckpointTempPath("order");
+  WriteFramed(path, payload);
+  proto::TrainingCheckpointProto p;  // what protobuf makes of it
+  ASSERT_TRUE(p.ParseFromString(payload));
+  absl::StatusOr<TrainingCheckpoint> c = ReadCheckpoint(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->variables.size(), 1u);
+  EXPECT_EQ(c->variables[0].first, p.variables(0).name());
+  EXPECT_EQ(c->variables[0].second.shape(), Shape({1, 3}));
+  EXPECT_THAT(Values(c->variables[0].second), ElementsAre(1, 2, 3));
+  ASSERT_EQ(c->optimizer.slots.size(), 1u);
+  EXPECT_EQ(c->optimizer.slots[0].second.shape(), Shape({3}));
+  EXPECT_EQ(c->optimizer.iterations, p.optimizer().iterations());
+  EXPECT_EQ(c->optimizer.iterations, 42);
+  EXPECT_EQ(c->epoch, 2);
+}
+
+// A length that claims more than the file holds is DataLoss at its offset, before anything of
+// that size is allocated; so is a varint that never ends and a wrong version.
+TEST(CheckpointTest, LengthsPastTheirMessageAreDataLossWithoutAllocating) {
+  const std::string path = CheckpointTempPath("lengths");
+  const std::string tensor = "\x0a\x01w" + Delimited(3, uint64_t{1} << 40) + "xyz";
+  WriteFramed(path, std::string("\x08\x01", 2) + Delimited(2, tensor.size()) + tensor);
+  absl::StatusOr<TrainingCheckpoint> c = ReadCheckpoint(path);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(c.status().message()),
+              HasSubstr(absl::StrCat(path, ": at offset ", 32 + 2 + 2 + 3 + 1 + 6,
+                                     ": a length-delimited field of 1099511627776 bytes runs "
+                                     "past the end of its message at offset ")));
+  WriteFramed(path, std::string("\x08\x01", 2) + Delimited(2, 100) + "short");
+  EXPECT_THAT(std::string(ReadCheckpoint(path).status().message()),
+              HasSubstr("a length-delimited field of 100 bytes runs past the end"));
+  WriteFramed(path, std::string("\x08\x01\x20", 3) + std::string(11, '\xff'));
+  EXPECT_THAT(std::string(ReadCheckpoint(path).status().message()),
+              HasSubstr("a varint of over 10 bytes"));
+  WriteFramed(path, std::string("\x08\x02", 2));
+  EXPECT_THAT(std::string(ReadCheckpoint(path).status().message()),
+              HasSubstr(": at offset 33: expected checkpoint version 1, found 2"));
+  WriteFramed(path, "");
+  EXPECT_THAT(std::string(ReadCheckpoint(path).status().message()),
+              HasSubstr("expected checkpoint version 1, found 0"));
+  WriteFramed(path, std::string("\x08\x01\x0b", 3));  // a group: no field of ours is one
+  EXPECT_THAT(std::string(ReadCheckpoint(path).status().message()),
+              HasSubstr("field 1 has wire type 3"));
+  std::filesystem::remove(path);
 }
 
 TEST(CheckpointTest, OptionalPartsStayAbsent) {

@@ -1,0 +1,32 @@
+#include "io/read_file.h"
+
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "io/input_stream.h"
+
+namespace sluice {
+
+absl::StatusOr<std::string> ReadFileToString(const std::string& path, uint64_t max_bytes) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<FileInputStream> file, FileInputStream::Open(path));
+  SLUICE_ASSIGN_OR_RETURN(const uint64_t size, file->Size());
+  if (size > max_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path, ": ", size, " bytes, over the limit of ", max_bytes));
+  }
+  std::string bytes(size, '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    SLUICE_ASSIGN_OR_RETURN(const size_t got, file->Read(bytes.data() + done, size - done));
+    if (got == 0) {
+      return absl::DataLossError(
+          absl::StrCat(path, ": read ", done, " of its ", size, " bytes: it shrank meanwhile"));
+    }
+    done += got;
+  }
+  return bytes;
+}
+
+}  // namespace sluice
