@@ -12,6 +12,9 @@ sluice's own:
       a small classifier of RGB images of any size (the height and width are free): two
       convolutions with a batch norm, a max pool, a global average pool ("/avgpool/...") and a
       Gemm of 10 classes, for the transfer-learning tests and the example;
+  make_models.py external IN.onnx OUT.onnx
+      IN's model saved again by ONNX's own save_model with every initializer's data in one
+      other file, OUT.onnx.data beside it (ONNX's external data, as models over 2 GiB are saved);
   make_models.py torchvision NAME MODE SIZE OUT.onnx
       torchvision's NAME (resnet18, resnet50, mobilenet_v2) with random weights, exported by
       torch.onnx.export at SIZE x SIZE with a dynamic batch; MODE "inference" (batch norm folded
@@ -198,6 +201,16 @@ def torchvision_model(name, mode, size, out):
     torch.onnx.export(model, torch.randn(1, 3, size, size), out, **kwargs)
 
 
+def external(src, out):
+    import os
+
+    import onnx
+
+    model = onnx.load_model(src)
+    onnx.save_model(model, out, save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=os.path.basename(out) + ".data", size_threshold=0)
+
+
 def main():
     args = sys.argv[1:]
     if args[:1] == ["operators"] and len(args) == 2:
@@ -206,6 +219,8 @@ def main():
         nhwc(args[1])
     elif args[:1] == ["small_base"] and len(args) == 2:
         small_base(args[1])
+    elif args[:1] == ["external"] and len(args) == 3:
+        external(args[1], args[2])
     elif args[:1] == ["torchvision"] and len(args) == 5:
         torchvision_model(args[1], args[2], int(args[3]), args[4])
     else:

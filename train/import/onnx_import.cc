@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
@@ -15,11 +16,13 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/status_macros.h"
+#include "io/input_stream.h"
 #include "io/read_file.h"
 #include "onnx/onnx_pb.h"  // Debian's libonnx-dev: the ONNX protos
 #include "train/backend/transfer.h"
@@ -85,8 +88,11 @@ std::vector<T> Reordered(const std::vector<T>& values, const std::vector<int64_t
 
 class Importer {
  public:
-  Importer(std::string source, const OnnxImportOptions& options)
-      : source_(std::move(source)), options_(options) {}
+  // `folder`: where the file is, which ONNX's external data locations are relative to; none for
+  // bytes from elsewhere.
+  Importer(std::string source, const OnnxImportOptions& options,
+           std::optional<std::filesystem::path> folder = std::nullopt)
+      : source_(std::move(source)), options_(options), folder_(std::move(folder)) {}
 
   absl::StatusOr<std::unique_ptr<layers::Model>> Import(const onnx::ModelProto& model);
 
@@ -101,6 +107,8 @@ class Importer {
   }
 
   absl::Status ReadConstant(const onnx::TensorProto& t, Constant& out);
+  // The `bytes` bytes of `t`'s data kept in another file (ONNX's external data) into `dst`.
+  absl::Status ReadExternalData(const onnx::TensorProto& t, char* dst, uint64_t bytes) const;
   absl::Status Node(const onnx::NodeProto& node);
   absl::Status Define(const std::string& name, Value value);
   absl::StatusOr<Value> Get(const std::string& name);
@@ -131,6 +139,7 @@ class Importer {
 
   const std::string source_;
   const OnnxImportOptions& options_;
+  const std::optional<std::filesystem::path> folder_;
   const onnx::NodeProto* node_ = nullptr;  // the node being imported, for errors
   int64_t parameters_ = 0;
 
@@ -178,9 +187,75 @@ std::string StringAttribute(const onnx::NodeProto& node, absl::string_view name)
   return a != nullptr && a->type() == onnx::AttributeProto::STRING ? a->s() : "";
 }
 
+absl::Status Importer::ReadExternalData(const onnx::TensorProto& t, char* dst,
+                                        uint64_t bytes) const {
+  const std::string tensor = absl::StrCat("tensor '", t.name(), "'");
+  if (!folder_) {
+    return Unsupported(absl::StrCat(tensor,
+                                    " keeps its data in another file, which only "
+                                    "ImportOnnx (given the model's path) reads"));
+  }
+  std::string location;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;
+  for (const onnx::StringStringEntryProto& e : t.external_data()) {
+    if (e.key() == "location") {
+      location = e.value();
+    } else if (e.key() == "offset" || e.key() == "length") {
+      uint64_t v = 0;
+      if (!absl::SimpleAtoi(e.value(), &v)) {
+        return Invalid(absl::StrCat(tensor, ": external data ", e.key(), " '", e.value(),
+                                    "' is not a byte count"));
+      }
+      (e.key() == "offset" ? offset : length.emplace()) = v;
+    }
+    // "checksum" (a SHA-1) is not checked: the sizes are, and the values are weights.
+  }
+  // ONNX's rule (and its checker's since the path traversal fix): a relative path inside the
+  // model's folder. A file must not make the importer read what it names elsewhere.
+  const std::filesystem::path relative(location);
+  bool escapes = location.empty() || relative.is_absolute();
+  for (const std::filesystem::path& part : relative) escapes = escapes || part == "..";
+  if (escapes) {
+    return Invalid(absl::StrCat(tensor, ": external data location '", location,
+                                "' is not a relative path inside the model's folder"));
+  }
+  const std::filesystem::path file = *folder_ / relative;
+  std::error_code error;
+  if (std::filesystem::is_symlink(file, error)) {
+    return Invalid(absl::StrCat(tensor, ": external data file ", file.string(),
+                                " is a symbolic link, which is not followed"));
+  }
+  if (length && *length != bytes) {
+    return Invalid(absl::StrCat(tensor, ": external data length ", *length, ", its dims take ",
+                                bytes, " bytes"));
+  }
+  absl::StatusOr<std::unique_ptr<FileInputStream>> in = FileInputStream::Open(file.string());
+  if (!in.ok()) {
+    return Error(in.status().code(),
+                 absl::StrCat(tensor, ": external data: ", in.status().message()));
+  }
+  SLUICE_ASSIGN_OR_RETURN(const uint64_t size, (*in)->Size());
+  if (offset > size || bytes > size - offset) {
+    return Invalid(absl::StrCat(tensor, ": external data of ", bytes, " bytes at offset ", offset,
+                                " runs past the end of ", file.string(), " (", size, " bytes)"));
+  }
+  SLUICE_RETURN_IF_ERROR((*in)->Seek(offset));
+  for (uint64_t done = 0; done < bytes;) {
+    SLUICE_ASSIGN_OR_RETURN(const size_t got, (*in)->Read(dst + done, bytes - done));
+    if (got == 0) {
+      return Invalid(absl::StrCat(tensor, ": ", file.string(), " ended while it was read"));
+    }
+    done += got;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Importer::ReadConstant(const onnx::TensorProto& t, Constant& out) {
-  if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0) {
-    return Unsupported(absl::StrCat("tensor '", t.name(), "' keeps its data in another file"));
+  const bool external = t.data_location() == onnx::TensorProto::EXTERNAL;
+  if (!external && t.external_data_size() > 0) {
+    return Invalid(
+        absl::StrCat("tensor '", t.name(), "' has external data but its data_location is DEFAULT"));
   }
   int64_t count = 1;
   for (int64_t d : t.dims()) {
@@ -199,6 +274,11 @@ absl::Status Importer::ReadConstant(const onnx::TensorProto& t, Constant& out) {
         absl::StrCat("tensor '", t.name(), "' holds ", got, " elements, its dims ", count));
   };
   if (t.data_type() == onnx::TensorProto::FLOAT) {
+    if (external) {
+      out.floats.resize(count);
+      return ReadExternalData(t, reinterpret_cast<char*>(out.floats.data()),
+                              static_cast<uint64_t>(count) * sizeof(float));
+    }
     if (!t.raw_data().empty()) {
       if (t.raw_data().size() != static_cast<size_t>(count) * sizeof(float)) {
         return mismatch(static_cast<int64_t>(t.raw_data().size() / sizeof(float)));
@@ -214,6 +294,11 @@ absl::Status Importer::ReadConstant(const onnx::TensorProto& t, Constant& out) {
   }
   if (t.data_type() == onnx::TensorProto::INT64) {
     out.is_int = true;
+    if (external) {
+      out.ints.resize(count);
+      return ReadExternalData(t, reinterpret_cast<char*>(out.ints.data()),
+                              static_cast<uint64_t>(count) * sizeof(int64_t));
+    }
     if (!t.raw_data().empty()) {
       if (t.raw_data().size() != static_cast<size_t>(count) * sizeof(int64_t)) {
         return mismatch(static_cast<int64_t>(t.raw_data().size() / sizeof(int64_t)));
@@ -837,9 +922,12 @@ absl::StatusOr<std::unique_ptr<layers::Model>> Importer::Import(const onnx::Mode
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnxBytes(absl::string_view bytes,
-                                                               const std::string& source,
-                                                               const OnnxImportOptions& options) {
+namespace {
+
+absl::StatusOr<std::unique_ptr<layers::Model>> Import(absl::string_view bytes,
+                                                      const std::string& source,
+                                                      const OnnxImportOptions& options,
+                                                      std::optional<std::filesystem::path> folder) {
   if (static_cast<int64_t>(bytes.size()) > options.max_file_bytes) {
     return absl::ResourceExhaustedError(
         absl::StrCat(source, ": ", bytes.size(), " bytes, over OnnxImportOptions::max_file_bytes"));
@@ -848,7 +936,15 @@ absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnxBytes(absl::string_view
   if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": not an ONNX model (a ModelProto)"));
   }
-  return Importer(source, options).Import(model);
+  return Importer(source, options, std::move(folder)).Import(model);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnxBytes(absl::string_view bytes,
+                                                               const std::string& source,
+                                                               const OnnxImportOptions& options) {
+  return Import(bytes, source, options, std::nullopt);
 }
 
 absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnx(const std::string& path,
@@ -863,7 +959,9 @@ absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnx(const std::string& pat
         absl::StrCat(bytes.status().message(), " bytes (OnnxImportOptions::max_file_bytes)"));
   }
   if (!bytes.ok()) return bytes.status();
-  return ImportOnnxBytes(*bytes, path, options);
+  std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  return Import(*bytes, path, options, std::move(folder));
 }
 
 }  // namespace sluice::train::importing

@@ -43,12 +43,18 @@ struct OnnxImportOptions {
 // Transpose NHWC to NCHW on the input, Identity, Dropout and Constant. Layers
 // are named after their nodes ("layer1/layer1.0/conv1"), so GetLayer and LayerOutput find them.
 //
+// Weights kept in other files (ONNX's external data, as models over protobuf's 2 GiB are saved:
+// onnx.save_model(..., save_as_external_data=True)) are read from the model's folder: a location
+// must be a relative path inside it, not through a symbolic link, and each tensor's offset and
+// length must lie within its file and match its dims. Their SHA-1 checksums are not checked.
+//
 // Errors name the file and, for a node, its name and operator: an unsupported operator or
 // attribute is Unimplemented, never imported partially; a malformed file is InvalidArgument; a
 // missing one NotFound; one over a limit ResourceExhausted.
 absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnx(const std::string& path,
                                                           const OnnxImportOptions& options = {});
-// The same from the file's bytes; `source` names them in errors.
+// The same from the file's bytes; `source` names them in errors. A model with external data
+// needs ImportOnnx, which knows the folder.
 absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnxBytes(
     absl::string_view bytes, const std::string& source, const OnnxImportOptions& options = {});
 

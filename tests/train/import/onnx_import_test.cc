@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <utility>
@@ -17,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "onnx/onnx_pb.h"
 #include "tests/file_util.h"
 #include "tests/onnx_runtime.h"
 #include "tests/temp_dir.h"
@@ -190,6 +192,63 @@ std::vector<std::string> TorchvisionModels() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, TorchvisionImportTest, ::testing::ValuesIn(TorchvisionModels()));
+
+// A model saved by ONNX's own save_model with its weights in another file (external data)
+// imports with the same weights as the model saved whole: the same predictions, bit for bit.
+// Locations outside the model's folder, symbolic links, and offsets or lengths that do not fit
+// the file or the tensor are errors naming the tensor.
+TEST(OnnxImportTest, WeightsInAnotherFileImportAsTheSameModel) {
+  ScopedTempDir dir;
+  const std::string whole = dir.path() + "/operators.onnx";
+  const std::string external = dir.path() + "/external.onnx";
+  std::string output;
+  ASSERT_EQ(MakeModel("operators", whole, &output), 0) << output;
+  ASSERT_EQ(MakeModel(absl::StrCat("external '", whole, "'"), external, &output), 0) << output;
+  ASSERT_TRUE(std::filesystem::exists(external + ".data"));
+  ASSERT_LT(std::filesystem::file_size(external), std::filesystem::file_size(whole));
+  auto a = ImportOnnx(whole);
+  auto b = ImportOnnx(external);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  const Tensor x = UniformTensor(Shape{2, 9, 8, 3}, 4);
+  auto ya = (*a)->Forward(x, false);
+  auto yb = (*b)->Forward(x, false);
+  ASSERT_TRUE(ya.ok() && yb.ok());
+  EXPECT_EQ(Values(*ya), Values(*yb));
+  // The bytes alone do not say where the other file is.
+  EXPECT_THAT(std::string(ImportOnnxBytes(ReadFile(external), "mem").status().message()),
+              HasSubstr("keeps its data in another file, which only ImportOnnx"));
+
+  // The model with its first initializer's external data entry `key` set to `value` (or
+  // removed, when `value` is empty): its error.
+  onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(ReadFile(external)));
+  const std::string first = proto.graph().initializer(0).name();
+  auto error_with = [&](const std::string& key, const std::string& value) {
+    onnx::ModelProto edited = proto;
+    auto* entries = edited.mutable_graph()->mutable_initializer(0)->mutable_external_data();
+    for (auto& e : *entries) {
+      if (e.key() == key) e.set_value(value);
+    }
+    const std::string path = dir.path() + "/edited.onnx";
+    WriteFile(path, edited.SerializeAsString());
+    return std::string(ImportOnnx(path).status().message());
+  };
+  const std::string tensor = absl::StrCat("tensor '", first, "'");
+  EXPECT_THAT(error_with("location", "../external.onnx.data"),
+              HasSubstr(tensor + ": external data location '../external.onnx.data' is not a "
+                                 "relative path inside the model's folder"));
+  EXPECT_THAT(error_with("location", dir.path() + "/external.onnx.data"),
+              HasSubstr("is not a relative path inside the model's folder"));
+  EXPECT_THAT(error_with("location", "missing.data"), HasSubstr(tensor + ": external data: "));
+  EXPECT_THAT(error_with("offset", "999999"), HasSubstr("runs past the end of"));
+  EXPECT_THAT(error_with("offset", "-1"),
+              HasSubstr("external data offset '-1' is not a byte count"));
+  EXPECT_THAT(error_with("length", "4"), HasSubstr("external data length 4, its dims take"));
+  std::filesystem::create_symlink(external + ".data", dir.path() + "/link.data");
+  EXPECT_THAT(error_with("location", "link.data"),
+              HasSubstr("is a symbolic link, which is not followed"));
+}
 
 TEST(OnnxImportTest, AFileThatIsNotAModelIsAnErrorNamingIt) {
   ScopedTempDir dir;
