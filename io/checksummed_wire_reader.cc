@@ -30,8 +30,8 @@ absl::Status ChecksummedWireReader::Read(char* dst, uint64_t n, uint64_t end) {
     SLUICE_ASSIGN_OR_RETURN(const size_t got, in_.ReadFully(dst, want));
     crc_ = Crc32cExtend(crc_, absl::string_view(dst, got));
     if (got < want) {
-      return absl::DataLossError(absl::StrCat("at offset ", at + got, ": the file ends ",
-                                              want - got, " bytes early (truncated meanwhile)"));
+      return absl::DataLossError(absl::StrCat("at offset ", at + got, ": the file ends ", n - got,
+                                              " bytes early (truncated meanwhile)"));
     }
     dst += got;
     n -= got;
@@ -59,19 +59,30 @@ absl::Status ChecksummedWireReader::Skip(uint64_t n, uint64_t end) {
 
 absl::StatusOr<uint64_t> ChecksummedWireReader::ReadVarint(uint64_t end) {
   const uint64_t start = position();
+  const uint64_t room = start < end ? std::min<uint64_t>(end - start, 10) : 0;
+  // Decoded in place from the buffer: keys and lengths are most of the reads.
+  SLUICE_ASSIGN_OR_RETURN(const size_t have, in_.Ensure(static_cast<size_t>(room)));
+  const size_t limit = std::min<size_t>(have, static_cast<size_t>(room));
+  const auto* bytes = reinterpret_cast<const uint8_t*>(in_.data());
   uint64_t value = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (position() >= end) {
-      return absl::DataLossError(absl::StrCat(
-          "at offset ", start, ": a varint runs past the end of its message at offset ", end));
+  for (size_t i = 0; i < limit; ++i) {
+    value |= static_cast<uint64_t>(bytes[i] & 0x7f) << (7 * i);
+    if ((bytes[i] & 0x80) == 0) {
+      crc_ = Crc32cExtend(crc_, absl::string_view(in_.data(), i + 1));
+      in_.Consume(i + 1);
+      return value;
     }
-    char byte;
-    SLUICE_RETURN_IF_ERROR(Read(&byte, 1, end));
-    const auto b = static_cast<uint8_t>(byte);
-    value |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) return value;
   }
-  return absl::DataLossError(absl::StrCat("at offset ", start, ": a varint of over 10 bytes"));
+  if (limit == 10) {
+    return absl::DataLossError(absl::StrCat("at offset ", start, ": a varint of over 10 bytes"));
+  }
+  if (limit < room) {
+    return absl::DataLossError(absl::StrCat("at offset ", start + limit,
+                                            ": the file ends inside "
+                                            "a varint (truncated meanwhile)"));
+  }
+  return absl::DataLossError(absl::StrCat(
+      "at offset ", start, ": a varint runs past the end of its message at offset ", end));
 }
 
 absl::StatusOr<ChecksummedWireReader::Key> ChecksummedWireReader::ReadKey(uint64_t end) {

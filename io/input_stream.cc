@@ -206,6 +206,8 @@ absl::StatusOr<size_t> BufferedInputStream::ReadFully(char* dst, size_t n, size_
   size_t done = std::min(n, end_ - pos_);
   if (done > 0) std::memcpy(dst, buffer_.get() + pos_, done);
   pos_ += done;
+  // position_ follows every byte handed out, so that it stays right when a read below fails.
+  position_ += done;
   // Past this size, reading straight into `dst` beats copying through the buffer.
   const size_t direct_min = std::min(capacity_ / 2, kDirectReadMin);
   while (done < n) {
@@ -221,6 +223,7 @@ absl::StatusOr<size_t> BufferedInputStream::ReadFully(char* dst, size_t n, size_
         got = left;
       }
       done += got;
+      position_ += got;
     } else {
       pos_ = end_ = 0;
       SLUICE_ASSIGN_OR_RETURN(size_t got, source_->Read(buffer_.get(), capacity_));
@@ -230,9 +233,9 @@ absl::StatusOr<size_t> BufferedInputStream::ReadFully(char* dst, size_t n, size_
       std::memcpy(dst + done, buffer_.get(), take);
       pos_ = take;
       done += take;
+      position_ += take;
     }
   }
-  position_ += done;
   return done;
 }
 

@@ -4,15 +4,19 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "core/status_macros.h"
 #include "dataset/dataset_base.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -245,32 +249,37 @@ class PayloadParser {
   absl::StatusOr<TrainingCheckpoint> Parse(uint64_t end) {
     TrainingCheckpoint ckpt;
     std::string rest;  // the fields besides the version, the variables and the optimizer
+    // Protobuf keeps a scalar field's last value, and merges a message field met twice.
     int64_t version = 0;
+    uint64_t version_at = end;
     while (in_.position() < end) {
       SLUICE_ASSIGN_OR_RETURN(const Key key, Wire(in_.ReadKey(end)));
       if (key.number == kVersionField && key.wire_type == Reader::kVarint) {
-        const uint64_t at = in_.position();
+        version_at = in_.position();
         SLUICE_ASSIGN_OR_RETURN(const uint64_t v, Wire(in_.ReadVarint(end)));
         version = static_cast<int32_t>(v);  // an int32 field, as protobuf reads it
-        if (version != kCheckpointVersion) {
-          return absl::DataLossError(absl::StrCat(path_, ": at offset ", at,
-                                                  ": expected checkpoint version ",
-                                                  kCheckpointVersion, ", found ", version));
-        }
       } else if (key.number == kVariablesField && key.wire_type == Reader::kLengthDelimited) {
         SLUICE_ASSIGN_OR_RETURN(const uint64_t length, Wire(in_.ReadLength(end)));
         SLUICE_ASSIGN_OR_RETURN(auto variable, ReadTensor(in_.position() + length));
         ckpt.variables.push_back(std::move(variable));
       } else if (key.number == kOptimizerField && key.wire_type == Reader::kLengthDelimited) {
         SLUICE_ASSIGN_OR_RETURN(const uint64_t length, Wire(in_.ReadLength(end)));
-        SLUICE_RETURN_IF_ERROR(ReadOptimizer(in_.position() + length, ckpt.optimizer));
+        SLUICE_RETURN_IF_ERROR(ReadOptimizer(in_.position() + length, ckpt.optimizer.slots));
       } else {
         SLUICE_RETURN_IF_ERROR(Wire(in_.CopyValue(key, end, &rest)));
       }
     }
     if (version != kCheckpointVersion) {
-      return absl::DataLossError(absl::StrCat(path_, ": expected checkpoint version ",
-                                              kCheckpointVersion, ", found ", version));
+      return absl::DataLossError(absl::StrCat(path_, ": at offset ", version_at,
+                                              ": expected checkpoint version ", kCheckpointVersion,
+                                              ", found ", version));
+    }
+    proto::OptimizerStateProto optimizer;
+    SLUICE_RETURN_IF_ERROR(ParseGathered(optimizer_rest_, optimizer));
+    ckpt.optimizer.iterations = optimizer.iterations();
+    ckpt.optimizer.learning_rate = optimizer.learning_rate();
+    for (const proto::NamedScalarProto& s : optimizer.scalars()) {
+      ckpt.optimizer.scalars.emplace_back(s.name(), s.value());
     }
     proto::TrainingCheckpointProto p;
     SLUICE_RETURN_IF_ERROR(ParseGathered(rest, p));
@@ -293,7 +302,7 @@ class PayloadParser {
 
   // The reader's errors, with the file's name.
   absl::Status Wire(absl::Status s) const {
-    if (s.ok()) return s;
+    if (s.ok() || absl::StartsWith(s.message(), path_)) return s;  // the stream's own errors
     return absl::Status(s.code(), absl::StrCat(path_, ": ", s.message()));
   }
   template <typename T>
@@ -313,30 +322,31 @@ class PayloadParser {
     return absl::OkStatus();
   }
 
-  absl::Status ReadOptimizer(uint64_t end, optimizers::OptimizerState& out) {
-    std::string rest;
+  // An OptimizerStateProto's slots into `slots`; its other fields are gathered for Parse, which
+  // parses those of every occurrence as one message, as protobuf merges them.
+  absl::Status ReadOptimizer(uint64_t end, std::vector<std::pair<std::string, Tensor>>& slots) {
     while (in_.position() < end) {
       SLUICE_ASSIGN_OR_RETURN(const Key key, Wire(in_.ReadKey(end)));
       if (key.number == kSlotsField && key.wire_type == Reader::kLengthDelimited) {
         SLUICE_ASSIGN_OR_RETURN(const uint64_t length, Wire(in_.ReadLength(end)));
         SLUICE_ASSIGN_OR_RETURN(auto slot, ReadTensor(in_.position() + length));
-        out.slots.push_back(std::move(slot));
+        slots.push_back(std::move(slot));
       } else {
-        SLUICE_RETURN_IF_ERROR(Wire(in_.CopyValue(key, end, &rest)));
+        SLUICE_RETURN_IF_ERROR(Wire(in_.CopyValue(key, end, &optimizer_rest_)));
       }
     }
-    proto::OptimizerStateProto p;
-    SLUICE_RETURN_IF_ERROR(ParseGathered(rest, p));
-    // Protobuf merges a message field met twice: so do these.
-    if (p.iterations() != 0) out.iterations = p.iterations();
-    if (p.learning_rate() != 0) out.learning_rate = p.learning_rate();
-    for (const proto::NamedScalarProto& s : p.scalars())
-      out.scalars.emplace_back(s.name(), s.value());
     return absl::OkStatus();
   }
 
   // A NamedTensorProto ending at `end`, its data read straight into the tensor.
   absl::StatusOr<std::pair<std::string, Tensor>> ReadTensor(uint64_t end) {
+    const uint64_t at = in_.position();
+    // A few bytes of file must not cost much more memory: no model has this many tensors, and
+    // no tensor this many dimensions.
+    if (++tensors_ > kMaxTensors) {
+      return absl::DataLossError(
+          absl::StrCat(path_, ": at offset ", at, ": more than ", kMaxTensors, " tensors"));
+    }
     std::string name;
     std::vector<int64_t> dims;
     std::optional<Tensor> data;  // flat, until the shape is known
@@ -348,13 +358,13 @@ class PayloadParser {
         SLUICE_ASSIGN_OR_RETURN(name, Wire(in_.ReadString(length, end)));
       } else if (key.number == kTensorShapeField && key.wire_type == Reader::kVarint) {
         SLUICE_ASSIGN_OR_RETURN(const uint64_t d, Wire(in_.ReadVarint(end)));
-        dims.push_back(static_cast<int64_t>(d));
+        SLUICE_RETURN_IF_ERROR(AddDim(d, name, dims));
       } else if (key.number == kTensorShapeField && key.wire_type == Reader::kLengthDelimited) {
         SLUICE_ASSIGN_OR_RETURN(const uint64_t length, Wire(in_.ReadLength(end)));
         const uint64_t packed_end = in_.position() + length;  // packed, as proto3 writes it
         while (in_.position() < packed_end) {
           SLUICE_ASSIGN_OR_RETURN(const uint64_t d, Wire(in_.ReadVarint(packed_end)));
-          dims.push_back(static_cast<int64_t>(d));
+          SLUICE_RETURN_IF_ERROR(AddDim(d, name, dims));
         }
       } else if (key.number == kTensorDataField && key.wire_type == Reader::kLengthDelimited) {
         SLUICE_ASSIGN_OR_RETURN(data_bytes, Wire(in_.ReadLength(end)));
@@ -387,17 +397,51 @@ class PayloadParser {
     return std::make_pair(std::move(name), std::move(t));
   }
 
+  absl::Status AddDim(uint64_t d, const std::string& name, std::vector<int64_t>& dims) const {
+    if (dims.size() >= kMaxRank) {
+      return absl::DataLossError(absl::StrCat(path_, ": at offset ", in_.position(), ": tensor '",
+                                              name, "' has more than ", kMaxRank, " dimensions"));
+    }
+    dims.push_back(static_cast<int64_t>(d));
+    return absl::OkStatus();
+  }
+
+  static constexpr size_t kMaxRank = 64;
+  static constexpr int64_t kMaxTensors = int64_t{1} << 24;
+
   const std::string& path_;
   Reader& in_;
+  std::string optimizer_rest_;  // the optimizer's fields besides its slots
+  int64_t tensors_ = 0;
 };
 
 }  // namespace
 
 absl::StatusOr<TrainingCheckpoint> ReadCheckpoint(const std::string& path) {
+  // A FIFO would block the open, and a /proc file says it has no bytes.
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (!error && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    return absl::FailedPreconditionError(absl::StrCat(path, ": not a regular file"));
+  }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<FileInputStream> file, FileInputStream::Open(path));
   SLUICE_ASSIGN_OR_RETURN(const uint64_t size, file->Size());
   return ReadCheckpoint(std::move(file), size, path);
 }
+
+namespace {
+
+// A message of this file's without its "path: at offset N: " opening.
+absl::string_view WithoutPrefix(absl::string_view message, absl::string_view path) {
+  if (absl::ConsumePrefix(&message, path)) absl::ConsumePrefix(&message, ": ");
+  if (absl::ConsumePrefix(&message, "at offset ")) {
+    const size_t colon = message.find(": ");
+    if (colon != absl::string_view::npos) message.remove_prefix(colon + 2);
+  }
+  return message;
+}
+
+}  // namespace
 
 absl::StatusOr<TrainingCheckpoint> ReadCheckpoint(std::unique_ptr<InputStream> source,
                                                   uint64_t size, const std::string& path) {
@@ -410,9 +454,10 @@ absl::StatusOr<TrainingCheckpoint> ReadCheckpoint(std::unique_ptr<InputStream> s
                                             absl::string_view(kMagic).substr(0, kMagic.size() - 1),
                                             "\\n\"; not a sluice checkpoint"));
   }
-  if (head.size() < kHeaderSize) {
+  if (head.size() < kHeaderSize || size < kHeaderSize) {
     return absl::DataLossError(absl::StrCat(path, ": truncated: expected a ", kHeaderSize,
-                                            "-byte header, the file has ", head.size(), " bytes"));
+                                            "-byte header, the file has ",
+                                            std::min<uint64_t>(head.size(), size), " bytes"));
   }
   const uint64_t length = tfrecord::DecodeFixed64(head.data() + kMagic.size());
   const uint32_t stored_crc = tfrecord::DecodeFixed32(head.data() + kMagic.size() + 8);
@@ -426,14 +471,16 @@ absl::StatusOr<TrainingCheckpoint> ReadCheckpoint(std::unique_ptr<InputStream> s
   absl::StatusOr<TrainingCheckpoint> ckpt = PayloadParser(path, reader).Parse(size);
   // A payload that does not parse is most likely corrupt: the checksum says which, so the rest
   // is read for it.
-  if (!ckpt.ok() && reader.position() <= size) {
-    (void)reader.Skip(size - reader.position(), size);
-  }
+  const uint64_t stopped = reader.position();
+  if (!ckpt.ok() && stopped <= size) (void)reader.Skip(size - stopped, size);
   const uint32_t crc = MaskCrc32c(reader.crc());
   if (reader.position() == size && crc != stored_crc) {
-    return absl::DataLossError(absl::StrCat(path, ": at offset ", kHeaderSize,
-                                            ": payload checksum mismatch (stored ", stored_crc,
-                                            ", computed ", crc, "): the file is corrupt"));
+    return absl::DataLossError(
+        absl::StrCat(path, ": at offset ", kHeaderSize, ": payload checksum mismatch (stored ",
+                     stored_crc, ", computed ", crc, "): the file is corrupt",
+                     ckpt.ok() ? ""
+                               : absl::StrCat(" (reading stopped at offset ", stopped, ": ",
+                                              WithoutPrefix(ckpt.status().message(), path), ")")));
   }
   return ckpt;
 }

@@ -928,6 +928,9 @@ absl::StatusOr<std::unique_ptr<layers::Model>> Import(absl::string_view bytes,
                                                       const std::string& source,
                                                       const OnnxImportOptions& options,
                                                       std::optional<std::filesystem::path> folder) {
+  if (options.max_file_bytes < 0) {
+    return absl::InvalidArgumentError("OnnxImportOptions::max_file_bytes must be >= 0");
+  }
   if (static_cast<int64_t>(bytes.size()) > options.max_file_bytes) {
     return absl::ResourceExhaustedError(
         absl::StrCat(source, ": ", bytes.size(), " bytes, over OnnxImportOptions::max_file_bytes"));

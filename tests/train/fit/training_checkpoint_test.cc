@@ -136,18 +136,40 @@ void WriteFramed(const std::string& path, const std::string& payload) {
 // Field `field`'s key with wire type 2, and `length`: what precedes a length-delimited value.
 std::string Delimited(int field, uint64_t length) { return Tag(field, 2) + Varint(length); }
 
-// A checkpoint file's bytes made up as they are read: `head`, then `zeros` zero bytes, then
-// `tail`. A real file of 2 GiB would take this VM 20 s to write or read back.
-class ZerosBetween : public InputStream {
+// A checkpoint file's bytes made up as they are read: `head`, then `zeros` bytes of Pattern(),
+// repeated, then `tail`. A real file of 2 GiB would take this VM 20 s to write or read back.
+// `short_by` bytes fewer come than size() says, as from a file cut while it is read.
+class PatternBetween : public InputStream {
  public:
-  ZerosBetween(std::string head, uint64_t zeros, std::string tail)
-      : head_(std::move(head)), zeros_(zeros), tail_(std::move(tail)) {}
+  PatternBetween(std::string head, uint64_t zeros, std::string tail, uint64_t short_by = 0)
+      : head_(std::move(head)), zeros_(zeros), tail_(std::move(tail)), short_by_(short_by) {}
+  // 4 KB of float32 values 1, 2, ..., 1024.
+  static const std::string& Pattern() {
+    static const std::string* p = [] {
+      auto* s = new std::string(4096, '\0');
+      for (int i = 0; i < 1024; ++i) {
+        const float v = static_cast<float>(i + 1);
+        std::memcpy(s->data() + 4 * i, &v, 4);
+      }
+      return s;
+    }();
+    return *p;
+  }
   uint64_t size() const { return head_.size() + zeros_ + tail_.size(); }
   absl::StatusOr<size_t> Read(char* dst, size_t n) override {
+    if (at_ >= size() - short_by_) return 0;
+    n = static_cast<size_t>(std::min<uint64_t>(n, size() - short_by_ - at_));
     if (at_ < head_.size()) return Take(head_, at_, dst, n);
     if (at_ < head_.size() + zeros_) {
-      const size_t take = static_cast<size_t>(std::min<uint64_t>(n, head_.size() + zeros_ - at_));
-      std::memset(dst, 0, take);
+      const uint64_t from = at_ - head_.size();
+      const size_t take = static_cast<size_t>(std::min<uint64_t>(n, zeros_ - from));
+      const std::string& p = Pattern();
+      for (size_t done = 0; done < take;) {
+        const size_t offset = (from + done) % p.size();
+        const size_t piece = std::min(take - done, p.size() - offset);
+        std::memcpy(dst + done, p.data() + offset, piece);
+        done += piece;
+      }
       at_ += take;
       return take;
     }
@@ -165,6 +187,7 @@ class ZerosBetween : public InputStream {
   std::string head_;
   uint64_t zeros_;
   std::string tail_;
+  uint64_t short_by_;
   uint64_t at_ = 0;
 };
 
@@ -175,7 +198,7 @@ TEST(CheckpointTest, AVariableOverTwoGibibytesReadsBack) {
   constexpr uint64_t kBytes = uint64_t{kElements} * sizeof(float);
   const std::string shape = Varint(kElements);
   const std::string huge_head = "\x0a\x04huge" + Delimited(2, shape.size()) + shape +
-                                Delimited(3, kBytes);  // then kBytes of zeros
+                                Delimited(3, kBytes);  // then kBytes of the pattern
   const uint64_t huge_length = huge_head.size() + kBytes;
   const std::string prefix = std::string("\x08\x01", 2) + Delimited(2, huge_length) + huge_head;
   const float after_values[2] = {1.5f, -2.0f};
@@ -185,17 +208,17 @@ TEST(CheckpointTest, AVariableOverTwoGibibytesReadsBack) {
   const std::string suffix =
       Delimited(2, after_tensor.size()) + after_tensor + "\x20\x07";  // epoch
   uint32_t crc = Crc32cExtend(0, prefix);
-  const std::string zeros(4 << 20, '\0');
+  const std::string& pattern = PatternBetween::Pattern();
   for (uint64_t left = kBytes; left > 0;) {
-    const uint64_t n = std::min<uint64_t>(left, zeros.size());
-    crc = Crc32cExtend(crc, absl::string_view(zeros.data(), n));
+    const uint64_t n = std::min<uint64_t>(left, pattern.size());
+    crc = Crc32cExtend(crc, absl::string_view(pattern.data(), n));
     left -= n;
   }
   crc = Crc32cExtend(crc, suffix);
   const uint64_t length = prefix.size() + kBytes + suffix.size();
   ASSERT_GT(length, uint64_t{1} << 31);
   auto file =
-      std::make_unique<ZerosBetween>(CheckpointHeader(length, crc) + prefix, kBytes, suffix);
+      std::make_unique<PatternBetween>(CheckpointHeader(length, crc) + prefix, kBytes, suffix);
   const uint64_t size = file->size();
 
   absl::StatusOr<TrainingCheckpoint> c = ReadCheckpoint(std::move(file), size, "huge.ckpt");
@@ -204,8 +227,8 @@ TEST(CheckpointTest, AVariableOverTwoGibibytesReadsBack) {
   EXPECT_EQ(c->variables[0].first, "huge");
   EXPECT_EQ(c->variables[0].second.shape(), Shape({kElements}));
   const float* huge = c->variables[0].second.data<float>();
-  for (int64_t i = 0; i < kElements; i += 4093) ASSERT_EQ(huge[i], 0.0f) << i;
-  EXPECT_EQ(huge[kElements - 1], 0.0f);
+  for (int64_t i = 0; i < kElements; i += 4093) ASSERT_EQ(huge[i], (i % 1024) + 1) << i;
+  EXPECT_EQ(huge[kElements - 1], 1.0f);  // 2^29 % 1024 + 1
   EXPECT_EQ(c->variables[1].first, "after");
   EXPECT_THAT(Values(c->variables[1].second), ElementsAre(1.5f, -2.0f));
   EXPECT_EQ(c->epoch, 7);
@@ -240,6 +263,77 @@ TEST(CheckpointTest, FieldsInAnyOrderAndUnknownFieldsReadAsProtobufReadsThem) {
   EXPECT_EQ(c->optimizer.iterations, p.optimizer().iterations());
   EXPECT_EQ(c->optimizer.iterations, 42);
   EXPECT_EQ(c->epoch, 2);
+}
+
+// What protobuf keeps of fields met twice: a scalar's last value (the version, an explicit zero
+// in a second optimizer message), a tensor's last data; repeated fields in order.
+TEST(CheckpointTest, FieldsMetTwiceKeepWhatProtobufKeeps) {
+  const float one[2] = {1, 2}, two[2] = {3, 4};
+  const std::string tensor = "\x0a\x01w" + std::string("\x12\x01\x02", 3) + Delimited(3, 8) +
+                             std::string(reinterpret_cast<const char*>(one), 8) + Delimited(3, 8) +
+                             std::string(reinterpret_cast<const char*>(two), 8);
+  const std::string first_optimizer = std::string("\x08\x2a", 2) + "\x15" + std::string(4, '\x11');
+  const std::string second_optimizer = std::string("\x08\x00", 2);  // iterations = 0, explicitly
+  const std::string payload = std::string("\x08\x02", 2) + Delimited(2, tensor.size()) + tensor +
+                              Delimited(3, first_optimizer.size()) + first_optimizer +
+                              Delimited(3, second_optimizer.size()) + second_optimizer +
+                              std::string("\x08\x01", 2);
+  proto::TrainingCheckpointProto p;
+  ASSERT_TRUE(p.ParseFromString(payload));
+  const std::string path = CheckpointTempPath("twice");
+  WriteFramed(path, payload);
+  absl::StatusOr<TrainingCheckpoint> c = ReadCheckpoint(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(p.version(), 1);
+  EXPECT_EQ(c->optimizer.iterations, p.optimizer().iterations());
+  EXPECT_EQ(c->optimizer.iterations, 0);
+  EXPECT_EQ(c->optimizer.learning_rate, p.optimizer().learning_rate());
+  ASSERT_EQ(c->variables.size(), 1u);
+  EXPECT_THAT(Values(c->variables[0].second), ElementsAre(3, 4));
+}
+
+// The stream behind a checkpoint: one that ends before its size, a size under a header, a
+// structural error in a corrupt file (the checksum's message, with where reading stopped),
+// and a length that fits in the file but not in its tensor.
+TEST(CheckpointTest, ShortStreamsAndCorruptStructureAreDataLoss) {
+  const float v[2] = {1, 2};
+  const std::string tensor = "\x0a\x01w" + std::string("\x12\x01\x02", 3) + Delimited(3, 8) +
+                             std::string(reinterpret_cast<const char*>(v), 8);
+  const std::string payload = std::string("\x08\x01", 2) + Delimited(2, tensor.size()) + tensor;
+  const std::string file = CheckpointHeader(payload.size(), Crc32c(payload)) + payload;
+  {
+    auto cut = std::make_unique<PatternBetween>(file, 0, "", 5);
+    const absl::Status s = ReadCheckpoint(std::move(cut), file.size(), "cut.ckpt").status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(std::string(s.message()), HasSubstr("the file ends 5 bytes early"));
+  }
+  {
+    auto small = std::make_unique<PatternBetween>(file, 0, "");
+    EXPECT_THAT(std::string(ReadCheckpoint(std::move(small), 20, "small.ckpt").status().message()),
+                HasSubstr("small.ckpt: truncated: expected a 32-byte header, the file has 20"));
+  }
+  const std::string path = CheckpointTempPath("structure");
+  std::string corrupt = file;
+  corrupt[32 + 3] = '\x7f';  // the tensor's length: past the end
+  WriteFile(path, corrupt);
+  const std::string message = std::string(ReadCheckpoint(path).status().message());
+  EXPECT_THAT(message, HasSubstr("payload checksum mismatch"));
+  EXPECT_THAT(message, HasSubstr("(reading stopped at offset 36: a length-delimited field of 127 "
+                                 "bytes runs past the end"));
+  // The data's length fits in the file (a field follows) but not in the tensor.
+  const std::string inner = "\x0a\x01w" + Delimited(3, 8) + "abcd";
+  WriteFramed(path, std::string("\x08\x01", 2) + Delimited(2, inner.size()) + inner +
+                        Delimited(99, 20) + std::string(20, 'x'));
+  EXPECT_THAT(std::string(ReadCheckpoint(path).status().message()),
+              HasSubstr("a length-delimited field of 8 bytes runs past the end of its message"));
+  // A shape of more dimensions than any tensor has.
+  std::string dims = "\x0a\x01w";
+  for (int i = 0; i < 65; ++i) dims += std::string("\x10\x01", 2);
+  WriteFramed(path, std::string("\x08\x01", 2) + Delimited(2, dims.size()) + dims);
+  EXPECT_THAT(std::string(ReadCheckpoint(path).status().message()),
+              HasSubstr("tensor 'w' has more than 64 dimensions"));
+  std::filesystem::remove(path);
 }
 
 // A length that claims more than the file holds is DataLoss at its offset, before anything of
