@@ -65,15 +65,20 @@ absl::Status CheckUniqueNames(const std::vector<Variable*>& vars, absl::string_v
   return absl::OkStatus();
 }
 
+absl::StatusOr<Tensor> HostSnapshot(const Tensor& t, HostValues host) {
+  if (host == HostValues::kShare && t.device().is_cpu()) return t;
+  return backend::CopyTo(t, Device::Cpu());
+}
+
 absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> SnapshotVariables(
-    const std::vector<Variable*>& vars) {
+    const std::vector<Variable*>& vars, HostValues host) {
   SLUICE_RETURN_IF_ERROR(CheckUniqueNames(vars, "saving variables"));
   std::vector<std::pair<std::string, Tensor>> out;
   out.reserve(vars.size());
   // mutable_value(): a snapshot is not a use the tape should record.
   for (Variable* v : vars) {
-    SLUICE_ASSIGN_OR_RETURN(Tensor host, backend::CopyTo(v->mutable_value(), Device::Cpu()));
-    out.emplace_back(v->name(), std::move(host));
+    SLUICE_ASSIGN_OR_RETURN(Tensor value, HostSnapshot(v->mutable_value(), host));
+    out.emplace_back(v->name(), std::move(value));
   }
   return out;
 }

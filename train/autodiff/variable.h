@@ -62,10 +62,19 @@ class Variable {
 // checkpoint matches variables by name, so duplicates would load into the wrong variable.
 absl::Status CheckUniqueNames(const std::vector<Variable*>& vars, absl::string_view who);
 
-// Host copies of the variables' values, with their names (what a checkpoint writes). Fails on
-// duplicate names (CheckUniqueNames).
+// How a snapshot of variables (or optimizer slots) holds values that are already on the host.
+enum class HostValues {
+  kCopy,   // copied: the snapshot is kept while training changes them (EarlyStopping's best)
+  kShare,  // shared: it is written at once (a checkpoint), before they change again
+};
+
+// The variables' values on the host, with their names (what a checkpoint writes): values on a
+// device are always copied, host ones as `host` says. Fails on duplicate names
+// (CheckUniqueNames).
 absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> SnapshotVariables(
-    const std::vector<Variable*>& vars);
+    const std::vector<Variable*>& vars, HostValues host = HostValues::kCopy);
+// `t` on the host: itself (`host` kShare) or a copy.
+absl::StatusOr<Tensor> HostSnapshot(const Tensor& t, HostValues host);
 // Assigns `saved` (from SnapshotVariables or a checkpoint) to `vars` after checking that they
 // match one to one: the same count, and each the same name and shape. Nothing is assigned when
 // any differs. `source` (the file) starts error messages, which name the variable and the

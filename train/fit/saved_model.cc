@@ -155,11 +155,14 @@ absl::Status SaveModel(layers::Module& model, const Shape& input_shape, const st
 
   TrainingCheckpoint weights;
   weights.weights_only = true;
-  SLUICE_ASSIGN_OR_RETURN(weights.variables, autodiff::SnapshotVariables(model.Variables()));
+  // Written below, before anything changes them: host values are shared, not copied.
+  constexpr autodiff::HostValues kShare = autodiff::HostValues::kShare;
+  SLUICE_ASSIGN_OR_RETURN(weights.variables,
+                          autodiff::SnapshotVariables(model.Variables(), kShare));
   weights.frozen_variables = autodiff::FrozenNames(model.Variables());
   if (options.optimizer != nullptr) {
     SLUICE_ASSIGN_OR_RETURN(weights.optimizer,
-                            options.optimizer->SaveState(model.TrainableVariables()));
+                            options.optimizer->SaveState(model.TrainableVariables(), kShare));
     saved.set_has_optimizer(true);
   }
 

@@ -279,9 +279,12 @@ absl::Status Trainer::SaveCheckpoint(const std::string& path) {
   profiler::Span span("checkpoint", "SaveCheckpoint");
   if (strategy_) SLUICE_RETURN_IF_ERROR(strategy_->CheckCanSave(path, position_.global_step));
   TrainingCheckpoint ckpt;
-  // Host copies, so that training may go on while the file is written.
-  SLUICE_ASSIGN_OR_RETURN(ckpt.variables, autodiff::SnapshotVariables(model_.Variables()));
-  SLUICE_ASSIGN_OR_RETURN(ckpt.optimizer, optimizer_.SaveState(model_.TrainableVariables()));
+  // Written before this returns, before the next step changes them: host values are shared,
+  // not copied (a checkpoint the size of the model and its slots, not twice that).
+  constexpr autodiff::HostValues kShare = autodiff::HostValues::kShare;
+  SLUICE_ASSIGN_OR_RETURN(ckpt.variables, autodiff::SnapshotVariables(model_.Variables(), kShare));
+  SLUICE_ASSIGN_OR_RETURN(ckpt.optimizer,
+                          optimizer_.SaveState(model_.TrainableVariables(), kShare));
   ckpt.frozen_variables = autodiff::FrozenNames(model_.Variables());
   ckpt.epoch = position_.epoch;
   ckpt.step_in_epoch = position_.step_in_epoch;
@@ -325,7 +328,8 @@ absl::Status Trainer::SaveWeights(const std::string& path) {
   profiler::Span span("checkpoint", "SaveWeights");
   TrainingCheckpoint ckpt;
   ckpt.weights_only = true;
-  SLUICE_ASSIGN_OR_RETURN(ckpt.variables, autodiff::SnapshotVariables(model_.Variables()));
+  SLUICE_ASSIGN_OR_RETURN(ckpt.variables, autodiff::SnapshotVariables(
+                                              model_.Variables(), autodiff::HostValues::kShare));
   ckpt.frozen_variables = autodiff::FrozenNames(model_.Variables());
   // Data-parallel: every rank holds the same variables; rank 0 writes them.
   absl::Status written;

@@ -287,16 +287,15 @@ absl::StatusOr<Tensor*> Optimizer::Slot(autodiff::Variable& var, int index) {
   return &it->second[index];
 }
 
-absl::StatusOr<OptimizerState> Optimizer::SaveState(
-    const std::vector<autodiff::Variable*>& vars) const {
+absl::StatusOr<OptimizerState> Optimizer::SaveState(const std::vector<autodiff::Variable*>& vars,
+                                                    autodiff::HostValues host) const {
   OptimizerState state{.iterations = iterations_, .learning_rate = base_learning_rate_};
   for (size_t i = 0; i < vars.size(); ++i) {
     auto it = slots_.find(vars[i]);
     if (it == slots_.end()) continue;
     for (size_t s = 0; s < slot_names_.size(); ++s) {
-      // A host copy: training goes on while a checkpoint is written.
-      SLUICE_ASSIGN_OR_RETURN(Tensor host, backend::CopyTo(it->second[s], Device::Cpu()));
-      state.slots.emplace_back(absl::StrCat(slot_names_[s], "/", i), std::move(host));
+      SLUICE_ASSIGN_OR_RETURN(Tensor value, autodiff::HostSnapshot(it->second[s], host));
+      state.slots.emplace_back(absl::StrCat(slot_names_[s], "/", i), std::move(value));
     }
   }
   state.scalars = ScalarState();

@@ -102,7 +102,11 @@ class Optimizer {
     ++generation_;
   }
 
-  absl::StatusOr<OptimizerState> SaveState(const std::vector<autodiff::Variable*>& vars) const;
+  // The state of `vars`' slots on the host: slots on a device are copied, host ones as `host`
+  // says (kShare for a checkpoint written at once).
+  absl::StatusOr<OptimizerState> SaveState(
+      const std::vector<autodiff::Variable*>& vars,
+      autodiff::HostValues host = autodiff::HostValues::kCopy) const;
   // Replaces iterations, base rate, slots and scalars; every slot must name a slot of
   // this optimizer and a variable of `vars` with the slot's shape, every scalar one of this
   // optimizer's. Nothing changes when it fails.

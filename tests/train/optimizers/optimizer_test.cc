@@ -146,6 +146,25 @@ TEST(OptimizerTest, RestoredBaseRateCarriesOver) {
   EXPECT_FLOAT_EQ(resumed.learning_rate(), 0.02f);
 }
 
+// A checkpoint's state shares the host slots it writes at once; the default copies them.
+TEST(OptimizerTest, SaveStateSharesHostSlotsOnlyWhenAsked) {
+  Sgd sgd({.learning_rate = 0.1f, .momentum = 0.9f});
+  autodiff::Variable w(T({1, 2}, {2}));
+  ASSERT_TRUE(sgd.Apply({T({1, 1}, {2})}, {&w}).ok());
+  absl::StatusOr<OptimizerState> shared = sgd.SaveState({&w}, autodiff::HostValues::kShare);
+  absl::StatusOr<OptimizerState> copied = sgd.SaveState({&w});
+  ASSERT_TRUE(shared.ok() && copied.ok());
+  ASSERT_EQ(shared->slots.size(), 1u);
+  ASSERT_EQ(copied->slots.size(), 1u);
+  EXPECT_FALSE(shared->slots[0].second.SharesBufferWith(copied->slots[0].second));
+  EXPECT_EQ(Values(shared->slots[0].second), Values(copied->slots[0].second));
+  // The shared one follows the optimizer's next step; the copy keeps the values it was given.
+  const std::vector<float> before = Values(copied->slots[0].second);
+  ASSERT_TRUE(sgd.Apply({T({1, 1}, {2})}, {&w}).ok());
+  EXPECT_NE(Values(shared->slots[0].second), before);
+  EXPECT_EQ(Values(copied->slots[0].second), before);
+}
+
 TEST(OptimizerTest, RestoreRejectsForeignState) {
   Adam adam;
   autodiff::Variable w(T({1, 2}, {2}));
