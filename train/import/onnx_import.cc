@@ -94,7 +94,8 @@ class Importer {
            std::optional<std::filesystem::path> folder = std::nullopt)
       : source_(std::move(source)), options_(options), folder_(std::move(folder)) {}
 
-  absl::StatusOr<std::unique_ptr<layers::Model>> Import(const onnx::ModelProto& model);
+  // Frees each initializer's raw bytes in `model` once it has read them.
+  absl::StatusOr<std::unique_ptr<layers::Model>> Import(onnx::ModelProto& model);
 
  private:
   // Errors: the file, and the node when there is one.
@@ -144,6 +145,10 @@ class Importer {
   int64_t parameters_ = 0;
 
   absl::flat_hash_map<std::string, Value> values_;
+  // Uses of each value by the nodes not imported yet and by the graph's outputs: a constant's
+  // values are released after its last use, so that a model's weights are held once (in its
+  // layers) by the end, not twice.
+  absl::flat_hash_map<std::string, int64_t> uses_;
   std::string input_name_;
   std::vector<int64_t> input_dims_;  // as the file gives them, 0 for a free one
   std::optional<Value> input_;       // once made
@@ -873,15 +878,17 @@ absl::Status Importer::Node(const onnx::NodeProto& node) {
   return Unsupported("this operator is not imported");
 }
 
-absl::StatusOr<std::unique_ptr<layers::Model>> Importer::Import(const onnx::ModelProto& model) {
+absl::StatusOr<std::unique_ptr<layers::Model>> Importer::Import(onnx::ModelProto& model) {
   const onnx::GraphProto& graph = model.graph();
   if (graph.node_size() > options_.max_nodes) {
     return Error(absl::StatusCode::kResourceExhausted,
                  absl::StrCat(graph.node_size(), " nodes, over OnnxImportOptions::max_nodes"));
   }
-  for (const onnx::TensorProto& t : graph.initializer()) {
+  for (onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
     auto c = std::make_shared<Constant>();
     SLUICE_RETURN_IF_ERROR(ReadConstant(t, *c));
+    // The weights are in `c` now: the proto's copy goes (clear() would keep its memory).
+    std::string().swap(*t.mutable_raw_data());
     SLUICE_RETURN_IF_ERROR(Define(t.name(), Value{.kind = Value::kConstant, .constant = c}));
   }
   // The one input that is not an initializer (older exporters list initializers as inputs too).
@@ -900,7 +907,21 @@ absl::StatusOr<std::unique_ptr<layers::Model>> Importer::Import(const onnx::Mode
     }
   }
   if (input_name_.empty()) return Invalid("the graph has no input");
-  for (const onnx::NodeProto& node : graph.node()) SLUICE_RETURN_IF_ERROR(Node(node));
+  for (const onnx::NodeProto& node : graph.node()) {
+    for (const std::string& in : node.input()) ++uses_[in];
+  }
+  for (const onnx::ValueInfoProto& out : graph.output()) ++uses_[out.name()];
+  static const auto* const released = new std::shared_ptr<const Constant>(new Constant());
+  for (const onnx::NodeProto& node : graph.node()) {
+    SLUICE_RETURN_IF_ERROR(Node(node));
+    for (const std::string& in : node.input()) {
+      if (--uses_[in] > 0) continue;
+      auto it = values_.find(in);
+      // Kept in the map, empty: a name defined twice is still found.
+      if (it != values_.end() && it->second.kind == Value::kConstant)
+        it->second.constant = *released;
+    }
+  }
   node_ = nullptr;
   std::vector<SymbolicTensor> outputs;
   for (const onnx::ValueInfoProto& out : graph.output()) {
@@ -924,10 +945,9 @@ absl::StatusOr<std::unique_ptr<layers::Model>> Importer::Import(const onnx::Mode
 
 namespace {
 
-absl::StatusOr<std::unique_ptr<layers::Model>> Import(absl::string_view bytes,
-                                                      const std::string& source,
-                                                      const OnnxImportOptions& options,
-                                                      std::optional<std::filesystem::path> folder) {
+// `bytes` parsed as a ModelProto, after checking the options' limits.
+absl::StatusOr<onnx::ModelProto> Parse(absl::string_view bytes, const std::string& source,
+                                       const OnnxImportOptions& options) {
   if (options.max_file_bytes < 0) {
     return absl::InvalidArgumentError("OnnxImportOptions::max_file_bytes must be >= 0");
   }
@@ -939,7 +959,7 @@ absl::StatusOr<std::unique_ptr<layers::Model>> Import(absl::string_view bytes,
   if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": not an ONNX model (a ModelProto)"));
   }
-  return Importer(source, options, std::move(folder)).Import(model);
+  return model;
 }
 
 }  // namespace
@@ -947,7 +967,8 @@ absl::StatusOr<std::unique_ptr<layers::Model>> Import(absl::string_view bytes,
 absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnxBytes(absl::string_view bytes,
                                                                const std::string& source,
                                                                const OnnxImportOptions& options) {
-  return Import(bytes, source, options, std::nullopt);
+  SLUICE_ASSIGN_OR_RETURN(onnx::ModelProto model, Parse(bytes, source, options));
+  return Importer(source, options).Import(model);
 }
 
 absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnx(const std::string& path,
@@ -955,16 +976,21 @@ absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnx(const std::string& pat
   if (options.max_file_bytes < 0) {
     return absl::InvalidArgumentError("OnnxImportOptions::max_file_bytes must be >= 0");
   }
-  absl::StatusOr<std::string> bytes =
-      ReadFileToString(path, static_cast<uint64_t>(options.max_file_bytes));
-  if (absl::IsResourceExhausted(bytes.status())) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(bytes.status().message(), " bytes (OnnxImportOptions::max_file_bytes)"));
+  onnx::ModelProto model;
+  {
+    // The file's bytes are not kept past the parse: the proto holds what is needed.
+    absl::StatusOr<std::string> bytes =
+        ReadFileToString(path, static_cast<uint64_t>(options.max_file_bytes));
+    if (absl::IsResourceExhausted(bytes.status())) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(bytes.status().message(), " bytes (OnnxImportOptions::max_file_bytes)"));
+    }
+    if (!bytes.ok()) return bytes.status();
+    SLUICE_ASSIGN_OR_RETURN(model, Parse(*bytes, path, options));
   }
-  if (!bytes.ok()) return bytes.status();
   std::filesystem::path folder = std::filesystem::path(path).parent_path();
   if (folder.empty()) folder = ".";
-  return Import(*bytes, path, options, std::move(folder));
+  return Importer(path, options, std::move(folder)).Import(model);
 }
 
 }  // namespace sluice::train::importing

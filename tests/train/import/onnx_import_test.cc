@@ -250,6 +250,44 @@ TEST(OnnxImportTest, WeightsInAnotherFileImportAsTheSameModel) {
               HasSubstr("is a symbolic link, which is not followed"));
 }
 
+// A weight two nodes share imports for both (the importer releases a constant after its last
+// use): the same predictions as the graph with the weight given twice.
+TEST(OnnxImportTest, AWeightTwoNodesShareServesBoth) {
+  ScopedTempDir dir;
+  std::string output;
+  for (const bool shared : {true, false}) {
+    const std::string path = dir.path() + (shared ? "/shared.onnx" : "/twice.onnx");
+    const int rc = Shell(
+        absl::StrCat(
+            kPython,
+            " -c 'import sys; import numpy as np; from onnx import helper, numpy_helper, "
+            "TensorProto, save; w = np.random.default_rng(3).standard_normal((3, 3, 3, 3))"
+            ".astype(np.float32); second = \"w\" if sys.argv[2] == \"1\" else \"w2\"; "
+            "inits = [numpy_helper.from_array(w, \"w\")] + ([] if second == \"w\" else "
+            "[numpy_helper.from_array(w, \"w2\")]); "
+            "nodes = [helper.make_node(\"Conv\", [\"x\", \"w\"], [\"a\"], pads=[1, 1, 1, 1], "
+            "name=\"c1\"), helper.make_node(\"Relu\", [\"a\"], [\"b\"], name=\"r\"), "
+            "helper.make_node(\"Conv\", [\"b\", second], [\"y\"], pads=[1, 1, 1, 1], "
+            "name=\"c2\")]; g = helper.make_graph(nodes, \"g\", "
+            "[helper.make_tensor_value_info(\"x\", TensorProto.FLOAT, [1, 3, 5, 5])], "
+            "[helper.make_tensor_value_info(\"y\", TensorProto.FLOAT, [1, 3, 5, 5])], inits); "
+            "save(helper.make_model(g), sys.argv[1])' '",
+            path, "' ", shared ? "1" : "0"),
+        &output);
+    ASSERT_EQ(rc, 0) << output;
+  }
+  auto shared = ImportOnnx(dir.path() + "/shared.onnx");
+  auto twice = ImportOnnx(dir.path() + "/twice.onnx");
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  ASSERT_TRUE(twice.ok()) << twice.status();
+  const Tensor x = UniformTensor(Shape{1, 5, 5, 3}, 5);
+  auto a = (*shared)->Forward(x, false);
+  auto b = (*twice)->Forward(x, false);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(Values(*a), Values(*b));
+  EXPECT_GT(MaxAbsDiff(Values(*a), std::vector<float>(Values(*a).size(), 0.0f)), 0.0f);
+}
+
 TEST(OnnxImportTest, AFileThatIsNotAModelIsAnErrorNamingIt) {
   ScopedTempDir dir;
   EXPECT_EQ(ImportOnnx(dir.path() + "/missing.onnx").status().code(), absl::StatusCode::kNotFound);
