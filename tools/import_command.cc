@@ -85,7 +85,8 @@ int RunImport(int argc, char** argv) {
       "weights and saves it as `sluice train --save` does, for `sluice predict` and\n"
       "`sluice export`. The model runs in sluice's layout: float32 NHWC input where the\n"
       "file's is NCHW. Common CNN operators are read (docs/training.md, \"ONNX import\"); any\n"
-      "other is an error naming its node, and nothing is saved.");
+      "other is an error naming its node, and nothing is saved. Weights kept in other files\n"
+      "(ONNX's external data) are read from the model's folder.");
   command_line.AddPositional("MODEL.onnx", "the ONNX file");
   command_line.AddOption("out", "DIR", "", "the directory to save the model in (required)");
   command_line.AddOption("height", "N", "0",
