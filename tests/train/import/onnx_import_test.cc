@@ -193,6 +193,21 @@ std::vector<std::string> TorchvisionModels() {
 
 INSTANTIATE_TEST_SUITE_P(Models, TorchvisionImportTest, ::testing::ValuesIn(TorchvisionModels()));
 
+// The models imported from `a` and `b` predict the same, bit for bit, and not all zeros, on an
+// NHWC input of `shape`.
+void ExpectTheSamePredictions(const std::string& a, const std::string& b, const Shape& shape) {
+  auto first = ImportOnnx(a);
+  auto second = ImportOnnx(b);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  const Tensor x = UniformTensor(shape, 4);
+  auto y1 = (*first)->Forward(x, false);
+  auto y2 = (*second)->Forward(x, false);
+  ASSERT_TRUE(y1.ok() && y2.ok());
+  EXPECT_EQ(Values(*y1), Values(*y2));
+  EXPECT_GT(MaxAbsDiff(Values(*y1), std::vector<float>(Values(*y1).size(), 0.0f)), 0.0f);
+}
+
 // A model saved by ONNX's own save_model with its weights in another file (external data)
 // imports with the same weights as the model saved whole: the same predictions, bit for bit.
 // Locations outside the model's folder, symbolic links, and offsets or lengths that do not fit
@@ -206,15 +221,7 @@ TEST(OnnxImportTest, WeightsInAnotherFileImportAsTheSameModel) {
   ASSERT_EQ(MakeModel(absl::StrCat("external '", whole, "'"), external, &output), 0) << output;
   ASSERT_TRUE(std::filesystem::exists(external + ".data"));
   ASSERT_LT(std::filesystem::file_size(external), std::filesystem::file_size(whole));
-  auto a = ImportOnnx(whole);
-  auto b = ImportOnnx(external);
-  ASSERT_TRUE(a.ok()) << a.status();
-  ASSERT_TRUE(b.ok()) << b.status();
-  const Tensor x = UniformTensor(Shape{2, 9, 8, 3}, 4);
-  auto ya = (*a)->Forward(x, false);
-  auto yb = (*b)->Forward(x, false);
-  ASSERT_TRUE(ya.ok() && yb.ok());
-  EXPECT_EQ(Values(*ya), Values(*yb));
+  ExpectTheSamePredictions(whole, external, Shape{2, 9, 8, 3});
   // The bytes alone do not say where the other file is.
   EXPECT_THAT(std::string(ImportOnnxBytes(ReadFile(external), "mem").status().message()),
               HasSubstr("keeps its data in another file, which only ImportOnnx"));
@@ -276,16 +283,8 @@ TEST(OnnxImportTest, AWeightTwoNodesShareServesBoth) {
         &output);
     ASSERT_EQ(rc, 0) << output;
   }
-  auto shared = ImportOnnx(dir.path() + "/shared.onnx");
-  auto twice = ImportOnnx(dir.path() + "/twice.onnx");
-  ASSERT_TRUE(shared.ok()) << shared.status();
-  ASSERT_TRUE(twice.ok()) << twice.status();
-  const Tensor x = UniformTensor(Shape{1, 5, 5, 3}, 5);
-  auto a = (*shared)->Forward(x, false);
-  auto b = (*twice)->Forward(x, false);
-  ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(Values(*a), Values(*b));
-  EXPECT_GT(MaxAbsDiff(Values(*a), std::vector<float>(Values(*a).size(), 0.0f)), 0.0f);
+  ExpectTheSamePredictions(dir.path() + "/shared.onnx", dir.path() + "/twice.onnx",
+                           Shape{1, 5, 5, 3});
 }
 
 TEST(OnnxImportTest, AFileThatIsNotAModelIsAnErrorNamingIt) {
