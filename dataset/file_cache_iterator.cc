@@ -229,12 +229,7 @@ absl::StatusOr<OpenResult> OpenCacheFile(const std::string& path, const std::str
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<FileInputStream> in, FileInputStream::Open(path, false));
   SLUICE_RETURN_IF_ERROR(in->Seek(size - kFooterRecord));
   char f[kFooterRecord];
-  size_t got = 0;
-  while (got < kFooterRecord) {
-    SLUICE_ASSIGN_OR_RETURN(size_t n, in->Read(f + got, kFooterRecord - got));
-    if (n == 0) break;
-    got += n;
-  }
+  SLUICE_ASSIGN_OR_RETURN(const size_t got, ReadUpTo(*in, f, kFooterRecord));
   const char* payload = f + tfrecord::kHeaderSize;
   if (got != kFooterRecord || !tfrecord::HeaderCrcOk(f) ||
       tfrecord::DecodeFixed64(f) != kFooterPayload ||

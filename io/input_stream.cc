@@ -57,6 +57,16 @@ absl::StatusOr<size_t> FileInputStream::ReadThen(char* dst, size_t n, char* then
   }
 }
 
+absl::StatusOr<size_t> ReadUpTo(InputStream& in, char* dst, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    SLUICE_ASSIGN_OR_RETURN(const size_t got, in.Read(dst + done, n - done));
+    if (got == 0) break;
+    done += got;
+  }
+  return done;
+}
+
 absl::StatusOr<uint64_t> FileInputStream::Size() const {
   struct stat st;
   if (::fstat(fd_, &st) != 0) return absl::ErrnoToStatus(errno, absl::StrCat(path_, ": fstat"));

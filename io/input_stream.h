@@ -74,6 +74,9 @@ class ZlibInputStream : public InputStream {
   std::unique_ptr<State> state_;
 };
 
+// Reads `n` bytes into `dst`, fewer only where the stream ends first: how many it read.
+absl::StatusOr<size_t> ReadUpTo(InputStream& in, char* dst, size_t n);
+
 // Opens `path` for reading, inflating it when `compression` says so.
 absl::StatusOr<std::unique_ptr<InputStream>> OpenInputStream(const std::string& path,
                                                              Compression compression,

@@ -17,14 +17,10 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path, uint64_t m
         absl::StrCat(path, ": ", size, " bytes, over the limit of ", max_bytes));
   }
   std::string bytes(size, '\0');
-  size_t done = 0;
-  while (done < bytes.size()) {
-    SLUICE_ASSIGN_OR_RETURN(const size_t got, file->Read(bytes.data() + done, size - done));
-    if (got == 0) {
-      return absl::DataLossError(
-          absl::StrCat(path, ": read ", done, " of its ", size, " bytes: it shrank meanwhile"));
-    }
-    done += got;
+  SLUICE_ASSIGN_OR_RETURN(const size_t done, ReadUpTo(*file, bytes.data(), bytes.size()));
+  if (done < size) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": read ", done, " of its ", size, " bytes: it shrank meanwhile"));
   }
   return bytes;
 }

@@ -38,6 +38,22 @@ std::string Pattern(size_t n) {
   return s;
 }
 
+// ReadUpTo gathers a stream's short reads until `n` bytes or the end.
+TEST(ReadUpToTest, GathersShortReadsUntilFullOrTheEnd) {
+  const std::string data = Pattern(5000);
+  ChoppyStream in(data, 37);
+  std::string got(3000, '\0');
+  absl::StatusOr<size_t> n = ReadUpTo(in, got.data(), got.size());
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, 3000u);
+  EXPECT_EQ(got, data.substr(0, 3000));
+  EXPECT_GT(in.reads(), 1);
+  n = ReadUpTo(in, got.data(), got.size());  // only 2000 are left
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, 2000u);
+  EXPECT_EQ(got.substr(0, 2000), data.substr(3000));
+}
+
 TEST(BufferedInputStreamTest, EnsureConsumeAndReadFullyOverShortReads) {
   const std::string data = Pattern(100'000);
   BufferedInputStream in(std::make_unique<ChoppyStream>(data, 13), 1024);

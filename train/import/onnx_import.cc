@@ -145,10 +145,6 @@ class Importer {
   int64_t parameters_ = 0;
 
   absl::flat_hash_map<std::string, Value> values_;
-  // Uses of each value by the nodes not imported yet and by the graph's outputs: a constant's
-  // values are released after its last use, so that a model's weights are held once (in its
-  // layers) by the end, not twice.
-  absl::flat_hash_map<std::string, int64_t> uses_;
   std::string input_name_;
   std::vector<int64_t> input_dims_;  // as the file gives them, 0 for a free one
   std::optional<Value> input_;       // once made
@@ -246,12 +242,9 @@ absl::Status Importer::ReadExternalData(const onnx::TensorProto& t, char* dst,
                                 " runs past the end of ", file.string(), " (", size, " bytes)"));
   }
   SLUICE_RETURN_IF_ERROR((*in)->Seek(offset));
-  for (uint64_t done = 0; done < bytes;) {
-    SLUICE_ASSIGN_OR_RETURN(const size_t got, (*in)->Read(dst + done, bytes - done));
-    if (got == 0) {
-      return Invalid(absl::StrCat(tensor, ": ", file.string(), " ended while it was read"));
-    }
-    done += got;
+  SLUICE_ASSIGN_OR_RETURN(const size_t got, ReadUpTo(**in, dst, bytes));
+  if (got < bytes) {
+    return Invalid(absl::StrCat(tensor, ": ", file.string(), " ended while it was read"));
   }
   return absl::OkStatus();
 }
@@ -907,19 +900,23 @@ absl::StatusOr<std::unique_ptr<layers::Model>> Importer::Import(onnx::ModelProto
     }
   }
   if (input_name_.empty()) return Invalid("the graph has no input");
+  // Uses of each value by the nodes not imported yet and by the graph's outputs: a constant's
+  // values are released after its last use, so that a model's weights are held once (in its
+  // layers) by the end, not twice.
+  absl::flat_hash_map<std::string, int64_t> uses;
   for (const onnx::NodeProto& node : graph.node()) {
-    for (const std::string& in : node.input()) ++uses_[in];
+    for (const std::string& in : node.input()) ++uses[in];
   }
-  for (const onnx::ValueInfoProto& out : graph.output()) ++uses_[out.name()];
-  static const auto* const released = new std::shared_ptr<const Constant>(new Constant());
+  for (const onnx::ValueInfoProto& out : graph.output()) ++uses[out.name()];
+  const auto released = std::make_shared<const Constant>();
   for (const onnx::NodeProto& node : graph.node()) {
     SLUICE_RETURN_IF_ERROR(Node(node));
     for (const std::string& in : node.input()) {
-      if (--uses_[in] > 0) continue;
+      if (--uses[in] > 0) continue;
       auto it = values_.find(in);
       // Kept in the map, empty: a name defined twice is still found.
       if (it != values_.end() && it->second.kind == Value::kConstant)
-        it->second.constant = *released;
+        it->second.constant = released;
     }
   }
   node_ = nullptr;
@@ -945,12 +942,15 @@ absl::StatusOr<std::unique_ptr<layers::Model>> Importer::Import(onnx::ModelProto
 
 namespace {
 
+absl::Status CheckMaxFileBytes(const OnnxImportOptions& options) {
+  if (options.max_file_bytes >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError("OnnxImportOptions::max_file_bytes must be >= 0");
+}
+
 // `bytes` parsed as a ModelProto, after checking the options' limits.
 absl::StatusOr<onnx::ModelProto> Parse(absl::string_view bytes, const std::string& source,
                                        const OnnxImportOptions& options) {
-  if (options.max_file_bytes < 0) {
-    return absl::InvalidArgumentError("OnnxImportOptions::max_file_bytes must be >= 0");
-  }
+  SLUICE_RETURN_IF_ERROR(CheckMaxFileBytes(options));
   if (static_cast<int64_t>(bytes.size()) > options.max_file_bytes) {
     return absl::ResourceExhaustedError(
         absl::StrCat(source, ": ", bytes.size(), " bytes, over OnnxImportOptions::max_file_bytes"));
@@ -973,9 +973,7 @@ absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnxBytes(absl::string_view
 
 absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnx(const std::string& path,
                                                           const OnnxImportOptions& options) {
-  if (options.max_file_bytes < 0) {
-    return absl::InvalidArgumentError("OnnxImportOptions::max_file_bytes must be >= 0");
-  }
+  SLUICE_RETURN_IF_ERROR(CheckMaxFileBytes(options));
   onnx::ModelProto model;
   {
     // The file's bytes are not kept past the parse: the proto holds what is needed.
