@@ -89,6 +89,8 @@ Iterator::~Iterator() {
   root_.reset();
 }
 
+void Iterator::Cancel() { ctx_.cancellation->Cancel(); }
+
 absl::Status Iterator::EnsureStarted() {
   if (started_) return error_;
   started_ = true;

@@ -62,6 +62,11 @@ class Iterator {
   // GetNext on its own thread, instead of handing each call to a thread it can leave.
   NextReadiness WaitForNext(std::chrono::steady_clock::time_point deadline);
 
+  // Cancels the pipeline's work from any thread: a GetNext blocked on it (and every later one)
+  // returns Cancelled, as in the destructor, which remains the only thing left to call. Lets an
+  // owner whose own thread waits in GetNext stop that wait before joining it.
+  void Cancel();
+
   // Makes the pipeline's nodes now (otherwise the first GetNext does) without
   // starting any work: their stats and knobs then exist, so that AUTOTUNE can
   // apply its budgets before the first element. Idempotent.

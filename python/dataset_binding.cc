@@ -119,7 +119,13 @@ void RegisterSources(py::class_<PyDataset>& c) {
              std::optional<int64_t> buffer_size, std::optional<int> num_parallel_reads) {
             TFRecordOptions options;
             options.compression = CompressionOf(compression_type);
-            if (buffer_size) options.buffer_size = static_cast<size_t>(*buffer_size);
+            if (buffer_size) {
+              if (*buffer_size < 1) {
+                throw py::value_error(
+                    absl::StrCat("tfrecord: buffer_size must be >= 1 (bytes), not ", *buffer_size));
+              }
+              options.buffer_size = static_cast<size_t>(*buffer_size);
+            }
             options.num_parallel_reads = ParallelismOf(num_parallel_reads, "num_parallel_reads");
             return Wrap(Dataset::TFRecord(StringsOf(filenames), options));
           },

@@ -22,6 +22,9 @@ constexpr char kPayloadUrl[] = "sluice/python-exception";
 // destroyed: its objects must not be released after the interpreter has gone.
 struct PendingExceptions {
   static constexpr size_t kMax = 64;
+  // The newest entries keep their frames' locals, for a debugger's post-mortem of the error that
+  // next() raises; older ones lose them (ClearFrames).
+  static constexpr size_t kWithLocals = 2;
   struct Entry {
     uint64_t id;
     std::string message;  // the Status's message as made, before any context was put in front
@@ -37,6 +40,24 @@ PendingExceptions& Pending() {
 }
 
 PyObject* data_loss_error = nullptr;
+
+// Drops the local variables of the frames an exception's traceback holds (and those of its cause
+// and context), keeping the lines a traceback prints. An error that IgnoreErrors drops is never
+// raised, and its frames would keep the map function's arguments, views of whole batches, alive.
+void ClearFrames(const py::object& exception) {
+  try {
+    py::object clear_frames = py::module_::import("traceback").attr("clear_frames");
+    py::object e = exception;
+    for (int depth = 0; depth < 8 && !e.is_none(); ++depth) {
+      py::object traceback = e.attr("__traceback__");
+      if (!traceback.is_none()) clear_frames(traceback);
+      py::object next = e.attr("__cause__");
+      e = next.is_none() ? e.attr("__context__") : next;
+    }
+  } catch (py::error_already_set&) {
+    // Only memory is at stake; the error stays as it was.
+  }
+}
 
 // The exception a status came from: by its payload (WithContext and the pipeline's node names
 // keep it), or, where some wrapper rebuilt the status without its payloads, by the message's end.
@@ -131,13 +152,27 @@ absl::Status StatusFromPythonError(py::error_already_set& error, absl::string_vi
     PyException_SetTraceback(value.ptr(), error.trace().ptr());
   }
   Py_XDECREF(traceback);
-  std::string text = py::str(value);
   std::string type_name = py::str(error.type().attr("__name__"));
+  if (error.matches(PyExc_StopIteration) || error.matches(PyExc_StopAsyncIteration)) {
+    // Raised again from next(), a StopIteration would end the caller's loop as if the data had
+    // ended. As PEP 479 does for generators: a RuntimeError whose cause is the StopIteration.
+    const std::string message = absl::StrCat(where, " raised ", type_name);
+    PyObject* wrapped = PyObject_CallFunction(PyExc_RuntimeError, "s", message.c_str());
+    if (wrapped == nullptr) throw py::error_already_set();
+    PyException_SetCause(wrapped, value.release().ptr());  // takes the reference
+    value = py::reinterpret_steal<py::object>(wrapped);
+    type_name = "RuntimeError";
+  }
+  std::string text = py::str(value);
   absl::Status status(code, absl::StrCat(where, ": ", type_name, ": ", text));
   PendingExceptions& pending = Pending();
   const uint64_t id = pending.next_id++;
   pending.entries.push_back({id, std::string(status.message()), std::move(value)});
   if (pending.entries.size() > PendingExceptions::kMax) pending.entries.pop_front();
+  if (pending.entries.size() > PendingExceptions::kWithLocals) {
+    ClearFrames(
+        pending.entries[pending.entries.size() - 1 - PendingExceptions::kWithLocals].exception);
+  }
   status.SetPayload(kPayloadUrl, absl::Cord(absl::StrCat(id)));
   return status;
 }

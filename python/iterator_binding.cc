@@ -48,9 +48,10 @@ class PyIterator {
     Close();
   }
 
-  // Joins the fetching thread (which may be finishing a GetNext) and destroys the C++ iterator,
-  // which joins the pipeline's threads, without the GIL: they may be waiting for it to run a
-  // Python map function. Idempotent; next() then raises.
+  // Cancels the pipeline, joins the fetching thread (whose GetNext, an interrupted next()'s,
+  // the cancellation ends) and destroys the C++ iterator, which joins the pipeline's threads,
+  // without the GIL: they may be waiting for it to run a Python map function. Idempotent; next()
+  // then raises.
   void Close() {
     py::gil_scoped_release release;
     {
@@ -59,6 +60,7 @@ class PyIterator {
       // Another Python thread's next() may be in a GetNext of its own (CloseAll at exit).
       while (direct_) cv_.Wait(&mu_);
     }
+    if (iterator_ != nullptr) iterator_->Cancel();
     cv_.SignalAll();
     if (thread_.joinable()) thread_.join();
     iterator_.reset();

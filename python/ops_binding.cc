@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
 #include "io/example_parser.h"
@@ -81,11 +82,20 @@ absl::StatusOr<std::reference_wrapper<const std::string>> BytesScalar(const Tens
 std::pair<int64_t, int64_t> SizeOf(const py::object& size) {
   if (py::isinstance<py::int_>(size)) {
     const int64_t n = size.cast<int64_t>();
+    if (n < 1) throw py::value_error(absl::StrCat("image sizes must be >= 1, not ", n));
     return {n, n};
   }
   auto hw = size.cast<std::pair<int64_t, int64_t>>();
   if (hw.first < 1 || hw.second < 1) throw py::value_error("image sizes must be >= 1");
   return hw;
+}
+
+// A JPEG decode's channel count, checked where the op is made: 0 (as encoded), 1 or 3.
+void CheckChannels(int channels, absl::string_view op) {
+  if (channels != 0 && channels != 1 && channels != 3) {
+    throw py::value_error(
+        absl::StrCat(op, ": channels must be 0 (as encoded), 1 or 3, not ", channels));
+  }
 }
 
 std::string SizeText(std::pair<int64_t, int64_t> size) {
@@ -250,6 +260,7 @@ void RegisterImageOps(py::module_& ops) {
         if (dct_method != "" && dct_method != "INTEGER_FAST" && dct_method != "INTEGER_ACCURATE") {
           throw py::value_error("dct_method: '', 'INTEGER_FAST' or 'INTEGER_ACCURATE'");
         }
+        CheckChannels(channels, "decode_jpeg");
         const DecodeJpegOptions options{.channels = channels,
                                         .fast_dct = dct_method == "INTEGER_FAST"};
         return OpOf(Step(
@@ -267,6 +278,7 @@ void RegisterImageOps(py::module_& ops) {
       [](const py::object& size, std::pair<double, double> scale, std::pair<double, double> ratio,
          int channels, bool dct_scaling, const std::string& interpolation, int component) {
         const auto hw = SizeOf(size);
+        CheckChannels(channels, "decode_and_random_resized_crop");
         RandomResizedCropOptions options{.min_area = scale.first,
                                          .max_area = scale.second,
                                          .min_aspect_ratio = ratio.first,
@@ -319,6 +331,7 @@ void RegisterImageOps(py::module_& ops) {
       [](const py::object& size, int channels, bool crop_to_aspect_ratio, bool dct_scaling,
          const std::string& interpolation, int component) {
         const auto hw = SizeOf(size);
+        CheckChannels(channels, "decode_and_resize");
         const DecodeAndResizeOptions options{.channels = channels,
                                              .crop_to_aspect_ratio = crop_to_aspect_ratio,
                                              .dct_scaling = dct_scaling,

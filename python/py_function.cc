@@ -3,14 +3,19 @@
 #include <Python.h>
 
 #include <cstdint>
+#include <exception>
 #include <initializer_list>
+#include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "core/mutex.h"
 #include "python/dataset_binding.h"
 #include "python/errors.h"
@@ -51,6 +56,16 @@ void LeavePython() {
   c.done.SignalAll();
 }
 
+// Whether the interpreter is shutting down: Python 3.13 made _Py_IsFinalizing public as
+// Py_IsFinalizing and removed the private name.
+bool IsFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
 // A name for messages: the function's __qualname__, or its repr.
 std::string NameOf(const py::object& fn) {
   if (py::hasattr(fn, "__qualname__")) return py::str(fn.attr("__qualname__"));
@@ -80,6 +95,10 @@ Element ResultToElement(py::handle result, std::initializer_list<Given> given) {
     }
     return TensorFromPython(value);
   };
+  if (result.is_none()) {
+    throw py::type_error(
+        "returned None, not a value or a tuple of values (does it end without a return?)");
+  }
   Element out;
   if (py::isinstance<py::tuple>(result)) {
     for (py::handle item : result) out.push_back(convert(item));
@@ -98,24 +117,38 @@ py::object AsOneArgument(const py::tuple& args) {
 
 // Calls `body` under the GIL, turning a Python exception (or a pybind11 one, such as the
 // TypeError of a result that is no tensor) into a Status naming `where`.
+// Any other C++ exception (a std::bad_alloc making a tensor of the result) becomes a Status too:
+// escaping, it would end the process from a pipeline thread.
 template <typename T, typename Body>
 absl::StatusOr<T> CallPython(const std::string& where, Body body) {
   if (!EnterPython()) return absl::CancelledError(where + ": the interpreter is exiting");
+  absl::Cleanup leave = [] { LeavePython(); };
   absl::StatusOr<T> result;
-  {
-    py::gil_scoped_acquire gil;
-    try {
-      result = body();
-    } catch (py::error_already_set& error) {
-      result = StatusFromPythonError(error, where);
-    } catch (py::builtin_exception& e) {
-      e.set_error();
-      py::error_already_set error;
-      result = StatusFromPythonError(error, where);
-    }
+  py::gil_scoped_acquire gil;
+  try {
+    result = body();
+  } catch (py::error_already_set& error) {
+    result = StatusFromPythonError(error, where);
+  } catch (py::builtin_exception& e) {
+    e.set_error();
+    py::error_already_set error;
+    result = StatusFromPythonError(error, where);
+  } catch (const std::bad_alloc&) {
+    result = absl::ResourceExhaustedError(where + ": out of memory converting its result");
+  } catch (const std::exception& e) {
+    result = absl::InternalError(absl::StrCat(where, ": ", e.what()));
   }
-  LeavePython();
   return result;
+}
+
+// `fn` as the function of `role`: what cannot be called is a TypeError where the dataset is
+// made, not at the first next().
+std::shared_ptr<PyFunction> CallableOf(py::object fn, absl::string_view role) {
+  if (!PyCallable_Check(fn.ptr())) {
+    throw py::type_error(absl::StrCat(role, " must be a callable, not ",
+                                      std::string(py::str(fn.get_type().attr("__name__")))));
+  }
+  return std::make_shared<PyFunction>(std::move(fn));
 }
 
 }  // namespace
@@ -125,7 +158,7 @@ PyFunction::~PyFunction() {
     fn_.release();  // the interpreter is exiting: nothing to return it to
     return;
   }
-  if (Py_IsInitialized() && !_Py_IsFinalizing()) {
+  if (Py_IsInitialized() && !IsFinalizing()) {
     py::gil_scoped_acquire gil;
     fn_ = py::object();
   } else {
@@ -147,7 +180,7 @@ void WaitForPythonCalls() {
 }
 
 MapFn PythonMapFn(py::object fn) {
-  auto f = std::make_shared<PyFunction>(std::move(fn));
+  auto f = CallableOf(std::move(fn), "map function");
   const std::string where = absl::StrCat("map function ", NameOf(f->get()));
   return [f, where](Element e, const ElementContext&) -> absl::StatusOr<Element> {
     return CallPython<Element>(where, [&]() -> Element {
@@ -159,7 +192,7 @@ MapFn PythonMapFn(py::object fn) {
 }
 
 PredicateFn PythonPredicateFn(py::object fn) {
-  auto f = std::make_shared<PyFunction>(std::move(fn));
+  auto f = CallableOf(std::move(fn), "filter predicate");
   const std::string where = absl::StrCat("filter predicate ", NameOf(f->get()));
   return [f, where](const Element& e) -> absl::StatusOr<bool> {
     return CallPython<bool>(where, [&] {
@@ -170,7 +203,7 @@ PredicateFn PythonPredicateFn(py::object fn) {
 }
 
 DatasetFn PythonDatasetFn(py::object fn) {
-  auto f = std::make_shared<PyFunction>(std::move(fn));
+  auto f = CallableOf(std::move(fn), "interleave function");
   const std::string where = absl::StrCat("interleave function ", NameOf(f->get()));
   return [f, where](Element e) -> absl::StatusOr<Dataset> {
     return CallPython<Dataset>(where, [&] {
@@ -187,7 +220,7 @@ DatasetFn PythonDatasetFn(py::object fn) {
 }
 
 ScanFn PythonScanFn(py::object fn) {
-  auto f = std::make_shared<PyFunction>(std::move(fn));
+  auto f = CallableOf(std::move(fn), "scan function");
   const std::string where = absl::StrCat("scan function ", NameOf(f->get()));
   return [f, where](Element state, Element e) -> absl::StatusOr<std::pair<Element, Element>> {
     return CallPython<std::pair<Element, Element>>(where, [&] {
@@ -209,7 +242,7 @@ ScanFn PythonScanFn(py::object fn) {
 }
 
 ShardFn PythonShardFn(py::object fn) {
-  auto f = std::make_shared<PyFunction>(std::move(fn));
+  auto f = CallableOf(std::move(fn), "shard function");
   const std::string where = absl::StrCat("shard function ", NameOf(f->get()));
   return [f, where](const Element& e) -> absl::StatusOr<int64_t> {
     return CallPython<int64_t>(where, [&] {
@@ -224,7 +257,7 @@ ShardFn PythonShardFn(py::object fn) {
 }
 
 ReaderFn PythonReaderFn(py::object fn) {
-  auto f = std::make_shared<PyFunction>(std::move(fn));
+  auto f = CallableOf(std::move(fn), "reader function");
   const std::string where = absl::StrCat("reader function ", NameOf(f->get()));
   return [f, where](std::vector<Dataset> shards) -> absl::StatusOr<Dataset> {
     return CallPython<Dataset>(where, [&] {

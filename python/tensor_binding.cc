@@ -341,14 +341,28 @@ Tensor TensorFromPython(py::handle value) {
     throw py::type_error(
         "sluice elements are tuples of tensors, not dicts: pass a tuple (in a fixed order)");
   }
-  py::array array = py::module_::import("numpy").attr("asarray")(value);
+  py::module_ numpy = py::module_::import("numpy");
+  py::array array = numpy.attr("asarray")(value);
   const char kind = array.dtype().kind();
-  if (kind == 'S' || kind == 'U' || kind == 'O') return BytesTensorFromArray(array);
+  if (kind == 'S' || kind == 'U') {
+    // NumPy's fixed-width strings drop trailing NUL bytes (a serialized Example may end in one):
+    // the items of a list or tuple go through as objects, as they are.
+    if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
+      array = numpy.attr("asarray")(value, py::arg("dtype") = "object");
+    }
+    return BytesTensorFromArray(array);
+  }
+  if (kind == 'O') return BytesTensorFromArray(array);
   const DType dtype = DTypeForNumpy(array.dtype());
+  if (kind == 'u' && array.itemsize() == 8 && array.size() > 0 &&
+      array.attr("max")().cast<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    throw py::value_error(
+        "an unsigned 64-bit value above 2**63 - 1 does not fit sluice's int64 (it would wrap)");
+  }
   const NumpyType* type = NumpyTypeOf(dtype);
   // asarray(order="C"), not ascontiguousarray, which makes a scalar an array of one element.
-  py::array contiguous = py::module_::import("numpy").attr("asarray")(
-      array, py::arg("dtype") = type->name, py::arg("order") = "C");
+  py::array contiguous =
+      numpy.attr("asarray")(array, py::arg("dtype") = type->name, py::arg("order") = "C");
   std::vector<int64_t> dims(contiguous.shape(), contiguous.shape() + contiguous.ndim());
   Tensor tensor(dtype, Shape(dims));
   if (tensor.byte_size() > 0) {

@@ -2,9 +2,12 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "tests/dataset/test_util.h"
 
@@ -146,6 +149,28 @@ TEST_F(IteratorTunerTest, NotMadeWithoutAutotuneKnobs) {
           .MakeIterator();
   ASSERT_TRUE(it->Initialize().ok());
   EXPECT_EQ(log_.made, 0);
+}
+
+// An owner whose thread waits in GetNext (Python's fetching thread) stops that wait with Cancel,
+// though the map calls the pipeline waits for never return by themselves.
+TEST(IteratorTest, CancelEndsAGetNextBlockedOnThePipeline) {
+  auto release = std::make_shared<absl::Notification>();
+  auto ds = Dataset::Range(1000)
+                .Map(
+                    [release](Element e) -> absl::StatusOr<Element> {
+                      release->WaitForNotification();
+                      return e;
+                    },
+                    {.num_parallel_calls = 2})
+                .Shuffle(100, {.seed = 1});
+  auto it = ds.MakeIterator();
+  absl::StatusOr<std::optional<Element>> result;
+  std::thread consumer([&] { result = it->GetNext(); });
+  it->Cancel();
+  consumer.join();
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled) << result.status();
+  EXPECT_EQ(it->GetNext().status().code(), absl::StatusCode::kCancelled);  // sticky
+  release->Notify();  // the calls still running finish before the iterator joins them
 }
 
 TEST(IteratorTest, CpuBudgetCapsTheArena) {

@@ -71,6 +71,11 @@ def test_strings_and_bytes():
     ds = sluice.Dataset.from_tensor_slices(["a", "bé"])
     assert list(ds) == [b"a", "bé".encode()]
     assert list(ds.batch(2)) == [[b"a", "bé".encode()]]
+    # NumPy's fixed-width strings would drop trailing NULs (a serialized Example may end in one).
+    assert list(sluice.Dataset.from_tensor_slices([b"ab\x00", b"c"])) == [b"ab\x00", b"c"]
+    assert list(sluice.Dataset.from_tensor_slices(["a\x00"])) == [b"a\x00"]
+    mapped = sluice.Dataset.range(1).map(lambda x: (x, [b"\x00\x00", b"x\x00"]))
+    assert list(mapped)[0][1] == [b"\x00\x00", b"x\x00"]
 
 
 def test_shuffle_is_seeded():
@@ -133,6 +138,38 @@ def test_bad_arguments():
         sluice.Dataset.from_tensor_slices({"a": np.zeros(3)})
     with pytest.raises(TypeError, match="float64|complex"):
         sluice.Dataset.from_tensor_slices(np.zeros(3, dtype=np.complex64))
+    # Checked where the dataset is made, not at the first next().
+    with pytest.raises(TypeError, match="filter predicate must be a callable, not int"):
+        sluice.Dataset.range(3).filter(1)
+    with pytest.raises(TypeError, match="interleave function must be a callable"):
+        sluice.Dataset.range(3).interleave("tfrecord")
+    with pytest.raises(ValueError, match="buffer_size must be >= 1"):
+        sluice.Dataset.tfrecord("x", buffer_size=sluice.AUTOTUNE)
+    with pytest.raises(ValueError, match="channels must be 0 .* 1 or 3, not -1"):
+        sluice.ops.decode_and_random_resized_crop(8, channels=-1)
+    with pytest.raises(ValueError, match="channels must be"):
+        sluice.ops.decode_jpeg(channels=4)
+    with pytest.raises(ValueError, match="channels must be"):
+        sluice.ops.decode_and_resize(8, channels=2)
+    with pytest.raises(ValueError, match="image sizes must be >= 1, not 0"):
+        sluice.ops.decode_and_resize(0)
+    # An unsigned value past int64 would wrap to a negative one.
+    with pytest.raises(ValueError, match="above 2\\*\\*63 - 1"):
+        sluice.Dataset.from_tensor_slices([2**63])
+    assert [int(np.asarray(v)) for v in sluice.Dataset.from_tensor_slices(
+        np.array([2**63 - 1], dtype=np.uint64))] == [2**63 - 1]
+
+
+def test_map_function_mistakes_are_named():
+    with pytest.raises(TypeError, match="returned None.*without a return"):
+        next(iter(sluice.Dataset.range(1).map(lambda x: None)))
+    # Raised again from next(), a StopIteration would end the loop as if the data had ended
+    # (PEP 479's rule for generators): it comes as a RuntimeError whose cause it is.
+    labels = iter([0, 1])
+    ds = sluice.Dataset.range(5).map(lambda x: (x, next(labels)))
+    with pytest.raises(RuntimeError, match="raised StopIteration") as info:
+        list(ds)
+    assert isinstance(info.value.__cause__, StopIteration)
 
 
 def test_from_generator():

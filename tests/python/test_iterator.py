@@ -147,6 +147,45 @@ def test_ctrl_c_interrupts_a_blocking_next():
         assert int(np.asarray(next(it))) == 0
 
 
+def test_closing_an_interrupted_iterator_cancels_its_pipeline():
+    # The interrupted next() leaves its request running: a shuffle filling its buffer from 100,000
+    # elements of 10 ms on 2 threads, 500 s. Dropping the iterator cancels the fill; it waited for
+    # it to end before.
+    import gc
+
+    with python_sigint_handler():
+        slow = sluice.Dataset.range(100_000).map(sluice._testing.sleep(0.01), num_parallel_calls=2)
+        it = iter(slow.shuffle(100_000, seed=1))
+        interrupted_next(it)
+        start = time.monotonic()
+        del it
+        gc.collect()
+        assert time.monotonic() - start < 60
+
+
+def test_dropped_python_errors_release_their_arguments():
+    # Errors that ignore_errors drops are kept (up to 64) until something raises them; the frames
+    # of all but the newest two lose their locals, which would keep the map function's arguments
+    # (views of whole batches) alive.
+    import gc
+    import weakref
+
+    class Marker:
+        pass
+
+    alive = []
+
+    def fail(x):
+        marker = Marker()
+        alive.append(weakref.ref(marker))
+        raise ValueError(f"element {int(x)}")
+
+    assert list(sluice.Dataset.range(10).map(fail).ignore_errors()) == []
+    gc.collect()
+    assert len(alive) == 10
+    assert sum(ref() is not None for ref in alive) <= 2
+
+
 def test_ctrl_c_interrupts_a_next_waiting_on_a_final_prefetch():
     # Ending with a prefetch, next() waits for its buffer on the Python thread (no hand-off to the
     # fetching thread) after the first element; Ctrl-C still interrupts that wait, and nothing is
