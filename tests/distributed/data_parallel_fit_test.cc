@@ -16,6 +16,8 @@
 #include "tests/distributed/test_communicator.h"
 #include "tests/train/fit_test_util.h"
 #include "train/callbacks/backup_and_restore.h"
+#include "train/callbacks/early_stopping.h"
+#include "train/callbacks/tensorboard.h"
 #include "train/fit/trainer.h"
 #include "train/fit/training_checkpoint.h"
 #include "train/optimizers/adam.h"
@@ -156,6 +158,41 @@ TEST(DataParallelFitTest, StepsAgreeOnReadingLogsOnlyWhereSomethingMayReadThem) 
   }
 }
 
+// TensorBoard reads the metrics every update_freq global steps. An epoch starting between two of
+// them must still agree per step: asked only at the epoch's start whether that step needs them,
+// the ranks agreed on "no", and at the next multiple the TensorBoard rank alone read them (a
+// collective the others did not make: Fit failed in the second epoch).
+class LossSeeingTensorBoard : public callbacks::TensorBoard {
+ public:
+  using TensorBoard::TensorBoard;
+  absl::Status OnBatchEnd(int64_t batch, const callbacks::Logs& logs) override {
+    if (NeedsBatchLogs()) steps_with_loss.push_back(logs.contains("loss") ? 1 : 0);
+    return TensorBoard::OnBatchEnd(batch, logs);
+  }
+  std::vector<int> steps_with_loss;
+};
+
+TEST(DataParallelFitTest, ACallbackReadingEveryNthStepOnOneRankKeepsTheRanksInStep) {
+  SLUICE_REQUIRE_RANKS(2);
+  distributed::MpiCommunicator& comm = TestComm();
+  const std::string dir = RankZerosPath(comm, "tensorboard-every-7-");
+  ASSERT_FALSE(dir.empty());
+  std::unique_ptr<layers::Sequential> model = TinyModel(5);
+  optimizers::Sgd sgd({.learning_rate = 0.1f});
+  Trainer t(*model, sgd, {.communicator = &comm});
+  LossSeeingTensorBoard board({.log_dir = dir, .update_freq = 7});
+  FitOptions options{.epochs = 3, .verbose = 0};
+  if (comm.rank() == comm.size() - 1) options.callbacks = {&board};
+  // 96 elements in batches of 6: 8 steps an epoch on 2 ranks, 5 or 6 on 3, none a multiple of 7.
+  absl::StatusOr<History> history =
+      t.Fit(Dataset::FromTensorSlices(Blobs(96, 3)).Batch(6), options);
+  ASSERT_TRUE(history.ok()) << history.status();
+  if (!options.callbacks.empty()) {
+    EXPECT_EQ(static_cast<int64_t>(board.steps_with_loss.size()), t.global_step() / 7);
+    EXPECT_THAT(board.steps_with_loss, ::testing::Each(1));
+  }
+}
+
 // Ranks whose shards differ in length take the same number of steps: the shortest shard's.
 TEST(DataParallelFitTest, EveryRankTakesTheSameStepsWhenShardsDiffer) {
   SLUICE_REQUIRE_RANKS(2);
@@ -225,7 +262,7 @@ TEST(DataParallelFitTest, AMismatchedModelIsFoundAtStartUp) {
 
 // A checkpoint in the middle of an epoch holds every rank's input position: a new job of as
 // many ranks continues exactly; a job of another size is refused.
-TEST(DataParallelFitTest, CheckpointResumesEveryRankExactly) {
+void ExpectCheckpointResumesEveryRankExactly(int accumulation_steps) {
   SLUICE_REQUIRE_RANKS(2);
   distributed::MpiCommunicator& comm = TestComm();
   const std::string dir = RankZerosPath(comm, "sluice_dp_ckpt_");
@@ -234,7 +271,8 @@ TEST(DataParallelFitTest, CheckpointResumesEveryRankExactly) {
   ASSERT_TRUE(comm.Barrier().ok());
   const std::string path = dir + "/mid.ckpt";
   const Dataset data = Dataset::FromTensorSlices(Blobs(96, 4)).Shuffle(32).Batch(4);
-  const FitOptions base = {.epochs = 3, .seed = 11, .verbose = 0};
+  const FitOptions base = {
+      .epochs = 3, .accumulation_steps = accumulation_steps, .seed = 11, .verbose = 0};
 
   std::unique_ptr<layers::Sequential> model = TinyModel(3);
   optimizers::Adam adam({.learning_rate = 0.01f});
@@ -266,6 +304,16 @@ TEST(DataParallelFitTest, CheckpointResumesEveryRankExactly) {
               HasSubstr(absl::StrCat("written by a job of ", comm.size(), " ranks")));
   ASSERT_TRUE(comm.Barrier().ok());
   if (comm.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+TEST(DataParallelFitTest, CheckpointResumesEveryRankExactly) {
+  ExpectCheckpointResumesEveryRankExactly(1);
+}
+
+// Saved at step 13 of an accumulation over 3: each rank's partial sums (1 micro-batch of its own
+// gradients, not yet all-reduced) are in the checkpoint, and every rank continues its own.
+TEST(DataParallelFitTest, CheckpointInsideAGradientAccumulationResumesEveryRankExactly) {
+  ExpectCheckpointResumesEveryRankExactly(3);
 }
 
 // save_before_preemption over ranks: only the last rank gets SIGTERM (after step 5), yet every
@@ -308,6 +356,50 @@ TEST(DataParallelFitTest, ASigtermOnOneRankStopsEveryRankAfterTheSameStep) {
   ASSERT_TRUE(ckpt.ok()) << ckpt.status();
   EXPECT_EQ(ckpt->global_step, 5);
   EXPECT_EQ(ckpt->ranks.size(), static_cast<size_t>(comm.size()));
+  ASSERT_TRUE(comm.Barrier().ok());
+  if (comm.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+// A SIGTERM in an epoch's last step: no later step agrees on it, so the ranks agree before the
+// epoch's validation, which the grace period has no time for (it ran, before). EarlyStopping,
+// listed before the backup and monitoring val_loss, skips the preempted epoch instead of failing
+// Fit for the missing val_loss before the backup is written.
+TEST(DataParallelFitTest, ASigtermInAnEpochsLastStepSkipsItsValidationOnEveryRank) {
+  SLUICE_REQUIRE_RANKS(2);
+  distributed::MpiCommunicator& comm = TestComm();
+  const std::string dir = RankZerosPath(comm, "sluice_dp_preempt_last_");
+  ASSERT_FALSE(dir.empty());
+  std::unique_ptr<layers::Sequential> model = TinyModel(3);
+  optimizers::Adam adam({.learning_rate = 0.01f});
+  Trainer t(*model, adam, {.communicator = &comm});
+  RecordingCallback signaller;
+  signaller.on_batch_end = [&](int64_t, const callbacks::Logs&) {
+    if (comm.rank() == comm.size() - 1 && t.global_step() == 3) raise(SIGTERM);
+    return absl::OkStatus();
+  };
+  bool validated = false;
+  signaller.on_epoch_end = [&](int64_t, const callbacks::Logs& logs) {
+    validated = validated || logs.contains("val_loss");
+    return absl::OkStatus();
+  };
+  callbacks::EarlyStopping stopping({.monitor = "val_loss", .patience = 5});
+  callbacks::BackupAndRestore backup(
+      {.backup_dir = dir, .save_freq = 100, .save_before_preemption = true});
+  const Dataset data = Dataset::FromTensorSlices(Blobs(96, 4)).Batch(4);
+  const absl::Status stopped = t.Fit(data, {.epochs = 2,
+                                            .steps_per_epoch = 3,
+                                            .validation_data = data,
+                                            .callbacks = {&signaller, &stopping, &backup},
+                                            .verbose = 0})
+                                   .status();
+  EXPECT_TRUE(callbacks::IsPreemption(stopped)) << stopped;
+  EXPECT_EQ(t.global_step(), 3);
+  EXPECT_FALSE(validated);
+  ASSERT_TRUE(comm.Barrier().ok());
+  absl::StatusOr<std::vector<std::string>> backups = backup.Backups();
+  ASSERT_TRUE(backups.ok()) << backups.status();
+  ASSERT_EQ(backups->size(), 1u);
+  EXPECT_THAT((*backups)[0], HasSubstr("ckpt-000000000003.ckpt"));
   ASSERT_TRUE(comm.Barrier().ok());
   if (comm.rank() == 0) std::filesystem::remove_all(dir);
 }

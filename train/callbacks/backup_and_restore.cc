@@ -183,6 +183,10 @@ absl::Status BackupAndRestore::OnBatchEnd(int64_t batch, const Logs& logs) {
   return Save();
 }
 
+void BackupAndRestore::OnTrainAborted(const absl::Status& error) {
+  termination_.reset();  // a SIGTERM after a failed Fit ends the process, as without Fit
+}
+
 absl::Status BackupAndRestore::OnTrainEnd(const Logs& logs) {
   termination_.reset();
   if (!options_.delete_checkpoint) return absl::OkStatus();

@@ -62,8 +62,10 @@ class BackupAndRestore : public Callback {
   absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;
   absl::Status OnBatchEnd(int64_t batch, const Logs& logs) override;
   absl::Status OnTrainEnd(const Logs& logs) override;
+  void OnTrainAborted(const absl::Status& error) override;
   // A backup reads no logs.
   bool NeedsBatchLogs() const override { return false; }
+  bool MayNeedBatchLogs() const override { return false; }
 
   // The backups in backup_dir, newest (highest step) first.
   absl::StatusOr<std::vector<std::string>> Backups() const;

@@ -28,8 +28,10 @@ inline std::optional<double> LogValue(const Logs& logs, absl::string_view key) {
 // A hook into fit::Trainer::Fit, as keras.callbacks.Callback. Fit calls set_trainer() first, then
 // the On* methods in this order: OnTrainBegin, per epoch OnEpochBegin, OnBatchEnd after each step,
 // OnEpochEnd (with the epoch's metrics and validation metrics), and OnTrainEnd. An error from a
-// callback stops Fit and is returned by it. A callback may call trainer()->StopTraining() (Keras'
-// model.stop_training = True), read and set the model's variables, or save a checkpoint.
+// callback, or any other, stops Fit and is returned by it; the callbacks whose OnTrainBegin
+// returned then get OnTrainAborted instead of OnTrainEnd. A callback may call
+// trainer()->StopTraining() (Keras' model.stop_training = True), read and set the model's
+// variables, or save a checkpoint.
 class Callback {
  public:
   virtual ~Callback() = default;
@@ -39,6 +41,10 @@ class Callback {
 
   virtual absl::Status OnTrainBegin(const Logs& logs) { return absl::OkStatus(); }
   virtual absl::Status OnTrainEnd(const Logs& logs) { return absl::OkStatus(); }
+  // Fit is returning `error` (a preemption's stop included) after this callback's OnTrainBegin
+  // succeeded: release what OnTrainBegin took (a signal handler), without OnTrainEnd's work.
+  // May follow OnTrainEnd when a later callback's OnTrainEnd failed.
+  virtual void OnTrainAborted(const absl::Status& error) {}
   // `epoch` counts from 0.
   virtual absl::Status OnEpochBegin(int64_t epoch, const Logs& logs) { return absl::OkStatus(); }
   virtual absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) { return absl::OkStatus(); }
@@ -52,6 +58,11 @@ class Callback {
   // callback (or the progress bar) asks for. Keras calls batch hooks only for callbacks that
   // implement them, for the same reason.
   virtual bool NeedsBatchLogs() const { return true; }
+  // Asked at each epoch's start: whether NeedsBatchLogs() may say true at any step of the epoch.
+  // Data-parallel ranks agree on it then, and per step only where it is true; where it is false
+  // no step reads the metrics, whatever NeedsBatchLogs() says, so that every rank makes the same
+  // collectives.
+  virtual bool MayNeedBatchLogs() const { return true; }
   // Asked by Fit once the model is built, before the first step: checkpoints
   // (Trainer::SaveCheckpoint's) to continue from, best first, as Keras' BackupAndRestore
   // restores; empty: none. Fit resumes exactly where the first readable one was saved, warning

@@ -18,6 +18,8 @@ absl::Status EarlyStopping::OnTrainBegin(const Logs& logs) {
 }
 
 absl::Status EarlyStopping::OnEpochEnd(int64_t epoch, const Logs& logs) {
+  // A preempted epoch has no validation, and may be cut short: not one to judge.
+  if (trainer()->preempting()) return absl::OkStatus();
   SLUICE_ASSIGN_OR_RETURN(double value, monitor_.Get(logs, "EarlyStopping"));
   // Keras keeps the first epoch's weights even when it is no improvement (a NaN loss).
   if (options_.restore_best_weights && best_weights_.empty()) {

@@ -34,6 +34,7 @@ class EarlyStopping : public Callback {
   absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;
   absl::Status OnTrainEnd(const Logs& logs) override;
   bool NeedsBatchLogs() const override { return false; }
+  bool MayNeedBatchLogs() const override { return false; }
 
   // The epoch Fit stopped after (-1: it was not stopped) and the best one.
   int64_t stopped_epoch() const { return stopped_epoch_; }

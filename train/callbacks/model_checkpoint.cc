@@ -47,9 +47,12 @@ absl::Status ModelCheckpoint::MaybeSave(int64_t epoch, const Logs& logs) {
 }
 
 absl::Status ModelCheckpoint::OnEpochEnd(int64_t epoch, const Logs& logs) {
-  if (options_.save_freq != 0) return absl::OkStatus();
+  // A preempted epoch's model is not that epoch's: BackupAndRestore's backup keeps it.
+  if (options_.save_freq != 0 || trainer()->preempting()) return absl::OkStatus();
   return MaybeSave(epoch, logs);
 }
+
+bool ModelCheckpoint::MayNeedBatchLogs() const { return options_.save_freq != 0; }
 
 bool ModelCheckpoint::NeedsBatchLogs() const {
   return options_.save_freq != 0 && trainer()->global_step() % options_.save_freq == 0;

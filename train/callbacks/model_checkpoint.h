@@ -37,6 +37,7 @@ class ModelCheckpoint : public Callback {
   absl::Status OnBatchEnd(int64_t batch, const Logs& logs) override;
   // Only at the steps it saves (its monitor and file name read the logs).
   bool NeedsBatchLogs() const override;
+  bool MayNeedBatchLogs() const override;
 
   int64_t saves() const { return saves_; }
   const std::string& last_path() const { return last_path_; }

@@ -22,6 +22,8 @@ absl::Status ReduceLROnPlateau::OnTrainBegin(const Logs& logs) {
 }
 
 absl::Status ReduceLROnPlateau::OnEpochEnd(int64_t epoch, const Logs& logs) {
+  // A preempted epoch has no validation, and may be cut short: not one to count.
+  if (trainer()->preempting()) return absl::OkStatus();
   SLUICE_ASSIGN_OR_RETURN(double value, monitor_.Get(logs, "ReduceLROnPlateau"));
   const bool in_cooldown = cooldown_counter_ > 0;
   if (in_cooldown) {

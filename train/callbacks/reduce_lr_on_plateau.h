@@ -30,6 +30,7 @@ class ReduceLROnPlateau : public Callback {
   absl::Status OnTrainBegin(const Logs& logs) override;
   absl::Status OnEpochEnd(int64_t epoch, const Logs& logs) override;
   bool NeedsBatchLogs() const override { return false; }
+  bool MayNeedBatchLogs() const override { return false; }
 
   int64_t reductions() const { return reductions_; }
 

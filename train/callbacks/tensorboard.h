@@ -30,6 +30,7 @@ class TensorBoard : public Callback {
   absl::Status OnBatchEnd(int64_t batch, const Logs& logs) override;
   // Only at the steps it writes (every update_freq).
   bool NeedsBatchLogs() const override;
+  bool MayNeedBatchLogs() const override { return options_.update_freq != 0; }
   absl::Status OnTrainEnd(const Logs& logs) override;
 
   // The event files (empty before OnTrainBegin; validation's until it is first written).

@@ -37,7 +37,9 @@ class TrainingLoop {
   // Data-parallel: asks every rank to stop before the next step, for a preemption noticed after
   // this one. The ranks agree on it with the agreement each step already makes (no collective of
   // its own), skip the epoch's validation, and reach OnEpochEnd together, where preempting() is
-  // true on every rank. In one process, as StopTraining.
+  // true on every rank; a request in an epoch's last step is agreed on before its validation.
+  // Callbacks that judge an epoch by its metrics (EarlyStopping, ReduceLROnPlateau, ModelCheckpoint
+  // per epoch) skip a preempted one. In one process, as StopTraining.
   virtual void StopForPreemption() { StopTraining(); }
   virtual bool preempting() const { return false; }
 };

@@ -30,7 +30,9 @@ absl::Status EpochLoop::AgreeOnLogReaders() {
   if (!p_.replicas.distributed()) return absl::OkStatus();
   // Callbacks that read no batch logs (BackupAndRestore) need no agreement per step.
   bool mine = progress_ != nullptr && progress_->interactive();
-  for (callbacks::Callback* cb : options_.callbacks) mine = mine || cb->NeedsBatchLogs();
+  // Whether any step may: a callback that reads every Nth global step must not be asked about
+  // this one only (an epoch that starts between its steps would skip the agreement).
+  for (callbacks::Callback* cb : options_.callbacks) mine = mine || cb->MayNeedBatchLogs();
   absl::StatusOr<std::vector<double>> any = p_.replicas.Sum({mine ? 1.0 : 0.0});
   if (!any.ok()) return WithContext(any.status(), "Fit: ");
   logs_may_be_read_ = (*any)[0] > 0;
@@ -150,11 +152,15 @@ absl::Status EpochLoop::AfterStep(int64_t step_start, double compute_start,
   // Reading the metrics waits for the device: only for steps whose logs someone reads. The
   // labels' checks come with them, and at least every kMaxDeferredLabelChecks steps.
   bool read_logs = WantsLogs();
-  if (p_.replicas.distributed() && logs_may_be_read_) {
-    // Reading them sums them over the ranks: all read if any rank's callbacks want them.
-    absl::StatusOr<std::vector<double>> wanted = p_.replicas.Sum({read_logs ? 1.0 : 0.0});
-    if (!wanted.ok()) return WithContext(wanted.status(), where);
-    read_logs = (*wanted)[0] > 0;
+  if (p_.replicas.distributed()) {
+    if (logs_may_be_read_) {
+      // Reading them sums them over the ranks: all read if any rank's callbacks want them.
+      absl::StatusOr<std::vector<double>> wanted = p_.replicas.Sum({read_logs ? 1.0 : 0.0});
+      if (!wanted.ok()) return WithContext(wanted.status(), where);
+      read_logs = (*wanted)[0] > 0;
+    } else {
+      read_logs = false;  // no rank agreed to read: a read alone would pair with nothing
+    }
   }
   callbacks::Logs logs;
   if (read_logs || p_.loss.unchecked_batches() >= kMaxDeferredLabelChecks) {

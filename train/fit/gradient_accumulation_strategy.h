@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "train/fit/step_strategy.h"
@@ -25,12 +26,25 @@ class GradientAccumulationStrategy : public WrappingStrategy {
   }
   absl::Status ApplyGradients(std::vector<std::optional<Tensor>> grads,
                               const std::vector<autodiff::Variable*>& vars) override;
-  // Its partial sums are not saved: FailedPrecondition inside an accumulation.
-  absl::Status CheckCanSave(const std::string& path, int64_t global_step) const override;
+  // The partial sums, copied to the host, by the names of the variables they belong to (as Keras
+  // 3 keeps its accumulators among the optimizer's variables).
+  absl::Status SaveState(RankPosition& position) const override;
+  // Keeps the saved sums until the next ApplyGradients, which has the variables to match them
+  // to and moves them to their device.
+  absl::Status RestoreState(const RankPosition& position, absl::string_view where) override;
 
  private:
+  // The restored sums, in the order of `vars`.
+  absl::Status TakeRestored(const std::vector<autodiff::Variable*>& vars);
+
   optimizers::GradientAccumulator accumulator_;
-  int accumulated_ = 0;  // micro-batches summed since the last update
+  int accumulated_ = 0;             // micro-batches summed since the last update
+  std::vector<std::string> names_;  // of the variables the sums belong to
+  // From RestoreState, until the next ApplyGradients: how many micro-batches, their sums by
+  // name, and the checkpoint's name for errors.
+  int restored_steps_ = 0;
+  std::vector<std::pair<std::string, Tensor>> restored_sums_;
+  std::string restored_from_;
 };
 
 }  // namespace sluice::train::fit

@@ -8,11 +8,13 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "core/tensor.h"
 #include "train/autodiff/tape.h"
 #include "train/autodiff/variable.h"
 #include "train/callbacks/callback.h"
 #include "train/fit/data_parallel.h"
+#include "train/fit/training_checkpoint.h"
 #include "train/optimizers/dynamic_loss_scale.h"
 #include "train/optimizers/optimizer.h"
 
@@ -47,9 +49,13 @@ class StepStrategy {
                                       const std::vector<autodiff::Variable*>& vars) = 0;
   // Adds what it reports per step and per epoch to `logs` ("loss_scale").
   virtual void AddLogs(callbacks::Logs& logs) const = 0;
-  // OK when the training state can be checkpointed now; FailedPrecondition naming `path` and
-  // the step otherwise.
-  virtual absl::Status CheckCanSave(const std::string& path, int64_t global_step) const = 0;
+  // Adds the state a checkpoint must keep to this rank's `position`: the partial sums of an
+  // accumulation under way.
+  virtual absl::Status SaveState(RankPosition& position) const = 0;
+  // Takes back what SaveState kept (`where` names the checkpoint in errors). FailedPrecondition
+  // when this chain cannot continue it: accumulated gradients without accumulation over as many
+  // micro-batches.
+  virtual absl::Status RestoreState(const RankPosition& position, absl::string_view where) = 0;
 };
 
 // The innermost strategy: the optimizer applies the gradients as they come.
@@ -70,9 +76,9 @@ class LocalStrategy : public StepStrategy {
     return optimizer_.Apply(grads, vars);
   }
   void AddLogs(callbacks::Logs& /*logs*/) const override {}
-  absl::Status CheckCanSave(const std::string& /*path*/, int64_t /*global_step*/) const override {
-    return absl::OkStatus();
-  }
+  absl::Status SaveState(RankPosition& /*position*/) const override { return absl::OkStatus(); }
+  // Accumulated gradients reach here only where no GradientAccumulationStrategy took them.
+  absl::Status RestoreState(const RankPosition& position, absl::string_view where) override;
 
  private:
   optimizers::Optimizer& optimizer_;
@@ -88,8 +94,11 @@ class WrappingStrategy : public StepStrategy {
     return inner_->BeginBackward(vars);
   }
   void AddLogs(callbacks::Logs& logs) const override { inner_->AddLogs(logs); }
-  absl::Status CheckCanSave(const std::string& path, int64_t global_step) const override {
-    return inner_->CheckCanSave(path, global_step);
+  absl::Status SaveState(RankPosition& position) const override {
+    return inner_->SaveState(position);
+  }
+  absl::Status RestoreState(const RankPosition& position, absl::string_view where) override {
+    return inner_->RestoreState(position, where);
   }
 
  protected:

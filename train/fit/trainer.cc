@@ -59,7 +59,20 @@ absl::StatusOr<History> Trainer::Fit(const Dataset& train, FitOptions options) {
                           StepsInEpoch(shard, options));
 
   for (callbacks::Callback* cb : options.callbacks) cb->set_trainer(this);
-  for (callbacks::Callback* cb : options.callbacks) SLUICE_RETURN_IF_ERROR(cb->OnTrainBegin({}));
+  size_t began = 0;  // the callbacks whose OnTrainBegin returned
+  absl::StatusOr<History> history = RunEpochs(options, steps_in_epoch, began);
+  if (!history.ok()) {
+    for (size_t i = 0; i < began; ++i) options.callbacks[i]->OnTrainAborted(history.status());
+  }
+  return history;
+}
+
+absl::StatusOr<History> Trainer::RunEpochs(const FitOptions& options,
+                                           std::optional<int64_t> steps_in_epoch, size_t& began) {
+  for (callbacks::Callback* cb : options.callbacks) {
+    SLUICE_RETURN_IF_ERROR(cb->OnTrainBegin({}));
+    ++began;
+  }
   History history;
   callbacks::Logs logs;
   while (position_.epoch < options.epochs && !position_.stop_training) {
@@ -166,6 +179,12 @@ absl::StatusOr<callbacks::Logs> Trainer::FitEpoch(const FitOptions& options,
                  options, steps_in_epoch, progress ? &*progress : nullptr);
   SLUICE_ASSIGN_OR_RETURN(EpochResult result, loop.Run());
   callbacks::Logs logs = std::move(result.logs);
+  if (replicas_.distributed() && !position_.preempting) {
+    // A rank asked to stop in the epoch's last step, after which no step agreed on it: agree now,
+    // before the validation that the grace period has no time for.
+    SLUICE_ASSIGN_OR_RETURN(const bool requested, AnyReplica(position_.preemption_requested));
+    if (requested) position_.stop_training = position_.preempting = true;
+  }
   // Not in a preemption's grace period: the backup is what matters then.
   if (options.validation_data && !position_.preempting) {
     SLUICE_ASSIGN_OR_RETURN(callbacks::Logs val, Evaluate(*options.validation_data));
@@ -277,7 +296,6 @@ absl::StatusOr<Tensor> Trainer::Predict(const Dataset& data) {
 
 absl::Status Trainer::SaveCheckpoint(const std::string& path) {
   profiler::Span span("checkpoint", "SaveCheckpoint");
-  if (strategy_) SLUICE_RETURN_IF_ERROR(strategy_->CheckCanSave(path, position_.global_step));
   TrainingCheckpoint ckpt;
   // Written before this returns, before the next step changes them: host values are shared,
   // not copied (a checkpoint the size of the model and its slots, not twice that).
@@ -289,7 +307,9 @@ absl::Status Trainer::SaveCheckpoint(const std::string& path) {
   ckpt.epoch = position_.epoch;
   ckpt.step_in_epoch = position_.step_in_epoch;
   ckpt.global_step = position_.global_step;
+  if (loss_scale_) ckpt.loss_scale = loss_scale_->state();
   if (in_fit_ && input_ != nullptr) {
+    SLUICE_RETURN_IF_ERROR(strategy_->SaveState(ckpt));  // an accumulation's partial sums
     SLUICE_RETURN_IF_ERROR(input_->Save(ckpt));
     if (position_.step_in_epoch > 0) {
       SLUICE_ASSIGN_OR_RETURN(ckpt.metrics, train_metrics_->State());
@@ -412,6 +432,13 @@ absl::Status Trainer::ResumeFromCheckpoint() {
   position_.global_step = ckpt.global_step;
   SLUICE_RETURN_IF_ERROR(input_->Restore(ckpt, resume_path_));
   if (position_.step_in_epoch > 0) train_metrics_->Restore(ckpt.metrics);
+  SLUICE_RETURN_IF_ERROR(strategy_->RestoreState(ckpt, resume_path_));
+  // Fit made the scale (StartLossScaling) before resuming. A checkpoint of a run without one, or
+  // from before checkpoints kept it, leaves the fresh scale.
+  if (loss_scale_ && ckpt.loss_scale) {
+    SLUICE_RETURN_IF_ERROR(
+        WithContext(loss_scale_->Restore(*ckpt.loss_scale), absl::StrCat(resume_path_, ": ")));
+  }
   return absl::OkStatus();
 }
 

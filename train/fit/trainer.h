@@ -118,6 +118,10 @@ class Trainer : public callbacks::TrainingLoop {
   absl::Status ResumeFromCheckpoint();
   absl::StatusOr<std::optional<int64_t>> StepsInEpoch(const Dataset& train,
                                                       const FitOptions& options);
+  // Fit's callbacks' OnTrainBegin (counting in `began` those that returned), its epochs, and
+  // their OnTrainEnd.
+  absl::StatusOr<History> RunEpochs(const FitOptions& options,
+                                    std::optional<int64_t> steps_in_epoch, size_t& began);
   absl::StatusOr<callbacks::Logs> FitEpoch(const FitOptions& options,
                                            std::optional<int64_t> steps_in_epoch);
   std::optional<callbacks::ProgressBar> MakeProgressBar(const FitOptions& options,

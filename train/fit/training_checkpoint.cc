@@ -144,6 +144,16 @@ void PositionToProto(const RankPosition& position, P* p) {
     mp->set_total(m.total);
     mp->set_count(m.count);
   }
+  if (position.accumulated_steps > 0) {
+    p->set_accumulated_steps(position.accumulated_steps);
+    p->set_accumulation_steps(position.accumulation_steps);
+    Element sums;
+    for (const auto& [name, sum] : position.accumulated_gradients) {
+      p->add_accumulated_names(name);
+      sums.push_back(sum);
+    }
+    ElementToProto(sums, p->mutable_accumulated_gradients());
+  }
 }
 
 template <typename P>
@@ -159,6 +169,33 @@ absl::Status PositionFromProto(const P& p, absl::string_view where, RankPosition
   }
   for (const proto::MetricStateProto& m : p.metrics()) {
     out.metrics.push_back({m.name(), m.total(), m.count()});
+  }
+  if (p.accumulated_steps() == 0 && p.accumulated_names_size() == 0) return absl::OkStatus();
+  if (p.accumulated_steps() < 1 || p.accumulated_steps() >= p.accumulation_steps()) {
+    return absl::DataLossError(
+        absl::StrCat(where, ": ", p.accumulated_steps(), " of ", p.accumulation_steps(),
+                     " micro-batches accumulated: outside [1, ", p.accumulation_steps(), ")"));
+  }
+  absl::StatusOr<Element> sums = ElementFromProto(p.accumulated_gradients());
+  if (!sums.ok()) {
+    return absl::DataLossError(
+        absl::StrCat(where, ": the accumulated gradients: ", sums.status().message()));
+  }
+  if (sums->size() != static_cast<size_t>(p.accumulated_names_size())) {
+    return absl::DataLossError(absl::StrCat(where, ": ", sums->size(),
+                                            " accumulated gradients for ",
+                                            p.accumulated_names_size(), " names"));
+  }
+  out.accumulated_steps = p.accumulated_steps();
+  out.accumulation_steps = p.accumulation_steps();
+  for (int i = 0; i < p.accumulated_names_size(); ++i) {
+    Tensor& sum = (*sums)[static_cast<size_t>(i)];
+    if (sum.dtype() != DType::kFloat32) {
+      return absl::DataLossError(absl::StrCat(where, ": the accumulated gradient of ",
+                                              p.accumulated_names(i), " is ",
+                                              DTypeName(sum.dtype()), ", not float32"));
+    }
+    out.accumulated_gradients.emplace_back(p.accumulated_names(i), std::move(sum));
   }
   return absl::OkStatus();
 }
@@ -217,6 +254,12 @@ absl::Status WriteCheckpoint(const std::string& path, const TrainingCheckpoint& 
   for (const RankPosition& r : checkpoint.ranks) PositionToProto(r, rest.add_ranks());
   for (const std::string& name : checkpoint.frozen_variables) rest.add_frozen_variables(name);
   rest.set_weights_only(checkpoint.weights_only);
+  if (checkpoint.loss_scale) {
+    proto::LossScaleStateProto* scale = rest.mutable_loss_scale();
+    scale->set_scale(checkpoint.loss_scale->scale);
+    scale->set_finite_steps(checkpoint.loss_scale->finite_steps);
+    scale->set_skipped_steps(checkpoint.loss_scale->skipped_steps);
+  }
   payload.AddMessage(rest);
 
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file, AtomicFile::Create(path));
@@ -288,6 +331,12 @@ class PayloadParser {
     ckpt.epoch = p.epoch();
     ckpt.step_in_epoch = p.step_in_epoch();
     ckpt.global_step = p.global_step();
+    if (p.has_loss_scale()) {
+      ckpt.loss_scale =
+          optimizers::DynamicLossScale::State{.scale = p.loss_scale().scale(),
+                                              .finite_steps = p.loss_scale().finite_steps(),
+                                              .skipped_steps = p.loss_scale().skipped_steps()};
+    }
     SLUICE_RETURN_IF_ERROR(PositionFromProto(p, path_, ckpt));
     for (const proto::RankPositionProto& r : p.ranks()) {
       SLUICE_RETURN_IF_ERROR(PositionFromProto(r, absl::StrCat(path_, ": rank ", ckpt.ranks.size()),

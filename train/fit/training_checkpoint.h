@@ -15,6 +15,7 @@
 #include "core/tensor.h"
 #include "io/input_stream.h"
 #include "train/autodiff/variable.h"
+#include "train/optimizers/dynamic_loss_scale.h"
 #include "train/optimizers/optimizer.h"
 
 namespace sluice::train::fit {
@@ -31,6 +32,12 @@ struct RankPosition {
   std::optional<std::string> iterator_state;  // Iterator::Save() of the training pipeline
   std::optional<Element> pending_element;     // read from the pipeline, not yet trained on
   std::vector<MetricState> metrics;           // the epoch's metrics so far
+  // Gradient accumulation under way: `accumulated_steps` micro-batches (>= 1) of
+  // `accumulation_steps` summed since the last update, and their sums (host tensors) by variable
+  // name; a variable without a gradient yet has none. 0: nothing accumulated.
+  int64_t accumulated_steps = 0;
+  int64_t accumulation_steps = 0;
+  std::vector<std::pair<std::string, Tensor>> accumulated_gradients;
 };
 
 // Everything a resumed Fit needs to continue exactly where the saved one was. A single process
@@ -46,6 +53,8 @@ struct TrainingCheckpoint : RankPosition {
   std::vector<RankPosition> ranks;
   std::vector<std::string> frozen_variables;  // names of the frozen ones
   bool weights_only = false;  // only `variables` and `frozen_variables` are meaningful
+  // Fit's dynamic loss scale, when it scales the loss (nothing in older checkpoints).
+  std::optional<optimizers::DynamicLossScale::State> loss_scale;
 };
 
 // A rank's position as bytes, for gathering every rank's on the rank that writes the file.

@@ -24,6 +24,28 @@ absl::StatusOr<DynamicLossScale> DynamicLossScale::Create(DynamicLossScaleOption
   return DynamicLossScale(options);
 }
 
+absl::Status DynamicLossScale::Restore(const State& state) {
+  int exponent = 0;
+  if (!(state.scale >= 1) || !std::isfinite(state.scale) ||
+      std::frexp(state.scale, &exponent) != 0.5f) {
+    return absl::DataLossError(
+        absl::StrCat("loss scale: a saved scale must be a power of two >= 1, got ", state.scale));
+  }
+  if (state.finite_steps < 0 || state.finite_steps >= options_.growth_steps) {
+    return absl::DataLossError(absl::StrCat("loss scale: saved finite steps ", state.finite_steps,
+                                            " outside [0, growth_steps ", options_.growth_steps,
+                                            ")"));
+  }
+  if (state.skipped_steps < 0) {
+    return absl::DataLossError(
+        absl::StrCat("loss scale: saved skipped steps ", state.skipped_steps, " < 0"));
+  }
+  scale_ = state.scale;
+  finite_steps_ = state.finite_steps;
+  skipped_steps_ = state.skipped_steps;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<bool> DynamicLossScale::UnscaleAndUpdate(std::vector<std::optional<Tensor>>& grads) {
   const float inverse = 1.0f / scale_;  // exact: scale_ is a power of two
   for (std::optional<Tensor>& g : grads) {

@@ -30,6 +30,19 @@ class DynamicLossScale {
   float scale() const { return scale_; }
   int64_t skipped_steps() const { return skipped_steps_; }
 
+  // What a training checkpoint keeps, so that a resumed run scales, grows and skips exactly as
+  // the uninterrupted one.
+  struct State {
+    float scale = 1;
+    int64_t finite_steps = 0;  // in a row, since the scale last changed
+    int64_t skipped_steps = 0;
+  };
+  State state() const { return {scale_, finite_steps_, skipped_steps_}; }
+  // Continues from `state`; DataLoss, naming the field, unless the scale is a finite power of
+  // two >= 1, finite_steps lies in [0, growth_steps) and skipped_steps >= 0 (it comes from a
+  // file).
+  absl::Status Restore(const State& state);
+
   // Replaces each gradient by gradient / scale() (on its device) and returns whether all of
   // them are finite, then moves the scale on. Reads one number back from the device.
   absl::StatusOr<bool> UnscaleAndUpdate(std::vector<std::optional<Tensor>>& grads);

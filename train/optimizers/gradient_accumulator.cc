@@ -43,6 +43,21 @@ absl::Status GradientAccumulator::Add(const std::vector<std::optional<Tensor>>& 
   return absl::OkStatus();
 }
 
+absl::Status GradientAccumulator::Restore(int added, std::vector<std::optional<Tensor>> sums) {
+  if (added < 1 || added >= steps_) {
+    return absl::InvalidArgumentError(absl::StrCat("GradientAccumulator::Restore: ", added,
+                                                   " micro-batches outside [1, ", steps_, ")"));
+  }
+  for (const std::optional<Tensor>& s : sums) {
+    if (s && s->dtype() != DType::kFloat32) {
+      return absl::InvalidArgumentError("GradientAccumulator::Restore: sums must be float32");
+    }
+  }
+  added_ = added;
+  sums_ = std::move(sums);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<std::optional<Tensor>>> GradientAccumulator::Average() {
   std::vector<std::optional<Tensor>> mean = std::move(sums_);
   const int added = added_;

@@ -25,6 +25,12 @@ class GradientAccumulator {
   // The sum divided by the number of micro-batches added (`steps` once ready).
   absl::StatusOr<std::vector<std::optional<Tensor>>> Average();
   int steps() const { return steps_; }
+  // Micro-batches added since the last Average(), and their sums (a checkpoint keeps both).
+  int added() const { return added_; }
+  const std::vector<std::optional<Tensor>>& sums() const { return sums_; }
+  // Continues from saved sums: `added` in [1, steps), one entry per gradient Add will be given
+  // (nullopt where none came yet). InvalidArgument otherwise, changing nothing.
+  absl::Status Restore(int added, std::vector<std::optional<Tensor>> sums);
 
  private:
   int steps_;

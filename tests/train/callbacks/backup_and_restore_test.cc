@@ -16,6 +16,7 @@
 #include "tests/train/fit_test_util.h"
 #include "train/autodiff/variable.h"
 #include "train/fit/trainer.h"
+#include "train/fit/training_checkpoint.h"
 #include "train/optimizers/adam.h"
 
 namespace sluice::train::callbacks {
@@ -75,13 +76,15 @@ class StepCounter : public Callback {
 };
 
 // Trains TinyModel for 3 epochs of 6 steps with `extra` callbacks; the final variables.
-absl::StatusOr<Snapshot> Train(std::vector<Callback*> extra) {
+absl::StatusOr<Snapshot> Train(std::vector<Callback*> extra, int accumulation_steps = 1) {
   auto model = TinyModel(4);
   optimizers::Adam adam(0.01f);
   fit::Trainer trainer(*model, adam);
-  absl::StatusOr<fit::History> h =
-      trainer.Fit(BlobsDataset(96, 7, 16).Shuffle(96, {.seed = 2}),
-                  {.epochs = 3, .callbacks = std::move(extra), .verbose = 0});
+  absl::StatusOr<fit::History> h = trainer.Fit(BlobsDataset(96, 7, 16).Shuffle(96, {.seed = 2}),
+                                               {.epochs = 3,
+                                                .callbacks = std::move(extra),
+                                                .accumulation_steps = accumulation_steps,
+                                                .verbose = 0});
   if (!h.ok()) return h.status();
   return autodiff::SnapshotVariables(model->Variables());
 }
@@ -175,6 +178,58 @@ TEST(BackupAndRestoreTest, ASigtermWritesABackupOfTheStepAndTheRunResumesThere) 
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   EXPECT_EQ(counter.steps(), 10);  // 9 to 18
   ExpectEqual(*straight, *resumed);
+}
+
+// Gradient accumulation over 4 micro-batches, epochs of 6 steps: each epoch's backup falls in the
+// middle of an accumulation (2 of 4 summed at step 6). The backup keeps the partial sums (it
+// failed with "cannot checkpoint" before, ending Fit at the first epoch's end), and the run
+// resumed from it applies the same means at the same steps.
+TEST(BackupAndRestoreTest, BackupsInTheMiddleOfAGradientAccumulationResumeExactly) {
+  absl::StatusOr<Snapshot> straight = Train({}, /*accumulation_steps=*/4);
+  ASSERT_TRUE(straight.ok()) << straight.status();
+  ScopedTempDir dir;
+  BackupAndRestore first({.backup_dir = dir.path()});
+  FailAtStep crash(9);
+  EXPECT_EQ(Train({&first, &crash}, 4).status().code(), absl::StatusCode::kAborted);
+  absl::StatusOr<std::vector<std::string>> backups = first.Backups();
+  ASSERT_TRUE(backups.ok() && backups->size() == 1u);
+  absl::StatusOr<fit::TrainingCheckpoint> saved = fit::ReadCheckpoint((*backups)[0]);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(saved->global_step, 6);
+  EXPECT_EQ(saved->accumulated_steps, 2);
+  EXPECT_EQ(saved->accumulation_steps, 4);
+  EXPECT_EQ(saved->accumulated_gradients.size(), 4u);  // two kernels, two biases
+
+  // Without accumulation, or over another count, the sums cannot be continued.
+  for (const int other : {1, 3}) {
+    BackupAndRestore refused({.backup_dir = dir.path()});
+    EXPECT_EQ(Train({&refused}, other).status().code(), absl::StatusCode::kFailedPrecondition);
+  }
+
+  BackupAndRestore second({.backup_dir = dir.path()});
+  StepCounter counter;
+  absl::StatusOr<Snapshot> resumed = Train({&second, &counter}, 4);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(counter.steps(), 12);  // 7 to 18
+  ExpectEqual(*straight, *resumed);
+}
+
+// A Fit that fails for another reason lets go of SIGTERM too (OnTrainAborted): it was absorbed
+// for as long as the callback lived, and the same callback's next Fit failed with "SIGTERM is
+// already watched".
+TEST(BackupAndRestoreTest, AFailedFitReleasesTheSigtermHandler) {
+  ScopedTempDir dir;
+  BackupAndRestore backup(
+      {.backup_dir = dir.path(), .save_freq = 5, .save_before_preemption = true});
+  FailAtStep crash(3);
+  EXPECT_EQ(Train({&backup, &crash}).status().code(), absl::StatusCode::kAborted);
+  struct sigaction now;
+  ASSERT_EQ(sigaction(SIGTERM, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_DFL);
+  StepCounter counter;
+  absl::StatusOr<Snapshot> again = Train({&backup, &counter});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(counter.steps(), 18);  // no backup before step 5: a fresh start
 }
 
 // A SIGTERM at an epoch's end (during its validation, say) stops Fit there with the epoch's

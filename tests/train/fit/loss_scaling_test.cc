@@ -11,6 +11,7 @@
 #include "tests/train/fit_test_util.h"
 #include "train/autodiff/variable.h"
 #include "train/fit/trainer.h"
+#include "train/fit/training_checkpoint.h"
 #include "train/optimizers/adam.h"
 
 namespace sluice::train::testing {
@@ -84,6 +85,61 @@ TEST(LossScalingTest, TheScaleGrowsAfterCleanSteps) {
       /*epochs=*/1);
   ASSERT_TRUE(run.history.ok()) << run.history.status();
   EXPECT_EQ(run.history->at("loss_scale").back(), 128.0);  // 6 clean steps: 3 doublings
+}
+
+// The scale, its run of finite steps and the skipped steps are in the checkpoint: resumed
+// after one epoch of 6 steps (growth every 5: 16 -> 32, one finite step since), the second
+// epoch doubles again at its 4th step, as the uninterrupted run does. A fresh scale (16, none)
+// would reach 32 only.
+TEST(LossScalingTest, ACheckpointResumesTheScaleWhereItWas) {
+  const optimizers::DynamicLossScaleOptions options{.initial_scale = 16, .growth_steps = 5};
+  Outcome whole = TrainWithLossScale(options, /*epochs=*/2);
+  ASSERT_TRUE(whole.history.ok()) << whole.history.status();
+  ASSERT_EQ(whole.history->at("loss_scale").back(), 64.0);
+
+  const std::string path = ::testing::TempDir() + "/loss_scale_resume.ckpt";
+  {
+    auto model = TinyModel(8);
+    optimizers::Adam adam;
+    fit::Trainer first(*model, adam, {.loss_scale = options});
+    ASSERT_TRUE(first.Fit(BlobsDataset(96, 3, 16), {.epochs = 1, .verbose = 0}).ok());
+    ASSERT_TRUE(first.SaveCheckpoint(path).ok());
+  }
+  absl::StatusOr<fit::TrainingCheckpoint> saved = fit::ReadCheckpoint(path);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  ASSERT_TRUE(saved->loss_scale.has_value());
+  EXPECT_EQ(saved->loss_scale->scale, 32.0f);
+  EXPECT_EQ(saved->loss_scale->finite_steps, 1);
+  EXPECT_EQ(saved->loss_scale->skipped_steps, 0);
+
+  auto model = TinyModel(8);
+  optimizers::Adam adam;
+  fit::Trainer resumed(*model, adam, {.loss_scale = options});
+  ASSERT_TRUE(resumed.LoadCheckpoint(path).ok());
+  absl::StatusOr<fit::History> rest =
+      resumed.Fit(BlobsDataset(96, 3, 16), {.epochs = 2, .verbose = 0});
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_EQ(rest->at("loss_scale").back(), 64.0);
+  ExpectSameVariables(whole.after, Snapshot(*model));
+}
+
+TEST(LossScalingTest, ASavedStateOutsideItsRangeIsDataLoss) {
+  absl::StatusOr<optimizers::DynamicLossScale> scale =
+      optimizers::DynamicLossScale::Create({.initial_scale = 16, .growth_steps = 5});
+  ASSERT_TRUE(scale.ok());
+  for (const optimizers::DynamicLossScale::State& bad :
+       {optimizers::DynamicLossScale::State{.scale = 3},
+        optimizers::DynamicLossScale::State{.scale = 0.5f},
+        optimizers::DynamicLossScale::State{.scale = INFINITY},
+        optimizers::DynamicLossScale::State{.scale = 8, .finite_steps = 5},
+        optimizers::DynamicLossScale::State{.scale = 8, .finite_steps = -1},
+        optimizers::DynamicLossScale::State{.scale = 8, .skipped_steps = -2}}) {
+    EXPECT_EQ(scale->Restore(bad).code(), absl::StatusCode::kDataLoss) << bad.scale;
+  }
+  EXPECT_EQ(scale->scale(), 16.0f);  // unchanged by the refusals
+  ASSERT_TRUE(scale->Restore({.scale = 8, .finite_steps = 4, .skipped_steps = 2}).ok());
+  EXPECT_EQ(scale->scale(), 8.0f);
+  EXPECT_EQ(scale->skipped_steps(), 2);
 }
 
 TEST(LossScalingTest, GradientAccumulationIsRefusedWithAReason) {

@@ -44,7 +44,18 @@ TEST_F(StepStrategyTest, LocalAppliesEachStepAndScalesNothing) {
   callbacks::Logs logs;
   s->AddLogs(logs);
   EXPECT_TRUE(logs.empty());
-  EXPECT_TRUE(s->CheckCanSave("ckpt", 1).ok());
+  RankPosition saved;
+  ASSERT_TRUE(s->SaveState(saved).ok());
+  EXPECT_EQ(saved.accumulated_steps, 0);
+  // Accumulated gradients need accumulation over as many micro-batches to continue.
+  saved.accumulated_steps = 1;
+  saved.accumulation_steps = 4;
+  const absl::Status refused = s->RestoreState(saved, "ckpt");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("ckpt: holds the gradients of 1 of 4 accumulated "
+                                   "micro-batches: resume with accumulation_steps 4"),
+            std::string::npos)
+      << refused;
 }
 
 TEST_F(StepStrategyTest, AccumulationAppliesTheMeanOnceEveryNSteps) {
@@ -52,13 +63,44 @@ TEST_F(StepStrategyTest, AccumulationAppliesTheMeanOnceEveryNSteps) {
   EXPECT_EQ(s->BeginBackward(Vars()), nullptr);
   ASSERT_TRUE(s->ApplyGradients(Grad(1, 2), Vars()).ok());
   EXPECT_EQ(Value(), (std::vector<float>{10, 20}));  // held, not applied
-  const absl::Status mid = s->CheckCanSave("ckpt", 7);
-  EXPECT_EQ(mid.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(mid.message().find("ckpt: cannot checkpoint at step 7: 1 of 2"), std::string::npos)
-      << mid;
   ASSERT_TRUE(s->ApplyGradients(Grad(3, 6), Vars()).ok());
   EXPECT_EQ(Value(), (std::vector<float>{8, 16}));  // minus the mean {2, 4}
-  EXPECT_TRUE(s->CheckCanSave("ckpt", 8).ok());
+  RankPosition after_update;
+  ASSERT_TRUE(s->SaveState(after_update).ok());
+  EXPECT_EQ(after_update.accumulated_steps, 0);  // nothing held
+}
+
+// A checkpoint in the middle of an accumulation keeps the partial sums by variable name; a fresh
+// chain restored from it applies the same mean at the same step.
+TEST_F(StepStrategyTest, AnAccumulationSavedMidwayContinuesWhereItWas) {
+  std::unique_ptr<StepStrategy> s = MakeStepStrategy(sgd_, {.accumulation_steps = 3});
+  ASSERT_TRUE(s->ApplyGradients(Grad(1, 2), Vars()).ok());
+  ASSERT_TRUE(s->ApplyGradients(Grad(3, 6), Vars()).ok());
+  RankPosition saved;
+  ASSERT_TRUE(s->SaveState(saved).ok());
+  EXPECT_EQ(saved.accumulated_steps, 2);
+  EXPECT_EQ(saved.accumulation_steps, 3);
+  ASSERT_EQ(saved.accumulated_gradients.size(), 1u);
+  EXPECT_EQ(saved.accumulated_gradients[0].first, "w");
+  EXPECT_TRUE(saved.accumulated_gradients[0].second.Equals(Tensor::FromVector<float>({4, 8})));
+
+  // Another chain accumulating 2 cannot take it; one accumulating 3 can.
+  EXPECT_EQ(MakeStepStrategy(sgd_, {.accumulation_steps = 2})->RestoreState(saved, "ckpt").code(),
+            absl::StatusCode::kFailedPrecondition);
+  std::unique_ptr<StepStrategy> resumed = MakeStepStrategy(sgd_, {.accumulation_steps = 3});
+  ASSERT_TRUE(resumed->RestoreState(saved, "ckpt").ok());
+  RankPosition saved_again;  // before any step took the sums: the same state
+  ASSERT_TRUE(resumed->SaveState(saved_again).ok());
+  EXPECT_EQ(saved_again.accumulated_steps, 2);
+  ASSERT_TRUE(resumed->ApplyGradients(Grad(5, 10), Vars()).ok());
+  EXPECT_EQ(Value(), (std::vector<float>{7, 14}));  // minus the mean {3, 6}
+
+  // Sums of a variable the step does not train are refused at that step.
+  saved.accumulated_gradients[0].first = "other";
+  std::unique_ptr<StepStrategy> stray = MakeStepStrategy(sgd_, {.accumulation_steps = 3});
+  ASSERT_TRUE(stray->RestoreState(saved, "ckpt").ok());
+  const absl::Status s2 = stray->ApplyGradients(Grad(1, 1), Vars());
+  EXPECT_EQ(s2.code(), absl::StatusCode::kDataLoss) << s2;
 }
 
 TEST_F(StepStrategyTest, LossScalingMultipliesTheLossAndUnscalesTheGradients) {
