@@ -10,11 +10,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "core/mutex.h"
 #include "core/status_context.h"
 #include "core/status_macros.h"
@@ -38,6 +42,11 @@ using mpi_wire::kArrivalBytes;
 
 // MPI allows one MPI_Init per process.
 std::atomic<bool> mpi_claimed{false};
+
+[[noreturn]] void AbortJob(int exit_code) {
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);  // MPI_Abort does not return; in case it does
+}
 
 constexpr int kArrivalTag = 1;
 // All-reduce packs tensors smaller than this into one buffer; larger ones go as they are.
@@ -212,6 +221,10 @@ MpiCommunicator::~MpiCommunicator() {
     cv_.SignalAll();
   }
   if (worker_.joinable()) worker_.join();
+  // MPI was not finalized after a failure: what it may still write into lives to the exit.
+  if (!abandoned_.empty()) {
+    static_cast<void>(new std::vector<std::shared_ptr<Job>>(std::move(abandoned_)));
+  }
 }
 
 std::string MpiCommunicator::Describe() const {
@@ -259,7 +272,8 @@ void MpiCommunicator::Run() {
     std::shared_ptr<Job> job;
     {
       MutexLock lock(&mu_);
-      while (queue_.empty() && !stop_) cv_.Wait(&mu_);
+      while (queue_.empty() && !stop_ && abort_code_.load() < 0) cv_.Wait(&mu_);
+      if (abort_code_.load() >= 0) AbortJob(abort_code_.load());
       if (queue_.empty()) break;
       job = std::move(queue_.front());
       queue_.pop_front();
@@ -270,6 +284,8 @@ void MpiCommunicator::Run() {
       MutexLock lock(&mu_);
       busy_seconds_ += absl::ToDoubleSeconds(absl::Now() - start);
     }
+    // Its buffers too (Execute's comment): the job holds the tensors the reduction writes.
+    if (!status.ok()) abandoned_.push_back(job);
     job->Finish(std::move(status));
   }
   MutexLock lock(&mu_);
@@ -340,6 +356,7 @@ struct MpiCommunicator::Collective {
       SLUICE_ASSIGN_OR_RETURN(const bool all_in, TakeArrivals());
       if (done && (all_in || !all_arrivals)) return absl::OkStatus();
       if (absl::Now() > deadline) return comm.Break(Late());
+      if (const int code = comm.abort_code_.load(); code >= 0) AbortJob(code);
       // Spin briefly (a collective on shared memory takes microseconds), then, unless a caller
       // waits, let the training threads have the core.
       if (++idle > 64 && comm.waiting_.load(std::memory_order_relaxed) == 0) usleep(20);
@@ -377,9 +394,10 @@ struct MpiCommunicator::Collective {
     }
     const absl::Duration timeout = comm.options_.timeout;
     if (missing.empty()) {
-      return absl::DeadlineExceededError(
-          absl::StrCat(what, ": every rank joined but it did not finish within ",
-                       absl::FormatDuration(timeout)));
+      return absl::DeadlineExceededError(absl::StrCat(
+          what, ": every rank joined but it did not finish within ", absl::FormatDuration(timeout),
+          " (a rank that died after joining, whose exit mpirun reports, or a stalled "
+          "network)"));
     }
     return absl::DeadlineExceededError(
         absl::StrCat(what, ": rank", missing.size() > 1 ? "s " : " ", absl::StrJoin(missing, ", "),
@@ -414,16 +432,23 @@ absl::Status MpiCommunicator::Execute(Job& job) {
     }
     seq = ++collectives_;
   }
-  Collective collective(*this, job.what, seq);
-  collective.Announce();
-  std::vector<MPI_Request> requests;
-  for (auto& phase : job.phases) {
-    requests.clear();
-    if (absl::Status s = phase(*mpi_, requests); !s.ok()) return Break(s);
-    SLUICE_RETURN_IF_ERROR(collective.Poll(requests, /*all_arrivals=*/false));
-  }
-  // Every peer's arrival, and this rank's messages delivered.
-  return collective.Poll(collective.arrival_send, /*all_arrivals=*/true);
+  auto collective = std::make_unique<Collective>(*this, job.what, seq);
+  absl::Status status = [&]() -> absl::Status {
+    collective->Announce();
+    std::vector<MPI_Request> requests;
+    for (auto& phase : job.phases) {
+      requests.clear();
+      if (absl::Status s = phase(*mpi_, requests); !s.ok()) return Break(s);
+      SLUICE_RETURN_IF_ERROR(collective->Poll(requests, /*all_arrivals=*/false));
+    }
+    // Every peer's arrival, and this rank's messages delivered.
+    return collective->Poll(collective->arrival_send, /*all_arrivals=*/true);
+  }();
+  // A failed collective may leave receives posted (a late peer's arrival, the reduction itself),
+  // which MPI may still complete into their buffers, even inside MPI_Abort: they are never freed
+  // (the group is broken, and the process is about to end).
+  if (!status.ok()) collective.release();
+  return status;
 }
 
 absl::StatusOr<PendingCollective> MpiCommunicator::StartAllReduce(std::vector<Tensor> tensors,
@@ -633,8 +658,19 @@ absl::Status MpiCommunicator::Barrier() {
 void MpiCommunicator::Abort(int exit_code) {
   std::fflush(stdout);
   std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, exit_code);
-  std::_Exit(exit_code);  // MPI_Abort does not return; in case it does
+  if (std::this_thread::get_id() == worker_.get_id()) AbortJob(exit_code);
+  {
+    MutexLock lock(&mu_);
+    if (!started_ || !init_status_.ok()) std::_Exit(exit_code);  // no MPI to abort
+    // MPI runs FUNNELED: the worker makes every MPI call, MPI_Abort too, between two polls of
+    // a collective in flight or as soon as it wakes.
+    abort_code_.store(exit_code);
+    cv_.SignalAll();
+  }
+  // Should the worker not get there (inside an MPI call that does not return), abort from here:
+  // outside MPI's thread rules, but better than a job that waits out its timeouts.
+  absl::SleepFor(absl::Seconds(10));
+  AbortJob(exit_code);
 }
 
 }  // namespace sluice::distributed

@@ -89,6 +89,8 @@ class MpiCommunicator final : public Communicator {
   // caller's core is idle anyway); otherwise it sleeps between polls, leaving the core to the
   // computation the collective overlaps.
   std::atomic<int> waiting_{0};
+  // Set by Abort on another thread: the worker calls MPI_Abort with it.
+  std::atomic<int> abort_code_{-1};
 
   mutable Mutex mu_;
   CondVar cv_;  // signals a queued job, stop_, and started_
@@ -99,6 +101,8 @@ class MpiCommunicator final : public Communicator {
   // Set by the first failed collective: the group is broken, later ones fail at once.
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
   int64_t collectives_ ABSL_GUARDED_BY(mu_) = 0;
+  // Jobs whose collective failed, kept with their buffers (worker only).
+  std::vector<std::shared_ptr<Job>> abandoned_;
   double busy_seconds_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

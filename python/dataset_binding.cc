@@ -170,12 +170,26 @@ void RegisterSources(py::class_<PyDataset>& c) {
           "tf.data.Dataset.range: int64 scalars.")
       .def_static(
           "zip",
-          [](const py::args& datasets) {
+          [](const py::args& args) {
+            // zip(a, b) or tf.data's zip((a, b)).
+            py::sequence datasets = args;
+            if (args.size() == 1 &&
+                (py::isinstance<py::tuple>(args[0]) || py::isinstance<py::list>(args[0]))) {
+              datasets = args[0];
+            }
             std::vector<Dataset> inputs;
-            for (py::handle d : datasets) inputs.push_back(d.cast<const PyDataset&>().dataset);
+            for (py::handle d : datasets) {
+              if (!py::isinstance<PyDataset>(d)) {
+                throw py::type_error(
+                    absl::StrCat("zip takes sluice.Datasets (zip(a, b) or zip((a, b))), not ",
+                                 std::string(py::str(d.get_type().attr("__name__")))));
+              }
+              inputs.push_back(d.cast<const PyDataset&>().dataset);
+            }
             return Wrap(Dataset::Zip(std::move(inputs)));
           },
-          "tf.data.Dataset.zip(a, b, ...): the components of each side by side.")
+          "tf.data.Dataset.zip(a, b, ...) or zip((a, b, ...)): the components of each side by "
+          "side.")
       .def_static(
           "sample_from_datasets",
           [](const py::object& datasets, const py::object& weights, std::optional<uint64_t> seed,

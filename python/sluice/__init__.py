@@ -95,13 +95,26 @@ _READS_ELEMENTS = {"map", "filter", "batch", "padded_batch", "unbatch", "cache",
                    "window", "scan", "interleave", "as_numpy_iterator", "shuffle", "prefetch"}
 
 
+def _device_of(*values):
+    """Where prefetch_to_device put the elements of the first of `values` (datasets, or tuples
+    and lists of them, as zip takes them) that it put on a device; None when none."""
+    for value in values:
+        if isinstance(value, (tuple, list)):
+            device = _device_of(*value)
+        else:
+            device = getattr(value, "_device", None) if isinstance(value, Dataset) else None
+        if device is not None:
+            return device
+    return None
+
+
 def _device_checked(name, method):
     """Dataset.<name> that knows where prefetch_to_device put the elements: refused for a
     transformation that reads them on the host, and passed on by the others (take, repeat,
-    skip, ...), whose result holds the same device elements."""
+    skip, concatenate, ...), whose result holds the same device elements."""
 
     def checked(self, *args, **kwargs):
-        device = getattr(self, "_device", None)
+        device = _device_of(self, *args, *kwargs.values())
         if device is not None and name in _READS_ELEMENTS:
             raise ValueError(
                 f"{name}() after prefetch_to_device('{device}'): the elements are on {device} "
@@ -117,9 +130,29 @@ def _device_checked(name, method):
     return checked
 
 
+def _device_passed(name, function):
+    """A static Dataset.<name> that combines datasets (zip, sample_from_datasets): its result
+    holds the device elements of any of them."""
+
+    def passed(*args, **kwargs):
+        result = function(*args, **kwargs)
+        device = _device_of(*args, *kwargs.values())
+        if device is not None and isinstance(result, Dataset):
+            result._device = device
+        return result
+
+    passed.__name__ = name
+    passed.__doc__ = function.__doc__
+    return staticmethod(passed)
+
+
 for _name, _method in list(Dataset.__dict__.items()):
-    if not _name.startswith("_") and type(_method).__name__ in ("instancemethod", "function"):
+    if _name.startswith("_"):
+        continue
+    if type(_method).__name__ in ("instancemethod", "function"):
         setattr(Dataset, _name, _device_checked(_name, _method))
+    elif isinstance(_method, staticmethod):
+        setattr(Dataset, _name, _device_passed(_name, _method.__func__))
 
 
 class experimental:  # noqa: N801  (tf.data.experimental's name)

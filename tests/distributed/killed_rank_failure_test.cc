@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "tests/distributed/test_communicator.h"
@@ -37,6 +38,26 @@ TEST(DistributedFailureTest, AKilledRankIsNamedWithinTheTimeout) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_FALSE(h.ok());
   std::ofstream(result_path) << "seconds " << seconds << "\n" << h.status().ToString() << "\n";
+}
+
+// Run by killed_rank_test.sh with SLUICE_TEST_ABORT set: rank 1 calls Abort on its main thread
+// while an all-reduce that rank 0 never joins is in flight on the communicator's thread (MPI runs
+// FUNNELED: the worker must make the MPI_Abort call). Every rank ends, with the exit code.
+TEST(DistributedFailureTest, AbortDuringACollectiveEndsEveryRank) {
+  if (std::getenv("SLUICE_TEST_ABORT") == nullptr) {
+    GTEST_SKIP() << "run by tests/distributed/killed_rank_test.sh";
+  }
+  distributed::MpiCommunicator& comm = distributed::testing::TestComm();
+  ASSERT_EQ(comm.size(), 2);
+  if (comm.rank() == 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(120));  // ended by rank 1's abort
+    FAIL() << "rank 0 outlived rank 1's abort";
+  }
+  absl::StatusOr<distributed::PendingCollective> pending =
+      comm.StartAllReduce({Tensor::FromVector<float>({1, 2})}, distributed::ReduceOp::kSum);
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the worker polls it
+  comm.Abort(7);
 }
 
 }  // namespace

@@ -21,3 +21,15 @@ seconds=$(sed -n 's/^seconds \([0-9]*\).*/\1/p' "$result")
 [ -n "$seconds" ] && [ "$seconds" -lt 30 ] || fail "rank 0 took ${seconds:-?} s (timeout 5 s)"
 rm -f "$result.log"
 echo "PASSED: rank 0 failed after $seconds s, naming rank 1"
+
+# Abort on a rank's main thread while its communicator's thread polls a collective: MPI runs
+# FUNNELED, so the worker makes the MPI_Abort call, and every rank ends with the code.
+start=$SECONDS
+SLUICE_TEST_ABORT=1 SLUICE_TEST_COLLECTIVE_TIMEOUT=100 timeout 100 "$mpiexec" -np 2 "$tests" \
+  --gtest_filter='DistributedFailureTest.AbortDuringACollectiveEndsEveryRank' >"$result.log" 2>&1
+rc=$?
+echo "mpirun exited with $rc after $((SECONDS - start)) s"
+[ "$rc" = 7 ] || fail "mpirun exited with $rc, not rank 1's abort code 7"
+grep -q 'outlived' "$result.log" && fail "rank 0 outlived the abort"
+rm -f "$result.log"
+echo "PASSED: the abort ended both ranks with code 7"

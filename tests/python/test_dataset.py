@@ -64,6 +64,10 @@ def test_from_tensor_slices_and_transformations():
     assert [int(np.asarray(v)) for v in evens] == [0, 2, 4, 6, 8]
     pairs = list(sluice.Dataset.zip(sluice.Dataset.range(2), sluice.Dataset.range(10, 12)))
     assert [(int(np.asarray(a)), int(np.asarray(b))) for a, b in pairs] == [(0, 10), (1, 11)]
+    as_tuple = list(sluice.Dataset.zip((sluice.Dataset.range(2), sluice.Dataset.range(10, 12))))
+    assert [(int(np.asarray(a)), int(np.asarray(b))) for a, b in as_tuple] == [(0, 10), (1, 11)]
+    with pytest.raises(TypeError, match="zip takes sluice.Datasets .* not int"):
+        sluice.Dataset.zip((sluice.Dataset.range(2), 3))
     assert "Range" in repr(sluice.Dataset.range(3))
 
 

@@ -56,6 +56,18 @@ def test_prefetch_to_device_checks_its_arguments():
         rows().apply(lambda ds: 3)
 
 
+def test_device_elements_are_followed_through_zip_and_concatenate():
+    # A stand-in for prefetch_to_device("cuda:0") on a machine without a GPU: the Python-side
+    # refusal follows the attribute it sets (the C++ iterator refuses the same when it starts).
+    on_gpu = rows()
+    on_gpu._device = "cuda:0"
+    for combined in (sluice.Dataset.zip((rows(), on_gpu)), rows().concatenate(on_gpu),
+                     sluice.Dataset.sample_from_datasets([rows(), on_gpu], seed=1)):
+        with pytest.raises(ValueError, match="batch\\(\\) after prefetch_to_device\\('cuda:0'\\)"):
+            combined.take(3).batch(2)
+    assert getattr(sluice.Dataset.zip((rows(), rows())), "_device", None) is None
+
+
 def test_cuda_says_why_it_has_no_device():
     if not sluice.cuda.is_built():
         assert not sluice.cuda.is_available()
