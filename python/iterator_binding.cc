@@ -81,7 +81,7 @@ class PyIterator {
     if (ended_) throw py::stop_iteration();
     CheckOpen();
     Result result = Wait();
-    if (!result.ok()) ThrowStatus(result.status());
+    if (!result.ok()) RaiseSticky(result.status());
     if (!result->has_value()) {
       ended_ = true;
       throw py::stop_iteration();
@@ -134,6 +134,26 @@ class PyIterator {
   }
 
  private:
+  // Raises the iterator's error: the first time as ThrowStatus makes it, then that same
+  // exception object, with the traceback it first had (raising an object again appends to its
+  // traceback), however many other errors the process has seen since.
+  [[noreturn]] void RaiseSticky(const absl::Status& status) {
+    if (!sticky_) {
+      try {
+        ThrowStatus(status);
+      } catch (py::error_already_set& error) {
+        sticky_ = error.value();
+        PyObject* traceback = PyException_GetTraceback(sticky_.ptr());  // a new reference
+        sticky_traceback_ = py::reinterpret_steal<py::object>(
+            traceback != nullptr ? traceback : py::none().release().ptr());
+        throw;
+      }
+    }
+    PyException_SetTraceback(sticky_.ptr(), sticky_traceback_.ptr());
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(sticky_.ptr())), sticky_.ptr());
+    throw py::error_already_set();
+  }
+
   void CheckOpen() const {
     if (iterator_ == nullptr) throw py::value_error("the iterator was closed at interpreter exit");
   }
@@ -248,9 +268,11 @@ class PyIterator {
   // Touched only with the GIL held (Python calls the methods above with it).
   bool started_ = false;  // a next() returned, or a state was loaded
   bool ended_ = false;
-  bool returned_ = false;     // a next() returned an element
-  bool waits_itself_ = true;  // until the pipeline says it cannot (no final Prefetch)
-  std::thread thread_;        // started by the first next(); joined by the destructor
+  bool returned_ = false;        // a next() returned an element
+  bool waits_itself_ = true;     // until the pipeline says it cannot (no final Prefetch)
+  py::object sticky_;            // the exception next() raised for the iterator's error
+  py::object sticky_traceback_;  // its traceback then (None when it had none)
+  std::thread thread_;           // started by the first next(); joined by the destructor
 
   Mutex mu_;
   CondVar cv_;

@@ -284,6 +284,35 @@ def test_python_exception_comes_back_itself():
         next(iter(sluice.Dataset.range(1).map(lambda x: {"a": x})))
 
 
+def test_the_sticky_error_stays_the_same_object():
+    # Python errors are kept (64 at most) until raised; an iterator's sticky error must not turn
+    # into another class once 64 newer errors pushed it out, nor grow its traceback per next().
+    import traceback
+
+    class Custom(Exception):
+        pass
+
+    def fail(x):
+        raise Custom("first")
+
+    def other(x):
+        raise KeyError("other")
+
+    it = iter(sluice.Dataset.range(3).map(fail))
+    with pytest.raises(Custom) as first:
+        next(it)
+    for _ in range(70):
+        with pytest.raises(KeyError):
+            next(iter(sluice.Dataset.range(1).map(other)))
+    with pytest.raises(Custom) as again:
+        next(it)
+    assert again.value is first.value
+    frames = len(traceback.extract_tb(again.value.__traceback__))
+    with pytest.raises(Custom) as third:
+        next(it)
+    assert len(traceback.extract_tb(third.value.__traceback__)) == frames
+
+
 def test_next_from_several_threads():
     it = iter(sluice.Dataset.range(400).map(lambda v: v, num_parallel_calls=2))
     seen = []
