@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -316,10 +317,12 @@ TEST(DataParallelFitTest, CheckpointInsideAGradientAccumulationResumesEveryRankE
   ExpectCheckpointResumesEveryRankExactly(3);
 }
 
-// save_before_preemption over ranks: only the last rank gets SIGTERM (after step 5), yet every
-// rank stops after that step with the same Preempted error, without the epoch's validation (the
-// grace period is the backup's), and rank 0's backup of step 5 holds every rank's position.
-TEST(DataParallelFitTest, ASigtermOnOneRankStopsEveryRankAfterTheSameStep) {
+// Fit over 2 epochs of `data`, validating, where the last rank gets SIGTERM after global step
+// `step`: every rank stops after that step with the same Preempted error, without validating
+// (the grace period is the backup's), and rank 0's one backup, of that step, holds every rank's
+// position. `before_backup` are listed between the signal and the backup.
+void ExpectEveryRankPreemptedAfter(int64_t step, std::optional<int64_t> steps_per_epoch,
+                                   std::vector<callbacks::Callback*> before_backup) {
   SLUICE_REQUIRE_RANKS(2);
   distributed::MpiCommunicator& comm = TestComm();
   const std::string dir = RankZerosPath(comm, "sluice_dp_preempt_");
@@ -329,7 +332,7 @@ TEST(DataParallelFitTest, ASigtermOnOneRankStopsEveryRankAfterTheSameStep) {
   Trainer t(*model, adam, {.communicator = &comm});
   RecordingCallback signaller;
   signaller.on_batch_end = [&](int64_t, const callbacks::Logs&) {
-    if (comm.rank() == comm.size() - 1 && t.global_step() == 5) raise(SIGTERM);
+    if (comm.rank() == comm.size() - 1 && t.global_step() == step) raise(SIGTERM);
     return absl::OkStatus();
   };
   bool validated = false;
@@ -339,14 +342,18 @@ TEST(DataParallelFitTest, ASigtermOnOneRankStopsEveryRankAfterTheSameStep) {
   };
   callbacks::BackupAndRestore backup(
       {.backup_dir = dir, .save_freq = 100, .save_before_preemption = true});
+  std::vector<callbacks::Callback*> callbacks = {&signaller};
+  callbacks.insert(callbacks.end(), before_backup.begin(), before_backup.end());
+  callbacks.push_back(&backup);
   const Dataset data = Dataset::FromTensorSlices(Blobs(96, 4)).Batch(4);
-  const absl::Status stopped =
-      t.Fit(
-           data,
-           {.epochs = 2, .validation_data = data, .callbacks = {&signaller, &backup}, .verbose = 0})
-          .status();
+  const absl::Status stopped = t.Fit(data, {.epochs = 2,
+                                            .steps_per_epoch = steps_per_epoch,
+                                            .validation_data = data,
+                                            .callbacks = callbacks,
+                                            .verbose = 0})
+                                   .status();
   EXPECT_TRUE(callbacks::IsPreemption(stopped)) << stopped;
-  EXPECT_EQ(t.global_step(), 5);
+  EXPECT_EQ(t.global_step(), step);
   EXPECT_FALSE(validated);
   ASSERT_TRUE(comm.Barrier().ok());
   absl::StatusOr<std::vector<std::string>> backups = backup.Backups();
@@ -354,10 +361,15 @@ TEST(DataParallelFitTest, ASigtermOnOneRankStopsEveryRankAfterTheSameStep) {
   ASSERT_EQ(backups->size(), 1u);
   absl::StatusOr<TrainingCheckpoint> ckpt = ReadCheckpoint((*backups)[0]);
   ASSERT_TRUE(ckpt.ok()) << ckpt.status();
-  EXPECT_EQ(ckpt->global_step, 5);
+  EXPECT_EQ(ckpt->global_step, step);
   EXPECT_EQ(ckpt->ranks.size(), static_cast<size_t>(comm.size()));
   ASSERT_TRUE(comm.Barrier().ok());
   if (comm.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+// save_before_preemption over ranks: only the last rank gets SIGTERM, after step 5 of an epoch.
+TEST(DataParallelFitTest, ASigtermOnOneRankStopsEveryRankAfterTheSameStep) {
+  ExpectEveryRankPreemptedAfter(5, std::nullopt, {});
 }
 
 // A SIGTERM in an epoch's last step: no later step agrees on it, so the ranks agree before the
@@ -365,43 +377,8 @@ TEST(DataParallelFitTest, ASigtermOnOneRankStopsEveryRankAfterTheSameStep) {
 // listed before the backup and monitoring val_loss, skips the preempted epoch instead of failing
 // Fit for the missing val_loss before the backup is written.
 TEST(DataParallelFitTest, ASigtermInAnEpochsLastStepSkipsItsValidationOnEveryRank) {
-  SLUICE_REQUIRE_RANKS(2);
-  distributed::MpiCommunicator& comm = TestComm();
-  const std::string dir = RankZerosPath(comm, "sluice_dp_preempt_last_");
-  ASSERT_FALSE(dir.empty());
-  std::unique_ptr<layers::Sequential> model = TinyModel(3);
-  optimizers::Adam adam({.learning_rate = 0.01f});
-  Trainer t(*model, adam, {.communicator = &comm});
-  RecordingCallback signaller;
-  signaller.on_batch_end = [&](int64_t, const callbacks::Logs&) {
-    if (comm.rank() == comm.size() - 1 && t.global_step() == 3) raise(SIGTERM);
-    return absl::OkStatus();
-  };
-  bool validated = false;
-  signaller.on_epoch_end = [&](int64_t, const callbacks::Logs& logs) {
-    validated = validated || logs.contains("val_loss");
-    return absl::OkStatus();
-  };
   callbacks::EarlyStopping stopping({.monitor = "val_loss", .patience = 5});
-  callbacks::BackupAndRestore backup(
-      {.backup_dir = dir, .save_freq = 100, .save_before_preemption = true});
-  const Dataset data = Dataset::FromTensorSlices(Blobs(96, 4)).Batch(4);
-  const absl::Status stopped = t.Fit(data, {.epochs = 2,
-                                            .steps_per_epoch = 3,
-                                            .validation_data = data,
-                                            .callbacks = {&signaller, &stopping, &backup},
-                                            .verbose = 0})
-                                   .status();
-  EXPECT_TRUE(callbacks::IsPreemption(stopped)) << stopped;
-  EXPECT_EQ(t.global_step(), 3);
-  EXPECT_FALSE(validated);
-  ASSERT_TRUE(comm.Barrier().ok());
-  absl::StatusOr<std::vector<std::string>> backups = backup.Backups();
-  ASSERT_TRUE(backups.ok()) << backups.status();
-  ASSERT_EQ(backups->size(), 1u);
-  EXPECT_THAT((*backups)[0], HasSubstr("ckpt-000000000003.ckpt"));
-  ASSERT_TRUE(comm.Barrier().ok());
-  if (comm.rank() == 0) std::filesystem::remove_all(dir);
+  ExpectEveryRankPreemptedAfter(3, /*steps_per_epoch=*/3, {&stopping});
 }
 
 }  // namespace
