@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "core/json_writer.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
@@ -81,8 +82,9 @@ std::string ShardName(absl::string_view split, int index, int count) {
 }
 
 // Writes `total` records into `num_shards` files, contiguous blocks of nearly equal size
-// (shard s holds records [s * total / N, (s + 1) * total / N)). Each shard is atomic; on
-// failure the shards already finished are removed, so that a failed run leaves no partial set.
+// (shard s holds records [s * total / N, (s + 1) * total / N)). Each shard is atomic; unless
+// Commit is called, the shards already finished are removed, so that a failed run leaves no
+// partial set.
 class ShardedWriter {
  public:
   ShardedWriter(std::string dir, std::string split, int num_shards, int64_t total)
@@ -107,15 +109,47 @@ class ShardedWriter {
   // Closes the last shard and creates any remaining (empty) ones.
   absl::Status Finish() {
     while (next_shard_ < num_shards_) SLUICE_RETURN_IF_ERROR(OpenNext());
-    SLUICE_RETURN_IF_ERROR(CloseCurrent());
+    return CloseCurrent();
+  }
+
+  // Keeps the finished set (once everything else the conversion writes is written too) and
+  // removes the same split's shards of another count that an earlier conversion left: readers
+  // glob "<split>-*", and would read both sets.
+  void Commit() {
     committed_ = true;
-    return absl::OkStatus();
+    std::error_code error;
+    for (const fs::directory_entry& entry : fs::directory_iterator(dir_, error)) {
+      const std::optional<int> count = ShardCountOf(entry.path().filename().string());
+      if (!count || *count == num_shards_) continue;
+      std::error_code removed;
+      fs::remove(entry.path(), removed);
+      if (removed) {
+        std::fprintf(stderr,
+                     "sluice convert: warning: cannot remove %s, a shard of an earlier "
+                     "conversion: %s\n",
+                     entry.path().c_str(), removed.message().c_str());
+      }
+    }
   }
 
   int64_t records() const { return records_; }
   int64_t bytes() const { return bytes_; }
 
  private:
+  // N when `name` is a shard of this split as ShardName names them ("<split>-00001-of-N").
+  std::optional<int> ShardCountOf(absl::string_view name) const {
+    if (!absl::ConsumePrefix(&name, split_) || !absl::ConsumePrefix(&name, "-") ||
+        !absl::ConsumeSuffix(&name, ".tfrecord") || name.size() != 14 ||
+        name.substr(5, 4) != "-of-") {
+      return std::nullopt;
+    }
+    int index = 0, count = 0;
+    if (!absl::SimpleAtoi(name.substr(0, 5), &index) || !absl::SimpleAtoi(name.substr(9), &count)) {
+      return std::nullopt;
+    }
+    return count;
+  }
+
   absl::Status CloseCurrent() {
     if (writer_ == nullptr) return absl::OkStatus();
     SLUICE_RETURN_IF_ERROR(writer_->Close());
@@ -189,9 +223,11 @@ struct SplitResult {
   int64_t bytes = 0;
 };
 
-absl::StatusOr<SplitResult> ConvertMnistSplit(const std::string& source, absl::string_view prefix,
-                                              const std::string& split, const std::string& out,
-                                              int shards, bool raw, int quality) {
+// One split's shards, finished but not committed: its writer joins `pending`.
+absl::StatusOr<SplitResult> ConvertMnistSplit(
+    const std::string& source, absl::string_view prefix, const std::string& split,
+    const std::string& out, int shards, bool raw, int quality,
+    std::vector<std::unique_ptr<ShardedWriter>>& pending) {
   const std::string images_path =
       (fs::path(source) / absl::StrCat(prefix, "-images-idx3-ubyte.gz")).string();
   const std::string labels_path =
@@ -214,7 +250,7 @@ absl::StatusOr<SplitResult> ConvertMnistSplit(const std::string& source, absl::s
   }
   const int64_t count = images.dims[0], height = images.dims[1], width = images.dims[2];
   const int64_t pixels = height * width;
-  ShardedWriter writer(out, split, shards, count);
+  auto writer = std::make_unique<ShardedWriter>(out, split, shards, count);
   Progress progress(absl::StrCat("convert ", split));
   Tensor image(DType::kUint8, Shape{height, width, 1});
   for (int64_t i = 0; i < count; ++i) {
@@ -231,12 +267,14 @@ absl::StatusOr<SplitResult> ConvertMnistSplit(const std::string& source, absl::s
       std::copy(pixels_of_i.begin(), pixels_of_i.end(), image.data<uint8_t>());
       SLUICE_ASSIGN_OR_RETURN(encoded, EncodeJpeg(image, {.quality = quality}));
     }
-    SLUICE_RETURN_IF_ERROR(writer.Write(
+    SLUICE_RETURN_IF_ERROR(writer->Write(
         i, ImageExample(std::move(encoded), label, height, width, raw ? "raw" : "jpeg")));
     progress.Update(i + 1, count);
   }
-  SLUICE_RETURN_IF_ERROR(writer.Finish());
-  return SplitResult{split, writer.records(), writer.bytes()};
+  SLUICE_RETURN_IF_ERROR(writer->Finish());
+  SplitResult result{split, writer->records(), writer->bytes()};
+  pending.push_back(std::move(writer));
+  return result;
 }
 
 struct FashionMnistArgs {
@@ -319,14 +357,18 @@ void PrintFashionMnistSummary(const FashionMnistArgs& args, const std::vector<Sp
 absl::StatusOr<std::vector<SplitResult>> ConvertFashionMnist(const FashionMnistArgs& args) {
   SLUICE_RETURN_IF_ERROR(MakeDirectory(args.out));
   std::vector<SplitResult> results;
+  // Both splits' shards stay uncommitted until everything is written: a failure in the test
+  // split or the labels removes the train split's too.
+  std::vector<std::unique_ptr<ShardedWriter>> pending;
   for (auto [prefix, split] : {std::pair{"train", "train"}, std::pair{"t10k", "test"}}) {
     SLUICE_ASSIGN_OR_RETURN(SplitResult result,
                             ConvertMnistSplit(args.source, prefix, split, args.out, args.shards,
-                                              args.format == "raw", args.quality));
+                                              args.format == "raw", args.quality, pending));
     results.push_back(std::move(result));
   }
   std::vector<std::string> names(std::begin(kFashionMnistClasses), std::end(kFashionMnistClasses));
   SLUICE_RETURN_IF_ERROR(WriteLabels(args.out, names));
+  for (const auto& writer : pending) writer->Commit();
   return results;
 }
 
@@ -462,13 +504,26 @@ absl::Status WriteImageShards(const ImagesArgs& args, const std::vector<ImageFil
   Progress progress("convert images");
   for (size_t i = 0; i < files.size(); ++i) {
     const ImageFile& file = files[i];
-    SLUICE_ASSIGN_OR_RETURN(Tensor contents, ReadFile(file.path));
-    std::string bytes = std::move(*contents.data<std::string>());
-    absl::StatusOr<JpegHeader> header = PrepareJpeg(bytes, args.restart_interval, conversion);
-    if (!header.ok()) {
-      std::string message = absl::StrCat(file.path, ": not a valid JPEG (", bytes.size(),
-                                         " bytes): ", header.status().message());
-      if (!args.skip_bad) return absl::InvalidArgumentError(message);
+    absl::StatusOr<Tensor> contents = ReadFile(file.path);
+    std::string bytes;
+    std::optional<JpegHeader> header;
+    std::string message;
+    if (!contents.ok()) {
+      message = std::string(contents.status().message());
+    } else {
+      bytes = std::move(*contents->data<std::string>());
+      absl::StatusOr<JpegHeader> read = PrepareJpeg(bytes, args.restart_interval, conversion);
+      if (read.ok()) {
+        header = *read;
+      } else {
+        message = absl::StrCat(file.path, ": not a valid JPEG (", bytes.size(),
+                               " bytes): ", read.status().message());
+      }
+    }
+    if (!header) {
+      if (!args.skip_bad) {
+        return contents.ok() ? absl::InvalidArgumentError(message) : contents.status();
+      }
       PrintError("images", absl::StrCat("skipped ", message));
       ++conversion.skipped;
       continue;
@@ -480,7 +535,9 @@ absl::Status WriteImageShards(const ImagesArgs& args, const std::vector<ImageFil
     progress.Update(static_cast<int64_t>(i + 1), static_cast<int64_t>(files.size()));
   }
   SLUICE_RETURN_IF_ERROR(writer.Finish());
-  return WriteLabels(args.out, conversion.classes);
+  SLUICE_RETURN_IF_ERROR(WriteLabels(args.out, conversion.classes));
+  writer.Commit();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ImagesConversion> ConvertImages(const ImagesArgs& args, const std::string& root) {

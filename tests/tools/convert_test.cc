@@ -226,6 +226,38 @@ TEST(ConvertFashionMnistTest, MissingSourceFailsNamingTheFile) {
   EXPECT_THAT(r.err, HasSubstr("/nonexistent-dir/train-images-idx3-ubyte.gz"));
 }
 
+// A test split that fails (its files missing) takes the finished train split with it: the
+// directory holds a whole conversion or none.
+TEST(ConvertFashionMnistTest, AFailureInTheTestSplitLeavesNoTrainShards) {
+  std::string source = MakeMnistSource(3, 2);
+  fs::remove(source + "/t10k-labels-idx1-ubyte.gz");
+  std::string out = TempPath("mnist_half");
+  CliResult r = RunSluice("convert fashion-mnist --source " + ShellQuote(source) + " --out " +
+                          ShellQuote(out) + " --shards 2 --format raw");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("t10k-labels-idx1-ubyte.gz"));
+  EXPECT_TRUE(DirEntries(out).empty()) << ::testing::PrintToString(DirEntries(out));
+}
+
+// Converting again with another shard count removes the earlier set, which the readers' glob
+// train-*.tfrecord would otherwise read too (twice the data); files not named as shards stay.
+TEST(ConvertFashionMnistTest, AConversionReplacesAnEarlierSetOfAnotherShardCount) {
+  std::string source = MakeMnistSource(3, 2);
+  std::string out = TempPath("mnist_again");
+  const std::string convert = "convert fashion-mnist --source " + ShellQuote(source) + " --out " +
+                              ShellQuote(out) + " --format raw --shards ";
+  ASSERT_EQ(RunSluice(convert + "2").exit_code, 0);
+  std::ofstream(out + "/train-notes.tfrecord") << "mine";
+  std::ofstream(out + "/train-00000-of-00002.tfrecord.bak") << "mine";
+  CliResult r = RunSluice(convert + "1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(
+      DirEntries(out),
+      ElementsAre("labels.txt", "test-00000-of-00001.tfrecord", "train-00000-of-00001.tfrecord",
+                  "train-00000-of-00002.tfrecord.bak", "train-notes.tfrecord"));
+  EXPECT_EQ(ReadShards(out, "train", 1).size(), 5u);
+}
+
 TEST(ConvertTest, UsageErrors) {
   EXPECT_EQ(RunSluice("convert").exit_code, 2);
   EXPECT_EQ(RunSluice("convert cifar --out x").exit_code, 2);
@@ -345,6 +377,14 @@ TEST(ConvertImagesTest, BadJpegIsAnErrorOrSkipped) {
   EXPECT_THAT(r.out, HasSubstr("\"examples\": 6, \"skipped\": 1"));
   EXPECT_THAT(r.err, HasSubstr("skipped"));
   EXPECT_EQ(ReadShards(out, "train", 3).size(), 6u);
+
+  // A file that cannot be read (a dangling link) is skipped and counted too.
+  fs::create_symlink(root + "/nowhere.jpg", root + "/dog/dangling.jpg");
+  r = RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) +
+                " --shards 3 --skip-bad --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"examples\": 6, \"skipped\": 2"));
+  EXPECT_THAT(r.err, HasSubstr("dog/dangling.jpg"));
 }
 
 // --restart-interval re-encodes each JPEG with restart markers: other bytes, the same pixels.
