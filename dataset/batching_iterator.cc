@@ -53,7 +53,9 @@ bool BatchingIterator::DescribeLastInternal(ElementSource* out) {
 }
 
 absl::StatusOr<Element> BatchingIterator::RecomputeInternal(SourceCursor& source) {
-  SLUICE_ASSIGN_OR_RETURN(int64_t n, source.NextIn(name(), 1, batch_size_ + 1));
+  // [1, batch_size]; batch_size + 1 would overflow for a batch of INT64_MAX.
+  SLUICE_ASSIGN_OR_RETURN(int64_t n,
+                          source.NextIn(name(), 1, std::min(batch_size_, INT64_MAX - 1) + 1));
   rows_.clear();
   for (int64_t i = 0; i < n; ++i) {
     absl::StatusOr<Element> row = input_->Recompute(source);

@@ -47,7 +47,8 @@ class ConcatenateDataset : public DatasetBase {
     const int64_t b = inputs()[1]->Cardinality();
     if (a == kInfiniteCardinality || b == kInfiniteCardinality) return kInfiniteCardinality;
     if (a == kUnknownCardinality || b == kUnknownCardinality) return kUnknownCardinality;
-    return a + b;
+    int64_t sum = 0;
+    return __builtin_add_overflow(a, b, &sum) ? INT64_MAX : sum;
   }
 
  private:

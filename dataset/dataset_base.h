@@ -1,6 +1,7 @@
 #ifndef SLUICE_DATASET_DATASET_BASE_H_
 #define SLUICE_DATASET_DATASET_BASE_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -94,6 +95,11 @@ class DatasetBase : public std::enable_shared_from_this<DatasetBase> {
   virtual std::optional<Device> MovesElementsTo() const { return std::nullopt; }
   // The whole pipeline up to this node, e.g. "Range(10) -> Map -> Batch(4)".
   std::string DebugString() const;
+  // How many iterators of this node (as a pipeline's root) were made before: the salt of the
+  // next one. Each iteration of a dataset is then like the next repetition (tf.data's
+  // reshuffle_each_iteration: a seeded Shuffle gives each new iterator another, reproducible
+  // order). Thread-safe.
+  uint64_t NextIteration() const { return iterations_.fetch_add(1, std::memory_order_relaxed); }
 
   // tf.data's element_spec: what every element this node yields matches (dataset/element_spec.h).
   // Computed from the inputs' on the first call; restores check the elements they take from a
@@ -124,6 +130,7 @@ class DatasetBase : public std::enable_shared_from_this<DatasetBase> {
   // Immutable once computed, and computed once: several iterators may ask at the same time.
   mutable absl::once_flag element_spec_once_;
   mutable ElementSpec element_spec_;
+  mutable std::atomic<uint64_t> iterations_{0};
 };
 
 // What IteratorBase::WaitForNext found.

@@ -1,6 +1,9 @@
 // Enumerate(start): prepends an int64 scalar counter to each element, like
 // tf.data.Dataset.enumerate. The counter numbers the elements this node
 // returns: an input error does not use up a number.
+#include <algorithm>
+#include <cstdint>
+
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
@@ -19,7 +22,12 @@ class EnumerateDataset : public DatasetBase {
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
     return std::unique_ptr<IteratorBase>(new EnumerateIterator(this, ctx, std::move(input)));
   }
-  int64_t Cardinality() const override { return inputs()[0]->Cardinality(); }
+  // The counter stops before INT64_MAX (tf.data's zip of range(start, INT64_MAX) with the input).
+  int64_t Cardinality() const override {
+    const int64_t n = inputs()[0]->Cardinality();
+    if (n < 0 || start_ < 0) return n;
+    return std::min(n, INT64_MAX - start_);
+  }
   // The counter, then the input's components.
   ElementSpec ComputeElementSpec() const override {
     return ElementSpec::Zipped({ElementSpec{{DType::kInt64, {}}}, inputs()[0]->element_spec()});
@@ -35,6 +43,7 @@ class EnumerateDataset : public DatasetBase {
 
    protected:
     absl::StatusOr<std::optional<Element>> GetNextInternal() override {
+      if (next_ == INT64_MAX) return std::nullopt;  // the counter's range ends, as tf.data's
       SLUICE_ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());
       if (!in) return std::nullopt;
       Element out;

@@ -47,7 +47,15 @@ class InterleaveIterator : public IteratorBase {
       : IteratorBase(d, ctx, kind), d_(d), input_(std::move(input)) {
     const int requested = d->interleave_options().cycle_length;
     Tunable& c = stats().cycle_length;
-    c.DeclareFromOption(requested, /*autotune_max=*/std::max(1, ctx.runtime->num_threads()));
+    const int threads = std::max(1, ctx.runtime->num_threads());
+    if (requested == kAutotune &&
+        d->interleave_options().deterministic.value_or(ctx.deterministic())) {
+      // The order depends on the cycle: tuned by how fast things ran, it would differ between two
+      // runs from the second epoch on. As tf.data: the arena's thread count, fixed.
+      c.DeclareFixed(threads);
+    } else {
+      c.DeclareFromOption(requested, /*autotune_max=*/threads);
+    }
     // Read once per iterator: changing it mid-stream would change the order.
     // A later iterator of this node (the next epoch) picks up a new value.
     cycle_length_ = std::max<int64_t>(1, c.value.load());

@@ -57,6 +57,7 @@ Iterator::Iterator(std::shared_ptr<const DatasetBase> dataset) : dataset_(std::m
   ctx_.cancellation = std::make_shared<CancellationManager>();
   ctx_.stats = std::make_shared<StatsRegistry>();
   ctx_.seed = ctx_.options.seed ? *ctx_.options.seed : std::random_device{}();
+  ctx_.salt = dataset_->NextIteration();  // 0 for the first: as a pipeline iterated once
   // While a profile records, its counters show each node's buffer and AUTOTUNE's knobs over
   // time ("Prefetch[7] buffered_elements", "Map[4] parallelism").
   counter_source_ = profiler::RegisterCounterSource(
@@ -144,6 +145,7 @@ absl::StatusOr<std::string> Iterator::Save() {
   ckpt.set_version(kCheckpointVersion);
   ckpt.set_pipeline(dataset_->DebugString());
   ckpt.set_seed(ctx_.seed);
+  ckpt.set_salt(ctx_.salt);
   SLUICE_RETURN_IF_ERROR(root_->Save(ckpt.mutable_root()));
   // Protobuf serializes at most 2 GiB; past that SerializeAsString returns an empty string,
   // which would restore as nothing. Buffers saved whole (elements without sources) get there.
@@ -178,7 +180,10 @@ absl::Status Iterator::Restore(const std::string& checkpoint) {
                                                       ckpt.pipeline(), "\", not \"",
                                                       dataset_->DebugString(), "\""));
   }
-  ctx_.seed = ckpt.seed();  // Before the nodes are made: they derive seeds from it.
+  // Before the nodes are made: they derive seeds from both. A checkpoint from before the salt
+  // was saved has 0, the first iteration's.
+  ctx_.seed = ckpt.seed();
+  ctx_.salt = ckpt.salt();
   SLUICE_RETURN_IF_ERROR(EnsureStarted());
   absl::Status s = root_->Restore(ckpt.root());
   if (!s.ok()) error_ = s;

@@ -92,7 +92,8 @@ class PaddedBatchDataset : public DatasetBase {
     const int64_t n = inputs()[0]->Cardinality();
     if (n < 0) return n;                               // infinite or unknown, like the input
     if (batch_size_ <= 0) return kUnknownCardinality;  // MakeIterator reports it
-    return options_.drop_remainder ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
+    // Not (n + b - 1) / b, which overflows for a batch of INT64_MAX ("everything").
+    return n / batch_size_ + (!options_.drop_remainder && n % batch_size_ != 0 ? 1 : 0);
   }
 
   // As tf.data's: the batch dimension as Batch's; every other dimension its padded_shapes size,

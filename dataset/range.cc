@@ -22,8 +22,15 @@ class RangeDataset : public DatasetBase {
   }
   int64_t Cardinality() const override {
     if (step_ == 0) return 0;
-    if (step_ > 0) return stop_ > start_ ? (stop_ - start_ + step_ - 1) / step_ : 0;
-    return start_ > stop_ ? (start_ - stop_ - step_ - 1) / -step_ : 0;
+    // In 128 bits: the span of Range(-1, INT64_MAX) and the rounding of Range(0, INT64_MAX, 2)
+    // overflow int64. More than INT64_MAX elements (only Range(INT64_MIN, INT64_MAX)) counts as
+    // INT64_MAX.
+    const Int128 span = step_ > 0 ? static_cast<Int128>(stop_) - start_
+                                  : static_cast<Int128>(start_) - stop_;
+    const Int128 step = step_ > 0 ? static_cast<Int128>(step_) : -static_cast<Int128>(step_);
+    if (span <= 0) return 0;
+    const Int128 count = (span + step - 1) / step;
+    return count > INT64_MAX ? INT64_MAX : static_cast<int64_t>(count);
   }
   ElementSpec ComputeElementSpec() const override { return {{DType::kInt64, {}}}; }
   std::string Describe() const override {

@@ -33,8 +33,16 @@ class WindowDataset : public DatasetBase {
   int64_t shift() const { return options_.shift.value_or(size_); }
   int64_t stride() const { return options_.stride; }
   bool drop_remainder() const { return options_.drop_remainder; }
-  // Input elements one window spans.
-  int64_t span() const { return (size_ - 1) * options_.stride + 1; }
+  // Input elements one window spans (INT64_MAX where that overflows: Window(INT64_MAX, stride 2)
+  // spans everything there is).
+  int64_t span() const {
+    int64_t span = 0;
+    if (__builtin_mul_overflow(size_ - 1, options_.stride, &span) ||
+        __builtin_add_overflow(span, 1, &span)) {
+      return INT64_MAX;
+    }
+    return span;
+  }
 
  private:
   int64_t size_;
@@ -57,7 +65,9 @@ class WindowIterator : public IteratorBase {
     if (kept_.empty()) base_ = std::max(base_, read_);
     // Read up to the window's end; elements before its start (a shift past the span) are read
     // and dropped.
-    while (!ended_ && read_ < start_ + d_->span()) {
+    int64_t end = 0;  // the window's end, past the int64 limit for a huge shift or span
+    if (__builtin_add_overflow(start_, d_->span(), &end)) end = INT64_MAX;
+    while (!ended_ && read_ < end) {
       absl::StatusOr<std::optional<Element>> in = input_->GetNext();
       if (!in.ok()) return in.status();
       if (!in->has_value()) {
@@ -79,7 +89,7 @@ class WindowIterator : public IteratorBase {
     // The window is done with, stacked or not: an error takes its place (so IgnoreErrors skips
     // it) and the next call goes on to the next window.
     absl::StatusOr<Element> window = Stack(rows);
-    start_ += d_->shift();
+    if (__builtin_add_overflow(start_, d_->shift(), &start_)) start_ = INT64_MAX;
     if (!window.ok()) return window.status();
     return *std::move(window);
   }

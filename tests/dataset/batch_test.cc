@@ -2,6 +2,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -78,6 +79,37 @@ TEST(BatchTest, Cardinality) {
   EXPECT_EQ(Dataset::Range(2).Batch(3, {.drop_remainder = true}).Cardinality(), 0);
   EXPECT_EQ(Dataset::Range(64).Batch(32).Cardinality(), 2);
   EXPECT_EQ(Dataset::Range(65).Batch(32).Cardinality(), 3);
+  // "Batch everything": (n + b - 1) / b overflowed (2 elements counted as infinite).
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(Dataset::Range(2).Batch(kMax).Cardinality(), 1);
+  EXPECT_EQ(Dataset::Range(10).Batch(kMax).Cardinality(), 1);
+  EXPECT_EQ(Dataset::Range(10).Batch(kMax, {.drop_remainder = true}).Cardinality(), 0);
+  EXPECT_EQ(Dataset::Range(10).PaddedBatch(kMax).Cardinality(), 1);
+}
+
+// Buffered by a Prefetch, such a batch is saved as its sources and recomputed on restore, which
+// checked its row count against batch_size + 1 (overflowing to INT64_MIN).
+TEST(BatchTest, ABatchOfEverythingRestoresFromItsSources) {
+  auto ds = Dataset::Range(10).Batch(std::numeric_limits<int64_t>::max()).Prefetch(1);
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(it->GetNext().ok());  // the batch; the prefetch may hold the end after it
+  auto saved = it->Save();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  auto fresh = ds.MakeIterator();
+  ASSERT_TRUE(fresh->Restore(*saved).ok());
+  auto next = fresh->GetNext();
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_FALSE(next->has_value());
+  // And one restored before its batch was taken recomputes all ten rows.
+  auto early = ds.MakeIterator();
+  ASSERT_TRUE(early->Initialize().ok());
+  auto before = early->Save();
+  ASSERT_TRUE(before.ok()) << before.status();
+  auto again = ds.MakeIterator();
+  ASSERT_TRUE(again->Restore(*before).ok());
+  auto batch = again->GetNext();
+  ASSERT_TRUE(batch.ok() && batch->has_value()) << batch.status();
+  EXPECT_EQ((**batch)[0].num_elements(), 10);
 }
 
 TEST(BatchTest, MultiComponentElements) {

@@ -37,6 +37,18 @@ TEST(EnumerateTest, StartsAtStart) {
   EXPECT_THAT(Ints(*out), ElementsAre(-2, -1, 0, 1));
 }
 
+// As tf.data's zip(range(start, INT64_MAX), input): the counter ends before INT64_MAX instead of
+// overflowing.
+TEST(EnumerateTest, TheCounterEndsBeforeInt64Max) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  auto ds = Dataset::Range(3).Enumerate(kMax - 2);
+  EXPECT_EQ(ds.Cardinality(), 2);
+  auto out = Collect(ds);
+  ASSERT_TRUE(out.ok());
+  EXPECT_THAT(Ints(*out), ElementsAre(kMax - 2, kMax - 1));
+  EXPECT_EQ(Dataset::Range(3).Enumerate(5).Cardinality(), 3);
+}
+
 TEST(EnumerateTest, EmptyInput) {
   auto out = Collect(Dataset::Range(0).Enumerate());
   ASSERT_TRUE(out.ok());

@@ -599,6 +599,29 @@ TEST(InterleaveTest, AutotuneCycleLengthIsTheRuntimesThreadCount) {
   EXPECT_EQ(node->parallelism, 3);
 }
 
+// A deterministic Interleave's order follows its cycle length, so AUTOTUNE must not move it (two
+// runs would differ from the epoch after a change on): kAutotune fixes it at the thread count,
+// as tf.data does. Only deterministic=false leaves it to AUTOTUNE.
+TEST(InterleaveTest, AutotuneTunesTheCycleLengthOnlyWhereTheOrderMayChange) {
+  for (const bool deterministic : {true, false}) {
+    auto ds = Dataset::Range(1, 6)
+                  .Interleave(Tens, {.cycle_length = kAutotune,
+                                     .num_parallel_calls = kAutotune,
+                                     .deterministic = deterministic})
+                  .WithOptions({.threads = 3});
+    auto it = ds.MakeIterator();
+    ASSERT_TRUE(Drain(*it).ok());
+    const NodeStats* node = nullptr;
+    for (const auto& n : it->stats_registry()->Nodes()) {
+      if (n->name == "Interleave[1]") node = n.get();
+    }
+    ASSERT_NE(node, nullptr);
+    EXPECT_EQ(node->cycle_length.value.load(), 3) << deterministic;
+    EXPECT_EQ(node->cycle_length.autotune.load(), !deterministic);
+    EXPECT_TRUE(node->parallelism.autotune.load());  // parallelism stays AUTOTUNE's either way
+  }
+}
+
 }  // namespace
 }  // namespace sluice
 

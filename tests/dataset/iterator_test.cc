@@ -42,13 +42,14 @@ TEST(IteratorTest, InitializeMakesNodesWithoutStartingWork) {
 // Iterator states hold protobuf maps, written in hash order unless told otherwise: two iterators
 // at the same position save the same bytes.
 TEST(IteratorTest, TheSamePositionSavesTheSameBytes) {
-  auto ds = Dataset::Range(100)
-                .Shuffle(10, {.seed = 3})
-                .Batch(3)
-                .Concatenate(Dataset::Range(5))
-                .WithOptions({.seed = 1});
   std::vector<std::string> saved;
   for (int i = 0; i < 3; ++i) {
+    // Built anew: a second iterator of one dataset is another iteration (another order).
+    auto ds = Dataset::Range(100)
+                  .Shuffle(10, {.seed = 3})
+                  .Batch(3)
+                  .Concatenate(Dataset::Range(5))
+                  .WithOptions({.seed = 1});
     auto it = ds.MakeIterator();
     for (int n = 0; n < 4; ++n) ASSERT_TRUE(it->GetNext().ok());
     absl::StatusOr<std::string> state = it->Save();
@@ -153,6 +154,45 @@ TEST_F(IteratorTunerTest, NotMadeWithoutAutotuneKnobs) {
 
 // An owner whose thread waits in GetNext (Python's fetching thread) stops that wait with Cancel,
 // though the map calls the pipeline waits for never return by themselves.
+// As tf.data with a seed: each iterator of a dataset is the next iteration, with its own shuffle
+// order and random draws, reproducibly (the same dataset built again repeats the sequence), and a
+// checkpoint restores the iteration it was taken in.
+TEST(IteratorTest, EachIterationOfADatasetReshufflesReproducibly) {
+  auto make = [] { return Dataset::Range(50).Shuffle(50).WithOptions({.seed = 4}); };
+  const Dataset ds = make(), again = make();
+  std::vector<std::vector<int64_t>> orders, repeated;
+  for (int i = 0; i < 3; ++i) {
+    auto a = testing::Collect(ds);
+    auto b = testing::Collect(again);
+    ASSERT_TRUE(a.ok() && b.ok());
+    orders.push_back(testing::Ints(*a));
+    repeated.push_back(testing::Ints(*b));
+  }
+  EXPECT_EQ(orders, repeated);
+  EXPECT_NE(orders[0], orders[1]);
+  EXPECT_NE(orders[1], orders[2]);
+  // Without reshuffle_each_iteration, every iteration has the first one's order.
+  const Dataset fixed =
+      Dataset::Range(50).Shuffle(50, {.reshuffle_each_iteration = false}).WithOptions({.seed = 4});
+  auto f0 = testing::Collect(fixed);
+  auto f1 = testing::Collect(fixed);
+  ASSERT_TRUE(f0.ok() && f1.ok());
+  EXPECT_EQ(testing::Ints(*f0), testing::Ints(*f1));
+  EXPECT_EQ(testing::Ints(*f0), orders[0]);
+  // A checkpoint of the third iteration resumes it, not the iteration of the iterator restored.
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(testing::Drain(*it, 10).ok());
+  auto saved = it->Save();
+  ASSERT_TRUE(saved.ok());
+  auto fresh = ds.MakeIterator();
+  ASSERT_TRUE(fresh->Restore(*saved).ok());
+  auto rest = testing::Drain(*fresh);
+  ASSERT_TRUE(rest.ok());
+  auto expected_rest = testing::Drain(*it);
+  ASSERT_TRUE(expected_rest.ok());
+  EXPECT_EQ(testing::Ints(*rest), testing::Ints(*expected_rest));
+}
+
 TEST(IteratorTest, CancelEndsAGetNextBlockedOnThePipeline) {
   auto release = std::make_shared<absl::Notification>();
   auto ds = Dataset::Range(1000)

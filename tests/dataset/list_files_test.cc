@@ -137,15 +137,24 @@ TEST_F(ListFilesTest, ShuffleWithoutSeedUsesThePipelineSeed) {
   EXPECT_NE(Names(*a), Names(*c));
 }
 
+// Each repetition, and each new iteration of the dataset (tf.data's reshuffle_each_iteration),
+// takes another order; the same dataset built again repeats the same orders.
 TEST_F(ListFilesTest, ShuffleDiffersAcrossRepetitionsReproducibly) {
   for (int i = 0; i < 20; ++i) std::ofstream(Path("s-" + std::to_string(100 + i)));
-  auto ds = Dataset::ListFiles(Path("s-*"), {.shuffle = true, .seed = 7}).Repeat(3);
+  auto make = [&] {
+    return Dataset::ListFiles(Path("s-*"), {.shuffle = true, .seed = 7}).Repeat(3);
+  };
+  const Dataset ds = make(), again = make();
   auto a = Collect(ds);
-  auto b = Collect(ds);
-  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  auto b = Collect(again);
+  auto second = Collect(ds);
+  auto second_again = Collect(again);
+  ASSERT_TRUE(a.ok() && b.ok() && second.ok() && second_again.ok());
   ASSERT_EQ(a->size(), 60u);
   const std::vector<std::string> names = Names(*a);
   EXPECT_EQ(names, Names(*b));
+  EXPECT_NE(names, Names(*second));
+  EXPECT_EQ(Names(*second), Names(*second_again));
   const std::vector<std::string> e0(names.begin(), names.begin() + 20);
   const std::vector<std::string> e1(names.begin() + 20, names.begin() + 40);
   const std::vector<std::string> e2(names.begin() + 40, names.end());

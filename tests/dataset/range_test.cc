@@ -48,6 +48,29 @@ TEST(RangeTest, EndsAtTheInt64LimitsInsteadOfWrapping) {
   EXPECT_FALSE(next->has_value());
 }
 
+// Counted in 128 bits: (stop - start + step - 1) / step overflowed int64 for wide ranges, and the
+// negative count then refused every restore of them.
+TEST(RangeTest, CardinalityOfRangesNearTheInt64Limits) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(Dataset::Range(0, kMax, 2).Cardinality(), kMax / 2 + 1);
+  EXPECT_EQ(Dataset::Range(-1, kMax).Cardinality(), kMax);  // 2^63 elements, counted as INT64_MAX
+  EXPECT_EQ(Dataset::Range(kMax, kMin, -3).Cardinality(), (kMax / 3) * 2 + 1);
+  EXPECT_EQ(Dataset::Range(kMin, kMax, kMax).Cardinality(), 3);
+  EXPECT_EQ(Dataset::Range(5, 0).Cardinality(), 0);
+  // A checkpoint mid-way through such a range restores.
+  auto ds = Dataset::Range(0, kMax, 2);
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(Drain(*it, 3).ok());
+  auto saved = it->Save();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  auto fresh = ds.MakeIterator();
+  ASSERT_TRUE(fresh->Restore(*saved).ok());
+  auto next = fresh->GetNext();
+  ASSERT_TRUE(next.ok() && next->has_value());
+  EXPECT_EQ((**next)[0].scalar<int64_t>(), 6);
+}
+
 // Found by iterator_restore_fuzzer (a 25-s timeout in CI): a checkpoint whose position is far
 // outside the range made Range yield up to 2^63 elements.
 TEST(RangeTest, RestoreRefusesAPositionOutsideTheRange) {

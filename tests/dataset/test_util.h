@@ -95,14 +95,25 @@ inline std::vector<int64_t> Iota(int64_t start, int64_t stop) {
   return v;
 }
 
+// The whole of the iteration `start` (an iterator's Save before its first element) begins: each
+// new iterator of a dataset is another iteration (another shuffle order, other random draws).
+inline absl::StatusOr<std::vector<Element>> CollectFrom(const Dataset& ds,
+                                                        const std::string& start) {
+  auto it = ds.MakeIterator();
+  SLUICE_RETURN_IF_ERROR(it->Restore(start));
+  return Drain(*it);
+}
+
 // Checks the checkpoint contract: for every k in `ks`, read k elements,
 // save, restore into a fresh iterator, read the rest; the two halves equal
-// an uninterrupted run.
+// an uninterrupted run of the same iteration.
 inline void ExpectCheckpointsResumeExactly(const Dataset& ds, const std::vector<int64_t>& ks) {
-  auto full = Collect(ds);
-  ASSERT_TRUE(full.ok()) << full.status();
   for (int64_t k : ks) {
     auto it = ds.MakeIterator();
+    auto start = it->Save();
+    ASSERT_TRUE(start.ok()) << start.status();
+    auto full = CollectFrom(ds, *start);
+    ASSERT_TRUE(full.ok()) << full.status();
     auto first = Drain(*it, k);
     ASSERT_TRUE(first.ok()) << first.status();
     auto saved = it->Save();

@@ -1,3 +1,4 @@
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,14 @@ std::vector<std::vector<int64_t>> Windows(const Dataset& ds) {
 }
 
 using W = std::vector<int64_t>;
+
+// A span or shift past the int64 limits (a window of "everything") is no wrap-around.
+TEST(WindowTest, HugeSizesAndShiftsDoNotOverflow) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_THAT(Windows(Dataset::Range(5).Window(kMax, {.stride = 2})), ElementsAre(W{0, 2, 4}));
+  EXPECT_THAT(Windows(Dataset::Range(5).Window(2, {.shift = kMax})), ElementsAre(W{0, 1}));
+  EXPECT_THAT(Windows(Dataset::Range(5).Window(kMax, {.drop_remainder = true})), ElementsAre());
+}
 
 TEST(WindowTest, TumblingWindowsByDefault) {
   EXPECT_THAT(Windows(Dataset::Range(7).Window(3)), ElementsAre(W{0, 1, 2}, W{3, 4, 5}, W{6}));

@@ -34,7 +34,9 @@ def as_arrays(element):
 @pytest.mark.parametrize("python_map", [False, True])
 def test_state_dict_round_trip_mid_epoch(data, python_map):
     ds = image_pipeline(data, python_map)
-    expected = [as_arrays(e) for e in ds]
+    # The same pipeline built again: its first iteration is ds's first (a second iteration of ds
+    # would shuffle and crop anew).
+    expected = [as_arrays(e) for e in image_pipeline(data, python_map)]
     assert len(expected) == 5  # 9 images in batches of 2
     it = iter(ds)
     for _ in range(2):
@@ -282,6 +284,20 @@ def test_python_exception_comes_back_itself():
     assert info.traceback[-1].name == "f"  # the traceback reaches into the map function
     with pytest.raises(TypeError, match="no sluice dtype|dicts"):
         next(iter(sluice.Dataset.range(1).map(lambda x: {"a": x})))
+
+
+def test_each_epoch_of_a_seeded_dataset_reshuffles():
+    # for epoch in ...: for x in ds: each loop is a new iteration with another order, as tf.data's
+    # reshuffle_each_iteration (a seeded order repeated every epoch before); the same dataset built
+    # again repeats the sequence of orders.
+    def make():
+        return sluice.Dataset.range(30).shuffle(30, seed=2)
+
+    ds, again = make(), make()
+    epochs = [[int(np.asarray(v)) for v in ds] for _ in range(3)]
+    assert epochs == [[int(np.asarray(v)) for v in again] for _ in range(3)]
+    assert epochs[0] != epochs[1] != epochs[2]
+    assert sorted(epochs[1]) == list(range(30))
 
 
 def test_the_sticky_error_stays_the_same_object():
