@@ -25,8 +25,7 @@ absl::Status ReduceLROnPlateau::OnEpochEnd(int64_t epoch, const Logs& logs) {
   // A preempted epoch has no validation, and may be cut short: not one to count.
   if (trainer()->preempting()) return absl::OkStatus();
   SLUICE_ASSIGN_OR_RETURN(double value, monitor_.Get(logs, "ReduceLROnPlateau"));
-  const bool in_cooldown = cooldown_counter_ > 0;
-  if (in_cooldown) {
+  if (cooldown_counter_ > 0) {
     --cooldown_counter_;
     wait_ = 0;
   }
@@ -35,7 +34,9 @@ absl::Status ReduceLROnPlateau::OnEpochEnd(int64_t epoch, const Logs& logs) {
     wait_ = 0;
     return absl::OkStatus();
   }
-  if (in_cooldown) return absl::OkStatus();
+  // As Keras: asked after the count-down, so the epoch that ends the cooldown counts toward
+  // patience (cooldown N holds N - 1 epochs after the reduction's).
+  if (cooldown_counter_ > 0) return absl::OkStatus();
   if (++wait_ < options_.patience) return absl::OkStatus();
   optimizers::Optimizer& optimizer = trainer()->optimizer();
   // The base rate, which a schedule is scaled by.

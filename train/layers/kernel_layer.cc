@@ -15,7 +15,10 @@ std::vector<autodiff::Variable*> KernelLayer::Variables() {
 }
 
 absl::Status KernelLayer::AddLosses(std::vector<Tensor>& losses) {
-  if (!kernel_ || !config_.kernel_regularizer || !config_.kernel_regularizer->active()) {
+  // A frozen kernel's penalty is a constant that no step can lower: Keras 3 adds the penalties of
+  // trainable weights only, so the reported loss of a frozen base leaves it out.
+  if (!kernel_ || kernel_->frozen() || !config_.kernel_regularizer ||
+      !config_.kernel_regularizer->active()) {
     return absl::OkStatus();
   }
   SLUICE_ASSIGN_OR_RETURN(Tensor penalty, config_.kernel_regularizer->Penalty(kernel_->value()));

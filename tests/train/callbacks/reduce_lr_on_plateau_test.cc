@@ -43,8 +43,10 @@ TEST(ReduceLROnPlateauTest, CooldownWaitsBeforeCountingAgain) {
     ASSERT_TRUE(cb.OnEpochEnd(epoch, {{"loss", 1.0}}).ok());
     rates.push_back(sgd.learning_rate());
   }
-  // Reduced at epoch 1, then two cooldown epochs, then at epoch 4.
-  EXPECT_EQ(rates, (std::vector<float>{1.0f, 0.5f, 0.5f, 0.5f, 0.25f, 0.25f}));
+  // Keras' sequence: reduced at epoch 1; epoch 2 counts the cooldown down to 1, epoch 3 to 0 and
+  // then counts toward patience, so the rate falls again at 3 and, after one more cooldown
+  // epoch, at 5.
+  EXPECT_EQ(rates, (std::vector<float>{1.0f, 0.5f, 0.5f, 0.25f, 0.25f, 0.125f}));
 }
 
 TEST(ReduceLROnPlateauTest, InFitTheLoggedRateFalls) {

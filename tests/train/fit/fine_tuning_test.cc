@@ -129,6 +129,15 @@ TEST(FineTuningTest, RegularisationIsAddedToTheLossAndShrinksTheWeights) {
     return s;
   };
   EXPECT_LT(norm(l2), norm(plain));
+
+  // A frozen layer's penalty is left out, as Keras 3 does (only trainable weights regularise).
+  l2.module(0).set_trainable(false);
+  std::vector<Tensor> unfrozen_only;
+  ASSERT_TRUE(l2.AddLosses(unfrozen_only).ok());
+  ASSERT_EQ(unfrozen_only.size(), 1u);
+  double head_sq = 0;
+  for (float w : testing::Values(l2.module(2).Variables()[0]->value())) head_sq += double{w} * w;
+  EXPECT_NEAR(unfrozen_only[0].scalar<float>(), 0.05 * head_sq, 1e-4 * 0.05 * head_sq);
 }
 
 TEST(FineTuningTest, WeightsOnlySavesInACreatedFolderAndLoadBack) {
