@@ -230,6 +230,13 @@ absl::Status CheckPipelineOptions(const CommandLine& command_line, const BenchAr
   if (command_line.WasGiven("shuffle") && (skewed || !pipeline.snapshot.empty())) {
     return absl::InvalidArgumentError("--shuffle applies to --pipeline images without --snapshot");
   }
+  // The ceiling decodes whole images one by one: no crop size, no batches.
+  for (const char* option : {"batch", "image-size"}) {
+    if (pipeline.decode_only && command_line.WasGiven(option)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", option, " does not apply to --decode-only (whole images, unbatched)"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -241,6 +248,15 @@ absl::Status CheckRunOptions(const CommandLine& command_line, const BenchArgs& a
   }
   if (parallelism && args.grid) {
     return absl::InvalidArgumentError("--grid sets the parallelism itself");
+  }
+  // The grid runs each configuration for --grid-seconds and prints AUTOTUNE's report anyway.
+  for (const char* option : {"seconds", "profile", "autotune"}) {
+    if (args.grid && command_line.WasGiven(option)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", option,
+                       " does not apply to --grid (each configuration runs --grid-seconds, and "
+                       "the AUTOTUNE run prints its report)"));
+    }
   }
   if (command_line.WasGiven("grid-seconds") && !args.grid) {
     return absl::InvalidArgumentError("--grid-seconds applies to --grid");
@@ -255,10 +271,10 @@ absl::Status CheckRunOptions(const CommandLine& command_line, const BenchArgs& a
   }
   if (command_line.WasGiven("checkpoint-after")) {
     if (args.skewed() || args.grid || command_line.WasGiven("profile") ||
-        args.pipeline.epochs > 0) {
+        args.pipeline.epochs > 0 || command_line.WasGiven("seconds") || args.autotune_report) {
       return absl::InvalidArgumentError(
-          "--checkpoint-after applies to --pipeline images, without --grid, --profile or "
-          "--epochs");
+          "--checkpoint-after applies to --pipeline images, without --grid, --profile, "
+          "--epochs, --seconds or --autotune (it reads N elements, then --compare more)");
     }
   } else if (command_line.WasGiven("compare") || args.checkpoint_elements) {
     return absl::InvalidArgumentError(

@@ -28,13 +28,21 @@ int ExportModel(const CommandLine& command_line) {
   // one axis); Debian's ONNX 1.12 knows up to 17.
   absl::StatusOr<int64_t> opset = command_line.IntValue("opset", 13, 17);
   if (!opset.ok()) return command_line.ReportUsageError(opset.status().message());
+  const std::string& input_name = command_line.Value("input-name");
+  const std::string& output_name = command_line.Value("output-name");
+  if (input_name.empty() || output_name.empty()) {
+    return command_line.ReportUsageError("--input-name and --output-name must not be empty");
+  }
+  if (input_name == output_name) {
+    return command_line.ReportUsageError(
+        absl::StrCat("--input-name and --output-name must differ, both are '", input_name, "'"));
+  }
   absl::StatusOr<train::fit::LoadedModel> loaded = train::fit::LoadModel(dir);
   if (!loaded.ok()) return FailExport(loaded.status());
-  const train::exporting::OnnxExportOptions options{
-      .input_name = command_line.Value("input-name"),
-      .output_name = command_line.Value("output-name"),
-      .opset = *opset,
-      .producer_version = SLUICE_VERSION};
+  const train::exporting::OnnxExportOptions options{.input_name = input_name,
+                                                    .output_name = output_name,
+                                                    .opset = *opset,
+                                                    .producer_version = SLUICE_VERSION};
   absl::Status s = train::exporting::ExportOnnx(*loaded->model, loaded->input_shape, out, options);
   if (!s.ok()) return FailExport(s);
   std::error_code ec;

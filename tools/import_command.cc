@@ -46,6 +46,11 @@ int ImportModel(const CommandLine& command_line) {
   }
   std::string dims = "batch";
   for (int i = 1; i < input.rank(); ++i) absl::StrAppend(&dims, ", ", input.dim(i));
+  if (command_line.Flag("summary")) {
+    // With --json, stdout is the JSON object's alone: the summary goes to stderr.
+    std::fprintf(command_line.Flag("json") ? stderr : stdout, "%s",
+                 train::layers::Summary(**model).c_str());
+  }
   if (command_line.Flag("json")) {
     JsonWriter json;
     json.BeginObject();
@@ -67,7 +72,6 @@ int ImportModel(const CommandLine& command_line) {
     std::printf("%s\n", json.str().c_str());
     return 0;
   }
-  if (command_line.Flag("summary")) std::printf("%s", train::layers::Summary(**model).c_str());
   std::printf(
       "sluice import: %s -> %s: %zu layers, %lld parameters, input [%s] float32 NHWC, "
       "imported in %.2f s\n",

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "core/json_writer.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
@@ -73,9 +74,17 @@ struct Prediction {
   std::vector<std::pair<int64_t, float>> top;  // class, probability
 };
 
-// Each file's images: a JPEG, or every record of a TFRecord (by extension).
+// Whether `file` is a TFRecord file by its name, compressed ones (.tfrecord.gz) included.
+bool IsTFRecordFile(absl::string_view file) {
+  for (absl::string_view suffix : {".gz", ".zlib", ".zz"}) absl::ConsumeSuffix(&file, suffix);
+  return absl::EndsWith(file, ".tfrecord") || absl::EndsWith(file, ".tfrecords");
+}
+
+// Each file's images: a JPEG, or every record of a TFRecord (by extension). A file that cannot
+// be read, or a record that is corrupt, is an entry with its error (the records before it are
+// predicted), so that --json says what failed.
 absl::Status CollectInputs(const std::string& file, std::vector<Input>& out) {
-  if (!absl::EndsWith(file, ".tfrecord") && !absl::EndsWith(file, ".tfrecords")) {
+  if (!IsTFRecordFile(file)) {
     absl::StatusOr<Tensor> bytes = ReadFile(file);
     if (!bytes.ok()) {
       out.push_back({.source = file, .bytes = bytes.status()});
@@ -96,7 +105,12 @@ absl::Status CollectInputs(const std::string& file, std::vector<Input>& out) {
   auto it = Dataset::TFRecord(file).MakeIterator();
   for (int64_t i = 0;; ++i) {
     absl::StatusOr<std::optional<Element>> next = it->GetNext();
-    if (!next.ok()) return next.status();  // a corrupt file: the error names file and offset
+    if (!next.ok()) {
+      // A missing or corrupt file: the error names the file and the offset. The iterator's error
+      // is sticky, so the rest of the file is not read.
+      out.push_back({.source = i == 0 ? file : absl::StrCat(file, ":", i), .bytes = next.status()});
+      return absl::OkStatus();
+    }
     if (!next->has_value()) break;
     absl::StatusOr<Element> parsed = parser.Parse((**next)[0].scalar<std::string>());
     const std::string source = absl::StrCat(file, ":", i);

@@ -33,8 +33,13 @@ absl::StatusOr<Result> Train(const ImageClassifierOptions& run, distributed::Com
   SLUICE_RETURN_IF_ERROR(
       Prefixed(absl::StrCat("--precision ", train::backend::PrecisionName(run.precision), ": "),
                train::backend::CheckPrecisionSupported(run.device, run.precision)));
-  SLUICE_RETURN_IF_ERROR(Prefixed("--", train::recipes::CheckOptimizerOptions(run.optimizer)));
   return train::recipes::TrainImageClassifier(run, comm);
+}
+
+// The epochs the run ended after (from the first, a resumed run's included): fewer than --epochs
+// when early stopping ended it.
+int64_t EpochsTrained(const Result& result) {
+  return result.history.epochs.empty() ? 0 : result.history.epochs.back() + 1;
 }
 
 void PrintJson(const TrainConfig& config, const Result& result) {
@@ -46,6 +51,7 @@ void PrintJson(const TrainConfig& config, const Result& result) {
     json.Double(value);
   };
   for (auto [key, value] : {std::pair<const char*, int64_t>{"train_records", result.train_records},
+                            {"epochs_trained", EpochsTrained(result)},
                             {"ranks", result.ranks},
                             {"global_batch", config.run.batch_size * result.ranks}}) {
     json.Key(key);
@@ -92,7 +98,7 @@ void ReportResult(const TrainConfig& config, const Result& result) {
       "input wait %.1f%% of step time%s\n",
       100 * train::callbacks::LogValue(result.test, "accuracy").value_or(0),
       train::callbacks::LogValue(result.test, "loss").value_or(0), config.run.model.c_str(),
-      static_cast<long long>(config.run.epochs), static_cast<long long>(result.train_records),
+      static_cast<long long>(EpochsTrained(result)), static_cast<long long>(result.train_records),
       result.images_per_second, 100 * result.input_wait_share,
       result.ranks > 1
           ? absl::StrCat(" | ", result.ranks, " ranks, all-reduce exposed ",

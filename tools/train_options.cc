@@ -1,5 +1,7 @@
 #include "tools/train_options.h"
 
+#include <algorithm>
+#include <climits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "tools/device_option.h"
 #include "train/backend/compute_precision.h"
 #include "train/models/model_zoo.h"
+#include "train/recipes/optimizer.h"
 
 namespace sluice::tools {
 namespace {
@@ -130,7 +133,7 @@ std::vector<TrainRow> ComputeRows() {
              "where the model trains: cpu, cuda or cuda:N (needs a CUDA build and a GPU)",
              DeviceOptionSpec()),
       Option("accumulate", "N", In(&Classifier::accumulate), "apply the mean gradient of N batches",
-             {.min = 1}),
+             {.min = 1, .max = INT_MAX}),
       Option("limit", "N", In(&Classifier::limit), "train on the first N training records only",
              {.shown_default = "all", .min = 1}),
       Flag("augment", Field<TrainConfig>(&TrainConfig::augment),
@@ -193,7 +196,7 @@ std::vector<TrainRow> OutputRows() {
       Option("checkpoint-every", "N",
              In(&Classifier::callbacks, &Callbacks::checkpoint_every_steps),
              "save --checkpoint or --backup-dir every N global steps instead of after each epoch",
-             {.min = 1}),
+             {.shown_default = "each epoch", .min = 1}),
       Option("keep-checkpoints", "K", In(&Classifier::callbacks, &Callbacks::keep_checkpoints),
              "with --backup-dir: the newest K backups kept", {.min = 1}),
       Option("save", "DIR", In(&Classifier::save_dir),
@@ -285,6 +288,18 @@ absl::Status CheckCombinations(const CommandLine& command_line, TrainConfig& con
         absl::StrCat("--recompute applies to --model ",
                      absl::StrJoin(train::models::ResNetNames(), " and "), " only"));
   }
+  if (command_line.WasGiven("profile-steps") && run.profile_dir.empty()) {
+    return absl::InvalidArgumentError("--profile-steps needs --profile DIR");
+  }
+  if (run.base_onnx.empty()) {
+    const std::vector<std::string> models = train::models::ModelNames();
+    if (std::find(models.begin(), models.end(), run.model) == models.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--model: unknown model '", run.model, "'; known models: ", absl::StrJoin(models, ", ")));
+    }
+  }
+  // Unknown optimizer and schedule names are command-line errors (exit 2), not run failures.
+  SLUICE_RETURN_IF_ERROR(Prefixed("--", train::recipes::CheckOptimizerOptions(run.optimizer)));
   if (run.resume && run.callbacks.checkpoint.empty()) {
     return absl::InvalidArgumentError("--resume needs --checkpoint PATH");
   }

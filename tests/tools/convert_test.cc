@@ -516,6 +516,14 @@ TEST(BenchTest, Errors) {
   EXPECT_EQ(RunSluice("bench --files x --parallelism 0").exit_code, 2);
   EXPECT_EQ(RunSluice("bench --files x --snapshot d --cache").exit_code, 2);
   EXPECT_EQ(RunSluice("bench --pipeline skewed --snapshot d").exit_code, 2);
+  // Options the mode would ignore are refused.
+  for (const char* ignored : {"--grid --seconds 5", "--grid --profile p", "--grid --autotune",
+                              "--checkpoint-after 5 --seconds 3", "--checkpoint-after 5 --autotune",
+                              "--decode-only --batch 8", "--decode-only --image-size 64"}) {
+    CliResult refused = RunSluice(std::string("bench --files x ") + ignored);
+    EXPECT_EQ(refused.exit_code, 2) << ignored;
+    EXPECT_THAT(refused.err, HasSubstr("appl")) << ignored;  // "apply", "applies"
+  }
   CliResult r =
       RunSluice("bench --files " + ShellQuote(TestData("small100.tfrecord")) + " --epochs 1");
   EXPECT_EQ(r.exit_code, 1);  // Records without image/encoded.

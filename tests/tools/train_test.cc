@@ -22,6 +22,7 @@ using ::sluice::cli_test::RunSluice;
 using ::sluice::cli_test::ShellQuote;
 using ::sluice::cli_test::TempPath;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kFashionMnistSource[] = "/usr/share/datasets/fashion-mnist";
 
@@ -146,6 +147,13 @@ TEST_F(TrainCommandTest, PredictWithASavedModelMatchesTheLabels) {
   }
   ASSERT_EQ(names.size(), 10u);
   // Line i of each: "FILE:i: NAME 0.xxx" and {"image/class/label": {..., "values": [L]}, ...}.
+  // A missing or corrupt TFRecord file is an entry of its own in --json (it was on stderr only),
+  // after the predictions of the files before it.
+  CliResult missing = RunSluice("predict --json --top 1 --model " + ShellQuote(model) + " " +
+                                ShellQuote(raw + "/none.tfrecord.gz"));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.out, HasSubstr("\"error\""));
+  EXPECT_THAT(missing.out, HasSubstr("none.tfrecord.gz"));
   std::istringstream predictions(p.out), records(labels.out);
   int64_t total = 0, agree = 0;
   for (std::string prediction, record;
@@ -182,6 +190,10 @@ TEST(ExportCommandLineTest, BadArgumentsAreUsageErrorsAndAMissingModelIsNamed) {
   EXPECT_EQ(RunSluice("export --out x.onnx").exit_code, 2);
   EXPECT_EQ(RunSluice("export --model m").exit_code, 2);
   EXPECT_EQ(RunSluice("export --model m --out x.onnx --opset 9").exit_code, 2);
+  CliResult names = RunSluice("export --model m --out x.onnx --input-name y --output-name y");
+  EXPECT_EQ(names.exit_code, 2);
+  EXPECT_THAT(names.err, HasSubstr("must differ, both are 'y'"));
+  EXPECT_EQ(RunSluice("export --model m --out x.onnx --input-name ''").exit_code, 2);
   const std::string missing = TempPath("no_such_model");
   CliResult r = RunSluice("export --model " + ShellQuote(missing) + " --out " +
                           ShellQuote(TempPath("x.onnx")));
@@ -424,6 +436,31 @@ TEST(TrainCommandLineTest, BadArgumentsAreUsageErrors) {
   EXPECT_EQ(smoothing.exit_code, 2);
   EXPECT_THAT(smoothing.err, HasSubstr("--label-smoothing takes a number in [0, 1], not '1.5'"));
   EXPECT_EQ(RunSluice("train --data x --label-smoothing -0.1").exit_code, 2);
+  // Names and combinations checked before anything runs: usage errors, not run failures (1).
+  CliResult model = RunSluice("train --data x --model foo");
+  EXPECT_EQ(model.exit_code, 2);
+  EXPECT_THAT(model.err, HasSubstr("--model: unknown model 'foo'; known models: mlp, cnn"));
+  CliResult optimizer = RunSluice("train --data x --optimizer foo");
+  EXPECT_EQ(optimizer.exit_code, 2);
+  EXPECT_THAT(optimizer.err, HasSubstr("--optimizer takes sgd, adam"));
+  EXPECT_EQ(RunSluice("train --data x --schedule foo").exit_code, 2);
+  CliResult profile_steps = RunSluice("train --data x --profile-steps 1:2");
+  EXPECT_EQ(profile_steps.exit_code, 2);
+  EXPECT_THAT(profile_steps.err, HasSubstr("--profile-steps needs --profile DIR"));
+  // An int64 count past int's range was cut to 0 (or 1) on its way to Fit.
+  CliResult accumulate = RunSluice("train --data x --accumulate 4294967297");
+  EXPECT_EQ(accumulate.exit_code, 2);
+  EXPECT_THAT(accumulate.err, HasSubstr("--accumulate takes an integer in 1..2147483647"));
+}
+
+// With --json, stdout holds the JSON object alone; --summary, asked for, goes to stderr (it was
+// dropped), and the JSON says how many epochs were trained.
+TEST_F(TrainCommandTest, SummaryWithJsonGoesToStderr) {
+  CliResult r = RunSluice("train --data " + Data() + " --model mlp --limit 256 --json --summary");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("Total params: "));
+  EXPECT_THAT(r.out, Not(HasSubstr("Total params: ")));
+  EXPECT_EQ(JsonNumber(r.out, "epochs_trained"), 1);
 }
 
 TEST(TrainCommandLineTest, MissingDataNamesTheFiles) {

@@ -262,10 +262,11 @@ absl::Status BeforeFit(const ImageClassifierOptions& options, bool chief, Sessio
   if (talk && !backup_dir.empty() && std::filesystem::exists(backup_dir)) {
     std::printf("backups in %s: Fit resumes from the newest readable one\n", backup_dir.c_str());
   }
-  if (options.summary && talk) {
+  if (options.summary && chief) {
     SLUICE_ASSIGN_OR_RETURN(std::string summary,
                             layers::Summary(*s.model.module, s.model.input_shape));
-    std::printf("%s", summary.c_str());
+    // Quiet (sluice train --json), stdout is the JSON's alone: the summary goes to stderr.
+    std::fprintf(talk ? stdout : stderr, "%s", summary.c_str());
   }
   if (options.check_numerics) autodiff::EnableCheckNumerics();
   return absl::OkStatus();
