@@ -62,7 +62,11 @@ struct Constant {
 struct Value {
   enum Kind {
     kConstant,
-    kImage,   // ONNX [N, C, H, W]; sluice [N, H, W, C]
+    kImage,  // ONNX [N, C, H, W]; sluice [N, H, W, C]
+    // ONNX [N, H, W, C], as sluice: the input of a model sluice exported, or a Transpose of an
+    // image to NHWC (what sluice's export writes before a Flatten). Only Flatten, Reshape and a
+    // Transpose back read it.
+    kNhwcImage,
     kPooled,  // ONNX [N, C, 1, 1] of a global pooling; sluice [N, C]
     kMatrix,  // [N, F] in both, its columns perhaps in another order (`columns`)
   };
@@ -149,6 +153,9 @@ class Importer {
   std::vector<int64_t> input_dims_;  // as the file gives them, 0 for a free one
   std::optional<Value> input_;       // once made
   bool input_nhwc_ = false;
+  // The file's 4-D input is NHWC where it is read as it is: a model sluice exported
+  // (producer_name "sluice"), whose layers run NHWC and which transposes around its convolutions.
+  bool nhwc_file_ = false;
   std::vector<SymbolicTensor> inputs_;
   absl::flat_hash_set<std::string> layer_names_;
 };
@@ -322,7 +329,11 @@ absl::Status Importer::Define(const std::string& name, Value value) {
 }
 
 absl::StatusOr<Value> Importer::Get(const std::string& name) {
-  if (name == input_name_) return GraphInput(/*nhwc=*/false);
+  if (name == input_name_) {
+    SLUICE_ASSIGN_OR_RETURN(Value v, GraphInput(/*nhwc=*/nhwc_file_));
+    if (nhwc_file_ && v.kind == Value::kImage) v.kind = Value::kNhwcImage;
+    return v;
+  }
   auto it = values_.find(name);
   if (it == values_.end()) {
     return Invalid(
@@ -352,6 +363,10 @@ absl::StatusOr<std::shared_ptr<const Constant>> Importer::GetConstant(const onnx
 absl::StatusOr<Value> Importer::GetImage(const onnx::NodeProto& node, int input) {
   if (input >= node.input_size()) return Invalid(absl::StrCat("has no input ", input));
   SLUICE_ASSIGN_OR_RETURN(Value v, Get(node.input(input)));
+  if (v.kind == Value::kNhwcImage) {
+    return Unsupported(absl::StrCat("input ", input, " ('", node.input(input),
+                                    "') is NHWC; this operator reads images [N, C, H, W]"));
+  }
   if (v.kind != Value::kImage) {
     return Unsupported(
         absl::StrCat("input ", input, " ('", node.input(input), "') is not an image [N, C, H, W]"));
@@ -679,6 +694,7 @@ absl::Status Importer::Merge(const onnx::NodeProto& node) {
     int64_t axis = IntAttribute(node, "axis", 1);
     if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank) return Invalid(absl::StrCat("axis ", axis));
+    if (*kind == Value::kNhwcImage) return Unsupported("a Concat of NHWC images");
     if (*kind == Value::kImage) {
       constexpr int kNhwcAxis[] = {0, 3, 1, 2};  // where NCHW's dim i sits in NHWC
       axis = kNhwcAxis[axis];
@@ -732,10 +748,13 @@ absl::Status Importer::Flatten(const onnx::NodeProto& node) {
     x.kind = Value::kMatrix;
     return Define(node.output(0), x);
   }
-  if (x.kind != Value::kImage) return Unsupported("its input is a constant");
+  if (x.kind != Value::kImage && x.kind != Value::kNhwcImage) {
+    return Unsupported("its input is a constant");
+  }
   const Shape& s = x.tensor.shape();
   SLUICE_ASSIGN_OR_RETURN(SymbolicTensor y, Call(std::make_shared<layers::Flatten>(), {x.tensor}));
   Value out{.kind = Value::kMatrix, .tensor = y};
+  if (x.kind == Value::kNhwcImage) return Define(node.output(0), out);  // the same (H, W, C) order
   const int64_t h = s.dim(1), w = s.dim(2), c = s.dim(3);
   if (h * w > 1) {  // with one position the two orders agree
     // sluice's column (i, j, k) of (H, W, C) is ONNX's (k, i, j) of (C, H, W).
@@ -789,7 +808,7 @@ absl::Status Importer::Reshape(const onnx::NodeProto& node) {
   if (!shape->is_int || shape->count() != 2 || shape->ints[0] < -1 || shape->ints[0] > 1) {
     return Unsupported("a Reshape other than to [batch, features]");
   }
-  if (x.kind == Value::kImage) return Flatten(node);
+  if (x.kind == Value::kImage || x.kind == Value::kNhwcImage) return Flatten(node);
   if (x.kind == Value::kPooled) x.kind = Value::kMatrix;
   const int64_t features = x.tensor.shape().dim(1);
   if (shape->ints[1] != -1 && shape->ints[1] != features) {
@@ -829,7 +848,18 @@ absl::Status Importer::Node(const onnx::NodeProto& node) {
       SLUICE_ASSIGN_OR_RETURN(Value v, GraphInput(/*nhwc=*/true));
       return Define(node.output(0), v);
     }
-    return Unsupported("a Transpose other than NHWC to NCHW on the input");
+    if (node.input_size() != 1) return Invalid("takes one input");
+    SLUICE_ASSIGN_OR_RETURN(Value x, Get(node.input(0)));
+    // Between NCHW and NHWC the data does not move in sluice (it is NHWC): only what ONNX calls it.
+    if (x.kind == Value::kImage && perm == std::vector<int64_t>{0, 2, 3, 1}) {
+      x.kind = Value::kNhwcImage;
+      return Define(node.output(0), x);
+    }
+    if (x.kind == Value::kNhwcImage && perm == std::vector<int64_t>{0, 3, 1, 2}) {
+      x.kind = Value::kImage;
+      return Define(node.output(0), x);
+    }
+    return Unsupported("a Transpose other than between NCHW and NHWC images");
   }
   if (op == "Conv") return Conv(node);
   if (op == "BatchNormalization") return BatchNormalization(node);
@@ -891,6 +921,7 @@ absl::StatusOr<std::unique_ptr<layers::Model>> Importer::Import(onnx::ModelProto
       return Unsupported(absl::StrCat("two inputs, '", input_name_, "' and '", in.name(), "'"));
     }
     input_name_ = in.name();
+    nhwc_file_ = model.producer_name() == "sluice";
     if (!in.type().has_tensor_type() ||
         in.type().tensor_type().elem_type() != onnx::TensorProto::FLOAT) {
       return Unsupported(absl::StrCat("the input '", in.name(), "' is not a float32 tensor"));

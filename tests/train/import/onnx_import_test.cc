@@ -25,6 +25,11 @@
 #include "train/export/onnx_export.h"
 #include "train/fit/saved_model.h"
 #include "train/layers/activation_layer.h"
+#include "train/layers/conv2d.h"
+#include "train/layers/dense.h"
+#include "train/layers/flatten.h"
+#include "train/layers/max_pool.h"
+#include "train/layers/sequential.h"
 #include "train/layers/summary.h"
 #include "train/ops/transpose.h"
 
@@ -259,6 +264,34 @@ TEST(OnnxImportTest, WeightsInAnotherFileImportAsTheSameModel) {
 
 // A weight two nodes share imports for both (the importer releases a constant after its last
 // use): the same predictions as the graph with the weight given twice.
+// A model sluice exported imports back as the same model: its NHWC input read as NHWC (it was
+// read as NCHW, an mlp's [28, 28, 1] input becoming [28, 1, 28]), and the Transpose to NHWC it
+// writes before its Flatten taken as a name, not a move (it was refused).
+TEST(OnnxImportTest, AModelSluiceExportedImportsBackAsItself) {
+  using layers::Activation;
+  ScopedTempDir dir;
+  for (const bool conv : {false, true}) {
+    SCOPED_TRACE(conv ? "cnn" : "mlp");
+    layers::Sequential model =
+        conv ? layers::Sequential{layers::Conv2D(4, 3, Activation::kRelu), layers::MaxPool2D(2),
+                                  layers::Flatten(), layers::Dense(5)}
+             : layers::Sequential{layers::Flatten(), layers::Dense(6, Activation::kRelu),
+                                  layers::Dense(5)};
+    const Shape input{1, 9, 8, 2};
+    ASSERT_TRUE(model.Build(input).ok());
+    const std::string path = absl::StrCat(dir.path(), conv ? "/cnn.onnx" : "/mlp.onnx");
+    ASSERT_TRUE(exporting::ExportOnnx(model, input, path).ok());
+    auto imported = ImportOnnx(path);
+    ASSERT_TRUE(imported.ok()) << imported.status();
+    EXPECT_EQ((*imported)->inputs()[0].shape(), (Shape{1, 9, 8, 2}));
+    const Tensor x = UniformTensor(Shape{3, 9, 8, 2}, 5);
+    auto ours = model.Forward(x, false);
+    auto theirs = (*imported)->Forward(x, false);
+    ASSERT_TRUE(ours.ok() && theirs.ok()) << theirs.status();
+    EXPECT_LE(MaxAbsDiff(Values(*ours), Values(*theirs)), 1e-5f);
+  }
+}
+
 TEST(OnnxImportTest, AWeightTwoNodesShareServesBoth) {
   ScopedTempDir dir;
   std::string output;
