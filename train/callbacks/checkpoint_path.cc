@@ -53,7 +53,8 @@ std::string Write(double value, absl::string_view spec, bool integer) {
   return buffer;
 }
 
-absl::StatusOr<std::string> Field(absl::string_view field, int64_t epoch, const Logs& logs,
+absl::StatusOr<std::string> Field(absl::string_view field, int64_t epoch,
+                                  std::optional<int64_t> batch, const Logs& logs,
                                   absl::string_view pattern) {
   const size_t colon = field.find(':');
   const absl::string_view name = field.substr(0, colon);
@@ -65,10 +66,12 @@ absl::StatusOr<std::string> Field(absl::string_view field, int64_t epoch, const 
                      "}: a format is [0][width][.precision] then d, f, e or g, as in {epoch:02d}"));
   }
   if (name == "epoch") return Write(static_cast<double>(epoch), spec, /*integer=*/true);
+  if (name == "batch" && batch) return Write(static_cast<double>(*batch), spec, /*integer=*/true);
   if (auto it = logs.find(std::string(name)); it != logs.end()) {
     return Write(it->second, spec, /*integer=*/false);
   }
   std::vector<std::string> known = {"epoch"};
+  if (batch) known.push_back("batch");
   for (const auto& [key, value] : logs) known.push_back(key);
   return absl::InvalidArgumentError(
       absl::StrCat("ModelCheckpoint: path \"", pattern, "\" names {", name,
@@ -78,7 +81,7 @@ absl::StatusOr<std::string> Field(absl::string_view field, int64_t epoch, const 
 }  // namespace
 
 absl::StatusOr<std::string> FormatCheckpointPath(absl::string_view pattern, int64_t epoch,
-                                                 const Logs& logs) {
+                                                 const Logs& logs, std::optional<int64_t> batch) {
   std::string out;
   for (size_t i = 0; i < pattern.size(); ++i) {
     const char c = pattern[i];
@@ -97,7 +100,7 @@ absl::StatusOr<std::string> FormatCheckpointPath(absl::string_view pattern, int6
           absl::StrCat("ModelCheckpoint: path \"", pattern, "\" has a '{' without its '}'"));
     }
     absl::StatusOr<std::string> field =
-        Field(pattern.substr(i + 1, end - i - 1), epoch, logs, pattern);
+        Field(pattern.substr(i + 1, end - i - 1), epoch, batch, logs, pattern);
     if (!field.ok()) return field.status();
     out += *field;
     i = end;

@@ -21,14 +21,17 @@ absl::Status ModelCheckpoint::OnTrainBegin(const Logs& logs) {
   return absl::OkStatus();
 }
 
-absl::Status ModelCheckpoint::MaybeSave(int64_t epoch, const Logs& logs) {
+absl::Status ModelCheckpoint::MaybeSave(int64_t epoch, const Logs& logs,
+                                        std::optional<int64_t> batch) {
   if (options_.save_best_only) {
     SLUICE_ASSIGN_OR_RETURN(double value, monitor_.Get(logs, "ModelCheckpoint"));
     if (!monitor_.IsImprovement(value)) return absl::OkStatus();
     monitor_.set_best(value);
   }
-  SLUICE_ASSIGN_OR_RETURN(const std::string path,
-                          FormatCheckpointPath(options_.path, epoch + 1, logs));
+  SLUICE_ASSIGN_OR_RETURN(
+      const std::string path,
+      FormatCheckpointPath(options_.path, epoch + 1, logs,
+                           batch ? std::optional<int64_t>(*batch + 1) : std::nullopt));
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   if (!folder.empty()) {
     std::error_code error;
@@ -62,7 +65,7 @@ absl::Status ModelCheckpoint::OnBatchEnd(int64_t batch, const Logs& logs) {
   if (options_.save_freq == 0 || trainer()->global_step() % options_.save_freq != 0) {
     return absl::OkStatus();
   }
-  return MaybeSave(trainer()->epoch(), logs);
+  return MaybeSave(trainer()->epoch(), logs, batch);
 }
 
 }  // namespace sluice::train::callbacks

@@ -2,6 +2,7 @@
 #define SLUICE_TRAIN_CALLBACKS_MODEL_CHECKPOINT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "train/callbacks/callback.h"
@@ -44,7 +45,9 @@ class ModelCheckpoint : public Callback {
   double best() const { return monitor_.best(); }
 
  private:
-  absl::Status MaybeSave(int64_t epoch, const Logs& logs);
+  // `batch` (0-based within the epoch) when saving after a step: the path's "{batch}".
+  absl::Status MaybeSave(int64_t epoch, const Logs& logs,
+                         std::optional<int64_t> batch = std::nullopt);
 
   ModelCheckpointOptions options_;
   MetricMonitor monitor_;

@@ -27,6 +27,17 @@ TEST(CheckpointPathTest, EpochAndLogValuesAsPythonFormatsThem) {
   EXPECT_EQ(Format("plain.ckpt", 3), "plain.ckpt");
 }
 
+// Saving after a step (save_freq), Keras formats {batch} too: the 1-based step within the epoch.
+// At an epoch's end there is none, and naming it is the unknown-name error.
+TEST(CheckpointPathTest, BatchIsKnownWhenSavingAfterAStep) {
+  absl::StatusOr<std::string> path =
+      FormatCheckpointPath("ckpt/{epoch:02d}-{batch:04d}", 3, {}, 17);
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_EQ(*path, "ckpt/03-0017");
+  absl::StatusOr<std::string> at_epoch_end = FormatCheckpointPath("ckpt/{batch}", 3, {});
+  EXPECT_EQ(at_epoch_end.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(CheckpointPathTest, AnUnknownNameIsAnErrorListingTheKnownOnes) {
   absl::StatusOr<std::string> path =
       FormatCheckpointPath("ckpt-{val_acc:.2f}", 1, {{"val_accuracy", 0.5}});
