@@ -133,6 +133,9 @@ class Backend {
   // a traced step (train/function/) calls it when it has planned its arena, so that the blocks
   // its eager trace freed are not held beside the arena. The default caches nothing.
   virtual absl::Status ReleaseCachedMemory() { return absl::OkStatus(); }
+  // Asked by ToHost while this backend traces (train/function/): an error when `t` is a value
+  // the trace computes, whose host read a replay would not repeat. Not traced: OK.
+  virtual absl::Status CheckHostRead(const Tensor& t) { return absl::OkStatus(); }
 
   // --- copies that overlap the compute (PrefetchToDevice) --------------------
   // These three may be called from a thread other than the one that queues

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/backend/backend.h"
+#include "train/backend/trace_hooks.h"
 
 namespace sluice::train::backend {
 
@@ -40,6 +41,9 @@ absl::Status CopyInto(const Tensor& src, Tensor& dst) {
 absl::StatusOr<Tensor> Clone(const Tensor& t) { return CopyTo(t, t.device()); }
 
 absl::StatusOr<Tensor> ToHost(const Tensor& t) {
+  // While tracing, a value the trace computes read on the host is its trace-time value forever:
+  // the tracing backend refuses it. On the CPU no copy would reach it to refuse.
+  if (Tracing()) SLUICE_RETURN_IF_ERROR(internal::TracingBackend()->CheckHostRead(t));
   if (t.device().is_cpu()) return t;
   return CopyTo(t, Device::Cpu());
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status_context.h"
 #include "core/status_macros.h"
+#include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
 #include "train/backend/trace_hooks.h"
 #include "train/function/recording_backend.h"
@@ -101,6 +102,15 @@ std::string Function::Changes(const Signature& before, const Signature& after) {
 absl::StatusOr<std::vector<Tensor>> Function::operator()(const std::vector<Tensor>& inputs) {
   // Inside another Function's trace: inlined, its kernels recorded into that trace.
   if (backend::Tracing()) return fn_(inputs);
+  // A tape recording outside would get the trace's ops (whose backward functions hold the
+  // recorder, gone after the trace) and nothing from a replay: refused, not a wrong gradient.
+  if (autodiff::RecordingActive()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Function '", options_.name,
+        "' called while a GradientTape records on this thread: a replay records nothing for it "
+        "to differentiate. Open the tape inside the function (as Fit's step does), or pause "
+        "recording around the call"));
+  }
   SLUICE_ASSIGN_OR_RETURN(Signature signature, SignatureOf(inputs));
   for (auto it = traces_.begin(); it != traces_.end(); ++it) {
     if (!(it->signature == signature)) continue;

@@ -82,6 +82,13 @@ absl::Status RecordingBackend::Record(const char* name, std::vector<const Tensor
   return absl::OkStatus();
 }
 
+absl::Status RecordingBackend::CheckHostRead(const Tensor& t) {
+  if (t.buffer() != nullptr && slot_of_.contains(t.buffer().get())) {
+    return Refuse("reads a value it computes on the host (ToHost, ReadScalar)");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RecordingBackend::Copy(const Tensor& src, Tensor& dst) {
   if (dst.device().is_cpu() && !src.device().is_cpu()) {
     return Refuse("copies a device tensor to the host (a host read)");

@@ -77,6 +77,9 @@ class RecordingBackend final : public backend::Backend, public backend::CheckRec
   absl::Status Fill(Tensor& t, float value) override;
   absl::Status Axpby(float alpha, const Tensor& x, float beta, Tensor& y) override;
   absl::Status Synchronize() override;
+  // A value the trace computed (one of its slots) read on the host: refused. On the CPU such a
+  // read reaches no backend call (the tensor is already on the host): ToHost asks here.
+  absl::Status CheckHostRead(const Tensor& t) override;
   absl::StatusOr<Tensor> AllocateStaging(DType dtype, const Shape& shape) override;
   absl::StatusOr<std::shared_ptr<backend::Event>> CopyAsync(const Tensor& src,
                                                             Tensor& dst) override;

@@ -7,6 +7,7 @@
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
 #include "train/backend/backend.h"
+#include "train/backend/trace_hooks.h"
 #include "train/ops/activations.h"
 
 namespace sluice::train::layers {
@@ -83,6 +84,9 @@ absl::Status CallOnZeros(Module& module, const Shape& input_shape, const Device&
 
 absl::Status Module::BuildFor(const Tensor& input) {
   if (built()) return absl::OkStatus();
+  // Outside any trace (tf.function's init_scope): a variable made while tracing would be a
+  // recorded copy of its initial value, which every replay would write back over its training.
+  backend::ScopedTracingBackend outside_the_trace(nullptr);
   SLUICE_RETURN_IF_ERROR(Build(input.shape()));
   return To(input.device());
 }

@@ -21,7 +21,10 @@
 #include "train/backend/trace_hooks.h"
 #include "train/backend/transfer.h"
 #include "train/function/program.h"
+#include "train/layers/dense.h"
 #include "train/layers/dropout.h"
+#include "train/layers/flatten.h"
+#include "train/layers/sequential.h"
 #include "train/metrics/mean.h"
 #include "train/models/model_zoo.h"
 #include "train/ops/activations.h"
@@ -231,6 +234,72 @@ TEST(FunctionTest, RefusesWhatAReplayWouldGetWrong) {
                 "variable 'w' has no slots yet (call PrepareStep with it first)"),
             std::string::npos)
       << unprepared.status();
+  // A host read of a value the step computes: on the CPU it reached no backend call, so a
+  // replay kept the trace's value (a metric adding the first batch's sum at every step).
+  expect_refused(
+      [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        SLUICE_ASSIGN_OR_RETURN(Tensor sum, ops::Sum(in[0]));
+        SLUICE_ASSIGN_OR_RETURN(float value, backend::ReadScalar(sum));
+        (void)value;
+        return std::vector<Tensor>{sum};
+      },
+      "reads a value it computes on the host");
+}
+
+// A Function called under a tape that records: the trace's ops would reach that tape (their
+// backward functions holding the recorder, gone after the trace: a crash in Gradient), and a
+// replay nothing at all. Refused.
+TEST(FunctionTest, RefusesACallUnderARecordingTape) {
+  autodiff::Variable w(RandomTensor({4, 4}, 3), "w");
+  Function f(
+      [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::MatMul(in[0], w.value()));
+        return std::vector<Tensor>{y};
+      },
+      {.name = "outer"});
+  const Tensor x = RandomTensor({2, 4}, 4);
+  {
+    autodiff::Tape tape;
+    absl::StatusOr<std::vector<Tensor>> y = f({x});
+    ASSERT_FALSE(y.ok());
+    EXPECT_EQ(y.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(y.status().message(), HasSubstr("called while a GradientTape records"));
+  }
+  EXPECT_TRUE(f({x}).ok());  // without the tape, as usual
+}
+
+// A lazy layer built by the first (traced) call: its variables are made outside the trace (as
+// tf.function's init_scope), so replays train them on; made inside, every replay copied the
+// initial weights back first.
+TEST(FunctionTest, ALayerBuiltByTheTracedCallKeepsTrainingOnReplays) {
+  auto train = [](bool compiled) {
+    layers::Sequential model{layers::Flatten(), layers::Dense(3)};  // built by its first call
+    const Tensor x = RandomTensor({4, 2, 2, 1}, 6);
+    auto fn = [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+      autodiff::Tape tape;
+      SLUICE_ASSIGN_OR_RETURN(Tensor y, model.Forward(in[0], /*training=*/true));
+      SLUICE_ASSIGN_OR_RETURN(Tensor loss, ops::Sum(y));
+      std::vector<autodiff::Variable*> vars = model.TrainableVariables();
+      SLUICE_ASSIGN_OR_RETURN(auto grads, tape.Gradient(loss, vars));
+      SLUICE_ASSIGN_OR_RETURN(backend::Backend * b, backend::BackendFor(in[0].device()));
+      for (size_t i = 0; i < vars.size(); ++i) {  // w -= 0.5 g, recorded as the step's own
+        SLUICE_RETURN_IF_ERROR(b->Axpby(-0.5f, *grads[i], 1.0f, vars[i]->mutable_value()));
+      }
+      return std::vector<Tensor>{loss};
+    };
+    Function traced(fn, {.name = "lazy"});
+    std::vector<float> losses;
+    for (int step = 0; step < 3; ++step) {
+      absl::StatusOr<std::vector<Tensor>> out = compiled ? traced({x}) : fn({x});
+      EXPECT_TRUE(out.ok()) << out.status();
+      if (out.ok()) losses.push_back((*out)[0].scalar<float>());
+    }
+    return losses;
+  };
+  const std::vector<float> eager = train(false), replayed = train(true);
+  ASSERT_EQ(replayed.size(), 3u);
+  EXPECT_EQ(replayed, eager);
+  EXPECT_NE(replayed[2], replayed[1]);  // the weights moved between the replays
 }
 
 // The Dropout layer hands its seed source to the trace: each replay draws the mask the eager
