@@ -23,8 +23,8 @@ struct TFRecordReaderOptions {
   size_t buffer_size = 256 << 10;
   // A record longer than this is ResourceExhausted before any of it is read: a length field
   // (genuine, or corrupt with verify_crc off) or a GZIP stream that inflates without end cannot
-  // make the reader allocate more. Memory grows with the bytes actually read, never with the
-  // length claimed.
+  // make the reader allocate more. A length up to 64 MiB is allocated at once (one read into
+  // place); past that, memory grows with the bytes actually read, not with the length claimed.
   uint64_t max_record_bytes = kDefaultMaxRecordBytes;
 };
 

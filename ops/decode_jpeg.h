@@ -61,9 +61,10 @@ absl::StatusOr<JpegHeader> ReadJpegHeader(absl::string_view jpeg);
 // header (including dimensions over max_pixels) and invalid options are InvalidArgument; data that
 // ends before the pixels we need ("truncated JPEG") or that libjpeg cannot decode is DataLoss.
 // Corrupt-data warnings that libjpeg recovers from (extraneous bytes before a marker, a bad Huffman
-// code) are tolerated, as TensorFlow and PIL tolerate them. A JPEG cut short after the last pixel
-// we decode (for instance, missing only its EOI marker, or below a crop window of a sequential
-// JPEG) decodes without error: the missing bytes are never read.
+// code) are tolerated, as TensorFlow and PIL tolerate them. A JPEG cut short below a crop window
+// of a sequential JPEG decodes without error: the missing bytes are never read. One missing only
+// its EOI marker is DataLoss, as in TensorFlow without try_recover_truncated: libjpeg's Huffman
+// reader reads ahead past the last scan's data (DecodeJpegTest.MissingOnlyTheEoiMarkerIsDataLoss).
 absl::StatusOr<Tensor> DecodeJpeg(absl::string_view jpeg, const DecodeJpegOptions& options = {});
 
 // DecodeJpeg for a caller that reads a window of the result (DecodeAndRandomResizedCrop): with a

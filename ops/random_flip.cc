@@ -13,8 +13,10 @@ absl::StatusOr<Tensor> RandomFlip::Apply(const Tensor& images, uint64_t seed) co
   Tensor out(DType::kFloat32, images.shape());
   const int64_t row = s.width * s.channels;
   for (int64_t b = 0; b < s.batch; ++b) {
-    const bool horizontal = mode_ != Mode::kVertical && rng.UniformInt(2) == 1;
-    const bool vertical = mode_ != Mode::kHorizontal && rng.UniformInt(2) == 1;
+    // One draw per image, as Keras 3: in kHorizontalAndVertical it flips both axes or neither.
+    const bool flip = rng.UniformInt(2) == 1;
+    const bool horizontal = mode_ != Mode::kVertical && flip;
+    const bool vertical = mode_ != Mode::kHorizontal && flip;
     const float* src = images.data<float>() + b * s.image_size();
     float* dst = out.data<float>() + b * s.image_size();
     for (int64_t y = 0; y < s.height; ++y) {

@@ -9,9 +9,9 @@
 
 namespace sluice {
 
-// keras.layers.RandomFlip: each image is mirrored left to right and/or top to bottom, each with
-// probability 1/2 (two independent draws for kHorizontalAndVertical, Keras' default). See
-// ops/augmentation.h for batches and seeds.
+// keras.layers.RandomFlip: each image is mirrored left to right, top to bottom, or (for
+// kHorizontalAndVertical, Keras' default) both, with probability 1/2: one draw per image, as
+// Keras 3 (tf.keras 2 drew the two axes apart). See ops/augmentation.h for batches and seeds.
 class RandomFlip {
  public:
   enum class Mode { kHorizontal, kVertical, kHorizontalAndVertical };

@@ -385,6 +385,16 @@ TEST(DecodeJpegTest, TruncatedIsDataLoss) {
   }
 }
 
+// Without its EOI marker alone: libjpeg's Huffman reader reads ahead past the last scan's data, so
+// even the whole image cannot be decoded (TensorFlow fails the same way unless asked to recover).
+TEST(DecodeJpegTest, MissingOnlyTheEoiMarkerIsDataLoss) {
+  const std::string jpeg = PhotoJpegs()[0];
+  ASSERT_EQ(jpeg.substr(jpeg.size() - 2), "\xff\xd9");
+  auto image = DecodeJpeg(jpeg.substr(0, jpeg.size() - 2));
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), absl::StatusCode::kDataLoss) << image.status();
+}
+
 TEST(DecodeJpegTest, CropAboveTruncationNeverReadsTheMissingData) {
   // A sequential JPEG cut at 60%: a window in the top rows decodes (the rows below it are never
   // read), and equals the intact JPEG's pixels; a window at the bottom is truncated.
