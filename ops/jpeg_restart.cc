@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "ops/jpeg_error_manager.h"
 
@@ -331,6 +332,12 @@ std::optional<JpegRegion> ExtractJpegRegion(absl::string_view jpeg, const CropWi
   const std::optional<SegmentRange> g = CoveringSegments(*layout, window, scale_denom, margin);
   if (!g.has_value() || g->WholeImage()) return std::nullopt;
   thread_local std::vector<std::pair<size_t, size_t>> bounds;
+  // Reused per thread (no allocation per image), but not kept at the size a crafted JPEG (a huge
+  // declared image, a restart marker every 2 bytes) made it grow to: at most 64K entries stay.
+  absl::Cleanup trim = [] {
+    constexpr size_t kKept = size_t{1} << 16;
+    if (bounds.capacity() > kKept) std::vector<std::pair<size_t, size_t>>().swap(bounds);
+  };
   if (!FindSegments(d, n, layout->scan_begin, g->Segment(g->r1 - 1, g->c1 - 1), &bounds)) {
     return std::nullopt;
   }
