@@ -97,14 +97,17 @@ _READS_ELEMENTS = {"map", "filter", "batch", "padded_batch", "unbatch", "cache",
 
 def _device_of(*values):
     """Where prefetch_to_device put the elements of the first of `values` (datasets, or tuples
-    and lists of them, as zip takes them) that it put on a device; None when none."""
+    and lists of datasets, as zip takes them) that it put on a device; None when none. Looks one
+    level into a tuple or list, and only while its items are datasets (not through a long list of
+    numbers)."""
     for value in values:
-        if isinstance(value, (tuple, list)):
-            device = _device_of(*value)
-        else:
-            device = getattr(value, "_device", None) if isinstance(value, Dataset) else None
-        if device is not None:
-            return device
+        items = value if isinstance(value, (tuple, list)) else (value,)
+        for item in items:
+            if not isinstance(item, Dataset):
+                break
+            device = getattr(item, "_device", None)
+            if device is not None:
+                return device
     return None
 
 
@@ -130,6 +133,10 @@ def _device_checked(name, method):
     return checked
 
 
+# The static methods whose arguments are datasets.
+_COMBINES_DATASETS = {"zip", "sample_from_datasets", "choose_from_datasets"}
+
+
 def _device_passed(name, function):
     """A static Dataset.<name> that combines datasets (zip, sample_from_datasets): its result
     holds the device elements of any of them."""
@@ -151,7 +158,7 @@ for _name, _method in list(Dataset.__dict__.items()):
         continue
     if type(_method).__name__ in ("instancemethod", "function"):
         setattr(Dataset, _name, _device_checked(_name, _method))
-    elif isinstance(_method, staticmethod):
+    elif isinstance(_method, staticmethod) and _name in _COMBINES_DATASETS:
         setattr(Dataset, _name, _device_passed(_name, _method.__func__))
 
 
