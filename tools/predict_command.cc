@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -15,13 +16,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "core/element.h"
 #include "core/json_writer.h"
-#include "core/status_macros.h"
 #include "core/tensor.h"
-#include "dataset/dataset.h"
-#include "dataset/iterator.h"
+#include "io/compression.h"
 #include "io/example_parser.h"
 #include "io/feature_spec.h"
+#include "io/tfrecord_reader.h"
 #include "ops/decode_and_resize.h"
 #include "ops/normalize.h"
 #include "ops/read_file.h"
@@ -41,31 +42,27 @@ struct Input {
   int64_t height = 0, width = 0;
 };
 
-// The model's input image: float32 [1, height, width, channels] in [0, 1].
+// The model's input image: float32 [height, width, channels] in [0, 1].
 absl::StatusOr<Tensor> Preprocess(const Input& input, int64_t height, int64_t width, int channels,
                                   const NormalizeTable& scale) {
   if (!input.bytes.ok()) return input.bytes.status();
   const std::string& bytes = *input.bytes;
-  absl::StatusOr<Tensor> image;
   if (!input.raw) {
-    image = DecodeAndResize(bytes, height, width, {.channels = channels}, {.normalize = &scale});
-  } else {
-    const int64_t pixels = input.height * input.width;
-    if (input.height <= 0 || input.width <= 0 ||
-        static_cast<int64_t>(bytes.size()) != pixels * channels) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("raw image of ", bytes.size(), " bytes is not ", input.height, "x",
-                       input.width, "x", channels, " (the model's channels)"));
-    }
-    Tensor pixels_in(DType::kUint8, Shape{input.height, input.width, channels});
-    std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(pixels_in.raw_data()));
-    image = Resize(pixels_in,
-                   ResizeRegion{.height = static_cast<double>(input.height),
-                                .width = static_cast<double>(input.width)},
-                   height, width, ResizeMethod::kBilinear, {.normalize = &scale});
+    return DecodeAndResize(bytes, height, width, {.channels = channels}, {.normalize = &scale});
   }
-  if (!image.ok()) return image.status();
-  return image->Reshape(Shape{1, height, width, channels});
+  const int64_t pixels = input.height * input.width;
+  if (input.height <= 0 || input.width <= 0 ||
+      static_cast<int64_t>(bytes.size()) != pixels * channels) {
+    return absl::InvalidArgumentError(absl::StrCat("raw image of ", bytes.size(), " bytes is not ",
+                                                   input.height, "x", input.width, "x", channels,
+                                                   " (the model's channels)"));
+  }
+  Tensor pixels_in(DType::kUint8, Shape{input.height, input.width, channels});
+  std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(pixels_in.raw_data()));
+  return Resize(pixels_in,
+                ResizeRegion{.height = static_cast<double>(input.height),
+                             .width = static_cast<double>(input.width)},
+                height, width, ResizeMethod::kBilinear, {.normalize = &scale});
 }
 
 struct Prediction {
@@ -78,53 +75,6 @@ struct Prediction {
 bool IsTFRecordFile(absl::string_view file) {
   for (absl::string_view suffix : {".gz", ".zlib", ".zz"}) absl::ConsumeSuffix(&file, suffix);
   return absl::EndsWith(file, ".tfrecord") || absl::EndsWith(file, ".tfrecords");
-}
-
-// Each file's images: a JPEG, or every record of a TFRecord (by extension). A file that cannot
-// be read, or a record that is corrupt, is an entry with its error (the records before it are
-// predicted), so that --json says what failed.
-absl::Status CollectInputs(const std::string& file, std::vector<Input>& out) {
-  if (!IsTFRecordFile(file)) {
-    absl::StatusOr<Tensor> bytes = ReadFile(file);
-    if (!bytes.ok()) {
-      out.push_back({.source = file, .bytes = bytes.status()});
-    } else {
-      out.push_back({.source = file, .bytes = std::move(*bytes->data<std::string>())});
-    }
-    return absl::OkStatus();
-  }
-  FeatureSpec spec;
-  spec.features.push_back({"image/encoded", FixedLenFeature{DType::kBytes, {}}});
-  spec.features.push_back(
-      {"image/format", FixedLenFeature{DType::kBytes, {}, Tensor::Scalar<std::string>("jpeg")}});
-  spec.features.push_back(
-      {"image/height", FixedLenFeature{DType::kInt64, {}, Tensor::Scalar<int64_t>(0)}});
-  spec.features.push_back(
-      {"image/width", FixedLenFeature{DType::kInt64, {}, Tensor::Scalar<int64_t>(0)}});
-  SLUICE_ASSIGN_OR_RETURN(ExampleParser parser, ExampleParser::Create(std::move(spec)));
-  auto it = Dataset::TFRecord(file).MakeIterator();
-  for (int64_t i = 0;; ++i) {
-    absl::StatusOr<std::optional<Element>> next = it->GetNext();
-    if (!next.ok()) {
-      // A missing or corrupt file: the error names the file and the offset. The iterator's error
-      // is sticky, so the rest of the file is not read.
-      out.push_back({.source = i == 0 ? file : absl::StrCat(file, ":", i), .bytes = next.status()});
-      return absl::OkStatus();
-    }
-    if (!next->has_value()) break;
-    absl::StatusOr<Element> parsed = parser.Parse((**next)[0].scalar<std::string>());
-    const std::string source = absl::StrCat(file, ":", i);
-    if (!parsed.ok()) {
-      out.push_back({.source = source, .bytes = parsed.status()});
-    } else {
-      out.push_back({.source = source,
-                     .bytes = (*parsed)[0].scalar<std::string>(),
-                     .raw = (*parsed)[1].scalar<std::string>() == "raw",
-                     .height = (*parsed)[2].scalar<int64_t>(),
-                     .width = (*parsed)[3].scalar<int64_t>()});
-    }
-  }
-  return absl::OkStatus();
 }
 
 // Softmax of the logits, and the k most probable classes.
@@ -149,96 +99,196 @@ std::string ClassName(const train::fit::LoadedModel& loaded, int64_t c) {
                                                              : absl::StrCat(c);
 }
 
-void PrintPredictionsJson(const std::string& dir, const train::fit::LoadedModel& loaded,
-                          const std::vector<Prediction>& predictions) {
-  JsonWriter json;
-  json.BeginObject();
-  json.Key("model");
-  json.String(dir);
-  json.Key("predictions");
-  json.BeginArray();
-  for (const Prediction& p : predictions) {
-    json.BeginObject();
-    json.Key("source");
-    json.String(p.source);
-    if (!p.status.ok()) {
-      json.Key("error");
-      json.String(std::string(p.status.message()));
-    } else {
-      json.Key("top");
-      json.BeginArray();
-      for (const auto& [c, prob] : p.top) {
-        json.BeginObject();
-        json.Key("class");
-        json.Int(c);
-        json.Key("name");
-        json.String(ClassName(loaded, c));
-        json.Key("probability");
-        json.Double(prob);
-        json.EndObject();
-      }
-      json.EndArray();
-    }
-    json.EndObject();
-  }
-  json.EndArray();
-  json.EndObject();
-  std::printf("%s\n", json.str().c_str());
-}
+struct PredictArgs {
+  int64_t top = 5;
+  int64_t batch = 32;
+  bool skip_bad = false;
+  bool json = false;
+};
 
-void PrintPredictionsText(const train::fit::LoadedModel& loaded,
-                          const std::vector<Prediction>& predictions) {
-  for (const Prediction& p : predictions) {
+// Classifies images as they are read, `batch` at a time, and prints each result in input order
+// as its batch finishes: memory stays at one batch, whatever the files hold. An input that fails
+// is an entry with its error, or with skip_bad only a count.
+class Predictor {
+ public:
+  Predictor(const std::string& dir, train::fit::LoadedModel& loaded, ExampleParser parser,
+            const PredictArgs& args)
+      : loaded_(loaded),
+        args_(args),
+        height_(loaded.input_shape.dim(1)),
+        width_(loaded.input_shape.dim(2)),
+        channels_(static_cast<int>(loaded.input_shape.dim(3))),
+        // The preprocessing `sluice train` trains with: resized, scaled to [0, 1].
+        scale_(NormalizeTable::Rescaling(channels_, 1.0f / 255)),
+        parser_(std::move(parser)) {
+    if (args_.json) {
+      JsonWriter json;
+      json.String(dir);
+      std::printf("{\"model\": %s, \"predictions\": [", json.str().c_str());
+    }
+  }
+
+  // Each file's images: a JPEG, or every record of a TFRecord (by extension).
+  void AddFile(const std::string& file) {
+    if (!IsTFRecordFile(file)) {
+      absl::StatusOr<Tensor> bytes = ReadFile(file);
+      if (!bytes.ok()) return Add({.source = file, .bytes = bytes.status()});
+      return Add({.source = file, .bytes = std::move(*bytes->data<std::string>())});
+    }
+    absl::StatusOr<std::unique_ptr<TFRecordReader>> reader = TFRecordReader::Open(
+        file, {.compression = GuessCompression(file), .skip_corrupt = args_.skip_bad});
+    if (!reader.ok()) return Add({.source = file, .bytes = reader.status()});
+    std::string record;
+    while (true) {
+      const int64_t index = (*reader)->records_read();
+      const int64_t skipped_before = (*reader)->records_skipped();
+      absl::StatusOr<bool> more = (*reader)->ReadRecord(&record);
+      // Records skip_corrupt passed over (the error names the file, record and offset without
+      // it; the reader's error is sticky, so nothing after it is read).
+      skipped_ += (*reader)->records_skipped() - skipped_before;
+      if (!more.ok())
+        return Add({.source = absl::StrCat(file, ":", index), .bytes = more.status()});
+      if (!*more) return;
+      const std::string source = absl::StrCat(file, ":", (*reader)->last_record().index);
+      absl::StatusOr<Element> parsed = parser_.Parse(record);
+      if (!parsed.ok()) {
+        Add({.source = source, .bytes = parsed.status()});
+      } else {
+        Add({.source = source,
+             .bytes = std::move(*(*parsed)[0].data<std::string>()),
+             .raw = (*parsed)[1].scalar<std::string>() == "raw",
+             .height = (*parsed)[2].scalar<int64_t>(),
+             .width = (*parsed)[3].scalar<int64_t>()});
+      }
+    }
+  }
+
+  // Classifies what is pending, prints the rest, and closes the JSON object. Returns the exit
+  // status: 1 when an input failed (without skip_bad).
+  int Finish() {
+    Flush();
+    if (args_.json) {
+      std::printf("], \"images\": %lld, \"skipped\": %lld, \"failed\": %lld}\n",
+                  static_cast<long long>(predicted_), static_cast<long long>(skipped_),
+                  static_cast<long long>(failed_));
+    } else if (skipped_ > 0) {
+      std::fprintf(stderr, "sluice predict: %lld images, %lld bad inputs skipped\n",
+                   static_cast<long long>(predicted_), static_cast<long long>(skipped_));
+    }
+    std::fflush(stdout);
+    return failed_ > 0 ? 1 : 0;
+  }
+
+ private:
+  void Add(const Input& input) {
+    absl::StatusOr<Tensor> image = Preprocess(input, height_, width_, channels_, scale_);
+    if (!image.ok()) {
+      if (args_.skip_bad) {
+        ++skipped_;
+        std::fflush(stdout);
+        std::fprintf(stderr, "sluice predict: skipped %s: %s\n", input.source.c_str(),
+                     std::string(image.status().message()).c_str());
+        return;
+      }
+      pending_.push_back({.source = input.source, .status = image.status()});
+    } else {
+      pending_.push_back({.source = input.source});
+      images_.push_back(*std::move(image));
+    }
+    if (static_cast<int64_t>(images_.size()) == args_.batch) Flush();
+  }
+
+  // One forward pass over the pending images, then their predictions (and the errors between
+  // them) in input order.
+  void Flush() {
+    if (!images_.empty()) {
+      const int64_t n = static_cast<int64_t>(images_.size());
+      const int64_t image_floats = height_ * width_ * channels_;
+      Tensor batch(DType::kFloat32, Shape{n, height_, width_, channels_});
+      for (int64_t i = 0; i < n; ++i) {
+        std::copy_n(images_[i].data<float>(), image_floats, batch.data<float>() + i * image_floats);
+      }
+      absl::StatusOr<Tensor> logits = loaded_.model->Forward(batch, /*training=*/false);
+      const int64_t classes = logits.ok() ? logits->num_elements() / n : 0;
+      int64_t i = 0;
+      for (Prediction& p : pending_) {
+        if (!p.status.ok()) continue;
+        if (!logits.ok()) {
+          p.status = logits.status();
+        } else {
+          p.top = TopK(logits->data<float>() + i * classes, classes, args_.top);
+        }
+        ++i;
+      }
+      images_.clear();
+    }
+    for (const Prediction& p : pending_) Print(p);
+    pending_.clear();
+  }
+
+  void Print(const Prediction& p) {
     if (!p.status.ok()) {
+      ++failed_;
+    } else {
+      ++predicted_;
+    }
+    if (args_.json) {
+      JsonWriter json;
+      json.BeginObject();
+      json.Key("source");
+      json.String(p.source);
+      if (!p.status.ok()) {
+        json.Key("error");
+        json.String(std::string(p.status.message()));
+      } else {
+        json.Key("top");
+        json.BeginArray();
+        for (const auto& [c, prob] : p.top) {
+          json.BeginObject();
+          json.Key("class");
+          json.Int(c);
+          json.Key("name");
+          json.String(ClassName(loaded_, c));
+          json.Key("probability");
+          json.Double(prob);
+          json.EndObject();
+        }
+        json.EndArray();
+      }
+      json.EndObject();
+      std::printf("%s%s", printed_ > 0 ? ", " : "", json.str().c_str());
+    } else if (!p.status.ok()) {
+      std::fflush(stdout);  // The error after the predictions before it.
       std::fprintf(stderr, "sluice predict: %s: %s\n", p.source.c_str(),
                    std::string(p.status.message()).c_str());
-      continue;
-    }
-    std::string line = p.source + ":";
-    for (const auto& [c, prob] : p.top) {
-      absl::StrAppend(&line, " ", ClassName(loaded, c), " ", absl::StrFormat("%.3f", prob));
-    }
-    std::printf("%s\n", line.c_str());
-  }
-}
-
-// The top `k` classes of each image of `files`; `failed` is set when a file or an image fails.
-std::vector<Prediction> Predict(train::fit::LoadedModel& loaded,
-                                const std::vector<std::string>& files, int64_t k, bool& failed) {
-  const Shape& shape = loaded.input_shape;
-  const int64_t height = shape.dim(1), width = shape.dim(2);
-  const int channels = static_cast<int>(shape.dim(3));
-  // The preprocessing `sluice train` trains with: resized, scaled to [0, 1].
-  const NormalizeTable scale = NormalizeTable::Rescaling(channels, 1.0f / 255);
-  std::vector<Input> inputs;
-  for (const std::string& file : files) {
-    absl::Status s = CollectInputs(file, inputs);
-    if (!s.ok()) {
-      std::fprintf(stderr, "sluice predict: %s\n", std::string(s.message()).c_str());
-      failed = true;
-    }
-  }
-  std::vector<Prediction> predictions;
-  for (const Input& input : inputs) {
-    Prediction p{.source = input.source};
-    absl::StatusOr<Tensor> logits = Preprocess(input, height, width, channels, scale);
-    if (logits.ok()) logits = loaded.model->Forward(*logits, /*training=*/false);
-    if (!logits.ok()) {
-      p.status = logits.status();
-      failed = true;
     } else {
-      p.top = TopK(logits->data<float>(), logits->num_elements(), k);
+      std::string line = p.source + ":";
+      for (const auto& [c, prob] : p.top) {
+        absl::StrAppend(&line, " ", ClassName(loaded_, c), " ", absl::StrFormat("%.3f", prob));
+      }
+      std::printf("%s\n", line.c_str());
     }
-    predictions.push_back(std::move(p));
+    ++printed_;
   }
-  return predictions;
-}
+
+  train::fit::LoadedModel& loaded_;
+  const PredictArgs args_;
+  const int64_t height_, width_;
+  const int channels_;
+  const NormalizeTable scale_;
+  const ExampleParser parser_;
+  std::vector<Prediction> pending_;  // this batch's inputs in order, failed ones included
+  std::vector<Tensor> images_;       // the preprocessed images among them
+  int64_t printed_ = 0, predicted_ = 0, skipped_ = 0, failed_ = 0;
+};
 
 int PredictFiles(const CommandLine& command_line) {
   const std::string& dir = command_line.Value("model");
   absl::StatusOr<int64_t> k = command_line.IntValue("top", 1);
+  absl::StatusOr<int64_t> batch = command_line.IntValue("batch", 1);
   if (dir.empty()) return command_line.ReportUsageError("--model DIR is required");
   if (!k.ok()) return command_line.ReportUsageError(k.status().message());
+  if (!batch.ok()) return command_line.ReportUsageError(batch.status().message());
   if (command_line.positional().empty()) {
     return command_line.ReportUsageError("give at least one JPEG or TFRecord file");
   }
@@ -253,15 +303,27 @@ int PredictFiles(const CommandLine& command_line) {
                  dir.c_str(), shape.DebugString().c_str());
     return 1;
   }
-  bool failed = false;
-  const std::vector<Prediction> predictions =
-      Predict(*loaded, command_line.positional(), *k, failed);
-  if (command_line.Flag("json")) {
-    PrintPredictionsJson(dir, *loaded, predictions);
-  } else {
-    PrintPredictionsText(*loaded, predictions);
+  // The features of `sluice convert`'s records.
+  FeatureSpec spec;
+  spec.features.push_back({"image/encoded", FixedLenFeature{DType::kBytes, {}}});
+  spec.features.push_back(
+      {"image/format", FixedLenFeature{DType::kBytes, {}, Tensor::Scalar<std::string>("jpeg")}});
+  spec.features.push_back(
+      {"image/height", FixedLenFeature{DType::kInt64, {}, Tensor::Scalar<int64_t>(0)}});
+  spec.features.push_back(
+      {"image/width", FixedLenFeature{DType::kInt64, {}, Tensor::Scalar<int64_t>(0)}});
+  absl::StatusOr<ExampleParser> parser = ExampleParser::Create(std::move(spec));
+  if (!parser.ok()) {
+    std::fprintf(stderr, "sluice predict: %s\n", std::string(parser.status().message()).c_str());
+    return 1;
   }
-  return failed ? 1 : 0;
+  Predictor predictor(dir, *loaded, *std::move(parser),
+                      {.top = *k,
+                       .batch = *batch,
+                       .skip_bad = command_line.Flag("skip-bad"),
+                       .json = command_line.Flag("json")});
+  for (const std::string& file : command_line.positional()) predictor.AddFile(file);
+  return predictor.Finish();
 }
 
 }  // namespace
@@ -277,9 +339,13 @@ int RunPredict(int argc, char** argv) {
       "[0, 1], as `sluice train` trains.");
   command_line.AddOption("model", "DIR", "", "the saved model's directory (required)");
   command_line.AddOption("top", "K", "5", "how many classes to print per image");
+  command_line.AddOption("batch", "N", "32", "images classified per forward pass");
+  command_line.AddFlag("skip-bad",
+                       "skip unreadable files, bad images and corrupt TFRecord records (counted) "
+                       "instead of failing; the records after a corrupt one are still read");
   command_line.AddFlag("json",
                        "print one JSON object: model, predictions [{source, top [{class, "
-                       "name, probability}] or error}]");
+                       "name, probability}] or error}], images, skipped, failed");
   command_line.AddPositional("FILE", "JPEG or TFRecord files", /*repeated=*/true);
   if (std::optional<int> exit = command_line.ParseOrReport(argc, argv)) return *exit;
   return PredictFiles(command_line);

@@ -58,6 +58,14 @@ inline std::string TempPath(const std::string& name) {
   return path;
 }
 
+// The number after `"key": ` in a JSON object printed on one line; -1 when the key is missing.
+inline double JsonNumber(const std::string& json, const std::string& key) {
+  const std::string needle = "\"" + key + "\": ";
+  const size_t at = json.find(needle);
+  if (at == std::string::npos) return -1;
+  return std::stod(json.substr(at + needle.size()));
+}
+
 // Single-quotes `arg` for /bin/sh.
 inline std::string ShellQuote(const std::string& arg) {
   std::string quoted = "'";

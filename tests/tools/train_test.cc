@@ -18,6 +18,7 @@ namespace sluice {
 namespace {
 
 using ::sluice::cli_test::CliResult;
+using ::sluice::cli_test::JsonNumber;
 using ::sluice::cli_test::RunSluice;
 using ::sluice::cli_test::ShellQuote;
 using ::sluice::cli_test::TempPath;
@@ -25,14 +26,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr char kFashionMnistSource[] = "/usr/share/datasets/fashion-mnist";
-
-// The number after `"key": ` in a JSON object printed on one line.
-double JsonNumber(const std::string& json, const std::string& key) {
-  const std::string needle = "\"" + key + "\": ";
-  const size_t at = json.find(needle);
-  if (at == std::string::npos) return -1;
-  return std::stod(json.substr(at + needle.size()));
-}
 
 class TrainCommandTest : public ::testing::Test {
  protected:

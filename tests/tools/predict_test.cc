@@ -1,0 +1,173 @@
+// Tests `sluice predict`'s batches, its errors and --skip-bad on a small model trained here: an
+// MLP that tells dark JPEGs from light ones (tests/train/recipes/recipe_test_util.h).
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "io/tfrecord_reader.h"
+#include "tests/tools/cli_test_util.h"
+#include "tests/train/recipes/recipe_test_util.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::cli_test::CliResult;
+using ::sluice::cli_test::JsonNumber;
+using ::sluice::cli_test::RunSluice;
+using ::sluice::cli_test::ShellQuote;
+using ::sluice::cli_test::TempPath;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class PredictCommandTest : public ::testing::Test {
+ protected:
+  // One model and one TFRecord of the 40 images for the suite: training takes a few seconds.
+  static void SetUpTestSuite() {
+    root_ = new std::string(TempPath("predict_tree"));
+    ::sluice::train::recipes::testing::WriteDarkAndLightTree(*root_);
+    model_ = new std::string(TempPath("predict_mlp"));
+    CliResult r = RunSluice("train --images " + ShellQuote(*root_) +
+                            " --model mlp --image-size 8 --epochs 10 --batch 8 --lr 0.01 --save " +
+                            ShellQuote(*model_));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    records_ = new std::string(TempPath("predict_records"));
+    r = RunSluice("convert images " + ShellQuote(*root_) + " --out " + ShellQuote(*records_) +
+                  " --shards 1");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  static void TearDownTestSuite() {
+    delete root_;
+    delete model_;
+    delete records_;
+  }
+  static std::string Shard() { return *records_ + "/train-00000-of-00001.tfrecord"; }
+
+  static std::string* root_;
+  static std::string* model_;
+  static std::string* records_;
+};
+std::string* PredictCommandTest::root_ = nullptr;
+std::string* PredictCommandTest::model_ = nullptr;
+std::string* PredictCommandTest::records_ = nullptr;
+
+// The top-1 class name of each line of predict's text output ("SOURCE: NAME 0.998").
+std::vector<std::string> TopOneNames(const std::string& out) {
+  std::vector<std::string> names;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t colon = line.rfind(": ");
+    if (colon == std::string::npos) continue;
+    const std::string rest = line.substr(colon + 2);
+    names.push_back(rest.substr(0, rest.find(' ')));
+  }
+  return names;
+}
+
+// The batch a forward pass holds changes nothing but the speed: every record's top class is the
+// same with 1, 7 (not a divisor of the 40 records) and the default 32, in input order, and each
+// is the class its folder names.
+TEST_F(PredictCommandTest, EveryBatchSizeGivesTheSamePredictionsInOrder) {
+  std::vector<std::vector<std::string>> runs;
+  for (const char* batch : {"1", "7", "32"}) {
+    CliResult r = RunSluice(absl::StrCat("predict --top 1 --batch ", batch, " --model ",
+                                         ShellQuote(*model_), " ", ShellQuote(Shard())));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr(Shard() + ":39: ")) << "batch " << batch;
+    runs.push_back(TopOneNames(r.out));
+  }
+  ASSERT_EQ(runs[0].size(), 40u);
+  EXPECT_EQ(runs[1], runs[0]);
+  EXPECT_EQ(runs[2], runs[0]);
+  // The records are in the converter's order; the labels say which folder each came from.
+  CliResult labels = RunSluice("inspect --json --records all " + ShellQuote(Shard()));
+  ASSERT_EQ(labels.exit_code, 0) << labels.err;
+  std::istringstream records(labels.out);
+  int index = 0, agree = 0;
+  for (std::string record; std::getline(records, record) && index < 40; ++index) {
+    const size_t label = record.find("\"values\": [", record.find("\"image/class/label\""));
+    ASSERT_NE(label, std::string::npos) << record;
+    agree += runs[0][index] == (record[label + 11] == '1' ? "light" : "dark");
+  }
+  EXPECT_EQ(index, 40);
+  EXPECT_GE(agree, 38);
+  EXPECT_EQ(
+      RunSluice("predict --batch 0 --model " + ShellQuote(*model_) + " " + ShellQuote(Shard()))
+          .exit_code,
+      2);
+}
+
+// A record whose data is corrupt: without --skip-bad, the records before it are classified, the
+// error names the file, the record and its offset, and nothing after it is read (the exit
+// status is 1); with --skip-bad, every other record is classified and the bad one counted.
+TEST_F(PredictCommandTest, ACorruptRecordFailsOrIsSkippedAndCounted) {
+  const std::string corrupt = TempPath("corrupt.tfrecord");
+  std::filesystem::copy_file(Shard(), corrupt);
+  uint64_t offset = 0;
+  {
+    absl::StatusOr<std::unique_ptr<TFRecordReader>> reader = TFRecordReader::Open(Shard());
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    std::string record;
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(*(*reader)->ReadRecord(&record));
+    offset = (*reader)->offset();  // record 10's header
+  }
+  {
+    std::fstream file(corrupt, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(static_cast<std::streamoff>(offset + 12 + 40));  // inside record 10's data
+    char byte = 0;
+    file.read(&byte, 1);
+    file.seekp(static_cast<std::streamoff>(offset + 12 + 40));
+    byte = static_cast<char>(byte ^ 0x20);
+    file.write(&byte, 1);
+  }
+  CliResult failed =
+      RunSluice("predict --json --batch 4 --model " + ShellQuote(*model_) + " " + corrupt);
+  EXPECT_EQ(failed.exit_code, 1);
+  EXPECT_EQ(JsonNumber(failed.out, "images"), 10) << failed.out;
+  EXPECT_EQ(JsonNumber(failed.out, "failed"), 1);
+  EXPECT_EQ(JsonNumber(failed.out, "skipped"), 0);
+  EXPECT_THAT(failed.out, HasSubstr("\"source\": \"" + corrupt + ":10\", \"error\": \""));
+  EXPECT_THAT(failed.out, HasSubstr(absl::StrCat("record 10 at offset ", offset)));
+
+  CliResult skipped = RunSluice("predict --json --skip-bad --batch 4 --model " +
+                                ShellQuote(*model_) + " " + corrupt);
+  EXPECT_EQ(skipped.exit_code, 0) << skipped.err;
+  EXPECT_EQ(JsonNumber(skipped.out, "images"), 39) << skipped.out;
+  EXPECT_EQ(JsonNumber(skipped.out, "skipped"), 1);
+  EXPECT_EQ(JsonNumber(skipped.out, "failed"), 0);
+  EXPECT_THAT(skipped.out, Not(HasSubstr(":10\"")));
+  EXPECT_THAT(skipped.out, HasSubstr(":39\""));
+}
+
+// A file that is not a JPEG and a missing file fail the run (the others are still classified);
+// with --skip-bad they are skipped, each named on stderr, and the run succeeds.
+TEST_F(PredictCommandTest, BadImagesAndMissingFilesAreSkippedWithSkipBad) {
+  const std::string garbage = TempPath("garbage.jpg");
+  std::ofstream(garbage) << "not a JPEG";
+  const std::string files = ShellQuote(*root_ + "/dark/1.jpg") + " " + ShellQuote(garbage) + " " +
+                            ShellQuote(*root_ + "/missing.jpg") + " " +
+                            ShellQuote(*root_ + "/light/2.jpg");
+  CliResult failed = RunSluice("predict --top 1 --model " + ShellQuote(*model_) + " " + files);
+  EXPECT_EQ(failed.exit_code, 1);
+  EXPECT_THAT(failed.out, HasSubstr("/dark/1.jpg: dark "));
+  EXPECT_THAT(failed.out, HasSubstr("/light/2.jpg: light "));
+  EXPECT_THAT(failed.err, HasSubstr(garbage));
+  EXPECT_THAT(failed.err, HasSubstr("missing.jpg"));
+
+  CliResult skipped =
+      RunSluice("predict --top 1 --skip-bad --model " + ShellQuote(*model_) + " " + files);
+  EXPECT_EQ(skipped.exit_code, 0) << skipped.err;
+  EXPECT_EQ(TopOneNames(skipped.out), (std::vector<std::string>{"dark", "light"}));
+  EXPECT_THAT(skipped.err, HasSubstr("skipped " + garbage));
+  EXPECT_THAT(skipped.err, HasSubstr("2 images, 2 bad inputs skipped"));
+}
+
+}  // namespace
+}  // namespace sluice
