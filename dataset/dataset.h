@@ -284,6 +284,7 @@ class Dataset {
   absl::Status Save(const std::string& path, SaveOptions options = {}) const;
   // tf.data's load: the elements Save wrote to `path`.
   static Dataset Load(std::string path, LoadOptions options = {});
+  // buffer_size 0 is no prefetch (this dataset), as tf.data's prefetch(0).
   Dataset Prefetch(int64_t buffer_size = kAutotune) const;
   // count < 0: forever.
   Dataset Repeat(int64_t count = -1) const;

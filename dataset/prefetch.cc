@@ -324,7 +324,10 @@ class PrefetchIterator : public IteratorBase {
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> PrefetchDataset::MakeIterator(
     const IteratorContext& ctx) const {
-  SLUICE_RETURN_IF_ERROR(CheckKnob(name(), "buffer_size", buffer_size_));
+  if (buffer_size_ < 0 && buffer_size_ != kAutotune) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name(), ": buffer_size must be >= 0 or kAutotune, got ", buffer_size_));
+  }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
   return std::unique_ptr<IteratorBase>(new PrefetchIterator(this, ctx, std::move(input)));
 }
@@ -332,6 +335,8 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> PrefetchDataset::MakeIterator(
 }  // namespace
 
 Dataset Dataset::Prefetch(int64_t buffer_size) const {
+  // tf.data accepts prefetch(0) and removes it as a no-op (grappler's noop_elimination).
+  if (buffer_size == 0) return *this;
   return Dataset(std::make_shared<PrefetchDataset>(base(), buffer_size));
 }
 

@@ -351,10 +351,16 @@ TEST(PrefetchTest, WaitForNextWaitsForTheBufferWithoutTakingAnElement) {
   EXPECT_EQ(failing->WaitForNext(later()), NextReadiness::kReady);
 }
 
-TEST(PrefetchTest, InvalidBufferSize) {
-  auto got = Collect(Dataset::Range(3).Prefetch(0));
+// Prefetch(0) is no prefetch, as tf.data's prefetch(0) (which its graph rewrite removes).
+TEST(PrefetchTest, ZeroIsNoPrefetchAndANegativeSizeIsAnError) {
+  const Dataset none = Dataset::Range(3).Prefetch(0);
+  EXPECT_EQ(none.DebugString(), "Range(0, 3, 1)");
+  auto all = Collect(none);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->size(), 3u);
+  auto got = Collect(Dataset::Range(3).Prefetch(-2));
   ASSERT_FALSE(got.ok());
-  EXPECT_EQ(got.status().message(), "Prefetch[1]: buffer_size must be >= 1 or kAutotune, got 0");
+  EXPECT_EQ(got.status().message(), "Prefetch[1]: buffer_size must be >= 0 or kAutotune, got -2");
   EXPECT_EQ(Dataset::Range(3).Prefetch(kAutotune).DebugString(),
             "Range(0, 3, 1) -> Prefetch(autotune)");
 }
