@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "train/backend/backend.h"
 #include "train/backend/sum_all.h"
 #include "train/backend/trace_hooks.h"
 #include "train/backend/transfer.h"
@@ -27,7 +28,15 @@ thread_local const char* last_op_name = nullptr;
 // `layer` is the layer scope when the op ran (a replay has none of its own); the step is read
 // when the check runs, so that a replayed check names the step it checks.
 absl::Status CheckNow(const std::string& what, const std::string& layer, const Tensor& t) {
-  if (t.dtype() != DType::kFloat32 || t.num_elements() == 0) return absl::OkStatus();
+  if (t.num_elements() == 0) return absl::OkStatus();
+  if (t.dtype() == DType::kBFloat16 || t.dtype() == DType::kFloat16) {
+    // Mixed precision keeps activations in 16 bits between layers: checked as float32, exactly.
+    SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor("CheckNumerics", {&t}));
+    SLUICE_ASSIGN_OR_RETURN(Tensor wide, backend->Allocate(DType::kFloat32, t.shape()));
+    SLUICE_RETURN_IF_ERROR(backend->Cast(t, wide));
+    return CheckNow(what, layer, wide);
+  }
+  if (t.dtype() != DType::kFloat32) return absl::OkStatus();
   // A NaN or an Inf anywhere makes the sum non-finite; a finite sum proves every element is.
   SLUICE_ASSIGN_OR_RETURN(Tensor sum, backend::SumAll(t));
   SLUICE_ASSIGN_OR_RETURN(Tensor host_sum, backend::ToHost(sum));

@@ -10,12 +10,15 @@
 
 #include "core/status_macros.h"
 #include "tests/train/fit_test_util.h"
+#include "tests/train/skip_without_bfloat16.h"
 #include "train/autodiff/tape.h"
+#include "train/backend/compute_precision.h"
 #include "train/backend/transfer.h"
 #include "train/fit/trainer.h"
 #include "train/function/function.h"
 #include "train/ops/arithmetic.h"
 #include "train/ops/batch_norm.h"
+#include "train/ops/conv2d.h"
 #include "train/optimizers/sgd.h"
 
 namespace sluice::train::autodiff {
@@ -51,6 +54,26 @@ TEST_F(CheckNumericsTest, NamesTheOpAndTheElement) {
   // Large finite values whose sum overflows are not an error.
   const float big = std::numeric_limits<float>::max();
   EXPECT_TRUE(ops::Add(T({big, big}, {2}), T({0, 0}, {2})).ok());
+}
+
+// Under mixed_bfloat16 activations stay in bfloat16 between layers; the check reads them too
+// (it passed over every tensor but float32 ones).
+TEST_F(CheckNumericsTest, SeesANaNInABFloat16Output) {
+  SLUICE_SKIP_WITHOUT_CPU_BFLOAT16();
+  EnableCheckNumerics();
+  backend::ScopedPrecision policy(backend::Precision::kMixedBFloat16);
+  const Tensor filter = T({1}, {1, 1, 1, 1});
+  const ops::Conv2DOptions keep{.keep_compute_dtype = true};
+  absl::StatusOr<Tensor> fine = ops::Conv2D(T({1, 2, 3, 4}, {1, 2, 2, 1}), filter, keep);
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  ASSERT_EQ(fine->dtype(), DType::kBFloat16);
+  // oneDNN's bfloat16 kernel pairs neighbouring pixels of a one-channel input in its dot
+  // products (one with a zero weight), so the NaN may show at element 0 or 1.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const absl::Status s = ops::Conv2D(T({1, nan, 3, 4}, {1, 2, 2, 1}), filter, keep).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("check numerics: Conv2D produced NaN (element "));
+  EXPECT_THAT(std::string(s.message()), HasSubstr(" of [1, 2, 2, 1])"));
 }
 
 // A fused batch norm + ReLU turns a NaN output into 0; the NaN in x still shows in the batch's
