@@ -1,5 +1,6 @@
 #include "core/buffer.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
@@ -8,6 +9,8 @@ namespace sluice {
 std::shared_ptr<Buffer> Buffer::Allocate(size_t size, std::function<void(void*)> destroy) {
   // aligned_alloc needs a size that is a multiple of the alignment; a
   // zero-size buffer still gets a unique, valid pointer.
+  // A size within an alignment of SIZE_MAX (a negative count cast to size_t) would round to 0.
+  if (size > SIZE_MAX - kAlignment) throw std::bad_alloc();
   const size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;
   void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
   if (p == nullptr) throw std::bad_alloc();

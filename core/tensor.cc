@@ -9,6 +9,8 @@ namespace sluice {
 namespace {
 
 std::shared_ptr<Buffer> AllocateFor(DType dtype, int64_t n) {
+  // A negative dimension; new[] throws the same for a negative length.
+  if (n < 0) throw std::bad_array_new_length();
   const size_t bytes = static_cast<size_t>(n) * DTypeSize(dtype);
   if (dtype != DType::kBytes) return Buffer::Allocate(bytes);
   auto buffer = Buffer::Allocate(bytes, [n](void* p) {

@@ -1,8 +1,10 @@
 #include "core/tensor.h"
 
 #include <cstdint>
+#include <new>
 #include <string>
 
+#include "core/buffer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -41,6 +43,13 @@ TEST(TensorTest, ScalarAndFromVector) {
 TEST(TensorTest, ZerosIsZero) {
   Tensor z = Tensor::Zeros(DType::kFloat32, {4, 4});
   for (float f : z.flat<float>()) EXPECT_EQ(f, 0.f);
+}
+
+// A negative dimension throws, as new[] of a negative length; it allocated 64 bytes for a
+// tensor whose byte count wrapped around.
+TEST(TensorTest, ANegativeElementCountThrows) {
+  EXPECT_THROW(Tensor(DType::kFloat32, Shape{4, -3}), std::bad_array_new_length);
+  EXPECT_THROW(Buffer::Allocate(SIZE_MAX - 10), std::bad_alloc);
 }
 
 TEST(TensorTest, SliceSharesBufferAndSeesWrites) {

@@ -25,6 +25,11 @@ Conv2D::Conv2D(int64_t in_channels, int64_t filters, int64_t kernel_h, int64_t k
 }
 
 absl::Status Conv2D::Build(const Shape& input_shape) {
+  if (filters_ < 1 || kernel_size_.h < 1 || kernel_size_.w < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name(), ": filters and the kernel size must be >= 1, got ", filters_,
+                     " filters of ", kernel_size_.h, "x", kernel_size_.w));
+  }
   if (input_shape.rank() != 4 || input_shape.dim(3) < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         name(), ": expects NHWC inputs [batch, height, width, channels], got ",

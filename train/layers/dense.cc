@@ -25,6 +25,9 @@ Dense::Dense(int64_t in_features, int64_t units, DenseOptions options)
 }
 
 absl::Status Dense::Build(const Shape& input_shape) {
+  if (units_ < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(name(), ": units must be >= 1, got ", units_));
+  }
   const int64_t in = input_shape.rank() == 0 ? 0 : input_shape.dim(input_shape.rank() - 1);
   if (in_features_) {
     if (in != *in_features_) {

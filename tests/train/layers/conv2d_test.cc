@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <vector>
+
 #include "tests/train/gradient_check.h"
 #include "tests/train/module_gradient_check.h"
 #include "train/layers/dense.h"
@@ -17,6 +20,21 @@ using ::sluice::train::testing::RandomTensor;
 using ::sluice::train::testing::T;
 using ::sluice::train::testing::Values;
 using ::testing::ElementsAre;
+
+// Filters or a kernel side below 1 are an error, as Keras'; they made tensors of negative sizes.
+TEST(Conv2DLayerTest, FiltersAndKernelSizesBelowOneAreErrors) {
+  const Tensor x = RandomTensor({1, 5, 5, 2}, 1);
+  std::vector<std::unique_ptr<Conv2D>> convs;
+  convs.push_back(std::make_unique<Conv2D>(-2, 3));
+  convs.push_back(std::make_unique<Conv2D>(0, 3));
+  convs.push_back(std::make_unique<Conv2D>(4, KernelSize(-3, 3)));
+  for (auto& conv : convs) {
+    absl::StatusOr<Tensor> y = conv->Forward(x, false);
+    ASSERT_FALSE(y.ok());
+    EXPECT_THAT(y.status().message(),
+                ::testing::HasSubstr("filters and the kernel size must be >= 1"));
+  }
+}
 
 TEST(Conv2DLayerTest, AddsBiasPerFilter) {
   Conv2D conv(1, 2, 1, 1);

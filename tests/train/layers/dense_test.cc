@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "tests/train/gradient_check.h"
 #include "tests/train/module_gradient_check.h"
 
@@ -30,6 +31,18 @@ TEST(DenseTest, ForwardAndGradients) {
   auto g = *tape.Gradient(y, {vars[0]->value(), vars[1]->value()});
   EXPECT_THAT(Values(*g[0]), ElementsAre(3, 3, 3, 1, 1, 1));  // column sums of x
   EXPECT_THAT(Values(*g[1]), ElementsAre(2, 2, 2));
+}
+
+// Units below 1 are an error naming the layer, as Keras' ValueError; -3 made a tensor of -12
+// elements, a 64-byte buffer and a memset past it.
+TEST(DenseTest, UnitsBelowOneAreAnError) {
+  for (int64_t units : {0, -3}) {
+    Dense dense(units);
+    absl::StatusOr<Tensor> y = dense.Forward(RandomTensor({2, 4}, 1), false);
+    ASSERT_FALSE(y.ok()) << units;
+    EXPECT_EQ(y.status().message(), absl::StrCat("dense: units must be >= 1, got ", units));
+    EXPECT_FALSE(dense.built());
+  }
 }
 
 TEST(DenseTest, NoBias) {
