@@ -35,7 +35,6 @@ class CacheDataset : public DatasetBase {
   }
 
   const std::string& path() const { return path_; }
-  std::string InputPipeline() const { return inputs()[0]->DebugString(); }
 
   // Memory mode: the completed recording, or null.
   std::shared_ptr<const Recording> completed() const {

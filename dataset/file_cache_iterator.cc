@@ -3,11 +3,15 @@
 // In a file: the elements go to a temporary file beside `path` that is renamed into place once
 // the input ended, so `path` only ever holds a complete cache. The file is TFRecord-framed
 // (length, CRC-32C of the length, payload, CRC-32C of the payload):
-//   record 0     header: "sluice-cache/1\n", an 8-byte random id, the input pipeline's DebugString
+//   record 0     header: "sluice-cache/2\n", an 8-byte random id, the input's identity (a
+//                SavedDatasetManifest of Snapshot's: its DebugString and the files it reads,
+//                with their sizes and modification times)
 //   records 1..n the elements, each a serialized ElementProto
 //   record n+1   footer (32 bytes): "sluice-cache-end", the element count n, the id again
 // An iterator made when a valid file for this pipeline exists reads it. A missing footer
-// (truncated file), a header for another pipeline or garbage gets one warning on stderr; the file
+// (truncated file), a header for another pipeline, for other or changed input files (a
+// DebugString names a TFRecord source's file count, not its paths), or garbage gets one warning
+// on stderr; the file
 // is removed and the input read again. So is a leftover temporary file of a writer that is gone.
 // A record found corrupt while replaying (its CRC) is an error naming the file, the record and its
 // offset; the file is removed so that the next pass rebuilds it, and the replay ends there.
@@ -38,6 +42,8 @@
 #include "core/mutex.h"
 #include "core/status_macros.h"
 #include "dataset/dataset_base.h"
+#include "dataset/proto/saved_dataset.pb.h"
+#include "dataset/saved_dataset.h"
 #include "dataset/write_through.h"
 #include "io/atomic_file.h"
 #include "io/crc32c.h"
@@ -50,7 +56,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr absl::string_view kHeaderMagic = "sluice-cache/1\n";
+constexpr absl::string_view kHeaderMagic = "sluice-cache/2\n";
 constexpr absl::string_view kFooterMagic = "sluice-cache-end";  // 16 bytes
 constexpr size_t kFooterPayload = 32;                           // magic, count, id
 constexpr size_t kFooterRecord = tfrecord::kOverhead + kFooterPayload;
@@ -115,8 +121,8 @@ std::string EncodeFixed64(uint64_t v) {
 // Writes a cache file under a temporary name; Finish() renames it into place.
 class CacheFileWriter {
  public:
-  static absl::StatusOr<std::unique_ptr<CacheFileWriter>> Create(const std::string& path,
-                                                                 const std::string& pipeline) {
+  static absl::StatusOr<std::unique_ptr<CacheFileWriter>> Create(
+      const std::string& path, const proto::SavedDatasetManifest& identity) {
     const fs::path parent = fs::path(path).parent_path();
     std::error_code ec;
     if (!parent.empty()) fs::create_directories(parent, ec);  // Create() reports a failure.
@@ -131,8 +137,8 @@ class CacheFileWriter {
       live.paths.insert(file->temp_path());
     }
     auto writer = std::unique_ptr<CacheFileWriter>(new CacheFileWriter(std::move(file), id));
-    SLUICE_RETURN_IF_ERROR(
-        writer->WriteRecord(absl::StrCat(kHeaderMagic, EncodeFixed64(id), pipeline)));
+    SLUICE_RETURN_IF_ERROR(writer->WriteRecord(
+        absl::StrCat(kHeaderMagic, EncodeFixed64(id), identity.SerializeAsString())));
     return writer;
   }
 
@@ -194,7 +200,8 @@ struct OpenResult {
   std::string invalid;  // non-empty: the file exists and must not be used
 };
 
-absl::StatusOr<OpenResult> OpenCacheFile(const std::string& path, const std::string& pipeline) {
+absl::StatusOr<OpenResult> OpenCacheFile(const std::string& path,
+                                         const proto::SavedDatasetManifest& identity) {
   OpenResult result;
   auto reader = TFRecordReader::Open(path);
   if (!reader.ok()) {
@@ -210,12 +217,13 @@ absl::StatusOr<OpenResult> OpenCacheFile(const std::string& path, const std::str
     return result;
   }
   const uint64_t id = tfrecord::DecodeFixed64(header.data() + kHeaderMagic.size());
-  const absl::string_view written_for = absl::string_view(header).substr(kHeaderMagic.size() + 8);
-  if (written_for != pipeline) {
-    result.invalid = absl::StrCat("it was written for pipeline \"", written_for,
-                                  "\", this cache reads \"", pipeline, "\"");
+  proto::SavedDatasetManifest written_for;
+  if (!written_for.ParseFromString(header.substr(kHeaderMagic.size() + 8))) {
+    result.invalid = "not a sluice cache file (its header does not parse)";
     return result;
   }
+  result.invalid = StaleReason(written_for, identity);
+  if (!result.invalid.empty()) return result;
   // The footer: the last kFooterRecord bytes.
   std::error_code ec;
   const uint64_t size = fs::file_size(path, ec);
@@ -255,11 +263,15 @@ class FileCacheIterator : public IteratorBase {
  public:
   // Reads `file` when given, else writes what `input` yields.
   FileCacheIterator(const CacheDataset* d, const IteratorContext& ctx,
-                    std::optional<CacheFile> file, std::unique_ptr<IteratorBase> input)
+                    proto::SavedDatasetManifest identity, std::optional<CacheFile> file,
+                    std::unique_ptr<IteratorBase> input)
       : IteratorBase(d, ctx, NodeKind::kSync),
         d_(d),
+        identity_(std::move(identity)),
         input_(std::move(input)),
-        write_([d] { return CacheFileWriter::Create(d->path(), d->InputPipeline()); },
+        // The identity from before the input was read: a file changed while it is read makes the
+        // next pass rebuild the cache.
+        write_([this] { return CacheFileWriter::Create(d_->path(), identity_); },
                // The cache is an optimisation: failing to write it is worth a warning.
                [d](const absl::Status& why) {
                  Warn(absl::StrCat(d->name(), ": cannot write cache file ", d->path(), " (",
@@ -353,7 +365,7 @@ class FileCacheIterator : public IteratorBase {
     failed_ = true;
     position_ = file_.count;
     // Unless a writer has replaced it with a new file meanwhile.
-    auto now = OpenCacheFile(d_->path(), d_->InputPipeline());
+    auto now = OpenCacheFile(d_->path(), identity_);
     if (now.ok() && now->file && now->file->id == file_.id) ::unlink(d_->path().c_str());
     return absl::DataLossError(absl::StrCat("corrupt cache file: ", what,
                                             "; removed it, the next pass reads the input again"));
@@ -373,7 +385,7 @@ class FileCacheIterator : public IteratorBase {
     SLUICE_ASSIGN_OR_RETURN(int64_t offset, SavedInt(state, "offset"));
     SLUICE_ASSIGN_OR_RETURN(int64_t id, SavedInt(state, "file_id"));
     if (file_.reader == nullptr || file_.id != std::bit_cast<uint64_t>(id)) {
-      SLUICE_ASSIGN_OR_RETURN(OpenResult opened, OpenCacheFile(d_->path(), d_->InputPipeline()));
+      SLUICE_ASSIGN_OR_RETURN(OpenResult opened, OpenCacheFile(d_->path(), identity_));
       std::string why = opened.invalid;
       if (why.empty() && !opened.file) why = "it does not exist";
       if (why.empty() && opened.file->id != std::bit_cast<uint64_t>(id)) {
@@ -395,8 +407,9 @@ class FileCacheIterator : public IteratorBase {
   }
 
   const CacheDataset* d_;
-  std::unique_ptr<IteratorBase> input_;  // writing; null when reading or ended
-  CacheFile file_;                       // reading when file_.reader is set
+  const proto::SavedDatasetManifest identity_;  // what the cache file must have been written for
+  std::unique_ptr<IteratorBase> input_;         // writing; null when reading or ended
+  CacheFile file_;                              // reading when file_.reader is set
   WriteThrough<CacheFileWriter> write_;
   int64_t position_ = 0;  // elements returned
   bool failed_ = false;   // writing: the input returned an error; reading: the file is corrupt
@@ -409,7 +422,9 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> MakeFileCacheIterator(const CacheD
                                                                     const IteratorContext& ctx) {
   const std::string& path = d->path();
   RemoveLeftoverTempFiles(path, d->name());
-  SLUICE_ASSIGN_OR_RETURN(OpenResult opened, OpenCacheFile(path, d->InputPipeline()));
+  SLUICE_ASSIGN_OR_RETURN(proto::SavedDatasetManifest identity,
+                          DescribeSavedInput(*d->inputs()[0], /*user_fingerprint=*/""));
+  SLUICE_ASSIGN_OR_RETURN(OpenResult opened, OpenCacheFile(path, identity));
   if (!opened.invalid.empty()) {
     ::unlink(path.c_str());
     Warn(absl::StrCat(d->name(), ": discarded cache file ", path, ": ", opened.invalid,
@@ -420,7 +435,7 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> MakeFileCacheIterator(const CacheD
     SLUICE_ASSIGN_OR_RETURN(input, d->inputs()[0]->MakeIterator(ctx));
   }
   return std::unique_ptr<IteratorBase>(
-      new FileCacheIterator(d, ctx, std::move(opened.file), std::move(input)));
+      new FileCacheIterator(d, ctx, std::move(identity), std::move(opened.file), std::move(input)));
 }
 
 }  // namespace sluice::internal

@@ -531,11 +531,48 @@ TEST_F(FileCacheTest, FileOfAnotherPipelineIsDiscardedWithOneWarningAndRebuilt) 
   EXPECT_EQ(CountLines(err, "warning"), 1) << err;
   EXPECT_THAT(err, HasSubstr(absl::StrCat(
                        "discarded cache file ", path_,
-                       ": it was written for pipeline \"Range(0, 10, 1) -> Map\", this cache "
-                       "reads \"Range(0, 12, 1) -> Map\"; reading the input again")));
+                       ": it was written by pipeline \"Range(0, 10, 1) -> Map\", this one is "
+                       "\"Range(0, 12, 1) -> Map\"; reading the input again")));
   auto [calls2, err2] = ReadCache(path_, 12);
   EXPECT_EQ(calls2, 0);
   EXPECT_EQ(err2, "");
+}
+
+// The header names the input files with their sizes and modification times: a TFRecord
+// source's DebugString holds its file count only, so a cache of a.tfrecord was replayed for
+// b.tfrecord, and one of a file since rewritten was replayed as it was.
+TEST_F(FileCacheTest, ACacheOfOtherOrChangedInputFilesIsRebuilt) {
+  const auto write = [](const std::string& path, const std::vector<std::string>& records) {
+    auto writer = TFRecordWriter::Open(path, {.sync = false});
+    ASSERT_TRUE(writer.ok());
+    for (const std::string& r : records) ASSERT_TRUE((*writer)->Write(r).ok());
+    ASSERT_TRUE((*writer)->Close().ok());
+  };
+  const auto read = [&](const std::string& file, std::string& err) {
+    ::testing::internal::CaptureStderr();
+    auto got = Collect(Dataset::TFRecord(file).Cache(path_));
+    err = ::testing::internal::GetCapturedStderr();
+    std::vector<std::string> records;
+    if (!got.ok()) return std::vector<std::string>{got.status().ToString()};
+    for (const Element& e : *got) records.push_back(e[0].scalar<std::string>());
+    return records;
+  };
+  const std::string a = (dir_ / "a.tfrecord").string(), b = (dir_ / "b.tfrecord").string();
+  write(a, {"a0", "a1"});
+  write(b, {"b0", "b1"});
+  std::string err;
+  EXPECT_THAT(read(a, err), ::testing::ElementsAre("a0", "a1"));
+  EXPECT_EQ(err, "");
+  EXPECT_THAT(read(a, err), ::testing::ElementsAre("a0", "a1"));  // from the cache
+  EXPECT_EQ(err, "");
+  EXPECT_THAT(read(b, err), ::testing::ElementsAre("b0", "b1"));
+  EXPECT_THAT(err, HasSubstr(absl::StrCat("discarded cache file ", path_, ": input file ", b,
+                                          " is new; reading the input again")));
+  write(b, {"b0", "b1", "b2"});
+  EXPECT_THAT(read(b, err), ::testing::ElementsAre("b0", "b1", "b2"));
+  EXPECT_THAT(err, HasSubstr(absl::StrCat("input file ", b, " changed")));
+  EXPECT_THAT(read(b, err), ::testing::ElementsAre("b0", "b1", "b2"));
+  EXPECT_EQ(err, "");
 }
 
 TEST_F(FileCacheTest, GarbageFileIsDiscardedWithOneWarning) {

@@ -16,6 +16,7 @@
 #include "dataset/dataset_base.h"
 #include "dataset/iterator.h"
 #include "dataset/proto/iterator_state.pb.h"
+#include "dataset/proto/saved_dataset.pb.h"
 #include "google/protobuf/stubs/logging.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "tests/fuzz/saved_elements.h"
@@ -33,8 +34,11 @@ std::string Fixed64(uint64_t v) {
 
 std::string CacheFile(const std::vector<absl::string_view>& payloads, const std::string& pipeline) {
   const std::string id = Fixed64(0x5eed5eed5eed5eedu);
+  // The header's identity: Range reads no files, so its pipeline is all there is to it.
+  proto::SavedDatasetManifest identity;
+  identity.set_pipeline(pipeline);
   std::string file;
-  fuzz::AppendRecord("sluice-cache/1\n" + id + pipeline, &file);
+  fuzz::AppendRecord("sluice-cache/2\n" + id + identity.SerializeAsString(), &file);
   for (absl::string_view p : payloads) fuzz::AppendRecord(p, &file);
   fuzz::AppendRecord("sluice-cache-end" + Fixed64(payloads.size()) + id, &file);
   return file;

@@ -159,7 +159,8 @@ def main():
         element(tensor(5, [2, 2], struct.pack("<4f", 1, 2, 3, 4)), tensor(6, [2], strings=[b"a", b"b"])),
         element(tensor(0, [3], b"abc"))]))
     ident = struct.pack("<Q", 0x5EED5EED5EED5EED)
-    cache = record(b"sluice-cache/1\n" + ident + b"Range(3)")
+    # The header's identity: a SavedDatasetManifest whose pipeline (field 3) is Range(3)'s.
+    cache = record(b"sluice-cache/2\n" + ident + field(3, 2, b"Range(0, 3, 1)"))
     cache += b"".join(record(e) for e in elems)
     cache += record(b"sluice-cache-end" + struct.pack("<Q", 3) + ident)
     write("file_cache", "whole", b"\x00" + cache)
