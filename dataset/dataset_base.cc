@@ -12,6 +12,7 @@
 #include "core/status_macros.h"
 #include "core/trace_recorder.h"
 #include "io/feature_wire.h"
+#include "io/tfrecord_reader.h"
 
 namespace sluice {
 namespace {
@@ -271,6 +272,32 @@ void ElementToProto(const Element& element, proto::ElementProto* out) {
       tp->set_data(static_cast<const char*>(t.raw_data()), t.byte_size());
     }
   }
+}
+
+absl::Status SerializeElementRecord(const Element& element, absl::string_view what,
+                                    std::string* record) {
+  const auto too_large = [&](uint64_t bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": an element of ", bytes,
+                                                     " bytes is over the ", kDefaultMaxRecordBytes,
+                                                     " bytes a record may hold"));
+  };
+  uint64_t values = 0;
+  for (const Tensor& t : element) {
+    if (t.dtype() != DType::kBytes) {
+      values += t.byte_size();
+    } else {
+      for (const std::string& s : t.flat<std::string>()) values += s.size();
+    }
+  }
+  if (values > kDefaultMaxRecordBytes) return too_large(values);
+  proto::ElementProto p;
+  ElementToProto(element, &p);
+  const size_t bytes = p.ByteSizeLong();
+  if (bytes > kDefaultMaxRecordBytes) return too_large(bytes);
+  if (!p.SerializeToString(record)) {
+    return absl::InternalError(absl::StrCat(what, ": cannot serialize an element"));
+  }
+  return absl::OkStatus();
 }
 
 namespace {

@@ -309,6 +309,12 @@ inline bool IsEndOfSequence(const absl::StatusOr<std::optional<Element>>& result
 
 // Element <-> protobuf, for checkpoints of buffered elements and file caches.
 void ElementToProto(const Element& element, proto::ElementProto* out);
+// `element` as one record of a file that TFRecordReader reads back with its default
+// max_record_bytes (1 GiB): ResourceExhausted, before any copy, for an element whose values
+// alone are larger, or whose serialized form is (protobuf writes at most 2 GiB, and past that an
+// empty string that would read back as an element of no components). `what` names the writer.
+absl::Status SerializeElementRecord(const Element& element, absl::string_view what,
+                                    std::string* record);
 absl::StatusOr<Element> ElementFromProto(const proto::ElementProto& proto);
 // ElementFromProto of a serialized ElementProto, without building the message: each value is
 // copied once, from `bytes` into its tensor (a Snapshot reads decoded images this way), whose

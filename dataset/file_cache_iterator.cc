@@ -150,9 +150,7 @@ class CacheFileWriter {
   }
 
   absl::Status Append(const Element& element) {
-    proto::ElementProto p;
-    ElementToProto(element, &p);
-    record_ = p.SerializeAsString();
+    SLUICE_RETURN_IF_ERROR(SerializeElementRecord(element, "Cache", &record_));
     SLUICE_RETURN_IF_ERROR(WriteRecord(record_));
     ++count_;
     return absl::OkStatus();

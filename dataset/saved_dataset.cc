@@ -161,6 +161,9 @@ absl::Status SavedDatasetWriter::Append(const Element& element) {
     }
     id = *chosen;
   }
+  // Before a shard is opened for it: an element too large to read back fails the write here.
+  SLUICE_RETURN_IF_ERROR(
+      SerializeElementRecord(element, absl::StrCat("element ", elements_), &record_));
   std::unique_ptr<TFRecordWriter>& shard = shards_[id];
   if (shard == nullptr) {
     SLUICE_ASSIGN_OR_RETURN(
@@ -169,9 +172,6 @@ absl::Status SavedDatasetWriter::Append(const Element& element) {
             (fs::path(dir_) / ShardName(manifest_.run_id(), id, options_.compression)).string(),
             {.compression = options_.compression}));
   }
-  proto::ElementProto p;
-  ElementToProto(element, &p);
-  p.SerializeToString(&record_);
   SLUICE_RETURN_IF_ERROR(shard->Write(record_));
   ++shard_elements_[id];
   ++elements_;

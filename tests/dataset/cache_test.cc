@@ -575,6 +575,22 @@ TEST_F(FileCacheTest, ACacheOfOtherOrChangedInputFilesIsRebuilt) {
   EXPECT_EQ(err, "");
 }
 
+// An element larger than a record may hold is passed on, and the cache is not written (with a
+// warning): it was written, then refused when read back and removed, at every epoch.
+TEST_F(FileCacheTest, AnElementTooLargeForARecordIsPassedOnUncached) {
+  const Tensor huge(DType::kUint8, Shape{(int64_t{1} << 30) + 1});  // pages never touched
+  ::testing::internal::CaptureStderr();
+  auto got = Collect(Dataset::FromTensors({huge}).Cache(path_));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0][0].num_elements(), huge.num_elements());
+  EXPECT_THAT(err, HasSubstr("cannot write cache file"));
+  EXPECT_THAT(err, HasSubstr("over the 1073741824 bytes a record may hold"));
+  EXPECT_FALSE(fs::exists(path_));
+  EXPECT_THAT(TempFiles(), ::testing::IsEmpty());
+}
+
 TEST_F(FileCacheTest, GarbageFileIsDiscardedWithOneWarning) {
   std::ofstream(path_) << "this is not a cache file at all, but it is long enough to look at";
   auto [calls, err] = ReadCache(path_, 4);

@@ -148,6 +148,25 @@ TEST(SaveTest, AFailedSaveLosesNothingAndANewOneReplacesTheOld) {
   EXPECT_EQ(Ints(*replaced), Iota(20, 25));
 }
 
+// An element larger than a record may hold (1 GiB, what the readers accept) fails the Save
+// before it is copied, and the directory keeps what it held. Protobuf wrote an element past 2 GiB
+// as an empty record, which Load read back as an element of no components, and one of 1-2 GiB as
+// a record that Load refused. (The tensor's pages are never touched: no GiB is used.)
+TEST(SaveTest, AnElementTooLargeForARecordFailsTheSaveAndLosesNothing) {
+  ScopedTempDir dir;
+  ASSERT_TRUE(Dataset::Range(3).Save(dir.path(), {.num_shards = 1}).ok());
+  const std::set<std::string> before = Files(dir.path());
+  const Tensor huge(DType::kUint8, Shape{(int64_t{1} << 30) + 1});
+  const absl::Status s = Dataset::FromTensors({huge}).Save(dir.path(), {.num_shards = 1});
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("element 0: an element of 1073741825 bytes is over the "
+                                     "1073741824 bytes a record may hold"));
+  EXPECT_EQ(Files(dir.path()), before);
+  auto kept = Collect(Dataset::Load(dir.path()));
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(Ints(*kept), Iota(0, 3));
+}
+
 // Two writers of one directory at once (two jobs saving the same dataset): the first to finish
 // removes the run its manifest replaced, never the other writer's files, and the other then
 // replaces it. A run none of whose files changed for an hour (a writer that died) goes too.
