@@ -37,7 +37,9 @@ absl::Status Dense::Build(const Shape& input_shape) {
     }
     return absl::OkStatus();
   }
-  if (input_shape.rank() < 2 || in < 1) {
+  // Forward multiplies [batch, features] only: a higher rank (a missing Flatten after a Conv2D)
+  // is refused here, before a kernel over its last axis is made.
+  if (input_shape.rank() != 2 || in < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat(name(), ": expects inputs [batch, features], got ", input_shape.DebugString(),
                      input_shape.rank() > 2 ? "; add Flatten() or GlobalAvgPool() before it" : ""));

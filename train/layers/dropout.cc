@@ -36,8 +36,14 @@ absl::StatusOr<uint64_t> Dropout::NextSeed() {
   return seed;
 }
 
+absl::Status Dropout::CheckRate(float rate) {
+  if (rate >= 0.0f && rate < 1.0f) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("Dropout: rate must be in [0, 1), got ", rate));
+}
+
 absl::StatusOr<Tensor> Dropout::Forward(const Tensor& input, bool training) {
-  if (!training) return input;
+  SLUICE_RETURN_IF_ERROR(CheckRate(rate_));
+  if (!training || rate_ == 0.0f) return input;
   SLUICE_ASSIGN_OR_RETURN(const uint64_t seed, NextSeed());
   backend::SetNextDropoutSeedSource([this] { return NextSeed(); });
   return ops::Dropout(input, {.rate = rate_, .seed = seed});

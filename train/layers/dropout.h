@@ -19,6 +19,10 @@ namespace sluice::train::layers {
 class Dropout : public Module {
  public:
   explicit Dropout(float rate, uint64_t seed = 0);
+  // OK for a rate in [0, 1), as Keras checks it when the layer is made (a constructor cannot
+  // return it: Forward does, training or not, and the config loader does).
+  static absl::Status CheckRate(float rate);
+  // The input itself at inference and at rate 0, as Keras' call.
   absl::StatusOr<Tensor> Forward(const Tensor& input, bool training) override;
   std::string name() const override { return "dropout"; }
   absl::StatusOr<LayerConfig> GetConfig() override;

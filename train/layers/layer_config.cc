@@ -269,6 +269,7 @@ Made MakeBatchNorm(const LayerConfig& config) {
 
 Made MakeDropout(const LayerConfig& config) {
   SLUICE_ASSIGN_OR_RETURN(const double rate, config.Float("rate"));
+  SLUICE_RETURN_IF_ERROR(Dropout::CheckRate(static_cast<float>(rate)));
   return std::unique_ptr<Module>(std::make_unique<Dropout>(
       static_cast<float>(rate), static_cast<uint64_t>(config.IntOr("seed", 0))));
 }
@@ -396,9 +397,11 @@ absl::StatusOr<int64_t> WindowOut(const LayerConfig& config, int64_t in, int64_t
 
 Sized SizeDense(const LayerConfig& config, const Shape& input) {
   SLUICE_ASSIGN_OR_RETURN(const DenseArgs args, ReadDense(config));
-  if (input.rank() < 2 || input.dim(input.rank() - 1) < 1) {
+  // As Dense::Build: inputs [batch, features] only (Keras' Dense also takes higher ranks).
+  if (input.rank() != 2 || input.dim(1) < 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("Dense: expects inputs [batch, features], got ", input.DebugString()));
+        absl::StrCat("Dense: expects inputs [batch, features], got ", input.DebugString(),
+                     input.rank() > 2 ? "; add Flatten() or GlobalAvgPool() before it" : ""));
   }
   std::vector<int64_t> dims(input.dims().begin(), input.dims().end());
   const int64_t kernel = SaturatingProduct({dims.back(), args.units});
@@ -501,6 +504,8 @@ Sized SizeResidualBlock(const LayerConfig& config, const Shape& input) {
 // Dropout: the input's shape, and one variable element, its count of training calls (which a
 // checkpoint saves so that a resumed run draws the same masks).
 Sized SizeDropout(const LayerConfig& config, const Shape& input) {
+  SLUICE_ASSIGN_OR_RETURN(const double rate, config.Float("rate"));
+  SLUICE_RETURN_IF_ERROR(Dropout::CheckRate(static_cast<float>(rate)));
   return Output(config, 1, input.dims());
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "tests/train/gradient_check.h"
 #include "tests/train/module_gradient_check.h"
+#include "train/layers/layer_config.h"
 
 namespace sluice::train::layers {
 namespace {
@@ -43,6 +44,20 @@ TEST(DenseTest, UnitsBelowOneAreAnError) {
     EXPECT_EQ(y.status().message(), absl::StrCat("dense: units must be >= 1, got ", units));
     EXPECT_FALSE(dense.built());
   }
+}
+
+// Dense multiplies [batch, features]: an image batch (a missing Flatten after a Conv2D) is
+// refused with the hint before a kernel over its channels is made, by the layer and by the
+// config sizer alike (the layer built, then MatMulBias refused it with its own message).
+TEST(DenseTest, ImagesSayAddFlattenAndLeaveTheLayerUnbuilt) {
+  Dense dense(10);
+  absl::StatusOr<Tensor> y = dense.Forward(RandomTensor({1, 6, 6, 8}, 1), false);
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(y.status().message(), ::testing::HasSubstr("add Flatten()"));
+  EXPECT_FALSE(dense.built());
+  absl::StatusOr<LayerConfig> config = Dense(10).GetConfig();
+  ASSERT_TRUE(config.ok());
+  EXPECT_FALSE(LayerSizeFromConfig(*config, Shape{1, 6, 6, 8}).ok());
 }
 
 TEST(DenseTest, NoBias) {

@@ -15,6 +15,7 @@
 #include "train/layers/dropout.h"
 #include "train/layers/flatten.h"
 #include "train/layers/global_avg_pool.h"
+#include "train/layers/layer_config.h"
 #include "train/layers/max_pool.h"
 #include "train/layers/relu.h"
 
@@ -86,6 +87,26 @@ TEST(DropoutLayerTest, OnlyWhileTraining) {
   EXPECT_EQ(dropout.calls(), 2);
   EXPECT_TRUE(dropout.Forward(x, false)->Equals(x));
   EXPECT_EQ(dropout.calls(), 2);  // inference draws no mask
+}
+
+// Keras refuses a rate outside [0, 1) when the layer is made; a constructor cannot, so Forward
+// does at inference too (an evaluated or exported model never checked it), and so do the config
+// loader and sizer. Rate 0 is the input itself, drawing no mask.
+TEST(DropoutLayerTest, ARateOutsideZeroToOneIsAnErrorAndZeroIsTheInput) {
+  const Tensor x = RandomTensor({8}, 5, 1, 2);
+  for (float rate : {1.0f, 1.5f, -0.1f, std::nanf("")}) {
+    Dropout dropout(rate);
+    EXPECT_EQ(dropout.Forward(x, false).status().code(), absl::StatusCode::kInvalidArgument)
+        << rate;
+    const LayerConfig config{.class_name = "Dropout", .floats = {{"rate", rate}}};
+    EXPECT_FALSE(LayerFromConfig(config).ok()) << rate;
+    EXPECT_FALSE(LayerSizeFromConfig(config, Shape{2, 8}).ok()) << rate;
+  }
+  Dropout none(0.0f);
+  absl::StatusOr<Tensor> y = none.Forward(x, true);
+  ASSERT_TRUE(y.ok());
+  EXPECT_EQ(y->raw_data(), x.raw_data());
+  EXPECT_EQ(none.calls(), 0);
 }
 
 TEST(DropoutLayerTest, CallCountIsANonTrainableVariable) {
