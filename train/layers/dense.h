@@ -12,7 +12,7 @@ struct DenseOptions {
   bool use_bias = true;
   Initializer kernel_initializer = Initializer::kGlorotUniform;
   Initializer bias_initializer = Initializer::kZeros;
-  uint64_t seed = 0;
+  std::optional<uint64_t> seed;  // unset: the next of layer_seed.h's sequence
   Activation activation = Activation::kLinear;
   std::optional<Regularizer> kernel_regularizer;  // Keras' kernel_regularizer
 };

@@ -4,6 +4,7 @@
 #include "core/splitmix64.h"
 #include "core/status_macros.h"
 #include "train/backend/trace_hooks.h"
+#include "train/layers/layer_seed.h"
 #include "train/ops/dropout.h"
 
 namespace sluice::train::layers {
@@ -17,9 +18,9 @@ constexpr float kMaxExactCount = 16777216.0f;  // 2^24
 
 }  // namespace
 
-Dropout::Dropout(float rate, uint64_t seed)
+Dropout::Dropout(float rate, std::optional<uint64_t> seed)
     : rate_(rate),
-      seed_(seed),
+      seed_(ResolveLayerSeed(seed)),
       calls_(Tensor::Scalar<float>(0), "dropout/calls", /*trainable=*/false) {
   // Read and written by the host on every call: the mask's seed is a host value.
   calls_.KeepOnHost();

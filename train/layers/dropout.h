@@ -2,6 +2,7 @@
 #define SLUICE_TRAIN_LAYERS_DROPOUT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,8 @@ namespace sluice::train::layers {
 // that Forward returns an error rather than repeat masks.
 class Dropout : public Module {
  public:
-  explicit Dropout(float rate, uint64_t seed = 0);
+  // Unset `seed`: the next of layer_seed.h's sequence.
+  explicit Dropout(float rate, std::optional<uint64_t> seed = std::nullopt);
   // OK for a rate in [0, 1), as Keras checks it when the layer is made (a constructor cannot
   // return it: Forward does, training or not, and the config loader does).
   static absl::Status CheckRate(float rate);

@@ -8,6 +8,7 @@
 
 #include "train/layers/activation.h"
 #include "train/layers/initializers.h"
+#include "train/layers/layer_seed.h"
 #include "train/layers/module.h"
 #include "train/layers/regularizer.h"
 
@@ -34,7 +35,7 @@ class KernelLayer : public Module {
             .use_bias = options.use_bias,
             .kernel_initializer = options.kernel_initializer,
             .bias_initializer = options.bias_initializer,
-            .seed = options.seed,
+            .seed = ResolveLayerSeed(options.seed),
             .activation = options.activation,
             .kernel_regularizer = options.kernel_regularizer};
   }

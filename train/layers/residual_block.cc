@@ -1,6 +1,7 @@
 #include "train/layers/residual_block.h"
 
 #include "core/status_macros.h"
+#include "train/layers/layer_seed.h"
 #include "train/layers/recompute.h"
 #include "train/ops/add_relu.h"
 
@@ -18,7 +19,7 @@ Conv2DLayerOptions ConvOptions(int64_t stride, const ResidualBlockOptions& optio
                    .keep_compute_dtype = true},
           .use_bias = false,
           .kernel_initializer = options.kernel_initializer,
-          .seed = options.seed + seed_offset};
+          .seed = *options.seed + seed_offset};
 }
 
 }  // namespace
@@ -26,13 +27,16 @@ Conv2DLayerOptions ConvOptions(int64_t stride, const ResidualBlockOptions& optio
 ResidualBlock::ResidualBlock(int64_t in_channels, int64_t filters, ResidualBlockOptions options)
     : in_channels_(in_channels),
       filters_(filters),
-      options_(options),
-      conv1_(in_channels, filters, 3, 3, ConvOptions(options.stride, options, 0)),
+      options_([&] {
+        options.seed = ResolveLayerSeed(options.seed);
+        return options;
+      }()),
+      conv1_(in_channels, filters, 3, 3, ConvOptions(options_.stride, options_, 0)),
       bn1_(filters, options.batch_norm),
-      conv2_(filters, filters, 3, 3, ConvOptions(1, options, 1)),
+      conv2_(filters, filters, 3, 3, ConvOptions(1, options_, 1)),
       bn2_(filters, options.batch_norm) {
   if (options.stride != 1 || in_channels != filters) {
-    shortcut_conv_.emplace(in_channels, filters, 1, 1, ConvOptions(options.stride, options, 2));
+    shortcut_conv_.emplace(in_channels, filters, 1, 1, ConvOptions(options_.stride, options_, 2));
     shortcut_bn_.emplace(filters, options.batch_norm);
   }
   PrefixVariableNames(conv1_, "conv1/");
@@ -90,7 +94,7 @@ absl::StatusOr<LayerConfig> ResidualBlock::GetConfig() {
                               {"filters", filters_},
                               {"stride", options_.stride},
                               {"recompute", options_.recompute ? 1 : 0},
-                              {"seed", static_cast<int64_t>(options_.seed)}},
+                              {"seed", static_cast<int64_t>(*options_.seed)}},
                      .floats = {{"momentum", options_.batch_norm.momentum},
                                 {"epsilon", options_.batch_norm.epsilon}},
                      .strings = {{"kernel_initializer",

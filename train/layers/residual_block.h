@@ -17,7 +17,8 @@ struct ResidualBlockOptions {
   BatchNormOptions batch_norm = {};
   // He normal, as ResNets are usually initialised (He et al. 2015).
   Initializer kernel_initializer = Initializer::kHeNormal;
-  uint64_t seed = 0;  // each conv gets its own seed from it
+  // Each conv gets its own seed from it; unset: the next of layer_seed.h's sequence.
+  std::optional<uint64_t> seed;
   // Gradient checkpointing inside the block (RecomputeGrad): conv1 -> bn1, conv2 -> bn2 and the
   // projection (conv -> batch norm) each keep only their input for the backward pass and run
   // again there; the relus and the add are recorded as usual. The block then holds the first

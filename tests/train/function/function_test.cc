@@ -273,7 +273,8 @@ TEST(FunctionTest, RefusesACallUnderARecordingTape) {
 // initial weights back first.
 TEST(FunctionTest, ALayerBuiltByTheTracedCallKeepsTrainingOnReplays) {
   auto train = [](bool compiled) {
-    layers::Sequential model{layers::Flatten(), layers::Dense(3)};  // built by its first call
+    // Built by its first call; seeded, so that both runs start from the same weights.
+    layers::Sequential model{layers::Flatten(), layers::Dense(3, layers::DenseOptions{.seed = 1})};
     const Tensor x = RandomTensor({4, 2, 2, 1}, 6);
     auto fn = [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
       autodiff::Tape tape;
