@@ -64,7 +64,9 @@ absl::Status Module::Build(const Shape& input_shape) {
         absl::StrCat(name(), ": Build needs an input shape with a batch dimension, got ",
                      input_shape.DebugString()));
   }
-  const absl::Status called = CallOnZeros(*this, input_shape, Device::Cpu());
+  // On the device of the layers built already (the CPU when none is): a model moved with To
+  // before its lazy layers were built ran its built ones on CPU zeros, a device mismatch.
+  const absl::Status called = CallOnZeros(*this, input_shape, device());
   if (!called.ok()) {
     return WithContext(
         called, absl::StrCat(name(), ": building for input ", input_shape.DebugString(), ": "));

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "tests/train/backend/guarded_backend.h"
 #include "tests/train/gradient_check.h"
 #include "train/layers/batch_norm.h"
 #include "train/layers/conv2d.h"
@@ -117,6 +118,20 @@ TEST(LazyBuildTest, DenseActivationIsApplied) {
   EXPECT_THAT(Values(*sigmoid.Forward(testing::T({3, 4}, {1, 2}), false)), ElementsAre(0.5f, 0.5f));
   EXPECT_EQ(*ParseActivation("relu"), Activation::kRelu);
   EXPECT_FALSE(ParseActivation("swish").ok());
+}
+
+// A model with built and lazy layers, moved to a device before Build: Build runs on that device
+// (it ran the built layers on CPU zeros: "inputs on different devices"), and the lazy layers'
+// new variables are made there.
+TEST(LazyBuildTest, GuardedBuildAfterToRunsOnTheModelsDevice) {
+  ::sluice::train::testing::RegisterGuardedBackend();
+  Sequential model{Dense(4, 8), Dense(2)};
+  ASSERT_TRUE(model.To(Device::Guarded()).ok());
+  const absl::Status built = model.Build(Shape{1, 4});
+  ASSERT_TRUE(built.ok()) << built;
+  for (autodiff::Variable* v : model.Variables()) {
+    EXPECT_EQ(v->device(), Device::Guarded()) << v->name();
+  }
 }
 
 }  // namespace
