@@ -89,6 +89,10 @@ ThreadBuffer* BufferForTrack(const char* track) {
 void Append(ThreadBuffer* b, const TraceEvent& e) {
   const int64_t g = generation.load(std::memory_order_acquire);
   std::lock_guard<std::mutex> lock(b->mu);
+  // A thread that read the generation just before a new profile began may take a track's buffer
+  // after another thread wrote the new profile's first events to it: its event is dropped, where a
+  // reset to its older generation would clear the new profile's events.
+  if (g < b->generation) return;
   ResetForThisProfile(b, g);
   if (b->events.empty()) return;
   b->events[static_cast<size_t>(b->written % static_cast<int64_t>(b->events.size()))] = e;

@@ -2,8 +2,12 @@
 
 #include <zlib.h>
 
+#include <memory>
+
 #include "absl/strings/str_cat.h"
 #include "core/json_writer.h"
+#include "core/status_macros.h"
+#include "io/compression.h"
 
 namespace sluice::profiler {
 
@@ -76,20 +80,17 @@ std::string TraceJson(const std::vector<ThreadTrace>& threads, int64_t pid) {
 }
 
 absl::StatusOr<std::string> Gzip(absl::string_view data) {
-  z_stream z{};
-  // 15 + 16: a gzip header and trailer rather than zlib's.
-  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    return absl::InternalError("gzip: deflateInit2 failed");
-  }
-  std::string out(deflateBound(&z, data.size()), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  const int rc = deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  if (rc != Z_STREAM_END) return absl::InternalError(absl::StrCat("gzip: deflate returned ", rc));
+  // io's compressor feeds zlib in slices: its avail_in is 32 bits, and a trace of 4 GiB or more
+  // given to deflate at once was compressed modulo 4 GiB, into a valid gzip of a cut JSON.
+  std::string out;
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<ZlibCompressor> gzip,
+                          ZlibCompressor::Create(Compression::kGzip, Z_DEFAULT_COMPRESSION,
+                                                 [&out](absl::string_view piece) {
+                                                   out.append(piece.data(), piece.size());
+                                                   return absl::OkStatus();
+                                                 }));
+  SLUICE_RETURN_IF_ERROR(gzip->Write(data));
+  SLUICE_RETURN_IF_ERROR(gzip->Finish());
   return out;
 }
 
