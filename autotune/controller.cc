@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -14,13 +16,14 @@
 namespace sluice {
 namespace {
 
-KnobState ReadKnob(const Tunable& t) {
+// `t` as the model sees it, its maximum lowered to `ceiling` (not below its minimum).
+KnobState ReadKnob(const Tunable& t, int64_t ceiling = std::numeric_limits<int64_t>::max()) {
   KnobState k;
   k.present = t.present.load(std::memory_order_relaxed);
   k.autotune = t.autotune.load(std::memory_order_relaxed);
   k.value = t.value.load(std::memory_order_relaxed);
   k.min = t.min.load(std::memory_order_relaxed);
-  k.max = t.max.load(std::memory_order_relaxed);
+  k.max = std::max(k.min, std::min(t.max.load(std::memory_order_relaxed), ceiling));
   return k;
 }
 
@@ -44,6 +47,39 @@ int64_t HeldBytes(const std::vector<std::shared_ptr<NodeStats>>& nodes) {
   int64_t held = 0;
   for (const auto& n : nodes) held += n->buffered_bytes.load(std::memory_order_relaxed);
   return held;
+}
+
+// The knob the RAM check shrinks to free `n`'s bytes, or nullptr where none can: an autotuned
+// buffer, or for a Map (no buffer knob) the results its autotuned parallelism lets it hold; not
+// one at its minimum already.
+Tunable* RamKnob(NodeStats& n) {
+  Tunable& k = n.buffer_size.present.load() ? n.buffer_size : n.parallelism;
+  if (!k.present.load() || !k.autotune.load() || k.value.load() <= k.min.load()) return nullptr;
+  return &k;
+}
+const char* RamKnobName(const NodeStats& n) {
+  return n.buffer_size.present.load() ? "buffer_size" : "parallelism";
+}
+
+// What `nodes` hold that no knob can shrink (a Shuffle's buffer, a fixed Prefetch's, a knob at
+// its minimum), and the node holding the most of it.
+struct UntunableBytes {
+  int64_t bytes = 0;
+  const NodeStats* largest = nullptr;
+};
+UntunableBytes Untunable(const std::vector<std::shared_ptr<NodeStats>>& nodes) {
+  UntunableBytes u;
+  int64_t largest = 0;
+  for (const auto& n : nodes) {
+    const int64_t held = n->buffered_bytes.load(std::memory_order_relaxed);
+    if (held <= 0 || RamKnob(*n) != nullptr) continue;
+    u.bytes += held;
+    if (held > largest) {
+      largest = held;
+      u.largest = n.get();
+    }
+  }
+  return u;
 }
 
 }  // namespace
@@ -132,8 +168,10 @@ std::vector<NodeSample> AutotuneController::Sample(
   std::vector<NodeStatsSnapshot> snap = registry_->Snapshot();
   for (size_t i = 0; i < nodes->size() && i < snap.size(); ++i) {
     NodeStats& n = *(*nodes)[i];
-    samples.push_back(
-        {snap[i], ReadKnob(n.parallelism), ReadKnob(n.buffer_size), ReadKnob(n.cycle_length)});
+    // The model plans below the RAM check's ceilings: a plan past one would only be cut again.
+    samples.push_back({snap[i], ReadKnob(n.parallelism, RamCeiling(n.name, "parallelism")),
+                       ReadKnob(n.buffer_size, RamCeiling(n.name, "buffer_size")),
+                       ReadKnob(n.cycle_length)});
   }
   return samples;
 }
@@ -143,11 +181,17 @@ void AutotuneController::SetKnob(NodeStats& node, Tunable& knob, const char* kno
   if (!knob.present.load() || !knob.autotune.load()) return;
   value = std::clamp(value, knob.min.load(), knob.max.load());
   const int64_t from = knob.value.exchange(value, std::memory_order_relaxed);
-  if (from != value) history_.push_back({Now(), node.name, knob_name, from, value, reason});
+  if (from == value) return;
+  ++changes_;
+  history_.push_back({Now(), node.name, knob_name, from, value, reason});
+  if (history_.size() > kMaxHistory) {
+    history_.pop_front();
+    ++history_dropped_;
+  }
 }
 
 bool AutotuneController::Apply(const Assignment& a, const std::string& reason) {
-  const size_t before = history_.size();
+  const int64_t before = changes_;
   const auto nodes = registry_->Nodes();
   const auto& est = model_.nodes();
   for (size_t i = 0; i < est.size(); ++i) {
@@ -158,7 +202,7 @@ bool AutotuneController::Apply(const Assignment& a, const std::string& reason) {
       SetKnob(*n, n->cycle_length, "cycle_length", a.cycle_length[i], reason);
     }
   }
-  return history_.size() != before;
+  return changes_ != before;
 }
 
 bool AutotuneController::EnforceRamBudget() {
@@ -171,29 +215,86 @@ bool AutotuneController::EnforceRamLocked() {
   const int64_t observed = HeldBytes(nodes);
   peak_buffered_ = std::max(peak_buffered_, observed);
   if (observed <= budgets_.ram_bytes) return false;
+  // Only the knobs' share can shrink: scaling every knob by budget / observed would cut them for
+  // bytes they do not hold, and cutting them cannot bring what no knob holds within the budget.
+  const UntunableBytes fixed = Untunable(nodes);
+  if (fixed.largest != nullptr && fixed.bytes >= budgets_.ram_bytes) {
+    WarnUntunableBytes(*fixed.largest, fixed.bytes);
+    return false;
+  }
   // Shrink every autotuned buffer in proportion, so that once the consumer
   // drains what is held the buffers fit.
-  const double factor = static_cast<double>(budgets_.ram_bytes) / static_cast<double>(observed);
+  const double factor = static_cast<double>(budgets_.ram_bytes - fixed.bytes) /
+                        static_cast<double>(observed - fixed.bytes);
   const std::string reason =
       absl::StrCat("RAM budget: ", Bytes(static_cast<double>(observed)), " buffered > ",
                    Bytes(static_cast<double>(budgets_.ram_bytes)));
-  const size_t before = history_.size();
+  const int64_t before = changes_;
   for (const auto& n : nodes) {
-    // A node's buffer, or for a Map (no buffer knob) the results its
-    // parallelism lets it hold.
-    Tunable& b = n->buffer_size.present ? n->buffer_size : n->parallelism;
-    if (!b.present || !b.autotune || n->buffered_bytes.load() == 0) continue;
-    const int64_t v = b.value.load();
+    Tunable* b = RamKnob(*n);
+    if (b == nullptr || n->buffered_bytes.load() == 0) continue;
+    const int64_t v = b->value.load();
     const int64_t cut = std::min<int64_t>(v - 1, static_cast<int64_t>(std::floor(v * factor)));
-    SetKnob(*n, b, n->buffer_size.present ? "buffer_size" : "parallelism", cut, reason);
-    if (n->buffer_size.present) ram_ceiling_[n->name] = std::max<int64_t>(1, cut);
+    SetKnob(*n, *b, RamKnobName(*n), cut, reason);
+    ram_ceiling_[{n->name, RamKnobName(*n)}] = b->value.load();
   }
-  if (history_.size() != before) interval_ = options_.first_interval;
-  return history_.size() != before;
+  if (changes_ == before) return false;
+  interval_ = options_.first_interval;
+  ram_quiet_steps_ = 0;
+  return true;
+}
+
+void AutotuneController::WarnUntunableBytes(const NodeStats& largest, int64_t untunable) {
+  if (warned_untunable_) return;
+  warned_untunable_ = true;
+  const int64_t held = largest.buffered_bytes.load(std::memory_order_relaxed);
+  std::string w = absl::StrCat("RAM budget ", Bytes(static_cast<double>(budgets_.ram_bytes)),
+                               " cannot be met: ", largest.name, held == untunable ? " alone" : "",
+                               " holds ", Bytes(static_cast<double>(held)));
+  if (held != untunable) {
+    absl::StrAppend(&w, " of the ", Bytes(static_cast<double>(untunable)),
+                    " that no autotuned knob holds");
+  }
+  absl::StrAppend(&w, "; AUTOTUNE keeps its knobs' bytes where they are rather than cut them");
+  std::fprintf(stderr, "sluice: warning: %s\n", w.c_str());
+  warnings_.push_back(std::move(w));
+}
+
+void AutotuneController::ExpireRamCeilings(const std::vector<std::shared_ptr<NodeStats>>& nodes) {
+  constexpr int64_t kRamCeilingQuietSteps = 20;
+  if (ram_ceiling_.empty()) return;
+  ram_quiet_steps_ = 2 * HeldBytes(nodes) <= budgets_.ram_bytes ? ram_quiet_steps_ + 1 : 0;
+  if (ram_quiet_steps_ < kRamCeilingQuietSteps) return;
+  ram_ceiling_.clear();
+  ram_quiet_steps_ = 0;
+}
+
+int64_t AutotuneController::RamCeiling(const std::string& node, const std::string& knob) const {
+  auto it = ram_ceiling_.find({node, knob});
+  return it == ram_ceiling_.end() ? std::numeric_limits<int64_t>::max() : it->second;
+}
+
+Budgets AutotuneController::PlanningBudgets(
+    const std::vector<std::shared_ptr<NodeStats>>& nodes) const {
+  Budgets b = budgets_;
+  const auto& est = model_.nodes();
+  for (const auto& n : nodes) {
+    auto e = std::find_if(est.begin(), est.end(),
+                          [&](const NodeEstimate& x) { return x.name == n->name; });
+    if (e == est.end() || !SizesBuffer(*e)) {
+      b.fixed_bytes += n->buffered_bytes.load(std::memory_order_relaxed);
+    }
+  }
+  if (b.ram_bytes > 0 && Untunable(nodes).bytes >= b.ram_bytes) {
+    b.ram_bytes =
+        b.fixed_bytes + model_.Predict(model_.Current(), static_cast<double>(b.cpu)).buffered_bytes;
+  }
+  return b;
 }
 
 bool AutotuneController::DeepenUnderrunBuffers(const std::vector<std::shared_ptr<NodeStats>>& nodes,
-                                               int64_t now_ns, bool allowed) {
+                                               int64_t now_ns, bool allowed,
+                                               const Budgets& budgets) {
   // Several underruns in one interval, and a consumer that spent a share of it in GetNext: one
   // stall of the producer empties any buffer once.
   constexpr int64_t kMinUnderruns = 2;
@@ -226,10 +327,7 @@ bool AutotuneController::DeepenUnderrunBuffers(const std::vector<std::shared_ptr
     const int64_t from = knob.value.load();
     // Never above what the RAM check last cut the buffer to: doubling back would only be cut
     // again.
-    int64_t ceiling = knob.max.load();
-    if (auto cut = ram_ceiling_.find(n->name); cut != ram_ceiling_.end()) {
-      ceiling = std::min(ceiling, cut->second);
-    }
+    const int64_t ceiling = std::min(knob.max.load(), RamCeiling(n->name, "buffer_size"));
     if (underruns < kMinUnderruns || wait_share < kMinWaitShare || from >= ceiling) continue;
     // Only top-level nodes the model has measured: their bytes per element bound the growth.
     size_t i = 0;
@@ -239,8 +337,8 @@ bool AutotuneController::DeepenUnderrunBuffers(const std::vector<std::shared_ptr
     for (; to > from; --to) {
       a.buffer_size[i] = to;
       const double more = static_cast<double>(to - from) * est[i].bytes_per_element;
-      if (budgets_.ram_bytes <= 0 ||
-          (model_.Predict(a, cpu).buffered_bytes <= budgets_.ram_bytes &&
+      if (budgets.ram_bytes <= 0 ||
+          (model_.Predict(a, cpu).buffered_bytes + budgets.fixed_bytes <= budgets.ram_bytes &&
            static_cast<double>(observed) + more <= static_cast<double>(budgets_.ram_bytes))) {
         break;
       }
@@ -263,15 +361,18 @@ void AutotuneController::Step() {
   std::vector<std::shared_ptr<NodeStats>> nodes;
   const int64_t now_ns = NowNs();
   model_.Update(Sample(&nodes), now_ns);
+  ExpireRamCeilings(nodes);
   const bool shrunk = EnforceRamLocked();
   // tf.data's prefetch autotuner: a buffer that fills and then runs dry under its consumer, again
   // and again, is too shallow for the hand-offs between the two threads, whatever the producer's
   // pace, which is all the model sees: it doubles (not in a step that cut buffers for RAM).
-  const bool deepened = DeepenUnderrunBuffers(nodes, now_ns, /*allowed=*/!shrunk);
+  const bool deepened =
+      DeepenUnderrunBuffers(nodes, now_ns, /*allowed=*/!shrunk, PlanningBudgets(nodes));
   if (shrunk || deepened) {
     // The changed knobs, at the same time: no interval of a few microseconds to measure.
     model_.Update(Sample(&nodes), now_ns);
   }
+  const Budgets budgets = PlanningBudgets(nodes);
 
   const Assignment current = model_.Current();
   const double cpu = static_cast<double>(budgets_.cpu);
@@ -296,8 +397,8 @@ void AutotuneController::Step() {
     }
     last_plan_ = Plan{capped, model_.Predict(capped, cpu), BottleneckKind::kUnknown};
   } else {
-    Plan plan = model_.Optimize(budgets_);
-    const bool ram_over = last_current_.buffered_bytes > budgets_.ram_bytes;
+    Plan plan = model_.Optimize(budgets);
+    const bool ram_over = last_current_.buffered_bytes + budgets.fixed_bytes > budgets.ram_bytes;
     const bool over = !(capped == current) || ram_over;
     // Buffers are shrunk only for RAM: the climb starts every buffer at its minimum, and applying
     // its plan for another knob would otherwise undo a buffer deepened for its underruns.
@@ -310,7 +411,9 @@ void AutotuneController::Step() {
       }
       if (!(floored == plan.assignment)) {
         const Prediction p = model_.Predict(floored, cpu);
-        if (p.buffered_bytes <= budgets_.ram_bytes) plan = Plan{floored, p, plan.bottleneck_kind};
+        if (p.buffered_bytes + budgets.fixed_bytes <= budgets.ram_bytes) {
+          plan = Plan{floored, p, plan.bottleneck_kind};
+        }
       }
     }
     const double gain = last_current_.throughput > 0
@@ -340,9 +443,10 @@ void AutotuneController::Step() {
       last_current_ = leaner_prediction;
     } else if (!(plan.assignment == current) && (over || gain > options_.min_gain)) {
       const std::string reason =
-          over ? absl::StrCat("over budget (cpu ", budgets_.cpu, ", ram ",
-                              Bytes(static_cast<double>(last_current_.buffered_bytes)), "/",
-                              Bytes(static_cast<double>(budgets_.ram_bytes)), ")")
+          over ? absl::StrCat(
+                     "over budget (cpu ", budgets_.cpu, ", ram ",
+                     Bytes(static_cast<double>(last_current_.buffered_bytes + budgets.fixed_bytes)),
+                     "/", Bytes(static_cast<double>(budgets.ram_bytes)), ")")
                : absl::StrFormat("modelled throughput %.0f/s -> %.0f/s", last_current_.throughput,
                                  plan.prediction.throughput);
       changed |= Apply(plan.assignment, reason);
@@ -364,7 +468,9 @@ AutotuneReport AutotuneController::Report() const {
   r.steps = steps_;
   r.cpu_budget = budgets_.cpu;
   r.ram_budget = budgets_.ram_bytes;
-  r.history = history_;
+  r.history.assign(history_.begin(), history_.end());
+  r.history_dropped = history_dropped_;
+  r.warnings = warnings_;
   r.peak_observed_buffered_bytes = peak_buffered_;
   const auto& est = model_.nodes();
   // The model's view of the values now in force.
@@ -423,10 +529,14 @@ std::string AutotuneReport::ToString() const {
   }
   absl::StrAppend(&out, "history:\n");
   if (history.empty()) absl::StrAppend(&out, "  (no changes)\n");
+  if (history_dropped > 0) {
+    absl::StrAppendFormat(&out, "  (%d earlier changes dropped)\n", history_dropped);
+  }
   for (const KnobChange& c : history) {
     absl::StrAppendFormat(&out, "  t=%7.3fs %-14s %-12s %3d -> %-3d %s\n", c.time_s, c.node, c.knob,
                           c.from, c.to, c.reason);
   }
+  for (const std::string& w : warnings) absl::StrAppend(&out, "warning: ", w, "\n");
   return out;
 }
 
@@ -487,6 +597,11 @@ std::string AutotuneReport::ToJson() const {
     string("reason", c.reason);
     w.EndObject();
   }
+  w.EndArray();
+  integer("history_dropped", history_dropped);
+  w.Key("warnings");
+  w.BeginArray();
+  for (const std::string& warning : warnings) w.String(warning);
   w.EndArray();
   w.EndObject();
   return w.str();

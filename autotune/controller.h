@@ -3,10 +3,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "autotune/model.h"
@@ -72,7 +74,12 @@ struct AutotuneReport {
   std::string bottleneck;                    // node name, "consumer" or ""
   BottleneckKind bottleneck_kind = BottleneckKind::kUnknown;
   std::vector<StageReport> stages;
-  std::vector<KnobChange> history;  // in time order
+  // In time order: the last kMaxHistory changes, after `history_dropped` older ones.
+  std::vector<KnobChange> history;
+  int64_t history_dropped = 0;
+  // What the knobs cannot fix, each said once (also on stderr): bytes that no autotuned knob
+  // holds (a Shuffle's buffer, say) above the RAM budget by themselves.
+  std::vector<std::string> warnings;
 
   std::string ToString() const;  // a readable table
   std::string ToJson() const;
@@ -85,6 +92,10 @@ struct AutotuneReport {
 // Destroying it stops and joins the thread; knobs keep their last values.
 class AutotuneController : public IteratorTuner {
  public:
+  // The report keeps this many knob changes, the latest: memory stays bounded however long the
+  // controller runs.
+  static constexpr size_t kMaxHistory = 1000;
+
   // Tunes `iterator`'s pipeline. Iterators start one of their own (see
   // Iterator); call this on an iterator whose Options::autotune is false, to
   // tune with other AutotuneOptions. The controller shares the pipeline's stats
@@ -122,10 +133,27 @@ class AutotuneController : public IteratorTuner {
   std::vector<NodeSample> Sample(std::vector<std::shared_ptr<NodeStats>>* nodes) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool EnforceRamLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The budgets the model plans within: the observed bytes of the nodes whose buffers it does
+  // not size count as held whatever the knobs (Budgets::fixed_bytes). Where the bytes no knob
+  // can shrink exceed the RAM budget by themselves, no assignment meets it: the knobs then keep
+  // the bytes they hold now, neither cut (in vain) nor given more.
+  Budgets PlanningBudgets(const std::vector<std::shared_ptr<NodeStats>>& nodes) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Says once that the bytes no knob can shrink, `untunable`, exceed the RAM budget, naming
+  // `largest`, the node holding the most of them.
+  void WarnUntunableBytes(const NodeStats& largest, int64_t untunable)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Lifts the RAM check's ceilings once the bytes held stay low (see ram_ceiling_).
+  void ExpireRamCeilings(const std::vector<std::shared_ptr<NodeStats>>& nodes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The value the RAM check last cut `knob` of `node` to, or INT64_MAX.
+  int64_t RamCeiling(const std::string& node, const std::string& knob) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Doubles autotuned buffers that keep running dry after filling (`allowed`: else it only
-  // moves the counts on).
+  // moves the counts on), within `budgets`.
   bool DeepenUnderrunBuffers(const std::vector<std::shared_ptr<NodeStats>>& nodes, int64_t now_ns,
-                             bool allowed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                             bool allowed, const Budgets& budgets)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Apply(const Assignment& a, const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SetKnob(NodeStats& node, Tunable& knob, const char* knob_name, int64_t value,
                const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -142,7 +170,12 @@ class AutotuneController : public IteratorTuner {
   int64_t peak_buffered_ ABSL_GUARDED_BY(mu_) = 0;
   Plan last_plan_ ABSL_GUARDED_BY(mu_);
   Prediction last_current_ ABSL_GUARDED_BY(mu_);
-  std::vector<KnobChange> history_ ABSL_GUARDED_BY(mu_);
+  std::deque<KnobChange> history_ ABSL_GUARDED_BY(mu_);  // the last kMaxHistory
+  int64_t history_dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  // Every knob change made, kept or dropped: whether a pass changed something.
+  int64_t changes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> warnings_ ABSL_GUARDED_BY(mu_);
+  bool warned_untunable_ ABSL_GUARDED_BY(mu_) = false;
   std::chrono::milliseconds interval_ ABSL_GUARDED_BY(mu_);
   // Each node's underruns and consumer wait at the last step (DeepenUnderrunBuffers).
   struct UnderrunCount {
@@ -150,8 +183,12 @@ class AutotuneController : public IteratorTuner {
   };
   std::map<std::string, UnderrunCount> underrun_prev_ ABSL_GUARDED_BY(mu_);
   int64_t underrun_prev_ns_ ABSL_GUARDED_BY(mu_) = 0;
-  // The buffer size the RAM check last cut each node to: never deepened past it.
-  std::map<std::string, int64_t> ram_ceiling_ ABSL_GUARDED_BY(mu_);
+  // The value the RAM check last cut each (node, knob) to: neither the plan nor a deepening
+  // raises the knob past it, or the next check would cut it again. Lifted after
+  // kRamCeilingQuietSteps steps in a row that find the bytes held at most half the budget (a
+  // spike, say while a Shuffle fills, should not cap a node for the iterator's life).
+  std::map<std::pair<std::string, std::string>, int64_t> ram_ceiling_ ABSL_GUARDED_BY(mu_);
+  int64_t ram_quiet_steps_ ABSL_GUARDED_BY(mu_) = 0;
 
   Mutex stop_mu_;
   CondVar stop_cv_;

@@ -95,6 +95,8 @@ const char* BottleneckKindName(BottleneckKind kind) {
 
 bool IsTopLevel(const std::string& name) { return name.find('/') == std::string::npos; }
 
+bool SizesBuffer(const NodeEstimate& node) { return IsTopLevel(node.name) && IsAsync(node); }
+
 void Model::Update(const std::vector<NodeSample>& samples, int64_t now_ns) {
   std::vector<const NodeSample*> top;
   for (const NodeSample& s : samples) {
@@ -107,7 +109,7 @@ void Model::Update(const std::vector<NodeSample>& samples, int64_t now_ns) {
   prev_.clear();
   for (const NodeSample* s : top) {
     prev_.push_back({s->stats.name, s->stats.elements_produced, s->stats.bytes_produced,
-                     s->stats.busy_ns, s->stats.wait_ns});
+                     s->stats.busy_ns, s->stats.wait_ns, s->stats.inputs_held});
   }
   prev_ns_ = now_ns;
 }
@@ -160,8 +162,12 @@ void Model::MeasureInterval(const std::vector<const NodeSample*>& top, double dt
     const int64_t de = delta_elements[i];
     n.observed_rate = static_cast<double>(de) * 1e9 / dt_ns;
     if (i > 0 && delta_elements[i - 1] >= 0) {
+      // Inputs pulled ahead into a window or buffer are not consumed yet. (Below 0 only by the
+      // one input a node may be taking between the two counters' updates.)
+      const int64_t held_delta = top[i]->stats.inputs_held - p->inputs_held;
+      const int64_t consumed = std::max<int64_t>(0, delta_elements[i - 1] - held_delta);
       n.input_per_interval =
-          Ema(n.input_per_interval, static_cast<double>(delta_elements[i - 1]), alpha_, !n.counted);
+          Ema(n.input_per_interval, static_cast<double>(consumed), alpha_, !n.counted);
       n.output_per_interval =
           Ema(n.output_per_interval, static_cast<double>(de), alpha_, !n.counted);
       n.counted = true;
@@ -326,7 +332,9 @@ Model::Blocked Model::CheckBudgets(const Assignment& a, const Prediction& p,
       return Blocked::kCpu;
     }
   }
-  if (budgets.ram_bytes > 0 && p.buffered_bytes > budgets.ram_bytes) return Blocked::kRam;
+  if (budgets.ram_bytes > 0 && p.buffered_bytes + budgets.fixed_bytes > budgets.ram_bytes) {
+    return Blocked::kRam;
+  }
   return Blocked::kNo;
 }
 

@@ -40,6 +40,9 @@ struct NodeEstimate {
   // Moving averages of the input elements consumed and the elements produced per interval:
   // input_ratio is their ratio. (A moving average of per-interval ratios would not do: a short
   // interval that hands on 1 element while its input refills a buffer with 3 reads as 3.)
+  // Consumed: what the input handed over less the growth of what this node holds ahead
+  // (NodeStats::inputs_held), so that a Map filling its window or a Shuffle its buffer does not
+  // read as several inputs per output.
   double input_per_interval = 0;
   double output_per_interval = 0;
   bool counted = false;          // the two averages above have a sample
@@ -86,6 +89,9 @@ struct Prediction {
 struct Budgets {
   int64_t cpu = 1;
   int64_t ram_bytes = 0;
+  // Bytes held by nodes whose buffers the model does not size (SizesBuffer: a Shuffle's or a
+  // Cache's, inner pipelines'): counted against ram_bytes as they are, whatever the knobs.
+  int64_t fixed_bytes = 0;
 };
 
 struct Plan {
@@ -159,7 +165,7 @@ class Model {
 
   struct Prev {
     std::string name;
-    int64_t elements, bytes, busy_ns, wait_ns;
+    int64_t elements, bytes, busy_ns, wait_ns, inputs_held;
   };
   // The steps of Update: the estimates of the nodes in `top` (kept by name from the last
   // update, with the knobs and counters sampled now); the estimates measured over the interval
@@ -177,6 +183,10 @@ class Model {
 // True for a node of the top-level chain (not inside an Interleave's inner
 // pipeline).
 bool IsTopLevel(const std::string& name);
+
+// True for a node whose buffered bytes the model predicts from its knobs (Prediction::
+// buffered_bytes): a top-level async node. Any other node's bytes are Budgets::fixed_bytes.
+bool SizesBuffer(const NodeEstimate& node);
 
 }  // namespace sluice
 

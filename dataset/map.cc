@@ -136,7 +136,10 @@ class ParallelMapIterator : public IteratorBase {
     // A worker task not yet started finds the cancellation and leaves without running anything.
     MutexLock l(&shared_->mu);
     while (shared_->running > 0) shared_->idle_cv.Wait(&shared_->mu);
-    for (const auto& slot : shared_->results) shared_->Uncount(*slot);
+    for (const auto& slot : shared_->results) {
+      shared_->Uncount(*slot);
+      ReleaseInput(*slot);
+    }
   }
 
  protected:
@@ -158,6 +161,7 @@ class ParallelMapIterator : public IteratorBase {
         }
         shared_->results.erase(it);
         shared_->Uncount(*slot);
+        ReleaseInput(*slot);
         UpdateBuffered();
         l.Release();
         last_source_ = std::move(slot->source);
@@ -381,11 +385,18 @@ class ParallelMapIterator : public IteratorBase {
     slot->index = next_index_++;
     slot->source = std::move(source);
     slot->from_fn = true;
+    // Taken from the input, not yet handed on (see NodeStats::inputs_held).
+    stats().inputs_held.fetch_add(1, std::memory_order_relaxed);
     slot->input = std::move(**in);
     if (shared_->cancelled) return;  // GetNext reports it.
     shared_->queue.push_back(std::move(slot));
     UpdateBuffered();
     StartWorkerIfIdle();
+  }
+
+  // A slot leaves the window: its input, if it took one, is no longer held.
+  void ReleaseInput(const Slot& slot) {
+    if (slot.from_fn) stats().inputs_held.fetch_sub(1, std::memory_order_relaxed);
   }
 
   // Starts a worker task when calls are queued and fewer workers than the

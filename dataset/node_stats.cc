@@ -89,7 +89,8 @@ std::vector<NodeStatsSnapshot> StatsRegistry::Snapshot() const {
          n->active_workers.load(std::memory_order_relaxed),
          n->skipped.load(std::memory_order_relaxed), knob(n->parallelism), knob(n->buffer_size),
          knob(n->cycle_length), n->min_window.load(std::memory_order_relaxed),
-         n->underruns.load(std::memory_order_relaxed)});
+         n->underruns.load(std::memory_order_relaxed),
+         n->inputs_held.load(std::memory_order_relaxed)});
   }
   return out;
 }

@@ -70,6 +70,12 @@ struct NodeStats {
   // A parallel Map in input order: the window of results it keeps at least (see MapWindow);
   // 0 for every other node.
   std::atomic<int64_t> min_window{0};
+  // Input elements this node has taken and not yet handed on or dropped: a parallel Map's window,
+  // a Prefetch's or a Shuffle's buffer. AUTOTUNE subtracts its growth from what the input handed
+  // over, so that filling a buffer does not read as consuming several inputs per output. Changed
+  // by fetch_add/fetch_sub only (never store): iterators of one node share it, and each takes
+  // its remainder out again in its destructor.
+  std::atomic<int64_t> inputs_held{0};
   Tunable parallelism;
   Tunable buffer_size;
   Tunable cycle_length;
@@ -98,6 +104,7 @@ struct NodeStatsSnapshot {
   int64_t parallelism, buffer_size, cycle_length;  // -1 where the node has no such knob
   int64_t min_window;
   int64_t underruns;
+  int64_t inputs_held;
 };
 
 // Every node of one pipeline, in creation order (inputs before the nodes

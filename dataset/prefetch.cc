@@ -84,7 +84,7 @@ class PrefetchIterator : public IteratorBase {
     Cancel();
     if (producer_.joinable()) producer_.join();
     ctx().cancellation->Deregister(cancel_token_);
-    // Whatever is still buffered leaves the node's count.
+    // Whatever is still buffered leaves the node's counts.
     for (const auto* q : {&ready_, &shared_}) {
       for (const Entry& e : *q) Uncount(e);
     }
@@ -168,7 +168,7 @@ class PrefetchIterator : public IteratorBase {
     MutexLock l(&mu_);
     input_ended_ = saved.input_ended;
     for (size_t i = 0; i < saved.results.size(); ++i) {
-      Push(std::move(saved.results[i]), std::move(saved.sources[i]));
+      Push(std::move(saved.results[i]), std::move(saved.sources[i]), /*from_input=*/false);
     }
     return absl::OkStatus();
   }
@@ -192,7 +192,11 @@ class PrefetchIterator : public IteratorBase {
   }
 
  private:
-  using Entry = BufferedEntry;
+  struct Entry : BufferedEntry {
+    // An element the producer took from the input, counted in NodeStats::inputs_held until it
+    // leaves the buffer (not one restored from a checkpoint: the input never handed it over).
+    bool held = false;
+  };
 
   void Cancel() {
     MutexLock l(&mu_);
@@ -221,17 +225,23 @@ class PrefetchIterator : public IteratorBase {
     producer_cv_.Signal();  // unlocked: the producer does not wake into a held mutex
   }
 
-  // Appends to the shared buffer.
-  void Push(absl::StatusOr<std::optional<Element>> result, ElementSource source)
+  // Appends to the shared buffer; `from_input`: the producer pulled it.
+  void Push(absl::StatusOr<std::optional<Element>> result, ElementSource source, bool from_input)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Entry e;
     e.result = std::move(result);
     e.source = std::move(source);
     CountBuffered(stats(), e);
+    // Only elements: the input counts no error or end as produced.
+    e.held = from_input && e.result.ok() && e.result->has_value();
+    if (e.held) stats().inputs_held.fetch_add(1, std::memory_order_relaxed);
     shared_.push_back(std::move(e));
     shared_count_.store(static_cast<int64_t>(shared_.size()));
   }
-  void Uncount(const Entry& e) { UncountBuffered(stats(), e); }
+  void Uncount(const Entry& e) {
+    UncountBuffered(stats(), e);
+    if (e.held) stats().inputs_held.fetch_sub(1, std::memory_order_relaxed);
+  }
 
   // The consumer is about to wait for an element: if the buffer had filled since the last time,
   // it is too shallow for the hand-offs (see NodeStats::underruns).
@@ -284,7 +294,7 @@ class PrefetchIterator : public IteratorBase {
       fetching_ = false;
       if (cancelled_) return;  // Nobody will read it.
       if (end) input_ended_ = true;
-      Push(std::move(result), std::move(source));
+      Push(std::move(result), std::move(source), /*from_input=*/true);
       if (consumer_waiting_) {
         consumer_waiting_ = false;  // GetNext or Save, never both at once
         mu_.Unlock();

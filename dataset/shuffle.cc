@@ -4,6 +4,7 @@
 //
 // Random numbers come from a counter-based generator (value i = MixSeed(seed, i)), so a checkpoint
 // holds the seed and a counter and restores the generator exactly.
+#include <algorithm>
 #include <bit>
 #include <utility>
 #include <vector>
@@ -58,6 +59,7 @@ class ShuffleIterator : public IteratorBase {
     // Reported, not tuned: the user fixed it.
     stats().buffer_size.DeclareFixed(d->buffer_size());
   }
+  ~ShuffleIterator() override { ReleaseInputs(held_); }
 
  protected:
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {
@@ -72,6 +74,8 @@ class ShuffleIterator : public IteratorBase {
       buffered_bytes_ += static_cast<int64_t>(ElementByteSize(*in));
       buffer_.push_back(std::move(*in));
       sources_.push_back(SourceOfLast(*input_));
+      ++held_;
+      stats().inputs_held.fetch_add(1, std::memory_order_relaxed);
       UpdateStats();
     }
     if (buffer_.empty()) return std::nullopt;
@@ -86,6 +90,9 @@ class ShuffleIterator : public IteratorBase {
     buffer_.pop_back();
     sources_.pop_back();
     buffered_bytes_ -= static_cast<int64_t>(ElementByteSize(out));
+    // One element leaves the buffer. Restored ones were never counted, so the count stops at 0;
+    // which slot held which does not matter to a count.
+    ReleaseInputs(std::min<int64_t>(held_, 1));
     UpdateStats();
     return out;
   }
@@ -119,6 +126,8 @@ class ShuffleIterator : public IteratorBase {
     buffer_.clear();
     sources_.clear();
     buffered_bytes_ = 0;
+    // The buffer's inputs go; the restored ones come from the checkpoint, not the input.
+    ReleaseInputs(held_);
     for (const proto::BufferedResult& r : state.buffer()) {
       ElementSource source;
       SLUICE_ASSIGN_OR_RETURN(auto result,
@@ -159,6 +168,12 @@ class ShuffleIterator : public IteratorBase {
     }
   }
 
+  // `n` of the buffered inputs this iterator counted in NodeStats::inputs_held leave it.
+  void ReleaseInputs(int64_t n) {
+    held_ -= n;
+    stats().inputs_held.fetch_sub(n, std::memory_order_relaxed);
+  }
+
   void UpdateStats() {
     stats().buffered_elements.store(static_cast<int64_t>(buffer_.size()),
                                     std::memory_order_relaxed);
@@ -172,6 +187,7 @@ class ShuffleIterator : public IteratorBase {
   ElementSource last_source_;                          // of the element GetNext returned last
   std::unique_ptr<IteratorBase> input_for_recompute_;  // after the input ended
   int64_t buffered_bytes_ = 0;
+  int64_t held_ = 0;  // elements of buffer_ taken from input_ (restored ones are not)
   uint64_t seed_;
   uint64_t counter_ = 0;
 };

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <map>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -573,6 +575,155 @@ TEST(AutotuneControllerTest, LiveRangePrefetchDeepensItsBufferForTheHandOffs) {
   bool said = false;
   for (const KnobChange& k : r->history) said |= SaysUnderruns(k);
   EXPECT_TRUE(said) << r->ToString();
+}
+
+// The inputs a parallel Map pulls ahead into its window are not consumed until their results are
+// handed on. The consumer's GetNext pulls them, so this is exact: 4 inputs (twice the
+// parallelism) before the first result, up to the ordered window of 16 before the second; 17
+// pulled, 2 handed on, 15 held. Counted as consumed, the ratio read 8.5.
+TEST(AutotuneControllerTest, InputRatioCountsOnlyInputsHandedOn) {
+  Options options;
+  options.threads = 2;
+  options.autotune = false;  // started below, stepped by the test
+  auto it = Dataset::Range(1000)
+                .Map(
+                    [](Element e) -> absl::StatusOr<Element> {
+                      Spin(std::chrono::microseconds(100));
+                      return e;
+                    },
+                    {.num_parallel_calls = kAutotune})
+                .WithOptions(options)
+                .MakeIterator();
+  MakeNodes(*it);
+  auto c = AutotuneController::Start(*it, SteppedByTheTest());  // its first step: the baseline
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(it->GetNext().ok());
+  auto range = FindNode(*it, "Range[0]");
+  auto map = FindNode(*it, "Map[1]");
+  ASSERT_NE(range, nullptr);
+  ASSERT_NE(map, nullptr);
+  EXPECT_EQ(range->elements_produced.load() - map->elements_produced.load(),
+            map->inputs_held.load());
+  StepLater(*c);
+  const AutotuneReport r = c->Report();
+  ASSERT_GE(r.stages.size(), 2u);
+  ASSERT_EQ(r.stages[1].name, "Map[1]");
+  EXPECT_NEAR(r.stages[1].input_ratio, 1.0, 0.01) << r.ToString();
+}
+
+// A RAM report's "down then up": for each node's knob, whether a change raised it after an
+// earlier one had lowered it.
+bool SomeKnobWentDownThenUp(const std::vector<KnobChange>& history) {
+  std::map<std::string, bool> lowered;
+  for (const KnobChange& k : history) {
+    bool& down = lowered[k.node + " " + k.knob];
+    if (k.to > k.from && down) return true;
+    if (k.to < k.from) down = true;
+  }
+  return false;
+}
+
+// A Shuffle holds 100 MiB, over the 64 MiB budget by itself; no knob holds those bytes. The RAM
+// check used to cut the Map and the Prefetch for them, and the next step, whose model did not
+// see the Shuffle, raised them back: about 100 changes a second, the budget never met, the
+// history without bound. Now the check says once that the budget cannot be met, and the knobs
+// stay put.
+TEST(AutotuneControllerTest, UntunableBytesDoNotMakeTheKnobsThrash) {
+  auto registry = std::make_shared<StatsRegistry>();
+  auto range = registry->GetOrCreate("Range[0]", NodeKind::kSource);
+  auto shuffle = registry->GetOrCreate("Shuffle[1]", NodeKind::kSync);
+  auto map = registry->GetOrCreate("Map[2]", NodeKind::kAsync);
+  auto prefetch = registry->GetOrCreate("Prefetch[3]", NodeKind::kAsync);
+  shuffle->buffer_size.DeclareFixed(10'000);
+  map->parallelism.DeclareTunable(/*initial=*/2, /*lo=*/1, /*hi=*/8);
+  prefetch->buffer_size.DeclareTunable(/*initial=*/4, /*lo=*/1, /*hi=*/64);
+  shuffle->buffered_bytes = 100 * kMiB;
+  map->buffered_bytes = 128;
+  prefetch->buffered_bytes = 16;
+  AutotuneOptions ao = SteppedByTheTest(64 * kMiB);
+  ao.cpu_budget = 4;
+  auto c = AutotuneController::Start(registry, 4, Options(), ao);
+  for (int round = 0; round < 30; ++round) {
+    for (NodeStats* n : {range.get(), shuffle.get(), map.get(), prefetch.get()}) {
+      n->elements_produced += 100;
+      n->bytes_produced += 8 * 100;
+      n->busy_ns += (n == map.get() ? 2'000'000 : 1000) * 100;
+    }
+    // The RAM checks between two steps, then the step.
+    c->EnforceRamBudget();
+    c->EnforceRamBudget();
+    StepLater(*c);
+  }
+  const AutotuneReport r = c->Report();
+  EXPECT_LT(r.history.size(), 10u) << r.ToString();
+  EXPECT_FALSE(SomeKnobWentDownThenUp(r.history)) << r.ToString();
+  EXPECT_EQ(std::count_if(r.history.begin(), r.history.end(),
+                          [](const KnobChange& k) {
+                            return k.reason.find("RAM budget") != std::string::npos;
+                          }),
+            0)
+      << r.ToString();
+  ASSERT_EQ(r.warnings.size(), 1u) << r.ToString();
+  EXPECT_NE(r.warnings[0].find("Shuffle[1] alone holds 100.0 MiB"), std::string::npos)
+      << r.warnings[0];
+  EXPECT_NE(r.ToString().find("warning: RAM budget 64.0 MiB cannot be met"), std::string::npos);
+  EXPECT_NE(r.ToJson().find("\"warnings\": [\"RAM budget"), std::string::npos) << r.ToJson();
+}
+
+// Over the budget, the RAM check scales the knobs' share of the bytes to what the budget leaves
+// beside the bytes no knob holds: 40 MiB of a Shuffle leave 24 MiB of 64 for a Prefetch that
+// holds 48 MiB at 32 elements, so it goes to 16 (budget / held, 64/88, gave 23: still over).
+TEST(AutotuneControllerTest, RamCheckScalesOnlyTheTunableShare) {
+  FakePipeline p;
+  auto shuffle = p.registry->GetOrCreate("Shuffle[3]", NodeKind::kSync);
+  shuffle->buffer_size.DeclareFixed(1000);
+  shuffle->buffered_bytes = 40 * kMiB;
+  auto c = AutotuneController::Start(p.registry, 2, Options(), SteppedByTheTest(64 * kMiB));
+  p.prefetch->buffer_size.value = 32;
+  p.prefetch->buffered_bytes = 48 * kMiB;
+  ASSERT_TRUE(c->EnforceRamBudget());
+  EXPECT_EQ(p.prefetch->buffer_size.value.load(), 16);
+  EXPECT_TRUE(c->Report().warnings.empty());
+}
+
+// What the RAM check cut, here a Map's parallelism (its finished results hold the bytes), the
+// model's plan does not raise again, though more workers would be faster, until the bytes held
+// have stayed at most half the budget for 20 steps.
+TEST(AutotuneControllerTest, ThePlanKeepsAKnobWhereTheRamCheckCutIt) {
+  FakePipeline p;
+  auto c = AutotuneController::Start(p.registry, 2, Options(), SteppedByTheTest(64 * kMiB));
+  p.map->parallelism.value = 2;
+  p.map->buffered_bytes = 256 * kMiB;
+  ASSERT_TRUE(c->EnforceRamBudget());
+  ASSERT_EQ(p.map->parallelism.value.load(), 1);
+  p.map->buffered_bytes = 0;  // drained
+  for (int round = 0; round < 10; ++round) {
+    p.Produce(100, 2'000'000);  // 2 ms an element: 2 workers would be twice as fast
+    StepLater(*c);
+  }
+  EXPECT_EQ(p.map->parallelism.value.load(), 1) << c->Report().ToString();
+  for (int round = 0; round < 15; ++round) {
+    p.Produce(100, 2'000'000);
+    StepLater(*c);
+  }
+  EXPECT_EQ(p.map->parallelism.value.load(), 2) << c->Report().ToString();
+}
+
+// The report keeps the last kMaxHistory changes and counts the rest: a controller that runs for
+// days keeps bounded memory, and Report() copies a bounded history.
+TEST(AutotuneControllerTest, HistoryKeepsTheLastChangesAndCountsTheRest) {
+  FakePipeline p;
+  auto c = AutotuneController::Start(p.registry, 2, Options(), SteppedByTheTest(64 * kMiB));
+  const int64_t changes = AutotuneController::kMaxHistory + 100;
+  for (int64_t i = 0; i < changes; ++i) {
+    p.prefetch->buffer_size.value = 32;
+    p.prefetch->buffered_bytes = 32 * 8 * kMiB;  // 4x the budget: cut to 8
+    ASSERT_TRUE(c->EnforceRamBudget());
+  }
+  const AutotuneReport r = c->Report();
+  EXPECT_EQ(r.history.size(), AutotuneController::kMaxHistory);
+  EXPECT_EQ(r.history_dropped, 100);
+  EXPECT_NE(r.ToString().find("(100 earlier changes dropped)"), std::string::npos);
+  EXPECT_NE(r.ToJson().find("\"history_dropped\": 100"), std::string::npos);
 }
 
 TEST(AutotuneControllerTest, StopsPromptlyWhenDestroyed) {

@@ -239,10 +239,10 @@ TEST(ModelTest, SlowConsumerIsTheBottleneck) {
 }
 
 NodeSample Sample(const std::string& name, NodeKind kind, int64_t elements, int64_t bytes,
-                  int64_t busy_ns, int64_t wait_ns = 0) {
+                  int64_t busy_ns, int64_t wait_ns = 0, int64_t inputs_held = 0) {
   NodeSample s;
   s.stats = NodeStatsSnapshot{name, kind, elements, bytes, busy_ns, wait_ns, 0, 0,
-                              0,    0,    -1,       -1,    -1,      0,       0};
+                              0,    0,    -1,       -1,    -1,      0,       0, inputs_held};
   return s;
 }
 
@@ -269,6 +269,56 @@ TEST(ModelTest, InputRatioIsARatioOfCountsNotAnAverageOfRatios) {
   EXPECT_NEAR(a, 1.0, 0.25);
   EXPECT_NEAR(b, 1.0, 0.25);
   EXPECT_NEAR(std::sqrt(a * b), 1.0, 0.02);
+}
+
+// A node that pulls inputs ahead (a parallel Map's window, a Prefetch's or a Shuffle's buffer)
+// has not consumed them until it hands them on: in the interval that fills the window, the
+// input's count rises by the outputs plus the fill (NodeStats::inputs_held), and the ratio is
+// still 1. Counting the fill as consumed read 5 here, and 10,001 for the Shuffle; every node
+// upstream then looked that many times heavier to the model.
+TEST(ModelTest, InputsHeldAheadAreNotConsumed) {
+  constexpr int64_t kStart = 1'000'000'000, kInterval = 10'000'000;
+  Model map;
+  map.Update(
+      {Sample("Range[0]", NodeKind::kSource, 0, 0, 0), Sample("Map[1]", NodeKind::kAsync, 0, 0, 0)},
+      kStart);
+  // 4 handed on, 16 held in the window.
+  map.Update({Sample("Range[0]", NodeKind::kSource, 20, 160, 2000),
+              Sample("Map[1]", NodeKind::kAsync, 4, 32, 8000, 0, /*inputs_held=*/16)},
+             kStart + kInterval);
+  EXPECT_DOUBLE_EQ(map.nodes()[1].input_ratio, 1.0);
+  // The window drains at the end of the input: what leaves it was consumed too.
+  map.Update({Sample("Range[0]", NodeKind::kSource, 20, 160, 2000),
+              Sample("Map[1]", NodeKind::kAsync, 20, 160, 40000, 0, /*inputs_held=*/0)},
+             kStart + 2 * kInterval);
+  EXPECT_DOUBLE_EQ(map.nodes()[1].input_ratio, 1.0);
+
+  Model shuffle;
+  shuffle.Update({Sample("Range[0]", NodeKind::kSource, 0, 0, 0),
+                  Sample("Shuffle[1]", NodeKind::kSync, 0, 0, 0)},
+                 kStart);
+  // Shuffle(10'000)'s first GetNext fills the buffer and hands on one element.
+  shuffle.Update({Sample("Range[0]", NodeKind::kSource, 10'001, 80'008, 1'000'000),
+                  Sample("Shuffle[1]", NodeKind::kSync, 1, 8, 50'000, 0, /*inputs_held=*/10'000)},
+                 kStart + kInterval);
+  EXPECT_DOUBLE_EQ(shuffle.nodes()[1].input_ratio, 1.0);
+}
+
+// A Shuffle's buffer is no knob's: the model does not size it, and its bytes leave that much
+// less of the budget for the buffers it does size.
+TEST(ModelTest, BytesTheModelDoesNotSizeCountAgainstTheRamBudget) {
+  Model m = MapPipeline(1000, 4 * kMs, 8, 8 * kOneMiB);
+  EXPECT_TRUE(SizesBuffer(m.nodes()[1]));
+  EXPECT_TRUE(SizesBuffer(m.nodes()[2]));
+  EXPECT_FALSE(SizesBuffer(m.nodes()[0]));
+  EXPECT_FALSE(SizesBuffer(Node("Shuffle[3]", NodeKind::kSync, 1000)));
+  EXPECT_FALSE(SizesBuffer(Node("Interleave[4]/Prefetch[1]", NodeKind::kAsync, 1000)));
+  // 64 MiB less 24 held elsewhere: as ParallelismCappedByRamBudget's 40 MiB.
+  Plan plan = m.Optimize({.cpu = 8, .ram_bytes = 64 * kOneMiB, .fixed_bytes = 24 * kOneMiB});
+  EXPECT_EQ(plan.assignment.parallelism[1], 2);
+  EXPECT_EQ(plan.assignment.buffer_size[2], 1);
+  EXPECT_LE(plan.prediction.buffered_bytes, 40 * kOneMiB);
+  EXPECT_EQ(plan.bottleneck_kind, BottleneckKind::kRamBudget);
 }
 
 TEST(ModelTest, UpdateEstimatesCostsRatiosAndRatesFromDeltas) {

@@ -3,8 +3,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "absl/synchronization/notification.h"
 #include "dataset/node_stats.h"
@@ -243,6 +245,45 @@ TEST(MapTest, BufferedResultsCountTheirBytes) {
   EXPECT_EQ(it->Stats()[1].buffered_elements, 3);
   ASSERT_TRUE(Drain(*it).ok());
   EXPECT_EQ(it->Stats()[1].buffered_bytes, 0);
+}
+
+// The inputs in the window (queued, running or done) are held, not consumed, until their results
+// are handed on (NodeStats::inputs_held, which AUTOTUNE's input ratio subtracts); a destroyed
+// iterator takes what it still held out of the count.
+TEST(MapTest, CountsTheInputsItsWindowHolds) {
+  auto it = Dataset::Range(1000)
+                .Map([](Element e) { return Times(e, 2); }, {.num_parallel_calls = 2})
+                .MakeIterator();
+  // The consumer's GetNext pulls the inputs: none is pulled between the two calls.
+  ASSERT_TRUE(Drain(*it, 2).ok());
+  std::vector<NodeStatsSnapshot> stats = it->Stats();
+  ASSERT_EQ(stats[1].name, "Map[1]");
+  EXPECT_GT(stats[1].inputs_held, 0);
+  EXPECT_EQ(stats[1].inputs_held, stats[0].elements_produced - stats[1].elements_produced);
+  std::shared_ptr<StatsRegistry> registry = it->stats_registry();
+  it.reset();
+  EXPECT_EQ(registry->Snapshot()[1].inputs_held, 0);
+
+  // A failed call consumed its input too.
+  auto failing = Dataset::Range(1000)
+                     .Map(
+                         [](Element e) -> absl::StatusOr<Element> {
+                           if (e[0].scalar<int64_t>() == 7) return absl::InvalidArgumentError("7");
+                           return e;
+                         },
+                         {.num_parallel_calls = 2})
+                     .MakeIterator();
+  ASSERT_TRUE(Drain(*failing, 7).ok());
+  ASSERT_FALSE(failing->GetNext().ok());
+  stats = failing->Stats();
+  EXPECT_EQ(stats[1].inputs_held, stats[0].elements_produced - stats[1].elements_produced - 1);
+
+  // Drained to the end: none left.
+  auto ended = Dataset::Range(50)
+                   .Map([](Element e) { return Times(e, 2); }, {.num_parallel_calls = 3})
+                   .MakeIterator();
+  ASSERT_TRUE(Drain(*ended).ok());
+  EXPECT_EQ(ended->Stats()[1].inputs_held, 0);
 }
 
 // In input order, a slow call must not stall the workers: once the results' size is known the

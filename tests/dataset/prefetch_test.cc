@@ -195,6 +195,32 @@ TEST(PrefetchTest, CountsAnUnderrunWhenTheConsumerFindsAFilledBufferEmpty) {
   EXPECT_EQ(node->underruns.load(), 1);
 }
 
+// The elements in the buffer are held, not consumed, until the consumer takes them
+// (NodeStats::inputs_held, which AUTOTUNE's input ratio subtracts); elements a checkpoint restored
+// are not (the input never handed them over), and a destroyed iterator takes what it still held
+// out of the count.
+TEST(PrefetchTest, CountsTheInputsItsBufferHolds) {
+  const Dataset ds = Dataset::Range(20).Prefetch(5);
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(Drain(*it, 3).ok());
+  NodeStats* node = FindNode(*it, "Prefetch[1]");
+  ASSERT_NE(node, nullptr);
+  // The producer stops at a full buffer.
+  EXPECT_TRUE(WaitFor([&] { return node->inputs_held.load() == 5; })) << node->inputs_held.load();
+  auto saved = it->Save();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  std::shared_ptr<StatsRegistry> registry = it->stats_registry();
+  it.reset();
+  EXPECT_EQ(registry->Snapshot()[1].inputs_held, 0);
+
+  auto restored = ds.MakeIterator();
+  ASSERT_TRUE(restored->Restore(*saved).ok());
+  auto rest = Drain(*restored);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_EQ(rest->size(), 17u);
+  EXPECT_EQ(restored->Stats()[1].inputs_held, 0);
+}
+
 TEST(PrefetchTest, BufferedErrorsSurviveACheckpoint) {
   auto ds = FailingAt(10, {3, 6}).Prefetch(8);
   auto ctx = TestContext();

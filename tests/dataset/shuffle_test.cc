@@ -2,6 +2,7 @@
 #include <array>
 #include <memory>
 #include <set>
+#include <vector>
 
 #include "dataset/dataset_base.h"
 #include "gmock/gmock.h"
@@ -183,6 +184,35 @@ TEST(ShuffleTest, StatsReportTheBuffer) {
   EXPECT_EQ(stats[2].buffered_elements, 0);
   EXPECT_EQ(stats[2].buffered_bytes, 0);
   EXPECT_EQ(stats[2].elements_produced, 100);
+}
+
+// The elements in the buffer are held, not consumed, until handed on (NodeStats::inputs_held,
+// which AUTOTUNE's input ratio subtracts: the first GetNext takes 10 inputs for 1 output);
+// elements a checkpoint restored are not (the input never handed them over), and a destroyed
+// iterator takes what it still held out of the count.
+TEST(ShuffleTest, CountsTheInputsItsBufferHolds) {
+  const Dataset ds = Dataset::Range(30).Shuffle(10, {.seed = 1});
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(Drain(*it, 1).ok());
+  std::vector<NodeStatsSnapshot> stats = it->Stats();
+  ASSERT_EQ(stats[1].name, "Shuffle[1]");
+  EXPECT_EQ(stats[1].inputs_held, 9);
+  EXPECT_EQ(stats[0].elements_produced - stats[1].elements_produced, 9);
+  auto saved = it->Save();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  std::shared_ptr<StatsRegistry> registry = it->stats_registry();
+  it.reset();
+  EXPECT_EQ(registry->Snapshot()[1].inputs_held, 0);
+
+  auto restored = ds.MakeIterator();
+  ASSERT_TRUE(restored->Restore(*saved).ok());
+  // Each output now takes one input (counted while buffered) and hands on one buffered element.
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(Drain(*restored, 1).ok());
+    EXPECT_EQ(restored->Stats()[1].inputs_held, 0);
+  }
+  ASSERT_TRUE(Drain(*restored).ok());
+  EXPECT_EQ(restored->Stats()[1].inputs_held, 0);
 }
 
 TEST(ShuffleTest, CheckpointsResumeExactly) {
