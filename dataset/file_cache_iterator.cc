@@ -24,10 +24,12 @@
 #include "dataset/file_cache_iterator.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bit>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -39,6 +41,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "core/mutex.h"
 #include "core/status_macros.h"
 #include "dataset/dataset_base.h"
@@ -77,8 +80,15 @@ struct LiveTempFiles {
   }
 };
 
-// Removes `path`.tmp.<pid>.<n> files (io/atomic_file.h's temporary names) whose writer is gone:
-// another process that no longer exists, or this process when no writer here owns the file.
+// A temporary file of another machine's or PID namespace's writer, which its pid cannot tell
+// about, is a leftover once it has not changed for this long (SavedDatasetWriter's rule for runs).
+constexpr auto kForeignTempFileAge = std::chrono::hours(1);
+
+// Removes `path`.tmp.<pid>.<n>.<host> files (io/atomic_file.h's temporary names) whose writer is
+// gone: another process of this host (AtomicFileHostTag) that no longer exists, this process when
+// no writer here owns the file, or a writer elsewhere (a cache on shared storage) whose file has
+// not changed for kForeignTempFileAge. Names without a host are of older versions, looked up by
+// pid.
 void RemoveLeftoverTempFiles(const std::string& path, const std::string& node) {
   const fs::path p(path);
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
@@ -88,17 +98,21 @@ void RemoveLeftoverTempFiles(const std::string& path, const std::string& node) {
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (!absl::StartsWith(name, prefix)) continue;
-    const std::string rest = name.substr(prefix.size());
-    const size_t dot = rest.find('.');
+    const std::vector<std::string> parts = absl::StrSplit(name.substr(prefix.size()), '.');
     int64_t pid = 0;
     uint64_t n = 0;
-    if (dot == std::string::npos || !absl::SimpleAtoi(rest.substr(0, dot), &pid) ||
-        !absl::SimpleAtoi(rest.substr(dot + 1), &n) || pid <= 0) {
+    if (parts.size() < 2 || parts.size() > 3 || !absl::SimpleAtoi(parts[0], &pid) ||
+        !absl::SimpleAtoi(parts[1], &n) || pid <= 0) {
       continue;  // Not a temporary name of ours.
     }
     const std::string temp = path + name.substr(base.size());
+    const bool this_host = parts.size() == 2 || parts[2] == AtomicFileHostTag();
     bool gone;
-    if (pid == ::getpid()) {
+    if (!this_host) {
+      std::error_code time_ec;
+      const auto modified = fs::last_write_time(temp, time_ec);
+      gone = !time_ec && fs::file_time_type::clock::now() - modified > kForeignTempFileAge;
+    } else if (pid == ::getpid()) {
       LiveTempFiles& live = LiveTempFiles::Get();
       MutexLock l(&live.mu);
       gone = live.paths.count(temp) == 0;
@@ -106,8 +120,11 @@ void RemoveLeftoverTempFiles(const std::string& path, const std::string& node) {
       gone = ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
     }
     if (gone && ::unlink(temp.c_str()) == 0) {
-      Warn(absl::StrCat(node, ": removed leftover temporary cache file ", temp,
-                        " (an unfinished write by process ", pid, ", which is gone)"));
+      Warn(absl::StrCat(
+          node, ": removed leftover temporary cache file ", temp,
+          this_host ? absl::StrCat(" (an unfinished write by process ", pid, ", which is gone)")
+                    : " (an unfinished write on another machine, unchanged for "
+                      "an hour)"));
     }
   }
 }
@@ -196,11 +213,29 @@ struct CacheFile {
 struct OpenResult {
   std::optional<CacheFile> file;
   std::string invalid;  // non-empty: the file exists and must not be used
+  // The file looked at, so that an invalid one is removed only while it is still the one at `path`
+  // (a writer may have renamed a good one into place since).
+  dev_t device = 0;
+  ino_t inode = 0;
 };
+
+// Removes the invalid file `opened` looked at, unless another has taken its place.
+void RemoveInvalid(const std::string& path, const OpenResult& opened) {
+  struct stat now;
+  if (::stat(path.c_str(), &now) == 0 && now.st_dev == opened.device &&
+      now.st_ino == opened.inode) {
+    ::unlink(path.c_str());
+  }
+}
 
 absl::StatusOr<OpenResult> OpenCacheFile(const std::string& path,
                                          const proto::SavedDatasetManifest& identity) {
   OpenResult result;
+  struct stat before;
+  if (::stat(path.c_str(), &before) == 0) {
+    result.device = before.st_dev;
+    result.inode = before.st_ino;
+  }
   auto reader = TFRecordReader::Open(path);
   if (!reader.ok()) {
     if (absl::IsNotFound(reader.status())) return result;
@@ -424,7 +459,7 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> MakeFileCacheIterator(const CacheD
                           DescribeSavedInput(*d->inputs()[0], /*user_fingerprint=*/""));
   SLUICE_ASSIGN_OR_RETURN(OpenResult opened, OpenCacheFile(path, identity));
   if (!opened.invalid.empty()) {
-    ::unlink(path.c_str());
+    RemoveInvalid(path, opened);
     Warn(absl::StrCat(d->name(), ": discarded cache file ", path, ": ", opened.invalid,
                       "; reading the input again"));
   }

@@ -38,6 +38,22 @@ absl::Status SyncDirectoryOf(const std::string& path) {
 
 }  // namespace
 
+const std::string& AtomicFileHostTag() {
+  static const std::string* tag = [] {
+    std::string boot = "00000000";
+    if (std::FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "re")) {
+      char id[64] = {0};
+      if (std::fgets(id, sizeof(id), f) != nullptr && std::strlen(id) >= 8) boot.assign(id, 8);
+      std::fclose(f);
+    }
+    struct stat ns;
+    const unsigned long long inode =
+        ::stat("/proc/self/ns/pid", &ns) == 0 ? static_cast<unsigned long long>(ns.st_ino) : 0;
+    return new std::string(absl::StrCat(boot, "-", inode));
+  }();
+  return *tag;
+}
+
 AtomicFile::AtomicFile(std::string path, std::string temp_path, int fd, AtomicFileOptions options)
     : path_(std::move(path)), temp_path_(std::move(temp_path)), fd_(fd), options_(options) {
   options_.buffer_size = std::max<size_t>(options_.buffer_size, 4096);
@@ -50,7 +66,8 @@ absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(std::string path,
   // O_EXCL with a fresh name per try: never clobbers another writer's temporary file. The mode
   // is filtered by the umask like any new file's (mkstemp would force 0600).
   for (int attempt = 0; attempt < 100; ++attempt) {
-    std::string temp = absl::StrCat(path, ".tmp.", ::getpid(), ".", temp_counter.fetch_add(1));
+    std::string temp = absl::StrCat(path, ".tmp.", ::getpid(), ".", temp_counter.fetch_add(1), ".",
+                                    AtomicFileHostTag());
     const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0) {
       return std::unique_ptr<AtomicFile>(

@@ -19,10 +19,17 @@ struct AtomicFileOptions {
   size_t buffer_size = 256 << 10;
 };
 
-// A file written under a temporary name beside its final path (`path` + ".tmp.<pid>.<n>", in the
-// same directory so that the rename is atomic) and renamed into place on Commit(). Readers of
+// A file written under a temporary name beside its final path (`path` +
+// ".tmp.<pid>.<n>.<host>", AtomicFileTempTag's <host>, in the same directory so that the rename is
+// atomic) and renamed into place on Commit(). Readers of
 // `path` never see a half-written file. Destroying an uncommitted AtomicFile, or a failed
 // Commit, removes the temporary file. Not thread-safe.
+// What tells this process's temporary names from those of a process with the same pid on another
+// machine or in another PID namespace (a cache directory on shared storage): the start of this
+// boot's id and the PID namespace's inode, as "<8 hex digits>-<inode>". Only a writer with this
+// tag can be looked up by its pid.
+const std::string& AtomicFileHostTag();
+
 class AtomicFile {
  public:
   static absl::StatusOr<std::unique_ptr<AtomicFile>> Create(std::string path,

@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "dataset/dataset_base.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "io/atomic_file.h"
 #include "io/tfrecord_reader.h"
 #include "io/tfrecord_writer.h"
 #include "tests/dataset/test_util.h"
@@ -601,23 +603,32 @@ TEST_F(FileCacheTest, GarbageFileIsDiscardedWithOneWarning) {
 }
 
 TEST_F(FileCacheTest, LeftoverTemporaryFilesOfGoneWritersAreRemovedWithAWarning) {
-  // A writer process that no longer exists (no pid is this large), and one of this process that
-  // no writer here owns: both leftovers. A file of a live process (pid 1) is left alone, and so is
-  // a name that is not a temporary name of ours.
-  const std::string dead = path_ + ".tmp.999999999.0";
-  const std::string ours = absl::StrCat(path_, ".tmp.", ::getpid(), ".77777");
-  const std::string live = path_ + ".tmp.1.0";
+  // A writer process of this host that no longer exists (no pid is this large), one of this
+  // process that no writer here owns, and one of another host unchanged for two hours: all
+  // leftovers. A file of a live process (pid 1) is left alone, so is a fresh one of another host
+  // (a cache on shared storage: its pid says nothing here), and so is a name that is not a
+  // temporary name of ours. Names without a host (older versions) are looked up by pid.
+  const std::string host = AtomicFileHostTag();
+  const std::string dead = path_ + ".tmp.999999999.0." + host;
+  const std::string dead_untagged = path_ + ".tmp.999999998.0";
+  const std::string ours = absl::StrCat(path_, ".tmp.", ::getpid(), ".77777.", host);
+  const std::string stale_elsewhere = path_ + ".tmp.999999999.1.0badc0de-42";
+  const std::string live = path_ + ".tmp.1.0." + host;
+  const std::string fresh_elsewhere = path_ + ".tmp.1.1.0badc0de-42";
   const std::string other = path_ + ".tmp.notes";
-  for (const auto& f : {dead, ours, live, other}) std::ofstream(f) << "partial";
+  for (const auto& f : {dead, dead_untagged, ours, stale_elsewhere, live, fresh_elsewhere, other}) {
+    std::ofstream(f) << "partial";
+  }
+  fs::last_write_time(stale_elsewhere, fs::file_time_type::clock::now() - std::chrono::hours(2));
   auto [calls, err] = ReadCache(path_, 5);
   EXPECT_EQ(calls, 5);
-  EXPECT_EQ(CountLines(err, "warning"), 2) << err;
-  EXPECT_THAT(err, HasSubstr("removed leftover temporary cache file " + dead));
-  EXPECT_THAT(err, HasSubstr("removed leftover temporary cache file " + ours));
-  EXPECT_FALSE(fs::exists(dead));
-  EXPECT_FALSE(fs::exists(ours));
-  EXPECT_TRUE(fs::exists(live));
-  EXPECT_TRUE(fs::exists(other));
+  EXPECT_EQ(CountLines(err, "warning"), 4) << err;
+  for (const auto& f : {dead, dead_untagged, ours, stale_elsewhere}) {
+    EXPECT_THAT(err, HasSubstr("removed leftover temporary cache file " + f));
+    EXPECT_FALSE(fs::exists(f)) << f;
+  }
+  EXPECT_THAT(err, HasSubstr("on another machine, unchanged for an hour"));
+  for (const auto& f : {live, fresh_elsewhere, other}) EXPECT_TRUE(fs::exists(f)) << f;
   EXPECT_TRUE(fs::exists(path_));
 }
 

@@ -25,6 +25,9 @@ TEST(AtomicFileTest, CommitRenamesTheTemporaryFileIntoPlace) {
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ((*file)->path(), path);
   EXPECT_THAT((*file)->temp_path(), ::testing::StartsWith(path + ".tmp."));
+  // ".tmp.<pid>.<n>.<host>": the host tells this machine's and PID namespace's writers apart.
+  EXPECT_THAT((*file)->temp_path(), ::testing::EndsWith("." + AtomicFileHostTag()));
+  EXPECT_THAT(AtomicFileHostTag(), ::testing::MatchesRegex("[0-9a-f]{8}-[0-9]+"));
   ASSERT_TRUE((*file)->Append("hello ").ok());
   ASSERT_TRUE((*file)->Append("world").ok());
   EXPECT_FALSE(fs::exists(path));
