@@ -43,8 +43,8 @@ using OpFn = std::function<absl::StatusOr<Tensor>(const std::vector<Tensor>&)>;
 
 // Empty when analytic and numeric gradients agree for every float32 input not
 // skipped; otherwise a description of the first mismatches.
-inline std::string CheckGradients(const OpFn& f, std::vector<Tensor> inputs,
-                                  GradientCheckOptions options = {}) {
+[[nodiscard]] inline std::string CheckGradients(const OpFn& f, std::vector<Tensor> inputs,
+                                                GradientCheckOptions options = {}) {
   auto skipped = [&](int i) {
     if (inputs[i].dtype() != DType::kFloat32) return true;
     for (int s : options.skip) {

@@ -339,9 +339,11 @@ TEST(Conv2DTest, BiasReluGradientsMatchFiniteDifferences) {
   // Inputs away from the ReLU's kink: the bias shifts every sum well above or below 0.
   const Tensor x = RandomTensor({1, 4, 4, 2}, 41), f = RandomTensor({2, 2, 2, 3}, 42),
                b = T({1.5f, -3.0f, 2.0f}, {3});
-  CheckGradients(
-      [](const std::vector<Tensor>& in) { return Conv2DBiasRelu(in[0], in[1], in[2], {}); },
-      {x, f, b});
+  EXPECT_EQ(
+      CheckGradients(
+          [](const std::vector<Tensor>& in) { return Conv2DBiasRelu(in[0], in[1], in[2], {}); },
+          {x, f, b}),
+      "");
 }
 
 TEST(Conv2DTest, BiasReluWritesFloat32Only) {
