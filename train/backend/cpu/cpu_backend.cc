@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -78,6 +79,8 @@ absl::Status Guard(absl::string_view op, Fn fn) {
     fn();
   } catch (const dnnl::error& e) {
     return absl::InternalError(absl::StrCat(op, ": oneDNN failed: ", e.what()));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(op, ": out of memory"));
   }
   return absl::OkStatus();
 }
@@ -515,7 +518,14 @@ CpuBackend& CpuBackend::Get() {
 }
 
 absl::StatusOr<Tensor> CpuBackend::Allocate(DType dtype, const Shape& shape) {
-  return CpuAllocator::Allocate(dtype, shape);
+  // The interface promises a Status, as the CUDA backend's out-of-memory: no exception crosses it.
+  try {
+    return CpuAllocator::Allocate(dtype, shape);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "CPU: cannot allocate ", DTypeName(dtype), " ", shape.DebugString(), " (",
+        static_cast<double>(shape.num_elements()) * DTypeSize(dtype) / (1 << 20), " MiB)"));
+  }
 }
 
 absl::Status CpuBackend::ReleaseCachedMemory() {

@@ -10,7 +10,9 @@
 #include <string>
 #include <unordered_map>
 
+#include "absl/strings/str_cat.h"
 #include "core/mutex.h"
+#include "train/backend/cpu/cpu_threads.h"
 
 namespace sluice::train::backend::cpu {
 
@@ -30,15 +32,21 @@ class DnnlPrimitiveCache {
   // The process-wide cache the CPU backend uses.
   static DnnlPrimitiveCache& Global();
 
-  // The entry for `key`, made by `make` on a miss. `key` must identify the
-  // type T too (each op prefixes its own name). `make` runs outside the lock,
-  // so two threads missing at once may both build; one result is kept.
+  // The entry for `key` and the calling thread's OpenMP team size, made by `make` on a miss.
+  // `key` must identify the type T too (each op prefixes its own name). The team size is part of
+  // the key because oneDNN fixes it in a primitive when it is made: after SetCpuThreads, or
+  // inside OneOpenMpThread, a shape gets a primitive of its own rather than one planned for
+  // another team (whose filter gradients' bits differ). `make` runs outside the lock, so two
+  // threads missing at once may both build; one result is kept.
   template <typename T>
   std::shared_ptr<const T> GetOrCreate(const std::string& key,
                                        const std::function<std::shared_ptr<T>()>& make) {
-    if (std::shared_ptr<const void> hit = Find(key)) return std::static_pointer_cast<const T>(hit);
+    const std::string keyed = absl::StrCat(key, "@", OpenMpThreads());
+    if (std::shared_ptr<const void> hit = Find(keyed)) {
+      return std::static_pointer_cast<const T>(hit);
+    }
     std::shared_ptr<const void> made = make();
-    return std::static_pointer_cast<const T>(Insert(key, std::move(made)));
+    return std::static_pointer_cast<const T>(Insert(keyed, std::move(made)));
   }
 
   size_t size() const;

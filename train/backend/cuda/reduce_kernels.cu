@@ -12,7 +12,8 @@ namespace {
 
 template <bool kMax>
 __device__ inline float Combine(float acc, float v) {
-  return kMax ? fmaxf(acc, v) : acc + v;
+  // A NaN wins a max and stays, as the CPU's and TensorFlow's (fmaxf drops it).
+  return kMax ? ((v > acc || v != v) ? v : acc) : acc + v;
 }
 
 // With `accumulate` (sums only), out[k] += the scaled sum, the product and the sum rounded apart

@@ -203,6 +203,16 @@ TEST_F(CpuBackendTest, LargeSumsKeepFloatPrecision) {
   for (float c : Values(middle)) EXPECT_NEAR(c, (n / 2) * static_cast<double>(0.1f), 1e-6 * n);
 }
 
+// An allocation past the machine's memory is ResourceExhausted, as the CUDA backend's: the
+// allocator's bad_alloc crossed the Backend interface.
+TEST_F(CpuBackendTest, AnAllocationPastMemoryIsResourceExhausted) {
+#if defined(ABSL_HAVE_ADDRESS_SANITIZER) || defined(ABSL_HAVE_THREAD_SANITIZER)
+  GTEST_SKIP() << "the sanitizers' allocators abort on such a request";
+#endif
+  absl::StatusOr<Tensor> huge = backend_.Allocate(DType::kFloat32, Shape{int64_t{1} << 46});
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted) << huge.status();
+}
+
 // A NaN wins a max and stays, as TensorFlow's reduce_max: std::max kept whichever came first, so
 // [NaN, 1] gave 1 and [NaN] -inf, hiding NaN activations behind GlobalMaxPool2D.
 TEST_F(CpuBackendTest, MaxPropagatesNaN) {

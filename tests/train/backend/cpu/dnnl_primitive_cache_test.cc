@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include "train/backend/cpu/cpu_threads.h"
+
 namespace sluice::train::backend::cpu {
 namespace {
 
@@ -23,6 +25,26 @@ TEST(DnnlPrimitiveCacheTest, BuildsOncePerKey) {
   EXPECT_EQ(cache.hits(), 1);
   EXPECT_EQ(cache.misses(), 2);
   EXPECT_EQ(cache.size(), 2u);
+}
+
+// oneDNN fixes the OpenMP team size in a primitive: a key made under another team size (after
+// SetCpuThreads, or inside OneOpenMpThread) is another entry. It was the same: the first team's
+// primitive ran under the new setting.
+TEST(DnnlPrimitiveCacheTest, ATeamSizeIsAKeyOfItsOwn) {
+  DnnlPrimitiveCache cache;
+  int built = 0;
+  auto make = [&] { return std::make_shared<int>(++built); };
+  SetCpuThreads(2);
+  ApplyCpuThreadsToOpenMp();
+  EXPECT_EQ(*cache.GetOrCreate<int>("conv", make), 1);
+  {
+    OneOpenMpThread single;
+    EXPECT_EQ(*cache.GetOrCreate<int>("conv", make), 2);
+    EXPECT_EQ(*cache.GetOrCreate<int>("conv", make), 2);
+  }
+  EXPECT_EQ(*cache.GetOrCreate<int>("conv", make), 1);
+  SetCpuThreads(0);
+  ApplyCpuThreadsToOpenMp();
 }
 
 TEST(DnnlPrimitiveCacheTest, EvictsTheLeastRecentlyUsed) {
