@@ -2,6 +2,7 @@
 // tf.data.experimental.CsvDataset.
 #include <algorithm>
 #include <charconv>
+#include <cstddef>
 #include <deque>
 #include <type_traits>
 #include <utility>
@@ -16,31 +17,36 @@
 namespace sluice {
 namespace {
 
-// Splits `line` into fields at `delim`, as views into `line` (or, for a quoted field with ""
+// What is wrong with a record, and at which of its bytes.
+struct SplitProblem {
+  enum Kind { kNone, kUnclosedQuote, kTextAfterQuote, kQuoteInUnquotedField };
+  Kind kind = kNone;
+  size_t at = 0;
+};
+
+// Splits `record` into fields at `delim`, as views into `record` (or, for a quoted field with ""
 // in it, into `unquoted`, whose strings must not move: it is a deque). With `quotes`, a field that
-// starts with '"' runs to the matching '"' ("" inside is one quote) and may hold the delimiter.
-// Returns an error message, or "" when the line is well formed.
-std::string SplitFields(absl::string_view line, char delim, bool quotes,
-                        std::vector<absl::string_view>& fields, std::deque<std::string>& unquoted) {
+// starts with '"' runs to the matching '"' ("" inside is one quote) and may hold the delimiter and
+// line breaks, and a '"' inside an unquoted field is an error, as in tf.data: that field was most
+// likely meant to be quoted, and read as it stands it would split a record in two.
+SplitProblem SplitFields(absl::string_view record, char delim, bool quotes,
+                         std::vector<absl::string_view>& fields,
+                         std::deque<std::string>& unquoted) {
   fields.clear();
   unquoted.clear();
   size_t i = 0;
   while (true) {
-    if (quotes && i < line.size() && line[i] == '"') {
+    if (quotes && i < record.size() && record[i] == '"') {
       const size_t open = i++;
-      const size_t close = line.find('"', i);
-      if (close == absl::string_view::npos) {
-        return absl::StrCat("the quote at column ", open + 1, " is not closed");
-      }
-      if (close + 1 < line.size() && line[close + 1] == '"') {
+      const size_t close = record.find('"', i);
+      if (close == absl::string_view::npos) return {SplitProblem::kUnclosedQuote, open};
+      if (close + 1 < record.size() && record[close + 1] == '"') {
         // Escaped quotes: unescape into a string of its own.
         std::string& field = unquoted.emplace_back();
         while (true) {
-          if (i >= line.size()) {
-            return absl::StrCat("the quote at column ", open + 1, " is not closed");
-          }
-          if (line[i] == '"') {
-            if (i + 1 < line.size() && line[i + 1] == '"') {
+          if (i >= record.size()) return {SplitProblem::kUnclosedQuote, open};
+          if (record[i] == '"') {
+            if (i + 1 < record.size() && record[i + 1] == '"') {
               field.push_back('"');
               i += 2;
               continue;
@@ -48,25 +54,42 @@ std::string SplitFields(absl::string_view line, char delim, bool quotes,
             ++i;
             break;
           }
-          field.push_back(line[i++]);
+          field.push_back(record[i++]);
         }
         fields.push_back(field);
       } else {
-        fields.push_back(line.substr(i, close - i));
+        fields.push_back(record.substr(i, close - i));
         i = close + 1;
       }
-      if (i < line.size() && line[i] != delim) {
-        return absl::StrCat("a quoted field ends at column ", i,
-                            " but the delimiter does not follow");
-      }
+      if (i < record.size() && record[i] != delim) return {SplitProblem::kTextAfterQuote, i - 1};
     } else {
-      const size_t end = std::min(line.find(delim, i), line.size());
-      fields.push_back(line.substr(i, end - i));
+      const size_t end = std::min(record.find(delim, i), record.size());
+      const absl::string_view field = record.substr(i, end - i);
+      if (quotes) {
+        if (const size_t quote = field.find('"'); quote != absl::string_view::npos) {
+          return {SplitProblem::kQuoteInUnquotedField, i + quote};
+        }
+      }
+      fields.push_back(field);
       i = end;
     }
-    if (i >= line.size()) return "";
+    if (i >= record.size()) return {};
     ++i;  // the delimiter
   }
+}
+
+// Whether `text`, read inside a quoted field, ends that field: it holds a '"' that is not one of
+// a "" pair. SplitFields' rule, so that a record is read on only while SplitFields would find its
+// quote unclosed.
+bool ClosesQuotedField(absl::string_view text) {
+  for (size_t i = text.find('"'); i != absl::string_view::npos; i = text.find('"', i)) {
+    if (i + 1 < text.size() && text[i + 1] == '"') {
+      i += 2;
+      continue;
+    }
+    return true;
+  }
+  return false;
 }
 
 // A number in `field`: std::from_chars (exact, and fast), and absl's Simple* for what it leaves
@@ -162,10 +185,11 @@ class CsvDataset : public DatasetBase {
   // Writes the column's value from `field` into row `row` of `out` (of the column's dtype): the
   // default when the field is empty or na_value.
   absl::Status ParseInto(size_t column, int64_t file_column, absl::string_view field,
-                         const LineReader& reader, Tensor& out, int64_t row) const {
+                         const LineFiles& lines, Tensor& out, int64_t row) const {
     const Tensor& d = defaults_[column];
     auto where = [&] {
-      return absl::StrCat(reader.path(), ": line ", reader.line(), ", column ", file_column + 1);
+      return absl::StrCat(lines.reader().path(), ": line ", lines.first_line(), ", column ",
+                          file_column + 1);
     };
     const bool missing =
         field.empty() || (!options_.na_value.empty() && field == options_.na_value);
@@ -293,36 +317,72 @@ class CsvDataset : public DatasetBase {
     }
 
     // The record in line_ into row `row` of `columns`. A malformed record is InvalidArgument
-    // naming the file, line and column; the file goes on.
+    // naming the file, line and column; the file goes on. A quoted field open at the end of the
+    // line holds a line break (RFC 4180, as tf.data reads it): the record goes on to the next
+    // lines of the file, and errors name the line it starts on.
     absl::Status ParseRecordInto(Element& columns, int64_t row) {
       const CsvOptions& o = d_->options_;
-      const std::string problem =
+      SplitProblem problem =
           SplitFields(line_, o.field_delim, o.use_quote_delim, fields_, unquoted_);
-      if (!problem.empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(lines_.reader().path(), ": line ", lines_.reader().line(), ": ", problem));
+      while (problem.kind == SplitProblem::kUnclosedQuote) {
+        // Lines inside the field cannot change how the record splits: split again only once the
+        // field closes, so that a long field costs one pass, not one per line.
+        size_t from;
+        do {
+          from = line_.size();
+          SLUICE_ASSIGN_OR_RETURN(const bool more, lines_.AppendNextLine(&line_));
+          if (!more) {
+            return Malformed(absl::StrCat("the quote at ", Where(problem.at),
+                                          " is not closed by the end of the file"));
+          }
+        } while (!ClosesQuotedField(absl::string_view(line_).substr(from)));
+        problem = SplitFields(line_, o.field_delim, o.use_quote_delim, fields_, unquoted_);
+      }
+      switch (problem.kind) {
+        case SplitProblem::kTextAfterQuote:
+          return Malformed(absl::StrCat("a quoted field ends at ", Where(problem.at),
+                                        " but the delimiter does not follow"));
+        case SplitProblem::kQuoteInUnquotedField:
+          return Malformed(absl::StrCat("a quote at ", Where(problem.at),
+                                        " is inside an unquoted field (a field with quotes must "
+                                        "be quoted, and its quotes doubled)"));
+        default:
+          break;
       }
       const size_t n = d_->defaults_.size();
       const std::vector<int64_t>& cols = o.select_cols;
       const bool count_ok =
           cols.empty() ? fields_.size() == n : static_cast<int64_t>(fields_.size()) > cols.back();
       if (!count_ok) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            lines_.reader().path(), ": line ", lines_.reader().line(), ": ", fields_.size(),
-            " fields, expected ",
+        return Malformed(absl::StrCat(
+            fields_.size(), " fields, expected ",
             cols.empty() ? absl::StrCat(n) : absl::StrCat("at least ", cols.back() + 1)));
       }
       for (size_t c = 0; c < n; ++c) {
         const int64_t file_column = cols.empty() ? static_cast<int64_t>(c) : cols[c];
         SLUICE_RETURN_IF_ERROR(
-            d_->ParseInto(c, file_column, fields_[file_column], lines_.reader(), columns[c], row));
+            d_->ParseInto(c, file_column, fields_[file_column], lines_, columns[c], row));
       }
       return absl::OkStatus();
     }
 
+    absl::Status Malformed(absl::string_view problem) const {
+      return absl::InvalidArgumentError(
+          absl::StrCat(lines_.reader().path(), ": line ", lines_.first_line(), ": ", problem));
+    }
+
+    // Byte `at` of the record in line_: "column C" on its first line, else "line L, column C".
+    std::string Where(size_t at) const {
+      const size_t line_start = at == 0 ? 0 : line_.rfind('\n', at - 1) + 1;  // npos + 1 == 0
+      if (line_start == 0) return absl::StrCat("column ", at + 1);
+      const auto breaks =
+          std::count(line_.begin(), line_.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+      return absl::StrCat("line ", lines_.first_line() + breaks, ", column ", at - line_start + 1);
+    }
+
     const CsvDataset* d_;
     LineFiles lines_;
-    std::string line_;                       // reused between records
+    std::string line_;                       // the record's line(s), reused between records
     std::vector<absl::string_view> fields_;  // into line_ or unquoted_
     std::deque<std::string> unquoted_;
     absl::Status pending_;  // batched: an error that follows the records read before it

@@ -26,13 +26,39 @@ absl::StatusOr<bool> LineFiles::Next(std::string* line) {
       }
       open_ = *std::move(opened);
     }
+    const uint64_t offset = open_->offset();
     absl::StatusOr<bool> more = open_->ReadLine(line);
-    if (more.ok() && *more) return true;
+    if (more.ok() && *more) {
+      first_line_ = open_->line();
+      first_offset_ = offset;
+      return true;
+    }
     open_.reset();
     ++file_;
     if (!more.ok()) return more.status();
   }
   return false;
+}
+
+absl::StatusOr<bool> LineFiles::AppendNextLine(std::string* line) {
+  if (!open_) return false;
+  const absl::string_view line_break = open_->dropped_cr() ? "\r\n" : "\n";
+  absl::StatusOr<bool> more = open_->ReadLine(&next_line_);
+  if (more.ok() && !*more) return false;  // Next ends the file
+  if (more.ok() && line->size() + line_break.size() + next_line_.size() > options_.max_line_bytes) {
+    more = absl::DataLossError(absl::StrCat(open_->path(), ": the record from line ", first_line_,
+                                            " (at offset ", first_offset_, ") runs on past ",
+                                            options_.max_line_bytes,
+                                            " bytes (max_line_bytes) at line ", open_->line()));
+  }
+  if (!more.ok()) {
+    // As a line too long: where the next record starts is unknown.
+    open_.reset();
+    ++file_;
+    return more.status();
+  }
+  absl::StrAppend(line, line_break, next_line_);
+  return true;
 }
 
 void LineFiles::Save(proto::IteratorStateProto* state) const {

@@ -34,8 +34,15 @@ class LineFiles {
   // file that cannot be opened, a line too long) ends that file: the next call goes on with the
   // next, so that IgnoreErrors can continue.
   absl::StatusOr<bool> Next(std::string* line);
+  // For a record that goes on past the end of its line (a quoted CSV field holding a line break):
+  // appends the line break (as in the file) and the file's next line to `*line`; false, with
+  // nothing appended, at the end of the file. A `*line` that would grow past max_line_bytes is
+  // DataLoss naming the record's first line, and ends the file as a line too long does.
+  absl::StatusOr<bool> AppendNextLine(std::string* line);
   // The open file, after Next returned true: its path and the line just read (1-based) for errors.
   const LineReader& reader() const { return *open_; }
+  // The 1-based number of the line that Next returned, which AppendNextLine adds on to.
+  int64_t first_line() const { return first_line_; }
 
   void Save(proto::IteratorStateProto* state) const;
   // DataLoss for a position that cannot be one of these files'; the file opens at the next Next.
@@ -49,6 +56,10 @@ class LineFiles {
   // Where files_[file_] is to be opened (a restored position).
   int64_t start_line_ = 0;
   uint64_t start_offset_ = 0;
+  // Where the line Next returned starts, for errors about a record that AppendNextLine extended.
+  int64_t first_line_ = 0;
+  uint64_t first_offset_ = 0;
+  std::string next_line_;  // AppendNextLine's, reused
 };
 
 }  // namespace sluice

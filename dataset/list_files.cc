@@ -1,13 +1,15 @@
 // ListFiles(patterns, {shuffle, seed}): the file names matching the glob
 // patterns, as scalar bytes tensors, like tf.data.Dataset.list_files. The
 // patterns are expanded when an iterator is made (io/glob.h: sorted bytewise,
-// without duplicates; a pattern that matches nothing is NotFound). With
+// without duplicates; NotFound only when no pattern matches anything). With
 // shuffle (the default, as in tf.data), the names come in a seeded permutation: the seed option
 // (else the pipeline seed) mixed with the iterator's salt, so that each repetition under Repeat
 // gets its own order, reproducibly. Options::file_shard keeps one shard of the sorted list, before
 // the shuffle.
 #include "dataset/list_files.h"
 
+#include <algorithm>
+#include <iterator>
 #include <limits>
 #include <random>
 
@@ -54,7 +56,7 @@ class ListFilesDataset : public DatasetBase {
     if (patterns_.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(name(), ": no file patterns given"));
     }
-    absl::StatusOr<std::vector<std::string>> files = Glob(patterns_);
+    absl::StatusOr<std::vector<std::string>> files = ListFilesMatching(patterns_);
     if (!files.ok()) {
       return WithContext(files.status(), absl::StrCat(name(), ": "));
     }
@@ -77,7 +79,7 @@ class ListFilesDataset : public DatasetBase {
   ElementSpec ComputeElementSpec() const override { return {{DType::kBytes, {}}}; }
   const std::vector<std::string>& patterns() const { return patterns_; }
   absl::Status AppendSourceFiles(std::vector<std::string>* files) const override {
-    SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> matched, Glob(patterns_));
+    SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> matched, ListFilesMatching(patterns_));
     files->insert(files->end(), matched.begin(), matched.end());
     return absl::OkStatus();
   }
@@ -147,6 +149,35 @@ class ListFilesDataset : public DatasetBase {
 };
 
 }  // namespace
+
+absl::StatusOr<std::vector<std::string>> ListFilesMatching(
+    const std::vector<std::string>& patterns) {
+  // A list of optional extra shards works as in tf.data: one pattern matching nothing (or whose
+  // directory does not exist) is NotFound alone; any other error, such as an unreadable
+  // directory, still fails.
+  std::vector<std::string> files;
+  absl::Status not_found;
+  for (const std::string& pattern : patterns) {
+    absl::StatusOr<std::vector<std::string>> matched = Glob(pattern);
+    if (matched.ok()) {
+      files.insert(files.end(), std::make_move_iterator(matched->begin()),
+                   std::make_move_iterator(matched->end()));
+    } else if (absl::IsNotFound(matched.status())) {
+      not_found = matched.status();
+    } else {
+      return matched.status();
+    }
+  }
+  if (files.empty() && !not_found.ok()) {
+    // One pattern: Glob's own message says whether it was a pattern or a path.
+    if (patterns.size() == 1) return not_found;
+    return absl::NotFoundError(absl::StrCat("no files match any of the ", patterns.size(),
+                                            " patterns '", absl::StrJoin(patterns, "', '"), "'"));
+  }
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  return files;
+}
 
 const std::vector<std::string>* ListFilesPatterns(const DatasetBase& node) {
   const auto* list = dynamic_cast<const ListFilesDataset*>(&node);

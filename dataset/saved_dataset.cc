@@ -61,6 +61,26 @@ std::string NewRunId() {
   return absl::StrFormat("%08x%08x", rd(), rd());
 }
 
+absl::StatusOr<std::string> ReadManifestBytes(const std::string& path) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<FileInputStream> in, FileInputStream::Open(path, false));
+  std::string bytes;
+  char buffer[64 << 10];
+  while (true) {
+    SLUICE_ASSIGN_OR_RETURN(size_t n, in->Read(buffer, sizeof(buffer)));
+    if (n == 0) break;
+    bytes.append(buffer, n);
+  }
+  return bytes;
+}
+
+// The run a manifest file names; empty when there is none or it is no manifest of this version.
+std::string ManifestRunId(const std::string& path) {
+  absl::StatusOr<std::string> bytes = ReadManifestBytes(path);
+  proto::SavedDatasetManifest m;
+  if (!bytes.ok() || !m.ParseFromString(*bytes) || m.version() != kManifestVersion) return "";
+  return m.run_id();
+}
+
 }  // namespace
 
 absl::StatusOr<proto::SavedDatasetManifest> DescribeSavedInput(
@@ -122,7 +142,19 @@ SavedDatasetWriter::SavedDatasetWriter(std::string dir, proto::SavedDatasetManif
                                        SavedWriteOptions options)
     : dir_(std::move(dir)), manifest_(std::move(manifest)), options_(std::move(options)) {}
 
-SavedDatasetWriter::~SavedDatasetWriter() = default;  // each unclosed shard removes its temp file
+SavedDatasetWriter::~SavedDatasetWriter() {
+  // Shards a Finish renamed into place before it failed are named by no manifest.
+  if (!finished_) RemoveOwnShards();
+}
+
+void SavedDatasetWriter::RemoveOwnShards() {
+  for (const auto& [id, shard] : shards_) {
+    // The final name: this run's alone, in place once Close renamed it (even if it then failed).
+    std::error_code ignored;
+    fs::remove(shard->path(), ignored);
+  }
+  shards_.clear();  // an unclosed shard's writer removes its temporary file
+}
 
 absl::StatusOr<std::unique_ptr<SavedDatasetWriter>> SavedDatasetWriter::Create(
     std::string dir, proto::SavedDatasetManifest identity, SavedWriteOptions options) {
@@ -179,6 +211,29 @@ absl::Status SavedDatasetWriter::Append(const Element& element) {
 }
 
 absl::StatusOr<proto::SavedDatasetManifest> SavedDatasetWriter::Finish() {
+  std::set<std::string> replaced;
+  if (absl::Status done = CommitShardsAndManifest(&replaced); !done.ok()) {
+    // A manifest renamed into place whose directory sync then failed names this run: its shards
+    // stay. Otherwise the renamed shards are orphans, and an error must leave the directory as
+    // it was. (The replaced run stays either way, in case the old manifest is what survives.)
+    absl::StatusOr<OpenedSaved> now = OpenSaved(dir_);
+    finished_ = now.ok() && now->run_id == manifest_.run_id();
+    if (!finished_) RemoveOwnShards();
+    return done;
+  }
+  finished_ = true;
+  RemoveOtherRuns(replaced);
+  // The damaged run's manifest goes with its shards, unless another reader has since renamed
+  // a newer one over it.
+  const std::string damaged = (fs::path(dir_) / kDamagedManifestName).string();
+  if (const std::string run = ManifestRunId(damaged); !run.empty() && replaced.count(run) > 0) {
+    std::error_code ignored;
+    fs::remove(damaged, ignored);
+  }
+  return manifest_;
+}
+
+absl::Status SavedDatasetWriter::CommitShardsAndManifest(std::set<std::string>* replaced) {
   int64_t bytes = 0;
   for (auto& [id, shard] : shards_) {
     SLUICE_RETURN_IF_ERROR(shard->Close());
@@ -197,22 +252,27 @@ absl::StatusOr<proto::SavedDatasetManifest> SavedDatasetWriter::Finish() {
                                     std::chrono::system_clock::now().time_since_epoch())
                                     .count());
   manifest_.set_write_seconds(static_cast<double>(NowNs() - started_ns_) * 1e-9);
-  // The run this manifest replaces, whose shards go once it is in place.
-  std::string replaced;
-  if (absl::StatusOr<OpenedSaved> old = OpenSaved(dir_); old.ok()) replaced = old->run_id;
+  // The runs this manifest replaces, whose shards go once it is in place: the one the manifest
+  // names, and one a reader took out of use as damaged (no manifest names it any more).
+  if (absl::StatusOr<OpenedSaved> old = OpenSaved(dir_); old.ok() && !old->run_id.empty()) {
+    replaced->insert(old->run_id);
+  }
+  if (std::string damaged = ManifestRunId((fs::path(dir_) / kDamagedManifestName).string());
+      !damaged.empty()) {
+    replaced->insert(std::move(damaged));
+  }
+  replaced->erase(manifest_.run_id());
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file,
                           AtomicFile::Create((fs::path(dir_) / kManifestName).string()));
   SLUICE_RETURN_IF_ERROR(file->Append(manifest_.SerializeAsString()));
-  SLUICE_RETURN_IF_ERROR(file->Commit());
-  RemoveOtherRuns(replaced);
-  return manifest_;
+  return file->Commit();
 }
 
 // Shards are named shard-<run>-<id>...: the replaced run goes whole. Another run may be a writer
 // still at work on the same directory (two jobs saving one dataset), whose manifest will replace
 // this one: its files stay unless none of them has changed for kStaleRunAge, which only a writer
 // that died leaves behind.
-void SavedDatasetWriter::RemoveOtherRuns(const std::string& replaced) const {
+void SavedDatasetWriter::RemoveOtherRuns(const std::set<std::string>& replaced) const {
   struct Run {
     std::vector<fs::path> files;
     fs::file_time_type newest = fs::file_time_type::min();
@@ -235,7 +295,7 @@ void SavedDatasetWriter::RemoveOtherRuns(const std::string& replaced) const {
   }
   const fs::file_time_type stale_before = fs::file_time_type::clock::now() - kStaleRunAge;
   for (const auto& [run, r] : runs) {
-    if (run != replaced && r.newest >= stale_before) continue;
+    if (replaced.count(run) == 0 && r.newest >= stale_before) continue;
     for (const fs::path& f : r.files) {
       std::error_code ignored;
       fs::remove(f, ignored);
@@ -246,20 +306,13 @@ void SavedDatasetWriter::RemoveOtherRuns(const std::string& replaced) const {
 absl::StatusOr<OpenedSaved> OpenSaved(const std::string& dir) {
   OpenedSaved out;
   const std::string path = (fs::path(dir) / kManifestName).string();
-  absl::StatusOr<std::unique_ptr<FileInputStream>> in = FileInputStream::Open(path, false);
-  if (!in.ok()) {
-    if (absl::IsNotFound(in.status())) return out;
-    return in.status();
-  }
-  std::string bytes;
-  char buffer[64 << 10];
-  while (true) {
-    SLUICE_ASSIGN_OR_RETURN(size_t n, (*in)->Read(buffer, sizeof(buffer)));
-    if (n == 0) break;
-    bytes.append(buffer, n);
+  absl::StatusOr<std::string> bytes = ReadManifestBytes(path);
+  if (!bytes.ok()) {
+    if (absl::IsNotFound(bytes.status())) return out;
+    return bytes.status();
   }
   proto::SavedDatasetManifest m;
-  if (!m.ParseFromString(bytes) || m.version() != kManifestVersion) {
+  if (!m.ParseFromString(*bytes) || m.version() != kManifestVersion) {
     out.invalid = absl::StrCat(path, " is not a manifest of version ", kManifestVersion);
     return out;
   }
@@ -291,6 +344,23 @@ absl::StatusOr<OpenedSaved> OpenSaved(const std::string& dir) {
   }
   out.manifest = std::move(m);
   return out;
+}
+
+absl::StatusOr<bool> InvalidateSaved(const std::string& dir, const std::string& run_id) {
+  SLUICE_ASSIGN_OR_RETURN(const OpenedSaved opened, OpenSaved(dir));
+  if (run_id.empty() || opened.run_id != run_id) return false;
+  // A writer may put its manifest in place between the check and the rename; that one is then
+  // taken out of use instead, and the next pass only writes once more.
+  const fs::path from = fs::path(dir) / kManifestName;
+  const fs::path to = fs::path(dir) / kDamagedManifestName;
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  if (ec == std::errc::no_such_file_or_directory) return false;  // another reader was first
+  if (ec) {
+    return absl::ErrnoToStatus(ec.value(),
+                               absl::StrCat("cannot rename ", from.string(), " to ", to.string()));
+  }
+  return true;
 }
 
 absl::StatusOr<std::unique_ptr<SavedDatasetReader>> SavedDatasetReader::Create(

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -25,6 +26,9 @@
 namespace sluice::internal {
 
 inline constexpr char kManifestName[] = "manifest.pb";
+// A manifest whose run was found damaged while read (InvalidateSaved), kept for inspection until
+// the next writer of the directory removes it with that run's shards.
+inline constexpr char kDamagedManifestName[] = "manifest.pb.damaged";
 
 // The pipeline a saved dataset came from: its description, the files it reads (size and
 // modification time) and the user's fingerprint. Only the identity fields are set.
@@ -47,13 +51,16 @@ class SavedDatasetWriter {
   // `identity` comes from DescribeSavedInput.
   static absl::StatusOr<std::unique_ptr<SavedDatasetWriter>> Create(
       std::string dir, proto::SavedDatasetManifest identity, SavedWriteOptions options);
-  // Abandons an unfinished write: its temporary shard files go, the directory is unchanged.
+  // Abandons an unfinished write: its shard files go (temporary or already renamed into place),
+  // the directory is as it was.
   ~SavedDatasetWriter();
 
   absl::Status Append(const Element& element);
   // Completes the shards, then the manifest, then removes the shards of the run that manifest
-  // replaced, and of any other run none of whose files has changed for kStaleRunAge (a writer
-  // that died); another writer's run still at work on the directory is left alone.
+  // replaced (and of a run InvalidateSaved took out of use), and of any other run none of whose
+  // files has changed for kStaleRunAge (a writer that died); another writer's run still at work
+  // on the directory is left alone. An error before the manifest is in place removes this run's
+  // shards: the directory is as it was.
   absl::StatusOr<proto::SavedDatasetManifest> Finish();
 
   static constexpr std::chrono::minutes kStaleRunAge{60};
@@ -63,7 +70,11 @@ class SavedDatasetWriter {
  private:
   SavedDatasetWriter(std::string dir, proto::SavedDatasetManifest manifest,
                      SavedWriteOptions options);
-  void RemoveOtherRuns(const std::string& replaced) const;
+  // Closes the shards and puts the manifest in place; `replaced`: the runs it takes the place of.
+  absl::Status CommitShardsAndManifest(std::set<std::string>* replaced);
+  void RemoveOtherRuns(const std::set<std::string>& replaced) const;
+  // Removes this run's shard files, committed or not.
+  void RemoveOwnShards();
 
   std::string dir_;
   proto::SavedDatasetManifest manifest_;
@@ -73,6 +84,7 @@ class SavedDatasetWriter {
   int64_t elements_ = 0;
   int64_t started_ns_ = 0;
   std::string record_;
+  bool finished_ = false;  // the manifest naming this run is in place
 };
 
 // What is saved in `dir`: no manifest (nullopt, invalid empty), a usable one, or one that is no
@@ -83,6 +95,12 @@ struct OpenedSaved {
   std::string run_id;  // the run a manifest of this version names, even an invalid one
 };
 absl::StatusOr<OpenedSaved> OpenSaved(const std::string& dir);
+
+// Takes run `run_id` of `dir` out of use after reading it found it damaged: its manifest is
+// renamed to kDamagedManifestName, so that the next Snapshot of `dir` writes a new run, whose
+// Finish removes the damaged one. False, and nothing done, when the manifest names another run
+// (rewritten since, or taken out of use already) or there is none.
+absl::StatusOr<bool> InvalidateSaved(const std::string& dir, const std::string& run_id);
 
 // Reads a saved dataset: each shard a TFRecord of its elements, combined by `reader_fn`, or
 // round-robin in the manifest's order (which gives a round-robin write back in its order). The

@@ -3,13 +3,15 @@
 // fingerprint) is read; anything else (no snapshot, a stale or damaged one) means reading the
 // input and writing a new snapshot as the elements pass. The old snapshot stays readable until
 // the new one's manifest replaces it (dataset/saved_dataset.h), and a pass that fails or stops
-// early writes nothing: a half-written snapshot is never read.
+// early writes nothing: a half-written snapshot is never read. A snapshot found damaged while
+// read (DataLoss) fails that pass and is taken out of use, so that the next pass rewrites it.
 //
 // As Cache, failing to write is a warning, not an error. Checkpoints: reading, the reader's
 // position and the snapshot's run; writing, the input's position. A pass restored part-way does
 // not write (elements before the restore are in no file); one restored at its start does.
 #include <cstdio>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
@@ -76,8 +78,12 @@ class SnapshotIterator : public IteratorBase {
  protected:
   absl::StatusOr<std::optional<Element>> GetNextInternal() override {
     if (reader_ != nullptr) {
-      SLUICE_ASSIGN_OR_RETURN(std::optional<Element> e, reader_->GetNext());
-      if (e) ++position_;
+      absl::StatusOr<std::optional<Element>> e = reader_->GetNext();
+      if (!e.ok()) {
+        if (absl::IsDataLoss(e.status())) TakeOutOfUse(e.status());
+        return e.status();
+      }
+      if (*e) ++position_;
       return e;
     }
     if (input_ == nullptr) return std::nullopt;
@@ -129,12 +135,29 @@ class SnapshotIterator : public IteratorBase {
   }
 
  private:
+  // A damaged snapshot (a record that fails its checksum or is not the input's element) would
+  // fail at the same place every pass and every run: the next pass writes a new one instead.
+  // The cache file does the same. Once per iterator: IgnoreErrors reads on past the error.
+  void TakeOutOfUse(const absl::Status& why) {
+    if (took_out_of_use_) return;
+    took_out_of_use_ = true;
+    absl::StatusOr<bool> done = internal::InvalidateSaved(d_->path(), reader_->manifest().run_id());
+    if (!done.ok()) {
+      Warn(absl::StrCat(name(), ": snapshot ", d_->path(), " is damaged (", why.message(),
+                        ") and cannot be taken out of use: ", done.status().message()));
+    } else if (*done) {
+      Warn(absl::StrCat(name(), ": snapshot ", d_->path(), " is damaged (", why.message(),
+                        "); the next pass writes a new one"));
+    }
+  }
+
   const SnapshotDataset* d_;
   proto::SavedDatasetManifest identity_;
   std::unique_ptr<internal::SavedDatasetReader> reader_;  // reading when set
   std::unique_ptr<IteratorBase> input_;                   // writing; null when reading or ended
   internal::WriteThrough<internal::SavedDatasetWriter> write_;
   int64_t position_ = 0;  // elements returned
+  bool took_out_of_use_ = false;
 };
 
 absl::StatusOr<std::unique_ptr<IteratorBase>> SnapshotDataset::MakeIterator(

@@ -72,7 +72,8 @@ absl::StatusOr<bool> LineReader::ReadLine(std::string* line) {
     if (newline) break;
   }
   if (!any) return false;
-  if (!line->empty() && line->back() == '\r') line->pop_back();
+  dropped_cr_ = !line->empty() && line->back() == '\r';
+  if (dropped_cr_) line->pop_back();
   ++line_;
   return true;
 }

@@ -38,6 +38,9 @@ class LineReader {
   int64_t line() const { return line_; }
   // Where the next line starts.
   uint64_t offset() const { return in_->position(); }
+  // Whether the line just read ended in "\r\n" (or "\r" at the end of the file), whose '\r' it
+  // lost: a CSV field that spans lines keeps the file's line break.
+  bool dropped_cr() const { return dropped_cr_; }
 
  private:
   LineReader(std::string path, std::unique_ptr<BufferedInputStream> in, int64_t line,
@@ -48,6 +51,7 @@ class LineReader {
   std::unique_ptr<BufferedInputStream> in_;
   int64_t line_;
   uint64_t max_line_bytes_;
+  bool dropped_cr_ = false;
 };
 
 }  // namespace sluice

@@ -91,10 +91,11 @@ TEST(CsvTest, MalformedRecordsNameTheFileLineAndColumnAndTheFileGoesOn) {
             "3\n"             // too few fields
             "4,x\n"           // not a number
             "5,\n"            // required and missing
-            "\"6,7\n"         // unclosed quote
+            "6,7\"\n"         // a quote inside an unquoted field
             "\"8\"9,1\n"      // text after a closing quote
             "2147483648,1\n"  // out of int32's range
-            "10,11\n");
+            "10,11\n"
+            "12,\"13\n");  // a quote not closed by the end of the file
   const Dataset ds = Dataset::Csv({a}, {Required(DType::kInt32), Required(DType::kInt32)});
   auto it = ds.MakeIterator();
   ASSERT_TRUE(it->GetNext().ok());
@@ -102,9 +103,10 @@ TEST(CsvTest, MalformedRecordsNameTheFileLineAndColumnAndTheFileGoesOn) {
       "bad.csv: line 2: 1 fields, expected 2",
       "bad.csv: line 3, column 2: 'x' is not a valid int32",
       "bad.csv: line 4, column 2: the field is missing and the column has no default",
-      "bad.csv: line 5: the quote at column 1 is not closed",
+      "bad.csv: line 5: a quote at column 4 is inside an unquoted field",
       "bad.csv: line 6: a quoted field ends at column 3 but the delimiter does not follow",
-      "bad.csv: line 7, column 1: '2147483648' is not a valid int32"};
+      "bad.csv: line 7, column 1: '2147483648' is not a valid int32",
+      "bad.csv: line 9: the quote at column 4 is not closed by the end of the file"};
   // Each error comes in its record's place; IgnoreErrors keeps the good records.
   auto skipping = ds.IgnoreErrors().MakeIterator();
   auto all = sluice::testing::Drain(*skipping);
@@ -119,6 +121,96 @@ TEST(CsvTest, MalformedRecordsNameTheFileLineAndColumnAndTheFileGoesOn) {
   ASSERT_EQ(errors.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_THAT(errors[i], HasSubstr(want[i]));
   EXPECT_EQ(it->GetNext().status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A quoted field may hold line breaks (RFC 4180), as in tf.data: the record runs on to the line
+// where the field closes, the field keeps the file's line breaks ("\r\n" too), and errors name
+// the line the record starts on. Before, the line after the break became a record of its own
+// (here ('b"', 1)), which IgnoreErrors kept.
+TEST(CsvTest, QuotedFieldsSpanLinesAsInTfData) {
+  ScopedTempDir dir;
+  const std::string a = dir.Write("a.csv", "\"a\nb\",1\n2,3\n");
+  const std::vector<Tensor> defaults = {Tensor::Scalar<std::string>(""), Required(DType::kInt64)};
+  EXPECT_THAT(Records(Dataset::Csv({a}, defaults).IgnoreErrors()),
+              ElementsAre("'a\nb'|1L", "'2'|3L"));
+
+  const std::string b = dir.Write("b.csv",
+                                  "x,\"one\r\ntwo \"\"q\"\"\n\nthree\"\r\n"  // lines 1-4
+                                  "y,\"\"\"\"\n"                             // line 5
+                                  "z,\"a,\n\"\"\n\"\n"                       // lines 6-8
+                                  "\"w\nv\",\"u\nt\"\n");                    // lines 9-11
+  const std::vector<Tensor> two_bytes = {Required(DType::kBytes), Required(DType::kBytes)};
+  EXPECT_THAT(Records(Dataset::Csv({b}, two_bytes)),
+              ElementsAre("'x'|'one\r\ntwo \"q\"\n\nthree'", "'y'|'\"'", "'z'|'a,\n\"\n'",
+                          "'w\nv'|'u\nt'"));
+  // Checkpoints between records that span lines, and batches of them.
+  ExpectCheckpointsResumeExactly(Dataset::Csv({b, a}, two_bytes), {0, 1, 2, 3, 4, 5, 6});
+  auto batched = Collect(Dataset::Csv({b}, two_bytes, {.batch_size = 3}));
+  ASSERT_TRUE(batched.ok()) << batched.status();
+  ASSERT_EQ(batched->size(), 2u);
+  EXPECT_EQ((*batched)[1][1].data<std::string>()[0], "u\nt");
+
+  // Errors in a record that spans lines name the line it starts on, and where on a later line.
+  const std::string c = dir.Write("c.csv",
+                                  "1,\"a\nb\",x\n"    // lines 1-2: not a number
+                                  "2,\"c\nd\"e,3\n"   // lines 3-4: text after the quote
+                                  "3,\"f\ng\",4\n");  // lines 5-6
+  const std::vector<Tensor> three = {Required(DType::kInt64), Required(DType::kBytes),
+                                     Required(DType::kInt64)};
+  std::vector<std::string> errors;
+  auto kept = Collect(Dataset::Csv({c}, three).IgnoreErrors([&](const absl::Status& s) {
+    errors.push_back(std::string(s.message()));
+  }));
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_EQ(kept->size(), 1u);
+  EXPECT_EQ((*kept)[0][1].scalar<std::string>(), "f\ng");
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_THAT(errors[0], HasSubstr("c.csv: line 1, column 3: 'x' is not a valid int64"));
+  EXPECT_THAT(errors[1], HasSubstr("c.csv: line 3: a quoted field ends at line 4, column 2 but "
+                                   "the delimiter does not follow"));
+
+  // Without use_quote_delim a quote is text, and a line is a record.
+  EXPECT_THAT(Records(Dataset::Csv({a}, defaults, {.use_quote_delim = false}).IgnoreErrors()),
+              ElementsAre("'b\"'|1L", "'2'|3L"));
+}
+
+// As tf.data: with use_quote_delim, a quote inside an unquoted field is an error naming the file,
+// line and column, so that IgnoreErrors skips and counts that record instead of keeping it.
+TEST(CsvTest, AQuoteInsideAnUnquotedFieldIsAnError) {
+  ScopedTempDir dir;
+  const std::string a = dir.Write("q.csv", "1,2\nab\"c,3\n4,5\n");
+  const std::vector<Tensor> defaults = {Required(DType::kBytes), Required(DType::kInt64)};
+  auto it = Dataset::Csv({a}, defaults).MakeIterator();
+  ASSERT_TRUE(it->GetNext().ok());
+  const absl::Status error = it->GetNext().status();
+  EXPECT_EQ(error.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(error.message(),
+              HasSubstr("q.csv: line 2: a quote at column 3 is inside an unquoted field"));
+  int skipped = 0;
+  EXPECT_THAT(
+      Records(Dataset::Csv({a}, defaults).IgnoreErrors([&](const absl::Status&) { ++skipped; })),
+      ElementsAre("'1'|2L", "'4'|5L"));
+  EXPECT_EQ(skipped, 1);
+}
+
+// A record spanning lines is held to max_line_bytes as a line is: past it, DataLoss naming the
+// line the record starts on, and, as for a long line, its file ends there and the next goes on.
+TEST(CsvTest, ARecordSpanningLinesIsBoundedByMaxLineBytes) {
+  ScopedTempDir dir;
+  std::string open_quote = "1,\"";
+  for (int i = 0; i < 20; ++i) open_quote += "0123456789\n";
+  const std::string a = dir.Write("long.csv", "0,ok\n" + open_quote + "\"\n2,never read\n");
+  const std::string b = dir.Write("next.csv", "3,next\n");
+  const Dataset ds = Dataset::Csv({a, b}, {Required(DType::kInt64), Required(DType::kBytes)},
+                                  {.max_line_bytes = 64});
+  auto it = ds.MakeIterator();
+  auto first = it->GetNext();
+  ASSERT_TRUE(first.ok() && *first);
+  const absl::Status error = it->GetNext().status();
+  EXPECT_EQ(error.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(error.message(), HasSubstr("long.csv: the record from line 2 (at offset 5) runs on "
+                                         "past 64 bytes (max_line_bytes)"));
+  EXPECT_THAT(Records(ds.IgnoreErrors()), ElementsAre("0L|'ok'", "3L|'next'"));
 }
 
 TEST(CsvTest, BadOptionsAreInvalidArgument) {

@@ -66,14 +66,24 @@ TEST_F(ListFilesTest, SinglePatternAndDuplicatesAcrossPatterns) {
   EXPECT_THAT(Names(*one), ElementsAre(Path("c.txt")));
 }
 
-TEST_F(ListFilesTest, PatternMatchingNothingIsNotFound) {
-  auto ds = Dataset::ListFiles({Path("a-*.rec"), Path("z-*.rec")});
-  auto it = ds.MakeIterator();
-  auto e = it->GetNext();
-  ASSERT_FALSE(e.ok());
-  EXPECT_EQ(e.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(e.status().message(), HasSubstr("ListFiles[0]"));
-  EXPECT_THAT(e.status().message(), HasSubstr(Path("z-*.rec")));
+// As tf.data's list_files: a pattern that matches nothing (or whose directory does not exist) is
+// no error while another matches; NotFound only when none matches anything, naming them all.
+TEST_F(ListFilesTest, NotFoundOnlyWhenNoPatternMatches) {
+  auto some = Collect(Dataset::ListFiles({Path("a-*.rec"), Path("z-*.rec"), Path("no-dir/*.rec")},
+                                         {.shuffle = false}));
+  ASSERT_TRUE(some.ok()) << some.status();
+  EXPECT_THAT(Names(*some), ElementsAre(Path("a-00.rec"), Path("a-01.rec"), Path("a-02.rec")));
+
+  auto none = Dataset::ListFiles({Path("z-*.rec"), Path("y-*.rec")}).MakeIterator()->GetNext();
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(none.status().message(),
+              HasSubstr("ListFiles[0]: no files match any of the 2 patterns '" + Path("z-*.rec") +
+                        "', '" + Path("y-*.rec") + "'"));
+  // One pattern: Glob's message, which tells a pattern from a path.
+  auto one = Dataset::ListFiles(Path("z-*.rec")).MakeIterator()->GetNext();
+  EXPECT_EQ(one.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(one.status().message(), HasSubstr("no files match '" + Path("z-*.rec") + "'"));
 }
 
 TEST_F(ListFilesTest, GlobbedWhenTheIteratorIsMade) {

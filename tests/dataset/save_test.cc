@@ -218,6 +218,69 @@ TEST(SaveTest, AWriterKeepsAnotherWritersShardsAndRemovesStaleRuns) {
   }
 }
 
+// The names in `dir` of shard files (not directories) of any run, temporary or in place.
+std::set<std::string> ShardFilesIn(const std::string& dir) {
+  std::set<std::string> out;
+  for (const auto& f : fs::directory_iterator(dir)) {
+    const std::string name = f.path().filename().string();
+    if (absl::StartsWith(name, "shard-") && f.is_regular_file()) out.insert(name);
+  }
+  return out;
+}
+
+// A save whose manifest cannot be put in place (here a directory is in its way) fails, and
+// removes the shards it had renamed into place, which no manifest named and no later save
+// removed for an hour; the earlier save is untouched.
+TEST(SaveTest, AManifestThatCannotBeCommittedLeavesNoShardsBehind) {
+  ScopedTempDir dir, aside;
+  ASSERT_TRUE(Dataset::Range(10).Save(dir.path(), {.num_shards = 2}).ok());
+  const std::set<std::string> before = Files(dir.path());
+  const std::string kept = aside.File("manifest.pb");
+  fs::rename(dir.File("manifest.pb"), kept);
+  fs::create_directories(dir.File("manifest.pb/in-the-way"));
+  const absl::Status failed = Dataset::Range(20, 30).Save(dir.path(), {.num_shards = 2});
+  EXPECT_FALSE(failed.ok());
+  EXPECT_THAT(failed.message(), HasSubstr("Save to " + dir.path()));
+  EXPECT_THAT(failed.message(), HasSubstr("manifest.pb"));
+  std::set<std::string> earlier_shards = before;
+  earlier_shards.erase("manifest.pb");
+  EXPECT_EQ(ShardFilesIn(dir.path()), earlier_shards);
+  fs::remove_all(dir.File("manifest.pb"));
+  fs::rename(kept, dir.File("manifest.pb"));
+  EXPECT_EQ(Files(dir.path()), before);
+  auto loaded = Collect(Dataset::Load(dir.path()));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(Ints(*loaded), Iota(0, 10));
+}
+
+// The same when a shard cannot be renamed into place: those closed before it go too.
+TEST(SaveTest, AShardThatCannotBeCommittedLeavesNoShardsBehind) {
+  ScopedTempDir dir;
+  const Dataset input = Dataset::Range(6);
+  absl::StatusOr<proto::SavedDatasetManifest> identity =
+      internal::DescribeSavedInput(*input.base(), "");
+  ASSERT_TRUE(identity.ok()) << identity.status();
+  auto writer = internal::SavedDatasetWriter::Create(dir.path(), *identity, {.num_shards = 3});
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  for (int64_t i = 0; i < 6; ++i) {
+    ASSERT_TRUE((*writer)->Append(Element{Tensor::Scalar<int64_t>(i)}).ok());
+  }
+  // The last shard's final name, from its temporary file's, taken by a directory.
+  std::string last;
+  for (const std::string& f : ShardFilesIn(dir.path())) {
+    if (absl::StrContains(f, "-00002.tfrecord.tmp.")) last = f.substr(0, f.find(".tmp."));
+  }
+  ASSERT_FALSE(last.empty());
+  fs::create_directories(dir.File(last + "/in-the-way"));
+  absl::StatusOr<proto::SavedDatasetManifest> done = (*writer)->Finish();
+  EXPECT_FALSE(done.ok());
+  EXPECT_THAT(done.status().message(), HasSubstr(last));
+  EXPECT_THAT(ShardFilesIn(dir.path()), ::testing::IsEmpty());
+  EXPECT_FALSE(fs::exists(dir.File("manifest.pb")));
+  writer->reset();
+  EXPECT_THAT(ShardFilesIn(dir.path()), ::testing::IsEmpty());
+}
+
 TEST(SaveTest, EmptyDatasetSavesAndLoadsEmpty) {
   ScopedTempDir dir;
   ASSERT_TRUE(Dataset::Range(0).Save(dir.path()).ok());

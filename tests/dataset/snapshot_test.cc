@@ -1,6 +1,9 @@
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -139,6 +142,109 @@ TEST(SnapshotTest, AFingerprintOfOnesOwnDecidesAlone) {
   ASSERT_TRUE(bumped.ok());
   EXPECT_EQ(Ints(*bumped), Iota(0, 9));
   EXPECT_THAT(warning, HasSubstr("written with fingerprint \"v1\", this pipeline's is \"v2\""));
+}
+
+// Flips a byte in the payload of each of the given records of the TFRecord file `path` (each
+// record: an 8-byte length, its 4-byte checksum, the payload, its 4-byte checksum): the records
+// then fail their checksums, and the file keeps its size.
+void FlipSnapshotRecordBytes(const std::string& path, const std::set<int>& records) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  uint64_t at = 0;
+  for (int r = 0; r <= *records.rbegin(); ++r) {
+    uint64_t length = 0;
+    f.seekg(static_cast<std::streamoff>(at));
+    f.read(reinterpret_cast<char*>(&length), sizeof(length));  // little-endian, as the machine
+    ASSERT_TRUE(f.good() && length > 0) << path << ": record " << r;
+    if (records.count(r) > 0) {
+      const auto payload = static_cast<std::streamoff>(at + 12);
+      char c = 0;
+      f.seekg(payload);
+      f.get(c);
+      f.seekp(payload);
+      f.put(static_cast<char>(c ^ 0x5a));
+    }
+    at += 16 + length;
+  }
+}
+
+// The shard files of the snapshot in `dir`.
+std::vector<std::string> SnapshotShards(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& f : fs::directory_iterator(dir)) {
+    if (f.path().filename().string().rfind("shard-", 0) == 0) out.push_back(f.path().string());
+  }
+  return out;
+}
+
+// A snapshot damaged on disk (a record that fails its checksum) fails the pass that finds it,
+// with one warning naming it, and is taken out of use: the next pass computes the input again and
+// writes a new snapshot, whose writer removes the damaged one. It used to fail every pass and
+// every run at that record.
+TEST(SnapshotTest, ADamagedSnapshotFailsOnePassAndIsRewritten) {
+  ScopedTempDir dir;
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  const Dataset ds = Counted(10, calls).Snapshot(dir.path(), {.num_shards = 1});
+  auto first = Collect(ds);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(calls->load(), 10);
+  const std::vector<std::string> shards = SnapshotShards(dir.path());
+  ASSERT_EQ(shards.size(), 1u);
+  FlipSnapshotRecordBytes(shards[0], {3});
+
+  ::testing::internal::CaptureStderr();
+  auto damaged = Collect(ds);
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(damaged.status().code(), absl::StatusCode::kDataLoss) << damaged.status();
+  EXPECT_THAT(damaged.status().message(), HasSubstr(shards[0]));
+  EXPECT_THAT(warning, HasSubstr("snapshot " + dir.path() + " is damaged ("));
+  EXPECT_THAT(warning, HasSubstr(shards[0] + ": record 3 at offset"));
+  EXPECT_THAT(warning, HasSubstr("the next pass writes a new one"));
+  EXPECT_EQ(calls->load(), 10);
+  EXPECT_FALSE(fs::exists(dir.File("manifest.pb")));
+
+  auto rewritten = Collect(ds);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+  EXPECT_EQ(Ints(*rewritten), Iota(0, 10));
+  EXPECT_EQ(calls->load(), 20);
+  // The damaged run and its manifest are gone; the new one is read from now on.
+  EXPECT_FALSE(fs::exists(shards[0]));
+  EXPECT_FALSE(fs::exists(dir.File("manifest.pb.damaged")));
+  EXPECT_EQ(SnapshotShards(dir.path()).size(), 1u);
+  auto reread = Collect(ds);
+  ASSERT_TRUE(reread.ok()) << reread.status();
+  EXPECT_EQ(Ints(*reread), Iota(0, 10));
+  EXPECT_EQ(calls->load(), 20);
+}
+
+// Under IgnoreErrors the damaged records are skipped and counted (a shard ends at its first), and
+// the pass reads on, but the snapshot is still taken out of use, with one warning however many
+// records are damaged.
+TEST(SnapshotTest, ADamagedSnapshotUnderIgnoreErrorsWarnsOnceAndIsRewritten) {
+  ScopedTempDir dir;
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  const Dataset ds = Counted(10, calls).Snapshot(dir.path(), {.num_shards = 2});
+  ASSERT_TRUE(Collect(ds).ok());
+  const std::vector<std::string> shards = SnapshotShards(dir.path());
+  ASSERT_EQ(shards.size(), 2u);
+  for (const std::string& shard : shards) FlipSnapshotRecordBytes(shard, {1});
+
+  int skipped = 0;
+  ::testing::internal::CaptureStderr();
+  auto skipping = Collect(ds.IgnoreErrors([&](const absl::Status&) { ++skipped; }));
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(skipping.ok()) << skipping.status();
+  EXPECT_EQ(Ints(*skipping), Iota(0, 2));  // each shard's first element
+  EXPECT_EQ(skipped, 2);
+  size_t warnings = 0;
+  for (size_t at = warning.find("is damaged"); at != std::string::npos;
+       at = warning.find("is damaged", at + 1)) {
+    ++warnings;
+  }
+  EXPECT_EQ(warnings, 1u) << warning;
+  auto rewritten = Collect(ds);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status();
+  EXPECT_EQ(Ints(*rewritten), Iota(0, 10));
+  EXPECT_EQ(calls->load(), 20);
 }
 
 TEST(SnapshotTest, CheckpointsResumeExactlyWritingAndReading) {
