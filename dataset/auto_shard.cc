@@ -22,7 +22,7 @@ struct ListedFiles {
 // functions, which this walk cannot see), with how many files it lists now.
 absl::Status FindListFiles(const DatasetBase& node, std::vector<ListedFiles>& out) {
   if (const std::vector<std::string>* patterns = ListFilesPatterns(node)) {
-    absl::StatusOr<std::vector<std::string>> files = Glob(*patterns);
+    absl::StatusOr<std::vector<std::string>> files = ListFilesMatching(*patterns);
     if (!files.ok()) {
       return WithContext(files.status(), absl::StrCat("auto-shard: ", node.name(), ": "));
     }

@@ -64,6 +64,19 @@ TEST_F(AutoShardTest, ByFileShardsAreDisjointAndCoverTheListing) {
   for (const auto& [name, count] : seen) EXPECT_EQ(count, 1) << name;
 }
 
+// A pattern that matches nothing beside one that matches is no error for ListFiles (as tf.data's);
+// auto-sharding counts the same listing (it globbed strictly, and failed with NotFound).
+TEST_F(AutoShardTest, ByFileCountsAListingWhoseOtherPatternMatchesNothing) {
+  const Dataset files = Dataset::ListFiles(
+      std::vector<std::string>{Pattern(), (dir_ / "none*.rec").string()}, {.shuffle = false});
+  std::map<std::string, int> seen;
+  for (int64_t index = 0; index < 2; ++index) {
+    const std::vector<std::string> names = Files(files, 2, index);
+    for (size_t i = 0; i < names.size() / 2; ++i) ++seen[names[i]];
+  }
+  EXPECT_EQ(seen.size(), 7u);
+}
+
 TEST_F(AutoShardTest, ByFileDescribesWhatItKept) {
   absl::StatusOr<ShardedDataset> shard =
       AutoShard(Dataset::ListFiles(Pattern()).Map([](Element e) { return e; }), 2, 1);
