@@ -8,7 +8,6 @@
 #include "core/status_macros.h"
 #include "dataset/dataset_base.h"
 #include "dataset/list_files.h"
-#include "io/glob.h"
 
 namespace sluice {
 namespace {
