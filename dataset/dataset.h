@@ -66,7 +66,7 @@ struct TFRecordOptions {
 struct TextLineOptions {
   std::optional<Compression> compression;  // unset: guessed from each file's suffix
   int64_t skip_header_lines = 0;           // lines dropped at the start of every file
-  uint64_t max_line_bytes = 64 << 20;      // a longer line is DataLoss naming the file and line
+  uint64_t max_line_bytes = 64 << 20;      // a longer line is DataLoss naming it, then skipped
   size_t buffer_size = 256 << 10;
 };
 
@@ -205,10 +205,11 @@ class Dataset {
   static Dataset TFRecord(std::string file, TFRecordOptions options = {});
   // tf.data.TextLineDataset: each line of the files in order as a scalar string, without its
   // "\n" or "\r\n" (the last line needs none; an empty line is an empty string). The files are
-  // read one after the other; GZIP and ZLIB ones are inflated as they are read. An error (a missing
-  // file, a line longer than max_line_bytes) comes in the file's turn and ends that file, so that
-  // IgnoreErrors can go on with the next. A checkpoint holds the file, line and byte offset: an
-  // uncompressed file seeks back to it, a compressed one is read forward and checked.
+  // read one after the other; GZIP and ZLIB ones are inflated as they are read. An error comes in
+  // the file's turn: a line longer than max_line_bytes is skipped and the file goes on; any other
+  // (a missing or unreadable file) ends that file. IgnoreErrors goes on past either. A checkpoint
+  // holds the file, line and byte offset: an uncompressed file seeks back to it, a compressed one
+  // is read forward and checked.
   static Dataset TextLine(std::vector<std::string> files, TextLineOptions options = {});
   static Dataset TextLine(std::string file, TextLineOptions options = {});
   // tf.data.experimental.CsvDataset: each line of the files is a record, one scalar per column

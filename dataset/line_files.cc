@@ -33,6 +33,8 @@ absl::StatusOr<bool> LineFiles::Next(std::string* line) {
       first_offset_ = offset;
       return true;
     }
+    // A line too long was skipped: the file goes on after it.
+    if (!more.ok() && open_->skipped_long_line()) return more.status();
     open_.reset();
     ++file_;
     if (!more.ok()) return more.status();
@@ -52,7 +54,7 @@ absl::StatusOr<bool> LineFiles::AppendNextLine(std::string* line) {
                                             " bytes (max_line_bytes) at line ", open_->line()));
   }
   if (!more.ok()) {
-    // As a line too long: where the next record starts is unknown.
+    // Where the next record starts is unknown: the file ends here.
     open_.reset();
     ++file_;
     return more.status();

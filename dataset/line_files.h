@@ -30,14 +30,16 @@ class LineFiles {
   LineFiles(const std::vector<std::string>& files, LineFilesOptions options)
       : files_(files), options_(options) {}
 
-  // The next line into `*line`, opening the files in turn; false after the last one. An error (a
-  // file that cannot be opened, a line too long) ends that file: the next call goes on with the
-  // next, so that IgnoreErrors can continue.
+  // The next line into `*line`, opening the files in turn; false after the last one. A line too
+  // long is an error after which the next call reads the line after it; any other error (a file
+  // that cannot be opened or read) ends that file: the next call goes on with the next, so that
+  // IgnoreErrors can continue.
   absl::StatusOr<bool> Next(std::string* line);
   // For a record that goes on past the end of its line (a quoted CSV field holding a line break):
   // appends the line break (as in the file) and the file's next line to `*line`; false, with
   // nothing appended, at the end of the file. A `*line` that would grow past max_line_bytes is
-  // DataLoss naming the record's first line, and ends the file as a line too long does.
+  // DataLoss naming the record's first line, and ends the file (where the next record starts is
+  // unknown).
   absl::StatusOr<bool> AppendNextLine(std::string* line);
   // The open file, after Next returned true: its path and the line just read (1-based) for errors.
   const LineReader& reader() const { return *open_; }

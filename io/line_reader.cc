@@ -50,8 +50,26 @@ absl::StatusOr<std::unique_ptr<LineReader>> LineReader::Open(const std::string& 
   return reader;
 }
 
+absl::Status LineReader::SkipRestOfLine() {
+  while (true) {
+    SLUICE_ASSIGN_OR_RETURN(const size_t available, in_->Ensure(1));
+    if (available == 0) break;
+    const void* newline = std::memchr(in_->data(), '\n', available);
+    if (newline == nullptr) {
+      in_->Consume(available);
+      continue;
+    }
+    in_->Consume(static_cast<size_t>(static_cast<const char*>(newline) - in_->data()) + 1);
+    break;
+  }
+  ++line_;
+  skipped_long_line_ = true;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<bool> LineReader::ReadLine(std::string* line) {
   line->clear();
+  skipped_long_line_ = false;
   const uint64_t start = in_->position();
   bool any = false;
   while (true) {
@@ -63,9 +81,12 @@ absl::StatusOr<bool> LineReader::ReadLine(std::string* line) {
     const size_t take =
         newline ? static_cast<size_t>(static_cast<const char*>(newline) - data) : available;
     if (line->size() + take > max_line_bytes_) {
-      return absl::DataLossError(absl::StrCat(path_, ": line ", line_ + 1, " (at offset ", start,
+      line->clear();
+      const int64_t number = line_ + 1;
+      SLUICE_RETURN_IF_ERROR(SkipRestOfLine());
+      return absl::DataLossError(absl::StrCat(path_, ": line ", number, " (at offset ", start,
                                               ") is longer than ", max_line_bytes_,
-                                              " bytes (max_line_bytes)"));
+                                              " bytes (max_line_bytes); skipped it"));
     }
     line->append(data, take);
     in_->Consume(take + (newline ? 1 : 0));

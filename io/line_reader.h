@@ -13,7 +13,9 @@ namespace sluice {
 
 struct LineReaderOptions {
   Compression compression = Compression::kNone;
-  uint64_t max_line_bytes = 64 << 20;  // a longer line is DataLoss naming the file and line
+  // A longer line is DataLoss naming the file and line, and is skipped: the next read goes on
+  // with the line after it.
+  uint64_t max_line_bytes = 64 << 20;
   size_t buffer_size = 256 << 10;
 };
 
@@ -41,17 +43,24 @@ class LineReader {
   // Whether the line just read ended in "\r\n" (or "\r" at the end of the file), whose '\r' it
   // lost: a CSV field that spans lines keeps the file's line break.
   bool dropped_cr() const { return dropped_cr_; }
+  // Whether the last ReadLine failed on a line longer than max_line_bytes, which it skipped: the
+  // reader stands at the next line (after any other error, where it stands is unknown).
+  bool skipped_long_line() const { return skipped_long_line_; }
 
  private:
   LineReader(std::string path, std::unique_ptr<BufferedInputStream> in, int64_t line,
              uint64_t max_line_bytes)
       : path_(std::move(path)), in_(std::move(in)), line_(line), max_line_bytes_(max_line_bytes) {}
 
+  // Reads on past the next "\n" (or to the end), keeping nothing: the rest of a line too long.
+  absl::Status SkipRestOfLine();
+
   std::string path_;
   std::unique_ptr<BufferedInputStream> in_;
   int64_t line_;
   uint64_t max_line_bytes_;
   bool dropped_cr_ = false;
+  bool skipped_long_line_ = false;
 };
 
 }  // namespace sluice

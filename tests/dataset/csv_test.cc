@@ -194,7 +194,8 @@ TEST(CsvTest, AQuoteInsideAnUnquotedFieldIsAnError) {
 }
 
 // A record spanning lines is held to max_line_bytes as a line is: past it, DataLoss naming the
-// line the record starts on, and, as for a long line, its file ends there and the next goes on.
+// line the record starts on; where the next record starts is unknown, so its file ends there and
+// the next goes on.
 TEST(CsvTest, ARecordSpanningLinesIsBoundedByMaxLineBytes) {
   ScopedTempDir dir;
   std::string open_quote = "1,\"";
@@ -211,6 +212,13 @@ TEST(CsvTest, ARecordSpanningLinesIsBoundedByMaxLineBytes) {
   EXPECT_THAT(error.message(), HasSubstr("long.csv: the record from line 2 (at offset 5) runs on "
                                          "past 64 bytes (max_line_bytes)"));
   EXPECT_THAT(Records(ds.IgnoreErrors()), ElementsAre("0L|'ok'", "3L|'next'"));
+
+  // A single line too long is skipped alone: where the next record starts is known.
+  const std::string c = dir.Write("line.csv", "0,ok\n1," + std::string(100, 'x') + "\n2,on\n");
+  EXPECT_THAT(Records(Dataset::Csv({c}, {Required(DType::kInt64), Required(DType::kBytes)},
+                                   {.max_line_bytes = 64})
+                          .IgnoreErrors()),
+              ElementsAre("0L|'ok'", "2L|'on'"));
 }
 
 TEST(CsvTest, BadOptionsAreInvalidArgument) {

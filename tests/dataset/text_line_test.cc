@@ -118,11 +118,12 @@ TEST(TextLineTest, AChangedFileIsDataLossOnRestore) {
   EXPECT_THAT(next.status().message(), HasSubstr("has the file changed?"));
 }
 
-TEST(TextLineTest, ErrorsNameTheFileAndLineAndEndOnlyThatFile) {
+// A missing file is skipped whole; a line too long is skipped alone, and the file goes on.
+TEST(TextLineTest, ErrorsNameTheFileAndLineAndSkipOnlyWhatIsBad) {
   ScopedTempDir dir;
   const std::string missing = dir.path() + "/missing.txt", long_lines = dir.path() + "/long.txt",
                     good = dir.path() + "/good.txt";
-  WriteFile(long_lines, "short\n" + std::string(100, 'y') + "\nnever read\n");
+  WriteFile(long_lines, "short\n" + std::string(100, 'y') + "\nafter\n" + std::string(300, 'z'));
   WriteFile(good, "ok\n");
   const Dataset ds = Dataset::TextLine({missing, long_lines, good}, {.max_line_bytes = 64});
   auto it = ds.MakeIterator();
@@ -130,13 +131,26 @@ TEST(TextLineTest, ErrorsNameTheFileAndLineAndEndOnlyThatFile) {
   EXPECT_EQ(first.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(first.status().message(), HasSubstr("missing.txt"));
   // Sticky: the iterator's contract keeps the first error; IgnoreErrors goes on past it.
-  const Dataset skipping = ds.IgnoreErrors();
-  EXPECT_THAT(Lines(skipping), ElementsAre("short", "ok"));
+  int skipped = 0;
+  EXPECT_THAT(Lines(ds.IgnoreErrors([&](const absl::Status&) { ++skipped; })),
+              ElementsAre("short", "after", "ok"));
+  EXPECT_EQ(skipped, 3);  // the missing file, line 2 and the last line (no "\n" at its end)
   auto plain = Dataset::TextLine({long_lines}, {.max_line_bytes = 64}).MakeIterator();
   ASSERT_TRUE(plain->GetNext().ok());
   auto too_long = plain->GetNext();
   EXPECT_EQ(too_long.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(too_long.status().message(), HasSubstr("long.txt: line 2 (at offset 6)"));
+  // Restored from a checkpoint before it, the long line is skipped again, and the file goes on.
+  auto resumed = Dataset::TextLine({long_lines}, {.max_line_bytes = 64}).IgnoreErrors();
+  auto it2 = resumed.MakeIterator();
+  ASSERT_TRUE(it2->GetNext().ok());
+  absl::StatusOr<std::string> saved = it2->Save();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  auto again = resumed.MakeIterator();
+  ASSERT_TRUE(again->Restore(*saved).ok());
+  auto after = again->GetNext();
+  ASSERT_TRUE(after.ok() && *after) << after.status();
+  EXPECT_EQ((**after)[0].scalar<std::string>(), "after");
   EXPECT_EQ(
       Dataset::TextLine(good, {.skip_header_lines = -1}).MakeIterator()->GetNext().status().code(),
       absl::StatusCode::kInvalidArgument);
