@@ -12,29 +12,6 @@
 
 namespace sluice::train::backend {
 
-// Whether `label` is a hit in `row` (c scores). tf.math.in_top_k: fewer than k
-// classes score strictly above the label's and every score is finite. With
-// `first_max_only`: the label is the row's first maximum (argmax). A label
-// outside [0, c) is a miss.
-SLUICE_HOST_DEVICE inline bool InTopKRow(const float* row, int64_t c, int64_t label, int k,
-                                         bool first_max_only) {
-  if (label < 0 || label >= c) return false;
-  if (first_max_only) {
-    int64_t best = 0;
-    for (int64_t j = 1; j < c; ++j) {
-      if (row[j] > row[best]) best = j;
-    }
-    return best == label;
-  }
-  bool finite = true;
-  int64_t greater = 0;  // classes scoring strictly above the label's
-  for (int64_t j = 0; j < c; ++j) {
-    if (!std::isfinite(row[j])) finite = false;
-    if (row[j] > row[label]) ++greater;
-  }
-  return finite && greater < k;
-}
-
 // The index of the first maximum of `row` (c >= 1 scores), or of its first NaN: Backend::ArgMax.
 SLUICE_HOST_DEVICE inline int64_t ArgMaxRow(const float* row, int64_t c) {
   int64_t best = 0;
@@ -42,6 +19,24 @@ SLUICE_HOST_DEVICE inline int64_t ArgMaxRow(const float* row, int64_t c) {
     if (row[j] > row[best] || row[j] != row[j]) best = j;
   }
   return best;
+}
+
+// Whether `label` is a hit in `row` (c scores). tf.math.in_top_k: fewer than k
+// classes score strictly above the label's and every score is finite. With
+// `first_max_only`: the label is ArgMaxRow's index, so that accuracy is
+// mean(argmax == label) as Keras computes it, NaN rows included. A label
+// outside [0, c) is a miss.
+SLUICE_HOST_DEVICE inline bool InTopKRow(const float* row, int64_t c, int64_t label, int k,
+                                         bool first_max_only) {
+  if (label < 0 || label >= c) return false;
+  if (first_max_only) return ArgMaxRow(row, c) == label;
+  bool finite = true;
+  int64_t greater = 0;  // classes scoring strictly above the label's
+  for (int64_t j = 0; j < c; ++j) {
+    if (!std::isfinite(row[j])) finite = false;
+    if (row[j] > row[label]) ++greater;
+  }
+  return finite && greater < k;
 }
 
 }  // namespace sluice::train::backend

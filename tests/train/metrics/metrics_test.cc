@@ -10,6 +10,7 @@
 #include "train/metrics/mean.h"
 #include "train/metrics/sparse_categorical_accuracy.h"
 #include "train/metrics/sparse_top_k_accuracy.h"
+#include "train/ops/reduce.h"
 
 namespace sluice::train::metrics {
 namespace {
@@ -99,6 +100,25 @@ TEST(SparseCategoricalAccuracyTest, ArgmaxAgainstLabels) {
   Tensor labels32 = *Tensor::FromVector<int32_t>({2, 2}, Shape{2, 1});
   ASSERT_TRUE(acc.Update(labels32, T({0, 0, 1, 0, 1, 0}, {2, 3})).ok());
   EXPECT_DOUBLE_EQ(*acc.Result(), 4.0 / 6.0);
+}
+
+// Accuracy is mean(argmax == label) as Keras computes it, on rows with a NaN too: the row's
+// class is ArgMax's (the first NaN), where it used to skip NaNs and disagree with ArgMax.
+TEST(SparseCategoricalAccuracyTest, ANaNRowScoresAsArgMaxReadsIt) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor preds = T({1, nan, 3,  //
+                          nan, 2, 0},
+                         {2, 3});
+  const absl::StatusOr<Tensor> argmax = ops::ArgMax(preds);
+  ASSERT_TRUE(argmax.ok()) << argmax.status();
+  EXPECT_EQ(argmax->data<int64_t>()[0], 1);
+  EXPECT_EQ(argmax->data<int64_t>()[1], 0);
+  SparseCategoricalAccuracy by_argmax;
+  ASSERT_TRUE(by_argmax.Update(*argmax, preds).ok());
+  EXPECT_DOUBLE_EQ(*by_argmax.Result(), 1.0);
+  SparseCategoricalAccuracy largest_finite;  // the labels a NaN-skipping argmax would give
+  ASSERT_TRUE(largest_finite.Update(Tensor::FromVector<int64_t>({2, 1}), preds).ok());
+  EXPECT_DOUBLE_EQ(*largest_finite.Result(), 0.0);
 }
 
 TEST(SparseCategoricalAccuracyTest, RejectsMismatchedShapes) {

@@ -762,9 +762,13 @@ TEST(CpuBackendSupportKernelsTest, InTopKFollowsInTopKAndArgmaxRules) {
   // in_top_k, k = 1: a tie is a hit (nothing scores strictly above), a NaN row a miss.
   ASSERT_TRUE(b.InTopK(*p, labels, 1, /*first_max_only=*/false, hits).ok());
   EXPECT_THAT(Values(hits), ElementsAre(1, 0, 0));
-  // argmax: the first maximum of row 0 is class 0, not 2.
+  // argmax: the first maximum of row 0 is class 0, not 2; row 1's is its NaN (class 1), as
+  // ArgMax reads it, not the largest number (class 2).
   ASSERT_TRUE(b.InTopK(*p, labels, 1, /*first_max_only=*/true, hits).ok());
-  EXPECT_THAT(Values(hits), ElementsAre(0, 1, 0));
+  EXPECT_THAT(Values(hits), ElementsAre(0, 0, 0));
+  Tensor nan_labels = Tensor::FromVector<int64_t>({0, 1, 0});
+  ASSERT_TRUE(b.InTopK(*p, nan_labels, 1, /*first_max_only=*/true, hits).ok());
+  EXPECT_THAT(Values(hits), ElementsAre(1, 1, 1));
 }
 
 // A metric's batch total added in one kernel has the bits of the three it replaces: a sum over
