@@ -38,7 +38,12 @@ absl::Status LabelError(absl::string_view loss, absl::string_view what, const Te
 
 absl::Status CheckSeveralClasses(absl::string_view loss, const Tensor& y_true,
                                  const Tensor& y_pred) {
-  if (y_pred.dim(y_pred.rank() - 1) != 1) return absl::OkStatus();
+  const int64_t classes = y_pred.dim(y_pred.rank() - 1);
+  if (classes == 0) {
+    // Every label would be out of range; the batch's rows would have no scores to normalise.
+    return LabelError(loss, "y_pred has no classes (its last dimension is 0)", y_true, y_pred);
+  }
+  if (classes != 1) return absl::OkStatus();
   return LabelError(loss,
                     "y_pred has one unit per example, and a softmax over one class is always 1 "
                     "(the loss would always be 0 and not depend on the model). For two classes "

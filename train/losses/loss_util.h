@@ -15,8 +15,8 @@ namespace sluice::train::losses::internal {
 absl::Status LabelError(absl::string_view loss, absl::string_view what, const Tensor& y_true,
                         const Tensor& y_pred);
 
-// InvalidArgument when y_pred's last axis has one class: a softmax over it is always 1, so the
-// loss would not depend on the model (the cross-entropies over classes share this check).
+// InvalidArgument when y_pred's last axis has no class, or one: a softmax over one is always 1,
+// so the loss would not depend on the model (the cross-entropies over classes share this check).
 absl::Status CheckSeveralClasses(absl::string_view loss, const Tensor& y_true,
                                  const Tensor& y_pred);
 

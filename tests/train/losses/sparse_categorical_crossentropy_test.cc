@@ -190,6 +190,17 @@ TEST(SparseCategoricalCrossentropyTest, OneOutputUnitIsAnError) {
   EXPECT_THAT(r.status().message(), HasSubstr("[4, 1]"));
 }
 
+TEST(SparseCategoricalCrossentropyTest, NoClassesIsAnError) {
+  // No label is in range of zero classes; both reductions, fused and per example, refuse it.
+  for (Reduction reduction : {Reduction::kSumOverBatchSize, Reduction::kNone}) {
+    SparseCategoricalCrossentropy loss({.from_logits = true, .reduction = reduction});
+    absl::StatusOr<Tensor> r =
+        loss(Tensor::FromVector<int64_t>({0, 0}), Tensor(DType::kFloat32, Shape{2, 0}));
+    ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(r.status().message(), HasSubstr("no classes"));
+  }
+}
+
 TEST(SparseCategoricalCrossentropyTest, BadLabelsAreErrors) {
   SparseCategoricalCrossentropy loss;
   Tensor probs = RandomTensor({4, 3}, 1, 0.1f, 0.9f);
