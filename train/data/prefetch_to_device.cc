@@ -188,7 +188,7 @@ class PrefetchToDeviceIterator : public IteratorBase {
     }
     MutexLock l(&mu_);
     input_ended_ = saved.input_ended;
-    for (Entry& e : entries) Push(std::move(e));
+    for (Entry& e : entries) Push(std::move(e), /*from_input=*/false);
     return absl::OkStatus();
   }
 
@@ -202,6 +202,9 @@ class PrefetchToDeviceIterator : public IteratorBase {
  private:
   struct Entry : BufferedEntry {
     std::vector<std::shared_ptr<backend::Event>> copies;  // of the result's device tensors
+    // An element the producer took from the input, counted in NodeStats::inputs_held until it
+    // leaves the buffer (not one a restore recomputed: the input never handed that over).
+    bool held = false;
   };
 
   void Cancel() {
@@ -265,11 +268,16 @@ class PrefetchToDeviceIterator : public IteratorBase {
     return absl::OkStatus();
   }
 
-  void Push(Entry e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  void Push(Entry e, bool from_input) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     CountBuffered(stats(), e);
+    e.held = from_input && e.result.ok() && e.result->has_value();
+    if (e.held) stats().inputs_held.fetch_add(1, std::memory_order_relaxed);
     buffer_.push_back(std::move(e));
   }
-  void Uncount(const Entry& e) { UncountBuffered(stats(), e); }
+  void Uncount(const Entry& e) {
+    UncountBuffered(stats(), e);
+    if (e.held) stats().inputs_held.fetch_sub(1, std::memory_order_relaxed);
+  }
 
   void ProducerLoop() {
     pthread_setname_np(pthread_self(), "to device");  // how profiles and debuggers show it
@@ -301,7 +309,7 @@ class PrefetchToDeviceIterator : public IteratorBase {
       }
       const bool end = IsEndOfSequence(e.result);
       if (end) input_ended_ = true;
-      Push(std::move(e));
+      Push(std::move(e), /*from_input=*/true);
       if (end) return;
     }
   }

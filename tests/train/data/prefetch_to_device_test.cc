@@ -155,6 +155,38 @@ TEST_F(PrefetchToDeviceTest, GuardedPrefetchToDeviceReleasesEverythingWhenDestro
   EXPECT_EQ(GuardedLiveAllocations(), live_before);
 }
 
+// The elements in the buffer are held, not consumed, until handed on (NodeStats::inputs_held,
+// which AUTOTUNE's input ratio subtracts); elements a restore recomputed are not, and a destroyed
+// iterator takes what it still held out of the count.
+TEST_F(PrefetchToDeviceTest, CountsTheInputsItsBufferHolds) {
+  const Dataset ds = PrefetchToDevice(Source(100), Device::Guarded(), 4);
+  std::unique_ptr<Iterator> it = ds.MakeIterator();
+  ASSERT_TRUE(it->GetNext().ok());
+  auto node = [](const Iterator& i) {
+    for (const NodeStatsSnapshot& n : i.Stats()) {
+      if (n.name.starts_with("PrefetchToDevice")) return n;
+    }
+    ADD_FAILURE() << "no PrefetchToDevice node";
+    return NodeStatsSnapshot{};
+  };
+  // The producer fills the buffer on its own thread: wait for the four elements.
+  for (int i = 0; i < 2000 && node(*it).buffered_elements < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(node(*it).buffered_elements, 4);
+  EXPECT_EQ(node(*it).inputs_held, 4);
+  absl::StatusOr<std::string> saved = it->Save();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  std::shared_ptr<StatsRegistry> registry = it->stats_registry();
+  it.reset();
+  for (const NodeStatsSnapshot& n : registry->Snapshot()) EXPECT_EQ(n.inputs_held, 0) << n.name;
+
+  std::unique_ptr<Iterator> restored = ds.MakeIterator();
+  ASSERT_TRUE(restored->Restore(*saved).ok());
+  EXPECT_EQ(node(*restored).buffered_elements, 4);  // recomputed, not taken from the input
+  EXPECT_EQ(node(*restored).inputs_held, 0);
+}
+
 TEST_F(PrefetchToDeviceTest, OnTheHostItIsAPlainPrefetch) {
   std::unique_ptr<Iterator> it = PrefetchToDevice(Source(5), Device::Cpu()).MakeIterator();
   for (int64_t i = 0; i < 5; ++i) {
