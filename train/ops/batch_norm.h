@@ -9,8 +9,8 @@ namespace sluice::train::ops {
 // Channels-last batch normalisation: x is [..., C] and statistics are taken
 // over every axis but the last; gamma, beta, mean and variance are [C] float32. x is float32, or
 // bfloat16 on a backend that reads bfloat16 operands (the output and x's gradient then are too).
-// The CPU backend runs oneDNN's batch normalisation (the [..., C] tensor
-// read as [M, C]).
+// The CPU backend runs its own kernels on float32 and bfloat16 data alike (the [..., C] tensor
+// read as [M, C]; cpu_batch_norm_kernels.h).
 
 struct BatchNormTrainingResult {
   Tensor output;

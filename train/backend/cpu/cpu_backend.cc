@@ -248,88 +248,6 @@ struct PoolBackwardEntry {
   dnnl::pooling_backward primitive;
 };
 
-// --- batch norm --------------------------------------------------------------------
-
-// x [..., C] has statistics over all but C. oneDNN 2.6 runs its JIT kernels only for 4-D
-// channels-last data (its "nc" fallback was 6x slower than the convolutions), so x is described
-// as [N, C, H, W] in "nhwc", the same bytes: x [N, H, W, C] as itself, [N, ..., C] with its
-// middle dims as H. The real batch dimension matters: read as one image of N * H * W pixels
-// ([1, C, M, 1]), the forward pass of a [64, 28, 28, 16] batch took 2.0 ms instead of 0.30
-// (float32), of a [64, 28, 28, 32] bfloat16 one 3.9 ms instead of 0.61 (2 threads, Intel Xeon).
-memory::dims BnDims(const Tensor& x) {
-  const int64_t c = x.dim(x.rank() - 1);
-  if (x.rank() == 4) return {x.dim(0), c, x.dim(1), x.dim(2)};
-  if (x.rank() == 1) return {1, c, 1, 1};
-  int64_t middle = 1;
-  for (int i = 1; i < x.rank() - 1; ++i) middle *= x.dim(i);
-  return {x.dim(0), c, middle, 1};
-}
-
-dnnl::normalization_flags BnFlags(bool global_stats, bool relu) {
-  auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
-  if (global_stats) flags = flags | dnnl::normalization_flags::use_global_stats;
-  if (relu) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
-  return flags;
-}
-
-// Batch norm's data is float32 or bfloat16 (x, y and their gradients alike); the statistics, scale
-// and shift are float32 either way.
-memory::data_type BnType(const Tensor& x) {
-  return x.dtype() == DType::kBFloat16 ? memory::data_type::bf16 : kF32;
-}
-
-dnnl::batch_normalization_forward::primitive_desc BnForwardPd(const memory::dims& d,
-                                                              memory::data_type type, float epsilon,
-                                                              bool global_stats, bool relu) {
-  return {{global_stats ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training,
-           memory::desc(d, type, Tag::nhwc), epsilon, BnFlags(global_stats, relu)},
-          CpuEngine()};
-}
-
-struct BnForwardEntry {
-  memory::desc data, stat, workspace;
-  dnnl::batch_normalization_forward primitive;
-};
-
-struct BnBackwardEntry {
-  memory::desc data, stat, workspace;
-  dnnl::batch_normalization_backward primitive;
-};
-
-std::shared_ptr<const BnForwardEntry> BnForward(const Tensor& x, float epsilon, bool global,
-                                                bool relu) {
-  const memory::dims d = BnDims(x);
-  const memory::data_type type = BnType(x);
-  return DnnlPrimitiveCache::Global().GetOrCreate<BnForwardEntry>(
-      absl::StrCat("bn_fwd:", absl::StrJoin(d, "x"), ",", static_cast<int>(type), ",", epsilon, ",",
-                   global, ",", relu),
-      [=] {
-        auto pd = BnForwardPd(d, type, epsilon, global, relu);
-        return std::make_shared<BnForwardEntry>(
-            BnForwardEntry{pd.src_desc(), pd.mean_desc(), pd.workspace_desc(),
-                           dnnl::batch_normalization_forward(pd)});
-      });
-}
-
-std::shared_ptr<const BnBackwardEntry> BnBackward(const Tensor& x, float epsilon, bool global,
-                                                  bool relu) {
-  const memory::dims d = BnDims(x);
-  const memory::data_type type = BnType(x);
-  return DnnlPrimitiveCache::Global().GetOrCreate<BnBackwardEntry>(
-      absl::StrCat("bn_bwd:", absl::StrJoin(d, "x"), ",", static_cast<int>(type), ",", epsilon, ",",
-                   global, ",", relu),
-      [=] {
-        auto fwd = BnForwardPd(d, type, epsilon, global, relu);
-        dnnl::batch_normalization_backward::primitive_desc pd(
-            {dnnl::prop_kind::backward, fwd.dst_desc(), fwd.src_desc(), epsilon,
-             BnFlags(global, relu)},
-            CpuEngine(), fwd);
-        return std::make_shared<BnBackwardEntry>(
-            BnBackwardEntry{fwd.src_desc(), fwd.mean_desc(), fwd.workspace_desc(),
-                            dnnl::batch_normalization_backward(pd)});
-      });
-}
-
 // What a primitive reads for `t` (float32 or bfloat16, laid out as `user`): `t` itself when the
 // primitive wants that layout and type, else a converted copy (oneDNN's reorder, cached by oneDNN).
 // The copies come from the caching allocator, so that they reuse its blocks and count in its peak
@@ -820,13 +738,25 @@ absl::Status SameBatchNormType(const char* op, const Tensor& x,
   return absl::OkStatus();
 }
 
+// Batch norm's data is float32 or bfloat16 (x, y and their gradients alike); the statistics, scale
+// and shift are float32 either way.
+absl::Status BatchNormData(const char* op, const Tensor& x) {
+  if (x.dtype() == DType::kFloat32 || x.dtype() == DType::kBFloat16) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(op, ": x is ", DTypeName(x.dtype()), ", not float32 or bfloat16"));
+}
+
 const float* In(const Tensor& t) { return static_cast<const float*>(t.raw_data()); }
 float* Out(const Tensor& t) { return static_cast<float*>(const_cast<void*>(t.raw_data())); }
+const uint16_t* Bits(const Tensor& t) { return static_cast<const uint16_t*>(t.raw_data()); }
+uint16_t* OutBits(const Tensor& t) {
+  return static_cast<uint16_t*>(const_cast<void*>(t.raw_data()));
+}
 uint8_t* Mask(const Tensor* t) {
   return t == nullptr ? nullptr : static_cast<uint8_t*>(const_cast<void*>(t->raw_data()));
 }
 
-// The fused ReLU's float32 workspace: its mask, a byte an element (bfloat16's is oneDNN's).
+// The fused ReLU's workspace: its mask, a byte an element.
 absl::Status CheckReluMask(const char* op, const Tensor* workspace, const Tensor& x) {
   if (workspace == nullptr || workspace->byte_size() >= static_cast<size_t>(x.num_elements())) {
     return absl::OkStatus();
@@ -837,40 +767,32 @@ absl::Status CheckReluMask(const char* op, const Tensor* workspace, const Tensor
 }
 
 // Training (batch statistics written to mean and variance) or inference (read from them); with
-// `workspace`, the ReLU fused in and its mask written there. float32 runs our kernels
-// (cpu_batch_norm_kernels.cc: oneDNN's NHWC batch norm was several times slower), bfloat16
-// oneDNN's.
+// `workspace`, the ReLU fused in and its mask written there. Our kernels for float32 and bfloat16
+// data (cpu_batch_norm_kernels.cc): oneDNN 2.6's NHWC batch norm was several times slower, and as
+// slow on bfloat16 as on float32.
 absl::Status BatchNormForward(const char* op, const Tensor& x, const Tensor& gamma,
                               const Tensor& beta, float epsilon, bool global, Tensor& y,
                               const Tensor& mean, const Tensor& variance, Tensor* workspace) {
   SLUICE_RETURN_IF_ERROR(SameBatchNormType(op, x, {&y}));
-  if (x.dtype() == DType::kFloat32) {
-    SLUICE_RETURN_IF_ERROR(CheckReluMask(op, workspace, x));
-    const BatchNormRows r = BatchNormRowsOf(x);
+  SLUICE_RETURN_IF_ERROR(BatchNormData(op, x));
+  SLUICE_RETURN_IF_ERROR(CheckReluMask(op, workspace, x));
+  const BatchNormRows r = BatchNormRowsOf(x);
+  if (x.dtype() == DType::kBFloat16) {
     if (global) {
-      BatchNormInferenceF32(In(x), r.m, r.c, In(gamma), In(beta), In(mean), In(variance), epsilon,
-                            Out(y));
+      BatchNormInferenceBF16(Bits(x), r.m, r.c, In(gamma), In(beta), In(mean), In(variance),
+                             epsilon, OutBits(y));
     } else {
-      BatchNormTrainingF32(In(x), r.m, r.c, In(gamma), In(beta), epsilon, Out(y), Out(mean),
-                           Out(variance), Mask(workspace));
+      BatchNormTrainingBF16(Bits(x), r.m, r.c, In(gamma), In(beta), epsilon, OutBits(y), Out(mean),
+                            Out(variance), Mask(workspace));
     }
-    return absl::OkStatus();
+  } else if (global) {
+    BatchNormInferenceF32(In(x), r.m, r.c, In(gamma), In(beta), In(mean), In(variance), epsilon,
+                          Out(y));
+  } else {
+    BatchNormTrainingF32(In(x), r.m, r.c, In(gamma), In(beta), epsilon, Out(y), Out(mean),
+                         Out(variance), Mask(workspace));
   }
-  return Guard(op, [&] {
-    auto entry = BnForward(x, epsilon, global, /*relu=*/workspace != nullptr);
-    const dnnl::engine& engine = CpuEngine();
-    std::unordered_map<int, memory> args = {
-        {DNNL_ARG_SRC, memory(entry->data, engine, Ptr(x))},
-        {DNNL_ARG_SCALE, memory(entry->stat, engine, Ptr(gamma))},
-        {DNNL_ARG_SHIFT, memory(entry->stat, engine, Ptr(beta))},
-        {DNNL_ARG_MEAN, memory(entry->stat, engine, Ptr(mean))},
-        {DNNL_ARG_VARIANCE, memory(entry->stat, engine, Ptr(variance))},
-        {DNNL_ARG_DST, memory(entry->data, engine, y.raw_data())}};
-    if (workspace != nullptr) {
-      args.insert({DNNL_ARG_WORKSPACE, memory(entry->workspace, engine, workspace->raw_data())});
-    }
-    Execute(entry->primitive, args);
-  });
+  return absl::OkStatus();
 }
 
 absl::Status BatchNormBackwardRun(const char* op, const Tensor& x, const Tensor& gamma,
@@ -879,34 +801,19 @@ absl::Status BatchNormBackwardRun(const char* op, const Tensor& x, const Tensor&
                                   bool global, Tensor& grad_x, Tensor& grad_gamma,
                                   Tensor& grad_beta) {
   SLUICE_RETURN_IF_ERROR(SameBatchNormType(op, x, {&grad_y, &grad_x}));
-  if (x.dtype() == DType::kFloat32) {
-    SLUICE_RETURN_IF_ERROR(CheckReluMask(op, workspace, x));
-    const BatchNormRows r = BatchNormRowsOf(x);
+  SLUICE_RETURN_IF_ERROR(BatchNormData(op, x));
+  SLUICE_RETURN_IF_ERROR(CheckReluMask(op, workspace, x));
+  const BatchNormRows r = BatchNormRowsOf(x);
+  if (x.dtype() == DType::kBFloat16) {
+    BatchNormBackwardBF16(Bits(x), Bits(grad_y), Mask(workspace), r.m, r.c, In(gamma), In(mean),
+                          In(variance), epsilon, global, OutBits(grad_x), Out(grad_gamma),
+                          Out(grad_beta));
+  } else {
     BatchNormBackwardF32(In(x), In(grad_y), Mask(workspace), r.m, r.c, In(gamma), In(mean),
                          In(variance), epsilon, global, Out(grad_x), Out(grad_gamma),
                          Out(grad_beta));
-    return absl::OkStatus();
   }
-  return Guard(op, [&] {
-    auto entry = BnBackward(x, epsilon, global, /*relu=*/workspace != nullptr);
-    const dnnl::engine& engine = CpuEngine();
-    std::unordered_map<int, memory> args = {
-        {DNNL_ARG_SRC, memory(entry->data, engine, Ptr(x))},
-        {DNNL_ARG_MEAN, memory(entry->stat, engine, Ptr(mean))},
-        {DNNL_ARG_VARIANCE, memory(entry->stat, engine, Ptr(variance))},
-        {DNNL_ARG_DIFF_DST, memory(entry->data, engine, Ptr(grad_y))},
-        {DNNL_ARG_SCALE, memory(entry->stat, engine, Ptr(gamma))},
-        // oneDNN 2.6 requires a shift argument with use_shift even here, though the backward
-        // never reads it (the gradient does not depend on beta); gamma's memory stands in.
-        {DNNL_ARG_SHIFT, memory(entry->stat, engine, Ptr(gamma))},
-        {DNNL_ARG_DIFF_SRC, memory(entry->data, engine, grad_x.raw_data())},
-        {DNNL_ARG_DIFF_SCALE, memory(entry->stat, engine, grad_gamma.raw_data())},
-        {DNNL_ARG_DIFF_SHIFT, memory(entry->stat, engine, grad_beta.raw_data())}};
-    if (workspace != nullptr) {
-      args.insert({DNNL_ARG_WORKSPACE, memory(entry->workspace, engine, Ptr(*workspace))});
-    }
-    Execute(entry->primitive, args);
-  });
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -935,10 +842,7 @@ absl::Status CpuBackend::BatchNormBackward(const Tensor& x, const Tensor& gamma,
 }
 
 int64_t CpuBackend::BatchNormReluWorkspaceBytes(const Tensor& x) const {
-  if (x.num_elements() == 0) return 0;
-  if (x.dtype() == DType::kFloat32) return x.num_elements();  // our kernels' mask
-  return static_cast<int64_t>(
-      BnForward(x, /*epsilon=*/0, /*global=*/false, /*relu=*/true)->workspace.get_size());
+  return x.num_elements();  // our kernels' mask, a byte an element
 }
 
 absl::Status CpuBackend::BatchNormReluForwardTraining(const Tensor& x, const Tensor& gamma,

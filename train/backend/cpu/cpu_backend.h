@@ -5,8 +5,8 @@
 
 namespace sluice::train::backend::cpu {
 
-// The CPU backend: oneDNN for matmul, convolution, pooling and batch norm
-// (primitives cached by shape in DnnlPrimitiveCache), and our own loops for
+// The CPU backend: oneDNN for matmul, convolution and pooling (primitives
+// cached by shape in DnnlPrimitiveCache), and our own loops for batch norm and
 // the rest, split across CpuThreads() with oneTBB and written so that the
 // compiler vectorises their inner loops. Every kernel has finished when it
 // returns. Thread-safe: kernels may run on several threads at once.

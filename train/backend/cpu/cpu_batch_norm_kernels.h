@@ -3,7 +3,9 @@
 
 // The CpuBackend's float32 batch norm over x [m, c] (channels innermost), with the ReLU after it
 // where relu_mask (uint8 [m, c], a byte an element) is given: the forward writes it, the backward
-// passes the gradient where it is 1. Internal to the CPU backend; bfloat16 runs on oneDNN.
+// passes the gradient where it is 1. The BF16 forms take bfloat16 data (x, y and the gradients;
+// the parameters and statistics stay float32): each result is the float32 form's on the widened
+// data, rounded once. Internal to the CPU backend.
 
 #include <cstdint>
 
@@ -24,6 +26,24 @@ void BatchNormBackwardF32(const float* x, const float* grad_y, const uint8_t* re
                           int64_t c, const float* gamma, const float* mean, const float* variance,
                           float epsilon, bool statistics_are_constant, float* grad_x,
                           float* grad_gamma, float* grad_beta);
+
+// The same three on bfloat16 data (uint16_t bits).
+void BatchNormTrainingBF16(const uint16_t* x, int64_t m, int64_t c, const float* gamma,
+                           const float* beta, float epsilon, uint16_t* y, float* mean,
+                           float* variance, uint8_t* relu_mask);
+void BatchNormInferenceBF16(const uint16_t* x, int64_t m, int64_t c, const float* gamma,
+                            const float* beta, const float* mean, const float* variance,
+                            float epsilon, uint16_t* y);
+void BatchNormBackwardBF16(const uint16_t* x, const uint16_t* grad_y, const uint8_t* relu_mask,
+                           int64_t m, int64_t c, const float* gamma, const float* mean,
+                           const float* variance, float epsilon, bool statistics_are_constant,
+                           uint16_t* grad_x, float* grad_gamma, float* grad_beta);
+
+namespace internal {
+// Whether the AVX-512 loops may run (where the CPU has AVX512-BF16 and the channels are 16, 32,
+// 64 or 128); false runs the portable ones everywhere, so that tests reach both. Default true.
+void AllowAvx512BatchNorm(bool allowed);
+}  // namespace internal
 
 }  // namespace sluice::train::backend::cpu
 

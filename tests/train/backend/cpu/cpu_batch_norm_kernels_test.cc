@@ -1,16 +1,19 @@
 // The CPU backend's float32 batch norm kernels against a plain double-precision batch norm written
 // here, on the channel counts the kernels unroll (16, 32, 64) and others, over many chunks of rows;
-// the same bits on any thread count; and the variance of data far from 0.
+// the same bits on any thread count; and the variance of data far from 0. The bfloat16 forms
+// against the float32 ones on the same (widened) data, rounded.
 #include "train/backend/cpu/cpu_batch_norm_kernels.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "train/backend/cpu/bfloat16_convert.h"
 #include "train/backend/cpu/cpu_threads.h"
 
 namespace sluice::train::backend::cpu {
@@ -88,12 +91,20 @@ struct BnCase {
   int64_t m, c;
 };
 
-TEST(CpuBatchNormKernelsTest, MatchADoublePrecisionBatchNorm) {
+// Every test runs twice: with the AVX-512 loops allowed (taken where the CPU has AVX512-BF16 and
+// the channels are 16, 32, 64 or 128) and with the portable loops only.
+class CpuBatchNormKernelsTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { internal::AllowAvx512BatchNorm(GetParam()); }
+  void TearDown() override { internal::AllowAvx512BatchNorm(true); }
+};
+
+TEST_P(CpuBatchNormKernelsTest, MatchADoublePrecisionBatchNorm) {
   // The unrolled channel counts and others; one chunk (a few rows) and many (4096 / c rows each,
   // at least 32).
   for (const BnCase& k : {BnCase{1, 16}, BnCase{7, 16}, BnCase{1000, 16}, BnCase{600, 32},
-                          BnCase{333, 64}, BnCase{50, 3}, BnCase{700, 24}, BnCase{129, 100},
-                          BnCase{64, 300}, BnCase{5, 5000}, BnCase{70, 3000}}) {
+                          BnCase{333, 64}, BnCase{90, 128}, BnCase{50, 3}, BnCase{700, 24},
+                          BnCase{129, 100}, BnCase{64, 300}, BnCase{5, 5000}, BnCase{70, 3000}}) {
     for (bool relu : {false, true}) {
       SCOPED_TRACE("m " + std::to_string(k.m) + " c " + std::to_string(k.c) +
                    (relu ? " relu" : ""));
@@ -149,7 +160,7 @@ TEST(CpuBatchNormKernelsTest, MatchADoublePrecisionBatchNorm) {
 }
 
 // The sums run over fixed chunks of rows combined in order: one thread or two, the same bits.
-TEST(CpuBatchNormKernelsTest, GiveTheSameBitsOnAnyThreadCount) {
+TEST_P(CpuBatchNormKernelsTest, GiveTheSameBitsOnAnyThreadCount) {
   const int64_t m = 64 * 28 * 28, c = 16, n = m * c;
   const std::vector<float> x = BnRandom(n, 5, -2, 3), g = BnRandom(n, 6, -1, 1);
   const std::vector<float> gamma = BnRandom(c, 7, 0.5f, 1.5f), beta = BnRandom(c, 8, -1, 1);
@@ -176,8 +187,8 @@ TEST(CpuBatchNormKernelsTest, GiveTheSameBitsOnAnyThreadCount) {
 // The fused ReLU against the plain passes with a ReLU after them, bit for bit, on the unrolled
 // channel counts and a generic one: y = max(y, 0), the mask where y > 0, and the backward through
 // the mask as the plain backward given the gradient zeroed where the ReLU cut.
-TEST(CpuBatchNormKernelsTest, FusedReluGivesTheBitsOfThePlainPassesAndARelu) {
-  for (int64_t c : {16, 32, 64, 24}) {
+TEST_P(CpuBatchNormKernelsTest, FusedReluGivesTheBitsOfThePlainPassesAndARelu) {
+  for (int64_t c : {16, 32, 64, 128, 24}) {
     SCOPED_TRACE("c " + std::to_string(c));
     const int64_t m = 700, n = m * c;
     const std::vector<float> x = BnRandom(n, 13, -2, 3), g = BnRandom(n, 14, -1, 1);
@@ -213,7 +224,7 @@ TEST(CpuBatchNormKernelsTest, FusedReluGivesTheBitsOfThePlainPassesAndARelu) {
 
 // Activations far from 0 (mean 1000, deviation 0.01): the variance about each chunk's mean keeps
 // its digits, where a sum of squares minus the squared mean would lose them all in float.
-TEST(CpuBatchNormKernelsTest, KeepTheVarianceOfDataFarFromZero) {
+TEST_P(CpuBatchNormKernelsTest, KeepTheVarianceOfDataFarFromZero) {
   for (int64_t c : {32, 24}) {
     SCOPED_TRACE("c " + std::to_string(c));
     const int64_t m = 5000, n = m * c;
@@ -233,6 +244,90 @@ TEST(CpuBatchNormKernelsTest, KeepTheVarianceOfDataFarFromZero) {
     EXPECT_TRUE(NearBn(y, want_y, 1e-5, 1e-5, "y"));
   }
 }
+
+// bfloat16 data: every result is the float32 kernels' on the widened data (the same statistics,
+// the same mask), rounded once to bfloat16; on one chunk and many, unrolled channel counts and
+// others, with and without the ReLU, and with constant statistics.
+TEST_P(CpuBatchNormKernelsTest, BFloat16GivesTheFloat32ResultRoundedOnce) {
+  auto to_bf16 = [](const std::vector<float>& v) {
+    std::vector<uint16_t> out(v.size());
+    FloatToBFloat16(v.data(), out.data(), static_cast<int64_t>(v.size()));
+    return out;
+  };
+  auto widen = [](const std::vector<uint16_t>& v) {
+    std::vector<float> out(v.size());
+    BFloat16ToFloat(v.data(), out.data(), static_cast<int64_t>(v.size()));
+    return out;
+  };
+  for (const BnCase& k : {BnCase{7, 16}, BnCase{1000, 16}, BnCase{600, 32}, BnCase{333, 64},
+                          BnCase{90, 128}, BnCase{700, 24}, BnCase{70, 3000}}) {
+    for (bool relu : {false, true}) {
+      SCOPED_TRACE("m " + std::to_string(k.m) + " c " + std::to_string(k.c) +
+                   (relu ? " relu" : ""));
+      const int64_t n = k.m * k.c;
+      std::vector<float> x_values = BnRandom(n, 21, -2, 3);
+      x_values[2] = std::nanf("");
+      const std::vector<uint16_t> x = to_bf16(x_values), g = to_bf16(BnRandom(n, 22, -1, 1));
+      const std::vector<float> xf = widen(x), gf = widen(g);
+      std::vector<float> gamma = BnRandom(k.c, 23, 0.5f, 1.5f), beta = BnRandom(k.c, 24, -1, 1);
+      // Rounding's special cases: a channel whose outputs are denormal (flushed to zero of their
+      // sign), one whose outputs overflow bfloat16 to infinity, one of NaNs (made quiet).
+      gamma[0] = 1e-39f;
+      beta[0] = 0;
+      gamma[1] = 1e30f;
+      beta[1] = 3.40e38f;  // above bfloat16's largest finite value and its midpoint to 2^128
+      std::vector<float> yf(n), mean_f(k.c), var_f(k.c), mean(k.c), var(k.c);
+      std::vector<uint16_t> y(n);
+      std::vector<uint8_t> mask_f(relu ? n : 0), mask(relu ? n : 0, 7);
+      BatchNormTrainingF32(xf.data(), k.m, k.c, gamma.data(), beta.data(), 1e-3f, yf.data(),
+                           mean_f.data(), var_f.data(), relu ? mask_f.data() : nullptr);
+      BatchNormTrainingBF16(x.data(), k.m, k.c, gamma.data(), beta.data(), 1e-3f, y.data(),
+                            mean.data(), var.data(), relu ? mask.data() : nullptr);
+      // Bits (a NaN mean compares unequal as a float).
+      auto bits = [](const std::vector<float>& v) {
+        std::vector<uint32_t> out(v.size());
+        std::memcpy(out.data(), v.data(), v.size() * sizeof(float));
+        return out;
+      };
+      EXPECT_EQ(bits(mean), bits(mean_f));
+      EXPECT_EQ(bits(var), bits(var_f));
+      EXPECT_EQ(y, to_bf16(yf));
+      int64_t flushed = 0, infinite = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        if (i % k.c == 0 && yf[i] > 0 && yf[i] < 1.1e-38f && y[i] == 0) ++flushed;
+        if (i % k.c == 1 && std::isfinite(yf[i]) && y[i] == 0x7f80) ++infinite;
+      }
+      EXPECT_GT(flushed, 0);
+      EXPECT_GT(infinite, 0);
+      EXPECT_EQ(mask, mask_f);
+      for (bool constant : {false, true}) {
+        if (constant && relu) continue;
+        SCOPED_TRACE(constant ? "constant statistics" : "batch statistics");
+        std::vector<float> gxf(n), ggf(k.c), gbf(k.c), gg(k.c), gb(k.c);
+        std::vector<uint16_t> gx(n);
+        BatchNormBackwardF32(xf.data(), gf.data(), relu ? mask_f.data() : nullptr, k.m, k.c,
+                             gamma.data(), mean.data(), var.data(), 1e-3f, constant, gxf.data(),
+                             ggf.data(), gbf.data());
+        BatchNormBackwardBF16(x.data(), g.data(), relu ? mask.data() : nullptr, k.m, k.c,
+                              gamma.data(), mean.data(), var.data(), 1e-3f, constant, gx.data(),
+                              gg.data(), gb.data());
+        EXPECT_EQ(gx, to_bf16(gxf));
+        EXPECT_EQ(bits(gg), bits(ggf));
+        EXPECT_EQ(bits(gb), bits(gbf));
+      }
+      if (relu) continue;
+      std::vector<uint16_t> yi(n);
+      BatchNormInferenceBF16(x.data(), k.m, k.c, gamma.data(), beta.data(), mean.data(), var.data(),
+                             1e-3f, yi.data());
+      EXPECT_EQ(yi, y);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Loops, CpuBatchNormKernelsTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Avx512WhereTheCpuHasIt" : "Portable";
+                         });
 
 }  // namespace
 }  // namespace sluice::train::backend::cpu
