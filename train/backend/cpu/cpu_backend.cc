@@ -168,12 +168,14 @@ ConvDescs MakeConvDescs(const ConvGeometry& g) {
 // An empty bias desc (zero dims) means no bias to oneDNN.
 // `relu`: max(., 0) inside the kernel (an eltwise post-op), for the forward primitive only (the
 // backward ones take the descriptor as a hint, which names no post-op). `bf16`: bfloat16 input
-// and filter, float32 output.
+// and filter, float32 output (bfloat16 with `bf16_out`).
 dnnl::convolution_forward::primitive_desc ConvForwardPd(const ConvDescs& d, bool bias,
-                                                        bool relu = false, bool bf16 = false) {
+                                                        bool relu = false, bool bf16 = false,
+                                                        bool bf16_out = false) {
   return {{dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
            bf16 ? AsBf16(d.src) : d.src, bf16 ? AsBf16(d.any_weights) : d.any_weights,
-           bias ? d.bias : memory::desc(), d.dst, d.strides, d.dilates, d.pad_l, d.pad_r},
+           bias ? d.bias : memory::desc(), bf16_out ? AsBf16(d.dst) : d.dst, d.strides, d.dilates,
+           d.pad_l, d.pad_r},
           ReluAttr(relu),
           CpuEngine()};
 }
@@ -270,11 +272,12 @@ class Operands {
 };
 
 // The bf16 convolution primitives of one geometry: bf16 activations and filters in, float32
-// out; filters and their gradients in the layouts oneDNN picks. A bfloat16 output (or input
-// gradient) is written through a float32 copy, converted after (WithBFloat16Output): oneDNN
-// 2.6's AMX convolution created with a bfloat16 destination read past a small heap object,
-// which crashed tools/test.sh's ASan stage (CompiledTrainStepTest.MixedBFloat16AsEagerly, the
-// same address each time) and passes with the float32 destination.
+// out, or bfloat16 with `bf16_out` (the forward's output and the backward's input gradient);
+// filters and their gradients in the layouts oneDNN picks. On AMX CPUs a bfloat16 output is
+// written through a float32 copy, converted after (WithBFloat16Output): oneDNN 2.6's AMX
+// convolution created with a bfloat16 destination read past a small heap object, which crashed
+// tools/test.sh's ASan stage (CompiledTrainStepTest.MixedBFloat16AsEagerly, the same address
+// each time) and passes with the float32 destination. Elsewhere oneDNN writes it (DirectBf16Out).
 struct ConvBf16Entry {
   // The backward-data primitive may want the filter in another layout than the forward one.
   memory::desc src, weights, backward_data_weights, diff_dst, diff_weights;
@@ -287,15 +290,15 @@ struct ConvBf16Entry {
 // With `bias`, the forward adds it and the filter gradient's primitive also sums the bias
 // gradient.
 std::shared_ptr<const ConvBf16Entry> ConvBf16(const ConvGeometry& geo, const ConvDescs& d,
-                                              bool bias) {
+                                              bool bias, bool bf16_out = false) {
   return DnnlPrimitiveCache::Global().GetOrCreate<ConvBf16Entry>(
-      ConvKey("conv_bf16", geo, bias), [&] {
+      ConvKey(bf16_out ? "conv_bf16_out" : "conv_bf16", geo, bias), [&] {
         const memory::desc src = AsBf16(d.src), diff_dst = AsBf16(d.dst);
         const memory::desc weights = AsBf16(d.any_weights);
-        const auto fwd = ConvForwardPd(d, bias, /*relu=*/false, /*bf16=*/true);
+        const auto fwd = ConvForwardPd(d, bias, /*relu=*/false, /*bf16=*/true, bf16_out);
         const dnnl::convolution_backward_data::primitive_desc bwd_data(
-            {dnnl::algorithm::convolution_direct, d.src, weights, diff_dst, d.strides, d.dilates,
-             d.pad_l, d.pad_r},
+            {dnnl::algorithm::convolution_direct, bf16_out ? src : d.src, weights, diff_dst,
+             d.strides, d.dilates, d.pad_l, d.pad_r},
             CpuEngine(), fwd);
         const dnnl::convolution_backward_weights::primitive_desc bwd_weights(
             {dnnl::algorithm::convolution_direct, src, d.any_weights,
@@ -308,6 +311,13 @@ std::shared_ptr<const ConvBf16Entry> ConvBf16(const ConvGeometry& geo, const Con
                           dnnl::convolution_forward(fwd), dnnl::convolution_backward_data(bwd_data),
                           dnnl::convolution_backward_weights(bwd_weights)});
       });
+}
+
+// Whether bfloat16 convolutions write a bfloat16 result themselves: not on AMX CPUs (see
+// ConvBf16Entry).
+bool DirectBf16Out() {
+  static const bool direct = dnnl::get_effective_cpu_isa() != dnnl::cpu_isa::avx512_core_amx;
+  return direct;
 }
 
 // Runs `write` (a float32 kernel writing its Tensor& argument) into `result`: directly when
@@ -537,6 +547,18 @@ absl::Status CpuBackend::ConvForward(const ConvGeometry& geo, const Tensor& inpu
                                      Tensor& output) {
   const dnnl::engine& engine = CpuEngine();
   const ConvDescs d = MakeConvDescs(geo);
+  if (output.dtype() == DType::kBFloat16 && !relu && DirectBf16Out()) {
+    return Guard("Conv2D (mixed_bfloat16)", [&] {
+      auto entry = ConvBf16(geo, d, bias != nullptr, /*bf16_out=*/true);
+      Operands operands;
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_DST, memory(AsBf16(d.dst), engine, output.raw_data())},
+          {DNNL_ARG_SRC, operands.Input(entry->src, d.src, input)},
+          {DNNL_ARG_WEIGHTS, operands.Input(entry->weights, d.user_weights, filter)}};
+      if (bias != nullptr) args.insert({DNNL_ARG_BIAS, memory(d.bias, engine, Ptr(*bias))});
+      Execute(entry->forward, args);
+    });
+  }
   if (Bf16({&input, &filter}) || output.dtype() == DType::kBFloat16) {
     return WithBFloat16Output(output, [&](Tensor& out) -> absl::Status {
       SLUICE_RETURN_IF_ERROR(Guard("Conv2D (mixed_bfloat16)", [&] {
@@ -575,6 +597,18 @@ absl::Status CpuBackend::ConvForward(const ConvGeometry& geo, const Tensor& inpu
 
 absl::Status CpuBackend::Conv2DBackwardData(const ConvGeometry& geo, const Tensor& grad_output,
                                             const Tensor& filter, Tensor& grad_input) {
+  if (grad_input.dtype() == DType::kBFloat16 && DirectBf16Out()) {
+    return Guard("Conv2D backward data (mixed_bfloat16)", [&] {
+      const ConvDescs d = MakeConvDescs(geo);
+      auto entry = ConvBf16(geo, d, /*bias=*/false, /*bf16_out=*/true);
+      Operands operands;
+      Execute(
+          entry->backward_data,
+          {{DNNL_ARG_DIFF_DST, operands.Input(entry->diff_dst, d.dst, grad_output)},
+           {DNNL_ARG_WEIGHTS, operands.Input(entry->backward_data_weights, d.user_weights, filter)},
+           {DNNL_ARG_DIFF_SRC, memory(AsBf16(d.src), CpuEngine(), grad_input.raw_data())}});
+    });
+  }
   if (Bf16({&grad_output, &filter}) || grad_input.dtype() == DType::kBFloat16) {
     return WithBFloat16Output(grad_input, [&](Tensor& out) {
       return Guard("Conv2D backward data (mixed_bfloat16)", [&] {

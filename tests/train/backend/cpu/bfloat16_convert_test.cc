@@ -92,5 +92,26 @@ TEST(BFloat16ConvertTest, EveryBFloat16RoundTripsThroughFloat) {
   }
 }
 
+// Any length, the vector loops' tails included: n elements widened, and not one more written.
+TEST(BFloat16ConvertTest, RunsOfAnyLengthConvertExactlyTheirElements) {
+  for (int64_t n = 0; n <= 40; ++n) {
+    SCOPED_TRACE(n);
+    std::vector<uint16_t> in(n + 1);
+    for (int64_t i = 0; i <= n; ++i) in[i] = static_cast<uint16_t>(0x3f80 + 3 * i);
+    std::vector<float> wide(n + 1, -7.0f);
+    BFloat16ToFloatRun(in.data(), wide.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t w;
+      std::memcpy(&w, &wide[i], sizeof w);
+      ASSERT_EQ(w, static_cast<uint32_t>(in[i]) << 16) << i;
+    }
+    EXPECT_EQ(wide[n], -7.0f);
+    std::vector<uint16_t> back(n + 1, 0xabcd);
+    FloatToBFloat16Run(wide.data(), back.data(), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(back[i], in[i]) << i;
+    EXPECT_EQ(back[n], 0xabcd);
+  }
+}
+
 }  // namespace
 }  // namespace sluice::train::backend::cpu
