@@ -27,7 +27,9 @@ absl::StatusOr<BatchNormTrainingResult> BatchNormTraining(const Tensor& x, const
 // max(BatchNormTraining(x, ...).output, 0), the ReLU fused into the batch norm's pass where the
 // backend has the kernel (its backward reads the ReLU's mask, a workspace of the backend's
 // BatchNormReluWorkspaceBytes, instead of the output), else the two ops. The same values and
-// gradients either way, bit for bit on the CPU.
+// gradients either way, bit for bit on the CPU, but for one bfloat16 case: a positive
+// pre-activation below bfloat16's smallest normal flushes to an output of +0, yet its mask (taken
+// before rounding) passes its gradient, where a separate ReLU would not.
 absl::StatusOr<BatchNormTrainingResult> BatchNormReluTraining(const Tensor& x, const Tensor& gamma,
                                                               const Tensor& beta,
                                                               float epsilon = 1e-3f);

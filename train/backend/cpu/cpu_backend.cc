@@ -314,9 +314,13 @@ std::shared_ptr<const ConvBf16Entry> ConvBf16(const ConvGeometry& geo, const Con
 }
 
 // Whether bfloat16 convolutions write a bfloat16 result themselves: not on AMX CPUs (see
-// ConvBf16Entry).
+// ConvBf16Entry). oneDNN's ISA values are bit sets, each a superset of those below it, so a
+// newer oneDNN's AMX ISAs count too.
 bool DirectBf16Out() {
-  static const bool direct = dnnl::get_effective_cpu_isa() != dnnl::cpu_isa::avx512_core_amx;
+  static const bool direct = [] {
+    const auto amx = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_amx);
+    return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & amx) != amx;
+  }();
   return direct;
 }
 

@@ -13,7 +13,8 @@ namespace sluice::train::backend::cpu {
 //
 // The oneDNN kernels are in cpu_backend.cc, the elementwise, reduction, loss
 // and optimizer kernels in cpu_elementwise_kernels.cc, the label and metric
-// kernels in cpu_label_kernels.cc, float32 batch norm in cpu_batch_norm_kernels.cc.
+// kernels in cpu_label_kernels.cc, float32 and bfloat16 batch norm in
+// cpu_batch_norm_kernels.cc.
 class CpuBackend final : public Backend {
  public:
   static CpuBackend& Get();

@@ -13,8 +13,9 @@
 #define SLUICE_BATCH_NORM_CLONES
 #endif
 //
-// Every sum runs over fixed chunks of rows combined in chunk order: the bits depend on m and c
-// only, never on the thread count.
+// Every sum runs over fixed chunks of rows combined in chunk order: the bits never depend on the
+// thread count. They do depend on the CPU and the compiler: the AVX-512 loops and GCC's AVX-512
+// clone fuse multiply-adds, the AVX2 and baseline clones (and clang's builds) do not.
 
 #include "train/backend/cpu/cpu_batch_norm_kernels.h"
 
@@ -410,6 +411,15 @@ struct Avx512Rows {
 
 std::atomic<bool> avx512_allowed{true};
 
+template <int kC>
+constexpr bool IsGenericRows(GenericRows<kC>) {
+  return true;
+}
+template <typename Rows>
+constexpr bool IsGenericRows(Rows) {
+  return false;
+}
+
 // Calls fn(rows) with the row loops for c channels: Avx512Rows where the CPU and c allow,
 // else GenericRows.
 template <typename Fn>
@@ -543,6 +553,12 @@ void Backward(const T* x, const T* grad_y, const uint8_t* relu_mask, int64_t m, 
 namespace internal {
 void AllowAvx512BatchNorm(bool allowed) {
   avx512_allowed.store(allowed, std::memory_order_relaxed);
+}
+
+bool UsesAvx512BatchNorm(int64_t c) {
+  bool avx512 = false;
+  WithRows(c, [&](auto rows) { avx512 = !IsGenericRows(rows); });
+  return avx512;
 }
 }  // namespace internal
 

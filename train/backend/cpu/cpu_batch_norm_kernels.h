@@ -43,6 +43,8 @@ namespace internal {
 // Whether the AVX-512 loops may run (where the CPU has AVX512-BF16 and the channels are 16, 32,
 // 64 or 128); false runs the portable ones everywhere, so that tests reach both. Default true.
 void AllowAvx512BatchNorm(bool allowed);
+// Whether c channels run the AVX-512 loops now.
+bool UsesAvx512BatchNorm(int64_t c);
 }  // namespace internal
 
 }  // namespace sluice::train::backend::cpu

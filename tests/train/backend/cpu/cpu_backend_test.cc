@@ -650,6 +650,89 @@ TEST_F(CpuBackendTest, BatchNormReluRefusesAWorkspaceTooSmall) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
 }
 
+// bfloat16 batch norm (mixed_bfloat16's residual blocks) through the backend: the float32 results
+// on the widened data, rounded once; the same statistics, parameter gradients and mask; with and
+// without the fused ReLU, constant statistics, and inference. A channel count with AVX-512 loops
+// (32) and one without (24).
+TEST_F(CpuBackendTest, BatchNormOnBFloat16IsFloat32sRoundedOnce) {
+  auto to = [&](const Tensor& t, DType dtype) {
+    Tensor out(dtype, t.shape());
+    EXPECT_TRUE(backend_.Cast(t, out).ok());
+    return out;
+  };
+  for (int64_t c : {32, 24}) {
+    SCOPED_TRACE(c);
+    const Tensor x16 = to(RandomTensor({4, 5, 6, c}, 31, -2, 3), DType::kBFloat16),
+                 g16 = to(RandomTensor({4, 5, 6, c}, 32, -1, 1), DType::kBFloat16);
+    const Tensor x = to(x16, DType::kFloat32), g = to(g16, DType::kFloat32);
+    const Tensor gamma = RandomTensor({c}, 33, 0.5f, 1.5f), beta = RandomTensor({c}, 34, -1, 1);
+    for (bool relu : {false, true}) {
+      SCOPED_TRACE(relu ? "relu" : "plain");
+      auto stat = [&] { return Tensor(DType::kFloat32, Shape{c}); };
+      Tensor y(DType::kFloat32, x.shape()), y16(DType::kBFloat16, x.shape());
+      Tensor mean = stat(), var = stat(), mean16 = stat(), var16 = stat();
+      Tensor ws(DType::kUint8, Shape{backend_.BatchNormReluWorkspaceBytes(x)}),
+          ws16(DType::kUint8, Shape{backend_.BatchNormReluWorkspaceBytes(x16)});
+      ASSERT_EQ(ws16.num_elements(), x16.num_elements());
+      if (relu) {
+        ASSERT_TRUE(
+            backend_.BatchNormReluForwardTraining(x, gamma, beta, 1e-3f, y, mean, var, ws).ok());
+        ASSERT_TRUE(
+            backend_.BatchNormReluForwardTraining(x16, gamma, beta, 1e-3f, y16, mean16, var16, ws16)
+                .ok());
+        EXPECT_TRUE(ws16.Equals(ws));
+      } else {
+        ASSERT_TRUE(backend_.BatchNormForwardTraining(x, gamma, beta, 1e-3f, y, mean, var).ok());
+        ASSERT_TRUE(
+            backend_.BatchNormForwardTraining(x16, gamma, beta, 1e-3f, y16, mean16, var16).ok());
+      }
+      EXPECT_TRUE(mean16.Equals(mean));
+      EXPECT_TRUE(var16.Equals(var));
+      EXPECT_TRUE(y16.Equals(to(y, DType::kBFloat16)));
+      for (bool constant : {false, true}) {
+        if (relu && constant) continue;
+        Tensor dx(DType::kFloat32, x.shape()), dx16(DType::kBFloat16, x.shape());
+        Tensor dg = stat(), db = stat(), dg16 = stat(), db16 = stat();
+        if (relu) {
+          ASSERT_TRUE(
+              backend_.BatchNormReluBackward(x, gamma, mean, var, ws, g, 1e-3f, dx, dg, db).ok());
+          ASSERT_TRUE(
+              backend_
+                  .BatchNormReluBackward(x16, gamma, mean, var, ws16, g16, 1e-3f, dx16, dg16, db16)
+                  .ok());
+        } else {
+          ASSERT_TRUE(
+              backend_.BatchNormBackward(x, gamma, mean, var, g, 1e-3f, constant, dx, dg, db).ok());
+          ASSERT_TRUE(
+              backend_
+                  .BatchNormBackward(x16, gamma, mean, var, g16, 1e-3f, constant, dx16, dg16, db16)
+                  .ok());
+        }
+        EXPECT_TRUE(dx16.Equals(to(dx, DType::kBFloat16)));
+        EXPECT_TRUE(dg16.Equals(dg));
+        EXPECT_TRUE(db16.Equals(db));
+      }
+    }
+    Tensor yi(DType::kFloat32, x.shape()), yi16(DType::kBFloat16, x.shape());
+    const Tensor moving_mean = RandomTensor({c}, 35, -1, 1),
+                 moving_var = RandomTensor({c}, 36, 0.5f, 2);
+    ASSERT_TRUE(
+        backend_.BatchNormForwardInference(x, gamma, beta, moving_mean, moving_var, 1e-3f, yi)
+            .ok());
+    ASSERT_TRUE(
+        backend_.BatchNormForwardInference(x16, gamma, beta, moving_mean, moving_var, 1e-3f, yi16)
+            .ok());
+    EXPECT_TRUE(yi16.Equals(to(yi, DType::kBFloat16)));
+  }
+  // float16 data is no batch norm's.
+  Tensor h(DType::kFloat16, Shape{2, 16}), hy(DType::kFloat16, Shape{2, 16});
+  Tensor m(DType::kFloat32, Shape{16}), v(DType::kFloat32, Shape{16});
+  const Tensor ones = T(std::vector<float>(16, 1.0f), {16});
+  const absl::Status refused = backend_.BatchNormForwardTraining(h, ones, ones, 1e-3f, hy, m, v);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()), ::testing::HasSubstr("not float32 or bfloat16"));
+}
+
 // Products of up to 2^21 multiply-adds run on the calling thread (kOneThreadMatMulMacs), larger
 // ones on the OpenMP team: both sides of the limit compute the product, and the small one leaves
 // the thread's team as it was.

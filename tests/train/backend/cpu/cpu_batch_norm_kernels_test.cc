@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "train/backend/compute_precision.h"
 #include "train/backend/cpu/bfloat16_convert.h"
 #include "train/backend/cpu/cpu_threads.h"
 
@@ -322,6 +323,15 @@ TEST_P(CpuBatchNormKernelsTest, BFloat16GivesTheFloat32ResultRoundedOnce) {
       EXPECT_EQ(yi, y);
     }
   }
+}
+
+// Which loops run: the AVX-512 ones for 16, 32, 64 and 128 channels where the CPU has
+// AVX512-BF16 and they are allowed, the portable ones otherwise.
+TEST_P(CpuBatchNormKernelsTest, TheAvx512LoopsRunWhereTheCpuAndChannelsAllow) {
+  for (int64_t c : {16, 32, 64, 128}) {
+    EXPECT_EQ(internal::UsesAvx512BatchNorm(c), GetParam() && CpuHasAvx512Bf16()) << c;
+  }
+  for (int64_t c : {8, 24, 48, 256}) EXPECT_FALSE(internal::UsesAvx512BatchNorm(c)) << c;
 }
 
 INSTANTIATE_TEST_SUITE_P(Loops, CpuBatchNormKernelsTest, ::testing::Values(true, false),
