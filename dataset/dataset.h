@@ -120,6 +120,11 @@ struct SaveOptions {
 // Dataset::Load(path, options), like tf.data's load.
 struct LoadOptions {
   ReaderFn reader_fn;  // unset: the shards round-robin, read in parallel
+  // Set: the dataset's element_spec, without reading `path` (tf.data's load(element_spec=)); the
+  // saved elements' must be compatible. Unset: read from the save's manifest when element_spec()
+  // is first asked (unknown when nothing is saved there yet, or it was saved by a version that
+  // did not record it).
+  std::optional<ElementSpec> element_spec;
 };
 
 // Snapshot(path, options), like tf.data's snapshot.
@@ -283,7 +288,7 @@ class Dataset {
   // tf.data's save: writes every element to the directory `path` (shard files, then a manifest
   // last, atomically): an error or a crash part-way leaves what was there before.
   absl::Status Save(const std::string& path, SaveOptions options = {}) const;
-  // tf.data's load: the elements Save wrote to `path`.
+  // tf.data's load: the elements Save wrote to `path`, and the element_spec it recorded.
   static Dataset Load(std::string path, LoadOptions options = {});
   // buffer_size 0 is no prefetch (this dataset), as tf.data's prefetch(0).
   Dataset Prefetch(int64_t buffer_size = kAutotune) const;

@@ -1,7 +1,8 @@
 // Dataset::Load(path, options), as tf.data's load: the elements Save (or Snapshot) wrote to a
-// saved dataset directory (dataset/saved_dataset.h). A directory without a manifest is NotFound;
-// one whose manifest or shards are damaged is DataLoss, naming what is wrong. Checkpoints hold
-// the reading pipeline's position and the run they read.
+// saved dataset directory (dataset/saved_dataset.h), and the element_spec its manifest records.
+// A directory without a manifest is NotFound; one whose manifest or shards are damaged is
+// DataLoss, naming what is wrong. Checkpoints hold the reading pipeline's position and the run
+// they read.
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
@@ -19,6 +20,17 @@ class LoadDataset : public DatasetBase {
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override;
   std::string Describe() const override { return absl::StrCat("Load(", path_, ")"); }
+
+ protected:
+  // The user's, or the manifest's as it is when first asked (unknown when there is none yet, or
+  // it cannot be read: iterating then says why).
+  ElementSpec ComputeElementSpec() const override {
+    if (options_.element_spec) return *options_.element_spec;
+    absl::StatusOr<internal::OpenedSaved> opened = internal::OpenSaved(path_);
+    if (!opened.ok() || !opened->manifest) return ElementSpec();
+    absl::StatusOr<ElementSpec> saved = internal::SavedElementSpec(*opened->manifest, path_);
+    return saved.ok() ? *saved : ElementSpec();
+  }
 
  private:
   class LoadIterator : public IteratorBase {
@@ -51,6 +63,15 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> LoadDataset::MakeIterator(
     return absl::NotFoundError(absl::StrCat(name(), ": no saved dataset in ", path_, " (no ",
                                             internal::kManifestName,
                                             ": never saved, or the save did not finish)"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(const ElementSpec saved,
+                          internal::SavedElementSpec(*opened.manifest, path_));
+  if (!saved.IsCompatibleWith(element_spec())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(name(), ": ", path_, " holds elements ", saved.DebugString(),
+                     ", but this dataset's are ", element_spec().DebugString(),
+                     options_.element_spec ? " (LoadOptions::element_spec)"
+                                           : " (as saved there when this Load first read it)"));
   }
   auto it = std::make_unique<LoadIterator>(this, ctx);
   SLUICE_ASSIGN_OR_RETURN(it->reader,

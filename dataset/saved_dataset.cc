@@ -109,7 +109,39 @@ absl::StatusOr<proto::SavedDatasetManifest> DescribeSavedInput(
     h = Fnv1a(absl::StrCat(f, ":", s->size(), ":", s->mtime_ns()), h);
   }
   m.set_fingerprint(absl::StrFormat("%016x", h));
+  const ElementSpec& spec = input.element_spec();
+  m.set_element_spec_known(spec.known());
+  for (const TensorSpec& component : spec.components()) {
+    proto::SavedTensorSpec* c = m.add_element_spec();
+    c->set_dtype(static_cast<int>(component.dtype));
+    c->set_unknown_rank(component.shape.unknown_rank());
+    for (int64_t d : component.shape.dims()) c->add_dims(d);
+  }
   return m;
+}
+
+absl::StatusOr<ElementSpec> SavedElementSpec(const proto::SavedDatasetManifest& manifest,
+                                             const std::string& dir) {
+  if (!manifest.element_spec_known()) return ElementSpec();
+  constexpr int kMaxRank = 64;
+  std::vector<TensorSpec> components;
+  for (int i = 0; i < manifest.element_spec_size(); ++i) {
+    const proto::SavedTensorSpec& c = manifest.element_spec(i);
+    const bool dims_ok =
+        c.dims_size() <= kMaxRank && (!c.unknown_rank() || c.dims_size() == 0) &&
+        std::all_of(c.dims().begin(), c.dims().end(), [](int64_t d) { return d >= -1; });
+    if (c.dtype() < 0 || c.dtype() > static_cast<int>(DType::kBytes) || !dims_ok) {
+      return absl::DataLossError(absl::StrCat(
+          (fs::path(dir) / kManifestName).string(), ": component ", i,
+          " of the element_spec is no tensor spec (dtype ", c.dtype(), ", ", c.dims_size(),
+          " dimensions", c.unknown_rank() ? ", unknown rank" : "", ")"));
+    }
+    components.push_back(
+        {static_cast<DType>(c.dtype()), c.unknown_rank() ? PartialShape::UnknownRank()
+                                                         : PartialShape(absl::Span<const int64_t>(
+                                                               c.dims().data(), c.dims_size()))});
+  }
+  return ElementSpec(std::move(components));
 }
 
 std::string StaleReason(const proto::SavedDatasetManifest& saved,
@@ -377,9 +409,11 @@ absl::StatusOr<std::unique_ptr<SavedDatasetReader>> SavedDatasetReader::Create(
   // hands their pages back to the kernel and every new one faults them in again (a third of the
   // kernel time of reading decoded images); recycled memory does not.
   std::shared_ptr<BufferPool> pool = BufferPool::Create(kReaderPoolBlocks, kReaderPoolBytes);
-  // A Snapshot's elements are its input's: declared to the reading pipeline, so that its
-  // checkpoints are checked against them too. A Load's are unknown.
-  const ElementSpec spec = owner->element_spec();
+  // A Snapshot's elements are its input's, a Load's what its manifest records (or what the user
+  // gave): declared to the reading pipeline, so that every element read and its checkpoints are
+  // checked against them. The manifest's where the owner's is unknown.
+  SLUICE_ASSIGN_OR_RETURN(const ElementSpec saved_spec, SavedElementSpec(manifest, dir));
+  const ElementSpec spec = owner->element_spec().known() ? owner->element_spec() : saved_spec;
   for (const proto::SavedShard& s : manifest.shards()) {
     const std::string file = (fs::path(dir) / s.file()).string();
     shards.push_back(

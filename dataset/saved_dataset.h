@@ -31,9 +31,15 @@ inline constexpr char kManifestName[] = "manifest.pb";
 inline constexpr char kDamagedManifestName[] = "manifest.pb.damaged";
 
 // The pipeline a saved dataset came from: its description, the files it reads (size and
-// modification time) and the user's fingerprint. Only the identity fields are set.
+// modification time), the user's fingerprint and its element_spec. Only those fields are set.
 absl::StatusOr<proto::SavedDatasetManifest> DescribeSavedInput(const DatasetBase& input,
                                                                const std::string& user_fingerprint);
+
+// The element_spec `manifest` (of the saved dataset in `dir`) records; unknown when it records
+// none. DataLoss naming the manifest when what it records is no spec (an unknown dtype, a
+// dimension below -1, a rank over 64): a file's contents are not trusted.
+absl::StatusOr<ElementSpec> SavedElementSpec(const proto::SavedDatasetManifest& manifest,
+                                             const std::string& dir);
 
 // Why a saved dataset does not hold what `now` (DescribeSavedInput's) describes; empty when it
 // does. With a user fingerprint, only the fingerprints are compared.

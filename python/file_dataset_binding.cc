@@ -156,8 +156,9 @@ void RegisterSavedDatasets(py::class_<PyDataset>& c) {
             return PyDataset{Dataset::Load(path, std::move(options))};
           },
           py::arg("path"), py::kw_only(), py::arg("reader_func") = py::none(),
-          "tf.data.Dataset.load: the elements save wrote to path (its compression is read from "
-          "there: tf.data's element_spec and compression are not needed, and not accepted). "
+          "tf.data.Dataset.load: the elements save wrote to path (its compression and "
+          "element_spec are read from there: tf.data's element_spec and compression arguments "
+          "are not needed, and not accepted). "
           "reader_func(shards), shards a list of sluice.Dataset (one per shard file, where "
           "tf.data gives a dataset of datasets), returns the dataset to yield; None reads the "
           "shards round-robin.")

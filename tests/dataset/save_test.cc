@@ -37,6 +37,19 @@ Dataset Mixed(int64_t n) {
   });
 }
 
+// Mixed, declaring its spec (int64[], float32[3], bytes[]).
+Dataset MixedDeclared(int64_t n) {
+  return Dataset::Range(n).Map(
+      [](Element e) -> absl::StatusOr<Element> {
+        const int64_t i = e[0].scalar<int64_t>();
+        return Element{e[0], Tensor::FromVector<float>({float(i), i / 2.0f, 1.0f}),
+                       Tensor::Scalar<std::string>(absl::StrCat("e", i))};
+      },
+      {.output_signature = ElementSpec({{DType::kInt64, PartialShape{}},
+                                        {DType::kFloat32, PartialShape{3}},
+                                        {DType::kBytes, PartialShape{}}})});
+}
+
 std::set<std::string> Files(const std::string& dir) {
   std::set<std::string> out;
   for (const auto& f : fs::directory_iterator(dir)) out.insert(f.path().filename().string());
@@ -323,6 +336,90 @@ TEST(LoadTest, MissingOrDamagedSavesAreClearErrors) {
   auto garbage = Collect(Dataset::Load(dir.path()));
   EXPECT_EQ(garbage.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(garbage.status().message(), HasSubstr("is not a manifest"));
+}
+
+// tf.data's load reads the element_spec save recorded: Load's is the saved pipeline's, unknown
+// dimensions included, read when first asked (a Load made before the save sees it).
+TEST(LoadTest, TheElementSpecIsTheSavedPipelines) {
+  ScopedTempDir dir;
+  const Dataset load = Dataset::Load(dir.path());
+  const Dataset saved =
+      MixedDeclared(10).Batch(4);  // a last batch of 2: the batch dimension is unknown
+  ASSERT_TRUE(saved.Save(dir.path(), {.num_shards = 2}).ok());
+  EXPECT_EQ(saved.element_spec().DebugString(), "(int64[?], float32[?, 3], bytes[?])");
+  EXPECT_EQ(load.element_spec().DebugString(), saved.element_spec().DebugString());
+  EXPECT_EQ(Dataset::Load(dir.path()).Unbatch().element_spec().DebugString(),
+            "(int64[], float32[3], bytes[])");
+  auto got = Collect(load);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->size(), 3u);
+}
+
+// What the manifest says of the elements is checked: a spec that is no spec is DataLoss naming
+// the manifest; elements that do not match the recorded spec are DataLoss naming their record;
+// a manifest without a spec (written before it was recorded) loads with an unknown one.
+TEST(LoadTest, TheRecordedElementSpecIsCheckedNotTrusted) {
+  ScopedTempDir dir;
+  ASSERT_TRUE(MixedDeclared(6).Save(dir.path(), {.num_shards = 1}).ok());
+  const proto::SavedDatasetManifest good = Manifest(dir.path());
+  auto write = [&](const proto::SavedDatasetManifest& m) {
+    std::ofstream out(dir.File("manifest.pb"), std::ios::binary | std::ios::trunc);
+    ASSERT_TRUE(m.SerializeToOstream(&out));
+  };
+  proto::SavedDatasetManifest bad_dtype = good;
+  bad_dtype.mutable_element_spec(1)->set_dtype(99);
+  write(bad_dtype);
+  EXPECT_FALSE(Dataset::Load(dir.path()).element_spec().known());
+  auto no_spec = Collect(Dataset::Load(dir.path()));
+  EXPECT_EQ(no_spec.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(no_spec.status().message(), HasSubstr(dir.File("manifest.pb")));
+  EXPECT_THAT(no_spec.status().message(), HasSubstr("component 1 of the element_spec"));
+
+  proto::SavedDatasetManifest bad_dim = good;
+  bad_dim.mutable_element_spec(1)->set_dims(0, -2);
+  write(bad_dim);
+  EXPECT_EQ(Collect(Dataset::Load(dir.path())).status().code(), absl::StatusCode::kDataLoss);
+
+  // Float32 vectors of 4 recorded, of 3 saved.
+  proto::SavedDatasetManifest other = good;
+  other.mutable_element_spec(1)->set_dims(0, 4);
+  write(other);
+  EXPECT_EQ(Dataset::Load(dir.path()).element_spec().DebugString(),
+            "(int64[], float32[4], bytes[])");
+  auto mismatch = Collect(Dataset::Load(dir.path()));
+  EXPECT_EQ(mismatch.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(mismatch.status().message(), HasSubstr("record 0 is not"));
+
+  proto::SavedDatasetManifest old = good;
+  old.clear_element_spec_known();
+  old.clear_element_spec();
+  write(old);
+  EXPECT_FALSE(Dataset::Load(dir.path()).element_spec().known());
+  auto loaded = Collect(Dataset::Load(dir.path()));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->size(), 6u);
+}
+
+// LoadOptions::element_spec (tf.data's load(element_spec=)) is the dataset's without reading the
+// directory; the saved elements must be compatible with it.
+TEST(LoadTest, AGivenElementSpecMustBeCompatibleWithTheSavedOne) {
+  ScopedTempDir dir;
+  const ElementSpec general({{DType::kInt64, PartialShape{}},
+                             {DType::kFloat32, PartialShape{PartialShape::kUnknownDim}},
+                             {DType::kBytes, PartialShape{}}});
+  const Dataset before = Dataset::Load(dir.path(), {.element_spec = general});
+  EXPECT_EQ(before.element_spec().DebugString(), "(int64[], float32[?], bytes[])");
+  ASSERT_TRUE(MixedDeclared(5).Save(dir.path()).ok());
+  auto got = Collect(before);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->size(), 5u);
+
+  const ElementSpec wrong({{DType::kInt32, PartialShape{}}});
+  auto refused = Collect(Dataset::Load(dir.path(), {.element_spec = wrong}));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("holds elements (int64[], float32[3], bytes[]), but this dataset's are "
+                        "(int32[]) (LoadOptions::element_spec)"));
 }
 
 TEST(LoadTest, CheckpointsResumeExactly) {

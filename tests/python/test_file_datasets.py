@@ -143,6 +143,14 @@ def test_save_shard_func_and_load_reader_func(tmp_path):
     assert sorted(as_rows(sluice.Dataset.load(path)), key=lambda r: r[1]) == as_rows(ds)
 
 
+def test_load_reads_the_saved_element_spec(tmp_path):
+    ds = sluice.Dataset.range(5).batch(2)
+    path = str(tmp_path / "batched")
+    ds.save(path)
+    assert ds.element_spec is not None
+    assert sluice.Dataset.load(path).element_spec == ds.element_spec
+
+
 def test_save_load_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="no saved dataset"):
         list(sluice.Dataset.load(str(tmp_path / "never")))
