@@ -3,7 +3,8 @@
 // one valid shard file of two elements; set, the rest is split into element payloads framed as
 // a shard (valid CRCs) that a valid manifest names, so the fuzzer reaches the element parser.
 // When every payload is a valid element, Load must yield exactly those elements; otherwise it
-// must end with an error, never a crash or a read past what the files hold.
+// must end with an error, never a crash or a read past what the files hold. The manifest's
+// element_spec (mode 0) is fuzzed with the rest of it.
 //
 // With SLUICE_FUZZ_SEEDS=DIR set, the target first writes seed inputs into DIR: a valid manifest
 // for the valid shard, and valid element payloads (tools/fuzz.sh --seeds).
@@ -51,8 +52,14 @@ const std::string& ValidShard() {
   return *shard;
 }
 
-std::string Manifest(int64_t elements, int64_t bytes) {
+// With `spec`, the element_spec of ValidShard's elements (int64[], bytes[]).
+std::string Manifest(int64_t elements, int64_t bytes, bool spec) {
   proto::SavedDatasetManifest m;
+  if (spec) {
+    m.set_element_spec_known(true);
+    m.add_element_spec()->set_dtype(static_cast<int>(DType::kInt64));
+    m.add_element_spec()->set_dtype(static_cast<int>(DType::kBytes));
+  }
   m.set_version(1);
   m.set_run_id("fuzz");
   m.set_pipeline("fuzz");
@@ -75,7 +82,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     const std::string d(dir);
     fuzz::WriteFileOrDie(
         d + "/manifest",
-        std::string(1, '\0') + Manifest(2, static_cast<int64_t>(ValidShard().size())));
+        std::string(1, '\0') + Manifest(2, static_cast<int64_t>(ValidShard().size()), true));
     fuzz::WriteFileOrDie(d + "/elements",
                          std::string(1, '\1') + Element2({Tensor::Scalar<int64_t>(7)}) +
                              "\xff\xfe\xfd\xfc" +
@@ -89,7 +96,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sluice;
   if (size < 1) return 0;
   static const std::string* dir = new std::string(fuzz::ScratchPath("saved"));
-  static const Dataset* loaded = new Dataset(Dataset::Load(*dir));
+  // A new Load each input: a Load keeps the element_spec it first read from the manifest.
+  const Dataset loaded = Dataset::Load(*dir);
   const absl::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
   (void)::mkdir(dir->c_str(), 0700);
 
@@ -106,13 +114,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const int64_t pieces = static_cast<int64_t>(fuzz::SplitPieces(rest).size());
     fuzz::WriteFileOrDie(*dir + "/" + kShard, shard);
     fuzz::WriteFileOrDie(*dir + "/manifest.pb",
-                         Manifest(pieces, static_cast<int64_t>(shard.size())));
+                         Manifest(pieces, static_cast<int64_t>(shard.size()), false));
   } else {
     fuzz::WriteFileOrDie(*dir + "/" + kShard, ValidShard());
     fuzz::WriteFileOrDie(*dir + "/manifest.pb", rest);
   }
 
-  std::unique_ptr<Iterator> it = loaded->MakeIterator();
+  std::unique_ptr<Iterator> it = loaded.MakeIterator();
   const fuzz::ReadOut got = fuzz::ReadAll(*it);
   if (expected) {
     fuzz::CheckReadExactly(got, *expected);
