@@ -794,13 +794,14 @@ uint8_t* Mask(const Tensor* t) {
   return t == nullptr ? nullptr : static_cast<uint8_t*>(const_cast<void*>(t->raw_data()));
 }
 
-// The fused ReLU's workspace: its mask, a byte an element.
+// The fused ReLU's workspace: its mask (BatchNormReluMaskBytes).
 absl::Status CheckReluMask(const char* op, const Tensor* workspace, const Tensor& x) {
-  if (workspace == nullptr || workspace->byte_size() >= static_cast<size_t>(x.num_elements())) {
-    return absl::OkStatus();
-  }
+  if (workspace == nullptr) return absl::OkStatus();
+  const BatchNormRows r = BatchNormRowsOf(x);
+  const int64_t need = BatchNormReluMaskBytes(r.m, r.c);
+  if (workspace->byte_size() >= static_cast<size_t>(need)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(op, ": the workspace has ", workspace->byte_size(),
-                                                 " bytes, not the ", x.num_elements(),
+                                                 " bytes, not the ", need,
                                                  " of BatchNormReluWorkspaceBytes"));
 }
 
@@ -880,7 +881,9 @@ absl::Status CpuBackend::BatchNormBackward(const Tensor& x, const Tensor& gamma,
 }
 
 int64_t CpuBackend::BatchNormReluWorkspaceBytes(const Tensor& x) const {
-  return x.num_elements();  // our kernels' mask, a byte an element
+  if (x.num_elements() == 0) return 0;
+  const BatchNormRows r = BatchNormRowsOf(x);
+  return BatchNormReluMaskBytes(r.m, r.c);
 }
 
 absl::Status CpuBackend::BatchNormReluForwardTraining(const Tensor& x, const Tensor& gamma,

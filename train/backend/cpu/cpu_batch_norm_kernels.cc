@@ -1,17 +1,11 @@
-// The CpuBackend's float32 batch norm over x [m, c] (NHWC rows, channels innermost), with the
-// ReLU after it fused where asked. oneDNN 2.6's NHWC batch norm ran at 10-20 GB/s on activations
-// that sit in the cache (resnet-20's 3.2 MB [64, 28, 28, 16]: 0.65 ms forward, 16% of a step;
-// docs/benchmarks.md). Here the statistics take one pass over x: each chunk of rows, small enough
-// for L1, gets its mean and its centred sum of squares in two passes over itself, and the chunks
-// combine exactly as Chan et al.'s parallel variance does. bfloat16 data (mixed_bfloat16's
-// activations) runs the same loops, widened on load and rounded once on store.
-//
-// The portable loops are compiled for AVX-512 and AVX2 as well as the baseline.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SLUICE_BATCH_NORM_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define SLUICE_BATCH_NORM_CLONES
-#endif
+// The CpuBackend's batch norm over x [m, c] (NHWC rows, channels innermost), float32 or
+// bfloat16, with the ReLU after it fused where asked. oneDNN 2.6's NHWC batch norm ran at 10-20
+// GB/s on activations that sit in the cache (resnet-20's 3.2 MB [64, 28, 28, 16]: 0.65 ms
+// forward, 16% of a step; docs/benchmarks.md). Here the statistics take one pass over x: each
+// chunk of rows, small enough for L1, gets its mean and its centred sum of squares in two passes
+// over itself, and the chunks combine exactly as Chan et al.'s parallel variance does. bfloat16
+// data (mixed_bfloat16's activations) runs the same loops, widened on load and rounded once on
+// store.
 //
 // Every sum runs over fixed chunks of rows combined in chunk order: the bits never depend on the
 // thread count. They do depend on the CPU and the compiler: the AVX-512 loops and GCC's AVX-512
@@ -24,6 +18,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -33,6 +28,13 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#endif
+
+// The portable loops are compiled for AVX-512 and AVX2 as well as the baseline.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SLUICE_BATCH_NORM_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define SLUICE_BATCH_NORM_CLONES
 #endif
 
 namespace sluice::train::backend::cpu {
@@ -282,13 +284,22 @@ struct Avx512Rows {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
                         reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
   }
-  // The ReLU's mask: 16 bytes, 1 where the lane's bit is set.
-  SLUICE_AVX512_BF16 static __mmask16 LoadMask(const uint8_t* p) {
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    return _mm_test_epi8_mask(bytes, bytes);
+  // The ReLU's mask here is a bit an element (BatchNormReluMaskBytes): elements [at, at + 16)
+  // are the two bytes at at / 8, their bits in order from the lowest, as a __mmask16's lanes.
+  SLUICE_AVX512_BF16 static __mmask16 LoadMask(const uint8_t* mask, int64_t at) {
+    uint16_t bits;
+    std::memcpy(&bits, mask + at / 8, sizeof bits);
+    return bits;
   }
-  SLUICE_AVX512_BF16 static void StoreMask(uint8_t* p, __mmask16 k) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm_maskz_set1_epi8(k, 1));
+  SLUICE_AVX512_BF16 static void StoreMask(uint8_t* mask, int64_t at, __mmask16 k) {
+    const uint16_t bits = k;
+    std::memcpy(mask + at / 8, &bits, sizeof bits);
+  }
+  // g[at, at + 16) where the ReLU's mask (if any) is set, else +0 whatever g (a NaN included).
+  template <typename T>
+  SLUICE_AVX512_BF16 static __m512 Passed(const T* g, const uint8_t* mask, int64_t at) {
+    const __m512 gj = Load(g + at);
+    return mask == nullptr ? gj : _mm512_maskz_mov_ps(LoadMask(mask, at), gj);
   }
 
   template <typename T>
@@ -347,7 +358,7 @@ struct Avx512Rows {
           // v > 0 (false for NaN, as the portable loop's): the output and the mask.
           const __mmask16 k = _mm512_cmp_ps_mask(out, _mm512_setzero_ps(), _CMP_GT_OQ);
           Store(y + at, _mm512_maskz_mov_ps(k, out));
-          StoreMask(mask + at, k);
+          StoreMask(mask, at, k);
         }
       }
     }
@@ -366,9 +377,7 @@ struct Avx512Rows {
     for (int64_t r = r0; r < r1; ++r) {
       for (int v = 0; v < kV; ++v) {
         const int64_t at = r * c + 16 * v;
-        __m512 gj = Load(g + at);
-        // Cut where the ReLU's mask is 0, to +0 whatever g (a NaN included).
-        if (mask != nullptr) gj = _mm512_maskz_mov_ps(LoadMask(mask + at), gj);
+        const __m512 gj = Passed(g, mask, at);
         ab[v] = _mm512_add_ps(ab[v], gj);
         ax[v] = _mm512_fmadd_ps(gj, _mm512_sub_ps(Load(x + at), mu[v]), ax[v]);
       }
@@ -395,8 +404,7 @@ struct Avx512Rows {
     for (int64_t r = r0; r < r1; ++r) {
       for (int v = 0; v < kV; ++v) {
         const int64_t at = r * c + 16 * v;
-        __m512 gj = Load(g + at);
-        if (mask != nullptr) gj = _mm512_maskz_mov_ps(LoadMask(mask + at), gj);
+        const __m512 gj = Passed(g, mask, at);
         // Constant statistics (b null): g' a alone, x not read.
         Store(gx + at, b == nullptr
                            ? _mm512_mul_ps(gj, va[v])
@@ -561,6 +569,12 @@ bool UsesAvx512BatchNorm(int64_t c) {
   return avx512;
 }
 }  // namespace internal
+
+int64_t BatchNormReluMaskBytes(int64_t m, int64_t c) {
+  // A bit an element in the AVX-512 loops (c a multiple of 16: whole bytes), a byte in the
+  // portable ones, whose loops vectorise over bytes.
+  return internal::UsesAvx512BatchNorm(c) ? m * c / 8 : m * c;
+}
 
 void BatchNormTrainingF32(const float* x, int64_t m, int64_t c, const float* gamma,
                           const float* beta, float epsilon, float* y, float* mean, float* variance,

@@ -2,10 +2,10 @@
 #define SLUICE_TRAIN_BACKEND_CPU_CPU_BATCH_NORM_KERNELS_H_
 
 // The CpuBackend's float32 batch norm over x [m, c] (channels innermost), with the ReLU after it
-// where relu_mask (uint8 [m, c], a byte an element) is given: the forward writes it, the backward
-// passes the gradient where it is 1. The BF16 forms take bfloat16 data (x, y and the gradients;
-// the parameters and statistics stay float32): each result is the float32 form's on the widened
-// data, rounded once. Internal to the CPU backend.
+// where relu_mask (BatchNormReluMaskBytes(m, c) bytes) is given: the forward writes it, the
+// backward passes the gradient where it is set. The BF16 forms take bfloat16 data (x, y and the
+// gradients; the parameters and statistics stay float32): each result is the float32 form's on the
+// widened data, rounded once. Internal to the CPU backend.
 
 #include <cstdint>
 
@@ -26,6 +26,10 @@ void BatchNormBackwardF32(const float* x, const float* grad_y, const uint8_t* re
                           int64_t c, const float* gamma, const float* mean, const float* variance,
                           float epsilon, bool statistics_are_constant, float* grad_x,
                           float* grad_gamma, float* grad_beta);
+
+// The size of the ReLU's mask for x [m, c]: a bit an element where the AVX-512 loops run (see
+// internal::UsesAvx512BatchNorm), else a byte (1 where the output is positive).
+int64_t BatchNormReluMaskBytes(int64_t m, int64_t c);
 
 // The same three on bfloat16 data (uint16_t bits).
 void BatchNormTrainingBF16(const uint16_t* x, int64_t m, int64_t c, const float* gamma,
