@@ -324,12 +324,12 @@ bool DirectBf16Out() {
   return direct;
 }
 
-// Runs `write` (a float32 kernel writing its Tensor& argument) into `result`: directly when
-// `result` is float32, else into a float32 block of the caching allocator, then rounded into the
-// bfloat16 `result` (as ComputeOperand rounds).
+// Runs `write` (a kernel writing its Tensor& argument) into `result`: directly when `result` is
+// float32 or the kernel writes bfloat16 itself (`writes_bfloat16`), else into a float32 block of
+// the caching allocator, then rounded into the bfloat16 `result` (as ComputeOperand rounds).
 template <typename Write>
-absl::Status WithBFloat16Output(Tensor& result, const Write& write) {
-  if (result.dtype() != DType::kBFloat16) return write(result);
+absl::Status WithBFloat16Output(Tensor& result, bool writes_bfloat16, const Write& write) {
+  if (result.dtype() != DType::kBFloat16 || writes_bfloat16) return write(result);
   Tensor wide = CpuAllocator::Allocate(DType::kFloat32, result.shape());
   SLUICE_RETURN_IF_ERROR(write(wide));
   FloatToBFloat16(wide.data<float>(), static_cast<uint16_t*>(result.raw_data()),
@@ -551,25 +551,15 @@ absl::Status CpuBackend::ConvForward(const ConvGeometry& geo, const Tensor& inpu
                                      Tensor& output) {
   const dnnl::engine& engine = CpuEngine();
   const ConvDescs d = MakeConvDescs(geo);
-  if (output.dtype() == DType::kBFloat16 && !relu && DirectBf16Out()) {
-    return Guard("Conv2D (mixed_bfloat16)", [&] {
-      auto entry = ConvBf16(geo, d, bias != nullptr, /*bf16_out=*/true);
-      Operands operands;
-      std::unordered_map<int, memory> args = {
-          {DNNL_ARG_DST, memory(AsBf16(d.dst), engine, output.raw_data())},
-          {DNNL_ARG_SRC, operands.Input(entry->src, d.src, input)},
-          {DNNL_ARG_WEIGHTS, operands.Input(entry->weights, d.user_weights, filter)}};
-      if (bias != nullptr) args.insert({DNNL_ARG_BIAS, memory(d.bias, engine, Ptr(*bias))});
-      Execute(entry->forward, args);
-    });
-  }
   if (Bf16({&input, &filter}) || output.dtype() == DType::kBFloat16) {
-    return WithBFloat16Output(output, [&](Tensor& out) -> absl::Status {
+    // The ReLU below runs on float32 only.
+    const bool bf16_out = output.dtype() == DType::kBFloat16 && !relu && DirectBf16Out();
+    return WithBFloat16Output(output, bf16_out, [&](Tensor& out) -> absl::Status {
       SLUICE_RETURN_IF_ERROR(Guard("Conv2D (mixed_bfloat16)", [&] {
-        auto entry = ConvBf16(geo, d, bias != nullptr);
+        auto entry = ConvBf16(geo, d, bias != nullptr, bf16_out);
         Operands operands;
         std::unordered_map<int, memory> args = {
-            {DNNL_ARG_DST, memory(d.dst, engine, out.raw_data())},
+            {DNNL_ARG_DST, memory(bf16_out ? AsBf16(d.dst) : d.dst, engine, out.raw_data())},
             {DNNL_ARG_SRC, operands.Input(entry->src, d.src, input)},
             {DNNL_ARG_WEIGHTS, operands.Input(entry->weights, d.user_weights, filter)}};
         if (bias != nullptr) args.insert({DNNL_ARG_BIAS, memory(d.bias, engine, Ptr(*bias))});
@@ -601,30 +591,20 @@ absl::Status CpuBackend::ConvForward(const ConvGeometry& geo, const Tensor& inpu
 
 absl::Status CpuBackend::Conv2DBackwardData(const ConvGeometry& geo, const Tensor& grad_output,
                                             const Tensor& filter, Tensor& grad_input) {
-  if (grad_input.dtype() == DType::kBFloat16 && DirectBf16Out()) {
-    return Guard("Conv2D backward data (mixed_bfloat16)", [&] {
-      const ConvDescs d = MakeConvDescs(geo);
-      auto entry = ConvBf16(geo, d, /*bias=*/false, /*bf16_out=*/true);
-      Operands operands;
-      Execute(
-          entry->backward_data,
-          {{DNNL_ARG_DIFF_DST, operands.Input(entry->diff_dst, d.dst, grad_output)},
-           {DNNL_ARG_WEIGHTS, operands.Input(entry->backward_data_weights, d.user_weights, filter)},
-           {DNNL_ARG_DIFF_SRC, memory(AsBf16(d.src), CpuEngine(), grad_input.raw_data())}});
-    });
-  }
   if (Bf16({&grad_output, &filter}) || grad_input.dtype() == DType::kBFloat16) {
-    return WithBFloat16Output(grad_input, [&](Tensor& out) {
+    const bool bf16_out = grad_input.dtype() == DType::kBFloat16 && DirectBf16Out();
+    return WithBFloat16Output(grad_input, bf16_out, [&](Tensor& out) {
       return Guard("Conv2D backward data (mixed_bfloat16)", [&] {
         const ConvDescs d = MakeConvDescs(geo);
         // The bias changes nothing here: the entry without one serves both.
-        auto entry = ConvBf16(geo, d, /*bias=*/false);
+        auto entry = ConvBf16(geo, d, /*bias=*/false, bf16_out);
         Operands operands;
         Execute(entry->backward_data,
                 {{DNNL_ARG_DIFF_DST, operands.Input(entry->diff_dst, d.dst, grad_output)},
                  {DNNL_ARG_WEIGHTS,
                   operands.Input(entry->backward_data_weights, d.user_weights, filter)},
-                 {DNNL_ARG_DIFF_SRC, memory(d.src, CpuEngine(), out.raw_data())}});
+                 {DNNL_ARG_DIFF_SRC,
+                  memory(bf16_out ? AsBf16(d.src) : d.src, CpuEngine(), out.raw_data())}});
       });
     });
   }
@@ -794,11 +774,15 @@ uint8_t* Mask(const Tensor* t) {
   return t == nullptr ? nullptr : static_cast<uint8_t*>(const_cast<void*>(t->raw_data()));
 }
 
-// The fused ReLU's workspace: its mask (BatchNormReluMaskBytes).
+// The fused ReLU's workspace for x: its mask (BatchNormReluMaskBytes).
+int64_t ReluMaskBytes(const Tensor& x) {
+  const BatchNormRows r = BatchNormRowsOf(x);
+  return BatchNormReluMaskBytes(r.m, r.c);
+}
+
 absl::Status CheckReluMask(const char* op, const Tensor* workspace, const Tensor& x) {
   if (workspace == nullptr) return absl::OkStatus();
-  const BatchNormRows r = BatchNormRowsOf(x);
-  const int64_t need = BatchNormReluMaskBytes(r.m, r.c);
+  const int64_t need = ReluMaskBytes(x);
   if (workspace->byte_size() >= static_cast<size_t>(need)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(op, ": the workspace has ", workspace->byte_size(),
                                                  " bytes, not the ", need,
@@ -880,11 +864,7 @@ absl::Status CpuBackend::BatchNormBackward(const Tensor& x, const Tensor& gamma,
                               epsilon, statistics_are_constant, grad_x, grad_gamma, grad_beta);
 }
 
-int64_t CpuBackend::BatchNormReluWorkspaceBytes(const Tensor& x) const {
-  if (x.num_elements() == 0) return 0;
-  const BatchNormRows r = BatchNormRowsOf(x);
-  return BatchNormReluMaskBytes(r.m, r.c);
-}
+int64_t CpuBackend::BatchNormReluWorkspaceBytes(const Tensor& x) const { return ReluMaskBytes(x); }
 
 absl::Status CpuBackend::BatchNormReluForwardTraining(const Tensor& x, const Tensor& gamma,
                                                       const Tensor& beta, float epsilon, Tensor& y,
