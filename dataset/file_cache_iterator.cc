@@ -14,7 +14,9 @@
 // on stderr; the file
 // is removed and the input read again. So is a leftover temporary file of a writer that is gone.
 // A record found corrupt while replaying (its CRC) is an error naming the file, the record and its
-// offset; the file is removed so that the next pass rebuilds it, and the replay ends there.
+// offset; the file is removed so that the next pass rebuilds it, and the replay ends there. A read
+// that fails for another reason (an I/O error) also ends the replay with that error, but keeps the
+// file: the bytes may be fine.
 //
 // File mode checkpoints, reading: the position, the record's offset and the file's id (restore
 // fails clearly if the file changed). Writing: the input's state and the position; a half-written
@@ -43,6 +45,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/mutex.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "dataset/dataset_base.h"
 #include "dataset/proto/saved_dataset.pb.h"
@@ -371,6 +374,16 @@ class FileCacheIterator : public IteratorBase {
     }
     if (failed_) return std::nullopt;
     absl::StatusOr<bool> more = file_.reader->ReadRecord(&record_);
+    if (!more.ok() && !absl::IsDataLoss(more.status())) {
+      // An I/O error says nothing about the file's contents: it stays for the next pass. The
+      // reader's error is sticky, so the pass ends here too.
+      const absl::Status error = WithContext(
+          more.status(),
+          absl::StrCat("reading cache file ", d_->path(), " (kept) at element ", position_, ": "));
+      failed_ = true;
+      position_ = file_.count;
+      return error;
+    }
     if (!more.ok()) return Corrupt(std::string(more.status().message()));
     if (!*more || file_.reader->offset() > file_.elements_end) {
       return Corrupt(absl::StrCat(d_->path(), ": element ", position_,

@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -725,6 +726,46 @@ TEST_F(FileCacheTest, ElementOfAnotherTypeThanTheInputsSpecIsDataLoss) {
   EXPECT_THAT(got.status().message(),
               HasSubstr(path_ + ": record 6: component 0 is float32[], expected int64[]"));
   EXPECT_EQ(*calls, 0);
+}
+
+// A read error that is not corruption (an I/O error) says nothing about the file's bytes: the
+// replay ends with the error, naming the file, and the file stays for the next pass. The reader's
+// descriptor is swapped for a directory's under it, so that its next read(2) fails (EISDIR).
+TEST_F(FileCacheTest, AnIOErrorWhileReplayingKeepsTheFile) {
+  // Over a megabyte, so that the reader's 256 KiB buffer must go back to the file.
+  constexpr int64_t kN = 40000;
+  WriteCache(path_, kN);
+  ASSERT_GT(fs::file_size(path_), size_t{1} << 20);
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  auto ds = CountedRange(kN, calls).Cache(path_);
+  auto it = ds.MakeIterator();
+  auto first = it->GetNext();
+  ASSERT_TRUE(first.ok() && first->has_value());
+  const fs::path file = fs::canonical(path_);
+  int reader_fd = -1;
+  for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (fs::read_symlink(e.path(), ec) == file) reader_fd = std::stoi(e.path().filename());
+  }
+  ASSERT_GE(reader_fd, 0) << "no descriptor open on " << file;
+  const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(dir_fd, 0);
+  ASSERT_EQ(::dup2(dir_fd, reader_fd), reader_fd);
+  ::close(dir_fd);
+  auto got = Drain(*it);
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().code(), absl::StatusCode::kDataLoss) << got.status();
+  EXPECT_THAT(got.status().message(), HasSubstr("reading cache file " + path_ + " (kept)"));
+  EXPECT_THAT(got.status().message(), Not(HasSubstr("removed")));
+  // The pass ended (IgnoreErrors downstream would otherwise spin on the sticky error).
+  auto after = it->GetNext();
+  EXPECT_TRUE(!after.ok() || !after->has_value());
+  it.reset();
+  EXPECT_EQ(*calls, 0);
+  ASSERT_TRUE(fs::exists(path_));
+  auto [calls2, err] = ReadCache(path_, kN);
+  EXPECT_EQ(calls2, 0);  // The next pass replays the kept file.
+  EXPECT_EQ(err, "");
 }
 
 TEST_F(FileCacheTest, CorruptRecordEndsTheInternalIterator) {
