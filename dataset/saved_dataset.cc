@@ -228,15 +228,24 @@ absl::Status SavedDatasetWriter::Append(const Element& element) {
   // Before a shard is opened for it: an element too large to read back fails the write here.
   SLUICE_RETURN_IF_ERROR(
       SerializeElementRecord(element, absl::StrCat("element ", elements_), &record_));
-  std::unique_ptr<TFRecordWriter>& shard = shards_[id];
-  if (shard == nullptr) {
+  if (!open_shards_.contains(id) && open_shards_.size() >= size_t{kMaxOpenShards}) {
+    auto lru = std::min_element(open_shards_.begin(), open_shards_.end(),
+                                [](const auto& a, const auto& b) { return a.second < b.second; });
+    SLUICE_RETURN_IF_ERROR(shards_[lru->first]->Park());
+    open_shards_.erase(lru);
+  }
+  auto shard = shards_.find(id);
+  if (shard == shards_.end()) {
+    // Not shards_[id] first: a failed open must leave no null writer behind.
     SLUICE_ASSIGN_OR_RETURN(
-        shard,
+        std::unique_ptr<TFRecordWriter> opened,
         TFRecordWriter::Open(
             (fs::path(dir_) / ShardName(manifest_.run_id(), id, options_.compression)).string(),
             {.compression = options_.compression}));
+    shard = shards_.emplace(id, std::move(opened)).first;
   }
-  SLUICE_RETURN_IF_ERROR(shard->Write(record_));
+  open_shards_[id] = elements_;
+  SLUICE_RETURN_IF_ERROR(shard->second->Write(record_));
   ++shard_elements_[id];
   ++elements_;
   return absl::OkStatus();

@@ -70,6 +70,9 @@ class SavedDatasetWriter {
   absl::StatusOr<proto::SavedDatasetManifest> Finish();
 
   static constexpr std::chrono::minutes kStaleRunAge{60};
+  // Shards open at once: a shard_fn may name up to 65,536. Past this, the one written least
+  // recently is parked (TFRecordWriter::Park: no descriptor, no buffers) until its next element.
+  static constexpr int kMaxOpenShards = 64;
 
   const std::string& dir() const { return dir_; }
 
@@ -87,6 +90,7 @@ class SavedDatasetWriter {
   SavedWriteOptions options_;
   std::map<int64_t, std::unique_ptr<TFRecordWriter>> shards_;  // by shard id
   std::map<int64_t, int64_t> shard_elements_;
+  std::map<int64_t, int64_t> open_shards_;  // shards not parked: the element each last took
   int64_t elements_ = 0;
   int64_t started_ns_ = 0;
   std::string record_;

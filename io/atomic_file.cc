@@ -85,9 +85,10 @@ absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(std::string path,
 AtomicFile::~AtomicFile() { Abandon(); }
 
 void AtomicFile::Abandon() {
-  if (fd_ < 0) return;
-  ::close(fd_);
+  if (fd_ < 0 && !parked_) return;
+  if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+  parked_ = false;
   ::unlink(temp_path_.c_str());
   if (status_.ok()) status_ = absl::FailedPreconditionError(absl::StrCat(path_, ": abandoned"));
 }
@@ -116,8 +117,34 @@ absl::Status AtomicFile::Flush() {
   return WriteAll(buffer_.get(), n);
 }
 
+absl::Status AtomicFile::Park() {
+  if (!status_.ok() || parked_) return status_;
+  SLUICE_RETURN_IF_ERROR(Flush());
+  const int fd = std::exchange(fd_, -1);
+  parked_ = true;
+  buffer_.reset();
+  // close() can report a deferred write error (NFS): it counts.
+  if (::close(fd) != 0) {
+    return Fail(absl::ErrnoToStatus(errno, absl::StrCat(temp_path_, ": close failed")));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AtomicFile::Unpark() {
+  int fd;
+  do {
+    fd = ::open(temp_path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return Fail(absl::ErrnoToStatus(errno, absl::StrCat(temp_path_, ": cannot reopen")));
+  fd_ = fd;
+  parked_ = false;
+  buffer_ = std::make_unique_for_overwrite<char[]>(options_.buffer_size);
+  return absl::OkStatus();
+}
+
 absl::Status AtomicFile::Append(absl::string_view data) {
   if (!status_.ok()) return status_;
+  if (parked_) SLUICE_RETURN_IF_ERROR(Unpark());
   bytes_appended_ += data.size();
   if (buffered_ + data.size() <= options_.buffer_size) {
     std::memcpy(buffer_.get() + buffered_, data.data(), data.size());
@@ -135,6 +162,12 @@ absl::Status AtomicFile::Commit() {
   if (!status_.ok()) {  // A failed write, or already committed or abandoned.
     Abandon();
     return status_;
+  }
+  if (parked_) {
+    if (absl::Status reopened = Unpark(); !reopened.ok()) {
+      Abandon();
+      return reopened;
+    }
   }
   absl::Status status = Flush();
   if (status.ok() && options_.sync && ::fsync(fd_) != 0) {

@@ -44,6 +44,11 @@ class AtomicFile {
   absl::Status Commit();
   // Removes the temporary file without touching `path`. Nothing may follow.
   void Abandon();
+  // Flushes and closes the temporary file and frees the buffer, keeping the file: a writer of
+  // many files at once holds a descriptor and a buffer only for those it is writing. The next
+  // Append or Commit reopens it.
+  absl::Status Park();
+  bool parked() const { return parked_; }
 
   const std::string& path() const { return path_; }
   const std::string& temp_path() const { return temp_path_; }
@@ -54,10 +59,12 @@ class AtomicFile {
   absl::Status Flush();
   absl::Status WriteAll(const char* data, size_t n);
   absl::Status Fail(absl::Status status);
+  absl::Status Unpark();
 
   std::string path_;
   std::string temp_path_;
-  int fd_;  // -1 once committed or abandoned.
+  int fd_;  // -1 once committed or abandoned, and while parked.
+  bool parked_ = false;
   AtomicFileOptions options_;
   std::unique_ptr<char[]> buffer_;
   size_t buffered_ = 0;

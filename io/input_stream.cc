@@ -158,13 +158,9 @@ absl::StatusOr<size_t> ZlibInputStream::Read(char* dst, size_t n) {
       }
     }
     if (!st.in_member) {
-      // A new gzip member (or the start of the stream).
-      if (st.compressed_offset() > 0) {
-        if (st.compression == Compression::kZlib) {
-          return st.status = Error("unexpected data after the end of the");
-        }
-        inflateReset(&s);
-      }
+      // A new gzip member or zlib stream (or the start of the stream): a parked TFRecordWriter
+      // writes several. (TensorFlow's reader takes gzip members only.)
+      if (st.compressed_offset() > 0) inflateReset(&s);
       st.in_member = true;
     }
     const int rc = inflate(&s, Z_NO_FLUSH);

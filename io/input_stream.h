@@ -52,8 +52,9 @@ class FileInputStream : public InputStream {
 };
 
 // Inflates a stream compressed as a whole with gzip or zlib, a buffer at a time (never the
-// whole stream in memory). Concatenated gzip members are read as one stream. An empty input is
-// an empty stream; a corrupt or truncated one is DataLoss naming `name` and the compressed offset.
+// whole stream in memory). Concatenated gzip members, or zlib streams, are read as one stream. An
+// empty input is an empty stream; a corrupt or truncated one is DataLoss naming `name` and the
+// compressed offset.
 class ZlibInputStream : public InputStream {
  public:
   static absl::StatusOr<std::unique_ptr<ZlibInputStream>> Create(

@@ -9,9 +9,8 @@
 
 namespace sluice {
 
-TFRecordWriter::TFRecordWriter(std::unique_ptr<AtomicFile> file,
-                               std::unique_ptr<ZlibCompressor> compressor)
-    : file_(std::move(file)), compressor_(std::move(compressor)) {}
+TFRecordWriter::TFRecordWriter(std::unique_ptr<AtomicFile> file, TFRecordWriterOptions options)
+    : file_(std::move(file)), options_(options) {}
 
 // The compressor refers to file_ through its sink: destroy it first.
 TFRecordWriter::~TFRecordWriter() { compressor_.reset(); }
@@ -20,20 +19,35 @@ absl::StatusOr<std::unique_ptr<TFRecordWriter>> TFRecordWriter::Open(
     std::string path, TFRecordWriterOptions options) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file,
                           AtomicFile::Create(std::move(path), {.sync = options.sync}));
-  std::unique_ptr<ZlibCompressor> compressor;
+  auto writer = std::unique_ptr<TFRecordWriter>(new TFRecordWriter(std::move(file), options));
   if (options.compression != Compression::kNone) {
-    AtomicFile* sink = file.get();
-    SLUICE_ASSIGN_OR_RETURN(
-        compressor,
-        ZlibCompressor::Create(options.compression, options.compression_level,
-                               [sink](absl::string_view bytes) { return sink->Append(bytes); }));
+    SLUICE_ASSIGN_OR_RETURN(writer->compressor_, writer->NewCompressor());
   }
-  return std::unique_ptr<TFRecordWriter>(
-      new TFRecordWriter(std::move(file), std::move(compressor)));
+  return writer;
+}
+
+absl::StatusOr<std::unique_ptr<ZlibCompressor>> TFRecordWriter::NewCompressor() const {
+  AtomicFile* sink = file_.get();
+  return ZlibCompressor::Create(options_.compression, options_.compression_level,
+                                [sink](absl::string_view bytes) { return sink->Append(bytes); });
 }
 
 absl::Status TFRecordWriter::Emit(absl::string_view bytes) {
-  return compressor_ ? compressor_->Write(bytes) : file_->Append(bytes);
+  if (options_.compression == Compression::kNone) return file_->Append(bytes);
+  if (compressor_ == nullptr) {  // parked
+    SLUICE_ASSIGN_OR_RETURN(compressor_, NewCompressor());
+  }
+  return compressor_->Write(bytes);
+}
+
+absl::Status TFRecordWriter::Park() {
+  if (!status_.ok()) return status_;
+  if (closed_) return absl::FailedPreconditionError(absl::StrCat(path(), ": Park after Close"));
+  absl::Status s = compressor_ ? compressor_->Finish() : absl::OkStatus();
+  compressor_.reset();
+  if (s.ok()) s = file_->Park();
+  if (!s.ok()) status_ = s;
+  return s;
 }
 
 absl::Status TFRecordWriter::Write(absl::string_view record) {

@@ -35,15 +35,23 @@ class TFRecordWriter {
   // Errors are sticky; Write after Close is FailedPrecondition.
   absl::Status Write(absl::string_view record);
   absl::Status Close();
+  // Frees the file descriptor and buffers until the next Write (AtomicFile::Park). A compressed
+  // file's stream is ended and the next Write starts another: several gzip members, or zlib
+  // streams, one after the other, which TFRecordReader reads as one stream. Costs a few bytes and
+  // the compression's history, so parking is for writers of many files at once.
+  absl::Status Park();
   int64_t records_written() const { return records_written_; }
   const std::string& path() const { return file_->path(); }
 
  private:
-  TFRecordWriter(std::unique_ptr<AtomicFile> file, std::unique_ptr<ZlibCompressor> compressor);
+  TFRecordWriter(std::unique_ptr<AtomicFile> file, TFRecordWriterOptions options);
+  // A compressor writing into file_.
+  absl::StatusOr<std::unique_ptr<ZlibCompressor>> NewCompressor() const;
   absl::Status Emit(absl::string_view bytes);
 
   std::unique_ptr<AtomicFile> file_;
-  std::unique_ptr<ZlibCompressor> compressor_;  // Null when uncompressed.
+  TFRecordWriterOptions options_;
+  std::unique_ptr<ZlibCompressor> compressor_;  // Null when uncompressed, and while parked.
   int64_t records_written_ = 0;
   bool closed_ = false;
   absl::Status status_;

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -127,6 +128,49 @@ TEST(SaveTest, ShardFnAndReaderFn) {
   absl::Status bad = Dataset::Range(3).Save(dir.File("other"), {.shard_fn = negative});
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.message(), HasSubstr("shard_fn gave element 0 shard -1"));
+}
+
+// Descriptors this process holds open on files in `dir`.
+int OpenDescriptorsIn(const std::string& dir) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (fs::read_symlink(e.path(), ec).parent_path() == fs::path(dir)) ++n;
+  }
+  return n;
+}
+
+// A shard_fn naming more shards than may be open at once: the writer parks the least recently
+// written ones, so descriptors (and buffers) stay bounded, and every shard still holds its
+// elements in order, compressed or not.
+TEST(SaveTest, AShardFnOfManyShardsKeepsFewOpen) {
+  constexpr int64_t kShards = 3 * internal::SavedDatasetWriter::kMaxOpenShards + 7;
+  constexpr int64_t kN = 6 * kShards;
+  for (Compression c : {Compression::kNone, Compression::kGzip, Compression::kZlib}) {
+    SCOPED_TRACE(CompressionName(c));
+    ScopedTempDir dir;
+    int most_open = 0;
+    const ShardFn modulo = [&](const Element& e) -> absl::StatusOr<int64_t> {
+      most_open = std::max(most_open, OpenDescriptorsIn(dir.path()));
+      return e[0].scalar<int64_t>() % kShards;
+    };
+    ASSERT_TRUE(Dataset::Range(kN).Save(dir.path(), {.compression = c, .shard_fn = modulo}).ok());
+    EXPECT_GT(most_open, 0);
+    EXPECT_LE(most_open, internal::SavedDatasetWriter::kMaxOpenShards);
+    ASSERT_EQ(Manifest(dir.path()).shards_size(), kShards);
+    const ReaderFn concatenate = [](std::vector<Dataset> shards) -> absl::StatusOr<Dataset> {
+      Dataset all = shards[0];
+      for (size_t i = 1; i < shards.size(); ++i) all = all.Concatenate(shards[i]);
+      return all;
+    };
+    auto got = Collect(Dataset::Load(dir.path(), {.reader_fn = concatenate}));
+    ASSERT_TRUE(got.ok()) << got.status();
+    std::vector<int64_t> want;
+    for (int64_t shard = 0; shard < kShards; ++shard) {
+      for (int64_t i = shard; i < kN; i += kShards) want.push_back(i);
+    }
+    EXPECT_EQ(Ints(*got), want);
+  }
 }
 
 // An error part-way leaves the earlier save whole and no temporary files behind; a new save

@@ -80,6 +80,69 @@ TEST(AtomicFileTest, AbandonRemovesTheTemporaryAndForbidsMore) {
   EXPECT_EQ(dir.List(), std::vector<std::string>{});
 }
 
+// Descriptors this process holds open on `path`.
+int OpenDescriptorsOn(const std::string& path) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (fs::read_symlink(e.path(), ec) == fs::path(path)) ++n;
+  }
+  return n;
+}
+
+TEST(AtomicFileTest, AParkedFileHoldsNoDescriptorAndGoesOnWhereItWas) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("f.bin");
+  auto file = AtomicFile::Create(path, {.sync = false, .buffer_size = 4096});
+  ASSERT_TRUE(file.ok());
+  const std::string temp = (*file)->temp_path();
+  ASSERT_TRUE((*file)->Append("one ").ok());
+  EXPECT_EQ(OpenDescriptorsOn(temp), 1);
+  ASSERT_TRUE((*file)->Park().ok());
+  EXPECT_TRUE((*file)->parked());
+  EXPECT_EQ(OpenDescriptorsOn(temp), 0);
+  EXPECT_EQ(ReadFile(temp), "one ");   // flushed
+  ASSERT_TRUE((*file)->Park().ok());   // twice is fine
+  const std::string big(10'000, 'b');  // past the buffer: straight to the reopened file
+  ASSERT_TRUE((*file)->Append("two ").ok());
+  EXPECT_FALSE((*file)->parked());
+  ASSERT_TRUE((*file)->Append(big).ok());
+  ASSERT_TRUE((*file)->Park().ok());
+  ASSERT_TRUE((*file)->Commit().ok());  // from parked
+  EXPECT_EQ(ReadFile(path), "one two " + big);
+  EXPECT_EQ(dir.List(), std::vector<std::string>{"f.bin"});
+}
+
+TEST(AtomicFileTest, AParkedFileDestroyedOrAbandonedLeavesNothing) {
+  ScopedTempDir dir;
+  {
+    auto file = AtomicFile::Create(dir.File("a.bin"));
+    ASSERT_TRUE((*file)->Append("x").ok());
+    ASSERT_TRUE((*file)->Park().ok());
+  }
+  auto file = AtomicFile::Create(dir.File("b.bin"));
+  ASSERT_TRUE((*file)->Append("x").ok());
+  ASSERT_TRUE((*file)->Park().ok());
+  (*file)->Abandon();
+  EXPECT_EQ(dir.List(), std::vector<std::string>{});
+  EXPECT_FALSE((*file)->Append("y").ok());
+}
+
+// The temporary file gone while parked (it is this process's, so only a mistake removes it): the
+// reopen fails, naming it, and nothing is committed.
+TEST(AtomicFileTest, AParkedFileWhoseTemporaryWentFailsClearly) {
+  ScopedTempDir dir;
+  auto file = AtomicFile::Create(dir.File("f.bin"));
+  ASSERT_TRUE((*file)->Append("x").ok());
+  ASSERT_TRUE((*file)->Park().ok());
+  fs::remove((*file)->temp_path());
+  const absl::Status s = (*file)->Commit();
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::HasSubstr((*file)->temp_path() + ": cannot reopen"));
+  EXPECT_EQ(dir.List(), std::vector<std::string>{});
+}
+
 TEST(AtomicFileTest, NothingAfterCommit) {
   ScopedTempDir dir;
   auto file = AtomicFile::Create(dir.File("f.bin"));

@@ -128,6 +128,36 @@ TEST_P(WriterRoundTripTest, RandomRecordsReadBackIdentically) {
   }
 }
 
+// Parked every 37 records (a compressed stream ended and another begun each time): the file
+// reads back as one stream of the same records.
+TEST_P(WriterRoundTripTest, ParkedWritesReadBackIdentically) {
+  const Compression c = GetParam();
+  ScopedTempDir dir;
+  const std::string path = dir.File("data.tfrecord");
+  const std::vector<std::string> records = RandomRecords();
+  {
+    auto writer = TFRecordWriter::Open(path, {.compression = c, .sync = false});
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_TRUE((*writer)->Park().ok());  // before any record too
+    for (size_t i = 0; i < records.size(); ++i) {
+      ASSERT_TRUE((*writer)->Write(records[i]).ok());
+      if (i % 37 == 36) {
+        ASSERT_TRUE((*writer)->Park().ok());
+      }
+    }
+    ASSERT_TRUE((*writer)->Park().ok());
+    ASSERT_TRUE((*writer)->Close().ok());
+    EXPECT_EQ((*writer)->Park().code(), absl::StatusCode::kFailedPrecondition);
+  }
+  EXPECT_EQ(dir.List(), std::vector<std::string>{"data.tfrecord"});
+  for (size_t buffer_size : {size_t{4096}, size_t{256} << 10}) {
+    const std::vector<std::string> back =
+        ReadRecords(path, {.compression = c, .buffer_size = buffer_size});
+    ASSERT_EQ(back.size(), records.size());
+    for (size_t i = 0; i < records.size(); ++i) ASSERT_EQ(back[i], records[i]) << "record " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllCompressions, WriterRoundTripTest,
                          ::testing::Values(Compression::kNone, Compression::kGzip,
                                            Compression::kZlib),
