@@ -120,6 +120,13 @@ absl::StatusOr<proto::SavedDatasetManifest> DescribeSavedInput(
   return m;
 }
 
+std::string SnapshotKey(const proto::SavedDatasetManifest& identity) {
+  const uint64_t h = identity.user_fingerprint().empty()
+                         ? Fnv1a(identity.pipeline(), Fnv1a("pipeline:"))
+                         : Fnv1a(identity.user_fingerprint(), Fnv1a("fingerprint:"));
+  return absl::StrFormat("%016x", h);
+}
+
 absl::StatusOr<ElementSpec> SavedElementSpec(const proto::SavedDatasetManifest& manifest,
                                              const std::string& dir) {
   if (!manifest.element_spec_known()) return ElementSpec();

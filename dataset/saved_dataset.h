@@ -41,6 +41,12 @@ absl::StatusOr<proto::SavedDatasetManifest> DescribeSavedInput(const DatasetBase
 absl::StatusOr<ElementSpec> SavedElementSpec(const proto::SavedDatasetManifest& manifest,
                                              const std::string& dir);
 
+// The subdirectory of a Snapshot path that holds the snapshot of the pipeline `identity`
+// (DescribeSavedInput's) describes: 16 hex digits of a hash of the user's fingerprint when given,
+// else of the pipeline's description. Pipelines of other descriptions (train and eval) so keep
+// their own snapshots at one path, as tf.data's do; one whose input files changed rewrites its own.
+std::string SnapshotKey(const proto::SavedDatasetManifest& identity);
+
 // Why a saved dataset does not hold what `now` (DescribeSavedInput's) describes; empty when it
 // does. With a user fingerprint, only the fingerprints are compared.
 std::string StaleReason(const proto::SavedDatasetManifest& saved,

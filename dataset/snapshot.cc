@@ -1,15 +1,18 @@
-// Snapshot(path, options), as tf.data's snapshot. When the iterator is made, `path` is looked at:
-// a complete snapshot of this pipeline (same description and input files, or the user's
-// fingerprint) is read; anything else (no snapshot, a stale or damaged one) means reading the
-// input and writing a new snapshot as the elements pass. The old snapshot stays readable until
-// the new one's manifest replaces it (dataset/saved_dataset.h), and a pass that fails or stops
-// early writes nothing: a half-written snapshot is never read. A snapshot found damaged while
-// read (DataLoss) fails that pass and is taken out of use, so that the next pass rewrites it.
+// Snapshot(path, options), as tf.data's snapshot. Each pipeline's snapshot is a saved dataset in
+// path/<SnapshotKey> (a hash of its description, or of the user's fingerprint), as tf.data keeps
+// path/<hash>. When the iterator is made, that directory is looked at: a complete snapshot of
+// this pipeline (same description and input files, or the user's fingerprint) is read; anything
+// else (no snapshot, a stale or damaged one) means reading the input and writing a new snapshot as
+// the elements pass. The old snapshot stays readable until the new one's manifest replaces it
+// (dataset/saved_dataset.h), and a pass that fails or stops early writes nothing: a half-written
+// snapshot is never read. A snapshot found damaged while read (DataLoss) fails that pass and is
+// taken out of use, so that the next pass rewrites it.
 //
 // As Cache, failing to write is a warning, not an error. Checkpoints: reading, the reader's
 // position and the snapshot's run; writing, the input's position. A pass restored part-way does
 // not write (elements before the restore are in no file); one restored at its start does.
 #include <cstdio>
+#include <filesystem>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -40,7 +43,6 @@ class SnapshotDataset : public DatasetBase {
   int64_t Cardinality() const override { return inputs()[0]->Cardinality(); }
   std::string Describe() const override { return absl::StrCat("Snapshot(", path_, ")"); }
 
-  const std::string& path() const { return path_; }
   const SnapshotOptions& snapshot_options() const { return options_; }
 
  private:
@@ -51,26 +53,27 @@ class SnapshotDataset : public DatasetBase {
 class SnapshotIterator : public IteratorBase {
  public:
   // Reads `reader` when given, else reads `input`, writing a snapshot described by `identity`.
-  SnapshotIterator(const SnapshotDataset* d, const IteratorContext& ctx,
+  SnapshotIterator(const SnapshotDataset* d, const IteratorContext& ctx, std::string dir,
                    proto::SavedDatasetManifest identity,
                    std::unique_ptr<internal::SavedDatasetReader> reader,
                    std::unique_ptr<IteratorBase> input)
       : IteratorBase(d, ctx, NodeKind::kSync),
         d_(d),
+        dir_(std::move(dir)),
         identity_(std::move(identity)),
         reader_(std::move(reader)),
         input_(std::move(input)),
         write_(
             [this] {
               const SnapshotOptions& o = d_->snapshot_options();
-              return internal::SavedDatasetWriter::Create(d_->path(), identity_,
+              return internal::SavedDatasetWriter::Create(dir_, identity_,
                                                           {.compression = o.compression,
                                                            .num_shards = o.num_shards,
                                                            .shard_fn = o.shard_fn});
             },
             // The snapshot is an optimisation: failing to write it is worth a warning.
             [this](const absl::Status& why) {
-              Warn(absl::StrCat(name(), ": cannot write snapshot ", d_->path(), " (", why.message(),
+              Warn(absl::StrCat(name(), ": cannot write snapshot ", dir_, " (", why.message(),
                                 "); going on without it"));
             },
             /*may_write=*/reader_ == nullptr) {}
@@ -111,8 +114,8 @@ class SnapshotIterator : public IteratorBase {
     if (reading != 0) {
       if (reader_ == nullptr) {
         return absl::FailedPreconditionError(
-            absl::StrCat(name(), ": the checkpoint was reading snapshot ", d_->path(),
-                         " at element ", position, ", but the snapshot is gone or stale now"));
+            absl::StrCat(name(), ": the checkpoint was reading snapshot ", dir_, " at element ",
+                         position, ", but the snapshot is gone or stale now"));
       }
       position_ = position;
       return reader_->Restore(state);
@@ -141,17 +144,18 @@ class SnapshotIterator : public IteratorBase {
   void TakeOutOfUse(const absl::Status& why) {
     if (took_out_of_use_) return;
     took_out_of_use_ = true;
-    absl::StatusOr<bool> done = internal::InvalidateSaved(d_->path(), reader_->manifest().run_id());
+    absl::StatusOr<bool> done = internal::InvalidateSaved(dir_, reader_->manifest().run_id());
     if (!done.ok()) {
-      Warn(absl::StrCat(name(), ": snapshot ", d_->path(), " is damaged (", why.message(),
+      Warn(absl::StrCat(name(), ": snapshot ", dir_, " is damaged (", why.message(),
                         ") and cannot be taken out of use: ", done.status().message()));
     } else if (*done) {
-      Warn(absl::StrCat(name(), ": snapshot ", d_->path(), " is damaged (", why.message(),
+      Warn(absl::StrCat(name(), ": snapshot ", dir_, " is damaged (", why.message(),
                         "); the next pass writes a new one"));
     }
   }
 
   const SnapshotDataset* d_;
+  const std::string dir_;  // this pipeline's snapshot: path/<SnapshotKey>
   proto::SavedDatasetManifest identity_;
   std::unique_ptr<internal::SavedDatasetReader> reader_;  // reading when set
   std::unique_ptr<IteratorBase> input_;                   // writing; null when reading or ended
@@ -165,25 +169,26 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> SnapshotDataset::MakeIterator(
   if (path_.empty()) return absl::InvalidArgumentError(absl::StrCat(name(), ": no path"));
   SLUICE_ASSIGN_OR_RETURN(proto::SavedDatasetManifest identity,
                           internal::DescribeSavedInput(*inputs()[0], options_.fingerprint));
-  SLUICE_ASSIGN_OR_RETURN(internal::OpenedSaved opened, internal::OpenSaved(path_));
+  std::string dir = (std::filesystem::path(path_) / internal::SnapshotKey(identity)).string();
+  SLUICE_ASSIGN_OR_RETURN(internal::OpenedSaved opened, internal::OpenSaved(dir));
   std::string why = opened.invalid;
   if (opened.manifest) {
+    // Another pipeline's only when their keys collide.
     why = internal::StaleReason(*opened.manifest, identity);
     if (why.empty()) {
-      SLUICE_ASSIGN_OR_RETURN(
-          std::unique_ptr<internal::SavedDatasetReader> reader,
-          internal::SavedDatasetReader::Create(this, ctx, path_, std::move(*opened.manifest),
-                                               options_.reader_fn));
-      return std::unique_ptr<IteratorBase>(
-          new SnapshotIterator(this, ctx, std::move(identity), std::move(reader), nullptr));
+      SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<internal::SavedDatasetReader> reader,
+                              internal::SavedDatasetReader::Create(
+                                  this, ctx, dir, std::move(*opened.manifest), options_.reader_fn));
+      return std::unique_ptr<IteratorBase>(new SnapshotIterator(
+          this, ctx, std::move(dir), std::move(identity), std::move(reader), nullptr));
     }
   }
   if (!why.empty()) {
-    Warn(absl::StrCat(name(), ": rewriting snapshot ", path_, ": ", why));
+    Warn(absl::StrCat(name(), ": rewriting snapshot ", dir, ": ", why));
   }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
-  return std::unique_ptr<IteratorBase>(
-      new SnapshotIterator(this, ctx, std::move(identity), nullptr, std::move(input)));
+  return std::unique_ptr<IteratorBase>(new SnapshotIterator(
+      this, ctx, std::move(dir), std::move(identity), nullptr, std::move(input)));
 }
 
 }  // namespace

@@ -33,6 +33,24 @@ Dataset Counted(int64_t n, std::shared_ptr<std::atomic<int>> calls) {
   });
 }
 
+// The one pipeline snapshot directory (path/<key>) under a Snapshot path.
+fs::path RunDir(const std::string& path) {
+  std::vector<fs::path> dirs;
+  for (const auto& f : fs::directory_iterator(path)) {
+    if (f.is_directory()) dirs.push_back(f.path());
+  }
+  EXPECT_EQ(dirs.size(), 1u) << path;
+  return dirs.empty() ? fs::path(path) / "none" : dirs[0];
+}
+
+// Whether any manifest lies under a Snapshot path.
+bool AnyManifest(const std::string& path) {
+  for (const auto& f : fs::recursive_directory_iterator(path)) {
+    if (f.path().filename() == "manifest.pb") return true;
+  }
+  return false;
+}
+
 TEST(SnapshotTest, TheFirstPassWritesAndLaterOnesRead) {
   ScopedTempDir dir;
   auto calls = std::make_shared<std::atomic<int>>(0);
@@ -41,7 +59,9 @@ TEST(SnapshotTest, TheFirstPassWritesAndLaterOnesRead) {
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(Ints(*first), Iota(0, 50));
   EXPECT_EQ(calls->load(), 50);
-  EXPECT_TRUE(fs::exists(dir.File("manifest.pb")));
+  // tf.data's layout: path/<16 hex digits>/ holds this pipeline's.
+  EXPECT_THAT(RunDir(dir.path()).filename().string(), ::testing::MatchesRegex("[0-9a-f]{16}"));
+  EXPECT_TRUE(fs::exists(RunDir(dir.path()) / "manifest.pb"));
   // Another pass, and another pipeline object of the same description (the next run), read it.
   auto second = Collect(ds);
   auto next_run = Collect(Counted(50, calls).Snapshot(dir.path(), {.num_shards = 2}));
@@ -65,7 +85,7 @@ TEST(SnapshotTest, AnInterruptedOrFailedPassIsNeverRead) {
     auto it = ds.MakeIterator();
     ASSERT_TRUE(Drain(*it, 4).ok());
   }  // destroyed part-way
-  EXPECT_FALSE(fs::exists(dir.File("manifest.pb")));
+  EXPECT_FALSE(AnyManifest(dir.path()));
   auto whole = Collect(ds);
   ASSERT_TRUE(whole.ok());
   EXPECT_EQ(Ints(*whole), Iota(0, 10));
@@ -81,30 +101,38 @@ TEST(SnapshotTest, AnInterruptedOrFailedPassIsNeverRead) {
                               .Snapshot(failed_dir.path());
   auto failed = Collect(failing);
   EXPECT_EQ(failed.status().code(), absl::StatusCode::kInternal);
-  EXPECT_FALSE(fs::exists(failed_dir.File("manifest.pb")));
+  EXPECT_FALSE(AnyManifest(failed_dir.path()));
   // Nor is one that left only temporary files.
-  for (const auto& f : fs::directory_iterator(failed_dir.path())) {
-    ADD_FAILURE() << "left behind: " << f.path();
+  for (const auto& f : fs::recursive_directory_iterator(failed_dir.path())) {
+    if (!f.is_directory()) ADD_FAILURE() << "left behind: " << f.path();
   }
 }
 
+// Pipelines of other descriptions at one path (train and eval) keep a snapshot each, as tf.data's
+// do: they used to replace each other's on every pass.
+TEST(SnapshotTest, PipelinesOfOtherDescriptionsKeepTheirOwnAtOnePath) {
+  ScopedTempDir dir;
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  const Dataset five = Counted(5, calls).Snapshot(dir.path());
+  const Dataset seven = Counted(7, calls).Snapshot(dir.path());
+  ::testing::internal::CaptureStderr();
+  for (int pass = 0; pass < 3; ++pass) {
+    auto a = Collect(five);
+    auto b = Collect(seven);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(Ints(*a), Iota(0, 5));
+    EXPECT_EQ(Ints(*b), Iota(0, 7));
+  }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(calls->load(), 12);  // each computed once
+  int run_dirs = 0;
+  for (const auto& f : fs::directory_iterator(dir.path())) run_dirs += f.is_directory();
+  EXPECT_EQ(run_dirs, 2);
+}
+
+// A pipeline whose input files changed rewrites its own snapshot, saying why.
 TEST(SnapshotTest, AStaleSnapshotIsRewrittenSayingWhy) {
   ScopedTempDir dir;
-  ASSERT_TRUE(Collect(Dataset::Range(5).Snapshot(dir.path())).ok());
-  // Another pipeline at the same path.
-  ::testing::internal::CaptureStderr();
-  auto changed = Collect(Dataset::Range(7).Snapshot(dir.path()));
-  std::string warning = ::testing::internal::GetCapturedStderr();
-  ASSERT_TRUE(changed.ok());
-  EXPECT_EQ(Ints(*changed), Iota(0, 7));
-  EXPECT_THAT(warning, HasSubstr("rewriting snapshot " + dir.path()));
-  EXPECT_THAT(warning,
-              HasSubstr("written by pipeline \"Range(0, 5, 1)\", this one is \"Range(0, 7, 1)\""));
-  auto reread = Collect(Dataset::Range(7).Snapshot(dir.path()));
-  ASSERT_TRUE(reread.ok());
-  EXPECT_EQ(Ints(*reread), Iota(0, 7));
-
-  // A changed input file.
   const std::string file = dir.File("in/data.tfrecord");
   fs::create_directories(dir.File("in"));
   auto write = [&](int records) {
@@ -123,10 +151,15 @@ TEST(SnapshotTest, AStaleSnapshotIsRewrittenSayingWhy) {
   write(4);
   ::testing::internal::CaptureStderr();
   auto four = Collect(records);
-  warning = ::testing::internal::GetCapturedStderr();
+  const std::string warning = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(four.ok());
   EXPECT_EQ(four->size(), 4u);
-  EXPECT_THAT(warning, HasSubstr("input file " + file + " changed"));
+  EXPECT_THAT(warning, HasSubstr("rewriting snapshot " + RunDir(dir.File("snap")).string() +
+                                 ": input file " + file + " changed"));
+  // In place: still one snapshot directory, whose new run is read from now on.
+  auto reread = Collect(records);
+  ASSERT_TRUE(reread.ok());
+  EXPECT_EQ(reread->size(), 4u);
 }
 
 TEST(SnapshotTest, AFingerprintOfOnesOwnDecidesAlone) {
@@ -136,12 +169,13 @@ TEST(SnapshotTest, AFingerprintOfOnesOwnDecidesAlone) {
   auto reused = Collect(Dataset::Range(9).Snapshot(dir.path(), {.fingerprint = "v1"}));
   ASSERT_TRUE(reused.ok());
   EXPECT_EQ(Ints(*reused), Iota(0, 5));
-  ::testing::internal::CaptureStderr();
+  // Another fingerprint: a snapshot of its own; v1's stays.
   auto bumped = Collect(Dataset::Range(9).Snapshot(dir.path(), {.fingerprint = "v2"}));
-  const std::string warning = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(bumped.ok());
   EXPECT_EQ(Ints(*bumped), Iota(0, 9));
-  EXPECT_THAT(warning, HasSubstr("written with fingerprint \"v1\", this pipeline's is \"v2\""));
+  auto again = Collect(Dataset::Range(9).Snapshot(dir.path(), {.fingerprint = "v1"}));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(Ints(*again), Iota(0, 5));
 }
 
 // Flips a byte in the payload of each of the given records of the TFRecord file `path` (each
@@ -187,7 +221,8 @@ TEST(SnapshotTest, ADamagedSnapshotFailsOnePassAndIsRewritten) {
   auto first = Collect(ds);
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_EQ(calls->load(), 10);
-  const std::vector<std::string> shards = SnapshotShards(dir.path());
+  const std::string run_dir = RunDir(dir.path()).string();
+  const std::vector<std::string> shards = SnapshotShards(run_dir);
   ASSERT_EQ(shards.size(), 1u);
   FlipSnapshotRecordBytes(shards[0], {3});
 
@@ -196,11 +231,11 @@ TEST(SnapshotTest, ADamagedSnapshotFailsOnePassAndIsRewritten) {
   const std::string warning = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(damaged.status().code(), absl::StatusCode::kDataLoss) << damaged.status();
   EXPECT_THAT(damaged.status().message(), HasSubstr(shards[0]));
-  EXPECT_THAT(warning, HasSubstr("snapshot " + dir.path() + " is damaged ("));
+  EXPECT_THAT(warning, HasSubstr("snapshot " + run_dir + " is damaged ("));
   EXPECT_THAT(warning, HasSubstr(shards[0] + ": record 3 at offset"));
   EXPECT_THAT(warning, HasSubstr("the next pass writes a new one"));
   EXPECT_EQ(calls->load(), 10);
-  EXPECT_FALSE(fs::exists(dir.File("manifest.pb")));
+  EXPECT_FALSE(fs::exists(run_dir + "/manifest.pb"));
 
   auto rewritten = Collect(ds);
   ASSERT_TRUE(rewritten.ok()) << rewritten.status();
@@ -208,8 +243,8 @@ TEST(SnapshotTest, ADamagedSnapshotFailsOnePassAndIsRewritten) {
   EXPECT_EQ(calls->load(), 20);
   // The damaged run and its manifest are gone; the new one is read from now on.
   EXPECT_FALSE(fs::exists(shards[0]));
-  EXPECT_FALSE(fs::exists(dir.File("manifest.pb.damaged")));
-  EXPECT_EQ(SnapshotShards(dir.path()).size(), 1u);
+  EXPECT_FALSE(fs::exists(run_dir + "/manifest.pb.damaged"));
+  EXPECT_EQ(SnapshotShards(run_dir).size(), 1u);
   auto reread = Collect(ds);
   ASSERT_TRUE(reread.ok()) << reread.status();
   EXPECT_EQ(Ints(*reread), Iota(0, 10));
@@ -224,7 +259,7 @@ TEST(SnapshotTest, ADamagedSnapshotUnderIgnoreErrorsWarnsOnceAndIsRewritten) {
   auto calls = std::make_shared<std::atomic<int>>(0);
   const Dataset ds = Counted(10, calls).Snapshot(dir.path(), {.num_shards = 2});
   ASSERT_TRUE(Collect(ds).ok());
-  const std::vector<std::string> shards = SnapshotShards(dir.path());
+  const std::vector<std::string> shards = SnapshotShards(RunDir(dir.path()).string());
   ASSERT_EQ(shards.size(), 2u);
   for (const std::string& shard : shards) FlipSnapshotRecordBytes(shard, {1});
 
@@ -253,7 +288,7 @@ TEST(SnapshotTest, CheckpointsResumeExactlyWritingAndReading) {
   // Writing: each iterator below finds no snapshot until a pass completes; a restored pass
   // part-way writes nothing, so the first full pass (Collect) writes it.
   ExpectCheckpointsResumeExactly(ds, {0, 1, 7, 29, 30});
-  ASSERT_TRUE(fs::exists(dir.File("manifest.pb")));
+  ASSERT_TRUE(fs::exists(RunDir(dir.path()) / "manifest.pb"));
   // Reading.
   ExpectCheckpointsResumeExactly(ds, {0, 1, 2, 3, 16, 30});
   // A reading checkpoint cannot restore once the snapshot is rewritten.
@@ -261,10 +296,8 @@ TEST(SnapshotTest, CheckpointsResumeExactlyWritingAndReading) {
   ASSERT_TRUE(it->GetNext().ok());
   auto saved = it->Save();
   ASSERT_TRUE(saved.ok());
-  ::testing::internal::CaptureStderr();
-  ASSERT_TRUE(Collect(Dataset::Range(30).Snapshot(dir.path(), {.fingerprint = "x"})).ok());
-  ASSERT_TRUE(Collect(Dataset::Range(30).Snapshot(dir.path())).ok());  // rewritten again
-  ::testing::internal::GetCapturedStderr();
+  fs::remove(RunDir(dir.path()) / "manifest.pb");
+  ASSERT_TRUE(Collect(Dataset::Range(30).Snapshot(dir.path())).ok());  // rewritten
   absl::Status restored = ds.MakeIterator()->Restore(*saved);
   EXPECT_EQ(restored.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(restored.message(), HasSubstr("rewritten since"));
