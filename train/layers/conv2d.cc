@@ -98,6 +98,8 @@ absl::StatusOr<LayerConfig> Conv2D::GetConfig() {
                               {"dilation_w", conv_.dilation_w},
                               {"groups", conv_.groups}}};
   AddPaddingConfig(conv_.padding, conv_.pads, config);
+  // Only when set, so that the configs of every other convolution stay as they were.
+  if (conv_.keep_compute_dtype) config.ints["keep_compute_dtype"] = 1;
   if (in_channels_) config.ints["in_channels"] = *in_channels_;
   AddKernelConfig(config);
   return config;

@@ -119,6 +119,7 @@ absl::StatusOr<Conv2DArgs> ReadConv2D(const LayerConfig& config) {
   options.conv.dilation_h = config.IntOr("dilation_h", 1);
   options.conv.dilation_w = config.IntOr("dilation_w", 1);
   options.conv.groups = config.IntOr("groups", 1);
+  options.conv.keep_compute_dtype = config.IntOr("keep_compute_dtype", 0) != 0;
   SLUICE_RETURN_IF_ERROR(ReadPadding(config, options.conv.padding, options.conv.pads));
   SLUICE_RETURN_IF_ERROR(KernelLayer::ReadKernelConfig(config, options));
   if (args.filters < 1 || args.kernel_h < 1 || args.kernel_w < 1) {

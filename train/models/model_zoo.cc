@@ -98,7 +98,10 @@ absl::StatusOr<std::unique_ptr<layers::Module>> ResNet(const ModelShape& shape, 
                                                        const ResNetArchitecture& architecture) {
   const int64_t stem_filters = architecture.stem_filters;
   auto model = std::make_unique<Sequential>();
-  layers::Conv2DLayerOptions stem{.conv = {.padding = ops::Padding::kSame}, .use_bias = false};
+  // Its output in bfloat16 under mixed_bfloat16, as the blocks' convolutions: the batch norm and
+  // ReLU after it then read and write bfloat16 too, and so does the first block.
+  layers::Conv2DLayerOptions stem{
+      .conv = {.padding = ops::Padding::kSame, .keep_compute_dtype = true}, .use_bias = false};
   stem.kernel_initializer = layers::Initializer::kHeNormal;
   stem.seed = seed + 1;
   model->Add(std::make_unique<layers::Conv2D>(shape.channels, stem_filters, 3, 3, stem));

@@ -21,6 +21,8 @@
 #include "train/backend/backend.h"
 #include "train/backend/cpu/cpu_backend.h"
 #include "train/layers/residual_block.h"
+#include "train/layers/sequential.h"
+#include "train/models/model_zoo.h"
 #include "train/ops/activations.h"
 #include "train/ops/arithmetic.h"
 #include "train/ops/cast.h"
@@ -331,6 +333,34 @@ TEST_F(MixedBFloat16Test, ResidualBlocksKeepBFloat16InsideAndRecomputeTheSameBit
   ASSERT_EQ(kept[0].dtype(), DType::kBFloat16) << "the output, for the next block";
   ExpectBf16Close(*ops::Cast(kept[0], DType::kFloat32), f32[0], "block output");
   ExpectBf16Close(kept[1], f32[1], "input gradient");
+}
+
+// The zoo ResNets' stem convolution keeps bfloat16 (Conv2DOptions::keep_compute_dtype) under
+// mixed_bfloat16, so its batch norm and ReLU (one fused kernel) read and write bfloat16, and the
+// first block reads that; under float32 nothing changes.
+TEST_F(MixedBFloat16Test, TheResNetStemKeepsBFloat16ForItsBatchNormAndReLU) {
+  for (const std::string& name : models::ResNetNames()) {
+    SCOPED_TRACE(name);
+    auto model = models::MakeModel(name, {.height = 8, .width = 8, .channels = 1, .classes = 3}, 5);
+    ASSERT_TRUE(model.ok()) << model.status();
+    auto* seq = dynamic_cast<layers::Sequential*>(model->get());
+    ASSERT_NE(seq, nullptr);
+    const Tensor x = RandomTensor({2, 8, 8, 1}, 17, 0.0f, 1.0f);
+    for (Precision p : {Precision::kMixedBFloat16, Precision::kFloat32}) {
+      ScopedPrecision scope(p);
+      const DType want = p == Precision::kFloat32 ? DType::kFloat32 : DType::kBFloat16;
+      absl::StatusOr<Tensor> conv = seq->module(0).Forward(x, /*training=*/true);
+      ASSERT_TRUE(conv.ok()) << conv.status();
+      EXPECT_EQ(conv->dtype(), want);
+      ASSERT_TRUE(seq->module(1).FusesRelu());
+      absl::StatusOr<Tensor> normed = seq->module(1).ForwardRelu(*conv, /*training=*/true);
+      ASSERT_TRUE(normed.ok()) << normed.status();
+      EXPECT_EQ(normed->dtype(), want);
+      absl::StatusOr<Tensor> logits = (*model)->Forward(x, /*training=*/true);
+      ASSERT_TRUE(logits.ok()) << logits.status();
+      EXPECT_EQ(logits->dtype(), DType::kFloat32);
+    }
+  }
 }
 
 // What follows a block whose output is bfloat16 reads it as float32 (ops::AutoCast), forward and

@@ -128,6 +128,7 @@ TEST(LayerSizeTest, EveryBuiltInLayersSizeIsWhatItBuilds) {
       DepthwiseConv2D({2, 3}, {.dilation_rate = {2, 1}, .use_bias = false}),
       Conv2D(6, 1, {.conv = {.groups = 2}}),
       Conv2D(6, 3, {.conv = {.padding = ops::Padding::kSame, .groups = 3}, .use_bias = false}),
+      Conv2D(6, 1, {.conv = {.keep_compute_dtype = true}}),
       ReLU({.max_value = 6}),
       ReLU({.negative_slope = 0.1f, .threshold = 0.5f}),
       ActivationLayer(Activation::kSoftmax),
@@ -136,6 +137,14 @@ TEST(LayerSizeTest, EveryBuiltInLayersSizeIsWhatItBuilds) {
       Flatten(),
       Dense(2)};
   ExpectSizeOfBuilt(functional, Shape{2, 13, 11, 4});
+  // keep_compute_dtype is saved, and only where set.
+  auto remade_functional = LayerFromConfig(*functional.GetConfig());
+  ASSERT_TRUE(remade_functional.ok()) << remade_functional.status();
+  ASSERT_TRUE((*remade_functional)->Build(Shape{2, 13, 11, 4}).ok());
+  const LayerConfig kept = (*remade_functional)->GetConfig()->layers[5];
+  EXPECT_EQ(kept.ints, functional.GetConfig()->layers[5].ints);
+  EXPECT_EQ(kept.ints.at("keep_compute_dtype"), 1);
+  EXPECT_FALSE(functional.GetConfig()->layers[4].ints.contains("keep_compute_dtype"));
   Sequential flat_max{Conv2D(4, 3), GlobalMaxPool(), Dense(2)};
   ExpectSizeOfBuilt(flat_max, Shape{3, 9, 9, 2});
   auto inner = std::make_unique<Sequential>();
