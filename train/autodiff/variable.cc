@@ -1,6 +1,7 @@
 #include "train/autodiff/variable.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
@@ -25,7 +26,11 @@ Tensor CloneOrDie(const Tensor& initial, const std::string& name) {
   return *std::move(copy);
 }
 
+std::atomic<uint64_t> variable_moves{0};
+
 }  // namespace
+
+uint64_t VariableMoves() { return variable_moves.load(std::memory_order_relaxed); }
 
 Variable::Variable(const Tensor& initial, std::string name, bool trainable)
     : value_(CloneOrDie(initial, name)), name_(std::move(name)), trainable_(trainable) {}
@@ -34,6 +39,7 @@ absl::Status Variable::MoveTo(const Device& device) {
   if (host_resident_ || value_.device() == device) return absl::OkStatus();
   SLUICE_ASSIGN_OR_RETURN(Tensor moved, backend::CopyTo(value_, device));
   value_ = std::move(moved);
+  variable_moves.fetch_add(1, std::memory_order_relaxed);
   return absl::OkStatus();
 }
 

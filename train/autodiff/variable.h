@@ -1,6 +1,7 @@
 #ifndef SLUICE_TRAIN_AUTODIFF_VARIABLE_H_
 #define SLUICE_TRAIN_AUTODIFF_VARIABLE_H_
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,11 @@ namespace sluice::train::autodiff {
 // the variable keeps its identity across optimizer steps. The value lives on
 // one device (the host at creation; MoveTo moves it) and is only ever touched
 // through that device's backend.
+// How many times any variable of this process moved to new storage (Variable::MoveTo): a traced
+// function (train::function::Function), whose program holds the storage its variables had,
+// retraces when this changed since its traces were made.
+uint64_t VariableMoves();
+
 class Variable {
  public:
   // Copies `initial` (float32, on any device) into storage the variable owns, on the same
@@ -30,7 +36,7 @@ class Variable {
   Tensor& mutable_value() { return value_; }
 
   // Moves the value to `device` (a copy there; the old storage is released). A host-resident
-  // variable stays where it is.
+  // variable stays where it is. Each move counts in VariableMoves().
   absl::Status MoveTo(const Device& device);
   Device device() const { return value_.device(); }
   // Marks a counter the host reads and writes itself on every call (Dropout's call count): it

@@ -8,6 +8,7 @@
 #include "core/status_context.h"
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
+#include "train/autodiff/variable.h"
 #include "train/backend/backend.h"
 #include "train/backend/trace_hooks.h"
 #include "train/function/recording_backend.h"
@@ -112,6 +113,16 @@ absl::StatusOr<std::vector<Tensor>> Function::operator()(const std::vector<Tenso
         "recording around the call"));
   }
   SLUICE_ASSIGN_OR_RETURN(Signature signature, SignatureOf(inputs));
+  if (const uint64_t moves = autodiff::VariableMoves(); moves != variable_moves_) {
+    if (!traces_.empty()) {
+      Warn(absl::StrCat("Function '", options_.name,
+                        "': variables moved to new storage (Module::To) since it was traced; "
+                        "dropping its ",
+                        traces_.size(), " trace(s) and tracing again"));
+      traces_.clear();
+    }
+    variable_moves_ = moves;
+  }
   for (auto it = traces_.begin(); it != traces_.end(); ++it) {
     if (!(it->signature == signature)) continue;
     traces_.splice(traces_.begin(), traces_, it);  // most recently used first
@@ -174,6 +185,8 @@ absl::StatusOr<std::vector<Tensor>> Function::MakeTrace(const std::vector<Tensor
                           Program::Plan(recorder, trace.outputs, options_.device_graphs));
   ++traces_made_;
   traces_.push_front(std::move(trace));
+  // A move while tracing (a layer built on its model's device) is in the trace.
+  variable_moves_ = autodiff::VariableMoves();
   if (static_cast<int>(traces_.size()) > options_.max_traces) {
     Warn(absl::StrCat("Function '", options_.name, "': ", traces_.size(),
                       " traces, over FunctionOptions::max_traces (", options_.max_traces,

@@ -47,7 +47,9 @@ struct FunctionOptions {
 // run a Dropout with no seed source. Host code in `fn` runs only while
 // tracing: a counter it bumps counts traces, not calls (tf.function's classic pitfall), and a
 // host value it computes is frozen in the trace. Variables must be updated in place (they are:
-// Variable::Assign and the optimizers write into their buffers).
+// Variable::Assign and the optimizers write into their buffers). A variable moved to new
+// storage (Variable::MoveTo, Module::To) after a trace drops every trace, with a warning; one given
+// a new tensor through mutable_value() is not noticed: write into it instead.
 //
 // The outputs of a replay are the trace's output tensors, overwritten by each replay: copy what
 // must outlive the next call. A Function called while another is being traced is inlined into
@@ -108,6 +110,9 @@ class Function {
   int64_t replays_ = 0;
   int64_t eager_calls_ = 0;
   bool warned_capture_ = false;
+  // autodiff::VariableMoves() when the traces were made: a move since leaves them reading the
+  // variables' old storage, so they are dropped.
+  uint64_t variable_moves_ = 0;
 };
 
 }  // namespace sluice::train::function

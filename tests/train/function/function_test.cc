@@ -377,6 +377,43 @@ TEST(FunctionTest, GuardedDeviceReplaysLaunchGraphsAroundHostWork) {
   }
 }
 
+// A variable moved to new storage after the trace (Module::To to another device and back) would
+// leave the replays updating its old buffer while the model reads the new one: the function
+// drops its traces with a warning and traces again, and trains as eagerly.
+TEST(FunctionTest, AVariableMovedSinceTheTraceRetraces) {
+  testing::RegisterGuardedBackend();
+  autodiff::Variable w_eager(RandomTensor({8, 4}, 1), "w"), w_traced(RandomTensor({8, 4}, 1), "w");
+  auto step = [](autodiff::Variable& w, const Tensor& x) -> absl::StatusOr<std::vector<Tensor>> {
+    autodiff::Tape tape;
+    SLUICE_ASSIGN_OR_RETURN(Tensor h, ops::MatMul(x, w.value()));
+    SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::Sum(h));
+    SLUICE_ASSIGN_OR_RETURN(auto grads, tape.Gradient(y, std::vector<autodiff::Variable*>{&w}));
+    SLUICE_ASSIGN_OR_RETURN(backend::Backend * b, backend::BackendFor(x.device()));
+    SLUICE_RETURN_IF_ERROR(b->Axpby(-0.125f, *grads[0], 1.0f, w.mutable_value()));
+    return std::vector<Tensor>{y};
+  };
+  std::vector<std::string> warnings;
+  Function traced([&](const std::vector<Tensor>& in) { return step(w_traced, in[0]); },
+                  {.name = "moved", .warn = [&](const std::string& w) { warnings.push_back(w); }});
+  for (uint32_t i = 0; i < 6; ++i) {
+    if (i == 3) {  // to the guarded device and back: new host storage
+      ASSERT_TRUE(w_traced.MoveTo(Device::Guarded()).ok());
+      ASSERT_TRUE(w_traced.MoveTo(Device::Cpu()).ok());
+    }
+    const Tensor x = RandomTensor({16, 8}, 30 + i);
+    absl::StatusOr<std::vector<Tensor>> want = step(w_eager, x);
+    absl::StatusOr<std::vector<Tensor>> got = traced({x});
+    ASSERT_TRUE(want.ok() && got.ok()) << got.status();
+    EXPECT_TRUE((*got)[0].Equals((*want)[0])) << "step " << i;
+    EXPECT_TRUE(w_traced.value().Equals(w_eager.value())) << "step " << i;
+  }
+  EXPECT_EQ(traced.traces_made(), 2);
+  EXPECT_EQ(traced.replays(), 4);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("Function 'moved': variables moved to new storage "
+                                     "(Module::To) since it was traced; dropping its 1 trace(s)"));
+}
+
 // An optimizer's update traced into the step (Optimizer::PrepareStep before each call,
 // UpdateVariables inside it) reads the scalars PrepareStep wrote to the device at every replay,
 // also from inside a device graph: AdamW's bias corrections change every step, its schedule every
