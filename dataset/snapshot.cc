@@ -13,6 +13,7 @@
 // not write (elements before the restore are in no file); one restored at its start does.
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -48,6 +49,7 @@ class SnapshotDataset : public DatasetBase {
  private:
   std::string path_;
   SnapshotOptions options_;
+  mutable std::once_flag warned_top_level_;
 };
 
 class SnapshotIterator : public IteratorBase {
@@ -169,6 +171,18 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> SnapshotDataset::MakeIterator(
   if (path_.empty()) return absl::InvalidArgumentError(absl::StrCat(name(), ": no path"));
   SLUICE_ASSIGN_OR_RETURN(proto::SavedDatasetManifest identity,
                           internal::DescribeSavedInput(*inputs()[0], options_.fingerprint));
+  // A saved dataset at the top of `path`: Save's, or a snapshot from before the subdirectories.
+  // Never read here, and never removed (it may be a Save the user wants): said once.
+  const std::filesystem::path top_manifest = std::filesystem::path(path_) / internal::kManifestName;
+  if (std::error_code ec; std::filesystem::exists(top_manifest, ec)) {
+    std::call_once(warned_top_level_, [&] {
+      Warn(absl::StrCat(name(), ": ", path_,
+                        " holds a saved dataset at its top level (Save's, or a snapshot written "
+                        "before snapshots moved to subdirectories); Snapshot reads and writes ",
+                        path_, "/<16 hex digits> instead. Remove ", top_manifest.string(),
+                        " and the shard-* files beside it if nothing else reads them"));
+    });
+  }
   std::string dir = (std::filesystem::path(path_) / internal::SnapshotKey(identity)).string();
   SLUICE_ASSIGN_OR_RETURN(internal::OpenedSaved opened, internal::OpenSaved(dir));
   std::string why = opened.invalid;

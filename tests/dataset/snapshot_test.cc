@@ -130,6 +130,34 @@ TEST(SnapshotTest, PipelinesOfOtherDescriptionsKeepTheirOwnAtOnePath) {
   EXPECT_EQ(run_dirs, 2);
 }
 
+// A saved dataset at the top of the path (a Save, or a snapshot of the layout before the
+// subdirectories) is neither read nor removed, and said once per Snapshot dataset.
+TEST(SnapshotTest, ASavedDatasetAtTheTopOfThePathIsLeftAloneWithOneWarning) {
+  ScopedTempDir dir;
+  ASSERT_TRUE(Dataset::Range(3).Save(dir.path(), {.num_shards = 1}).ok());
+  const std::set<std::string> saved = [&] {
+    std::set<std::string> files;
+    for (const auto& f : fs::directory_iterator(dir.path())) files.insert(f.path().string());
+    return files;
+  }();
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  const Dataset ds = Counted(5, calls).Snapshot(dir.path());
+  ::testing::internal::CaptureStderr();
+  auto first = Collect(ds);
+  auto second = Collect(ds);
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(Ints(*first), Iota(0, 5));
+  EXPECT_EQ(Ints(*second), Iota(0, 5));
+  EXPECT_EQ(calls->load(), 5);  // the second pass read the snapshot in its subdirectory
+  EXPECT_THAT(warning, HasSubstr(dir.path() + " holds a saved dataset at its top level"));
+  EXPECT_EQ(warning.find("top level"), warning.rfind("top level")) << warning;
+  for (const std::string& f : saved) EXPECT_TRUE(fs::exists(f)) << f;
+  auto loaded = Collect(Dataset::Load(dir.path()));  // the Save is whole
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(Ints(*loaded), Iota(0, 3));
+}
+
 // A pipeline whose input files changed rewrites its own snapshot, saying why.
 TEST(SnapshotTest, AStaleSnapshotIsRewrittenSayingWhy) {
   ScopedTempDir dir;
