@@ -1,6 +1,7 @@
 #ifndef SLUICE_DATASET_CACHE_H_
 #define SLUICE_DATASET_CACHE_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <utility>
@@ -36,6 +37,11 @@ class CacheDataset : public DatasetBase {
 
   const std::string& path() const { return path_; }
 
+  // File mode: passes in a row whose replay of the file failed on a read (an I/O error, not
+  // corruption). The first keeps the file (the error may pass); the second removes it.
+  int NoteFileReadFailure() const { return file_read_failures_.fetch_add(1) + 1; }
+  void ClearFileReadFailures() const { file_read_failures_.store(0); }
+
   // Memory mode: the completed recording, or null.
   std::shared_ptr<const Recording> completed() const {
     MutexLock l(&mu_);
@@ -49,6 +55,7 @@ class CacheDataset : public DatasetBase {
 
  private:
   std::string path_;
+  mutable std::atomic<int> file_read_failures_{0};
   // The dataset is immutable and shared, but its cache fills in once: the one mutable part.
   mutable Mutex mu_;
   mutable std::shared_ptr<const Recording> completed_ ABSL_GUARDED_BY(mu_);

@@ -16,7 +16,7 @@
 // A record found corrupt while replaying (its CRC) is an error naming the file, the record and its
 // offset; the file is removed so that the next pass rebuilds it, and the replay ends there. A read
 // that fails for another reason (an I/O error) also ends the replay with that error, but keeps the
-// file: the bytes may be fine.
+// file, the bytes may be fine, unless the replay before it failed so too.
 //
 // File mode checkpoints, reading: the position, the record's offset and the file's id (restore
 // fails clearly if the file changed). Writing: the input's state and the position; a half-written
@@ -370,19 +370,29 @@ class FileCacheIterator : public IteratorBase {
                                     file_.reader->offset(), ", but the end record is at ",
                                     file_.elements_end));
       }
+      if (!failed_) d_->ClearFileReadFailures();  // a whole replay read
       return std::nullopt;
     }
     if (failed_) return std::nullopt;
     absl::StatusOr<bool> more = file_.reader->ReadRecord(&record_);
-    if (!more.ok() && !absl::IsDataLoss(more.status())) {
-      // An I/O error says nothing about the file's contents: it stays for the next pass. The
-      // reader's error is sticky, so the pass ends here too.
-      const absl::Status error = WithContext(
-          more.status(),
-          absl::StrCat("reading cache file ", d_->path(), " (kept) at element ", position_, ": "));
-      failed_ = true;
-      position_ = file_.count;
-      return error;
+    // An I/O error says nothing about the file's contents: the first pass it fails keeps the
+    // file; a second in a row (a bad sector) removes it. A record longer than the reader allows
+    // (ResourceExhausted) is corruption: no element that large is written.
+    if (!more.ok() && !absl::IsDataLoss(more.status()) &&
+        !absl::IsResourceExhausted(more.status())) {
+      const std::string where =
+          absl::StrCat("reading cache file ", d_->path(), " at element ", position_);
+      if (d_->NoteFileReadFailure() < 2) {
+        EndPass();
+        return WithContext(more.status(), absl::StrCat(where,
+                                                       " (kept: the next pass reads it again, and "
+                                                       "removes it if that fails too): "));
+      }
+      RemoveFileAndEndPass();
+      return WithContext(more.status(),
+                         absl::StrCat(where,
+                                      " (the second pass in a row to fail: removed it, "
+                                      "the next pass reads the input again): "));
     }
     if (!more.ok()) return Corrupt(std::string(more.status().message()));
     if (!*more || file_.reader->offset() > file_.elements_end) {
@@ -408,13 +418,23 @@ class FileCacheIterator : public IteratorBase {
   // already returned, so the pass cannot switch to the input: it fails, then ends; the file goes,
   // so that the next pass rebuilds it.
   absl::Status Corrupt(const std::string& what) {
-    failed_ = true;
-    position_ = file_.count;
+    RemoveFileAndEndPass();
+    return absl::DataLossError(absl::StrCat("corrupt cache file: ", what,
+                                            "; removed it, the next pass reads the input again"));
+  }
+
+  void RemoveFileAndEndPass() {
+    EndPass();
+    d_->ClearFileReadFailures();  // the next file starts with a clean record
     // Unless a writer has replaced it with a new file meanwhile.
     auto now = OpenCacheFile(d_->path(), identity_);
     if (now.ok() && now->file && now->file->id == file_.id) ::unlink(d_->path().c_str());
-    return absl::DataLossError(absl::StrCat("corrupt cache file: ", what,
-                                            "; removed it, the next pass reads the input again"));
+  }
+
+  // After an error: the pass ends (IgnoreErrors downstream would otherwise spin).
+  void EndPass() {
+    failed_ = true;
+    position_ = file_.count;
   }
 
   absl::StatusOr<std::optional<Element>> WriteNext() {

@@ -121,9 +121,12 @@ absl::StatusOr<proto::SavedDatasetManifest> DescribeSavedInput(
 }
 
 std::string SnapshotKey(const proto::SavedDatasetManifest& identity) {
-  const uint64_t h = identity.user_fingerprint().empty()
-                         ? Fnv1a(identity.pipeline(), Fnv1a("pipeline:"))
-                         : Fnv1a(identity.user_fingerprint(), Fnv1a("fingerprint:"));
+  if (!identity.user_fingerprint().empty()) {
+    return absl::StrFormat("%016x", Fnv1a(identity.user_fingerprint(), Fnv1a("fingerprint:")));
+  }
+  // The paths, not their sizes or times: a changed file rewrites its pipeline's snapshot in place.
+  uint64_t h = Fnv1a(identity.pipeline(), Fnv1a("pipeline:"));
+  for (const proto::SavedSourceFile& s : identity.sources()) h = Fnv1a(s.path() + '\0', h);
   return absl::StrFormat("%016x", h);
 }
 
@@ -202,7 +205,7 @@ absl::StatusOr<std::unique_ptr<SavedDatasetWriter>> SavedDatasetWriter::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("num_shards is ", options.num_shards, "; it must be >= 0"));
   }
-  if (options.num_shards == 0) options.num_shards = AvailableCores();
+  if (options.num_shards == 0) options.num_shards = std::min(AvailableCores(), kMaxOpenShards);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) {
@@ -472,7 +475,8 @@ absl::StatusOr<std::unique_ptr<SavedDatasetReader>> SavedDatasetReader::Create(
           }
           return shards[static_cast<size_t>(i[0].data<int64_t>()[0])];
         },
-        {.cycle_length = n,
+        // Bounded as the writer is: a shard_fn's 65,536 shards are not all opened at once.
+        {.cycle_length = std::min(n, kMaxOpenShards),
          .block_length = 1,
          .num_parallel_calls = std::min(n, AvailableCores()),
          .deterministic = true,

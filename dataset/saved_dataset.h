@@ -26,6 +26,9 @@
 namespace sluice::internal {
 
 inline constexpr char kManifestName[] = "manifest.pb";
+// Shard files a writer or the default reader keeps open at once; also the most shards num_shards
+// defaults to (the core count), so that a round-robin write never reopens one per element.
+inline constexpr int kMaxOpenShards = 64;
 // A manifest whose run was found damaged while read (InvalidateSaved), kept for inspection until
 // the next writer of the directory removes it with that run's shards.
 inline constexpr char kDamagedManifestName[] = "manifest.pb.damaged";
@@ -43,8 +46,9 @@ absl::StatusOr<ElementSpec> SavedElementSpec(const proto::SavedDatasetManifest& 
 
 // The subdirectory of a Snapshot path that holds the snapshot of the pipeline `identity`
 // (DescribeSavedInput's) describes: 16 hex digits of a hash of the user's fingerprint when given,
-// else of the pipeline's description. Pipelines of other descriptions (train and eval) so keep
-// their own snapshots at one path, as tf.data's do; one whose input files changed rewrites its own.
+// else of the pipeline's description and its input files' paths. Pipelines of other descriptions
+// or files (train and eval) so keep their own snapshots at one path, as tf.data's do; one whose
+// input files changed in size or time rewrites its own.
 std::string SnapshotKey(const proto::SavedDatasetManifest& identity);
 
 // Why a saved dataset does not hold what `now` (DescribeSavedInput's) describes; empty when it
@@ -54,7 +58,7 @@ std::string StaleReason(const proto::SavedDatasetManifest& saved,
 
 struct SavedWriteOptions {
   Compression compression = Compression::kNone;
-  int num_shards = 0;  // 0: the machine's cores
+  int num_shards = 0;  // 0: the machine's cores, at most kMaxOpenShards
   ShardFn shard_fn;    // unset: round-robin
 };
 
@@ -78,7 +82,7 @@ class SavedDatasetWriter {
   static constexpr std::chrono::minutes kStaleRunAge{60};
   // Shards open at once: a shard_fn may name up to 65,536. Past this, the one written least
   // recently is parked (TFRecordWriter::Park: no descriptor, no buffers) until its next element.
-  static constexpr int kMaxOpenShards = 64;
+  static constexpr int kMaxOpenShards = internal::kMaxOpenShards;
 
   const std::string& dir() const { return dir_; }
 
@@ -119,7 +123,8 @@ absl::StatusOr<OpenedSaved> OpenSaved(const std::string& dir);
 absl::StatusOr<bool> InvalidateSaved(const std::string& dir, const std::string& run_id);
 
 // Reads a saved dataset: each shard a TFRecord of its elements, combined by `reader_fn`, or
-// round-robin in the manifest's order (which gives a round-robin write back in its order). The
+// round-robin in the manifest's order, kMaxOpenShards at a time (which gives a round-robin write
+// of up to that many shards back in its order). The
 // reading pipeline is an inner pipeline of the Load or Snapshot node that owns this reader.
 class SavedDatasetReader {
  public:

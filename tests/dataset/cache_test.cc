@@ -728,44 +728,67 @@ TEST_F(FileCacheTest, ElementOfAnotherTypeThanTheInputsSpecIsDataLoss) {
   EXPECT_EQ(*calls, 0);
 }
 
-// A read error that is not corruption (an I/O error) says nothing about the file's bytes: the
-// replay ends with the error, naming the file, and the file stays for the next pass. The reader's
-// descriptor is swapped for a directory's under it, so that its next read(2) fails (EISDIR).
-TEST_F(FileCacheTest, AnIOErrorWhileReplayingKeepsTheFile) {
-  // Over a megabyte, so that the reader's 256 KiB buffer must go back to the file.
-  constexpr int64_t kN = 40000;
-  WriteCache(path_, kN);
-  ASSERT_GT(fs::file_size(path_), size_t{1} << 20);
-  auto calls = std::make_shared<std::atomic<int>>(0);
-  auto ds = CountedRange(kN, calls).Cache(path_);
-  auto it = ds.MakeIterator();
-  auto first = it->GetNext();
-  ASSERT_TRUE(first.ok() && first->has_value());
-  const fs::path file = fs::canonical(path_);
+// Makes the next read(2) of `it`'s cache file fail (EISDIR): the reader's descriptor is swapped
+// for a directory's under it. `it` has returned an element, so the file is open.
+void FailTheNextRead(const std::string& path, const std::string& dir) {
+  const fs::path file = fs::canonical(path);
   int reader_fd = -1;
   for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
     std::error_code ec;
     if (fs::read_symlink(e.path(), ec) == file) reader_fd = std::stoi(e.path().filename());
   }
   ASSERT_GE(reader_fd, 0) << "no descriptor open on " << file;
-  const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY);
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   ASSERT_GE(dir_fd, 0);
   ASSERT_EQ(::dup2(dir_fd, reader_fd), reader_fd);
   ::close(dir_fd);
-  auto got = Drain(*it);
-  ASSERT_FALSE(got.ok());
-  EXPECT_NE(got.status().code(), absl::StatusCode::kDataLoss) << got.status();
-  EXPECT_THAT(got.status().message(), HasSubstr("reading cache file " + path_ + " (kept)"));
-  EXPECT_THAT(got.status().message(), Not(HasSubstr("removed")));
-  // The pass ended (IgnoreErrors downstream would otherwise spin on the sticky error).
-  auto after = it->GetNext();
-  EXPECT_TRUE(!after.ok() || !after->has_value());
-  it.reset();
-  EXPECT_EQ(*calls, 0);
-  ASSERT_TRUE(fs::exists(path_));
-  auto [calls2, err] = ReadCache(path_, kN);
-  EXPECT_EQ(calls2, 0);  // The next pass replays the kept file.
-  EXPECT_EQ(err, "");
+}
+
+// A read error that is not corruption (an I/O error) says nothing about the file's bytes: the
+// replay ends with the error, naming the file, and the file stays for the next pass, unless the
+// replay before failed so too (a bad sector would otherwise cut every pass short): then it goes,
+// and the pass after rebuilds it. A whole replay in between starts the count again.
+TEST_F(FileCacheTest, AnIOErrorWhileReplayingKeepsTheFileOnceInARow) {
+  // Over a megabyte, so that the reader's 256 KiB buffer must go back to the file.
+  constexpr int64_t kN = 40000;
+  WriteCache(path_, kN);
+  ASSERT_GT(fs::file_size(path_), size_t{1} << 20);
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  auto ds = CountedRange(kN, calls).Cache(path_);
+  // One pass that fails on a read after its first element: the error.
+  auto failing_pass = [&]() -> absl::Status {
+    auto it = ds.MakeIterator();
+    auto first = it->GetNext();
+    EXPECT_TRUE(first.ok() && first->has_value());
+    FailTheNextRead(path_, dir_.string());
+    auto got = Drain(*it);
+    EXPECT_FALSE(got.ok());
+    // The pass ended (IgnoreErrors downstream would otherwise spin on the sticky error).
+    auto after = it->GetNext();
+    EXPECT_TRUE(!after.ok() || !after->has_value());
+    return got.status();
+  };
+  for (int round = 0; round < 2; ++round) {  // a whole replay between two failures
+    const absl::Status kept = failing_pass();
+    EXPECT_NE(kept.code(), absl::StatusCode::kDataLoss) << kept;
+    // At the element past the reader's buffer.
+    EXPECT_THAT(std::string(kept.message()),
+                HasSubstr("reading cache file " + path_ + " at element "));
+    EXPECT_THAT(std::string(kept.message()), HasSubstr(" (kept: the next pass reads it again"));
+    ASSERT_TRUE(fs::exists(path_));
+    EXPECT_EQ(Ints(MustCollect(ds)), Iota(0, kN));
+    EXPECT_EQ(*calls, 0);  // replayed the kept file
+  }
+  ASSERT_FALSE(failing_pass().ok());
+  const absl::Status removed = failing_pass();                        // two in a row
+  EXPECT_NE(removed.code(), absl::StatusCode::kDataLoss) << removed;  // the read's own error
+  EXPECT_THAT(std::string(removed.message()),
+              HasSubstr(" (the second pass in a row to fail: removed it, the next pass reads the "
+                        "input again): "));
+  EXPECT_FALSE(fs::exists(path_));
+  EXPECT_EQ(Ints(MustCollect(ds)), Iota(0, kN));
+  EXPECT_EQ(*calls, kN);  // rebuilt
+  EXPECT_TRUE(fs::exists(path_));
 }
 
 TEST_F(FileCacheTest, CorruptRecordEndsTheInternalIterator) {

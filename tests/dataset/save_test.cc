@@ -1,3 +1,5 @@
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -171,6 +173,29 @@ TEST(SaveTest, AShardFnOfManyShardsKeepsFewOpen) {
     }
     EXPECT_EQ(Ints(*got), want);
   }
+}
+
+// A shard that cannot be opened (the descriptor limit) fails the save with the error, and the
+// writer, destroyed with shards open and parked, leaves nothing behind. A failed open left a null
+// writer in the shard map, which the destructor then dereferenced.
+TEST(SaveTest, AShardThatCannotBeOpenedFailsTheSaveAndLeavesNothing) {
+  ScopedTempDir dir;
+  struct rlimit before;
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &before), 0);
+  int open_now = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/fd")) ++open_now;
+  // Room for a few shards only: the tenth cannot be opened.
+  struct rlimit low = before;
+  low.rlim_cur = static_cast<rlim_t>(open_now + 8);
+  const ShardFn modulo = [](const Element& e) -> absl::StatusOr<int64_t> {
+    return e[0].scalar<int64_t>() % 20;
+  };
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  const absl::Status s = Dataset::Range(100).Save(dir.path(), {.shard_fn = modulo});
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &before), 0);
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("Too many open files")) << s;
+  for (const auto& f : fs::directory_iterator(dir.path())) ADD_FAILURE() << "left: " << f.path();
 }
 
 // An error part-way leaves the earlier save whole and no temporary files behind; a new save

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/tfrecord_writer.h"
@@ -128,6 +129,32 @@ TEST(SnapshotTest, PipelinesOfOtherDescriptionsKeepTheirOwnAtOnePath) {
   int run_dirs = 0;
   for (const auto& f : fs::directory_iterator(dir.path())) run_dirs += f.is_directory();
   EXPECT_EQ(run_dirs, 2);
+
+  // Descriptions alike but for their files' paths (a TFRecord node names its file count).
+  fs::create_directories(dir.File("in"));
+  for (const char* name : {"train", "eval"}) {
+    auto w =
+        TFRecordWriter::Open(dir.File(absl::StrCat("in/", name, ".tfrecord")), {.sync = false});
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Write(name).ok());
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  const Dataset train =
+      Dataset::TFRecord(dir.File("in/train.tfrecord")).Snapshot(dir.File("records"));
+  const Dataset eval =
+      Dataset::TFRecord(dir.File("in/eval.tfrecord")).Snapshot(dir.File("records"));
+  ASSERT_EQ(train.DebugString(), eval.DebugString()) << "the paths must make the difference";
+  ::testing::internal::CaptureStderr();
+  for (int pass = 0; pass < 2; ++pass) {
+    auto a = Collect(train);
+    auto b = Collect(eval);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->size(), 1u);
+    ASSERT_EQ(b->size(), 1u);
+    EXPECT_EQ((*a)[0][0].scalar<std::string>(), "train");
+    EXPECT_EQ((*b)[0][0].scalar<std::string>(), "eval");
+  }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");  // no rewrite
 }
 
 // A saved dataset at the top of the path (a Save, or a snapshot of the layout before the

@@ -136,6 +136,8 @@ TEST(AtomicFileTest, AParkedFileWhoseTemporaryWentFailsClearly) {
   ASSERT_TRUE((*file)->Append("x").ok());
   ASSERT_TRUE((*file)->Park().ok());
   fs::remove((*file)->temp_path());
+  const absl::Status appended = (*file)->Append("y");  // the reopen fails, and stays failed
+  EXPECT_EQ(appended.code(), absl::StatusCode::kNotFound) << appended;
   const absl::Status s = (*file)->Commit();
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
   EXPECT_THAT(std::string(s.message()),

@@ -115,9 +115,10 @@ absl::StatusOr<std::vector<Tensor>> Function::operator()(const std::vector<Tenso
   SLUICE_ASSIGN_OR_RETURN(Signature signature, SignatureOf(inputs));
   if (const uint64_t moves = autodiff::VariableMoves(); moves != variable_moves_) {
     if (!traces_.empty()) {
+      // The count is the process's: another model's move retraces too (a cost, never wrong).
       Warn(absl::StrCat("Function '", options_.name,
-                        "': variables moved to new storage (Module::To) since it was traced; "
-                        "dropping its ",
+                        "': variables moved to new storage (Module::To) since it was traced, "
+                        "perhaps its own; dropping its ",
                         traces_.size(), " trace(s) and tracing again"));
       traces_.clear();
     }
@@ -184,9 +185,13 @@ absl::StatusOr<std::vector<Tensor>> Function::MakeTrace(const std::vector<Tensor
   SLUICE_ASSIGN_OR_RETURN(trace.program,
                           Program::Plan(recorder, trace.outputs, options_.device_graphs));
   ++traces_made_;
+  // A move while tracing (a layer built on its model's device) is in this trace, but not in
+  // the others, which may read the moved variables' old storage.
+  if (const uint64_t moves = autodiff::VariableMoves(); moves != variable_moves_) {
+    traces_.clear();
+    variable_moves_ = moves;
+  }
   traces_.push_front(std::move(trace));
-  // A move while tracing (a layer built on its model's device) is in the trace.
-  variable_moves_ = autodiff::VariableMoves();
   if (static_cast<int>(traces_.size()) > options_.max_traces) {
     Warn(absl::StrCat("Function '", options_.name, "': ", traces_.size(),
                       " traces, over FunctionOptions::max_traces (", options_.max_traces,

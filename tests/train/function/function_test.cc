@@ -411,7 +411,44 @@ TEST(FunctionTest, AVariableMovedSinceTheTraceRetraces) {
   EXPECT_EQ(traced.replays(), 4);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_THAT(warnings[0], HasSubstr("Function 'moved': variables moved to new storage "
-                                     "(Module::To) since it was traced; dropping its 1 trace(s)"));
+                                     "(Module::To) since it was traced, perhaps its own; "
+                                     "dropping its 1 trace(s)"));
+}
+
+// A move while another signature is traced keeps the new trace (made after the move) but drops
+// the older ones, which read the old storage.
+TEST(FunctionTest, AVariableMovedWhileTracingDropsTheOlderTraces) {
+  testing::RegisterGuardedBackend();
+  autodiff::Variable w(RandomTensor({8, 4}, 1), "w");
+  bool move_next_trace = false;
+  Function traced(
+      [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        if (move_next_trace) {  // host code: runs only while tracing
+          move_next_trace = false;
+          SLUICE_RETURN_IF_ERROR(w.MoveTo(Device::Guarded()));
+          SLUICE_RETURN_IF_ERROR(w.MoveTo(Device::Cpu()));
+        }
+        SLUICE_ASSIGN_OR_RETURN(Tensor h, ops::MatMul(in[0], w.value()));
+        SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::Sum(h));
+        return std::vector<Tensor>{y};
+      },
+      {.partial_batch = PartialBatch::kTrace, .warn = [](const std::string&) {}});
+  const Tensor x16 = RandomTensor({16, 8}, 3), x32 = RandomTensor({32, 8}, 4);
+  ASSERT_TRUE(traced({x16}).ok());  // trace 1
+  move_next_trace = true;
+  ASSERT_TRUE(traced({x32}).ok());  // trace 2, moving w
+  EXPECT_EQ(traced.traces_kept(), 1);
+  ASSERT_TRUE(traced({x32}).ok());  // replays trace 2
+  ASSERT_TRUE(w.Assign(RandomTensor({8, 4}, 9)).ok());
+  absl::StatusOr<std::vector<Tensor>> got = traced({x16});  // traced again: reads the new w
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(traced.traces_made(), 3);
+  EXPECT_EQ(traced.replays(), 1);
+  absl::StatusOr<Tensor> h = ops::MatMul(x16, w.value());
+  ASSERT_TRUE(h.ok());
+  absl::StatusOr<Tensor> want = ops::Sum(*h);
+  ASSERT_TRUE(want.ok());
+  EXPECT_TRUE((*got)[0].Equals(*want));
 }
 
 // An optimizer's update traced into the step (Optimizer::PrepareStep before each call,
