@@ -84,16 +84,20 @@ UntunableBytes Untunable(const std::vector<std::shared_ptr<NodeStats>>& nodes) {
 
 }  // namespace
 
-int64_t DefaultRamBudget() {
-  std::ifstream in("/proc/meminfo");
+int64_t RamBudgetFromMeminfo(std::istream& in) {
   std::string key;
   int64_t value = 0;
   std::string unit;
   while (in >> key >> value) {
     std::getline(in, unit);
-    if (key == "MemAvailable:") return value * 1024 / 2;  // kB
+    if (key == "MemAvailable:") return std::max(value * 1024 / 2, kMinDefaultRamBudget);  // kB
   }
   return int64_t{1} << 30;
+}
+
+int64_t DefaultRamBudget() {
+  std::ifstream in("/proc/meminfo");
+  return RamBudgetFromMeminfo(in);
 }
 
 std::unique_ptr<AutotuneController> AutotuneController::Start(const Iterator& iterator,

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <istream>
 #include <map>
 #include <memory>
 #include <string>
@@ -196,8 +197,12 @@ class AutotuneController : public IteratorTuner {
   std::thread thread_;
 };
 
-// Half of MemAvailable from /proc/meminfo (1 GiB where it cannot be read).
+// Half of MemAvailable from /proc/meminfo (1 GiB where it cannot be read), at least
+// kMinDefaultRamBudget: a budget is always above 0, which Budgets reads as no limit.
+inline constexpr int64_t kMinDefaultRamBudget = int64_t{64} << 20;
 int64_t DefaultRamBudget();
+// The same from the text of a meminfo file.
+int64_t RamBudgetFromMeminfo(std::istream& meminfo);
 
 // Makes every Iterator made from now on start AUTOTUNE when its pipeline has
 // kAutotune knobs (see Iterator and Options::autotune). This header calls it

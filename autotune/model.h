@@ -88,6 +88,7 @@ struct Prediction {
 
 struct Budgets {
   int64_t cpu = 1;
+  // <= 0: no limit (Model's own callers). The controller always sets one above 0.
   int64_t ram_bytes = 0;
   // Bytes held by nodes whose buffers the model does not size (SizesBuffer: a Shuffle's or a
   // Cache's, inner pipelines'): counted against ram_bytes as they are, whatever the knobs.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -753,6 +754,17 @@ TEST(AutotuneControllerTest, DefaultRamBudgetIsHalfOfAvailableMemory) {
   auto c = AutotuneController::Start(std::make_shared<StatsRegistry>(), 3, none);
   EXPECT_EQ(c->cpu_budget(), 3);
   EXPECT_NEAR(static_cast<double>(c->ram_budget()), static_cast<double>(b), 0.5 * b);
+}
+
+// A budget of 0 would read as no limit to the model and as nothing allowed to the controller's
+// RAM checks: a MemAvailable of 0 (a container under pressure) gives the floor instead.
+TEST(AutotuneControllerTest, TheDefaultRamBudgetIsNeverZero) {
+  std::istringstream plenty("MemTotal: 8000000 kB\nMemAvailable: 4000000 kB\n");
+  EXPECT_EQ(RamBudgetFromMeminfo(plenty), int64_t{4000000} * 1024 / 2);
+  std::istringstream none_left("MemTotal: 8000000 kB\nMemAvailable: 0 kB\n");
+  EXPECT_EQ(RamBudgetFromMeminfo(none_left), kMinDefaultRamBudget);
+  std::istringstream unnamed("MemTotal: 8000000 kB\n");
+  EXPECT_EQ(RamBudgetFromMeminfo(unnamed), int64_t{1} << 30);
 }
 
 }  // namespace
