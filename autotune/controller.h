@@ -198,7 +198,7 @@ class AutotuneController : public IteratorTuner {
 };
 
 // Half of MemAvailable from /proc/meminfo (1 GiB where it cannot be read), at least
-// kMinDefaultRamBudget: a budget is always above 0, which Budgets reads as no limit.
+// kMinDefaultRamBudget: never 0, which Budgets reads as no limit.
 inline constexpr int64_t kMinDefaultRamBudget = int64_t{64} << 20;
 int64_t DefaultRamBudget();
 // The same from the text of a meminfo file.

@@ -124,8 +124,8 @@ absl::StatusOr<bool> InvalidateSaved(const std::string& dir, const std::string& 
 
 // Reads a saved dataset: each shard a TFRecord of its elements, combined by `reader_fn`, or
 // round-robin in the manifest's order, kMaxOpenShards at a time (which gives a round-robin write
-// of up to that many shards back in its order). The
-// reading pipeline is an inner pipeline of the Load or Snapshot node that owns this reader.
+// of up to that many shards back in its order). The reading pipeline is an inner pipeline of the
+// Load or Snapshot node that owns this reader.
 class SavedDatasetReader {
  public:
   static absl::StatusOr<std::unique_ptr<SavedDatasetReader>> Create(

@@ -1,5 +1,6 @@
 // Snapshot(path, options), as tf.data's snapshot. Each pipeline's snapshot is a saved dataset in
-// path/<SnapshotKey> (a hash of its description, or of the user's fingerprint), as tf.data keeps
+// path/<SnapshotKey> (a hash of its description and input files' paths, or of the user's
+// fingerprint), as tf.data keeps
 // path/<hash>. When the iterator is made, that directory is looked at: a complete snapshot of
 // this pipeline (same description and input files, or the user's fingerprint) is read; anything
 // else (no snapshot, a stale or damaged one) means reading the input and writing a new snapshot as

@@ -13,16 +13,16 @@
 
 namespace sluice::train::autodiff {
 
-// A trainable tensor, like tf.Variable. Reading value() while a tape is
-// active watches it (when trainable). Assign() updates the values in place, so
-// the variable keeps its identity across optimizer steps. The value lives on
-// one device (the host at creation; MoveTo moves it) and is only ever touched
-// through that device's backend.
 // How many times any variable of this process moved to new storage (Variable::MoveTo): a traced
 // function (train::function::Function), whose program holds the storage its variables had,
 // retraces when this changed since its traces were made.
 uint64_t VariableMoves();
 
+// A trainable tensor, like tf.Variable. Reading value() while a tape is
+// active watches it (when trainable). Assign() updates the values in place, so
+// the variable keeps its identity across optimizer steps. The value lives on
+// one device (the host at creation; MoveTo moves it) and is only ever touched
+// through that device's backend.
 class Variable {
  public:
   // Copies `initial` (float32, on any device) into storage the variable owns, on the same

@@ -113,16 +113,12 @@ absl::StatusOr<std::vector<Tensor>> Function::operator()(const std::vector<Tenso
         "recording around the call"));
   }
   SLUICE_ASSIGN_OR_RETURN(Signature signature, SignatureOf(inputs));
-  if (const uint64_t moves = autodiff::VariableMoves(); moves != variable_moves_) {
-    if (!traces_.empty()) {
-      // The count is the process's: another model's move retraces too (a cost, never wrong).
-      Warn(absl::StrCat("Function '", options_.name,
-                        "': variables moved to new storage (Module::To) since it was traced, "
-                        "perhaps its own; dropping its ",
-                        traces_.size(), " trace(s) and tracing again"));
-      traces_.clear();
-    }
-    variable_moves_ = moves;
+  // The count is the process's: another model's move retraces too (a cost, never wrong).
+  if (const size_t dropped = DropTracesIfVariablesMoved(); dropped > 0) {
+    Warn(absl::StrCat("Function '", options_.name,
+                      "': variables moved to new storage (Module::To) since it was traced, "
+                      "perhaps its own; dropping its ",
+                      dropped, " trace(s) and tracing again"));
   }
   for (auto it = traces_.begin(); it != traces_.end(); ++it) {
     if (!(it->signature == signature)) continue;
@@ -160,6 +156,15 @@ absl::StatusOr<std::vector<Tensor>> Function::operator()(const std::vector<Tenso
   return MakeTrace(inputs, std::move(signature));
 }
 
+size_t Function::DropTracesIfVariablesMoved() {
+  const uint64_t moves = autodiff::VariableMoves();
+  if (moves == variable_moves_) return 0;
+  variable_moves_ = moves;
+  const size_t dropped = traces_.size();
+  traces_.clear();
+  return dropped;
+}
+
 absl::StatusOr<std::vector<Tensor>> Function::MakeTrace(const std::vector<Tensor>& inputs,
                                                         Signature signature) {
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(signature.device));
@@ -187,10 +192,7 @@ absl::StatusOr<std::vector<Tensor>> Function::MakeTrace(const std::vector<Tensor
   ++traces_made_;
   // A move while tracing (a layer built on its model's device) is in this trace, but not in
   // the others, which may read the moved variables' old storage.
-  if (const uint64_t moves = autodiff::VariableMoves(); moves != variable_moves_) {
-    traces_.clear();
-    variable_moves_ = moves;
-  }
+  DropTracesIfVariablesMoved();
   traces_.push_front(std::move(trace));
   if (static_cast<int>(traces_.size()) > options_.max_traces) {
     Warn(absl::StrCat("Function '", options_.name, "': ", traces_.size(),

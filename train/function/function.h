@@ -102,6 +102,8 @@ class Function {
   absl::StatusOr<std::vector<Tensor>> MakeTrace(const std::vector<Tensor>& inputs,
                                                 Signature signature);
   void Warn(const std::string& message) const;
+  // Drops every trace when autodiff::VariableMoves() changed since variable_moves_: how many.
+  size_t DropTracesIfVariablesMoved();
 
   Fn fn_;
   FunctionOptions options_;
