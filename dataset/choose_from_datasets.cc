@@ -111,10 +111,12 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> ChooseFromDatasetsDataset::MakeIte
   }
   std::vector<std::unique_ptr<IteratorBase>> its;
   for (size_t i = 0; i + 1 < inputs().size(); ++i) {
-    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, inputs()[i]->MakeIterator(ctx));
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it,
+                            inputs()[i]->MakeIterator(ctx.ForInput(name(), i)));
     its.push_back(std::move(it));
   }
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> choice, inputs().back()->MakeIterator(ctx));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> choice,
+                          inputs().back()->MakeIterator(ctx.ForInput(name(), inputs().size() - 1)));
   return std::unique_ptr<IteratorBase>(
       new ChooseFromDatasetsIterator(this, ctx, std::move(its), std::move(choice)));
 }

@@ -74,7 +74,8 @@ class ConcatenateDataset : public DatasetBase {
       }
       if (stage_ == Stage::kSecond) {
         if (!second_) {
-          absl::StatusOr<std::unique_ptr<IteratorBase>> it = d_->inputs()[1]->MakeIterator(ctx());
+          absl::StatusOr<std::unique_ptr<IteratorBase>> it =
+              d_->inputs()[1]->MakeIterator(ctx().ForInput(d_->name(), 1));
           if (!it.ok()) {
             stage_ = Stage::kEnded;  // Report once; retrying would fail the same way.
             return WithContext(it.status(), "cannot iterate the appended dataset: ");
@@ -147,7 +148,8 @@ class ConcatenateDataset : public DatasetBase {
         first_.reset();
       }
       if (second != nullptr) {
-        SLUICE_ASSIGN_OR_RETURN(second_, d_->inputs()[1]->MakeIterator(ctx()));
+        SLUICE_ASSIGN_OR_RETURN(second_,
+                                d_->inputs()[1]->MakeIterator(ctx().ForInput(d_->name(), 1)));
         SLUICE_RETURN_IF_ERROR(second_->Restore(*second));
       }
       return absl::OkStatus();

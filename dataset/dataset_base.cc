@@ -38,6 +38,16 @@ IteratorContext IteratorContext::ForInner(const std::string& owner_name, uint64_
   return c;
 }
 
+IteratorContext IteratorContext::ForInput(const std::string& owner_name, size_t index) const {
+  if (index == 0) return *this;
+  IteratorContext c = *this;
+  // Its own domain, so that no Repeat or Interleave salt gives the same seed.
+  constexpr uint64_t kInputSeedDomain = 0x1a9e7c0de5eed000ULL;
+  c.seed = MixSeed(seed, kInputSeedDomain + index);
+  c.name_prefix = absl::StrCat(name_prefix, owner_name, ".", index, ":");
+  return c;
+}
+
 // SplitMix64's finaliser over the combination: cheap, and every input bit
 // affects every output bit.
 uint64_t MixSeed(uint64_t a, uint64_t b) {

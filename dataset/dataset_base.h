@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -54,6 +55,13 @@ struct IteratorContext {
   // DatasetBase::name()) from its input element `index`: salted, and its
   // nodes named under this context's prefix and the owner's name.
   IteratorContext ForInner(const std::string& owner_name, uint64_t index) const;
+  // Input `index` of the node `owner_name` that reads several (Zip, Concatenate,
+  // SampleFromDatasets, ChooseFromDatasets). Input 0 keeps this context; a later
+  // one's nodes are named under "Zip[2].1:" and draw from another seed, so that
+  // siblings of one depth ("Map[1]" in both) are separate nodes in stats,
+  // AUTOTUNE, errors and checkpoints, and random ops in them draw apart. A seed
+  // the user gave an op (ShuffleOptions::seed) stays that op's own.
+  IteratorContext ForInput(const std::string& owner_name, size_t index) const;
 };
 
 // Per-element randomness: every random decision about element `index` of

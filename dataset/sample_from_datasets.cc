@@ -134,8 +134,9 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> SampleFromDatasetsDataset::MakeIte
     return absl::InvalidArgumentError(absl::StrCat(name(), ": the weights sum to 0"));
   }
   std::vector<std::unique_ptr<IteratorBase>> its;
-  for (const auto& in : inputs()) {
-    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, in->MakeIterator(ctx));
+  for (size_t i = 0; i < inputs().size(); ++i) {
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it,
+                            inputs()[i]->MakeIterator(ctx.ForInput(name(), i)));
     its.push_back(std::move(it));
   }
   return std::unique_ptr<IteratorBase>(new SampleFromDatasetsIterator(this, ctx, std::move(its)));

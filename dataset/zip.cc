@@ -22,8 +22,9 @@ class ZipDataset : public DatasetBase {
       return absl::InvalidArgumentError(absl::StrCat(name(), ": needs at least one dataset"));
     }
     std::vector<std::unique_ptr<IteratorBase>> its;
-    for (const auto& in : inputs()) {
-      SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, in->MakeIterator(ctx));
+    for (size_t i = 0; i < inputs().size(); ++i) {
+      SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it,
+                              inputs()[i]->MakeIterator(ctx.ForInput(name(), i)));
       its.push_back(std::move(it));
     }
     return std::unique_ptr<IteratorBase>(new ZipIterator(this, ctx, std::move(its)));

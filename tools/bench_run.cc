@@ -17,8 +17,15 @@
 namespace sluice::tools::bench {
 namespace {
 
+// A node of this kind outside every inner pipeline, on any input of a Zip and the like
+// ("Zip[2].1:Map[1]").
 bool IsTopLevelNode(const std::string& name, absl::string_view kind) {
-  return absl::StartsWith(name, absl::StrCat(kind, "[")) && name.find('/') == std::string::npos;
+  if (name.find('/') != std::string::npos) return false;
+  const size_t colon = name.rfind(':');
+  const absl::string_view base = colon == std::string::npos
+                                     ? absl::string_view(name)
+                                     : absl::string_view(name).substr(colon + 1);
+  return absl::StartsWith(base, absl::StrCat(kind, "["));
 }
 
 absl::Status SetKnobs(Iterator& it, const Knobs& knobs) {

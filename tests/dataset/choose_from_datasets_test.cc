@@ -59,5 +59,17 @@ TEST(ChooseFromDatasetsTest, CheckpointsResumeExactly) {
   ExpectCheckpointsResumeExactly(ds, {0, 1, 14, 16, 30, 50});
 }
 
+TEST(ChooseFromDatasetsTest, EachInputIsANodeOfItsOwn) {
+  auto ds = Dataset::ChooseFromDatasets({Dataset::Range(0, 100), Dataset::Range(100, 200)},
+                                        Choices({0, 1, 1}));
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(testing::Drain(*it).ok());
+  std::vector<std::string> names;
+  for (const auto& s : it->Stats()) names.push_back(s.name);
+  // The second input and the choices (inputs 1 and 2) are named under the node.
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"ChooseFromDatasets[1].1:Range[0]",
+                                              "ChooseFromDatasets[1].2:FromTensorSlices[0]"}));
+}
+
 }  // namespace
 }  // namespace sluice

@@ -146,5 +146,29 @@ TEST(ConcatenateTest, RestoreRefusesAStageThatDoesNotMatchTheSavedInputs) {
   EXPECT_THAT(s.message(), HasSubstr("stage 0 without the first input's state"));
 }
 
+TEST(ConcatenateTest, TheTwoHalvesAreSeparateNodesWithTheirOwnRandomness) {
+  // Both inputs are a Shuffle at depth 1: as one node they shuffled alike and counted as one.
+  auto ds = Dataset::Range(40)
+                .Shuffle(40)
+                .Concatenate(Dataset::Range(40).Shuffle(40))
+                .WithOptions({.seed = 11});
+  auto it = ds.MakeIterator();
+  auto out = Drain(*it);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<int64_t> v = Ints(*out);
+  ASSERT_EQ(v.size(), 80u);
+  EXPECT_NE(std::vector<int64_t>(v.begin(), v.begin() + 40),
+            std::vector<int64_t>(v.begin() + 40, v.end()));
+  int named = 0;
+  for (const auto& s : it->Stats()) {
+    if (s.name == "Shuffle[1]" || s.name == "Concatenate[2].1:Shuffle[1]") {
+      EXPECT_EQ(s.elements_produced, 40) << s.name;
+      ++named;
+    }
+  }
+  EXPECT_EQ(named, 2);
+  testing::ExpectCheckpointsResumeExactly(ds, {0, 39, 40, 63});
+}
+
 }  // namespace
 }  // namespace sluice

@@ -90,7 +90,8 @@ TEST(ZipTest, InputErrorPassesThroughNamedAndKeepsInputsAligned) {
   auto it = ds.MakeIterator();
   auto got = Drain(*it);
   ASSERT_FALSE(got.ok());
-  EXPECT_EQ(got.status().message(), "Map[1] at element 2: bad 2");
+  // The second input's nodes are named under the Zip: "Map[1]" alone would not say which.
+  EXPECT_EQ(got.status().message(), "Zip[2].1:Map[1] at element 2: bad 2");
   // Under IgnoreErrors the failed tuple is dropped whole: pairs stay aligned.
   auto out = Collect(ds.IgnoreErrors());
   ASSERT_TRUE(out.ok()) << out.status();
@@ -104,6 +105,74 @@ TEST(ZipTest, InputErrorPassesThroughNamedAndKeepsInputsAligned) {
 TEST(ZipTest, CheckpointResumesExactly) {
   auto ds = Dataset::Zip({Dataset::Range(8), Pairs(6), Dataset::Range(3, 100)});
   testing::ExpectCheckpointsResumeExactly(ds, {0, 1, 4, 5, 6});
+}
+
+// Each input's element seeds (ElementContext::seed of a Map at depth 1).
+Dataset Seeds() {
+  return Dataset::Range(20).Map([](Element, const ElementContext& c) -> absl::StatusOr<Element> {
+    return Element{Tensor::Scalar<int64_t>(static_cast<int64_t>(c.seed))};
+  });
+}
+
+const NodeStatsSnapshot* Find(const std::vector<NodeStatsSnapshot>& stats,
+                              const std::string& name) {
+  for (const auto& s : stats) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+TEST(ZipTest, InputsOfOneDepthAreSeparateNodes) {
+  // Both inputs have a Map at depth 1: one stats entry, one knob, would merge them.
+  auto identity = [](Element e) -> absl::StatusOr<Element> { return e; };
+  auto ds = Dataset::Zip({Dataset::Range(10).Map(identity, {.num_parallel_calls = 2}),
+                          Dataset::Range(7).Map(identity)});
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(Drain(*it).ok());
+  const auto stats = it->Stats();
+  const NodeStatsSnapshot* first = Find(stats, "Map[1]");
+  const NodeStatsSnapshot* second = Find(stats, "Zip[2].1:Map[1]");
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(first->kind, NodeKind::kAsync);
+  EXPECT_EQ(first->parallelism, 2);
+  EXPECT_EQ(second->kind, NodeKind::kSync);
+  EXPECT_EQ(second->parallelism, -1);
+  EXPECT_EQ(second->elements_produced, 7);
+  EXPECT_GE(first->elements_produced, 7);
+}
+
+TEST(ZipTest, RandomOpsInTwoInputsDrawApart) {
+  auto ds = Dataset::Zip({Seeds(), Seeds()}).WithOptions({.seed = 5});
+  auto out = Collect(ds);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 20u);
+  for (const Element& e : *out) EXPECT_NE(e[0].scalar<int64_t>(), e[1].scalar<int64_t>());
+  // Still reproducible from the pipeline seed (a pipeline built again: each iterator of one
+  // dataset is its next iteration, with another salt).
+  auto again = Collect(Dataset::Zip({Seeds(), Seeds()}).WithOptions({.seed = 5}));
+  ASSERT_TRUE(again.ok());
+  for (size_t i = 0; i < out->size(); ++i) EXPECT_TRUE(ElementsEqual((*out)[i], (*again)[i]));
+
+  // Unseeded Shuffles of one dataset zipped with itself: two orders.
+  auto shuffled = Dataset::Range(50).Shuffle(50);
+  auto pairs = Collect(Dataset::Zip({shuffled, shuffled}).WithOptions({.seed = 5}));
+  ASSERT_TRUE(pairs.ok());
+  int differ = 0;
+  for (const Element& e : *pairs) differ += e[0].scalar<int64_t>() != e[1].scalar<int64_t>();
+  EXPECT_GT(differ, 40);
+  // An op's own seed stays its own: the same seed in both inputs keeps them aligned, as in
+  // tf.data (zip(a.shuffle(seed=1), b.shuffle(seed=1))).
+  auto seeded = Dataset::Range(50).Shuffle(50, {.seed = 1});
+  auto aligned = Collect(Dataset::Zip({seeded, seeded}));
+  ASSERT_TRUE(aligned.ok());
+  for (const Element& e : *aligned) EXPECT_EQ(e[0].scalar<int64_t>(), e[1].scalar<int64_t>());
+}
+
+TEST(ZipTest, CheckpointOfShuffledInputsResumesExactly) {
+  auto ds = Dataset::Zip({Dataset::Range(30).Shuffle(8), Dataset::Range(30).Shuffle(8), Seeds()})
+                .WithOptions({.seed = 3});
+  testing::ExpectCheckpointsResumeExactly(ds, {0, 7, 19});
 }
 
 }  // namespace
