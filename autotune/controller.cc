@@ -500,7 +500,7 @@ AutotuneReport AutotuneController::Report() const {
     s.buffer_size = n.buffer_size.present ? n.buffer_size.value : -1;
     s.cycle_length = n.cycle_length.present ? n.cycle_length.value : -1;
     s.self_us = n.self_ns / 1e3;
-    s.input_ratio = i == 0 ? 0 : n.input_ratio;
+    s.input_ratio = model_.InputsOf(i).size() == 1 ? n.input_ratio : 0;
     s.bytes_per_element = n.bytes_per_element;
     s.modelled_rate = i < cur.node_rate.size() ? cur.node_rate[i] : 0;
     s.observed_rate = n.observed_rate;
@@ -521,12 +521,15 @@ std::string AutotuneReport::ToString() const {
       observed_throughput, consumer_us, bottleneck.empty() ? std::string("-") : bottleneck,
       BottleneckKindName(bottleneck_kind), Bytes(static_cast<double>(predicted_buffered_bytes)),
       Bytes(static_cast<double>(peak_observed_buffered_bytes)));
-  absl::StrAppendFormat(&out, "%-14s %-10s %4s %4s %4s %11s %6s %10s %11s %11s %10s %3s\n", "node",
-                        "kind", "par", "buf", "cyc", "self/elem", "ratio", "bytes/elem",
+  // As wide as the longest name ("Zip[3].1:Map[1]" and the like), at least 14.
+  int width = 14;
+  for (const StageReport& s : stages) width = std::max(width, static_cast<int>(s.name.size()));
+  absl::StrAppendFormat(&out, "%-*s %-10s %4s %4s %4s %11s %6s %10s %11s %11s %10s %3s\n", width,
+                        "node", "kind", "par", "buf", "cyc", "self/elem", "ratio", "bytes/elem",
                         "modelled/s", "observed/s", "buffered", "act");
   for (const StageReport& s : stages) {
     absl::StrAppendFormat(
-        &out, "%-14s %-10s %4s %4s %4s %8.1f us %6.2f %10s %11.1f %11.1f %10s %3d\n", s.name,
+        &out, "%-*s %-10s %4s %4s %4s %8.1f us %6.2f %10s %11.1f %11.1f %10s %3d\n", width, s.name,
         NodeKindName(s.kind), Knob(s.parallelism), Knob(s.buffer_size), Knob(s.cycle_length),
         s.self_us, s.input_ratio, Bytes(s.bytes_per_element), s.modelled_rate, s.observed_rate,
         Bytes(static_cast<double>(s.buffered_bytes)), s.active_workers);

@@ -54,17 +54,31 @@ int64_t BufferCapacity(const NodeEstimate& node, const Assignment& a, size_t i, 
   return par;
 }
 
+// True when node `j` is node `a` or below it (a reads it, or reads what reads it, ...).
+bool IsAtOrBelow(const std::vector<int>& consumer, int a, int j) {
+  for (size_t steps = 0; j >= 0 && steps <= consumer.size(); ++steps, j = consumer[j]) {
+    if (j == a) return true;
+  }
+  return false;
+}
+
 // The buffer waits between each async producer and what consumes it, per root element, from the
-// stage periods in `p`.
-double BufferWaits(const std::vector<NodeEstimate>& nodes, const Assignment& a,
-                   const Prediction& p) {
-  const size_t n = nodes.size();
+// stage periods in `p`: the producer runs at its slowest stage at or below it, the consumer at the
+// slowest above it.
+double BufferWaits(const std::vector<NodeEstimate>& nodes, const std::vector<int>& consumers,
+                   const Assignment& a, const Prediction& p) {
+  const int n = static_cast<int>(nodes.size());
   double waits = 0;
-  for (size_t k = 0; k < n; ++k) {
+  for (int k = 0; k < n; ++k) {
     if (!IsAsync(nodes[k])) continue;
     double producer = 0, consumer = p.consumer_period;
-    for (size_t j = 0; j <= k; ++j) producer = std::max(producer, p.stage_period[j]);
-    for (size_t j = k + 1; j < n; ++j) consumer = std::max(consumer, p.stage_period[j]);
+    for (int j = 0; j < n; ++j) {
+      if (IsAtOrBelow(consumers, k, j)) {
+        producer = std::max(producer, p.stage_period[j]);
+      } else if (IsAtOrBelow(consumers, j, k)) {
+        consumer = std::max(consumer, p.stage_period[j]);
+      }
+    }
     const int64_t slots = nodes[k].buffer_size.present   ? a.buffer_size[k]
                           : nodes[k].parallelism.present ? a.parallelism[k]
                                                          : 1;
@@ -97,15 +111,119 @@ bool IsTopLevel(const std::string& name) { return name.find('/') == std::string:
 
 bool SizesBuffer(const NodeEstimate& node) { return IsTopLevel(node.name) && IsAsync(node); }
 
-void Model::Update(const std::vector<NodeSample>& samples, int64_t now_ns) {
-  std::vector<const NodeSample*> top;
-  for (const NodeSample& s : samples) {
-    if (IsTopLevel(s.stats.name)) top.push_back(&s);
+namespace {
+
+int FindNode(const std::vector<const NodeSample*>& top, const std::string& name) {
+  for (size_t i = 0; i < top.size(); ++i) {
+    if (top[i]->stats.name == name) return static_cast<int>(i);
   }
+  return -1;
+}
+
+// `top` in post-order from the root (the last node that no other names as an input), each node's
+// inputs in the order it names them, so that the root is last and every node comes after what it
+// reads (a Concatenate's second input is made, and registered, after the Concatenate). Nodes the
+// root does not reach go first, in registry order: without named inputs (tests, recordings) that
+// is the chain of the nodes in order.
+std::vector<const NodeSample*> TreeOrder(const std::vector<const NodeSample*>& top) {
+  const size_t n = top.size();
+  std::vector<std::vector<int>> inputs(n);
+  std::vector<bool> named(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    for (const std::string& input : top[i]->stats.inputs) {
+      const int j = FindNode(top, input);
+      if (j < 0 || j == static_cast<int>(i)) continue;
+      inputs[i].push_back(j);
+      named[j] = true;
+    }
+  }
+  size_t root = n;
+  for (size_t i = n; i-- > 0;) {
+    if (!named[i]) {
+      root = i;
+      break;
+    }
+  }
+  if (root == n) return top;  // a cycle: no root (cannot happen; keep the registry's order)
+  std::vector<bool> placed(n, false);
+  std::vector<int> order;
+  // Iterative post-order: (node, next input to visit).
+  std::vector<std::pair<int, size_t>> stack{{static_cast<int>(root), 0}};
+  placed[root] = true;
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < inputs[node].size()) {
+      const int j = inputs[node][next++];
+      if (!placed[j]) {
+        placed[j] = true;
+        stack.push_back({j, 0});
+      }
+      continue;
+    }
+    order.push_back(node);
+    stack.pop_back();
+  }
+  std::vector<const NodeSample*> out;
+  for (size_t i = 0; i < n; ++i) {
+    if (!placed[i]) out.push_back(top[i]);
+  }
+  for (int i : order) out.push_back(top[i]);
+  return out;
+}
+
+}  // namespace
+
+Model::Links Model::Link(const std::vector<NodeEstimate>& nodes) {
+  const int n = static_cast<int>(nodes.size());
+  Links l;
+  l.consumer.assign(n, -1);
+  l.inputs.assign(n, {});
+  for (int i = 0; i < n; ++i) {
+    for (const std::string& input : nodes[i].inputs) {
+      for (int j = 0; j < n; ++j) {
+        if (j == i || nodes[j].name != input || l.consumer[j] >= 0) continue;
+        l.consumer[j] = i;
+        l.inputs[i].push_back(j);
+        break;
+      }
+    }
+  }
+  // Nodes no other reads, but the root (the last): the chain, each read by the next.
+  for (int i = 0; i + 1 < n; ++i) {
+    if (l.consumer[i] >= 0) continue;
+    l.consumer[i] = i + 1;
+    l.inputs[i + 1].push_back(i);
+  }
+  l.runner.assign(n, n);
+  for (int i = 0; i < n; ++i) {
+    // Up to the first async node above: its workers call this node's GetNext.
+    for (int c = l.consumer[i], steps = 0; c >= 0 && steps < n; c = l.consumer[c], ++steps) {
+      if (IsAsync(nodes[c])) {
+        l.runner[i] = c;
+        break;
+      }
+    }
+  }
+  return l;
+}
+
+void Model::SetEstimates(std::vector<NodeEstimate> nodes) {
+  nodes_ = std::move(nodes);
+  links_ = Link(nodes_);
+}
+
+void Model::Update(const std::vector<NodeSample>& samples, int64_t now_ns) {
+  std::vector<const NodeSample*> registered;
+  for (const NodeSample& s : samples) {
+    if (IsTopLevel(s.stats.name)) registered.push_back(&s);
+  }
+  const std::vector<const NodeSample*> top = TreeOrder(registered);
   std::vector<NodeEstimate> next = CarryEstimates(top);
+  Links links = Link(next);
   const double dt_ns = static_cast<double>(now_ns - prev_ns_);
-  if (prev_ns_ != 0 && dt_ns > 0) MeasureInterval(top, dt_ns, next);
+  if (prev_ns_ != 0 && dt_ns > 0) MeasureInterval(top, links, dt_ns, next);
   nodes_ = std::move(next);
+  links_ = std::move(links);
   prev_.clear();
   for (const NodeSample* s : top) {
     prev_.push_back({s->stats.name, s->stats.elements_produced, s->stats.bytes_produced,
@@ -125,6 +243,7 @@ std::vector<NodeEstimate> Model::CarryEstimates(const std::vector<const NodeSamp
     NodeEstimate& n = next[i];
     n.name = s.stats.name;
     n.kind = s.stats.kind;
+    n.inputs = s.stats.inputs;
     n.min_window = s.stats.min_window;
     n.buffered_elements = s.stats.buffered_elements;
     n.buffered_bytes = s.stats.buffered_bytes;
@@ -143,8 +262,8 @@ const Model::Prev* Model::FindPrev(const std::string& name) const {
   return nullptr;
 }
 
-void Model::MeasureInterval(const std::vector<const NodeSample*>& top, double dt_ns,
-                            std::vector<NodeEstimate>& next) const {
+void Model::MeasureInterval(const std::vector<const NodeSample*>& top, const Links& links,
+                            double dt_ns, std::vector<NodeEstimate>& next) const {
   std::vector<int64_t> delta_elements(top.size(), -1);
   std::vector<int64_t> delta_busy(top.size(), 0), delta_wait(top.size(), 0);
   for (size_t i = 0; i < top.size(); ++i) {
@@ -161,11 +280,14 @@ void Model::MeasureInterval(const std::vector<const NodeSample*>& top, double dt
     if (p == nullptr || delta_elements[i] < 0) continue;
     const int64_t de = delta_elements[i];
     n.observed_rate = static_cast<double>(de) * 1e9 / dt_ns;
-    if (i > 0 && delta_elements[i - 1] >= 0) {
+    const std::vector<int>& ins = links.inputs[i];
+    const bool inputs_seen =
+        std::all_of(ins.begin(), ins.end(), [&](int j) { return delta_elements[j] >= 0; });
+    if (ins.size() == 1 && inputs_seen) {
       // Inputs pulled ahead into a window or buffer are not consumed yet. (Below 0 only by the
       // one input a node may be taking between the two counters' updates.)
       const int64_t held_delta = top[i]->stats.inputs_held - p->inputs_held;
-      const int64_t consumed = std::max<int64_t>(0, delta_elements[i - 1] - held_delta);
+      const int64_t consumed = std::max<int64_t>(0, delta_elements[ins[0]] - held_delta);
       n.input_per_interval =
           Ema(n.input_per_interval, static_cast<double>(consumed), alpha_, !n.counted);
       n.output_per_interval =
@@ -173,6 +295,22 @@ void Model::MeasureInterval(const std::vector<const NodeSample*>& top, double dt
       n.counted = true;
       if (n.output_per_interval > 0) {
         n.input_ratio = n.input_per_interval / n.output_per_interval;
+      }
+    } else if (ins.size() > 1 && inputs_seen) {
+      // Zip and the like hold nothing ahead: what each input handed over was consumed.
+      const bool first = !n.counted || n.inputs_per_interval.size() != ins.size();
+      n.inputs_per_interval.resize(ins.size(), 0);
+      n.input_ratios.resize(ins.size(), 1);
+      for (size_t k = 0; k < ins.size(); ++k) {
+        n.inputs_per_interval[k] = Ema(n.inputs_per_interval[k],
+                                       static_cast<double>(delta_elements[ins[k]]), alpha_, first);
+      }
+      n.output_per_interval = Ema(n.output_per_interval, static_cast<double>(de), alpha_, first);
+      n.counted = true;
+      if (n.output_per_interval > 0) {
+        for (size_t k = 0; k < ins.size(); ++k) {
+          n.input_ratios[k] = n.inputs_per_interval[k] / n.output_per_interval;
+        }
       }
     }
     if (de == 0) continue;
@@ -185,13 +323,13 @@ void Model::MeasureInterval(const std::vector<const NodeSample*>& top, double dt
     n.measured = true;
   }
   // The caller's time per element: wall time per root element less what it spent inside
-  // GetNext (sync nodes after the last async one, and the wait on that async one).
+  // GetNext (the sync nodes its thread runs, and its waits on the async nodes below them).
   const size_t root = top.size() - 1;
   if (!top.empty() && delta_elements[root] > 0) {
     double inside = 0;
-    for (size_t j = top.size(); j-- > 0;) {
+    for (size_t j = 0; j < top.size(); ++j) {
+      if (links.runner[j] != static_cast<int>(top.size())) continue;
       inside += static_cast<double>(IsAsync(next[j]) ? delta_wait[j] : delta_busy[j]);
-      if (IsAsync(next[j])) break;
     }
     const double de = static_cast<double>(delta_elements[root]);
     const double consumer = std::max(0.0, (dt_ns - inside) / de);
@@ -223,39 +361,52 @@ Prediction Model::Predict(const Assignment& a, double cpu_budget) const {
   p.stage_period.assign(n, 0);
   p.node_rate.assign(n, 0);
   if (n == 0) return p;
-  // Visits per root element: a Batch of 32 reads 32 inputs per output.
+  // Visits per root element: a Batch of 32 reads 32 inputs per output. (Every node comes after
+  // what it reads.)
   std::vector<double> visits(n, 1);
-  for (size_t i = n - 1; i > 0; --i) visits[i - 1] = visits[i] * nodes_[i].input_ratio;
+  for (size_t i = n; i-- > 0;) {
+    const std::vector<int>& ins = links_.inputs[i];
+    for (size_t k = 0; k < ins.size(); ++k) {
+      const std::vector<double>& ratios = nodes_[i].input_ratios;
+      const double ratio = ins.size() == 1     ? nodes_[i].input_ratio
+                           : k < ratios.size() ? ratios[k]
+                                               : 1;
+      visits[ins[k]] = visits[i] * ratio;
+    }
+  }
+  // Sync work per root element on each async node's workers, and (at n) on the caller's thread.
+  std::vector<double> serial(n + 1, 0);
+  std::vector<double> work(n, 0);
   std::vector<bool> input_bound(n, false);
-  double serial = 0;      // sync work not yet assigned to a stage
   double total_work = 0;  // every node's work per root element, on any thread
   int heaviest = 0;       // the node with the most work
   for (size_t i = 0; i < n; ++i) {
     const NodeEstimate& node = nodes_[i];
-    const double work = node.self_ns * visits[i];
-    total_work += work;
-    if (work > nodes_[heaviest].self_ns * visits[heaviest]) heaviest = static_cast<int>(i);
+    work[i] = node.self_ns * visits[i];
+    total_work += work[i];
+    if (work[i] > work[heaviest]) heaviest = static_cast<int>(i);
     if (!IsAsync(node)) {
       // A parallel Batch splits its copies over workers while its caller
       // waits: faster serial work, on threads the async stages already count.
       const int64_t par = node.parallelism.present ? std::max<int64_t>(1, a.parallelism[i]) : 1;
-      serial += work / static_cast<double>(par);
-      continue;
+      serial[links_.runner[i]] += work[i] / static_cast<double>(par);
     }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const NodeEstimate& node = nodes_[i];
+    if (!IsAsync(node)) continue;
     int64_t par = node.parallelism.present ? std::max<int64_t>(1, a.parallelism[i]) : 1;
     if (node.kind == NodeKind::kInterleave && node.cycle_length.present) {
       par = std::min(par, std::max<int64_t>(1, a.cycle_length[i]));
     }
-    const double own = work / static_cast<double>(par);
-    p.stage_period[i] = std::max(serial, own);
-    input_bound[i] = serial > own;
-    serial = 0;
+    const double own = work[i] / static_cast<double>(par);
+    p.stage_period[i] = std::max(serial[i], own);
+    input_bound[i] = serial[i] > own;
     p.buffered_bytes += static_cast<int64_t>(static_cast<double>(BufferCapacity(node, a, i, par)) *
                                              node.bytes_per_element);
   }
-  // Sync nodes after the last async one run on the caller's thread; so does
-  // the caller's own work.
-  if (serial > 0) p.stage_period[n - 1] = serial;
+  // Sync nodes above every async one run on the caller's thread; so does the caller's own work.
+  if (serial[n] > 0) p.stage_period[n - 1] = serial[n];
   p.consumer_period = nodes_[n - 1].consumer_ns;
   p.period_ns = p.consumer_period;
   p.bottleneck = static_cast<int>(n);
@@ -273,7 +424,7 @@ Prediction Model::Predict(const Assignment& a, double cpu_budget) const {
     p.cpu_capped = true;
     p.bottleneck = heaviest;  // where more cores would go first
   }
-  p.period_ns += BufferWaits(nodes_, a, p);
+  p.period_ns += BufferWaits(nodes_, links_.consumer, a, p);
   if (p.bottleneck < static_cast<int>(n) && !p.cpu_capped) {
     p.bottleneck_input_bound = input_bound[p.bottleneck];
   }

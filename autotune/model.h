@@ -34,6 +34,9 @@ struct KnobState {
 struct NodeEstimate {
   std::string name;
   NodeKind kind = NodeKind::kSync;
+  // The nodes it reads (NodeStats::inputs). When no node of a model names any, the model is the
+  // chain of its nodes in order, each reading the one before.
+  std::vector<std::string> inputs;
   bool measured = false;   // at least one interval with output
   double self_ns = 0;      // own work per element (moving average)
   double input_ratio = 1;  // input elements consumed per output element
@@ -45,7 +48,12 @@ struct NodeEstimate {
   // read as several inputs per output.
   double input_per_interval = 0;
   double output_per_interval = 0;
-  bool counted = false;          // the two averages above have a sample
+  bool counted = false;  // the two averages above have a sample
+  // A node reading several inputs (Zip, Concatenate, SampleFromDatasets): per input, in the
+  // model's order of them, its elements consumed per element of this node, from moving averages
+  // of the counts as above. input_ratio is for a node of one input.
+  std::vector<double> input_ratios;
+  std::vector<double> inputs_per_interval;
   double bytes_per_element = 0;  // moving average
   double observed_rate = 0;      // elements/s over the last interval
   // Root node only: the caller's own time between GetNext calls, per element.
@@ -102,13 +110,14 @@ struct Plan {
 };
 
 // Estimates per-node costs from successive stats snapshots and predicts
-// throughput for candidate knob values. The pipeline is modelled as the chain
-// of its top-level nodes in registry order (inputs first); inner pipelines of
-// an Interleave ("Interleave[3]/...") are part of the Interleave's own work.
+// throughput for candidate knob values. The pipeline is modelled as the tree
+// of its top-level nodes (each names its inputs; a Zip's inputs are
+// branches), kept in post-order with the root last; inner pipelines of an
+// Interleave ("Interleave[3]/...") are part of the Interleave's own work.
 //
 // Stages: every async node (and the consumer's thread at the root) runs the
-// synchronous nodes upstream of it serially, and its own work on
-// `parallelism` workers, so its stage period is
+// synchronous nodes below it serially (down to the next async nodes), and its
+// own work on `parallelism` workers, so its stage period is
 //   max(sum of upstream sync work, own work / parallelism)
 // per root element (tf.data's "output time = max(self / parallelism, input
 // time)"); the pipeline runs at its slowest stage, and no faster than its
@@ -124,10 +133,12 @@ class Model {
   // Folds in a snapshot taken at `now_ns` (steady clock). The first call only
   // sets the baseline.
   void Update(const std::vector<NodeSample>& samples, int64_t now_ns);
-  // Sets estimates directly (tests, replaying recorded stats).
-  void SetEstimates(std::vector<NodeEstimate> nodes) { nodes_ = std::move(nodes); }
+  // Sets estimates directly (tests, replaying recorded stats), in post-order, the root last.
+  void SetEstimates(std::vector<NodeEstimate> nodes);
 
   const std::vector<NodeEstimate>& nodes() const { return nodes_; }
+  // The nodes node `i` reads, as indices into nodes(), in input order.
+  const std::vector<int>& InputsOf(size_t i) const { return links_.inputs[i]; }
   bool ready() const;  // every node that matters has been measured
 
   Assignment Current() const;
@@ -164,6 +175,16 @@ class Model {
   BottleneckKind Classify(const Assignment& a, const Prediction& cur, const Budgets& budgets,
                           double cpu, double min_step_gain) const;
 
+  // The tree over nodes_: who reads each node (-1: the root), and whom each reads.
+  struct Links {
+    std::vector<int> consumer;
+    std::vector<std::vector<int>> inputs;
+    // Whose thread calls each node's GetNext: the nearest async node above it, or nodes_.size()
+    // (the consumer's thread).
+    std::vector<int> runner;
+  };
+  static Links Link(const std::vector<NodeEstimate>& nodes);
+
   struct Prev {
     std::string name;
     int64_t elements, bytes, busy_ns, wait_ns, inputs_held;
@@ -172,11 +193,12 @@ class Model {
   // update, with the knobs and counters sampled now); the estimates measured over the interval
   // of `dt_ns` since the last update, from what each node's counters moved.
   std::vector<NodeEstimate> CarryEstimates(const std::vector<const NodeSample*>& top) const;
-  void MeasureInterval(const std::vector<const NodeSample*>& top, double dt_ns,
+  void MeasureInterval(const std::vector<const NodeSample*>& top, const Links& links, double dt_ns,
                        std::vector<NodeEstimate>& next) const;
   const Prev* FindPrev(const std::string& name) const;  // nullptr for a node not seen last time
   double alpha_;
   std::vector<NodeEstimate> nodes_;
+  Links links_;
   std::vector<Prev> prev_;
   int64_t prev_ns_ = 0;
 };

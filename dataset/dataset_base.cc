@@ -44,9 +44,27 @@ IteratorContext IteratorContext::ForInput(const std::string& owner_name, size_t 
   // Its own domain, so that no Repeat or Interleave salt gives the same seed.
   constexpr uint64_t kInputSeedDomain = 0x1a9e7c0de5eed000ULL;
   c.seed = MixSeed(seed, kInputSeedDomain + index);
-  c.name_prefix = absl::StrCat(name_prefix, owner_name, ".", index, ":");
+  c.name_prefix = InputPrefix(owner_name, index);
   return c;
 }
+
+std::string IteratorContext::InputPrefix(const std::string& owner_name, size_t index) const {
+  return index == 0 ? name_prefix : absl::StrCat(name_prefix, owner_name, ".", index, ":");
+}
+
+namespace {
+
+// The names the iterators of `dataset`'s inputs have under `ctx` (see ForInput).
+std::vector<std::string> InputNames(const DatasetBase& dataset, const IteratorContext& ctx) {
+  std::vector<std::string> names;
+  names.reserve(dataset.inputs().size());
+  for (size_t i = 0; i < dataset.inputs().size(); ++i) {
+    names.push_back(ctx.InputPrefix(dataset.name(), i) + dataset.inputs()[i]->name());
+  }
+  return names;
+}
+
+}  // namespace
 
 // SplitMix64's finaliser over the combination: cheap, and every input bit
 // affects every output bit.
@@ -93,7 +111,8 @@ IteratorBase::IteratorBase(const DatasetBase* dataset, const IteratorContext& ct
       ctx_(ctx),
       name_(ctx.name_prefix + dataset->name()),
       kind_(kind),
-      stats_(ctx.stats ? ctx.stats->GetOrCreate(name_, kind) : std::make_shared<NodeStats>()) {}
+      stats_(ctx.stats ? ctx.stats->GetOrCreate(name_, kind, InputNames(*dataset, ctx))
+                       : std::make_shared<NodeStats>()) {}
 
 void IteratorBase::ExcludeFromOwnTime(int64_t ns) { tls_nested_ns += ns; }
 

@@ -62,6 +62,8 @@ struct IteratorContext {
   // AUTOTUNE, errors and checkpoints, and random ops in them draw apart. A seed
   // the user gave an op (ShuffleOptions::seed) stays that op's own.
   IteratorContext ForInput(const std::string& owner_name, size_t index) const;
+  // The name prefix of ForInput(owner_name, index).
+  std::string InputPrefix(const std::string& owner_name, size_t index) const;
 };
 
 // Per-element randomness: every random decision about element `index` of

@@ -57,7 +57,8 @@ const char* NodeKindName(NodeKind kind) {
   return "unknown";
 }
 
-std::shared_ptr<NodeStats> StatsRegistry::GetOrCreate(const std::string& name, NodeKind kind) {
+std::shared_ptr<NodeStats> StatsRegistry::GetOrCreate(const std::string& name, NodeKind kind,
+                                                      std::vector<std::string> inputs) {
   MutexLock l(&mu_);
   for (const auto& n : nodes_) {
     if (n->name == name) return n;
@@ -65,6 +66,7 @@ std::shared_ptr<NodeStats> StatsRegistry::GetOrCreate(const std::string& name, N
   auto n = std::make_shared<NodeStats>();
   n->name = name;
   n->kind = kind;
+  n->inputs = std::move(inputs);
   nodes_.push_back(n);
   return n;
 }
@@ -90,7 +92,7 @@ std::vector<NodeStatsSnapshot> StatsRegistry::Snapshot() const {
          n->skipped.load(std::memory_order_relaxed), knob(n->parallelism), knob(n->buffer_size),
          knob(n->cycle_length), n->min_window.load(std::memory_order_relaxed),
          n->underruns.load(std::memory_order_relaxed),
-         n->inputs_held.load(std::memory_order_relaxed)});
+         n->inputs_held.load(std::memory_order_relaxed), n->inputs});
   }
   return out;
 }

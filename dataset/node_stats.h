@@ -54,6 +54,9 @@ struct Tunable {
 struct NodeStats {
   std::string name;  // "Map[2]"
   NodeKind kind = NodeKind::kSync;
+  // The names of the nodes this one reads, in input order (none for a source): AUTOTUNE's model
+  // is the tree these make. Fixed when the entry is made.
+  std::vector<std::string> inputs;
   std::atomic<int64_t> elements_produced{0};
   std::atomic<int64_t> bytes_produced{0};
   std::atomic<int64_t> busy_ns{0};  // time spent doing this node's own work
@@ -105,6 +108,7 @@ struct NodeStatsSnapshot {
   int64_t min_window;
   int64_t underruns;
   int64_t inputs_held;
+  std::vector<std::string> inputs;
 };
 
 // Every node of one pipeline, in creation order (inputs before the nodes
@@ -112,7 +116,9 @@ struct NodeStatsSnapshot {
 // of Interleave, each repetition of Repeat) keep one entry per name.
 class StatsRegistry {
  public:
-  std::shared_ptr<NodeStats> GetOrCreate(const std::string& name, NodeKind kind);
+  // The entry named `name`, made with `kind` and `inputs` when there is none.
+  std::shared_ptr<NodeStats> GetOrCreate(const std::string& name, NodeKind kind,
+                                         std::vector<std::string> inputs = {});
   std::vector<NodeStatsSnapshot> Snapshot() const;
   std::vector<std::shared_ptr<NodeStats>> Nodes() const;
 

@@ -611,6 +611,40 @@ TEST(AutotuneControllerTest, InputRatioCountsOnlyInputsHandedOn) {
   EXPECT_NEAR(r.stages[1].input_ratio, 1.0, 0.01) << r.ToString();
 }
 
+// A Concatenate makes its second input's nodes when the first input ends, after every node above
+// it. The model keeps the pipeline's root (the WithOptions over the Prefetch) as its root, the
+// last stage of the report, and the second input's Map as a node of its own; in registry order
+// that Map was taken for the root, the caller's thread.
+TEST(AutotuneControllerTest, AConcatenatesSecondInputIsModelledBelowTheRoot) {
+  Options options;
+  options.threads = 2;
+  options.autotune = false;  // started below, stepped by the test
+  auto spin = [](Element e) -> absl::StatusOr<Element> {
+    Spin(std::chrono::microseconds(100));
+    return e;
+  };
+  auto it = Dataset::Range(10)
+                .Map(spin, {.num_parallel_calls = kAutotune})
+                .Concatenate(Dataset::Range(1000).Map(spin, {.num_parallel_calls = kAutotune}))
+                .Prefetch(kAutotune)
+                .WithOptions(options)
+                .MakeIterator();
+  MakeNodes(*it);
+  auto c = AutotuneController::Start(*it, SteppedByTheTest());
+  for (int step = 0; step < 2; ++step) {
+    for (int i = 0; i < 30; ++i) ASSERT_TRUE(it->GetNext().ok());  // into the second input
+    StepLater(*c);
+  }
+  const AutotuneReport r = c->Report();
+  ASSERT_EQ(r.stages.size(), 7u) << r.ToString();
+  EXPECT_EQ(r.stages.back().name, "WithOptions[4]") << r.ToString();
+  EXPECT_EQ(r.stages[5].name, "Prefetch[3]") << r.ToString();
+  EXPECT_EQ(r.stages[3].name, "Concatenate[2].1:Map[1]") << r.ToString();
+  EXPECT_EQ(r.stages[4].name, "Concatenate[2]") << r.ToString();
+  EXPECT_EQ(r.stages[4].input_ratio, 0) << "two inputs: no one ratio";
+  EXPECT_NEAR(r.stages[3].input_ratio, 1.0, 0.01) << r.ToString();
+}
+
 // A RAM report's "down then up": for each node's knob, whether a change raised it after an
 // earlier one had lowered it.
 bool SomeKnobWentDownThenUp(const std::vector<KnobChange>& history) {

@@ -389,5 +389,117 @@ TEST(ModelTest, BottleneckNames) {
   EXPECT_STREQ(BottleneckKindName(BottleneckKind::kCpuBudget), "capped by CPU budget");
 }
 
+// A sample of a node that names its inputs (NodeStats::inputs).
+NodeSample Reading(NodeSample s, std::vector<std::string> inputs) {
+  s.stats.inputs = std::move(inputs);
+  return s;
+}
+
+NodeEstimate Reading(NodeEstimate n, std::vector<std::string> inputs) {
+  n.inputs = std::move(inputs);
+  return n;
+}
+
+std::vector<std::string> Names(const Model& m) {
+  std::vector<std::string> names;
+  for (const NodeEstimate& n : m.nodes()) names.push_back(n.name);
+  return names;
+}
+
+// A Concatenate makes its second input's iterators when the first ends: they are registered after
+// every node above it. The model is the tree the nodes name, root last; in registry order (the
+// chain it was) the second input's Map would have been taken for the root.
+TEST(ModelTest, NodesAreOrderedAsTheTreeTheyNameWithTheRootLast) {
+  const std::vector<NodeSample> samples = {
+      Sample("Range[0]", NodeKind::kSource, 10, 80, 1000),
+      Reading(Sample("Map[1]", NodeKind::kAsync, 10, 80, 1000), {"Range[0]"}),
+      Reading(Sample("Concatenate[2]", NodeKind::kSync, 10, 80, 1000),
+              {"Map[1]", "Concatenate[2].1:Map[1]"}),
+      Reading(Sample("Prefetch[3]", NodeKind::kAsync, 10, 80, 1000), {"Concatenate[2]"}),
+      Sample("Concatenate[2].1:Range[0]", NodeKind::kSource, 0, 0, 0),
+      Reading(Sample("Concatenate[2].1:Map[1]", NodeKind::kAsync, 0, 0, 0),
+              {"Concatenate[2].1:Range[0]"})};
+  Model m;
+  m.Update(samples, 1'000'000'000);
+  EXPECT_EQ(Names(m),
+            (std::vector<std::string>{"Range[0]", "Map[1]", "Concatenate[2].1:Range[0]",
+                                      "Concatenate[2].1:Map[1]", "Concatenate[2]", "Prefetch[3]"}));
+  EXPECT_EQ(m.InputsOf(4), (std::vector<int>{1, 3}));
+  EXPECT_EQ(m.InputsOf(5), (std::vector<int>{4}));
+  EXPECT_TRUE(m.InputsOf(0).empty());
+  EXPECT_TRUE(m.InputsOf(2).empty());
+}
+
+// Zip(a: Range -> Map(async) -> Batch(4), b: Range -> Map(async)): a's Batch runs on the caller's
+// thread (the Zip calls it), not on b's Map's reader. The chain the model was put it in b's stage,
+// where it made b's Map look input-bound and left the caller's stage without it.
+TEST(ModelTest, ABranchesSyncWorkRunsOnTheThreadThatCallsIt) {
+  NodeEstimate a_map = Reading(Node("Map[1]", NodeKind::kAsync, 10'000), {"Range[0]"});
+  a_map.parallelism = Knob(8, 1, 8);
+  NodeEstimate a_batch = Reading(Node("Batch[2]", NodeKind::kSync, 50'000), {"Map[1]"});
+  a_batch.input_ratio = 4;
+  NodeEstimate b_map =
+      Reading(Node("Zip[3].1:Map[1]", NodeKind::kAsync, 40'000), {"Zip[3].1:Range[0]"});
+  b_map.parallelism = Knob(1, 1, 8);
+  NodeEstimate zip =
+      Reading(Node("Zip[3]", NodeKind::kSync, 1'000), {"Batch[2]", "Zip[3].1:Map[1]"});
+  zip.input_ratios = {1, 1};
+  const std::vector<NodeEstimate> tree = {
+      Node("Range[0]", NodeKind::kSource, 100),          a_map, a_batch,
+      Node("Zip[3].1:Range[0]", NodeKind::kSource, 100), b_map, zip};
+  Model m;
+  m.SetEstimates(tree);
+  const Prediction p = m.Predict(m.Current());
+  // The caller's thread: a's Batch (50 us) and the Zip (1 us).
+  EXPECT_NEAR(p.stage_period[5], 51'000, 1e-6);
+  // b's Map: its own 40 us on one worker, its source's 0.1 us read serially.
+  EXPECT_NEAR(p.stage_period[4], 40'000, 1e-6);
+  // a's Map runs 4 elements per Zip element: 4 x 10 us on 8 workers; its source 4 x 0.1 us.
+  EXPECT_NEAR(p.stage_period[1], 5'000, 1e-6);
+  EXPECT_NEAR(p.node_rate[0] / p.throughput, 4, 1e-9);
+  EXPECT_NEAR(p.node_rate[3] / p.throughput, 1, 1e-9);
+  EXPECT_EQ(p.bottleneck, 5);
+  const Plan plan = m.Optimize({8, 1 << 30});
+  EXPECT_EQ(plan.prediction.bottleneck, 5);
+  EXPECT_EQ(plan.bottleneck_kind, BottleneckKind::kCpuBound);
+
+  // The same nodes without their inputs are the old chain: b's Map's stage takes a's Batch as
+  // its serial input work, and the caller's stage is the Zip alone.
+  std::vector<NodeEstimate> chain = tree;
+  for (NodeEstimate& n : chain) n.inputs.clear();
+  chain[3].input_ratio = 1;
+  Model old;
+  old.SetEstimates(chain);
+  const Prediction q = old.Predict(old.Current());
+  EXPECT_NEAR(q.stage_period[4], 50'100, 1e-6);
+  EXPECT_NEAR(q.stage_period[5], 1'000, 1e-6);
+  EXPECT_EQ(q.bottleneck, 4);
+  EXPECT_TRUE(q.bottleneck_input_bound);
+}
+
+// The caller's own time per element is the wall time less its time inside GetNext: the Zip's
+// work and its waits on both inputs' buffers (the chain counted the last one only).
+TEST(ModelTest, TheCallersTimeLeavesOutItsWaitsOnEveryInput) {
+  auto samples = [](int64_t k) {
+    return std::vector<NodeSample>{
+        Sample("Range[0]", NodeKind::kSource, 1000 * k, 8000 * k, 1000 * k),
+        Reading(Sample("Prefetch[1]", NodeKind::kAsync, 1000 * k, 8000 * k, 0, 400'000'000 * k),
+                {"Range[0]"}),
+        Sample("Zip[2].1:Range[0]", NodeKind::kSource, 1000 * k, 8000 * k, 1000 * k),
+        Reading(Sample("Zip[2].1:Prefetch[1]", NodeKind::kAsync, 1000 * k, 8000 * k, 0,
+                       400'000'000 * k),
+                {"Zip[2].1:Range[0]"}),
+        Reading(Sample("Zip[2]", NodeKind::kSync, 1000 * k, 16000 * k, 100'000'000 * k),
+                {"Prefetch[1]", "Zip[2].1:Prefetch[1]"})};
+  };
+  Model m;
+  m.Update(samples(0), 1'000'000'000);
+  m.Update(samples(1), 2'000'000'000);
+  ASSERT_TRUE(m.ready());
+  // 1 s for 1000 elements, 0.1 s of it in the Zip and 2 x 0.4 s waiting: 100 us each.
+  EXPECT_NEAR(m.nodes().back().consumer_ns, 100'000, 1e-6);
+  EXPECT_EQ(m.nodes()[4].input_ratios, (std::vector<double>{1, 1}));
+}
+
 }  // namespace
 }  // namespace sluice
