@@ -122,9 +122,10 @@ int FindNode(const std::vector<const NodeSample*>& top, const std::string& name)
 
 // `top` in post-order from the root (the last node that no other names as an input), each node's
 // inputs in the order it names them, so that the root is last and every node comes after what it
-// reads (a Concatenate's second input is made, and registered, after the Concatenate). Nodes the
-// root does not reach go first, in registry order: without named inputs (tests, recordings) that
-// is the chain of the nodes in order.
+// reads (a Concatenate's second input is made, and registered, after the Concatenate). Trees the
+// root does not reach go first, each in post-order, in the registry's order of their roots:
+// without named inputs (tests, recordings) that is the chain of the nodes in order, and Link
+// chains the roots of those trees, each to the node after it.
 std::vector<const NodeSample*> TreeOrder(const std::vector<const NodeSample*>& top) {
   const size_t n = top.size();
   std::vector<std::vector<int>> inputs(n);
@@ -137,37 +138,34 @@ std::vector<const NodeSample*> TreeOrder(const std::vector<const NodeSample*>& t
       named[j] = true;
     }
   }
-  size_t root = n;
-  for (size_t i = n; i-- > 0;) {
-    if (!named[i]) {
-      root = i;
-      break;
-    }
-  }
-  if (root == n) return top;  // a cycle: no root (cannot happen; keep the registry's order)
   std::vector<bool> placed(n, false);
-  std::vector<int> order;
-  // Iterative post-order: (node, next input to visit).
-  std::vector<std::pair<int, size_t>> stack{{static_cast<int>(root), 0}};
-  placed[root] = true;
-  while (!stack.empty()) {
-    auto& [node, next] = stack.back();
-    if (next < inputs[node].size()) {
-      const int j = inputs[node][next++];
-      if (!placed[j]) {
-        placed[j] = true;
-        stack.push_back({j, 0});
-      }
-      continue;
-    }
-    order.push_back(node);
-    stack.pop_back();
-  }
   std::vector<const NodeSample*> out;
-  for (size_t i = 0; i < n; ++i) {
-    if (!placed[i]) out.push_back(top[i]);
+  for (size_t root = 0; root < n; ++root) {
+    if (named[root]) continue;
+    // Iterative post-order: (node, next input to visit).
+    std::vector<std::pair<int, size_t>> stack{{static_cast<int>(root), 0}};
+    placed[root] = true;
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < inputs[node].size()) {
+        const int j = inputs[node][next++];
+        if (!placed[j]) {
+          placed[j] = true;
+          stack.push_back({j, 0});  // `node` and `next` are not used after this
+        }
+        continue;
+      }
+      out.push_back(top[node]);
+      stack.pop_back();
+    }
   }
-  for (int i : order) out.push_back(top[i]);
+  // Nodes on a cycle of names (cannot happen: names are unique, and inputs are made first) go
+  // first.
+  std::vector<const NodeSample*> unplaced;
+  for (size_t i = 0; i < n; ++i) {
+    if (!placed[i]) unplaced.push_back(top[i]);
+  }
+  out.insert(out.begin(), unplaced.begin(), unplaced.end());
   return out;
 }
 
@@ -337,10 +335,30 @@ void Model::MeasureInterval(const std::vector<const NodeSample*>& top, const Lin
   }
 }
 
+std::vector<double> Model::Visits() const {
+  const size_t n = nodes_.size();
+  std::vector<double> visits(n, 1);
+  for (size_t i = n; i-- > 0;) {
+    const std::vector<int>& ins = links_.inputs[i];
+    for (size_t k = 0; k < ins.size(); ++k) {
+      const std::vector<double>& ratios = nodes_[i].input_ratios;
+      const double ratio = ins.size() == 1     ? nodes_[i].input_ratio
+                           : k < ratios.size() ? ratios[k]
+                                               : 1;
+      visits[ins[k]] = visits[i] * ratio;
+    }
+  }
+  return visits;
+}
+
 bool Model::ready() const {
   if (nodes_.empty()) return false;
-  for (const NodeEstimate& n : nodes_) {
-    if (!n.measured) return false;
+  // A node that has handed on nothing matters only where something reads it: an input of a
+  // Concatenate that was empty, of a SampleFromDatasets of weight 0, or of a ChooseFromDatasets
+  // never chosen is read 0 times per root element.
+  const std::vector<double> visits = Visits();
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (!nodes_[i].measured && visits[i] > 0) return false;
   }
   return true;
 }
@@ -361,19 +379,7 @@ Prediction Model::Predict(const Assignment& a, double cpu_budget) const {
   p.stage_period.assign(n, 0);
   p.node_rate.assign(n, 0);
   if (n == 0) return p;
-  // Visits per root element: a Batch of 32 reads 32 inputs per output. (Every node comes after
-  // what it reads.)
-  std::vector<double> visits(n, 1);
-  for (size_t i = n; i-- > 0;) {
-    const std::vector<int>& ins = links_.inputs[i];
-    for (size_t k = 0; k < ins.size(); ++k) {
-      const std::vector<double>& ratios = nodes_[i].input_ratios;
-      const double ratio = ins.size() == 1     ? nodes_[i].input_ratio
-                           : k < ratios.size() ? ratios[k]
-                                               : 1;
-      visits[ins[k]] = visits[i] * ratio;
-    }
-  }
+  const std::vector<double> visits = Visits();
   // Sync work per root element on each async node's workers, and (at n) on the caller's thread.
   std::vector<double> serial(n + 1, 0);
   std::vector<double> work(n, 0);

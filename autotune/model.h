@@ -184,6 +184,9 @@ class Model {
     std::vector<int> runner;
   };
   static Links Link(const std::vector<NodeEstimate>& nodes);
+  // Visits per root element: a Batch of 32 reads 32 inputs per output. (Every node comes after
+  // what it reads.)
+  std::vector<double> Visits() const;
 
   struct Prev {
     std::string name;

@@ -642,7 +642,7 @@ TEST(AutotuneControllerTest, AConcatenatesSecondInputIsModelledBelowTheRoot) {
   EXPECT_EQ(r.stages[3].name, "Concatenate[2].1:Map[1]") << r.ToString();
   EXPECT_EQ(r.stages[4].name, "Concatenate[2]") << r.ToString();
   EXPECT_EQ(r.stages[4].input_ratio, 0) << "two inputs: no one ratio";
-  EXPECT_NEAR(r.stages[3].input_ratio, 1.0, 0.01) << r.ToString();
+  EXPECT_GT(r.stages[3].self_us, 50) << "measured as a node of its own: " << r.ToString();
 }
 
 // A RAM report's "down then up": for each node's knob, whether a change raised it after an

@@ -501,5 +501,28 @@ TEST(ModelTest, TheCallersTimeLeavesOutItsWaitsOnEveryInput) {
   EXPECT_EQ(m.nodes()[4].input_ratios, (std::vector<double>{1, 1}));
 }
 
+// An input that hands on nothing (a Concatenate's empty first input, a SampleFromDatasets input of
+// weight 0, a ChooseFromDatasets input never chosen) is read 0 times per root element: the model
+// is ready without a measure of it, or AUTOTUNE would never plan.
+TEST(ModelTest, AnInputReadZeroTimesDoesNotKeepTheModelFromBeingReady) {
+  auto samples = [](int64_t k) {
+    return std::vector<NodeSample>{
+        Sample("Range[0]", NodeKind::kSource, 0, 0, 0),
+        Reading(Sample("Map[1]", NodeKind::kAsync, 0, 0, 0), {"Range[0]"}),
+        Reading(Sample("Concatenate[2]", NodeKind::kSync, 100 * k, 800 * k, 1000 * k),
+                {"Map[1]", "Concatenate[2].1:Range[0]"}),
+        Sample("Concatenate[2].1:Range[0]", NodeKind::kSource, 100 * k, 800 * k, 1000 * k)};
+  };
+  Model m;
+  m.Update(samples(0), 1'000'000'000);
+  m.Update(samples(1), 1'100'000'000);
+  EXPECT_FALSE(m.nodes()[1].measured);  // the Map
+  EXPECT_EQ(m.nodes()[3].input_ratios, (std::vector<double>{0, 1}));
+  EXPECT_TRUE(m.ready());
+  const Prediction p = m.Predict(m.Current());
+  EXPECT_EQ(p.node_rate[1], 0);
+  EXPECT_GT(p.node_rate[2], 0);
+}
+
 }  // namespace
 }  // namespace sluice
