@@ -83,7 +83,9 @@ absl::Status RecordingBackend::Record(const char* name, std::vector<const Tensor
 }
 
 absl::Status RecordingBackend::CheckHostRead(const Tensor& t) {
-  if (t.buffer() != nullptr && slot_of_.contains(t.buffer().get())) {
+  // A live slot's only: a freed intermediate's Buffer leaves its address to later allocations (a
+  // constant the step makes, which it may read).
+  if (ArgumentOf(t).slot >= 0) {
     return Refuse("reads a value it computes on the host (ToHost, ReadScalar)");
   }
   return absl::OkStatus();

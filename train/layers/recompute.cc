@@ -10,7 +10,9 @@
 #include "core/status_macros.h"
 #include "train/autodiff/tape.h"
 #include "train/autodiff/variable.h"
+#include "train/backend/backend.h"
 #include "train/backend/compute_precision.h"
+#include "train/backend/trace_hooks.h"
 #include "train/backend/transfer.h"
 
 namespace sluice::train::layers {
@@ -30,11 +32,27 @@ std::vector<autodiff::Variable*> StateVariables(const std::vector<Module*>& modu
   return state;
 }
 
+// Dropout's call counter lives on the host (Variable::KeepOnHost). While a step is traced for
+// another device (CUDA), a copy of it is plain host code, which runs at the trace and not at the
+// replays: then the recomputation's Dropout would draw the next mask, not the forward pass's.
+// Such copies are handed to the recorder to run again, in order, at every replay.
+bool CopiedAtTheTraceOnly(const autodiff::Variable& v) {
+  const backend::Backend* tracing = backend::internal::TracingBackend();
+  return tracing != nullptr && v.host_resident() && !tracing->device().is_cpu();
+}
+
 absl::StatusOr<std::vector<Tensor>> Snapshot(const std::vector<autodiff::Variable*>& vars) {
   std::vector<Tensor> values;
   values.reserve(vars.size());
   for (autodiff::Variable* v : vars) {
     SLUICE_ASSIGN_OR_RETURN(Tensor copy, backend::Clone(v->mutable_value()));
+    if (CopiedAtTheTraceOnly(*v)) {
+      SLUICE_RETURN_IF_ERROR(
+          backend::CheckAtEveryReplay("Recompute: save state", copy, [v](const Tensor& saved) {
+            Tensor into = saved;  // the same storage
+            return backend::CopyInto(v->mutable_value(), into);
+          }));
+    }
     values.push_back(std::move(copy));
   }
   return values;
@@ -42,7 +60,17 @@ absl::StatusOr<std::vector<Tensor>> Snapshot(const std::vector<autodiff::Variabl
 
 absl::Status Restore(const std::vector<autodiff::Variable*>& vars,
                      const std::vector<Tensor>& values) {
-  for (size_t i = 0; i < vars.size(); ++i) SLUICE_RETURN_IF_ERROR(vars[i]->Assign(values[i]));
+  for (size_t i = 0; i < vars.size(); ++i) {
+    autodiff::Variable* v = vars[i];
+    if (CopiedAtTheTraceOnly(*v)) {
+      // Runs now, and at every replay.
+      SLUICE_RETURN_IF_ERROR(
+          backend::CheckAtEveryReplay("Recompute: restore state", values[i],
+                                      [v](const Tensor& saved) { return v->Assign(saved); }));
+    } else {
+      SLUICE_RETURN_IF_ERROR(v->Assign(values[i]));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -24,6 +24,7 @@
 #include "train/layers/dense.h"
 #include "train/layers/dropout.h"
 #include "train/layers/flatten.h"
+#include "train/layers/recompute.h"
 #include "train/layers/sequential.h"
 #include "train/metrics/mean.h"
 #include "train/models/model_zoo.h"
@@ -246,6 +247,33 @@ TEST(FunctionTest, RefusesWhatAReplayWouldGetWrong) {
       "reads a value it computes on the host");
 }
 
+// A host tensor the step makes itself (a constant) may be read; only values the step computes
+// are refused. The check looked a Buffer up by its address alone, and a freed intermediate's
+// Buffer leaves its address to the next allocation of its size: the constant made right after
+// one was refused.
+TEST(FunctionTest, AConstantMadeAfterAFreedIntermediateMayBeRead) {
+  const Tensor x = RandomTensor({8, 8}, 5);
+  Function f(
+      [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        for (int i = 0; i < 20; ++i) {
+          {
+            SLUICE_ASSIGN_OR_RETURN(Tensor dead, ops::Sum(in[0]));  // freed at once
+          }
+          const Tensor constant = Tensor::Scalar<float>(static_cast<float>(i));
+          SLUICE_ASSIGN_OR_RETURN(float value, backend::ReadScalar(constant));
+          if (value != static_cast<float>(i)) return absl::InternalError("wrong constant");
+        }
+        SLUICE_ASSIGN_OR_RETURN(Tensor sum, ops::Sum(in[0]));
+        return std::vector<Tensor>{sum};
+      },
+      {.name = "constants"});
+  for (int call = 0; call < 2; ++call) {
+    absl::StatusOr<std::vector<Tensor>> out = f({x});
+    ASSERT_TRUE(out.ok()) << "call " << call << ": " << out.status();
+  }
+  EXPECT_EQ(f.traces_made(), 1);
+}
+
 // A Function called under a tape that records: the trace's ops would reach that tape (their
 // backward functions holding the recorder, gone after the trace: a crash in Gradient), and a
 // replay nothing at all. Refused.
@@ -375,6 +403,53 @@ TEST(FunctionTest, GuardedDeviceReplaysLaunchGraphsAroundHostWork) {
     EXPECT_EQ(testing::GuardedGraphsCaptured() - captured, graphs ? 2 : 0);
     EXPECT_EQ(testing::GuardedGraphLaunches() - launches, graphs ? 6 : 0);
   }
+}
+
+// A recomputed Dropout (Recompute) on a device whose trace leaves host code out of the replays
+// (the guarded test device, as CUDA): the Dropout's call counter lives on the host, and the
+// recomputation saves it, rewinds it to draw the forward pass's mask again, and restores it. Those
+// host copies ran at the trace only, so every replay's recomputation drew the next mask (wrong
+// gradients) and the counter moved 2 a step. They now run at every replay, in order.
+TEST(FunctionTest, GuardedDeviceReplaysARecomputedDropoutWithTheForwardPassesMask) {
+  testing::RegisterGuardedBackend();
+  const Device guarded = Device::Guarded();
+  absl::StatusOr<Tensor> w0 = backend::CopyTo(RandomTensor({8, 16}, 1), guarded);
+  ASSERT_TRUE(w0.ok()) << w0.status();
+  autodiff::Variable w_eager(*w0, "w"), w_traced(*w0, "w");
+  layers::Dropout drop_eager(0.5f, 9), drop_traced(0.5f, 9);
+  ASSERT_TRUE(drop_traced.built());
+  auto step = [](autodiff::Variable& w, layers::Dropout& drop,
+                 const Tensor& x) -> absl::StatusOr<std::vector<Tensor>> {
+    autodiff::Tape tape;
+    SLUICE_ASSIGN_OR_RETURN(Tensor h, ops::MatMul(x, w.value()));
+    SLUICE_ASSIGN_OR_RETURN(Tensor r, ops::Relu(h));
+    SLUICE_ASSIGN_OR_RETURN(Tensor d,
+                            layers::RecomputeGrad("drop", {&drop}, r, /*training=*/true,
+                                                  [&drop](const Tensor& in, bool training) {
+                                                    return drop.Forward(in, training);
+                                                  }));
+    SLUICE_ASSIGN_OR_RETURN(Tensor y, ops::Sum(d));
+    SLUICE_ASSIGN_OR_RETURN(auto grads, tape.Gradient(y, std::vector<autodiff::Variable*>{&w}));
+    return std::vector<Tensor>{y, *grads[0]};
+  };
+  Function traced([&](const std::vector<Tensor>& in) { return step(w_traced, drop_traced, in[0]); },
+                  {.name = "recomputed_dropout"});
+  for (uint32_t i = 0; i < 4; ++i) {
+    absl::StatusOr<Tensor> x = backend::CopyTo(RandomTensor({32, 8}, 40 + i), guarded);
+    ASSERT_TRUE(x.ok()) << x.status();
+    absl::StatusOr<std::vector<Tensor>> want = step(w_eager, drop_eager, *x);
+    absl::StatusOr<std::vector<Tensor>> got = traced({*x});
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_TRUE(got.ok()) << got.status();
+    for (size_t k = 0; k < 2; ++k) {
+      absl::StatusOr<Tensor> a = backend::ToHost((*got)[k]), b = backend::ToHost((*want)[k]);
+      ASSERT_TRUE(a.ok() && b.ok());
+      EXPECT_TRUE(a->Equals(*b)) << "step " << i << ", output " << k;
+    }
+    EXPECT_EQ(drop_traced.calls(), drop_eager.calls()) << "step " << i;
+  }
+  EXPECT_EQ(traced.replays(), 3);
+  EXPECT_EQ(drop_eager.calls(), 4);
 }
 
 // A variable moved to new storage after the trace (Module::To to another device and back) would

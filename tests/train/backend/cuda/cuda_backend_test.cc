@@ -630,6 +630,51 @@ TEST_F(CudaBackendTest, ReduceMatchesCpuOnEveryPattern) {
   }
 }
 
+// A NaN wins a max and stays, as on the CPU (CpuBackendTest.MaxPropagatesNaN): each thread's max
+// kept it, but the warp step (fmaxf) dropped it again, so [NaN, 1] gave 1 and [NaN] -inf. Every
+// kernel path: one block per output, columns, and slices of a long reduction.
+TEST_F(CudaBackendTest, MaxPropagatesNaNOnEveryPath) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  struct Case {
+    Shape shape;
+    std::vector<bool> reduced;
+    int64_t nan_at;
+  };
+  const std::vector<Case> cases = {
+      {{2}, {true}, 0},
+      {{2}, {true}, 1},
+      {{1}, {true}, 0},
+      {{2, 2}, {true, false}, 1},
+      {{64, 256}, {false, true}, 5 * 256 + 77},
+      {{64, 256}, {true, false}, 9 * 256 + 3},
+      {{3, 300000}, {false, true}, 300000 + 123456},
+      {{1000, 700}, {true, true}, 654321},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.shape.DebugString() + " NaN at " + std::to_string(c.nan_at));
+    Shape out_shape;
+    for (int d = 0; d < c.shape.rank(); ++d) out_shape.AddDim(c.reduced[d] ? 1 : c.shape.dim(d));
+    Tensor x = Random(c.shape, 91);
+    x.flat<float>()[c.nan_at] = nan;
+    Tensor want(DType::kFloat32, out_shape);
+    ASSERT_TRUE(cpu_.Reduce(ReduceOp::kMax, x, c.reduced, 1.0f, want).ok());
+    Tensor got = DevEmpty(out_shape);
+    ASSERT_TRUE(gpu_->Reduce(ReduceOp::kMax, Dev(x), c.reduced, 1.0f, got).ok());
+    const Tensor host = Host(got);
+    int nans = 0;
+    for (int64_t k = 0; k < want.num_elements(); ++k) {
+      const float w = want.data<float>()[k], g = host.data<float>()[k];
+      nans += std::isnan(w);
+      if (std::isnan(w)) {
+        EXPECT_TRUE(std::isnan(g)) << "output " << k << ": " << g;
+      } else {
+        EXPECT_EQ(g, w) << "output " << k;
+      }
+    }
+    EXPECT_EQ(nans, 1);
+  }
+}
+
 TEST_F(CudaBackendTest, BroadcastToAndReduceMaxBackwardMatchCpu) {
   Tensor in = Random({4, 1, 6}, 100);
   Tensor want(DType::kFloat32, Shape{4, 5, 6});
