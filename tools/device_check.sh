@@ -31,6 +31,9 @@
 #   tensorboard      TensorBoard's EventAccumulator on sluice's event files, and the profile;
 #   onnx             ONNX Runtime on `sluice export`'s model against `sluice predict`'s top-1.
 # Writes OUT_DIR/summary.json (bench/results/ keeps it), OUT_DIR/logs/, and prints a table last.
+# PARTS='REGEX' runs only the parts whose names match (a rerun of the failed ones: a whole second
+# run does not fit in a 15-minute lease); tensorboard and onnx read accuracy-cnn-cuda's model and
+# logs, and the CPU references run only beside the accuracy parts they serve.
 # Without a GPU (a rehearsal, as CI runs it in a fresh root) the GPU parts say "skipped: no
 # device" and a small CPU run checks that the bundle's programs start. The whole run stays under
 # 7 minutes (DEADLINE_S, default 400 s: a part that would start later is skipped, saying so).
@@ -53,17 +56,26 @@ py=${PYTHON:-python3}
 cores=$(nproc)
 half=$((cores / 2 > 0 ? cores / 2 : 1))
 
-# record NAME STATUS SECONDS NOTE: one line of parts.jsonl (STATUS passed, failed, skipped).
+# record NAME STATUS SECONDS NOTE: one line of parts.jsonl (STATUS passed, failed, skipped). The
+# note keeps printable ASCII only, so that the line stays JSON whatever a program printed.
 record() {
   printf '{"part": "%s", "status": "%s", "seconds": %d, "note": "%s"}\n' "$1" "$2" "$3" \
-    "$(printf '%s' "$4" | tr '"\n\\' "'  " | cut -c1-300)" >>"$parts"
+    "$(printf '%s' "$4" | tr '"\n\t\\' "'   " | LC_ALL=C tr -cd ' -~' | cut -c1-300)" >>"$parts"
   printf '== %-28s %-8s %4d s  %s\n' "$1" "$2" "$3" "$4"
 }
+# PARTS (a regular expression over the part names, e.g. 'gpu_tests|speed-.*'): run only those,
+# for a rerun of what failed within the same lease; unset, every part.
+parts_wanted=${PARTS:-}
+wanted() { [ -z "$parts_wanted" ] || [[ $1 =~ ^($parts_wanted)$ ]]; }
 # run NAME LIMIT_S CMD...: CMD under a time limit; its standard output in OUT_DIR/NAME.out (the
 # JSON the summary reads), its standard error in logs/NAME.log.
 run() {
   local name=$1 limit=$2 t=$SECONDS rc
   shift 2
+  if ! wanted "$name"; then
+    record "$name" skipped 0 "skipped: not in PARTS"
+    return 3
+  fi
   if [ $((SECONDS - start + limit / 4)) -gt "$deadline" ]; then
     record "$name" skipped 0 "skipped: past the run's deadline of $deadline s"
     return 3
@@ -170,8 +182,11 @@ else
   acc=(--epochs 2 --schedule cosine)
   (
     refs=()
-    for seed in "${acc_seeds[@]}"; do refs+=("resnet-20:$seed"); done
-    refs+=(cnn:1)
+    if wanted "accuracy-resnet-20-cuda"; then
+      for seed in "${acc_seeds[@]}"; do refs+=("resnet-20:$seed"); done
+    fi
+    if wanted "accuracy-cnn-cuda"; then refs+=(cnn:1); fi
+    [ ${#refs[@]} -gt 0 ] || exit 0
     lanes=$(((cores - half) / 2))
     [ "$lanes" -ge 1 ] || lanes=1
     per=$(((cores - half) / lanes))

@@ -110,20 +110,27 @@ def precision(out):
 def speed(out):
     """Median images/s per model and batch, over both rounds: sluice's iterations, PyTorch's repeats."""
     rates, graphs = {}, {}
-    for path in glob.glob(os.path.join(out, "speed-sluice-b*.out")):
-        batch = re.search(r"-b(\d+)-", path).group(1)
-        for b in (load(path) or {}).get("benchmarks", []):
-            if b.get("run_type") == "aggregate" or "images_per_second" not in b or b.get("error_occurred"):
-                continue
-            # train_step/MODEL/OPTIMIZER[/compiled|/compiled_no_graphs]/real_time
-            parts = b["name"].split("/")
-            model = parts[1]
-            mode = parts[3] if len(parts) > 4 else ""
-            side = {"compiled": "sluice_compiled",
-                    "compiled_no_graphs": "sluice_compiled_no_graphs"}.get(mode, "sluice")
-            rates.setdefault((model, batch), {}).setdefault(side, []).append(b["images_per_second"])
-            if mode == "compiled":  # how many CUDA graphs a replay launched (0: none captured)
-                graphs.setdefault((model, batch), []).append(b.get("device_graphs"))
+    # The timed cuDNN algorithms (the default), cuDNN's heuristic picks (SLUICE_CUDNN_BENCHMARK=0)
+    # and timing with 1 GiB of workspace offered (SLUICE_CUDNN_FIND_WORKSPACE_MB=1024).
+    for run, prefix in (("sluice", "sluice"), ("heuristic", "sluice_heuristic"),
+                        ("find1g", "sluice_find1g")):
+        for path in glob.glob(os.path.join(out, "speed-%s-b*.out" % run)):
+            batch = re.search(r"-b(\d+)", os.path.basename(path)).group(1)
+            for b in (load(path) or {}).get("benchmarks", []):
+                if (b.get("run_type") == "aggregate" or "images_per_second" not in b
+                        or b.get("error_occurred")):
+                    continue
+                # train_step/MODEL/OPTIMIZER[/compiled|/compiled_no_graphs]/real_time
+                parts = b["name"].split("/")
+                model = parts[1]
+                mode = parts[3] if len(parts) > 4 else ""
+                side = prefix + {"compiled": "_compiled",
+                                 "compiled_no_graphs": "_compiled_no_graphs"}.get(mode, "")
+                rates.setdefault((model, batch), {}).setdefault(side, []).append(
+                    b["images_per_second"])
+                if run == "sluice" and mode == "compiled":
+                    # How many CUDA graphs a replay launched (0: none captured).
+                    graphs.setdefault((model, batch), []).append(b.get("device_graphs"))
     for path in glob.glob(os.path.join(out, "speed-torch-b*.out")):
         batch = re.search(r"-b(\d+)-", path).group(1)
         for model, values in (load(path) or {}).get("all_rates", {}).items():
@@ -177,7 +184,18 @@ def device_busy(summary_path):
 
 def main():
     out, total = sys.argv[1], int(sys.argv[2])
-    parts = [json.loads(line) for line in open(os.path.join(out, "parts.jsonl")) if line.strip()]
+    parts = []
+    for line in open(os.path.join(out, "parts.jsonl"), errors="replace"):
+        if not line.strip():
+            continue
+        try:
+            parts.append(json.loads(line))
+        except ValueError:  # a note the shell could not escape: keep the line as text
+            name = re.search(r'"part": "([^"]*)"', line)
+            status = re.search(r'"status": "([^"]*)"', line)
+            parts.append({"part": name.group(1) if name else "?",
+                          "status": status.group(1) if status else "failed",
+                          "note": "(not JSON) " + line.strip()[:300]})
     summary = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "total_seconds": total, "bundle": load(os.path.join(out, "bundle_manifest.json"))}
     try:

@@ -358,8 +358,14 @@ absl::Status CudaBackend::ChooseConvAlgorithm(ConvDirection direction, ConvPlan&
     if (timed.ok()) return timed;
     // Timing takes scratch memory and runs every algorithm; where it fails (out of memory, say),
     // cuDNN's heuristic picks, and the failed call's error is cleared so that the next launch's
-    // check does not report it.
+    // check does not report it. A sticky error (a kernel faulted) is not cleared by that: it is
+    // the error to report, not under the next op's name.
     cudaGetLastError();
+    if (const cudaError_t sticky = cudaPeekAtLastError(); sticky != cudaSuccess) {
+      return absl::InternalError(
+          absl::StrCat("timing convolution algorithms failed (", timed.message(),
+                       ") with the device in error: ", cudaGetErrorString(sticky)));
+    }
     std::fputs(absl::StrCat("CudaBackend: timing convolution algorithms failed (", timed.message(),
                             "); cuDNN's heuristic picks instead\n")
                    .c_str(),
