@@ -356,6 +356,25 @@ TEST(FunctionTest, DropoutReplaysDrawNewMasksAsEagerWould) {
   EXPECT_EQ(traced.replays(), 3);
 }
 
+// One step of `eager` and of `traced` on the same input, a guarded copy of RandomTensor({32, 8},
+// seed): the same outputs, bit for bit.
+void ExpectTheSameStep(
+    const std::function<absl::StatusOr<std::vector<Tensor>>(const Tensor&)>& eager,
+    Function& traced, uint32_t seed) {
+  absl::StatusOr<Tensor> x = backend::CopyTo(RandomTensor({32, 8}, seed), Device::Guarded());
+  ASSERT_TRUE(x.ok()) << x.status();
+  absl::StatusOr<std::vector<Tensor>> want = eager(*x);
+  absl::StatusOr<std::vector<Tensor>> got = traced({*x});
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t k = 0; k < want->size(); ++k) {
+    absl::StatusOr<Tensor> a = backend::ToHost((*got)[k]), b = backend::ToHost((*want)[k]);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_TRUE(a->Equals(*b)) << "output " << k;
+  }
+}
+
 // On a backend that captures device graphs (the guarded test device, as CUDA), the first replay
 // captures the calls on each side of a Dropout as two graphs, and later replays launch them, the
 // Dropout drawing its new mask between them: the same values as the eager function, step by step.
@@ -385,17 +404,9 @@ TEST(FunctionTest, GuardedDeviceReplaysLaunchGraphsAroundHostWork) {
     const int64_t captured = testing::GuardedGraphsCaptured();
     const int64_t launches = testing::GuardedGraphLaunches();
     for (uint32_t i = 0; i < 4; ++i) {
-      absl::StatusOr<Tensor> x = backend::CopyTo(RandomTensor({32, 8}, 20 + i), guarded);
-      ASSERT_TRUE(x.ok()) << x.status();
-      absl::StatusOr<std::vector<Tensor>> want = step(w_eager, drop_eager, *x);
-      absl::StatusOr<std::vector<Tensor>> got = traced({*x});
-      ASSERT_TRUE(want.ok()) << want.status();
-      ASSERT_TRUE(got.ok()) << got.status();
-      for (size_t k = 0; k < 2; ++k) {
-        absl::StatusOr<Tensor> a = backend::ToHost((*got)[k]), b = backend::ToHost((*want)[k]);
-        ASSERT_TRUE(a.ok() && b.ok());
-        EXPECT_TRUE(a->Equals(*b)) << "step " << i << ", output " << k;
-      }
+      SCOPED_TRACE("step " + std::to_string(i));
+      ExpectTheSameStep([&](const Tensor& x) { return step(w_eager, drop_eager, x); }, traced,
+                        20 + i);
     }
     EXPECT_EQ(traced.replays(), 3);
     // Before the Dropout: MatMul and Relu; after it: the sum and the backward pass.
@@ -435,18 +446,10 @@ TEST(FunctionTest, GuardedDeviceReplaysARecomputedDropoutWithTheForwardPassesMas
   Function traced([&](const std::vector<Tensor>& in) { return step(w_traced, drop_traced, in[0]); },
                   {.name = "recomputed_dropout"});
   for (uint32_t i = 0; i < 4; ++i) {
-    absl::StatusOr<Tensor> x = backend::CopyTo(RandomTensor({32, 8}, 40 + i), guarded);
-    ASSERT_TRUE(x.ok()) << x.status();
-    absl::StatusOr<std::vector<Tensor>> want = step(w_eager, drop_eager, *x);
-    absl::StatusOr<std::vector<Tensor>> got = traced({*x});
-    ASSERT_TRUE(want.ok()) << want.status();
-    ASSERT_TRUE(got.ok()) << got.status();
-    for (size_t k = 0; k < 2; ++k) {
-      absl::StatusOr<Tensor> a = backend::ToHost((*got)[k]), b = backend::ToHost((*want)[k]);
-      ASSERT_TRUE(a.ok() && b.ok());
-      EXPECT_TRUE(a->Equals(*b)) << "step " << i << ", output " << k;
-    }
-    EXPECT_EQ(drop_traced.calls(), drop_eager.calls()) << "step " << i;
+    SCOPED_TRACE("step " + std::to_string(i));
+    ExpectTheSameStep([&](const Tensor& x) { return step(w_eager, drop_eager, x); }, traced,
+                      40 + i);
+    EXPECT_EQ(drop_traced.calls(), drop_eager.calls());
   }
   EXPECT_EQ(traced.replays(), 3);
   EXPECT_EQ(drop_eager.calls(), 4);
