@@ -111,8 +111,9 @@ IteratorBase::IteratorBase(const DatasetBase* dataset, const IteratorContext& ct
       ctx_(ctx),
       name_(ctx.name_prefix + dataset->name()),
       kind_(kind),
-      stats_(ctx.stats ? ctx.stats->GetOrCreate(name_, kind, InputNames(*dataset, ctx))
-                       : std::make_shared<NodeStats>()) {}
+      stats_(ctx.stats
+                 ? ctx.stats->GetOrCreate(name_, kind, [&] { return InputNames(*dataset, ctx); })
+                 : std::make_shared<NodeStats>()) {}
 
 void IteratorBase::ExcludeFromOwnTime(int64_t ns) { tls_nested_ns += ns; }
 

@@ -57,8 +57,8 @@ const char* NodeKindName(NodeKind kind) {
   return "unknown";
 }
 
-std::shared_ptr<NodeStats> StatsRegistry::GetOrCreate(const std::string& name, NodeKind kind,
-                                                      std::vector<std::string> inputs) {
+std::shared_ptr<NodeStats> StatsRegistry::GetOrCreate(
+    const std::string& name, NodeKind kind, absl::FunctionRef<std::vector<std::string>()> inputs) {
   MutexLock l(&mu_);
   for (const auto& n : nodes_) {
     if (n->name == name) return n;
@@ -66,7 +66,7 @@ std::shared_ptr<NodeStats> StatsRegistry::GetOrCreate(const std::string& name, N
   auto n = std::make_shared<NodeStats>();
   n->name = name;
   n->kind = kind;
-  n->inputs = std::move(inputs);
+  n->inputs = inputs();
   nodes_.push_back(n);
   return n;
 }

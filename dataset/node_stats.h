@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "core/mutex.h"
 
 namespace sluice {
@@ -116,9 +117,13 @@ struct NodeStatsSnapshot {
 // of Interleave, each repetition of Repeat) keep one entry per name.
 class StatsRegistry {
  public:
-  // The entry named `name`, made with `kind` and `inputs` when there is none.
-  std::shared_ptr<NodeStats> GetOrCreate(const std::string& name, NodeKind kind,
-                                         std::vector<std::string> inputs = {});
+  // The entry named `name`, made with `kind` and `inputs()` when there is none (inputs is called
+  // only then: an Interleave makes its inner pipelines' iterators again and again).
+  std::shared_ptr<NodeStats> GetOrCreate(
+      const std::string& name, NodeKind kind,
+      absl::FunctionRef<std::vector<std::string>()> inputs = [] {
+        return std::vector<std::string>();
+      });
   std::vector<NodeStatsSnapshot> Snapshot() const;
   std::vector<std::shared_ptr<NodeStats>> Nodes() const;
 

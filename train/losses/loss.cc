@@ -18,7 +18,8 @@ absl::StatusOr<Tensor> Loss::Reduce(const Tensor& per_example) const {
   }
   switch (reduction_) {
     case Reduction::kSumOverBatchSize:
-      return ops::Mean(per_example);
+      // Keras' divide_no_nan: an empty batch's loss is 0, not Mean's 0 / 0.
+      return per_example.dim(0) == 0 ? ops::Sum(per_example) : ops::Mean(per_example);
     case Reduction::kSum:
       return ops::Sum(per_example);
     case Reduction::kNone:

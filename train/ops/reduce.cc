@@ -1,5 +1,7 @@
 #include "train/ops/reduce.h"
 
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "train/autodiff/check_numerics.h"
@@ -40,9 +42,14 @@ absl::StatusOr<Tensor> Reduce(Kind kind, const Tensor& x_in, std::vector<int> ax
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(name, {&x}));
   SLUICE_ASSIGN_OR_RETURN(Tensor out_kept, backend->Allocate(DType::kFloat32, kept));
   const float scale = kind == Kind::kMean && count > 0 ? 1.0f / static_cast<float>(count) : 1.0f;
-  SLUICE_RETURN_IF_ERROR(
-      backend->Reduce(kind == Kind::kMax ? backend::ReduceOp::kMax : backend::ReduceOp::kSum, x,
-                      reduced, scale, out_kept));
+  if (kind == Kind::kMean && count == 0) {
+    // 0 / 0, as tf.reduce_mean, numpy and torch give (a sum over nothing is 0).
+    SLUICE_RETURN_IF_ERROR(backend->Fill(out_kept, std::numeric_limits<float>::quiet_NaN()));
+  } else {
+    SLUICE_RETURN_IF_ERROR(
+        backend->Reduce(kind == Kind::kMax ? backend::ReduceOp::kMax : backend::ReduceOp::kSum, x,
+                        reduced, scale, out_kept));
+  }
   SLUICE_ASSIGN_OR_RETURN(Tensor out, out_kept.Reshape(out_shape));
   SLUICE_RETURN_IF_ERROR(autodiff::CheckNumerics(name, out));
   if (autodiff::ShouldRecord({x})) {

@@ -9,7 +9,8 @@
 namespace sluice::train::ops {
 
 // Reductions over `axes` (negative counts from the end; empty means all
-// axes), keeping reduced dims as 1 when `keepdims`.
+// axes), keeping reduced dims as 1 when `keepdims`. A mean over an empty axis is NaN (0 / 0, as
+// tf.reduce_mean); a sum over one is 0.
 absl::StatusOr<Tensor> Sum(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
 absl::StatusOr<Tensor> Mean(const Tensor& x, std::vector<int> axes = {}, bool keepdims = false);
 // The gradient is split evenly between tied maxima, as in TF's reduce_max.

@@ -30,6 +30,18 @@ TEST(ReduceTest, ForwardValues) {
   EXPECT_FALSE(Sum(x, {2}).ok());
 }
 
+TEST(ReduceTest, AnEmptyAxisSumsToZeroAndAveragesToNaN) {
+  const Tensor x(DType::kFloat32, Shape{3, 0});
+  EXPECT_THAT(Values(*Sum(x, {1})), ElementsAre(0, 0, 0));
+  const std::vector<float> mean = Values(*Mean(x, {1}));
+  ASSERT_EQ(mean.size(), 3u);
+  for (float m : mean) EXPECT_TRUE(std::isnan(m));
+  EXPECT_TRUE(std::isnan(Values(*Mean(x))[0]));
+  // Over the non-empty axis: an empty result.
+  EXPECT_EQ(Mean(x, {0})->shape(), Shape({0}));
+  EXPECT_EQ(Max(x, {1}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ReduceTest, MaxSplitsGradientBetweenTies) {
   Tensor x = T({3, 1, 3}, {3});
   autodiff::Tape tape;
