@@ -878,6 +878,10 @@ absl::Status CudaBackend::Transpose(const Tensor& x, const std::vector<int>& per
 }
 
 namespace {
+// cudaMemcpy2DAsync's largest pitch: cudaDevAttrMaxPitch is 2^31 - 1 bytes on every device since
+// compute capability 2.0.
+constexpr size_t kMaxPitch = (size_t{1} << 31) - 1;
+
 // Viewed as [outer, dim(axis) * inner], each part is one block of columns of
 // every row: one strided 2-D copy a part.
 absl::Status CopyBlocks(const Shape& whole_shape, int axis, const std::vector<const Tensor*>& parts,
@@ -892,7 +896,16 @@ absl::Status CopyBlocks(const Shape& whole_shape, int axis, const std::vector<co
     if (w > 0 && outer > 0) {
       char* span = reinterpret_cast<char*>(whole) + offset;
       char* part = static_cast<char*>(const_cast<void*>(p->raw_data()));
-      if (into_parts) {
+      if (outer == 1 || row_bytes > kMaxPitch) {
+        // A 2-D copy refuses a pitch past the device's limit (cudaDevAttrMaxPitch): rows this
+        // long are few, one copy each.
+        for (int64_t r = 0; r < outer; ++r) {
+          char* row = span + static_cast<size_t>(r) * row_bytes;
+          char* piece = part + static_cast<size_t>(r) * w;
+          CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(into_parts ? piece : row, into_parts ? row : piece,
+                                               w, cudaMemcpyDeviceToDevice, stream));
+        }
+      } else if (into_parts) {
         CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(part, w, span, row_bytes, w, outer,
                                                cudaMemcpyDeviceToDevice, stream));
       } else {

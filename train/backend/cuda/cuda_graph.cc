@@ -11,6 +11,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "core/mutex.h"
 #include "core/status_macros.h"
@@ -80,6 +81,9 @@ absl::StatusOr<std::unique_ptr<train::backend::DeviceGraph>> CudaBackend::Captur
   auto graph = std::make_unique<CudaGraph>(*this, std::move(capture_stream));
   // Thread-local mode: this thread may not make calls that would break the capture (a host
   // wait, a synchronous copy), and fails on them; other threads are not restricted.
+  // Other threads' EmptyCache (a device-wide wait) waits for the capture to end.
+  allocator_.CaptureBegins();
+  absl::Cleanup capture_ends = [this] { allocator_.CaptureEnds(); };
   CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   capture_ = CaptureTarget{.backend = this, .stream = s};
   const absl::Status worked = work();
@@ -91,6 +95,7 @@ absl::StatusOr<std::unique_ptr<train::backend::DeviceGraph>> CudaBackend::Captur
     rebound = BindLibrariesLocked();
   }
   const absl::Status finished = graph->Finish();
+  std::move(capture_ends).Invoke();
   // A failed call's error stays the thread's last error; cleared, so that the next kernel
   // launch's check (cudaGetLastError) does not report it.
   if (!worked.ok()) {

@@ -14,17 +14,17 @@ namespace {
 
 constexpr size_t kSmallGranule = 512;
 constexpr size_t kSmallLimit = size_t{1} << 20;
-constexpr int kMaxDevices = 64;
 
 }  // namespace
 
 DeviceAllocator& DeviceAllocator::ForDevice(int device) {
   static Mutex* mu = new Mutex;
-  static DeviceAllocator** allocators = new DeviceAllocator* [kMaxDevices] {};
+  // Never destroyed: buffers may be released during static destruction.
+  static auto* allocators = new std::unordered_map<int, DeviceAllocator*>;
   MutexLock lock(mu);
-  const int slot = std::clamp(device, 0, kMaxDevices - 1);
-  if (allocators[slot] == nullptr) allocators[slot] = new DeviceAllocator(slot);
-  return *allocators[slot];
+  DeviceAllocator*& allocator = (*allocators)[device];
+  if (allocator == nullptr) allocator = new DeviceAllocator(device);
+  return *allocator;
 }
 
 size_t DeviceAllocator::BucketSize(size_t bytes) {
@@ -55,11 +55,13 @@ absl::StatusOr<void*> DeviceAllocator::Allocate(size_t bytes, cudaStream_t strea
     CUDA_RETURN_IF_ERROR(cudaThreadExchangeStreamCaptureMode(&mode));
     cudaError_t err = cudaMalloc(&ptr, size);
     cudaThreadExchangeStreamCaptureMode(&mode);
-    // The retry empties the cache, which waits for the device: not while capturing for a graph
-    // (a reserved stream), where that would break the capture.
-    if (err == cudaErrorMemoryAllocation && stats_.bytes_cached > 0 && !ReservedLocked(stream)) {
+    // The retry empties the cache, which waits for the device: not on a thread capturing for a
+    // graph (a reserved stream), where that would break the capture; another thread waits for
+    // the captures under way to end first.
+    if (err == cudaErrorMemoryAllocation && stats_.bytes_cached > 0 && !ReservedLocked(stream) &&
+        !CapturingHereLocked()) {
       cudaGetLastError();  // clear it: the retry decides
-      SLUICE_RETURN_IF_ERROR(EmptyCacheLocked());
+      SLUICE_RETURN_IF_ERROR(EmptyCacheLocked("the retry of a failed cudaMalloc"));
       err = cudaMalloc(&ptr, size);
     }
     if (err != cudaSuccess) {
@@ -132,12 +134,37 @@ void DeviceAllocator::Unreserve(cudaStream_t stream, cudaStream_t to) {
   }
 }
 
-absl::Status DeviceAllocator::EmptyCache() {
+void DeviceAllocator::CaptureBegins() {
   MutexLock lock(&mu_);
-  return EmptyCacheLocked();
+  capturing_.push_back(std::this_thread::get_id());
 }
 
-absl::Status DeviceAllocator::EmptyCacheLocked() {
+void DeviceAllocator::CaptureEnds() {
+  MutexLock lock(&mu_);
+  auto it = std::find(capturing_.begin(), capturing_.end(), std::this_thread::get_id());
+  if (it != capturing_.end()) capturing_.erase(it);
+  capture_ended_.SignalAll();
+}
+
+bool DeviceAllocator::CapturingHereLocked() const {
+  return std::find(capturing_.begin(), capturing_.end(), std::this_thread::get_id()) !=
+         capturing_.end();
+}
+
+absl::Status DeviceAllocator::EmptyCache() {
+  MutexLock lock(&mu_);
+  return EmptyCacheLocked("EmptyCache");
+}
+
+absl::Status DeviceAllocator::EmptyCacheLocked(const char* why) {
+  if (CapturingHereLocked()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(why, " on cuda:", device_,
+                     " from a thread capturing a CUDA graph: emptying the cache waits for the "
+                     "device, which a capture does not allow"));
+  }
+  // cudaDeviceSynchronize during another thread's capture would invalidate it.
+  while (!capturing_.empty()) capture_ended_.Wait(&mu_);
   DeviceScope scope(device_);
   CUDA_RETURN_IF_ERROR(scope.status());
   // Kernels queued before a block was freed may still be reading it.

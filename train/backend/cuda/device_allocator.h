@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -61,8 +62,14 @@ class DeviceAllocator {
   // graph is gone and its launches on `to` were the last work on them.
   void Unreserve(cudaStream_t stream, cudaStream_t to);
 
+  // Brackets a graph capture on the calling thread (cuda_graph.cc). While any capture is under
+  // way, the device must not be synchronised from any thread: that would invalidate the capture.
+  void CaptureBegins();
+  void CaptureEnds();
+
   // Releases every cached block to the driver (cudaFree waits for the device), except those of
-  // reserved streams.
+  // reserved streams. Waits for captures under way on other threads to end; on the capturing
+  // thread itself it is FailedPrecondition.
   absl::Status EmptyCache();
   Stats GetStats() const;
   int device() const { return device_; }
@@ -80,7 +87,10 @@ class DeviceAllocator {
     }
   };
 
-  absl::Status EmptyCacheLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits until no other thread captures, then empties the cache. `why` names the caller in the
+  // error on a capturing thread.
+  absl::Status EmptyCacheLocked(const char* why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool CapturingHereLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `stream` is a graph's (Reserve).
   bool ReservedLocked(cudaStream_t stream) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -91,6 +101,8 @@ class DeviceAllocator {
       ABSL_GUARDED_BY(mu_);
   Stats stats_ ABSL_GUARDED_BY(mu_);
   std::vector<cudaStream_t> reserved_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread::id> capturing_ ABSL_GUARDED_BY(mu_);  // one entry per capture
+  CondVar capture_ended_;
 };
 
 }  // namespace sluice::train::backend::cuda

@@ -3,6 +3,7 @@
 // r (bias gradients, batch statistics), which reads rows coalesced.
 
 #include <cmath>
+#include <type_traits>
 
 #include "train/backend/cuda/kernels.h"
 #include "train/backend/cuda/launch_util.cuh"
@@ -10,11 +11,18 @@
 namespace sluice::train::backend::cuda::kernels {
 namespace {
 
-template <bool kMax>
-__device__ inline float Combine(float acc, float v) {
+template <bool kMax, typename A>
+__device__ inline A Combine(A acc, float v) {
   // A NaN wins a max and stays, as the CPU's and TensorFlow's (fmaxf drops it).
   return kMax ? ((v > acc || v != v) ? v : acc) : acc + v;
 }
+
+// A thread's running sum over its share of a long reduction is a double, as the CPU's block sums
+// are: a thread may add tens of thousands of values in sequence (a reduction of few rows' worth
+// of blocks), and a float sum of 16,384 values of 0.1 is 1.5e-4 off. The reads bound these
+// loops, not the adds.
+template <bool kMax>
+using ThreadSum = std::conditional_t<kMax, float, double>;
 
 // With `accumulate` (sums only), out[k] += the scaled sum, the product and the sum rounded apart
 // (no FMA), as Reduce then Axpby(1, ., 1, out) round them.
@@ -25,11 +33,11 @@ __global__ void ReduceGenericKernel(const float* in, float* out, int64_t n_out, 
   __shared__ float scratch[32];
   for (int64_t k = blockIdx.x; k < n_out; k += gridDim.x) {
     const int64_t base = OffsetA(kept, k);
-    float acc = kMax ? -INFINITY : 0.0f;
+    ThreadSum<kMax> own = kMax ? -INFINITY : 0.0f;
     for (int64_t r = threadIdx.x; r < r_count; r += blockDim.x) {
-      acc = Combine<kMax>(acc, in[base + OffsetA(reduced, r)]);
+      own = Combine<kMax>(own, in[base + OffsetA(reduced, r)]);
     }
-    acc = BlockReduce<kMax>(acc, scratch);
+    const float acc = BlockReduce<kMax>(static_cast<float>(own), scratch);
     if (threadIdx.x == 0) {
       const float v = kMax ? acc : __fmul_rn(acc, scale);
       out[k] = accumulate ? __fadd_rn(out[k], v) : v;
@@ -48,11 +56,11 @@ __global__ void ReduceGenericSlicesKernel(const float* in, float* partial, int64
     const int64_t k = b / splits, r0 = (b % splits) * per_split;
     const int64_t r1 = r0 + per_split < r_count ? r0 + per_split : r_count;
     const int64_t base = OffsetA(kept, k);
-    float acc = kMax ? -INFINITY : 0.0f;
+    ThreadSum<kMax> own = kMax ? -INFINITY : 0.0f;
     for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x) {
-      acc = Combine<kMax>(acc, in[base + OffsetA(reduced, r)]);
+      own = Combine<kMax>(own, in[base + OffsetA(reduced, r)]);
     }
-    acc = BlockReduce<kMax>(acc, scratch);
+    const float acc = BlockReduce<kMax>(static_cast<float>(own), scratch);
     if (threadIdx.x == 0) partial[b] = acc;
   }
 }
@@ -76,14 +84,14 @@ __global__ void ReduceColumnsKernel(const float* in, float* dst, int64_t k1, int
   const int64_t r0 = split * rows_per_split;
   const int64_t r1 = r0 + rows_per_split < r ? r0 + rows_per_split : r;
   for (int64_t outer = blockIdx.y; outer < k1; outer += gridDim.y) {
-    float acc = kMax ? -INFINITY : 0.0f;
+    ThreadSum<kMax> own = kMax ? -INFINITY : 0.0f;
     if (col < k2) {
       const float* base = in + outer * r * k2 + col;
       for (int64_t i = r0 + threadIdx.y; i < r1; i += kColumnRows) {
-        acc = Combine<kMax>(acc, base[i * k2]);
+        own = Combine<kMax>(own, base[i * k2]);
       }
     }
-    tile[threadIdx.y][threadIdx.x] = acc;
+    tile[threadIdx.y][threadIdx.x] = static_cast<float>(own);
     __syncthreads();
     if (threadIdx.y == 0 && col < k2) {
       float v = tile[0][threadIdx.x];

@@ -66,7 +66,9 @@ __global__ void SparseXentKernel(const float* logits, const int64_t* labels, flo
     for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
       probs[row * c + j] = expf(x[j] - m - log_sum);
     }
-    if (threadIdx.x == 0) loss[row] = m + log_sum - x[labels[row]];
+    // m - x[label] first: exact when the label holds the maximum, where m + log_sum would round
+    // log_sum to m's spacing (logits [1000, 990]: 6.1e-5 for 4.54e-5).
+    if (threadIdx.x == 0) loss[row] = (m - x[labels[row]]) + log_sum;
   }
 }
 

@@ -733,6 +733,56 @@ TEST_F(CudaBackendTest, TransposeConcatSplitMatchCpu) {
   }
 }
 
+// Sums whose threads each add thousands of values in sequence (too many outputs or column blocks
+// to cut the rows into slices): a float running sum of 16,384 values of 0.1 is 1.5e-4 off; the
+// threads' sums are doubles, as the CPU's block sums. Filled on the device; the exact sum is
+// known. 5 GiB, then 4 GiB.
+TEST_F(CudaBackendTest, LongSequentialSumsStayAccurate) {
+  const double tenth = 0.1f;
+  {
+    const int64_t r = int64_t{1} << 22;  // 300 outputs: one block each, 16,384 values a thread
+    Tensor x = DevEmpty({300, r}), out = DevEmpty({300, 1});
+    ASSERT_TRUE(gpu_->Fill(x, 0.1f).ok());
+    ASSERT_TRUE(gpu_->Reduce(ReduceOp::kSum, x, {false, true}, 1.0f, out).ok());
+    const Tensor sums = Host(out);
+    for (float v : sums.flat<float>()) ASSERT_NEAR(v, tenth * r, 1e-6 * tenth * r);
+  }
+  {
+    const int64_t n = int64_t{1} << 15;  // 1,024 column blocks: 4,096 values a thread
+    Tensor x = DevEmpty({n, n}), out = DevEmpty({1, n});
+    ASSERT_TRUE(gpu_->Fill(x, 0.1f).ok());
+    ASSERT_TRUE(gpu_->Reduce(ReduceOp::kSum, x, {true, false}, 1.0f, out).ok());
+    const Tensor sums = Host(out);
+    for (float v : sums.flat<float>()) ASSERT_NEAR(v, tenth * n, 1e-6 * tenth * n);
+  }
+}
+
+// Rows longer than a 2-D copy's largest pitch (2^31 - 1 bytes): [2, 2^29 + 1] floats, 4 GiB,
+// copied a row at a time. Checked on the device: each row's extremes, whole and split.
+TEST_F(CudaBackendTest, ConcatAndSplitOfRowsPastTheLargestPitch) {
+  const int64_t wide = int64_t{1} << 29;
+  Tensor a = DevEmpty({2, wide}), b = DevEmpty({2, 1}), whole = DevEmpty({2, wide + 1});
+  ASSERT_TRUE(gpu_->Fill(a, 1.0f).ok() && gpu_->Fill(b, 2.0f).ok());
+  ASSERT_TRUE(gpu_->Concat({a, b}, 1, whole).ok());
+  // Each row's max, and its min as -max(-t).
+  auto row_max = [&](const Tensor& t, float sign) {
+    Tensor r = DevEmpty({2, 1}), signed_t = DevEmpty(t.shape());
+    EXPECT_TRUE(gpu_->Fill(signed_t, 0.0f).ok());
+    EXPECT_TRUE(gpu_->Axpby(sign, t, 1.0f, signed_t).ok());
+    EXPECT_TRUE(gpu_->Reduce(ReduceOp::kMax, signed_t, {false, true}, sign, r).ok());
+    const Tensor host = Host(r);
+    return std::vector<float>(host.flat<float>().begin(), host.flat<float>().end());
+  };
+  EXPECT_THAT(row_max(whole, 1.0f), ::testing::ElementsAre(2.0f, 2.0f));
+  EXPECT_THAT(row_max(whole, -1.0f), ::testing::ElementsAre(1.0f, 1.0f));  // the min
+  ASSERT_TRUE(gpu_->Fill(a, 0.0f).ok() && gpu_->Fill(b, 0.0f).ok());
+  std::vector<Tensor> parts = {a, b};
+  ASSERT_TRUE(gpu_->Split(whole, 1, parts).ok());
+  EXPECT_THAT(Host(b).flat<float>(), ::testing::ElementsAre(2.0f, 2.0f));
+  EXPECT_THAT(row_max(a, 1.0f), ::testing::ElementsAre(1.0f, 1.0f));
+  EXPECT_THAT(row_max(a, -1.0f), ::testing::ElementsAre(1.0f, 1.0f));
+}
+
 TEST_F(CudaBackendTest, SoftmaxAndCrossEntropyMatchCpu) {
   for (const Shape& shape : {Shape{64, 10}, Shape{7, 1000}, Shape{3, 4, 33}}) {
     Tensor x = Random(shape, 140, -5.0f, 5.0f), g = Random(shape, 141);
@@ -759,6 +809,24 @@ TEST_F(CudaBackendTest, SoftmaxAndCrossEntropyMatchCpu) {
   EXPECT_TRUE(AllClose(Host(gloss), loss, 1e-5f, 1e-5f));
   EXPECT_TRUE(AllClose(Host(gprobs), probs, 1e-6f, 1e-4f));
   EXPECT_TRUE(AllClose(Host(gdl), dl, 1e-6f, 1e-4f));
+}
+
+// A confident row's loss is tiny next to its largest logit: m + log(sum) - x[label] in float
+// rounded log(sum) to the spacing of floats near m ([1000, 990]: 6.1e-5 for 4.54e-5). The device
+// sums the exponentials in float (the CPU in double), so log(1 + 4.5e-5) is good to float's spacing
+// near 1, 1.2e-7: the tolerance is absolute.
+TEST_F(CudaBackendTest, CrossEntropyOfConfidentRowsMatchesCpu) {
+  Tensor logits(DType::kFloat32, Shape{4, 2});
+  const float values[] = {1000, 990, 100, 90, 20, 10, -3, 5};
+  std::copy(std::begin(values), std::end(values), logits.flat<float>().begin());
+  Tensor labels(DType::kInt64, Shape{4});
+  for (int64_t i = 0; i < 4; ++i) labels.flat<int64_t>()[i] = i == 3 ? 1 : 0;
+  Tensor loss(DType::kFloat32, Shape{4}), probs(DType::kFloat32, Shape{4, 2});
+  ASSERT_TRUE(cpu_.SparseSoftmaxCrossEntropy(logits, labels, loss, probs, 1.0f, nullptr).ok());
+  Tensor gloss = DevEmpty({4}), gprobs = DevEmpty({4, 2});
+  ASSERT_TRUE(
+      gpu_->SparseSoftmaxCrossEntropy(Dev(logits), Dev(labels), gloss, gprobs, 1.0f, nullptr).ok());
+  EXPECT_TRUE(AllClose(Host(gloss), loss, 2e-7f, 1e-5f));
 }
 
 // The loss's reduction in its kernel, its one-gradient backward, and a metric's AccumulateSum:

@@ -1,8 +1,10 @@
 // CudaBackend::Capture and a traced step's replay as CUDA graphs (train/function/program.h), on a
 // real GPU; skipped, visibly, without one.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -30,6 +32,8 @@
 
 namespace sluice::train::backend::cuda {
 namespace {
+
+using ::testing::HasSubstr;
 
 Tensor GraphTestRandom(const Shape& shape, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -112,6 +116,30 @@ TEST_F(CudaGraphTest, BlocksAllocatedWhileCapturingStayTheGraphs) {
   absl::StatusOr<Tensor> after = gpu_->Allocate(DType::kFloat32, shape);
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_EQ(after->raw_data(), scratch);
+}
+
+// Emptying the cache waits for the device, which would invalidate a capture under way: another
+// thread's EmptyCache waits for the capture to end, and the capturing thread's own is refused
+// with a message (the capture goes on).
+TEST_F(CudaGraphTest, EmptyingTheCacheDuringACaptureLeavesTheCaptureWhole) {
+  Tensor y = Scalar(1.0f);
+  absl::Status from_thread, on_capturing_thread;
+  std::thread other;
+  absl::StatusOr<std::unique_ptr<DeviceGraph>> graph = gpu_->Capture([&]() -> absl::Status {
+    SLUICE_RETURN_IF_ERROR(gpu_->Axpby(1.0f, y, 1.0f, y));  // y *= 2
+    other = std::thread([&] { from_thread = gpu_->ReleaseCachedMemory(); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let it reach the wait
+    on_capturing_thread = gpu_->ReleaseCachedMemory();
+    return gpu_->Axpby(1.0f, y, 1.0f, y);
+  });
+  other.join();
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_TRUE(from_thread.ok()) << from_thread;
+  EXPECT_EQ(on_capturing_thread.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(on_capturing_thread.message()), HasSubstr("capturing a CUDA graph"));
+  EXPECT_EQ(Read(y), 1.0f);
+  ASSERT_TRUE((*graph)->Launch().ok());
+  EXPECT_EQ(Read(y), 4.0f);
 }
 
 // Only the capturing thread's calls are captured: another thread's kernel, queued meanwhile on
