@@ -60,6 +60,11 @@ struct TFRecordOptions {
   int num_parallel_reads = 1;  // > 1 (or kAutotune) reads files in parallel, interleaved
   bool skip_corrupt = false;   // skip corrupt records, counting them
   uint64_t max_record_bytes = kDefaultMaxRecordBytes;  // see TFRecordReaderOptions
+  // With skip_corrupt: sees each skipped record's error (file, record, offset, what is wrong) as
+  // it is skipped (every pass over the file meets it again, and so does a restore reading
+  // forward to its position), on the thread reading the file: thread-safe and quick, as
+  // IgnoreErrors' on_error.
+  std::function<void(const absl::Status&)> on_skipped;
 };
 
 // TextLine(files, options), like tf.data.TextLineDataset.

@@ -83,6 +83,7 @@ class TFRecordDataset : public DatasetBase {
     ro.skip_corrupt = options_.skip_corrupt;
     ro.buffer_size = options_.buffer_size;
     ro.max_record_bytes = options_.max_record_bytes;
+    ro.on_skipped = options_.on_skipped;
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<TFRecordReader> reader, TFRecordReader::Open(path, ro));
     if (record_index == 0) return reader;
     SLUICE_RETURN_IF_ERROR(fingerprint.CheckSize(path));

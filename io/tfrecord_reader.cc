@@ -175,28 +175,29 @@ TFRecordReader::Step TFRecordReader::EndInHeader(uint64_t start, size_t avail) {
     at_end_ = true;
     return Step::kEnd;
   }
-  if (!options_.skip_corrupt) {
-    return Fail(absl::DataLossError(
-        absl::StrCat(Where(start), "truncated record header (12 bytes expected, ",
-                     file_ ? "file" : "stream", " ends after ", avail, ")")));
-  }
+  absl::Status error =
+      absl::DataLossError(absl::StrCat(Where(start), "truncated record header (12 bytes expected, ",
+                                       file_ ? "file" : "stream", " ends after ", avail, ")"));
+  if (!options_.skip_corrupt) return Fail(std::move(error));
   in_.Consume(avail);
   offset_ += avail;
-  CountSkipped();
+  CountSkipped(error);
   at_end_ = true;
   return Step::kEnd;
 }
 
 TFRecordReader::Step TFRecordReader::CorruptHeader(uint64_t start, const char* header,
                                                    uint32_t stored, uint32_t computed) {
+  const std::string what = absl::StrCat(
+      Where(start),
+      absl::StrFormat("length CRC mismatch (stored 0x%08x, computed 0x%08x)", stored, computed));
   if (!options_.skip_corrupt) {
-    return Fail(absl::DataLossError(absl::StrCat(
-        Where(start),
-        absl::StrFormat("length CRC mismatch (stored 0x%08x, computed 0x%08x)", stored, computed),
-        start == 0 && file_ ? CompressedHint(header) : "")));
+    return Fail(
+        absl::DataLossError(absl::StrCat(what, start == 0 && file_ ? CompressedHint(header) : "")));
   }
-  CountSkipped();
   if (absl::Status s = Resync(); !s.ok()) return Fail(StreamError(s));
+  CountSkipped(absl::DataLossError(
+      absl::StrCat(what, "; skipped ", offset_ - start, " bytes to the next valid header")));
   return Step::kSkipped;
 }
 
@@ -209,10 +210,11 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline TFRecordReader::Step TFRecordReader::ReadBuf
     const uint32_t stored = tfrecord::DecodeFixed32(data + length);
     const uint32_t computed = MaskCrc32c(Crc32c(absl::string_view(data, length)));
     if (stored != computed) {
-      if (!options_.skip_corrupt) return Fail(DataCrcError(start, stored, computed));
+      absl::Status error = DataCrcError(start, stored, computed);
+      if (!options_.skip_corrupt) return Fail(std::move(error));
       in_.Consume(kOverhead + length);
       offset_ += kOverhead + length;
-      CountSkipped();
+      CountSkipped(error);
       return Step::kSkipped;
     }
   }
@@ -237,9 +239,10 @@ TFRecordReader::Step TFRecordReader::ReadStreamedRecord(uint64_t start, uint64_t
     footer_got = *footer_read;
   }
   if (got < length || footer_got < kFooterSize) {
-    if (!options_.skip_corrupt) return Fail(Truncated(start, length, got + footer_got));
+    absl::Status error = Truncated(start, length, got + footer_got);
+    if (!options_.skip_corrupt) return Fail(std::move(error));
     offset_ = in_.position();
-    CountSkipped();
+    CountSkipped(error);
     at_end_ = true;
     return Step::kEnd;
   }
@@ -247,9 +250,10 @@ TFRecordReader::Step TFRecordReader::ReadStreamedRecord(uint64_t start, uint64_t
     const uint32_t stored = tfrecord::DecodeFixed32(footer);
     const uint32_t computed = MaskCrc32c(Crc32c(*record));
     if (stored != computed) {
-      if (!options_.skip_corrupt) return Fail(DataCrcError(start, stored, computed));
+      absl::Status error = DataCrcError(start, stored, computed);
+      if (!options_.skip_corrupt) return Fail(std::move(error));
       offset_ += kOverhead + length;
-      CountSkipped();
+      CountSkipped(error);
       return Step::kSkipped;
     }
   }

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -20,6 +21,9 @@ struct TFRecordReaderOptions {
   Compression compression = Compression::kNone;
   bool verify_crc = true;     // both the length CRC and the data CRC
   bool skip_corrupt = false;  // skip a corrupt/truncated record and count it instead of failing
+  // With skip_corrupt: called with each skipped record's error, the DataLoss ReadRecord would
+  // have returned (file, record, offset, what is wrong), as it is skipped.
+  std::function<void(const absl::Status&)> on_skipped;
   size_t buffer_size = 256 << 10;
   // A record longer than this is ResourceExhausted before any of it is read: a length field
   // (genuine, or corrupt with verify_crc off) or a GZIP stream that inflates without end cannot
@@ -91,10 +95,11 @@ class TFRecordReader {
   Step ReadStreamedRecord(uint64_t start, uint64_t length, std::string* record);
   // Makes `status` the reader's sticky error.
   Step Fail(absl::Status status);
-  // A record skipped by skip_corrupt still counts as read.
-  void CountSkipped() {
+  // A record skipped by skip_corrupt still counts as read; `why` is the error it would have been.
+  void CountSkipped(const absl::Status& why) {
     ++records_read_;
     ++records_skipped_;
+    if (options_.on_skipped) options_.on_skipped(why);
   }
   absl::StatusOr<size_t> ReadPayload(std::string* record, uint64_t length);
   absl::Status Resync();

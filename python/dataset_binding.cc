@@ -2,6 +2,7 @@
 
 #include <pybind11/stl.h>
 
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <utility>
@@ -116,8 +117,17 @@ void RegisterSources(py::class_<PyDataset>& c) {
       .def_static(
           "tfrecord",
           [](const py::object& filenames, const std::optional<std::string>& compression_type,
-             std::optional<int64_t> buffer_size, std::optional<int> num_parallel_reads) {
+             std::optional<int64_t> buffer_size, std::optional<int> num_parallel_reads,
+             bool skip_corrupt) {
             TFRecordOptions options;
+            options.skip_corrupt = skip_corrupt;
+            if (skip_corrupt) {
+              // From a reader thread, without the GIL: a line on stderr, as tf.data's
+              // ignore_errors(log_warning=True).
+              options.on_skipped = [](const absl::Status& why) {
+                std::fprintf(stderr, "sluice: skipped %s\n", std::string(why.message()).c_str());
+              };
+            }
             options.compression = CompressionOf(compression_type);
             if (buffer_size) {
               if (*buffer_size < 1) {
@@ -131,8 +141,12 @@ void RegisterSources(py::class_<PyDataset>& c) {
           },
           py::arg("filenames"), py::arg("compression_type") = py::none(),
           py::arg("buffer_size") = py::none(), py::arg("num_parallel_reads") = py::none(),
+          py::kw_only(), py::arg("skip_corrupt") = false,
           "tf.data.TFRecordDataset: each record a bytes scalar. compression_type '' (none), "
-          "'GZIP' or 'ZLIB'; None guesses it from each file's suffix (.gz, .zlib).")
+          "'GZIP' or 'ZLIB'; None guesses it from each file's suffix (.gz, .zlib). "
+          "skip_corrupt=True skips a record whose CRC fails (or a truncated last one) and reads "
+          "on, naming it on stderr; without it the error ends the file, so ignore_errors() "
+          "loses the rest of that file.")
       .def_static(
           "from_tensor_slices",
           [](const py::object& tensors) {

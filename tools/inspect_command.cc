@@ -175,8 +175,13 @@ std::string SummaryJson(const std::string& path, const FileResult& result, Compr
 FileResult InspectFile(const std::string& path, const InspectOptions& options) {
   FileResult result;
   Compression compression = options.compression.value_or(GuessCompression(path));
-  absl::StatusOr<std::unique_ptr<TFRecordReader>> opened = TFRecordReader::Open(
-      path, {.compression = compression, .verify_crc = true, .skip_corrupt = options.skip_corrupt});
+  absl::StatusOr<std::unique_ptr<TFRecordReader>> opened =
+      TFRecordReader::Open(path, {.compression = compression,
+                                  .verify_crc = true,
+                                  .skip_corrupt = options.skip_corrupt,
+                                  .on_skipped = [](const absl::Status& why) {
+                                    PrintError(absl::StrCat(why.message(), "; skipped"));
+                                  }});
   if (!opened.ok()) {
     std::string error = WithPath(path, opened.status());
     PrintError(error);
@@ -190,18 +195,10 @@ FileResult InspectFile(const std::string& path, const InspectOptions& options) {
   std::string record;
   std::optional<std::string> error;
   while (true) {
-    // records_read() counts skipped records too: it is the index of the next record.
-    const uint64_t offset = reader.offset();
-    const int64_t index = reader.records_read();
-    const int64_t skipped_before = reader.records_skipped();
-    absl::StatusOr<bool> more = reader.ReadRecord(&record);
+    absl::StatusOr<bool> more = reader.ReadRecord(&record);  // on_skipped names what it skips
     if (!more.ok()) {
       error = WithPath(path, more.status());
       break;
-    }
-    if (int64_t skipped = reader.records_skipped() - skipped_before; skipped > 0) {
-      PrintError(absl::StrCat(path, ": skipped corrupt record ", index, " at offset ", offset,
-                              skipped > 1 ? absl::StrCat(" and ", skipped - 1, " more") : ""));
     }
     if (!*more) break;
     const int64_t good_records = reader.records_read() - reader.records_skipped();

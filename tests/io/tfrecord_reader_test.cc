@@ -19,6 +19,8 @@ namespace {
 using ::sluice::testing::ReadFile;
 using ::sluice::testing::ScopedTempDir;
 using ::sluice::testing::WriteFile;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 const std::string kData = SLUICE_TEST_DATA;
@@ -177,7 +179,11 @@ TEST(TFRecordReaderTest, CorruptRecordFailsAtRecord41WithFileAndOffset) {
 }
 
 TEST(TFRecordReaderTest, CorruptRecordIsSkippedAndCounted) {
-  auto reader = TFRecordReader::Open(kCorrupt, {.skip_corrupt = true});
+  const ReadResult good = ReadAll(kSmall);
+  std::vector<absl::Status> reported;
+  auto reader = TFRecordReader::Open(
+      kCorrupt, {.skip_corrupt = true,
+                 .on_skipped = [&](const absl::Status& why) { reported.push_back(why); }});
   ASSERT_TRUE(reader.ok());
   std::string record;
   std::vector<int64_t> ids;
@@ -191,6 +197,12 @@ TEST(TFRecordReaderTest, CorruptRecordIsSkippedAndCounted) {
   for (int i = 0; i < 99; ++i) EXPECT_EQ(ids[i], i < 41 ? i : i + 1);
   EXPECT_EQ((*reader)->records_skipped(), 1);
   EXPECT_EQ((*reader)->records_read(), 100);
+  // The error the record would have been, for the caller to name it.
+  ASSERT_EQ(reported.size(), 1u);
+  EXPECT_EQ(reported[0].code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(reported[0].message(),
+              HasSubstr(absl::StrCat(kCorrupt, ": record 41 at offset ", good.offsets[41],
+                                     ": data CRC mismatch (stored 0x")));
 }
 
 TEST(TFRecordReaderTest, WithoutCrcVerificationTheCorruptRecordIsReturned) {
@@ -224,7 +236,11 @@ TEST(TFRecordReaderTest, TruncatedFileFailsAtRecord99) {
 }
 
 TEST(TFRecordReaderTest, TruncatedRecordIsSkippedAndEndsTheStream) {
-  auto reader = TFRecordReader::Open(kTruncated, {.skip_corrupt = true});
+  std::vector<std::string> reported;
+  auto reader = TFRecordReader::Open(
+      kTruncated, {.skip_corrupt = true, .on_skipped = [&](const absl::Status& why) {
+                     reported.emplace_back(why.message());
+                   }});
   ASSERT_TRUE(reader.ok());
   std::string record;
   int n = 0;
@@ -233,6 +249,8 @@ TEST(TFRecordReaderTest, TruncatedRecordIsSkippedAndEndsTheStream) {
   EXPECT_EQ((*reader)->records_skipped(), 1);
   EXPECT_EQ((*reader)->records_read(), 100);
   EXPECT_EQ((*reader)->offset(), std::filesystem::file_size(kTruncated));
+  EXPECT_THAT(reported, ElementsAre(HasSubstr(": record 99 at offset ")));
+  EXPECT_THAT(reported[0], HasSubstr("truncated record"));
 }
 
 TEST(TFRecordReaderTest, TruncatedHeaderIsReported) {
@@ -266,7 +284,10 @@ TEST(TFRecordReaderTest, CorruptLengthResynchronisesOnTheNextValidHeader) {
               HasSubstr(absl::StrCat(path, ": record 10 at offset ", good.offsets[10],
                                      ": length CRC mismatch (stored 0x")));
 
-  auto reader = TFRecordReader::Open(path, {.skip_corrupt = true});
+  std::vector<std::string> reported;
+  auto reader = TFRecordReader::Open(
+      path, {.skip_corrupt = true,
+             .on_skipped = [&](const absl::Status& why) { reported.emplace_back(why.message()); }});
   ASSERT_TRUE(reader.ok());
   std::string record;
   std::vector<int64_t> ids;
@@ -275,6 +296,12 @@ TEST(TFRecordReaderTest, CorruptLengthResynchronisesOnTheNextValidHeader) {
   for (int i = 0; i < 99; ++i) EXPECT_EQ(ids[i], i < 10 ? i : i + 1);
   EXPECT_EQ((*reader)->records_skipped(), 1);
   EXPECT_EQ((*reader)->records_read(), 100);
+  // Record 10's bytes, from its header to record 11's.
+  EXPECT_THAT(reported, ElementsAre(AllOf(
+                            HasSubstr(absl::StrCat(": record 10 at offset ", good.offsets[10],
+                                                   ": length CRC mismatch (stored 0x")),
+                            HasSubstr(absl::StrCat("skipped ", good.offsets[11] - good.offsets[10],
+                                                   " bytes to the next valid header")))));
 }
 
 TEST(TFRecordReaderTest, CorruptTrailingHeaderIsSkippedToTheEnd) {

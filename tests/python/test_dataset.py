@@ -36,6 +36,20 @@ def test_tfrecord_parse_values_known(data):
     assert seen == 100
 
 
+def test_tfrecord_skip_corrupt_reads_past_a_bad_record(data, capfd):
+    corrupt = str(data / "small100.corrupt-record41.tfrecord")
+    ids = [
+        int(np.asarray(i))
+        for i, _, _ in sluice.Dataset.tfrecord(corrupt, skip_corrupt=True).map(
+            sluice.ops.parse_example(small100_features(sluice))
+        )
+    ]
+    assert ids == [i for i in range(100) if i != 41]
+    assert "corrupt-record41.tfrecord: record 41 at offset" in capfd.readouterr().err
+    # Without it the error ends the file: ignore_errors() keeps only what came before.
+    assert len(list(sluice.Dataset.tfrecord(corrupt).ignore_errors())) == 41
+
+
 @pytest.mark.parametrize("suffix,compression", [(".gz", "GZIP"), (".zlib", "ZLIB"), (".gz", None)])
 def test_tfrecord_compression(data, suffix, compression):
     ds = sluice.Dataset.tfrecord(str(data / ("small100.tfrecord" + suffix)), compression_type=compression)

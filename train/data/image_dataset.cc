@@ -1,7 +1,9 @@
 #include "train/data/image_dataset.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -90,16 +92,35 @@ absl::StatusOr<Dataset> MakeImageDataset(const ImageDatasetOptions& options) {
       {"image/format", FixedLenFeature{DType::kBytes, {}, Tensor::Scalar<std::string>("jpeg")}});
   SLUICE_ASSIGN_OR_RETURN(ExampleParser parser, ExampleParser::Create(std::move(spec)));
 
-  // Each record carries its file and index so that a bad one is named exactly.
+  // Each record carries its file and index so that a bad one is named exactly. With
+  // skip_errors, a corrupt record is skipped by the reader, which goes on with the next one (an
+  // error would end the file); the records skipped so far in the file (counted as the reader
+  // skips them, before it hands on the next) keep the index the file's.
+  const bool skip = options.skip_errors;
+  const std::function<void(const absl::Status&)> on_skipped = options.on_skipped;
   Dataset dataset =
       // Files in a seeded order for training, as tf.data; sorted for evaluation.
       Dataset::ListFiles(options.files, {.shuffle = options.shuffle_buffer > 0})
           .Interleave(
-              [](const std::string& file) {
-                return Dataset::TFRecord(file).Enumerate().Map([file](Element element) {
-                  element.push_back(Tensor::Scalar<std::string>(file));
-                  return element;  // {index, record, file}
-                });
+              [skip, on_skipped](const std::string& file) {
+                auto skipped = std::make_shared<std::atomic<int64_t>>(0);
+                TFRecordOptions records;
+                if (skip) {
+                  records.skip_corrupt = true;
+                  records.on_skipped = [skipped, on_skipped](const absl::Status& why) {
+                    skipped->fetch_add(1, std::memory_order_relaxed);
+                    if (on_skipped) on_skipped(why);
+                  };
+                }
+                return Dataset::TFRecord(file, records)
+                    .Enumerate()
+                    .Map([file, skipped](Element element) {
+                      if (const int64_t n = skipped->load(std::memory_order_relaxed); n > 0) {
+                        element[0] = Tensor::Scalar<int64_t>(element[0].scalar<int64_t>() + n);
+                      }
+                      element.push_back(Tensor::Scalar<std::string>(file));
+                      return element;  // {index in the file, record, file}
+                    });
               },
               {.cycle_length = 1, .block_length = 1});
   if (options.limit >= 0) dataset = dataset.Take(options.limit);

@@ -25,7 +25,7 @@ absl::StatusOr<int64_t> CountRecords(const std::string& pattern,
       continue;
     }
     if (!options.skip_errors) return index.status();
-    auto records = Dataset::TFRecord(file).IgnoreErrors().MakeIterator();
+    auto records = Dataset::TFRecord(file, {.skip_corrupt = true}).IgnoreErrors().MakeIterator();
     while (limit < 0 || count < limit) {
       SLUICE_ASSIGN_OR_RETURN(std::optional<Element> next, records->GetNext());
       if (!next) break;

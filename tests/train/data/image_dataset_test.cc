@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "core/mutex.h"
 #include "dataset/iterator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -19,7 +21,9 @@
 namespace sluice::train::data {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
 
 std::vector<Element> ReadAll(const Dataset& dataset) {
   std::vector<Element> out;
@@ -32,6 +36,23 @@ std::vector<Element> ReadAll(const Dataset& dataset) {
   }
   return out;
 }
+
+// The errors a pipeline skipped, from whichever thread skipped them.
+class SkippedLog {
+ public:
+  void Add(const absl::Status& why) {
+    MutexLock l(&mu_);
+    messages_.emplace_back(why.message());
+  }
+  std::vector<std::string> messages() const {
+    MutexLock l(&mu_);
+    return messages_;
+  }
+
+ private:
+  mutable Mutex mu_;
+  std::vector<std::string> messages_ ABSL_GUARDED_BY(mu_);
+};
 
 class ImageDatasetTest : public ::testing::Test {
  protected:
@@ -182,6 +203,50 @@ TEST_F(ImageDatasetTest, ABadRecordIsNamedAndCanBeSkipped) {
   ASSERT_EQ(kept.size(), 2u);
   EXPECT_EQ(kept[0][1].data<int64_t>()[0], 0);
   EXPECT_EQ(kept[1][1].data<int64_t>()[0], 2);
+}
+
+// A record whose CRC fails is skipped by the reader, which reads on: IgnoreErrors alone would
+// lose the rest of the file (the reader's error ends it). A later bad record is still named by
+// its index in the file.
+TEST_F(ImageDatasetTest, ACorruptRecordIsSkippedAndTheFileReadsOn) {
+  const std::string path = (dir_ / "corrupt.tfrecord").string();
+  size_t payload = 0;
+  {
+    auto writer = TFRecordWriter::Open(path);
+    ASSERT_TRUE(writer.ok());
+    for (int i = 0; i < 6; ++i) {
+      ExampleBuilder example;
+      // Record 4 declares 4x6 but holds 5 bytes.
+      example.AddBytes("image/encoded", {std::string(i == 4 ? 5 : 24, 'x')})
+          .AddInt64("image/class/label", {i})
+          .AddInt64("image/height", {4})
+          .AddInt64("image/width", {6})
+          .AddBytes("image/format", {"raw"});
+      if (i == 0) payload = example.Serialize().size();
+      ASSERT_TRUE((*writer)->Write(example.Serialize()).ok());
+    }
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  const size_t record1 = 12 + payload + 4;  // header, data, CRC
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(record1 + 12 + 3));
+    f.put('\x7f');  // a byte of record 1's data: its CRC fails
+  }
+  SkippedLog skipped;
+  auto lenient = MakeImageDataset({.files = path,
+                                   .batch_size = 1,
+                                   .skip_errors = true,
+                                   .on_skipped = [&](const absl::Status& why) { skipped.Add(why); },
+                                   .num_parallel_calls = 1});
+  ASSERT_TRUE(lenient.ok());
+  std::vector<int64_t> labels;
+  for (const Element& e : ReadAll(*lenient)) labels.push_back(e[1].data<int64_t>()[0]);
+  EXPECT_THAT(labels, ElementsAre(0, 2, 3, 5));
+  EXPECT_THAT(skipped.messages(),
+              UnorderedElementsAre(HasSubstr(absl::StrCat(path, ": record 1 at offset ", record1,
+                                                          ": data CRC mismatch")),
+                                   HasSubstr(path + ": record 4: raw image of 5 bytes")));
 }
 
 TEST_F(ImageDatasetTest, RejectsBadOptions) {
