@@ -118,6 +118,12 @@ IteratorBase::IteratorBase(const DatasetBase* dataset, const IteratorContext& ct
 void IteratorBase::ExcludeFromOwnTime(int64_t ns) { tls_nested_ns += ns; }
 
 absl::StatusOr<std::optional<Element>> IteratorBase::GetNext() {
+  // A node that pulls many inputs per output (a Shuffle filling its buffer, a Filter, a Skip)
+  // stops at its next pull once the pipeline is cancelled: the destructor that cancelled it
+  // waits for it.
+  if (ctx_.cancellation != nullptr && ctx_.cancellation->cancelled()) {
+    return absl::CancelledError("iterator destroyed");
+  }
   const int64_t outer_nested = tls_nested_ns;
   tls_nested_ns = 0;
   // The profiler's clock: a span below takes these times as they are.

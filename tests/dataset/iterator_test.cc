@@ -213,6 +213,34 @@ TEST(IteratorTest, CancelEndsAGetNextBlockedOnThePipeline) {
   release->Notify();  // the calls still running finish before the iterator joins them
 }
 
+// A Shuffle filling a large buffer on a Prefetch's thread pulls on at its next input once
+// cancelled: the iterator's destructor, which joins that thread, does not wait for the fill (a
+// Python Ctrl-C, which drops the iterator, waited for all of it).
+TEST(IteratorTest, CancelStopsAShuffleFillingItsBuffer) {
+  auto release = std::make_shared<absl::Notification>();
+  auto pulled = std::make_shared<std::atomic<int64_t>>(0);
+  auto reached = std::make_shared<absl::Notification>();
+  constexpr int64_t kBuffer = 200000;
+  auto ds = Dataset::Range(kBuffer)
+                .Map([release, pulled, reached](Element e) -> absl::StatusOr<Element> {
+                  if (pulled->fetch_add(1) + 1 == 1000) {
+                    reached->Notify();
+                    release->WaitForNotification();
+                  }
+                  return e;
+                })
+                .Shuffle(kBuffer, {.seed = 1})
+                .Prefetch(1);
+  auto it = ds.MakeIterator();
+  std::thread consumer([&] { (void)it->GetNext(); });
+  reached->WaitForNotification();  // the fill is under way, held at its 1000th input
+  it->Cancel();
+  release->Notify();
+  consumer.join();
+  it.reset();
+  EXPECT_LT(pulled->load(), 1010);
+}
+
 TEST(IteratorTest, CpuBudgetCapsTheArena) {
   Options options;
   options.threads = 4;
