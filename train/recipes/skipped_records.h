@@ -13,8 +13,9 @@ namespace sluice::train::recipes {
 
 // What a pipeline with skip_errors skipped, from any of its threads (the on_skipped callback of
 // data::ImageDatasetOptions and data::ImageDirectoryOptions). A bad training record is met again
-// on each pass over the data; its error message (file, record, offset) tells it apart from other
-// records, so each record counts once, however many passes meet it.
+// on each pass over the data; its error message (file, record, offset), less the pipeline node's
+// "Map[2] at element 17: " that changes from pass to pass, tells it apart from other records, so
+// each record counts once, however many passes meet it.
 class SkippedRecords {
  public:
   void Add(const absl::Status& status);

@@ -22,6 +22,19 @@ TEST(SkippedRecordsTest, CountsEachRecordOnceAndKeepsTheFirst) {
   EXPECT_EQ(skipped.first(), "a.tfrecord: record 3 at offset 120: bad CRC");
 }
 
+// A file met at another position of the next pass (the files are shuffled) is the same record.
+TEST(SkippedRecordsTest, ThePipelinesElementPositionDoesNotMakeANewRecord) {
+  SkippedRecords skipped;
+  skipped.Add(absl::InvalidArgumentError("Map[2] at element 1: cat/bad.jpg: not a JPEG"));
+  skipped.Add(absl::InvalidArgumentError("Map[2] at element 14: cat/bad.jpg: not a JPEG"));
+  skipped.Add(absl::InvalidArgumentError("Map[2] at element 14: dog/bad.jpg: not a JPEG"));
+  // Not a node's position: kept whole.
+  skipped.Add(absl::InvalidArgumentError("x at element 7 of the batch: bad"));
+  skipped.Add(absl::InvalidArgumentError("x at element 8 of the batch: bad"));
+  EXPECT_EQ(skipped.count(), 4);
+  EXPECT_EQ(skipped.first(), "Map[2] at element 1: cat/bad.jpg: not a JPEG");
+}
+
 TEST(SkippedRecordsTest, TakesRecordsFromManyThreads) {
   SkippedRecords skipped;
   std::vector<std::thread> threads;
