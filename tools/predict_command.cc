@@ -42,6 +42,18 @@ struct Input {
   int64_t height = 0, width = 0;
 };
 
+// "source: message", or the message alone where it names the source already (a file that
+// cannot be read, a TFRecord record's error: "f.tfrecord: record 17 at offset ...").
+std::string Described(const std::string& source, const absl::Status& status) {
+  const absl::string_view message = status.message();
+  bool named = absl::StartsWith(message, source + ": ");
+  if (const size_t colon = source.rfind(':'); !named && colon != std::string::npos) {
+    named = absl::StartsWith(
+        message, absl::StrCat(source.substr(0, colon), ": record ", source.substr(colon + 1), " "));
+  }
+  return named ? std::string(message) : absl::StrCat(source, ": ", message);
+}
+
 // The model's input image: float32 [height, width, channels] in [0, 1].
 absl::StatusOr<Tensor> Preprocess(const Input& input, int64_t height, int64_t width, int channels,
                                   const NormalizeTable& scale) {
@@ -135,16 +147,22 @@ class Predictor {
       if (!bytes.ok()) return Add({.source = file, .bytes = bytes.status()});
       return Add({.source = file, .bytes = std::move(*bytes->data<std::string>())});
     }
-    absl::StatusOr<std::unique_ptr<TFRecordReader>> reader = TFRecordReader::Open(
-        file, {.compression = GuessCompression(file), .skip_corrupt = args_.skip_bad});
+    absl::StatusOr<std::unique_ptr<TFRecordReader>> reader =
+        TFRecordReader::Open(file, {.compression = GuessCompression(file),
+                                    .skip_corrupt = args_.skip_bad,
+                                    .on_skipped = [](const absl::Status& why) {
+                                      std::fflush(stdout);
+                                      std::fprintf(stderr, "sluice predict: skipped %s\n",
+                                                   std::string(why.message()).c_str());
+                                    }});
     if (!reader.ok()) return Add({.source = file, .bytes = reader.status()});
     std::string record;
     while (true) {
       const int64_t index = (*reader)->records_read();
       const int64_t skipped_before = (*reader)->records_skipped();
       absl::StatusOr<bool> more = (*reader)->ReadRecord(&record);
-      // Records skip_corrupt passed over (the error names the file, record and offset without
-      // it; the reader's error is sticky, so nothing after it is read).
+      // Records skip_corrupt passed over, named by on_skipped (without it the reader's error,
+      // which names the file, record and offset, is sticky: nothing after it is read).
       skipped_ += (*reader)->records_skipped() - skipped_before;
       if (!more.ok())
         return Add({.source = absl::StrCat(file, ":", index), .bytes = more.status()});
@@ -186,8 +204,8 @@ class Predictor {
       if (args_.skip_bad) {
         ++skipped_;
         std::fflush(stdout);
-        std::fprintf(stderr, "sluice predict: skipped %s: %s\n", input.source.c_str(),
-                     std::string(image.status().message()).c_str());
+        std::fprintf(stderr, "sluice predict: skipped %s\n",
+                     Described(input.source, image.status()).c_str());
         return;
       }
       pending_.push_back({.source = input.source, .status = image.status()});
@@ -259,8 +277,7 @@ class Predictor {
       std::printf("%s%s", printed_ > 0 ? ", " : "", json.str().c_str());
     } else if (!p.status.ok()) {
       std::fflush(stdout);  // The error after the predictions before it.
-      std::fprintf(stderr, "sluice predict: %s: %s\n", p.source.c_str(),
-                   std::string(p.status.message()).c_str());
+      std::fprintf(stderr, "sluice predict: %s\n", Described(p.source, p.status).c_str());
     } else {
       std::string line = p.source + ":";
       for (const auto& [c, prob] : p.top) {
