@@ -472,10 +472,7 @@ absl::StatusOr<Run> RunProfiled(const Dataset& dataset, const BenchArgs& args,
 int RunBenchWith(const BenchArgs& args) {
   auto record_bytes = std::make_shared<std::atomic<int64_t>>(0);
   absl::StatusOr<Dataset> dataset = MakeDataset(args, record_bytes);
-  if (!dataset.ok()) {
-    std::fprintf(stderr, "sluice bench: %s\n", std::string(dataset.status().message()).c_str());
-    return kExitFailure;
-  }
+  if (!dataset.ok()) return ReportFailure("sluice bench", dataset.status(), args.json);
   BenchmarkOptions options;
   options.max_seconds = args.pipeline.epochs > 0 ? 0 : args.seconds;
   // Unbatched, an element is one image (whose first dimension is its height).
@@ -486,10 +483,7 @@ int RunBenchWith(const BenchArgs& args) {
   if (args.checkpoint_after >= 0) return RunCheckpoint(*dataset, args, terminal);
   if (args.grid) return bench::RunGrid(*dataset, options, args.grid_seconds, args.json, terminal);
   absl::StatusOr<Run> run = RunProfiled(*dataset, args, options, terminal);
-  if (!run.ok()) {
-    std::fprintf(stderr, "sluice bench: %s\n", std::string(run.status().message()).c_str());
-    return kExitFailure;
-  }
+  if (!run.ok()) return ReportFailure("sluice bench", run.status(), args.json);
   std::optional<AutotuneReport> autotune;
   std::optional<Convergence> convergence;
   if (args.autotune_report) {

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/json_writer.h"
 
 namespace sluice::tools {
 namespace {
@@ -247,6 +248,23 @@ absl::StatusOr<double> CommandLine::DoubleValue(absl::string_view name, double m
         "--", name, " takes a number ", inclusive ? ">= " : "> ", min, ", not '", text, "'"));
   }
   return value;
+}
+
+int ReportFailure(absl::string_view program, const absl::Status& status, bool json) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "%.*s: %.*s\n", static_cast<int>(program.size()), program.data(),
+               static_cast<int>(status.message().size()), status.message().data());
+  if (json) {
+    JsonWriter out;
+    out.BeginObject();
+    out.Key("error");
+    out.String(std::string(status.message()));
+    out.Key("code");
+    out.String(absl::StatusCodeToString(status.code()));
+    out.EndObject();
+    std::printf("%s\n", out.str().c_str());
+  }
+  return kExitFailure;
 }
 
 }  // namespace sluice::tools

@@ -114,6 +114,11 @@ class CommandLine {
   bool help_requested_ = false;
 };
 
+// Reports a command's failure: "program: message" on stderr and, with `json`, one JSON object
+// on stdout, {"error": message, "code": "DATA_LOSS"} (absl's name of the status code), so that a
+// script reading --json output always gets an object. Returns kExitFailure.
+int ReportFailure(absl::string_view program, const absl::Status& status, bool json);
+
 }  // namespace sluice::tools
 
 #endif  // SLUICE_TOOLS_COMMAND_LINE_H_

@@ -386,8 +386,7 @@ int RunFashionMnist(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<std::vector<SplitResult>> results = ConvertFashionMnist(args);
   if (!results.ok()) {
-    PrintError("fashion-mnist", results.status().message());
-    return kExitFailure;
+    return ReportFailure("sluice convert fashion-mnist", results.status(), args.json);
   }
   PrintFashionMnistSummary(args, *results, SecondsSince(start));
   return kExitOk;
@@ -609,10 +608,8 @@ int RunImages(int argc, char** argv) {
   }
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<ImagesConversion> conversion = ConvertImages(args, command_line.positional()[0]);
-  if (!conversion.ok()) {
-    PrintError("images", conversion.status().message());
-    return kExitFailure;
-  }
+  if (!conversion.ok())
+    return ReportFailure("sluice convert images", conversion.status(), args.json);
   PrintImagesSummary(args, *conversion, SecondsSince(start));
   return kExitOk;
 }

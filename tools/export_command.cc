@@ -14,11 +14,6 @@
 namespace sluice::tools {
 namespace {
 
-int FailExport(const absl::Status& status) {
-  std::fprintf(stderr, "sluice export: %s\n", std::string(status.message()).c_str());
-  return 1;
-}
-
 int ExportModel(const CommandLine& command_line) {
   const std::string& dir = command_line.Value("model");
   const std::string& out = command_line.Value("out");
@@ -38,13 +33,14 @@ int ExportModel(const CommandLine& command_line) {
         absl::StrCat("--input-name and --output-name must differ, both are '", input_name, "'"));
   }
   absl::StatusOr<train::fit::LoadedModel> loaded = train::fit::LoadModel(dir);
-  if (!loaded.ok()) return FailExport(loaded.status());
+  if (!loaded.ok())
+    return ReportFailure("sluice export", loaded.status(), command_line.Flag("json"));
   const train::exporting::OnnxExportOptions options{.input_name = input_name,
                                                     .output_name = output_name,
                                                     .opset = *opset,
                                                     .producer_version = SLUICE_VERSION};
   absl::Status s = train::exporting::ExportOnnx(*loaded->model, loaded->input_shape, out, options);
-  if (!s.ok()) return FailExport(s);
+  if (!s.ok()) return ReportFailure("sluice export", s, command_line.Flag("json"));
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(out, ec);
   Shape input = loaded->input_shape;

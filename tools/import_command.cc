@@ -15,11 +15,6 @@
 namespace sluice::tools {
 namespace {
 
-int FailImport(const absl::Status& status) {
-  std::fprintf(stderr, "sluice import: %s\n", std::string(status.message()).c_str());
-  return 1;
-}
-
 int ImportModel(const CommandLine& command_line) {
   if (command_line.positional().size() != 1) {
     return command_line.ReportUsageError("one ONNX file is required");
@@ -34,12 +29,12 @@ int ImportModel(const CommandLine& command_line) {
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<std::unique_ptr<train::layers::Model>> model = train::importing::ImportOnnx(
       path, {.height = *height, .width = *width, .name = command_line.Value("name")});
-  if (!model.ok()) return FailImport(model.status());
+  if (!model.ok()) return ReportFailure("sluice import", model.status(), command_line.Flag("json"));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const Shape input = (*model)->inputs()[0].shape();
   absl::Status saved = train::fit::SaveModel(**model, input, out);
-  if (!saved.ok()) return FailImport(saved);
+  if (!saved.ok()) return ReportFailure("sluice import", saved, command_line.Flag("json"));
   int64_t parameters = 0;
   for (train::autodiff::Variable* v : (*model)->Variables()) {
     parameters += v->shape().num_elements();

@@ -133,15 +133,12 @@ int RunTrain(int argc, char** argv) {
   absl::StatusOr<Result> result = Train(config.run, job ? job->collectives() : nullptr);
   if (!result.ok() && train::callbacks::IsPreemption(result.status())) {
     // Every rank stopped after the same step and the backup is written: no abort.
-    if (!job || job->rank() == 0) {
-      std::fprintf(stderr, "sluice train: %s\n", std::string(result.status().message()).c_str());
-    }
+    if (!job || job->rank() == 0) ReportFailure("sluice train", result.status(), config.json);
     return kExitPreempted;
   }
   if (!result.ok()) {
     if (job) return job->Fail("sluice train", result.status());
-    std::fprintf(stderr, "sluice train: %s\n", std::string(result.status().message()).c_str());
-    return kExitFailure;
+    return ReportFailure("sluice train", result.status(), config.json);
   }
   if (job && job->rank() != 0) return kExitOk;  // rank 0 reports for the job
   ReportResult(config, *result);

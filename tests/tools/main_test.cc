@@ -69,5 +69,24 @@ TEST(MainTest, UnknownCommandsAndOptionsAreUsageErrors) {
   EXPECT_THAT(r.err, HasSubstr("sluice: unknown option '--verbose'"));
 }
 
+// A command that fails under --json still prints one JSON object, so that a script reading stdout
+// learns why; the message goes to stderr as without --json.
+TEST(MainTest, AFailureUnderJsonIsAnErrorObject) {
+  const std::string missing = ::testing::TempDir() + "/no-such-dir-for-sluice";
+  for (const std::string& command :
+       {"bench --json --files '" + missing + "/*.tfrecord'",
+        "train --json --model mlp --epochs 1 --data " + missing,
+        "convert fashion-mnist --json --out " + missing + "/out --source " + missing,
+        "export --json --model " + missing + " --out " + missing + "/m.onnx",
+        "import --json " + missing + "/m.onnx --out " + missing + "/m"}) {
+    CliResult r = RunSluice(command);
+    EXPECT_EQ(r.exit_code, 1) << command << "\n" << r.err;
+    EXPECT_THAT(r.out, StartsWith("{\"error\": \"")) << command;
+    EXPECT_THAT(r.out, HasSubstr(missing)) << command;
+    EXPECT_THAT(r.out, HasSubstr("\"code\": \"")) << command;
+    EXPECT_THAT(r.err, HasSubstr(missing)) << command;
+  }
+}
+
 }  // namespace
 }  // namespace sluice
