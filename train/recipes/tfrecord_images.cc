@@ -17,13 +17,23 @@ namespace fs = std::filesystem;
 
 constexpr int64_t kClasses = 10;
 
-// `sluice convert` writes the class names beside the records.
-std::vector<std::string> ClassNames(const std::string& dir) {
+// `sluice convert` writes the class names beside the records: numbers when there are none. Other
+// than 10 is `sluice convert images`' output of another data set, which these fixed 28 x 28
+// grayscale, 10-class pipelines cannot train on (its photos' sizes differ, and so would the
+// batch's shapes).
+absl::StatusOr<std::vector<std::string>> ClassNames(const std::string& dir) {
   std::vector<std::string> names;
-  std::ifstream labels(fs::path(dir) / "labels.txt");
+  const fs::path path = fs::path(dir) / "labels.txt";
+  std::ifstream labels(path);
   for (std::string line; std::getline(labels, line);) names.push_back(line);
   if (names.size() == kClasses) return names;
-  names.clear();
+  if (!names.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path.string(), " names ", names.size(),
+        " classes, but --data trains on Fashion-MNIST's shards (10 classes of 28 x 28 grayscale "
+        "images, as `sluice convert fashion-mnist` writes them); for a folder of class folders "
+        "of JPEGs, train on the folder itself: --images ROOT --image-size N"));
+  }
   for (int64_t i = 0; i < kClasses; ++i) names.push_back(absl::StrCat(i));
   return names;
 }
@@ -33,6 +43,7 @@ std::vector<std::string> ClassNames(const std::string& dir) {
 absl::StatusOr<LabeledImages> TFRecordImages(const TFRecordImagesOptions& options) {
   const std::string train_files = (fs::path(options.dir) / "train-*.tfrecord").string();
   const std::string test_files = (fs::path(options.dir) / "test-*.tfrecord").string();
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> class_names, ClassNames(options.dir));
   SLUICE_ASSIGN_OR_RETURN(
       const int64_t train_records,
       CountRecords(train_files, {.limit = options.limit, .skip_errors = options.skip_errors}));
@@ -63,7 +74,7 @@ absl::StatusOr<LabeledImages> TFRecordImages(const TFRecordImagesOptions& option
                        .test = std::move(test),
                        .train_records = train_records,
                        .classes = kClasses,
-                       .class_names = ClassNames(options.dir),
+                       .class_names = std::move(class_names),
                        .test_source = test_files};
 }
 

@@ -84,6 +84,16 @@ TEST_F(TFRecordImagesTest, EitherAugmentationKeepsTheBatches) {
   }
 }
 
+// `sluice convert images` of a folder of photos writes its own classes: --data's pipelines (10
+// classes, one size of grayscale image) cannot train on them, and the error says what can.
+TEST_F(TFRecordImagesTest, ALabelsFileOfAnotherDataSetPointsToImages) {
+  std::ofstream(dir_.File("labels.txt")) << "cat\ndog\n";
+  absl::StatusOr<LabeledImages> images = TFRecordImages({.dir = dir_.path()});
+  EXPECT_TRUE(absl::IsFailedPrecondition(images.status())) << images.status();
+  EXPECT_THAT(images.status().message(), HasSubstr("labels.txt names 2 classes"));
+  EXPECT_THAT(images.status().message(), HasSubstr("--images ROOT --image-size N"));
+}
+
 TEST(TFRecordImagesErrorsTest, AFolderWithoutRecordsIsNamed) {
   ScopedTempDir empty;
   absl::StatusOr<LabeledImages> images = TFRecordImages({.dir = empty.path()});
