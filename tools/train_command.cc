@@ -94,12 +94,13 @@ void ReportResult(const TrainConfig& config, const Result& result) {
   }
   if (config.json) return PrintJson(config, result);
   std::printf(
-      "test accuracy %.2f%% (loss %.4f) | %s, %lld epochs of %lld images | train %.1f images/s | "
-      "input wait %.1f%% of step time%s\n",
+      "test accuracy %.2f%% (loss %.4f) | %s, %lld epoch%s of %lld images | train %.1f images/s "
+      "| input wait %.1f%% of step time%s\n",
       100 * train::callbacks::LogValue(result.test, "accuracy").value_or(0),
       train::callbacks::LogValue(result.test, "loss").value_or(0), config.run.model.c_str(),
-      static_cast<long long>(EpochsTrained(result)), static_cast<long long>(result.train_records),
-      result.images_per_second, 100 * result.input_wait_share,
+      static_cast<long long>(EpochsTrained(result)), EpochsTrained(result) == 1 ? "" : "s",
+      static_cast<long long>(result.train_records), result.images_per_second,
+      100 * result.input_wait_share,
       result.ranks > 1
           ? absl::StrCat(" | ", result.ranks, " ranks, all-reduce exposed ",
                          static_cast<int>(100 * result.allreduce_exposed_share + 0.5), "%")
