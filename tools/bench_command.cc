@@ -484,6 +484,13 @@ int RunBenchWith(const BenchArgs& args) {
   if (args.grid) return bench::RunGrid(*dataset, options, args.grid_seconds, args.json, terminal);
   absl::StatusOr<Run> run = RunProfiled(*dataset, args, options, terminal);
   if (!run.ok()) return ReportFailure("sluice bench", run.status(), args.json);
+  if (run->result.elements == 0) {
+    // An empty file or a filter that drops everything measures nothing: not a rate of 0.
+    return ReportFailure("sluice bench",
+                         absl::FailedPreconditionError(absl::StrCat(
+                             "the pipeline ended without an element: ", dataset->DebugString())),
+                         args.json);
+  }
   std::optional<AutotuneReport> autotune;
   std::optional<Convergence> convergence;
   if (args.autotune_report) {

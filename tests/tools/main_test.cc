@@ -1,5 +1,7 @@
 // Tests the `sluice` dispatcher (tools/main.cc) by running the built binary.
 
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -86,6 +88,17 @@ TEST(MainTest, AFailureUnderJsonIsAnErrorObject) {
     EXPECT_THAT(r.out, HasSubstr("\"code\": \"")) << command;
     EXPECT_THAT(r.err, HasSubstr(missing)) << command;
   }
+}
+
+// A pipeline that yields nothing (an empty file) measured nothing: a failure, not 0 images/s.
+TEST(MainTest, BenchOfAnEmptyPipelineFails) {
+  const std::string empty = ::testing::TempDir() + "/sluice-main-test-empty.tfrecord";
+  std::ofstream(empty).close();
+  CliResult r = RunSluice("bench --json --files " + empty);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"error\": \"the pipeline ended without an element"));
+  EXPECT_THAT(r.out, HasSubstr("\"code\": \"FAILED_PRECONDITION\""));
+  std::remove(empty.c_str());
 }
 
 }  // namespace
