@@ -528,6 +528,20 @@ components leave as sluice.Tensor (NumPy, DLPack, no copy), bytes as bytes.
       .def(
           "cardinality", [](const PyDataset& self) { return self.dataset.Cardinality(); },
           "The number of elements, or INFINITE_CARDINALITY (-1), UNKNOWN_CARDINALITY (-2).")
+      .def(
+          "__len__",
+          [](const PyDataset& self) {
+            const int64_t n = self.dataset.Cardinality();
+            // tf.data's messages: len() of an infinite or unknown dataset is a TypeError.
+            if (n == kInfiniteCardinality) throw py::type_error("The dataset is infinite.");
+            if (n < 0) {
+              throw py::type_error(
+                  "The dataset length is unknown (a filter, or an input whose size only "
+                  "reading tells); cardinality() says so without raising.");
+            }
+            return n;
+          },
+          "tf.data's len(): the number of elements; TypeError when infinite or unknown.")
       .def("__iter__", [](const PyDataset& self) { return MakePyIterator(self.dataset); })
       .def("__repr__",
            [](const PyDataset& self) {

@@ -36,6 +36,14 @@ def test_tfrecord_parse_values_known(data):
     assert seen == 100
 
 
+def test_len_as_tf_data():
+    assert len(sluice.Dataset.range(10).batch(3)) == 4
+    with pytest.raises(TypeError, match="infinite"):
+        len(sluice.Dataset.range(3).repeat())
+    with pytest.raises(TypeError, match="unknown"):
+        len(sluice.Dataset.range(10).filter(lambda x: x > 3))
+
+
 def test_tfrecord_skip_corrupt_reads_past_a_bad_record(data, capfd):
     corrupt = str(data / "small100.corrupt-record41.tfrecord")
     ids = [
