@@ -86,7 +86,8 @@ struct Prediction {
 // Whether `file` is a TFRecord file by its name, compressed ones (.tfrecord.gz) included.
 bool IsTFRecordFile(absl::string_view file) {
   for (absl::string_view suffix : {".gz", ".zlib", ".zz"}) absl::ConsumeSuffix(&file, suffix);
-  return absl::EndsWith(file, ".tfrecord") || absl::EndsWith(file, ".tfrecords");
+  return absl::EndsWith(file, ".tfrecord") || absl::EndsWith(file, ".tfrecords") ||
+         absl::EndsWith(file, ".tfrec");  // Kaggle's shards
 }
 
 // Softmax of the logits, and the k most probable classes.

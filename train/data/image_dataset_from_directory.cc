@@ -115,6 +115,10 @@ absl::StatusOr<ImageDirectoryIndex> IndexImageDirectory(const std::string& direc
   std::error_code error;
   if (!fs::is_directory(directory, error)) {
     if (error && error != std::errc::no_such_file_or_directory) return FsError(error, directory);
+    if (fs::exists(directory, error)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(directory, ": not a directory (a folder of one folder per class)"));
+    }
     return absl::NotFoundError(absl::StrCat(directory, ": no such directory"));
   }
   ImageDirectoryIndex index;

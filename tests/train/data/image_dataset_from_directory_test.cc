@@ -331,6 +331,10 @@ TEST_F(ImageDatasetFromDirectoryTest, Errors) {
   Options o = Quiet();
   EXPECT_EQ(ImageDatasetFromDirectory(Path("missing"), o).status().code(),
             absl::StatusCode::kNotFound);
+  dir_.Write("notes.txt", "not a folder");
+  const absl::Status file = ImageDatasetFromDirectory(Path("notes.txt"), o).status();
+  EXPECT_EQ(file.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(file.message(), HasSubstr("notes.txt: not a directory"));
   ScopedTempDir empty;
   EXPECT_THAT(ImageDatasetFromDirectory(empty.path(), o).status().message(),
               HasSubstr("no image files"));
