@@ -85,6 +85,25 @@ class ImageDatasetTest : public ::testing::Test {
     return path;
   }
 
+  // `count` raw 4x6 images labelled with their index, except that record `short_one` declares
+  // 4x6 but holds 5 bytes. `payload`: the size of record 0's data.
+  static void WriteWithAShortImage(const std::string& path, int count, int short_one,
+                                   size_t* payload = nullptr) {
+    auto writer = TFRecordWriter::Open(path);
+    ASSERT_TRUE(writer.ok());
+    for (int i = 0; i < count; ++i) {
+      ExampleBuilder example;
+      example.AddBytes("image/encoded", {std::string(i == short_one ? 5 : 24, 'x')})
+          .AddInt64("image/class/label", {i})
+          .AddInt64("image/height", {4})
+          .AddInt64("image/width", {6})
+          .AddBytes("image/format", {"raw"});
+      if (i == 0 && payload != nullptr) *payload = example.Serialize().size();
+      ASSERT_TRUE((*writer)->Write(example.Serialize()).ok());
+    }
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+
   std::filesystem::path dir_;
 };
 
@@ -174,21 +193,7 @@ TEST_F(ImageDatasetTest, AugmentationIsASeededShiftOrFlipOfTheImage) {
 
 TEST_F(ImageDatasetTest, ABadRecordIsNamedAndCanBeSkipped) {
   const std::string path = (dir_ / "bad.tfrecord").string();
-  {
-    auto writer = TFRecordWriter::Open(path);
-    ASSERT_TRUE(writer.ok());
-    for (int i = 0; i < 3; ++i) {
-      ExampleBuilder example;
-      // Record 1 declares 4x6 but holds 5 bytes.
-      example.AddBytes("image/encoded", {std::string(i == 1 ? 5 : 24, 'x')})
-          .AddInt64("image/class/label", {i})
-          .AddInt64("image/height", {4})
-          .AddInt64("image/width", {6})
-          .AddBytes("image/format", {"raw"});
-      ASSERT_TRUE((*writer)->Write(example.Serialize()).ok());
-    }
-    ASSERT_TRUE((*writer)->Close().ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(WriteWithAShortImage(path, 3, 1));
   auto strict = MakeImageDataset({.files = path, .batch_size = 1, .num_parallel_calls = 1});
   ASSERT_TRUE(strict.ok());
   auto it = strict->MakeIterator();
@@ -211,22 +216,7 @@ TEST_F(ImageDatasetTest, ABadRecordIsNamedAndCanBeSkipped) {
 TEST_F(ImageDatasetTest, ACorruptRecordIsSkippedAndTheFileReadsOn) {
   const std::string path = (dir_ / "corrupt.tfrecord").string();
   size_t payload = 0;
-  {
-    auto writer = TFRecordWriter::Open(path);
-    ASSERT_TRUE(writer.ok());
-    for (int i = 0; i < 6; ++i) {
-      ExampleBuilder example;
-      // Record 4 declares 4x6 but holds 5 bytes.
-      example.AddBytes("image/encoded", {std::string(i == 4 ? 5 : 24, 'x')})
-          .AddInt64("image/class/label", {i})
-          .AddInt64("image/height", {4})
-          .AddInt64("image/width", {6})
-          .AddBytes("image/format", {"raw"});
-      if (i == 0) payload = example.Serialize().size();
-      ASSERT_TRUE((*writer)->Write(example.Serialize()).ok());
-    }
-    ASSERT_TRUE((*writer)->Close().ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(WriteWithAShortImage(path, 6, 4, &payload));
   const size_t record1 = 12 + payload + 4;  // header, data, CRC
   {
     std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
