@@ -61,9 +61,9 @@ struct TFRecordOptions {
   bool skip_corrupt = false;   // skip corrupt records, counting them
   uint64_t max_record_bytes = kDefaultMaxRecordBytes;  // see TFRecordReaderOptions
   // With skip_corrupt: sees each skipped record's error (file, record, offset, what is wrong) as
-  // it is skipped (every pass over the file meets it again, and so does a restore reading
-  // forward to its position), on the thread reading the file: thread-safe and quick, as
-  // IgnoreErrors' on_error.
+  // it is skipped (every pass over the file meets it again, and so does the restore of a
+  // compressed file, which reads forward to its position; an uncompressed one seeks past it), on
+  // the thread reading the file: thread-safe and quick, as IgnoreErrors' on_error.
   std::function<void(const absl::Status&)> on_skipped;
 };
 

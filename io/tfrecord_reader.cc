@@ -111,7 +111,7 @@ absl::StatusOr<size_t> TFRecordReader::ReadPayload(std::string* record, uint64_t
   return done;
 }
 
-absl::Status TFRecordReader::Resync() {
+absl::StatusOr<bool> TFRecordReader::Resync() {
   // in_.data() is the rejected header at offset_: look from the byte after it.
   in_.Consume(1);
   ++offset_;
@@ -120,7 +120,7 @@ absl::Status TFRecordReader::Resync() {
     if (avail < kHeaderSize) {  // Too short to hold a record: the stream ends here.
       in_.Consume(avail);
       offset_ += avail;
-      return absl::OkStatus();
+      return false;
     }
     const char* p = in_.data();
     const size_t last = avail - kHeaderSize;
@@ -128,7 +128,7 @@ absl::Status TFRecordReader::Resync() {
       if (tfrecord::HeaderCrcOk(p + i)) {
         in_.Consume(i);
         offset_ += i;
-        return absl::OkStatus();
+        return true;
       }
     }
     in_.Consume(last + 1);
@@ -195,9 +195,14 @@ TFRecordReader::Step TFRecordReader::CorruptHeader(uint64_t start, const char* h
     return Fail(
         absl::DataLossError(absl::StrCat(what, start == 0 && file_ ? CompressedHint(header) : "")));
   }
-  if (absl::Status s = Resync(); !s.ok()) return Fail(StreamError(s));
-  CountSkipped(absl::DataLossError(
-      absl::StrCat(what, "; skipped ", offset_ - start, " bytes to the next valid header")));
+  const absl::StatusOr<bool> found = Resync();
+  if (!found.ok()) {
+    CountSkipped(absl::DataLossError(what));
+    return Fail(StreamError(found.status()));
+  }
+  CountSkipped(absl::DataLossError(absl::StrCat(
+      what, "; ", offset_ - start,
+      *found ? " bytes to the next valid header passed over" : " bytes to the end passed over")));
   return Step::kSkipped;
 }
 

@@ -102,7 +102,9 @@ class TFRecordReader {
     if (options_.on_skipped) options_.on_skipped(why);
   }
   absl::StatusOr<size_t> ReadPayload(std::string* record, uint64_t length);
-  absl::Status Resync();
+  // After a header whose length CRC fails: on to the next header whose CRC verifies (true), or
+  // to the end of the stream (false).
+  absl::StatusOr<bool> Resync();
   absl::Status StreamError(const absl::Status& status) const;
   // The start of an error message: "<path>: record <i> at [uncompressed ]offset <n>: ".
   std::string Where(uint64_t record_offset) const;

@@ -528,6 +528,8 @@ components leave as sluice.Tensor (NumPy, DLPack, no copy), bytes as bytes.
       .def(
           "cardinality", [](const PyDataset& self) { return self.dataset.Cardinality(); },
           "The number of elements, or INFINITE_CARDINALITY (-1), UNKNOWN_CARDINALITY (-2).")
+      // As tf.data's: a dataset is true even where len() would raise or give 0.
+      .def("__bool__", [](const PyDataset&) { return true; })
       .def(
           "__len__",
           [](const PyDataset& self) {

@@ -180,7 +180,7 @@ FileResult InspectFile(const std::string& path, const InspectOptions& options) {
                                   .verify_crc = true,
                                   .skip_corrupt = options.skip_corrupt,
                                   .on_skipped = [](const absl::Status& why) {
-                                    PrintError(absl::StrCat(why.message(), "; skipped"));
+                                    PrintError(absl::StrCat("skipped ", why.message()));
                                   }});
   if (!opened.ok()) {
     std::string error = WithPath(path, opened.status());

@@ -311,15 +311,15 @@ int PredictFiles(const CommandLine& command_line) {
     return command_line.ReportUsageError("give at least one JPEG or TFRecord file");
   }
   absl::StatusOr<train::fit::LoadedModel> loaded = train::fit::LoadModel(dir);
-  if (!loaded.ok()) {
-    std::fprintf(stderr, "sluice predict: %s\n", std::string(loaded.status().message()).c_str());
-    return 1;
-  }
+  const bool json = command_line.Flag("json");
+  if (!loaded.ok()) return ReportFailure("sluice predict", loaded.status(), json);
   const Shape& shape = loaded->input_shape;
   if (shape.rank() != 4 || (shape.dim(3) != 1 && shape.dim(3) != 3)) {
-    std::fprintf(stderr, "sluice predict: %s takes %s inputs, not images [N, H, W, 1 or 3]\n",
-                 dir.c_str(), shape.DebugString().c_str());
-    return 1;
+    return ReportFailure(
+        "sluice predict",
+        absl::InvalidArgumentError(absl::StrCat(dir, " takes ", shape.DebugString(),
+                                                " inputs, not images [N, H, W, 1 or 3]")),
+        json);
   }
   // The features of `sluice convert`'s records.
   FeatureSpec spec;
@@ -331,15 +331,10 @@ int PredictFiles(const CommandLine& command_line) {
   spec.features.push_back(
       {"image/width", FixedLenFeature{DType::kInt64, {}, Tensor::Scalar<int64_t>(0)}});
   absl::StatusOr<ExampleParser> parser = ExampleParser::Create(std::move(spec));
-  if (!parser.ok()) {
-    std::fprintf(stderr, "sluice predict: %s\n", std::string(parser.status().message()).c_str());
-    return 1;
-  }
-  Predictor predictor(dir, *loaded, *std::move(parser),
-                      {.top = *k,
-                       .batch = *batch,
-                       .skip_bad = command_line.Flag("skip-bad"),
-                       .json = command_line.Flag("json")});
+  if (!parser.ok()) return ReportFailure("sluice predict", parser.status(), json);
+  Predictor predictor(
+      dir, *loaded, *std::move(parser),
+      {.top = *k, .batch = *batch, .skip_bad = command_line.Flag("skip-bad"), .json = json});
   for (const std::string& file : command_line.positional()) predictor.AddFile(file);
   return predictor.Finish();
 }

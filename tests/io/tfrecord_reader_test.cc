@@ -297,11 +297,12 @@ TEST(TFRecordReaderTest, CorruptLengthResynchronisesOnTheNextValidHeader) {
   EXPECT_EQ((*reader)->records_skipped(), 1);
   EXPECT_EQ((*reader)->records_read(), 100);
   // Record 10's bytes, from its header to record 11's.
-  EXPECT_THAT(reported, ElementsAre(AllOf(
-                            HasSubstr(absl::StrCat(": record 10 at offset ", good.offsets[10],
-                                                   ": length CRC mismatch (stored 0x")),
-                            HasSubstr(absl::StrCat("skipped ", good.offsets[11] - good.offsets[10],
-                                                   " bytes to the next valid header")))));
+  EXPECT_THAT(
+      reported,
+      ElementsAre(AllOf(HasSubstr(absl::StrCat(": record 10 at offset ", good.offsets[10],
+                                               ": length CRC mismatch (stored 0x")),
+                        HasSubstr(absl::StrCat("; ", good.offsets[11] - good.offsets[10],
+                                               " bytes to the next valid header passed over")))));
 }
 
 TEST(TFRecordReaderTest, CorruptTrailingHeaderIsSkippedToTheEnd) {
@@ -311,9 +312,15 @@ TEST(TFRecordReaderTest, CorruptTrailingHeaderIsSkippedToTheEnd) {
   data[good.offsets[99] + 9] ^= 0x01;  // Record 99's length CRC itself.
   const std::string path = dir.File("last.tfrecord");
   WriteFile(path, data);
-  const ReadResult r = ReadAll(path, {.skip_corrupt = true});
+  std::vector<std::string> reported;
+  const ReadResult r = ReadAll(
+      path, {.skip_corrupt = true,
+             .on_skipped = [&](const absl::Status& why) { reported.emplace_back(why.message()); }});
   ASSERT_TRUE(r.status.ok()) << r.status;
   EXPECT_EQ(r.records.size(), 99u);
+  // No valid header after it: the rest of the file.
+  EXPECT_THAT(reported, ElementsAre(HasSubstr(absl::StrCat("; ", data.size() - good.offsets[99],
+                                                           " bytes to the end passed over"))));
 }
 
 TEST(TFRecordReaderTest, ReadsImages3) {

@@ -42,6 +42,8 @@ def test_len_as_tf_data():
         len(sluice.Dataset.range(3).repeat())
     with pytest.raises(TypeError, match="unknown"):
         len(sluice.Dataset.range(10).filter(lambda x: x > 3))
+    # Truthiness does not go through len(), as tf.data's.
+    assert sluice.Dataset.range(3).repeat() and sluice.Dataset.range(0)
 
 
 def test_tfrecord_skip_corrupt_reads_past_a_bad_record(data, capfd):

@@ -180,9 +180,9 @@ TEST(InspectTest, SkipCorruptReadsPastTheCorruptRecord) {
   EXPECT_EQ(lines[41], Small100Json("42", "item-42", "21, -42, 0.023255814"));
   EXPECT_EQ(lines[98], Small100Json("99", "item-99", "49.5, -99, 0.01"));
   EXPECT_THAT(lines[99], HasSubstr(R"("records": 99, "skipped": 1)"));
+  EXPECT_THAT(r.err, HasSubstr("sluice inspect: skipped "));
   EXPECT_THAT(r.err, HasSubstr("small100.corrupt-record41.tfrecord: record 41 at offset 3147: "
-                               "data CRC mismatch (stored 0x70e15416, computed 0xca5892b5); "
-                               "skipped"));
+                               "data CRC mismatch (stored 0x70e15416, computed 0xca5892b5)"));
 
   CliResult text = Inspect("--records 0 --skip-corrupt " + path);
   ASSERT_EQ(text.exit_code, 0) << text.err;

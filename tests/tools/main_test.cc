@@ -80,7 +80,8 @@ TEST(MainTest, AFailureUnderJsonIsAnErrorObject) {
         "train --json --model mlp --epochs 1 --data " + missing,
         "convert fashion-mnist --json --out " + missing + "/out --source " + missing,
         "export --json --model " + missing + " --out " + missing + "/m.onnx",
-        "import --json " + missing + "/m.onnx --out " + missing + "/m"}) {
+        "import --json " + missing + "/m.onnx --out " + missing + "/m",
+        "predict --json --model " + missing + " " + missing + "/a.jpg"}) {
     CliResult r = RunSluice(command);
     EXPECT_EQ(r.exit_code, 1) << command << "\n" << r.err;
     EXPECT_THAT(r.out, StartsWith("{\"error\": \"")) << command;

@@ -95,7 +95,9 @@ absl::StatusOr<Dataset> MakeImageDataset(const ImageDatasetOptions& options) {
   // Each record carries its file and index so that a bad one is named exactly. With
   // skip_errors, a corrupt record is skipped by the reader, which goes on with the next one (an
   // error would end the file); the records skipped so far in the file (counted as the reader
-  // skips them, before it hands on the next) keep the index the file's.
+  // skips them, before it hands on the next) keep the index the file's. Not across a restore
+  // that seeks past a skipped record (an uncompressed file): a later bad record is then named
+  // by an index as many too low, in messages only (the images and labels are the same).
   const bool skip = options.skip_errors;
   const std::function<void(const absl::Status&)> on_skipped = options.on_skipped;
   Dataset dataset =

@@ -26,6 +26,7 @@ absl::StatusOr<std::vector<std::string>> ClassNames(const std::string& dir) {
   const fs::path path = fs::path(dir) / "labels.txt";
   std::ifstream labels(path);
   for (std::string line; std::getline(labels, line);) names.push_back(line);
+  while (!names.empty() && names.back().empty()) names.pop_back();  // an editor's last newline
   if (names.size() == kClasses) return names;
   if (!names.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -55,21 +55,27 @@ absl::StatusOr<void*> DeviceAllocator::Allocate(size_t bytes, cudaStream_t strea
     CUDA_RETURN_IF_ERROR(cudaThreadExchangeStreamCaptureMode(&mode));
     cudaError_t err = cudaMalloc(&ptr, size);
     cudaThreadExchangeStreamCaptureMode(&mode);
-    // The retry empties the cache, which waits for the device: not on a thread capturing for a
-    // graph (a reserved stream), where that would break the capture; another thread waits for
-    // the captures under way to end first.
-    if (err == cudaErrorMemoryAllocation && stats_.bytes_cached > 0 && !ReservedLocked(stream) &&
-        !CapturingHereLocked()) {
+    // The retry empties the cache, which waits for the device: not while any thread captures a
+    // graph, which that would break. Nor does it wait for the capture to end: its caller may
+    // hold a lock the capturing thread needs (the backend's library lock).
+    const bool capturing = !capturing_.empty();
+    if (err == cudaErrorMemoryAllocation && stats_.bytes_cached > 0 && !capturing) {
       cudaGetLastError();  // clear it: the retry decides
       SLUICE_RETURN_IF_ERROR(EmptyCacheLocked("the retry of a failed cudaMalloc"));
       err = cudaMalloc(&ptr, size);
     }
     if (err != cudaSuccess) {
       cudaGetLastError();
-      return CudaStatus(err,
-                        absl::StrCat("cudaMalloc of ", size, " bytes on cuda:", device_, " (",
-                                     stats_.bytes_in_use, " bytes in use)"),
-                        __FILE__, __LINE__);
+      return CudaStatus(
+          err,
+          absl::StrCat("cudaMalloc of ", size, " bytes on cuda:", device_, " (",
+                       stats_.bytes_in_use, " bytes in use",
+                       capturing && stats_.bytes_cached > 0
+                           ? absl::StrCat("; ", stats_.bytes_cached,
+                                          " cached bytes kept: a CUDA graph is being captured")
+                           : "",
+                       ")"),
+          __FILE__, __LINE__);
     }
     ++stats_.device_allocations;
   }

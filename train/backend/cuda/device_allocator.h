@@ -44,8 +44,8 @@ class DeviceAllocator {
   // bytes below 1 MiB, then four classes per power of two (at most 25% slack).
   static size_t BucketSize(size_t bytes);
 
-  // At least `bytes` of device memory for work queued on `stream`. On
-  // cudaMalloc failure the cache is emptied and the allocation retried once.
+  // At least `bytes` of device memory for work queued on `stream`. On cudaMalloc failure the
+  // cache is emptied and the allocation retried once, except while a graph is being captured.
   absl::StatusOr<void*> Allocate(size_t bytes, cudaStream_t stream);
   // Returns `ptr` (from Allocate) to the cache. Makes no CUDA call, so it may
   // run from a Buffer's release at any time.
@@ -88,7 +88,7 @@ class DeviceAllocator {
   };
 
   // Waits until no other thread captures, then empties the cache. `why` names the caller in the
-  // error on a capturing thread.
+  // error on a capturing thread. Only EmptyCache waits: its callers hold no backend lock.
   absl::Status EmptyCacheLocked(const char* why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool CapturingHereLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `stream` is a graph's (Reserve).
