@@ -148,23 +148,18 @@ class Predictor {
       if (!bytes.ok()) return Add({.source = file, .bytes = bytes.status()});
       return Add({.source = file, .bytes = std::move(*bytes->data<std::string>())});
     }
-    absl::StatusOr<std::unique_ptr<TFRecordReader>> reader =
-        TFRecordReader::Open(file, {.compression = GuessCompression(file),
-                                    .skip_corrupt = args_.skip_bad,
-                                    .on_skipped = [](const absl::Status& why) {
-                                      std::fflush(stdout);
-                                      std::fprintf(stderr, "sluice predict: skipped %s\n",
-                                                   std::string(why.message()).c_str());
-                                    }});
+    absl::StatusOr<std::unique_ptr<TFRecordReader>> reader = TFRecordReader::Open(
+        file,
+        {.compression = GuessCompression(file),
+         .skip_corrupt = args_.skip_bad,
+         .on_skipped = [this](const absl::Status& why) { Skipped(std::string(why.message())); }});
     if (!reader.ok()) return Add({.source = file, .bytes = reader.status()});
     std::string record;
     while (true) {
       const int64_t index = (*reader)->records_read();
-      const int64_t skipped_before = (*reader)->records_skipped();
+      // Records skip_corrupt passes over go to on_skipped (without it the reader's error, which
+      // names the file, record and offset, is sticky: nothing after it is read).
       absl::StatusOr<bool> more = (*reader)->ReadRecord(&record);
-      // Records skip_corrupt passed over, named by on_skipped (without it the reader's error,
-      // which names the file, record and offset, is sticky: nothing after it is read).
-      skipped_ += (*reader)->records_skipped() - skipped_before;
       if (!more.ok())
         return Add({.source = absl::StrCat(file, ":", index), .bytes = more.status()});
       if (!*more) return;
@@ -199,16 +194,17 @@ class Predictor {
   }
 
  private:
+  // A bad input or corrupt record under --skip-bad: counted, and named on stderr.
+  void Skipped(const std::string& what) {
+    ++skipped_;
+    std::fflush(stdout);  // after the predictions printed before it
+    std::fprintf(stderr, "sluice predict: skipped %s\n", what.c_str());
+  }
+
   void Add(const Input& input) {
     absl::StatusOr<Tensor> image = Preprocess(input, height_, width_, channels_, scale_);
     if (!image.ok()) {
-      if (args_.skip_bad) {
-        ++skipped_;
-        std::fflush(stdout);
-        std::fprintf(stderr, "sluice predict: skipped %s\n",
-                     Described(input.source, image.status()).c_str());
-        return;
-      }
+      if (args_.skip_bad) return Skipped(Described(input.source, image.status()));
       pending_.push_back({.source = input.source, .status = image.status()});
     } else {
       pending_.push_back({.source = input.source});

@@ -695,6 +695,10 @@ absl::Status CudaBackend::SelectBackward(bool maximum, const Tensor& a, const Te
 
 absl::Status CudaBackend::Cast(const Tensor& x, Tensor& y) {
   SLUICE_ASSIGN_OR_RETURN(const KernelTimer::Scope timed, Enter("Cast", {&x, &y}));
+  return CastUntimed(x, y);
+}
+
+absl::Status CudaBackend::CastUntimed(const Tensor& x, Tensor& y) {
   if (x.num_elements() != y.num_elements()) {
     return absl::InvalidArgumentError(absl::StrCat("CudaBackend::Cast: ", x.shape().DebugString(),
                                                    " into ", y.shape().DebugString()));

@@ -225,6 +225,10 @@ class CudaBackend final : public train::backend::Backend {
   // the profiler records. `op` is a literal.
   absl::StatusOr<KernelTimer::Scope> Enter(const char* op,
                                            std::initializer_list<const Tensor*> tensors) const;
+  // Cast's checks and kernel, without Enter: for an op that converts while it holds
+  // library_mu_, since Enter's timer scope would take the kernel timer's lock after
+  // library_mu_, the reverse of a timed op's order (a deadlock with the profiler on).
+  absl::Status CastUntimed(const Tensor& x, Tensor& y);
   // out[0] = scale * the sum of x (plus out[0] when `accumulate`), with Reduce's bits.
   absl::Status ScaledSum(const Tensor& x, float scale, bool accumulate, Tensor& out);
   // out [.., c] += bias [c], then max(., 0) with `relu`.

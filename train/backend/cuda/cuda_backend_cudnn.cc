@@ -202,28 +202,10 @@ DType CudaBackend::ConvDType() const {
   return DType::kFloat32;
 }
 
-namespace {
-
-// A convolution's conversion between float32 and its 16-bit operands, made while it holds
-// library_mu_: not through Cast, whose timer scope would take the kernel timer's lock after
-// library_mu_, the reverse of the order of a timed op (deadlock with the profiler on).
-absl::Status CastConvOperand(const Tensor& x, Tensor& y, cudaStream_t stream) {
-  const auto type = [](DType d) {
-    return d == DType::kFloat16    ? kernels::CastType::kFloat16
-           : d == DType::kBFloat16 ? kernels::CastType::kBFloat16
-                                   : kernels::CastType::kFloat32;
-  };
-  CUDA_RETURN_IF_ERROR(kernels::Cast(x.raw_data(), type(x.dtype()), y.raw_data(), type(y.dtype()),
-                                     x.num_elements(), stream));
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 absl::StatusOr<Tensor> CudaBackend::ConvOperand(const Tensor& t, DType dtype) {
   if (dtype == DType::kFloat32) return t;
   SLUICE_ASSIGN_OR_RETURN(Tensor converted, Allocate(dtype, t.shape()));
-  SLUICE_RETURN_IF_ERROR(CastConvOperand(t, converted, stream()));
+  SLUICE_RETURN_IF_ERROR(CastUntimed(t, converted));
   return converted;
 }
 
@@ -522,7 +504,7 @@ absl::Status CudaBackend::Conv2DBackwardData(const train::backend::ConvGeometry&
     if (padded) {
       SLUICE_ASSIGN_OR_RETURN(dx32, Allocate(DType::kFloat32, dx.shape()));
     }
-    SLUICE_RETURN_IF_ERROR(CastConvOperand(dx, dx32, stream()));
+    SLUICE_RETURN_IF_ERROR(CastUntimed(dx, dx32));
     dx = dx32;
   }
   if (padded) {

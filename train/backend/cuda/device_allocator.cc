@@ -61,7 +61,7 @@ absl::StatusOr<void*> DeviceAllocator::Allocate(size_t bytes, cudaStream_t strea
     const bool capturing = !capturing_.empty();
     if (err == cudaErrorMemoryAllocation && stats_.bytes_cached > 0 && !capturing) {
       cudaGetLastError();  // clear it: the retry decides
-      SLUICE_RETURN_IF_ERROR(EmptyCacheLocked("the retry of a failed cudaMalloc"));
+      SLUICE_RETURN_IF_ERROR(EmptyCacheLocked());
       err = cudaMalloc(&ptr, size);
     }
     if (err != cudaSuccess) {
@@ -152,25 +152,22 @@ void DeviceAllocator::CaptureEnds() {
   capture_ended_.SignalAll();
 }
 
-bool DeviceAllocator::CapturingHereLocked() const {
-  return std::find(capturing_.begin(), capturing_.end(), std::this_thread::get_id()) !=
-         capturing_.end();
-}
-
 absl::Status DeviceAllocator::EmptyCache() {
   MutexLock lock(&mu_);
-  return EmptyCacheLocked("EmptyCache");
-}
-
-absl::Status DeviceAllocator::EmptyCacheLocked(const char* why) {
-  if (CapturingHereLocked()) {
+  if (std::find(capturing_.begin(), capturing_.end(), std::this_thread::get_id()) !=
+      capturing_.end()) {
     return absl::FailedPreconditionError(
-        absl::StrCat(why, " on cuda:", device_,
+        absl::StrCat("EmptyCache on cuda:", device_,
                      " from a thread capturing a CUDA graph: emptying the cache waits for the "
                      "device, which a capture does not allow"));
   }
-  // cudaDeviceSynchronize during another thread's capture would invalidate it.
+  // cudaDeviceSynchronize during another thread's capture would invalidate it. Only here: the
+  // callers of EmptyCache hold no backend lock that a capturing thread needs.
   while (!capturing_.empty()) capture_ended_.Wait(&mu_);
+  return EmptyCacheLocked();
+}
+
+absl::Status DeviceAllocator::EmptyCacheLocked() {
   DeviceScope scope(device_);
   CUDA_RETURN_IF_ERROR(scope.status());
   // Kernels queued before a block was freed may still be reading it.

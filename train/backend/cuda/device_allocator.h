@@ -87,10 +87,9 @@ class DeviceAllocator {
     }
   };
 
-  // Waits until no other thread captures, then empties the cache. `why` names the caller in the
-  // error on a capturing thread. Only EmptyCache waits: its callers hold no backend lock.
-  absl::Status EmptyCacheLocked(const char* why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool CapturingHereLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits for the device, then frees the cached blocks of unreserved streams. Not while any
+  // thread captures a graph (the callers check).
+  absl::Status EmptyCacheLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `stream` is a graph's (Reserve).
   bool ReservedLocked(cudaStream_t stream) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
