@@ -65,6 +65,11 @@ struct TFRecordOptions {
   // compressed file, which reads forward to its position; an uncompressed one seeks past it), on
   // the thread reading the file: thread-safe and quick, as IgnoreErrors' on_error.
   std::function<void(const absl::Status&)> on_skipped;
+  // Elements {record, index}: the record and its int64 index in its file as the reader counts
+  // records (skipped ones included, so that a later error names the record the reader's own
+  // messages do; exact across a checkpoint's restore, which a counting Enumerate is not). Reads
+  // the files one at a time: num_parallel_reads must be 1.
+  bool with_index = false;
 };
 
 // TextLine(files, options), like tf.data.TextLineDataset.

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/buffer_pool.h"
+#include "core/os_error.h"
 #include "core/runtime.h"
 #include "core/status_context.h"
 #include "core/status_macros.h"
@@ -408,8 +409,7 @@ absl::StatusOr<bool> InvalidateSaved(const std::string& dir, const std::string& 
   fs::rename(from, to, ec);
   if (ec == std::errc::no_such_file_or_directory) return false;  // another reader was first
   if (ec) {
-    return absl::ErrnoToStatus(ec.value(),
-                               absl::StrCat("cannot rename ", from.string(), " to ", to.string()));
+    return OsError(ec.value(), absl::StrCat("cannot rename ", from.string(), " to ", to.string()));
   }
   return true;
 }

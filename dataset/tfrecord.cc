@@ -58,10 +58,21 @@ class TFRecordDataset : public DatasetBase {
       absl::StrAppend(&s, ", num_parallel_reads=", KnobString(options_.num_parallel_reads));
     }
     if (options_.skip_corrupt) absl::StrAppend(&s, ", skip_corrupt");
+    if (options_.with_index) absl::StrAppend(&s, ", with_index");
     return s + ")";
   }
 
-  ElementSpec ComputeElementSpec() const override { return {{DType::kBytes, {}}}; }
+  ElementSpec ComputeElementSpec() const override {
+    if (options_.with_index) return {{DType::kBytes, {}}, {DType::kInt64, {}}};
+    return {{DType::kBytes, {}}};
+  }
+
+  // The element of `record`, which `reader` has just read: with its index when asked.
+  Element MakeElement(std::string record, const TFRecordReader& reader) const {
+    Element element{Tensor::Scalar<std::string>(std::move(record))};
+    if (options_.with_index) element.push_back(Tensor::Scalar<int64_t>(reader.last_record().index));
+    return element;
+  }
 
   const std::vector<std::string>& files() const { return files_; }
   absl::Status AppendSourceFiles(std::vector<std::string>* files) const override {
@@ -163,7 +174,7 @@ class SequentialTFRecordIterator : public IteratorBase {
       const int64_t skipped = reader_->records_skipped();
       stats().skipped.fetch_add(skipped - skipped_seen_, std::memory_order_relaxed);
       skipped_seen_ = skipped;
-      if (more.ok() && *more) return Element{Tensor::Scalar<std::string>(std::move(record))};
+      if (more.ok() && *more) return d_->MakeElement(std::move(record), *reader_);
       reader_.reset();
       ++file_;
       if (!more.ok()) return more.status();
@@ -227,7 +238,7 @@ class SequentialTFRecordIterator : public IteratorBase {
                                               "), where the checkpoint has "
                                               "one (has the file changed?)"));
     }
-    return Element{Tensor::Scalar<std::string>(std::move(bytes))};
+    return d_->MakeElement(std::move(bytes), *recompute_reader_);
   }
 
  private:
@@ -601,6 +612,12 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> TFRecordDataset::MakeIterator(
   SLUICE_RETURN_IF_ERROR(CheckKnob(name(), "num_parallel_reads", reads));
   if (reads == 1) {
     return std::unique_ptr<IteratorBase>(new SequentialTFRecordIterator(this, ctx));
+  }
+  if (options_.with_index) {
+    // The parallel reader's buffers and checkpoints hold records alone.
+    return absl::InvalidArgumentError(absl::StrCat(
+        name(), ": with_index reads the files one at a time: num_parallel_reads must be 1, not ",
+        KnobString(reads), " (an Interleave of one TFRecord per file reads them in parallel)"));
   }
   return std::unique_ptr<IteratorBase>(
       new ParallelTFRecordIterator(this, ctx, reads == kAutotune ? kAutotuneCycleLength : reads));

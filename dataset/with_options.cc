@@ -50,6 +50,12 @@ class OptionsDataset : public DatasetBase {
 }  // namespace
 
 Dataset Dataset::WithOptions(Options options) const {
+  // On another WithOptions, one node with the two merged (this one's fields win where set), as
+  // tf.data merges them: the same options, and one node, not two, in stats and checkpoints.
+  if (const auto* inner = dynamic_cast<const OptionsDataset*>(base().get())) {
+    return Dataset(std::make_shared<OptionsDataset>(inner->inputs()[0],
+                                                    inner->options()->MergedWith(options)));
+  }
   return Dataset(std::make_shared<OptionsDataset>(base(), options));
 }
 

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/os_error.h"
 #include "core/status_macros.h"
 #include "core/trace_recorder.h"
 
@@ -26,11 +27,12 @@ absl::StatusOr<std::unique_ptr<FileInputStream>> FileInputStream::Open(const std
   do {
     fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   } while (fd < 0 && errno == EINTR);
-  if (fd < 0) return absl::ErrnoToStatus(errno, path);
+  if (fd < 0) return OsError(errno, path);
   struct stat st;
   if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
     ::close(fd);
-    return absl::FailedPreconditionError(absl::StrCat(path, ": is a directory, not a file"));
+    return WithErrno(
+        absl::FailedPreconditionError(absl::StrCat(path, ": is a directory, not a file")), EISDIR);
   }
   // Advice only: doubles the kernel's readahead for files read front to back.
   if (sequential) (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -44,7 +46,7 @@ absl::StatusOr<size_t> FileInputStream::Read(char* dst, size_t n) {
   while (true) {
     const ssize_t got = ::read(fd_, dst, n);
     if (got >= 0) return static_cast<size_t>(got);
-    if (errno != EINTR) return absl::ErrnoToStatus(errno, absl::StrCat(path_, ": read failed"));
+    if (errno != EINTR) return OsError(errno, absl::StrCat(path_, ": read failed"));
   }
 }
 
@@ -53,7 +55,7 @@ absl::StatusOr<size_t> FileInputStream::ReadThen(char* dst, size_t n, char* then
   while (true) {
     const ssize_t got = ::readv(fd_, iov, then_n > 0 ? 2 : 1);
     if (got >= 0) return static_cast<size_t>(got);
-    if (errno != EINTR) return absl::ErrnoToStatus(errno, absl::StrCat(path_, ": read failed"));
+    if (errno != EINTR) return OsError(errno, absl::StrCat(path_, ": read failed"));
   }
 }
 
@@ -69,13 +71,13 @@ absl::StatusOr<size_t> ReadUpTo(InputStream& in, char* dst, size_t n) {
 
 absl::StatusOr<uint64_t> FileInputStream::Size() const {
   struct stat st;
-  if (::fstat(fd_, &st) != 0) return absl::ErrnoToStatus(errno, absl::StrCat(path_, ": fstat"));
+  if (::fstat(fd_, &st) != 0) return OsError(errno, absl::StrCat(path_, ": fstat"));
   return static_cast<uint64_t>(st.st_size);
 }
 
 absl::Status FileInputStream::Seek(uint64_t offset) {
   if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat(path_, ": cannot seek to offset ", offset));
+    return OsError(errno, absl::StrCat(path_, ": cannot seek to offset ", offset));
   }
   return absl::OkStatus();
 }

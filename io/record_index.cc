@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/os_error.h"
 #include "core/status_macros.h"
 #include "io/atomic_file.h"
 #include "io/crc32c.h"
@@ -36,7 +37,7 @@ absl::StatusOr<int> OpenForReading(const std::string& path) {
   do {
     fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   } while (fd < 0 && errno == EINTR);
-  if (fd < 0) return absl::ErrnoToStatus(errno, path);
+  if (fd < 0) return OsError(errno, path);
   return fd;
 }
 
@@ -57,7 +58,7 @@ absl::StatusOr<size_t> PreadFully(int fd, struct iovec* iov, int count, uint64_t
     const ssize_t got = ::preadv(fd, iov, count, static_cast<off_t>(offset + total));
     if (got < 0) {
       if (errno == EINTR) continue;
-      return absl::ErrnoToStatus(errno, absl::StrCat(path, ": read at offset ", offset + total));
+      return OsError(errno, absl::StrCat(path, ": read at offset ", offset + total));
     }
     if (got == 0) break;
     total += static_cast<size_t>(got);
@@ -112,7 +113,7 @@ absl::StatusOr<RecordIndex> RecordIndex::Build(const std::string& tfrecord_path)
   SLUICE_ASSIGN_OR_RETURN(const int fd, OpenForReading(tfrecord_path));
   FdCloser closer{fd};
   struct stat st;
-  if (::fstat(fd, &st) != 0) return absl::ErrnoToStatus(errno, tfrecord_path);
+  if (::fstat(fd, &st) != 0) return OsError(errno, tfrecord_path);
   RecordIndex index;
   index.file_size_ = static_cast<uint64_t>(st.st_size);
   index.file_mtime_ns_ = MtimeNs(st);
@@ -180,7 +181,7 @@ absl::StatusOr<RecordIndex> RecordIndex::Load(const std::string& index_path,
     SLUICE_ASSIGN_OR_RETURN(const int fd, OpenForReading(index_path));
     FdCloser closer{fd};
     struct stat st;
-    if (::fstat(fd, &st) != 0) return absl::ErrnoToStatus(errno, index_path);
+    if (::fstat(fd, &st) != 0) return OsError(errno, index_path);
     data.resize(static_cast<size_t>(st.st_size));
     struct iovec iov = {data.data(), data.size()};
     SLUICE_ASSIGN_OR_RETURN(const size_t got, PreadFully(fd, &iov, 1, 0, index_path));
@@ -226,7 +227,7 @@ absl::StatusOr<RecordIndex> RecordIndex::Load(const std::string& index_path,
   }
 
   struct stat st;
-  if (::stat(tfrecord_path.c_str(), &st) != 0) return absl::ErrnoToStatus(errno, tfrecord_path);
+  if (::stat(tfrecord_path.c_str(), &st) != 0) return OsError(errno, tfrecord_path);
   if (static_cast<uint64_t>(st.st_size) != index.file_size_ ||
       MtimeNs(st) != index.file_mtime_ns_) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -265,7 +266,7 @@ absl::StatusOr<std::unique_ptr<IndexedTFRecordFile>> IndexedTFRecordFile::Open(s
   SLUICE_ASSIGN_OR_RETURN(RecordIndex index, RecordIndex::LoadOrBuild(path));
   // The index was checked against the path; make sure it describes the file we hold open.
   struct stat st;
-  if (::fstat(fd, &st) != 0) return absl::ErrnoToStatus(errno, path);
+  if (::fstat(fd, &st) != 0) return OsError(errno, path);
   if (static_cast<uint64_t>(st.st_size) != index.file_size() ||
       MtimeNs(st) != index.file_mtime_ns()) {
     return absl::AbortedError(absl::StrCat(path, ": the file changed while its index was loaded"));

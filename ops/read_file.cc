@@ -10,13 +10,14 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/dtype.h"
+#include "core/os_error.h"
 #include "core/shape.h"
 
 namespace sluice {
 namespace {
 
 absl::Status Errno(int error, const std::string& path, absl::string_view what) {
-  return absl::ErrnoToStatus(error, absl::StrCat(path, ": ", what));
+  return OsError(error, absl::StrCat(path, ": ", what));
 }
 
 // Closes the descriptor on every return path.

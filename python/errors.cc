@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/os_error.h"
 
 namespace sluice::python {
 namespace {
@@ -126,7 +128,18 @@ void ThrowStatus(const absl::Status& status) {
     PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exception->ptr())), exception->ptr());
     throw py::error_already_set();
   }
-  PyErr_SetString(ExceptionTypeFor(status.code()).ptr(), std::string(status.message()).c_str());
+  const std::string message(status.message());
+  if (const std::optional<int> error_number = ErrnoOf(status);
+      error_number && status.code() != absl::StatusCode::kDataLoss) {
+    // As Python's own file functions raise: OSError(errno, message) is the subclass the number
+    // names (IsADirectoryError, PermissionError, ...), with .errno set.
+    PyObject* error = PyObject_CallFunction(PyExc_OSError, "is", *error_number, message.c_str());
+    if (error == nullptr) throw py::error_already_set();
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error)), error);
+    Py_DECREF(error);
+    throw py::error_already_set();
+  }
+  PyErr_SetString(ExceptionTypeFor(status.code()).ptr(), message.c_str());
   throw py::error_already_set();
 }
 

@@ -103,11 +103,11 @@ void RegisterImageDirectory(py::module_& m) {
         if (*subset != "both") {
           throw py::value_error("subset: 'training', 'validation', 'both' or None");
         }
-        o.subset = ImageDirectoryOptions::Subset::kTraining;
-        py::object training = Make(directory, o);
-        o.subset = ImageDirectoryOptions::Subset::kValidation;
-        o.verbose = false;  // Keras says "Found N files" once
-        return py::make_tuple(training, Make(directory, o));
+        // One walk of the tree; "Found N files" once, then a "Using" line for each subset.
+        auto both = train::data::ImageDatasetsFromDirectory(directory, o);
+        if (!both.ok()) ThrowStatus(both.status());
+        return py::make_tuple(DatasetWithAttributes(std::move(both->first)),
+                              DatasetWithAttributes(std::move(both->second)));
       },
       py::arg("directory"), py::arg("labels") = "inferred", py::arg("label_mode") = "int",
       py::arg("class_names") = py::none(), py::arg("color_mode") = "rgb",

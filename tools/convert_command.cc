@@ -81,14 +81,18 @@ std::string ShardName(absl::string_view split, int index, int count) {
   return absl::StrFormat("%s-%05d-of-%05d.tfrecord", split, index, count);
 }
 
-// Writes `total` records into `num_shards` files, contiguous blocks of nearly equal size
-// (shard s holds records [s * total / N, (s + 1) * total / N)). Each shard is atomic; unless
+// Writes `total` records into `num_shards` files (at most `total`, so that none is empty),
+// contiguous blocks of nearly equal size (shard s holds records [s * total / N, (s + 1) * total /
+// N)). Each shard is atomic; unless
 // Commit is called, the shards already finished are removed, so that a failed run leaves no
 // partial set.
 class ShardedWriter {
  public:
   ShardedWriter(std::string dir, std::string split, int num_shards, int64_t total)
-      : dir_(std::move(dir)), split_(std::move(split)), num_shards_(num_shards), total_(total) {}
+      : dir_(std::move(dir)),
+        split_(std::move(split)),
+        num_shards_(static_cast<int>(std::min<int64_t>(num_shards, std::max<int64_t>(total, 1)))),
+        total_(total) {}
   ~ShardedWriter() {
     if (!committed_) {
       writer_.reset();  // Removes its temporary file.
@@ -134,6 +138,7 @@ class ShardedWriter {
 
   int64_t records() const { return records_; }
   int64_t bytes() const { return bytes_; }
+  int num_shards() const { return num_shards_; }
 
  private:
   // N when `name` is a shard of this split as ShardName names them ("<split>-00001-of-N").
@@ -221,6 +226,7 @@ struct SplitResult {
   std::string name;
   int64_t examples = 0;
   int64_t bytes = 0;
+  int shards = 0;
 };
 
 // One split's shards, finished but not committed: its writer joins `pending`.
@@ -272,7 +278,7 @@ absl::StatusOr<SplitResult> ConvertMnistSplit(
     progress.Update(i + 1, count);
   }
   SLUICE_RETURN_IF_ERROR(writer->Finish());
-  SplitResult result{split, writer->records(), writer->bytes()};
+  SplitResult result{split, writer->records(), writer->bytes(), writer->num_shards()};
   pending.push_back(std::move(writer));
   return result;
 }
@@ -321,7 +327,7 @@ void PrintFashionMnistSummary(const FashionMnistArgs& args, const std::vector<Sp
   if (!args.json) {
     for (const SplitResult& r : results) {
       std::printf("%s: %lld examples in %d shards, %.1f MB of records\n", r.name.c_str(),
-                  static_cast<long long>(r.examples), args.shards, r.bytes / 1e6);
+                  static_cast<long long>(r.examples), r.shards, r.bytes / 1e6);
     }
     std::printf("wrote %s (format %s, 10 classes in labels.txt) in %.2f s\n", args.out.c_str(),
                 args.format.c_str(), seconds);
@@ -347,6 +353,8 @@ void PrintFashionMnistSummary(const FashionMnistArgs& args, const std::vector<Sp
     json.Int(r.examples);
     json.Key("bytes");
     json.Int(r.bytes);
+    json.Key("shards");
+    json.Int(r.shards);
     json.EndObject();
   }
   json.EndArray();
@@ -476,6 +484,7 @@ struct ImagesConversion {
   int64_t skipped = 0;
   int64_t reencoded = 0;  // with restart markers
   int64_t kept = 0;       // as they were: not grayscale or YCbCr
+  int shards = 0;         // written: --shards, or one per file when there are fewer files
 };
 
 // The header of the JPEG in `bytes`, re-encoded with restart markers when `restart_interval` is
@@ -500,6 +509,13 @@ absl::StatusOr<JpegHeader> PrepareJpeg(std::string& bytes, int restart_interval,
 absl::Status WriteImageShards(const ImagesArgs& args, const std::vector<ImageFile>& files,
                               ImagesConversion& conversion) {
   ShardedWriter writer(args.out, args.split, args.shards, static_cast<int64_t>(files.size()));
+  conversion.shards = writer.num_shards();
+  if (conversion.shards < args.shards) {
+    std::fprintf(stderr,
+                 "sluice convert images: %zu files: writing %d shards, not %d (a shard is never "
+                 "empty)\n",
+                 files.size(), conversion.shards, args.shards);
+  }
   Progress progress("convert images");
   for (size_t i = 0; i < files.size(); ++i) {
     const ImageFile& file = files[i];
@@ -558,7 +574,7 @@ void PrintImagesJson(const ImagesArgs& args, const ImagesConversion& c, double s
   json.String(args.out);
   for (auto [key, value] : {std::pair<const char*, int64_t>{"examples", c.files - c.skipped},
                             {"skipped", c.skipped},
-                            {"shards", args.shards},
+                            {"shards", c.shards},
                             {"reencoded_with_restarts", c.reencoded},
                             {"kept_without_restarts", c.kept}}) {
     json.Key(key);
@@ -585,7 +601,7 @@ void PrintImagesSummary(const ImagesArgs& args, const ImagesConversion& c, doubl
   }
   std::printf("%s: %lld examples (%lld skipped) of %zu classes in %d shards, in %.2f s\n",
               args.out.c_str(), static_cast<long long>(c.files - c.skipped),
-              static_cast<long long>(c.skipped), c.classes.size(), args.shards, seconds);
+              static_cast<long long>(c.skipped), c.classes.size(), c.shards, seconds);
   if (args.restart_interval > 0) {
     std::printf(
         "re-encoded %lld with a restart marker every %d MCUs; kept %lld as they were "

@@ -231,6 +231,12 @@ FileResult InspectFile(const std::string& path, const InspectOptions& options) {
 
   result.records = reader.records_read() - reader.records_skipped();
   result.skipped = reader.records_skipped();
+  if (!error.has_value() && result.records == 0 && result.skipped > 0) {
+    // Nothing but skipped bytes: not a TFRecord file (or corrupt throughout), not an empty one.
+    error = absl::StrCat(path, ": no valid record, ", result.skipped,
+                         " skipped: not a TFRecord file, or corrupt throughout (compression: ",
+                         CompressionName(compression), ")");
+  }
   result.ok = !error.has_value();
   if (error.has_value()) PrintError(*error);
   if (options.json) {

@@ -162,7 +162,14 @@ class Predictor {
       absl::StatusOr<bool> more = (*reader)->ReadRecord(&record);
       if (!more.ok())
         return Add({.source = absl::StrCat(file, ":", index), .bytes = more.status()});
-      if (!*more) return;
+      if (!*more) {
+        // Nothing to predict is worth saying: a wrong or unfinished file looks like this.
+        if ((*reader)->records_read() == 0) {
+          std::fflush(stdout);
+          std::fprintf(stderr, "sluice predict: %s: no records\n", file.c_str());
+        }
+        return;
+      }
       const std::string source = absl::StrCat(file, ":", (*reader)->last_record().index);
       absl::StatusOr<Element> parsed = parser_.Parse(record);
       if (!parsed.ok()) {

@@ -261,5 +261,21 @@ TEST(IteratorTest, AutotuneOptionMerges) {
   EXPECT_TRUE(*inner.MergedWith(outer).autotune);
 }
 
+// WithOptions on WithOptions is one node holding both, the outer's fields winning where set (as
+// tf.data merges them): a benchmark or a trainer that adds its own options adds no node.
+TEST(IteratorTest, WithOptionsOnWithOptionsIsOneNode) {
+  const Dataset ds = Dataset::Range(10)
+                         .Map([](Element e) { return e; })
+                         .WithOptions({.seed = 3, .threads = 1})
+                         .WithOptions({.threads = 2});
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(it->GetNext().ok());
+  std::vector<std::string> names;
+  for (const NodeStatsSnapshot& s : it->Stats()) names.push_back(s.name);
+  EXPECT_THAT(names, ::testing::ElementsAre("Range[0]", "Map[1]", "WithOptions[2]"));
+  EXPECT_EQ(it->context().runtime->num_threads(), 2);                 // the outer one's
+  EXPECT_EQ(it->context().options.seed, std::optional<uint64_t>(3));  // the inner one's, kept
+}
+
 }  // namespace
 }  // namespace sluice

@@ -160,6 +160,43 @@ class TFRecordParallelTest : public ::testing::TestWithParam<int> {
   }
 };
 
+// with_index: each record with its index in its file as the reader counts (a skipped record
+// included), so that record k of small100 is index k even after the corrupt record 41; exact
+// across a checkpoint that seeks past the skipped record, where counting elements is one short.
+TEST(TFRecordTest, WithIndexGivesEachRecordsIndexInItsFile) {
+  const std::string corrupt = Data("small100.corrupt-record41.tfrecord");
+  auto ds = Dataset::TFRecord(std::vector<std::string>{corrupt, Data("images3.tfrecord")},
+                              {.skip_corrupt = true, .with_index = true});
+  ASSERT_EQ(ds.element_spec().components().size(), 2u);
+  EXPECT_EQ(ds.element_spec().components()[1].dtype, DType::kInt64);
+  auto out = Collect(ds);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 102u);
+  std::vector<Element> records;
+  std::vector<int64_t> indices;
+  for (const Element& e : *out) {
+    ASSERT_EQ(e.size(), 2u);
+    records.push_back({e[0]});
+    indices.push_back(e[1].scalar<int64_t>());
+  }
+  EXPECT_THAT(std::vector<int64_t>(indices.begin(), indices.begin() + 99),
+              ElementsAreArray(Ids(std::vector<Element>(records.begin(), records.begin() + 99))));
+  EXPECT_EQ(indices[41], 42);  // record 41 was skipped
+  EXPECT_THAT(std::vector<int64_t>(indices.begin() + 99, indices.end()),
+              ElementsAreArray({0, 1, 2}));  // each file counts from 0
+  testing::ExpectCheckpointsResumeExactly(ds, {0, 40, 41, 60, 99, 101});
+  EXPECT_THAT(ds.DebugString(), HasSubstr("with_index"));
+}
+
+TEST(TFRecordTest, WithIndexReadsOneFileAtATime) {
+  auto it =
+      Dataset::TFRecord(Data("small100.tfrecord"), {.num_parallel_reads = 2, .with_index = true})
+          .MakeIterator();
+  const absl::Status status = it->GetNext().status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(status.message(), HasSubstr("with_index reads the files one at a time"));
+}
+
 TEST_P(TFRecordParallelTest, CorruptRecordErrorNamesFileRecordAndOffset) {
   const std::string path = Data("small100.corrupt-record41.tfrecord");
   auto it = Dataset::TFRecord(path, ReadOptions()).MakeIterator();

@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
+#include <optional>
 #include <string>
 
+#include "core/os_error.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/file_util.h"
@@ -44,6 +47,9 @@ TEST(ReadFileToStringTest, MissingFileAndDirectoryAreClearErrors) {
   const absl::Status dir = ReadFileToString(::testing::TempDir()).status();
   EXPECT_FALSE(dir.ok());
   EXPECT_THAT(std::string(dir.message()), HasSubstr("is a directory"));
+  // The errno travels with the status (Python raises FileNotFoundError, IsADirectoryError).
+  EXPECT_EQ(ErrnoOf(missing), std::optional<int>(ENOENT));
+  EXPECT_EQ(ErrnoOf(dir), std::optional<int>(EISDIR));
 }
 
 }  // namespace

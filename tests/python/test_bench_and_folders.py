@@ -39,6 +39,14 @@ def photo_tree(data, tmp_path):
     return tmp_path
 
 
+def test_image_dataset_from_directory_both_says_what_each_subset_uses(photo_tree, capfd):
+    sluice.image_dataset_from_directory(str(photo_tree), validation_split=0.34, subset="both",
+                                        seed=1)
+    assert capfd.readouterr().err.splitlines() == [
+        "Found 3 files belonging to 2 classes.", "Using 2 files for training.",
+        "Using 1 files for validation."]  # Keras' words
+
+
 def test_image_dataset_from_directory(photo_tree):
     ds = sluice.image_dataset_from_directory(str(photo_tree), image_size=(20, 30), batch_size=2,
                                             shuffle=False, verbose=False)
@@ -51,6 +59,7 @@ def test_image_dataset_from_directory(photo_tree):
                                                      subset="both", seed=1, verbose=False,
                                                      label_mode="categorical")
     assert len(train.file_paths) == 2 and len(val.file_paths) == 1
+    assert sorted(train.file_paths + val.file_paths) == sorted(ds.file_paths)
     assert np.asarray(next(iter(val))[1]).shape == (1, 2)
     with pytest.raises(FileNotFoundError):
         sluice.image_dataset_from_directory(str(photo_tree / "missing"))

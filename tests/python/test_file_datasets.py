@@ -1,5 +1,6 @@
 """text_line, csv, save / load and snapshot: tf.data's names, and the values they give back."""
 
+import errno
 import functools
 import gzip
 
@@ -31,6 +32,17 @@ def test_text_line_compression(tmp_path):
     assert list(sluice.Dataset.text_line(named, compression_type="GZIP")) == lines
     with pytest.raises(ValueError, match="unknown compression"):
         sluice.Dataset.text_line(str(tmp_path / "lines.gz"), compression_type="SNAPPY")
+
+
+def test_os_errors_are_the_oserror_python_would_raise(tmp_path):
+    # A directory where a file belongs: IsADirectoryError (not a RuntimeError), with .errno set,
+    # as open() raises; a missing file: FileNotFoundError with errno ENOENT.
+    with pytest.raises(IsADirectoryError, match="is a directory") as raised:
+        list(sluice.Dataset.tfrecord(str(tmp_path)))
+    assert raised.value.errno == errno.EISDIR
+    with pytest.raises(FileNotFoundError, match="missing.tfrecord") as raised:
+        list(sluice.Dataset.tfrecord(str(tmp_path / "missing.tfrecord")))
+    assert raised.value.errno == errno.ENOENT
 
 
 def test_text_line_errors_and_state(tmp_path):

@@ -310,6 +310,12 @@ std::map<std::string, std::pair<std::string, int64_t>> MakeImageTree(const std::
   return files;
 }
 
+// `sluice convert images ROOT --out OUT FLAGS`.
+CliResult ConvertImages(const std::string& root, const std::string& out, const std::string& flags) {
+  return RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) + " " +
+                   flags);
+}
+
 TEST(ConvertImagesTest, CopiesJpegsWithLabelsAndSizes) {
   std::string root = TempPath("tree");
   auto files = MakeImageTree(root);
@@ -317,8 +323,7 @@ TEST(ConvertImagesTest, CopiesJpegsWithLabelsAndSizes) {
   // Not an image file: left out, as ImageDatasetFromDirectory leaves it out (the same listing).
   WriteFile(root + "/cat/notes.txt", "about the cats");
   std::string out = TempPath("images_out");
-  CliResult r = RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) +
-                          " --shards 4 --json");
+  CliResult r = ConvertImages(root, out, "--shards 4 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"examples\": 6, \"skipped\": 0, \"shards\": 4"));
   EXPECT_THAT(r.out, HasSubstr("{\"name\": \"ant\", \"examples\": 2}"));
@@ -343,6 +348,20 @@ TEST(ConvertImagesTest, CopiesJpegsWithLabelsAndSizes) {
   EXPECT_EQ(records.back().height > 0, true);
 }
 
+TEST(ConvertImagesTest, MoreShardsThanFilesWritesOneShardPerFile) {
+  std::string root = TempPath("tree_few");
+  MakeImageTree(root);  // 6 files
+  std::string out = TempPath("few_out");
+  CliResult r = ConvertImages(root, out, "--shards 10 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"shards\": 6"));
+  EXPECT_THAT(r.err, HasSubstr("6 files: writing 6 shards, not 10 (a shard is never empty)"));
+  std::vector<size_t> counts;
+  EXPECT_EQ(ReadShards(out, "train", 6, &counts).size(), 6u);
+  EXPECT_THAT(counts, ElementsAre(1, 1, 1, 1, 1, 1));
+  EXPECT_EQ(DirEntries(out).size(), 7u);  // 6 shards + labels.txt: no empty shard.
+}
+
 TEST(ConvertImagesTest, OrderIsDeterministicPerSeed) {
   std::string root = TempPath("tree_seed");
   MakeImageTree(root);
@@ -364,15 +383,13 @@ TEST(ConvertImagesTest, BadJpegIsAnErrorOrSkipped) {
   MakeImageTree(root);
   WriteFile(root + "/cat/broken.jpg", "this is not a JPEG file");
   std::string out = TempPath("bad_out");
-  CliResult r =
-      RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) + " --shards 3");
+  CliResult r = ConvertImages(root, out, "--shards 3");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("cat/broken.jpg: not a valid JPEG"));
   // A failed run leaves no shards (finished ones are removed, open ones never renamed).
   EXPECT_TRUE(DirEntries(out).empty()) << ::testing::PrintToString(DirEntries(out));
 
-  r = RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) +
-                " --shards 3 --skip-bad --json");
+  r = ConvertImages(root, out, "--shards 3 --skip-bad --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"examples\": 6, \"skipped\": 1"));
   EXPECT_THAT(r.err, HasSubstr("skipped"));
@@ -380,8 +397,7 @@ TEST(ConvertImagesTest, BadJpegIsAnErrorOrSkipped) {
 
   // A file that cannot be read (a dangling link) is skipped and counted too.
   fs::create_symlink(root + "/nowhere.jpg", root + "/dog/dangling.jpg");
-  r = RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) +
-                " --shards 3 --skip-bad --json");
+  r = ConvertImages(root, out, "--shards 3 --skip-bad --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"examples\": 6, \"skipped\": 2"));
   EXPECT_THAT(r.err, HasSubstr("dog/dangling.jpg"));
@@ -392,8 +408,7 @@ TEST(ConvertImagesTest, RestartIntervalReencodesLosslessly) {
   std::string root = TempPath("tree_restart");
   auto files = MakeImageTree(root);
   std::string out = TempPath("restart_out");
-  CliResult r = RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) +
-                          " --shards 2 --restart-interval 2 --json");
+  CliResult r = ConvertImages(root, out, "--shards 2 --restart-interval 2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"reencoded_with_restarts\": 6, \"kept_without_restarts\": 0"));
   std::multiset<std::pair<std::string, int64_t>> expected, got;
@@ -416,10 +431,7 @@ TEST(ConvertImagesTest, RestartIntervalReencodesLosslessly) {
                 rec.label});
   }
   EXPECT_TRUE(got == expected);
-  EXPECT_EQ(RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) +
-                      " --restart-interval -1")
-                .exit_code,
-            2);
+  EXPECT_EQ(ConvertImages(root, out, "--restart-interval -1").exit_code, 2);
 }
 
 int64_t JsonInt(const std::string& json, const std::string& key) {
@@ -436,10 +448,7 @@ TEST(BenchTest, OneEpochCountsEveryImage) {
   std::string root = TempPath("tree_bench");
   const auto tree = MakeImageTree(root);
   std::string out = TempPath("bench_set");
-  ASSERT_EQ(
-      RunSluice("convert images " + ShellQuote(root) + " --out " + ShellQuote(out) + " --shards 2")
-          .exit_code,
-      0);
+  ASSERT_EQ(ConvertImages(root, out, "--shards 2").exit_code, 0);
   const std::string files = ShellQuote(out + "/train-*.tfrecord");
   CliResult r = RunSluice("bench --files " + files +
                           " --epochs 1 --json --batch 4 --image-size 32 --parallelism 2");

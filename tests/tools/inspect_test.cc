@@ -189,6 +189,25 @@ TEST(InspectTest, SkipCorruptReadsPastTheCorruptRecord) {
   EXPECT_THAT(text.out, HasSubstr("  99 records, 1 skipped"));
 }
 
+TEST(InspectTest, SkipCorruptOfAFileWithNoValidRecordFails) {
+  const std::string text = TempPath("notes.txt");
+  {
+    std::ofstream out(text);
+    out << "these are notes, not records\n" << std::string(200, 'x') << "\n";
+  }
+  CliResult r = Inspect("--skip-corrupt " + ShellQuote(text));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_THAT(r.err, HasSubstr(text + ": no valid record, 1 skipped: not a TFRecord file"));
+  // An empty file is an empty TFRecord file, not a wrong one.
+  const std::string empty = TempPath("empty.tfrecord");
+  std::ofstream(empty).close();
+  CliResult e = Inspect("--skip-corrupt " + ShellQuote(empty));
+  EXPECT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_THAT(e.out, HasSubstr("  0 records, 0 skipped"));
+  std::remove(text.c_str());
+  std::remove(empty.c_str());
+}
+
 TEST(InspectTest, TruncatedFileFailsNamingRecord99) {
   const std::string path = TestData("small100.truncated.tfrecord");
   CliResult r = Inspect("--records 0 " + ShellQuote(path));

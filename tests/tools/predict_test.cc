@@ -149,6 +149,17 @@ TEST_F(PredictCommandTest, ACorruptRecordFailsOrIsSkippedAndCounted) {
                                                   offset, ": data CRC mismatch")));
 }
 
+// An empty TFRecord file predicts nothing and says so: a wrong or unfinished file looks alike.
+TEST_F(PredictCommandTest, AnEmptyTFRecordFileIsNamed) {
+  const std::string empty = TempPath("empty.tfrecord");
+  std::ofstream(empty).close();
+  CliResult r = RunSluice("predict --json --model " + ShellQuote(*model_) + " " + empty);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(JsonNumber(r.out, "images"), 0) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("sluice predict: " + empty + ": no records"));
+  std::filesystem::remove(empty);
+}
+
 // A file that is not a JPEG and a missing file fail the run (the others are still classified);
 // with --skip-bad they are skipped, each named on stderr, and the run succeeds.
 TEST_F(PredictCommandTest, BadImagesAndMissingFilesAreSkippedWithSkipBad) {

@@ -1,9 +1,7 @@
 #include "train/data/image_dataset.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -92,37 +90,23 @@ absl::StatusOr<Dataset> MakeImageDataset(const ImageDatasetOptions& options) {
       {"image/format", FixedLenFeature{DType::kBytes, {}, Tensor::Scalar<std::string>("jpeg")}});
   SLUICE_ASSIGN_OR_RETURN(ExampleParser parser, ExampleParser::Create(std::move(spec)));
 
-  // Each record carries its file and index so that a bad one is named exactly. With
-  // skip_errors, a corrupt record is skipped by the reader, which goes on with the next one (an
-  // error would end the file); the records skipped so far in the file (counted as the reader
-  // skips them, before it hands on the next) keep the index the file's. Not across a restore
-  // that seeks past a skipped record (an uncompressed file): a later bad record is then named
-  // by an index as many too low, in messages only (the images and labels are the same).
-  const bool skip = options.skip_errors;
-  const std::function<void(const absl::Status&)> on_skipped = options.on_skipped;
+  // Each record carries its file and index (the reader's, skipped records included, exact
+  // across a restore) so that a bad one is named exactly. With skip_errors, a corrupt record is
+  // skipped by the reader, which goes on with the next one (an error would end the file).
+  TFRecordOptions records{.with_index = true};
+  if (options.skip_errors) {
+    records.skip_corrupt = true;
+    records.on_skipped = options.on_skipped;
+  }
   Dataset dataset =
       // Files in a seeded order for training, as tf.data; sorted for evaluation.
       Dataset::ListFiles(options.files, {.shuffle = options.shuffle_buffer > 0})
           .Interleave(
-              [skip, on_skipped](const std::string& file) {
-                auto skipped = std::make_shared<std::atomic<int64_t>>(0);
-                TFRecordOptions records;
-                if (skip) {
-                  records.skip_corrupt = true;
-                  records.on_skipped = [skipped, on_skipped](const absl::Status& why) {
-                    skipped->fetch_add(1, std::memory_order_relaxed);
-                    if (on_skipped) on_skipped(why);
-                  };
-                }
-                return Dataset::TFRecord(file, records)
-                    .Enumerate()
-                    .Map([file, skipped](Element element) {
-                      if (const int64_t n = skipped->load(std::memory_order_relaxed); n > 0) {
-                        element[0] = Tensor::Scalar<int64_t>(element[0].scalar<int64_t>() + n);
-                      }
-                      element.push_back(Tensor::Scalar<std::string>(file));
-                      return element;  // {index in the file, record, file}
-                    });
+              [records](const std::string& file) {
+                return Dataset::TFRecord(file, records).Map([file](Element element) {
+                  element.push_back(Tensor::Scalar<std::string>(file));
+                  return element;  // {record, index in the file, file}
+                });
               },
               {.cycle_length = 1, .block_length = 1});
   if (options.limit >= 0) dataset = dataset.Take(options.limit);
@@ -135,15 +119,22 @@ absl::StatusOr<Dataset> MakeImageDataset(const ImageDatasetOptions& options) {
   SLUICE_ASSIGN_OR_RETURN(NormalizeTable table,
                           NormalizeTable::Create(channels, {&zero, 1}, {&one, 1}));
   auto to_float = std::make_shared<const NormalizeTable>(std::move(table));
+  const int64_t height = options.height, width = options.width;
+  const std::string size_hint = options.size_hint;
   dataset = dataset.Map(
-      [parser, channels, augment, pad, to_float](
+      [parser, channels, augment, pad, to_float, height, width, size_hint](
           Element element, const ElementContext& context) -> absl::StatusOr<Element> {
-        const int64_t index = element[0].scalar<int64_t>();
+        const int64_t index = element[1].scalar<int64_t>();
         const std::string& file = element[2].scalar<std::string>();
         Tensor label;
         absl::StatusOr<Tensor> image = [&]() -> absl::StatusOr<Tensor> {
-          SLUICE_ASSIGN_OR_RETURN(Element parsed, parser.Parse(element[1].scalar<std::string>()));
+          SLUICE_ASSIGN_OR_RETURN(Element parsed, parser.Parse(element[0].scalar<std::string>()));
           SLUICE_ASSIGN_OR_RETURN(Tensor decoded, DecodeImage(parsed, channels));
+          if (height > 0 && (decoded.dim(0) != height || decoded.dim(1) != width)) {
+            return absl::InvalidArgumentError(absl::StrCat("a ", decoded.dim(0), " x ",
+                                                           decoded.dim(1), " image, not ", height,
+                                                           " x ", width, size_hint));
+          }
           if (augment) {
             SLUICE_ASSIGN_OR_RETURN(decoded, RandomFlipLeftRight(decoded, context.seed));
             decoded = RandomPadCrop(decoded, pad, context.seed);

@@ -26,6 +26,12 @@ struct ImageDatasetOptions {
   // (the CIFAR/ResNet augmentation); for training sets only.
   bool augment = false;
   int64_t pad_crop = 4;
+  // The images' size, when the data set has one: an image of another size then fails (or with
+  // skip_errors is skipped) naming its file and record, with `size_hint` after the sizes, instead
+  // of failing its batch with mismatched shapes. 0: any size (the batch then needs them equal).
+  int64_t height = 0;
+  int64_t width = 0;
+  std::string size_hint;
   // Only the first `limit` records (-1: all): the CI's quick subset.
   int64_t limit = -1;
   // Drop a last partial batch (keeps batch statistics comparable).

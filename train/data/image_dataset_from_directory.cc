@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/os_error.h"
 #include "core/status_context.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
@@ -41,7 +42,7 @@ bool IsImageFile(const std::string& name) {
 }
 
 absl::Status FsError(const std::error_code& error, const std::string& path) {
-  return absl::ErrnoToStatus(error.value(), absl::StrCat(path, ": ", error.message()));
+  return OsError(error.value(), absl::StrCat(path, ": ", error.message()));
 }
 
 // Appends the image files under `dir` in Keras' order (sorted(os.walk(dir)), then sorted names):
@@ -270,41 +271,58 @@ void AppendLabel(int32_t label, Options::LabelMode mode, int64_t num_classes, El
 
 }  // namespace
 
-absl::StatusOr<ImageDirectoryDataset> ImageDatasetFromDirectory(
-    const std::string& directory, const ImageDirectoryOptions& options) {
+namespace {
+
+// The tree, indexed and checked once, and the file order of its first shuffle: what every subset
+// of one call (subset="both" makes two) is taken from.
+struct IndexedTree {
+  ImageDirectoryIndex index;
+  bool labeled = false;
+  uint64_t seed = 0;
+  std::vector<size_t> order;
+};
+
+absl::StatusOr<IndexedTree> IndexTree(const std::string& directory, const Options& options) {
   SLUICE_RETURN_IF_ERROR(CheckOptions(options));
-  SLUICE_ASSIGN_OR_RETURN(ImageDirectoryIndex index, IndexImageDirectory(directory, options));
-  const bool labeled =
+  IndexedTree tree;
+  SLUICE_ASSIGN_OR_RETURN(tree.index, IndexImageDirectory(directory, options));
+  tree.labeled =
       options.labels != Options::Labels::kNone && options.label_mode != Options::LabelMode::kNone;
-  const int64_t num_classes = static_cast<int64_t>(index.class_names.size());
-  if (labeled) SLUICE_RETURN_IF_ERROR(CheckLabelMode(index, options));
-  const size_t total = index.files.size();
+  if (tree.labeled) SLUICE_RETURN_IF_ERROR(CheckLabelMode(tree.index, options));
+  const size_t total = tree.index.files.size();
   if (options.verbose) {
     if (options.labels == Options::Labels::kNone) {
       std::fprintf(stderr, "Found %zu files.\n", total);
     } else {
-      std::fprintf(stderr, "Found %zu files belonging to %lld classes.\n", total,
-                   static_cast<long long>(num_classes));
+      std::fprintf(stderr, "Found %zu files belonging to %zu classes.\n", total,
+                   tree.index.class_names.size());
     }
   }
+  tree.seed = options.seed.has_value() ? *options.seed : std::random_device{}();
+  tree.order = FileOrder(total, options.shuffle, tree.seed);
+  return tree;
+}
 
-  const uint64_t seed = options.seed.has_value() ? *options.seed : std::random_device{}();
-  const std::vector<size_t> order = FileOrder(total, options.shuffle, seed);
-  SLUICE_ASSIGN_OR_RETURN(const auto subset, SubsetRange(total, options));
+// The dataset of `tree`'s subset `options.subset`.
+absl::StatusOr<ImageDirectoryDataset> SubsetDataset(const IndexedTree& tree,
+                                                    const Options& options) {
+  const bool labeled = tree.labeled;
+  const int64_t num_classes = static_cast<int64_t>(tree.index.class_names.size());
+  SLUICE_ASSIGN_OR_RETURN(const auto subset, SubsetRange(tree.index.files.size(), options));
   const auto [begin, end] = subset;
   const int64_t n = static_cast<int64_t>(end - begin);
   Tensor paths(DType::kBytes, Shape{n});
   Tensor labels(DType::kInt32, Shape{n});
   std::vector<std::string> files;
   for (int64_t i = 0; i < n; ++i) {
-    const size_t file = order[begin + static_cast<size_t>(i)];
-    paths.data<std::string>()[i] = index.files[file];
-    labels.data<int32_t>()[i] = labeled ? static_cast<int32_t>(index.labels[file]) : 0;
-    files.push_back(index.files[file]);
+    const size_t file = tree.order[begin + static_cast<size_t>(i)];
+    paths.data<std::string>()[i] = tree.index.files[file];
+    labels.data<int32_t>()[i] = labeled ? static_cast<int32_t>(tree.index.labels[file]) : 0;
+    files.push_back(tree.index.files[file]);
   }
   Dataset dataset =
       labeled ? Dataset::FromTensorSlices({paths, labels}) : Dataset::FromTensorSlices({paths});
-  if (options.shuffle) dataset = dataset.Shuffle(n, {.seed = seed});
+  if (options.shuffle) dataset = dataset.Shuffle(n, {.seed = tree.seed});
 
   const int channels = options.color_mode == Options::ColorMode::kGrayscale ? 1 : 3;
   const DecodeAndResizeOptions decode{.channels = channels,
@@ -325,8 +343,37 @@ absl::StatusOr<ImageDirectoryDataset> ImageDatasetFromDirectory(
   if (options.skip_errors) dataset = dataset.IgnoreErrors(options.on_skipped);
   if (options.batch_size.has_value()) dataset = dataset.Batch(*options.batch_size);
   return ImageDirectoryDataset{.dataset = dataset.Prefetch(),
-                               .class_names = std::move(index.class_names),
+                               .class_names = tree.index.class_names,
                                .files = std::move(files)};
+}
+
+}  // namespace
+
+absl::StatusOr<ImageDirectoryDataset> ImageDatasetFromDirectory(
+    const std::string& directory, const ImageDirectoryOptions& options) {
+  SLUICE_ASSIGN_OR_RETURN(const IndexedTree tree, IndexTree(directory, options));
+  return SubsetDataset(tree, options);
+}
+
+absl::StatusOr<std::pair<ImageDirectoryDataset, ImageDirectoryDataset>> ImageDatasetsFromDirectory(
+    const std::string& directory, const ImageDirectoryOptions& options) {
+  if (options.subset != Options::Subset::kAll) {
+    return absl::InvalidArgumentError(
+        "ImageDatasetsFromDirectory makes both subsets: leave subset unset (kAll) and set "
+        "validation_split");
+  }
+  if (!(options.validation_split > 0)) {
+    return absl::InvalidArgumentError(
+        "subset=\"both\" needs a validation_split in (0, 1), not 0 (Keras' rule)");
+  }
+  Options training = options;
+  training.subset = Options::Subset::kTraining;
+  SLUICE_ASSIGN_OR_RETURN(const IndexedTree tree, IndexTree(directory, training));
+  SLUICE_ASSIGN_OR_RETURN(ImageDirectoryDataset train, SubsetDataset(tree, training));
+  Options validation = training;
+  validation.subset = Options::Subset::kValidation;
+  SLUICE_ASSIGN_OR_RETURN(ImageDirectoryDataset valid, SubsetDataset(tree, validation));
+  return std::make_pair(std::move(train), std::move(valid));
 }
 
 }  // namespace sluice::train::data

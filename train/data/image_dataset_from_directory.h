@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -111,6 +112,12 @@ struct ImageDirectoryDataset {
 // over every file, not a buffer of 8 batches.
 absl::StatusOr<ImageDirectoryDataset> ImageDatasetFromDirectory(
     const std::string& directory, const ImageDirectoryOptions& options = {});
+
+// Keras' subset="both": the training and the validation subsets of `options.validation_split`
+// (set; `options.subset` left at kAll), from one walk of the tree. Prints "Found N files ...",
+// then "Using M files for training." and "Using K files for validation." with verbose.
+absl::StatusOr<std::pair<ImageDirectoryDataset, ImageDirectoryDataset>> ImageDatasetsFromDirectory(
+    const std::string& directory, const ImageDirectoryOptions& options);
 
 }  // namespace sluice::train::data
 

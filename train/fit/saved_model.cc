@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/os_error.h"
 #include "core/status_context.h"
 #include "core/status_macros.h"
 #include "io/atomic_file.h"
@@ -169,8 +170,7 @@ absl::Status SaveModel(layers::Module& model, const Shape& input_shape, const st
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error) {
-    return absl::ErrnoToStatus(error.value(),
-                               absl::StrCat(dir, ": cannot create: ", error.message()));
+    return OsError(error.value(), absl::StrCat(dir, ": cannot create: ", error.message()));
   }
   // The weights first: a model.pb always has weights beside it (if perhaps newer ones, which
   // LoadModel then refuses by name and shape when they do not fit).

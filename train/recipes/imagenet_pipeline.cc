@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/buffer_pool.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
 #include "dataset/batch_rows.h"
@@ -25,6 +26,20 @@ namespace {
 // Free decoded images kept for reuse: about those in flight between the Map and
 // the consumer (the Map's results and the Prefetch buffer).
 constexpr size_t kDecodedImagesKept = 16;
+
+// Every records dataset below yields {encoded JPEG, label, its size, file, index}: the file and the
+// record's index in it (-1 for a file of its own), so that an image that fails to decode is named
+// by its file and record (a Map's error alone names only its node and element). The file is one
+// tensor per file, its records sharing it.
+constexpr size_t kFile = 3, kIndex = 4;
+
+// `status` (an error about `element`'s image) after where the image came from.
+absl::Status FromSource(const absl::Status& status, const Element& element) {
+  const int64_t index = element[kIndex].scalar<int64_t>();
+  return WithContext(status, index < 0 ? absl::StrCat(element[kFile].scalar<std::string>(), ": ")
+                                       : absl::StrCat(element[kFile].scalar<std::string>(),
+                                                      ": record ", index, ": "));
+}
 
 // The training transform's output, fused into its resize: flipped by the element's seed,
 // normalized, written into the batch's row around the caches.
@@ -50,9 +65,10 @@ absl::StatusOr<Dataset> SnapshotPipeline(const ImageNetPipelineOptions& config, 
           .Map(
               [record_bytes](Element element) -> absl::StatusOr<Element> {
                 record_bytes->fetch_add(element[2].scalar<int64_t>(), std::memory_order_relaxed);
-                SLUICE_ASSIGN_OR_RETURN(
-                    Tensor image, DecodeJpeg(element[0].scalar<std::string>(), {.channels = 3}));
-                return Element{std::move(image), std::move(element[1])};
+                absl::StatusOr<Tensor> image =
+                    DecodeJpeg(element[0].scalar<std::string>(), {.channels = 3});
+                if (!image.ok()) return FromSource(image.status(), element);
+                return Element{*std::move(image), std::move(element[1])};
               },
               {.num_parallel_calls = config.parallelism})
           .Snapshot(config.snapshot)
@@ -84,7 +100,7 @@ absl::StatusOr<Dataset> SnapshotPipeline(const ImageNetPipelineOptions& config, 
   return dataset.Batch(config.batch_size).Prefetch().WithOptions(options);
 }
 
-// {encoded JPEG, label, its size} from each file of a folder of class folders.
+// {encoded JPEG, label, its size, path, -1} from each file of a folder of class folders.
 absl::StatusOr<Dataset> FolderRecords(const ImageNetPipelineOptions& config) {
   SLUICE_ASSIGN_OR_RETURN(const data::ImageDirectoryIndex index,
                           data::IndexImageDirectory(config.images_dir, {}));
@@ -97,26 +113,41 @@ absl::StatusOr<Dataset> FolderRecords(const ImageNetPipelineOptions& config) {
           [](Element element) -> absl::StatusOr<Element> {
             SLUICE_ASSIGN_OR_RETURN(Tensor bytes, ReadFile(element[0].scalar<std::string>()));
             const int64_t size = static_cast<int64_t>(bytes.scalar<std::string>().size());
-            return Element{std::move(bytes), std::move(element[1]), Tensor::Scalar<int64_t>(size)};
+            return Element{std::move(bytes), std::move(element[1]), Tensor::Scalar<int64_t>(size),
+                           std::move(element[0]), Tensor::Scalar<int64_t>(-1)};
           },
           {.num_parallel_calls = config.parallelism});
 }
 
-// {encoded JPEG, label, the record's size} from each record of the TFRecord files.
+// {encoded JPEG, label, the record's size, file, index} from each record of the TFRecord files.
 absl::StatusOr<Dataset> TFRecordRecords(const ImageNetPipelineOptions& config) {
   FeatureSpec spec;
   spec.features.push_back({"image/encoded", FixedLenFeature{DType::kBytes, {}}});
   spec.features.push_back({"image/class/label", FixedLenFeature{DType::kInt64, {}}});
   SLUICE_ASSIGN_OR_RETURN(ExampleParser parser, ExampleParser::Create(std::move(spec)));
   return Dataset::ListFiles(config.files)
-      .Interleave([](const std::string& file) { return Dataset::TFRecord(file); },
-                  {.cycle_length = kAutotune, .block_length = 1, .num_parallel_calls = kAutotune})
+      .Interleave(
+          [](const std::string& file) {
+            const Tensor name = Tensor::Scalar<std::string>(file);
+            return Dataset::TFRecord(file, {.with_index = true}).Map([name](Element element) {
+              element.push_back(name);
+              return element;  // {record, index, file}
+            });
+          },
+          {.cycle_length = kAutotune, .block_length = 1, .num_parallel_calls = kAutotune})
       .Map(
           [parser](Element element) -> absl::StatusOr<Element> {
             const std::string& record = element[0].scalar<std::string>();
-            SLUICE_ASSIGN_OR_RETURN(Element parsed, parser.Parse(record));
-            parsed.push_back(Tensor::Scalar<int64_t>(static_cast<int64_t>(record.size())));
-            return parsed;  // {encoded, label, record size}
+            absl::StatusOr<Element> parsed = parser.Parse(record);
+            if (!parsed.ok()) {
+              return WithContext(parsed.status(),
+                                 absl::StrCat(element[2].scalar<std::string>(), ": record ",
+                                              element[1].scalar<int64_t>(), ": "));
+            }
+            parsed->push_back(Tensor::Scalar<int64_t>(static_cast<int64_t>(record.size())));
+            parsed->push_back(std::move(element[2]));
+            parsed->push_back(std::move(element[1]));
+            return parsed;  // {encoded, label, record size, file, index}
           },
           {.num_parallel_calls = config.parallelism});
 }
@@ -129,9 +160,10 @@ Dataset DecodeOnly(const ImageNetPipelineOptions& config, Dataset records,
   Dataset dataset = records.Map(
       [record_bytes, pool](Element element) -> absl::StatusOr<Element> {
         record_bytes->fetch_add(element[2].scalar<int64_t>(), std::memory_order_relaxed);
-        SLUICE_ASSIGN_OR_RETURN(Tensor image, DecodeJpeg(element[0].scalar<std::string>(),
-                                                         {.channels = 3, .pool = pool.get()}));
-        return Element{std::move(image), std::move(element[1])};
+        absl::StatusOr<Tensor> image =
+            DecodeJpeg(element[0].scalar<std::string>(), {.channels = 3, .pool = pool.get()});
+        if (!image.ok()) return FromSource(image.status(), element);
+        return Element{*std::move(image), std::move(element[1])};
       },
       {.num_parallel_calls = config.parallelism});
   if (config.shuffle > 0) dataset = dataset.Shuffle(config.shuffle);
@@ -153,11 +185,11 @@ absl::StatusOr<Dataset> CropAndBatch(const ImageNetPipelineOptions& config, Data
         // The crop and the flip draw from distinct streams of the same seed (ops/counter_rng.h);
         // flip and normalize are fused into the resize: bitwise RandomFlipLeftRight then
         // Normalize, one pass over the output.
-        SLUICE_ASSIGN_OR_RETURN(
-            Tensor image,
+        absl::StatusOr<Tensor> image =
             DecodeAndRandomResizedCrop(element[0].scalar<std::string>(), size, size, context.seed,
-                                       {}, IntoBatchRow(context.seed, table, &out)));
-        return Element{std::move(image), std::move(element[1])};
+                                       {}, IntoBatchRow(context.seed, table, &out));
+        if (!image.ok()) return FromSource(image.status(), element);
+        return Element{*std::move(image), std::move(element[1])};
       },
       {.num_parallel_calls = config.parallelism});
   if (config.shuffle > 0) dataset = dataset.Shuffle(config.shuffle);

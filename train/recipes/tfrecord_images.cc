@@ -2,11 +2,16 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "io/glob.h"
+#include "io/proto/example.pb.h"
+#include "io/tfrecord_reader.h"
 #include "train/data/image_dataset.h"
 #include "train/recipes/count_records.h"
 
@@ -16,6 +21,37 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int64_t kClasses = 10;
+
+// What these pipelines train on, and where other images go: said when a record's size is not
+// the first record's.
+constexpr char kSizeHint[] =
+    " (the first record's): --data trains on images of one size, as `sluice convert "
+    "fashion-mnist` writes them; for a folder of class folders of JPEGs of any size, train on "
+    "the folder itself: --images ROOT --image-size N";
+
+// The height and width the first record of `pattern`'s first file declares (image/height and
+// image/width, which `sluice convert` writes): the size every image must share, so that a photo
+// of another is named by its record instead of failing its batch. {0, 0} when there is no such
+// record or it declares no size (any writer's records are taken as they were before).
+std::pair<int64_t, int64_t> FirstRecordSize(const std::string& pattern) {
+  absl::StatusOr<std::vector<std::string>> files = Glob(pattern);
+  if (!files.ok() || files->empty()) return {0, 0};
+  absl::StatusOr<std::unique_ptr<TFRecordReader>> reader =
+      TFRecordReader::Open(files->front(), {.skip_corrupt = true});
+  std::string record;
+  if (!reader.ok() || !(*reader)->ReadRecord(&record).value_or(false)) return {0, 0};
+  proto::Example example;
+  if (!example.ParseFromString(record)) return {0, 0};
+  const auto size = [&](const std::string& key) -> int64_t {
+    const auto& features = example.features().feature();
+    const auto found = features.find(key);
+    if (found == features.end() || found->second.int64_list().value_size() != 1) return 0;
+    return found->second.int64_list().value(0);
+  };
+  const int64_t height = size("image/height"), width = size("image/width");
+  if (height <= 0 || width <= 0) return {0, 0};
+  return {height, width};
+}
 
 // `sluice convert` writes the class names beside the records: numbers when there are none. Other
 // than 10 is `sluice convert images`' output of another data set, which these fixed 28 x 28
@@ -52,12 +88,16 @@ absl::StatusOr<LabeledImages> TFRecordImages(const TFRecordImagesOptions& option
     return absl::NotFoundError(absl::StrCat("no training records in ", train_files,
                                             " (make them with `sluice convert fashion-mnist`)"));
   }
+  const std::pair<int64_t, int64_t> size = FirstRecordSize(train_files);
   SLUICE_ASSIGN_OR_RETURN(Dataset train, data::MakeImageDataset({.files = train_files,
                                                                  .batch_size = options.batch_size,
                                                                  .channels = 1,
                                                                  .shuffle_buffer = 10000,
                                                                  .augment = options.augmentation ==
                                                                             Augmentation::kPadCrop,
+                                                                 .height = size.first,
+                                                                 .width = size.second,
+                                                                 .size_hint = kSizeHint,
                                                                  .limit = options.limit,
                                                                  .skip_errors = options.skip_errors,
                                                                  .on_skipped = options.on_skipped,
@@ -68,6 +108,9 @@ absl::StatusOr<LabeledImages> TFRecordImages(const TFRecordImagesOptions& option
   SLUICE_ASSIGN_OR_RETURN(Dataset test, data::MakeImageDataset({.files = test_files,
                                                                 .batch_size = 256,
                                                                 .channels = 1,
+                                                                .height = size.first,
+                                                                .width = size.second,
+                                                                .size_hint = kSizeHint,
                                                                 .skip_errors = options.skip_errors,
                                                                 .on_skipped = options.on_skipped,
                                                                 .seed = options.seed}));

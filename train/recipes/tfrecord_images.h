@@ -32,7 +32,9 @@ struct TFRecordImagesOptions {
 
 // data::MakeImageDataset over dir/train-*.tfrecord (shuffled with a buffer of 10,000, augmented)
 // and dir/test-*.tfrecord, their records counted (CountRecords) and the class names read from
-// labels.txt ("0" to "9" when it is missing or does not hold 10 lines). NotFound when there are no
+// labels.txt ("0" to "9" when it is missing; FailedPrecondition when it names other than 10
+// classes). Every image must have the size the first training record declares: one of another
+// size fails naming its record (or is skipped with skip_errors). NotFound when there are no
 // training records.
 absl::StatusOr<LabeledImages> TFRecordImages(const TFRecordImagesOptions& options);
 

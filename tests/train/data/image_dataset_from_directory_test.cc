@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "ops/encode_jpeg.h"
 #include "tests/dataset/test_util.h"
 #include "tests/ops/image_test_util.h"
+#include "tests/skipped_log.h"
 #include "tests/temp_dir.h"
 
 namespace sluice::train::data {
@@ -25,6 +25,7 @@ using ::sluice::testing::Collect;
 using ::sluice::testing::MakeImage;
 using ::sluice::testing::PhotoJpegs;
 using ::sluice::testing::ScopedTempDir;
+using ::sluice::testing::SkippedLog;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Options = ImageDirectoryOptions;
@@ -217,6 +218,33 @@ TEST_F(ImageDatasetFromDirectoryTest, SplitsAreDisjointAndCoverEveryFile) {
   EXPECT_EQ((*batches)[0][0].dim(0), 3);
 }
 
+TEST_F(ImageDatasetFromDirectoryTest, BothSubsetsFromOneCallAreTheTwoCallsSubsets) {
+  Options o = Quiet();
+  o.seed = 1234;
+  o.validation_split = 0.4;
+  auto both = ImageDatasetsFromDirectory(dir_.path(), o);
+  ASSERT_TRUE(both.ok()) << both.status();
+  o.subset = Options::Subset::kTraining;
+  auto training = ImageDatasetFromDirectory(dir_.path(), o);
+  o.subset = Options::Subset::kValidation;
+  auto validation = ImageDatasetFromDirectory(dir_.path(), o);
+  ASSERT_TRUE(training.ok() && validation.ok());
+  EXPECT_EQ(both->first.files, training->files);
+  EXPECT_EQ(both->second.files, validation->files);
+  EXPECT_EQ(both->second.class_names, validation->class_names);
+  auto batches = Collect(both->second.dataset);
+  ASSERT_TRUE(batches.ok()) << batches.status();
+  ASSERT_EQ(batches->size(), 1u);
+  EXPECT_EQ((*batches)[0][0].dim(0), 2);
+  // It makes both subsets itself, from a split.
+  EXPECT_THAT(ImageDatasetsFromDirectory(dir_.path(), o).status().message(),
+              HasSubstr("leave subset unset"));
+  o.subset = Options::Subset::kAll;
+  o.validation_split = 0;
+  EXPECT_THAT(ImageDatasetsFromDirectory(dir_.path(), o).status().message(),
+              HasSubstr("needs a validation_split"));
+}
+
 TEST_F(ImageDatasetFromDirectoryTest, ShuffleIsSeededAndReshufflesEachEpoch) {
   Options o = Quiet();
   o.batch_size = std::nullopt;
@@ -309,18 +337,15 @@ TEST_F(ImageDatasetFromDirectoryTest, ABadFileIsNamedOrSkippedAndCounted) {
   ASSERT_FALSE(failed.ok());
   EXPECT_THAT(failed.status().message(), HasSubstr(Path("dogs/broken.jpg")));
 
-  std::vector<std::string> skipped;
-  std::mutex mu;
+  SkippedLog log;
   o.skip_errors = true;
-  o.on_skipped = [&](const absl::Status& s) {
-    std::lock_guard<std::mutex> lock(mu);
-    skipped.push_back(std::string(s.message()));
-  };
+  o.on_skipped = log.Callback();
   ds = ImageDatasetFromDirectory(dir_.path(), o);
   ASSERT_TRUE(ds.ok()) << ds.status();
   auto elements = Collect(ds->dataset);
   ASSERT_TRUE(elements.ok()) << elements.status();
   EXPECT_EQ(elements->size(), 5u);
+  std::vector<std::string> skipped = log.messages();
   ASSERT_EQ(skipped.size(), 2u);
   std::sort(skipped.begin(), skipped.end());
   EXPECT_THAT(skipped[0], HasSubstr(Path("dogs/broken.jpg")));

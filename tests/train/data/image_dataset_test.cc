@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/mutex.h"
 #include "dataset/iterator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -17,10 +16,12 @@
 #include "io/feature_spec.h"
 #include "io/tfrecord_writer.h"
 #include "ops/decode_jpeg.h"
+#include "tests/skipped_log.h"
 
 namespace sluice::train::data {
 namespace {
 
+using ::sluice::testing::SkippedLog;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
@@ -36,23 +37,6 @@ std::vector<Element> ReadAll(const Dataset& dataset) {
   }
   return out;
 }
-
-// The errors a pipeline skipped, from whichever thread skipped them.
-class SkippedLog {
- public:
-  void Add(const absl::Status& why) {
-    MutexLock l(&mu_);
-    messages_.emplace_back(why.message());
-  }
-  std::vector<std::string> messages() const {
-    MutexLock l(&mu_);
-    return messages_;
-  }
-
- private:
-  mutable Mutex mu_;
-  std::vector<std::string> messages_ ABSL_GUARDED_BY(mu_);
-};
 
 class ImageDatasetTest : public ::testing::Test {
  protected:
@@ -227,7 +211,7 @@ TEST_F(ImageDatasetTest, ACorruptRecordIsSkippedAndTheFileReadsOn) {
   auto lenient = MakeImageDataset({.files = path,
                                    .batch_size = 1,
                                    .skip_errors = true,
-                                   .on_skipped = [&](const absl::Status& why) { skipped.Add(why); },
+                                   .on_skipped = skipped.Callback(),
                                    .num_parallel_calls = 1});
   ASSERT_TRUE(lenient.ok());
   std::vector<int64_t> labels;

@@ -34,17 +34,20 @@ inline std::vector<Element> ReadAll(const Dataset& dataset) {
   return out;
 }
 
-// A TFRecord file of `count` raw-format grayscale images of 4x6 pixels, image i labeled i % 10,
-// its pixels all (i * 25) % 256.
-inline void WriteRawImages(const std::string& path, int count) {
+// A TFRecord file of `count` raw-format grayscale images of `height` x `width` pixels (4x6 by
+// default), image i labeled i % 10, its pixels all (i * 25) % 256.
+inline void WriteRawImages(const std::string& path, int count, int64_t height = 4,
+                           int64_t width = 6) {
   auto writer = TFRecordWriter::Open(path);
   ASSERT_TRUE(writer.ok()) << writer.status();
   for (int i = 0; i < count; ++i) {
     ExampleBuilder example;
-    example.AddBytes("image/encoded", {std::string(24, static_cast<char>((i * 25) % 256))})
+    example
+        .AddBytes("image/encoded", {std::string(static_cast<size_t>(height * width),
+                                                static_cast<char>((i * 25) % 256))})
         .AddInt64("image/class/label", {i % 10})
-        .AddInt64("image/height", {4})
-        .AddInt64("image/width", {6})
+        .AddInt64("image/height", {height})
+        .AddInt64("image/width", {width})
         .AddBytes("image/format", {"raw"});
     ASSERT_TRUE((*writer)->Write(example.Serialize()).ok());
   }

@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/skipped_log.h"
 #include "tests/temp_dir.h"
 #include "tests/train/recipes/recipe_test_util.h"
 
@@ -12,6 +13,7 @@ namespace sluice::train::recipes {
 namespace {
 
 using ::sluice::testing::ScopedTempDir;
+using ::sluice::testing::SkippedLog;
 using ::sluice::train::recipes::testing::ReadAll;
 using ::sluice::train::recipes::testing::WriteRawImages;
 using ::testing::ElementsAre;
@@ -92,6 +94,29 @@ TEST_F(TFRecordImagesTest, ALabelsFileOfAnotherDataSetPointsToImages) {
   EXPECT_TRUE(absl::IsFailedPrecondition(images.status())) << images.status();
   EXPECT_THAT(images.status().message(), HasSubstr("labels.txt names 2 classes"));
   EXPECT_THAT(images.status().message(), HasSubstr("--images ROOT --image-size N"));
+}
+
+// Images of another size than the first record's (a photo set's shards) fail naming their record
+// and what to train on instead, not their batch with mismatched shapes; skipped with skip_errors.
+TEST_F(TFRecordImagesTest, AnImageOfAnotherSizeIsNamedByItsRecord) {
+  ASSERT_NO_FATAL_FAILURE(
+      WriteRawImages(dir_.File("train-00001-of-00002.tfrecord"), 10, /*height=*/3, /*width=*/8));
+  absl::StatusOr<LabeledImages> images = TFRecordImages({.dir = dir_.path(), .batch_size = 8});
+  ASSERT_TRUE(images.ok()) << images.status();
+  absl::Status failed;
+  auto it = images->train.MakeIterator();
+  for (int i = 0; i < 10 && failed.ok(); ++i) failed = it->GetNext().status();
+  EXPECT_TRUE(absl::IsInvalidArgument(failed)) << failed;
+  EXPECT_THAT(failed.message(), HasSubstr("train-00001-of-00002.tfrecord: record "));
+  EXPECT_THAT(failed.message(), HasSubstr(": a 3 x 8 image, not 4 x 6 (the first record's)"));
+  EXPECT_THAT(failed.message(), HasSubstr("--images ROOT --image-size N"));
+
+  SkippedLog skipped;  // called from the pipeline's threads
+  images = TFRecordImages(
+      {.dir = dir_.path(), .batch_size = 8, .skip_errors = true, .on_skipped = skipped.Callback()});
+  ASSERT_TRUE(images.ok()) << images.status();
+  EXPECT_EQ(Images(images->train), 20);
+  EXPECT_EQ(skipped.messages().size(), 10u);
 }
 
 TEST(TFRecordImagesErrorsTest, AFolderWithoutRecordsIsNamed) {
