@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "io/compression.h"
 #include "io/glob.h"
 #include "io/proto/example.pb.h"
 #include "io/tfrecord_reader.h"
@@ -32,12 +33,13 @@ constexpr char kSizeHint[] =
 // The height and width the first record of `pattern`'s first file declares (image/height and
 // image/width, which `sluice convert` writes): the size every image must share, so that a photo
 // of another is named by its record instead of failing its batch. {0, 0} when there is no such
-// record or it declares no size (any writer's records are taken as they were before).
+// readable record or it declares no size (any writer's records are then taken as they come).
 std::pair<int64_t, int64_t> FirstRecordSize(const std::string& pattern) {
   absl::StatusOr<std::vector<std::string>> files = Glob(pattern);
   if (!files.ok() || files->empty()) return {0, 0};
+  // Not skip_corrupt: a bad first record would have the reader scan on; the pipeline names it.
   absl::StatusOr<std::unique_ptr<TFRecordReader>> reader =
-      TFRecordReader::Open(files->front(), {.skip_corrupt = true});
+      TFRecordReader::Open(files->front(), {.compression = GuessCompression(files->front())});
   std::string record;
   if (!reader.ok() || !(*reader)->ReadRecord(&record).value_or(false)) return {0, 0};
   proto::Example example;
