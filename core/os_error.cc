@@ -13,7 +13,7 @@ constexpr char kErrnoPayloadUrl[] = "sluice/errno";
 
 }  // namespace
 
-absl::Status OsError(int error_number, absl::string_view message) {
+absl::Status OsErrorWithMessage(int error_number, absl::string_view message) {
   return WithErrno(absl::ErrnoToStatus(error_number, message), error_number);
 }
 

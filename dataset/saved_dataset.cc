@@ -409,7 +409,7 @@ absl::StatusOr<bool> InvalidateSaved(const std::string& dir, const std::string& 
   fs::rename(from, to, ec);
   if (ec == std::errc::no_such_file_or_directory) return false;  // another reader was first
   if (ec) {
-    return OsError(ec.value(), absl::StrCat("cannot rename ", from.string(), " to ", to.string()));
+    return OsError(ec.value(), "cannot rename ", from.string(), " to ", to.string());
   }
   return true;
 }

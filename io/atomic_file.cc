@@ -28,12 +28,12 @@ absl::Status SyncDirectoryOf(const std::string& path) {
                           : slash == 0               ? "/"
                                                      : path.substr(0, slash);
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return OsError(errno, absl::StrCat(dir, ": cannot open to sync"));
+  if (fd < 0) return OsError(errno, dir, ": cannot open to sync");
   const int rc = ::fsync(fd);
   const int err = errno;
   ::close(fd);
   // Some file systems cannot sync a directory (EINVAL); the rename has happened either way.
-  if (rc != 0 && err != EINVAL) return OsError(err, absl::StrCat(dir, ": fsync"));
+  if (rc != 0 && err != EINVAL) return OsError(err, dir, ": fsync");
   return absl::OkStatus();
 }
 
@@ -75,7 +75,7 @@ absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(std::string path,
           new AtomicFile(std::move(path), std::move(temp), fd, options));
     }
     if (errno != EEXIST && errno != EINTR) {
-      return OsError(errno, absl::StrCat(path, ": cannot create temporary file ", temp));
+      return OsError(errno, path, ": cannot create temporary file ", temp);
     }
   }
   return absl::AlreadyExistsError(
@@ -103,7 +103,7 @@ absl::Status AtomicFile::WriteAll(const char* data, size_t n) {
     const ssize_t wrote = ::write(fd_, data, n);
     if (wrote < 0) {
       if (errno == EINTR) continue;
-      return Fail(OsError(errno, absl::StrCat(temp_path_, ": write failed")));
+      return Fail(OsError(errno, temp_path_, ": write failed"));
     }
     data += wrote;
     n -= static_cast<size_t>(wrote);
@@ -125,7 +125,7 @@ absl::Status AtomicFile::Park() {
   buffer_.reset();
   // close() can report a deferred write error (NFS): it counts.
   if (::close(fd) != 0) {
-    return Fail(OsError(errno, absl::StrCat(temp_path_, ": close failed")));
+    return Fail(OsError(errno, temp_path_, ": close failed"));
   }
   return absl::OkStatus();
 }
@@ -135,7 +135,7 @@ absl::Status AtomicFile::Unpark() {
   do {
     fd = ::open(temp_path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   } while (fd < 0 && errno == EINTR);
-  if (fd < 0) return Fail(OsError(errno, absl::StrCat(temp_path_, ": cannot reopen")));
+  if (fd < 0) return Fail(OsError(errno, temp_path_, ": cannot reopen"));
   fd_ = fd;
   parked_ = false;
   buffer_ = std::make_unique_for_overwrite<char[]>(options_.buffer_size);
@@ -171,16 +171,16 @@ absl::Status AtomicFile::Commit() {
   }
   absl::Status status = Flush();
   if (status.ok() && options_.sync && ::fsync(fd_) != 0) {
-    status = OsError(errno, absl::StrCat(temp_path_, ": fsync failed"));
+    status = OsError(errno, temp_path_, ": fsync failed");
   }
   // close() can report a deferred write error (NFS): it counts.
   if (::close(fd_) != 0 && status.ok()) {
-    status = OsError(errno, absl::StrCat(temp_path_, ": close failed"));
+    status = OsError(errno, temp_path_, ": close failed");
   }
   fd_ = -1;
   CrashPoint("atomic_file_commit");  // crash tests: the data written, not yet in place
   if (status.ok() && ::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    status = OsError(errno, absl::StrCat("cannot rename ", temp_path_, " to ", path_));
+    status = OsError(errno, "cannot rename ", temp_path_, " to ", path_);
   }
   if (!status.ok()) {
     ::unlink(temp_path_.c_str());

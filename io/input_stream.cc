@@ -46,7 +46,7 @@ absl::StatusOr<size_t> FileInputStream::Read(char* dst, size_t n) {
   while (true) {
     const ssize_t got = ::read(fd_, dst, n);
     if (got >= 0) return static_cast<size_t>(got);
-    if (errno != EINTR) return OsError(errno, absl::StrCat(path_, ": read failed"));
+    if (errno != EINTR) return OsError(errno, path_, ": read failed");
   }
 }
 
@@ -55,7 +55,7 @@ absl::StatusOr<size_t> FileInputStream::ReadThen(char* dst, size_t n, char* then
   while (true) {
     const ssize_t got = ::readv(fd_, iov, then_n > 0 ? 2 : 1);
     if (got >= 0) return static_cast<size_t>(got);
-    if (errno != EINTR) return OsError(errno, absl::StrCat(path_, ": read failed"));
+    if (errno != EINTR) return OsError(errno, path_, ": read failed");
   }
 }
 
@@ -71,13 +71,13 @@ absl::StatusOr<size_t> ReadUpTo(InputStream& in, char* dst, size_t n) {
 
 absl::StatusOr<uint64_t> FileInputStream::Size() const {
   struct stat st;
-  if (::fstat(fd_, &st) != 0) return OsError(errno, absl::StrCat(path_, ": fstat"));
+  if (::fstat(fd_, &st) != 0) return OsError(errno, path_, ": fstat");
   return static_cast<uint64_t>(st.st_size);
 }
 
 absl::Status FileInputStream::Seek(uint64_t offset) {
   if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0) {
-    return OsError(errno, absl::StrCat(path_, ": cannot seek to offset ", offset));
+    return OsError(errno, path_, ": cannot seek to offset ", offset);
   }
   return absl::OkStatus();
 }

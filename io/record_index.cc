@@ -58,7 +58,7 @@ absl::StatusOr<size_t> PreadFully(int fd, struct iovec* iov, int count, uint64_t
     const ssize_t got = ::preadv(fd, iov, count, static_cast<off_t>(offset + total));
     if (got < 0) {
       if (errno == EINTR) continue;
-      return OsError(errno, absl::StrCat(path, ": read at offset ", offset + total));
+      return OsError(errno, path, ": read at offset ", offset + total);
     }
     if (got == 0) break;
     total += static_cast<size_t>(got);

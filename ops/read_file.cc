@@ -17,7 +17,7 @@ namespace sluice {
 namespace {
 
 absl::Status Errno(int error, const std::string& path, absl::string_view what) {
-  return OsError(error, absl::StrCat(path, ": ", what));
+  return OsError(error, path, ": ", what);
 }
 
 // Closes the descriptor on every return path.

@@ -129,17 +129,23 @@ void ThrowStatus(const absl::Status& status) {
     throw py::error_already_set();
   }
   const std::string message(status.message());
+  const py::handle type = ExceptionTypeFor(status.code());
+  // Paths need not be UTF-8: their bytes come back as Python's file functions give them.
+  py::object text = py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(
+      message.data(), static_cast<Py_ssize_t>(message.size()), "surrogateescape"));
+  if (!text) throw py::error_already_set();
   if (const std::optional<int> error_number = ErrnoOf(status);
-      error_number && status.code() != absl::StatusCode::kDataLoss) {
-    // As Python's own file functions raise: OSError(errno, message) is the subclass the number
-    // names (IsADirectoryError, PermissionError, ...), with .errno set.
-    PyObject* error = PyObject_CallFunction(PyExc_OSError, "is", *error_number, message.c_str());
-    if (error == nullptr) throw py::error_already_set();
-    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error)), error);
-    Py_DECREF(error);
+      error_number && type.ptr() == PyExc_RuntimeError) {
+    // An OS error whose code says little (FailedPrecondition, Unknown): OSError(errno, message)
+    // is the subclass Python's own file functions raise for the number (IsADirectoryError for
+    // EISDIR, plain OSError for EIO), with .errno set. Codes with a type of their own keep it.
+    py::object error = py::reinterpret_steal<py::object>(
+        PyObject_CallFunction(PyExc_OSError, "iO", *error_number, text.ptr()));
+    if (!error) throw py::error_already_set();
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
     throw py::error_already_set();
   }
-  PyErr_SetString(ExceptionTypeFor(status.code()).ptr(), message.c_str());
+  PyErr_SetObject(type.ptr(), text.ptr());
   throw py::error_already_set();
 }
 

@@ -512,8 +512,7 @@ absl::Status WriteImageShards(const ImagesArgs& args, const std::vector<ImageFil
   conversion.shards = writer.num_shards();
   if (conversion.shards < args.shards) {
     std::fprintf(stderr,
-                 "sluice convert images: %zu files: writing %d shards, not %d (a shard is never "
-                 "empty)\n",
+                 "sluice convert images: %zu files: writing %d shards, not %d (one per file)\n",
                  files.size(), conversion.shards, args.shards);
   }
   Progress progress("convert images");

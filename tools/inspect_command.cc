@@ -231,7 +231,8 @@ FileResult InspectFile(const std::string& path, const InspectOptions& options) {
 
   result.records = reader.records_read() - reader.records_skipped();
   result.skipped = reader.records_skipped();
-  if (!error.has_value() && result.records == 0 && result.skipped > 0) {
+  const bool read_through = !error.has_value();
+  if (read_through && result.records == 0 && result.skipped > 0) {
     // Nothing but skipped bytes: not a TFRecord file (or corrupt throughout), not an empty one.
     error = absl::StrCat(path, ": no valid record, ", result.skipped,
                          " skipped: not a TFRecord file, or corrupt throughout (compression: ",
@@ -241,6 +242,10 @@ FileResult InspectFile(const std::string& path, const InspectOptions& options) {
   if (error.has_value()) PrintError(*error);
   if (options.json) {
     PrintOut(SummaryJson(path, result, compression, error.has_value() ? &*error : nullptr) + "\n");
+  } else if (error.has_value() && read_through) {
+    PrintOut(absl::StrCat("  0 records, ", result.skipped,
+                          " skipped: no valid record (compression: ", CompressionName(compression),
+                          ")\n"));
   } else if (error.has_value()) {
     PrintOut(absl::StrCat("  stopped by an error after ", result.records, " records, ",
                           result.skipped, " skipped (compression: ", CompressionName(compression),

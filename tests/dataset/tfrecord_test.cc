@@ -186,6 +186,12 @@ TEST(TFRecordTest, WithIndexGivesEachRecordsIndexInItsFile) {
               ElementsAreArray({0, 1, 2}));  // each file counts from 0
   testing::ExpectCheckpointsResumeExactly(ds, {0, 40, 41, 60, 99, 101});
   EXPECT_THAT(ds.DebugString(), HasSubstr("with_index"));
+  // A Shuffle's checkpoint keeps its buffer as record positions and reads them again on restore
+  // (a seek per record): the indices come back with them.
+  testing::ExpectCheckpointsResumeExactly(
+      Dataset::TFRecord(corrupt, {.skip_corrupt = true, .with_index = true})
+          .Shuffle(30, {.seed = 4}),
+      {0, 20, 45, 70});
 }
 
 TEST(TFRecordTest, WithIndexReadsOneFileAtATime) {

@@ -355,7 +355,7 @@ TEST(ConvertImagesTest, MoreShardsThanFilesWritesOneShardPerFile) {
   CliResult r = ConvertImages(root, out, "--shards 10 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"shards\": 6"));
-  EXPECT_THAT(r.err, HasSubstr("6 files: writing 6 shards, not 10 (a shard is never empty)"));
+  EXPECT_THAT(r.err, HasSubstr("6 files: writing 6 shards, not 10 (one per file)"));
   std::vector<size_t> counts;
   EXPECT_EQ(ReadShards(out, "train", 6, &counts).size(), 6u);
   EXPECT_THAT(counts, ElementsAre(1, 1, 1, 1, 1, 1));

@@ -198,6 +198,7 @@ TEST(InspectTest, SkipCorruptOfAFileWithNoValidRecordFails) {
   CliResult r = Inspect("--skip-corrupt " + ShellQuote(text));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_THAT(r.err, HasSubstr(text + ": no valid record, 1 skipped: not a TFRecord file"));
+  EXPECT_THAT(r.out, HasSubstr("  0 records, 1 skipped: no valid record"));  // read to its end
   // An empty file is an empty TFRecord file, not a wrong one.
   const std::string empty = TempPath("empty.tfrecord");
   std::ofstream(empty).close();

@@ -75,6 +75,10 @@ absl::StatusOr<Dataset> MakeImageDataset(const ImageDatasetOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("channels must be 1 or 3, not ", options.channels));
   }
+  if ((options.height > 0) != (options.width > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("set both or neither of height and width, not ",
+                                                   options.height, " and ", options.width));
+  }
   if (options.batch_size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("batch_size must be at least 1, not ", options.batch_size));

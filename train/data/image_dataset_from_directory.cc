@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -42,7 +43,7 @@ bool IsImageFile(const std::string& name) {
 }
 
 absl::Status FsError(const std::error_code& error, const std::string& path) {
-  return OsError(error.value(), absl::StrCat(path, ": ", error.message()));
+  return OsError(error.value(), path);  // "path: strerror"
 }
 
 // Appends the image files under `dir` in Keras' order (sorted(os.walk(dir)), then sorted names):
@@ -98,7 +99,7 @@ absl::Status CheckOptions(const Options& o) {
   if (o.validation_split > 0 && o.shuffle && !o.seed.has_value()) {
     return absl::InvalidArgumentError(
         "validation_split with shuffle needs a seed, so that the training and validation "
-        "subsets (made by two calls) are disjoint");
+        "subsets are disjoint (as Keras asks, for two calls or for subset=\"both\")");
   }
   if (!o.class_names.empty() && o.labels != Options::Labels::kInferred) {
     return absl::InvalidArgumentError("class_names applies to inferred labels only");
@@ -117,8 +118,9 @@ absl::StatusOr<ImageDirectoryIndex> IndexImageDirectory(const std::string& direc
   if (!fs::is_directory(directory, error)) {
     if (error && error != std::errc::no_such_file_or_directory) return FsError(error, directory);
     if (fs::exists(directory, error)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(directory, ": not a directory (a folder of one folder per class)"));
+      return WithErrno(absl::FailedPreconditionError(absl::StrCat(
+                           directory, ": not a directory (a folder of one folder per class)")),
+                       ENOTDIR);
     }
     return absl::NotFoundError(absl::StrCat(directory, ": no such directory"));
   }
@@ -363,8 +365,8 @@ absl::StatusOr<std::pair<ImageDirectoryDataset, ImageDirectoryDataset>> ImageDat
         "validation_split");
   }
   if (!(options.validation_split > 0)) {
-    return absl::InvalidArgumentError(
-        "subset=\"both\" needs a validation_split in (0, 1), not 0 (Keras' rule)");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "subset=\"both\" needs a validation_split in (0, 1), not ", options.validation_split));
   }
   Options training = options;
   training.subset = Options::Subset::kTraining;

@@ -170,7 +170,7 @@ absl::Status SaveModel(layers::Module& model, const Shape& input_shape, const st
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error) {
-    return OsError(error.value(), absl::StrCat(dir, ": cannot create: ", error.message()));
+    return OsError(error.value(), dir, ": cannot create");
   }
   // The weights first: a model.pb always has weights beside it (if perhaps newer ones, which
   // LoadModel then refuses by name and shape when they do not fit).

@@ -23,27 +23,33 @@ namespace fs = std::filesystem;
 
 constexpr int64_t kClasses = 10;
 
-// What these pipelines train on, and where other images go: said when a record's size is not
-// the first record's.
-constexpr char kSizeHint[] =
-    " (the first record's): --data trains on images of one size, as `sluice convert "
-    "fashion-mnist` writes them; for a folder of class folders of JPEGs of any size, train on "
-    "the folder itself: --images ROOT --image-size N";
+// The size every image must share: what the first training record declares.
+struct FirstRecord {
+  int64_t height = 0, width = 0;  // 0: no check
+  std::string file;
+  // What --data trains on, and where other images go: said when a record's size is not this.
+  std::string Hint() const {
+    return absl::StrCat(" (record 0 of ", file,
+                        "'s): --data trains on images of one size, as `sluice convert "
+                        "fashion-mnist` writes them; for a folder of class folders of JPEGs of "
+                        "any size, train on the folder itself: --images ROOT --image-size N");
+  }
+};
 
 // The height and width the first record of `pattern`'s first file declares (image/height and
-// image/width, which `sluice convert` writes): the size every image must share, so that a photo
-// of another is named by its record instead of failing its batch. {0, 0} when there is no such
-// readable record or it declares no size (any writer's records are then taken as they come).
-std::pair<int64_t, int64_t> FirstRecordSize(const std::string& pattern) {
+// image/width, which `sluice convert` writes), so that a photo of another size is named by its
+// record instead of failing its batch. No size when there is no readable first record or it
+// declares none (any writer's records are then taken as they come).
+FirstRecord FirstRecordSize(const std::string& pattern) {
   absl::StatusOr<std::vector<std::string>> files = Glob(pattern);
-  if (!files.ok() || files->empty()) return {0, 0};
+  if (!files.ok() || files->empty()) return {};
   // Not skip_corrupt: a bad first record would have the reader scan on; the pipeline names it.
   absl::StatusOr<std::unique_ptr<TFRecordReader>> reader =
       TFRecordReader::Open(files->front(), {.compression = GuessCompression(files->front())});
   std::string record;
-  if (!reader.ok() || !(*reader)->ReadRecord(&record).value_or(false)) return {0, 0};
+  if (!reader.ok() || !(*reader)->ReadRecord(&record).value_or(false)) return {};
   proto::Example example;
-  if (!example.ParseFromString(record)) return {0, 0};
+  if (!example.ParseFromString(record)) return {};
   const auto size = [&](const std::string& key) -> int64_t {
     const auto& features = example.features().feature();
     const auto found = features.find(key);
@@ -51,8 +57,8 @@ std::pair<int64_t, int64_t> FirstRecordSize(const std::string& pattern) {
     return found->second.int64_list().value(0);
   };
   const int64_t height = size("image/height"), width = size("image/width");
-  if (height <= 0 || width <= 0) return {0, 0};
-  return {height, width};
+  if (height <= 0 || width <= 0) return {};
+  return {height, width, files->front()};
 }
 
 // `sluice convert` writes the class names beside the records: numbers when there are none. Other
@@ -90,16 +96,17 @@ absl::StatusOr<LabeledImages> TFRecordImages(const TFRecordImagesOptions& option
     return absl::NotFoundError(absl::StrCat("no training records in ", train_files,
                                             " (make them with `sluice convert fashion-mnist`)"));
   }
-  const std::pair<int64_t, int64_t> size = FirstRecordSize(train_files);
+  const FirstRecord first = FirstRecordSize(train_files);
+  const std::string size_hint = first.Hint();
   SLUICE_ASSIGN_OR_RETURN(Dataset train, data::MakeImageDataset({.files = train_files,
                                                                  .batch_size = options.batch_size,
                                                                  .channels = 1,
                                                                  .shuffle_buffer = 10000,
                                                                  .augment = options.augmentation ==
                                                                             Augmentation::kPadCrop,
-                                                                 .height = size.first,
-                                                                 .width = size.second,
-                                                                 .size_hint = kSizeHint,
+                                                                 .height = first.height,
+                                                                 .width = first.width,
+                                                                 .size_hint = size_hint,
                                                                  .limit = options.limit,
                                                                  .skip_errors = options.skip_errors,
                                                                  .on_skipped = options.on_skipped,
@@ -110,9 +117,9 @@ absl::StatusOr<LabeledImages> TFRecordImages(const TFRecordImagesOptions& option
   SLUICE_ASSIGN_OR_RETURN(Dataset test, data::MakeImageDataset({.files = test_files,
                                                                 .batch_size = 256,
                                                                 .channels = 1,
-                                                                .height = size.first,
-                                                                .width = size.second,
-                                                                .size_hint = kSizeHint,
+                                                                .height = first.height,
+                                                                .width = first.width,
+                                                                .size_hint = size_hint,
                                                                 .skip_errors = options.skip_errors,
                                                                 .on_skipped = options.on_skipped,
                                                                 .seed = options.seed}));

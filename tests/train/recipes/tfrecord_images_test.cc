@@ -108,7 +108,8 @@ TEST_F(TFRecordImagesTest, AnImageOfAnotherSizeIsNamedByItsRecord) {
   for (int i = 0; i < 10 && failed.ok(); ++i) failed = it->GetNext().status();
   EXPECT_TRUE(absl::IsInvalidArgument(failed)) << failed;
   EXPECT_THAT(failed.message(), HasSubstr("train-00001-of-00002.tfrecord: record "));
-  EXPECT_THAT(failed.message(), HasSubstr(": a 3 x 8 image, not 4 x 6 (the first record's)"));
+  EXPECT_THAT(failed.message(), HasSubstr(": a 3 x 8 image, not 4 x 6 (record 0 of " +
+                                          dir_.File("train-00000-of-00002.tfrecord") + "'s)"));
   EXPECT_THAT(failed.message(), HasSubstr("--images ROOT --image-size N"));
 
   SkippedLog skipped;  // called from the pipeline's threads
