@@ -381,7 +381,8 @@ Prediction Model::Predict(const Assignment& a, double cpu_budget) const {
   if (n == 0) return p;
   const std::vector<double> visits = Visits();
   // Sync work per root element on each async node's workers, and (at n) on the caller's thread.
-  std::vector<double> serial(n + 1, 0);
+  std::vector<double> serial(n, 0);
+  serial.push_back(0);  // n + 1 entries (n + 1 in the size made GCC 12 warn of an overflow)
   std::vector<double> work(n, 0);
   std::vector<bool> input_bound(n, false);
   double total_work = 0;  // every node's work per root element, on any thread

@@ -128,7 +128,8 @@ absl::StatusOr<std::optional<Element>> IteratorBase::GetNext() {
   tls_nested_ns = 0;
   // The profiler's clock: a span below takes these times as they are.
   const int64_t start = profiler::NowNs();
-  absl::StatusOr<std::optional<Element>> result = GetNextInternal();
+  absl::StatusOr<std::optional<Element>> result =
+      OutOfMemoryAsStatus([this] { return GetNextInternal(); });
   const int64_t elapsed = profiler::NowNs() - start;
   const int64_t own = std::max<int64_t>(0, elapsed - tls_nested_ns);
   tls_nested_ns = outer_nested + elapsed;

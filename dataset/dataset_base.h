@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <utility>
@@ -70,6 +71,19 @@ struct IteratorContext {
 // node `node` is drawn from this seed, so parallel runs stay reproducible.
 uint64_t MixSeed(uint64_t a, uint64_t b);
 uint64_t ElementSeed(const IteratorContext& ctx, int node_position, int64_t index);
+
+// `fn()` (a Status or StatusOr), with a std::bad_alloc thrown inside it (an image or a batch too
+// large for this machine's memory) returned as ResourceExhausted: no exception may leave a
+// pipeline's thread (oneTBB aborts the process on one), and the caller's error handling applies.
+template <typename Fn>
+auto OutOfMemoryAsStatus(Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        "out of memory: an allocation failed (an image or batch too large for this machine?)");
+  }
+}
 
 class IteratorBase;
 

@@ -44,7 +44,8 @@ class MapDataset : public DatasetBase {
   absl::StatusOr<std::optional<Element>> Apply(const IteratorContext& ctx, Element input,
                                                int64_t index) const {
     ElementContext ec{index, ElementSeed(ctx, position(), index)};
-    absl::StatusOr<Element> out = fn_(std::move(input), ec);
+    // Parallel calls run on the pipeline's workers, outside any GetNext.
+    absl::StatusOr<Element> out = OutOfMemoryAsStatus([&] { return fn_(std::move(input), ec); });
     if (!out.ok()) return out.status();
     return std::optional<Element>(std::move(*out));
   }
@@ -56,7 +57,9 @@ class MapDataset : public DatasetBase {
                                     SourceCursor& source) const {
     SLUICE_ASSIGN_OR_RETURN(int64_t index, source.NextIn(name(), 0, INT64_MAX));
     SLUICE_ASSIGN_OR_RETURN(Element in, input.Recompute(source));
-    return fn_(std::move(in), ElementContext{index, ElementSeed(ctx, position(), index)});
+    return OutOfMemoryAsStatus([&] {
+      return fn_(std::move(in), ElementContext{index, ElementSeed(ctx, position(), index)});
+    });
   }
 
  private:

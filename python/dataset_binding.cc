@@ -289,6 +289,14 @@ void RegisterTransformations(py::class_<PyDataset>& c) {
           "tf.data.Dataset.interleave: map_func(element) returns a sluice.Dataset, e.g. "
           "sluice.Dataset.tfrecord. cycle_length None is AUTOTUNE.")
       .def(
+          "flat_map",
+          [](const PyDataset& self, const py::object& map_func) {
+            return Wrap(self.dataset.FlatMap(PythonDatasetFn(map_func, "flat_map function")));
+          },
+          py::arg("map_func"),
+          "tf.data.Dataset.flat_map: map_func(element) returns a sluice.Dataset, whose elements "
+          "follow one after the other, dataset after dataset.")
+      .def(
           "filter",
           [](const PyDataset& self, const py::object& predicate) {
             return Wrap(self.dataset.Filter(PythonPredicateFn(predicate)));
@@ -330,17 +338,36 @@ void RegisterTransformations(py::class_<PyDataset>& c) {
             if (batch_size < 1) throw py::value_error("batch_size must be >= 1");
             PaddedBatchOptions options;
             options.drop_remainder = drop_remainder;
+            const auto is_sequence = [](py::handle h) {
+              return py::isinstance<py::list>(h) || py::isinstance<py::tuple>(h);
+            };
             if (!padded_shapes.is_none()) {
-              // One shape per component; None (or -1) pads that dimension to the longest.
-              for (py::handle shape : padded_shapes) {
+              if (!is_sequence(padded_shapes)) {
+                throw py::type_error(
+                    "padded_shapes: a shape (a list of ints or None) or a tuple of them, one per "
+                    "component");
+              }
+              // One shape per component, or, as tf.data takes it for a dataset of one component,
+              // that component's shape itself ([5], [None]); None (or -1) pads that dimension
+              // to the batch's longest.
+              bool one_shape = true;
+              for (py::handle item : padded_shapes) one_shape = one_shape && !is_sequence(item);
+              const py::list shapes =
+                  one_shape ? py::list(py::make_tuple(padded_shapes)) : py::list(padded_shapes);
+              for (py::handle shape : shapes) {
                 std::vector<int64_t> dims;
                 for (py::handle d : shape) dims.push_back(d.is_none() ? -1 : d.cast<int64_t>());
                 options.padded_shapes.push_back(std::move(dims));
               }
             }
             if (!padding_values.is_none()) {
-              for (py::handle v : padding_values) {
-                options.padding_values.push_back(TensorFromPython(v));
+              // A value per component, or one value for a dataset of one component.
+              if (is_sequence(padding_values)) {
+                for (py::handle v : padding_values) {
+                  options.padding_values.push_back(TensorFromPython(v));
+                }
+              } else {
+                options.padding_values.push_back(TensorFromPython(padding_values));
               }
             }
             return Wrap(self.dataset.PaddedBatch(batch_size, std::move(options)));
@@ -348,7 +375,8 @@ void RegisterTransformations(py::class_<PyDataset>& c) {
           py::arg("batch_size"), py::arg("padded_shapes") = py::none(),
           py::arg("padding_values") = py::none(), py::arg("drop_remainder") = false,
           "tf.data.Dataset.padded_batch: padded_shapes and padding_values one per component (a "
-          "tuple), None dimensions padded to the batch's longest; values default to zeros.")
+          "tuple), or for one component its shape ([5], [None]) and value; None dimensions padded "
+          "to the batch's longest; values default to zeros.")
       .def(
           "unbatch", [](const PyDataset& self) { return Wrap(self.dataset.Unbatch()); },
           "tf.data.Dataset.unbatch.")

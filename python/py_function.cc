@@ -197,14 +197,28 @@ PredicateFn PythonPredicateFn(py::object fn) {
   return [f, where](const Element& e) -> absl::StatusOr<bool> {
     return CallPython<bool>(where, [&] {
       py::tuple args = Arguments(e);
-      return py::bool_(f->get()(*args)).cast<bool>();
+      const py::object result = f->get()(*args);
+      if (py::isinstance<py::bool_>(result)) return result.cast<bool>();
+      // A NumPy bool scalar, or a 0-d bool array (a comparison of the element's arrays).
+      if (py::hasattr(result, "dtype") && py::hasattr(result, "ndim") &&
+          result.attr("ndim").cast<int64_t>() == 0 &&
+          std::string(py::str(result.attr("dtype"))) == "bool") {
+        return py::bool_(result).cast<bool>();
+      }
+      // As tf.data: not a truth value of anything (a None from a missing return would drop
+      // every element, a non-empty string keep them all).
+      throw py::type_error(absl::StrCat(
+          where, " must return a bool (or a NumPy bool scalar), not ",
+          result.is_none() ? "None (does it end without a return?)"
+                           : absl::StrCat(std::string(py::str(result.get_type().attr("__name__"))),
+                                          " ", std::string(py::repr(result)))));
     });
   };
 }
 
-DatasetFn PythonDatasetFn(py::object fn) {
-  auto f = CallableOf(std::move(fn), "interleave function");
-  const std::string where = absl::StrCat("interleave function ", NameOf(f->get()));
+DatasetFn PythonDatasetFn(py::object fn, const std::string& what) {
+  auto f = CallableOf(std::move(fn), what);
+  const std::string where = absl::StrCat(what, " ", NameOf(f->get()));
   return [f, where](Element e) -> absl::StatusOr<Dataset> {
     return CallPython<Dataset>(where, [&] {
       py::tuple args = Arguments(e);

@@ -38,7 +38,7 @@ MapFn PythonMapFn(py::object fn);
 // fn(*components) -> bool.
 PredicateFn PythonPredicateFn(py::object fn);
 // fn(*components) -> sluice.Dataset.
-DatasetFn PythonDatasetFn(py::object fn);
+DatasetFn PythonDatasetFn(py::object fn, const std::string& what = "interleave function");
 // scan's fn(state, element) -> (new_state, output_element), as tf.data's scan calls it: the state
 // and the element each as one value, or a tuple when they have several components (converted as
 // map's arguments and results).

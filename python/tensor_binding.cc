@@ -301,6 +301,11 @@ extern "C" void ReleaseBuffer(PyObject*, Py_buffer* view) {
   delete static_cast<BufferLayout*>(view->internal);
 }
 
+// np.asarray(tensor): its read-only NumPy view.
+py::object AsNumpy(const py::object& tensor) {
+  return py::module_::import("numpy").attr("asarray")(tensor);
+}
+
 }  // namespace
 
 py::object ComponentToPython(const Tensor& tensor) {
@@ -489,6 +494,24 @@ shared with other elements (a cache, from_tensor_slices' arrays); np.array(t) co
           "numpy",
           [](py::object self) { return py::module_::import("numpy").attr("asarray")(self); },
           "np.asarray(self): a read-only NumPy view, no copy.")
+      // Values, as NumPy's arrays give them (a loop's `if label == 3`, `int(label)`,
+      // `names[label]`), computed on the NumPy view: == and != element-wise, conversions of one
+      // element. Hashed by identity, as torch.Tensor, so that tensors still go in sets and dicts.
+      .def(
+          "item", [](py::object self) { return AsNumpy(self).attr("item")(); },
+          "The value of a one-element tensor as a Python number (NumPy's item()).")
+      .def("__int__", [](py::object self) { return AsNumpy(self).attr("__int__")(); })
+      .def("__float__", [](py::object self) { return AsNumpy(self).attr("__float__")(); })
+      .def("__index__", [](py::object self) { return AsNumpy(self).attr("__index__")(); })
+      .def("__bool__", [](py::object self) { return AsNumpy(self).attr("__bool__")(); })
+      .def("__eq__",
+           [](py::object self, py::object other) { return AsNumpy(self).attr("__eq__")(other); })
+      .def("__ne__",
+           [](py::object self, py::object other) { return AsNumpy(self).attr("__ne__")(other); })
+      .def("__hash__",
+           [](py::object self) {
+             return static_cast<Py_hash_t>(reinterpret_cast<intptr_t>(self.ptr()) >> 4);
+           })
       .def("__len__",
            [](const PyTensor& self) {
              if (self.tensor().rank() == 0) throw py::type_error("len() of a scalar tensor");

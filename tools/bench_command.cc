@@ -157,7 +157,7 @@ std::vector<BenchRow> PipelineRows() {
   return {
       Option("batch", "N", Pipe(&Pipeline::batch_size), "batch size", {.min = 1}),
       Option("image-size", "N", Pipe(&Pipeline::image_size), "output height and width of the crop",
-             {.min = 1}),
+             {.min = 1, .max = 4096}),
       Flag("cache", Pipe(&Pipeline::cache),
            "cache the parsed records in memory after the first epoch"),
       Option("snapshot", "DIR", Pipe(&Pipeline::snapshot),

@@ -38,7 +38,8 @@ int ExportModel(const CommandLine& command_line) {
   const train::exporting::OnnxExportOptions options{.input_name = input_name,
                                                     .output_name = output_name,
                                                     .opset = *opset,
-                                                    .producer_version = SLUICE_VERSION};
+                                                    .producer_version = SLUICE_VERSION,
+                                                    .class_names = loaded->class_names};
   absl::Status s = train::exporting::ExportOnnx(*loaded->model, loaded->input_shape, out, options);
   if (!s.ok()) return ReportFailure("sluice export", s, command_line.Flag("json"));
   std::error_code ec;

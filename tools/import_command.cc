@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/json_writer.h"
@@ -27,13 +28,24 @@ int ImportModel(const CommandLine& command_line) {
   absl::StatusOr<int64_t> width = command_line.IntValue("width", 0, 1 << 20);
   if (!width.ok()) return command_line.ReportUsageError(width.status().message());
   const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> class_names;  // those `sluice export` wrote, if any
   absl::StatusOr<std::unique_ptr<train::layers::Model>> model = train::importing::ImportOnnx(
-      path, {.height = *height, .width = *width, .name = command_line.Value("name")});
+      path, {.height = *height, .width = *width, .name = command_line.Value("name")}, &class_names);
   if (!model.ok()) return ReportFailure("sluice import", model.status(), command_line.Flag("json"));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const Shape input = (*model)->inputs()[0].shape();
-  absl::Status saved = train::fit::SaveModel(**model, input, out);
+  // Names are only of use one per output class; the file is not trusted to agree.
+  const Shape output = (*model)->outputs()[0].shape();
+  if (!class_names.empty() &&
+      (output.rank() != 2 || output.dim(1) != static_cast<int64_t>(class_names.size()))) {
+    std::fprintf(stderr,
+                 "sluice import: warning: the file names %zu classes for an output of shape %s: "
+                 "not kept\n",
+                 class_names.size(), output.DebugString().c_str());
+    class_names.clear();
+  }
+  absl::Status saved = train::fit::SaveModel(**model, input, out, {.class_names = class_names});
   if (!saved.ok()) return ReportFailure("sluice import", saved, command_line.Flag("json"));
   int64_t parameters = 0;
   for (train::autodiff::Variable* v : (*model)->Variables()) {

@@ -63,7 +63,7 @@ std::vector<TrainRow> DataAndModelRows() {
              "RGB, split into training and validation subsets; the validation subset is the test "
              "set"),
       Option("image-size", "N", In(&Classifier::image_size),
-             "with --images: height and width of the images", {.min = 8}),
+             "with --images: height and width of the images", {.min = 8, .max = 4096}),
       Option("validation-split", "X", In(&Classifier::validation_split),
              "with --images: the share of the images held out as the test set",
              {.parse = OpenUnitInterval}),

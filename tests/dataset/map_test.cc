@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "core/buffer.h"
 #include "dataset/node_stats.h"
 #include "dataset/proto/iterator_state.pb.h"
 #include "gmock/gmock.h"
@@ -77,6 +79,27 @@ TEST_P(MapTest, ErrorNamesNodeAndElementAndIsSticky) {
   EXPECT_EQ(got.status().message(), "Map[2] at element 7: bad");
   auto again = it->GetNext();
   EXPECT_EQ(again.status(), got.status());
+}
+
+// A function whose allocation fails (a decode of an image too large for the machine) is an
+// error like any other: oneTBB would abort the process on an exception leaving its worker.
+TEST_P(MapTest, AnAllocationThatFailsIsResourceExhausted) {
+  auto ds = Dataset::Range(10).Map(
+      [](Element e) -> absl::StatusOr<Element> {
+        if (e[0].scalar<int64_t>() == 3) (void)Buffer::Allocate(SIZE_MAX - 10);  // throws
+        return e;
+      },
+      {.num_parallel_calls = GetParam()});
+  auto got = Drain(*ds.MakeIterator());
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kResourceExhausted) << got.status();
+  EXPECT_THAT(got.status().message(), HasSubstr("Map[1] at element 3: out of memory"));
+  // A node running in the consumer's thread, too.
+  auto filtered = Collect(Dataset::Range(10).Filter([](const Element& e) -> absl::StatusOr<bool> {
+    if (e[0].scalar<int64_t>() == 5) (void)Buffer::Allocate(SIZE_MAX - 10);
+    return true;
+  }));
+  EXPECT_EQ(filtered.status().code(), absl::StatusCode::kResourceExhausted) << filtered.status();
 }
 
 TEST_P(MapTest, PerElementSeedsAreReproducibleAcrossParallelism) {

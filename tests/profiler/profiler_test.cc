@@ -277,6 +277,25 @@ TEST(ProfilerTest, TheSlowestNodeCountsItsWorkersCallsNotItsWaits) {
   std::filesystem::remove_all(dir);
 }
 
+// One epoch of `trainer` on 96 blobs in batches of 8 (12 steps), profiling `steps` into `dir`:
+// Fit's result and the progress it printed.
+std::pair<absl::StatusOr<train::fit::History>, std::string> FitProfiling(
+    train::fit::Trainer& trainer, std::pair<int64_t, int64_t> steps, const std::string& dir) {
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* progress = open_memstream(&buf, &len);
+  absl::StatusOr<train::fit::History> h =
+      trainer.Fit(train::testing::BlobsDataset(96, 1, 8), {.epochs = 1,
+                                                           .verbose = 2,
+                                                           .progress_stream = progress,
+                                                           .profile_steps = steps,
+                                                           .profile_dir = dir});
+  std::fclose(progress);
+  std::string text(buf, len);
+  std::free(buf);
+  return {std::move(h), std::move(text)};
+}
+
 // Eager (TrainerOptions::run_eagerly): layers and backward ops by name. Compiled: the replayed
 // kernels by name. In both the phases partition each step.
 class FitProfileTest : public ::testing::TestWithParam<bool> {};
@@ -287,19 +306,7 @@ TEST_P(FitProfileTest, FitStepPhasesPartitionEachStep) {
   train::optimizers::Sgd sgd;
   train::fit::Trainer trainer(*model, sgd, {.run_eagerly = eager});
   const std::string dir = TempDir("fit");
-  std::string progress_text;
-  char* buf = nullptr;
-  size_t len = 0;
-  std::FILE* progress = open_memstream(&buf, &len);
-  absl::StatusOr<train::fit::History> h =
-      trainer.Fit(train::testing::BlobsDataset(96, 1, 8), {.epochs = 1,
-                                                           .verbose = 2,
-                                                           .progress_stream = progress,
-                                                           .profile_steps = {{3, 7}},
-                                                           .profile_dir = dir});
-  std::fclose(progress);
-  progress_text.assign(buf, len);
-  std::free(buf);
+  auto [h, progress_text] = FitProfiling(trainer, {3, 7}, dir);
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_THAT(progress_text, HasSubstr("Step time: 5 steps"));
   EXPECT_THAT(progress_text, HasSubstr("Verdict: "));
@@ -358,6 +365,19 @@ INSTANTIATE_TEST_SUITE_P(Modes, FitProfileTest, ::testing::Values(true, false),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "Eager" : "Compiled";
                          });
+
+// A window past the run's last step profiles nothing, and says so instead of leaving no trace.
+TEST(FitProfileWindowTest, AWindowThatNeverOpensIsNamed) {
+  auto model = train::testing::TinyModel(1);
+  train::optimizers::Sgd sgd;
+  train::fit::Trainer trainer(*model, sgd);
+  const std::string dir = TempDir("never");
+  auto [h, progress_text] = FitProfiling(trainer, {50, 60}, dir);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_THAT(progress_text,
+              HasSubstr("profile_steps 50:60: not profiled; the steps this Fit ran: 1 to 12"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/trace.json"));
+}
 
 // What the CUDA backend's KernelTimer (gpu/kernel_timer.h) does, without a GPU: spans timed
 // elsewhere, held back, and recorded by Stop's flush hook on a track of their own.

@@ -86,6 +86,17 @@ def test_from_tensor_slices_and_transformations():
     assert batches == [[0, 1], [2, 3]]
     evens = sluice.Dataset.range(10).filter(lambda v: v % 2 == 0)
     assert [int(np.asarray(v)) for v in evens] == [0, 2, 4, 6, 8]
+    # A predicate must return a bool, as tf.data's must return a tf.bool scalar: a missing
+    # return would silently drop everything, a string keep everything.
+    def no_return(v):
+        v % 2 == 0
+    with pytest.raises(TypeError, match=r"must return a bool .*not None \(does it end without"):
+        list(sluice.Dataset.range(5).filter(no_return))
+    with pytest.raises(TypeError, match="must return a bool .*not str 'yes'"):
+        list(sluice.Dataset.range(3).filter(lambda v: "yes"))
+    with pytest.raises(TypeError, match="must return a bool .*not ndarray"):
+        list(sluice.Dataset.range(3).filter(lambda v: np.array([True, False])))
+    assert len(list(sluice.Dataset.range(4).filter(lambda v: np.bool_(v < 2)))) == 2
     pairs = list(sluice.Dataset.zip(sluice.Dataset.range(2), sluice.Dataset.range(10, 12)))
     assert [(int(np.asarray(a)), int(np.asarray(b))) for a, b in pairs] == [(0, 10), (1, 11)]
     as_tuple = list(sluice.Dataset.zip((sluice.Dataset.range(2), sluice.Dataset.range(10, 12))))
@@ -171,6 +182,11 @@ def test_bad_arguments():
         sluice.Dataset.range(3).filter(1)
     with pytest.raises(TypeError, match="interleave function must be a callable"):
         sluice.Dataset.range(3).interleave("tfrecord")
+    with pytest.raises(TypeError, match="flat_map function must be a callable"):
+        sluice.Dataset.range(3).flat_map(3)
+    # flat_map: each element's dataset, one after the other.
+    nested = sluice.Dataset.range(1, 4).flat_map(lambda n: sluice.Dataset.range(int(n)))
+    assert [int(v) for v in nested] == [0, 0, 1, 0, 1, 2]
     with pytest.raises(ValueError, match="buffer_size must be >= 1"):
         sluice.Dataset.tfrecord("x", buffer_size=sluice.AUTOTUNE)
     with pytest.raises(ValueError, match="channels must be 0 .* 1 or 3, not -1"):
@@ -231,6 +247,14 @@ def test_padded_batch():
     assert batches == [[[0, 0, 0], [0, 1, 2]], [[0, 1]]]
     padded = ds.padded_batch(3, padded_shapes=([4],), padding_values=(-1,))
     assert np.asarray(next(iter(padded))).tolist() == [[0, -1, -1, -1], [0, 1, 2, -1], [0, 1, -1, -1]]
+    # tf.data's spelling for one component: its shape and value themselves.
+    for shapes, values in (([4], -1), ([None], np.int64(-1))):
+        padded = ds.padded_batch(3, padded_shapes=shapes, padding_values=values)
+        expected = [[0, -1, -1, -1], [0, 1, 2, -1], [0, 1, -1, -1]]
+        assert np.asarray(next(iter(padded))).tolist() == [row[:4 if shapes[0] else 3]
+                                                           for row in expected]
+    with pytest.raises(TypeError, match="padded_shapes: a shape"):
+        ds.padded_batch(2, padded_shapes=5)
 
 
 def test_element_spec():

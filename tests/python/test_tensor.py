@@ -98,3 +98,19 @@ def test_no_leak_over_10000_batches():
     assert len(gc.get_objects()) <= objects + 10
     assert grown < 4 << 20, f"RSS grew by {grown} bytes over 10,000 batches"
     assert sys.getrefcount(probe) == probe_refs
+
+
+def test_scalars_convert_and_compare_as_numpy_values():
+    # A training loop's `if label == 3`, `int(label)`, `names[label]` on elements.
+    t = next(iter(sluice.Dataset.range(5, 6)))
+    assert t == 5 and not (t != 5) and t != 4
+    assert int(t) == 5 and float(t) == 5.0 and t.item() == 5
+    assert ["a", "b", "c", "d", "e", "f"][t] == "f"
+    assert bool(t) and not bool(next(iter(sluice.Dataset.range(1))))
+    assert {t: 1}[t] == 1  # hashed by identity, as torch.Tensor
+    b = next(iter(batches()))
+    assert (b == np.asarray(b)).all()
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(b)  # NumPy's rule for more than one element
+    with pytest.raises(TypeError):
+        ["x"][next(iter(sluice.Dataset.from_tensors(np.float32(0.5))))]  # not an integer

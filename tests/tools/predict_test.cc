@@ -149,6 +149,27 @@ TEST_F(PredictCommandTest, ACorruptRecordFailsOrIsSkippedAndCounted) {
                                                   offset, ": data CRC mismatch")));
 }
 
+// The class names travel through ONNX (export writes them as metadata, import reads them back):
+// the imported model names the same classes for the same images.
+TEST_F(PredictCommandTest, ClassNamesSurviveExportAndImport) {
+  const std::string onnx = TempPath("named.onnx"), imported = TempPath("named_imported");
+  ASSERT_EQ(
+      RunSluice("export --model " + ShellQuote(*model_) + " --out " + ShellQuote(onnx)).exit_code,
+      0);
+  CliResult r = RunSluice("import " + ShellQuote(onnx) + " --out " + ShellQuote(imported));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("warning")));
+  const std::string args = " --top 1 --batch 8 " + Shard();
+  CliResult original = RunSluice("predict --model " + ShellQuote(*model_) + args);
+  CliResult again = RunSluice("predict --model " + ShellQuote(imported) + args);
+  ASSERT_EQ(original.exit_code, 0) << original.err;
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const std::vector<std::string> names = TopOneNames(again.out);
+  EXPECT_EQ(names, TopOneNames(original.out));
+  ASSERT_FALSE(names.empty());
+  EXPECT_TRUE(names.front() == "dark" || names.front() == "light") << names.front();
+}
+
 // An empty TFRecord file predicts nothing and says so: a wrong or unfinished file looks alike.
 TEST_F(PredictCommandTest, AnEmptyTFRecordFileIsNamed) {
   const std::string empty = TempPath("empty.tfrecord");

@@ -70,6 +70,15 @@ TEST_F(TrainCommandTest, ResumingFromACheckpointContinuesTheRun) {
   ASSERT_TRUE(std::filesystem::exists(checkpoint));
   CliResult resumed = RunSluice(common + " --epochs 2 --resume");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  // Said on stderr under --json (stdout is the JSON's).
+  EXPECT_THAT(resumed.err, HasSubstr("resuming from " + checkpoint + " (step 10)"));
+  CliResult fresh = RunSluice("train --data " + Data() +
+                              " --model mlp --limit 64 --batch 64 --json --epochs 1 --resume "
+                              "--checkpoint " +
+                              ShellQuote(checkpoint + ".new"));
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
+  EXPECT_THAT(fresh.err, HasSubstr("no checkpoint at " + checkpoint + ".new yet"));
+  std::filesystem::remove(checkpoint + ".new");
   CliResult straight =
       RunSluice("train --data " + Data() + " --model mlp --limit 640 --batch 64 --json --epochs 2");
   ASSERT_EQ(straight.exit_code, 0) << straight.err;

@@ -737,6 +737,11 @@ absl::StatusOr<onnx::ModelProto> ToOnnx(layers::Module& model, const Shape& inpu
   proto.set_ir_version(kIrVersion);
   proto.set_producer_name("sluice");
   proto.set_producer_version(options.producer_version);
+  if (!options.class_names.empty()) {
+    onnx::StringStringEntryProto* entry = proto.add_metadata_props();
+    entry->set_key("class_names");
+    entry->set_value(absl::StrJoin(options.class_names, "\n"));
+  }
   onnx::OperatorSetIdProto* opset = proto.add_opset_import();
   opset->set_domain("");
   opset->set_version(options.opset);

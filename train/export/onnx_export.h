@@ -76,6 +76,10 @@ struct OnnxExportOptions {
   // A user's own layers' ONNX forms, by the layer's name(): each writes its nodes through an
   // OnnxGraph. A layer of a user's own that is in neither list has no ONNX form.
   std::map<std::string, OnnxLayerExporter> custom_layers;
+  // A classifier's output classes, in order: written as the model's metadata_props entry
+  // "class_names", one name per line, which ImportOnnx reads back (so `sluice predict` of an
+  // imported model names its classes). Empty: none written.
+  std::vector<std::string> class_names;
 };
 
 // The model as an ONNX graph in inference mode (Keras' model.export, tf2onnx): the input is

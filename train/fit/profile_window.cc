@@ -1,6 +1,10 @@
 #include "train/fit/profile_window.h"
 
+#include <cstdio>
+#include <string>
+
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "core/status_context.h"
 #include "core/status_macros.h"
 #include "profiler/profiler.h"
@@ -16,13 +20,22 @@ ProfileWindow::~ProfileWindow() {
 }
 
 absl::Status ProfileWindow::BeforeStep(int64_t next_step) {
+  if (first_step_ < 0) first_step_ = next_step;
   if (!steps_ || recording_ || next_step != steps_->first) return absl::OkStatus();
   SLUICE_RETURN_IF_ERROR(WithContext(profiler::Start(dir_), "Fit: profile_steps: "));
   recording_ = true;
+  opened_ = true;
   return absl::OkStatus();
 }
 
 absl::Status ProfileWindow::AfterStep(int64_t step, bool fit_ends) {
+  if (fit_ends && steps_ && !opened_ && report_to_ != nullptr) {
+    // Asked for, and nothing to show for it: say so rather than leave no trace at all.
+    const std::string trained = first_step_ < 0 ? "none" : absl::StrCat(first_step_, " to ", step);
+    std::fprintf(report_to_, "profile_steps %lld:%lld: not profiled; the steps this Fit ran: %s\n",
+                 static_cast<long long>(steps_->first), static_cast<long long>(steps_->second),
+                 trained.c_str());
+  }
   if (!recording_ || (!fit_ends && step < steps_->second)) return absl::OkStatus();
   recording_ = false;
   absl::StatusOr<profiler::Report> report = profiler::Stop();

@@ -35,6 +35,8 @@ class ProfileWindow {
   std::string dir_;
   std::FILE* report_to_;
   bool recording_ = false;
+  bool opened_ = false;      // the window opened in this Fit
+  int64_t first_step_ = -1;  // the first step this Fit trained; -1: none yet
 };
 
 }  // namespace sluice::train::fit

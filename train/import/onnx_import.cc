@@ -1004,6 +1004,12 @@ absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnxBytes(absl::string_view
 
 absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnx(const std::string& path,
                                                           const OnnxImportOptions& options) {
+  return ImportOnnx(path, options, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnx(const std::string& path,
+                                                          const OnnxImportOptions& options,
+                                                          std::vector<std::string>* class_names) {
   SLUICE_RETURN_IF_ERROR(CheckMaxFileBytes(options));
   onnx::ModelProto model;
   {
@@ -1016,6 +1022,14 @@ absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnx(const std::string& pat
     }
     if (!bytes.ok()) return bytes.status();
     SLUICE_ASSIGN_OR_RETURN(model, Parse(*bytes, path, options));
+  }
+  if (class_names != nullptr) {
+    class_names->clear();
+    for (const onnx::StringStringEntryProto& entry : model.metadata_props()) {
+      if (entry.key() == "class_names" && !entry.value().empty()) {
+        *class_names = absl::StrSplit(entry.value(), '\n');
+      }
+    }
   }
   std::filesystem::path folder = std::filesystem::path(path).parent_path();
   if (folder.empty()) folder = ".";

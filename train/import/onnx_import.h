@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -53,6 +54,11 @@ struct OnnxImportOptions {
 // missing one NotFound; one over a limit ResourceExhausted.
 absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnx(const std::string& path,
                                                           const OnnxImportOptions& options = {});
+// The same, and the class names the file carries into `class_names`: its metadata_props entry
+// "class_names", one per line, as ExportOnnx writes them (empty when the file has none).
+absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnx(const std::string& path,
+                                                          const OnnxImportOptions& options,
+                                                          std::vector<std::string>* class_names);
 // The same from the file's bytes; `source` names them in errors. A model with external data
 // needs ImportOnnx, which knows the folder.
 absl::StatusOr<std::unique_ptr<layers::Model>> ImportOnnxBytes(

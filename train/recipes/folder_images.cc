@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "ops/rescaling.h"
 #include "train/data/image_dataset_from_directory.h"
@@ -27,6 +28,12 @@ absl::StatusOr<LabeledImages> FolderImages(const FolderImagesOptions& options) {
   directory.on_skipped = options.on_skipped;
   SLUICE_ASSIGN_OR_RETURN(data::ImageDirectoryDataset train_set,
                           data::ImageDatasetFromDirectory(options.dir, directory));
+  if (train_set.class_names.size() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.dir, ": ", train_set.class_names.size(), " class folder (",
+                     absl::StrJoin(train_set.class_names, ", "),
+                     "); a classifier needs at least 2: one folder of images per class"));
+  }
   directory.subset = DirectoryOptions::Subset::kValidation;
   directory.batch_size = 256;
   SLUICE_ASSIGN_OR_RETURN(data::ImageDirectoryDataset test_set,

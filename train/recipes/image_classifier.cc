@@ -1,8 +1,10 @@
 #include "train/recipes/image_classifier.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/os_error.h"
 #include "core/status_context.h"
 #include "core/status_macros.h"
 #include "train/autodiff/check_numerics.h"
@@ -247,16 +250,42 @@ absl::StatusOr<Session> SetUp(const ImageClassifierOptions& options,
   return s;
 }
 
+// Fails now, not after the training it would have kept, when `dir` cannot become a directory:
+// it, or the nearest part of its path that exists, is not a directory, or that part is not
+// writable. Creates nothing.
+absl::Status CheckCanBeDirectory(const std::string& dir, absl::string_view what) {
+  std::error_code error;
+  const std::filesystem::path path = std::filesystem::absolute(dir.empty() ? "." : dir, error);
+  if (error) return absl::OkStatus();  // the write names the problem
+  for (std::filesystem::path at = path;; at = at.parent_path()) {
+    const std::filesystem::file_type type = std::filesystem::status(at, error).type();
+    if (type == std::filesystem::file_type::not_found && at != at.parent_path()) continue;
+    if (type != std::filesystem::file_type::directory) {
+      return WithErrno(absl::FailedPreconditionError(
+                           absl::StrCat(what, " ", dir, ": ", at.string(), " is not a directory")),
+                       ENOTDIR);
+    }
+    if (::access(at.c_str(), W_OK) != 0) {
+      return OsError(errno, what, " ", dir, ": cannot write in ", at.string());
+    }
+    return absl::OkStatus();
+  }
+}
+
 // The printing and the global switches between setting up and Fit.
 absl::Status BeforeFit(const ImageClassifierOptions& options, bool chief, Session& s) {
   const std::string& checkpoint = options.callbacks.checkpoint;
   const bool talk = chief && options.verbose > 0;
+  // Whether a run resumed is worth a line even when quiet (--json): on stderr then.
+  std::FILE* notes = talk ? stdout : stderr;
   if (options.resume && !checkpoint.empty() && std::filesystem::exists(checkpoint)) {
     SLUICE_RETURN_IF_ERROR(s.trainer->LoadCheckpoint(checkpoint));
-    if (talk) {
-      std::printf("resuming from %s (step %lld)\n", checkpoint.c_str(),
-                  static_cast<long long>(s.trainer->global_step()));
+    if (chief) {
+      std::fprintf(notes, "resuming from %s (step %lld)\n", checkpoint.c_str(),
+                   static_cast<long long>(s.trainer->global_step()));
     }
+  } else if (options.resume && !checkpoint.empty() && chief) {
+    std::fprintf(notes, "no checkpoint at %s yet: training from the start\n", checkpoint.c_str());
   }
   const std::string& backup_dir = options.callbacks.backup_dir;
   if (talk && !backup_dir.empty() && std::filesystem::exists(backup_dir)) {
@@ -278,6 +307,14 @@ absl::StatusOr<ImageClassifierResult> TrainImageClassifier(const ImageClassifier
                                                            distributed::Communicator* comm) {
   SLUICE_RETURN_IF_ERROR(CheckBeforeData(options));
   const bool chief = comm == nullptr || comm->rank() == 0;  // prints and writes files
+  // Where the results go, before hours of training: a --save over a file failed at the end.
+  if (!options.callbacks.checkpoint.empty()) {
+    SLUICE_RETURN_IF_ERROR(CheckCanBeDirectory(
+        std::filesystem::path(options.callbacks.checkpoint).parent_path().string(), "checkpoint"));
+  }
+  if (!options.save_dir.empty() && chief) {
+    SLUICE_RETURN_IF_ERROR(CheckCanBeDirectory(options.save_dir, "save_dir"));
+  }
   backend::cpu::SetCpuThreads(static_cast<int>(options.cpu_threads));
   auto skipped = std::make_shared<SkippedRecords>();
   SLUICE_ASSIGN_OR_RETURN(Session s, SetUp(options, comm, [skipped](const absl::Status& status) {

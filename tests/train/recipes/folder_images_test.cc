@@ -1,5 +1,6 @@
 #include "train/recipes/folder_images.h"
 
+#include <filesystem>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -59,6 +60,18 @@ TEST_F(FolderImagesTest, PadCropIsForTFRecords) {
   absl::StatusOr<LabeledImages> images =
       FolderImages({.dir = dir_.path(), .augmentation = Augmentation::kPadCrop});
   EXPECT_TRUE(absl::IsInvalidArgument(images.status())) << images.status();
+}
+
+// One class folder is not a classification task: said as such, not as a model shape problem.
+TEST(FolderImagesOneClassTest, OneClassFolderIsRefused) {
+  ScopedTempDir dir;
+  ASSERT_NO_FATAL_FAILURE(WriteDarkAndLightTree(dir.path()));
+  std::filesystem::remove_all(dir.File("light"));
+  absl::StatusOr<LabeledImages> images =
+      FolderImages({.dir = dir.path(), .image_size = 8, .batch_size = 8, .seed = 1});
+  EXPECT_TRUE(absl::IsInvalidArgument(images.status())) << images.status();
+  EXPECT_THAT(images.status().message(),
+              HasSubstr(": 1 class folder (dark); a classifier needs at least 2"));
 }
 
 }  // namespace

@@ -106,8 +106,10 @@ TEST_F(ImageClassifierTest, BackupsStayUntilTheSavedModelIsWritten) {
   absl::StatusOr<ImageClassifierResult> straight = TrainImageClassifier(options);
   ASSERT_TRUE(straight.ok()) << straight.status();
   options.callbacks.backup_dir = out.File("backups");
-  std::ofstream(out.File("a-file")) << "not a folder";
-  options.save_dir = out.File("a-file") + "/model";  // cannot be made
+  // A save that fails at the end (a folder where model.pb goes), past the check before
+  // training that the folder can be made.
+  options.save_dir = out.File("blocked");
+  std::filesystem::create_directories(options.save_dir + "/model.pb/in-the-way");
   ASSERT_FALSE(TrainImageClassifier(options).ok());
   ASSERT_FALSE(std::filesystem::is_empty(options.callbacks.backup_dir));
 
@@ -200,6 +202,31 @@ TEST(ImageClassifierOptionsTest, WrongOptionsFailBeforeReadingData) {
   EXPECT_THAT(result.status().message(), HasSubstr("freeze_base_epochs needs a base"));
   result = TrainImageClassifier(missing);
   EXPECT_THAT(result.status().message(), HasSubstr("/nonexistent-sluice-images"));
+}
+
+// A destination that cannot be a directory fails before the data is read (a --save over a file
+// failed once the training it was to keep had run).
+TEST(ImageClassifierOptionsTest, DestinationsThatCannotBeDirectoriesFailFirst) {
+  ScopedTempDir dir;
+  std::ofstream(dir.File("a-file")) << "x";
+  ImageClassifierOptions options{.image_dir = "/nonexistent-sluice-images", .verbose = 0};
+  options.save_dir = dir.File("a-file/model");
+  absl::StatusOr<ImageClassifierResult> result = TrainImageClassifier(options);
+  EXPECT_TRUE(absl::IsFailedPrecondition(result.status())) << result.status();
+  EXPECT_THAT(result.status().message(), HasSubstr("save_dir " + dir.File("a-file/model") + ": " +
+                                                   dir.File("a-file") + " is not a directory"));
+  options.save_dir = dir.File("a-file");
+  EXPECT_THAT(TrainImageClassifier(options).status().message(), HasSubstr("is not a directory"));
+  options.save_dir = "";
+  options.callbacks.checkpoint = dir.File("a-file/ck");
+  EXPECT_THAT(TrainImageClassifier(options).status().message(),
+              HasSubstr("checkpoint " + dir.File("a-file") + ": "));
+  // Paths that can be made get as far as the data (and create nothing).
+  options.callbacks.checkpoint = dir.File("new/deeper/ck");
+  options.save_dir = dir.File("new/model");
+  EXPECT_THAT(TrainImageClassifier(options).status().message(),
+              HasSubstr("/nonexistent-sluice-images"));
+  EXPECT_FALSE(std::filesystem::exists(dir.File("new")));
 }
 
 }  // namespace
