@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "core/status_macros.h"
 
 namespace sluice {
@@ -42,8 +43,10 @@ absl::StatusOr<std::optional<Element>> BatchingIterator::GetNextInternal() {
     return std::nullopt;
   }
   if (!last_source_.empty()) last_source_[0] = n;
+  // The rows go whatever MakeBatch does, a bad_alloc (turned into a status by GetNext) included:
+  // kept, a next call under IgnoreErrors would retry the same batch without end.
+  absl::Cleanup clear_rows = [this] { rows_.clear(); };
   absl::StatusOr<Element> batch = MakeBatch();
-  rows_.clear();
   if (!batch.ok()) return batch.status();
   return std::optional<Element>(std::move(*batch));
 }
@@ -65,9 +68,8 @@ absl::StatusOr<Element> BatchingIterator::RecomputeInternal(SourceCursor& source
     }
     rows_.push_back(*std::move(row));
   }
-  absl::StatusOr<Element> batch = MakeBatch();
-  rows_.clear();
-  return batch;
+  absl::Cleanup clear_rows = [this] { rows_.clear(); };
+  return MakeBatch();
 }
 
 absl::Status BatchingIterator::SaveInternal(proto::IteratorStateProto* state) {

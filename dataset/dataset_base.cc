@@ -198,7 +198,7 @@ absl::Status IteratorBase::Restore(const proto::IteratorStateProto& state) {
 }
 
 absl::StatusOr<Element> IteratorBase::Recompute(SourceCursor& source) {
-  absl::StatusOr<Element> e = RecomputeInternal(source);
+  absl::StatusOr<Element> e = OutOfMemoryAsStatus([&] { return RecomputeInternal(source); });
   if (e.ok() || e.status().GetPayload(kOriginPayload).has_value()) return e;
   absl::Status named(
       e.status().code(),

@@ -79,6 +79,9 @@ template <typename Fn>
 auto OutOfMemoryAsStatus(Fn&& fn) -> decltype(fn()) {
   try {
     return fn();
+  } catch (const std::bad_array_new_length&) {
+    // A negative or overflowing size: a defect, not the machine's memory.
+    return absl::InternalError("an allocation of a negative or overflowing size");
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(
         "out of memory: an allocation failed (an image or batch too large for this machine?)");

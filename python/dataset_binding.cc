@@ -350,13 +350,25 @@ void RegisterTransformations(py::class_<PyDataset>& c) {
               // One shape per component, or, as tf.data takes it for a dataset of one component,
               // that component's shape itself ([5], [None]); None (or -1) pads that dimension
               // to the batch's longest.
-              bool one_shape = true;
-              for (py::handle item : padded_shapes) one_shape = one_shape && !is_sequence(item);
+              bool one_shape = true;  // every item a dimension: an int (not an array) or None
+              for (py::handle item : padded_shapes) {
+                one_shape = one_shape && (item.is_none() || (PyIndex_Check(item.ptr()) &&
+                                                             !py::hasattr(item, "__len__")));
+              }
               const py::list shapes =
                   one_shape ? py::list(py::make_tuple(padded_shapes)) : py::list(padded_shapes);
               for (py::handle shape : shapes) {
                 std::vector<int64_t> dims;
-                for (py::handle d : shape) dims.push_back(d.is_none() ? -1 : d.cast<int64_t>());
+                for (py::handle d : shape) {
+                  if (d.is_none()) {
+                    dims.push_back(-1);
+                    continue;
+                  }
+                  // Any int-like dimension (a NumPy integer, an array's entries).
+                  const auto index = py::reinterpret_steal<py::object>(PyNumber_Index(d.ptr()));
+                  if (!index) throw py::error_already_set();
+                  dims.push_back(index.cast<int64_t>());
+                }
                 options.padded_shapes.push_back(std::move(dims));
               }
             }

@@ -199,11 +199,14 @@ PredicateFn PythonPredicateFn(py::object fn) {
       py::tuple args = Arguments(e);
       const py::object result = f->get()(*args);
       if (py::isinstance<py::bool_>(result)) return result.cast<bool>();
-      // A NumPy bool scalar, or a 0-d bool array (a comparison of the element's arrays).
-      if (py::hasattr(result, "dtype") && py::hasattr(result, "ndim") &&
-          result.attr("ndim").cast<int64_t>() == 0 &&
-          std::string(py::str(result.attr("dtype"))) == "bool") {
-        return py::bool_(result).cast<bool>();
+      // A NumPy bool scalar, a 0-d bool array, or a 0-d torch bool tensor.
+      if (py::hasattr(result, "dtype") && py::hasattr(result, "ndim")) {
+        const std::string dtype = py::str(result.attr("dtype"));
+        const py::object ndim = result.attr("ndim");
+        if ((dtype == "bool" || dtype == "torch.bool") && py::isinstance<py::int_>(ndim) &&
+            ndim.cast<int64_t>() == 0) {
+          return py::bool_(result).cast<bool>();
+        }
       }
       // As tf.data: not a truth value of anything (a None from a missing return would drop
       // every element, a non-empty string keep them all).

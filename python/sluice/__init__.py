@@ -92,7 +92,8 @@ Dataset.apply = _apply
 # shuffle and prefetch too: their checkpoints copy the elements they hold on the host. The C++
 # pipeline refuses the same when its iterator starts (dataset/device_elements.h).
 _READS_ELEMENTS = {"map", "filter", "batch", "padded_batch", "unbatch", "cache", "snapshot", "save",
-                   "window", "scan", "interleave", "as_numpy_iterator", "shuffle", "prefetch"}
+                   "window", "scan", "interleave", "flat_map", "as_numpy_iterator", "shuffle",
+                   "prefetch"}
 
 
 def _device_of(*values):

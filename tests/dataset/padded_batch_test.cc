@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/config.h"
 #include "dataset/dataset_base.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -222,6 +223,24 @@ TEST(PaddedBatchTest, CheckpointResumesExactly) {
   testing::ExpectCheckpointsResumeExactly(
       Matrices(7).PaddedBatch(2, {.padded_shapes = {{}, {3, 4}}, .drop_remainder = true}),
       {0, 1, 3});
+}
+
+// A batch too large for the machine is ResourceExhausted, and its rows go with it: under
+// IgnoreErrors the next call makes the next batch (they were kept, and the same batch was retried
+// without end).
+TEST(PaddedBatchOutOfMemoryTest, AFailedBatchIsSkippedNotRetried) {
+#if defined(ABSL_HAVE_ADDRESS_SANITIZER) || defined(ABSL_HAVE_THREAD_SANITIZER)
+  GTEST_SKIP() << "the sanitizers' allocators abort on such a request";
+#endif
+  const Dataset huge =
+      Dataset::FromTensorSlices({*Tensor::FromVector<int64_t>({0, 1, 2, 3}, Shape{4, 1})})
+          .PaddedBatch(2, {.padded_shapes = {{int64_t{1} << 44}}});  // 2 x 128 TiB
+  auto failed = huge.MakeIterator()->GetNext();
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kResourceExhausted) << failed.status();
+  EXPECT_THAT(failed.status().message(), ::testing::HasSubstr("out of memory"));
+  auto skipped = Collect(huge.IgnoreErrors());
+  ASSERT_TRUE(skipped.ok()) << skipped.status();
+  EXPECT_TRUE(skipped->empty());  // both batches failed and were skipped; the loop ended
 }
 
 }  // namespace

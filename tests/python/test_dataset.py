@@ -255,6 +255,9 @@ def test_padded_batch():
                                                            for row in expected]
     with pytest.raises(TypeError, match="padded_shapes: a shape"):
         ds.padded_batch(2, padded_shapes=5)
+    # A shape per component given as an array, as tf.data takes it too.
+    padded = ds.padded_batch(3, padded_shapes=(np.array([4]),), padding_values=(-1,))
+    assert np.asarray(next(iter(padded))).shape == (3, 4)
 
 
 def test_element_spec():

@@ -112,5 +112,5 @@ def test_scalars_convert_and_compare_as_numpy_values():
     assert (b == np.asarray(b)).all()
     with pytest.raises(ValueError, match="ambiguous"):
         bool(b)  # NumPy's rule for more than one element
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="integer scalar arrays"):
         ["x"][next(iter(sluice.Dataset.from_tensors(np.float32(0.5))))]  # not an integer

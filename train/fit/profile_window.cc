@@ -29,8 +29,10 @@ absl::Status ProfileWindow::BeforeStep(int64_t next_step) {
 }
 
 absl::Status ProfileWindow::AfterStep(int64_t step, bool fit_ends) {
-  if (fit_ends && steps_ && !opened_ && report_to_ != nullptr) {
-    // Asked for, and nothing to show for it: say so rather than leave no trace at all.
+  if (fit_ends && steps_ && !opened_ && steps_->first > step && report_to_ != nullptr) {
+    // The window lies past this Fit's last step: asked for, and nothing to show for it. (One
+    // before this Fit's first step was another Fit's, a resumed run's earlier part or a head
+    // phase's: not this one's to report.)
     const std::string trained = first_step_ < 0 ? "none" : absl::StrCat(first_step_, " to ", step);
     std::fprintf(report_to_, "profile_steps %lld:%lld: not profiled; the steps this Fit ran: %s\n",
                  static_cast<long long>(steps_->first), static_cast<long long>(steps_->second),

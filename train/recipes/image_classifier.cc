@@ -259,13 +259,17 @@ absl::Status CheckCanBeDirectory(const std::string& dir, absl::string_view what)
   if (error) return absl::OkStatus();  // the write names the problem
   for (std::filesystem::path at = path;; at = at.parent_path()) {
     const std::filesystem::file_type type = std::filesystem::status(at, error).type();
+    if (error && error != std::errc::no_such_file_or_directory &&
+        error != std::errc::not_a_directory) {
+      return OsError(error.value(), what, " ", dir, ": ", at.string());  // EACCES, ELOOP
+    }
     if (type == std::filesystem::file_type::not_found && at != at.parent_path()) continue;
     if (type != std::filesystem::file_type::directory) {
       return WithErrno(absl::FailedPreconditionError(
                            absl::StrCat(what, " ", dir, ": ", at.string(), " is not a directory")),
                        ENOTDIR);
     }
-    if (::access(at.c_str(), W_OK) != 0) {
+    if (::access(at.c_str(), W_OK | X_OK) != 0) {
       return OsError(errno, what, " ", dir, ": cannot write in ", at.string());
     }
     return absl::OkStatus();
@@ -308,11 +312,17 @@ absl::StatusOr<ImageClassifierResult> TrainImageClassifier(const ImageClassifier
   SLUICE_RETURN_IF_ERROR(CheckBeforeData(options));
   const bool chief = comm == nullptr || comm->rank() == 0;  // prints and writes files
   // Where the results go, before hours of training: a --save over a file failed at the end.
-  if (!options.callbacks.checkpoint.empty()) {
+  // Every rank checks, so that none waits in a collective for one that stopped here.
+  if (const std::string& checkpoint = options.callbacks.checkpoint; !checkpoint.empty()) {
+    std::error_code unknown;  // a path that cannot be checked is left to the write
+    if (std::filesystem::is_directory(checkpoint, unknown) || checkpoint.back() == '/') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint ", checkpoint, ": a directory; give a file's path"));
+    }
     SLUICE_RETURN_IF_ERROR(CheckCanBeDirectory(
-        std::filesystem::path(options.callbacks.checkpoint).parent_path().string(), "checkpoint"));
+        std::filesystem::path(checkpoint).parent_path().string(), "checkpoint"));
   }
-  if (!options.save_dir.empty() && chief) {
+  if (!options.save_dir.empty()) {
     SLUICE_RETURN_IF_ERROR(CheckCanBeDirectory(options.save_dir, "save_dir"));
   }
   backend::cpu::SetCpuThreads(static_cast<int>(options.cpu_threads));

@@ -221,6 +221,9 @@ TEST(ImageClassifierOptionsTest, DestinationsThatCannotBeDirectoriesFailFirst) {
   options.callbacks.checkpoint = dir.File("a-file/ck");
   EXPECT_THAT(TrainImageClassifier(options).status().message(),
               HasSubstr("checkpoint " + dir.File("a-file") + ": "));
+  options.callbacks.checkpoint = dir.path();  // a folder, not a checkpoint's path
+  EXPECT_THAT(TrainImageClassifier(options).status().message(),
+              HasSubstr(": a directory; give a file's path"));
   // Paths that can be made get as far as the data (and create nothing).
   options.callbacks.checkpoint = dir.File("new/deeper/ck");
   options.save_dir = dir.File("new/model");
