@@ -27,10 +27,13 @@ void OnTerminate(int) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TerminationSignal>> TerminationSignal::Install() {
+absl::StatusOr<std::unique_ptr<TerminationSignal>> TerminationSignal::Install(bool keep_received) {
   if (installed.exchange(true)) {
     return absl::FailedPreconditionError(
         "TerminationSignal: SIGTERM is already watched (one watch per process)");
+  }
+  if (keep_received && received_flag.load()) {
+    return std::unique_ptr<TerminationSignal>(new TerminationSignal(/*handling=*/false));
   }
   received_flag.store(false);
   struct sigaction action;
@@ -43,12 +46,12 @@ absl::StatusOr<std::unique_ptr<TerminationSignal>> TerminationSignal::Install() 
     installed.store(false);
     return absl::ErrnoToStatus(error, "TerminationSignal: cannot handle SIGTERM");
   }
-  return std::unique_ptr<TerminationSignal>(new TerminationSignal());
+  return std::unique_ptr<TerminationSignal>(new TerminationSignal(/*handling=*/true));
 }
 
 TerminationSignal::~TerminationSignal() {
   // A SIGTERM that arrived resets the disposition itself; restoring it again is harmless.
-  sigaction(SIGTERM, &previous, nullptr);
+  if (handling_) sigaction(SIGTERM, &previous, nullptr);
   installed.store(false);
 }
 

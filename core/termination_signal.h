@@ -15,17 +15,21 @@ namespace sluice {
 // the previous disposition.
 class TerminationSignal {
  public:
-  // FailedPrecondition while another one lives.
-  static absl::StatusOr<std::unique_ptr<TerminationSignal>> Install();
+  // FailedPrecondition while another one lives. With `keep_received`, a SIGTERM that the previous
+  // watch received and no one acted on (it came after the last look) counts as received by this
+  // one, which then installs no handler: that SIGTERM was the one let through, so the next one
+  // gets the previous disposition.
+  static absl::StatusOr<std::unique_ptr<TerminationSignal>> Install(bool keep_received = false);
   ~TerminationSignal();
   TerminationSignal(const TerminationSignal&) = delete;
   TerminationSignal& operator=(const TerminationSignal&) = delete;
 
-  // Whether SIGTERM arrived since Install.
+  // Whether SIGTERM arrived since Install (or before it, with keep_received).
   bool received() const;
 
  private:
-  TerminationSignal() = default;
+  explicit TerminationSignal(bool handling) : handling_(handling) {}
+  bool handling_;  // this watch installed the handler
 };
 
 }  // namespace sluice

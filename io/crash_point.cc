@@ -14,6 +14,7 @@ namespace {
 struct Armed {
   std::string name;  // empty: disarmed
   long remaining = 0;
+  int signal = SIGKILL;
 };
 
 const Armed& ArmedPoint() {
@@ -27,6 +28,8 @@ const Armed& ArmedPoint() {
     if (n < 1) return a;
     a.name.assign(spec, colon);
     a.remaining = n;
+    const char* signal = std::getenv("SLUICE_CRASH_SIGNAL");
+    if (signal != nullptr && std::strcmp(signal, "TERM") == 0) a.signal = SIGTERM;
     return a;
   }();
   return armed;
@@ -40,7 +43,7 @@ void CrashPoint(const char* name) {
   const Armed& armed = ArmedPoint();
   if (armed.name.empty() || armed.name != name) return;
   if (reached.fetch_add(1, std::memory_order_relaxed) + 1 == armed.remaining) {
-    ::kill(::getpid(), SIGKILL);
+    ::kill(::getpid(), armed.signal);
   }
 }
 

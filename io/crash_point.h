@@ -8,6 +8,8 @@ namespace sluice {
 // "name:n" when the process starts (say "atomic_file_commit:3": inside the third atomic file
 // write, after the data is written and synced and before the rename). Without the variable a
 // crash point costs one relaxed load. The points: "atomic_file_commit" (io/atomic_file.cc).
+// With SLUICE_CRASH_SIGNAL=TERM the process sends itself SIGTERM there instead, and goes on if
+// it handles the signal: a scheduler's preemption at an exact moment.
 void CrashPoint(const char* name);
 
 }  // namespace sluice

@@ -7,6 +7,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "io/crc32c.h"
 #include "io/tfrecord_format.h"
@@ -90,13 +91,9 @@ absl::StatusOr<bool> TFRecordReader::ReadRecord(std::string* record) {
 
 absl::Status TFRecordReader::StreamError(const absl::Status& status) const {
   // The stream names the file and what went wrong; add where in the records it struck.
-  absl::Status out(status.code(),
-                   absl::StrCat(status.message(), " (reading record ", records_read_, " at ",
-                                file_ ? "" : "uncompressed ", "offset ", offset_, ")"));
-  // Payloads (an OS error's errno) stay.
-  status.ForEachPayload(
-      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
-  return out;
+  return WithMessage(status,
+                     absl::StrCat(status.message(), " (reading record ", records_read_, " at ",
+                                  file_ ? "" : "uncompressed ", "offset ", offset_, ")"));
 }
 
 absl::StatusOr<size_t> TFRecordReader::ReadPayload(std::string* record, uint64_t length) {

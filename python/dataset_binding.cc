@@ -109,7 +109,7 @@ void RegisterSources(py::class_<PyDataset>& c) {
        "list_files",
        [](const py::object& file_pattern, std::optional<bool> shuffle,
           std::optional<uint64_t> seed) {
-         return Wrap(Dataset::ListFiles(StringsOf(file_pattern),
+         return Wrap(Dataset::ListFiles(StringsOf(file_pattern, "file_pattern"),
                                         {.shuffle = shuffle.value_or(true), .seed = seed}));
        },
        py::arg("file_pattern"), py::arg("shuffle") = py::none(), py::arg("seed") = py::none(),
@@ -512,12 +512,34 @@ void RegisterTransformations(py::class_<PyDataset>& c) {
 
 }  // namespace
 
-std::vector<std::string> StringsOf(const py::object& value) {
-  if (py::isinstance<py::str>(value) || py::isinstance<py::bytes>(value)) {
-    return {value.cast<std::string>()};
-  }
+namespace {
+
+// os.fspath's answer for a str, bytes or os.PathLike; nullopt for anything else.
+std::optional<std::string> PathOf(py::handle value) {
+  if (py::isinstance<py::bytes>(value)) return value.cast<std::string>();
+  if (!py::isinstance<py::str>(value) && !py::hasattr(value, "__fspath__")) return std::nullopt;
+  // os.fsencode: a name that is not UTF-8 (surrogate-escaped by Python, as os.listdir gives it)
+  // reaches the file system as it was.
+  return py::module_::import("os").attr("fsencode")(value).cast<std::string>();
+}
+
+[[noreturn]] void ThrowNotPaths(const char* what, py::handle value) {
+  throw py::type_error(
+      absl::StrCat(what, " must be a str, bytes or os.PathLike, or a list of them; ", "got ",
+                   std::string(py::str(value.get_type().attr("__name__")))));
+}
+
+}  // namespace
+
+std::vector<std::string> StringsOf(const py::object& value, const char* what) {
+  if (std::optional<std::string> one = PathOf(value)) return {*std::move(one)};
+  if (!py::isinstance<py::iterable>(value)) ThrowNotPaths(what, value);
   std::vector<std::string> out;
-  for (py::handle item : value) out.push_back(item.cast<std::string>());
+  for (py::handle item : value) {
+    std::optional<std::string> path = PathOf(item);
+    if (!path) ThrowNotPaths(what, item);
+    out.push_back(*std::move(path));
+  }
   return out;
 }
 

@@ -34,8 +34,9 @@ void RegisterDataset(py::module_& m);
 // The datasets of files (python/file_dataset_binding.cc): text_line, csv, save, load, snapshot.
 void RegisterFileDatasets(py::class_<PyDataset>& c);
 
-// File names given in Python: one str (or bytes), or an iterable of them.
-std::vector<std::string> StringsOf(const py::object& value);
+// File names given in Python: one str, bytes or os.PathLike (pathlib.Path), or an iterable of
+// them. Anything else is a TypeError naming `what` (the argument) and the type given.
+std::vector<std::string> StringsOf(const py::object& value, const char* what = "filenames");
 // compression_type: None (unset: guessed from each file's suffix), "", "GZIP" or "ZLIB" (any case).
 // Raises ValueError for another name.
 std::optional<Compression> CompressionOf(const std::optional<std::string>& type);

@@ -491,8 +491,7 @@ shared with other elements (a cache, from_tensor_slices' arrays); np.array(t) co
           [](const PyTensor& self) { return reinterpret_cast<uintptr_t>(DataOf(self.tensor())); },
           "The address of the first element (what a NumPy or DLPack view of it points to).")
       .def(
-          "numpy",
-          [](py::object self) { return py::module_::import("numpy").attr("asarray")(self); },
+          "numpy", [](py::object self) { return AsNumpy(self); },
           "np.asarray(self): a read-only NumPy view, no copy.")
       // Values, as NumPy's arrays give them (a loop's `if label == 3`, `int(label)`,
       // `names[label]`), computed on the NumPy view: == and != element-wise, conversions of one

@@ -7,9 +7,11 @@
 #include <limits>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "core/json_writer.h"
 
 namespace sluice::tools {
@@ -20,6 +22,19 @@ namespace {
 [[noreturn]] void Die(absl::string_view message) {
   std::fprintf(stderr, "internal error: %.*s\n", static_cast<int>(message.size()), message.data());
   std::abort();
+}
+
+// What a script reading --json gets instead of a result: {"error": message, "code": "DATA_LOSS"}.
+void PrintJsonError(absl::string_view message, absl::StatusCode code) {
+  std::fflush(stdout);
+  JsonWriter out;
+  out.BeginObject();
+  out.Key("error");
+  out.String(std::string(message));
+  out.Key("code");
+  out.String(absl::StatusCodeToString(code));
+  out.EndObject();
+  std::printf("%s\n", out.str().c_str());
 }
 
 }  // namespace
@@ -83,6 +98,7 @@ absl::Status CommandLine::SetValue(Option& option, absl::string_view value) {
 absl::Status CommandLine::Parse(int argc, const char* const* argv) {
   positional_values_.clear();
   help_requested_ = false;
+  json_requested_ = false;
   for (Option& option : options_) {
     option.given = false;
     option.value.clear();
@@ -95,6 +111,11 @@ absl::Status CommandLine::Parse(int argc, const char* const* argv) {
     if (arg == "--help" || arg == "-h") {
       help_requested_ = true;
       return absl::OkStatus();
+    }
+    // Known before any mistake is met, so that a usage error answers --json in JSON too. No
+    // option takes "--json" as its value (values starting with "--" are refused below).
+    if ((arg == "--json" || arg == "--json=true") && Find("json") != nullptr) {
+      json_requested_ = Find("json")->is_flag;
     }
   }
 
@@ -169,6 +190,7 @@ std::optional<int> CommandLine::ParseOrReport(int argc, const char* const* argv)
 int CommandLine::ReportUsageError(absl::string_view message) const {
   std::fprintf(stderr, "%s: %.*s\nRun '%s --help' for usage.\n", program_.c_str(),
                static_cast<int>(message.size()), message.data(), program_.c_str());
+  if (json_requested_) PrintJsonError(message, absl::StatusCode::kInvalidArgument);
   return kExitUsage;
 }
 
@@ -230,8 +252,14 @@ absl::StatusOr<int64_t> CommandLine::IntValue(absl::string_view name, int64_t mi
     const std::string range = max == std::numeric_limits<int64_t>::max()
                                   ? absl::StrCat(">= ", min)
                                   : absl::StrCat("in ", min, "..", max);
+    // Digits that SimpleAtoi refused overflowed: say so, or "not '99999999999999999999'" reads
+    // as if it were not an integer.
+    const absl::string_view digits = absl::StripPrefix(text, "+");
+    const bool too_large = !digits.empty() && !absl::SimpleAtoi(text, &value) &&
+                           std::all_of(digits.begin(), digits.end(), absl::ascii_isdigit);
     return absl::InvalidArgumentError(
-        absl::StrCat("--", name, " takes an integer ", range, ", not '", text, "'"));
+        absl::StrCat("--", name, " takes an integer ", range, ", not '", text, "'",
+                     too_large ? absl::StrCat(" (beyond ", max, ")") : ""));
   }
   return value;
 }
@@ -254,16 +282,7 @@ int ReportFailure(absl::string_view program, const absl::Status& status, bool js
   std::fflush(stdout);
   std::fprintf(stderr, "%.*s: %.*s\n", static_cast<int>(program.size()), program.data(),
                static_cast<int>(status.message().size()), status.message().data());
-  if (json) {
-    JsonWriter out;
-    out.BeginObject();
-    out.Key("error");
-    out.String(std::string(status.message()));
-    out.Key("code");
-    out.String(absl::StatusCodeToString(status.code()));
-    out.EndObject();
-    std::printf("%s\n", out.str().c_str());
-  }
+  if (json) PrintJsonError(status.message(), status.code());
   return kExitFailure;
 }
 

@@ -60,8 +60,10 @@ class CommandLine {
   // (for --help: kExitOk) or the error to stderr (kExitUsage).
   std::optional<int> ParseOrReport(int argc, const char* const* argv);
 
-  // Prints "<program>: <message>" and a pointer to --help on stderr; returns
-  // kExitUsage. For values that parse but are invalid (`--records abc`).
+  // Prints "<program>: <message>" and a pointer to --help on stderr, and when the line asked for
+  // --json (a declared flag) also ReportFailure's JSON object on stdout, with the code
+  // "INVALID_ARGUMENT"; returns kExitUsage. For values that parse but are invalid
+  // (`--records abc`).
   int ReportUsageError(absl::string_view message) const;
 
   // The --help text, generated from the declarations.
@@ -112,6 +114,7 @@ class CommandLine {
   std::vector<Positional> positionals_;
   std::vector<std::string> positional_values_;
   bool help_requested_ = false;
+  bool json_requested_ = false;  // "--json" on the line, and the command declares that flag
 };
 
 // Reports a command's failure: "program: message" on stderr and, with `json`, one JSON object

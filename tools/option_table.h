@@ -1,6 +1,7 @@
 #ifndef SLUICE_TOOLS_OPTION_TABLE_H_
 #define SLUICE_TOOLS_OPTION_TABLE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/json_writer.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "tools/command_line.h"
 
@@ -97,6 +99,15 @@ absl::Status NumberAboveMax(absl::string_view name, double min, CommandLine::Bou
                             double max, absl::string_view text);
 
 // The option's text as a number or a string, within the spec's bounds.
+// The largest value an integer option of type T takes: `max`, when set, and never more than T
+// holds, so that the cast from int64_t cannot wrap (2^32 + 1 threads were 1).
+template <typename T>
+int64_t IntegerMax(std::optional<double> max) {
+  const int64_t held = static_cast<int64_t>(
+      std::min<uint64_t>(std::numeric_limits<T>::max(), std::numeric_limits<int64_t>::max()));
+  return max ? std::min(static_cast<int64_t>(*max), held) : held;
+}
+
 template <typename T, typename Spec>
 absl::StatusOr<T> ParseBuiltin(const CommandLine& command_line, const std::string& name,
                                const Spec& spec) {
@@ -107,10 +118,9 @@ absl::StatusOr<T> ParseBuiltin(const CommandLine& command_line, const std::strin
   } else if constexpr (std::is_same_v<T, std::string>) {
     return command_line.Value(name);
   } else if constexpr (std::is_integral_v<T>) {
-    SLUICE_ASSIGN_OR_RETURN(const int64_t value,
-                            command_line.IntValue(name, static_cast<int64_t>(spec.min),
-                                                  spec.max ? static_cast<int64_t>(*spec.max)
-                                                           : std::numeric_limits<int64_t>::max()));
+    SLUICE_ASSIGN_OR_RETURN(
+        const int64_t value,
+        command_line.IntValue(name, static_cast<int64_t>(spec.min), IntegerMax<T>(spec.max)));
     return static_cast<T>(value);
   } else {
     static_assert(std::is_floating_point_v<T>);
@@ -311,7 +321,7 @@ absl::StatusOr<uint64_t> UnsignedInteger(absl::string_view flag, const std::stri
 template <typename T>
 absl::StatusOr<T> Prefixed(absl::string_view prefix, absl::StatusOr<T> value) {
   if (value.ok()) return value;
-  return absl::Status(value.status().code(), absl::StrCat(prefix, value.status().message()));
+  return WithContext(value.status(), prefix);
 }
 absl::Status Prefixed(absl::string_view prefix, const absl::Status& status);
 

@@ -36,10 +36,12 @@ absl::StatusOr<Result> Train(const ImageClassifierOptions& run, distributed::Com
   return train::recipes::TrainImageClassifier(run, comm);
 }
 
-// The epochs the run ended after (from the first, a resumed run's included): fewer than --epochs
-// when early stopping ended it.
-int64_t EpochsTrained(const Result& result) {
-  return result.history.epochs.empty() ? 0 : result.history.epochs.back() + 1;
+// What a resumed run adds to "N epochs": how many it ran itself.
+std::string ResumedNote(const Result& result) {
+  const int64_t ran = static_cast<int64_t>(result.history.epochs.size());
+  if (ran == result.epochs_completed) return "";
+  if (ran == 0) return " (all restored: none left to train)";
+  return absl::StrCat(" (", ran, " in this run)");
 }
 
 void PrintJson(const TrainConfig& config, const Result& result) {
@@ -51,7 +53,8 @@ void PrintJson(const TrainConfig& config, const Result& result) {
     json.Double(value);
   };
   for (auto [key, value] : {std::pair<const char*, int64_t>{"train_records", result.train_records},
-                            {"epochs_trained", EpochsTrained(result)},
+                            {"epochs_trained", result.epochs_completed},
+                            {"epochs_this_run", static_cast<int64_t>(result.history.epochs.size())},
                             {"ranks", result.ranks},
                             {"global_batch", config.run.batch_size * result.ranks}}) {
     json.Key(key);
@@ -94,13 +97,13 @@ void ReportResult(const TrainConfig& config, const Result& result) {
   }
   if (config.json) return PrintJson(config, result);
   std::printf(
-      "test accuracy %.2f%% (loss %.4f) | %s, %lld epoch%s of %lld images | train %.1f images/s "
-      "| input wait %.1f%% of step time%s\n",
+      "test accuracy %.2f%% (loss %.4f) | %s, %lld epoch%s%s of %lld images | train %.1f "
+      "images/s | input wait %.1f%% of step time%s\n",
       100 * train::callbacks::LogValue(result.test, "accuracy").value_or(0),
       train::callbacks::LogValue(result.test, "loss").value_or(0), config.run.model.c_str(),
-      static_cast<long long>(EpochsTrained(result)), EpochsTrained(result) == 1 ? "" : "s",
-      static_cast<long long>(result.train_records), result.images_per_second,
-      100 * result.input_wait_share,
+      static_cast<long long>(result.epochs_completed), result.epochs_completed == 1 ? "" : "s",
+      ResumedNote(result).c_str(), static_cast<long long>(result.train_records),
+      result.images_per_second, 100 * result.input_wait_share,
       result.ranks > 1
           ? absl::StrCat(" | ", result.ranks, " ranks, all-reduce exposed ",
                          static_cast<int>(100 * result.allreduce_exposed_share + 0.5), "%")

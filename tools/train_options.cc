@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/runtime.h"
 #include "core/status_macros.h"
 #include "dataset/auto_shard.h"
 #include "tools/device_option.h"
@@ -27,6 +29,10 @@ using Optimizer = train::recipes::OptimizerOptions;
 using Schedule = train::recipes::ScheduleOptions;
 using Callbacks = train::recipes::CallbackOptions;
 using TrainRow = OptionRow<TrainConfig>;
+
+// More threads than any machine has cores only slows training (each one a kernel's share); the
+// bound also keeps the backend's int from wrapping.
+constexpr double kMaxThreads = 4096;
 
 template <typename... Members>
 auto In(Members... path) {
@@ -208,7 +214,7 @@ std::vector<TrainRow> OutputRows() {
 std::vector<TrainRow> RunRows() {
   return {
       Option("threads", "N", In(&Classifier::cpu_threads), "threads for the training kernels",
-             {.shown_default = "all cores", .min = 1}),
+             {.shown_default = "all cores", .min = 1, .max = kMaxThreads}),
       Option("seed", "S", In(&Classifier::seed),
              "seed of initializers, shuffling and augmentation"),
       Flag("skip-errors", In(&Classifier::skip_errors),
@@ -303,6 +309,12 @@ absl::Status CheckCombinations(const CommandLine& command_line, TrainConfig& con
   if (run.resume && run.callbacks.checkpoint.empty()) {
     return absl::InvalidArgumentError("--resume needs --checkpoint PATH");
   }
+  if (run.resume && run.freeze_base_epochs > 0) {
+    // One checkpoint file for two Fits: the head's would resume from fine-tuning's state.
+    return absl::InvalidArgumentError(
+        "--resume does not follow --freeze-base-epochs' two phases; --backup-dir DIR does (each "
+        "phase keeps its backups)");
+  }
   if (command_line.WasGiven("checkpoint-every") && run.callbacks.checkpoint.empty() &&
       run.callbacks.backup_dir.empty()) {
     return absl::InvalidArgumentError(
@@ -330,6 +342,13 @@ const OptionTable<TrainConfig>& TrainOptions() {
 absl::Status CheckTrainConfig(const CommandLine& command_line, TrainConfig& config) {
   SLUICE_RETURN_IF_ERROR(CheckCombinations(command_line, config));
   config.run.verbose = config.json ? 0 : 1;
+  if (const int cores = AvailableCores(); config.run.cpu_threads > cores) {
+    // Allowed (a job may be moved to a larger machine), but rarely meant.
+    std::fprintf(stderr,
+                 "sluice train: warning: --threads %lld is more than the %d core%s available here; "
+                 "the extra threads only take turns\n",
+                 static_cast<long long>(config.run.cpu_threads), cores, cores == 1 ? "" : "s");
+  }
   return absl::OkStatus();
 }
 

@@ -56,19 +56,50 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
+class _NumpyIterator:
+    """What as_numpy_iterator returns: the dataset's iterator, each component converted; its
+    position saves and restores as the iterator's does (state_dict, load_state_dict)."""
+
+    def __init__(self, iterator):
+        import numpy
+
+        self._iterator = iterator
+        self._asarray = numpy.asarray
+
+    def __iter__(self):
+        return self
+
+    def _convert(self, value):
+        return self._asarray(value) if isinstance(value, Tensor) else value
+
+    def __next__(self):
+        if self._iterator is None:
+            raise StopIteration
+        element = next(self._iterator)
+        if isinstance(element, tuple):
+            return tuple(self._convert(v) for v in element)
+        return self._convert(element)
+
+    def close(self):
+        """Stops the pipeline now (its threads, its open files), as a generator's close()."""
+        self._iterator = None
+
+    def _open(self, what):
+        if self._iterator is None:
+            raise ValueError(f"{what}: the as_numpy_iterator was closed")
+        return self._iterator
+
+    def state_dict(self):
+        return self._open("state_dict()").state_dict()
+
+    def load_state_dict(self, state_dict):
+        self._open("load_state_dict()").load_state_dict(state_dict)
+
+
 def _as_numpy_iterator(self):
     """tf.data's as_numpy_iterator: each component as a NumPy array viewing its tensor (bytes
-    stay bytes); no copy."""
-    import numpy as np
-
-    def convert(value):
-        return np.asarray(value) if isinstance(value, Tensor) else value
-
-    for element in self:
-        if isinstance(element, tuple):
-            yield tuple(convert(v) for v in element)
-        else:
-            yield convert(element)
+    stay bytes); no copy. Checkpoints as iter(dataset) does: state_dict(), load_state_dict()."""
+    return _NumpyIterator(iter(self))
 
 
 Dataset.as_numpy_iterator = _as_numpy_iterator

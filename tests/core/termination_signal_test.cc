@@ -57,5 +57,29 @@ TEST(TerminationSignalTest, OneWatchAtATimeAndThePreviousDispositionComesBack) {
   ASSERT_EQ(sigaction(SIGTERM, &before, nullptr), 0);
 }
 
+// A SIGTERM the previous watch noted after its owner's last look carries over to a watch that
+// asks for it (sluice train's test evaluation after Fit's last backup), and the next SIGTERM
+// then ends the process: only one is ever let through.
+TEST(TerminationSignalTest, AnUnreadSigtermCarriesOverAndTheNextOneEndsTheProcess) {
+  EXPECT_EXIT(
+      {
+        {
+          auto fit = TerminationSignal::Install();
+          if (!fit.ok()) _exit(3);
+          raise(SIGTERM);
+        }
+        {
+          auto fresh = TerminationSignal::Install();
+          if (!fresh.ok() || (*fresh)->received()) _exit(4);  // a plain watch starts clean
+          raise(SIGTERM);
+        }
+        auto after_fit = TerminationSignal::Install(/*keep_received=*/true);
+        if (!after_fit.ok() || !(*after_fit)->received()) _exit(5);
+        raise(SIGTERM);
+        _exit(6);  // not reached: that SIGTERM was the second
+      },
+      ::testing::KilledBySignal(SIGTERM), "");
+}
+
 }  // namespace
 }  // namespace sluice

@@ -67,6 +67,51 @@ def test_state_dict_nests_in_a_checkpoint(tmp_path):
     assert sorted(first + rest) == list(range(10))
 
 
+def test_as_numpy_iterator_saves_its_position():
+    ds = sluice.Dataset.range(10).shuffle(5, seed=3).batch(2)
+    it = ds.as_numpy_iterator()
+    assert iter(it) is it
+    first = [next(it) for _ in range(2)]
+    assert all(isinstance(b, np.ndarray) for b in first)
+    state = it.state_dict()
+    rest = list(it)
+    resumed = ds.as_numpy_iterator()
+    resumed.load_state_dict(state)
+    again = list(resumed)
+    assert len(rest) == len(again) == 3
+    for a, b in zip(rest, again):
+        np.testing.assert_array_equal(a, b)
+    assert sorted(np.concatenate(first + rest).tolist()) == list(range(10))
+    resumed.close()
+    with pytest.raises(StopIteration):
+        next(resumed)
+    with pytest.raises(ValueError, match="closed"):
+        resumed.state_dict()
+
+
+def test_file_names_are_paths_or_lists_of_them(data):
+    import pathlib
+
+    path = data / "images3.tfrecord"
+    assert isinstance(path, pathlib.Path)
+    assert len(list(sluice.Dataset.tfrecord(path))) == 3
+    assert len(list(sluice.Dataset.tfrecord([path, str(path)]))) == 6
+    assert list(sluice.Dataset.list_files(path.parent / "images3.tf*", shuffle=False)) == [
+        str(path).encode()]
+    with pytest.raises(TypeError, match="filenames must be a str, bytes or os.PathLike, or a "
+                       "list of them; got int"):
+        sluice.Dataset.tfrecord(5)
+    with pytest.raises(TypeError, match="got float"):
+        sluice.Dataset.tfrecord([str(path), 1.5])
+    with pytest.raises(TypeError, match="file_pattern must be"):
+        sluice.Dataset.list_files(None)
+    # A name that is not UTF-8 (as os.listdir gives it, surrogate-escaped) is not mangled: it is
+    # looked for as it is, and named so in the error.
+    odd = os.fsdecode(bytes(path.parent) + b"/no-such-\xff.tfrecord")
+    with pytest.raises(OSError, match="no-such-"):
+        list(sluice.Dataset.tfrecord(odd))
+
+
 def test_load_state_dict_misuse():
     ds = sluice.Dataset.range(5)
     it = iter(ds)

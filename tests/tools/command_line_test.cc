@@ -126,6 +126,12 @@ TEST(CommandLineTest, NumericOptionsNameTheirRange) {
             "--momentum takes a number >= 0, not '-0.5'"},
            {"train --data /nonexistent --clip-norm inf",
             "--clip-norm takes a number >= 0, not 'inf'"},
+           {"train --data /nonexistent --epochs 99999999999999999999",
+            "--epochs takes an integer >= 1, not '99999999999999999999' (beyond "
+            "9223372036854775807)"},
+           // 2^32 + 1 became 1 thread in the backend's int.
+           {"train --data /nonexistent --threads 4294967297",
+            "--threads takes an integer in 1..4096, not '4294967297'"},
        }) {
     CliResult r = RunSluice(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;

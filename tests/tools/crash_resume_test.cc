@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/file_util.h"
 #include "tests/tools/cli_test_util.h"
@@ -32,6 +33,7 @@ using ::sluice::cli_test::RunSluice;
 using ::sluice::cli_test::ShellQuote;
 using ::sluice::cli_test::TempPath;
 using ::sluice::testing::ReadFile;
+using ::testing::HasSubstr;
 
 constexpr char kSource[] = "/usr/share/datasets/fashion-mnist";
 
@@ -53,23 +55,27 @@ struct KillableRun {
   int signal = 0;       // the signal that ended it, if one did
   int exit_code = -1;
   double seconds = 0;
-  std::string out;
+  bool signal_sent = false;  // `signal` was sent while the process ran
+  std::string out, err;
 };
 
-// Runs `sluice args...` with SLUICE_CRASH_AT=`crash_at` (when not empty), sending it `signal`
-// after `kill_after` seconds (when > 0) unless it ended before, then waiting for its end (a
-// SIGKILL after 300 s in all).
+// Runs `sluice args...` with SLUICE_CRASH_AT=`crash_at` (when not empty; the crash point sends
+// SIGTERM instead of SIGKILL with `crash_sigterm`), sending it `signal` after `kill_after`
+// seconds (when > 0) unless it ended before, then waiting for its end (a SIGKILL after 300 s in
+// all).
 KillableRun RunSluiceUntil(const std::vector<std::string>& args, const std::string& crash_at,
-                           double kill_after, int signal = SIGKILL) {
+                           double kill_after, int signal = SIGKILL, bool crash_sigterm = false) {
   const std::string out_path = TempPath("crash_stdout");
+  const std::string err_path = TempPath("crash_stderr");
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = fork();
   if (pid == 0) {
     const int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, STDOUT_FILENO);
-    const int null = open("/dev/null", O_WRONLY);
-    dup2(null, STDERR_FILENO);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(err, STDERR_FILENO);
     if (!crash_at.empty()) setenv("SLUICE_CRASH_AT", crash_at.c_str(), 1);
+    if (crash_sigterm) setenv("SLUICE_CRASH_SIGNAL", "TERM", 1);
     std::vector<char*> argv = {const_cast<char*>(SLUICE_BINARY)};
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -102,8 +108,11 @@ KillableRun RunSluiceUntil(const std::vector<std::string>& args, const std::stri
   run.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   run.killed = run.signal == SIGKILL;
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.signal_sent = sent;
   run.out = ReadFile(out_path);
+  run.err = ReadFile(err_path);
   std::filesystem::remove(out_path);
+  std::filesystem::remove(err_path);
   return run;
 }
 
@@ -238,9 +247,9 @@ TEST_P(CrashResumeTest, KilledAndRestartedRunsEndAsTheUninterruptedRun) {
 
 // SIGTERM, as a scheduler preempts a job: the run writes a backup after the step in progress and
 // exits with 143 (no periodic backups here: every backup is a preemption's), and the runs
-// started again end as the run never interrupted. A SIGTERM outside Fit (before training, or in
-// the test evaluation after it) ends the process as it always did; the backups stay until a run
-// has written its result, so the run started again finishes it.
+// started again end as the run never interrupted. A SIGTERM before Fit ends the process as it
+// always did; the backups stay until a run has written its result, so the run started again
+// finishes it. One after Fit waits for the test evaluation and the save: a whole run.
 TEST_F(PreemptionTest, PreemptedRunsWriteABackupOfTheirStepAndResumeFromIt) {
   if (kSanitized) GTEST_SKIP() << "in the Release build only (CI's time)";
   const std::vector<std::string> common = {"train",   "--data", *data_,    "--model", "cnn",
@@ -257,7 +266,7 @@ TEST_F(PreemptionTest, PreemptedRunsWriteABackupOfTheirStepAndResumeFromIt) {
   // Moments before the final evaluation, which takes the run's last quarter or so.
   std::mt19937 rng(11);
   std::uniform_real_distribution<double> moment(0.05 * straight.seconds, 0.75 * straight.seconds);
-  int preempted = 0, outside_fit = 0, whole = 0;
+  int preempted = 0, outside_fit = 0, whole = 0, late = 0;
   for (int attempt = 0; preempted < 3 && attempt < 60; ++attempt) {
     const KillableRun run = RunSluiceUntil(args, "", moment(rng), SIGTERM);
     if (run.exit_code == 143) {
@@ -278,6 +287,13 @@ TEST_F(PreemptionTest, PreemptedRunsWriteABackupOfTheirStepAndResumeFromIt) {
       EXPECT_TRUE(std::filesystem::is_empty(backups));
     } else {
       ASSERT_EQ(run.exit_code, 0) << run.out;
+      // Signalled after Fit: the signal waited for the evaluation and the save, and said so.
+      if (run.signal_sent) {
+        EXPECT_THAT(run.err,
+                    HasSubstr("SIGTERM arrived at the end of training: the test evaluation and "
+                              "the save finished first"));
+        ++late;
+      }
       ++whole;
       EXPECT_EQ(JsonField(run.out, "test_loss"), JsonField(straight.out, "test_loss"));
       ExpectSameWeights(reference, model);
@@ -289,8 +305,54 @@ TEST_F(PreemptionTest, PreemptedRunsWriteABackupOfTheirStepAndResumeFromIt) {
   EXPECT_EQ(JsonField(last.out, "test_loss"), JsonField(straight.out, "test_loss"));
   ExpectSameWeights(reference, model);
   EXPECT_TRUE(std::filesystem::is_empty(backups));
-  std::printf("[ preempt  ] %d preempted runs, %d ended outside Fit, %d whole runs\n", preempted,
-              outside_fit, whole);
+  std::printf(
+      "[ preempt  ] %d preempted runs, %d ended before Fit, %d whole runs (%d signalled "
+      "after Fit)\n",
+      preempted, outside_fit, whole, late);
+  for (const std::string& dir : {reference, backups, model}) std::filesystem::remove_all(dir);
+}
+
+// A SIGTERM at an exact moment: inside each atomic file write in turn (SLUICE_CRASH_SIGNAL=TERM).
+// In a backup that Fit looks past it is a preemption (143); in the last epoch's backup or the
+// save after the test evaluation it waits for the evaluation and the save: the run ends whole,
+// with the uninterrupted run's model, says so, and deletes its backups.
+TEST_F(PreemptionTest, ASigtermAfterTrainingWaitsForTheEvaluationAndTheSave) {
+  if (kSanitized) GTEST_SKIP() << "in the Release build only (CI's time)";
+  const std::vector<std::string> common = {"train",   "--data", *data_,    "--model", "mlp",
+                                           "--limit", "128",    "--batch", "32",      "--epochs",
+                                           "2",       "--seed", "5",       "--json"};
+  const std::string reference = TempPath("late_sigterm_reference");
+  const KillableRun straight = RunSluiceUntil(With(common, {"--save", reference}), "", 0);
+  ASSERT_EQ(straight.exit_code, 0) << straight.out;
+  const std::string backups = TempPath("late_sigterm_backups");
+  const std::string model = TempPath("late_sigterm_model");
+  const std::vector<std::string> args = With(common, {"--backup-dir", backups, "--save", model});
+  int preempted = 0, late = 0;
+  for (int n = 1; n <= 20; ++n) {
+    for (const std::string& dir : {backups, model}) std::filesystem::remove_all(dir);
+    const KillableRun run = RunSluiceUntil(args, absl::StrCat("atomic_file_commit:", n), 0, SIGKILL,
+                                           /*crash_sigterm=*/true);
+    if (run.exit_code == 143) {
+      ++preempted;
+      continue;
+    }
+    ASSERT_EQ(run.exit_code, 0) << "write " << n << ": " << run.err;
+    if (run.err.find("SIGTERM arrived at the end of training") == std::string::npos)
+      break;  // past all
+    ++late;
+    EXPECT_THAT(run.err,
+                HasSubstr("SIGTERM arrived at the end of training: the test evaluation and the "
+                          "save finished first"));
+    EXPECT_EQ(JsonField(run.out, "test_loss"), JsonField(straight.out, "test_loss"));
+    ExpectSameWeights(reference, model);
+    EXPECT_TRUE(std::filesystem::is_empty(backups)) << "write " << n;
+  }
+  // The first epoch's backup: the next step's look finds the signal. The last epoch's backup,
+  // written after Fit's last look, and the saved model: the signal carries over to the end.
+  EXPECT_GE(preempted, 1);
+  EXPECT_GE(late, 2);
+  std::printf("[ preempt  ] SIGTERM in %d backup writes (143), %d writes after training\n",
+              preempted, late);
   for (const std::string& dir : {reference, backups, model}) std::filesystem::remove_all(dir);
 }
 

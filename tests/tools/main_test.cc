@@ -91,6 +91,23 @@ TEST(MainTest, AFailureUnderJsonIsAnErrorObject) {
   }
 }
 
+// So does a usage error (exit 2), wherever --json stands on the line: before the mistake, after
+// it, or with a value the command's own check refuses. Without --json stdout stays empty.
+TEST(MainTest, AUsageErrorUnderJsonIsAnErrorObject) {
+  for (const std::string command :
+       {"train --json --bacth 64", "train --batch 0 --json", "inspect --json=true",
+        "bench --epochs --json", "predict --json --top 0 --model m a.jpg"}) {
+    CliResult r = RunSluice(command);
+    EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.err;
+    EXPECT_THAT(r.out, StartsWith("{\"error\": \"")) << command;
+    EXPECT_THAT(r.out, HasSubstr("\"code\": \"INVALID_ARGUMENT\"")) << command;
+    EXPECT_THAT(r.err, HasSubstr("--help")) << command;
+  }
+  CliResult plain = RunSluice("train --bacth 64");
+  EXPECT_EQ(plain.exit_code, 2);
+  EXPECT_EQ(plain.out, "");
+}
+
 // A pipeline that yields nothing (an empty file) measured nothing: a failure, not 0 images/s.
 TEST(MainTest, BenchOfAnEmptyPipelineFails) {
   const std::string empty = ::testing::TempDir() + "/sluice-main-test-empty.tfrecord";

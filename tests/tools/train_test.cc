@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "core/runtime.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/tools/cli_test_util.h"
@@ -72,6 +73,14 @@ TEST_F(TrainCommandTest, ResumingFromACheckpointContinuesTheRun) {
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   // Said on stderr under --json (stdout is the JSON's).
   EXPECT_THAT(resumed.err, HasSubstr("resuming from " + checkpoint + " (step 10)"));
+  EXPECT_EQ(JsonNumber(resumed.out, "epochs_trained"), 2) << resumed.out;
+  EXPECT_EQ(JsonNumber(resumed.out, "epochs_this_run"), 1) << resumed.out;
+  // Resumed after its last epoch: nothing to train, and the summary says so (it said "0 epochs").
+  CliResult done = RunSluice(common.substr(0, common.find(" --json")) + " --checkpoint " +
+                             ShellQuote(checkpoint) + " --epochs 2 --resume");
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_THAT(done.out, HasSubstr("mlp, 2 epochs (all restored: none left to train) of 640 images"))
+      << done.out;
   CliResult fresh = RunSluice("train --data " + Data() +
                               " --model mlp --limit 64 --batch 64 --json --epochs 1 --resume "
                               "--checkpoint " +
@@ -438,6 +447,9 @@ TEST(TrainCommandLineTest, BadArgumentsAreUsageErrors) {
       {"--schedule foo", ""},
       {"--profile-steps 1:2", "--profile-steps needs --profile DIR"},
       {"--accumulate 4294967297", "--accumulate takes an integer in 1..2147483647"},
+      // One checkpoint for the two phases' Fits: the head's would start from fine-tuning's.
+      {"--base b.onnx --freeze-base-epochs 1 --epochs 2 --checkpoint c --resume",
+       "--resume does not follow --freeze-base-epochs' two phases; --backup-dir DIR does"},
   };
   for (const auto& [args, message] : usage_errors) {
     CliResult r = RunSluice(std::string("train --data x ") + args);
@@ -445,6 +457,11 @@ TEST(TrainCommandLineTest, BadArgumentsAreUsageErrors) {
     EXPECT_THAT(r.err, HasSubstr(message)) << args;
   }
   EXPECT_EQ(RunSluice("train --images x --augment --augmentation pad-crop").exit_code, 2);
+  // More threads than cores: allowed (a warning), so this run goes on to fail on its data.
+  CliResult threads = RunSluice("train --data /nonexistent-sluice-dir --threads 4096");
+  EXPECT_EQ(threads.exit_code, 1);
+  EXPECT_THAT(threads.err, HasSubstr("warning: --threads 4096 is more than the " +
+                                     std::to_string(AvailableCores()) + " core"));
 }
 
 // With --json, stdout holds the JSON object alone; --summary, asked for, goes to stderr (it was

@@ -67,7 +67,9 @@ absl::StatusOr<proto::SavedModelProto> ReadSavedModel(const std::string& dir,
   absl::StatusOr<std::string> bytes = ReadFileToString(path, kMaxModelFileBytes);
   if (absl::IsNotFound(bytes.status())) {
     return absl::NotFoundError(
-        absl::StrCat(path, ": cannot open (is ", dir, " a model saved by SaveModel?)"));
+        absl::StrCat(path, ": cannot open; ", dir,
+                     " is not a saved model (the folder that `sluice train --save`, `sluice "
+                     "import --out` or fit::SaveModel writes)"));
   }
   if (!bytes.ok()) return bytes.status();
   proto::SavedModelProto saved;

@@ -102,7 +102,8 @@ class Trainer : public callbacks::TrainingLoop {
   layers::Module& model() override { return model_; }
   optimizers::Optimizer& optimizer() override { return optimizer_; }
   int64_t global_step() const override { return position_.global_step; }
-  // The epoch in progress during Fit (0-based).
+  // The epoch in progress during Fit (0-based); after it, the complete epochs, restored ones
+  // included.
   int64_t epoch() const override { return position_.epoch; }
 
  private:

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "dataset/dataset_base.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -352,7 +353,7 @@ class PayloadParser {
   // The reader's errors, with the file's name.
   absl::Status Wire(absl::Status s) const {
     if (s.ok() || absl::StartsWith(s.message(), path_)) return s;  // the stream's own errors
-    return absl::Status(s.code(), absl::StrCat(path_, ": ", s.message()));
+    return WithContext(s, absl::StrCat(path_, ": "));
   }
   template <typename T>
   absl::StatusOr<T> Wire(absl::StatusOr<T> v) const {

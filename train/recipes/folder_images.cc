@@ -1,8 +1,13 @@
 #include "train/recipes/folder_images.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
@@ -10,6 +15,31 @@
 #include "train/data/image_dataset_from_directory.h"
 
 namespace sluice::train::recipes {
+namespace {
+
+// Keras lists .png, .bmp and .gif as images too, and so does ImageDatasetFromDirectory; sluice
+// decodes JPEG only, so without skip_errors such a file would fail the run when an epoch met it,
+// after all the training before. Refused here, before any training, with what to do.
+absl::Status CheckAllJpeg(const std::string& dir, const std::vector<std::string>& train,
+                          const std::vector<std::string>& test) {
+  int64_t others = 0;
+  const std::string* first = nullptr;
+  for (const std::vector<std::string>* files : {&train, &test}) {
+    for (const std::string& file : *files) {
+      const std::string lower = absl::AsciiStrToLower(file);
+      if (absl::EndsWith(lower, ".jpg") || absl::EndsWith(lower, ".jpeg")) continue;
+      if (first == nullptr) first = &file;
+      ++others;
+    }
+  }
+  if (others == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      dir, ": ", others, " of the images ", others == 1 ? "is" : "are", " not JPEG (the first: ",
+      *first, "); sluice decodes JPEG only: convert them to JPEG and move the originals out of ",
+      dir, ", or pass --skip-errors to skip them"));
+}
+
+}  // namespace
 
 absl::StatusOr<LabeledImages> FolderImages(const FolderImagesOptions& options) {
   if (options.augmentation == Augmentation::kPadCrop) {
@@ -38,6 +68,9 @@ absl::StatusOr<LabeledImages> FolderImages(const FolderImagesOptions& options) {
   directory.batch_size = 256;
   SLUICE_ASSIGN_OR_RETURN(data::ImageDirectoryDataset test_set,
                           data::ImageDatasetFromDirectory(options.dir, directory));
+  if (!options.skip_errors) {
+    SLUICE_RETURN_IF_ERROR(CheckAllJpeg(options.dir, train_set.files, test_set.files));
+  }
   constexpr float kScale = 1.0f / 255;  // ImageDatasetFromDirectory's pixels are in [0, 255]
   SLUICE_ASSIGN_OR_RETURN(
       Dataset train,

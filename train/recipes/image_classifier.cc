@@ -17,6 +17,7 @@
 #include "core/os_error.h"
 #include "core/status_context.h"
 #include "core/status_macros.h"
+#include "core/termination_signal.h"
 #include "train/autodiff/check_numerics.h"
 #include "train/backend/backend.h"
 #include "train/backend/cpu/cpu_allocator.h"
@@ -63,9 +64,9 @@ absl::Status CheckBeforeData(const ImageClassifierOptions& options) {
   return CheckOptimizerOptions(options.optimizer);
 }
 
-// History `more` after `history`, its epochs counted on.
-void Append(const fit::History& more, fit::History& history) {
-  const int64_t offset = history.epochs.empty() ? 0 : history.epochs.back() + 1;
+// History `more` after `history`, its epochs counted on from `offset` (the epochs before it, run
+// or restored).
+void Append(const fit::History& more, int64_t offset, fit::History& history) {
   for (int64_t epoch : more.epochs) history.epochs.push_back(offset + epoch);
   for (const auto& [key, values] : more.history) {
     std::vector<double>& to = history.history[key];
@@ -346,6 +347,7 @@ absl::StatusOr<ImageClassifierResult> TrainImageClassifier(const ImageClassifier
     head.epochs = options.freeze_base_epochs;
     std::replace(head.callbacks.begin(), head.callbacks.end(), s.backup, s.head_backup.get());
     SLUICE_ASSIGN_OR_RETURN(result.history, s.trainer->Fit(s.data.train, head));
+    result.epochs_completed = s.trainer->epoch();
     s.model.base->set_trainable(true);
     fit.epochs = options.epochs - options.freeze_base_epochs;
     if (fit.epochs > 0) {
@@ -355,13 +357,26 @@ absl::StatusOr<ImageClassifierResult> TrainImageClassifier(const ImageClassifier
                     options.fine_tune_learning_rate, static_cast<long long>(fit.epochs));
       }
       SLUICE_ASSIGN_OR_RETURN(const fit::History tuned, s.trainer->Fit(s.data.train, fit));
-      Append(tuned, result.history);
+      Append(tuned, result.epochs_completed, result.history);
+      result.epochs_completed += s.trainer->epoch();
     }
   } else {
     SLUICE_ASSIGN_OR_RETURN(result.history, s.trainer->Fit(s.data.train, fit));
+    result.epochs_completed = s.trainer->epoch();
   }
   MeasureTraining(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                   result);
+  // With backups, a SIGTERM (a scheduler's preemption) after training waits for the test
+  // evaluation and the save, short next to training: ending the process then would only make the
+  // run started again evaluate anew. So does one that came after Fit's last look (in the last
+  // backup's write). A second SIGTERM ends it; the backups stay until the end.
+  std::unique_ptr<TerminationSignal> sigterm;
+  if (!options.callbacks.backup_dir.empty()) {
+    // Fails only while another watch lives, and Fit's ended with it: then the default holds.
+    absl::StatusOr<std::unique_ptr<TerminationSignal>> installed =
+        TerminationSignal::Install(/*keep_received=*/true);
+    if (installed.ok()) sigterm = *std::move(installed);
+  }
   SLUICE_ASSIGN_OR_RETURN(result.test, s.trainer->Evaluate(s.data.test));
   if (!options.save_dir.empty() && chief) {
     SLUICE_RETURN_IF_ERROR(
@@ -371,6 +386,11 @@ absl::StatusOr<ImageClassifierResult> TrainImageClassifier(const ImageClassifier
   }
   if (!options.callbacks.backup_dir.empty() && chief) {
     SLUICE_RETURN_IF_ERROR(DeleteRunBackups(options));
+  }
+  if (sigterm != nullptr && sigterm->received() && chief) {
+    std::fprintf(stderr,
+                 "SIGTERM arrived at the end of training: the test evaluation%s finished first\n",
+                 options.save_dir.empty() ? "" : " and the save");
   }
   result.skipped_records = skipped->count();
   result.first_skipped = skipped->first();

@@ -88,7 +88,9 @@ struct ImageClassifierOptions {
 };
 
 struct ImageClassifierResult {
-  fit::History history;
+  fit::History history;  // the epochs this run trained
+  // The epochs done in all, counting those a resumed run restored (and not ran again).
+  int64_t epochs_completed = 0;
   // Evaluate's logs on the test set after training ("loss", "accuracy").
   callbacks::Logs test;
   int64_t train_records = 0;  // an epoch's

@@ -1,10 +1,14 @@
 #include "train/recipes/folder_images.h"
 
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/skipped_log.h"
 #include "tests/temp_dir.h"
 #include "tests/train/recipes/recipe_test_util.h"
 
@@ -12,6 +16,7 @@ namespace sluice::train::recipes {
 namespace {
 
 using ::sluice::testing::ScopedTempDir;
+using ::sluice::testing::SkippedLog;
 using ::sluice::train::recipes::testing::ReadAll;
 using ::sluice::train::recipes::testing::WriteDarkAndLightTree;
 using ::testing::ElementsAre;
@@ -72,6 +77,34 @@ TEST(FolderImagesOneClassTest, OneClassFolderIsRefused) {
   EXPECT_TRUE(absl::IsInvalidArgument(images.status())) << images.status();
   EXPECT_THAT(images.status().message(),
               HasSubstr(": 1 class folder (dark); a classifier needs at least 2"));
+}
+
+// A PNG (listed, as Keras lists it) is refused before training with what to do, where it failed
+// the run when an epoch met it; with skip_errors it is skipped and counted as it is met.
+TEST_F(FolderImagesTest, ImagesOtherThanJpegAreRefusedBeforeTraining) {
+  const std::string png = dir_.File("light/zz.PNG");
+  std::ofstream(png, std::ios::binary) << "\x89PNG\r\n\x1a\n not really";
+  absl::StatusOr<LabeledImages> images =
+      FolderImages({.dir = dir_.path(), .image_size = 8, .batch_size = 8, .seed = 1});
+  EXPECT_TRUE(absl::IsInvalidArgument(images.status())) << images.status();
+  EXPECT_THAT(images.status().message(), HasSubstr(": 1 of the images is not JPEG (the first: " +
+                                                   png + "); sluice decodes JPEG only"));
+  EXPECT_THAT(images.status().message(), HasSubstr("--skip-errors"));
+
+  SkippedLog skipped;
+  images = FolderImages({.dir = dir_.path(),
+                         .image_size = 8,
+                         .batch_size = 8,
+                         .skip_errors = true,
+                         .on_skipped = skipped.Callback(),
+                         .seed = 1});
+  ASSERT_TRUE(images.ok()) << images.status();
+  int64_t read = 0;
+  for (const Element& batch : ReadAll(images->train)) read += batch[0].shape()[0];
+  for (const Element& batch : ReadAll(images->test)) read += batch[0].shape()[0];
+  EXPECT_EQ(read, 40);  // of 41 files
+  ASSERT_EQ(skipped.messages().size(), 1u);
+  EXPECT_THAT(skipped.messages()[0], HasSubstr(png));
 }
 
 }  // namespace
