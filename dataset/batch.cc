@@ -116,7 +116,9 @@ struct FillJob {
       absl::Status s;
       for (int64_t i = begin; i < end && s.ok(); ++i) {
         for (size_t k = 0; k < out.size() && s.ok(); ++k) {
-          if (!adopted[k]) s = out[k].CopyIntoRow(i, rows[i][k]);
+          // On a pool thread, outside any GetNext: a string row's copy may allocate.
+          if (!adopted[k])
+            s = OutOfMemoryAsStatus([&] { return out[k].CopyIntoRow(i, rows[i][k]); });
         }
       }
       MutexLock l(&mu);

@@ -71,6 +71,8 @@ void PrintJson(const TrainConfig& config, const Result& result) {
   number("train_peak_tensor_held_mb", result.train_peak_tensor_held_mb);
   json.Key("skipped_records");
   json.Int(result.skipped_records);
+  json.Key("skipped_train_records");
+  json.Int(result.skipped_train_records);
   if (result.skipped_records > 0) {
     json.Key("first_skipped");
     json.String(result.first_skipped);
@@ -97,12 +99,16 @@ void ReportResult(const TrainConfig& config, const Result& result) {
   }
   if (config.json) return PrintJson(config, result);
   std::printf(
-      "test accuracy %.2f%% (loss %.4f) | %s, %lld epoch%s%s of %lld images | train %.1f "
+      "test accuracy %.2f%% (loss %.4f) | %s, %lld epoch%s%s of %lld images%s | train %.1f "
       "images/s | input wait %.1f%% of step time%s\n",
       100 * train::callbacks::LogValue(result.test, "accuracy").value_or(0),
       train::callbacks::LogValue(result.test, "loss").value_or(0), config.run.model.c_str(),
       static_cast<long long>(result.epochs_completed), result.epochs_completed == 1 ? "" : "s",
       ResumedNote(result).c_str(), static_cast<long long>(result.train_records),
+      // The listed count includes those skipped: say so, or 21 reads as 21 trained on.
+      result.skipped_train_records > 0
+          ? absl::StrCat(" (", result.skipped_train_records, " unreadable, skipped)").c_str()
+          : "",
       result.images_per_second, 100 * result.input_wait_share,
       result.ranks > 1
           ? absl::StrCat(" | ", result.ranks, " ranks, all-reduce exposed ",

@@ -277,8 +277,14 @@ TEST_F(TrainCommandTest, SkipErrorsTrainsPastACorruptRecordAndReportsIt) {
   CliResult skipping = RunSluice(common + " --skip-errors");
   ASSERT_EQ(skipping.exit_code, 0) << skipping.err;
   EXPECT_EQ(JsonNumber(skipping.out, "skipped_records"), 1) << skipping.out;
+  EXPECT_EQ(JsonNumber(skipping.out, "skipped_train_records"), 1) << skipping.out;
   EXPECT_THAT(skipping.out, HasSubstr("train-00000-of-00002.tfrecord: record "));
   EXPECT_THAT(skipping.err, HasSubstr("skipped 1 unreadable record;"));
+  // The summary line says the listed images include the skipped one.
+  CliResult line = RunSluice(common.substr(0, common.find(" --json")) + " --skip-errors");
+  ASSERT_EQ(line.exit_code, 0) << line.err;
+  EXPECT_THAT(line.out, HasSubstr("mlp, 1 epoch of 640 images (1 unreadable, skipped) |"))
+      << line.out;
   std::filesystem::remove_all(dir);
 }
 

@@ -8,7 +8,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
 #include "io/example_parser.h"
@@ -17,6 +16,7 @@
 #include "ops/decode_jpeg.h"
 #include "ops/flip.h"
 #include "ops/normalize.h"
+#include "train/data/file_records.h"
 
 namespace sluice::train::data {
 namespace {
@@ -97,7 +97,7 @@ absl::StatusOr<Dataset> MakeImageDataset(const ImageDatasetOptions& options) {
   // Each record carries its file and index (the reader's, skipped records included, exact
   // across a restore) so that a bad one is named exactly. With skip_errors, a corrupt record is
   // skipped by the reader, which goes on with the next one (an error would end the file).
-  TFRecordOptions records{.with_index = true};
+  TFRecordOptions records;
   if (options.skip_errors) {
     records.skip_corrupt = true;
     records.on_skipped = options.on_skipped;
@@ -105,14 +105,8 @@ absl::StatusOr<Dataset> MakeImageDataset(const ImageDatasetOptions& options) {
   Dataset dataset =
       // Files in a seeded order for training, as tf.data; sorted for evaluation.
       Dataset::ListFiles(options.files, {.shuffle = options.shuffle_buffer > 0})
-          .Interleave(
-              [records](const std::string& file) {
-                return Dataset::TFRecord(file, records).Map([file](Element element) {
-                  element.push_back(Tensor::Scalar<std::string>(file));
-                  return element;  // {record, index in the file, file}
-                });
-              },
-              {.cycle_length = 1, .block_length = 1});
+          .Interleave([records](const std::string& file) { return FileRecords(file, records); },
+                      {.cycle_length = 1, .block_length = 1});
   if (options.limit >= 0) dataset = dataset.Take(options.limit);
   if (options.shuffle_buffer > 0) dataset = dataset.Shuffle(options.shuffle_buffer);
   const int channels = options.channels;
@@ -128,11 +122,12 @@ absl::StatusOr<Dataset> MakeImageDataset(const ImageDatasetOptions& options) {
   dataset = dataset.Map(
       [parser, channels, augment, pad, to_float, height, width, size_hint](
           Element element, const ElementContext& context) -> absl::StatusOr<Element> {
-        const int64_t index = element[1].scalar<int64_t>();
-        const std::string& file = element[2].scalar<std::string>();
+        const int64_t index = element[kIndexComponent].scalar<int64_t>();
+        const std::string& file = element[kFileComponent].scalar<std::string>();
         Tensor label;
         absl::StatusOr<Tensor> image = [&]() -> absl::StatusOr<Tensor> {
-          SLUICE_ASSIGN_OR_RETURN(Element parsed, parser.Parse(element[0].scalar<std::string>()));
+          SLUICE_ASSIGN_OR_RETURN(Element parsed,
+                                  parser.Parse(element[kRecordComponent].scalar<std::string>()));
           SLUICE_ASSIGN_OR_RETURN(Tensor decoded, DecodeImage(parsed, channels));
           if (height > 0 && (decoded.dim(0) != height || decoded.dim(1) != width)) {
             return absl::InvalidArgumentError(absl::StrCat("a ", decoded.dim(0), " x ",
@@ -148,7 +143,7 @@ absl::StatusOr<Dataset> MakeImageDataset(const ImageDatasetOptions& options) {
           return normalized;
         }();
         if (!image.ok()) {
-          return WithContext(image.status(), absl::StrCat(file, ": record ", index, ": "));
+          return AtRecord(image.status(), file, index);
         }
         return Element{*std::move(image), std::move(label)};
       },

@@ -66,6 +66,7 @@ absl::StatusOr<LabeledImages> FolderImages(const FolderImagesOptions& options) {
   }
   directory.subset = DirectoryOptions::Subset::kValidation;
   directory.batch_size = 256;
+  directory.on_skipped = TestSkips(options);
   SLUICE_ASSIGN_OR_RETURN(data::ImageDirectoryDataset test_set,
                           data::ImageDatasetFromDirectory(options.dir, directory));
   if (!options.skip_errors) {

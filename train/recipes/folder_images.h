@@ -30,6 +30,8 @@ struct FolderImagesOptions {
   // instead of failing.
   bool skip_errors = false;
   std::function<void(const absl::Status&)> on_skipped;
+  // The test set's skips, when set (else on_skipped's): a summary can tell what training lost.
+  std::function<void(const absl::Status&)> on_skipped_test;
   // The split's, the shuffles' and the augmentation's seed.
   uint64_t seed = 0;
   // Print Keras' "Found N files belonging to K classes." lines to stderr.

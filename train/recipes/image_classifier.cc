@@ -74,8 +74,15 @@ void Append(const fit::History& more, int64_t offset, fit::History& history) {
   }
 }
 
+// What skip_errors skipped, in the training set and in the test set.
+struct SkipCounts {
+  SkippedRecords train, test;
+};
+
 absl::StatusOr<LabeledImages> LoadImages(const ImageClassifierOptions& options, bool chief,
-                                         std::function<void(const absl::Status&)> on_skipped) {
+                                         const std::shared_ptr<SkipCounts>& skipped) {
+  auto on_skipped = [skipped](const absl::Status& why) { skipped->train.Add(why); };
+  auto on_skipped_test = [skipped](const absl::Status& why) { skipped->test.Add(why); };
   if (options.tfrecord_dir.empty() == options.image_dir.empty()) {
     return absl::InvalidArgumentError("give tfrecord_dir or image_dir (one of them)");
   }
@@ -85,7 +92,8 @@ absl::StatusOr<LabeledImages> LoadImages(const ImageClassifierOptions& options, 
                            .augmentation = options.augmentation,
                            .limit = options.limit,
                            .skip_errors = options.skip_errors,
-                           .on_skipped = std::move(on_skipped),
+                           .on_skipped = on_skipped,
+                           .on_skipped_test = on_skipped_test,
                            .seed = options.seed});
   }
   return FolderImages({.dir = options.image_dir,
@@ -95,7 +103,8 @@ absl::StatusOr<LabeledImages> LoadImages(const ImageClassifierOptions& options, 
                        .augmentation = options.augmentation,
                        .limit = options.limit,
                        .skip_errors = options.skip_errors,
-                       .on_skipped = std::move(on_skipped),
+                       .on_skipped = on_skipped,
+                       .on_skipped_test = on_skipped_test,
                        .seed = options.seed,
                        .verbose = chief && options.verbose > 0});
 }
@@ -218,10 +227,10 @@ absl::Status DeleteRunBackups(const ImageClassifierOptions& options) {
 
 absl::StatusOr<Session> SetUp(const ImageClassifierOptions& options,
                               distributed::Communicator* comm,
-                              std::function<void(const absl::Status&)> on_skipped) {
+                              const std::shared_ptr<SkipCounts>& skipped) {
   const int ranks = comm != nullptr ? comm->size() : 1;
   const bool chief = comm == nullptr || comm->rank() == 0;
-  SLUICE_ASSIGN_OR_RETURN(LabeledImages data, LoadImages(options, chief, std::move(on_skipped)));
+  SLUICE_ASSIGN_OR_RETURN(LabeledImages data, LoadImages(options, chief, skipped));
   SLUICE_ASSIGN_OR_RETURN(ImageModel model, MakeImageModel({.name = options.model,
                                                             .recompute = options.recompute,
                                                             .seed = options.seed,
@@ -327,10 +336,9 @@ absl::StatusOr<ImageClassifierResult> TrainImageClassifier(const ImageClassifier
     SLUICE_RETURN_IF_ERROR(CheckCanBeDirectory(options.save_dir, "save_dir"));
   }
   backend::cpu::SetCpuThreads(static_cast<int>(options.cpu_threads));
-  auto skipped = std::make_shared<SkippedRecords>();
-  SLUICE_ASSIGN_OR_RETURN(Session s, SetUp(options, comm, [skipped](const absl::Status& status) {
-                            skipped->Add(status);
-                          }));
+  // Shared with the pipelines' threads, which may outlive this frame's error returns.
+  auto skipped = std::make_shared<SkipCounts>();
+  SLUICE_ASSIGN_OR_RETURN(Session s, SetUp(options, comm, skipped));
   SLUICE_RETURN_IF_ERROR(BeforeFit(options, chief, s));
   ImageClassifierResult result{.train_records = s.data.train_records,
                                .ranks = comm != nullptr ? comm->size() : 1};
@@ -392,8 +400,10 @@ absl::StatusOr<ImageClassifierResult> TrainImageClassifier(const ImageClassifier
                  "SIGTERM arrived at the end of training: the test evaluation%s finished first\n",
                  options.save_dir.empty() ? "" : " and the save");
   }
-  result.skipped_records = skipped->count();
-  result.first_skipped = skipped->first();
+  result.skipped_train_records = skipped->train.count();
+  result.skipped_records = result.skipped_train_records + skipped->test.count();
+  result.first_skipped =
+      skipped->train.count() > 0 ? skipped->train.first() : skipped->test.first();
   return result;
 }
 

@@ -100,9 +100,10 @@ struct ImageClassifierResult {
   double input_wait_share = 0;
   int ranks = 1;                       // processes training together
   double allreduce_exposed_share = 0;  // data-parallel: the mean over the epochs
-  // Records skip_errors skipped (each once, however many passes met it), and the first one's
-  // error.
+  // Records skip_errors skipped (each once, however many passes met it), of them those of the
+  // training set, and the first one's error (a training record's when there is one).
   int64_t skipped_records = 0;
+  int64_t skipped_train_records = 0;
   std::string first_skipped;
   // Memory when training ended, before the test set's evaluation: the process's high-water mark,
   // and the CPU backend's tensors (activations, gradients, weights, optimizer slots) alive at

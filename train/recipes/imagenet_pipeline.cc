@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/buffer_pool.h"
-#include "core/status_context.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
 #include "dataset/batch_rows.h"
@@ -18,6 +17,7 @@
 #include "ops/random_resized_crop.h"
 #include "ops/read_file.h"
 #include "ops/resize.h"
+#include "train/data/file_records.h"
 #include "train/data/image_dataset_from_directory.h"
 
 namespace sluice::train::recipes {
@@ -35,10 +35,8 @@ constexpr size_t kFile = 3, kIndex = 4;
 
 // `status` (an error about `element`'s image) after where the image came from.
 absl::Status FromSource(const absl::Status& status, const Element& element) {
-  const int64_t index = element[kIndex].scalar<int64_t>();
-  return WithContext(status, index < 0 ? absl::StrCat(element[kFile].scalar<std::string>(), ": ")
-                                       : absl::StrCat(element[kFile].scalar<std::string>(),
-                                                      ": record ", index, ": "));
+  return data::AtRecord(status, element[kFile].scalar<std::string>(),
+                        element[kIndex].scalar<int64_t>());
 }
 
 // The training transform's output, fused into its resize: flipped by the element's seed,
@@ -126,27 +124,20 @@ absl::StatusOr<Dataset> TFRecordRecords(const ImageNetPipelineOptions& config) {
   spec.features.push_back({"image/class/label", FixedLenFeature{DType::kInt64, {}}});
   SLUICE_ASSIGN_OR_RETURN(ExampleParser parser, ExampleParser::Create(std::move(spec)));
   return Dataset::ListFiles(config.files)
-      .Interleave(
-          [](const std::string& file) {
-            const Tensor name = Tensor::Scalar<std::string>(file);
-            return Dataset::TFRecord(file, {.with_index = true}).Map([name](Element element) {
-              element.push_back(name);
-              return element;  // {record, index, file}
-            });
-          },
-          {.cycle_length = kAutotune, .block_length = 1, .num_parallel_calls = kAutotune})
+      .Interleave([](const std::string& file) { return data::FileRecords(file, {}); },
+                  {.cycle_length = kAutotune, .block_length = 1, .num_parallel_calls = kAutotune})
       .Map(
           [parser](Element element) -> absl::StatusOr<Element> {
-            const std::string& record = element[0].scalar<std::string>();
+            const std::string& record = element[data::kRecordComponent].scalar<std::string>();
             absl::StatusOr<Element> parsed = parser.Parse(record);
             if (!parsed.ok()) {
-              return WithContext(parsed.status(),
-                                 absl::StrCat(element[2].scalar<std::string>(), ": record ",
-                                              element[1].scalar<int64_t>(), ": "));
+              return data::AtRecord(parsed.status(),
+                                    element[data::kFileComponent].scalar<std::string>(),
+                                    element[data::kIndexComponent].scalar<int64_t>());
             }
             parsed->push_back(Tensor::Scalar<int64_t>(static_cast<int64_t>(record.size())));
-            parsed->push_back(std::move(element[2]));
-            parsed->push_back(std::move(element[1]));
+            parsed->push_back(std::move(element[data::kFileComponent]));
+            parsed->push_back(std::move(element[data::kIndexComponent]));
             return parsed;  // {encoded, label, record size, file, index}
           },
           {.num_parallel_calls = config.parallelism});

@@ -2,9 +2,11 @@
 #define SLUICE_TRAIN_RECIPES_LABELED_IMAGES_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "dataset/dataset.h"
 
 namespace sluice::train::recipes {
@@ -22,6 +24,13 @@ struct LabeledImages {
   std::vector<std::string> class_names;  // one per class, saved with a model (SaveModel)
   std::string test_source;               // what the test set was read from, for errors
 };
+
+// Where the test set's skipped records go: the options' on_skipped_test when set, else their
+// on_skipped (TFRecordImagesOptions, FolderImagesOptions).
+template <typename Options>
+std::function<void(const absl::Status&)> TestSkips(const Options& options) {
+  return options.on_skipped_test ? options.on_skipped_test : options.on_skipped;
+}
 
 }  // namespace sluice::train::recipes
 

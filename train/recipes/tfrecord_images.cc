@@ -121,7 +121,7 @@ absl::StatusOr<LabeledImages> TFRecordImages(const TFRecordImagesOptions& option
                                                                 .width = first.width,
                                                                 .size_hint = size_hint,
                                                                 .skip_errors = options.skip_errors,
-                                                                .on_skipped = options.on_skipped,
+                                                                .on_skipped = TestSkips(options),
                                                                 .seed = options.seed}));
   return LabeledImages{.train = std::move(train),
                        .test = std::move(test),

@@ -26,6 +26,8 @@ struct TFRecordImagesOptions {
   // decode, instead of failing.
   bool skip_errors = false;
   std::function<void(const absl::Status&)> on_skipped;
+  // The test set's skips, when set (else on_skipped's): a summary can tell what training lost.
+  std::function<void(const absl::Status&)> on_skipped_test;
   // The shuffle's and the augmentation's seed.
   uint64_t seed = 0;
 };

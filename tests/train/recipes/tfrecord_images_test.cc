@@ -120,6 +120,34 @@ TEST_F(TFRecordImagesTest, AnImageOfAnotherSizeIsNamedByItsRecord) {
   EXPECT_EQ(skipped.messages().size(), 10u);
 }
 
+// The test set's skips go to on_skipped_test when it is set, so that a run can say what training
+// itself lost; without it, to on_skipped.
+TEST_F(TFRecordImagesTest, TheTestSetsSkipsCanBeToldApart) {
+  ASSERT_NO_FATAL_FAILURE(WriteRawImages(dir_.File("test-00000-of-00001.tfrecord"), 5, 3, 8));
+  ASSERT_NO_FATAL_FAILURE(
+      WriteRawImages(dir_.File("train-00001-of-00002.tfrecord"), 2, /*height=*/3, /*width=*/8));
+  SkippedLog train, test;
+  absl::StatusOr<LabeledImages> images = TFRecordImages({.dir = dir_.path(),
+                                                         .batch_size = 8,
+                                                         .skip_errors = true,
+                                                         .on_skipped = train.Callback(),
+                                                         .on_skipped_test = test.Callback()});
+  ASSERT_TRUE(images.ok()) << images.status();
+  EXPECT_EQ(Images(images->train), 20);
+  EXPECT_EQ(Images(images->test), 0);
+  EXPECT_EQ(train.messages().size(), 2u);
+  ASSERT_EQ(test.messages().size(), 5u);
+  EXPECT_THAT(test.messages()[0], HasSubstr("test-00000-of-00001.tfrecord: record "));
+
+  SkippedLog both;
+  images = TFRecordImages(
+      {.dir = dir_.path(), .batch_size = 8, .skip_errors = true, .on_skipped = both.Callback()});
+  ASSERT_TRUE(images.ok()) << images.status();
+  EXPECT_EQ(Images(images->train), 20);
+  EXPECT_EQ(Images(images->test), 0);
+  EXPECT_EQ(both.messages().size(), 7u);
+}
+
 TEST(TFRecordImagesErrorsTest, AFolderWithoutRecordsIsNamed) {
   ScopedTempDir empty;
   absl::StatusOr<LabeledImages> images = TFRecordImages({.dir = empty.path()});
