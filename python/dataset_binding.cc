@@ -25,6 +25,23 @@
 namespace sluice::python {
 namespace {
 
+std::string DTypesOf(const ElementSpec& spec) {
+  std::string out = "(";
+  for (size_t i = 0; i < spec.components().size(); ++i) {
+    absl::StrAppend(&out, i > 0 ? ", " : "", DTypeName(spec.components()[i].dtype));
+  }
+  return out + ")";
+}
+
+// tf.data refuses to concatenate elements of other types when it builds the dataset; the C++
+// pipeline checks each element (one that fails can be dropped), so Python checks what the specs
+// know up front.
+void CheckSameDTypes(const ElementSpec& a, const ElementSpec& b) {
+  if (!a.known() || !b.known() || DTypesOf(a) == DTypesOf(b)) return;
+  throw py::type_error(absl::StrCat("concatenate: the datasets' elements differ: ", DTypesOf(a),
+                                    " and ", DTypesOf(b), " (dtypes of the components)"));
+}
+
 // tf.data's parallelism arguments: None is sequential, AUTOTUNE (-1) or a count >= 1.
 int ParallelismOf(const std::optional<int>& n, const char* name) {
   if (!n) return 1;
@@ -492,9 +509,13 @@ void RegisterTransformations(py::class_<PyDataset>& c) {
       .def(
           "concatenate",
           [](const PyDataset& self, const PyDataset& other) {
+            CheckSameDTypes(self.dataset.element_spec(), other.dataset.element_spec());
             return Wrap(self.dataset.Concatenate(other.dataset));
           },
-          py::arg("dataset"), "tf.data.Dataset.concatenate.")
+          py::arg("dataset"),
+          "tf.data.Dataset.concatenate. Elements of other dtypes or counts of components are a "
+          "TypeError here when both sides' element_spec know them, as tf.data's; else an error "
+          "at the first such element.")
       .def(
           "enumerate",
           [](const PyDataset& self, int64_t start) { return Wrap(self.dataset.Enumerate(start)); },

@@ -265,3 +265,19 @@ def test_element_spec():
     assert ds.element_spec == (("float32", (3,)), ("int64", ()))
     assert ds.batch(2).element_spec == (("float32", (None, 3)), ("int64", (None,)))
     assert ds.map(lambda x, y: x).element_spec is None
+
+
+def test_concatenate_of_other_dtypes_is_refused_when_built():
+    ints = sluice.Dataset.range(3)
+    with pytest.raises(TypeError, match=r"concatenate: the datasets' elements differ: \(int64\) "
+                       r"and \(float32\)"):
+        ints.concatenate(sluice.Dataset.from_tensor_slices(np.zeros(2, np.float32)))
+    with pytest.raises(TypeError, match=r"\(int64\) and \(int64, int64\)"):
+        ints.concatenate(ints.enumerate())
+    assert [int(v) for v in ints.concatenate(sluice.Dataset.range(5, 7))] == [0, 1, 2, 5, 6]
+    # A Python map's elements are unknown until they come: checked one by one, at the first.
+    floats = sluice.Dataset.range(2).map(lambda x: np.float32(x))
+    combined = ints.concatenate(floats)
+    with pytest.raises(ValueError, match="element 0 of the appended dataset has components "
+                       r"\(float32\), expected \(int64\)"):
+        list(combined)
