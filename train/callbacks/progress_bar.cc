@@ -63,16 +63,17 @@ std::string ProgressBar::FormatDuration(double seconds) {
 
 std::string ProgressBar::Line(int64_t steps, int64_t images, const Logs& logs, bool final) const {
   const double elapsed = Now() - start_;
+  const int64_t shown = options_.first_step + steps;  // the epoch's, a resumed one's included
   std::string line;
   if (total_ > 0) {
     const int digits = static_cast<int>(std::to_string(total_).size());
-    absl::StrAppend(&line, absl::StrFormat("%*d/%d", digits, steps, total_));
+    absl::StrAppend(&line, absl::StrFormat("%*d/%d", digits, shown, total_));
   } else {
-    absl::StrAppend(&line, steps, "/unknown");
+    absl::StrAppend(&line, shown, "/unknown");
   }
   if (interactive_ && total_ > 0) {
     const int done =
-        static_cast<int>(std::min<int64_t>(options_.width, options_.width * steps / total_));
+        static_cast<int>(std::min<int64_t>(options_.width, options_.width * shown / total_));
     std::string bar(options_.width, '.');
     for (int i = 0; i < done; ++i) bar[i] = '=';
     if (done < options_.width && done > 0) bar[done - 1] = '>';
@@ -81,7 +82,7 @@ std::string ProgressBar::Line(int64_t steps, int64_t images, const Logs& logs, b
   if (final || total_ <= 0 || steps == 0) {
     absl::StrAppend(&line, " - ", FormatDuration(elapsed));
   } else {
-    const double eta = elapsed / static_cast<double>(steps) * static_cast<double>(total_ - steps);
+    const double eta = elapsed / static_cast<double>(steps) * static_cast<double>(total_ - shown);
     absl::StrAppend(&line, " - ETA: ", FormatDuration(eta));
   }
   if (elapsed > 0) {

@@ -17,6 +17,9 @@ struct ProgressBarOptions {
   int width = 30;                   // characters of the bar
   double min_redraw_seconds = 0.1;  // a terminal redraws at most this often
   std::function<double()> clock;    // seconds, monotonic; unset: steady_clock (tests fake it)
+  // A resumed epoch's steps done before this run: counted as done (the bar and its count go on
+  // from them), not timed (the ETA and images/s are of this run's steps).
+  int64_t first_step = 0;
 };
 
 // Keras-like progress of one epoch. On a terminal, a bar redrawn in place:
@@ -31,7 +34,8 @@ class ProgressBar {
   // `total_steps` of the epoch, or -1 when not known yet (no bar, no ETA).
   ProgressBar(std::string title, int64_t total_steps, ProgressBarOptions options = {});
 
-  // After a step: `steps` and `images` done so far in the epoch, the running metrics.
+  // After a step: `steps` and `images` done so far in the epoch by this run (after first_step),
+  // the running metrics.
   void Update(int64_t steps, int64_t images, const Logs& logs);
   // At the epoch's end, with its logs (validation metrics included).
   void Finish(int64_t steps, int64_t images, const Logs& logs);

@@ -207,7 +207,8 @@ absl::StatusOr<callbacks::Logs> Trainer::FitEpoch(const FitOptions& options,
 std::optional<callbacks::ProgressBar> Trainer::MakeProgressBar(const FitOptions& options,
                                                                std::optional<int64_t> steps) const {
   if (options.verbose <= 0 || !replicas_.chief()) return std::nullopt;
-  callbacks::ProgressBarOptions bar_options{.stream = options.progress_stream};
+  callbacks::ProgressBarOptions bar_options{.stream = options.progress_stream,
+                                            .first_step = position_.step_in_epoch};
   if (options.verbose == 2) bar_options.interactive = false;
   return std::make_optional<callbacks::ProgressBar>(
       absl::StrCat("Epoch ", position_.epoch + 1, "/", options.epochs),

@@ -90,6 +90,26 @@ TEST(ProgressBarTest, TerminalRedrawsABarWithEta) {
                                   "accuracy: 0.8750\x1b[K\n"));
 }
 
+// An epoch resumed at step 60 of 100: the count and the bar go on from 60; the ETA and the rate
+// are of this run's steps (20 steps in 2 s: the 20 left take 2 s more).
+TEST(ProgressBarTest, AResumedEpochGoesOnFromItsStep) {
+  MemoryStream out;
+  double now = 0;
+  ProgressBar bar("Epoch 2/3", 100,
+                  {.stream = out.file(),
+                   .interactive = true,
+                   .width = 10,
+                   .clock = [&] { return now; },
+                   .first_step = 60});
+  now = 2;
+  bar.Update(20, 1280, {{"loss", 1.25}});
+  EXPECT_THAT(out.str(),
+              HasSubstr("\r 80/100 [=======>..] - ETA: 2s - 640 images/s - loss: 1.2500"));
+  now = 4;
+  bar.Finish(40, 2560, {{"loss", 1.0}});
+  EXPECT_THAT(out.str(), HasSubstr("\r100/100 [==========] - 4s - 640 images/s - loss: 1.0000"));
+}
+
 TEST(ProgressBarTest, UnknownTotalHasNoEta) {
   MemoryStream out;
   double now = 0;
