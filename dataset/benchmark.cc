@@ -35,6 +35,7 @@ absl::StatusOr<BenchmarkResult> RunBenchmark(const Dataset& dataset,
   if (options.on_start) SLUICE_RETURN_IF_ERROR(options.on_start(*iterator));
   const Clock::time_point start = Clock::now();
   Clock::time_point next_progress = start;
+  Clock::time_point next_check = start;
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   while (true) {
     absl::StatusOr<std::optional<Element>> next = iterator->GetNext();
@@ -47,6 +48,12 @@ absl::StatusOr<BenchmarkResult> RunBenchmark(const Dataset& dataset,
       next_progress =
           Clock::now() + std::chrono::duration_cast<Clock::duration>(
                              std::chrono::duration<double>(options.progress_interval_seconds));
+    }
+    if (options.check && Clock::now() >= next_check) {
+      SLUICE_RETURN_IF_ERROR(options.check());
+      next_check =
+          Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double>(options.check_interval_seconds));
     }
     if (options.max_seconds > 0 && elapsed() >= options.max_seconds) break;
   }

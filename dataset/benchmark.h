@@ -33,6 +33,10 @@ struct BenchmarkOptions {
   // Called with the iterator before the first element is pulled (the clock
   // starts after it), e.g. to start an AutotuneController on it.
   std::function<absl::Status(Iterator&)> on_start;
+  // Called between elements, at most every check_interval_seconds; an error it returns ends the
+  // run with that error (Python's sluice.bench: Ctrl-C, which its released GIL would miss).
+  std::function<absl::Status()> check;
+  double check_interval_seconds = 0.05;
 };
 
 // One node of the pipeline as measured.

@@ -1,10 +1,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <optional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "dataset/node_stats.h"
 #include "python/dataset_binding.h"
 #include "python/errors.h"
@@ -19,14 +22,29 @@ void RegisterBench(py::module_& m) {
   m.def(
       "bench",
       [](const PyDataset& dataset, std::optional<double> seconds, bool autotune_report) {
+        // 0 ran an infinite dataset forever (RunBenchmark's "to the end"); NaN never compares.
+        if (seconds && !(*seconds > 0 && std::isfinite(*seconds))) {
+          throw py::value_error(absl::StrCat(
+              "seconds must be a finite number > 0, or None to run to the dataset's end; got ",
+              py::str(py::float_(*seconds)).cast<std::string>()));
+        }
         BenchmarkOptions options;
         options.max_seconds = seconds.value_or(0);
+        // Ctrl-C: the signal handler runs when this thread takes the GIL, between elements.
+        std::optional<py::error_already_set> interrupted;
+        options.check = [&interrupted]() -> absl::Status {
+          py::gil_scoped_acquire gil;
+          if (PyErr_CheckSignals() == 0) return absl::OkStatus();
+          interrupted.emplace();
+          return absl::CancelledError("interrupted");
+        };
         absl::StatusOr<tools::bench::Run> run;
         {
           py::gil_scoped_release release;  // Python map functions take it as they run
           run = tools::bench::RunOnce(dataset.dataset, options, std::nullopt,
                                       /*show_progress=*/false);
         }
+        if (interrupted) throw *std::move(interrupted);  // KeyboardInterrupt, as raised
         if (!run.ok()) ThrowStatus(run.status());
         // The input read: what the sources yielded (the TFRecord records), where the command
         // line counts the records that reach its decode; the same for its pipelines.
@@ -47,8 +65,8 @@ void RegisterBench(py::module_& m) {
       },
       py::arg("dataset"), py::arg("seconds") = 10.0, py::arg("autotune_report") = false,
       R"doc(
-Iterates a fresh iterator of `dataset` for `seconds` (None: to its end, so give a
-finite dataset) with AUTOTUNE, and returns `sluice bench --json`'s report as a dict:
+Iterates a fresh iterator of `dataset` for `seconds` (> 0; None: to its end, so give a
+finite dataset; Ctrl-C stops either with KeyboardInterrupt) with AUTOTUNE, and returns `sluice bench --json`'s report as a dict:
 elements_per_second (examples: a batch's first dimension), bytes, stages with their
 busy time, parallelism and buffers, the bottleneck, peak_rss_bytes. autotune_report
 adds AUTOTUNE's choices and the convergence time, as `sluice bench --autotune`.

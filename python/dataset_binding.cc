@@ -42,6 +42,72 @@ void CheckSameDTypes(const ElementSpec& a, const ElementSpec& b) {
                                     " and ", DTypesOf(b), " (dtypes of the components)"));
 }
 
+// The same for the inputs of sample_from_datasets and choose_from_datasets, against the first
+// input whose spec is known.
+void CheckSameDTypes(const std::vector<Dataset>& inputs, const char* what) {
+  std::optional<std::pair<size_t, ElementSpec>> first;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ElementSpec spec = inputs[i].element_spec();
+    if (!spec.known()) continue;
+    if (!first) {
+      first.emplace(i, std::move(spec));
+    } else if (DTypesOf(spec) != DTypesOf(first->second)) {
+      throw py::type_error(absl::StrCat(what, ": the datasets' elements differ: datasets[",
+                                        first->first, "] has ", DTypesOf(first->second),
+                                        ", datasets[", i, "] ", DTypesOf(spec),
+                                        " (dtypes of the components)"));
+    }
+  }
+}
+
+// from_generator's output_signature: a (dtype, shape) pair for one component, or a tuple of them,
+// as element_spec gives; a shape is a tuple of ints and None (an unknown dimension), or None (an
+// unknown rank).
+ElementSpec SignatureFromPython(const py::object& signature) {
+  auto bad = [&] {
+    return py::type_error(absl::StrCat(
+        "output_signature must be a (dtype, shape) pair, or a tuple of them (one per component) "
+        "as element_spec gives, e.g. ((\"float32\", (None, 3)), (\"int64\", ())); got ",
+        std::string(py::repr(signature))));
+  };
+  auto component = [&](py::handle pair) -> TensorSpec {
+    if (!py::isinstance<py::tuple>(pair) && !py::isinstance<py::list>(pair)) throw bad();
+    py::sequence items = py::reinterpret_borrow<py::sequence>(pair);
+    if (items.size() != 2) throw bad();
+    TensorSpec spec;
+    spec.dtype = DTypeFromPython(items[0]);
+    py::object shape = items[1];
+    if (shape.is_none()) {
+      spec.shape = PartialShape::UnknownRank();
+    } else {
+      if (!py::isinstance<py::tuple>(shape) && !py::isinstance<py::list>(shape)) throw bad();
+      std::vector<int64_t> dims;
+      for (py::handle d : shape) {
+        if (d.is_none()) {
+          dims.push_back(PartialShape::kUnknownDim);
+        } else if (py::isinstance<py::int_>(d) && d.cast<int64_t>() >= 0) {
+          dims.push_back(d.cast<int64_t>());
+        } else {
+          throw bad();
+        }
+      }
+      spec.shape = PartialShape(absl::Span<const int64_t>(dims));
+    }
+    return spec;
+  };
+  if (!py::isinstance<py::tuple>(signature) && !py::isinstance<py::list>(signature)) throw bad();
+  py::sequence items = signature;
+  if (items.size() == 0) throw bad();
+  const bool one = !py::isinstance<py::tuple>(items[0]) && !py::isinstance<py::list>(items[0]);
+  std::vector<TensorSpec> components;
+  if (one) {
+    components.push_back(component(signature));
+  } else {
+    for (py::handle pair : items) components.push_back(component(pair));
+  }
+  return ElementSpec(std::move(components));
+}
+
 // tf.data's parallelism arguments: None is sequential, AUTOTUNE (-1) or a count >= 1.
 int ParallelismOf(const std::optional<int>& n, const char* name) {
   if (!n) return 1;
@@ -180,17 +246,25 @@ void RegisterSources(py::class_<PyDataset>& c) {
           py::arg("tensors"), "tf.data.Dataset.from_tensors: one element.")
       .def_static(
           "from_generator",
-          [](const py::object& generator, const std::optional<py::tuple>& args) {
+          [](const py::object& generator, const std::optional<py::tuple>& args,
+             const py::object& output_signature) {
             if (!PyCallable_Check(generator.ptr())) {
               throw py::type_error("from_generator: generator must be a callable");
             }
+            ElementSpec signature;
+            if (!output_signature.is_none()) signature = SignatureFromPython(output_signature);
             return Wrap(Dataset::FromGenerator(
-                PythonGeneratorSource(generator, args.value_or(py::tuple()))));
+                PythonGeneratorSource(generator, args.value_or(py::tuple()), signature),
+                signature));
           },
           py::arg("generator"), py::arg("args") = py::none(),
+          py::arg("output_signature") = py::none(),
           "tf.data.Dataset.from_generator: the elements generator(*args) yields (a value or a "
-          "tuple of values each), taken under the GIL. A restore calls it again and skips to "
-          "the saved position.")
+          "tuple of values each), taken under the GIL. output_signature, a (dtype, shape) pair "
+          "or a tuple of them as element_spec gives, converts each yielded value to its dtype "
+          "(as numpy.asarray) and makes an element of another shape or count of components an "
+          "error naming it; without one, element_spec is None and nothing is checked. A restore "
+          "calls the generator again and skips to the saved position.")
       .def_static(
           "range",
           [](int64_t a, std::optional<int64_t> b, int64_t step) {
@@ -227,6 +301,7 @@ void RegisterSources(py::class_<PyDataset>& c) {
              bool stop_on_empty_dataset) {
             std::vector<Dataset> inputs = DatasetsOf(datasets, "sample_from_datasets: datasets");
             if (inputs.empty()) throw py::value_error("sample_from_datasets: no datasets");
+            CheckSameDTypes(inputs, "sample_from_datasets");
             std::vector<double> w(inputs.size(), 1.0);  // None: uniform
             if (py::isinstance<PyDataset>(weights)) {
               throw py::type_error(
@@ -255,6 +330,7 @@ void RegisterSources(py::class_<PyDataset>& c) {
              bool stop_on_empty_dataset) {
             std::vector<Dataset> inputs = DatasetsOf(datasets, "choose_from_datasets: datasets");
             if (inputs.empty()) throw py::value_error("choose_from_datasets: no datasets");
+            CheckSameDTypes(inputs, "choose_from_datasets");
             return Wrap(
                 Dataset::ChooseFromDatasets(std::move(inputs), choice_dataset.dataset,
                                             {.stop_on_empty_dataset = stop_on_empty_dataset}));

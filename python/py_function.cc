@@ -291,15 +291,51 @@ ReaderFn PythonReaderFn(py::object fn) {
   };
 }
 
-std::function<Generator()> PythonGeneratorSource(py::object generator, py::tuple args) {
+namespace {
+
+// A yielded value converted to the signature's dtypes as tf.data's from_generator does
+// (numpy.asarray(value, dtype)), so a Python 1 fills a float32 component; bytes and bfloat16
+// components, which NumPy has no dtype for, go as they are. Values of another count of components
+// go as they are too: the declared signature's check then names the difference.
+py::object ConvertedToSignature(py::object value, const ElementSpec& signature,
+                                const std::string& where) {
+  const std::vector<TensorSpec>& specs = signature.components();
+  const bool tuple = py::isinstance<py::tuple>(value);
+  const size_t count = tuple ? py::len(value) : 1;
+  if (specs.empty() || count != specs.size() || (specs.size() > 1 && !tuple)) return value;
+  py::object asarray = py::module_::import("numpy").attr("asarray");
+  py::list converted;
+  for (size_t i = 0; i < count; ++i) {
+    py::object item = tuple ? py::reinterpret_borrow<py::tuple>(value)[i] : value;
+    const DType dtype = specs[i].dtype;
+    if (dtype != DType::kBytes && dtype != DType::kBFloat16) {
+      try {
+        item = asarray(item, py::arg("dtype") = std::string(DTypeName(dtype)));
+      } catch (py::error_already_set& e) {
+        if (!e.matches(PyExc_ValueError) && !e.matches(PyExc_TypeError)) throw;
+        throw py::type_error(absl::StrCat(where, " yielded an element whose component ", i, " (",
+                                          std::string(py::repr(item)).substr(0, 80),
+                                          ") could not be converted to ", DTypeName(dtype),
+                                          ", the output_signature's: ", e.what()));
+      }
+    }
+    converted.append(item);
+  }
+  return tuple ? py::object(py::tuple(converted)) : py::object(converted[0]);
+}
+
+}  // namespace
+
+std::function<Generator()> PythonGeneratorSource(py::object generator, py::tuple args,
+                                                 ElementSpec signature) {
   auto f = std::make_shared<PyFunction>(std::move(generator));
   auto a = std::make_shared<PyFunction>(std::move(args));
   const std::string where = absl::StrCat("generator ", NameOf(f->get()));
-  return [f, a, where]() -> Generator {
+  return [f, a, where, signature]() -> Generator {
     // The Python iterator, made by the first call (on the pipeline's thread, like the others):
     // its error then comes where the first element would.
     auto state = std::make_shared<std::shared_ptr<PyFunction>>();
-    return [f, a, where, state]() -> absl::StatusOr<std::optional<Element>> {
+    return [f, a, where, state, signature]() -> absl::StatusOr<std::optional<Element>> {
       return CallPython<std::optional<Element>>(where, [&]() -> std::optional<Element> {
         if (*state == nullptr) {
           *state = std::make_shared<PyFunction>(
@@ -310,7 +346,9 @@ std::function<Generator()> PythonGeneratorSource(py::object generator, py::tuple
           if (PyErr_Occurred()) throw py::error_already_set();
           return std::nullopt;
         }
-        return ElementFromPython(py::reinterpret_steal<py::object>(next));
+        py::object value = py::reinterpret_steal<py::object>(next);
+        if (signature.known()) value = ConvertedToSignature(std::move(value), signature, where);
+        return ElementFromPython(value);
       });
     };
   };

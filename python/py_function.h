@@ -58,8 +58,10 @@ void StopPythonCalls();
 void WaitForPythonCalls();
 
 // from_generator's source: each iterator calls generator(*args) and yields what the Python
-// iterator it returns yields, converted as a map function's results.
-std::function<Generator()> PythonGeneratorSource(py::object generator, py::tuple args);
+// iterator it returns yields, converted as a map function's results (to `signature`'s dtypes
+// first, when it is known).
+std::function<Generator()> PythonGeneratorSource(py::object generator, py::tuple args,
+                                                 ElementSpec signature = {});
 
 }  // namespace sluice::python
 

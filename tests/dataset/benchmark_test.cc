@@ -66,6 +66,19 @@ TEST(BenchmarkTest, StopsAfterMaxSecondsOnAnInfiniteDataset) {
   EXPECT_EQ(progress.back().examples, result->examples);
 }
 
+// Python's Ctrl-C: the check's error ends a run that would never end, and is what it returns.
+TEST(BenchmarkTest, ACheckThatFailsStopsARunToTheEnd) {
+  int calls = 0;
+  BenchmarkOptions options;  // max_seconds 0: to the end, which an infinite dataset never has
+  options.check_interval_seconds = 0;
+  options.check = [&]() -> absl::Status {
+    return ++calls == 3 ? absl::CancelledError("interrupted") : absl::OkStatus();
+  };
+  absl::StatusOr<BenchmarkResult> result = RunBenchmark(Dataset::Range(1).Repeat(), options);
+  EXPECT_EQ(result.status(), absl::CancelledError("interrupted"));
+  EXPECT_EQ(calls, 3);
+}
+
 TEST(BenchmarkTest, ElementErrorsAreReturned) {
   Dataset dataset = Dataset::Range(5).Map([](Element e) -> absl::StatusOr<Element> {
     if (e[0].scalar<int64_t>() == 3) return absl::InvalidArgumentError("bad element");

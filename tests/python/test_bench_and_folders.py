@@ -1,5 +1,8 @@
 """sluice.bench's report, and image_dataset_from_directory."""
 
+import _thread
+import threading
+
 import numpy as np
 import pytest
 import sluice
@@ -25,6 +28,25 @@ def test_bench_returns_the_cli_report(data):
         report["stages"][0])
     tuned = sluice.bench(ds.repeat(), seconds=0.3, autotune_report=True)
     assert "autotune" in tuned and tuned["seconds"] >= 0.3
+
+
+@pytest.mark.parametrize("seconds", [0, -1, float("nan"), float("inf")])
+def test_bench_refuses_a_time_it_would_never_reach(seconds):
+    # 0 meant "to the end": an infinite dataset ran forever.
+    with pytest.raises(ValueError, match="seconds must be a finite number > 0, or None"):
+        sluice.bench(sluice.Dataset.range(10).repeat(), seconds=seconds)
+
+
+def test_ctrl_c_stops_bench_on_an_infinite_dataset():
+    # interrupt_main raises KeyboardInterrupt as a SIGINT would: the run, which releases the GIL,
+    # must look for it between elements.
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sluice.bench(sluice.Dataset.range(10).repeat(), seconds=None)
+    finally:
+        timer.cancel()
 
 
 @pytest.fixture

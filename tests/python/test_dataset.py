@@ -216,6 +216,39 @@ def test_map_function_mistakes_are_named():
     assert isinstance(info.value.__cause__, StopIteration)
 
 
+def test_from_generator_output_signature():
+    def gen():
+        yield 1, [1, 2, 3]  # a Python int and list, converted to the signature's dtypes
+        yield 2.5, [4, 5]
+
+    ds = sluice.Dataset.from_generator(
+        gen, output_signature=(("float32", ()), ("int64", (None,))))
+    assert ds.element_spec == (("float32", ()), ("int64", (None,)))
+    out = [(np.asarray(a), np.asarray(b)) for a, b in ds]
+    assert out[0][0].dtype == np.float32 and float(out[1][0]) == 2.5
+    assert out[1][1].dtype == np.int64 and out[1][1].tolist() == [4, 5]
+    # One component: a bare pair, or element_spec's 1-tuple of pairs.
+    for signature in [("uint8", (2,)), (("uint8", (2,)),)]:
+        one = sluice.Dataset.from_generator(lambda: iter([[1, 2]]), output_signature=signature)
+        assert one.element_spec == (("uint8", (2,)),)
+        assert [np.asarray(v).tolist() for v in one] == [[1, 2]]
+
+    # An element of another shape, or that NumPy cannot convert: an error naming it.
+    wrong_shape = sluice.Dataset.from_generator(
+        lambda: iter([[1, 2], [1, 2, 3]]), output_signature=("int64", (2,)))
+    it = iter(wrong_shape)
+    assert np.asarray(next(it)).tolist() == [1, 2]
+    with pytest.raises(ValueError, match="does not match the declared output_signature"):
+        next(it)
+    text = sluice.Dataset.from_generator(lambda: iter(["abc"]), output_signature=("float32", ()))
+    with pytest.raises(TypeError, match=r"component 0 \('abc'\) could not be converted to float32"):
+        list(text)
+    with pytest.raises(TypeError, match="output_signature must be a \\(dtype, shape\\) pair"):
+        sluice.Dataset.from_generator(gen, output_signature="float32")
+    with pytest.raises(TypeError, match="no sluice dtype 'float64'"):
+        sluice.Dataset.from_generator(gen, output_signature=("float64", ()))
+
+
 def test_from_generator():
     def gen(n):
         for i in range(n):

@@ -173,6 +173,21 @@ def test_sample_from_datasets_errors():
         list(sluice.Dataset.sample_from_datasets([constant(0), constant(1)], [1, -1]))
 
 
+
+def test_mixing_datasets_of_other_dtypes_is_a_type_error():
+    # As tf.data's, when built: the elements came mixed, an int64 among floats.
+    floats = sluice.Dataset.from_tensor_slices(np.float32([0.5, 1.5]))
+    with pytest.raises(TypeError, match=r"datasets\[0\] has \(int64\), datasets\[2\] \(float32\)"):
+        sluice.Dataset.sample_from_datasets([sluice.Dataset.range(3), sluice.Dataset.range(5), floats])
+    choice = sluice.Dataset.from_tensor_slices(np.int64([0, 1]))
+    with pytest.raises(TypeError, match="choose_from_datasets: the datasets' elements differ"):
+        sluice.Dataset.choose_from_datasets([sluice.Dataset.range(3), floats], choice)
+    # A Python map's elements are not known before they come: not refused here.
+    unknown = sluice.Dataset.range(2).map(lambda x: x)
+    assert unknown.element_spec is None
+    sluice.Dataset.sample_from_datasets([unknown, floats])
+
+
 def test_sample_from_datasets_state_dict_mid_epoch():
     def make():
         inputs = [sluice.Dataset.range(0, 40), sluice.Dataset.range(100, 140).map(lambda v: v + 1)]
