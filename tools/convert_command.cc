@@ -30,6 +30,7 @@
 #include "io/example_builder.h"
 #include "io/idx_file.h"
 #include "io/tfrecord_writer.h"
+#include "oneapi/tbb/parallel_for.h"
 #include "ops/decode_jpeg.h"
 #include "ops/encode_jpeg.h"
 #include "ops/jpeg_restart.h"
@@ -487,25 +488,49 @@ struct ImagesConversion {
   int shards = 0;         // written: --shards, or one per file when there are fewer files
 };
 
-// The header of the JPEG in `bytes`, re-encoded with restart markers when `restart_interval` is
-// set; an error when it is not a valid JPEG.
-absl::StatusOr<JpegHeader> PrepareJpeg(std::string& bytes, int restart_interval,
-                                       ImagesConversion& conversion) {
-  SLUICE_ASSIGN_OR_RETURN(JpegHeader header, ReadJpegHeader(bytes));
-  if (restart_interval == 0) return header;
-  absl::StatusOr<std::string> with_restarts = AddJpegRestartMarkers(bytes, restart_interval);
-  if (with_restarts.ok()) {
-    bytes = *std::move(with_restarts);
-    ++conversion.reencoded;
-  } else if (absl::IsFailedPrecondition(with_restarts.status())) {
-    ++conversion.kept;
-  } else {
-    return with_restarts.status();
+// One file read and checked: its header, or why it cannot be written.
+struct PreparedImage {
+  std::string bytes;  // what goes into the record
+  absl::StatusOr<JpegHeader> header = absl::UnknownError("not prepared");
+  bool read = false;       // the file could be read (else header holds the read error)
+  bool reencoded = false;  // with restart markers
+  bool kept = false;       // as it was: not grayscale or YCbCr
+};
+
+// Reads `path` and checks the JPEG, re-encoding it with restart markers when `restart_interval`
+// is set. Every byte of the entropy-coded data is read (the re-encoding reads the coefficients;
+// otherwise a decode at 1/8 scale, which skips most of the inverse DCT): a truncated or
+// undecodable JPEG whose header is fine would fail training's decode.
+PreparedImage PrepareImage(const std::string& path, int restart_interval) {
+  PreparedImage image;
+  absl::StatusOr<Tensor> contents = ReadFile(path);
+  if (!contents.ok()) {
+    image.header = contents.status();
+    return image;
   }
-  return header;
+  image.read = true;
+  image.bytes = std::move(*contents->data<std::string>());
+  image.header = [&]() -> absl::StatusOr<JpegHeader> {
+    SLUICE_ASSIGN_OR_RETURN(JpegHeader header, ReadJpegHeader(image.bytes));
+    if (restart_interval > 0) {
+      absl::StatusOr<std::string> with_restarts =
+          AddJpegRestartMarkers(image.bytes, restart_interval);
+      if (with_restarts.ok()) {
+        image.bytes = *std::move(with_restarts);
+        image.reencoded = true;
+        return header;
+      }
+      if (!absl::IsFailedPrecondition(with_restarts.status())) return with_restarts.status();
+      image.kept = true;  // copied as it is: checked below
+    }
+    SLUICE_RETURN_IF_ERROR(DecodeJpeg(image.bytes, {.scale_denom = 8}).status());
+    return header;
+  }();
+  return image;
 }
 
-// Writes `files` (in this order) into shards and the class names into args.out.
+// Writes `files` (in this order) into shards and the class names into args.out. Blocks of files
+// are read and checked in parallel (the check decodes each), then written in order.
 absl::Status WriteImageShards(const ImagesArgs& args, const std::vector<ImageFile>& files,
                               ImagesConversion& conversion) {
   ShardedWriter writer(args.out, args.split, args.shards, static_cast<int64_t>(files.size()));
@@ -516,37 +541,40 @@ absl::Status WriteImageShards(const ImagesArgs& args, const std::vector<ImageFil
                  files.size(), conversion.shards, args.shards);
   }
   Progress progress("convert images");
-  for (size_t i = 0; i < files.size(); ++i) {
-    const ImageFile& file = files[i];
-    absl::StatusOr<Tensor> contents = ReadFile(file.path);
-    std::string bytes;
-    std::optional<JpegHeader> header;
-    std::string message;
-    if (!contents.ok()) {
-      message = std::string(contents.status().message());
-    } else {
-      bytes = std::move(*contents->data<std::string>());
-      absl::StatusOr<JpegHeader> read = PrepareJpeg(bytes, args.restart_interval, conversion);
-      if (read.ok()) {
-        header = *read;
-      } else {
-        message = absl::StrCat(file.path, ": not a valid JPEG (", bytes.size(),
-                               " bytes): ", read.status().message());
+  // A block's files are in memory at once: 256 photos of about 110 KB.
+  constexpr size_t kBlock = 256;
+  std::vector<PreparedImage> block;
+  for (size_t first = 0; first < files.size(); first += kBlock) {
+    const size_t count = std::min(kBlock, files.size() - first);
+    block.assign(count, PreparedImage());
+    tbb::parallel_for(size_t{0}, count, [&](size_t k) {
+      block[k] = PrepareImage(files[first + k].path, args.restart_interval);
+    });
+    for (size_t k = 0; k < count; ++k) {
+      const size_t i = first + k;
+      const ImageFile& file = files[i];
+      PreparedImage& image = block[k];
+      if (!image.header.ok()) {
+        const std::string message =
+            image.read ? absl::StrCat(file.path, ": not a valid JPEG (", image.bytes.size(),
+                                      " bytes): ", image.header.status().message())
+                       : std::string(image.header.status().message());
+        if (!args.skip_bad) {
+          return image.read ? absl::InvalidArgumentError(message) : image.header.status();
+        }
+        PrintError("images", absl::StrCat("skipped ", message));
+        ++conversion.skipped;
+        continue;
       }
+      conversion.reencoded += image.reencoded;
+      conversion.kept += image.kept;
+      SLUICE_RETURN_IF_ERROR(
+          writer.Write(static_cast<int64_t>(i),
+                       ImageExample(std::move(image.bytes), file.label, image.header->height,
+                                    image.header->width, "jpeg")));
+      ++conversion.per_class[file.label];
+      progress.Update(static_cast<int64_t>(i + 1), static_cast<int64_t>(files.size()));
     }
-    if (!header) {
-      if (!args.skip_bad) {
-        return contents.ok() ? absl::InvalidArgumentError(message) : contents.status();
-      }
-      PrintError("images", absl::StrCat("skipped ", message));
-      ++conversion.skipped;
-      continue;
-    }
-    SLUICE_RETURN_IF_ERROR(writer.Write(
-        static_cast<int64_t>(i),
-        ImageExample(std::move(bytes), file.label, header->height, header->width, "jpeg")));
-    ++conversion.per_class[file.label];
-    progress.Update(static_cast<int64_t>(i + 1), static_cast<int64_t>(files.size()));
   }
   SLUICE_RETURN_IF_ERROR(writer.Finish());
   SLUICE_RETURN_IF_ERROR(WriteLabels(args.out, conversion.classes));

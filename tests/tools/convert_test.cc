@@ -403,6 +403,26 @@ TEST(ConvertImagesTest, BadJpegIsAnErrorOrSkipped) {
   EXPECT_THAT(r.err, HasSubstr("dog/dangling.jpg"));
 }
 
+// A JPEG cut short has a valid header: the whole of its data is read, with or without the
+// re-encoding, so that training's decode does not meet it later.
+TEST(ConvertImagesTest, TruncatedJpegIsAnErrorOrSkipped) {
+  std::string root = TempPath("tree_truncated");
+  auto files = MakeImageTree(root);
+  const std::string& photo = files["dog/p0.jpg"].first;
+  WriteFile(root + "/cat/cut.jpg", photo.substr(0, photo.size() / 2));
+  for (const std::string flags : {"", " --restart-interval 4"}) {
+    SCOPED_TRACE(flags);
+    std::string out = TempPath("truncated_out");
+    CliResult r = ConvertImages(root, out, "--shards 2" + flags);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_THAT(r.err, HasSubstr("cat/cut.jpg: not a valid JPEG"));
+    r = ConvertImages(root, out, "--shards 2 --skip-bad --json" + flags);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("\"examples\": 6, \"skipped\": 1"));
+    EXPECT_THAT(r.err, HasSubstr("cat/cut.jpg"));
+  }
+}
+
 // --restart-interval re-encodes each JPEG with restart markers: other bytes, the same pixels.
 TEST(ConvertImagesTest, RestartIntervalReencodesLosslessly) {
   std::string root = TempPath("tree_restart");
