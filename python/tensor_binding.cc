@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/device.h"
 #include "core/dtype.h"
@@ -236,8 +237,26 @@ Tensor BytesTensorFromArray(const py::array& array) {
     } else if (py::isinstance<py::str>(item)) {
       out[i++] = item.cast<std::string>();  // UTF-8
     } else {
-      throw py::type_error(absl::StrCat("a bytes tensor's items must be bytes or str, not ",
-                                        std::string(py::str(item.get_type().attr("__name__")))));
+      // NumPy made an object array: a value it has no dtype for, or numbers among strings.
+      std::string type = py::str(item.get_type().attr("__name__"));
+      type = absl::StrCat(absl::StrContains("aeiouAEIOU", type.substr(0, 1)) ? "an " : "a ", type);
+      if (py::isinstance<py::int_>(item) && !py::isinstance<py::bool_>(item)) {
+        const bool fits = item.attr("bit_length")().cast<int64_t>() < 64;
+        if (!fits) {
+          std::string digits = py::str(item);
+          if (digits.size() > 40) digits = absl::StrCat(digits.substr(0, 37), "...");
+          throw py::value_error(absl::StrCat("the Python int ", digits,
+                                             " does not fit int64, sluice's widest integer"));
+        }
+      }
+      if (py::isinstance<py::int_>(item) || py::isinstance<py::float_>(item)) {
+        throw py::type_error(absl::StrCat(
+            type, " among bytes or str: a tensor's items are all numbers or all strings"));
+      }
+      throw py::type_error(
+          absl::StrCat(type,
+                       " cannot be a sluice tensor's value: a component is a number, bytes or "
+                       "str, a NumPy array, or a (nested) list or tuple of one kind of them"));
     }
   }
   return tensor;

@@ -114,3 +114,17 @@ def test_scalars_convert_and_compare_as_numpy_values():
         bool(b)  # NumPy's rule for more than one element
     with pytest.raises(TypeError, match="integer scalar arrays"):
         ["x"][next(iter(sluice.Dataset.from_tensors(np.float32(0.5))))]  # not an integer
+
+
+def test_values_without_a_sluice_dtype_say_what_they_are():
+    # NumPy makes object arrays of these; they said "a bytes tensor's items must be bytes or str".
+    with pytest.raises(ValueError, match=r"the Python int 1180591620717411303424 does not fit int64"):
+        list(sluice.Dataset.range(1).map(lambda x: 2**70))
+    with pytest.raises(TypeError, match="a NoneType cannot be a sluice tensor's value"):
+        list(sluice.Dataset.from_generator(lambda: iter([None])))
+    with pytest.raises(TypeError, match="an int among bytes or str"):
+        sluice.Dataset.from_tensors([b"a", 1])
+    # Python bools are uint8 0 and 1 (sluice has no bool dtype): a mask needs astype(bool).
+    mask = next(iter(sluice.Dataset.from_tensors(np.array([True, False, True]))))
+    assert mask.dtype == "uint8" and np.asarray(mask).tolist() == [1, 0, 1]
+    assert np.arange(3)[np.asarray(mask).astype(bool)].tolist() == [0, 2]
