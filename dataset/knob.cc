@@ -8,7 +8,7 @@ namespace sluice {
 absl::Status CheckKnob(absl::string_view node, absl::string_view option, int64_t value) {
   if (value >= 1 || value == kAutotune) return absl::OkStatus();
   return absl::InvalidArgumentError(
-      absl::StrCat(node, ": ", option, " must be >= 1 or kAutotune, got ", value));
+      absl::StrCat(node, ": ", option, " must be >= 1 or AUTOTUNE (-1), got ", value));
 }
 
 std::string KnobString(int64_t value) {

@@ -336,7 +336,7 @@ absl::StatusOr<std::unique_ptr<IteratorBase>> PrefetchDataset::MakeIterator(
     const IteratorContext& ctx) const {
   if (buffer_size_ < 0 && buffer_size_ != kAutotune) {
     return absl::InvalidArgumentError(
-        absl::StrCat(name(), ": buffer_size must be >= 0 or kAutotune, got ", buffer_size_));
+        absl::StrCat(name(), ": buffer_size must be >= 0 or AUTOTUNE (-1), got ", buffer_size_));
   }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, inputs()[0]->MakeIterator(ctx));
   return std::unique_ptr<IteratorBase>(new PrefetchIterator(this, ctx, std::move(input)));

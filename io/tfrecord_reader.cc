@@ -163,8 +163,8 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline TFRecordReader::Step TFRecordReader::ReadOne
     return Fail(absl::ResourceExhaustedError(
         absl::StrCat(Where(start), "a record of ", length, " bytes exceeds max_record_bytes (",
                      options_.max_record_bytes,
-                     "); raise it in TFRecordReaderOptions (TFRecordOptions for "
-                     "Dataset::TFRecord) to read this file")));
+                     "); to read this file, raise max_record_bytes (Python: "
+                     "Dataset.tfrecord's; C++: TFRecordOptions', TFRecordReaderOptions')")));
   }
   if (length <= avail - kHeaderSize && kFooterSize <= avail - kHeaderSize - length) {
     return ReadBufferedRecord(start, header, length, record);

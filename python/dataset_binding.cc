@@ -201,9 +201,14 @@ void RegisterSources(py::class_<PyDataset>& c) {
           "tfrecord",
           [](const py::object& filenames, const std::optional<std::string>& compression_type,
              std::optional<int64_t> buffer_size, std::optional<int> num_parallel_reads,
-             bool skip_corrupt) {
+             bool skip_corrupt, int64_t max_record_bytes) {
             TFRecordOptions options;
             options.skip_corrupt = skip_corrupt;
+            if (max_record_bytes < 1) {
+              throw py::value_error(absl::StrCat(
+                  "tfrecord: max_record_bytes must be >= 1 (bytes), not ", max_record_bytes));
+            }
+            options.max_record_bytes = static_cast<uint64_t>(max_record_bytes);
             if (skip_corrupt) {
               // From a reader thread, without the GIL: a line on stderr, as tf.data's
               // ignore_errors(log_warning=True).
@@ -225,11 +230,13 @@ void RegisterSources(py::class_<PyDataset>& c) {
           py::arg("filenames"), py::arg("compression_type") = py::none(),
           py::arg("buffer_size") = py::none(), py::arg("num_parallel_reads") = py::none(),
           py::kw_only(), py::arg("skip_corrupt") = false,
+          py::arg("max_record_bytes") = static_cast<int64_t>(kDefaultMaxRecordBytes),
           "tf.data.TFRecordDataset: each record a bytes scalar. compression_type '' (none), "
           "'GZIP' or 'ZLIB'; None guesses it from each file's suffix (.gz, .zlib). "
           "skip_corrupt=True skips a record whose CRC fails (or a truncated last one) and reads "
           "on, naming it on stderr; without it the error ends the file, so ignore_errors() "
-          "loses the rest of that file.")
+          "loses the rest of that file. A record longer than max_record_bytes (1 GiB) is an "
+          "error before anything is allocated for it: a corrupt length cannot exhaust memory.")
       .def_static(
           "from_tensor_slices",
           [](const py::object& tensors) {

@@ -495,7 +495,7 @@ TEST(BatchTest, InvalidArguments) {
   auto calls = Collect(Dataset::Range(3).Batch(2, {.num_parallel_calls = 0}));
   ASSERT_FALSE(calls.ok());
   EXPECT_EQ(calls.status().message(),
-            "Batch[1]: num_parallel_calls must be >= 1 or kAutotune, got 0");
+            "Batch[1]: num_parallel_calls must be >= 1 or AUTOTUNE (-1), got 0");
 }
 
 TEST(BatchTest, CheckpointResumesExactly) {

@@ -572,7 +572,7 @@ TEST(InterleaveTest, InvalidOptionsAreClearErrors) {
   auto cycle = Collect(Dataset::Range(3).Interleave(Tens, {.cycle_length = 0}));
   ASSERT_FALSE(cycle.ok());
   EXPECT_EQ(cycle.status().message(),
-            "Interleave[1]: cycle_length must be >= 1 or kAutotune, got 0");
+            "Interleave[1]: cycle_length must be >= 1 or AUTOTUNE (-1), got 0");
   auto block = Collect(Dataset::Range(3).Interleave(Tens, {.cycle_length = 2, .block_length = 0}));
   ASSERT_FALSE(block.ok());
   EXPECT_EQ(block.status().message(), "Interleave[1]: block_length must be >= 1, got 0");
@@ -580,7 +580,7 @@ TEST(InterleaveTest, InvalidOptionsAreClearErrors) {
       Collect(Dataset::Range(3).Interleave(Tens, {.cycle_length = 2, .num_parallel_calls = -3}));
   ASSERT_FALSE(parallel.ok());
   EXPECT_EQ(parallel.status().message(),
-            "Interleave[1]: num_parallel_calls must be >= 1 or kAutotune, got -3");
+            "Interleave[1]: num_parallel_calls must be >= 1 or AUTOTUNE (-1), got -3");
 }
 
 TEST(InterleaveTest, AutotuneCycleLengthIsTheRuntimesThreadCount) {

@@ -386,7 +386,7 @@ TEST(PrefetchTest, ZeroIsNoPrefetchAndANegativeSizeIsAnError) {
   EXPECT_EQ(all->size(), 3u);
   auto got = Collect(Dataset::Range(3).Prefetch(-2));
   ASSERT_FALSE(got.ok());
-  EXPECT_EQ(got.status().message(), "Prefetch[1]: buffer_size must be >= 0 or kAutotune, got -2");
+  EXPECT_EQ(got.status().message(), "Prefetch[1]: buffer_size must be >= 0 or AUTOTUNE (-1), got -2");
   EXPECT_EQ(Dataset::Range(3).Prefetch(kAutotune).DebugString(),
             "Range(0, 3, 1) -> Prefetch(autotune)");
 }

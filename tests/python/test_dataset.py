@@ -60,6 +60,16 @@ def test_tfrecord_skip_corrupt_reads_past_a_bad_record(data, capfd):
     assert len(list(sluice.Dataset.tfrecord(corrupt).ignore_errors())) == 41
 
 
+def test_tfrecord_max_record_bytes(data):
+    photos = str(data / "images3.tfrecord")  # records of 57-68 KB
+    with pytest.raises(MemoryError, match=r"exceeds max_record_bytes \(1000\); to read this file, "
+                       r"raise max_record_bytes \(Python: Dataset.tfrecord's"):
+        list(sluice.Dataset.tfrecord(photos, max_record_bytes=1000))
+    assert len(list(sluice.Dataset.tfrecord(photos, max_record_bytes=100_000))) == 3
+    with pytest.raises(ValueError, match="max_record_bytes must be >= 1"):
+        sluice.Dataset.tfrecord(photos, max_record_bytes=0)
+
+
 @pytest.mark.parametrize("suffix,compression", [(".gz", "GZIP"), (".zlib", "ZLIB"), (".gz", None)])
 def test_tfrecord_compression(data, suffix, compression):
     ds = sluice.Dataset.tfrecord(str(data / ("small100.tfrecord" + suffix)), compression_type=compression)
