@@ -149,10 +149,9 @@ class Predictor {
       return Add({.source = file, .bytes = std::move(*bytes->data<std::string>())});
     }
     absl::StatusOr<std::unique_ptr<TFRecordReader>> reader = TFRecordReader::Open(
-        file,
-        {.compression = GuessCompression(file),
-         .skip_corrupt = args_.skip_bad,
-         .on_skipped = [this](const absl::Status& why) { Skipped(std::string(why.message())); }});
+        file, {.compression = GuessCompression(file),
+               .skip_corrupt = args_.skip_bad,
+               .on_skipped = [this](const absl::Status& why) { Skipped("", why); }});
     if (!reader.ok()) return Add({.source = file, .bytes = reader.status()});
     std::string record;
     while (true) {
@@ -188,6 +187,7 @@ class Predictor {
   // status: 1 when an input failed (without skip_bad).
   int Finish() {
     Flush();
+    EndRepeats();
     if (args_.json) {
       std::printf("], \"images\": %lld, \"skipped\": %lld, \"failed\": %lld}\n",
                   static_cast<long long>(predicted_), static_cast<long long>(skipped_),
@@ -202,16 +202,44 @@ class Predictor {
 
  private:
   // A bad input or corrupt record under --skip-bad: counted, and named on stderr.
-  void Skipped(const std::string& what) {
+  void Skipped(const std::string& source, const absl::Status& why) {
     ++skipped_;
-    std::fflush(stdout);  // after the predictions printed before it
-    std::fprintf(stderr, "sluice predict: skipped %s\n", what.c_str());
+    ErrorLine("skipped ", source, why);
+  }
+
+  // "sluice predict: [skipped ]SOURCE: ERROR" on stderr, after the predictions printed before it.
+  // An error whose message repeats the one before (every record of a file of another schema lacks
+  // image/encoded) is counted, and the count said once another line comes.
+  void ErrorLine(absl::string_view verb, const std::string& source, const absl::Status& status) {
+    const std::string key = absl::StrCat(verb, status.message());
+    if (key == last_error_) {
+      ++repeats_;
+      last_repeat_source_ = source;
+      return;
+    }
+    EndRepeats();
+    last_error_ = key;
+    std::fflush(stdout);
+    std::fprintf(
+        stderr, "sluice predict: %s%s\n", std::string(verb).c_str(),
+        (source.empty() ? std::string(status.message()) : Described(source, status)).c_str());
+  }
+
+  // Says how many errors repeated the last one printed; a prediction or another error comes next.
+  void EndRepeats() {
+    if (repeats_ > 0) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "sluice predict: ... and the same for %lld more inputs, up to %s\n",
+                   static_cast<long long>(repeats_), last_repeat_source_.c_str());
+    }
+    repeats_ = 0;
+    last_error_.clear();
   }
 
   void Add(const Input& input) {
     absl::StatusOr<Tensor> image = Preprocess(input, height_, width_, channels_, scale_);
     if (!image.ok()) {
-      if (args_.skip_bad) return Skipped(Described(input.source, image.status()));
+      if (args_.skip_bad) return Skipped(input.source, image.status());
       pending_.push_back({.source = input.source, .status = image.status()});
     } else {
       pending_.push_back({.source = input.source});
@@ -280,9 +308,9 @@ class Predictor {
       json.EndObject();
       std::printf("%s%s", printed_ > 0 ? ", " : "", json.str().c_str());
     } else if (!p.status.ok()) {
-      std::fflush(stdout);  // The error after the predictions before it.
-      std::fprintf(stderr, "sluice predict: %s\n", Described(p.source, p.status).c_str());
+      ErrorLine("", p.source, p.status);
     } else {
+      EndRepeats();
       std::string line = p.source + ":";
       for (const auto& [c, prob] : p.top) {
         absl::StrAppend(&line, " ", ClassName(loaded_, c), " ", absl::StrFormat("%.3f", prob));
@@ -301,6 +329,9 @@ class Predictor {
   std::vector<Prediction> pending_;  // this batch's inputs in order, failed ones included
   std::vector<Tensor> images_;       // the preprocessed images among them
   int64_t printed_ = 0, predicted_ = 0, skipped_ = 0, failed_ = 0;
+  std::string last_error_;  // "[skipped ]message" of the last error line, until a prediction
+  int64_t repeats_ = 0;     // errors since, with the same message
+  std::string last_repeat_source_;
 };
 
 int PredictFiles(const CommandLine& command_line) {

@@ -24,6 +24,7 @@ using ::sluice::cli_test::JsonNumber;
 using ::sluice::cli_test::RunSluice;
 using ::sluice::cli_test::ShellQuote;
 using ::sluice::cli_test::TempPath;
+using ::sluice::cli_test::TestData;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -203,6 +204,29 @@ TEST_F(PredictCommandTest, BadImagesAndMissingFilesAreSkippedWithSkipBad) {
   EXPECT_EQ(TopOneNames(skipped.out), (std::vector<std::string>{"dark", "light"}));
   EXPECT_THAT(skipped.err, HasSubstr("skipped " + garbage));
   EXPECT_THAT(skipped.err, HasSubstr("2 images, 2 bad inputs skipped"));
+}
+
+// A TFRecord of another schema (small100's records have no image/encoded): the error is said
+// once, with how many records after it failed the same way, not once per record.
+TEST_F(PredictCommandTest, AFileOfAnotherSchemaSaysItsErrorOnce) {
+  const std::string other = TestData("small100.tfrecord");
+  CliResult failed = RunSluice("predict --model " + ShellQuote(*model_) + " " + ShellQuote(other));
+  EXPECT_EQ(failed.exit_code, 1);
+  EXPECT_THAT(failed.err, HasSubstr("sluice predict: " + other + ":0: "));
+  EXPECT_THAT(failed.err, HasSubstr("image/encoded"));
+  EXPECT_THAT(failed.err, Not(HasSubstr(other + ":1:")));
+  EXPECT_THAT(failed.err, HasSubstr("sluice predict: ... and the same for 99 more inputs, up to " +
+                                    other + ":99\n"));
+  // JSON still has an entry for each.
+  CliResult json =
+      RunSluice("predict --json --model " + ShellQuote(*model_) + " " + ShellQuote(other));
+  EXPECT_EQ(JsonNumber(json.out, "failed"), 100) << json.out;
+  CliResult skipped =
+      RunSluice("predict --skip-bad --model " + ShellQuote(*model_) + " " + ShellQuote(other));
+  EXPECT_EQ(skipped.exit_code, 0);
+  EXPECT_THAT(skipped.err, HasSubstr("sluice predict: skipped " + other + ":0: "));
+  EXPECT_THAT(skipped.err, HasSubstr("... and the same for 99 more inputs"));
+  EXPECT_THAT(skipped.err, HasSubstr("0 images, 100 bad inputs skipped"));
 }
 
 }  // namespace
