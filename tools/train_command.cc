@@ -93,9 +93,14 @@ void PrintJson(const TrainConfig& config, const Result& result) {
 // Prints the result as one JSON object or one line, and the skipped records to stderr.
 void ReportResult(const TrainConfig& config, const Result& result) {
   if (result.skipped_records > 0) {
-    std::fprintf(stderr, "sluice train: skipped %lld unreadable record%s; the first: %s\n",
+    const int64_t test = result.skipped_records - result.skipped_train_records;
+    std::fprintf(stderr,
+                 "sluice train: skipped %lld unreadable record%s (%lld training, %lld test); the "
+                 "first: %s\n",
                  static_cast<long long>(result.skipped_records),
-                 result.skipped_records == 1 ? "" : "s", result.first_skipped.c_str());
+                 result.skipped_records == 1 ? "" : "s",
+                 static_cast<long long>(result.skipped_train_records), static_cast<long long>(test),
+                 result.first_skipped.c_str());
   }
   if (config.json) return PrintJson(config, result);
   std::printf(

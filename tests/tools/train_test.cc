@@ -279,7 +279,7 @@ TEST_F(TrainCommandTest, SkipErrorsTrainsPastACorruptRecordAndReportsIt) {
   EXPECT_EQ(JsonNumber(skipping.out, "skipped_records"), 1) << skipping.out;
   EXPECT_EQ(JsonNumber(skipping.out, "skipped_train_records"), 1) << skipping.out;
   EXPECT_THAT(skipping.out, HasSubstr("train-00000-of-00002.tfrecord: record "));
-  EXPECT_THAT(skipping.err, HasSubstr("skipped 1 unreadable record;"));
+  EXPECT_THAT(skipping.err, HasSubstr("skipped 1 unreadable record (1 training, 0 test); the first: "));
   // The summary line says the listed images include the skipped one.
   CliResult line = RunSluice(common.substr(0, common.find(" --json")) + " --skip-errors");
   ASSERT_EQ(line.exit_code, 0) << line.err;
@@ -490,6 +490,23 @@ TEST(TrainCommandLineTest, HelpListsTheModels) {
   CliResult r = RunSluice("train --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, HasSubstr("mlp, cnn, resnet-small, resnet-20"));
+}
+
+// --skip-errors on a tree whose validation images are all unreadable: the error says so (it said
+// "no test records"), with the count and the first one's error.
+TEST(TrainImagesTest, SkipErrorsWithEveryTestImageUnreadableSaysSo) {
+  const std::string root = TempPath("all_bad_tree");
+  for (const char* name : {"a/1.jpg", "a/2.jpg", "a/3.jpg", "b/1.jpg", "b/2.jpg", "b/3.jpg"}) {
+    std::filesystem::create_directories(std::filesystem::path(root + "/" + name).parent_path());
+    std::ofstream(root + "/" + name) << "not a JPEG";
+  }
+  CliResult r = RunSluice("train --images " + ShellQuote(root) +
+                          " --epochs 1 --validation-split 0.5 --skip-errors");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("every test image of " + root +
+                               " (validation subset) was unreadable and skipped (3; the first: "));
+  EXPECT_THAT(r.err, HasSubstr("not a JPEG"));
+  EXPECT_THAT(r.err, HasSubstr("): no test set is left"));
 }
 
 }  // namespace

@@ -231,11 +231,20 @@ absl::StatusOr<Session> SetUp(const ImageClassifierOptions& options,
   const int ranks = comm != nullptr ? comm->size() : 1;
   const bool chief = comm == nullptr || comm->rank() == 0;
   SLUICE_ASSIGN_OR_RETURN(LabeledImages data, LoadImages(options, chief, skipped));
-  SLUICE_ASSIGN_OR_RETURN(ImageModel model, MakeImageModel({.name = options.model,
-                                                            .recompute = options.recompute,
-                                                            .seed = options.seed,
-                                                            .base_onnx = options.base_onnx},
-                                                           data));
+  absl::StatusOr<ImageModel> made = MakeImageModel({.name = options.model,
+                                                    .recompute = options.recompute,
+                                                    .seed = options.seed,
+                                                    .base_onnx = options.base_onnx},
+                                                   data);
+  // The model's input shape comes from the first test image: none left after skip_errors is the
+  // data's fault, not an empty set's.
+  if (absl::IsNotFound(made.status()) && skipped->test.count() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "every test image of ", data.test_source, " was unreadable and skipped (",
+        skipped->test.count(), "; the first: ", skipped->test.first(), "): no test set is left"));
+  }
+  SLUICE_RETURN_IF_ERROR(made.status());
+  ImageModel model = *std::move(made);
   if (!options.device.is_cpu()) SLUICE_RETURN_IF_ERROR(model.module->To(options.device));
   Session s{.data = std::move(data), .model = std::move(model)};
   // Each rank trains on its shard with batch_size images a step: together, ranks x batch_size.
