@@ -1,7 +1,8 @@
 // Scan(initial_state, fn), as tf.data.Dataset.scan: output k is the second half of
 // fn(state_k, element_k), and state_{k+1} its first half. An error from fn takes the element's
 // place and leaves the state as it was (so IgnoreErrors after Scan skips the element); an input
-// error passes through. A checkpoint holds the state with the input's position.
+// error passes through. A new state of other components or dtypes than the state is such an error.
+// A checkpoint holds the state with the input's position.
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
@@ -46,6 +47,7 @@ class ScanDataset : public DatasetBase {
       SLUICE_ASSIGN_OR_RETURN(std::optional<Element> in, input_->GetNext());
       if (!in) return std::nullopt;
       SLUICE_ASSIGN_OR_RETURN(auto next, fn_(state_, std::move(*in)));
+      SLUICE_RETURN_IF_ERROR(CheckState(next.first));
       state_ = std::move(next.first);
       return std::move(next.second);
     }
@@ -68,6 +70,18 @@ class ScanDataset : public DatasetBase {
     }
 
    private:
+    // As tf.data's: the state keeps its components and their dtypes (its shapes may change). A
+    // state that turned from int64 into float32 would otherwise go on silently.
+    absl::Status CheckState(const Element& next) const {
+      bool same = next.size() == state_.size();
+      for (size_t i = 0; same && i < next.size(); ++i) same = next[i].dtype() == state_[i].dtype();
+      if (same) return absl::OkStatus();
+      return absl::InvalidArgumentError(absl::StrCat(
+          "scan function returned a new state of ", ElementSpec::FromElement(next).DebugString(),
+          " for a state of ", ElementSpec::FromElement(state_).DebugString(),
+          ": the state keeps its components and their dtypes (its shapes may change)"));
+    }
+
     const ScanFn& fn_;
     std::unique_ptr<IteratorBase> input_;
     Element state_;

@@ -231,3 +231,10 @@ def test_choose_from_datasets_state_dict_mid_epoch():
 
     first, resumed, rest = resumed_after(make(), 17)
     assert resumed == rest and first + resumed == values(make()) and len(first + resumed) == 60
+
+
+def test_scan_state_keeps_its_dtype():
+    floats = sluice.Dataset.from_tensor_slices(np.float32([0.5, 1.5]))
+    with pytest.raises(ValueError, match=r"new state of \(float32\[\]\) for a state of \(int64\[\]\)"):
+        list(floats.scan(0, lambda s, x: (s + x, x)))
+    assert [float(v) for v in floats.scan(0.0, lambda s, x: (s + x, s + x))] == [0.5, 2.0]
