@@ -108,15 +108,6 @@ ElementSpec SignatureFromPython(const py::object& signature) {
   return ElementSpec(std::move(components));
 }
 
-// tf.data's parallelism arguments: None is sequential, AUTOTUNE (-1) or a count >= 1.
-int ParallelismOf(const std::optional<int>& n, const char* name) {
-  if (!n) return 1;
-  if (*n != kAutotune && *n < 1) {
-    throw py::value_error(absl::StrCat(name, " must be >= 1 or sluice.AUTOTUNE, not ", *n));
-  }
-  return *n;
-}
-
 // The built-in functions a map_func names: a sluice.ops.Op, or a list of them (composed);
 // nullopt for anything else.
 std::optional<PyOp> BuiltinOf(const py::object& fn) {
@@ -615,6 +606,14 @@ void RegisterTransformations(py::class_<PyDataset>& c) {
 }
 
 }  // namespace
+
+int ParallelismOf(const std::optional<int>& n, const char* name) {
+  if (!n) return 1;
+  if (*n != kAutotune && *n < 1) {
+    throw py::value_error(absl::StrCat(name, " must be >= 1 or sluice.AUTOTUNE, not ", *n));
+  }
+  return *n;
+}
 
 namespace {
 

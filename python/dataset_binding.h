@@ -37,6 +37,9 @@ void RegisterFileDatasets(py::class_<PyDataset>& c);
 // File names given in Python: one str, bytes or os.PathLike (pathlib.Path), or an iterable of
 // them. Anything else is a TypeError naming `what` (the argument) and the type given.
 std::vector<std::string> StringsOf(const py::object& value, const char* what = "filenames");
+// tf.data's parallelism arguments: None is sequential (1), AUTOTUNE (-1) or a count >= 1; else
+// ValueError naming `name`.
+int ParallelismOf(const std::optional<int>& n, const char* name);
 // compression_type: None (unset: guessed from each file's suffix), "", "GZIP" or "ZLIB" (any case).
 // Raises ValueError for another name.
 std::optional<Compression> CompressionOf(const std::optional<std::string>& type);

@@ -38,6 +38,26 @@ void SetBufferSize(std::optional<int64_t> buffer_size, size_t& out) {
 // np.int64, np.bytes_; Python's int, float, str and bytes as sluice converts their values) makes
 // the column required; a value is the column's default (one element: a scalar or a list of one,
 // as tf.data accepts); an empty array makes it required too. A str is always a value.
+// csv's exclude_cols as select_cols: the `count` columns left, in order, after leaving out the
+// excluded ones (sorted, distinct, >= 0, as tf.data requires).
+std::vector<int64_t> ComplementOf(const std::vector<int64_t>& excluded, size_t count) {
+  for (size_t i = 0; i < excluded.size(); ++i) {
+    if (excluded[i] < 0 || (i > 0 && excluded[i] <= excluded[i - 1])) {
+      throw py::value_error("csv: exclude_cols must be sorted, distinct column indices >= 0");
+    }
+  }
+  std::vector<int64_t> selected;
+  size_t next = 0;
+  for (int64_t column = 0; selected.size() < count; ++column) {
+    if (next < excluded.size() && excluded[next] == column) {
+      ++next;
+    } else {
+      selected.push_back(column);
+    }
+  }
+  return selected;
+}
+
 Tensor RecordDefaultOf(py::handle item) {
   py::object numpy_dtype = py::module_::import("numpy").attr("dtype");
   if (PyType_Check(item.ptr()) || py::isinstance(item, numpy_dtype)) {
@@ -74,26 +94,43 @@ void RegisterTextFormats(py::class_<PyDataset>& c) {
   c.def_static(
        "text_line",
        [](const py::object& filenames, const std::optional<std::string>& compression_type,
-          std::optional<int64_t> buffer_size) {
+          std::optional<int64_t> buffer_size, std::optional<int> num_parallel_reads) {
          TextLineOptions options;
          options.compression = CompressionOf(compression_type);
          SetBufferSize(buffer_size, options.buffer_size);
-         return PyDataset{Dataset::TextLine(StringsOf(filenames), options)};
+         std::vector<std::string> files = StringsOf(filenames);
+         const int reads = ParallelismOf(num_parallel_reads, "num_parallel_reads");
+         if (reads == 1) return PyDataset{Dataset::TextLine(std::move(files), options)};
+         // What tf.data's TextLineDataset does with num_parallel_reads: a deterministic parallel
+         // interleave of one TextLine per file, a line from each in turn.
+         Tensor names(DType::kBytes, Shape{static_cast<int64_t>(files.size())});
+         std::copy(files.begin(), files.end(), names.data<std::string>());
+         return PyDataset{Dataset::FromTensorSlices({std::move(names)})
+                              .Interleave(
+                                  [options](const std::string& file) {
+                                    return Dataset::TextLine(std::vector<std::string>{file},
+                                                             options);
+                                  },
+                                  {.cycle_length = reads, .num_parallel_calls = reads})};
        },
        py::arg("filenames"), py::arg("compression_type") = py::none(),
-       py::arg("buffer_size") = py::none(),
+       py::arg("buffer_size") = py::none(), py::arg("num_parallel_reads") = py::none(),
        "tf.data.TextLineDataset: each line of the files, in order, as a bytes scalar without its "
        "'\\n' or '\\r\\n'. compression_type '' (none), 'GZIP' or 'ZLIB'; None guesses it from "
-       "each file's suffix (.gz, .zlib). The files are read one after the other (tf.data's "
-       "num_parallel_reads is not supported).")
+       "each file's suffix (.gz, .zlib). num_parallel_reads None reads the files one after the "
+       "other; N (or AUTOTUNE) reads N at once, a line from each in turn, as tf.data's.")
       .def_static(
           "csv",
           [](const py::object& filenames, const py::object& record_defaults,
              const std::optional<std::string>& compression_type, std::optional<int64_t> buffer_size,
              bool header, const std::string& field_delim, bool use_quote_delim,
-             const std::string& na_value, const std::optional<std::vector<int64_t>>& select_cols) {
+             const std::string& na_value, const std::optional<std::vector<int64_t>>& select_cols,
+             const std::optional<std::vector<int64_t>>& exclude_cols) {
             std::vector<Tensor> defaults;
             for (py::handle item : record_defaults) defaults.push_back(RecordDefaultOf(item));
+            if (exclude_cols && select_cols) {
+              throw py::value_error("csv: give select_cols or exclude_cols, not both");
+            }
             if (field_delim.size() != 1) {
               throw py::value_error(
                   absl::StrCat("csv: field_delim must be one character, not '", field_delim, "'"));
@@ -106,6 +143,7 @@ void RegisterTextFormats(py::class_<PyDataset>& c) {
             options.use_quote_delim = use_quote_delim;
             options.na_value = na_value;
             if (select_cols) options.select_cols = *select_cols;
+            if (exclude_cols) options.select_cols = ComplementOf(*exclude_cols, defaults.size());
             return PyDataset{
                 Dataset::Csv(StringsOf(filenames), std::move(defaults), std::move(options))};
           },
@@ -113,14 +151,16 @@ void RegisterTextFormats(py::class_<PyDataset>& c) {
           py::arg("compression_type") = py::none(), py::arg("buffer_size") = py::none(),
           py::arg("header") = false, py::arg("field_delim") = ",",
           py::arg("use_quote_delim") = true, py::arg("na_value") = "",
-          py::arg("select_cols") = py::none(),
+          py::arg("select_cols") = py::none(), py::arg("exclude_cols") = py::none(),
           "tf.data.experimental.CsvDataset: each line a record, one scalar per column (per "
           "select_cols entry). record_defaults has one entry per column: a value (the default "
           "of an empty or na_value field; its type is the column's: int -> int64, float -> "
           "float32, str or bytes -> bytes, np.int32(0) -> int32), or a type (np.int32, "
           "np.float32, np.int64, int, float, str, bytes) or empty array for a required column. "
           "header skips each file's first line. A malformed record raises ValueError naming "
-          "the file, line and column, in its place. tf.data's exclude_cols is not supported.");
+          "the file, line and column, in its place. exclude_cols, sorted column indices, parses "
+          "the others (record_defaults then has one entry per column left; columns past them "
+          "are not read).");
 }
 
 void RegisterSavedDatasets(py::class_<PyDataset>& c) {

@@ -23,6 +23,21 @@ def test_text_line_lines(tmp_path):
     assert ds.element_spec == (("bytes", ()),)
 
 
+def test_text_line_num_parallel_reads_interleaves_the_files(tmp_path):
+    paths = []
+    for name, count in [("a", 3), ("b", 1), ("c", 2)]:
+        (tmp_path / name).write_text("".join(f"{name}{i}\n" for i in range(count)))
+        paths.append(str(tmp_path / name))
+    # As tf.data's interleave: a line from each of 2 open files in turn; a file that ends passes
+    # its turn (b after b0), and the next file opens at its slot's next turn.
+    two = sluice.Dataset.text_line(paths, num_parallel_reads=2)
+    assert list(two) == [b"a0", b"b0", b"a1", b"a2", b"c0", b"c1"]
+    assert sorted(sluice.Dataset.text_line(paths, num_parallel_reads=sluice.AUTOTUNE)) == sorted(
+        sluice.Dataset.text_line(paths))
+    with pytest.raises(ValueError, match="num_parallel_reads must be >= 1"):
+        sluice.Dataset.text_line(paths, num_parallel_reads=0)
+
+
 def test_text_line_compression(tmp_path):
     lines = [b"line %d" % i for i in range(100)]
     (tmp_path / "lines.gz").write_bytes(gzip.compress(b"\n".join(lines) + b"\n"))
@@ -91,6 +106,15 @@ def test_csv_options(tmp_path):
         (b'"a', b'b"', b"c")]
     with pytest.raises(ValueError, match="one character"):
         sluice.Dataset.csv(str(path), [0], field_delim="||")
+    # exclude_cols: the columns left, one record default each.
+    kept = sluice.Dataset.csv(str(path), [np.int64, [0]], field_delim="|", exclude_cols=[1])
+    assert [tuple(int(np.asarray(c)) for c in row) for row in kept] == [(1, 10), (2, 20)]
+    assert list(sluice.Dataset.csv(str(path), [""], field_delim="|", exclude_cols=[0, 2])) == [
+        b"a", b"b"]
+    with pytest.raises(ValueError, match="select_cols or exclude_cols, not both"):
+        sluice.Dataset.csv(str(path), [0], select_cols=[0], exclude_cols=[1])
+    with pytest.raises(ValueError, match="exclude_cols must be sorted"):
+        sluice.Dataset.csv(str(path), [0], exclude_cols=[2, 1])
 
 
 def test_csv_errors(tmp_path):
