@@ -20,6 +20,14 @@ class LoadDataset : public DatasetBase {
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override;
   std::string Describe() const override { return absl::StrCat("Load(", path_, ")"); }
+  // The manifest's count as it is now; unknown where a reader_fn may yield other elements, or
+  // nothing usable is saved yet (iterating says why).
+  int64_t Cardinality() const override {
+    if (options_.reader_fn) return kUnknownCardinality;
+    absl::StatusOr<internal::OpenedSaved> opened = internal::OpenSaved(path_);
+    if (!opened.ok() || !opened->manifest || !opened->invalid.empty()) return kUnknownCardinality;
+    return opened->manifest->elements();
+  }
 
  protected:
   // The user's, or the manifest's as it is when first asked (unknown when there is none yet, or

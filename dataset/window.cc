@@ -23,6 +23,16 @@ class WindowDataset : public DatasetBase {
                         options_.drop_remainder ? ", drop_remainder" : "", ")");
   }
 
+  // A window starts at every shift-th input element (tf.data's count); with drop_remainder, only
+  // where a whole span is left.
+  int64_t Cardinality() const override {
+    const int64_t n = inputs()[0]->Cardinality();
+    if (n < 0) return n;
+    if (size_ <= 0 || shift() <= 0 || options_.stride <= 0) return kUnknownCardinality;  // an error
+    if (options_.drop_remainder) return n < span() ? 0 : (n - span()) / shift() + 1;
+    return n / shift() + (n % shift() != 0 ? 1 : 0);
+  }
+
   // Windows near the end are shorter unless dropped.
   ElementSpec ComputeElementSpec() const override {
     return inputs()[0]->element_spec().Batched(

@@ -89,6 +89,13 @@ TEST(SaveTest, LoadGivesTheElementsBackInOrder) {
   EXPECT_EQ(m.shards(2).elements(), 33);
   EXPECT_EQ(Files(dir.path()).size(), 4u);
   EXPECT_EQ(m.pipeline(), Mixed(100).DebugString());
+  // len(): the manifest's count; unknown before anything is saved, or with a reader_fn.
+  EXPECT_EQ(Dataset::Load(dir.path()).Cardinality(), 100);
+  EXPECT_EQ(Dataset::Load(dir.path() + "/nothing").Cardinality(), kUnknownCardinality);
+  const ReaderFn first = [](std::vector<Dataset> shards) -> absl::StatusOr<Dataset> {
+    return shards[0];
+  };
+  EXPECT_EQ(Dataset::Load(dir.path(), {.reader_fn = first}).Cardinality(), kUnknownCardinality);
 }
 
 TEST(SaveTest, CompressedShardsRoundTrip) {

@@ -60,6 +60,29 @@ TEST(WindowTest, ShiftAndStrideAsTfData) {
               ElementsAre(W{0, 1}, W{4, 5}, W{8, 9}));
 }
 
+// len() of a window dataset: its cardinality is the count of the windows it yields, for every
+// size, shift, stride and drop_remainder over inputs of 0 to 12 elements.
+TEST(WindowTest, CardinalityCountsTheWindows) {
+  for (int64_t n = 0; n <= 12; ++n) {
+    for (int64_t size = 1; size <= 4; ++size) {
+      for (int64_t shift = 1; shift <= 5; ++shift) {
+        for (int64_t stride = 1; stride <= 3; ++stride) {
+          for (bool drop : {false, true}) {
+            const Dataset ds = Dataset::Range(n).Window(
+                size, {.shift = shift, .stride = stride, .drop_remainder = drop});
+            ASSERT_EQ(ds.Cardinality(), static_cast<int64_t>(Windows(ds).size()))
+                << "n=" << n << " size=" << size << " shift=" << shift << " stride=" << stride
+                << " drop=" << drop;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(Dataset::Range(3).Repeat().Window(2).Cardinality(), kInfiniteCardinality);
+  EXPECT_EQ(Dataset::Range(3).Filter([](const Element&) { return true; }).Window(2).Cardinality(),
+            kUnknownCardinality);
+}
+
 TEST(WindowTest, StacksEveryComponentAndNamesAMismatch) {
   const Dataset pairs = Dataset::Zip(
       {Dataset::Range(5), Dataset::Range(5).Map([](Element e) -> absl::StatusOr<Element> {
