@@ -685,10 +685,14 @@ components leave as sluice.Tensor (NumPy, DLPack, no copy), bytes as bytes.
            }
            components[i] = py::make_tuple(std::string(DTypeName(t.dtype)), shape);
          }
+         // One component is yielded as itself: its spec is the pair itself, as tf.data's.
+         if (components.size() == 1) return components[0];
          return components;
        },
-       "tf.data's element_spec as a tuple of (dtype, shape) per component, None for an unknown "
-       "dimension or rank; None where a Python or built-in function makes the elements (sluice "
+       "tf.data's element_spec: a (dtype, shape) pair for a dataset of one component (whose "
+       "elements are the values themselves), else a tuple of them, one per component; None for "
+       "an unknown dimension or rank; None where a Python or built-in function makes the elements "
+       "(sluice "
        "cannot trace it, as tf.data does).")
       .def(
           "cardinality", [](const PyDataset& self) { return self.dataset.Cardinality(); },

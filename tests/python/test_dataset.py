@@ -237,10 +237,10 @@ def test_from_generator_output_signature():
     out = [(np.asarray(a), np.asarray(b)) for a, b in ds]
     assert out[0][0].dtype == np.float32 and float(out[1][0]) == 2.5
     assert out[1][1].dtype == np.int64 and out[1][1].tolist() == [4, 5]
-    # One component: a bare pair, or element_spec's 1-tuple of pairs.
+    # One component: a bare pair (as element_spec gives it), or a 1-tuple of pairs.
     for signature in [("uint8", (2,)), (("uint8", (2,)),)]:
         one = sluice.Dataset.from_generator(lambda: iter([[1, 2]]), output_signature=signature)
-        assert one.element_spec == (("uint8", (2,)),)
+        assert one.element_spec == ("uint8", (2,))
         assert [np.asarray(v).tolist() for v in one] == [[1, 2]]
 
     # An element of another shape, or that NumPy cannot convert: an error naming it.

@@ -20,7 +20,7 @@ def test_text_line_lines(tmp_path):
     ds = sluice.Dataset.text_line([str(a), str(b)])
     assert list(ds) == [b"first", b"second", b"", b"last without newline", b"x", "é".encode()]
     assert list(sluice.Dataset.text_line(str(b), buffer_size=1)) == [b"x", "é".encode()]
-    assert ds.element_spec == (("bytes", ()),)
+    assert ds.element_spec == ("bytes", ())
 
 
 def test_text_line_num_parallel_reads_interleaves_the_files(tmp_path):

@@ -54,7 +54,7 @@ def test_window_contents():
     assert w.shape == (4, 2, 3) and w.dtype == "float32"
     np.testing.assert_array_equal(np.asarray(w), images)
     spec = sluice.Dataset.range(9).window(3, drop_remainder=True).element_spec
-    assert spec == (("int64", (3,)),)
+    assert spec == ("int64", (3,))
 
 
 def test_window_errors():
