@@ -514,8 +514,8 @@ AutotuneReport AutotuneController::Report() const {
 std::string AutotuneReport::ToString() const {
   std::string out = absl::StrFormat(
       "AUTOTUNE after %.2f s, %d steps; budgets: cpu %d, ram %s\n"
-      "throughput: modelled %.1f/s, observed %.1f/s; consumer %.1f us/element; bottleneck: %s "
-      "(%s)\n"
+      "output elements (batches where it batches): modelled %.1f/s, observed %.1f/s; consumer "
+      "%.1f us/element; bottleneck: %s (%s)\n"
       "buffered: predicted %s, peak observed %s\n",
       elapsed_s, steps, cpu_budget, Bytes(static_cast<double>(ram_budget)), modelled_throughput,
       observed_throughput, consumer_us, bottleneck.empty() ? std::string("-") : bottleneck,

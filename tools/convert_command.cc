@@ -599,11 +599,13 @@ void PrintImagesJson(const ImagesArgs& args, const ImagesConversion& c, double s
   json.BeginObject();
   json.Key("out");
   json.String(args.out);
-  for (auto [key, value] : {std::pair<const char*, int64_t>{"examples", c.files - c.skipped},
-                            {"skipped", c.skipped},
-                            {"shards", c.shards},
-                            {"reencoded_with_restarts", c.reencoded},
-                            {"kept_without_restarts", c.kept}}) {
+  std::vector<std::pair<const char*, int64_t>> counts = {
+      {"examples", c.files - c.skipped}, {"skipped", c.skipped}, {"shards", c.shards}};
+  if (args.restart_interval > 0) {  // nothing is re-encoded without it
+    counts.insert(counts.end(),
+                  {{"reencoded_with_restarts", c.reencoded}, {"kept_without_restarts", c.kept}});
+  }
+  for (const auto& [key, value] : counts) {
     json.Key(key);
     json.Int(value);
   }

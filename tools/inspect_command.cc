@@ -251,9 +251,11 @@ FileResult InspectFile(const std::string& path, const InspectOptions& options) {
                           result.skipped, " skipped (compression: ", CompressionName(compression),
                           ")\n"));
   } else {
+    // The skipped records are the ones whose checks failed: "verified" is of those read.
     PrintOut(absl::StrCat("  ", result.records, " records, ", result.skipped,
-                          " skipped, CRCs verified (compression: ", CompressionName(compression),
-                          ")\n"));
+                          result.skipped > 0 ? " skipped (corrupt), the others' CRCs verified"
+                                             : " skipped, CRCs verified",
+                          " (compression: ", CompressionName(compression), ")\n"));
   }
   return result;
 }

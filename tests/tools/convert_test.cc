@@ -325,7 +325,7 @@ TEST(ConvertImagesTest, CopiesJpegsWithLabelsAndSizes) {
   std::string out = TempPath("images_out");
   CliResult r = ConvertImages(root, out, "--shards 4 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("\"examples\": 6, \"skipped\": 0, \"shards\": 4"));
+  EXPECT_THAT(r.out, HasSubstr("\"examples\": 6, \"skipped\": 0, \"shards\": 4, \"classes\""));
   EXPECT_THAT(r.out, HasSubstr("{\"name\": \"ant\", \"examples\": 2}"));
   EXPECT_EQ(ReadFile(out + "/labels.txt"), "ant\ncat\ndog\n");
   EXPECT_EQ(DirEntries(out).size(), 5u);  // 4 shards + labels.txt, no temporary files.

@@ -187,7 +187,8 @@ TEST(InspectTest, SkipCorruptReadsPastTheCorruptRecord) {
 
   CliResult text = Inspect("--records 0 --skip-corrupt " + path);
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_THAT(text.out, HasSubstr("  99 records, 1 skipped"));
+  EXPECT_THAT(text.out, HasSubstr("  99 records, 1 skipped (corrupt), the others' CRCs verified "
+                                  "(compression: none)"));
 }
 
 TEST(InspectTest, SkipCorruptOfAFileWithNoValidRecordFails) {
