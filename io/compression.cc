@@ -41,6 +41,27 @@ absl::string_view CompressionName(Compression c) {
 
 int ZlibWindowBits(Compression c) { return c == Compression::kGzip ? 16 + MAX_WBITS : MAX_WBITS; }
 
+absl::string_view WrongCompressionHint(absl::string_view head, Compression read_as) {
+  if (head.size() < 2) return "";
+  const auto b0 = static_cast<unsigned char>(head[0]);
+  const auto b1 = static_cast<unsigned char>(head[1]);
+  const bool gzip = b0 == 0x1f && b1 == 0x8b;
+  // RFC 1950's header: deflate, a window of at most 32 KiB, and the check bits.
+  const bool zlib = (b0 & 0x0f) == 8 && (b0 >> 4) <= 7 && (b0 * 256 + b1) % 31 == 0;
+  if (gzip && read_as != Compression::kGzip) {
+    return " (the file starts like a GZIP stream: read it as gzip?)";
+  }
+  // An uncompressed TFRecord starts with a length, which passes the check by chance more often
+  // than with 0x78, the 32 KiB window that every writer uses.
+  if (zlib && read_as != Compression::kZlib && (read_as != Compression::kNone || b0 == 0x78)) {
+    return " (the file starts like a ZLIB stream: read it as zlib?)";
+  }
+  if (!gzip && !zlib && read_as != Compression::kNone) {
+    return " (the file starts like neither a GZIP nor a ZLIB stream: is it uncompressed?)";
+  }
+  return "";
+}
+
 struct ZlibCompressor::State {
   z_stream strm{};
   bool initialized = false;

@@ -23,6 +23,11 @@ Compression GuessCompression(absl::string_view path);
 absl::string_view CompressionName(Compression c);
 // The zlib windowBits for inflate/deflate: 16 + 15 for gzip, 15 for zlib.
 int ZlibWindowBits(Compression c);
+// For the error of a file read from its start as `read_as` that failed at once: what its first
+// two bytes (`head`) look like, when that is another compression: " (the file starts like a GZIP
+// stream: read it as gzip?)", " (... like neither a GZIP nor a ZLIB stream: is it uncompressed?)"
+// for a compressed read, or "" where they do not tell.
+absl::string_view WrongCompressionHint(absl::string_view head, Compression read_as);
 
 // Streams data through zlib's deflate, handing the compressed bytes to `sink` in pieces of up
 // to `buffer_size`. The decompressing side is ZlibInputStream (io/input_stream.h).

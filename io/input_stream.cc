@@ -97,6 +97,8 @@ struct ZlibInputStream::State {
   bool in_member = false;        // Inside a gzip member / zlib stream that has not ended yet.
   bool done = false;             // The stream ended cleanly.
   absl::Status status;           // Sticky error.
+  std::string head;              // The first bytes of `source`, for a wrong compression's hint.
+  uint64_t produced = 0;         // Uncompressed bytes returned.
 
   uint64_t compressed_offset() const { return compressed_read - strm.avail_in; }
 };
@@ -137,6 +139,7 @@ absl::StatusOr<size_t> ZlibInputStream::FillInput() {
   SLUICE_ASSIGN_OR_RETURN(size_t got, state_->source->Read(state_->in.get(), state_->in_size));
   state_->strm.next_in = reinterpret_cast<Bytef*>(state_->in.get());
   state_->strm.avail_in = static_cast<uInt>(got);
+  if (state_->compressed_read == 0) state_->head.assign(state_->in.get(), std::min<size_t>(got, 2));
   state_->compressed_read += got;
   return got;
 }
@@ -170,10 +173,14 @@ absl::StatusOr<size_t> ZlibInputStream::Read(char* dst, size_t n) {
       st.in_member = false;
     } else if (rc != Z_OK && !(rc == Z_BUF_ERROR && s.avail_in == 0)) {
       // Z_BUF_ERROR with no input left only asks for more input.
+      // Failing before any output: perhaps not this compression at all.
+      const absl::string_view hint =
+          st.produced + (n - s.avail_out) == 0 ? WrongCompressionHint(st.head, st.compression) : "";
       return st.status =
-                 Error("corrupt", absl::StrCat(" (zlib: ", s.msg ? s.msg : zError(rc), ")"));
+                 Error("corrupt", absl::StrCat(" (zlib: ", s.msg ? s.msg : zError(rc), ")", hint));
     }
   }
+  st.produced += n - s.avail_out;
   return n - s.avail_out;
 }
 

@@ -24,17 +24,6 @@ using tfrecord::kOverhead;
 // file holds.
 constexpr uint64_t kMaxUpfrontRecord = uint64_t{64} << 20;
 
-// A hint for the common mistake of reading a compressed file as uncompressed.
-absl::string_view CompressedHint(const char* header) {
-  const auto b0 = static_cast<unsigned char>(header[0]);
-  const auto b1 = static_cast<unsigned char>(header[1]);
-  if (b0 == 0x1f && b1 == 0x8b) return " (the file starts like a GZIP stream: read it as gzip?)";
-  if (b0 == 0x78 && (b0 * 256 + b1) % 31 == 0) {
-    return " (the file starts like a ZLIB stream: read it as zlib?)";
-  }
-  return "";
-}
-
 }  // namespace
 
 TFRecordReader::TFRecordReader(std::string path, TFRecordReaderOptions options,
@@ -194,8 +183,10 @@ TFRecordReader::Step TFRecordReader::CorruptHeader(uint64_t start, const char* h
       Where(start),
       absl::StrFormat("length CRC mismatch (stored 0x%08x, computed 0x%08x)", stored, computed));
   if (!options_.skip_corrupt) {
-    return Fail(
-        absl::DataLossError(absl::StrCat(what, start == 0 && file_ ? CompressedHint(header) : "")));
+    return Fail(absl::DataLossError(absl::StrCat(
+        what, start == 0 && file_
+                  ? WrongCompressionHint(absl::string_view(header, 2), Compression::kNone)
+                  : "")));
   }
   const absl::StatusOr<bool> found = Resync();
   if (!found.ok()) {

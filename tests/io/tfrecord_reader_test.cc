@@ -154,6 +154,21 @@ TEST(TFRecordReaderTest, CompressedFileReadAsUncompressedHintsAtGzip) {
   EXPECT_THAT(r.status.message(), HasSubstr("GZIP"));
 }
 
+// Read with another compression, a compressed file fails at its start: the error says what its
+// first bytes look like.
+TEST(TFRecordReaderTest, AFileReadWithTheWrongCompressionSaysWhatItStartsLike) {
+  const ReadResult gzip_as_zlib = ReadAll(kSmallGz, {.compression = Compression::kZlib});
+  EXPECT_EQ(gzip_as_zlib.status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(gzip_as_zlib.status.message(),
+              HasSubstr("corrupt zlib stream at compressed offset 2 (zlib: incorrect header "
+                        "check) (the file starts like a GZIP stream: read it as gzip?)"));
+  EXPECT_THAT(ReadAll(kSmallZlib, {.compression = Compression::kGzip}).status.message(),
+              HasSubstr("(the file starts like a ZLIB stream: read it as zlib?)"));
+  EXPECT_THAT(ReadAll(kSmall, {.compression = Compression::kGzip}).status.message(),
+              HasSubstr("(the file starts like neither a GZIP nor a ZLIB stream: is it "
+                        "uncompressed?)"));
+}
+
 TEST(TFRecordReaderTest, CorruptRecordFailsAtRecord41WithFileAndOffset) {
   const ReadResult good = ReadAll(kSmall);
   auto reader = TFRecordReader::Open(kCorrupt);
