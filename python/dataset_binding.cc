@@ -85,8 +85,14 @@ ElementSpec SignatureFromPython(const py::object& signature) {
       for (py::handle d : shape) {
         if (d.is_none()) {
           dims.push_back(PartialShape::kUnknownDim);
-        } else if (py::isinstance<py::int_>(d) && d.cast<int64_t>() >= 0) {
-          dims.push_back(d.cast<int64_t>());
+        } else if (!py::isinstance<py::bool_>(d) && PyIndex_Check(d.ptr())) {
+          // A Python or NumPy integer.
+          auto index = py::reinterpret_steal<py::object>(PyNumber_Index(d.ptr()));
+          if (!index) throw py::error_already_set();
+          int overflow = 0;
+          const long long size = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+          if (overflow != 0 || size < 0) throw bad();
+          dims.push_back(size);
         } else {
           throw bad();
         }

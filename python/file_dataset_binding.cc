@@ -34,10 +34,6 @@ void SetBufferSize(std::optional<int64_t> buffer_size, size_t& out) {
   out = static_cast<size_t>(*buffer_size);
 }
 
-// A record_defaults entry of csv, as CsvDataset takes them: a type (np.int32, np.float32,
-// np.int64, np.bytes_; Python's int, float, str and bytes as sluice converts their values) makes
-// the column required; a value is the column's default (one element: a scalar or a list of one,
-// as tf.data accepts); an empty array makes it required too. A str is always a value.
 // csv's exclude_cols as select_cols: the `count` columns left, in order, after leaving out the
 // excluded ones (sorted, distinct, >= 0, as tf.data requires).
 std::vector<int64_t> ComplementOf(const std::vector<int64_t>& excluded, size_t count) {
@@ -58,6 +54,10 @@ std::vector<int64_t> ComplementOf(const std::vector<int64_t>& excluded, size_t c
   return selected;
 }
 
+// A record_defaults entry of csv, as CsvDataset takes them: a type (np.int32, np.float32,
+// np.int64, np.bytes_; Python's int, float, str and bytes as sluice converts their values) makes
+// the column required; a value is the column's default (one element: a scalar or a list of one,
+// as tf.data accepts); an empty array makes it required too. A str is always a value.
 Tensor RecordDefaultOf(py::handle item) {
   py::object numpy_dtype = py::module_::import("numpy").attr("dtype");
   if (PyType_Check(item.ptr()) || py::isinstance(item, numpy_dtype)) {
@@ -111,7 +111,9 @@ void RegisterTextFormats(py::class_<PyDataset>& c) {
                                     return Dataset::TextLine(std::vector<std::string>{file},
                                                              options);
                                   },
-                                  {.cycle_length = reads, .num_parallel_calls = reads})};
+                                  {.cycle_length = reads,
+                                   .num_parallel_calls = reads,
+                                   .output_signature = ElementSpec({TensorSpec{DType::kBytes}})})};
        },
        py::arg("filenames"), py::arg("compression_type") = py::none(),
        py::arg("buffer_size") = py::none(), py::arg("num_parallel_reads") = py::none(),

@@ -300,7 +300,8 @@ namespace {
 py::object ConvertedToSignature(py::object value, const ElementSpec& signature,
                                 const std::string& where) {
   const std::vector<TensorSpec>& specs = signature.components();
-  const bool tuple = py::isinstance<py::tuple>(value);
+  // One component: the whole value is it, a tuple included (tf.data makes (1, 2) a [2] tensor).
+  const bool tuple = py::isinstance<py::tuple>(value) && specs.size() != 1;
   const size_t count = tuple ? py::len(value) : 1;
   if (specs.empty() || count != specs.size() || (specs.size() > 1 && !tuple)) return value;
   py::object asarray = py::module_::import("numpy").attr("asarray");
@@ -312,13 +313,18 @@ py::object ConvertedToSignature(py::object value, const ElementSpec& signature,
       try {
         item = asarray(item, py::arg("dtype") = std::string(DTypeName(dtype)));
       } catch (py::error_already_set& e) {
-        if (!e.matches(PyExc_ValueError) && !e.matches(PyExc_TypeError)) throw;
+        if (!e.matches(PyExc_ValueError) && !e.matches(PyExc_TypeError) &&
+            !e.matches(PyExc_OverflowError)) {
+          throw;
+        }
         throw py::type_error(absl::StrCat(where, " yielded an element whose component ", i, " (",
                                           std::string(py::repr(item)).substr(0, 80),
                                           ") could not be converted to ", DTypeName(dtype),
                                           ", the output_signature's: ", e.what()));
       }
     }
+    // A one-component tuple left as it is (bytes) would be read as components.
+    if (!tuple && py::isinstance<py::tuple>(item)) item = py::list(item);
     converted.append(item);
   }
   return tuple ? py::object(py::tuple(converted)) : py::object(converted[0]);

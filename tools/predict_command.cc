@@ -164,6 +164,7 @@ class Predictor {
       if (!*more) {
         // Nothing to predict is worth saying: a wrong or unfinished file looks like this.
         if ((*reader)->records_read() == 0) {
+          EndRepeats();
           std::fflush(stdout);
           std::fprintf(stderr, "sluice predict: %s: no records\n", file.c_str());
         }
@@ -208,10 +209,17 @@ class Predictor {
   }
 
   // "sluice predict: [skipped ]SOURCE: ERROR" on stderr, after the predictions printed before it.
-  // An error whose message repeats the one before (every record of a file of another schema lacks
-  // image/encoded) is counted, and the count said once another line comes.
+  // An error of a TFRecord record whose message repeats the one of the record before (every
+  // record of a file of another schema lacks image/encoded) is counted, and the count said once
+  // another line, or a good input, comes. Files are each named.
   void ErrorLine(absl::string_view verb, const std::string& source, const absl::Status& status) {
-    const std::string key = absl::StrCat(verb, status.message());
+    // "FILE:N" sources share their file's key; other sources are keys of their own.
+    const size_t colon = source.rfind(':');
+    const bool record = colon != std::string::npos && colon + 1 < source.size() &&
+                        std::all_of(source.begin() + static_cast<std::ptrdiff_t>(colon) + 1,
+                                    source.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const std::string key =
+        absl::StrCat(record ? source.substr(0, colon) : source, "\n", verb, status.message());
     if (key == last_error_) {
       ++repeats_;
       last_repeat_source_ = source;
@@ -242,6 +250,8 @@ class Predictor {
       if (args_.skip_bad) return Skipped(input.source, image.status());
       pending_.push_back({.source = input.source, .status = image.status()});
     } else {
+      if (args_.skip_bad) EndRepeats();  // skips print as they come: a good input ends a run
+
       pending_.push_back({.source = input.source});
       images_.push_back(*std::move(image));
     }

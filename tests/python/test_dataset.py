@@ -242,6 +242,12 @@ def test_from_generator_output_signature():
         one = sluice.Dataset.from_generator(lambda: iter([[1, 2]]), output_signature=signature)
         assert one.element_spec == ("uint8", (2,))
         assert [np.asarray(v).tolist() for v in one] == [[1, 2]]
+    # A yielded tuple is one component's value there, as tf.data reads it; NumPy integers are
+    # dimensions.
+    pair = sluice.Dataset.from_generator(lambda: iter([(1, 2)]), output_signature=("int64", (np.int64(2),)))
+    assert [np.asarray(v).tolist() for v in pair] == [[1, 2]]
+    names = sluice.Dataset.from_generator(lambda: iter([(b"a", b"b")]), output_signature=("string", (2,)))
+    assert list(names) == [[b"a", b"b"]]
 
     # An element of another shape, or that NumPy cannot convert: an error naming it.
     wrong_shape = sluice.Dataset.from_generator(

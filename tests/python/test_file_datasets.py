@@ -32,6 +32,7 @@ def test_text_line_num_parallel_reads_interleaves_the_files(tmp_path):
     # its turn (b after b0), and the next file opens at its slot's next turn.
     two = sluice.Dataset.text_line(paths, num_parallel_reads=2)
     assert list(two) == [b"a0", b"b0", b"a1", b"a2", b"c0", b"c1"]
+    assert two.element_spec == ("bytes", ())
     assert sorted(sluice.Dataset.text_line(paths, num_parallel_reads=sluice.AUTOTUNE)) == sorted(
         sluice.Dataset.text_line(paths))
     with pytest.raises(ValueError, match="num_parallel_reads must be >= 1"):

@@ -227,6 +227,17 @@ TEST_F(PredictCommandTest, AFileOfAnotherSchemaSaysItsErrorOnce) {
   EXPECT_THAT(skipped.err, HasSubstr("sluice predict: skipped " + other + ":0: "));
   EXPECT_THAT(skipped.err, HasSubstr("... and the same for 99 more inputs"));
   EXPECT_THAT(skipped.err, HasSubstr("0 images, 100 bad inputs skipped"));
+
+  // Files with the same error are each named; a good input between two bad records ends a run.
+  const std::string a = TempPath("same_a.jpg"), b = TempPath("same_b.jpg");
+  std::ofstream(a) << "not a JPEG";
+  std::ofstream(b) << "not a JPEG";
+  CliResult files =
+      RunSluice("predict --skip-bad --model " + ShellQuote(*model_) + " " + ShellQuote(a) + " " +
+                ShellQuote(*root_ + "/dark/1.jpg") + " " + ShellQuote(b) + " " + ShellQuote(a));
+  EXPECT_THAT(files.err, HasSubstr("skipped " + a));
+  EXPECT_THAT(files.err, HasSubstr("skipped " + b));
+  EXPECT_THAT(files.err, Not(HasSubstr("the same for")));
 }
 
 }  // namespace

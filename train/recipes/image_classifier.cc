@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/os_error.h"
 #include "core/status_context.h"
@@ -238,7 +239,8 @@ absl::StatusOr<Session> SetUp(const ImageClassifierOptions& options,
                                                    data);
   // The model's input shape comes from the first test image: none left after skip_errors is the
   // data's fault, not an empty set's.
-  if (absl::IsNotFound(made.status()) && skipped->test.count() > 0) {
+  if (absl::IsNotFound(made.status()) &&
+      absl::StartsWith(made.status().message(), kNoTestRecords) && skipped->test.count() > 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "every test image of ", data.test_source, " was unreadable and skipped (",
         skipped->test.count(), "; the first: ", skipped->test.first(), "): no test set is left"));

@@ -56,7 +56,7 @@ absl::Status MakeTransferModel(const ImageModelOptions& options, const Shape& im
 absl::StatusOr<ImageModel> MakeImageModel(const ImageModelOptions& options,
                                           const LabeledImages& data) {
   SLUICE_ASSIGN_OR_RETURN(std::optional<Element> first, data.test.MakeIterator()->GetNext());
-  if (!first) return absl::NotFoundError(absl::StrCat("no test records in ", data.test_source));
+  if (!first) return absl::NotFoundError(absl::StrCat(kNoTestRecords, data.test_source));
   const Shape& shape = (*first)[0].shape();
   ImageModel model{.input_shape = Shape{1, shape[1], shape[2], shape[3]}};
   if (!options.base_onnx.empty()) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/shape.h"
 #include "train/layers/module.h"
 #include "train/recipes/labeled_images.h"
@@ -36,10 +37,14 @@ struct ImageModel {
   std::shared_ptr<layers::Module> base;
 };
 
+// How MakeImageModel's error for an empty test set starts (the source follows): a base ONNX file
+// that is missing is NotFound too.
+inline constexpr absl::string_view kNoTestRecords = "no test records in ";
+
 // The zoo's model `options.name` (or the base of `options.base_onnx` with a head), built for
 // `data`: its images' height, width and channels from the first test batch, and data.classes
-// outputs. NotFound when the test set is empty; InvalidArgument for a base that takes other
-// channels than the images have, or that has no global average pooling to cut at.
+// outputs. NotFound when the test set is empty (kNoTestRecords); InvalidArgument for a base that
+// takes other channels than the images have, or that has no global average pooling to cut at.
 absl::StatusOr<ImageModel> MakeImageModel(const ImageModelOptions& options,
                                           const LabeledImages& data);
 
