@@ -37,6 +37,10 @@ absl::StatusOr<BenchmarkResult> RunBenchmark(const Dataset& dataset,
   Clock::time_point next_progress = start;
   Clock::time_point next_check = start;
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  auto after = [](double seconds) {
+    return Clock::now() +
+           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  };
   while (true) {
     absl::StatusOr<std::optional<Element>> next = iterator->GetNext();
     if (!next.ok()) return next.status();
@@ -45,15 +49,11 @@ absl::StatusOr<BenchmarkResult> RunBenchmark(const Dataset& dataset,
     result.examples += count(**next);
     if (options.progress && Clock::now() >= next_progress) {
       options.progress({elapsed(), result.elements, result.examples});
-      next_progress =
-          Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                             std::chrono::duration<double>(options.progress_interval_seconds));
+      next_progress = after(options.progress_interval_seconds);
     }
     if (options.check && Clock::now() >= next_check) {
       SLUICE_RETURN_IF_ERROR(options.check());
-      next_check =
-          Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                             std::chrono::duration<double>(options.check_interval_seconds));
+      next_check = after(options.check_interval_seconds);
     }
     if (options.max_seconds > 0 && elapsed() >= options.max_seconds) break;
   }

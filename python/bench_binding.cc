@@ -66,8 +66,8 @@ void RegisterBench(py::module_& m) {
       py::arg("dataset"), py::arg("seconds") = 10.0, py::arg("autotune_report") = false,
       R"doc(
 Iterates a fresh iterator of `dataset` for `seconds` (> 0; None: to its end, so give a
-finite dataset; Ctrl-C stops either with KeyboardInterrupt) with AUTOTUNE, and returns `sluice bench --json`'s report as a dict:
-elements_per_second (examples: a batch's first dimension), bytes, stages with their
+finite dataset; Ctrl-C stops either with KeyboardInterrupt) with AUTOTUNE, and returns
+`sluice bench --json`'s report as a dict: elements_per_second (examples: a batch's first dimension), bytes, stages with their
 busy time, parallelism and buffers, the bottleneck, peak_rss_bytes. autotune_report
 adds AUTOTUNE's choices and the convergence time, as `sluice bench --autotune`.
 )doc");

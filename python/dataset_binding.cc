@@ -33,31 +33,38 @@ std::string DTypesOf(const ElementSpec& spec) {
   return out + ")";
 }
 
-// tf.data refuses to concatenate elements of other types when it builds the dataset; the C++
-// pipeline checks each element (one that fails can be dropped), so Python checks what the specs
-// know up front.
+// The first two of `specs` whose dtypes are both known and differ, by index; nullopt when none
+// do. tf.data refuses such inputs when it builds the dataset; the C++ pipeline checks each
+// element (one that fails can be dropped), so Python checks what the specs know up front.
+std::optional<std::pair<size_t, size_t>> FirstDTypeMismatch(const std::vector<ElementSpec>& specs) {
+  std::optional<size_t> first;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (!specs[i].known()) continue;
+    if (!first) {
+      first = i;
+    } else if (DTypesOf(specs[i]) != DTypesOf(specs[*first])) {
+      return std::make_pair(*first, i);
+    }
+  }
+  return std::nullopt;
+}
+
 void CheckSameDTypes(const ElementSpec& a, const ElementSpec& b) {
-  if (!a.known() || !b.known() || DTypesOf(a) == DTypesOf(b)) return;
+  if (!FirstDTypeMismatch({a, b})) return;
   throw py::type_error(absl::StrCat("concatenate: the datasets' elements differ: ", DTypesOf(a),
                                     " and ", DTypesOf(b), " (dtypes of the components)"));
 }
 
-// The same for the inputs of sample_from_datasets and choose_from_datasets, against the first
-// input whose spec is known.
+// The same for the inputs of sample_from_datasets and choose_from_datasets.
 void CheckSameDTypes(const std::vector<Dataset>& inputs, const char* what) {
-  std::optional<std::pair<size_t, ElementSpec>> first;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    ElementSpec spec = inputs[i].element_spec();
-    if (!spec.known()) continue;
-    if (!first) {
-      first.emplace(i, std::move(spec));
-    } else if (DTypesOf(spec) != DTypesOf(first->second)) {
-      throw py::type_error(absl::StrCat(what, ": the datasets' elements differ: datasets[",
-                                        first->first, "] has ", DTypesOf(first->second),
-                                        ", datasets[", i, "] ", DTypesOf(spec),
-                                        " (dtypes of the components)"));
-    }
-  }
+  std::vector<ElementSpec> specs;
+  for (const Dataset& input : inputs) specs.push_back(input.element_spec());
+  const auto mismatch = FirstDTypeMismatch(specs);
+  if (!mismatch) return;
+  const auto [i, j] = *mismatch;
+  throw py::type_error(absl::StrCat(what, ": the datasets' elements differ: datasets[", i, "] has ",
+                                    DTypesOf(specs[i]), ", datasets[", j, "] ", DTypesOf(specs[j]),
+                                    " (dtypes of the components)"));
 }
 
 // from_generator's output_signature: a (dtype, shape) pair for one component, or a tuple of them,
@@ -697,9 +704,8 @@ components leave as sluice.Tensor (NumPy, DLPack, no copy), bytes as bytes.
        },
        "tf.data's element_spec: a (dtype, shape) pair for a dataset of one component (whose "
        "elements are the values themselves), else a tuple of them, one per component; None for "
-       "an unknown dimension or rank; None where a Python or built-in function makes the elements "
-       "(sluice "
-       "cannot trace it, as tf.data does).")
+       "an unknown dimension or rank; None where a Python or built-in function makes the "
+       "elements (sluice cannot trace it, as tf.data does).")
       .def(
           "cardinality", [](const PyDataset& self) { return self.dataset.Cardinality(); },
           "The number of elements, or INFINITE_CARDINALITY (-1), UNKNOWN_CARDINALITY (-2).")

@@ -42,14 +42,27 @@ struct Input {
   int64_t height = 0, width = 0;
 };
 
+// "FILE:N", the source of a TFRecord file's record N, as {FILE, N}; nullopt for any other source
+// (a JPEG file's path).
+std::optional<std::pair<absl::string_view, absl::string_view>> RecordSource(
+    absl::string_view source) {
+  const size_t colon = source.rfind(':');
+  if (colon == absl::string_view::npos || colon + 1 == source.size()) return std::nullopt;
+  const absl::string_view index = source.substr(colon + 1);
+  if (!std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return std::make_pair(source.substr(0, colon), index);
+}
+
 // "source: message", or the message alone where it names the source already (a file that
 // cannot be read, a TFRecord record's error: "f.tfrecord: record 17 at offset ...").
 std::string Described(const std::string& source, const absl::Status& status) {
   const absl::string_view message = status.message();
   bool named = absl::StartsWith(message, source + ": ");
-  if (const size_t colon = source.rfind(':'); !named && colon != std::string::npos) {
-    named = absl::StartsWith(
-        message, absl::StrCat(source.substr(0, colon), ": record ", source.substr(colon + 1), " "));
+  if (const auto record = RecordSource(source); !named && record) {
+    named =
+        absl::StartsWith(message, absl::StrCat(record->first, ": record ", record->second, " "));
   }
   return named ? std::string(message) : absl::StrCat(source, ": ", message);
 }
@@ -213,13 +226,10 @@ class Predictor {
   // record of a file of another schema lacks image/encoded) is counted, and the count said once
   // another line, or a good input, comes. Files are each named.
   void ErrorLine(absl::string_view verb, const std::string& source, const absl::Status& status) {
-    // "FILE:N" sources share their file's key; other sources are keys of their own.
-    const size_t colon = source.rfind(':');
-    const bool record = colon != std::string::npos && colon + 1 < source.size() &&
-                        std::all_of(source.begin() + static_cast<std::ptrdiff_t>(colon) + 1,
-                                    source.end(), [](char c) { return c >= '0' && c <= '9'; });
-    const std::string key =
-        absl::StrCat(record ? source.substr(0, colon) : source, "\n", verb, status.message());
+    // A file's records share its key; other sources are keys of their own.
+    const auto record = RecordSource(source);
+    const std::string key = absl::StrCat(record ? record->first : absl::string_view(source), "\n",
+                                         verb, status.message());
     if (key == last_error_) {
       ++repeats_;
       last_repeat_source_ = source;
@@ -251,7 +261,6 @@ class Predictor {
       pending_.push_back({.source = input.source, .status = image.status()});
     } else {
       if (args_.skip_bad) EndRepeats();  // skips print as they come: a good input ends a run
-
       pending_.push_back({.source = input.source});
       images_.push_back(*std::move(image));
     }
@@ -339,8 +348,9 @@ class Predictor {
   std::vector<Prediction> pending_;  // this batch's inputs in order, failed ones included
   std::vector<Tensor> images_;       // the preprocessed images among them
   int64_t printed_ = 0, predicted_ = 0, skipped_ = 0, failed_ = 0;
-  std::string last_error_;  // "[skipped ]message" of the last error line, until a prediction
-  int64_t repeats_ = 0;     // errors since, with the same message
+  std::string last_error_;  // the last error line's key (its file, verb and message), until a
+                            // prediction or another key ends the run
+  int64_t repeats_ = 0;     // errors since with that key
   std::string last_repeat_source_;
 };
 
