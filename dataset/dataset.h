@@ -125,6 +125,10 @@ struct SaveOptions {
   // reads them round-robin: Load gives the elements back in their order.
   int num_shards = 0;
   ShardFn shard_fn;  // set: element -> shard id, instead of round-robin
+  // Called between elements, at most every check_interval_seconds; an error it returns ends the
+  // save with that error, before the manifest (Python's save: Ctrl-C).
+  std::function<absl::Status()> check;
+  double check_interval_seconds = 0.05;
 };
 
 // Dataset::Load(path, options), like tf.data's load.

@@ -1,6 +1,8 @@
 // Dataset::Save(path, options), as tf.data's save: one pass over the dataset into a saved
 // dataset directory (dataset/saved_dataset.h). The manifest goes in last, so an error part-way
 // leaves the directory as it was.
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 #include "core/status_context.h"
 #include "core/status_macros.h"
@@ -23,7 +25,15 @@ absl::Status Dataset::Save(const std::string& path, SaveOptions options) const {
                                             .shard_fn = std::move(options.shard_fn)});
   if (!writer.ok()) return in_save(writer.status());
   std::unique_ptr<Iterator> it = MakeIterator();
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point next_check = Clock::now();
   while (true) {
+    if (options.check && Clock::now() >= next_check) {
+      if (absl::Status s = options.check(); !s.ok()) return in_save(s);
+      next_check =
+          Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double>(options.check_interval_seconds));
+    }
     absl::StatusOr<std::optional<Element>> e = it->GetNext();
     if (!e.ok()) return in_save(e.status());
     if (!e->has_value()) break;

@@ -30,21 +30,15 @@ void RegisterBench(py::module_& m) {
         }
         BenchmarkOptions options;
         options.max_seconds = seconds.value_or(0);
-        // Ctrl-C: the signal handler runs when this thread takes the GIL, between elements.
-        std::optional<py::error_already_set> interrupted;
-        options.check = [&interrupted]() -> absl::Status {
-          py::gil_scoped_acquire gil;
-          if (PyErr_CheckSignals() == 0) return absl::OkStatus();
-          interrupted.emplace();
-          return absl::CancelledError("interrupted");
-        };
+        InterruptCheck interrupt;  // Ctrl-C, between elements
+        options.check = interrupt.Check();
         absl::StatusOr<tools::bench::Run> run;
         {
           py::gil_scoped_release release;  // Python map functions take it as they run
           run = tools::bench::RunOnce(dataset.dataset, options, std::nullopt,
                                       /*show_progress=*/false);
         }
-        if (interrupted) throw *std::move(interrupted);  // KeyboardInterrupt, as raised
+        interrupt.ThrowIfInterrupted();
         if (!run.ok()) ThrowStatus(run.status());
         // The input read: what the sources yielded (the TFRecord records), where the command
         // line counts the records that reach its decode; the same for its pipelines.

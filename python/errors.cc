@@ -196,4 +196,17 @@ absl::Status StatusFromPythonError(py::error_already_set& error, absl::string_vi
   return status;
 }
 
+std::function<absl::Status()> InterruptCheck::Check() {
+  return [this]() -> absl::Status {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() == 0) return absl::OkStatus();
+    interrupted_.emplace();  // takes the exception the handler set
+    return absl::CancelledError("interrupted");
+  };
+}
+
+void InterruptCheck::ThrowIfInterrupted() {
+  if (interrupted_) throw *std::move(interrupted_);
+}
+
 }  // namespace sluice::python

@@ -3,6 +3,9 @@
 
 #include <pybind11/pybind11.h>
 
+#include <functional>
+#include <optional>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
@@ -29,6 +32,19 @@ py::handle ExceptionTypeFor(absl::StatusCode code);
 // the exception's class (ValueError -> InvalidArgument, ...), its message "`where`: Class:
 // message", and a payload by which ThrowStatus finds the exception object again. Needs the GIL.
 absl::Status StatusFromPythonError(py::error_already_set& error, absl::string_view where);
+
+// Ctrl-C for C++ work that runs without the GIL, and so never runs Python's signal handlers:
+// Check() is a C++ `check` callback (BenchmarkOptions, SaveOptions) that takes the GIL and runs
+// them, returning Cancelled once one raised; ThrowIfInterrupted(), with the GIL again, raises
+// that KeyboardInterrupt as it was raised.
+class InterruptCheck {
+ public:
+  std::function<absl::Status()> Check();
+  void ThrowIfInterrupted();
+
+ private:
+  std::optional<py::error_already_set> interrupted_;
+};
 
 }  // namespace sluice::python
 

@@ -174,6 +174,8 @@ void RegisterSavedDatasets(py::class_<PyDataset>& c) {
          SaveOptions options;
          options.compression = CompressionOf(compression).value_or(Compression::kNone);
          if (!shard_func.is_none()) options.shard_fn = PythonShardFn(shard_func);
+         InterruptCheck interrupt;  // Ctrl-C, between elements
+         options.check = interrupt.Check();
          absl::Status saved;
          {
            // The pipeline runs here, on this thread and its own, which take the GIL for
@@ -181,6 +183,7 @@ void RegisterSavedDatasets(py::class_<PyDataset>& c) {
            py::gil_scoped_release release;
            saved = self.dataset.Save(path, std::move(options));
          }
+         interrupt.ThrowIfInterrupted();
          if (!saved.ok()) ThrowStatus(saved);
        },
        py::arg("path"), py::arg("compression") = py::none(), py::arg("shard_func") = py::none(),
@@ -188,7 +191,8 @@ void RegisterSavedDatasets(py::class_<PyDataset>& c) {
        "path (shard files, then a manifest last: an error part-way leaves what was there). "
        "compression None (or ''), 'GZIP' or 'ZLIB'. shard_func(*components) returns an "
        "element's shard, an int >= 0 (None: round-robin over the machine's cores, and load "
-       "gives the elements back in their order). tf.data's checkpoint_args is not supported.")
+       "gives the elements back in their order). Ctrl-C stops it with KeyboardInterrupt (no "
+       "manifest is written). tf.data's checkpoint_args is not supported.")
       .def_static(
           "load",
           [](const std::string& path, const py::object& reader_func) {

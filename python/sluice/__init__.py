@@ -185,13 +185,79 @@ def _device_passed(name, function):
     return staticmethod(passed)
 
 
+def _parameter_names(signature):
+    """The parameter names of one pybind11 signature, "(self: X, a: Optional[int] = None, ...)":
+    the names before ": " at the outermost level (types and defaults may hold commas), and
+    *args."""
+    names, depth, start = [], 0, 1
+    for i, c in enumerate(signature):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        if (c == "," and depth == 1) or (c == ")" and depth == 0):
+            part = signature[start:i].strip()
+            start = i + 1
+            if ":" in part:
+                names.append(part.split(":", 1)[0].strip())
+            elif part.startswith("*"):
+                names.append(part)  # *args: pybind11 gives it no type
+    return names
+
+
+# tf.data arguments sluice leaves out, and why.
+_UNSUPPORTED_HINTS = {
+    "name": "tf.data's name= labels an op for its debugging tools; sluice names each stage "
+            "itself, as sluice.bench and the profiler show",
+}
+
+
+def _argument_errors_explained(name, function):
+    """Dataset.<name> whose unknown keyword argument raises "got an unexpected keyword argument"
+    and the parameters it takes, as a Python function's would, instead of pybind11's list of
+    signatures."""
+
+    def explained(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except TypeError as error:
+            message = str(error)
+            if "incompatible function arguments" not in message or not kwargs:
+                raise
+            signatures = [line.split(". ", 1)[1] for line in message.splitlines()
+                          if line.strip()[:1].isdigit() and ". (" in line]
+            known = {n for sig in signatures for n in _parameter_names(sig.split(" -> ")[0])}
+            unknown = [k for k in kwargs if k not in known]
+            if not unknown:
+                raise
+            takes = ", ".join(n for n in _parameter_names(signatures[0].split(" -> ")[0])
+                              if n != "self")
+            hint = _UNSUPPORTED_HINTS.get(unknown[0])
+            raise TypeError(
+                f"{name}() got an unexpected keyword argument '{unknown[0]}'"
+                + (f" ({hint})" if hint else "") + f"; sluice's {name} takes ({takes})"
+            ) from None
+
+    explained.__name__ = name
+    explained.__doc__ = function.__doc__
+    return explained
+
+
 for _name, _method in list(Dataset.__dict__.items()):
     if _name.startswith("_"):
         continue
     if type(_method).__name__ in ("instancemethod", "function"):
-        setattr(Dataset, _name, _device_checked(_name, _method))
-    elif isinstance(_method, staticmethod) and _name in _COMBINES_DATASETS:
-        setattr(Dataset, _name, _device_passed(_name, _method.__func__))
+        setattr(Dataset, _name,
+                _device_checked(_name, _argument_errors_explained(_name, _method)))
+    elif isinstance(_method, staticmethod):
+        _function = _argument_errors_explained(_name, _method.__func__)
+        if _name in _COMBINES_DATASETS:
+            setattr(Dataset, _name, _device_passed(_name, _function))
+        else:
+            setattr(Dataset, _name, staticmethod(_function))
+bench = _argument_errors_explained("bench", bench)
+image_dataset_from_directory = _argument_errors_explained("image_dataset_from_directory",
+                                                          image_dataset_from_directory)
 
 
 class experimental:  # noqa: N801  (tf.data.experimental's name)

@@ -237,6 +237,30 @@ TEST(SaveTest, AFailedSaveLosesNothingAndANewOneReplacesTheOld) {
   EXPECT_EQ(Ints(*replaced), Iota(20, 25));
 }
 
+// SaveOptions::check runs between elements (Python's Ctrl-C); its error ends even an infinite
+// save, before any manifest, so the directory keeps what it held.
+TEST(SaveTest, ACheckErrorStopsAnInfiniteSaveAndLosesNothing) {
+  ScopedTempDir dir;
+  ASSERT_TRUE(Dataset::Range(3).Save(dir.path(), {.num_shards = 1}).ok());
+  const std::set<std::string> before = Files(dir.path());
+  int checks = 0;
+  absl::Status stopped = Dataset::Range(10).Repeat().Save(
+      dir.path(), {.num_shards = 1,
+                   .check =
+                       [&checks]() {
+                         return ++checks == 3 ? absl::CancelledError("interrupted")
+                                              : absl::OkStatus();
+                       },
+                   .check_interval_seconds = 0});
+  EXPECT_EQ(stopped.code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(stopped.message(), HasSubstr("Save to " + dir.path() + ": interrupted"));
+  EXPECT_EQ(checks, 3);
+  EXPECT_EQ(Files(dir.path()), before);
+  auto kept = Collect(Dataset::Load(dir.path()));
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(Ints(*kept), Iota(0, 3));
+}
+
 // An element larger than a record may hold (1 GiB, what the readers accept) fails the Save
 // before it is copied, and the directory keeps what it held. Protobuf wrote an element past 2 GiB
 // as an empty record, which Load read back as an element of no components, and one of 1-2 GiB as

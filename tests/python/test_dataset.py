@@ -214,6 +214,28 @@ def test_bad_arguments():
         np.array([2**63 - 1], dtype=np.uint64))] == [2**63 - 1]
 
 
+def test_an_unknown_keyword_argument_is_named_with_what_is_taken():
+    # pybind11 listed its signatures; a Python function names the argument.
+    with pytest.raises(TypeError, match=r"^map\(\) got an unexpected keyword argument 'name' "
+                       r"\(tf.data's name= .*\); sluice's map takes \(map_func, "
+                       r"num_parallel_calls, deterministic\)$"):
+        sluice.Dataset.range(3).map(lambda x: x, name="m")
+    with pytest.raises(TypeError, match=r"^batch\(\) got an unexpected keyword argument "
+                       r"'drop_remainer'; sluice's batch takes \(batch_size, drop_remainder, "):
+        sluice.Dataset.range(3).batch(2, drop_remainer=True)
+    with pytest.raises(TypeError, match=r"^range\(\) got .* 'name'"):  # a static method
+        sluice.Dataset.range(3, name="r")
+    with pytest.raises(TypeError, match=r"^zip\(\) got .* 'nme'; sluice's zip takes \(\*args\)"):
+        sluice.Dataset.zip((sluice.Dataset.range(3),), nme=1)
+    with pytest.raises(TypeError, match=r"^bench\(\) got .* 'secs'; .* \(dataset, seconds, "):
+        sluice.bench(sluice.Dataset.range(3), secs=1)
+    # A wrong type among known arguments keeps pybind11's message, which shows the types.
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        sluice.Dataset.range(3).batch(batch_size="x")
+    # Each keeps its name and documentation.
+    assert sluice.Dataset.map.__name__ == "map" and "tf.data.Dataset.map" in sluice.Dataset.map.__doc__
+
+
 def test_map_function_mistakes_are_named():
     with pytest.raises(TypeError, match="returned None.*without a return"):
         next(iter(sluice.Dataset.range(1).map(lambda x: None)))

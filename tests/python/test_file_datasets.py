@@ -1,8 +1,10 @@
 """text_line, csv, save / load and snapshot: tf.data's names, and the values they give back."""
 
+import _thread
 import errno
 import functools
 import gzip
+import threading
 
 import numpy as np
 import pytest
@@ -203,6 +205,19 @@ def test_save_load_errors(tmp_path):
     with pytest.raises(ValueError, match="not this one"):
         sluice.Dataset.range(3).map(bad).save(str(tmp_path / "s"))
     with pytest.raises(FileNotFoundError):  # no save finished there
+        list(sluice.Dataset.load(str(tmp_path / "s")))
+
+
+def test_ctrl_c_stops_a_save_and_leaves_no_saved_dataset(tmp_path):
+    # The save runs without the GIL: it must look for Ctrl-C between elements.
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sluice.Dataset.range(10).repeat().save(str(tmp_path / "s"))
+    finally:
+        timer.cancel()
+    with pytest.raises(FileNotFoundError):  # no manifest: nothing saved
         list(sluice.Dataset.load(str(tmp_path / "s")))
 
 
