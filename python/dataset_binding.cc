@@ -357,10 +357,11 @@ void RegisterTransformations(py::class_<PyDataset>& c) {
        "map",
        [](const PyDataset& self, const py::object& map_func, std::optional<int> num_parallel_calls,
           std::optional<bool> deterministic) {
-         const MapOptions options{
+         MapOptions options{
              .num_parallel_calls = ParallelismOf(num_parallel_calls, "num_parallel_calls"),
              .deterministic = deterministic};
          if (std::optional<PyOp> op = BuiltinOf(map_func)) {
+           options.output_signature = OutputSpec(*op, self.dataset.element_spec());
            PyDataset out = Wrap(self.dataset.Map(CompileOp(*op), options));
            out.last_map = PyDataset::BuiltinMap{self.dataset, *std::move(op), options};
            return out;

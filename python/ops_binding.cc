@@ -48,8 +48,52 @@ absl::Status NoSuchComponent(const std::string& op, int component, size_t size) 
       absl::StrCat(op, ": no component ", component, " in an element of ", size, " components"));
 }
 
-// A step that replaces component `component` by f(component).
-std::shared_ptr<OpStep> Step(std::string description, int component, TensorFn f) {
+// Whether `spec` is known and has component `component` (else a step's is unknown; its run
+// says what is wrong).
+bool HasComponent(const ElementSpec& spec, int component) {
+  return spec.known() && component >= 0 &&
+         static_cast<size_t>(component) < spec.components().size();
+}
+
+// What a step makes of its component's spec; nullopt: unknown.
+using TensorSpecFn = std::function<std::optional<TensorSpec>(const TensorSpec&)>;
+
+// The component's spec unchanged (flips, Keras' augmentations).
+std::optional<TensorSpec> SameSpec(const TensorSpec& in) { return in; }
+
+// An image [height, width, channels] of `dtype` (nullopt: the input's); a size of 0 is the
+// input's (unknown where its rank is). An input of another known rank is an error at run time:
+// unknown here.
+TensorSpecFn ImageSpec(std::optional<DType> dtype, int64_t height, int64_t width,
+                       int64_t channels) {
+  return [=](const TensorSpec& in) -> std::optional<TensorSpec> {
+    const bool rank_known = !in.shape.unknown_rank();
+    if (rank_known && in.shape.rank() != 3) return std::nullopt;
+    auto dim = [&](int64_t n, int i) {
+      return n > 0 ? n : rank_known ? in.shape.dim(i) : PartialShape::kUnknownDim;
+    };
+    return TensorSpec{dtype.value_or(in.dtype),
+                      PartialShape{dim(height, 0), dim(width, 1), dim(channels, 2)}};
+  };
+}
+
+// What a decode of a bytes scalar (a JPEG) makes: uint8 [height, width, channels], 0 unknown.
+TensorSpecFn DecodedSpec(int64_t height, int64_t width, int64_t channels) {
+  TensorSpecFn image = ImageSpec(DType::kUint8, height, width, channels);
+  return [image](const TensorSpec& in) -> std::optional<TensorSpec> {
+    if (in.dtype != DType::kBytes) return std::nullopt;
+    return image({DType::kUint8, PartialShape::UnknownRank()});
+  };
+}
+
+// The same shape as float32 (Rescaling, Normalization).
+std::optional<TensorSpec> Float32Spec(const TensorSpec& in) {
+  return TensorSpec{DType::kFloat32, in.shape};
+}
+
+// A step that replaces component `component` by f(component), whose spec is spec(component's).
+std::shared_ptr<OpStep> Step(std::string description, int component, TensorFn f,
+                             TensorSpecFn spec) {
   if (component != 0) absl::StrAppend(&description, "[component ", component, "]");
   auto step = std::make_shared<OpStep>();
   step->description = description;
@@ -62,6 +106,14 @@ std::shared_ptr<OpStep> Step(std::string description, int component, TensorFn f)
     SLUICE_ASSIGN_OR_RETURN(e[static_cast<size_t>(component)],
                             f(e[static_cast<size_t>(component)], c));
     return e;
+  };
+  step->spec = [component, spec = std::move(spec)](const ElementSpec& in) -> ElementSpec {
+    if (!HasComponent(in, component)) return {};
+    std::vector<TensorSpec> out = in.components();
+    std::optional<TensorSpec> c = spec(out[static_cast<size_t>(component)]);
+    if (!c) return {};
+    out[static_cast<size_t>(component)] = *std::move(c);
+    return ElementSpec(std::move(out));
   };
   return step;
 }
@@ -250,6 +302,22 @@ py::object ParseExampleOp(const py::dict& features, int component) {
     out.insert(out.end(), e.begin() + static_cast<std::ptrdiff_t>(c) + 1, e.end());
     return out;
   };
+  std::vector<TensorSpec> parsed;  // a VarLenFeature: 1-D of any length
+  for (const auto& [n, config] : parser.spec().features) {
+    if (const auto* fixed = std::get_if<FixedLenFeature>(&config)) {
+      parsed.push_back({fixed->dtype, PartialShape(fixed->shape)});
+    } else {
+      parsed.push_back({std::get<VarLenFeature>(config).dtype, PartialShape::UnknownDims(1)});
+    }
+  }
+  step->spec = [component, parsed](const ElementSpec& in) -> ElementSpec {
+    if (!HasComponent(in, component)) return {};
+    const auto at = in.components().begin() + component;
+    std::vector<TensorSpec> out(in.components().begin(), at);
+    out.insert(out.end(), parsed.begin(), parsed.end());
+    out.insert(out.end(), at + 1, in.components().end());
+    return ElementSpec(std::move(out));
+  };
   return OpOf(std::move(step));
 }
 
@@ -268,7 +336,8 @@ void RegisterImageOps(py::module_& ops) {
             [options, channels](const Tensor& t, const ElementContext&) -> absl::StatusOr<Tensor> {
               SLUICE_ASSIGN_OR_RETURN(const std::string& jpeg, BytesScalar(t, "decode_jpeg"));
               return DecodeJpeg(jpeg, options);
-            }));
+            },
+            DecodedSpec(0, 0, channels)));
       },
       py::arg("channels") = 0, py::arg("dct_method") = "", py::arg("component") = 0,
       "tf.io.decode_jpeg: uint8 [height, width, channels]; channels 0 keeps the JPEG's.");
@@ -286,13 +355,14 @@ void RegisterImageOps(py::module_& ops) {
                                          .channels = channels,
                                          .dct_scaling = dct_scaling,
                                          .method = ResizeMethodOf(interpolation)};
-        auto step =
-            Step(absl::StrCat("decode_and_random_resized_crop(", SizeText(hw), ")"), component,
-                 [hw, options](const Tensor& t, const ElementContext& c) -> absl::StatusOr<Tensor> {
-                   SLUICE_ASSIGN_OR_RETURN(const std::string& jpeg,
-                                           BytesScalar(t, "decode_and_random_resized_crop"));
-                   return DecodeAndRandomResizedCrop(jpeg, hw.first, hw.second, c.seed, options);
-                 });
+        auto step = Step(
+            absl::StrCat("decode_and_random_resized_crop(", SizeText(hw), ")"), component,
+            [hw, options](const Tensor& t, const ElementContext& c) -> absl::StatusOr<Tensor> {
+              SLUICE_ASSIGN_OR_RETURN(const std::string& jpeg,
+                                      BytesScalar(t, "decode_and_random_resized_crop"));
+              return DecodeAndRandomResizedCrop(jpeg, hw.first, hw.second, c.seed, options);
+            },
+            DecodedSpec(hw.first, hw.second, channels));
         step->fusable = OpStep::Fusable::kCrop;
         step->out_h = hw.first;
         step->out_w = hw.second;
@@ -316,10 +386,12 @@ void RegisterImageOps(py::module_& ops) {
                                          .min_aspect_ratio = ratio.first,
                                          .max_aspect_ratio = ratio.second,
                                          .method = ResizeMethodOf(interpolation)};
-        return OpOf(Step(absl::StrCat("random_resized_crop(", SizeText(hw), ")"), component,
-                         [hw, options](const Tensor& t, const ElementContext& c) {
-                           return RandomResizedCrop(t, hw.first, hw.second, c.seed, options);
-                         }));
+        return OpOf(Step(
+            absl::StrCat("random_resized_crop(", SizeText(hw), ")"), component,
+            [hw, options](const Tensor& t, const ElementContext& c) {
+              return RandomResizedCrop(t, hw.first, hw.second, c.seed, options);
+            },
+            ImageSpec(std::nullopt, hw.first, hw.second, 0)));
       },
       py::arg("size"), py::arg("scale") = std::pair<double, double>{0.08, 1.0},
       py::arg("ratio") = std::pair<double, double>{3.0 / 4.0, 4.0 / 3.0},
@@ -341,7 +413,8 @@ void RegisterImageOps(py::module_& ops) {
             [hw, options](const Tensor& t, const ElementContext&) -> absl::StatusOr<Tensor> {
               SLUICE_ASSIGN_OR_RETURN(const std::string& jpeg, BytesScalar(t, "decode_and_resize"));
               return DecodeAndResize(jpeg, hw.first, hw.second, options);
-            }));
+            },
+            DecodedSpec(hw.first, hw.second, channels)));
       },
       py::arg("size"), py::arg("channels") = 3, py::arg("crop_to_aspect_ratio") = false,
       py::arg("dct_scaling") = true, py::arg("interpolation") = "bilinear",
@@ -354,10 +427,12 @@ void RegisterImageOps(py::module_& ops) {
       [](const py::object& size, const std::string& method, int component) {
         const auto hw = SizeOf(size);
         const ResizeMethod m = ResizeMethodOf(method);
-        return OpOf(Step(absl::StrCat("resize(", SizeText(hw), ")"), component,
-                         [hw, m](const Tensor& t, const ElementContext&) {
-                           return Resize(t, hw.first, hw.second, m);
-                         }));
+        return OpOf(Step(
+            absl::StrCat("resize(", SizeText(hw), ")"), component,
+            [hw, m](const Tensor& t, const ElementContext&) {
+              return Resize(t, hw.first, hw.second, m);
+            },
+            ImageSpec(DType::kFloat32, hw.first, hw.second, 0)));
       },
       py::arg("size"), py::arg("method") = "bilinear", py::arg("component") = 0,
       "tf.image.resize: float32 [h, w, c], unrounded.");
@@ -366,10 +441,12 @@ void RegisterImageOps(py::module_& ops) {
       "center_crop",
       [](const py::object& size, int component) {
         const auto hw = SizeOf(size);
-        return OpOf(Step(absl::StrCat("center_crop(", SizeText(hw), ")"), component,
-                         [hw](const Tensor& t, const ElementContext&) {
-                           return CenterCrop(t, hw.first, hw.second);
-                         }));
+        return OpOf(Step(
+            absl::StrCat("center_crop(", SizeText(hw), ")"), component,
+            [hw](const Tensor& t, const ElementContext&) {
+              return CenterCrop(t, hw.first, hw.second);
+            },
+            ImageSpec(std::nullopt, hw.first, hw.second, 0)));
       },
       py::arg("size"), py::arg("component") = 0,
       "The central window of an image, its corner rounded down (tf.image's).");
@@ -377,18 +454,19 @@ void RegisterImageOps(py::module_& ops) {
   ops.def(
       "flip_left_right",
       [](int component) {
-        return OpOf(Step("flip_left_right()", component,
-                         [](const Tensor& t, const ElementContext&) { return FlipLeftRight(t); }));
+        return OpOf(Step(
+            "flip_left_right()", component,
+            [](const Tensor& t, const ElementContext&) { return FlipLeftRight(t); }, SameSpec));
       },
       py::arg("component") = 0, "tf.image.flip_left_right of an [h, w, c] image.");
 
   ops.def(
       "random_flip_left_right",
       [](int component) {
-        auto step = Step("random_flip_left_right()", component,
-                         [](const Tensor& t, const ElementContext& c) {
-                           return RandomFlipLeftRight(t, c.seed);
-                         });
+        auto step = Step(
+            "random_flip_left_right()", component,
+            [](const Tensor& t, const ElementContext& c) { return RandomFlipLeftRight(t, c.seed); },
+            SameSpec);
         step->fusable = OpStep::Fusable::kFlip;
         return OpOf(std::move(step));
       },
@@ -402,11 +480,19 @@ void RegisterImageOps(py::module_& ops) {
         std::vector<float> m = FloatsOf(mean), s = FloatsOf(std);
         const NormalizeOptions options{.dtype = DTypeFromPython(dtype),
                                        .channels_first = channels_first};
-        auto step = Step(absl::StrCat("normalize(", DTypeName(options.dtype),
-                                      channels_first ? ", channels_first" : "", ")"),
-                         component, [m, s, options](const Tensor& t, const ElementContext&) {
-                           return Normalize(t, m, s, options);
-                         });
+        auto step = Step(
+            absl::StrCat("normalize(", DTypeName(options.dtype),
+                         channels_first ? ", channels_first" : "", ")"),
+            component,
+            [m, s, options](const Tensor& t, const ElementContext&) {
+              return Normalize(t, m, s, options);
+            },
+            [options](const TensorSpec& in) -> std::optional<TensorSpec> {
+              std::optional<TensorSpec> hwc = ImageSpec(options.dtype, 0, 0, 0)(in);
+              if (!hwc || !options.channels_first) return hwc;
+              const PartialShape& d = hwc->shape;
+              return TensorSpec{options.dtype, PartialShape{d.dim(2), d.dim(0), d.dim(1)}};
+            });
         if (options.dtype == DType::kFloat32 && !channels_first) {
           step->fusable = OpStep::Fusable::kNormalize;
           step->mean = m;
@@ -423,8 +509,12 @@ void RegisterImageOps(py::module_& ops) {
       "cast",
       [](py::handle dtype, int component) {
         const DType d = DTypeFromPython(dtype);
-        return OpOf(Step(absl::StrCat("cast(", DTypeName(d), ")"), component,
-                         [d](const Tensor& t, const ElementContext&) { return Cast(t, d); }));
+        return OpOf(Step(
+            absl::StrCat("cast(", DTypeName(d), ")"), component,
+            [d](const Tensor& t, const ElementContext&) { return Cast(t, d); },
+            [d](const TensorSpec& in) -> std::optional<TensorSpec> {
+              return TensorSpec{d, in.shape};
+            }));
       },
       py::arg("dtype"), py::arg("component") = 0,
       "tf.cast between numeric dtypes, saturating to integer ranges.");
@@ -432,12 +522,16 @@ void RegisterImageOps(py::module_& ops) {
   ops.def(
       "read_file",
       [](int component) {
-        return OpOf(Step("read_file()", component,
-                         [](const Tensor& t, const ElementContext&) -> absl::StatusOr<Tensor> {
-                           SLUICE_ASSIGN_OR_RETURN(const std::string& path,
-                                                   BytesScalar(t, "read_file"));
-                           return ReadFile(path);
-                         }));
+        return OpOf(Step(
+            "read_file()", component,
+            [](const Tensor& t, const ElementContext&) -> absl::StatusOr<Tensor> {
+              SLUICE_ASSIGN_OR_RETURN(const std::string& path, BytesScalar(t, "read_file"));
+              return ReadFile(path);
+            },
+            [](const TensorSpec& in) -> std::optional<TensorSpec> {
+              if (in.dtype != DType::kBytes) return std::nullopt;
+              return TensorSpec{DType::kBytes, PartialShape::UnknownDims(0)};  // a scalar
+            }));
       },
       py::arg("component") = 0, "tf.io.read_file: a path's contents as bytes.");
 }
@@ -460,7 +554,8 @@ void RegisterKerasOps(py::module_& ops) {
         RandomFlip flip(m);
         return OpOf(Step(
             absl::StrCat("random_flip(", mode, ")"), component,
-            [flip](const Tensor& t, const ElementContext& c) { return flip.Apply(t, c.seed); }));
+            [flip](const Tensor& t, const ElementContext& c) { return flip.Apply(t, c.seed); },
+            SameSpec));
       },
       py::arg("mode") = "horizontal_and_vertical", py::arg("component") = 0,
       "keras.layers.RandomFlip.");
@@ -470,9 +565,10 @@ void RegisterKerasOps(py::module_& ops) {
          float fill_value, int component) {
         RandomRotation op = ValueOrThrow(RandomRotation::Create(
             FactorOf(factor), TransformOptionsOf(fill_mode, interpolation, fill_value)));
-        return OpOf(
-            Step("random_rotation()", component,
-                 [op](const Tensor& t, const ElementContext& c) { return op.Apply(t, c.seed); }));
+        return OpOf(Step(
+            "random_rotation()", component,
+            [op](const Tensor& t, const ElementContext& c) { return op.Apply(t, c.seed); },
+            SameSpec));
       },
       py::arg("factor"), py::arg("fill_mode") = "reflect", py::arg("interpolation") = "bilinear",
       py::arg("fill_value") = 0.0f, py::arg("component") = 0, "keras.layers.RandomRotation.");
@@ -486,9 +582,10 @@ void RegisterKerasOps(py::module_& ops) {
         RandomZoom op = ValueOrThrow(
             RandomZoom::Create(FactorOf(height_factor), width,
                                TransformOptionsOf(fill_mode, interpolation, fill_value)));
-        return OpOf(
-            Step("random_zoom()", component,
-                 [op](const Tensor& t, const ElementContext& c) { return op.Apply(t, c.seed); }));
+        return OpOf(Step(
+            "random_zoom()", component,
+            [op](const Tensor& t, const ElementContext& c) { return op.Apply(t, c.seed); },
+            SameSpec));
       },
       py::arg("height_factor"), py::arg("width_factor") = py::none(),
       py::arg("fill_mode") = "reflect", py::arg("interpolation") = "bilinear",
@@ -501,9 +598,10 @@ void RegisterKerasOps(py::module_& ops) {
         RandomTranslation op = ValueOrThrow(
             RandomTranslation::Create(FactorOf(height_factor), FactorOf(width_factor),
                                       TransformOptionsOf(fill_mode, interpolation, fill_value)));
-        return OpOf(
-            Step("random_translation()", component,
-                 [op](const Tensor& t, const ElementContext& c) { return op.Apply(t, c.seed); }));
+        return OpOf(Step(
+            "random_translation()", component,
+            [op](const Tensor& t, const ElementContext& c) { return op.Apply(t, c.seed); },
+            SameSpec));
       },
       py::arg("height_factor"), py::arg("width_factor"), py::arg("fill_mode") = "reflect",
       py::arg("interpolation") = "bilinear", py::arg("fill_value") = 0.0f, py::arg("component") = 0,
@@ -514,9 +612,10 @@ void RegisterKerasOps(py::module_& ops) {
         RandomContrast op =
             ValueOrThrow(RandomContrast::Create(FactorOf(factor, /*same_sign=*/true),
                                                 ValueRange{value_range.first, value_range.second}));
-        return OpOf(
-            Step("random_contrast()", component,
-                 [op](const Tensor& t, const ElementContext& c) { return op.Apply(t, c.seed); }));
+        return OpOf(Step(
+            "random_contrast()", component,
+            [op](const Tensor& t, const ElementContext& c) { return op.Apply(t, c.seed); },
+            SameSpec));
       },
       py::arg("factor"), py::arg("value_range") = std::pair<float, float>{0.0f, 255.0f},
       py::arg("component") = 0, "keras.layers.RandomContrast.");
@@ -525,9 +624,10 @@ void RegisterKerasOps(py::module_& ops) {
       [](const py::object& factor, std::pair<float, float> value_range, int component) {
         RandomBrightness op = ValueOrThrow(RandomBrightness::Create(
             FactorOf(factor), ValueRange{value_range.first, value_range.second}));
-        return OpOf(
-            Step("random_brightness()", component,
-                 [op](const Tensor& t, const ElementContext& c) { return op.Apply(t, c.seed); }));
+        return OpOf(Step(
+            "random_brightness()", component,
+            [op](const Tensor& t, const ElementContext& c) { return op.Apply(t, c.seed); },
+            SameSpec));
       },
       py::arg("factor"), py::arg("value_range") = std::pair<float, float>{0.0f, 255.0f},
       py::arg("component") = 0, "keras.layers.RandomBrightness.");
@@ -535,8 +635,9 @@ void RegisterKerasOps(py::module_& ops) {
       "rescaling",
       [](float scale, float offset, int component) {
         Rescaling op(scale, offset);
-        return OpOf(Step("rescaling()", component,
-                         [op](const Tensor& t, const ElementContext&) { return op.Apply(t); }));
+        return OpOf(Step(
+            "rescaling()", component,
+            [op](const Tensor& t, const ElementContext&) { return op.Apply(t); }, Float32Spec));
       },
       py::arg("scale"), py::arg("offset") = 0.0f, py::arg("component") = 0,
       "keras.layers.Rescaling: x * scale + offset, as float32.");
@@ -545,14 +646,24 @@ void RegisterKerasOps(py::module_& ops) {
       [](const py::object& mean, const py::object& variance, bool invert, int component) {
         Normalization op =
             ValueOrThrow(Normalization::Create(FloatsOf(mean), FloatsOf(variance), invert));
-        return OpOf(Step("normalization()", component,
-                         [op](const Tensor& t, const ElementContext&) { return op.Apply(t); }));
+        return OpOf(Step(
+            "normalization()", component,
+            [op](const Tensor& t, const ElementContext&) { return op.Apply(t); }, Float32Spec));
       },
       py::arg("mean"), py::arg("variance"), py::arg("invert") = false, py::arg("component") = 0,
       "keras.layers.Normalization with a known mean and variance, over the last axis.");
 }
 
 }  // namespace
+
+ElementSpec OutputSpec(const PyOp& op, const ElementSpec& input) {
+  ElementSpec spec = input;
+  for (const auto& step : op.steps) {
+    if (!spec.known() || !step->spec) return {};
+    spec = step->spec(spec);
+  }
+  return spec;
+}
 
 std::string PyOp::Description() const {
   std::vector<std::string> names;

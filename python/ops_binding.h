@@ -3,6 +3,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "dataset/batch_rows.h"
 #include "dataset/dataset.h"
+#include "dataset/element_spec.h"
 #include "ops/random_resized_crop.h"
 
 // sluice.ops: the C++ element functions (parse, decode, crop, flip, normalize, Keras'
@@ -23,6 +25,9 @@ namespace py = pybind11;
 struct OpStep {
   std::string description;  // "decode_jpeg(channels=3)"
   MapFn fn;
+  // The element_spec after this step, given the one before (tf.data learns it by tracing);
+  // unset, or an unknown result: unknown. Map checks every element against it.
+  std::function<ElementSpec(const ElementSpec&)> spec;
   // What DecodeAndRandomResizedCrop can do inside its resize (ResizeOutput): a compose() of a
   // crop followed by a flip and/or a float32 normalize of the same component runs as one call,
   // one pass over the output, bitwise the same as the steps one by one.
@@ -39,6 +44,9 @@ struct PyOp {
   std::vector<std::shared_ptr<const OpStep>> steps;
   std::string Description() const;
 };
+
+// The element_spec of `input`'s elements after `op`: unknown where a step's is.
+ElementSpec OutputSpec(const PyOp& op, const ElementSpec& input);
 
 // The steps as one Map function, fusing what can be fused. With batch_size > 0 (the Map is right
 // before a Batch of that size) and a fused crop last, the crop writes each result into its row of

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import sluice
 
-from conftest import small100_features
+from conftest import image_features, small100_features
 
 
 def test_import_names():
@@ -336,6 +336,74 @@ def test_element_spec():
     assert ds.element_spec == (("float32", (3,)), ("int64", ()))
     assert ds.batch(2).element_spec == (("float32", (None, 3)), ("int64", (None,)))
     assert ds.map(lambda x, y: x).element_spec is None
+
+
+def _matches(spec, element):
+    """Whether every component has its spec's dtype and a shape its spec allows."""
+    values = element if isinstance(element, tuple) else (element,)
+    specs = spec if isinstance(spec[0], tuple) else (spec,)
+    dtype = lambda v: "bytes" if np.asarray(v).dtype.kind in "SO" else str(np.asarray(v).dtype)
+    return len(values) == len(specs) and all(
+        dtype(v) == d and len(np.shape(v)) == len(shape)
+        and all(want is None or want == got for want, got in zip(shape, np.shape(v)))
+        for v, (d, shape) in zip(values, specs))
+
+
+@pytest.mark.parametrize("ops, spec", [
+    ([], (("bytes", ()), ("int64", ()))),
+    ([sluice.ops.decode_jpeg()], (("uint8", (None, None, None)), ("int64", ()))),
+    ([sluice.ops.decode_jpeg(channels=1)], (("uint8", (None, None, 1)), ("int64", ()))),
+    ([sluice.ops.decode_and_random_resized_crop((24, 16))],
+     (("uint8", (24, 16, 3)), ("int64", ()))),
+    # Fused into one pass, the same spec as the steps'.
+    ([sluice.ops.decode_and_random_resized_crop(8), sluice.ops.random_flip_left_right(),
+      sluice.ops.normalize(sluice.IMAGENET_MEAN, sluice.IMAGENET_STD)],
+     (("float32", (8, 8, 3)), ("int64", ()))),
+    ([sluice.ops.decode_and_resize(8, channels=1), sluice.ops.normalize(0.5, 0.2,
+                                                                        channels_first=True)],
+     (("float32", (1, 8, 8)), ("int64", ()))),
+    ([sluice.ops.decode_and_resize(12), sluice.ops.center_crop((6, 4)),
+      sluice.ops.flip_left_right(), sluice.ops.random_resized_crop(5)],
+     (("uint8", (5, 5, 3)), ("int64", ()))),
+    ([sluice.ops.decode_jpeg(channels=3), sluice.ops.resize((7, 9))],
+     (("float32", (7, 9, 3)), ("int64", ()))),
+    ([sluice.ops.decode_and_resize(8), sluice.ops.rescaling(1 / 255),
+      sluice.ops.random_flip(), sluice.ops.random_rotation(0.1), sluice.ops.random_zoom(0.1),
+      sluice.ops.random_translation(0.1, 0.1), sluice.ops.random_contrast(0.2, (0, 1)),
+      sluice.ops.random_brightness(0.2, (0, 1)), sluice.ops.normalization(0.5, 0.25)],
+     (("float32", (8, 8, 3)), ("int64", ()))),
+    ([sluice.ops.decode_and_resize(4), sluice.ops.cast("int32"),
+      sluice.ops.cast("int64", component=1)], (("int32", (4, 4, 3)), ("int64", ()))),
+])
+def test_builtin_ops_give_their_element_spec(data, ops, spec):
+    # tf.data traces a map function for its element_spec; a built-in op says what it makes, and
+    # Map checks every element against it (an error, not a wrong spec, if a rule were wrong).
+    ds = sluice.Dataset.tfrecord(str(data / "images3.tfrecord")).map(
+        [sluice.ops.parse_example(image_features(sluice))] + ops)
+    assert ds.element_spec == spec
+    elements = list(ds)
+    assert len(elements) == 3 and all(_matches(spec, e) for e in elements)
+    batched = ds.batch(2, drop_remainder=True)  # a fused crop writes into the batch's rows
+    assert batched.element_spec == tuple((d, (2,) + s) for d, s in spec)
+    assert all(_matches(batched.element_spec, b) for b in batched)
+
+
+def test_parse_example_spec_and_what_stays_unknown(data, tmp_path):
+    features = dict(small100_features(sluice), extra=sluice.io.VarLenFeature("float32"))
+    paths = sluice.Dataset.from_tensor_slices([b"a", b"b"])
+    # The serialized Example in component 1 gives its place to the features, in order.
+    ds = sluice.Dataset.zip((paths, sluice.Dataset.tfrecord(str(data / "small100.tfrecord"))))
+    parsed = ds.map(sluice.ops.parse_example(features, component=1))
+    assert parsed.element_spec == (("bytes", ()), ("int64", ()), ("float32", (3,)),
+                                   ("bytes", ()), ("float32", (None,)))
+    assert all(_matches(parsed.element_spec, e) for e in parsed)
+    assert paths.map(sluice.ops.read_file()).element_spec == ("bytes", ())
+    # After a Python function, or with a component that is not there: unknown, as before.
+    assert paths.map(lambda p: p).map(sluice.ops.read_file()).element_spec is None
+    assert paths.map(sluice.ops.read_file(component=1)).element_spec is None
+    # An image op given a vector cannot work: unknown here, and the error comes from the run.
+    vectors = sluice.Dataset.from_tensor_slices(np.zeros((2, 3), dtype=np.float32))
+    assert vectors.map(sluice.ops.resize(4)).element_spec is None
 
 
 def test_concatenate_of_other_dtypes_is_refused_when_built():
