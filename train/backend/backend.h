@@ -201,10 +201,11 @@ class Backend {
   // strides, never copied).
   virtual absl::Status MatMul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
                               Tensor& out) = 0;
-  // out [m, n] = a b + bias, then max(., 0) when `relu`: a dense layer's forward; a and b as
-  // MatMul reads them (untransposed), bias float32 [n] added to every row. The default runs
-  // MatMul, an add and a relu; the CPU fuses them into its matmul (oneDNN's bias and eltwise
-  // post-op), which saves two passes over the output.
+  // out [m, n] = a b + bias, then max(., 0) when `relu` (a NaN stays NaN, as in every ReLU
+  // here): a dense layer's forward; a and b as MatMul reads them (untransposed), bias float32 [n]
+  // added to every row. The default runs MatMul, an add and a relu; the CPU adds the bias inside
+  // its matmul (oneDNN's bias), which saves a pass over the output. (oneDNN's ReLU post-op would
+  // save another, but turns a NaN into 0.)
   virtual absl::Status MatMulBias(const Tensor& a, const Tensor& b, const Tensor& bias, bool relu,
                                   Tensor& out);
   virtual absl::Status Conv2DForward(const ConvGeometry& geo, const Tensor& input,
@@ -222,9 +223,9 @@ class Backend {
   virtual absl::Status Conv2DBackwardFilterBias(const ConvGeometry& geo, const Tensor& input,
                                                 const Tensor& grad_output, Tensor& grad_filter,
                                                 Tensor& grad_bias);
-  // Conv2DBiasForward, then max(., 0) in place: a convolution and the ReLU after it, `output`
-  // float32. The default runs the two; the CPU runs the ReLU inside its float32 convolution
-  // (oneDNN's eltwise post-op), which saves a pass over the output.
+  // Conv2DBiasForward, then max(., 0) in place (a NaN stays): a convolution and the ReLU after
+  // it, `output` float32. The default runs the two, as the CPU does (oneDNN's ReLU post-op turns
+  // a NaN into 0); a backend may fuse them.
   virtual absl::Status Conv2DBiasReluForward(const ConvGeometry& geo, const Tensor& input,
                                              const Tensor& filter, const Tensor& bias,
                                              Tensor& output);

@@ -31,10 +31,10 @@ Dataset Indexed(const Dataset& data, std::optional<uint64_t> seed) {
 
 }  // namespace
 
-EpochIterator::EpochIterator(const Dataset& data, std::optional<uint64_t> seed) {
-  const Dataset indexed = Indexed(data, seed);
-  element_spec_ = indexed.element_spec();
-  iterator_ = indexed.MakeIterator();
+EpochIterator::EpochIterator(const Dataset& data, std::optional<uint64_t> seed)
+    : indexed_(Indexed(data, seed)) {
+  element_spec_ = indexed_.element_spec();
+  iterator_ = indexed_.MakeIterator();
 }
 
 absl::StatusOr<std::optional<Element>> EpochIterator::Next() {
@@ -43,6 +43,7 @@ absl::StatusOr<std::optional<Element>> EpochIterator::Next() {
     held_back_.reset();
     return e;
   }
+  read_ = true;
   absl::StatusOr<std::optional<Element>> next = iterator_->GetNext();
   if (next.ok() && next->has_value()) SLUICE_RETURN_IF_ERROR(CheckIndexed(**next));
   return next;
@@ -54,6 +55,7 @@ absl::Status EpochIterator::SkipToNextPass() {
   while (true) {
     if (held_back_ && PassIndex(*held_back_) == 0) return absl::OkStatus();
     held_back_.reset();
+    read_ = true;
     absl::StatusOr<std::optional<Element>> next = iterator_->GetNext();
     SLUICE_RETURN_IF_ERROR(WithContext(next.status(), "Fit: reading the training data: "));
     if (!next->has_value()) return absl::OkStatus();
@@ -73,6 +75,10 @@ absl::Status EpochIterator::Save(RankPosition& position) {
 }
 
 absl::Status EpochIterator::Restore(RankPosition& position, absl::string_view path) {
+  if (read_) {
+    iterator_ = indexed_.MakeIterator();  // the old one's threads stop as it goes
+    read_ = false;
+  }
   if (position.iterator_state) {
     SLUICE_RETURN_IF_ERROR(WithContext(iterator_->Restore(*position.iterator_state),
                                        absl::StrCat(path, ": the input pipeline's position: ")));

@@ -47,14 +47,18 @@ class EpochIterator {
   // The position, for a checkpoint: the pipeline's state and a host copy of the held-back
   // element.
   absl::Status Save(RankPosition& position);
-  // Restores a position Save wrote; errors name `path`. The held-back element must match the
-  // pipeline's element_spec (DataLoss otherwise), as the elements a restore puts in the
-  // pipeline's own buffers must.
+  // Restores a position Save wrote, whatever was read before; errors name `path`. The held-back
+  // element must match the pipeline's element_spec (DataLoss otherwise), as the elements a restore
+  // puts in the pipeline's own buffers must.
   absl::Status Restore(RankPosition& position, absl::string_view path);
 
  private:
+  Dataset indexed_;
   ElementSpec element_spec_;  // of the indexed pipeline: what a held-back element must match
   std::unique_ptr<Iterator> iterator_;
+  // Whether iterator_ was read: a Restore then starts a fresh one (Fit reads the first element to
+  // build the model before a BackupAndRestore resume is known; an iterator restores only fresh).
+  bool read_ = false;
   std::optional<Element> held_back_;
   int64_t pass_length_ = -1;
 };

@@ -54,17 +54,6 @@ memory::desc AsBf16(const memory::desc& md) {
 
 void* Ptr(const Tensor& t) { return const_cast<void*>(t.raw_data()); }
 
-// With `relu`, max(., 0) on a primitive's float32 result inside its kernel (an eltwise post-op).
-dnnl::primitive_attr ReluAttr(bool relu) {
-  dnnl::primitive_attr attr;
-  if (relu) {
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    attr.set_post_ops(ops);
-  }
-  return attr;
-}
-
 // Streams are not thread-safe; one per thread, made once.
 dnnl::stream& ThreadStream() {
   ApplyCpuThreadsToOpenMp();
@@ -166,17 +155,15 @@ ConvDescs MakeConvDescs(const ConvGeometry& g) {
 // is left to oneDNN, which prefers a blocked one for its JIT kernels, and the
 // filter (small) is reordered to and from HWIO.
 // An empty bias desc (zero dims) means no bias to oneDNN.
-// `relu`: max(., 0) inside the kernel (an eltwise post-op), for the forward primitive only (the
-// backward ones take the descriptor as a hint, which names no post-op). `bf16`: bfloat16 input
-// and filter, float32 output (bfloat16 with `bf16_out`).
+// `bf16`: bfloat16 input and filter, float32 output (bfloat16 with `bf16_out`). No ReLU post-op:
+// oneDNN's (a max with 0) turns a NaN into 0, and ours keeps it (ReluOf).
 dnnl::convolution_forward::primitive_desc ConvForwardPd(const ConvDescs& d, bool bias,
-                                                        bool relu = false, bool bf16 = false,
-                                                        bool bf16_out = false) {
+                                                        bool bf16 = false, bool bf16_out = false) {
   return {{dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
            bf16 ? AsBf16(d.src) : d.src, bf16 ? AsBf16(d.any_weights) : d.any_weights,
            bias ? d.bias : memory::desc(), bf16_out ? AsBf16(d.dst) : d.dst, d.strides, d.dilates,
            d.pad_l, d.pad_r},
-          ReluAttr(relu),
+          dnnl::primitive_attr(),
           CpuEngine()};
 }
 
@@ -295,7 +282,7 @@ std::shared_ptr<const ConvBf16Entry> ConvBf16(const ConvGeometry& geo, const Con
       ConvKey(bf16_out ? "conv_bf16_out" : "conv_bf16", geo, bias), [&] {
         const memory::desc src = AsBf16(d.src), diff_dst = AsBf16(d.dst);
         const memory::desc weights = AsBf16(d.any_weights);
-        const auto fwd = ConvForwardPd(d, bias, /*relu=*/false, /*bf16=*/true, bf16_out);
+        const auto fwd = ConvForwardPd(d, bias, /*bf16=*/true, bf16_out);
         const dnnl::convolution_backward_data::primitive_desc bwd_data(
             {dnnl::algorithm::convolution_direct, bf16_out ? src : d.src, weights, diff_dst,
              d.strides, d.dilates, d.pad_l, d.pad_r},
@@ -499,15 +486,14 @@ absl::Status CpuBackend::MatMulWith(const Tensor& a, bool transpose_a, const Ten
   // A small product runs on this thread: waking the OpenMP team costs more than it saves.
   const bool one_thread = m * n * k <= kOneThreadMatMulMacs;
   OneOpenMpThread single(one_thread);
-  return Guard(bias ? "MatMulBias" : "MatMul", [&] {
+  SLUICE_RETURN_IF_ERROR(Guard(bias ? "MatMulBias" : "MatMul", [&] {
     const memory::desc a_user = MatrixDesc(m, k, transpose_a),
                        b_user = MatrixDesc(k, n, transpose_b);
     const memory::desc bias_md =
         bias ? memory::desc({1, n}, kF32, memory::dims{n, 1}) : memory::desc();
     auto entry = DnnlPrimitiveCache::Global().GetOrCreate<MatMulEntry>(
         absl::StrCat(bf16 ? "matmul_bf16:" : "matmul:", m, ",", k, ",", n, ",", transpose_a, ",",
-                     transpose_b, bias ? ",bias" : "", relu ? ",relu" : "",
-                     one_thread ? ",1t" : ""),
+                     transpose_b, bias ? ",bias" : "", one_thread ? ",1t" : ""),
         [&] {
           // bf16: copies in the operands' own strides, so a transposed view stays a view.
           memory::desc a_md = bf16 ? AsBf16(a_user) : a_user;
@@ -515,7 +501,7 @@ absl::Status CpuBackend::MatMulWith(const Tensor& a, bool transpose_a, const Ten
           memory::desc c_md = MatrixDesc(m, n, false);
           dnnl::matmul::primitive_desc pd(bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
                                                : dnnl::matmul::desc(a_md, b_md, c_md),
-                                          ReluAttr(relu), CpuEngine());
+                                          CpuEngine());
           return std::make_shared<MatMulEntry>(MatMulEntry{a_md, b_md, c_md, dnnl::matmul(pd)});
         });
     const dnnl::engine& engine = CpuEngine();
@@ -526,7 +512,9 @@ absl::Status CpuBackend::MatMulWith(const Tensor& a, bool transpose_a, const Ten
         {DNNL_ARG_DST, memory(entry->c, engine, out.raw_data())}};
     if (bias) args[DNNL_ARG_BIAS] = memory(bias_md, engine, Ptr(*bias));
     Execute(entry->primitive, args);
-  });
+  }));
+  // The ReLU after the matmul, not as oneDNN's post-op, which turns a NaN into 0.
+  return relu ? Unary(UnaryOp::kRelu, out, out) : absl::OkStatus();
 }
 
 absl::Status CpuBackend::Conv2DForward(const ConvGeometry& geo, const Tensor& input,
@@ -572,21 +560,26 @@ absl::Status CpuBackend::ConvForward(const ConvGeometry& geo, const Tensor& inpu
     });
   }
   SLUICE_ASSIGN_OR_RETURN(const ConvForwardAlgorithm algorithm, ConvForwardAlgorithmFor(geo));
-  if (bias == nullptr && !relu && algorithm == ConvForwardAlgorithm::kDeconvolution) {
-    return Guard("Conv2D", [&] { DeconvolutionForward(geo, d, input, filter, output); });
+  if (bias == nullptr && algorithm == ConvForwardAlgorithm::kDeconvolution) {
+    SLUICE_RETURN_IF_ERROR(
+        Guard("Conv2D", [&] { DeconvolutionForward(geo, d, input, filter, output); }));
+  } else {
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_DST, memory(d.dst, engine, output.raw_data())}};
+    if (bias != nullptr) args.insert({DNNL_ARG_BIAS, memory(d.bias, engine, Ptr(*bias))});
+    SLUICE_RETURN_IF_ERROR(Guard("Conv2D", [&] {
+      auto entry = DnnlPrimitiveCache::Global().GetOrCreate<ConvForwardEntry>(
+          ConvKey("conv_fwd", geo, bias != nullptr), [&] {
+            return MakeWeightsEntry<dnnl::convolution_forward>(ConvForwardPd(d, bias != nullptr),
+                                                               d);
+          });
+      args.insert({DNNL_ARG_SRC, memory(d.src, engine, Ptr(input))});
+      args.insert({DNNL_ARG_WEIGHTS, PrimitiveWeights(*entry, d, filter)});
+      Execute(entry->primitive, args);
+    }));
   }
-  std::unordered_map<int, memory> args = {{DNNL_ARG_DST, memory(d.dst, engine, output.raw_data())}};
-  if (bias != nullptr) args.insert({DNNL_ARG_BIAS, memory(d.bias, engine, Ptr(*bias))});
-  return Guard("Conv2D", [&] {
-    auto entry = DnnlPrimitiveCache::Global().GetOrCreate<ConvForwardEntry>(
-        ConvKey(relu ? "conv_fwd_relu" : "conv_fwd", geo, bias != nullptr), [&] {
-          return MakeWeightsEntry<dnnl::convolution_forward>(
-              ConvForwardPd(d, bias != nullptr, relu), d);
-        });
-    args.insert({DNNL_ARG_SRC, memory(d.src, engine, Ptr(input))});
-    args.insert({DNNL_ARG_WEIGHTS, PrimitiveWeights(*entry, d, filter)});
-    Execute(entry->primitive, args);
-  });
+  // The ReLU after the convolution, not as oneDNN's post-op, which turns a NaN into 0.
+  return relu ? Unary(UnaryOp::kRelu, output, output) : absl::OkStatus();
 }
 
 absl::Status CpuBackend::Conv2DBackwardData(const ConvGeometry& geo, const Tensor& grad_output,

@@ -184,7 +184,7 @@ struct GenericRows {
         uint8_t* mk = mask + r * c;
         for (int64_t j = 0; j < c; ++j) {
           const float v = (Widen(in[j]) - mean[j]) * scale[j] + beta[j];
-          out[j] = Narrow<T>(v > 0.0f ? v : 0.0f);
+          out[j] = Narrow<T>(ReluOf(v));
           mk[j] = v > 0.0f ? 1 : 0;
         }
       }

@@ -78,7 +78,7 @@ constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 inline float Softplus(float x) { return std::log1p(std::exp(-std::fabs(x))) + std::max(x, 0.0f); }
 
 SLUICE_KERNEL_CLONES void ReluRun(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;
+  for (int64_t i = 0; i < n; ++i) y[i] = ReluOf(x[i]);
 }
 // From relu's output: y > 0 exactly where x > 0.
 SLUICE_KERNEL_CLONES void ReluGradRun(const float* y, const float* g, float* gx, int64_t n) {
@@ -355,8 +355,7 @@ namespace {
 
 SLUICE_KERNEL_CLONES void AddReluRun(const float* a, const float* b, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    const float sum = a[i] + b[i];
-    out[i] = sum > 0 ? sum : 0.0f;
+    out[i] = ReluOf(a[i] + b[i]);
   }
 }
 

@@ -20,6 +20,11 @@ namespace sluice::train::backend::cpu {
 // another thread costs a few microseconds.
 inline constexpr int64_t kGrain = 32 * 1024;
 
+// max(x, 0) that keeps a NaN, as PyTorch's and TensorFlow's ReLU: x > 0 ? x : 0 made it 0, so
+// bad data trained a model into NaN weights while its loss stayed finite. Vectorizes as a
+// compare and a blend.
+inline float ReluOf(float x) { return x <= 0.0f ? 0.0f : x; }
+
 // AVX2 and baseline copies of the hot loops, picked at load time (the build
 // targets baseline x86-64, as in ops/resize.cc).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)

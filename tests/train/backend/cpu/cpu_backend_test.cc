@@ -231,6 +231,56 @@ TEST_F(CpuBackendTest, MaxPropagatesNaN) {
   EXPECT_TRUE(std::isnan(columns.data<float>()[1]));
 }
 
+// A NaN stays NaN through a ReLU, as in PyTorch and TensorFlow, on every path a ReLU takes (alone,
+// fused into a matmul, a convolution, a residual add or a batch norm): x > 0 ? x : 0 made it 0,
+// so a NaN input trained the model into NaN weights while the loss looked finite.
+TEST_F(CpuBackendTest, ReluPropagatesNaNOnEveryPath) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto expect_nan_at_0 = [](const Tensor& t, const char* path) {
+    EXPECT_TRUE(std::isnan(t.data<float>()[0])) << path << ": " << t.data<float>()[0];
+    for (int64_t i = 1; i < t.num_elements(); ++i) {
+      EXPECT_FALSE(std::isnan(t.data<float>()[i])) << path << " element " << i;
+    }
+  };
+  Tensor y(DType::kFloat32, Shape{4});
+  ASSERT_TRUE(backend_.Unary(UnaryOp::kRelu, T({nan, -1, 2, 0}, {4}), y).ok());
+  expect_nan_at_0(y, "Unary");
+  EXPECT_EQ(y.data<float>()[1], 0.0f);
+  EXPECT_EQ(y.data<float>()[2], 2.0f);
+  ASSERT_TRUE(backend_.AddRelu(T({nan, -1, 2, 0}, {4}), T({1, 0, 1, 0}, {4}), y).ok());
+  expect_nan_at_0(y, "AddRelu");
+  // Row 0 of a reads the NaN; row 1 does not.
+  Tensor mm(DType::kFloat32, Shape{2, 1});
+  ASSERT_TRUE(
+      backend_.MatMulBias(T({nan, 1, -3, 1}, {2, 2}), T({1, 1}, {2, 1}), T({0}, {1}), true, mm)
+          .ok());
+  expect_nan_at_0(mm, "MatMulBias");
+  EXPECT_EQ(mm.data<float>()[1], 0.0f);
+  // A 1x1 convolution of a 1x2 image: its first pixel is NaN.
+  ConvGeometry geo;
+  geo.n = 1, geo.h = 1, geo.w = 2, geo.c = 1, geo.kh = 1, geo.kw = 1, geo.o = 1;
+  geo.oh = 1, geo.ow = 2;
+  Tensor conv(DType::kFloat32, Shape{1, 1, 2, 1});
+  ASSERT_TRUE(backend_
+                  .Conv2DBiasReluForward(geo, T({nan, -2}, {1, 1, 2, 1}), T({1}, {1, 1, 1, 1}),
+                                         T({0}, {1}), conv)
+                  .ok());
+  expect_nan_at_0(conv, "Conv2DBiasReluForward");
+  if (backend_.FusesBatchNormRelu()) {
+    // Channel 0's statistics hold the NaN: its column is NaN, channel 1's is not.
+    const Tensor x = T({nan, 1, 2, -1}, {2, 2});
+    Tensor bn(DType::kFloat32, Shape{2, 2}), mean(DType::kFloat32, Shape{2}),
+        var(DType::kFloat32, Shape{2});
+    Tensor workspace(DType::kUint8, Shape{backend_.BatchNormReluWorkspaceBytes(x)});
+    ASSERT_TRUE(backend_
+                    .BatchNormReluForwardTraining(x, T({1, 1}, {2}), T({0, 0}, {2}), 1e-3f, bn,
+                                                  mean, var, workspace)
+                    .ok());
+    EXPECT_TRUE(std::isnan(bn.data<float>()[0]) && std::isnan(bn.data<float>()[2]));
+    EXPECT_FALSE(std::isnan(bn.data<float>()[1]) || std::isnan(bn.data<float>()[3]));
+  }
+}
+
 TEST_F(CpuBackendTest, ReduceMatchesReferenceOnEveryPattern) {
   const std::vector<ReduceCase> cases = {
       {{64, 256}, {false, true}},            // [K, R]: row sums
