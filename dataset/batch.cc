@@ -118,7 +118,7 @@ struct FillJob {
         for (size_t k = 0; k < out.size() && s.ok(); ++k) {
           // On a pool thread, outside any GetNext: a string row's copy may allocate.
           if (!adopted[k])
-            s = OutOfMemoryAsStatus([&] { return out[k].CopyIntoRow(i, rows[i][k]); });
+            s = ExceptionsAsStatus([&] { return out[k].CopyIntoRow(i, rows[i][k]); });
         }
       }
       MutexLock l(&mu);

@@ -332,7 +332,7 @@ class Dataset {
   std::unique_ptr<Iterator> MakeIterator() const;
   // kInfiniteCardinality (-1), kUnknownCardinality (-2), or the count.
   int64_t Cardinality() const;
-  // "Range(10) -> Map -> Batch(4)".
+  // "Range(0, 10, 1) -> Map -> Batch(4)".
   std::string DebugString() const;
   // tf.data's element_spec: one TensorSpec (dtype, shape with unknown dimensions) per component
   // of every element; unknown below a function whose output nobody declared

@@ -129,7 +129,7 @@ absl::StatusOr<std::optional<Element>> IteratorBase::GetNext() {
   // The profiler's clock: a span below takes these times as they are.
   const int64_t start = profiler::NowNs();
   absl::StatusOr<std::optional<Element>> result =
-      OutOfMemoryAsStatus([this] { return GetNextInternal(); });
+      ExceptionsAsStatus([this] { return GetNextInternal(); });
   const int64_t elapsed = profiler::NowNs() - start;
   const int64_t own = std::max<int64_t>(0, elapsed - tls_nested_ns);
   tls_nested_ns = outer_nested + elapsed;
@@ -198,7 +198,7 @@ absl::Status IteratorBase::Restore(const proto::IteratorStateProto& state) {
 }
 
 absl::StatusOr<Element> IteratorBase::Recompute(SourceCursor& source) {
-  absl::StatusOr<Element> e = OutOfMemoryAsStatus([&] { return RecomputeInternal(source); });
+  absl::StatusOr<Element> e = ExceptionsAsStatus([&] { return RecomputeInternal(source); });
   if (e.ok() || e.status().GetPayload(kOriginPayload).has_value()) return e;
   absl::Status named(
       e.status().code(),

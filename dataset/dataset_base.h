@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <new>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "absl/base/call_once.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/buffer_pool.h"
 #include "core/device.h"
@@ -72,11 +74,13 @@ struct IteratorContext {
 uint64_t MixSeed(uint64_t a, uint64_t b);
 uint64_t ElementSeed(const IteratorContext& ctx, int node_position, int64_t index);
 
-// `fn()` (a Status or StatusOr), with a std::bad_alloc thrown inside it (an image or a batch too
-// large for this machine's memory) returned as ResourceExhausted: no exception may leave a
-// pipeline's thread (oneTBB aborts the process on one), and the caller's error handling applies.
+// `fn()` (a Status or StatusOr), with an exception thrown inside it returned as a status: no
+// exception may leave a pipeline's thread (oneTBB aborts the process on one), and the caller's
+// error handling applies. A std::bad_alloc (an image or a batch too large for this machine's
+// memory) is ResourceExhausted; any other (a user's function that threw) is Unknown, with its
+// what().
 template <typename Fn>
-auto OutOfMemoryAsStatus(Fn&& fn) -> decltype(fn()) {
+auto ExceptionsAsStatus(Fn&& fn) -> decltype(fn()) {
   try {
     return fn();
   } catch (const std::bad_array_new_length&) {
@@ -85,6 +89,13 @@ auto OutOfMemoryAsStatus(Fn&& fn) -> decltype(fn()) {
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(
         "out of memory: an allocation failed (an image or batch too large for this machine?)");
+  } catch (const std::exception& e) {
+    return absl::UnknownError(absl::StrCat("a function threw a C++ exception: ", e.what(),
+                                           " (pipeline functions return errors as absl::Status)"));
+  } catch (...) {
+    return absl::UnknownError(
+        "a function threw a C++ exception that is no std::exception (pipeline functions return "
+        "errors as absl::Status)");
   }
 }
 

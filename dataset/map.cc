@@ -45,7 +45,7 @@ class MapDataset : public DatasetBase {
                                                int64_t index) const {
     ElementContext ec{index, ElementSeed(ctx, position(), index)};
     // Parallel calls run on the pipeline's workers, outside any GetNext.
-    absl::StatusOr<Element> out = OutOfMemoryAsStatus([&] { return fn_(std::move(input), ec); });
+    absl::StatusOr<Element> out = ExceptionsAsStatus([&] { return fn_(std::move(input), ec); });
     if (!out.ok()) return out.status();
     return std::optional<Element>(std::move(*out));
   }
@@ -57,7 +57,7 @@ class MapDataset : public DatasetBase {
                                     SourceCursor& source) const {
     SLUICE_ASSIGN_OR_RETURN(int64_t index, source.NextIn(name(), 0, INT64_MAX));
     SLUICE_ASSIGN_OR_RETURN(Element in, input.Recompute(source));
-    return OutOfMemoryAsStatus([&] {
+    return ExceptionsAsStatus([&] {
       return fn_(std::move(in), ElementContext{index, ElementSeed(ctx, position(), index)});
     });
   }

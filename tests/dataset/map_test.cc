@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -100,6 +101,28 @@ TEST_P(MapTest, AnAllocationThatFailsIsResourceExhausted) {
     return true;
   }));
   EXPECT_EQ(filtered.status().code(), absl::StatusCode::kResourceExhausted) << filtered.status();
+}
+
+// A user's function that throws (an .at() out of range) is an error in its element's place, on a
+// worker thread too: an exception leaving a oneTBB task aborted the process.
+TEST_P(MapTest, AFunctionThatThrowsIsAnErrorNamingTheException) {
+  auto ds = Dataset::Range(10).Map(
+      [](Element e) -> absl::StatusOr<Element> {
+        if (e[0].scalar<int64_t>() == 3) throw std::out_of_range("user bug at 3");
+        return e;
+      },
+      {.num_parallel_calls = GetParam()});
+  auto got = Drain(*ds.MakeIterator());
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kUnknown) << got.status();
+  EXPECT_THAT(got.status().message(),
+              HasSubstr("Map[1] at element 3: a function threw a C++ exception: user bug at 3"));
+  auto filtered = Collect(Dataset::Range(10).Filter([](const Element& e) -> absl::StatusOr<bool> {
+    if (e[0].scalar<int64_t>() == 5) throw 42;  // not even a std::exception
+    return true;
+  }));
+  EXPECT_EQ(filtered.status().code(), absl::StatusCode::kUnknown) << filtered.status();
+  EXPECT_THAT(filtered.status().message(), HasSubstr("no std::exception"));
 }
 
 TEST_P(MapTest, PerElementSeedsAreReproducibleAcrossParallelism) {

@@ -1,5 +1,7 @@
 #include "train/fit/model_input.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -10,10 +12,19 @@ namespace sluice::train::fit {
 
 absl::Status CheckModelInput(absl::string_view who, const Element& e, size_t first,
                              bool need_targets) {
-  if (e.size() < first + (need_targets ? 2 : 1)) {
+  // The components before `first` are the trainer's own (Fit's pass index): not shown.
+  const Element given(e.begin() + static_cast<std::ptrdiff_t>(std::min(first, e.size())), e.end());
+  if (given.size() < (need_targets ? 2u : 1u)) {
     return absl::InvalidArgumentError(
         absl::StrCat(who, ": elements must be {inputs float32 [B, ...], targets [B, ...]}",
-                     need_targets ? "" : " or {inputs}", ", got ", ElementDebugString(e, 2)));
+                     need_targets ? "" : " or {inputs}", ", got ", ElementDebugString(given, 2)));
+  }
+  if (need_targets && given.size() > 2) {
+    // Keras reads a third component as sample weights; ignoring it trained unweighted.
+    return absl::InvalidArgumentError(absl::StrCat(
+        who, ": elements must be {inputs, targets}, got ", given.size(),
+        " components: per-example weights (Keras' third component, sample_weight) are not "
+        "supported; drop the extra components with a Map"));
   }
   const Tensor& images = e[first];
   if (images.dtype() != DType::kFloat32 || images.rank() < 1) {

@@ -145,6 +145,14 @@ absl::Status SaveModel(layers::Module& model, const Shape& input_shape, const st
     return absl::FailedPreconditionError(
         absl::StrCat(dir, ": the model is not built: call Build(input_shape) (or train it) first"));
   }
+  // LoadModel builds the model for `input_shape`: one that does not fit the variables (a Dense
+  // built for 8 features saved as [1, 5]) would be saved, and refused on loading as weights that
+  // do not belong to the config.
+  if (absl::Status fits = layers::CallOnZeros(model, input_shape, model.device()); !fits.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": the input shape ",
+                                                   input_shape.DebugString(),
+                                                   " does not fit the model: ", fits.message()));
+  }
   SLUICE_ASSIGN_OR_RETURN(layers::LayerConfig config, model.GetConfig());
   proto::LayerConfigProto config_proto;
   ToProto(config, &config_proto);

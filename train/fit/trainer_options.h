@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -29,12 +30,31 @@ namespace sluice::train::fit {
 // which resolves by the loss as in Keras, "mae", "top_k_categorical_accuracy", ...), or a
 // factory for a metric of your own (each Fit and Evaluate makes fresh ones).
 struct MetricSpec {
-  MetricSpec(const char* name) : name(name) {}             // NOLINT: {"accuracy", "mae"}
+  MetricSpec(const char* name) : name(name) {}             // NOLINT: "accuracy"
   MetricSpec(std::string name) : name(std::move(name)) {}  // NOLINT
   MetricSpec(std::string name, std::function<std::unique_ptr<metrics::PredictionMetric>()> make)
       : name(std::move(name)), make(std::move(make)) {}
   std::string name;
   std::function<std::unique_ptr<metrics::PredictionMetric>()> make;
+};
+
+// Keras' compile(metrics=[...]) list, or unset. It is written as Keras' list is:
+// `.metrics = {"accuracy", "mae"}` (a std::optional of a vector needed {{"accuracy", "mae"}}),
+// `.metrics = std::vector<MetricSpec>{...}`, or `.metrics = {}` (unset).
+class MetricList {
+ public:
+  MetricList() = default;
+  MetricList(std::initializer_list<MetricSpec> specs) : specs_(specs) {}   // NOLINT
+  MetricList(std::vector<MetricSpec> specs) : specs_(std::move(specs)) {}  // NOLINT
+  MetricList(std::nullopt_t) {}                                            // NOLINT
+
+  // Whether a list was given (an empty one included: no metrics).
+  explicit operator bool() const { return specs_.has_value(); }
+  const std::vector<MetricSpec>& operator*() const { return *specs_; }
+  const std::vector<MetricSpec>* operator->() const { return &*specs_; }
+
+ private:
+  std::optional<std::vector<MetricSpec>> specs_;
 };
 
 // What Keras' compile() fixes besides the model and optimizer.
@@ -46,7 +66,7 @@ struct TrainerOptions {
   std::shared_ptr<const losses::Loss> loss;
   // The metrics logged beside "loss". Unset: {"accuracy"} with the default loss, none with a
   // loss of your own.
-  std::optional<std::vector<MetricSpec>> metrics;
+  MetricList metrics;
   // Adds "top_<k>_accuracy" (sparse labels) when > 0.
   int top_k = 0;
   // Keras' overridden Model.train_step (train/fit/train_step.h): replaces the step's forward,

@@ -47,6 +47,21 @@ std::vector<std::string> Keys(const History& h) {
   return out;
 }
 
+// The metrics are written as Keras' list is; {"accuracy", "mae"} did not compile.
+TEST(CompileTest, MetricsAreWrittenAsKerasWritesItsList) {
+  const TrainerOptions two{.metrics = {"accuracy", "mae"}};
+  ASSERT_TRUE(two.metrics);
+  ASSERT_EQ(two.metrics->size(), 2u);
+  EXPECT_EQ((*two.metrics)[1].name, "mae");
+  const TrainerOptions nested{.metrics = {{"accuracy", "mae"}}};
+  EXPECT_EQ(nested.metrics->size(), 2u);
+  const TrainerOptions one{.metrics = {{"accuracy"}}};
+  EXPECT_EQ(one.metrics->size(), 1u);
+  EXPECT_FALSE(TrainerOptions{}.metrics);  // unset: the default loss's accuracy
+  const TrainerOptions none{.metrics = std::vector<MetricSpec>{}};
+  EXPECT_TRUE(none.metrics && none.metrics->empty());  // set: no metrics
+}
+
 TEST(CompileTest, RegressionWithMseAndMaeMetric) {
   layers::Sequential model{layers::Dense(1, layers::Activation::kLinear, {.seed = 1})};
   optimizers::Adam adam(optimizers::AdamOptions{.learning_rate = 0.05f});

@@ -358,6 +358,21 @@ TEST(SavedModelTest, ACustomLayerNeedsAConfigAndARegisteredFactory) {
   EXPECT_EQ(Outputs(with, Shape{2, 3}), Outputs(*loaded->model, Shape{2, 3}));
 }
 
+// An input shape the model was not built for is refused when saving, naming both: it was saved,
+// and LoadModel then blamed the files ("do the files belong together?").
+TEST(SavedModelTest, AnInputShapeThatDoesNotFitTheModelIsRefusedWhenSaving) {
+  ScopedTempDir dir;
+  layers::Sequential model{layers::Dense(4), layers::Dense(2)};
+  ASSERT_TRUE(model.Build(Shape{1, 8}).ok());
+  absl::Status saved = SaveModel(model, Shape{1, 5}, dir.path());
+  EXPECT_EQ(saved.code(), absl::StatusCode::kInvalidArgument) << saved;
+  EXPECT_THAT(saved.message(), HasSubstr("the input shape [1, 5] does not fit the model"));
+  EXPECT_THAT(saved.message(), HasSubstr("8"));
+  EXPECT_FALSE(std::filesystem::exists(dir.File("model.pb")));
+  ASSERT_TRUE(SaveModel(model, Shape{1, 8}, dir.path()).ok());
+  EXPECT_TRUE(LoadModel(dir.path()).ok());
+}
+
 TEST(SavedModelTest, MissingForeignCorruptAndMismatchedFilesAreClearErrors) {
   ScopedTempDir dir;
   EXPECT_EQ(LoadModel(dir.File("nothing")).status().code(), absl::StatusCode::kNotFound);

@@ -251,6 +251,18 @@ TEST(TrainerTest, BadElementsAreClearErrors) {
   absl::StatusOr<History> h = trainer.Fit(images_only, {.verbose = 0});
   ASSERT_FALSE(h.ok());
   EXPECT_THAT(std::string(h.status().message()), HasSubstr("targets [B, ...]"));
+  // What the user gave, not Fit's own pass index before it.
+  EXPECT_THAT(std::string(h.status().message()), HasSubstr("got (float32[5, 4]"));
+  // A third component (Keras' sample weights) was ignored: training ran unweighted.
+  Element blobs = Blobs(10, 3);
+  Tensor weights(DType::kFloat32, Shape{10});
+  Dataset weighted = Dataset::FromTensorSlices(Element{blobs[0], blobs[1], weights}).Batch(5);
+  h = trainer.Fit(weighted, {.verbose = 0});
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(h.status().message()),
+              HasSubstr("got 3 components: per-example weights (Keras' third component"));
+  EXPECT_EQ(trainer.Evaluate(weighted).status().code(), absl::StatusCode::kInvalidArgument);
   Dataset empty = BlobsDataset(10, 3, 5).Take(0);
   h = trainer.Fit(empty, {.verbose = 0});
   ASSERT_FALSE(h.ok());
