@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <random>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/mutex.h"
@@ -95,6 +97,18 @@ void Iterator::Cancel() { ctx_.cancellation->Cancel(); }
 absl::Status Iterator::EnsureStarted() {
   if (started_) return error_;
   started_ = true;
+  // A negative count was taken as 0 (all cores, no budget): refused, as tf.data's options are.
+  const Options& o = ctx_.options;
+  for (const auto& [name, value] :
+       {std::pair<const char*, int64_t>{"threads", o.threads.value_or(0)},
+        {"cpu_budget", o.cpu_budget.value_or(0)},
+        {"ram_budget", o.ram_budget.value_or(0)}}) {
+    if (value < 0) {
+      error_ = absl::InvalidArgumentError(
+          absl::StrCat("Options::", name, " must be >= 0 (0: the default), got ", value));
+      return error_;
+    }
+  }
   // A node that would read device memory on the host fails here, before any node starts.
   if (absl::Status s = CheckNoHostReadsOfDeviceElements(*dataset_); !s.ok()) {
     error_ = s;
@@ -166,6 +180,11 @@ absl::Status Iterator::Restore(const std::string& checkpoint) {
   if (started_) {
     return absl::FailedPreconditionError(
         "Restore must be called on a fresh iterator, before the first GetNext");
+  }
+  if (checkpoint.empty()) {
+    // It parses, as a checkpoint of version 0, which told nothing.
+    return absl::InvalidArgumentError(
+        "iterator checkpoint is empty (0 bytes): not what Iterator::Save returned");
   }
   proto::IteratorCheckpoint ckpt;
   if (!ckpt.ParseFromString(checkpoint)) {

@@ -65,6 +65,15 @@ TEST(IteratorTest, InitializeReportsCreationErrorsStickily) {
   absl::Status s = it->Initialize();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(it->GetNext().status(), s);
+  // A negative thread count meant all cores; an empty checkpoint told of "version 0".
+  auto negative = Dataset::Range(3).WithOptions({.threads = -3}).MakeIterator();
+  EXPECT_EQ(negative->GetNext().status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(negative->GetNext().status().message(),
+            "Options::threads must be >= 0 (0: the default), got -3");
+  absl::Status empty = Dataset::Range(3).MakeIterator()->Restore("");
+  EXPECT_EQ(empty.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(empty.message(),
+            "iterator checkpoint is empty (0 bytes): not what Iterator::Save returned");
 }
 
 // A stand-in for AUTOTUNE (dataset/ does not link autotune/): records what

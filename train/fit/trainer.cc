@@ -223,7 +223,15 @@ absl::Status Trainer::UseModelDevice(absl::string_view who) {
 
 absl::Status Trainer::BuildModel(const Shape& input_shape, absl::string_view who) {
   if (model_.built()) return absl::OkStatus();
-  SLUICE_RETURN_IF_ERROR(WithContext(model_.Build(input_shape), absl::StrCat(who, ": ")));
+  absl::Status built = model_.Build(input_shape);
+  if (!built.ok() && input_shape.rank() == 1) {
+    // The usual cause: a pipeline without its Batch, whose examples' features look like a batch.
+    built =
+        WithMessage(built, absl::StrCat(built.message(), "; the inputs ", input_shape.DebugString(),
+                                        " have one dimension: is the dataset batched "
+                                        "(Dataset::Batch)?"));
+  }
+  SLUICE_RETURN_IF_ERROR(WithContext(built, absl::StrCat(who, ": ")));
   SLUICE_RETURN_IF_ERROR(
       autodiff::CheckUniqueNames(model_.Variables(), absl::StrCat(who, ": the model")));
   return model_.To(device_);

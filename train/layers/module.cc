@@ -75,6 +75,10 @@ absl::Status Module::Build(const Shape& input_shape) {
 }
 
 absl::Status CallOnZeros(Module& module, const Shape& input_shape, const Device& device) {
+  if (input_shape.rank() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("an input shape needs a batch dimension, got ", input_shape.DebugString()));
+  }
   Shape one = input_shape;
   one.set_dim(0, 1);
   SLUICE_ASSIGN_OR_RETURN(backend::Backend * backend, backend::BackendFor(device));

@@ -263,6 +263,13 @@ TEST(TrainerTest, BadElementsAreClearErrors) {
   EXPECT_THAT(std::string(h.status().message()),
               HasSubstr("got 3 components: per-example weights (Keras' third component"));
   EXPECT_EQ(trainer.Evaluate(weighted).status().code(), absl::StatusCode::kInvalidArgument);
+  // A pipeline without its Batch: a lazy model is built for inputs [4], and the error says why.
+  layers::Sequential lazy{layers::Dense(3)};
+  Trainer lazy_trainer(lazy, sgd);
+  h = lazy_trainer.Fit(Dataset::FromTensorSlices(Element{blobs[0], blobs[1]}), {.verbose = 0});
+  ASSERT_FALSE(h.ok());
+  EXPECT_THAT(std::string(h.status().message()),
+              HasSubstr("the inputs [4] have one dimension: is the dataset batched"));
   Dataset empty = BlobsDataset(10, 3, 5).Take(0);
   h = trainer.Fit(empty, {.verbose = 0});
   ASSERT_FALSE(h.ok());
