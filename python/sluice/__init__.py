@@ -255,6 +255,9 @@ for _name, _method in list(Dataset.__dict__.items()):
             setattr(Dataset, _name, _device_passed(_name, _function))
         else:
             setattr(Dataset, _name, staticmethod(_function))
+for _name in dir(ops):
+    if type(getattr(ops, _name)).__name__ == "builtin_function_or_method":
+        setattr(ops, _name, _argument_errors_explained(_name, getattr(ops, _name)))
 bench = _argument_errors_explained("bench", bench)
 image_dataset_from_directory = _argument_errors_explained("image_dataset_from_directory",
                                                           image_dataset_from_directory)

@@ -229,6 +229,9 @@ def test_an_unknown_keyword_argument_is_named_with_what_is_taken():
         sluice.Dataset.zip((sluice.Dataset.range(3),), nme=1)
     with pytest.raises(TypeError, match=r"^bench\(\) got .* 'secs'; .* \(dataset, seconds, "):
         sluice.bench(sluice.Dataset.range(3), secs=1)
+    with pytest.raises(TypeError, match=r"^decode_jpeg\(\) got .* 'chanels'; sluice's "
+                       r"decode_jpeg takes \(channels, dct_method, component\)$"):
+        sluice.ops.decode_jpeg(chanels=3)
     # A wrong type among known arguments keeps pybind11's message, which shows the types.
     with pytest.raises(TypeError, match="incompatible function arguments"):
         sluice.Dataset.range(3).batch(batch_size="x")
