@@ -24,7 +24,6 @@
 #include "io/tfrecord_reader.h"
 #include "io/tfrecord_writer.h"
 #include "ops/augmentation.h"
-#include "ops/cast.h"
 #include "ops/crop.h"
 #include "ops/decode_and_resize.h"
 #include "ops/decode_jpeg.h"

@@ -78,6 +78,10 @@ struct TextLineOptions {
   int64_t skip_header_lines = 0;           // lines dropped at the start of every file
   uint64_t max_line_bytes = 64 << 20;      // a longer line is DataLoss naming it, then skipped
   size_t buffer_size = 256 << 10;
+  // > 1 (or kAutotune) reads that many files at once, a line from each in turn, as tf.data's
+  // TextLineDataset(num_parallel_reads): a deterministic parallel Interleave of one TextLine per
+  // file. 1 reads the files one after the other.
+  int num_parallel_reads = 1;
 };
 
 // Csv(files, record_defaults, options), like tf.data.experimental.CsvDataset.

@@ -6,6 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#ifdef __GLIBCXX__
+#include <cxxabi.h>
+#endif
 #include <memory>
 #include <new>
 #include <optional>
@@ -89,6 +92,10 @@ auto ExceptionsAsStatus(Fn&& fn) -> decltype(fn()) {
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(
         "out of memory: an allocation failed (an image or batch too large for this machine?)");
+#ifdef __GLIBCXX__
+  } catch (abi::__forced_unwind&) {
+    throw;  // a thread's pthread_exit or cancellation: it must go on unwinding
+#endif
   } catch (const std::exception& e) {
     return absl::UnknownError(absl::StrCat("a function threw a C++ exception: ", e.what(),
                                            " (pipeline functions return errors as absl::Status)"));

@@ -66,7 +66,10 @@ class InterleaveDataset : public DatasetBase {
   absl::Status MakeInner(const IteratorContext& ctx, Element element, int64_t index,
                          std::shared_ptr<const DatasetBase>* dataset,
                          std::unique_ptr<IteratorBase>* iterator) const {
-    SLUICE_ASSIGN_OR_RETURN(Dataset inner, fn_(std::move(element)));
+    // An exception from fn is its error, annotated as a returned one is.
+    SLUICE_ASSIGN_OR_RETURN(Dataset inner, ExceptionsAsStatus([&]() -> absl::StatusOr<Dataset> {
+                              return fn_(std::move(element));
+                            }));
     SLUICE_RETURN_IF_ERROR(CheckInnerPipeline(*this, *inner.base()));
     {
       // Iterator constructors set their node's shared Tunables without

@@ -409,7 +409,11 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     absl::Status made;
     {
       ScopedTimer t(&stats().busy_ns);
-      made = d_->MakeInner(inner_ctx_, future->input, future->index, &dataset, &iterator);
+      // On this worker thread, outside any GetNext: an exception from the user's function
+      // would end the process here.
+      made = ExceptionsAsStatus([&] {
+        return d_->MakeInner(inner_ctx_, future->input, future->index, &dataset, &iterator);
+      });
     }
     if (!made.ok()) made = Annotate(made, future->index);
     signal_->mu.Lock();

@@ -1,7 +1,9 @@
 // Dataset::Save(path, options), as tf.data's save: one pass over the dataset into a saved
 // dataset directory (dataset/saved_dataset.h). The manifest goes in last, so an error part-way
 // leaves the directory as it was.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_context.h"
@@ -30,9 +32,11 @@ absl::Status Dataset::Save(const std::string& path, SaveOptions options) const {
   while (true) {
     if (options.check && Clock::now() >= next_check) {
       if (absl::Status s = options.check(); !s.ok()) return in_save(s);
-      next_check =
-          Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                             std::chrono::duration<double>(options.check_interval_seconds));
+      // At most a minute apart: an infinite or NaN interval would overflow the clock.
+      const double interval = options.check_interval_seconds;
+      const double seconds = std::isnan(interval) ? 0.0 : std::clamp(interval, 0.0, 60.0);
+      next_check = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(seconds));
     }
     absl::StatusOr<std::optional<Element>> e = it->GetNext();
     if (!e.ok()) return in_save(e.status());

@@ -98,22 +98,8 @@ void RegisterTextFormats(py::class_<PyDataset>& c) {
          TextLineOptions options;
          options.compression = CompressionOf(compression_type);
          SetBufferSize(buffer_size, options.buffer_size);
-         std::vector<std::string> files = StringsOf(filenames);
-         const int reads = ParallelismOf(num_parallel_reads, "num_parallel_reads");
-         if (reads == 1) return PyDataset{Dataset::TextLine(std::move(files), options)};
-         // What tf.data's TextLineDataset does with num_parallel_reads: a deterministic parallel
-         // interleave of one TextLine per file, a line from each in turn.
-         Tensor names(DType::kBytes, Shape{static_cast<int64_t>(files.size())});
-         std::copy(files.begin(), files.end(), names.data<std::string>());
-         return PyDataset{Dataset::FromTensorSlices({std::move(names)})
-                              .Interleave(
-                                  [options](const std::string& file) {
-                                    return Dataset::TextLine(std::vector<std::string>{file},
-                                                             options);
-                                  },
-                                  {.cycle_length = reads,
-                                   .num_parallel_calls = reads,
-                                   .output_signature = ElementSpec({TensorSpec{DType::kBytes}})})};
+         options.num_parallel_reads = ParallelismOf(num_parallel_reads, "num_parallel_reads");
+         return PyDataset{Dataset::TextLine(StringsOf(filenames), options)};
        },
        py::arg("filenames"), py::arg("compression_type") = py::none(),
        py::arg("buffer_size") = py::none(), py::arg("num_parallel_reads") = py::none(),

@@ -222,7 +222,9 @@ def _argument_errors_explained(name, function):
             return function(*args, **kwargs)
         except TypeError as error:
             message = str(error)
-            if "incompatible function arguments" not in message or not kwargs:
+            # pybind11's own message for this very function (a callback run inside it may
+            # raise one of another function's, which this must not explain).
+            if not message.startswith(f"{name}(): incompatible function arguments") or not kwargs:
                 raise
             signatures = [line.split(". ", 1)[1] for line in message.splitlines()
                           if line.strip()[:1].isdigit() and ". (" in line]

@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -130,14 +131,25 @@ TEST_P(InterleaveTest, EndOfSequenceAtEveryPositionRepeats) {
 }
 
 TEST_P(InterleaveTest, FunctionErrorIsNamedPassesThroughAndCanBeSkipped) {
-  auto ds = Dataset::Range(1, 6).Interleave(
-      [](Element e) -> absl::StatusOr<Dataset> {
-        if (Value(e) == 3) return absl::NotFoundError("no dataset for 3");
-        return Tens(std::move(e));
-      },
-      Opts(2, 2));
-  auto it = ds.MakeIterator();
+  // `throws`: the function throws instead of returning its error, which a parallel Interleave's
+  // worker thread turned into the end of the process; it is the same error in its place.
+  auto make = [this](bool throws) {
+    return Dataset::Range(1, 6).Interleave(
+        [throws](Element e) -> absl::StatusOr<Dataset> {
+          if (Value(e) == 3 && throws) throw std::runtime_error("no dataset for 3");
+          if (Value(e) == 3) return absl::NotFoundError("no dataset for 3");
+          return Tens(std::move(e));
+        },
+        Opts(2, 2));
+  };
   absl::Status error;
+  EXPECT_THAT(ReadUntilError(*make(true).MakeIterator(), &error), ElementsAre(10, 20, 21));
+  EXPECT_EQ(error.code(), absl::StatusCode::kUnknown);
+  EXPECT_EQ(error.message(),
+            "Interleave[1] at element 2: a function threw a C++ exception: no dataset for 3 "
+            "(pipeline functions return errors as absl::Status)");
+  const Dataset ds = make(false);
+  auto it = ds.MakeIterator();
   EXPECT_THAT(ReadUntilError(*it, &error), ElementsAre(10, 20, 21));
   EXPECT_EQ(error.code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(error.message(), "Interleave[1] at element 2: no dataset for 3");

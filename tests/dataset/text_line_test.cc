@@ -65,6 +65,26 @@ TEST(TextLineTest, SkipsHeaderLinesInEveryFile) {
               ElementsAre("x,1", "y,2", "z,3"));
 }
 
+// num_parallel_reads, as tf.data's TextLineDataset: a line from each of N files in turn, the
+// same order every run, with the options applied to each file, and exact checkpoints.
+TEST(TextLineTest, ParallelReadsTakeALineFromEachFileInTurn) {
+  ScopedTempDir dir;
+  const std::string a = dir.path() + "/a.csv", b = dir.path() + "/b.csv", c = dir.path() + "/c.csv";
+  WriteFile(a, "h\na1\na2\na3\n");
+  WriteFile(b, "h\nb1\n");
+  WriteFile(c, "h\nc1\nc2\n");
+  const Dataset two =
+      Dataset::TextLine({a, b, c}, {.skip_header_lines = 1, .num_parallel_reads = 2});
+  // b ends at its second turn, which passes to a; c takes b's place at the turn after (tf.data's
+  // interleave order).
+  EXPECT_THAT(Lines(two), ElementsAre("a1", "b1", "a2", "a3", "c1", "c2"));
+  EXPECT_EQ(two.element_spec(), ElementSpec({TensorSpec{DType::kBytes}}));
+  ExpectCheckpointsResumeExactly(two, {0, 1, 3, 5, 6});
+  const Dataset tuned =
+      Dataset::TextLine({a, b, c}, {.skip_header_lines = 1, .num_parallel_reads = kAutotune});
+  EXPECT_THAT(Lines(tuned), ::testing::UnorderedElementsAre("a1", "a2", "a3", "b1", "c1", "c2"));
+}
+
 TEST(TextLineTest, ReadsGzipAndZlibFiles) {
   ScopedTempDir dir;
   std::string text;

@@ -76,7 +76,8 @@ absl::Status EpochIterator::Save(RankPosition& position) {
 
 absl::Status EpochIterator::Restore(RankPosition& position, absl::string_view path) {
   if (read_) {
-    iterator_ = indexed_.MakeIterator();  // the old one's threads stop as it goes
+    iterator_.reset();  // its threads and buffers go before the new one's come
+    iterator_ = indexed_.MakeIterator();
     read_ = false;
   }
   if (position.iterator_state) {

@@ -12,17 +12,18 @@ namespace sluice::train::fit {
 
 absl::Status CheckModelInput(absl::string_view who, const Element& e, size_t first,
                              bool need_targets) {
-  // The components before `first` are the trainer's own (Fit's pass index): not shown.
-  const Element given(e.begin() + static_cast<std::ptrdiff_t>(std::min(first, e.size())), e.end());
-  if (given.size() < (need_targets ? 2u : 1u)) {
+  // The components before `first` are the trainer's own (Fit's pass index): not counted or shown.
+  const size_t given = e.size() - std::min(first, e.size());
+  if (given < (need_targets ? 2u : 1u)) {
+    const Element shown(e.begin() + static_cast<std::ptrdiff_t>(e.size() - given), e.end());
     return absl::InvalidArgumentError(
         absl::StrCat(who, ": elements must be {inputs float32 [B, ...], targets [B, ...]}",
-                     need_targets ? "" : " or {inputs}", ", got ", ElementDebugString(given, 2)));
+                     need_targets ? "" : " or {inputs}", ", got ", ElementDebugString(shown, 2)));
   }
-  if (need_targets && given.size() > 2) {
+  if (need_targets && given > 2) {
     // Keras reads a third component as sample weights; ignoring it trained unweighted.
     return absl::InvalidArgumentError(absl::StrCat(
-        who, ": elements must be {inputs, targets}, got ", given.size(),
+        who, ": elements must be {inputs, targets}, got ", given,
         " components: per-example weights (Keras' third component, sample_weight) are not "
         "supported; drop the extra components with a Map"));
   }

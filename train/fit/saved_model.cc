@@ -149,6 +149,9 @@ absl::Status SaveModel(layers::Module& model, const Shape& input_shape, const st
   // built for 8 features saved as [1, 5]) would be saved, and refused on loading as weights that
   // do not belong to the config.
   if (absl::Status fits = layers::CallOnZeros(model, input_shape, model.device()); !fits.ok()) {
+    if (fits.code() != absl::StatusCode::kInvalidArgument) {  // out of memory, a device error
+      return WithContext(fits, absl::StrCat(dir, ": checking the input shape: "));
+    }
     return absl::InvalidArgumentError(absl::StrCat(dir, ": the input shape ",
                                                    input_shape.DebugString(),
                                                    " does not fit the model: ", fits.message()));

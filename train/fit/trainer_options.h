@@ -48,8 +48,10 @@ class MetricList {
   MetricList(std::vector<MetricSpec> specs) : specs_(std::move(specs)) {}  // NOLINT
   MetricList(std::nullopt_t) {}                                            // NOLINT
 
-  // Whether a list was given (an empty one included: no metrics).
+  // Whether a list was given (an empty one included: no metrics); std::optional's names too.
   explicit operator bool() const { return specs_.has_value(); }
+  bool has_value() const { return specs_.has_value(); }
+  const std::vector<MetricSpec>& value() const { return specs_.value(); }
   const std::vector<MetricSpec>& operator*() const { return *specs_; }
   const std::vector<MetricSpec>* operator->() const { return &*specs_; }
 

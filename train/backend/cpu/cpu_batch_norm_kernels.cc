@@ -355,9 +355,12 @@ struct Avx512Rows {
         if (mask == nullptr) {
           Store(y + at, out);
         } else {
-          // v > 0 (false for NaN, as the portable loop's): the output and the mask.
-          const __mmask16 k = _mm512_cmp_ps_mask(out, _mm512_setzero_ps(), _CMP_GT_OQ);
-          Store(y + at, _mm512_maskz_mov_ps(k, out));
+          // As the portable loop's ReluOf: 0 where v <= 0, v elsewhere (a NaN stays); the mask
+          // is v > 0 (false for NaN).
+          const __m512 zero = _mm512_setzero_ps();
+          const __mmask16 k = _mm512_cmp_ps_mask(out, zero, _CMP_GT_OQ);
+          const __mmask16 le = _mm512_cmp_ps_mask(out, zero, _CMP_LE_OQ);
+          Store(y + at, _mm512_mask_mov_ps(out, le, zero));
           StoreMask(mask, at, k);
         }
       }

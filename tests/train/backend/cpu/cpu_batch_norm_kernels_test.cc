@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -228,6 +229,32 @@ TEST_P(CpuBatchNormKernelsTest, FusedReluGivesTheBitsOfThePlainPassesAndARelu) {
     EXPECT_EQ(gx, ux);
     EXPECT_EQ(gg, ug);
     EXPECT_EQ(gb, ub);
+  }
+}
+
+// A NaN in channel 0's data makes its statistics and every output of it NaN, and the ReLU keeps
+// them (it made them 0); the other channels are untouched. 16 channels take the AVX-512 loop
+// where the CPU has one, 24 the portable loop.
+TEST_P(CpuBatchNormKernelsTest, FusedReluKeepsNaN) {
+  for (int64_t c : {16, 24}) {
+    SCOPED_TRACE("c " + std::to_string(c));
+    const int64_t m = 40, n = m * c;
+    std::vector<float> x = BnRandom(n, 17, -2, 3);
+    x[0] = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<float> gamma(c, 1.0f), beta(c, 0.0f);
+    std::vector<float> y(n), mean(c), variance(c);
+    std::vector<uint8_t> mask(n);
+    BatchNormTrainingF32(x.data(), m, c, gamma.data(), beta.data(), 1e-3f, y.data(), mean.data(),
+                         variance.data(), mask.data());
+    for (int64_t i = 0; i < n; ++i) {
+      if (i % c == 0) {
+        ASSERT_TRUE(std::isnan(y[i])) << i;
+        EXPECT_FALSE(MaskBit(mask, i, c)) << i;
+      } else {
+        ASSERT_FALSE(std::isnan(y[i])) << i;
+        ASSERT_GE(y[i], 0.0f) << i;
+      }
+    }
   }
 }
 
