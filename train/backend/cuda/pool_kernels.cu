@@ -33,7 +33,9 @@ __global__ void PoolForwardKernel(PoolParams p, const float* in, float* out, int
       for (int64_t y = y_begin; y < y_end; ++y) {
         for (int64_t x = x_begin; x < x_end; ++x) {
           const float v = base[(y * p.w + x) * p.c];
-          if (v > best) {  // the first maximum wins ties
+          // The first maximum wins ties; the first NaN wins, and stays (PyTorch's max pool keeps
+          // it, and a ReLU before it now does).
+          if (v > best || (isnan(v) && !isnan(best))) {
             best = v;
             best_pos = y * p.w + x;
           }

@@ -675,6 +675,38 @@ TEST_F(CudaBackendTest, MaxPropagatesNaNOnEveryPath) {
   }
 }
 
+// A NaN stays NaN through a ReLU (alone, in a residual add, after a bias) and a max pool, as on
+// the CPU and in PyTorch: each made it 0 or dropped it, hiding a NaN input from the loss.
+TEST_F(CudaBackendTest, ReluAndMaxPoolKeepNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = Random({1, 3, 3, 2}, 92);
+  x.flat<float>()[0] = nan;
+  Tensor y = DevEmpty(x.shape());
+  ASSERT_TRUE(gpu_->Unary(UnaryOp::kRelu, Dev(x), y).ok());
+  EXPECT_TRUE(std::isnan(Host(y).data<float>()[0]));
+  ASSERT_TRUE(gpu_->AddRelu(Dev(x), Dev(Random(x.shape(), 93)), y).ok());
+  EXPECT_TRUE(std::isnan(Host(y).data<float>()[0]));
+  Tensor mm = DevEmpty({2, 1});
+  Tensor a(DType::kFloat32, Shape{2, 2});
+  a.flat<float>()[0] = nan, a.flat<float>()[1] = 1, a.flat<float>()[2] = -3, a.flat<float>()[3] = 1;
+  Tensor ones(DType::kFloat32, Shape{2, 1}), zero(DType::kFloat32, Shape{1});
+  ones.flat<float>()[0] = ones.flat<float>()[1] = 1, zero.flat<float>()[0] = 0;
+  ASSERT_TRUE(gpu_->MatMulBias(Dev(a), Dev(ones), Dev(zero), true, mm).ok());
+  EXPECT_TRUE(std::isnan(Host(mm).data<float>()[0]));
+  EXPECT_EQ(Host(mm).data<float>()[1], 0.0f);
+  // A 2x2 max pool of the 3x3 image, stride 1: the windows over pixel (0, 0) are NaN, whatever
+  // its place in them; channel 1 has none.
+  PoolGeometry g;
+  g.algorithm = PoolAlgorithm::kMax;
+  g.n = 1, g.h = 3, g.w = 3, g.c = 2, g.window_h = g.window_w = 2, g.stride_h = g.stride_w = 1;
+  g.oh = g.ow = 2;
+  Tensor pooled = DevEmpty({1, 2, 2, 2});
+  ASSERT_TRUE(gpu_->Pool2DForward(g, Dev(x), pooled).ok());
+  const Tensor host = Host(pooled);
+  EXPECT_TRUE(std::isnan(host.data<float>()[0]));  // window (0, 0), channel 0
+  for (int64_t k = 1; k < 8; ++k) EXPECT_FALSE(std::isnan(host.data<float>()[k])) << k;
+}
+
 TEST_F(CudaBackendTest, BroadcastToAndReduceMaxBackwardMatchCpu) {
   Tensor in = Random({4, 1, 6}, 100);
   Tensor want(DType::kFloat32, Shape{4, 5, 6});
