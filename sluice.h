@@ -56,6 +56,7 @@
 #include "train/callbacks/reduce_lr_on_plateau.h"
 #include "train/callbacks/summary_writer.h"
 #include "train/callbacks/tensorboard.h"
+#include "train/callbacks/terminate_on_nan.h"
 #include "train/data/image_dataset.h"
 #include "train/data/image_dataset_from_directory.h"
 #include "train/data/prefetch_to_device.h"
