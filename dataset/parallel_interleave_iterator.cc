@@ -409,8 +409,9 @@ class ParallelInterleaveIterator : public InterleaveIterator {
     absl::Status made;
     {
       ScopedTimer t(&stats().busy_ns);
-      // On this worker thread, outside any GetNext: an exception from the user's function
-      // would end the process here.
+      // On this worker thread, outside any GetNext: MakeInner turns the user's function's
+      // exceptions into its errors, and this the inner pipeline's construction's (an
+      // allocation), which would end the process here.
       made = ExceptionsAsStatus([&] {
         return d_->MakeInner(inner_ctx_, future->input, future->index, &dataset, &iterator);
       });

@@ -1,8 +1,6 @@
 // TextLine(files, {compression, skip_header_lines, ...}): the lines of text files as scalar
 // strings, like tf.data.TextLineDataset.
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "dataset/dataset.h"
@@ -81,9 +79,7 @@ Dataset Dataset::TextLine(std::vector<std::string> files, TextLineOptions option
   const int reads = options.num_parallel_reads;
   if (reads == 1) return Dataset(std::make_shared<TextLineDataset>(std::move(files), options));
   options.num_parallel_reads = 1;
-  Tensor names(DType::kBytes, Shape{static_cast<int64_t>(files.size())});
-  std::copy(files.begin(), files.end(), names.data<std::string>());
-  return FromTensorSlices({std::move(names)})
+  return FromTensorSlices({Tensor::FromVector(files)})
       .Interleave(
           [options](const std::string& file) {
             return TextLine(std::vector<std::string>{file}, options);

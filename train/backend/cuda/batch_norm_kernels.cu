@@ -149,7 +149,7 @@ __global__ void NormalizeKernel(const float* x, const float* mean, const float* 
           y[i] = v;
         } else {
           const bool passed = v > 0.0f;
-          y[i] = v <= 0.0f ? 0.0f : v;  // a NaN stays, as on the CPU
+          y[i] = ReluOf(v);
           relu_mask[i] = passed ? 1 : 0;
         }
       });

@@ -91,7 +91,7 @@ __global__ void UnaryKernel(UnaryKind op, const float* x, float* y, int64_t n) {
     const float v = x[i];
     switch (op) {
       case UnaryKind::kRelu:
-        y[i] = !(v <= 0.0f) ? v : 0.0f;  // a NaN stays, as on the CPU
+        y[i] = ReluOf(v);
         break;
       case UnaryKind::kSigmoid:
         y[i] = 1.0f / (1.0f + expf(-v));
@@ -243,7 +243,7 @@ __global__ void BiasActivationKernel(float* out, const float* bias, int64_t n, i
       n, c, [&](int64_t k) { return bias[k]; },
       [&](int64_t i, float b) {
         const float v = out[i] + b;
-        out[i] = relu && v <= 0.0f ? 0.0f : v;  // a NaN stays
+        out[i] = relu ? ReluOf(v) : v;
       });
 }
 

@@ -66,6 +66,9 @@ __device__ inline void OffsetsAB(const StridedIndex& ix, int64_t i, int64_t& oa,
   }
 }
 
+// max(v, 0) that keeps a NaN, as the CPU's ReluOf (cpu_kernel_util.h) and PyTorch's ReLU.
+__device__ inline float ReluOf(float v) { return v <= 0.0f ? 0.0f : v; }
+
 __device__ inline float WarpSum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
