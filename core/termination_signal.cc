@@ -50,9 +50,16 @@ absl::StatusOr<std::unique_ptr<TerminationSignal>> TerminationSignal::Install(bo
 }
 
 TerminationSignal::~TerminationSignal() {
+  if (!released_) Release();
+}
+
+bool TerminationSignal::Release() {
+  if (released_) return received();
+  released_ = true;
   // A SIGTERM that arrived resets the disposition itself; restoring it again is harmless.
   if (handling_) sigaction(SIGTERM, &previous, nullptr);
   installed.store(false);
+  return received();
 }
 
 bool TerminationSignal::received() const { return received_flag.load(std::memory_order_relaxed); }

@@ -27,9 +27,16 @@ class TerminationSignal {
   // Whether SIGTERM arrived since Install (or before it, with keep_received).
   bool received() const;
 
+  // Ends the watch and says whether SIGTERM arrived: the previous disposition comes back first, so
+  // a SIGTERM after this call gets it and one before is counted; none falls between a look at
+  // received() and the end of the watch, where it would be noted and never acted on. The
+  // destructor then does nothing.
+  bool Release();
+
  private:
   explicit TerminationSignal(bool handling) : handling_(handling) {}
   bool handling_;  // this watch installed the handler
+  bool released_ = false;
 };
 
 }  // namespace sluice

@@ -57,6 +57,33 @@ TEST(TerminationSignalTest, OneWatchAtATimeAndThePreviousDispositionComesBack) {
   ASSERT_EQ(sigaction(SIGTERM, &before, nullptr), 0);
 }
 
+// Release gives the previous disposition back before it looks, so a SIGTERM is either counted by
+// it or gets that disposition: none is noted after the look and lost.
+TEST(TerminationSignalTest, ReleaseCountsASigtermBeforeItAndTheNextGetsThePreviousDisposition) {
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction before;
+  ASSERT_EQ(sigaction(SIGTERM, &ignore, &before), 0);
+  {
+    absl::StatusOr<std::unique_ptr<TerminationSignal>> watch = TerminationSignal::Install();
+    ASSERT_TRUE(watch.ok()) << watch.status();
+    EXPECT_FALSE((*watch)->Release());
+    struct sigaction after;
+    ASSERT_EQ(sigaction(SIGTERM, nullptr, &after), 0);
+    EXPECT_EQ(after.sa_handler, SIG_IGN);
+    // Released, it no longer holds the one watch a process may have.
+    absl::StatusOr<std::unique_ptr<TerminationSignal>> next = TerminationSignal::Install();
+    ASSERT_TRUE(next.ok()) << next.status();
+    ASSERT_EQ(raise(SIGTERM), 0);
+    EXPECT_TRUE((*next)->Release());
+    EXPECT_TRUE((*next)->Release());  // again: the same answer, nothing restored twice
+  }  // the released watches' destructors leave the disposition alone
+  struct sigaction after;
+  ASSERT_EQ(sigaction(SIGTERM, nullptr, &after), 0);
+  EXPECT_EQ(after.sa_handler, SIG_IGN);
+  ASSERT_EQ(sigaction(SIGTERM, &before, nullptr), 0);
+}
+
 // A SIGTERM the previous watch noted after its owner's last look carries over to a watch that
 // asks for it (sluice train's test evaluation after Fit's last backup), and the next SIGTERM
 // then ends the process: only one is ever let through.

@@ -406,7 +406,9 @@ absl::StatusOr<ImageClassifierResult> TrainImageClassifier(const ImageClassifier
   if (!options.callbacks.backup_dir.empty() && chief) {
     SLUICE_RETURN_IF_ERROR(DeleteRunBackups(options));
   }
-  if (sigterm != nullptr && sigterm->received() && chief) {
+  // Released before the look, so that a SIGTERM from here on ends the process instead of being
+  // noted too late to say so.
+  if (sigterm != nullptr && sigterm->Release() && chief) {
     std::fprintf(stderr,
                  "SIGTERM arrived at the end of training: the test evaluation%s finished first\n",
                  options.save_dir.empty() ? "" : " and the save");
