@@ -168,6 +168,9 @@ std::vector<TrainRow> OutputRows() {
       Flag("check-numerics", In(&Classifier::check_numerics),
            "stop at the first op that produces a NaN or an Inf, naming the op, the layer and the "
            "step (tf.debugging.enable_check_numerics; slow)"),
+      Flag("terminate-on-nan", In(&Classifier::callbacks, &Callbacks::terminate_on_nan),
+           "fail at the first step whose loss is NaN or infinite, naming it, before any backup, "
+           "checkpoint or --save of it (Keras' TerminateOnNaN; reads the loss every step)"),
       Flag("eager", In(&Classifier::run_eagerly),
            "run each training step op by op (Keras' run_eagerly, for debugging) instead of "
            "tracing it on the first batch and replaying it"),

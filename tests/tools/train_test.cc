@@ -1,8 +1,10 @@
 // Tests `sluice train` end to end on Debian's Fashion-MNIST (dataset-fashion-mnist, which
 // tools/setup.sh installs), converted once for the suite.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -279,13 +281,49 @@ TEST_F(TrainCommandTest, SkipErrorsTrainsPastACorruptRecordAndReportsIt) {
   EXPECT_EQ(JsonNumber(skipping.out, "skipped_records"), 1) << skipping.out;
   EXPECT_EQ(JsonNumber(skipping.out, "skipped_train_records"), 1) << skipping.out;
   EXPECT_THAT(skipping.out, HasSubstr("train-00000-of-00002.tfrecord: record "));
-  EXPECT_THAT(skipping.err, HasSubstr("skipped 1 unreadable record (1 training, 0 test); the first: "));
+  EXPECT_THAT(skipping.err,
+              HasSubstr("skipped 1 unreadable record (1 training, 0 test); the first: "));
   // The summary line says the listed images include the skipped one.
   CliResult line = RunSluice(common.substr(0, common.find(" --json")) + " --skip-errors");
   ASSERT_EQ(line.exit_code, 0) << line.err;
   EXPECT_THAT(line.out, HasSubstr("mlp, 1 epoch of 640 images (1 unreadable, skipped) |"))
       << line.out;
   std::filesystem::remove_all(dir);
+}
+
+// SGD at rate 1000 diverges within a few steps. Without --terminate-on-nan the run trains on and
+// warns at the end; with it, the run fails at the first such step, naming it, and neither saves
+// the model nor keeps a backup of that step.
+TEST_F(TrainCommandTest, TerminateOnNaNFailsAtTheFirstInvalidLossAndSavesNothing) {
+  const std::string backups = TempPath("train_nan_backups");
+  const std::string model = TempPath("train_nan_model");
+  const std::string common = "train --data " + Data() +
+                             " --model mlp --limit 192 --batch 32 --epochs 2 --optimizer sgd "
+                             "--lr 1000 --json --save " +
+                             ShellQuote(model);
+  CliResult on = RunSluice(common);
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  EXPECT_THAT(on.err, HasSubstr("warning: the training loss was "));
+  EXPECT_THAT(on.err, HasSubstr("in this run's epoch 1, so the weights are likely NaN too"));
+  std::filesystem::remove_all(model);
+
+  CliResult stopped = RunSluice(common + " --terminate-on-nan --checkpoint-every 1 --backup-dir " +
+                                ShellQuote(backups));
+  EXPECT_EQ(stopped.exit_code, 1) << stopped.out;
+  EXPECT_THAT(stopped.err, HasSubstr("TerminateOnNaN: the loss is "));
+  EXPECT_THAT(stopped.err, HasSubstr("(epoch 1, batch "));
+  EXPECT_FALSE(std::filesystem::exists(model));
+  // The step it names is the first not backed up: every backup is of an earlier step.
+  const size_t at = stopped.err.find(" after global step ");
+  ASSERT_NE(at, std::string::npos) << stopped.err;
+  const int step = std::atoi(stopped.err.c_str() + at + std::strlen(" after global step "));
+  ASSERT_GE(step, 1) << stopped.err;
+  int newest = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(backups)) {
+    newest = std::max(newest, std::atoi(entry.path().filename().string().c_str() + 5));
+  }
+  EXPECT_EQ(newest, step - 1) << stopped.err;
+  std::filesystem::remove_all(backups);
 }
 
 // This suite runs where no GPU is (CI): asking for one is an error that says why, before any

@@ -17,7 +17,13 @@ namespace sluice::train::callbacks {
 // is over all ranks when data-parallel, so every rank stops at the same step.
 class TerminateOnNaN : public Callback {
  public:
-  explicit TerminateOnNaN(std::FILE* out = stderr) : out_(out) {}
+  // What Fit does at an invalid loss: return its history so far (Keras'), or fail with an error
+  // that names the step (sluice train's: a script sees a failure, and no callback after this
+  // one in Fit's list saves the step's weights).
+  enum class Action { kStop, kFail };
+
+  explicit TerminateOnNaN(std::FILE* out = stderr, Action action = Action::kStop)
+      : out_(out), action_(action) {}
 
   absl::Status OnTrainBegin(const Logs& logs) override;
   absl::Status OnBatchEnd(int64_t batch, const Logs& logs) override;
@@ -27,6 +33,7 @@ class TerminateOnNaN : public Callback {
 
  private:
   std::FILE* out_;
+  Action action_;
   std::optional<int64_t> terminated_at_step_;
 };
 

@@ -4,6 +4,7 @@
 #include "train/callbacks/early_stopping.h"
 #include "train/callbacks/model_checkpoint.h"
 #include "train/callbacks/tensorboard.h"
+#include "train/callbacks/terminate_on_nan.h"
 
 namespace sluice::train::recipes {
 
@@ -18,6 +19,11 @@ std::unique_ptr<callbacks::Callback> MakeBackupAndRestore(const CallbackOptions&
 
 std::vector<std::unique_ptr<callbacks::Callback>> MakeCallbacks(const CallbackOptions& options) {
   std::vector<std::unique_ptr<callbacks::Callback>> made;
+  if (options.terminate_on_nan) {
+    // Silent: its error says it all.
+    made.push_back(std::make_unique<callbacks::TerminateOnNaN>(
+        nullptr, callbacks::TerminateOnNaN::Action::kFail));
+  }
   // Every rank: a backup is a collective (rank 0 writes every rank's position).
   if (!options.backup_dir.empty()) made.push_back(MakeBackupAndRestore(options));
   if (!options.log_dir.empty() && options.chief) {

@@ -31,13 +31,17 @@ struct CallbackOptions {
   // Stop when val_loss has not improved for this many epochs, restoring the best weights
   // (EarlyStopping); 0: never.
   int64_t early_stopping_patience = 0;
+  // Fail Fit at the first step whose loss is NaN or infinite (TerminateOnNaN, Action::kFail),
+  // first in the list, so that no backup or checkpoint of that step is written. It reads the loss
+  // every step: a wait for the device and, data-parallel, a sum over the ranks.
+  bool terminate_on_nan = false;
   // Whether this process writes the TensorBoard files: rank 0 of a data-parallel job. Every rank
   // runs ModelCheckpoint (saving gathers every rank's input position; rank 0 writes).
   bool chief = true;
 };
 
-// The callbacks `options` asks for, in the order Fit should call them: BackupAndRestore,
-// TensorBoard, ModelCheckpoint, EarlyStopping.
+// The callbacks `options` asks for, in the order Fit should call them: TerminateOnNaN,
+// BackupAndRestore, TensorBoard, ModelCheckpoint, EarlyStopping.
 std::vector<std::unique_ptr<callbacks::Callback>> MakeCallbacks(const CallbackOptions& options);
 
 // The BackupAndRestore of `options` (backup_dir not empty): SIGTERM writes a backup and stops.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -267,7 +268,9 @@ absl::StatusOr<Session> SetUp(const ImageClassifierOptions& options,
     callbacks.backup_dir = (dir / kFineTuneBackups).string();
   }
   s.callbacks = MakeCallbacks(callbacks);
-  if (!callbacks.backup_dir.empty()) s.backup = s.callbacks.front().get();  // MakeCallbacks' first
+  for (const std::unique_ptr<callbacks::Callback>& made : s.callbacks) {
+    if (dynamic_cast<callbacks::BackupAndRestore*>(made.get()) != nullptr) s.backup = made.get();
+  }
   return s;
 }
 
@@ -324,6 +327,22 @@ absl::Status BeforeFit(const ImageClassifierOptions& options, bool chief, Sessio
   }
   if (options.check_numerics) autodiff::EnableCheckNumerics();
   return absl::OkStatus();
+}
+
+// A loss that turned NaN trains on without a word (TerminateOnNaN is opt-in, as in Keras, for it
+// reads the loss every step): the epoch's logged loss says so once it ends.
+void WarnOfAnInvalidLoss(const fit::History& history) {
+  const auto loss = history.history.find("loss");
+  if (loss == history.history.end()) return;
+  for (size_t epoch = 0; epoch < loss->second.size(); ++epoch) {
+    if (std::isfinite(loss->second[epoch])) continue;
+    std::fprintf(stderr,
+                 "warning: the training loss was %s in this run's epoch %zu, so the weights are "
+                 "likely NaN too: --terminate-on-nan fails at the first such step, and "
+                 "--check-numerics names the op that made it\n",
+                 std::isnan(loss->second[epoch]) ? "NaN" : "infinite", epoch + 1);
+    return;
+  }
 }
 
 }  // namespace
@@ -385,6 +404,7 @@ absl::StatusOr<ImageClassifierResult> TrainImageClassifier(const ImageClassifier
   }
   MeasureTraining(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                   result);
+  if (chief) WarnOfAnInvalidLoss(result.history);
   // With backups, a SIGTERM (a scheduler's preemption) after training waits for the test
   // evaluation and the save, short next to training: ending the process then would only make the
   // run started again evaluate anew. So does one that came after Fit's last look (in the last

@@ -46,6 +46,30 @@ TEST(TerminateOnNaNTest, StopsFitAtTheStepWhoseLossIsNaN) {
   EXPECT_TRUE(std::isnan(h->history.at("loss")[2]));
 }
 
+// Action::kFail: Fit fails naming the step, and a callback after it in the list (a backup every
+// step) never sees that step.
+TEST(TerminateOnNaNTest, FailActionFailsFitBeforeLaterCallbacksSeeTheStep) {
+  auto model = TinyModel(5);
+  optimizers::Sgd sgd;
+  fit::Trainer trainer(*model, sgd);
+  TerminateOnNaN terminate(nullptr, TerminateOnNaN::Action::kFail);
+  struct LastStepSeen : Callback {
+    absl::Status OnBatchEnd(int64_t, const Logs&) override {
+      step = trainer()->global_step();
+      return absl::OkStatus();
+    }
+    int64_t step = 0;
+  } after;
+  absl::StatusOr<fit::History> h = trainer.Fit(
+      WithANaNAtStep3(), {.epochs = 3, .callbacks = {&terminate, &after}, .verbose = 0});
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(h.status().message(),
+              ::testing::HasSubstr("the loss is NaN after global step 3 (epoch 1, batch 3)"));
+  EXPECT_EQ(terminate.terminated_at_step(), 3);
+  EXPECT_EQ(after.step, 2);
+}
+
 TEST(TerminateOnNaNTest, AFiniteLossTrainsToTheEnd) {
   auto model = TinyModel(5);
   optimizers::Sgd sgd;
