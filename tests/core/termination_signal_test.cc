@@ -33,44 +33,47 @@ TEST(TerminationSignalTest, TheSecondSigtermEndsTheProcess) {
       ::testing::KilledBySignal(SIGTERM), "");
 }
 
-TEST(TerminationSignalTest, OneWatchAtATimeAndThePreviousDispositionComesBack) {
-  struct sigaction ignore = {};
-  ignore.sa_handler = SIG_IGN;
-  struct sigaction before;
-  ASSERT_EQ(sigaction(SIGTERM, &ignore, &before), 0);
+// The process ignores SIGTERM while each test runs: a disposition a watch must give back.
+class IgnoringSigterm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    struct sigaction ignore = {};
+    ignore.sa_handler = SIG_IGN;
+    ASSERT_EQ(sigaction(SIGTERM, &ignore, &before_), 0);
+  }
+  void TearDown() override { ASSERT_EQ(sigaction(SIGTERM, &before_, nullptr), 0); }
+  static bool Ignored() {
+    struct sigaction now;
+    return sigaction(SIGTERM, nullptr, &now) == 0 && now.sa_handler == SIG_IGN;
+  }
+
+ private:
+  struct sigaction before_;
+};
+
+TEST_F(IgnoringSigterm, OneWatchAtATimeAndThePreviousDispositionComesBack) {
   {
     absl::StatusOr<std::unique_ptr<TerminationSignal>> watch = TerminationSignal::Install();
     ASSERT_TRUE(watch.ok()) << watch.status();
     EXPECT_EQ(TerminationSignal::Install().status().code(), absl::StatusCode::kFailedPrecondition);
-    struct sigaction during;
-    ASSERT_EQ(sigaction(SIGTERM, nullptr, &during), 0);
-    EXPECT_NE(during.sa_handler, SIG_IGN);
+    EXPECT_FALSE(Ignored());
   }
-  struct sigaction after;
-  ASSERT_EQ(sigaction(SIGTERM, nullptr, &after), 0);
-  EXPECT_EQ(after.sa_handler, SIG_IGN);
+  EXPECT_TRUE(Ignored());
   // A new watch starts with no signal noted.
   absl::StatusOr<std::unique_ptr<TerminationSignal>> again = TerminationSignal::Install();
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_FALSE((*again)->received());
   again->reset();
-  ASSERT_EQ(sigaction(SIGTERM, &before, nullptr), 0);
 }
 
 // Release gives the previous disposition back before it looks, so a SIGTERM is either counted by
 // it or gets that disposition: none is noted after the look and lost.
-TEST(TerminationSignalTest, ReleaseCountsASigtermBeforeItAndTheNextGetsThePreviousDisposition) {
-  struct sigaction ignore = {};
-  ignore.sa_handler = SIG_IGN;
-  struct sigaction before;
-  ASSERT_EQ(sigaction(SIGTERM, &ignore, &before), 0);
+TEST_F(IgnoringSigterm, ReleaseCountsASigtermBeforeItAndTheNextGetsThePreviousDisposition) {
   {
     absl::StatusOr<std::unique_ptr<TerminationSignal>> watch = TerminationSignal::Install();
     ASSERT_TRUE(watch.ok()) << watch.status();
     EXPECT_FALSE((*watch)->Release());
-    struct sigaction after;
-    ASSERT_EQ(sigaction(SIGTERM, nullptr, &after), 0);
-    EXPECT_EQ(after.sa_handler, SIG_IGN);
+    EXPECT_TRUE(Ignored());
     // Released, it no longer holds the one watch a process may have.
     absl::StatusOr<std::unique_ptr<TerminationSignal>> next = TerminationSignal::Install();
     ASSERT_TRUE(next.ok()) << next.status();
@@ -78,10 +81,7 @@ TEST(TerminationSignalTest, ReleaseCountsASigtermBeforeItAndTheNextGetsThePrevio
     EXPECT_TRUE((*next)->Release());
     EXPECT_TRUE((*next)->Release());  // again: the same answer, nothing restored twice
   }  // the released watches' destructors leave the disposition alone
-  struct sigaction after;
-  ASSERT_EQ(sigaction(SIGTERM, nullptr, &after), 0);
-  EXPECT_EQ(after.sa_handler, SIG_IGN);
-  ASSERT_EQ(sigaction(SIGTERM, &before, nullptr), 0);
+  EXPECT_TRUE(Ignored());
 }
 
 // A SIGTERM the previous watch noted after its owner's last look carries over to a watch that
