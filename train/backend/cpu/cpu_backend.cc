@@ -20,6 +20,7 @@
 #include "train/backend/cpu/bfloat16_convert.h"
 #include "train/backend/cpu/cpu_allocator.h"
 #include "train/backend/cpu/cpu_batch_norm_kernels.h"
+#include "train/backend/cpu/cpu_max_pool_kernels.h"
 #include "train/backend/cpu/cpu_threads.h"
 #include "train/backend/cpu/dnnl_engine.h"
 #include "train/backend/cpu/dnnl_primitive_cache.h"
@@ -53,6 +54,9 @@ memory::desc AsBf16(const memory::desc& md) {
 }
 
 void* Ptr(const Tensor& t) { return const_cast<void*>(t.raw_data()); }
+// A float32 tensor's data, for our own loop kernels.
+const float* In(const Tensor& t) { return static_cast<const float*>(t.raw_data()); }
+float* Out(const Tensor& t) { return static_cast<float*>(const_cast<void*>(t.raw_data())); }
 
 // Streams are not thread-safe; one per thread, made once.
 dnnl::stream& ThreadStream() {
@@ -679,6 +683,18 @@ absl::Status CpuBackend::ConvBackwardFilter(const ConvGeometry& geo, const Tenso
 
 absl::StatusOr<Tensor> CpuBackend::Pool2DForward(const PoolGeometry& geo, const Tensor& input,
                                                  Tensor& output) {
+  if (geo.algorithm == PoolAlgorithm::kMax) {
+    // Ours, not oneDNN's: it keeps a NaN wherever it is in the window (cpu_max_pool_kernels.h).
+    if (geo.window_h * geo.window_w > kMaxPoolWindowLimit) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "MaxPool2D: a ", geo.window_h, " x ", geo.window_w, " window has more than ",
+          kMaxPoolWindowLimit, " positions; GlobalMaxPool takes the maximum over a whole image"));
+    }
+    // The positions of the maxima, for the backward: two bytes an output element.
+    Tensor argmax(DType::kUint8, Shape{output.num_elements() * 2});
+    MaxPoolForwardF32(geo, In(input), Out(output), reinterpret_cast<uint16_t*>(argmax.raw_data()));
+    return argmax;
+  }
   Tensor workspace;
   SLUICE_RETURN_IF_ERROR(Guard("Pool2D", [&] {
     auto entry =
@@ -706,6 +722,11 @@ absl::StatusOr<Tensor> CpuBackend::Pool2DForward(const PoolGeometry& geo, const 
 absl::Status CpuBackend::Pool2DBackward(const PoolGeometry& geo, const Tensor& input,
                                         const Tensor& output, const Tensor& workspace,
                                         const Tensor& grad_output, Tensor& grad_input) {
+  if (geo.algorithm == PoolAlgorithm::kMax) {
+    MaxPoolBackwardF32(geo, reinterpret_cast<const uint16_t*>(workspace.raw_data()),
+                       In(grad_output), Out(grad_input));
+    return absl::OkStatus();
+  }
   return Guard("Pool2D backward", [&] {
     auto entry =
         DnnlPrimitiveCache::Global().GetOrCreate<PoolBackwardEntry>(PoolKey("pool_bwd", geo), [&] {
@@ -757,8 +778,6 @@ absl::Status BatchNormData(const char* op, const Tensor& x) {
       absl::StrCat(op, ": x is ", DTypeName(x.dtype()), ", not float32 or bfloat16"));
 }
 
-const float* In(const Tensor& t) { return static_cast<const float*>(t.raw_data()); }
-float* Out(const Tensor& t) { return static_cast<float*>(const_cast<void*>(t.raw_data())); }
 const uint16_t* Bits(const Tensor& t) { return static_cast<const uint16_t*>(t.raw_data()); }
 uint16_t* OutBits(const Tensor& t) {
   return static_cast<uint16_t*>(const_cast<void*>(t.raw_data()));
