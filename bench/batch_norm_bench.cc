@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/dnnl_bench_loop.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "train/backend/compute_precision.h"
 #include "train/backend/cpu/bfloat16_convert.h"
@@ -132,16 +133,7 @@ void BM_BatchNormRelu(benchmark::State& state) {
                                                     {DNNL_ARG_DIFF_SCALE, grad_gamma},
                                                     {DNNL_ARG_DIFF_SHIFT, grad_beta},
                                                     {DNNL_ARG_WORKSPACE, workspace}};
-  fwd.execute(stream, fwd_args);
-  stream.wait();
-  for (auto _ : state) {
-    if (backward) {
-      bwd.execute(stream, bwd_args);
-    } else {
-      fwd.execute(stream, fwd_args);
-    }
-    stream.wait();
-  }
+  bench::TimeDnnlPair(state, stream, fwd, fwd_args, bwd, bwd_args, backward);
 }
 
 void Shapes(benchmark::internal::Benchmark* b) {

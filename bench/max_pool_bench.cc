@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bench/dnnl_bench_loop.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "train/backend/cpu/cpu_max_pool_kernels.h"
 #include "train/backend/cpu/dnnl_engine.h"
@@ -71,16 +72,7 @@ void BM_MaxPool(benchmark::State& state) {
       {DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_WORKSPACE, workspace}};
   const std::unordered_map<int, memory> bwd_args = {
       {DNNL_ARG_DIFF_DST, gym}, {DNNL_ARG_DIFF_SRC, gxm}, {DNNL_ARG_WORKSPACE, workspace}};
-  fwd.execute(stream, fwd_args);
-  stream.wait();
-  for (auto _ : state) {
-    if (backward) {
-      bwd.execute(stream, bwd_args);
-    } else {
-      fwd.execute(stream, fwd_args);
-    }
-    stream.wait();
-  }
+  bench::TimeDnnlPair(state, stream, fwd, fwd_args, bwd, bwd_args, backward);
 }
 
 void Shapes(benchmark::internal::Benchmark* b) {
@@ -93,10 +85,10 @@ void Shapes(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_MaxPool)
-    ->ArgNames({"ours", "bwd", "n", "h", "w", "c"})
     ->Apply(Shapes)
-    ->Unit(benchmark::kMicrosecond)
-    ->UseRealTime();
+    ->ArgNames({"ours", "bwd", "n", "h", "w", "c"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace sluice::train::backend::cpu
