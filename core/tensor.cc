@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <new>
 
 #include "absl/strings/escaping.h"
@@ -156,6 +158,15 @@ bool Tensor::Equals(const Tensor& other) const {
   }
   const size_t n = byte_size();
   return n == 0 || std::memcmp(raw_data(), other.raw_data(), n) == 0;
+}
+
+void Tensor::ScalarMisuse(DType wanted) const {
+  std::fprintf(stderr,
+               "Tensor::scalar<%s>() on a tensor of %s, shape %s (%lld elements): it reads the "
+               "one element of a tensor of its own type\n",
+               std::string(DTypeName(wanted)).c_str(), std::string(DTypeName(dtype_)).c_str(),
+               shape_.DebugString().c_str(), static_cast<long long>(num_elements()));
+  std::abort();
 }
 
 std::string Tensor::DebugString(int max_values) const {

@@ -77,10 +77,13 @@ class Tensor {
   absl::Span<const T> flat() const {
     return absl::Span<const T>(data<T>(), static_cast<size_t>(num_elements()));
   }
-  // The single value of a tensor with one element.
+  // The single value of a tensor with one element. Checked in every build: a wrong type or count
+  // ends the process with a message naming both (a read of the wrong bytes went on silently).
   template <typename T>
   const T& scalar() const {
-    assert(num_elements() == 1);
+    if (num_elements() != 1 || DTypeOf<T>::value != dtype_) [[unlikely]] {
+      ScalarMisuse(DTypeOf<T>::value);
+    }
     return *data<T>();
   }
 
@@ -106,6 +109,7 @@ class Tensor {
   std::string DebugString(int max_values = 16) const;
 
  private:
+  [[noreturn]] void ScalarMisuse(DType wanted) const;
   Tensor(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer, size_t offset)
       : dtype_(dtype), shape_(std::move(shape)), buffer_(std::move(buffer)), offset_(offset) {}
   // Bytes of one row along the first dimension.

@@ -16,8 +16,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -84,9 +86,9 @@ std::string ShardName(absl::string_view split, int index, int count) {
 
 // Writes `total` records into `num_shards` files (at most `total`, so that none is empty),
 // contiguous blocks of nearly equal size (shard s holds records [s * total / N, (s + 1) * total /
-// N)). Each shard is atomic; unless
-// Commit is called, the shards already finished are removed, so that a failed run leaves no
-// partial set.
+// N)). The shards are staged under hidden names (".train-00000-of-00004.tfrecord.staged-PID",
+// which readers' globs do not match) and renamed into place only by Commit: a failed run leaves
+// an earlier conversion in the folder as it was, and removes what it staged.
 class ShardedWriter {
  public:
   ShardedWriter(std::string dir, std::string split, int num_shards, int64_t total)
@@ -117,15 +119,29 @@ class ShardedWriter {
     return CloseCurrent();
   }
 
-  // Keeps the finished set (once everything else the conversion writes is written too) and
-  // removes the same split's shards of another count that an earlier conversion left: readers
-  // glob "<split>-*", and would read both sets.
-  void Commit() {
+  // Renames the finished set into place (once everything else the conversion writes is written
+  // too) and removes the same split's shards of another count that an earlier conversion left
+  // (readers glob "<split>-*", and would read both sets), and what a killed conversion staged.
+  absl::Status Commit() {
+    for (const std::string& staged : finished_) {
+      const fs::path path(staged);
+      std::string name = path.filename().string().substr(1);  // the leading "."
+      name.resize(name.rfind(kStagedSuffix));
+      std::error_code error;
+      fs::rename(path, path.parent_path() / name, error);
+      if (error) {
+        return absl::InternalError(absl::StrCat("cannot rename ", staged, " to ", name, " in ",
+                                                dir_, ": ", error.message()));
+      }
+    }
     committed_ = true;
     std::error_code error;
     for (const fs::directory_entry& entry : fs::directory_iterator(dir_, error)) {
-      const std::optional<int> count = ShardCountOf(entry.path().filename().string());
-      if (!count || *count == num_shards_) continue;
+      const std::string name = entry.path().filename().string();
+      const std::optional<int> count = ShardCountOf(name);
+      const bool stale_stage =
+          absl::StartsWith(name, "." + split_ + "-") && absl::StrContains(name, kStagedSuffix);
+      if (!stale_stage && (!count || *count == num_shards_)) continue;
       std::error_code removed;
       fs::remove(entry.path(), removed);
       if (removed) {
@@ -135,6 +151,7 @@ class ShardedWriter {
                      entry.path().c_str(), removed.message().c_str());
       }
     }
+    return absl::OkStatus();
   }
 
   int64_t records() const { return records_; }
@@ -142,6 +159,8 @@ class ShardedWriter {
   int num_shards() const { return num_shards_; }
 
  private:
+  static constexpr char kStagedSuffix[] = ".staged-";
+
   // N when `name` is a shard of this split as ShardName names them ("<split>-00001-of-N").
   std::optional<int> ShardCountOf(absl::string_view name) const {
     if (!absl::ConsumePrefix(&name, split_) || !absl::ConsumePrefix(&name, "-") ||
@@ -165,7 +184,10 @@ class ShardedWriter {
   }
   absl::Status OpenNext() {
     SLUICE_RETURN_IF_ERROR(CloseCurrent());
-    std::string path = (fs::path(dir_) / ShardName(split_, next_shard_, num_shards_)).string();
+    const std::string path =
+        (fs::path(dir_) /
+         absl::StrCat(".", ShardName(split_, next_shard_, num_shards_), kStagedSuffix, getpid()))
+            .string();
     // No fsync per shard: a converter's output is regenerated, not precious, and
     // the rename still guarantees that no half-written shard is visible.
     SLUICE_ASSIGN_OR_RETURN(writer_, TFRecordWriter::Open(path, {.sync = false}));
@@ -191,11 +213,21 @@ absl::Status WriteLabels(const std::string& dir, const std::vector<std::string>&
   return WriteFileAtomically((fs::path(dir) / "labels.txt").string(), text);
 }
 
-absl::Status MakeDirectory(const std::string& dir) {
+// Creates `dir` when it is missing; `created` says whether it did.
+absl::Status MakeDirectory(const std::string& dir, bool& created) {
   std::error_code error;
-  fs::create_directories(dir, error);
+  created = fs::create_directories(dir, error);
   if (error) return absl::InternalError(absl::StrCat(dir, ": cannot create: ", error.message()));
   return absl::OkStatus();
+}
+
+// Removes the output folder a failed conversion created, when nothing is in it: a failure leaves
+// the folder as it found it. Cancelled once the conversion is whole.
+auto RemoveIfLeftEmpty(const std::string& dir, const bool& created) {
+  return absl::MakeCleanup([&dir, &created] {
+    std::error_code ignored;  // not empty, or not ours: it stays
+    if (created && fs::is_empty(dir, ignored)) fs::remove(dir, ignored);
+  });
 }
 
 std::string ImageExample(std::string encoded, int64_t label, int64_t height, int64_t width,
@@ -364,7 +396,9 @@ void PrintFashionMnistSummary(const FashionMnistArgs& args, const std::vector<Sp
 
 // Both splits and the class names into args.out.
 absl::StatusOr<std::vector<SplitResult>> ConvertFashionMnist(const FashionMnistArgs& args) {
-  SLUICE_RETURN_IF_ERROR(MakeDirectory(args.out));
+  bool created = false;
+  SLUICE_RETURN_IF_ERROR(MakeDirectory(args.out, created));
+  auto failed = RemoveIfLeftEmpty(args.out, created);
   std::vector<SplitResult> results;
   // Both splits' shards stay uncommitted until everything is written: a failure in the test
   // split or the labels removes the train split's too.
@@ -377,7 +411,8 @@ absl::StatusOr<std::vector<SplitResult>> ConvertFashionMnist(const FashionMnistA
   }
   std::vector<std::string> names(std::begin(kFashionMnistClasses), std::end(kFashionMnistClasses));
   SLUICE_RETURN_IF_ERROR(WriteLabels(args.out, names));
-  for (const auto& writer : pending) writer->Commit();
+  for (const auto& writer : pending) SLUICE_RETURN_IF_ERROR(writer->Commit());
+  std::move(failed).Cancel();
   return results;
 }
 
@@ -578,7 +613,7 @@ absl::Status WriteImageShards(const ImagesArgs& args, const std::vector<ImageFil
   }
   SLUICE_RETURN_IF_ERROR(writer.Finish());
   SLUICE_RETURN_IF_ERROR(WriteLabels(args.out, conversion.classes));
-  writer.Commit();
+  SLUICE_RETURN_IF_ERROR(writer.Commit());
   return absl::OkStatus();
 }
 
@@ -587,10 +622,13 @@ absl::StatusOr<ImagesConversion> ConvertImages(const ImagesArgs& args, const std
   std::vector<ImageFile> files;
   SLUICE_RETURN_IF_ERROR(ListImageTree(root, &conversion.classes, &files));
   DeterministicShuffle(files, args.seed);
-  SLUICE_RETURN_IF_ERROR(MakeDirectory(args.out));
+  bool created = false;
+  SLUICE_RETURN_IF_ERROR(MakeDirectory(args.out, created));
+  auto failed = RemoveIfLeftEmpty(args.out, created);
   conversion.files = static_cast<int64_t>(files.size());
   conversion.per_class.assign(conversion.classes.size(), 0);
   SLUICE_RETURN_IF_ERROR(WriteImageShards(args, files, conversion));
+  std::move(failed).Cancel();
   return conversion;
 }
 

@@ -174,5 +174,14 @@ TEST(DTypeTest, NamesRoundTrip) {
   EXPECT_FALSE(DTypeFromName("float64").ok());
 }
 
+// scalar<T> checks its type and count in every build (it read the wrong bytes in Release).
+TEST(TensorDeathTest, ScalarOfTheWrongTypeOrCountEndsTheProcessNamingBoth) {
+  Tensor labels = *Tensor::FromVector<int64_t>({3}, Shape{});
+  EXPECT_EQ(labels.scalar<int64_t>(), 3);
+  EXPECT_DEATH(labels.scalar<float>(), "scalar<float32>\\(\\) on a tensor of int64, shape \\[\\]");
+  Tensor two = *Tensor::FromVector<float>({1, 2}, Shape{2});
+  EXPECT_DEATH(two.scalar<float>(), "tensor of float32, shape \\[2\\] \\(2 elements\\)");
+}
+
 }  // namespace
 }  // namespace sluice

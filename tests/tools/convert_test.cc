@@ -236,7 +236,35 @@ TEST(ConvertFashionMnistTest, AFailureInTheTestSplitLeavesNoTrainShards) {
                           ShellQuote(out) + " --shards 2 --format raw");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("t10k-labels-idx1-ubyte.gz"));
-  EXPECT_TRUE(DirEntries(out).empty()) << ::testing::PrintToString(DirEntries(out));
+  // The folder it made goes too: nothing is left behind.
+  EXPECT_FALSE(fs::exists(out)) << ::testing::PrintToString(DirEntries(out));
+}
+
+// A conversion that fails over an earlier one of the same shard count leaves that one as it was:
+// its shards are staged under hidden names and renamed into place only once all are written
+// (they were renamed over the earlier shards one by one, and removed at the failure: half a data
+// set lost). What a killed conversion staged goes at the next whole one.
+TEST(ConvertFashionMnistTest, AFailedConversionLeavesAnEarlierOneWhole) {
+  const std::string good = MakeMnistSource(3, 2);
+  const std::string out = TempPath("mnist_keep");
+  const std::string convert = " --out " + ShellQuote(out) + " --shards 2 --format raw --source ";
+  ASSERT_EQ(RunSluice("convert fashion-mnist" + convert + ShellQuote(good)).exit_code, 0);
+  const std::vector<std::string> before = DirEntries(out);
+  const std::vector<Record> train = ReadShards(out, "train", 2);
+
+  const std::string bad = MakeMnistSource(2, 2);  // other images, and a test split that fails
+  fs::remove(bad + "/t10k-labels-idx1-ubyte.gz");
+  CliResult r = RunSluice("convert fashion-mnist" + convert + ShellQuote(bad));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("t10k-labels-idx1-ubyte.gz"));
+  EXPECT_EQ(DirEntries(out), before);
+  const std::vector<Record> kept = ReadShards(out, "train", 2);
+  ASSERT_EQ(kept.size(), train.size());
+  for (size_t i = 0; i < kept.size(); ++i) EXPECT_EQ(kept[i].encoded, train[i].encoded) << i;
+
+  std::ofstream(out + "/.train-00000-of-00002.tfrecord.staged-1") << "killed";
+  ASSERT_EQ(RunSluice("convert fashion-mnist" + convert + ShellQuote(good)).exit_code, 0);
+  EXPECT_EQ(DirEntries(out), before);
 }
 
 // Converting again with another shard count removes the earlier set, which the readers' glob
@@ -386,8 +414,8 @@ TEST(ConvertImagesTest, BadJpegIsAnErrorOrSkipped) {
   CliResult r = ConvertImages(root, out, "--shards 3");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("cat/broken.jpg: not a valid JPEG"));
-  // A failed run leaves no shards (finished ones are removed, open ones never renamed).
-  EXPECT_TRUE(DirEntries(out).empty()) << ::testing::PrintToString(DirEntries(out));
+  // A failed run leaves nothing: no shards, and not the folder it made.
+  EXPECT_FALSE(fs::exists(out)) << ::testing::PrintToString(DirEntries(out));
 
   r = ConvertImages(root, out, "--shards 3 --skip-bad --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

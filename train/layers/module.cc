@@ -68,8 +68,9 @@ absl::Status Module::Build(const Shape& input_shape) {
   // before its lazy layers were built ran its built ones on CPU zeros, a device mismatch.
   const absl::Status called = CallOnZeros(*this, input_shape, device());
   if (!called.ok()) {
-    return WithContext(
-        called, absl::StrCat(name(), ": building for input ", input_shape.DebugString(), ": "));
+    return WithContext(called,
+                       absl::StrCat(name(), ": building for input ", input_shape.DebugString(),
+                                    " (called once on zeros of batch 1): "));
   }
   return absl::OkStatus();
 }
