@@ -1,6 +1,7 @@
 #include "io/tfrecord_reader.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/base/attributes.h"
@@ -148,13 +149,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline TFRecordReader::Step TFRecordReader::ReadOne
     const uint32_t computed = tfrecord::HeaderCrc(header);
     if (stored != computed) return CorruptHeader(start, header, stored, computed);
   }
-  if (length > options_.max_record_bytes) {
-    return Fail(absl::ResourceExhaustedError(
-        absl::StrCat(Where(start), "a record of ", length, " bytes exceeds max_record_bytes (",
-                     options_.max_record_bytes,
-                     "); to read this file, raise max_record_bytes (Python: "
-                     "Dataset.tfrecord's; C++: TFRecordOptions', TFRecordReaderOptions')")));
-  }
+  if (length > options_.max_record_bytes) return Oversized(start, length);
   if (length <= avail - kHeaderSize && kFooterSize <= avail - kHeaderSize - length) {
     return ReadBufferedRecord(start, header, length, record);
   }
@@ -188,14 +183,37 @@ TFRecordReader::Step TFRecordReader::CorruptHeader(uint64_t start, const char* h
                   ? WrongCompressionHint(absl::string_view(header, 2), Compression::kNone)
                   : "")));
   }
+  return SkipToNextHeader(start, absl::DataLossError(what));
+}
+
+TFRecordReader::Step TFRecordReader::Oversized(uint64_t start, uint64_t length) {
+  std::optional<uint64_t> left;  // the bytes after the header, where the file's size is known
+  if (file_ != nullptr) {
+    const absl::StatusOr<uint64_t> size = file_->Size();
+    if (size.ok() && *size >= start + kHeaderSize) left = *size - start - kHeaderSize;
+  }
+  absl::Status error =
+      left && *left < length + kFooterSize
+          ? Truncated(start, length, *left)
+          : absl::ResourceExhaustedError(absl::StrCat(
+                Where(start), "a record of ", length, " bytes exceeds max_record_bytes (",
+                options_.max_record_bytes,
+                "); to read this file, raise max_record_bytes (Python: Dataset.tfrecord's; C++: "
+                "TFRecordOptions', TFRecordReaderOptions')"));
+  if (!options_.skip_corrupt) return Fail(std::move(error));
+  return SkipToNextHeader(start, error);
+}
+
+TFRecordReader::Step TFRecordReader::SkipToNextHeader(uint64_t start, const absl::Status& error) {
   const absl::StatusOr<bool> found = Resync();
   if (!found.ok()) {
-    CountSkipped(absl::DataLossError(what));
+    CountSkipped(error);
     return Fail(StreamError(found.status()));
   }
-  CountSkipped(absl::DataLossError(absl::StrCat(
-      what, "; ", offset_ - start,
-      *found ? " bytes to the next valid header passed over" : " bytes to the end passed over")));
+  CountSkipped(
+      absl::Status(error.code(), absl::StrCat(error.message(), "; ", offset_ - start,
+                                              *found ? " bytes to the next valid header passed over"
+                                                     : " bytes to the end passed over")));
   return Step::kSkipped;
 }
 

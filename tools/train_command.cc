@@ -1,5 +1,6 @@
 #include "tools/train_command.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -9,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/json_writer.h"
 #include "core/status_macros.h"
 #include "tools/command_line.h"
@@ -103,11 +105,12 @@ void ReportResult(const TrainConfig& config, const Result& result) {
                  result.first_skipped.c_str());
   }
   if (config.json) return PrintJson(config, result);
+  const double loss = train::callbacks::LogValue(result.test, "loss").value_or(0);
   std::printf(
-      "test accuracy %.2f%% (loss %.4f) | %s, %lld epoch%s%s of %lld images%s | train %.1f "
+      "test accuracy %.2f%% (loss %s) | %s, %lld epoch%s%s of %lld images%s | train %.1f "
       "images/s | input wait %.1f%% of step time%s\n",
       100 * train::callbacks::LogValue(result.test, "accuracy").value_or(0),
-      train::callbacks::LogValue(result.test, "loss").value_or(0), config.run.model.c_str(),
+      std::isnan(loss) ? "nan" : absl::StrFormat("%.4f", loss).c_str(), config.run.model.c_str(),
       static_cast<long long>(result.epochs_completed), result.epochs_completed == 1 ? "" : "s",
       ResumedNote(result).c_str(), static_cast<long long>(result.train_records),
       // The listed count includes those skipped: say so, or 21 reads as 21 trained on.

@@ -408,13 +408,42 @@ TEST(TFRecordReaderTest, LengthClaimingATerabyteFailsWithoutAllocatingIt) {
   tfrecord::EncodeHeader(header, uint64_t{1} << 40);
   const std::string path = dir.File("huge.tfrecord");
   WriteFile(path, std::string(header, 12) + "tiny");
+  // Past the file's end: a truncation, over the limit or not (the limit was the error, and told
+  // a user to raise it for a 16-byte file).
   const ReadResult r = ReadAll(path);
-  EXPECT_EQ(r.status.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(r.status.message(), HasSubstr("a record of 1099511627776 bytes exceeds"));
-  // Under the limit, the claim meets the end of the file: truncated, read as far as it goes.
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(r.status.message(),
+              HasSubstr("record 0 at offset 0: truncated record (header says 1099511627776 "
+                        "bytes, file ends after 4)"));
   const ReadResult unlimited = ReadAll(path, {.max_record_bytes = uint64_t{1} << 41});
   EXPECT_EQ(unlimited.status.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(unlimited.status.message(), HasSubstr("truncated"));
+}
+
+// A header whose CRC holds but whose length runs past the file's end is a corrupt header:
+// skip_corrupt passes over it to the next valid one, as over a length whose CRC fails.
+TEST(TFRecordReaderTest, ALengthPastTheFilesEndIsSkippedToTheNextValidHeader) {
+  ScopedTempDir dir;
+  char header[12];
+  tfrecord::EncodeHeader(header, uint64_t{1} << 40);
+  const std::string path = dir.File("huge_then_good.tfrecord");
+  WriteFile(path, std::string(header, 12) + std::string(100, '\0') + ReadFile(kSmall));
+  std::vector<std::string> reported;
+  auto reader = TFRecordReader::Open(
+      path, {.skip_corrupt = true,
+             .on_skipped = [&](const absl::Status& why) { reported.emplace_back(why.message()); }});
+  ASSERT_TRUE(reader.ok());
+  std::string record;
+  std::vector<int64_t> ids;
+  while (*(*reader)->ReadRecord(&record)) ids.push_back(IdOf(record));
+  ASSERT_EQ(ids.size(), 100u);
+  EXPECT_EQ(ids.front(), 0);
+  EXPECT_EQ(ids.back(), 99);
+  EXPECT_EQ((*reader)->records_skipped(), 1);
+  EXPECT_THAT(reported, ElementsAre(AllOf(HasSubstr("record 0 at offset 0: truncated record "
+                                                    "(header says 1099511627776 bytes"),
+                                          HasSubstr("; 112 bytes to the next valid header "
+                                                    "passed over"))));
 }
 
 TEST(TFRecordReaderTest, SeekAfterDirectReadsOfLargeRecords) {

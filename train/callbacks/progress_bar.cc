@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -16,7 +17,9 @@ namespace {
 std::string MetricsText(const Logs& logs, bool final) {
   std::string out;
   auto add = [&](const std::string& key, double value) {
-    absl::StrAppend(&out, " - ", key, ": ", absl::StrFormat("%.4f", value));
+    // "nan", as Keras prints it, not printf's "-nan" of a NaN with its sign bit set.
+    absl::StrAppend(&out, " - ", key, ": ",
+                    std::isnan(value) ? "nan" : absl::StrFormat("%.4f", value));
   };
   for (const std::string prefix : {"", "val_"}) {
     if (!final && !prefix.empty()) continue;
@@ -85,8 +88,13 @@ std::string ProgressBar::Line(int64_t steps, int64_t images, const Logs& logs, b
     const double eta = elapsed / static_cast<double>(steps) * static_cast<double>(total_ - shown);
     absl::StrAppend(&line, " - ETA: ", FormatDuration(eta));
   }
-  if (elapsed > 0) {
-    absl::StrAppend(&line, " - ", absl::StrFormat("%.0f", images / elapsed), " images/s");
+  // The epoch's own rate once it ends (Fit's "images_per_second"): the elapsed time then includes
+  // the validation after the epoch, which is not training.
+  const std::optional<double> epoch_rate =
+      final ? LogValue(logs, "images_per_second") : std::nullopt;
+  if (epoch_rate || elapsed > 0) {
+    absl::StrAppend(&line, " - ", absl::StrFormat("%.0f", epoch_rate.value_or(images / elapsed)),
+                    " images/s");
   }
   absl::StrAppend(&line, MetricsText(logs, final));
   return line;

@@ -419,6 +419,11 @@ absl::Status Trainer::ResumeFromCallbacks(const std::vector<callbacks::Callback*
       if (i > 0 && replicas_.chief()) {
         std::fprintf(stderr, "Fit: warning: %s cannot be read; resuming from %s instead\n",
                      candidates[0].c_str(), candidates[i].c_str());
+      } else if (replicas_.chief()) {
+        // A run that starts where another stopped says so, and where.
+        std::fprintf(stderr, "Fit: resuming from %s (epoch %lld, global step %lld)\n",
+                     candidates[i].c_str(), static_cast<long long>(position_.epoch + 1),
+                     static_cast<long long>(position_.global_step));
       }
       break;
     }

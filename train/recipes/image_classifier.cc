@@ -315,10 +315,7 @@ absl::Status BeforeFit(const ImageClassifierOptions& options, bool chief, Sessio
   } else if (options.resume && !checkpoint.empty() && chief) {
     std::fprintf(notes, "no checkpoint at %s yet: training from the start\n", checkpoint.c_str());
   }
-  const std::string& backup_dir = options.callbacks.backup_dir;
-  if (talk && !backup_dir.empty() && std::filesystem::exists(backup_dir)) {
-    std::printf("backups in %s: Fit resumes from the newest readable one\n", backup_dir.c_str());
-  }
+  // With backups, Fit says where it resumes (on stderr), when there is one to resume from.
   if (options.summary && chief) {
     SLUICE_ASSIGN_OR_RETURN(std::string summary,
                             layers::Summary(*s.model.module, s.model.input_shape));

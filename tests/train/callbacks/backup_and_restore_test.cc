@@ -270,10 +270,17 @@ TEST(BackupAndRestoreTest, ASigtermAtAnEpochEndStopsWithThatEpochsBackup) {
   EXPECT_NE(stopped.message().find("ckpt-000000000006.ckpt"), absl::string_view::npos) << stopped;
   BackupAndRestore second({.backup_dir = dir.path(), .save_before_preemption = true});
   StepCounter counter;
+  ::testing::internal::CaptureStderr();
   absl::StatusOr<Snapshot> resumed = Train({&second, &counter});
+  const std::string said = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   EXPECT_EQ(counter.steps(), 12);  // epochs 2 and 3
   ExpectEqual(*straight, *resumed);
+  // Fit says where it resumed: the file, the epoch it goes on with, the step.
+  EXPECT_NE(said.find("Fit: resuming from " + dir.path() + "/ckpt-000000000006.ckpt" +
+                      " (epoch 2, global step 6)"),
+            std::string::npos)
+      << said;
 }
 
 TEST(BackupAndRestoreTest, AnUnreadableNewestBackupFallsBackToTheOneBeforeWithAWarning) {

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -62,6 +63,19 @@ TEST(ProgressBarTest, NotATerminalPrintsOneLinePerEpoch) {
   EXPECT_EQ(out.str(),
             "Epoch 2/5: 10/10 - 4s - 160 images/s - loss: 0.5000 - accuracy: 0.7500 - "
             "val_loss: 0.6250 - val_accuracy: 0.5000 - input_wait: 12.5%\n");
+}
+
+// The epoch's line gives Fit's training rate, not images over a time that includes the
+// validation after the epoch (10x too slow with a test set ten times the training set). A NaN
+// loss prints as "nan", as Keras prints it, whatever its sign bit.
+TEST(ProgressBarTest, TheEpochLineGivesTheTrainingRateAndNaNAsNan) {
+  MemoryStream out;
+  double now = 100;
+  ProgressBar bar("Epoch 1/1", 10,
+                  {.stream = out.file(), .interactive = false, .clock = [&] { return now; }});
+  now = 140;  // 4 s of training, 36 of validation
+  bar.Finish(10, 640, {{"loss", -std::nan("")}, {"images_per_second", 160}, {"val_loss", 0.5}});
+  EXPECT_EQ(out.str(), "Epoch 1/1: 10/10 - 40s - 160 images/s - loss: nan - val_loss: 0.5000\n");
 }
 
 TEST(ProgressBarTest, TerminalRedrawsABarWithEta) {
