@@ -284,6 +284,28 @@ TEST(TFRecordReaderTest, TruncatedHeaderIsReported) {
   EXPECT_EQ(skipped.records.size(), 5u);
 }
 
+// A file read to its end with skip_corrupt: the ids of small100-style records read, what
+// on_skipped reported, and the reader's counts.
+struct SkippingRead {
+  std::vector<int64_t> ids;
+  std::vector<std::string> reported;
+  int64_t skipped = 0, read = 0;
+};
+SkippingRead ReadIdsSkipping(const std::string& path) {
+  SkippingRead out;
+  auto reader =
+      TFRecordReader::Open(path, {.skip_corrupt = true, .on_skipped = [&](const absl::Status& why) {
+                                    out.reported.emplace_back(why.message());
+                                  }});
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return out;
+  std::string record;
+  while (*(*reader)->ReadRecord(&record)) out.ids.push_back(IdOf(record));
+  out.skipped = (*reader)->records_skipped();
+  out.read = (*reader)->records_read();
+  return out;
+}
+
 TEST(TFRecordReaderTest, CorruptLengthResynchronisesOnTheNextValidHeader) {
   ScopedTempDir dir;
   const ReadResult good = ReadAll(kSmall);
@@ -299,21 +321,14 @@ TEST(TFRecordReaderTest, CorruptLengthResynchronisesOnTheNextValidHeader) {
               HasSubstr(absl::StrCat(path, ": record 10 at offset ", good.offsets[10],
                                      ": length CRC mismatch (stored 0x")));
 
-  std::vector<std::string> reported;
-  auto reader = TFRecordReader::Open(
-      path, {.skip_corrupt = true,
-             .on_skipped = [&](const absl::Status& why) { reported.emplace_back(why.message()); }});
-  ASSERT_TRUE(reader.ok());
-  std::string record;
-  std::vector<int64_t> ids;
-  while (*(*reader)->ReadRecord(&record)) ids.push_back(IdOf(record));
-  ASSERT_EQ(ids.size(), 99u);
-  for (int i = 0; i < 99; ++i) EXPECT_EQ(ids[i], i < 10 ? i : i + 1);
-  EXPECT_EQ((*reader)->records_skipped(), 1);
-  EXPECT_EQ((*reader)->records_read(), 100);
+  const SkippingRead read = ReadIdsSkipping(path);
+  ASSERT_EQ(read.ids.size(), 99u);
+  for (int i = 0; i < 99; ++i) EXPECT_EQ(read.ids[i], i < 10 ? i : i + 1);
+  EXPECT_EQ(read.skipped, 1);
+  EXPECT_EQ(read.read, 100);
   // Record 10's bytes, from its header to record 11's.
   EXPECT_THAT(
-      reported,
+      read.reported,
       ElementsAre(AllOf(HasSubstr(absl::StrCat(": record 10 at offset ", good.offsets[10],
                                                ": length CRC mismatch (stored 0x")),
                         HasSubstr(absl::StrCat("; ", good.offsets[11] - good.offsets[10],
@@ -428,22 +443,15 @@ TEST(TFRecordReaderTest, ALengthPastTheFilesEndIsSkippedToTheNextValidHeader) {
   tfrecord::EncodeHeader(header, uint64_t{1} << 40);
   const std::string path = dir.File("huge_then_good.tfrecord");
   WriteFile(path, std::string(header, 12) + std::string(100, '\0') + ReadFile(kSmall));
-  std::vector<std::string> reported;
-  auto reader = TFRecordReader::Open(
-      path, {.skip_corrupt = true,
-             .on_skipped = [&](const absl::Status& why) { reported.emplace_back(why.message()); }});
-  ASSERT_TRUE(reader.ok());
-  std::string record;
-  std::vector<int64_t> ids;
-  while (*(*reader)->ReadRecord(&record)) ids.push_back(IdOf(record));
-  ASSERT_EQ(ids.size(), 100u);
-  EXPECT_EQ(ids.front(), 0);
-  EXPECT_EQ(ids.back(), 99);
-  EXPECT_EQ((*reader)->records_skipped(), 1);
-  EXPECT_THAT(reported, ElementsAre(AllOf(HasSubstr("record 0 at offset 0: truncated record "
-                                                    "(header says 1099511627776 bytes"),
-                                          HasSubstr("; 112 bytes to the next valid header "
-                                                    "passed over"))));
+  const SkippingRead read = ReadIdsSkipping(path);
+  ASSERT_EQ(read.ids.size(), 100u);
+  EXPECT_EQ(read.ids.front(), 0);
+  EXPECT_EQ(read.ids.back(), 99);
+  EXPECT_EQ(read.skipped, 1);
+  EXPECT_THAT(read.reported, ElementsAre(AllOf(HasSubstr("record 0 at offset 0: truncated record "
+                                                         "(header says 1099511627776 bytes"),
+                                               HasSubstr("; 112 bytes to the next valid header "
+                                                         "passed over"))));
 }
 
 TEST(TFRecordReaderTest, SeekAfterDirectReadsOfLargeRecords) {
