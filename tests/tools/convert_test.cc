@@ -575,6 +575,10 @@ TEST(BenchTest, Errors) {
   EXPECT_THAT(missing.err, HasSubstr("/nonexistent/dir"));
   EXPECT_EQ(RunSluice("bench --files x --epochs 1 --seconds 2").exit_code, 2);
   EXPECT_EQ(RunSluice("bench --files x --parallelism 0").exit_code, 2);
+  // More than 1024 calls in flight only buffer (100,000 took 2 GB and 8x --seconds).
+  CliResult many = RunSluice("bench --files x --parallelism 1025");
+  EXPECT_EQ(many.exit_code, 2);
+  EXPECT_THAT(many.err, HasSubstr("--parallelism takes a count in [1, 1024]"));
   EXPECT_EQ(RunSluice("bench --files x --snapshot d --cache").exit_code, 2);
   EXPECT_EQ(RunSluice("bench --pipeline skewed --snapshot d").exit_code, 2);
   // Options the mode would ignore are refused.

@@ -326,6 +326,21 @@ TEST_F(TrainCommandTest, TerminateOnNaNFailsAtTheFirstInvalidLossAndSavesNothing
   std::filesystem::remove_all(backups);
 }
 
+// A run too short for one accumulated update trained nothing and said nothing (a test loss of an
+// untrained model); now it fails before training. A warmup longer than the run is warned of.
+TEST_F(TrainCommandTest, AccumulationThatNeverUpdatesFailsAndALongWarmupIsWarnedOf) {
+  const std::string common =
+      "train --data " + Data() + " --model mlp --limit 64 --batch 32 --epochs 1 --json";
+  CliResult never = RunSluice(common + " --accumulate 3");
+  EXPECT_EQ(never.exit_code, 1) << never.out;
+  EXPECT_THAT(never.err, HasSubstr("accumulate: 3 batches make one update, but the run trains 2 "
+                                   "(1 epoch(s) of 2): no update would be applied"));
+  CliResult warm = RunSluice(common + " --warmup-steps 100");
+  ASSERT_EQ(warm.exit_code, 0) << warm.err;
+  EXPECT_THAT(warm.err, HasSubstr("warning: the warmup's 100 steps are more than the run's 2 "
+                                  "updates"));
+}
+
 // This suite runs where no GPU is (CI): asking for one is an error that says why, before any
 // training starts.
 TEST_F(TrainCommandTest, DeviceWithoutAGpuFailsWithTheReason) {

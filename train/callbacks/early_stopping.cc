@@ -1,5 +1,7 @@
 #include "train/callbacks/early_stopping.h"
 
+#include <cstdio>
+
 #include "core/status_macros.h"
 #include "train/autodiff/variable.h"
 
@@ -40,12 +42,18 @@ absl::Status EarlyStopping::OnEpochEnd(int64_t epoch, const Logs& logs) {
   if (wait_ >= options_.patience && epoch > 0) {
     stopped_epoch_ = epoch;
     trainer()->StopTraining();
+    if (options_.verbose > 0)
+      std::printf("Epoch %lld: early stopping\n", static_cast<long long>(epoch) + 1);
   }
   return absl::OkStatus();
 }
 
 absl::Status EarlyStopping::OnTrainEnd(const Logs& logs) {
   if (!options_.restore_best_weights || best_weights_.empty()) return absl::OkStatus();
+  if (options_.verbose > 0 && best_epoch_ >= 0) {
+    std::printf("Restoring model weights from the end of the best epoch: %lld.\n",
+                static_cast<long long>(best_epoch_) + 1);
+  }
   return autodiff::AssignVariables(best_weights_, trainer()->model().Variables(), "EarlyStopping");
 }
 

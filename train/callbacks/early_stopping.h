@@ -21,6 +21,9 @@ struct EarlyStoppingOptions {
   MonitorMode mode = MonitorMode::kAuto;
   // At the end of training, set the model's variables to those of the best epoch.
   bool restore_best_weights = false;
+  // 1: say on stdout when it stops training and when it restores the best weights, as Keras'
+  // verbose=1 does ("Epoch 5: early stopping"); 0: silent.
+  int verbose = 0;
 };
 
 // keras.callbacks.EarlyStopping (Keras 3): stops Fit once `monitor` has not improved for

@@ -40,7 +40,8 @@ std::vector<std::unique_ptr<callbacks::Callback>> MakeCallbacks(const CallbackOp
     made.push_back(std::make_unique<callbacks::EarlyStopping>(
         callbacks::EarlyStoppingOptions{.monitor = "val_loss",
                                         .patience = options.early_stopping_patience,
-                                        .restore_best_weights = true}));
+                                        .restore_best_weights = true,
+                                        .verbose = options.chief ? options.verbose : 0}));
   }
   return made;
 }

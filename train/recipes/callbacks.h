@@ -38,6 +38,8 @@ struct CallbackOptions {
   // Whether this process writes the TensorBoard files: rank 0 of a data-parallel job. Every rank
   // runs ModelCheckpoint (saving gathers every rank's input position; rank 0 writes).
   bool chief = true;
+  // 1: EarlyStopping says when it stops and restores (Keras' verbose=1), on stdout.
+  int verbose = 0;
 };
 
 // The callbacks `options` asks for, in the order Fit should call them: TerminateOnNaN,

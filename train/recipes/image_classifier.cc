@@ -255,11 +255,26 @@ absl::StatusOr<Session> SetUp(const ImageClassifierOptions& options,
   s.steps_per_epoch = (s.data.train_records + global_batch - 1) / global_batch;
   OptimizerOptions optimizer = options.optimizer;
   optimizer.schedule.total_steps = s.steps_per_epoch * options.epochs / options.accumulate;
+  if (optimizer.schedule.total_steps == 0) {
+    // Gradients are applied every `accumulate` batches: the run would train nothing.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "accumulate: ", options.accumulate, " batches make one update, but the run trains ",
+        s.steps_per_epoch * options.epochs, " (", options.epochs, " epoch(s) of ",
+        s.steps_per_epoch, "): no update would be applied; lower accumulate or train longer"));
+  }
+  if (chief && optimizer.schedule.warmup_steps > optimizer.schedule.total_steps) {
+    std::fprintf(stderr,
+                 "warning: the warmup's %lld steps are more than the run's %lld updates: the "
+                 "learning rate never reaches its full value\n",
+                 static_cast<long long>(optimizer.schedule.warmup_steps),
+                 static_cast<long long>(optimizer.schedule.total_steps));
+  }
   SLUICE_ASSIGN_OR_RETURN(s.optimizer, MakeOptimizer(optimizer));
   s.trainer = std::make_unique<fit::Trainer>(*s.model.module, *s.optimizer,
                                              MakeTrainerOptions(options, comm));
   CallbackOptions callbacks = options.callbacks;
   callbacks.chief = chief;
+  callbacks.verbose = options.verbose;
   callbacks.delete_backups = false;  // DeleteRunBackups, after the evaluation and the save
   if (TwoPhases(options) && !callbacks.backup_dir.empty()) {
     const std::filesystem::path dir(callbacks.backup_dir);

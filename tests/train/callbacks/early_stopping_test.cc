@@ -28,10 +28,12 @@ TEST(EarlyStoppingTest, StopsAfterPatienceAndRestoresTheBestEpoch) {
   auto model = TinyModel(1);
   optimizers::Sgd sgd;
   fit::Trainer trainer(*model, sgd);
-  EarlyStopping es({.monitor = "val_loss", .patience = 2, .restore_best_weights = true});
+  EarlyStopping es(
+      {.monitor = "val_loss", .patience = 2, .restore_best_weights = true, .verbose = 1});
   es.set_trainer(&trainer);
   ASSERT_TRUE(es.OnTrainBegin({}).ok());
   const std::vector<double> val_loss = {1.0, 0.5, 0.7, 0.6};
+  ::testing::internal::CaptureStdout();
   for (int epoch = 0; epoch < 4; ++epoch) {
     Fill(*model, static_cast<float>(epoch));
     ASSERT_TRUE(es.OnEpochEnd(epoch, {{"val_loss", val_loss[epoch]}}).ok());
@@ -41,6 +43,10 @@ TEST(EarlyStoppingTest, StopsAfterPatienceAndRestoresTheBestEpoch) {
   EXPECT_EQ(es.best_epoch(), 1);
   EXPECT_EQ(es.best(), 0.5);
   ASSERT_TRUE(es.OnTrainEnd({}).ok());
+  // verbose = 1 says it, in Keras' words (epochs counted from 1).
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(),
+            "Epoch 4: early stopping\n"
+            "Restoring model weights from the end of the best epoch: 2.\n");
   for (const auto& v : VariableValues(*model)) {
     for (float x : v) ASSERT_EQ(x, 1.0f);  // epoch 1's weights
   }
