@@ -379,6 +379,21 @@ TEST(FitProfileWindowTest, AWindowThatNeverOpensIsNamed) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/trace.json"));
 }
 
+// A window Fit ends inside profiles the steps it reached, and names those it did not.
+TEST(FitProfileWindowTest, AWindowCutShortNamesTheStepsLeftOut) {
+  auto model = train::testing::TinyModel(1);
+  train::optimizers::Sgd sgd;
+  train::fit::Trainer trainer(*model, sgd);
+  const std::string dir = TempDir("cut");
+  auto [h, progress_text] = FitProfiling(trainer, {10, 20}, dir);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_THAT(progress_text,
+              HasSubstr("profile_steps 10:20: steps 13 to 20 not profiled; this Fit ended at "
+                        "step 12"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/trace.json"));
+  std::filesystem::remove_all(dir);
+}
+
 // What the CUDA backend's KernelTimer (gpu/kernel_timer.h) does, without a GPU: spans timed
 // elsewhere, held back, and recorded by Stop's flush hook on a track of their own.
 TEST(ProfilerTest, FlushHooksRecordDeviceSpansOnTheirOwnTrack) {

@@ -341,6 +341,23 @@ TEST_F(TrainCommandTest, AccumulationThatNeverUpdatesFailsAndALongWarmupIsWarned
                                   "updates"));
 }
 
+// --data given a file, or a folder of train shards alone (what `sluice convert images` writes),
+// says what --data takes and what to use instead; it said "Glob: no files match".
+TEST_F(TrainCommandTest, DataThatIsNotAConversionSaysWhatDataTakes) {
+  CliResult file = RunSluice("train --model mlp --data " + ShellQuote(*data_ + "/labels.txt"));
+  EXPECT_EQ(file.exit_code, 1);
+  EXPECT_THAT(file.err, HasSubstr("labels.txt is not a folder: give the folder that `sluice "
+                                  "convert fashion-mnist --out` wrote"));
+  const std::string only_train = TempPath("train_only");
+  std::filesystem::create_directories(only_train);
+  std::filesystem::copy(*data_ + "/train-00000-of-00002.tfrecord", only_train);
+  CliResult shards = RunSluice("train --model mlp --data " + ShellQuote(only_train));
+  EXPECT_EQ(shards.exit_code, 1);
+  EXPECT_THAT(shards.err, HasSubstr("no test records in "));
+  EXPECT_THAT(shards.err, HasSubstr("--images ROOT --image-size N"));
+  std::filesystem::remove_all(only_train);
+}
+
 // This suite runs where no GPU is (CI): asking for one is an error that says why, before any
 // training starts.
 TEST_F(TrainCommandTest, DeviceWithoutAGpuFailsWithTheReason) {

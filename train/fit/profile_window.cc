@@ -40,6 +40,15 @@ absl::Status ProfileWindow::AfterStep(int64_t step, bool fit_ends) {
   }
   if (!recording_ || (!fit_ends && step < steps_->second)) return absl::OkStatus();
   recording_ = false;
+  if (step < steps_->second && report_to_ != nullptr) {
+    // Fit ended inside the window: the profile is of fewer steps than asked for.
+    std::fprintf(report_to_,
+                 "profile_steps %lld:%lld: steps %lld to %lld not profiled; this Fit ended at "
+                 "step %lld\n",
+                 static_cast<long long>(steps_->first), static_cast<long long>(steps_->second),
+                 static_cast<long long>(step) + 1, static_cast<long long>(steps_->second),
+                 static_cast<long long>(step));
+  }
   absl::StatusOr<profiler::Report> report = profiler::Stop();
   SLUICE_RETURN_IF_ERROR(WithContext(report.status(), "Fit: profile_steps: "));
   if (report_to_ != nullptr) {

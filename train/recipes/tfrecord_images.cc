@@ -88,6 +88,26 @@ absl::StatusOr<std::vector<std::string>> ClassNames(const std::string& dir) {
 absl::StatusOr<LabeledImages> TFRecordImages(const TFRecordImagesOptions& options) {
   const std::string train_files = (fs::path(options.dir) / "train-*.tfrecord").string();
   const std::string test_files = (fs::path(options.dir) / "test-*.tfrecord").string();
+  std::error_code error;
+  if (fs::exists(options.dir, error) && !fs::is_directory(options.dir, error)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(options.dir,
+                     " is not a folder: give the folder that `sluice convert "
+                     "fashion-mnist --out` wrote (train-*.tfrecord, test-*.tfrecord)"));
+  }
+  // `sluice convert images` writes train shards alone: the pipeline's Glob would only say that
+  // no test file matches.
+  const absl::StatusOr<std::vector<std::string>> tests = Glob(test_files);
+  const absl::StatusOr<std::vector<std::string>> trains = Glob(train_files);
+  // (Glob: NotFound when nothing matches.)
+  const bool no_tests = absl::IsNotFound(tests.status()) || (tests.ok() && tests->empty());
+  if (no_tests && trains.ok() && !trains->empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "no test records in ", test_files,
+        ": --data trains on `sluice convert fashion-mnist`'s train and test shards; for the "
+        "images `sluice convert images` converted, train on the folder of class folders it read: "
+        "--images ROOT --image-size N (which holds out --validation-split as the test set)"));
+  }
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::string> class_names, ClassNames(options.dir));
   SLUICE_ASSIGN_OR_RETURN(
       const int64_t train_records,
