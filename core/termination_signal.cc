@@ -62,6 +62,8 @@ bool TerminationSignal::Release() {
   return received();
 }
 
+void TerminationSignal::Consume() { received_flag.store(false); }
+
 bool TerminationSignal::received() const { return received_flag.load(std::memory_order_relaxed); }
 
 }  // namespace sluice

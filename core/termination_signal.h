@@ -28,10 +28,16 @@ class TerminationSignal {
   bool received() const;
 
   // Ends the watch and says whether SIGTERM arrived: the previous disposition comes back first, so
-  // a SIGTERM after this call gets it and one before is counted; none falls between a look at
-  // received() and the end of the watch, where it would be noted and never acted on. The
+  // a SIGTERM after this call gets it and one before is counted, where a look at received()
+  // before the end of the watch could miss one noted after it. (One whose handler is still
+  // running on another thread as this returns can be noted just after: a few instructions.) The
   // destructor then does nothing.
   bool Release();
+
+  // The SIGTERM received has been acted on (a backup written and the run stopped): a later watch
+  // with keep_received starts without it. One not acted on stays for such a watch: a SIGTERM
+  // after a Fit's last look carries into the next Fit's watch.
+  void Consume();
 
  private:
   explicit TerminationSignal(bool handling) : handling_(handling) {}

@@ -192,16 +192,19 @@ TFRecordReader::Step TFRecordReader::Oversized(uint64_t start, uint64_t length) 
     const absl::StatusOr<uint64_t> size = file_->Size();
     if (size.ok() && *size >= start + kHeaderSize) left = *size - start - kHeaderSize;
   }
-  absl::Status error =
-      left && *left < length + kFooterSize
-          ? Truncated(start, length, *left)
-          : absl::ResourceExhaustedError(absl::StrCat(
-                Where(start), "a record of ", length, " bytes exceeds max_record_bytes (",
-                options_.max_record_bytes,
-                "); to read this file, raise max_record_bytes (Python: Dataset.tfrecord's; C++: "
-                "TFRecordOptions', TFRecordReaderOptions')"));
-  if (!options_.skip_corrupt) return Fail(std::move(error));
-  return SkipToNextHeader(start, error);
+  if (left && (length > *left || *left - length < kFooterSize)) {
+    // Past the file's end: a corrupt header whose CRC holds, not a record too large.
+    absl::Status error = Truncated(start, length, std::min(length, *left));
+    if (!options_.skip_corrupt) return Fail(std::move(error));
+    return SkipToNextHeader(start, error);
+  }
+  // A record that is there, only larger than allowed: an error even with skip_corrupt (a resync
+  // would scan its gigabytes for a header, and could find a false one).
+  return Fail(absl::ResourceExhaustedError(
+      absl::StrCat(Where(start), "a record of ", length, " bytes exceeds max_record_bytes (",
+                   options_.max_record_bytes,
+                   "); to read this file, raise max_record_bytes (Python: Dataset.tfrecord's; C++: "
+                   "TFRecordOptions', TFRecordReaderOptions')")));
 }
 
 TFRecordReader::Step TFRecordReader::SkipToNextHeader(uint64_t start, const absl::Status& error) {

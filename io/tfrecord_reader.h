@@ -92,7 +92,7 @@ class TFRecordReader {
   Step EndInHeader(uint64_t start, size_t avail);
   Step CorruptHeader(uint64_t start, const char* header, uint32_t stored, uint32_t computed);
   // A length over max_record_bytes: a truncation where it runs past the file's end (a corrupt
-  // header whose CRC holds), else a record too large; skipped as a corrupt header is.
+  // header whose CRC holds; skip_corrupt resynchronises after it), else a record too large.
   Step Oversized(uint64_t start, uint64_t length);
   // skip_corrupt past the header at `start` that `error` rejects: on to the next valid one.
   Step SkipToNextHeader(uint64_t start, const absl::Status& error);

@@ -27,6 +27,9 @@ struct Command {
   const char* name;
   const char* summary;  // One line, shown by `sluice --help`.
   int (*run)(int argc, char** argv);
+  // Whether its first argument names a subcommand (`sluice convert images`): `sluice help` then
+  // takes one too.
+  bool has_subcommands = false;
 };
 
 // The options of one command and their parsed values. Declare options, call

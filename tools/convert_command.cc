@@ -1,11 +1,14 @@
 #include "tools/convert_command.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -122,6 +125,8 @@ class ShardedWriter {
   // Renames the finished set into place (once everything else the conversion writes is written
   // too) and removes the same split's shards of another count that an earlier conversion left
   // (readers glob "<split>-*", and would read both sets), and what a killed conversion staged.
+  // A rename that fails part-way (rare: one folder, one file system) leaves the shards renamed so
+  // far beside the earlier ones: the error says which.
   absl::Status Commit() {
     for (const std::string& staged : finished_) {
       const fs::path path(staged);
@@ -139,8 +144,7 @@ class ShardedWriter {
     for (const fs::directory_entry& entry : fs::directory_iterator(dir_, error)) {
       const std::string name = entry.path().filename().string();
       const std::optional<int> count = ShardCountOf(name);
-      const bool stale_stage =
-          absl::StartsWith(name, "." + split_ + "-") && absl::StrContains(name, kStagedSuffix);
+      const bool stale_stage = absl::StartsWith(name, "." + split_ + "-") && StagedByTheDead(name);
       if (!stale_stage && (!count || *count == num_shards_)) continue;
       std::error_code removed;
       fs::remove(entry.path(), removed);
@@ -160,6 +164,18 @@ class ShardedWriter {
 
  private:
   static constexpr char kStagedSuffix[] = ".staged-";
+
+  // Whether `name` was staged by a process that is gone (a killed conversion): one still running
+  // into the same folder keeps its files.
+  static bool StagedByTheDead(absl::string_view name) {
+    const size_t at = name.rfind(kStagedSuffix);
+    int pid = 0;
+    if (at == absl::string_view::npos ||
+        !absl::SimpleAtoi(name.substr(at + std::strlen(kStagedSuffix)), &pid) || pid <= 0) {
+      return false;
+    }
+    return kill(pid, 0) != 0 && errno == ESRCH;
+  }
 
   // N when `name` is a shard of this split as ShardName names them ("<split>-00001-of-N").
   std::optional<int> ShardCountOf(absl::string_view name) const {

@@ -27,7 +27,8 @@ constexpr char kVersion[] = SLUICE_VERSION;  // From CMake's project() version.
 
 constexpr Command kCommands[] = {
     {"inspect", "count, verify and print the records of TFRecord files", RunInspect},
-    {"convert", "convert Fashion-MNIST or a folder of JPEGs into TFRecord shards", RunConvert},
+    {"convert", "convert Fashion-MNIST or a folder of JPEGs into TFRecord shards", RunConvert,
+     /*has_subcommands=*/true},
     {"bench", "measure an image input pipeline: images/s, per-stage times, bottleneck", RunBench},
     {"train", "train an image classifier on TFRecords or class folders; print accuracy, images/s",
      RunTrain},
@@ -79,29 +80,35 @@ int Main(int argc, char** argv) {
     return kExitUsage;
   }
   absl::string_view first = argv[1];
-  if (first == "--help" || first == "-h") {
-    std::string usage = GeneralUsage();
-    std::fwrite(usage.data(), 1, usage.size(), stdout);
-    return kExitOk;
-  }
   if (first == "--version") {
+    if (argc > 2) return UsageError("--version takes no arguments");
     std::printf("sluice %s\n", kVersion);
     return kExitOk;
   }
-  if (first == "help") {
+  // `sluice help [COMMAND [SUBCOMMAND]]`, and `sluice --help COMMAND` as git takes it.
+  if (first == "help" || first == "--help" || first == "-h") {
     if (argc == 2) {
       std::string usage = GeneralUsage();
       std::fwrite(usage.data(), 1, usage.size(), stdout);
       return kExitOk;
     }
-    if (argc > 3) return UsageError("'help' takes one command name");
     const Command* command = FindCommand(argv[2]);
     if (command == nullptr) return UsageError(absl::StrCat("unknown command '", argv[2], "'"));
-    // The command prints its own usage, so both spellings show the same text.
+    if (argc > (command->has_subcommands ? 4 : 3)) {
+      return UsageError(command->has_subcommands
+                            ? "'help' takes a command name and at most a subcommand"
+                            : "'help' takes one command name");
+    }
+    // The command prints its own usage (`sluice convert images --help`'s for `sluice help
+    // convert images`), so every spelling shows the same text.
     std::string name = command->name;
+    std::string sub = argc == 4 ? argv[3] : "";
     std::string help = "--help";
-    char* help_argv[] = {name.data(), help.data(), nullptr};
-    return command->run(2, help_argv);
+    std::vector<char*> help_argv = {name.data()};
+    if (!sub.empty()) help_argv.push_back(sub.data());
+    help_argv.push_back(help.data());
+    help_argv.push_back(nullptr);
+    return command->run(static_cast<int>(help_argv.size()) - 1, help_argv.data());
   }
   if (absl::StartsWith(first, "-")) {
     return UsageError(absl::StrCat("unknown option '", first, "'"));

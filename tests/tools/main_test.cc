@@ -42,6 +42,7 @@ TEST(MainTest, Version) {
   CliResult r = RunSluice("--version");
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, MatchesRegex("sluice [0-9]+\\.[0-9]+\\.[0-9]+\n"));
+  EXPECT_EQ(RunSluice("--version extra").exit_code, 2);
 }
 
 TEST(MainTest, HelpCommandShowsTheCommandsOwnUsage) {
@@ -51,6 +52,12 @@ TEST(MainTest, HelpCommandShowsTheCommandsOwnUsage) {
   ASSERT_EQ(via_flag.exit_code, 0) << via_flag.err;
   EXPECT_THAT(via_help.out, StartsWith("Usage: sluice inspect "));
   EXPECT_EQ(via_help.out, via_flag.out);
+  // git's spelling, and a subcommand's help.
+  EXPECT_EQ(RunSluice("--help inspect").out, via_flag.out);
+  CliResult sub = RunSluice("help convert images");
+  ASSERT_EQ(sub.exit_code, 0) << sub.err;
+  EXPECT_EQ(sub.out, RunSluice("convert images --help").out);
+  EXPECT_THAT(sub.out, StartsWith("Usage: sluice convert images"));
 }
 
 TEST(MainTest, UnknownCommandsAndOptionsAreUsageErrors) {

@@ -114,7 +114,9 @@ absl::Status BackupAndRestore::OnTrainBegin(const Logs& logs) {
                                                     options_.backup_dir, ": ", error.message()));
   }
   if (options_.save_before_preemption) {
-    SLUICE_ASSIGN_OR_RETURN(termination_, TerminationSignal::Install());
+    // keep_received: a SIGTERM that came after an earlier Fit's last look (the head phase's last
+    // backup, before fine-tuning) still preempts this one, at its first step.
+    SLUICE_ASSIGN_OR_RETURN(termination_, TerminationSignal::Install(/*keep_received=*/true));
   }
   // What a write killed half-way left (AtomicFile's temporary files): nothing writes them now.
   for (const fs::directory_entry& entry : fs::directory_iterator(options_.backup_dir, error)) {
@@ -165,7 +167,8 @@ absl::Status BackupAndRestore::StopIfPreempted(bool epoch_end) {
                           trainer()->AnyReplica(signalled || trainer()->preempting()));
   if (!preempted) return absl::OkStatus();
   SLUICE_RETURN_IF_ERROR(Save());
-  termination_.reset();  // a next SIGTERM ends the process as it would have
+  termination_->Consume();  // acted on: a later Fit's watch starts clean
+  termination_.reset();     // a next SIGTERM ends the process as it would have
   return Preempted(BackupPath(), trainer()->global_step());
 }
 

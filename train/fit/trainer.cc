@@ -421,9 +421,13 @@ absl::Status Trainer::ResumeFromCallbacks(const std::vector<callbacks::Callback*
                      candidates[0].c_str(), candidates[i].c_str());
       } else if (replicas_.chief()) {
         // A run that starts where another stopped says so, and where.
-        std::fprintf(stderr, "Fit: resuming from %s (epoch %lld, global step %lld)\n",
-                     candidates[i].c_str(), static_cast<long long>(position_.epoch + 1),
-                     static_cast<long long>(position_.global_step));
+        const std::string where =
+            position_.step_in_epoch == 0
+                ? absl::StrCat("at the start of epoch ", position_.epoch + 1)
+                : absl::StrCat("step ", position_.step_in_epoch, " of epoch ", position_.epoch + 1);
+        std::fprintf(stderr, "Fit: resuming from %s (global step %lld, %s)\n",
+                     candidates[i].c_str(), static_cast<long long>(position_.global_step),
+                     where.c_str());
       }
       break;
     }

@@ -257,6 +257,31 @@ TEST(BackupAndRestoreTest, AFailedFitReleasesTheSigtermHandler) {
   EXPECT_EQ(counter.steps(), 18);  // no backup before step 5: a fresh start
 }
 
+// A SIGTERM after a Fit's last look (in its last backup's write, say: between the head phase and
+// fine-tuning of a transfer-learning run) preempts the next Fit at its first step: that Fit's
+// watch started by clearing it, and the preemption was lost. Once acted on, it is gone: the Fit
+// after that trains to its end.
+TEST(BackupAndRestoreTest, ASigtermAfterAFitsLastLookPreemptsTheNextFitOnce) {
+  struct TerminateAtTrainEnd : Callback {
+    absl::Status OnTrainEnd(const Logs&) override {
+      raise(SIGTERM);
+      return absl::OkStatus();
+    }
+  } late;
+  ScopedTempDir dir;
+  BackupAndRestore first({.backup_dir = dir.path(), .save_before_preemption = true});
+  ASSERT_TRUE(Train({&late, &first}).ok());  // before `first` lets go of SIGTERM
+  BackupAndRestore second({.backup_dir = dir.path(), .save_before_preemption = true});
+  StepCounter counted;
+  const absl::Status stopped = Train({&counted, &second}).status();
+  EXPECT_TRUE(IsPreemption(stopped)) << stopped;
+  EXPECT_EQ(counted.steps(), 1);
+  BackupAndRestore third({.backup_dir = dir.path(), .save_before_preemption = true});
+  StepCounter rest;
+  ASSERT_TRUE(Train({&third, &rest}).ok());
+  EXPECT_EQ(rest.steps(), 17);  // from step 1's backup to the end
+}
+
 // A SIGTERM at an epoch's end (during its validation, say) stops Fit there with the epoch's
 // backup, and the next run starts with the next epoch.
 TEST(BackupAndRestoreTest, ASigtermAtAnEpochEndStopsWithThatEpochsBackup) {
@@ -278,7 +303,7 @@ TEST(BackupAndRestoreTest, ASigtermAtAnEpochEndStopsWithThatEpochsBackup) {
   ExpectEqual(*straight, *resumed);
   // Fit says where it resumed: the file, the epoch it goes on with, the step.
   EXPECT_NE(said.find("Fit: resuming from " + dir.path() + "/ckpt-000000000006.ckpt" +
-                      " (epoch 2, global step 6)"),
+                      " (global step 6, at the start of epoch 2)"),
             std::string::npos)
       << said;
 }

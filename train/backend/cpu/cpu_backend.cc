@@ -685,13 +685,18 @@ absl::StatusOr<Tensor> CpuBackend::Pool2DForward(const PoolGeometry& geo, const 
                                                  Tensor& output) {
   if (geo.algorithm == PoolAlgorithm::kMax) {
     // Ours, not oneDNN's: it keeps a NaN wherever it is in the window (cpu_max_pool_kernels.h).
-    if (geo.window_h * geo.window_w > kMaxPoolWindowLimit) {
+    // A window's positions inside the image, which the forward numbers in two bytes (no product
+    // of untrusted sizes: each factor is at most the image's).
+    const int64_t positions = std::min(geo.window_h, geo.h) * std::min(geo.window_w, geo.w);
+    if (positions > kMaxPoolWindowLimit) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "MaxPool2D: a ", geo.window_h, " x ", geo.window_w, " window has more than ",
-          kMaxPoolWindowLimit, " positions; GlobalMaxPool takes the maximum over a whole image"));
+          "MaxPool2D: a ", geo.window_h, " x ", geo.window_w, " window covers ", positions,
+          " pixels of a ", geo.h, " x ", geo.w, " image, more than ", kMaxPoolWindowLimit,
+          "; GlobalMaxPool takes the maximum over a whole image"));
     }
     // The positions of the maxima, for the backward: two bytes an output element.
-    Tensor argmax(DType::kUint8, Shape{output.num_elements() * 2});
+    SLUICE_ASSIGN_OR_RETURN(Tensor argmax,
+                            Allocate(DType::kUint8, Shape{output.num_elements() * 2}));
     MaxPoolForwardF32(geo, In(input), Out(output), reinterpret_cast<uint16_t*>(argmax.raw_data()));
     return argmax;
   }

@@ -39,21 +39,20 @@ bool WindowsTile(const PoolGeometry& g) {
          g.pad_left == 0 && g.oh * g.window_h == g.h && g.ow * g.window_w == g.w;
 }
 
-// Output (i, j)'s window: where it starts (padding counted) and the part inside the image.
+// The part of output (i, j)'s window inside the image: rows [h0, h1), columns [w0, w1). Its
+// positions, row-major, are below kMaxPoolWindowLimit (the backend checks).
 struct Window {
-  int64_t top, left;       // may be negative: padding
-  int64_t h0, h1, w0, w1;  // the rows [h0, h1) and columns [w0, w1) inside the image
-  uint16_t Position(int64_t h, int64_t w, const PoolGeometry& g) const {
-    return static_cast<uint16_t>((h - top) * g.window_w + (w - left));
+  int64_t h0, h1, w0, w1;
+  uint16_t Position(int64_t h, int64_t w) const {
+    return static_cast<uint16_t>((h - h0) * (w1 - w0) + (w - w0));
   }
 };
 Window WindowOf(const PoolGeometry& g, int64_t i, int64_t j) {
-  Window win;
-  win.top = i * g.stride_h - g.pad_top;
-  win.left = j * g.stride_w - g.pad_left;
-  win.h0 = std::max<int64_t>(win.top, 0), win.h1 = std::min(win.top + g.window_h, g.h);
-  win.w0 = std::max<int64_t>(win.left, 0), win.w1 = std::min(win.left + g.window_w, g.w);
-  return win;
+  const int64_t top = i * g.stride_h - g.pad_top, left = j * g.stride_w - g.pad_left;
+  return {.h0 = std::max<int64_t>(top, 0),
+          .h1 = std::min(top + g.window_h, g.h),
+          .w0 = std::max<int64_t>(left, 0),
+          .w1 = std::min(left + g.window_w, g.w)};
 }
 
 // Output rows (image, i) a parallel chunk should hold: about kGrain input elements read.
@@ -72,10 +71,10 @@ void MaxPoolForwardF32(const PoolGeometry& g, const float* x, float* y, uint16_t
         const Window win = WindowOf(g, i, j);
         // A window of -inf alone takes none: its first position is the maximum.
         std::fill(y + o, y + o + g.c, -std::numeric_limits<float>::infinity());
-        std::fill(argmax + o, argmax + o + g.c, win.Position(win.h0, win.w0, g));
+        std::fill(argmax + o, argmax + o + g.c, 0);
         for (int64_t h = win.h0; h < win.h1; ++h) {
           for (int64_t w = win.w0; w < win.w1; ++w) {
-            TakeMax(y + o, argmax + o, x + ((n * g.h + h) * g.w + w) * g.c, win.Position(h, w, g),
+            TakeMax(y + o, argmax + o, x + ((n * g.h + h) * g.w + w) * g.c, win.Position(h, w),
                     g.c);
           }
         }
@@ -101,7 +100,7 @@ void MaxPoolBackwardF32(const PoolGeometry& g, const uint16_t* argmax, const flo
         for (int64_t h = win.h0; h < win.h1; ++h) {
           for (int64_t w = win.w0; w < win.w1; ++w) {
             float* at = grad_x + ((n * g.h + h) * g.w + w) * g.c;
-            const uint16_t k = win.Position(h, w, g);
+            const uint16_t k = win.Position(h, w);
             if (tile) {
               SetWhereMax(at, grad_y + o, argmax + o, k, g.c);
             } else {

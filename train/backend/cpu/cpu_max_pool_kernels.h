@@ -12,11 +12,13 @@
 
 namespace sluice::train::backend::cpu {
 
-// The most positions a window may have: the forward notes each output's position in a uint16_t.
+// The most pixels of the image a window may cover: the forward notes each output's position in a
+// uint16_t.
 inline constexpr int64_t kMaxPoolWindowLimit = 65535;
 
 // y [n, oh, ow, c] = each window's maximum of x [n, h, w, c], and argmax [n, oh, ow, c] the
-// position in the window (row * window_w + column) of the first element that holds it.
+// position, in the part of the window inside the image (row-major), of the first element that
+// holds it.
 void MaxPoolForwardF32(const PoolGeometry& g, const float* x, float* y, uint16_t* argmax);
 
 // grad_x = each output's gradient added at the position the forward chose (argmax);
