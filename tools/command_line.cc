@@ -269,8 +269,10 @@ absl::StatusOr<double> CommandLine::DoubleValue(absl::string_view name, double m
   const std::string& text = Value(name);
   double value;
   const bool inclusive = bound == Bound::kInclusive;
-  // Written so that NaN fails both comparisons.
-  if (!absl::SimpleAtod(text, &value) || !(inclusive ? value >= min : value > min) ||
+  // Written so that NaN fails both comparisons. Decimal only: strtod's hex ("0x10" read as 16)
+  // is no one's learning rate.
+  if (absl::StrContains(text, 'x') || absl::StrContains(text, 'X') ||
+      !absl::SimpleAtod(text, &value) || !(inclusive ? value >= min : value > min) ||
       !std::isfinite(value)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--", name, " takes a number ", inclusive ? ">= " : "> ", min, ", not '", text, "'"));

@@ -7,8 +7,8 @@ namespace sluice::tools {
 
 namespace option_table_internal {
 
-absl::Status NumberAboveMax(absl::string_view name, double min, CommandLine::Bound bound,
-                            double max, absl::string_view text) {
+absl::Status NumberOutOfRange(absl::string_view name, double min, CommandLine::Bound bound,
+                              double max, absl::string_view text) {
   return absl::InvalidArgumentError(absl::StrCat(
       "--", name, " takes a number in ", bound == CommandLine::Bound::kInclusive ? "[" : "(", min,
       ", ", max, "], not '", text, "'"));

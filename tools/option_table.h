@@ -95,8 +95,8 @@ struct IsOptional : std::false_type {};
 template <typename T>
 struct IsOptional<std::optional<T>> : std::true_type {};
 
-absl::Status NumberAboveMax(absl::string_view name, double min, CommandLine::Bound bound,
-                            double max, absl::string_view text);
+absl::Status NumberOutOfRange(absl::string_view name, double min, CommandLine::Bound bound,
+                              double max, absl::string_view text);
 
 // The option's text as a number or a string, within the spec's bounds.
 // The largest value an integer option of type T takes: `max`, when set, and never more than T
@@ -124,12 +124,13 @@ absl::StatusOr<T> ParseBuiltin(const CommandLine& command_line, const std::strin
     return static_cast<T>(value);
   } else {
     static_assert(std::is_floating_point_v<T>);
-    SLUICE_ASSIGN_OR_RETURN(const double value,
-                            command_line.DoubleValue(name, spec.min, spec.bound));
-    if (spec.max && value > *spec.max) {
-      return NumberAboveMax(name, spec.min, spec.bound, *spec.max, command_line.Value(name));
+    const absl::StatusOr<double> value = command_line.DoubleValue(name, spec.min, spec.bound);
+    // With a maximum, any value out of range (NaN included) is told the whole range.
+    if (spec.max && (!value.ok() || *value > *spec.max)) {
+      return NumberOutOfRange(name, spec.min, spec.bound, *spec.max, command_line.Value(name));
     }
-    return static_cast<T>(value);
+    if (!value.ok()) return value.status();
+    return static_cast<T>(*value);
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -97,7 +98,10 @@ struct Prediction {
 };
 
 // Whether `file` is a TFRecord file by its name, compressed ones (.tfrecord.gz) included.
-bool IsTFRecordFile(absl::string_view file) {
+// Any case: "train.TFRecord" is one too.
+bool IsTFRecordFile(absl::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  absl::string_view file = lower;
   for (absl::string_view suffix : {".gz", ".zlib", ".zz"}) absl::ConsumeSuffix(&file, suffix);
   return absl::EndsWith(file, ".tfrecord") || absl::EndsWith(file, ".tfrecords") ||
          absl::EndsWith(file, ".tfrec");  // Kaggle's shards

@@ -122,8 +122,13 @@ TEST(CommandLineTest, NumericOptionsNameTheirRange) {
             "--quality takes an integer in 1..100, not '101'"},
            {"convert fashion-mnist --out /nonexistent/x --shards 100000",
             "--shards takes an integer in 1..99999, not '100000'"},
+           // A bounded option names its whole range, whatever is wrong (NaN included).
            {"train --data /nonexistent --momentum -0.5 --optimizer sgd",
-            "--momentum takes a number >= 0, not '-0.5'"},
+            "--momentum takes a number in [0, 1], not '-0.5'"},
+           {"train --data /nonexistent --momentum nan --optimizer sgd",
+            "--momentum takes a number in [0, 1], not 'nan'"},
+           // strtod's hex is no one's number.
+           {"train --data /nonexistent --lr 0x10", "--lr takes a number > 0, not '0x10'"},
            {"train --data /nonexistent --clip-norm inf",
             "--clip-norm takes a number >= 0, not 'inf'"},
            {"train --data /nonexistent --epochs 99999999999999999999",

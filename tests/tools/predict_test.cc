@@ -103,6 +103,14 @@ TEST_F(PredictCommandTest, EveryBatchSizeGivesTheSamePredictionsInOrder) {
       RunSluice("predict --batch 0 --model " + ShellQuote(*model_) + " " + ShellQuote(Shard()))
           .exit_code,
       2);
+  // A shard's name in capitals is still a shard (it was read as a JPEG: "not a JPEG").
+  const std::string upper = TempPath("UPPER.TFRecord");
+  std::filesystem::copy_file(Shard(), upper);
+  CliResult capitals =
+      RunSluice("predict --top 1 --model " + ShellQuote(*model_) + " " + ShellQuote(upper));
+  ASSERT_EQ(capitals.exit_code, 0) << capitals.err;
+  EXPECT_EQ(TopOneNames(capitals.out), runs[0]);
+  std::filesystem::remove(upper);
 }
 
 // A record whose data is corrupt: without --skip-bad, the records before it are classified, the
