@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "autotune/controller.h"
 #include "core/json_writer.h"
@@ -298,9 +299,13 @@ void PrintText(const BenchmarkResult& result, int64_t bytes, const std::string& 
                const std::optional<AutotuneReport>& autotune,
                const std::optional<Convergence>& convergence) {
   std::printf("pipeline: %s\n", pipeline.c_str());
-  std::printf("%lld images in %.2f s: %.1f images/s, %.1f MB/s of records\n",
-              static_cast<long long>(result.examples), result.seconds, result.examples_per_second,
-              bytes / std::max(result.seconds, 1e-9) / 1e6);
+  // A snapshot written before, or a cache filled, serves the images without reading a record.
+  const std::string records =
+      bytes > 0 || result.examples == 0
+          ? absl::StrFormat("%.1f MB/s of records", bytes / std::max(result.seconds, 1e-9) / 1e6)
+          : std::string("no records read (a snapshot or the cache served them)");
+  std::printf("%lld images in %.2f s: %.1f images/s, %s\n", static_cast<long long>(result.examples),
+              result.seconds, result.examples_per_second, records.c_str());
   size_t width = 5;
   for (const BenchmarkStage& stage : result.stages)
     width = std::max(width, stage.stats.name.size());

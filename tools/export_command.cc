@@ -19,6 +19,12 @@ int ExportModel(const CommandLine& command_line) {
   const std::string& out = command_line.Value("out");
   if (dir.empty()) return command_line.ReportUsageError("--model DIR is required");
   if (out.empty()) return command_line.ReportUsageError("--out FILE.onnx is required");
+  std::error_code not_checked;  // a path that cannot be looked at is left to the write
+  if (std::filesystem::is_directory(out, not_checked)) {
+    // The write would fail at its rename, naming a temporary file.
+    return command_line.ReportUsageError(absl::StrCat(
+        "--out ", out, " is a directory; give the ONNX file's path (", out, "/model.onnx, say)"));
+  }
   // Opset 13 is the oldest with every operator the exporter writes as it writes it (Softmax over
   // one axis); Debian's ONNX 1.12 knows up to 17.
   absl::StatusOr<int64_t> opset = command_line.IntValue("opset", 13, 17);

@@ -76,15 +76,47 @@ absl::StatusOr<Tensor> Preprocess(const Input& input, int64_t height, int64_t wi
   if (!input.raw) {
     return DecodeAndResize(bytes, height, width, {.channels = channels}, {.normalize = &scale});
   }
-  const int64_t pixels = input.height * input.width;
-  if (input.height <= 0 || input.width <= 0 ||
-      static_cast<int64_t>(bytes.size()) != pixels * channels) {
-    return absl::InvalidArgumentError(absl::StrCat("raw image of ", bytes.size(), " bytes is not ",
-                                                   input.height, "x", input.width, "x", channels,
-                                                   " (the model's channels)"));
+  if (input.height <= 0 || input.width <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a raw image (image/format raw) needs image/height and image/width, and this record's "
+        "are ",
+        input.height, " x ", input.width));
+  }
+  // The channels the record holds: the model's, or gray or RGB converted to them, as a JPEG's
+  // are. (Each side at most the byte count: no product of untrusted sizes overflows.)
+  const int64_t size = static_cast<int64_t>(bytes.size());
+  int stored = 0;
+  if (input.height <= size && input.width <= size) {
+    const int64_t pixels = input.height * input.width;
+    if (size == pixels * channels) {
+      stored = channels;
+    } else if (channels == 3 && size == pixels) {
+      stored = 1;
+    } else if (channels == 1 && size == pixels * 3) {
+      stored = 3;
+    }
+  }
+  if (stored == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("raw image of ", size, " bytes is not ", input.height, "x", input.width, "x",
+                     channels, " (the model's channels)",
+                     channels == 1 || channels == 3 ? " nor gray or RGB to convert" : ""));
   }
   Tensor pixels_in(DType::kUint8, Shape{input.height, input.width, channels});
-  std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(pixels_in.raw_data()));
+  const auto* from = reinterpret_cast<const uint8_t*>(bytes.data());
+  auto* to = static_cast<uint8_t*>(pixels_in.raw_data());
+  const int64_t pixels = input.height * input.width;
+  for (int64_t i = 0; i < pixels; ++i) {
+    if (stored == channels) {
+      std::copy(from + i * stored, from + (i + 1) * stored, to + i * channels);
+    } else if (stored == 1) {
+      std::fill(to + i * channels, to + (i + 1) * channels, from[i]);  // gray to RGB
+    } else {
+      // RGB to gray with libjpeg's weights, as a JPEG decoded to one channel is.
+      const uint8_t* rgb = from + i * 3;
+      to[i] = static_cast<uint8_t>((19595 * rgb[0] + 38470 * rgb[1] + 7471 * rgb[2] + 32768) >> 16);
+    }
+  }
   return Resize(pixels_in,
                 ResizeRegion{.height = static_cast<double>(input.height),
                              .width = static_cast<double>(input.width)},

@@ -549,6 +549,12 @@ TEST(BenchTest, OneEpochCountsEveryImage) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(JsonInt(r.out, "elements"), 12);
   EXPECT_EQ(JsonInt(r.out, "bytes"), 0);
+  // The text says so, where it said "0.0 MB/s of records".
+  r = RunSluice(with_snapshot.substr(0, with_snapshot.find(" --json")) +
+                with_snapshot.substr(with_snapshot.find(" --json") + 7));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("12 images in "));
+  EXPECT_THAT(r.out, HasSubstr("no records read (a snapshot or the cache served them)"));
 
   r = RunSluice("bench --files " + files +
                 " --epochs 3 --cache --json --batch 4 --image-size 16 --autotune");

@@ -113,6 +113,31 @@ TEST_F(PredictCommandTest, EveryBatchSizeGivesTheSamePredictionsInOrder) {
   std::filesystem::remove(upper);
 }
 
+// Raw records (`convert fashion-mnist --format raw`) of gray pixels meet an RGB model as a gray
+// JPEG does: converted (they were refused, "784 bytes is not 28x28x3"), so the model's brightness
+// rule holds; a raw record without its size says which fields it lacks.
+TEST_F(PredictCommandTest, RawGrayRecordsAreConvertedForAnRgbModel) {
+  const std::string raw = TempPath("raw_gray.tfrecord");
+  ::sluice::train::recipes::testing::WriteRawImages(raw, 10, 8, 8);  // image i all (i * 25) % 256
+  CliResult r = RunSluice("predict --top 1 --model " + ShellQuote(*model_) + " " + ShellQuote(raw));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> top = TopOneNames(r.out);
+  ASSERT_EQ(top.size(), 10u) << r.out;
+  EXPECT_EQ(top[0], "dark");   // all 0
+  EXPECT_EQ(top[1], "dark");   // all 25
+  EXPECT_EQ(top[8], "light");  // all 200
+  EXPECT_EQ(top[9], "light");  // all 225
+
+  const std::string sizeless = TempPath("raw_sizeless.tfrecord");
+  ::sluice::train::recipes::testing::WriteRawImages(sizeless, 1, 0, 8);
+  r = RunSluice("predict --model " + ShellQuote(*model_) + " " + ShellQuote(sizeless));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("a raw image (image/format raw) needs image/height and "
+                               "image/width, and this record's are 0 x 8"));
+  std::filesystem::remove(raw);
+  std::filesystem::remove(sizeless);
+}
+
 // A record whose data is corrupt: without --skip-bad, the records before it are classified, the
 // error names the file, the record and its offset, and nothing after it is read (the exit
 // status is 1); with --skip-bad, every other record is classified and the bad one counted.

@@ -207,6 +207,9 @@ TEST(ExportCommandLineTest, BadArgumentsAreUsageErrorsAndAMissingModelIsNamed) {
   EXPECT_EQ(names.exit_code, 2);
   EXPECT_THAT(names.err, HasSubstr("must differ, both are 'y'"));
   EXPECT_EQ(RunSluice("export --model m --out x.onnx --input-name ''").exit_code, 2);
+  CliResult dir = RunSluice("export --model m --out " + ShellQuote(::testing::TempDir()));
+  EXPECT_EQ(dir.exit_code, 2);
+  EXPECT_THAT(dir.err, HasSubstr(" is a directory; give the ONNX file's path"));
   const std::string missing = TempPath("no_such_model");
   CliResult r = RunSluice("export --model " + ShellQuote(missing) + " --out " +
                           ShellQuote(TempPath("x.onnx")));
