@@ -374,8 +374,13 @@ absl::StatusOr<ImageClassifierResult> TrainImageClassifier(const ImageClassifier
     SLUICE_RETURN_IF_ERROR(CheckCanBeDirectory(
         std::filesystem::path(checkpoint).parent_path().string(), "checkpoint"));
   }
-  if (!options.save_dir.empty()) {
-    SLUICE_RETURN_IF_ERROR(CheckCanBeDirectory(options.save_dir, "save_dir"));
+  // The folders written during or after training alike: one error for each (a file on the path
+  // was PermissionDenied for one, Internal for another), before any data is read.
+  for (const auto& [dir, what] : {std::pair{&options.save_dir, "save_dir"},
+                                  std::pair{&options.callbacks.backup_dir, "backup_dir"},
+                                  std::pair{&options.callbacks.log_dir, "log_dir"},
+                                  std::pair{&options.profile_dir, "profile_dir"}}) {
+    if (!dir->empty()) SLUICE_RETURN_IF_ERROR(CheckCanBeDirectory(*dir, what));
   }
   backend::cpu::SetCpuThreads(static_cast<int>(options.cpu_threads));
   // Shared with the pipelines' threads, which may outlive this frame's error returns.

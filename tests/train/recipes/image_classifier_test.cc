@@ -224,6 +224,19 @@ TEST(ImageClassifierOptionsTest, DestinationsThatCannotBeDirectoriesFailFirst) {
   options.callbacks.checkpoint = dir.path();  // a folder, not a checkpoint's path
   EXPECT_THAT(TrainImageClassifier(options).status().message(),
               HasSubstr(": a directory; give a file's path"));
+  // The other folders a run writes, the same way (they failed later, each with another code).
+  options.callbacks.checkpoint = "";
+  for (auto [field, name] : {std::pair{&options.callbacks.backup_dir, "backup_dir"},
+                             std::pair{&options.callbacks.log_dir, "log_dir"},
+                             std::pair{&options.profile_dir, "profile_dir"}}) {
+    *field = dir.File("a-file/sub");
+    result = TrainImageClassifier(options);
+    EXPECT_TRUE(absl::IsFailedPrecondition(result.status())) << name << ": " << result.status();
+    EXPECT_THAT(result.status().message(),
+                HasSubstr(absl::StrCat(name, " ", dir.File("a-file/sub"), ": ", dir.File("a-file"),
+                                       " is not a directory")));
+    *field = "";
+  }
   // Paths that can be made get as far as the data (and create nothing).
   options.callbacks.checkpoint = dir.File("new/deeper/ck");
   options.save_dir = dir.File("new/model");
