@@ -17,7 +17,7 @@ class RangeDataset : public DatasetBase {
 
   absl::StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(
       const IteratorContext& ctx) const override {
-    if (step_ == 0) return absl::InvalidArgumentError("Range: step must not be 0");
+    if (step_ == 0) return absl::InvalidArgumentError(absl::StrCat(name(), ": step must not be 0"));
     return std::unique_ptr<IteratorBase>(new RangeIterator(this, ctx));
   }
   int64_t Cardinality() const override {
@@ -25,8 +25,8 @@ class RangeDataset : public DatasetBase {
     // In 128 bits: the span of Range(-1, INT64_MAX) and the rounding of Range(0, INT64_MAX, 2)
     // overflow int64. More than INT64_MAX elements (only Range(INT64_MIN, INT64_MAX)) counts as
     // INT64_MAX.
-    const Int128 span = step_ > 0 ? static_cast<Int128>(stop_) - start_
-                                  : static_cast<Int128>(start_) - stop_;
+    const Int128 span =
+        step_ > 0 ? static_cast<Int128>(stop_) - start_ : static_cast<Int128>(start_) - stop_;
     const Int128 step = step_ > 0 ? static_cast<Int128>(step_) : -static_cast<Int128>(step_);
     if (span <= 0) return 0;
     const Int128 count = (span + step - 1) / step;

@@ -162,9 +162,10 @@ class WindowIterator : public IteratorBase {
         const Element& row = *rows[i];
         if (row.size() != first.size() || row[k].dtype() != first[k].dtype() ||
             row[k].shape() != first[k].shape()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "Window: the elements of window ", start_ / d_->shift(), " differ in component ", k,
-              ": ", ElementDebugString(first), " and ", ElementDebugString(row)));
+          return absl::InvalidArgumentError(
+              absl::StrCat(d_->name(), ": the elements of window ", start_ / d_->shift(),
+                           " differ in component ", k, ": ", ElementDebugString(first), " and ",
+                           ElementDebugString(row)));
         }
         SLUICE_RETURN_IF_ERROR(t.CopyIntoRow(static_cast<int64_t>(i), row[k]));
       }
@@ -185,7 +186,7 @@ class WindowIterator : public IteratorBase {
 absl::StatusOr<std::unique_ptr<IteratorBase>> WindowDataset::MakeIterator(
     const IteratorContext& ctx) const {
   if (size_ < 1 || shift() < 1 || options_.stride < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("Window: size ", size_, ", shift ", shift(),
+    return absl::InvalidArgumentError(absl::StrCat(name(), ": size ", size_, ", shift ", shift(),
                                                    " and stride ", options_.stride,
                                                    " must all be >= 1"));
   }

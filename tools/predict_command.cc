@@ -155,10 +155,10 @@ std::vector<std::pair<int64_t, float>> TopK(const float* logits, int64_t n, int6
   return top;
 }
 
-// The class's name as saved with the model, or its index.
-std::string ClassName(const train::fit::LoadedModel& loaded, int64_t c) {
-  return c < static_cast<int64_t>(loaded.class_names.size()) ? loaded.class_names[c]
-                                                             : absl::StrCat(c);
+// The class's name as saved with the model (a model saved without names, from C++ or
+// `sluice import`, has none).
+const std::string* ClassName(const train::fit::LoadedModel& loaded, int64_t c) {
+  return c < static_cast<int64_t>(loaded.class_names.size()) ? &loaded.class_names[c] : nullptr;
 }
 
 struct PredictArgs {
@@ -353,7 +353,11 @@ class Predictor {
           json.Key("class");
           json.Int(c);
           json.Key("name");
-          json.String(ClassName(loaded_, c));
+          if (const std::string* name = ClassName(loaded_, c)) {
+            json.String(*name);
+          } else {
+            json.Null();
+          }
           json.Key("probability");
           json.Double(prob);
           json.EndObject();
@@ -368,7 +372,10 @@ class Predictor {
       EndRepeats();
       std::string line = p.source + ":";
       for (const auto& [c, prob] : p.top) {
-        absl::StrAppend(&line, " ", ClassName(loaded_, c), " ", absl::StrFormat("%.3f", prob));
+        // An unnamed class reads "class 3", never a bare index beside its probability.
+        const std::string* name = ClassName(loaded_, c);
+        absl::StrAppend(&line, " ", name != nullptr ? *name : absl::StrCat("class ", c), " ",
+                        absl::StrFormat("%.3f", prob));
       }
       std::printf("%s\n", line.c_str());
     }

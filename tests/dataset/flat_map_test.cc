@@ -92,7 +92,7 @@ TEST(FlatMapTest, InnerDatasetThatCannotStartIsNamed) {
   auto got = Collect(Dataset::Range(3).FlatMap(
       [](Element e) -> absl::StatusOr<Dataset> { return Dataset::Range(0, 5, Value(e) - 1); }));
   ASSERT_FALSE(got.ok());
-  EXPECT_EQ(got.status().message(), "FlatMap[1] at element 1: Range: step must not be 0");
+  EXPECT_EQ(got.status().message(), "FlatMap[1] at element 1: Range[0]: step must not be 0");
 }
 
 TEST(FlatMapTest, EachInnerPipelineHasItsOwnSeedsReproducibly) {

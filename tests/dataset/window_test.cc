@@ -100,7 +100,7 @@ TEST(WindowTest, StacksEveryComponentAndNamesAMismatch) {
   auto it = ragged.Window(2).MakeIterator();
   auto bad = it->GetNext();
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(bad.status().message(), HasSubstr("Window: the elements of window 0 differ"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("Window[2]: the elements of window 0 differ"));
   // The bad window is passed: IgnoreErrors drops it and the pipeline ends (it used to fail on the
   // same window for ever, a hang the iterator_restore fuzzer found).
   const Dataset mixed = Dataset::Range(6).Map([](Element e) -> absl::StatusOr<Element> {
@@ -116,6 +116,11 @@ TEST(WindowTest, BadArgumentsAreInvalidArgument) {
                             Dataset::Range(3).Window(2, {.stride = 0})}) {
     EXPECT_EQ(ds.MakeIterator()->GetNext().status().code(), absl::StatusCode::kInvalidArgument);
   }
+  // The message names the node, as every other op's does.
+  EXPECT_EQ(Dataset::Range(3).Window(2, {.shift = 0}).MakeIterator()->GetNext().status().message(),
+            "Window[1]: size 2, shift 0 and stride 1 must all be >= 1");
+  EXPECT_EQ(Dataset::Range(0, 3, 0).MakeIterator()->GetNext().status().message(),
+            "Range[0]: step must not be 0");
 }
 
 TEST(WindowTest, CheckpointsResumeExactly) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -15,6 +16,7 @@
 #include "io/tfrecord_reader.h"
 #include "tests/tools/cli_test_util.h"
 #include "tests/train/recipes/recipe_test_util.h"
+#include "train/fit/saved_model.h"
 
 namespace sluice {
 namespace {
@@ -202,6 +204,26 @@ TEST_F(PredictCommandTest, ClassNamesSurviveExportAndImport) {
   EXPECT_EQ(names, TopOneNames(original.out));
   ASSERT_FALSE(names.empty());
   EXPECT_TRUE(names.front() == "dark" || names.front() == "light") << names.front();
+}
+
+// A model saved without class names (from C++, as here, or by `sluice import` of an ONNX file
+// without them): each class reads "class N" in text, never a bare index beside its probability,
+// and its JSON "name" is null.
+TEST_F(PredictCommandTest, AnUnnamedClassIsSaidToBeOne) {
+  absl::StatusOr<train::fit::LoadedModel> loaded = train::fit::LoadModel(*model_);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_EQ(loaded->class_names, (std::vector<std::string>{"dark", "light"}));
+  const std::string unnamed = TempPath("unnamed_mlp");
+  ASSERT_TRUE(train::fit::SaveModel(*loaded->model, loaded->input_shape, unnamed).ok());
+  const std::string image = ShellQuote(*root_ + "/dark/1.jpg");
+  CliResult text = RunSluice("predict --top 2 --model " + ShellQuote(unnamed) + " " + image);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out,
+              ::testing::MatchesRegex(".*/dark/1.jpg: class 0 [0-9.]+ class 1 [0-9.]+\n"));
+  CliResult json = RunSluice("predict --top 1 --json --model " + ShellQuote(unnamed) + " " + image);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_THAT(json.out, HasSubstr("{\"class\": 0, \"name\": null, \"probability\": "));
+  std::filesystem::remove_all(unnamed);
 }
 
 // An empty TFRecord file predicts nothing and says so: a wrong or unfinished file looks alike.
