@@ -148,6 +148,7 @@ int RunTrain(int argc, char** argv) {
                                 config.run.device);
     if (!job) return kExitFailure;
   }
+  if (!job || job->rank() == 0) WarnOfMoreThreadsThanCores(config);
   absl::StatusOr<Result> result = Train(config.run, job ? job->collectives() : nullptr);
   if (!result.ok() && train::callbacks::IsPreemption(result.status())) {
     // Every rank stopped after the same step and the backup is written: no abort.

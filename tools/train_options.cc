@@ -345,14 +345,16 @@ const OptionTable<TrainConfig>& TrainOptions() {
 absl::Status CheckTrainConfig(const CommandLine& command_line, TrainConfig& config) {
   SLUICE_RETURN_IF_ERROR(CheckCombinations(command_line, config));
   config.run.verbose = config.json ? 0 : 1;
+  return absl::OkStatus();
+}
+
+void WarnOfMoreThreadsThanCores(const TrainConfig& config) {
   if (const int cores = AvailableCores(); config.run.cpu_threads > cores) {
-    // Allowed (a job may be moved to a larger machine), but rarely meant.
     std::fprintf(stderr,
                  "sluice train: warning: --threads %lld is more than the %d core%s available here; "
                  "the extra threads only take turns\n",
                  static_cast<long long>(config.run.cpu_threads), cores, cores == 1 ? "" : "s");
   }
-  return absl::OkStatus();
 }
 
 }  // namespace sluice::tools

@@ -26,6 +26,11 @@ const OptionTable<TrainConfig>& TrainOptions();
 // defaults that depend on other options. InvalidArgument (a usage error) names a bad option.
 absl::Status CheckTrainConfig(const CommandLine& command_line, TrainConfig& config);
 
+// Warns on stderr when --threads asks for more threads than this machine has cores: allowed (a
+// job may be moved to a larger machine), but rarely meant. Called once for a job: by rank 0 of a
+// distributed one.
+void WarnOfMoreThreadsThanCores(const TrainConfig& config);
+
 }  // namespace sluice::tools
 
 #endif  // SLUICE_TOOLS_TRAIN_OPTIONS_H_
