@@ -11,6 +11,7 @@
 #include "dataset/node_stats.h"
 #include "python/dataset_binding.h"
 #include "python/errors.h"
+#include "python/gil.h"
 #include "tools/bench_run.h"
 
 // sluice.bench(dataset, seconds=...): `sluice bench --json`'s report of any pipeline, as a dict.
@@ -34,7 +35,7 @@ void RegisterBench(py::module_& m) {
         options.check = interrupt.Check();
         absl::StatusOr<tools::bench::Run> run;
         {
-          py::gil_scoped_release release;  // Python map functions take it as they run
+          ReleaseGil release;  // Python map functions take it as they run
           run = tools::bench::RunOnce(dataset.dataset, options, std::nullopt,
                                       /*show_progress=*/false);
         }

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/os_error.h"
+#include "python/gil.h"
 
 namespace sluice::python {
 namespace {
@@ -198,7 +199,7 @@ absl::Status StatusFromPythonError(py::error_already_set& error, absl::string_vi
 
 std::function<absl::Status()> InterruptCheck::Check() {
   return [this]() -> absl::Status {
-    py::gil_scoped_acquire gil;
+    AcquireGil gil;  // on the thread that released it (ReleaseGil)
     if (PyErr_CheckSignals() == 0) return absl::OkStatus();
     interrupted_.emplace();  // takes the exception the handler set
     return absl::CancelledError("interrupted");

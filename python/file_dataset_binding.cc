@@ -13,6 +13,7 @@
 #include "dataset/dataset.h"
 #include "python/dataset_binding.h"
 #include "python/errors.h"
+#include "python/gil.h"
 #include "python/py_function.h"
 #include "python/tensor_binding.h"
 
@@ -166,7 +167,7 @@ void RegisterSavedDatasets(py::class_<PyDataset>& c) {
          {
            // The pipeline runs here, on this thread and its own, which take the GIL for
            // Python functions.
-           py::gil_scoped_release release;
+           ReleaseGil release;
            saved = self.dataset.Save(path, std::move(options));
          }
          interrupt.ThrowIfInterrupted();

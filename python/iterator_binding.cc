@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/status/statusor.h"
@@ -16,6 +17,7 @@
 #include "core/mutex.h"
 #include "dataset/iterator.h"
 #include "python/errors.h"
+#include "python/gil.h"
 #include "python/py_function.h"
 #include "python/tensor_binding.h"
 
@@ -30,6 +32,9 @@ constexpr auto kSignalCheckInterval = std::chrono::milliseconds(50);
 
 using Result = absl::StatusOr<std::optional<Element>>;
 
+// The error text of a next() on an iterator closed at exit (CloseAll).
+constexpr char kClosedAtExit[] = "the iterator was closed at interpreter exit";
+
 // One C++ iterator and the thread that calls its GetNext, so that the Python thread waiting for
 // an element can wake up for signals: a blocking GetNext cannot be interrupted, a wait on a
 // condition variable can. An interrupted next() leaves its request running; the element it brings
@@ -37,125 +42,38 @@ using Result = absl::StatusOr<std::optional<Element>>;
 // waits for its buffer itself (Iterator::WaitForNext, which it can leave for a signal) and then
 // calls GetNext on the Python thread, which returns at once: the hand-off to the fetching thread
 // and back cost two more wake-ups, 40-90 us an element on 2 cores.
-class PyIterator {
+// Shared by the Python object and whoever closes it: a close may finish on another thread, after
+// the Python object is gone (PyIterator's destructor). Every method runs without the GIL.
+class IteratorCore {
  public:
-  explicit PyIterator(const Dataset& dataset) : iterator_(dataset.MakeIterator()) {
-    Live().insert(this);
-  }
-
-  ~PyIterator() {
-    Live().erase(this);
-    Close();
-  }
+  explicit IteratorCore(const Dataset& dataset) : iterator_(dataset.MakeIterator()) {}
+  ~IteratorCore() { Close(); }
 
   // Cancels the pipeline, joins the fetching thread (whose GetNext, an interrupted next()'s,
-  // the cancellation ends) and destroys the C++ iterator, which joins the pipeline's threads,
-  // without the GIL: they may be waiting for it to run a Python map function. Idempotent; next()
-  // then raises.
+  // the cancellation ends) and destroys the C++ iterator, which joins the pipeline's threads:
+  // without the GIL, as they may be waiting for it to run a Python map function. Idempotent; a
+  // second caller meanwhile waits for the first. next() then raises.
   void Close() {
-    py::gil_scoped_release release;
+    MutexLock closing(&close_mu_);
+    if (closed_) return;
     {
       MutexLock l(&mu_);
       stop_ = true;
-      // Another Python thread's next() may be in a GetNext of its own (CloseAll at exit).
-      while (direct_) cv_.Wait(&mu_);
+      // Another Python thread's next() may be in a GetNext of its own (CloseAll at exit), or a
+      // state_dict() in a Save.
+      while (direct_ || users_ > 0) cv_.Wait(&mu_);
     }
-    if (iterator_ != nullptr) iterator_->Cancel();
+    iterator_->Cancel();
     cv_.SignalAll();
+    // No thread starts after stop_ (StartFetching), so thread_ is this thread's to join.
     if (thread_.joinable()) thread_.join();
     iterator_.reset();
+    closed_ = true;
   }
 
-  // Closes every live iterator at exit, before the interpreter finalizes, and waits for the
-  // Python calls their pipelines' threads are still making (which a closed iterator does not
-  // wait for: they finish on their own). A pipeline thread that asked for the GIL later would be
-  // stopped for good by Python, in the middle of C++ code.
-  static void CloseAll() {
-    StopPythonCalls();
-    for (PyIterator* it : Live()) it->Close();
-    py::gil_scoped_release release;  // the calls still running need it to finish
-    WaitForPythonCalls();
-  }
-
-  py::object Next() {
-    if (ended_) throw py::stop_iteration();
-    CheckOpen();
-    Result result = Wait();
-    if (!result.ok()) RaiseSticky(result.status());
-    if (!result->has_value()) {
-      ended_ = true;
-      throw py::stop_iteration();
-    }
-    started_ = returned_ = true;
-    return ElementToPython(**result);
-  }
-
-  py::dict StateDict() {
-    CheckOpen();
-    if (Pending()) {
-      throw py::value_error(
-          "state_dict(): an interrupted next() still holds an element; call next() first");
-    }
-    absl::StatusOr<std::string> saved;
-    {
-      py::gil_scoped_release release;
-      saved = iterator_->Save();
-    }
-    if (!saved.ok()) ThrowStatus(saved.status());
-    py::dict state;
-    state["version"] = kStateVersion;
-    state["iterator"] = py::bytes(*saved);
-    return state;
-  }
-
-  void LoadStateDict(const py::dict& state) {
-    CheckOpen();
-    if (started_ || Pending()) {
-      throw py::value_error(
-          "load_state_dict() must come before the first next(): call it on a fresh iter(dataset)");
-    }
-    if (!state.contains("version") || !state.contains("iterator")) {
-      throw py::value_error(
-          "load_state_dict(): not a sluice iterator state (no 'version' and 'iterator' keys)");
-    }
-    const int version = state["version"].cast<int>();
-    if (version != kStateVersion) {
-      throw py::value_error(absl::StrCat("load_state_dict(): state version ", version,
-                                         ", this sluice reads version ", kStateVersion));
-    }
-    const std::string checkpoint = state["iterator"].cast<std::string>();
-    absl::Status restored;
-    {
-      py::gil_scoped_release release;
-      restored = iterator_->Restore(checkpoint);
-    }
-    if (!restored.ok()) ThrowStatus(restored);
-    started_ = true;  // a second restore is an error in C++ too
-  }
-
- private:
-  // Raises the iterator's error: the first time as ThrowStatus makes it, then that same
-  // exception object, with the traceback it first had (raising an object again appends to its
-  // traceback), however many other errors the process has seen since.
-  [[noreturn]] void RaiseSticky(const absl::Status& status) {
-    if (!sticky_) {
-      try {
-        ThrowStatus(status);
-      } catch (py::error_already_set& error) {
-        sticky_ = error.value();
-        PyObject* traceback = PyException_GetTraceback(sticky_.ptr());  // a new reference
-        sticky_traceback_ = py::reinterpret_steal<py::object>(
-            traceback != nullptr ? traceback : py::none().release().ptr());
-        throw;
-      }
-    }
-    PyException_SetTraceback(sticky_.ptr(), sticky_traceback_.ptr());
-    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(sticky_.ptr())), sticky_.ptr());
-    throw py::error_already_set();
-  }
-
-  void CheckOpen() const {
-    if (iterator_ == nullptr) throw py::value_error("the iterator was closed at interpreter exit");
+  bool Stopped() {
+    MutexLock l(&mu_);
+    return stop_;
   }
 
   // Whether a request is running or its result waits to be taken.
@@ -164,56 +82,11 @@ class PyIterator {
     return requested_ || result_.has_value();
   }
 
-  // Ready when a result is there; otherwise makes a request unless one is running (another
-  // Python thread's next() may have taken the result this one's request brought).
-  bool ReadyOrRequest() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (result_) return true;
-    if (!requested_ && !direct_) {
-      requested_ = true;
-      cv_.SignalAll();
-    }
-    return false;
-  }
-
-  // The next result: waits for the fetching thread without the GIL, taking the GIL every
-  // kSignalCheckInterval for signal handlers. A handler's exception (KeyboardInterrupt)
-  // propagates and leaves the request running.
-  Result Wait() {
-    while (waits_itself_) {
-      bool not_yet = false, unknown = false;
-      if (std::optional<Result> taken = TakeWhenReady(&not_yet, &unknown)) {
-        return *std::move(taken);
-      }
-      // Past the first element, a pipeline that cannot wait itself never will: skip the attempt.
-      if (unknown && returned_) waits_itself_ = false;
-      if (!not_yet) break;
-      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-    }
-    if (!thread_.joinable()) thread_ = std::thread([this] { Fetch(); });
-    while (true) {
-      {
-        py::gil_scoped_release release;
-        MutexLock l(&mu_);
-        const auto deadline = std::chrono::steady_clock::now() + kSignalCheckInterval;
-        while (!ReadyOrRequest() && std::chrono::steady_clock::now() < deadline) {
-          cv_.WaitUntil(&mu_, deadline);
-        }
-        if (result_) {
-          Result result = *std::move(result_);
-          result_.reset();
-          return result;
-        }
-      }
-      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-    }
-  }
-
-  // The next result, taken on this thread without the GIL once the iterator has it at hand, waiting
-  // up to kSignalCheckInterval for it (`*not_yet` then). Nothing where the iterator cannot wait so
-  // (`*unknown`), or a request of the fetching thread is under way or waiting to be taken (it comes
-  // first).
+  // The next result, taken on this thread once the iterator has it at hand, waiting up to
+  // kSignalCheckInterval for it (`*not_yet` then). Nothing where the iterator cannot wait so
+  // (`*unknown`), where it is closed, or where a request of the fetching thread is under way or
+  // waiting to be taken (it comes first).
   std::optional<Result> TakeWhenReady(bool* not_yet, bool* unknown) {
-    py::gil_scoped_release release;
     {
       MutexLock l(&mu_);
       if (stop_ || requested_ || result_.has_value() || direct_) return std::nullopt;
@@ -240,6 +113,60 @@ class PyIterator {
     return std::nullopt;
   }
 
+  // Starts the fetching thread unless it runs; false once closed.
+  bool StartFetching() {
+    MutexLock l(&mu_);
+    if (stop_) return false;
+    if (!thread_.joinable()) thread_ = std::thread([this] { Fetch(); });
+    return true;
+  }
+
+  // Waits up to kSignalCheckInterval for the fetching thread's result, requesting one unless a
+  // request runs (another Python thread's next() may have taken the result this one's request
+  // brought). `*closed` when the iterator is closed.
+  std::optional<Result> WaitForResult(bool* closed) {
+    MutexLock l(&mu_);
+    const auto deadline = std::chrono::steady_clock::now() + kSignalCheckInterval;
+    while (!stop_ && !ReadyOrRequest() && std::chrono::steady_clock::now() < deadline) {
+      cv_.WaitUntil(&mu_, deadline);
+    }
+    if (result_) {
+      Result result = *std::move(result_);
+      result_.reset();
+      return result;
+    }
+    *closed = stop_;
+    return std::nullopt;
+  }
+
+  // `use(iterator)` unless the iterator is closed (nullopt then); Close waits for it.
+  template <typename F>
+  auto Use(F use) -> std::optional<decltype(use(std::declval<Iterator&>()))> {
+    {
+      MutexLock l(&mu_);
+      if (stop_) return std::nullopt;
+      ++users_;
+    }
+    absl::Cleanup done = [this] {
+      {
+        MutexLock l(&mu_);
+        --users_;
+      }
+      cv_.SignalAll();
+    };
+    return use(*iterator_);
+  }
+
+ private:
+  bool ReadyOrRequest() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (result_) return true;
+    if (!requested_ && !direct_) {
+      requested_ = true;
+      cv_.SignalAll();
+    }
+    return false;
+  }
+
   // The fetching thread: one GetNext per request.
   void Fetch() {
     while (true) {
@@ -258,13 +185,182 @@ class PyIterator {
     }
   }
 
-  // The iterators not yet destroyed (touched with the GIL held).
-  static std::set<PyIterator*>& Live() {
-    static auto* live = new std::set<PyIterator*>;
+  Mutex close_mu_;
+  bool closed_ ABSL_GUARDED_BY(close_mu_) = false;
+  // Reset by Close only, once stop_ holds back every other use.
+  std::unique_ptr<Iterator> iterator_;
+  std::thread thread_;  // started under mu_ before stop_ (StartFetching); joined by Close
+
+  Mutex mu_;
+  CondVar cv_;
+  bool requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool direct_ ABSL_GUARDED_BY(mu_) = false;  // a next() is in GetNext on its own thread
+  int users_ ABSL_GUARDED_BY(mu_) = 0;        // Use calls running
+  std::optional<Result> result_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// The Python iterator: its state as Python sees it (touched with the GIL held) and its core.
+class PyIterator {
+ public:
+  explicit PyIterator(const Dataset& dataset) : core_(std::make_shared<IteratorCore>(dataset)) {
+    Live().insert(core_);
+  }
+
+  ~PyIterator() {
+    Live().erase(core_);
+    if (InPipelinePythonCall()) {
+      // Dropped on a thread of a pipeline, inside its Python call (the cyclic GC runs anywhere):
+      // closing here would join that thread itself when the pipeline is this iterator's. Another
+      // thread closes it once the call returns; exit waits for it.
+      HoldExit();
+      std::thread([core = std::move(core_)]() mutable {
+        core->Close();
+        core.reset();
+        ReleaseExitHold();
+      }).detach();
+      return;
+    }
+    ReleaseGil release;
+    core_->Close();
+  }
+
+  // Closes every live iterator at exit, before the interpreter finalizes, and waits for the
+  // Python calls their pipelines' threads are still making (which a closed iterator does not
+  // wait for: they finish on their own), and for the closes other threads are finishing. A
+  // pipeline thread that asked for the GIL later would be stopped for good by Python, in the
+  // middle of C++ code. Iterators destroyed meanwhile on other threads keep their cores alive
+  // here until closed.
+  static void CloseAll() {
+    StopPythonCalls();
+    const std::vector<std::shared_ptr<IteratorCore>> live(Live().begin(), Live().end());
+    ReleaseGil release;  // the calls still running need it to finish
+    for (const std::shared_ptr<IteratorCore>& core : live) core->Close();
+    WaitForPythonCalls();
+  }
+
+  py::object Next() {
+    if (ended_) throw py::stop_iteration();
+    CheckOpen();
+    std::optional<Result> result = Wait();
+    if (!result) throw py::value_error(kClosedAtExit);
+    if (!result->ok()) RaiseSticky(result->status());
+    if (!(*result)->has_value()) {
+      ended_ = true;
+      throw py::stop_iteration();
+    }
+    started_ = returned_ = true;
+    return ElementToPython(***result);
+  }
+
+  py::dict StateDict() {
+    CheckOpen();
+    if (core_->Pending()) {
+      throw py::value_error(
+          "state_dict(): an interrupted next() still holds an element; call next() first");
+    }
+    std::optional<absl::StatusOr<std::string>> saved;
+    {
+      ReleaseGil release;
+      saved = core_->Use([](Iterator& it) { return it.Save(); });
+    }
+    if (!saved) throw py::value_error(kClosedAtExit);
+    if (!saved->ok()) ThrowStatus(saved->status());
+    py::dict state;
+    state["version"] = kStateVersion;
+    state["iterator"] = py::bytes(**saved);
+    return state;
+  }
+
+  void LoadStateDict(const py::dict& state) {
+    CheckOpen();
+    if (started_ || core_->Pending()) {
+      throw py::value_error(
+          "load_state_dict() must come before the first next(): call it on a fresh iter(dataset)");
+    }
+    if (!state.contains("version") || !state.contains("iterator")) {
+      throw py::value_error(
+          "load_state_dict(): not a sluice iterator state (no 'version' and 'iterator' keys)");
+    }
+    const int version = state["version"].cast<int>();
+    if (version != kStateVersion) {
+      throw py::value_error(absl::StrCat("load_state_dict(): state version ", version,
+                                         ", this sluice reads version ", kStateVersion));
+    }
+    const std::string checkpoint = state["iterator"].cast<std::string>();
+    std::optional<absl::Status> restored;
+    {
+      ReleaseGil release;
+      restored = core_->Use([&](Iterator& it) { return it.Restore(checkpoint); });
+    }
+    if (!restored) throw py::value_error(kClosedAtExit);
+    if (!restored->ok()) ThrowStatus(*restored);
+    started_ = true;  // a second restore is an error in C++ too
+  }
+
+ private:
+  // Raises the iterator's error: the first time as ThrowStatus makes it, then that same
+  // exception object, with the traceback it first had (raising an object again appends to its
+  // traceback), however many other errors the process has seen since.
+  [[noreturn]] void RaiseSticky(const absl::Status& status) {
+    if (!sticky_) {
+      try {
+        ThrowStatus(status);
+      } catch (py::error_already_set& error) {
+        sticky_ = error.value();
+        PyObject* traceback = PyException_GetTraceback(sticky_.ptr());  // a new reference
+        sticky_traceback_ = py::reinterpret_steal<py::object>(
+            traceback != nullptr ? traceback : py::none().release().ptr());
+        throw;
+      }
+    }
+    PyException_SetTraceback(sticky_.ptr(), sticky_traceback_.ptr());
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(sticky_.ptr())), sticky_.ptr());
+    throw py::error_already_set();
+  }
+
+  void CheckOpen() {
+    if (core_->Stopped()) throw py::value_error(kClosedAtExit);
+  }
+
+  // The next result (nullopt once closed): waits for the fetching thread without the GIL,
+  // taking the GIL every kSignalCheckInterval for signal handlers. A handler's exception
+  // (KeyboardInterrupt) propagates and leaves the request running.
+  std::optional<Result> Wait() {
+    while (waits_itself_) {
+      bool not_yet = false, unknown = false;
+      std::optional<Result> taken;
+      {
+        ReleaseGil release;
+        taken = core_->TakeWhenReady(&not_yet, &unknown);
+      }
+      if (taken) return taken;
+      // Past the first element, a pipeline that cannot wait itself never will: skip the attempt.
+      if (unknown && returned_) waits_itself_ = false;
+      if (!not_yet) break;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    }
+    if (!core_->StartFetching()) return std::nullopt;
+    while (true) {
+      bool closed = false;
+      std::optional<Result> result;
+      {
+        ReleaseGil release;
+        result = core_->WaitForResult(&closed);
+      }
+      if (result || closed) return result;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    }
+  }
+
+  // The iterators' cores not yet closed by their Python object's destructor (touched with the
+  // GIL held).
+  static std::set<std::shared_ptr<IteratorCore>>& Live() {
+    static auto* live = new std::set<std::shared_ptr<IteratorCore>>;
     return *live;
   }
 
-  std::unique_ptr<Iterator> iterator_;
+  std::shared_ptr<IteratorCore> core_;
   // Touched only with the GIL held (Python calls the methods above with it).
   bool started_ = false;  // a next() returned, or a state was loaded
   bool ended_ = false;
@@ -272,14 +368,6 @@ class PyIterator {
   bool waits_itself_ = true;     // until the pipeline says it cannot (no final Prefetch)
   py::object sticky_;            // the exception next() raised for the iterator's error
   py::object sticky_traceback_;  // its traceback then (None when it had none)
-  std::thread thread_;           // started by the first next(); joined by the destructor
-
-  Mutex mu_;
-  CondVar cv_;
-  bool requested_ ABSL_GUARDED_BY(mu_) = false;
-  bool direct_ ABSL_GUARDED_BY(mu_) = false;  // a next() is in GetNext on its own thread
-  std::optional<Result> result_ ABSL_GUARDED_BY(mu_);
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace

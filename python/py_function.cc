@@ -16,55 +16,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "core/mutex.h"
 #include "python/dataset_binding.h"
 #include "python/errors.h"
+#include "python/gil.h"
 #include "python/tensor_binding.h"
 
 namespace sluice::python {
 namespace {
-
-// The pipeline threads' Python calls (and releases of Python objects), counted, so that
-// interpreter exit can stop new ones and wait for those running.
-struct PythonCalls {
-  Mutex mu;
-  CondVar done;
-  bool stopped ABSL_GUARDED_BY(mu) = false;
-  int64_t running ABSL_GUARDED_BY(mu) = 0;
-};
-
-PythonCalls& Calls() {
-  static auto* calls = new PythonCalls;  // never destroyed: used until the process ends
-  return *calls;
-}
-
-// Whether a Python call may start (counted until LeavePython); false once exit began.
-bool EnterPython() {
-  PythonCalls& c = Calls();
-  MutexLock l(&c.mu);
-  if (c.stopped) return false;
-  ++c.running;
-  return true;
-}
-
-void LeavePython() {
-  PythonCalls& c = Calls();
-  {
-    MutexLock l(&c.mu);
-    --c.running;
-  }
-  c.done.SignalAll();
-}
-
-// Whether the interpreter is shutting down: Python 3.13 made _Py_IsFinalizing public as
-// Py_IsFinalizing and removed the private name.
-bool IsFinalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing() != 0;
-#else
-  return _Py_IsFinalizing() != 0;
-#endif
-}
 
 // A name for messages: the function's __qualname__, or its repr.
 std::string NameOf(const py::object& fn) {
@@ -125,6 +83,7 @@ absl::StatusOr<T> CallPython(const std::string& where, Body body) {
   absl::Cleanup leave = [] { LeavePython(); };
   absl::StatusOr<T> result;
   py::gil_scoped_acquire gil;
+  PipelinePythonCall in_call;
   try {
     result = body();
   } catch (py::error_already_set& error) {
@@ -160,23 +119,12 @@ PyFunction::~PyFunction() {
   }
   if (Py_IsInitialized() && !IsFinalizing()) {
     py::gil_scoped_acquire gil;
+    PipelinePythonCall in_call;  // the release may free anything, an iterator included
     fn_ = py::object();
   } else {
     fn_.release();
   }
   LeavePython();
-}
-
-void StopPythonCalls() {
-  PythonCalls& c = Calls();
-  MutexLock l(&c.mu);
-  c.stopped = true;
-}
-
-void WaitForPythonCalls() {
-  PythonCalls& c = Calls();
-  MutexLock l(&c.mu);
-  while (c.running > 0) c.done.Wait(&c.mu);
 }
 
 MapFn PythonMapFn(py::object fn) {

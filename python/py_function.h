@@ -48,15 +48,6 @@ ShardFn PythonShardFn(py::object fn);
 // load's and snapshot's reader_func(shards) -> sluice.Dataset, `shards` a list of sluice.Dataset,
 // one per shard (tf.data gives a dataset of datasets: sluice's elements are tensors).
 ReaderFn PythonReaderFn(py::object fn);
-// Interpreter exit (an atexit handler, before the interpreter finalizes): from now on, pipeline
-// threads make no Python call (a map function's call is Cancelled, a function object is leaked),
-// and once the iterators are closed, WaitForPythonCalls() waits for the calls already running. A
-// thread that asked for the GIL during finalization would be stopped for good by Python, in the
-// middle of C++ code that never returns.
-void StopPythonCalls();
-// Waits, without the GIL (release it first), until no pipeline thread is in a Python call.
-void WaitForPythonCalls();
-
 // from_generator's source: each iterator calls generator(*args) and yields what the Python
 // iterator it returns yields, converted as a map function's results (to `signature`'s dtypes
 // first, when it is known).

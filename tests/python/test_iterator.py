@@ -423,3 +423,79 @@ def test_fresh_process_exits_with_a_live_iterator():
         done = subprocess.run([sys.executable, "-c", EXIT_WITH_LIVE_ITERATOR], capture_output=True,
                               text=True, timeout=60)
         assert done.returncode == 0 and done.stdout == "exiting\n", done.stderr
+
+
+def _run_python(code, runs):
+    """Runs `code` in `runs` fresh interpreters; each must exit 0 and print "done" (a hang is a
+    failure, at 60 s)."""
+    import subprocess
+    import sys
+
+    for _ in range(runs):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0 and done.stdout == "done\n", (done.returncode, done.stderr)
+
+
+DAEMON_THREADS_ITERATING_AT_EXIT = """
+import tempfile, threading, time
+import sluice
+
+def endless():
+    return sluice.Dataset.range(10**12).map(lambda x: x, num_parallel_calls=2)
+
+def read():
+    for _ in endless().prefetch(2):
+        pass
+
+for _ in range(3):
+    threading.Thread(target=read, daemon=True).start()
+threading.Thread(target=lambda: sluice.bench(endless(), seconds=None), daemon=True).start()
+threading.Thread(target=lambda: endless().save(tempfile.mkdtemp()), daemon=True).start()
+time.sleep(0.3)
+print("done")
+"""
+
+
+def test_daemon_threads_iterating_at_exit_leave_it_clean():
+    # Daemon threads in next(), sluice.bench and save when the interpreter exits: the iterators
+    # are closed, and a thread that then wants the GIL back waits for the process to end. Taking
+    # it during finalization, Python ended the thread with pthread_exit inside a C++ destructor:
+    # std::terminate or a crash in 8 of 10 runs (a next() also started a new fetching thread on
+    # a closed iterator).
+    _run_python(DAEMON_THREADS_ITERATING_AT_EXIT, runs=3)
+
+
+DROPPED_INSIDE_ITS_OWN_MAP = """
+import gc, time
+import sluice
+
+holder = {}
+
+def drop_at_5(x):
+    if int(x) == 5:
+        holder.clear()  # the iterator's last reference, on one of its pipeline's threads
+    return x
+
+class Cycle:  # freed by the cyclic GC only, which runs on whatever thread allocates
+    def __init__(self):
+        self.it = iter(sluice.Dataset.range(10**6).map(collect, num_parallel_calls=2).prefetch(8))
+        next(self.it)
+        self.me = self
+
+def collect(x):
+    gc.collect()
+    return x
+
+holder["it"] = iter(sluice.Dataset.range(100).map(drop_at_5, num_parallel_calls=2).prefetch(4))
+next(holder["it"])
+Cycle()
+time.sleep(0.3)
+print("done")
+"""
+
+
+def test_an_iterator_freed_on_its_own_pipelines_thread_is_closed_by_another():
+    # Closing there joined the pipeline's threads from one of them: a thread joining itself
+    # (std::system_error, abort) or a map waiting for its own call (a hang, then at exit too).
+    _run_python(DROPPED_INSIDE_ITS_OWN_MAP, runs=4)

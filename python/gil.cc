@@ -1,0 +1,125 @@
+#include "python/gil.h"
+
+#include <cstdint>
+#include <thread>
+
+#include "core/mutex.h"
+
+namespace sluice::python {
+namespace {
+
+// The pipeline threads' Python calls (and releases of Python objects), counted, so that
+// interpreter exit can stop new ones and wait for those running.
+struct PythonCalls {
+  Mutex mu;
+  CondVar done;
+  CondVar never;  // what a thread parked at exit waits on
+  bool stopped ABSL_GUARDED_BY(mu) = false;
+  std::thread::id exiting ABSL_GUARDED_BY(mu);  // the thread that called StopPythonCalls
+  int64_t running ABSL_GUARDED_BY(mu) = 0;
+  int64_t taking ABSL_GUARDED_BY(mu) = 0;  // threads taking the GIL (ReleaseGil, AcquireGil)
+  int64_t held ABSL_GUARDED_BY(mu) = 0;    // HoldExit
+};
+
+PythonCalls& Calls() {
+  static auto* calls = new PythonCalls;  // never destroyed: used until the process ends
+  return *calls;
+}
+
+thread_local int python_call_depth = 0;
+
+// Before a thread other than a pipeline's takes the GIL: parks it for good once exit began,
+// else counts it, so that WaitForPythonCalls waits until it holds the GIL (before the interpreter
+// finalizes). DoneTaking ends the count.
+void StartTaking() {
+  PythonCalls& c = Calls();
+  MutexLock l(&c.mu);
+  while (c.stopped && std::this_thread::get_id() != c.exiting) c.never.Wait(&c.mu);
+  ++c.taking;
+}
+
+void DoneTaking() {
+  PythonCalls& c = Calls();
+  {
+    MutexLock l(&c.mu);
+    --c.taking;
+  }
+  c.done.SignalAll();
+}
+
+}  // namespace
+
+bool EnterPython() {
+  PythonCalls& c = Calls();
+  MutexLock l(&c.mu);
+  if (c.stopped) return false;
+  ++c.running;
+  return true;
+}
+
+void LeavePython() {
+  PythonCalls& c = Calls();
+  {
+    MutexLock l(&c.mu);
+    --c.running;
+  }
+  c.done.SignalAll();
+}
+
+bool IsFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
+PipelinePythonCall::PipelinePythonCall() { ++python_call_depth; }
+PipelinePythonCall::~PipelinePythonCall() { --python_call_depth; }
+bool InPipelinePythonCall() { return python_call_depth > 0; }
+
+void StopPythonCalls() {
+  PythonCalls& c = Calls();
+  MutexLock l(&c.mu);
+  c.stopped = true;
+  c.exiting = std::this_thread::get_id();
+}
+
+void WaitForPythonCalls() {
+  PythonCalls& c = Calls();
+  MutexLock l(&c.mu);
+  while (c.running > 0 || c.taking > 0 || c.held > 0) c.done.Wait(&c.mu);
+}
+
+void HoldExit() {
+  PythonCalls& c = Calls();
+  MutexLock l(&c.mu);
+  ++c.held;
+}
+
+void ReleaseExitHold() {
+  PythonCalls& c = Calls();
+  {
+    MutexLock l(&c.mu);
+    --c.held;
+  }
+  c.done.SignalAll();
+}
+
+ReleaseGil::ReleaseGil() : state_(PyEval_SaveThread()) {}
+
+ReleaseGil::~ReleaseGil() {
+  StartTaking();
+  PyEval_RestoreThread(state_);
+  DoneTaking();
+}
+
+AcquireGil::AcquireGil() {
+  StartTaking();
+  state_ = PyGILState_Ensure();
+  DoneTaking();
+}
+
+AcquireGil::~AcquireGil() { PyGILState_Release(state_); }
+
+}  // namespace sluice::python
