@@ -70,9 +70,11 @@ absl::StatusOr<NormalizeTable> NormalizeTable::Create(int channels, absl::Span<c
     return v.size() == 1 || v.size() == static_cast<size_t>(channels);
   };
   if (channels <= 0 || !per_channel_ok(mean) || !per_channel_ok(stddev)) {
+    // "1 or 1" said nothing for a gray image given RGB statistics.
     return absl::InvalidArgumentError(
-        absl::StrCat("Normalize: the image has ", channels, " channels but mean has ", mean.size(),
-                     " values and std ", stddev.size(), " (expected 1 or ", channels, ")"));
+        absl::StrCat("Normalize: mean has ", mean.size(), " values and std ", stddev.size(),
+                     " for an image of ", channels, channels == 1 ? " channel" : " channels",
+                     ": each takes one value", channels > 1 ? absl::StrCat(" or ", channels) : ""));
   }
   NormalizeTable t;
   t.channels_ = channels;

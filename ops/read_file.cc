@@ -46,6 +46,11 @@ absl::StatusOr<Tensor> ReadFile(const std::string& path, const ReadFileOptions& 
   Fd fd(raw);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return Errno(errno, path, "cannot stat");
+  // As the file readers say it (io/input_stream.cc): Python raises IsADirectoryError for it.
+  if (S_ISDIR(st.st_mode)) {
+    return WithErrno(
+        absl::FailedPreconditionError(absl::StrCat(path, ": is a directory, not a file")), EISDIR);
+  }
   if (!S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
   }

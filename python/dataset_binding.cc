@@ -590,8 +590,8 @@ void RegisterTransformations(py::class_<PyDataset>& c) {
           py::arg("num_shards"), py::arg("index"), "tf.data.Dataset.shard.")
       .def(
           "cache",
-          [](const PyDataset& self, const std::string& filename) {
-            return Wrap(self.dataset.Cache(filename));
+          [](const PyDataset& self, const FilePath& filename) {
+            return Wrap(self.dataset.Cache(filename.value));
           },
           py::arg("filename") = "", "tf.data.Dataset.cache: in memory, or in files at filename.")
       .def(
@@ -629,16 +629,13 @@ int ParallelismOf(const std::optional<int>& n, const char* name) {
   return *n;
 }
 
-namespace {
-
-// os.fspath's answer for a str, bytes or os.PathLike; nullopt for anything else.
 std::optional<std::string> PathOf(py::handle value) {
   if (py::isinstance<py::bytes>(value)) return value.cast<std::string>();
   if (!py::isinstance<py::str>(value) && !py::hasattr(value, "__fspath__")) return std::nullopt;
-  // os.fsencode: a name that is not UTF-8 (surrogate-escaped by Python, as os.listdir gives it)
-  // reaches the file system as it was.
   return py::module_::import("os").attr("fsencode")(value).cast<std::string>();
 }
+
+namespace {
 
 [[noreturn]] void ThrowNotPaths(const char* what, py::handle value) {
   throw py::type_error(

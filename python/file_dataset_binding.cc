@@ -155,7 +155,7 @@ void RegisterTextFormats(py::class_<PyDataset>& c) {
 void RegisterSavedDatasets(py::class_<PyDataset>& c) {
   c.def(
        "save",
-       [](const PyDataset& self, const std::string& path,
+       [](const PyDataset& self, const FilePath& path,
           const std::optional<std::string>& compression, const py::object& shard_func) {
          CheckCallable(shard_func, "save: shard_func");
          SaveOptions options;
@@ -168,7 +168,7 @@ void RegisterSavedDatasets(py::class_<PyDataset>& c) {
            // The pipeline runs here, on this thread and its own, which take the GIL for
            // Python functions.
            ReleaseGil release;
-           saved = self.dataset.Save(path, std::move(options));
+           saved = self.dataset.Save(path.value, std::move(options));
          }
          interrupt.ThrowIfInterrupted();
          if (!saved.ok()) ThrowStatus(saved);
@@ -182,11 +182,11 @@ void RegisterSavedDatasets(py::class_<PyDataset>& c) {
        "manifest is written). tf.data's checkpoint_args is not supported.")
       .def_static(
           "load",
-          [](const std::string& path, const py::object& reader_func) {
+          [](const FilePath& path, const py::object& reader_func) {
             CheckCallable(reader_func, "load: reader_func");
             LoadOptions options;
             if (!reader_func.is_none()) options.reader_fn = PythonReaderFn(reader_func);
-            return PyDataset{Dataset::Load(path, std::move(options))};
+            return PyDataset{Dataset::Load(path.value, std::move(options))};
           },
           py::arg("path"), py::kw_only(), py::arg("reader_func") = py::none(),
           "tf.data.Dataset.load: the elements save wrote to path (its compression and "
@@ -197,7 +197,7 @@ void RegisterSavedDatasets(py::class_<PyDataset>& c) {
           "shards round-robin.")
       .def(
           "snapshot",
-          [](const PyDataset& self, const std::string& path,
+          [](const PyDataset& self, const FilePath& path,
              const std::optional<std::string>& compression, const py::object& reader_func,
              const py::object& shard_func) {
             CheckCallable(reader_func, "snapshot: reader_func");
@@ -210,7 +210,7 @@ void RegisterSavedDatasets(py::class_<PyDataset>& c) {
             }
             if (!reader_func.is_none()) options.reader_fn = PythonReaderFn(reader_func);
             if (!shard_func.is_none()) options.shard_fn = PythonShardFn(shard_func);
-            return PyDataset{self.dataset.Snapshot(path, std::move(options))};
+            return PyDataset{self.dataset.Snapshot(path.value, std::move(options))};
           },
           py::arg("path"), py::arg("compression") = "AUTO", py::arg("reader_func") = py::none(),
           py::arg("shard_func") = py::none(),

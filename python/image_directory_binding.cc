@@ -41,7 +41,7 @@ py::object Make(const std::string& directory, ImageDirectoryOptions options) {
 void RegisterImageDirectory(py::module_& m) {
   m.def(
       "image_dataset_from_directory",
-      [](const std::string& directory, const py::object& labels, const py::object& label_mode,
+      [](const FilePath& directory, const py::object& labels, const py::object& label_mode,
          const std::optional<std::vector<std::string>>& class_names, const std::string& color_mode,
          std::optional<int64_t> batch_size, std::pair<int64_t, int64_t> image_size, bool shuffle,
          std::optional<uint64_t> seed, std::optional<double> validation_split,
@@ -94,17 +94,17 @@ void RegisterImageDirectory(py::module_& m) {
         o.follow_links = follow_links;
         o.crop_to_aspect_ratio = crop_to_aspect_ratio;
         o.verbose = verbose;
-        if (!subset) return Make(directory, o);
+        if (!subset) return Make(directory.value, o);
         if (*subset == "training" || *subset == "validation") {
           o.subset = *subset == "training" ? ImageDirectoryOptions::Subset::kTraining
                                            : ImageDirectoryOptions::Subset::kValidation;
-          return Make(directory, o);
+          return Make(directory.value, o);
         }
         if (*subset != "both") {
           throw py::value_error("subset: 'training', 'validation', 'both' or None");
         }
         // One walk of the tree; "Found N files" once, then a "Using" line for each subset.
-        auto both = train::data::ImageDatasetsFromDirectory(directory, o);
+        auto both = train::data::ImageDatasetsFromDirectory(directory.value, o);
         if (!both.ok()) ThrowStatus(both.status());
         return py::make_tuple(DatasetWithAttributes(std::move(both->first)),
                               DatasetWithAttributes(std::move(both->second)));

@@ -282,6 +282,17 @@ class PyIterator {
       throw py::value_error(
           "load_state_dict(): not a sluice iterator state (no 'version' and 'iterator' keys)");
     }
+    auto type_name = [](py::handle v) {
+      return std::string(py::str(v.get_type().attr("__name__")));
+    };
+    if (!py::isinstance<py::int_>(state["version"])) {
+      throw py::type_error(absl::StrCat("load_state_dict(): 'version' must be an int, not ",
+                                        type_name(state["version"])));
+    }
+    if (!py::isinstance<py::bytes>(state["iterator"])) {
+      throw py::type_error(absl::StrCat("load_state_dict(): 'iterator' must be bytes, not ",
+                                        type_name(state["iterator"])));
+    }
     const int version = state["version"].cast<int>();
     if (version != kStateVersion) {
       throw py::value_error(absl::StrCat("load_state_dict(): state version ", version,

@@ -743,6 +743,11 @@ void RegisterOps(py::module_& m) {
       [](const py::args& args) {
         PyOp composed;
         for (py::handle op : args) {
+          if (!py::isinstance<PyOp>(op)) {
+            throw py::type_error(
+                absl::StrCat("compose() takes sluice.ops ops, not ",
+                             std::string(py::str(op.get_type().attr("__name__")))));
+          }
           const PyOp& p = op.cast<const PyOp&>();
           composed.steps.insert(composed.steps.end(), p.steps.begin(), p.steps.end());
         }

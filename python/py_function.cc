@@ -44,7 +44,8 @@ struct Given {
 
 // A function's result (a value, or a tuple of values) as an element: NumPy arrays, numbers and
 // bytes are copied into tensors; an argument returned as it is keeps its tensor, without a copy.
-Element ResultToElement(py::handle result, std::initializer_list<Given> given) {
+Element ResultToElement(py::handle result, std::initializer_list<Given> given,
+                        const std::string& where) {
   auto convert = [&](py::handle value) -> Tensor {
     for (const Given& g : given) {
       for (size_t i = 0; i < g.args.size(); ++i) {
@@ -54,8 +55,8 @@ Element ResultToElement(py::handle result, std::initializer_list<Given> given) {
     return TensorFromPython(value);
   };
   if (result.is_none()) {
-    throw py::type_error(
-        "returned None, not a value or a tuple of values (does it end without a return?)");
+    throw py::type_error(absl::StrCat(
+        where, " returned None, not a value or a tuple of values (does it end without a return?)"));
   }
   Element out;
   if (py::isinstance<py::tuple>(result)) {
@@ -134,7 +135,7 @@ MapFn PythonMapFn(py::object fn) {
     return CallPython<Element>(where, [&]() -> Element {
       py::tuple args = Arguments(e);
       py::object result = f->get()(*args);
-      return ResultToElement(result, {{args, e}});
+      return ResultToElement(result, {{args, e}}, where);
     });
   };
 }
@@ -200,8 +201,8 @@ ScanFn PythonScanFn(py::object fn) {
       }
       py::tuple pair = result.cast<py::tuple>();
       return std::pair<Element, Element>(
-          ResultToElement(pair[0], {{state_args, state}, {args, e}}),
-          ResultToElement(pair[1], {{state_args, state}, {args, e}}));
+          ResultToElement(pair[0], {{state_args, state}, {args, e}}, where),
+          ResultToElement(pair[1], {{state_args, state}, {args, e}}, where));
     });
   };
 }

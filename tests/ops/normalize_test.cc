@@ -165,6 +165,12 @@ TEST(NormalizeTest, Errors) {
   const Tensor rgb = ThreeGrays();
   const std::vector<float> two = {0.5f, 0.5f}, zero_std = {1, 0, 1}, ok = {0.5f, 0.5f, 0.5f};
   EXPECT_EQ(Normalize(rgb, two, ok).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(NormalizeTable::Create(1, ok, ok).status().message(),
+            "Normalize: mean has 3 values and std 3 for an image of 1 channel: each takes one "
+            "value");
+  EXPECT_EQ(NormalizeTable::Create(3, two, ok).status().message(),
+            "Normalize: mean has 2 values and std 3 for an image of 3 channels: each takes one "
+            "value or 3");
   EXPECT_EQ(Normalize(rgb, ok, zero_std).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Normalize(rgb, ok, ok, {.dtype = DType::kInt32}).status().code(),
             absl::StatusCode::kInvalidArgument);

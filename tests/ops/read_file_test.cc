@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <string>
 
+#include "core/os_error.h"
 #include "gtest/gtest.h"
 #include "tests/temp_dir.h"
 
@@ -39,11 +41,15 @@ TEST(ReadFileTest, AMissingFileIsNotFoundNamingIt) {
   EXPECT_NE(t.status().message().find(dir.File("nope.jpg")), std::string::npos) << t.status();
 }
 
-TEST(ReadFileTest, ADirectoryIsInvalidArgument) {
+// As a TFRecord reader says it, with EISDIR kept (Python raises IsADirectoryError).
+TEST(ReadFileTest, ADirectoryIsSaidToBeOne) {
   ScopedTempDir dir;
   auto t = ReadFile(dir.path());
-  ASSERT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
-  EXPECT_NE(t.status().message().find("not a regular file"), std::string::npos) << t.status();
+  ASSERT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition) << t.status();
+  EXPECT_EQ(ErrnoOf(t.status()), EISDIR);
+  EXPECT_NE(t.status().message().find(dir.path() + ": is a directory, not a file"),
+            std::string::npos)
+      << t.status();
 }
 
 TEST(ReadFileTest, AFileOverTheLimitFailsBeforeReadingAndNamesTheLimit) {

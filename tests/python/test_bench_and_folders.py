@@ -1,6 +1,7 @@
 """sluice.bench's report, and image_dataset_from_directory."""
 
 import _thread
+import pathlib
 import threading
 
 import numpy as np
@@ -67,6 +68,12 @@ def test_image_dataset_from_directory_both_says_what_each_subset_uses(photo_tree
     assert capfd.readouterr().err.splitlines() == [
         "Found 3 files belonging to 2 classes.", "Using 2 files for training.",
         "Using 1 files for validation."]  # Keras' words
+
+
+def test_image_dataset_from_directory_takes_a_pathlib_path(photo_tree):
+    ds = sluice.image_dataset_from_directory(pathlib.Path(photo_tree), image_size=(20, 30))
+    assert ds.class_names == sluice.image_dataset_from_directory(
+        str(photo_tree), image_size=(20, 30)).class_names
 
 
 def test_image_dataset_from_directory(photo_tree):

@@ -240,8 +240,11 @@ def test_an_unknown_keyword_argument_is_named_with_what_is_taken():
 
 
 def test_map_function_mistakes_are_named():
-    with pytest.raises(TypeError, match="returned None.*without a return"):
-        next(iter(sluice.Dataset.range(1).map(lambda x: None)))
+    def forgets_to_return(x):
+        pass
+
+    with pytest.raises(TypeError, match="map function .*forgets_to_return returned None.*without"):
+        next(iter(sluice.Dataset.range(1).map(forgets_to_return)))
     # Raised again from next(), a StopIteration would end the loop as if the data had ended
     # (PEP 479's rule for generators): it comes as a RuntimeError whose cause it is.
     labels = iter([0, 1])

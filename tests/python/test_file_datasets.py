@@ -60,6 +60,11 @@ def test_os_errors_are_the_oserror_python_would_raise(tmp_path):
     assert raised.value.errno == errno.EISDIR
     with pytest.raises(FileNotFoundError, match="missing.tfrecord"):
         list(sluice.Dataset.tfrecord(str(tmp_path / "missing.tfrecord")))
+    # The same from ops.read_file (it was a ValueError, "not a regular file").
+    with pytest.raises(IsADirectoryError, match="is a directory") as raised:
+        next(iter(sluice.Dataset.from_tensors(str(tmp_path).encode()).map(
+            sluice.ops.read_file())))
+    assert raised.value.errno == errno.EISDIR
 
 
 def test_text_line_errors_and_state(tmp_path):
@@ -160,6 +165,19 @@ def test_save_load_round_trip(tmp_path, compression):
     first = next(iter(loaded))
     assert first[0].dtype == "float32" and first[0].shape == (3,)
     assert np.asarray(first[1]).dtype == np.int64
+
+
+def test_paths_may_be_pathlib_paths(tmp_path):
+    # Every argument that names a file or directory takes a str, bytes or os.PathLike, as
+    # tfrecord's does (save, load, snapshot and cache took a str only).
+    ds = sluice.Dataset.range(5)
+    ds.save(tmp_path / "saved")
+    assert [int(x) for x in sluice.Dataset.load(tmp_path / "saved")] == [0, 1, 2, 3, 4]
+    assert [int(x) for x in ds.snapshot(tmp_path / "snap")] == [0, 1, 2, 3, 4]
+    assert [int(x) for x in ds.cache(tmp_path / "cache")] == [0, 1, 2, 3, 4]
+    assert (tmp_path / "snap").is_dir() and list(tmp_path.glob("cache*"))
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        ds.save(3)
 
 
 def test_save_shard_func_and_load_reader_func(tmp_path):

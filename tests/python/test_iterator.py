@@ -122,6 +122,11 @@ def test_load_state_dict_misuse():
         iter(ds).load_state_dict({"version": 99, "iterator": b""})
     with pytest.raises(ValueError, match="not a sluice iterator state"):
         iter(ds).load_state_dict({})
+    # Wrong types are TypeErrors naming the key (pybind11's cast said "Unable to cast").
+    with pytest.raises(TypeError, match="'version' must be an int, not str"):
+        iter(ds).load_state_dict({"version": "1", "iterator": b""})
+    with pytest.raises(TypeError, match="'iterator' must be bytes, not str"):
+        iter(ds).load_state_dict({"version": 1, "iterator": ""})
 
 
 def ticks_while(call):

@@ -82,6 +82,8 @@ def test_fused_equals_unfused(data):
     fused = batches_of(python_pipeline(data, fused_ops()))
     unfused = batches_of(python_pipeline(data, unfused_ops()))
     assert "normalize" in repr(sluice.ops.compose(*fused_ops()))
+    with pytest.raises(TypeError, match=r"compose\(\) takes sluice.ops ops, not int"):
+        sluice.ops.compose(1, 2)
     for a, b in zip(fused, unfused):
         for x, y in zip(a, b):
             assert x.tobytes() == y.tobytes()
