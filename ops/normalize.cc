@@ -119,6 +119,14 @@ void ApplyRounded(const uint8_t* in, int64_t pixels, const NormalizeTable& table
   Apply<T>(in, pixels, channels, lut.data(), channels_first, out);
 }
 
+absl::Status CheckOutputDType(DType dtype) {
+  if (dtype != DType::kFloat32 && dtype != DType::kBFloat16 && dtype != DType::kFloat16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Normalize: output dtype must be float32, bfloat16 or float16, got ", DTypeName(dtype)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckImage(const Tensor& image) {
   if (image.dtype() != DType::kUint8 || image.rank() != 3) {
     return absl::InvalidArgumentError(
@@ -130,14 +138,27 @@ absl::Status CheckImage(const Tensor& image) {
 
 }  // namespace
 
+absl::Status CheckNormalizeArguments(absl::Span<const float> mean, absl::Span<const float> stddev,
+                                     const NormalizeOptions& options) {
+  SLUICE_RETURN_IF_ERROR(CheckOutputDType(options.dtype));
+  if (mean.empty() || stddev.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("Normalize: mean has ", mean.size(),
+                                                   " values and std ", stddev.size(),
+                                                   ": each takes one value or one per channel"));
+  }
+  for (size_t c = 0; c < stddev.size(); ++c) {
+    if (stddev[c] == 0.0f) {
+      return absl::InvalidArgumentError(absl::StrCat("Normalize: std of channel ", c, " is 0"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Tensor> Normalize(const Tensor& image, const NormalizeTable& table,
                                  const NormalizeOptions& options) {
   SLUICE_RETURN_IF_ERROR(CheckImage(image));
+  SLUICE_RETURN_IF_ERROR(CheckOutputDType(options.dtype));
   const DType dtype = options.dtype;
-  if (dtype != DType::kFloat32 && dtype != DType::kBFloat16 && dtype != DType::kFloat16) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Normalize: output dtype must be float32, bfloat16 or float16, got ", DTypeName(dtype)));
-  }
   const int64_t h = image.dim(0), w = image.dim(1);
   const int channels = static_cast<int>(image.dim(2));
   if (channels != table.channels()) {

@@ -45,6 +45,12 @@ class NormalizeTable {
   std::vector<float> values_;
 };
 
+// What Normalize refuses whatever the image: an output dtype other than float32, bfloat16 or
+// float16, an empty mean or stddev, a stddev of 0 (InvalidArgument). The channel count is checked
+// against the image's. Bindings that build the op once check it there, not at every element.
+absl::Status CheckNormalizeArguments(absl::Span<const float> mean, absl::Span<const float> stddev,
+                                     const NormalizeOptions& options);
+
 // Converts a uint8 [height, width, channels] image to floating point as torchvision's
 // ToTensor() followed by Normalize(mean, std) does: y = (x / 255 - mean[c]) / std[c], each step
 // rounded to float32 in that order, so float32 results are bitwise what torchvision computes;

@@ -10,10 +10,9 @@
 #include "ops/decode_jpeg.h"
 
 namespace sluice {
-namespace {
 
-absl::Status CheckOptions(const char* op, int64_t out_h, int64_t out_w,
-                          const RandomResizedCropOptions& o) {
+absl::Status CheckRandomResizedCropOptions(const char* op, int64_t out_h, int64_t out_w,
+                                           const RandomResizedCropOptions& o) {
   if (out_h <= 0 || out_w <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(op, ": output size must be positive, got ", out_h, "x", out_w));
@@ -34,6 +33,8 @@ absl::Status CheckOptions(const char* op, int64_t out_h, int64_t out_w,
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 // Python's int(round(x)): halves to even (nearbyint in the default rounding mode).
 int64_t RoundHalfEven(double x) { return static_cast<int64_t>(std::nearbyint(x)); }
@@ -74,7 +75,8 @@ absl::StatusOr<Tensor> DecodeAndRandomResizedCrop(absl::string_view jpeg, int64_
                                                   int64_t out_w, uint64_t seed,
                                                   const RandomResizedCropOptions& options,
                                                   const ResizeOutput& output) {
-  SLUICE_RETURN_IF_ERROR(CheckOptions("DecodeAndRandomResizedCrop", out_h, out_w, options));
+  SLUICE_RETURN_IF_ERROR(
+      CheckRandomResizedCropOptions("DecodeAndRandomResizedCrop", out_h, out_w, options));
   SLUICE_ASSIGN_OR_RETURN(const JpegHeader header, ReadJpegHeader(jpeg));
   const CropWindow window = SampleRandomResizedCrop(header.height, header.width, seed, options);
   return DecodeWindowAndResize(jpeg, window, out_h, out_w,
@@ -88,7 +90,7 @@ absl::StatusOr<Tensor> DecodeAndRandomResizedCrop(absl::string_view jpeg, int64_
 
 absl::StatusOr<Tensor> RandomResizedCrop(const Tensor& image, int64_t out_h, int64_t out_w,
                                          uint64_t seed, const RandomResizedCropOptions& options) {
-  SLUICE_RETURN_IF_ERROR(CheckOptions("RandomResizedCrop", out_h, out_w, options));
+  SLUICE_RETURN_IF_ERROR(CheckRandomResizedCropOptions("RandomResizedCrop", out_h, out_w, options));
   if (image.rank() != 3 || image.dim(0) <= 0 || image.dim(1) <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "RandomResizedCrop: expected a non-empty [height, width, channels] image, got ",

@@ -31,6 +31,13 @@ struct RandomResizedCropOptions {
   int64_t max_pixels = int64_t{1} << 28;
 };
 
+// What DecodeAndRandomResizedCrop and RandomResizedCrop refuse, as InvalidArgument naming `op`:
+// a size that is not positive, a scale outside 0 < min_area <= max_area <= 1, a ratio outside
+// 0 < min_aspect_ratio <= max_aspect_ratio (finite), max_attempts < 0. Bindings that build the op
+// once check it there, not at every element.
+absl::Status CheckRandomResizedCropOptions(const char* op, int64_t out_h, int64_t out_w,
+                                           const RandomResizedCropOptions& options);
+
 // The crop window for an image of height x width (both >= 1), as torchvision's
 // RandomResizedCrop.get_params picks it: up to max_attempts times, draw an area fraction uniformly
 // and an aspect ratio log-uniformly, round the window's sides to nearest (halves to even, as

@@ -355,6 +355,11 @@ void RegisterImageOps(py::module_& ops) {
                                          .channels = channels,
                                          .dct_scaling = dct_scaling,
                                          .method = ResizeMethodOf(interpolation)};
+        if (absl::Status bad = CheckRandomResizedCropOptions("decode_and_random_resized_crop",
+                                                             hw.first, hw.second, options);
+            !bad.ok()) {
+          ThrowStatus(bad);
+        }
         auto step = Step(
             absl::StrCat("decode_and_random_resized_crop(", SizeText(hw), ")"), component,
             [hw, options](const Tensor& t, const ElementContext& c) -> absl::StatusOr<Tensor> {
@@ -386,6 +391,11 @@ void RegisterImageOps(py::module_& ops) {
                                          .min_aspect_ratio = ratio.first,
                                          .max_aspect_ratio = ratio.second,
                                          .method = ResizeMethodOf(interpolation)};
+        if (absl::Status bad =
+                CheckRandomResizedCropOptions("random_resized_crop", hw.first, hw.second, options);
+            !bad.ok()) {
+          ThrowStatus(bad);
+        }
         return OpOf(Step(
             absl::StrCat("random_resized_crop(", SizeText(hw), ")"), component,
             [hw, options](const Tensor& t, const ElementContext& c) {
@@ -480,6 +490,10 @@ void RegisterImageOps(py::module_& ops) {
         std::vector<float> m = FloatsOf(mean), s = FloatsOf(std);
         const NormalizeOptions options{.dtype = DTypeFromPython(dtype),
                                        .channels_first = channels_first};
+        // Here, not at every element.
+        if (absl::Status bad = CheckNormalizeArguments(m, s, options); !bad.ok()) {
+          ThrowStatus(bad);
+        }
         auto step = Step(
             absl::StrCat("normalize(", DTypeName(options.dtype),
                          channels_first ? ", channels_first" : "", ")"),

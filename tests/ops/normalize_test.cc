@@ -176,6 +176,14 @@ TEST(NormalizeTest, Errors) {
             absl::StatusCode::kInvalidArgument);
   auto floats = Tensor::FromVector<float>({0.1f, 0.2f, 0.3f}, Shape{1, 1, 3});
   EXPECT_EQ(Normalize(*floats, ok, ok).status().code(), absl::StatusCode::kInvalidArgument);
+  // Without an image: what a binding checks once, where the op is made.
+  EXPECT_TRUE(CheckNormalizeArguments(ok, ok, {}).ok());
+  EXPECT_TRUE(CheckNormalizeArguments(two, ok, {.dtype = DType::kBFloat16}).ok());
+  EXPECT_EQ(CheckNormalizeArguments(ok, ok, {.dtype = DType::kInt32}).message(),
+            "Normalize: output dtype must be float32, bfloat16 or float16, got int32");
+  EXPECT_EQ(CheckNormalizeArguments(ok, zero_std, {}).message(),
+            "Normalize: std of channel 1 is 0");
+  EXPECT_EQ(CheckNormalizeArguments({}, ok, {}).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -194,6 +194,15 @@ def test_bad_arguments():
         sluice.Dataset.range(3).interleave("tfrecord")
     with pytest.raises(TypeError, match="flat_map function must be a callable"):
         sluice.Dataset.range(3).flat_map(3)
+    # The ops' arguments too (they failed on every element).
+    with pytest.raises(ValueError, match="output dtype must be float32, bfloat16 or float16"):
+        sluice.ops.normalize(sluice.IMAGENET_MEAN, sluice.IMAGENET_STD, dtype="int32")
+    with pytest.raises(ValueError, match="std of channel 1 is 0"):
+        sluice.ops.normalize([0.5, 0.5, 0.5], [1.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match="need 0 < min_area <= max_area <= 1"):
+        sluice.ops.decode_and_random_resized_crop(16, scale=(0.5, 2.0))
+    with pytest.raises(ValueError, match="need 0 < min_aspect_ratio <= max_aspect_ratio"):
+        sluice.ops.random_resized_crop(16, ratio=(2.0, 1.0))
     # flat_map: each element's dataset, one after the other.
     nested = sluice.Dataset.range(1, 4).flat_map(lambda n: sluice.Dataset.range(int(n)))
     assert [int(v) for v in nested] == [0, 0, 1, 0, 1, 2]
