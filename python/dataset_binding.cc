@@ -15,6 +15,7 @@
 #include "io/compression.h"
 #include "python/device_binding.h"
 #include "python/errors.h"
+#include "python/gil.h"
 #include "python/iterator_binding.h"
 #include "python/ops_binding.h"
 #include "python/py_function.h"
@@ -546,7 +547,7 @@ void RegisterTransformations(py::class_<PyDataset>& c) {
             }
             absl::StatusOr<train::backend::Backend*> backend;
             {
-              py::gil_scoped_release release;  // a CUDA device loads the plugin: seconds
+              ReleaseGil release;  // a CUDA device loads the plugin: seconds
               backend = train::backend::BackendFor(d);
             }
             if (!backend.ok()) ThrowStatus(backend.status());

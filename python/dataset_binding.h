@@ -61,7 +61,7 @@ namespace pybind11::detail {
 
 template <>
 struct type_caster<sluice::python::FilePath> {
-  PYBIND11_TYPE_CASTER(sluice::python::FilePath, const_name("str | os.PathLike"));
+  PYBIND11_TYPE_CASTER(sluice::python::FilePath, const_name("str | bytes | os.PathLike"));
   bool load(handle src, bool /*convert*/) {
     std::optional<std::string> path = sluice::python::PathOf(src);
     if (!path) return false;

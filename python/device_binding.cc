@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "python/errors.h"
+#include "python/gil.h"
 #include "train/backend/backend.h"
 #include "train/backend/plugin.h"
 
@@ -33,7 +34,7 @@ void RegisterDevice(py::module_& m) {
       [] {
         absl::StatusOr<int> n;
         {
-          py::gil_scoped_release release;  // loading the plugin maps cuDNN and cuBLAS: seconds
+          ReleaseGil release;  // loading the plugin maps cuDNN and cuBLAS: seconds
           n = train::backend::DeviceCount(DeviceType::kCuda);
         }
         if (!n.ok()) ThrowStatus(n.status());
@@ -44,7 +45,7 @@ void RegisterDevice(py::module_& m) {
   cuda.def(
       "is_available",
       [] {
-        py::gil_scoped_release release;
+        ReleaseGil release;
         absl::StatusOr<int> n = train::backend::DeviceCount(DeviceType::kCuda);
         return n.ok() && *n > 0;
       },

@@ -1,5 +1,8 @@
 #include "python/gil.h"
 
+#include <pthread.h>
+
+#include <atomic>
 #include <cstdint>
 #include <thread>
 
@@ -21,20 +24,33 @@ struct PythonCalls {
   int64_t held ABSL_GUARDED_BY(mu) = 0;    // HoldExit
 };
 
-PythonCalls& Calls() {
-  static auto* calls = new PythonCalls;  // never destroyed: used until the process ends
-  return *calls;
+// Never destroyed: used until the process ends. A child made by fork gets a fresh one (the
+// parent's counts and lock state are its threads', which the child does not have).
+PythonCalls* calls = new PythonCalls;
+std::atomic<int> fork_generation{0};
+
+PythonCalls& Calls() { return *calls; }
+
+void AfterForkInChild() {
+  calls = new PythonCalls;  // the parent's is leaked: its mutex may be held by a thread now gone
+  fork_generation.fetch_add(1, std::memory_order_relaxed);
 }
+
+[[maybe_unused]] const int registered = pthread_atfork(nullptr, nullptr, AfterForkInChild);
 
 thread_local int python_call_depth = 0;
 
-// Before a thread other than a pipeline's takes the GIL: parks it for good once exit began,
-// else counts it, so that WaitForPythonCalls waits until it holds the GIL (before the interpreter
-// finalizes). DoneTaking ends the count.
+// Before a thread takes the GIL back: parks it for good once exit began, unless it is the exiting
+// thread or inside a pipeline's Python call (counted already: the exit waits for it to end, with
+// the GIL released, and the pipeline's close joins it); else counts it, so that
+// WaitForPythonCalls waits until it holds the GIL (before the interpreter finalizes). DoneTaking
+// ends the count.
 void StartTaking() {
   PythonCalls& c = Calls();
   MutexLock l(&c.mu);
-  while (c.stopped && std::this_thread::get_id() != c.exiting) c.never.Wait(&c.mu);
+  while (c.stopped && std::this_thread::get_id() != c.exiting && python_call_depth == 0) {
+    c.never.Wait(&c.mu);
+  }
   ++c.taking;
 }
 
@@ -77,6 +93,8 @@ bool IsFinalizing() {
 PipelinePythonCall::PipelinePythonCall() { ++python_call_depth; }
 PipelinePythonCall::~PipelinePythonCall() { --python_call_depth; }
 bool InPipelinePythonCall() { return python_call_depth > 0; }
+
+int ForkGeneration() { return fork_generation.load(std::memory_order_relaxed); }
 
 void StopPythonCalls() {
   PythonCalls& c = Calls();

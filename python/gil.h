@@ -32,6 +32,10 @@ class PipelinePythonCall {
 };
 bool InPipelinePythonCall();
 
+// How many fork()s this process is from the one that loaded the module: a child's threads are not
+// its parent's, so what the parent's threads held (an iterator's pipeline) cannot be joined there.
+int ForkGeneration();
+
 // Exit begins: from now on EnterPython refuses, and threads other than this one that would take
 // the GIL (ReleaseGil, AcquireGil) wait for the process to end instead. Such a thread is a daemon
 // thread or a pipeline's (Python joins its other threads before exit); Python 3.14 parks such

@@ -2,11 +2,14 @@
 
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -48,12 +51,23 @@ class IteratorCore {
  public:
   explicit IteratorCore(const Dataset& dataset) : iterator_(dataset.MakeIterator()) {}
   ~IteratorCore() { Close(); }
+  IteratorCore(const IteratorCore&) = delete;
+  IteratorCore& operator=(const IteratorCore&) = delete;
 
   // Cancels the pipeline, joins the fetching thread (whose GetNext, an interrupted next()'s,
   // the cancellation ends) and destroys the C++ iterator, which joins the pipeline's threads:
   // without the GIL, as they may be waiting for it to run a Python map function. Idempotent; a
   // second caller meanwhile waits for the first. next() then raises.
   void Close() {
+    if (generation_ != ForkGeneration()) {
+      // In a child of fork: the threads to join are the parent's, which the child does not have
+      // (nor, maybe, the locks they held). What they used is left as it is.
+      if (!left_after_fork_.exchange(true)) {
+        if (thread_.joinable()) new std::thread(std::move(thread_));
+        (void)iterator_.release();
+      }
+      return;
+    }
     MutexLock closing(&close_mu_);
     if (closed_) return;
     {
@@ -185,6 +199,8 @@ class IteratorCore {
     }
   }
 
+  const int generation_ = ForkGeneration();
+  std::atomic<bool> left_after_fork_{false};
   Mutex close_mu_;
   bool closed_ ABSL_GUARDED_BY(close_mu_) = false;
   // Reset by Close only, once stop_ holds back every other use.
@@ -200,6 +216,62 @@ class IteratorCore {
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// Closes iterators off the threads that dropped them (PyIterator's destructor), one after
+// another, on a thread that runs while there are some to close. Exit waits for them (HoldExit).
+class DeferredCloses {
+ public:
+  static void Add(std::shared_ptr<IteratorCore> core) {
+    static auto* closes = new DeferredCloses;  // never destroyed: its thread may outlive exit
+    closes->Push(std::move(core));
+  }
+
+ private:
+  void Push(std::shared_ptr<IteratorCore> core) {
+    HoldExit();
+    MutexLock l(&mu_);
+    queue_.push_back(std::move(core));
+    if (running_ && generation_ == ForkGeneration()) return;
+    // None runs (or the one that ran is the parent's, in a child of fork).
+    generation_ = ForkGeneration();
+    running_ = true;
+    try {
+      std::thread([this] { Run(); }).detach();
+    } catch (const std::system_error&) {
+      // No thread to be had: leave them unclosed (their pipelines stay as they are) rather than
+      // close here, on what may be one of their own threads.
+      running_ = false;
+      for (std::shared_ptr<IteratorCore>& left : queue_) {
+        new std::shared_ptr<IteratorCore>(std::move(left));
+        ReleaseExitHold();
+      }
+      queue_.clear();
+    }
+  }
+
+  void Run() {
+    while (true) {
+      std::shared_ptr<IteratorCore> core;
+      {
+        MutexLock l(&mu_);
+        if (queue_.empty()) {
+          running_ = false;
+          return;
+        }
+        core = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      core->Close();
+      core.reset();
+      ReleaseExitHold();
+    }
+  }
+
+  Mutex mu_;
+  std::deque<std::shared_ptr<IteratorCore>> queue_ ABSL_GUARDED_BY(mu_);
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  int generation_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 // The Python iterator: its state as Python sees it (touched with the GIL held) and its core.
 class PyIterator {
  public:
@@ -213,12 +285,7 @@ class PyIterator {
       // Dropped on a thread of a pipeline, inside its Python call (the cyclic GC runs anywhere):
       // closing here would join that thread itself when the pipeline is this iterator's. Another
       // thread closes it once the call returns; exit waits for it.
-      HoldExit();
-      std::thread([core = std::move(core_)]() mutable {
-        core->Close();
-        core.reset();
-        ReleaseExitHold();
-      }).detach();
+      DeferredCloses::Add(std::move(core_));
       return;
     }
     ReleaseGil release;
@@ -285,20 +352,24 @@ class PyIterator {
     auto type_name = [](py::handle v) {
       return std::string(py::str(v.get_type().attr("__name__")));
     };
-    if (!py::isinstance<py::int_>(state["version"])) {
-      throw py::type_error(absl::StrCat("load_state_dict(): 'version' must be an int, not ",
-                                        type_name(state["version"])));
+    const py::object version = state["version"], saved = state["iterator"];
+    if (!py::isinstance<py::int_>(version)) {
+      throw py::type_error(
+          absl::StrCat("load_state_dict(): 'version' must be an int, not ", type_name(version)));
     }
-    if (!py::isinstance<py::bytes>(state["iterator"])) {
-      throw py::type_error(absl::StrCat("load_state_dict(): 'iterator' must be bytes, not ",
-                                        type_name(state["iterator"])));
-    }
-    const int version = state["version"].cast<int>();
-    if (version != kStateVersion) {
-      throw py::value_error(absl::StrCat("load_state_dict(): state version ", version,
+    if (!version.equal(py::int_(kStateVersion))) {
+      throw py::value_error(absl::StrCat("load_state_dict(): state version ",
+                                         std::string(py::repr(version)),
                                          ", this sluice reads version ", kStateVersion));
     }
-    const std::string checkpoint = state["iterator"].cast<std::string>();
+    // bytes, or a bytearray or memoryview of them (PyBytes_FromObject takes the buffer protocol).
+    if (py::isinstance<py::str>(saved) || !PyObject_CheckBuffer(saved.ptr())) {
+      throw py::type_error(
+          absl::StrCat("load_state_dict(): 'iterator' must be bytes, not ", type_name(saved)));
+    }
+    PyObject* as_bytes = PyBytes_FromObject(saved.ptr());
+    if (as_bytes == nullptr) throw py::error_already_set();
+    const std::string checkpoint = py::reinterpret_steal<py::bytes>(as_bytes);
     std::optional<absl::Status> restored;
     {
       ReleaseGil release;

@@ -200,6 +200,11 @@ ScanFn PythonScanFn(py::object fn) {
                                           std::string(py::repr(result))));
       }
       py::tuple pair = result.cast<py::tuple>();
+      if (pair[0].is_none() || pair[1].is_none()) {
+        throw py::type_error(absl::StrCat(where, " returned None as its ",
+                                          pair[0].is_none() ? "new state" : "output element",
+                                          ", not a value or a tuple of values"));
+      }
       return std::pair<Element, Element>(
           ResultToElement(pair[0], {{state_args, state}, {args, e}}, where),
           ResultToElement(pair[1], {{state_args, state}, {args, e}}, where));

@@ -15,6 +15,7 @@
 #include "core/device.h"
 #include "core/dtype.h"
 #include "python/errors.h"
+#include "python/gil.h"
 #include "train/backend/backend.h"
 
 namespace sluice::python {
@@ -170,7 +171,7 @@ py::capsule ToDLPack(const Tensor& tensor, const py::object& stream) {
     // waiting (DLPack: the producer orders its work before `stream`).
     absl::Status status;
     {
-      py::gil_scoped_release release;
+      ReleaseGil release;
       status = (*backend)->OrderQueueAfterThis(static_cast<uintptr_t>(queue));
     }
     if (!status.ok()) ThrowStatus(status);

@@ -127,6 +127,15 @@ def test_load_state_dict_misuse():
         iter(ds).load_state_dict({"version": "1", "iterator": b""})
     with pytest.raises(TypeError, match="'iterator' must be bytes, not str"):
         iter(ds).load_state_dict({"version": 1, "iterator": ""})
+    with pytest.raises(ValueError, match="state version 100000000000000000000"):
+        iter(ds).load_state_dict({"version": 10**20, "iterator": b""})
+    # A bytearray of the state works as its bytes do.
+    it = iter(ds)
+    next(it)
+    state = it.state_dict()
+    again = iter(ds)
+    again.load_state_dict({"version": 1, "iterator": bytearray(state["iterator"])})
+    assert int(next(again)) == 1
 
 
 def ticks_while(call):
@@ -504,3 +513,61 @@ def test_an_iterator_freed_on_its_own_pipelines_thread_is_closed_by_another():
     # Closing there joined the pipeline's threads from one of them: a thread joining itself
     # (std::system_error, abort) or a map waiting for its own call (a hang, then at exit too).
     _run_python(DROPPED_INSIDE_ITS_OWN_MAP, runs=4)
+
+
+ITERATORS_INSIDE_PIPELINES_AT_EXIT = """
+import time
+import sluice
+
+def slow(x):
+    time.sleep(0.05)
+    return x
+
+inner = iter(sluice.Dataset.range(10**9).map(slow))
+
+def read_inner(x):
+    return next(inner)  # a map function that reads another sluice iterator
+
+outer = iter(sluice.Dataset.range(10**9).map(read_inner, num_parallel_calls=2).prefetch(2))
+next(outer)
+source = sluice.Dataset.range(10**9).map(slow)
+generated = sluice.Dataset.from_generator(lambda: iter(source), output_signature=("int64", ()))
+next(iter(generated.prefetch(2)))
+print("done")
+"""
+
+
+def test_iterators_inside_pipelines_at_exit():
+    # An inner iterator's next() on a pipeline's thread, inside its Python call, when exit
+    # begins: that thread must take the GIL back (exit waits for its call, and the outer
+    # pipeline's close joins it), not wait for the process to end as a daemon thread does.
+    _run_python(ITERATORS_INSIDE_PIPELINES_AT_EXIT, runs=2)
+
+
+FORKED_CHILD_EXITS = """
+import os, sys, threading, time
+import sluice
+
+it = iter(sluice.Dataset.range(10**12).map(lambda x: x, num_parallel_calls=2).prefetch(4))
+next(it)
+
+def save_forever():
+    while True:
+        it.state_dict()  # takes the GIL back again and again: counted at the fork, maybe
+
+threading.Thread(target=save_forever, daemon=True).start()
+time.sleep(0.1)
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        sys.exit(0)  # a normal exit: atexit closes the iterator the parent made
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, status
+print("done")
+"""
+
+
+def test_a_forked_child_exits_with_its_parents_iterator():
+    # The child has none of the parent's threads: what they were counted as doing, and the
+    # pipeline threads the iterator would join, are not waited for there (it hung).
+    _run_python(FORKED_CHILD_EXITS, runs=2)

@@ -98,6 +98,8 @@ def test_scan_errors():
         sluice.Dataset.range(3).scan(0, 5)
     with pytest.raises(TypeError, match="new_state, output_element"):
         list(sluice.Dataset.range(3).scan(0, lambda s, x: s + x))
+    with pytest.raises(TypeError, match="returned None as its output element"):
+        list(sluice.Dataset.range(3).scan(0, lambda s, x: (s, None)))
 
     class Boom(Exception):
         pass
