@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "dataset/dataset_base.h"
 #include "dataset/element_spec.h"
 #include "dataset/options.h"
@@ -183,13 +184,42 @@ checkpoint_sources: checkpoints save buffered elements as their positions (defau
            py::arg("threads") = py::none(), py::arg("cpu_budget") = py::none(),
            py::arg("ram_budget") = py::none(), py::arg("autotune") = py::none(),
            py::arg("checkpoint_sources") = py::none())
-      .def_readwrite("seed", &Options::seed)
-      .def_readwrite("deterministic", &Options::deterministic)
-      .def_readwrite("threads", &Options::threads)
-      .def_readwrite("cpu_budget", &Options::cpu_budget)
-      .def_readwrite("ram_budget", &Options::ram_budget)
-      .def_readwrite("autotune", &Options::autotune)
-      .def_readwrite("checkpoint_sources", &Options::checkpoint_sources);
+      .def_readwrite("seed", &Options::seed,
+                     "Seed of every random op without its own; None: a fresh one per iterator.")
+      .def_readwrite("deterministic", &Options::deterministic,
+                     "With seeds set, the same elements in the same order whatever the "
+                     "parallelism (None: True); False lets parallel ops emit what is ready first.")
+      .def_readwrite("threads", &Options::threads,
+                     "Worker threads of the pipeline's oneTBB arena; 0 or None: all cores.")
+      .def_readwrite("cpu_budget", &Options::cpu_budget,
+                     "AUTOTUNE's busy workers at most, which also caps the arena's threads "
+                     "(0 or None: the arena's threads).")
+      .def_readwrite("ram_budget", &Options::ram_budget,
+                     "AUTOTUNE's buffered bytes at most (0 or None: half the available memory).")
+      .def_readwrite("autotune", &Options::autotune,
+                     "Whether AUTOTUNE tunes the pipeline's knobs (None: True).")
+      .def_readwrite("checkpoint_sources", &Options::checkpoint_sources,
+                     "Whether state_dict() saves buffered elements as the positions that "
+                     "recompute them (None: True) or as the elements (for map functions that are "
+                     "not functions of their input and seed).")
+      .def("__repr__", [](const Options& o) {
+        auto field = [](const char* name, const auto& v) {
+          return v ? absl::StrCat(name, "=", *v) : std::string();
+        };
+        std::vector<std::string> set;
+        for (std::string f :
+             {field("seed", o.seed), field("threads", o.threads), field("cpu_budget", o.cpu_budget),
+              field("ram_budget", o.ram_budget)}) {
+          if (!f.empty()) set.push_back(std::move(f));
+        }
+        auto flag = [&](const char* name, const std::optional<bool>& v) {
+          if (v) set.push_back(absl::StrCat(name, "=", *v ? "True" : "False"));
+        };
+        flag("deterministic", o.deterministic);
+        flag("autotune", o.autotune);
+        flag("checkpoint_sources", o.checkpoint_sources);
+        return absl::StrCat("sluice.Options(", absl::StrJoin(set, ", "), ")");
+      });
 }
 
 void RegisterSources(py::class_<PyDataset>& c) {

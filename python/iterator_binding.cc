@@ -465,7 +465,10 @@ iter(dataset): yields the dataset's elements. next() waits without the GIL; Ctrl
 interrupts it (the element it was waiting for is the next call's).
 )doc")
       .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", &PyIterator::Next)
+      .def("__next__", &PyIterator::Next,
+           "The next element: a tuple of its components (one component alone). Raises "
+           "StopIteration at the end, the pipeline's error (the same exception object again on "
+           "later calls), or ValueError after the iterator was closed at exit.")
       .def("state_dict", &PyIterator::StateDict,
            "The position, as {'version': 1, 'iterator': bytes} (the C++ iterator's checkpoint), "
            "which nests in a training checkpoint (torch.save, pickle).")

@@ -490,22 +490,28 @@ shared with other elements (a cache, from_tensor_slices' arrays); np.array(t) co
           "2 the per-thread one, a cudaStream_t, or -1 for no ordering): its later work waits for "
           "the copy that wrote the tensor, and sluice reuses the memory only after the work that "
           "stream had queued when the consumer released it.")
-      .def("__dlpack_device__",
-           [](const PyTensor& self) {
-             const DLDevice d = DLDeviceOf(self.tensor().device());
-             return py::make_tuple(static_cast<int>(d.device_type), d.device_id);
-           })
+      .def(
+          "__dlpack_device__",
+          [](const PyTensor& self) {
+            const DLDevice d = DLDeviceOf(self.tensor().device());
+            return py::make_tuple(static_cast<int>(d.device_type), d.device_id);
+          },
+          "The DLPack (device_type, device_id) pair of its memory.")
       .def_property_readonly(
-          "shape", [](const PyTensor& self) { return py::tuple(py::cast(Dims(self.tensor()))); })
+          "shape", [](const PyTensor& self) { return py::tuple(py::cast(Dims(self.tensor()))); },
+          "The dimensions, a tuple of ints (() for a scalar).")
       .def_property_readonly(
           "dtype",
           [](const PyTensor& self) { return std::string(DTypeName(self.tensor().dtype())); },
           "The dtype's name: uint8, int32, int64, float16, bfloat16 or float32.")
-      .def_property_readonly("ndim", [](const PyTensor& self) { return self.tensor().rank(); })
-      .def_property_readonly("nbytes",
-                             [](const PyTensor& self) { return self.tensor().byte_size(); })
       .def_property_readonly(
-          "device", [](const PyTensor& self) { return self.tensor().device().DebugString(); })
+          "ndim", [](const PyTensor& self) { return self.tensor().rank(); }, "len(shape).")
+      .def_property_readonly(
+          "nbytes", [](const PyTensor& self) { return self.tensor().byte_size(); },
+          "The bytes of its elements (as NumPy's nbytes).")
+      .def_property_readonly(
+          "device", [](const PyTensor& self) { return self.tensor().device().DebugString(); },
+          "Where its memory is: 'cpu', 'cuda:0', ...")
       .def_property_readonly(
           "data_ptr",
           [](const PyTensor& self) { return reinterpret_cast<uintptr_t>(DataOf(self.tensor())); },

@@ -435,3 +435,15 @@ def test_concatenate_of_other_dtypes_is_refused_when_built():
     with pytest.raises(ValueError, match="element 0 of the appended dataset has components "
                        r"\(float32\), expected \(int64\)"):
         list(combined)
+
+
+def test_options_and_tensor_attributes_say_what_they_are():
+    assert repr(sluice.Options()) == "sluice.Options()"
+    assert (repr(sluice.Options(seed=3, deterministic=False)) ==
+            "sluice.Options(seed=3, deterministic=False)")
+    for name in ("seed", "deterministic", "threads", "cpu_budget", "ram_budget", "autotune",
+                 "checkpoint_sources"):
+        assert getattr(sluice.Options, name).__doc__, name
+    for name in ("shape", "ndim", "nbytes", "device", "dtype", "__dlpack_device__"):
+        assert getattr(sluice.Tensor, name).__doc__, name
+    assert "StopIteration" in sluice.Iterator.__next__.__doc__
