@@ -1,5 +1,6 @@
 #include "ops/normalize.h"
 
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -149,6 +150,16 @@ absl::Status CheckNormalizeArguments(absl::Span<const float> mean, absl::Span<co
   for (size_t c = 0; c < stddev.size(); ++c) {
     if (stddev[c] == 0.0f) {
       return absl::InvalidArgumentError(absl::StrCat("Normalize: std of channel ", c, " is 0"));
+    }
+    if (!std::isfinite(stddev[c]) || (c < mean.size() && !std::isfinite(mean[c]))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Normalize: the mean and std of channel ", c, " must be finite"));
+    }
+  }
+  for (size_t c = stddev.size(); c < mean.size(); ++c) {
+    if (!std::isfinite(mean[c])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Normalize: the mean and std of channel ", c, " must be finite"));
     }
   }
   return absl::OkStatus();

@@ -1,8 +1,8 @@
 #include "python/iterator_binding.h"
 
+#include <pthread.h>
 #include <pybind11/stl.h>
 
-#include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -59,15 +59,7 @@ class IteratorCore {
   // without the GIL, as they may be waiting for it to run a Python map function. Idempotent; a
   // second caller meanwhile waits for the first. next() then raises.
   void Close() {
-    if (generation_ != ForkGeneration()) {
-      // In a child of fork: the threads to join are the parent's, which the child does not have
-      // (nor, maybe, the locks they held). What they used is left as it is.
-      if (!left_after_fork_.exchange(true)) {
-        if (thread_.joinable()) new std::thread(std::move(thread_));
-        (void)iterator_.release();
-      }
-      return;
-    }
+    if (Forked()) return;
     MutexLock closing(&close_mu_);
     if (closed_) return;
     {
@@ -85,13 +77,21 @@ class IteratorCore {
     closed_ = true;
   }
 
+  // Whether this is a child of fork and the iterator its parent's: the threads that served it are
+  // not the child's, nor maybe the locks they held, so the child leaves everything as it is (and
+  // never destroys it: a condition variable a parent's thread waited on cannot be). Such an
+  // iterator is closed in the child.
+  bool Forked() const { return generation_ != ForkGeneration(); }
+
   bool Stopped() {
+    if (Forked()) return true;
     MutexLock l(&mu_);
     return stop_;
   }
 
   // Whether a request is running or its result waits to be taken.
   bool Pending() {
+    if (Forked()) return false;
     MutexLock l(&mu_);
     return requested_ || result_.has_value();
   }
@@ -101,6 +101,7 @@ class IteratorCore {
   // (`*unknown`), where it is closed, or where a request of the fetching thread is under way or
   // waiting to be taken (it comes first).
   std::optional<Result> TakeWhenReady(bool* not_yet, bool* unknown) {
+    if (Forked()) return std::nullopt;
     {
       MutexLock l(&mu_);
       if (stop_ || requested_ || result_.has_value() || direct_) return std::nullopt;
@@ -129,6 +130,7 @@ class IteratorCore {
 
   // Starts the fetching thread unless it runs; false once closed.
   bool StartFetching() {
+    if (Forked()) return false;
     MutexLock l(&mu_);
     if (stop_) return false;
     if (!thread_.joinable()) thread_ = std::thread([this] { Fetch(); });
@@ -139,6 +141,10 @@ class IteratorCore {
   // request runs (another Python thread's next() may have taken the result this one's request
   // brought). `*closed` when the iterator is closed.
   std::optional<Result> WaitForResult(bool* closed) {
+    if (Forked()) {
+      *closed = true;
+      return std::nullopt;
+    }
     MutexLock l(&mu_);
     const auto deadline = std::chrono::steady_clock::now() + kSignalCheckInterval;
     while (!stop_ && !ReadyOrRequest() && std::chrono::steady_clock::now() < deadline) {
@@ -156,6 +162,7 @@ class IteratorCore {
   // `use(iterator)` unless the iterator is closed (nullopt then); Close waits for it.
   template <typename F>
   auto Use(F use) -> std::optional<decltype(use(std::declval<Iterator&>()))> {
+    if (Forked()) return std::nullopt;
     {
       MutexLock l(&mu_);
       if (stop_) return std::nullopt;
@@ -200,7 +207,6 @@ class IteratorCore {
   }
 
   const int generation_ = ForkGeneration();
-  std::atomic<bool> left_after_fork_{false};
   Mutex close_mu_;
   bool closed_ ABSL_GUARDED_BY(close_mu_) = false;
   // Reset by Close only, once stop_ holds back every other use.
@@ -220,19 +226,23 @@ class IteratorCore {
 // another, on a thread that runs while there are some to close. Exit waits for them (HoldExit).
 class DeferredCloses {
  public:
-  static void Add(std::shared_ptr<IteratorCore> core) {
-    static auto* closes = new DeferredCloses;  // never destroyed: its thread may outlive exit
-    closes->Push(std::move(core));
-  }
+  static void Add(std::shared_ptr<IteratorCore> core) { Instance()->Push(std::move(core)); }
+
+  // A child of fork starts with none: the parent's queue, its lock and its thread are the
+  // parent's (the cores in it are left, as Forked() says).
+  static void AfterForkInChild() { Instance() = new DeferredCloses; }
 
  private:
+  static DeferredCloses*& Instance() {
+    static DeferredCloses* closes = new DeferredCloses;  // never destroyed: its thread may
+    return closes;                                       // outlive exit
+  }
+
   void Push(std::shared_ptr<IteratorCore> core) {
     HoldExit();
     MutexLock l(&mu_);
     queue_.push_back(std::move(core));
-    if (running_ && generation_ == ForkGeneration()) return;
-    // None runs (or the one that ran is the parent's, in a child of fork).
-    generation_ = ForkGeneration();
+    if (running_) return;
     running_ = true;
     try {
       std::thread([this] { Run(); }).detach();
@@ -269,7 +279,6 @@ class DeferredCloses {
   Mutex mu_;
   std::deque<std::shared_ptr<IteratorCore>> queue_ ABSL_GUARDED_BY(mu_);
   bool running_ ABSL_GUARDED_BY(mu_) = false;
-  int generation_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // The Python iterator: its state as Python sees it (touched with the GIL held) and its core.
@@ -281,6 +290,10 @@ class PyIterator {
 
   ~PyIterator() {
     Live().erase(core_);
+    if (core_->Forked()) {
+      new std::shared_ptr<IteratorCore>(std::move(core_));  // never destroyed (Forked)
+      return;
+    }
     if (InPipelinePythonCall()) {
       // Dropped on a thread of a pipeline, inside its Python call (the cyclic GC runs anywhere):
       // closing here would join that thread itself when the pipeline is this iterator's. Another
@@ -310,7 +323,7 @@ class PyIterator {
     if (ended_) throw py::stop_iteration();
     CheckOpen();
     std::optional<Result> result = Wait();
-    if (!result) throw py::value_error(kClosedAtExit);
+    if (!result) RaiseClosed();
     if (!result->ok()) RaiseSticky(result->status());
     if (!(*result)->has_value()) {
       ended_ = true;
@@ -331,7 +344,7 @@ class PyIterator {
       ReleaseGil release;
       saved = core_->Use([](Iterator& it) { return it.Save(); });
     }
-    if (!saved) throw py::value_error(kClosedAtExit);
+    if (!saved) RaiseClosed();
     if (!saved->ok()) ThrowStatus(saved->status());
     py::dict state;
     state["version"] = kStateVersion;
@@ -353,11 +366,14 @@ class PyIterator {
       return std::string(py::str(v.get_type().attr("__name__")));
     };
     const py::object version = state["version"], saved = state["iterator"];
-    if (!py::isinstance<py::int_>(version)) {
+    // An int, or what stands for one (a NumPy integer: operator.index).
+    if (!PyIndex_Check(version.ptr())) {
       throw py::type_error(
           absl::StrCat("load_state_dict(): 'version' must be an int, not ", type_name(version)));
     }
-    if (!version.equal(py::int_(kStateVersion))) {
+    PyObject* index = PyNumber_Index(version.ptr());
+    if (index == nullptr) throw py::error_already_set();
+    if (!py::reinterpret_steal<py::object>(index).equal(py::int_(kStateVersion))) {
       throw py::value_error(absl::StrCat("load_state_dict(): state version ",
                                          std::string(py::repr(version)),
                                          ", this sluice reads version ", kStateVersion));
@@ -375,7 +391,7 @@ class PyIterator {
       ReleaseGil release;
       restored = core_->Use([&](Iterator& it) { return it.Restore(checkpoint); });
     }
-    if (!restored) throw py::value_error(kClosedAtExit);
+    if (!restored) RaiseClosed();
     if (!restored->ok()) ThrowStatus(*restored);
     started_ = true;  // a second restore is an error in C++ too
   }
@@ -401,8 +417,17 @@ class PyIterator {
     throw py::error_already_set();
   }
 
+  [[noreturn]] void RaiseClosed() {
+    if (core_->Forked()) {
+      throw py::value_error(
+          "the iterator was made before os.fork(), by the parent process, whose threads serve "
+          "it: iterate it there, or make a new one in this process");
+    }
+    throw py::value_error(kClosedAtExit);
+  }
+
   void CheckOpen() {
-    if (core_->Stopped()) throw py::value_error(kClosedAtExit);
+    if (core_->Stopped()) RaiseClosed();
   }
 
   // The next result (nullopt once closed): waits for the fetching thread without the GIL,
@@ -459,6 +484,7 @@ py::object MakePyIterator(const Dataset& dataset) {
 }
 
 void RegisterIterator(py::module_& m) {
+  pthread_atfork(nullptr, nullptr, &DeferredCloses::AfterForkInChild);
   py::module_::import("atexit").attr("register")(py::cpp_function(&PyIterator::CloseAll));
   py::class_<PyIterator>(m, "Iterator", R"doc(
 iter(dataset): yields the dataset's elements. next() waits without the GIL; Ctrl-C

@@ -1,5 +1,6 @@
 #include "ops/normalize.h"
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -184,6 +185,11 @@ TEST(NormalizeTest, Errors) {
   EXPECT_EQ(CheckNormalizeArguments(ok, zero_std, {}).message(),
             "Normalize: std of channel 1 is 0");
   EXPECT_EQ(CheckNormalizeArguments({}, ok, {}).code(), absl::StatusCode::kInvalidArgument);
+  const std::vector<float> nan_std = {1, NAN, 1}, inf_mean = {0, 0, INFINITY};
+  EXPECT_EQ(CheckNormalizeArguments(ok, nan_std, {}).message(),
+            "Normalize: the mean and std of channel 1 must be finite");
+  EXPECT_EQ(CheckNormalizeArguments(inf_mean, {1.0f}, {}).message(),
+            "Normalize: the mean and std of channel 2 must be finite");
 }
 
 }  // namespace

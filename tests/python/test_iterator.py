@@ -136,6 +136,10 @@ def test_load_state_dict_misuse():
     again = iter(ds)
     again.load_state_dict({"version": 1, "iterator": bytearray(state["iterator"])})
     assert int(next(again)) == 1
+    # A NumPy integer stands for an int, as operator.index takes it.
+    again = iter(ds)
+    again.load_state_dict({"version": np.int64(1), "iterator": state["iterator"]})
+    assert int(next(again)) == 1
 
 
 def ticks_while(call):
@@ -550,6 +554,8 @@ import sluice
 
 it = iter(sluice.Dataset.range(10**12).map(lambda x: x, num_parallel_calls=2).prefetch(4))
 next(it)
+fetched = iter(sluice.Dataset.range(100))  # no final prefetch: its fetching thread waits
+next(fetched)
 
 def save_forever():
     while True:
@@ -560,7 +566,14 @@ time.sleep(0.1)
 for _ in range(3):
     pid = os.fork()
     if pid == 0:
-        sys.exit(0)  # a normal exit: atexit closes the iterator the parent made
+        try:
+            next(fetched)  # served by the parent's threads: an error that says so, not a hang
+            os._exit(3)
+        except ValueError as e:
+            if "before os.fork()" not in str(e):
+                os._exit(4)
+        del fetched  # left as it is (a wait of a parent's thread cannot be undone here)
+        sys.exit(0)  # a normal exit: atexit leaves the iterator the parent made
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, status
 print("done")
@@ -569,5 +582,7 @@ print("done")
 
 def test_a_forked_child_exits_with_its_parents_iterator():
     # The child has none of the parent's threads: what they were counted as doing, and the
-    # pipeline threads the iterator would join, are not waited for there (it hung).
+    # pipeline threads the iterator would join, are not waited for there (it hung); its next()
+    # says the iterator is the parent's, and dropping it does not wait on the condition
+    # variable a parent's thread waited on (that hung too).
     _run_python(FORKED_CHILD_EXITS, runs=2)
