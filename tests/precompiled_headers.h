@@ -1,4 +1,4 @@
-// The headers nearly every test file parses, precompiled once per suite
+// The headers nearly every test file parses, precompiled once for every suite
 // (tests/CMakeLists.txt): parsing them was over half of a test file's build.
 // Third-party and standard headers only, so that no suite's header needs a
 // module it does not link.
