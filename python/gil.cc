@@ -124,6 +124,18 @@ void ReleaseExitHold() {
   c.done.SignalAll();
 }
 
+void ParkIfExitingElsewhere() {
+  {
+    PythonCalls& c = Calls();
+    MutexLock l(&c.mu);
+    if (!c.stopped || std::this_thread::get_id() == c.exiting || python_call_depth > 0) return;
+  }
+  PyEval_SaveThread();
+  PythonCalls& c = Calls();
+  MutexLock l(&c.mu);
+  while (true) c.never.Wait(&c.mu);
+}
+
 ReleaseGil::ReleaseGil() : state_(PyEval_SaveThread()) {}
 
 ReleaseGil::~ReleaseGil() {

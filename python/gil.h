@@ -49,6 +49,14 @@ void WaitForPythonCalls();
 void HoldExit();
 void ReleaseExitHold();
 
+// Called with the GIL by a thread about to raise because exit closed what it used (an iterator):
+// once exit began on another thread, and this one is not inside a pipeline's Python call, it
+// releases the GIL and waits for the process to end instead, as ReleaseGil's threads do. Such a
+// thread is a daemon thread, and the traceback of an error raised there while the interpreter
+// finalizes can abort it ("could not acquire lock for <_io.BufferedWriter name='<stderr>'> at
+// interpreter shutdown"). Returns otherwise.
+void ParkIfExitingElsewhere();
+
 // py::gil_scoped_release, except that once exit began, a thread other than the exiting one does
 // not take the GIL back (StopPythonCalls).
 class ReleaseGil {

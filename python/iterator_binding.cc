@@ -418,6 +418,7 @@ class PyIterator {
   }
 
   [[noreturn]] void RaiseClosed() {
+    ParkIfExitingElsewhere();
     if (core_->Forked()) {
       throw py::value_error(
           "the iterator was made before os.fork(), by the parent process, whose threads serve "
