@@ -1,5 +1,6 @@
 #include "ops/normalize.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -147,17 +148,12 @@ absl::Status CheckNormalizeArguments(absl::Span<const float> mean, absl::Span<co
                                                    " values and std ", stddev.size(),
                                                    ": each takes one value or one per channel"));
   }
-  for (size_t c = 0; c < stddev.size(); ++c) {
-    if (stddev[c] == 0.0f) {
+  for (size_t c = 0; c < std::max(mean.size(), stddev.size()); ++c) {
+    if (c < stddev.size() && stddev[c] == 0.0f) {
       return absl::InvalidArgumentError(absl::StrCat("Normalize: std of channel ", c, " is 0"));
     }
-    if (!std::isfinite(stddev[c]) || (c < mean.size() && !std::isfinite(mean[c]))) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Normalize: the mean and std of channel ", c, " must be finite"));
-    }
-  }
-  for (size_t c = stddev.size(); c < mean.size(); ++c) {
-    if (!std::isfinite(mean[c])) {
+    if ((c < stddev.size() && !std::isfinite(stddev[c])) ||
+        (c < mean.size() && !std::isfinite(mean[c]))) {
       return absl::InvalidArgumentError(
           absl::StrCat("Normalize: the mean and std of channel ", c, " must be finite"));
     }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -203,21 +204,22 @@ checkpoint_sources: checkpoints save buffered elements as their positions (defau
                      "recompute them (None: True) or as the elements (for map functions that are "
                      "not functions of their input and seed).")
       .def("__repr__", [](const Options& o) {
-        auto field = [](const char* name, const auto& v) {
-          return v ? absl::StrCat(name, "=", *v) : std::string();
+        std::vector<std::string> set;  // the fields set, as Python keyword arguments
+        auto add = [&](const char* name, const auto& v) {
+          if (!v) return;
+          if constexpr (std::is_same_v<std::decay_t<decltype(*v)>, bool>) {
+            set.push_back(absl::StrCat(name, "=", *v ? "True" : "False"));
+          } else {
+            set.push_back(absl::StrCat(name, "=", *v));
+          }
         };
-        std::vector<std::string> set;
-        for (std::string f :
-             {field("seed", o.seed), field("threads", o.threads), field("cpu_budget", o.cpu_budget),
-              field("ram_budget", o.ram_budget)}) {
-          if (!f.empty()) set.push_back(std::move(f));
-        }
-        auto flag = [&](const char* name, const std::optional<bool>& v) {
-          if (v) set.push_back(absl::StrCat(name, "=", *v ? "True" : "False"));
-        };
-        flag("deterministic", o.deterministic);
-        flag("autotune", o.autotune);
-        flag("checkpoint_sources", o.checkpoint_sources);
+        add("seed", o.seed);
+        add("threads", o.threads);
+        add("cpu_budget", o.cpu_budget);
+        add("ram_budget", o.ram_budget);
+        add("deterministic", o.deterministic);
+        add("autotune", o.autotune);
+        add("checkpoint_sources", o.checkpoint_sources);
         return absl::StrCat("sluice.Options(", absl::StrJoin(set, ", "), ")");
       });
 }

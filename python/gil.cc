@@ -40,17 +40,20 @@ void AfterForkInChild() {
 
 thread_local int python_call_depth = 0;
 
-// Before a thread takes the GIL back: parks it for good once exit began, unless it is the exiting
-// thread or inside a pipeline's Python call (counted already: the exit waits for it to end, with
-// the GIL released, and the pipeline's close joins it); else counts it, so that
-// WaitForPythonCalls waits until it holds the GIL (before the interpreter finalizes). DoneTaking
-// ends the count.
+// Whether this thread waits for the process to end rather than take the GIL: exit began on another
+// thread, and this one is not inside a pipeline's Python call (counted already: the exit waits for
+// it to end, with the GIL released, and the pipeline's close joins it).
+bool ParksAtExit(PythonCalls& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu) {
+  return c.stopped && std::this_thread::get_id() != c.exiting && python_call_depth == 0;
+}
+
+// Before a thread takes the GIL back: parks it for good where ParksAtExit says so; else counts it,
+// so that WaitForPythonCalls waits until it holds the GIL (before the interpreter finalizes).
+// DoneTaking ends the count.
 void StartTaking() {
   PythonCalls& c = Calls();
   MutexLock l(&c.mu);
-  while (c.stopped && std::this_thread::get_id() != c.exiting && python_call_depth == 0) {
-    c.never.Wait(&c.mu);
-  }
+  while (ParksAtExit(c)) c.never.Wait(&c.mu);
   ++c.taking;
 }
 
@@ -128,12 +131,10 @@ void ParkIfExitingElsewhere() {
   {
     PythonCalls& c = Calls();
     MutexLock l(&c.mu);
-    if (!c.stopped || std::this_thread::get_id() == c.exiting || python_call_depth > 0) return;
+    if (!ParksAtExit(c)) return;
   }
   PyEval_SaveThread();
-  PythonCalls& c = Calls();
-  MutexLock l(&c.mu);
-  while (true) c.never.Wait(&c.mu);
+  StartTaking();  // parks for good: exit never ends once begun
 }
 
 ReleaseGil::ReleaseGil() : state_(PyEval_SaveThread()) {}

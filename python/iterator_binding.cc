@@ -80,7 +80,8 @@ class IteratorCore {
   // Whether this is a child of fork and the iterator its parent's: the threads that served it are
   // not the child's, nor maybe the locks they held, so the child leaves everything as it is (and
   // never destroys it: a condition variable a parent's thread waited on cannot be). Such an
-  // iterator is closed in the child.
+  // iterator is closed in the child: Stopped() says so, which every Python method asks first, so
+  // none of the methods below it is reached there.
   bool Forked() const { return generation_ != ForkGeneration(); }
 
   bool Stopped() {
@@ -91,7 +92,6 @@ class IteratorCore {
 
   // Whether a request is running or its result waits to be taken.
   bool Pending() {
-    if (Forked()) return false;
     MutexLock l(&mu_);
     return requested_ || result_.has_value();
   }
@@ -101,7 +101,6 @@ class IteratorCore {
   // (`*unknown`), where it is closed, or where a request of the fetching thread is under way or
   // waiting to be taken (it comes first).
   std::optional<Result> TakeWhenReady(bool* not_yet, bool* unknown) {
-    if (Forked()) return std::nullopt;
     {
       MutexLock l(&mu_);
       if (stop_ || requested_ || result_.has_value() || direct_) return std::nullopt;
@@ -130,7 +129,6 @@ class IteratorCore {
 
   // Starts the fetching thread unless it runs; false once closed.
   bool StartFetching() {
-    if (Forked()) return false;
     MutexLock l(&mu_);
     if (stop_) return false;
     if (!thread_.joinable()) thread_ = std::thread([this] { Fetch(); });
@@ -141,10 +139,6 @@ class IteratorCore {
   // request runs (another Python thread's next() may have taken the result this one's request
   // brought). `*closed` when the iterator is closed.
   std::optional<Result> WaitForResult(bool* closed) {
-    if (Forked()) {
-      *closed = true;
-      return std::nullopt;
-    }
     MutexLock l(&mu_);
     const auto deadline = std::chrono::steady_clock::now() + kSignalCheckInterval;
     while (!stop_ && !ReadyOrRequest() && std::chrono::steady_clock::now() < deadline) {
@@ -162,7 +156,6 @@ class IteratorCore {
   // `use(iterator)` unless the iterator is closed (nullopt then); Close waits for it.
   template <typename F>
   auto Use(F use) -> std::optional<decltype(use(std::declval<Iterator&>()))> {
-    if (Forked()) return std::nullopt;
     {
       MutexLock l(&mu_);
       if (stop_) return std::nullopt;

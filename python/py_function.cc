@@ -44,8 +44,9 @@ struct Given {
 
 // A function's result (a value, or a tuple of values) as an element: NumPy arrays, numbers and
 // bytes are copied into tensors; an argument returned as it is keeps its tensor, without a copy.
+// `part` names which part of what `where` returned this is, when it is one of several.
 Element ResultToElement(py::handle result, std::initializer_list<Given> given,
-                        const std::string& where) {
+                        const std::string& where, const char* part = nullptr) {
   auto convert = [&](py::handle value) -> Tensor {
     for (const Given& g : given) {
       for (size_t i = 0; i < g.args.size(); ++i) {
@@ -55,8 +56,13 @@ Element ResultToElement(py::handle result, std::initializer_list<Given> given,
     return TensorFromPython(value);
   };
   if (result.is_none()) {
-    throw py::type_error(absl::StrCat(
-        where, " returned None, not a value or a tuple of values (does it end without a return?)"));
+    throw py::type_error(
+        part == nullptr
+            ? absl::StrCat(where,
+                           " returned None, not a value or a tuple of values (does it end without "
+                           "a return?)")
+            : absl::StrCat(where, " returned None as its ", part,
+                           ", not a value or a tuple of values"));
   }
   Element out;
   if (py::isinstance<py::tuple>(result)) {
@@ -200,14 +206,12 @@ ScanFn PythonScanFn(py::object fn) {
                                           std::string(py::repr(result))));
       }
       py::tuple pair = result.cast<py::tuple>();
-      if (pair[0].is_none() || pair[1].is_none()) {
-        throw py::type_error(absl::StrCat(where, " returned None as its ",
-                                          pair[0].is_none() ? "new state" : "output element",
-                                          ", not a value or a tuple of values"));
-      }
-      return std::pair<Element, Element>(
-          ResultToElement(pair[0], {{state_args, state}, {args, e}}, where),
-          ResultToElement(pair[1], {{state_args, state}, {args, e}}, where));
+      // In this order: the state's error first.
+      Element new_state =
+          ResultToElement(pair[0], {{state_args, state}, {args, e}}, where, "new state");
+      Element output =
+          ResultToElement(pair[1], {{state_args, state}, {args, e}}, where, "output element");
+      return std::pair<Element, Element>(std::move(new_state), std::move(output));
     });
   };
 }
